@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Ksym: kernel address -> symbol+offset and module, from /proc/kallsyms (or a file in its format).
+ *
+ * Text symbols only, sorted by address; lookups are a binary search. Lines tagged "[name]" belong to a
+ * module; the kernel's own pseudo-modules ("[bpf]", "[__builtin__ftrace]", ...) are kept for display but
+ * are not modules pages can be charged to. When kptr_restrict hides addresses (every address reads 0),
+ * loading succeeds, ksym_addresses_hidden() says so and lookups fail: callers keep raw addresses.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Ksym Ksym;
+
+typedef struct KsymResult {
+        const char *name;       /* borrowed from the Ksym */
+        uint64_t offset;        /* address - symbol start */
+        const char *module;     /* borrowed; NULL for the kernel image */
+        bool real_module;       /* module is a loadable module (not bpf/ftrace/kprobe pseudo-modules) */
+} KsymResult;
+
+/* Loads path, or /proc/kallsyms when path is NULL. -errno on failure (-ENOENT, -EACCES, -ENOMEM, -EBADMSG
+ * if the file has no parsable line). */
+int ksym_load(const char *path, Ksym **ret);
+Ksym *ksym_free(Ksym *k);
+
+/* The symbol containing addr: the nearest start at or below it. False if none or addresses are hidden. */
+bool ksym_lookup(const Ksym *k, uint64_t addr, KsymResult *ret);
+
+bool ksym_addresses_hidden(const Ksym *k);
+size_t ksym_count(const Ksym *k);
+size_t ksym_memory_bytes(const Ksym *k);
+
+/* Looks a symbol up by name (linear; for tests and rare start-up checks). Returns 0 if absent. */
+uint64_t ksym_address_of(const Ksym *k, const char *name);
+
+/* Formats "name+0xoff [module]" or "0xaddr" into buf. Returns buf. */
+char *ksym_format(const Ksym *k, uint64_t addr, char *buf, size_t size);

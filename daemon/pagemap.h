@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * PageMap: which allocation owns each tracked block of physical pages.
+ *
+ * Maps the first pfn of an allocated block (2^order pages) to its owner: the task that allocated it,
+ * the stack-tree node of its call chain and the module it is charged to. Open addressing with linear
+ * probing and backward-shift deletion (no tombstones); the table grows by 1.5x at 75 % load.
+ *
+ * Memory: 16 bytes per slot, so 21.3 to 32 bytes per tracked block (load between 50 % and 75 % once
+ * grown); a block of order > 0 shares one slot among its pages, so bytes per tracked page are at most 32.
+ * No allocation per event except when the table grows (amortized, steady state allocates nothing).
+ *
+ * Limits: pfn < 2^48, order < 32, module id < 2048 (PAGEMAP_MODULE_MAX).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PAGEMAP_PFN_MAX ((UINT64_C(1) << 48) - 2)
+#define PAGEMAP_ORDER_MAX 31
+#define PAGEMAP_MODULE_MAX 2047
+
+typedef struct PageOwner {
+        uint32_t task;          /* index of the owning task (see usage.h) */
+        uint32_t node;          /* index of the stack-tree leaf of the allocating call chain */
+        uint16_t module;        /* module id charged, 0 for none */
+} PageOwner;
+
+typedef struct PageMap PageMap;
+
+/* Called for each piece of a release: n_pages pages are taken off owner. */
+typedef void (*PageReleaseFn)(void *userdata, const PageOwner *owner, uint64_t n_pages);
+
+/* Capacity is a hint in blocks (0 for a small default). Returns NULL on OOM. */
+PageMap *pagemap_new(size_t capacity);
+PageMap *pagemap_free(PageMap *m);
+
+/*
+ * Records that [pfn, pfn + 2^order) belongs to owner. If a block already starts at pfn (its free was
+ * lost), the old block is released through release first and 1 is returned; 0 otherwise.
+ * -ENOMEM if the table could not grow (nothing changed), -ERANGE for pfn/order/module out of range.
+ */
+int pagemap_insert(PageMap *m, uint64_t pfn, unsigned order, const PageOwner *owner,
+                PageReleaseFn release, void *userdata);
+
+/*
+ * Releases the pages [pfn, pfn + 2^order) that are tracked, whatever their blocks: an exact block, part
+ * of a larger block (which is split buddy-style so the rest stays owned), or several smaller blocks.
+ * Calls release once per owner piece. Returns the number of pages released; the rest were untracked.
+ * If a split cannot grow the table, the buddy it could not keep is released too (and counted in the
+ * return value, which can then exceed 2^order): counts stay balanced either way.
+ */
+uint64_t pagemap_release(PageMap *m, uint64_t pfn, unsigned order, PageReleaseFn release, void *userdata);
+
+/* Looks up the block that starts exactly at pfn. */
+bool pagemap_lookup(const PageMap *m, uint64_t pfn, PageOwner *ret_owner, unsigned *ret_order);
+
+/* Calls fn for every tracked block; fn may change the owner's task/node/module in place. */
+void pagemap_foreach(PageMap *m, void (*fn)(void *userdata, uint64_t pfn, unsigned order, PageOwner *owner),
+                void *userdata);
+
+void pagemap_clear(PageMap *m);
+
+size_t pagemap_blocks(const PageMap *m);
+uint64_t pagemap_pages(const PageMap *m);
+size_t pagemap_capacity(const PageMap *m);
+size_t pagemap_memory_bytes(const PageMap *m);

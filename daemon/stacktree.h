@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * StackTree: call chains merged into a trie of frames. The root is a virtual node; its children are the
+ * outermost frames, and a chain's innermost frame is its leaf. Identical chains share one path. Every node
+ * holds the pages currently charged to chains through it (its subtree) and the true maximum that value
+ * ever reached, kept eagerly on every charge so it is never a sum of children's peaks.
+ *
+ * Nodes live in one array and are referred to by 32-bit index (stable until stacktree_clear()). The node
+ * count is bounded: past the budget a chain is charged to its deepest existing prefix and counted in
+ * stacks_truncated. A direct-mapped cache of whole chains makes a repeated chain one hash and a memcmp.
+ *
+ * User frames are only meaningful inside one process, so a chain with user frames hangs below a synthetic
+ * STACK_FRAME_PROCESS node whose ip is the process's tgid.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STACK_NODE_ROOT 0u
+#define STACK_NODE_NONE UINT32_MAX
+
+typedef enum StackFrameKind {
+        STACK_FRAME_ROOT,
+        STACK_FRAME_KERNEL,
+        STACK_FRAME_USER,
+        STACK_FRAME_PROCESS,
+        _STACK_FRAME_KIND_MAX,
+} StackFrameKind;
+
+typedef struct StackNode {
+        uint64_t ip;
+        uint64_t current_pages;
+        uint64_t peak_pages;
+        uint32_t parent;        /* STACK_NODE_NONE for the root */
+        uint32_t first_child;   /* STACK_NODE_NONE if a leaf */
+        uint32_t next_sibling;  /* STACK_NODE_NONE if the last child */
+        uint16_t module;        /* module charged for chains ending here: the innermost module frame */
+        uint8_t kind;           /* StackFrameKind */
+        uint8_t depth;          /* distance from the root, saturating at 255 */
+} StackNode;
+
+/* Classifies a new kernel frame: returns the module id its address belongs to, 0 for none. */
+typedef uint16_t (*StackModuleFn)(void *userdata, uint64_t ip);
+
+typedef struct StackTreeStats {
+        size_t n_nodes;
+        size_t max_nodes;
+        uint64_t stacks_truncated;      /* chains cut short because the node budget was reached */
+        uint64_t cache_hits;
+        uint64_t cache_misses;
+        uint64_t underflows;            /* uncharges of more than a node held: a bug or lost events */
+} StackTreeStats;
+
+typedef struct StackTree StackTree;
+
+/* max_nodes: the node budget (>= 1). module_fn may be NULL. Returns NULL on OOM. */
+StackTree *stacktree_new(size_t max_nodes, StackModuleFn module_fn, void *userdata);
+StackTree *stacktree_free(StackTree *t);
+
+/*
+ * Returns the leaf node of the chain (frames innermost first; the first n_kernel are kernel addresses,
+ * the rest user addresses of process scope), creating nodes as needed. An empty chain is the root.
+ * Never fails: on OOM or past the budget the deepest existing prefix is returned (and counted).
+ */
+uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames, size_t n_kernel,
+                uint32_t scope);
+
+/* Adds pages to the node and all its ancestors, raising their peaks. */
+void stacktree_charge(StackTree *t, uint32_t node, uint64_t pages);
+/* Takes pages off the node and all its ancestors. */
+void stacktree_uncharge(StackTree *t, uint32_t node, uint64_t pages);
+
+/* NULL if idx is out of range. */
+const StackNode *stacktree_node(const StackTree *t, uint32_t idx);
+size_t stacktree_size(const StackTree *t);
+
+/* Every peak becomes the current value. */
+void stacktree_reset_peaks(StackTree *t);
+/* Drops every node but the root, whose counts become 0. Node indices are invalid afterwards. */
+void stacktree_clear(StackTree *t);
+
+void stacktree_get_stats(const StackTree *t, StackTreeStats *ret);
+size_t stacktree_memory_bytes(const StackTree *t);

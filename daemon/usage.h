@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Usage: pages per task (process, and optionally thread) and per kernel module.
+ *
+ * Tasks live in one array and are referred to by 32-bit index, which page owners store. A process record
+ * folds in all its threads; with thread tracking on, each thread also has its own record whose charges
+ * roll up into its process. Exited tasks stay queryable; past max_exited the oldest are evicted (their
+ * remaining pages go to the "[evicted]" record, see usage_evict()). Peaks are true maxima, kept on every
+ * charge.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define USAGE_TASK_NONE UINT32_MAX
+#define USAGE_TASK_EVICTED 0u           /* index of the record that inherits evicted tasks' pages */
+#define USAGE_MODULE_NONE 0u
+#define USAGE_COMM_MAX 16               /* TASK_COMM_LEN */
+
+typedef struct PageCounter {
+        uint64_t current_pages;
+        uint64_t peak_pages;
+        uint64_t allocs;                /* allocation events charged */
+        uint64_t frees;                 /* free events that released tracked pages */
+} PageCounter;
+
+typedef struct Task {
+        int32_t pid;                    /* tgid for a process, tid for a thread */
+        int32_t tgid;
+        uint32_t process;               /* index of the process record; itself for a process */
+        char comm[USAGE_COMM_MAX];
+        char *cmdline;                  /* owned; NULL when unknown */
+        PageCounter pages;
+        uint64_t baseline_pages;        /* resident pages it had before tracing began; 0 if not seeded */
+        uint64_t first_seen_nsec;
+        uint64_t exit_nsec;
+        uint32_t exit_next;             /* link in the exited FIFO, oldest first */
+        uint16_t loading_module;        /* module this task is loading (insmod/modprobe), or none */
+        bool is_thread:1;
+        bool seeded:1;                  /* existed before tracing began */
+        bool exited:1;
+        bool evicted:1;                 /* slot no longer describes a task; reusable once unreferenced */
+} Task;
+
+typedef struct ModuleUsage {
+        char *name;                     /* owned */
+        PageCounter pages;
+        bool loaded;
+} ModuleUsage;
+
+typedef struct UsageStats {
+        size_t n_tasks;                 /* records in use, exited ones included */
+        size_t n_exited;
+        uint64_t tasks_evicted;
+        uint64_t modules_dropped;       /* modules beyond the id space, charged to none */
+        uint64_t underflows;
+} UsageStats;
+
+typedef struct Usage Usage;
+
+/* max_exited: exited records kept before eviction. Returns NULL on OOM. */
+Usage *usage_new(bool track_threads, size_t max_exited);
+Usage *usage_free(Usage *u);
+
+bool usage_tracks_threads(const Usage *u);
+
+/*
+ * Finds or creates the live record charged for activity of (pid, tid): the thread's record with thread
+ * tracking, else the process's. Returns USAGE_TASK_NONE on OOM.
+ */
+uint32_t usage_task_lookup(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec);
+
+/* A new process or thread: a live record of the same id is replaced (pid reuse). Inherits the parent's comm. */
+uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid, uint64_t now_nsec);
+/* A task seen before tracing began (seeded from /proc). */
+uint32_t usage_task_seed(Usage *u, int32_t pid, const char *comm, const char *cmdline, uint64_t baseline_pages,
+                uint64_t now_nsec);
+void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, const char *cmdline,
+                uint64_t now_nsec);
+/* Marks tid exited; the process is exited when its leader (tid == pid) is. */
+void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec);
+
+/* Adds/takes pages to/from the record and, for a thread, its process. */
+void usage_task_charge(Usage *u, uint32_t task, uint64_t pages);
+void usage_task_uncharge(Usage *u, uint32_t task, uint64_t pages);
+
+/* NULL for an index out of range or a free slot. */
+Task *usage_task(Usage *u, uint32_t idx);
+size_t usage_task_slots(const Usage *u);
+/* The live process record with this tgid, else the newest exited one; USAGE_TASK_NONE if none. */
+uint32_t usage_find_process(const Usage *u, int32_t pid);
+
+/*
+ * Evicts the oldest exited records beyond max_exited. Records still owning pages keep their slot until
+ * the caller moves those pages: it must then call remap(userdata, is_evicted) which reports, for each
+ * page owner index, whether to move it to USAGE_TASK_EVICTED. Returns the number evicted.
+ */
+size_t usage_evict(Usage *u, void (*remap)(void *userdata, Usage *u), void *userdata);
+/* For remap: the evicted index a page owner should move to (USAGE_TASK_EVICTED), or idx unchanged. */
+uint32_t usage_task_forward(const Usage *u, uint32_t idx);
+
+/* Module ids are 1..n; the same name always gets the same id. Returns USAGE_MODULE_NONE when full. */
+uint16_t usage_module_intern(Usage *u, const char *name);
+ModuleUsage *usage_module(Usage *u, uint16_t id);
+size_t usage_module_count(const Usage *u);     /* ids are 1..count */
+void usage_module_charge(Usage *u, uint16_t id, uint64_t pages);
+void usage_module_uncharge(Usage *u, uint16_t id, uint64_t pages);
+
+/* Peaks become current values (tasks and modules). */
+void usage_reset_peaks(Usage *u);
+/* Forgets every task and all counts; module names and ids stay. */
+void usage_clear(Usage *u);
+
+void usage_get_stats(const Usage *u, UsageStats *ret);
+size_t usage_memory_bytes(const Usage *u);
+
+/* Adds pages to a counter and raises its peak. */
+static inline void page_counter_add(PageCounter *c, uint64_t pages) {
+        c->current_pages += pages;
+        if (c->current_pages > c->peak_pages)
+                c->peak_pages = c->current_pages;
+}
