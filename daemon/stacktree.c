@@ -166,8 +166,9 @@ static uint32_t child_get(StackTree *t, uint32_t parent, StackFrameKind kind, ui
         uint32_t idx = (uint32_t) t->n_nodes++;
         StackNode *p = &t->nodes[parent];
         uint16_t module = 0;
+        unsigned flags = 0;
         if (kind == STACK_FRAME_KERNEL && t->module_fn)
-                module = t->module_fn(t->userdata, ip);
+                module = t->module_fn(t->userdata, ip, &flags);
         t->nodes[idx] = (StackNode) {
                 .ip = ip,
                 .parent = parent,
@@ -175,6 +176,7 @@ static uint32_t child_get(StackTree *t, uint32_t parent, StackFrameKind kind, ui
                 .next_sibling = p->first_child,
                 .module = module ?: p->module,
                 .kind = (uint8_t) kind,
+                .flags = (uint8_t) ((flags | p->flags) & 0xf),
                 .depth = p->depth == UINT8_MAX ? UINT8_MAX : p->depth + 1,
         };
         p->first_child = idx;

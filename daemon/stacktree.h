@@ -38,12 +38,20 @@ typedef struct StackNode {
         uint32_t first_child;   /* STACK_NODE_NONE if a leaf */
         uint32_t next_sibling;  /* STACK_NODE_NONE if the last child */
         uint16_t module;        /* module charged for chains ending here: the innermost module frame */
-        uint8_t kind;           /* StackFrameKind */
+        uint8_t kind:4;         /* StackFrameKind */
+        uint8_t flags:4;        /* StackNodeFlags, inherited from the parent */
         uint8_t depth;          /* distance from the root, saturating at 255 */
 } StackNode;
 
-/* Classifies a new kernel frame: returns the module id its address belongs to, 0 for none. */
-typedef uint16_t (*StackModuleFn)(void *userdata, uint64_t ip);
+typedef enum StackNodeFlags {
+        STACK_NODE_MODULE_LOADER = 1 << 0,      /* the chain passes through the kernel's module loader */
+} StackNodeFlags;
+
+/*
+ * Classifies a new kernel frame: returns the module id its address belongs to (0 for none) and may set
+ * StackNodeFlags in *flags. Called once per node, when it is created.
+ */
+typedef uint16_t (*StackModuleFn)(void *userdata, uint64_t ip, unsigned *flags);
 
 typedef struct StackTreeStats {
         size_t n_nodes;

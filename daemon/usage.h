@@ -18,6 +18,7 @@
 #define USAGE_TASK_NONE UINT32_MAX
 #define USAGE_TASK_EVICTED 0u           /* index of the record that inherits evicted tasks' pages */
 #define USAGE_MODULE_NONE 0u
+#define USAGE_MODULE_ID_MAX 2047         /* fits a page owner, see PAGEMAP_MODULE_MAX */
 #define USAGE_COMM_MAX 16               /* TASK_COMM_LEN */
 
 typedef struct PageCounter {
@@ -37,12 +38,12 @@ typedef struct Task {
         uint64_t baseline_pages;        /* resident pages it had before tracing began; 0 if not seeded */
         uint64_t first_seen_nsec;
         uint64_t exit_nsec;
-        uint32_t exit_next;             /* link in the exited FIFO, oldest first */
         uint16_t loading_module;        /* module this task is loading (insmod/modprobe), or none */
         bool is_thread:1;
         bool seeded:1;                  /* existed before tracing began */
         bool exited:1;
         bool evicted:1;                 /* slot no longer describes a task; reusable once unreferenced */
+        bool recycled:1;                /* evicted slot is on the free list */
 } Task;
 
 typedef struct ModuleUsage {
@@ -94,9 +95,10 @@ size_t usage_task_slots(const Usage *u);
 uint32_t usage_find_process(const Usage *u, int32_t pid);
 
 /*
- * Evicts the oldest exited records beyond max_exited. Records still owning pages keep their slot until
- * the caller moves those pages: it must then call remap(userdata, is_evicted) which reports, for each
- * page owner index, whether to move it to USAGE_TASK_EVICTED. Returns the number evicted.
+ * Once more than max_exited + 1/8 records are exited, evicts the oldest exited ones (and the threads of
+ * evicted processes) down to max_exited. If any of them still owned pages, remap is called before their
+ * slots are reused: it must rewrite every page owner idx to usage_task_forward(u, idx). Returns the
+ * number of records evicted.
  */
 size_t usage_evict(Usage *u, void (*remap)(void *userdata, Usage *u), void *userdata);
 /* For remap: the evicted index a page owner should move to (USAGE_TASK_EVICTED), or idx unchanged. */
@@ -111,7 +113,7 @@ void usage_module_uncharge(Usage *u, uint16_t id, uint64_t pages);
 
 /* Peaks become current values (tasks and modules). */
 void usage_reset_peaks(Usage *u);
-/* Forgets every task and all counts; module names and ids stay. */
+/* Zeroes every count and forgets exited tasks; live tasks keep their names, modules their ids. */
 void usage_clear(Usage *u);
 
 void usage_get_stats(const Usage *u, UsageStats *ret);

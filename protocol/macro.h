@@ -72,7 +72,18 @@ static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
 }
 
-#define MAX(a, b) __extension__({ __typeof__(a) _a = (a); __typeof__(b) _b = (b); _a > _b ? _a : _b; })
-#define MIN(a, b) __extension__({ __typeof__(a) _a = (a); __typeof__(b) _b = (b); _a < _b ? _a : _b; })
+/* Unique local names per expansion, so MIN(MAX(a, b), c) does not shadow. */
+#define MS_CONCAT_(a, b) a##b
+#define MS_CONCAT(a, b) MS_CONCAT_(a, b)
+#define MS_UNIQ(name, n) MS_CONCAT(_uniq_##name, n)
+
+#define MS_MINMAX_(a, b, op, n)                                                 \
+        __extension__({                                                         \
+                __typeof__(a) MS_UNIQ(x, n) = (a);                              \
+                __typeof__(b) MS_UNIQ(y, n) = (b);                              \
+                MS_UNIQ(x, n) op MS_UNIQ(y, n) ? MS_UNIQ(x, n) : MS_UNIQ(y, n); \
+        })
+#define MAX(a, b) MS_MINMAX_(a, b, >, __COUNTER__)
+#define MIN(a, b) MS_MINMAX_(a, b, <, __COUNTER__)
 
 #define streq(a, b) (strcmp((a), (b)) == 0)

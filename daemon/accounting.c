@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "accounting.h"
+#include "macro.h"
+
+struct Accounting {
+        AccountingConfig config;
+        const Ksym *ksym;               /* borrowed */
+        PageMap *pages;                 /* owned: pfn -> (task, stack leaf, module) */
+        StackTree *stacks;              /* owned */
+        Usage *usage;                   /* owned: tasks and modules */
+        uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
+        AccountingStats stats;
+};
+
+/* Kernel functions whose presence in a chain means "the module loader is running". */
+static const char *const module_loader_functions[] = { "load_module", "do_init_module" };
+
+static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
+        Accounting *a = userdata;
+        KsymResult sym;
+
+        if (!a->ksym || !ksym_lookup(a->ksym, ip, &sym))
+                return USAGE_MODULE_NONE;
+        if (sym.real_module)
+                return usage_module_intern(a->usage, sym.module);
+        if (!sym.module)
+                for (size_t i = 0; i < ELEMENTSOF(module_loader_functions); i++)
+                        if (streq(sym.name, module_loader_functions[i]))
+                                *flags |= STACK_NODE_MODULE_LOADER;
+        return USAGE_MODULE_NONE;
+}
+
+int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting **ret) {
+        _cleanup_free_ Accounting *a = calloc(1, sizeof(Accounting));
+        if (!a)
+                return -ENOMEM;
+
+        a->config = *config;
+        a->ksym = ksym;
+        a->pages = pagemap_new(config->expected_pages);
+        a->stacks = stacktree_new(config->max_stack_nodes, classify_frame, a);
+        a->usage = usage_new(config->track_threads, config->max_exited_tasks);
+        if (!a->pages || !a->stacks || !a->usage) {
+                pagemap_free(a->pages);
+                stacktree_free(a->stacks);
+                usage_free(a->usage);
+                return -ENOMEM;
+        }
+        a->loading_module = usage_module_intern(a->usage, "[loading]");
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+Accounting *accounting_free(Accounting *a) {
+        if (!a)
+                return NULL;
+        pagemap_free(a->pages);
+        stacktree_free(a->stacks);
+        usage_free(a->usage);
+        free(a);
+        return NULL;
+}
+
+static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
+        usage_task_charge(a->usage, o->task, pages);
+        stacktree_charge(a->stacks, o->node, pages);
+        usage_module_charge(a->usage, o->module, pages);
+        a->stats.current_pages += pages;
+        a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
+}
+
+/* PageReleaseFn: pages leave whoever allocated them. */
+static void release(void *userdata, const PageOwner *o, uint64_t pages) {
+        Accounting *a = userdata;
+
+        usage_task_uncharge(a->usage, o->task, pages);
+        stacktree_uncharge(a->stacks, o->node, pages);
+        usage_module_uncharge(a->usage, o->module, pages);
+        a->stats.current_pages -= MIN(pages, a->stats.current_pages);
+}
+
+static void handle_alloc(Accounting *a, const MsEvent *e) {
+        uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
+        if (task == USAGE_TASK_NONE) {
+                a->stats.alloc_failures++;
+                return;
+        }
+
+        uint32_t leaf = stacktree_intern(a->stacks, e->frames, e->n_frames, e->n_kernel_frames, (uint32_t) e->pid);
+        const StackNode *node = stacktree_node(a->stacks, leaf);
+        PageOwner owner = { .task = task, .node = leaf, .module = node->module };
+
+        /* insmod/modprobe: the loader's own allocations belong to the module it is loading. */
+        if (owner.module == USAGE_MODULE_NONE && (node->flags & STACK_NODE_MODULE_LOADER)) {
+                const Task *t = usage_task(a->usage, task);
+                const Task *p = usage_task(a->usage, t->process);
+                owner.module = p->loading_module ?: a->loading_module;
+        }
+
+        int r = pagemap_insert(a->pages, e->pfn, e->order, &owner, release, a);
+        if (r < 0) {
+                a->stats.alloc_failures++;
+                return;
+        }
+        if (r > 0)
+                a->stats.stale_blocks++;
+
+        uint64_t pages = UINT64_C(1) << e->order;
+        charge(a, &owner, pages);
+        a->stats.allocs++;
+        a->stats.alloc_pages += pages;
+}
+
+static void handle_free(Accounting *a, const MsEvent *e) {
+        uint64_t pages = UINT64_C(1) << MIN(e->order, (uint32_t) PAGEMAP_ORDER_MAX);
+        uint64_t released = pagemap_release(a->pages, e->pfn, e->order, release, a);
+
+        if (released > 0) {
+                a->stats.frees++;
+                a->stats.freed_pages += released;
+        } else
+                a->stats.untracked_frees++;
+        if (released < pages)
+                a->stats.untracked_free_pages += pages - released;
+}
+
+typedef struct ModuleMove {
+        Accounting *a;
+        uint32_t process;
+        uint16_t module;
+} ModuleMove;
+
+static void move_loading_pages(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+        ModuleMove *m = userdata;
+        Usage *u = m->a->usage;
+
+        if (o->module != m->a->loading_module || usage_task(u, o->task)->process != m->process)
+                return;
+        usage_module_uncharge(u, o->module, UINT64_C(1) << order);
+        usage_module_charge(u, m->module, UINT64_C(1) << order);
+        o->module = m->module;
+}
+
+static void handle_module_load(Accounting *a, const MsEvent *e) {
+        uint16_t id = usage_module_intern(a->usage, e->name);
+        ModuleUsage *m = usage_module(a->usage, id);
+        if (!m)
+                return;
+        m->loaded = true;
+
+        uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
+        if (task == USAGE_TASK_NONE)
+                return;
+        uint32_t process = usage_task(a->usage, task)->process;
+        usage_task(a->usage, process)->loading_module = id;
+
+        /* What the loader allocated before the kernel announced the module's name is its too. */
+        ModuleMove move = { .a = a, .process = process, .module = id };
+        if (usage_module(a->usage, a->loading_module)->pages.current_pages > 0)
+                pagemap_foreach(a->pages, move_loading_pages, &move);
+}
+
+static void forward_owner(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+        o->task = usage_task_forward(userdata, o->task);
+}
+
+static void remap_evicted(void *userdata, Usage *u) {
+        Accounting *a = userdata;
+        pagemap_foreach(a->pages, forward_owner, u);
+}
+
+void accounting_handle_event(Accounting *a, const MsEvent *e) {
+        a->stats.events++;
+        if (a->stats.first_event_nsec == 0)
+                a->stats.first_event_nsec = e->timestamp_nsec;
+        a->stats.last_event_nsec = MAX(a->stats.last_event_nsec, e->timestamp_nsec);
+
+        switch (e->type) {
+        case MS_EVENT_PAGE_ALLOC:
+                handle_alloc(a, e);
+                break;
+        case MS_EVENT_PAGE_FREE:
+                handle_free(a, e);
+                break;
+        case MS_EVENT_TASK_NEW:
+                (void) usage_task_seed(a->usage, e->pid, e->name, e->cmdline, e->baseline_pages, e->timestamp_nsec);
+                break;
+        case MS_EVENT_TASK_FORK:
+                (void) usage_task_fork(a->usage, e->parent_pid, e->pid, e->tid, e->timestamp_nsec);
+                break;
+        case MS_EVENT_TASK_COMM:
+                usage_task_set_comm(a->usage, e->pid, e->tid, e->name, e->cmdline, e->timestamp_nsec);
+                break;
+        case MS_EVENT_TASK_EXIT:
+                usage_task_exit(a->usage, e->pid, e->tid, e->timestamp_nsec);
+                (void) usage_evict(a->usage, remap_evicted, a);
+                break;
+        case MS_EVENT_MODULE_LOAD:
+                handle_module_load(a, e);
+                break;
+        case MS_EVENT_MODULE_FREE: {
+                ModuleUsage *m = usage_module(a->usage, usage_module_intern(a->usage, e->name));
+                if (m)
+                        m->loaded = false;
+                break;
+        }
+        case MS_EVENT_LOST:
+                a->stats.lost_events += e->n_lost;
+                break;
+        default:
+                break;
+        }
+}
+
+static void sink_event(void *userdata, const MsEvent *event) {
+        accounting_handle_event(userdata, event);
+}
+
+MsEventSink accounting_sink(Accounting *a) {
+        return (MsEventSink) { .event = sink_event, .userdata = a };
+}
+
+void accounting_set_ksym(Accounting *a, const Ksym *ksym) {
+        a->ksym = ksym;
+}
+
+const Ksym *accounting_ksym(const Accounting *a) {
+        return a->ksym;
+}
+
+void accounting_reset(Accounting *a, AccountingReset what) {
+        switch (what) {
+        case ACCOUNTING_RESET_PEAKS:
+                usage_reset_peaks(a->usage);
+                stacktree_reset_peaks(a->stacks);
+                a->stats.peak_pages = a->stats.current_pages;
+                break;
+        case ACCOUNTING_RESET_ALL: {
+                uint64_t lost = a->stats.lost_events;
+
+                pagemap_clear(a->pages);
+                stacktree_clear(a->stacks);
+                usage_clear(a->usage);
+                /* Loss is never hidden, not even by a reset. */
+                a->stats = (AccountingStats) { .lost_events = lost };
+                break;
+        }
+        default:
+                break;
+        }
+}
+
+Usage *accounting_usage(Accounting *a) {
+        return a->usage;
+}
+
+StackTree *accounting_stacktree(Accounting *a) {
+        return a->stacks;
+}
+
+PageMap *accounting_pagemap(Accounting *a) {
+        return a->pages;
+}
+
+void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
+        *ret = a->stats;
+}
+
+size_t accounting_memory_bytes(const Accounting *a) {
+        return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
+               usage_memory_bytes(a->usage);
+}

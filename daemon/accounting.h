@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Accounting: the core. Consumes MsEvents from any source and keeps, live, who owns every tracked page
+ * (PageMap), pages per task and module (Usage) and per call-chain node (StackTree). Knows nothing of perf,
+ * tracefs, JSON or sockets; the query layer reads it through the accessors below.
+ *
+ * Invariants (tested in tests/test-accounting.c):
+ *   - sum of current pages over processes == over stack leaves == tracked pages in the PageMap;
+ *   - a free takes pages off the task/node/module that allocated them, whoever frees;
+ *   - every peak is the maximum its current value reached, never a sum of other peaks;
+ *   - a free of pages never seen allocated is counted (untracked_*), never an error.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "ksym.h"
+#include "pagemap.h"
+#include "stacktree.h"
+#include "usage.h"
+
+typedef struct AccountingConfig {
+        size_t max_stack_nodes;         /* stack-tree node budget */
+        size_t max_exited_tasks;        /* exited task records kept */
+        size_t expected_pages;          /* sizing hint for the page table */
+        bool track_threads;             /* per-thread records besides per-process ones */
+} AccountingConfig;
+
+#define ACCOUNTING_CONFIG_DEFAULT                                                                       \
+        ((AccountingConfig) {                                                                           \
+                .max_stack_nodes = 1u << 20,                                                            \
+                .max_exited_tasks = 4096,                                                               \
+                .expected_pages = 1u << 18,                                                             \
+        })
+
+typedef struct AccountingStats {
+        uint64_t events;
+        uint64_t allocs, alloc_pages;
+        uint64_t frees, freed_pages;                    /* frees that released tracked pages */
+        uint64_t untracked_frees, untracked_free_pages; /* frees of pages allocated before tracing */
+        uint64_t stale_blocks;          /* an alloc found its pfn still tracked: that free was lost */
+        uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
+        uint64_t lost_events;           /* reported by the source */
+        uint64_t current_pages, peak_pages;
+        uint64_t first_event_nsec, last_event_nsec;
+} AccountingStats;
+
+typedef enum AccountingReset {
+        ACCOUNTING_RESET_PEAKS,         /* peaks become current values */
+        ACCOUNTING_RESET_ALL,           /* forget every page, task and stack: as if tracing began now */
+        _ACCOUNTING_RESET_MAX,
+        _ACCOUNTING_RESET_INVALID = -EINVAL,
+} AccountingReset;
+
+typedef struct Accounting Accounting;
+
+/* ksym is borrowed (may be NULL: no module attribution); it must outlive the Accounting or be replaced. */
+int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting **ret);
+Accounting *accounting_free(Accounting *a);
+
+void accounting_handle_event(Accounting *a, const MsEvent *event);
+/* A sink that feeds this Accounting, for event sources. */
+MsEventSink accounting_sink(Accounting *a);
+
+/* Replaces the symbol table (e.g. after a module load). New stack nodes use it; old ones keep their module. */
+void accounting_set_ksym(Accounting *a, const Ksym *ksym);
+const Ksym *accounting_ksym(const Accounting *a);
+
+void accounting_reset(Accounting *a, AccountingReset what);
+
+Usage *accounting_usage(Accounting *a);
+StackTree *accounting_stacktree(Accounting *a);
+PageMap *accounting_pagemap(Accounting *a);
+void accounting_get_stats(const Accounting *a, AccountingStats *ret);
+/* Heap bytes held by the core's tables. */
+size_t accounting_memory_bytes(const Accounting *a);

@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "usage.h"
+
+/* int32 id -> uint32 index, open addressing with backward-shift deletion. */
+typedef struct IdSlot {
+        int32_t id;
+        uint32_t idx;           /* USAGE_TASK_NONE when free */
+} IdSlot;
+
+typedef struct IdMap {
+        IdSlot *slots;          /* owned */
+        size_t capacity;        /* power of two, at most half full */
+        size_t n;
+} IdMap;
+
+struct Usage {
+        Task *tasks;            /* owned; slot 0 is "[evicted]" */
+        size_t n_tasks, n_allocated;
+        uint32_t *free_slots;   /* owned, room for n_tasks; evicted slots no page refers to any more */
+        size_t n_free;
+
+        IdMap processes;        /* tgid -> newest process record with that tgid */
+        IdMap threads;          /* tid -> newest thread record (thread tracking only) */
+
+        size_t n_exited, max_exited;            /* records exited and not evicted */
+
+        ModuleUsage *modules;   /* owned; id i is modules[i - 1] */
+        size_t n_modules;
+
+        bool track_threads;
+        int32_t last_pid, last_tid;
+        uint32_t last_idx;      /* hot-path cache of the last lookup */
+
+        uint64_t tasks_evicted, modules_dropped, underflows;
+};
+
+static size_t id_home(const IdMap *m, int32_t id) {
+        return (size_t) (((uint64_t) (uint32_t) id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (m->capacity - 1);
+}
+
+static int idmap_init(IdMap *m) {
+        m->capacity = 1024;
+        m->n = 0;
+        m->slots = malloc(m->capacity * sizeof(IdSlot));
+        if (!m->slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->capacity; i++)
+                m->slots[i].idx = USAGE_TASK_NONE;
+        return 0;
+}
+
+static uint32_t idmap_get(const IdMap *m, int32_t id) {
+        for (size_t i = id_home(m, id);; i = (i + 1) & (m->capacity - 1)) {
+                if (m->slots[i].idx == USAGE_TASK_NONE)
+                        return USAGE_TASK_NONE;
+                if (m->slots[i].id == id)
+                        return m->slots[i].idx;
+        }
+}
+
+static int idmap_put(IdMap *m, int32_t id, uint32_t idx);
+
+static int idmap_grow(IdMap *m) {
+        IdMap n = { .capacity = m->capacity * 2 };
+        n.slots = malloc(n.capacity * sizeof(IdSlot));
+        if (!n.slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < n.capacity; i++)
+                n.slots[i].idx = USAGE_TASK_NONE;
+        for (size_t i = 0; i < m->capacity; i++)
+                if (m->slots[i].idx != USAGE_TASK_NONE)
+                        (void) idmap_put(&n, m->slots[i].id, m->slots[i].idx);
+        free(m->slots);
+        *m = n;
+        return 0;
+}
+
+static int idmap_put(IdMap *m, int32_t id, uint32_t idx) {
+        if ((m->n + 1) * 2 > m->capacity) {
+                int r = idmap_grow(m);
+                if (r < 0)
+                        return r;
+        }
+        size_t i = id_home(m, id);
+        for (; m->slots[i].idx != USAGE_TASK_NONE; i = (i + 1) & (m->capacity - 1))
+                if (m->slots[i].id == id) {
+                        m->slots[i].idx = idx;
+                        return 0;
+                }
+        m->slots[i] = (IdSlot) { .id = id, .idx = idx };
+        m->n++;
+        return 0;
+}
+
+/* Removes id only if it still maps to idx (a newer record may have taken the id). */
+static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
+        size_t hole = id_home(m, id);
+        for (;; hole = (hole + 1) & (m->capacity - 1)) {
+                if (m->slots[hole].idx == USAGE_TASK_NONE)
+                        return;
+                if (m->slots[hole].id == id)
+                        break;
+        }
+        if (m->slots[hole].idx != idx)
+                return;
+
+        for (size_t i = (hole + 1) & (m->capacity - 1); m->slots[i].idx != USAGE_TASK_NONE;
+             i = (i + 1) & (m->capacity - 1)) {
+                size_t home = id_home(m, m->slots[i].id);
+                bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+                if (stays)
+                        continue;
+                m->slots[hole] = m->slots[i];
+                hole = i;
+        }
+        m->slots[hole].idx = USAGE_TASK_NONE;
+        m->n--;
+}
+
+static void idmap_clear(IdMap *m) {
+        for (size_t i = 0; i < m->capacity; i++)
+                m->slots[i].idx = USAGE_TASK_NONE;
+        m->n = 0;
+}
+
+static void set_comm(Task *t, const char *comm) {
+        (void) snprintf(t->comm, sizeof(t->comm), "%s", comm);
+}
+
+static void init_evicted_record(Usage *u) {
+        u->tasks[USAGE_TASK_EVICTED] = (Task) {
+                .pid = -1,
+                .tgid = -1,
+                .process = USAGE_TASK_EVICTED,
+        };
+        set_comm(&u->tasks[USAGE_TASK_EVICTED], "[evicted]");
+        u->n_tasks = 1;
+}
+
+Usage *usage_new(bool track_threads, size_t max_exited) {
+        _cleanup_free_ Usage *u = calloc(1, sizeof(Usage));
+        if (!u)
+                return NULL;
+
+        u->track_threads = track_threads;
+        u->max_exited = max_exited;
+        u->last_idx = USAGE_TASK_NONE;
+        u->n_allocated = 256;
+        u->tasks = malloc(u->n_allocated * sizeof(Task));
+        if (!u->tasks)
+                return NULL;
+        if (idmap_init(&u->processes) < 0 || idmap_init(&u->threads) < 0) {
+                free(u->processes.slots);
+                free(u->tasks);
+                return NULL;
+        }
+        init_evicted_record(u);
+        return TAKE_PTR(u);
+}
+
+static void tasks_done(Usage *u) {
+        for (size_t i = 0; i < u->n_tasks; i++)
+                free(u->tasks[i].cmdline);
+}
+
+Usage *usage_free(Usage *u) {
+        if (!u)
+                return NULL;
+        tasks_done(u);
+        for (size_t i = 0; i < u->n_modules; i++)
+                free(u->modules[i].name);
+        free(u->modules);
+        free(u->processes.slots);
+        free(u->threads.slots);
+        free(u->free_slots);
+        free(u->tasks);
+        free(u);
+        return NULL;
+}
+
+bool usage_tracks_threads(const Usage *u) {
+        return u->track_threads;
+}
+
+/* A fresh record; USAGE_TASK_NONE on OOM. Reuses evicted slots first. */
+static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, uint64_t now_nsec) {
+        uint32_t idx;
+
+        if (u->n_free > 0)
+                idx = u->free_slots[--u->n_free];
+        else {
+                if (u->n_tasks == u->n_allocated) {
+                        if (u->n_allocated >= USAGE_TASK_NONE / 2)
+                                return USAGE_TASK_NONE;
+                        Task *t = realloc(u->tasks, u->n_allocated * 2 * sizeof(Task));
+                        if (!t)
+                                return USAGE_TASK_NONE;
+                        u->tasks = t;
+                        u->n_allocated *= 2;
+                }
+                idx = (uint32_t) u->n_tasks++;
+        }
+
+        u->tasks[idx] = (Task) {
+                .pid = pid,
+                .tgid = tgid,
+                .process = idx,
+                .first_seen_nsec = now_nsec,
+                .is_thread = is_thread,
+        };
+        /* Until a COMM record or /proc says otherwise. */
+        (void) snprintf(u->tasks[idx].comm, sizeof(u->tasks[idx].comm), "%s", pid == 0 ? "swapper" : "<unknown>");
+        return idx;
+}
+
+static uint32_t process_get(Usage *u, int32_t pid, uint64_t now_nsec) {
+        uint32_t idx = idmap_get(&u->processes, pid);
+        if (idx != USAGE_TASK_NONE)
+                return idx;
+
+        idx = task_new(u, pid, pid, false, now_nsec);
+        if (idx == USAGE_TASK_NONE)
+                return idx;
+        if (idmap_put(&u->processes, pid, idx) < 0)
+                return USAGE_TASK_NONE; /* the slot stays unreferenced; harmless */
+        return idx;
+}
+
+static uint32_t thread_get(Usage *u, int32_t pid, int32_t tid, uint32_t process, uint64_t now_nsec) {
+        uint32_t idx = idmap_get(&u->threads, tid);
+        if (idx != USAGE_TASK_NONE && u->tasks[idx].tgid == pid)
+                return idx;
+
+        idx = task_new(u, tid, pid, true, now_nsec);
+        if (idx == USAGE_TASK_NONE)
+                return idx;
+        u->tasks[idx].process = process;
+        memcpy(u->tasks[idx].comm, u->tasks[process].comm, sizeof(u->tasks[idx].comm));
+        if (idmap_put(&u->threads, tid, idx) < 0)
+                return USAGE_TASK_NONE;
+        return idx;
+}
+
+uint32_t usage_task_lookup(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec) {
+        if (pid == u->last_pid && tid == u->last_tid && u->last_idx != USAGE_TASK_NONE)
+                return u->last_idx;
+
+        uint32_t idx = process_get(u, pid, now_nsec);
+        if (idx != USAGE_TASK_NONE && u->track_threads)
+                idx = thread_get(u, pid, tid, idx, now_nsec);
+
+        u->last_pid = pid;
+        u->last_tid = tid;
+        u->last_idx = idx;
+        return idx;
+}
+
+static void forget_last(Usage *u) {
+        u->last_idx = USAGE_TASK_NONE;
+}
+
+uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid, uint64_t now_nsec) {
+        forget_last(u);
+
+        if (pid == tid) {
+                /* A new process: whatever had this pid before is gone (pid reuse). */
+                uint32_t parent = idmap_get(&u->processes, parent_pid);
+                uint32_t idx = task_new(u, pid, pid, false, now_nsec);
+                if (idx == USAGE_TASK_NONE)
+                        return idx;
+                if (parent != USAGE_TASK_NONE)
+                        memcpy(u->tasks[idx].comm, u->tasks[parent].comm, sizeof(u->tasks[idx].comm));
+                if (idmap_put(&u->processes, pid, idx) < 0)
+                        return USAGE_TASK_NONE;
+                return idx;
+        }
+
+        uint32_t process = process_get(u, pid, now_nsec);
+        if (process == USAGE_TASK_NONE || !u->track_threads)
+                return process;
+        return thread_get(u, pid, tid, process, now_nsec);
+}
+
+uint32_t usage_task_seed(Usage *u, int32_t pid, const char *comm, const char *cmdline, uint64_t baseline_pages,
+                uint64_t now_nsec) {
+        forget_last(u);
+        uint32_t idx = process_get(u, pid, now_nsec);
+        if (idx == USAGE_TASK_NONE)
+                return idx;
+
+        Task *t = &u->tasks[idx];
+        if (comm)
+                set_comm(t, comm);
+        if (cmdline) {
+                free(t->cmdline);
+                t->cmdline = strdup(cmdline);
+        }
+        t->seeded = true;
+        t->baseline_pages = baseline_pages;
+        return idx;
+}
+
+void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, const char *cmdline,
+                uint64_t now_nsec) {
+        uint32_t process = process_get(u, pid, now_nsec);
+        if (process == USAGE_TASK_NONE)
+                return;
+
+        /* The leader's name is the process's name; other threads may rename only themselves. */
+        if (tid == pid && comm)
+                set_comm(&u->tasks[process], comm);
+        if (cmdline) {
+                free(u->tasks[process].cmdline);
+                u->tasks[process].cmdline = strdup(cmdline);
+        }
+        if (u->track_threads && comm) {
+                uint32_t thread = thread_get(u, pid, tid, process, now_nsec);
+                if (thread != USAGE_TASK_NONE)
+                        set_comm(&u->tasks[thread], comm);
+        }
+        forget_last(u);
+}
+
+static void mark_exited(Usage *u, uint32_t idx, uint64_t now_nsec) {
+        Task *t = &u->tasks[idx];
+
+        if (t->exited)
+                return;
+        t->exited = true;
+        t->exit_nsec = now_nsec;
+        u->n_exited++;
+}
+
+void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec) {
+        if (u->track_threads) {
+                uint32_t thread = idmap_get(&u->threads, tid);
+                if (thread != USAGE_TASK_NONE && u->tasks[thread].tgid == pid)
+                        mark_exited(u, thread, now_nsec);
+        }
+        if (tid == pid) {
+                /* The record stays mapped, so stragglers of the same process are still charged to it,
+                 * until a fork reuses the pid. */
+                uint32_t process = idmap_get(&u->processes, pid);
+                if (process != USAGE_TASK_NONE)
+                        mark_exited(u, process, now_nsec);
+        }
+}
+
+void usage_task_charge(Usage *u, uint32_t task, uint64_t pages) {
+        Task *t = &u->tasks[task];
+
+        page_counter_add(&t->pages, pages);
+        t->pages.allocs++;
+        if (t->process != task) {
+                Task *p = &u->tasks[t->process];
+                page_counter_add(&p->pages, pages);
+                p->pages.allocs++;
+        }
+}
+
+static void counter_sub(Usage *u, PageCounter *c, uint64_t pages) {
+        if (_unlikely_(c->current_pages < pages)) {
+                u->underflows++;
+                c->current_pages = 0;
+        } else
+                c->current_pages -= pages;
+        c->frees++;
+}
+
+void usage_task_uncharge(Usage *u, uint32_t task, uint64_t pages) {
+        Task *t = &u->tasks[task];
+
+        counter_sub(u, &t->pages, pages);
+        if (t->process != task)
+                counter_sub(u, &u->tasks[t->process].pages, pages);
+}
+
+Task *usage_task(Usage *u, uint32_t idx) {
+        if (idx >= u->n_tasks || u->tasks[idx].evicted)
+                return NULL;
+        return &u->tasks[idx];
+}
+
+size_t usage_task_slots(const Usage *u) {
+        return u->n_tasks;
+}
+
+uint32_t usage_find_process(const Usage *u, int32_t pid) {
+        uint32_t idx = idmap_get(&u->processes, pid);
+        if (idx != USAGE_TASK_NONE)
+                return idx;
+        /* Evicted from the map by pid reuse: the newest exited record wins. */
+        uint32_t best = USAGE_TASK_NONE;
+        for (size_t i = 1; i < u->n_tasks; i++) {
+                const Task *t = &u->tasks[i];
+                if (!t->evicted && !t->is_thread && t->pid == pid &&
+                    (best == USAGE_TASK_NONE || t->first_seen_nsec >= u->tasks[best].first_seen_nsec))
+                        best = (uint32_t) i;
+        }
+        return best;
+}
+
+uint32_t usage_task_forward(const Usage *u, uint32_t idx) {
+        const Task *t = &u->tasks[idx];
+
+        if (!t->evicted)
+                return idx;
+        /* An evicted thread of a live process: its pages are already in the process's counts. */
+        if (t->is_thread && !u->tasks[t->process].evicted)
+                return t->process;
+        return USAGE_TASK_EVICTED;
+}
+
+static void evict_one(Usage *u, uint32_t idx, bool *referenced) {
+        Task *t = &u->tasks[idx];
+
+        t->evicted = true;
+        if (t->exited)
+                u->n_exited--;
+        if (t->pages.current_pages > 0)
+                *referenced = true;
+        if (t->is_thread)
+                idmap_remove(&u->threads, t->pid, idx);
+        else {
+                idmap_remove(&u->processes, t->pid, idx);
+                /* The evicted record inherits what the process still holds (its threads' pages included). */
+                page_counter_add(&u->tasks[USAGE_TASK_EVICTED].pages, t->pages.current_pages);
+        }
+        u->tasks_evicted++;
+}
+
+static int compare_exit_time(const void *a, const void *b, void *userdata) {
+        const Task *tasks = userdata;
+        const Task *x = &tasks[*(const uint32_t *) a], *y = &tasks[*(const uint32_t *) b];
+
+        if (x->exit_nsec != y->exit_nsec)
+                return x->exit_nsec < y->exit_nsec ? -1 : 1;
+        return *(const uint32_t *) a < *(const uint32_t *) b ? -1 : 1;
+}
+
+size_t usage_evict(Usage *u, void (*remap)(void *userdata, Usage *u), void *userdata) {
+        bool referenced = false;
+        size_t n = 0, k = 0;
+
+        /* Evict in batches of 1/8, so the sort and the page walk that moves owners are amortized. */
+        if (u->n_exited <= u->max_exited + u->max_exited / 8)
+                return 0;
+
+        /* Room for every slot on the free list up front: nothing can fail halfway. */
+        uint32_t *free_slots = realloc(u->free_slots, u->n_tasks * sizeof(uint32_t));
+        if (!free_slots)
+                return 0;
+        u->free_slots = free_slots;
+        _cleanup_free_ uint32_t *exited = malloc(u->n_exited * sizeof(uint32_t));
+        if (!exited)
+                return 0;
+
+        for (size_t i = 1; i < u->n_tasks; i++)
+                if (u->tasks[i].exited && !u->tasks[i].evicted)
+                        exited[k++] = (uint32_t) i;
+        qsort_r(exited, k, sizeof(uint32_t), compare_exit_time, u->tasks);
+
+        size_t want = u->n_exited - u->max_exited;
+        for (size_t i = 0; i < k && i < want; i++)
+                evict_one(u, exited[i], &referenced);
+
+        /* Threads of evicted processes go with them. */
+        for (size_t i = 1; i < u->n_tasks; i++) {
+                Task *t = &u->tasks[i];
+                if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
+                        evict_one(u, (uint32_t) i, &referenced);
+        }
+
+        /* Page owners must stop pointing at the slots before the slots are reused. */
+        if (referenced && remap)
+                remap(userdata, u);
+
+        for (size_t i = 1; i < u->n_tasks; i++) {
+                Task *t = &u->tasks[i];
+                if (t->evicted && !t->recycled) {
+                        free(t->cmdline);
+                        t->cmdline = NULL;
+                        t->recycled = true;
+                        u->free_slots[u->n_free++] = (uint32_t) i;
+                        n++;
+                }
+        }
+        forget_last(u);
+        return n;
+}
+
+uint16_t usage_module_intern(Usage *u, const char *name) {
+        for (size_t i = 0; i < u->n_modules; i++)
+                if (streq(u->modules[i].name, name))
+                        return (uint16_t) (i + 1);
+
+        /* Ids must fit a page owner (see pagemap.h). */
+        if (u->n_modules >= USAGE_MODULE_ID_MAX) {
+                u->modules_dropped++;
+                return USAGE_MODULE_NONE;
+        }
+        ModuleUsage *m = realloc(u->modules, (u->n_modules + 1) * sizeof(ModuleUsage));
+        if (!m)
+                return USAGE_MODULE_NONE;
+        u->modules = m;
+        char *copy = strdup(name);
+        if (!copy)
+                return USAGE_MODULE_NONE;
+        u->modules[u->n_modules] = (ModuleUsage) { .name = copy };
+        return (uint16_t) ++u->n_modules;
+}
+
+ModuleUsage *usage_module(Usage *u, uint16_t id) {
+        if (id == USAGE_MODULE_NONE || id > u->n_modules)
+                return NULL;
+        return &u->modules[id - 1];
+}
+
+size_t usage_module_count(const Usage *u) {
+        return u->n_modules;
+}
+
+void usage_module_charge(Usage *u, uint16_t id, uint64_t pages) {
+        ModuleUsage *m = usage_module(u, id);
+        if (!m)
+                return;
+        page_counter_add(&m->pages, pages);
+        m->pages.allocs++;
+}
+
+void usage_module_uncharge(Usage *u, uint16_t id, uint64_t pages) {
+        ModuleUsage *m = usage_module(u, id);
+        if (m)
+                counter_sub(u, &m->pages, pages);
+}
+
+void usage_reset_peaks(Usage *u) {
+        for (size_t i = 0; i < u->n_tasks; i++)
+                u->tasks[i].pages.peak_pages = u->tasks[i].pages.current_pages;
+        for (size_t i = 0; i < u->n_modules; i++)
+                u->modules[i].pages.peak_pages = u->modules[i].pages.current_pages;
+}
+
+void usage_clear(Usage *u) {
+        uint32_t *free_slots = realloc(u->free_slots, u->n_tasks * sizeof(uint32_t));
+
+        if (!free_slots) {
+                /* Cannot keep the live records' names: forget every record instead. */
+                tasks_done(u);
+                idmap_clear(&u->processes);
+                idmap_clear(&u->threads);
+                u->n_free = 0;
+                init_evicted_record(u);
+        } else {
+                u->free_slots = free_slots;
+                /* Live tasks keep their names; exited ones are forgotten. */
+                for (size_t i = 1; i < u->n_tasks; i++) {
+                        Task *t = &u->tasks[i];
+                        bool referenced = false;
+
+                        t->pages = (PageCounter) {};
+                        if (t->exited && !t->evicted)
+                                evict_one(u, (uint32_t) i, &referenced);
+                        if (t->evicted && !t->recycled) {
+                                free(t->cmdline);
+                                t->cmdline = NULL;
+                                t->recycled = true;
+                                u->free_slots[u->n_free++] = (uint32_t) i;
+                        }
+                }
+                u->tasks[USAGE_TASK_EVICTED].pages = (PageCounter) {};
+        }
+        u->n_exited = 0;
+        for (size_t i = 0; i < u->n_modules; i++)
+                u->modules[i].pages = (PageCounter) {};
+        u->tasks_evicted = u->modules_dropped = u->underflows = 0;
+        forget_last(u);
+}
+
+void usage_get_stats(const Usage *u, UsageStats *ret) {
+        *ret = (UsageStats) {
+                .n_tasks = u->n_tasks - 1 - u->n_free,
+                .n_exited = u->n_exited,
+                .tasks_evicted = u->tasks_evicted,
+                .modules_dropped = u->modules_dropped,
+                .underflows = u->underflows,
+        };
+}
+
+size_t usage_memory_bytes(const Usage *u) {
+        size_t b = sizeof(Usage) + u->n_allocated * sizeof(Task) + (u->free_slots ? u->n_tasks : 0) * sizeof(uint32_t) +
+                   (u->processes.capacity + u->threads.capacity) * sizeof(IdSlot) +
+                   u->n_modules * sizeof(ModuleUsage);
+        for (size_t i = 0; i < u->n_tasks; i++)
+                if (u->tasks[i].cmdline)
+                        b += strlen(u->tasks[i].cmdline) + 1;
+        return b;
+}

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <stdlib.h>
+
+#include "accounting.h"
+#include "macro.h"
+#include "tests.h"
+
+/* Addresses from tests/data/kallsyms-modules. */
+#define K_ALLOC_PAGES   0xffffffff81003010
+#define K_ANON_PAGE     0xffffffff81005020
+#define K_MM_FAULT      0xffffffff81006030
+#define K_PAGE_FAULT    0xffffffff81008040
+#define K_VFS_WRITE     0xffffffff8100a010
+#define K_LOAD_MODULE   0xffffffff8100b100
+#define K_FINIT_MODULE  0xffffffff8100d010
+#define K_SYSCALL       0xffffffff8100e010
+#define M_EXT4_ALLOC    0xffffffffc0002010
+#define M_EXT4_WRITE    0xffffffffc0001010
+#define M_XFS_BUF       0xffffffffc0100010
+
+static const uint64_t fault_chain[] = { K_ALLOC_PAGES, K_ANON_PAGE, K_MM_FAULT, K_PAGE_FAULT };
+static const uint64_t write_chain[] = { K_ALLOC_PAGES, K_VFS_WRITE, K_SYSCALL };
+/* ext4 is nearest the allocation site; xfs further out: ext4 is charged. */
+static const uint64_t ext4_chain[] = { K_ALLOC_PAGES, M_EXT4_ALLOC, M_EXT4_WRITE, M_XFS_BUF, K_VFS_WRITE, K_SYSCALL };
+static const uint64_t loader_chain[] = { K_ALLOC_PAGES, K_LOAD_MODULE, K_FINIT_MODULE, K_SYSCALL };
+
+static Ksym *fixture_ksym(void) {
+        Ksym *k = NULL;
+        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
+        return k;
+}
+
+static Accounting *new_accounting(const Ksym *k, bool threads) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+
+        c.track_threads = threads;
+        c.max_exited_tasks = 4;
+        ASSERT_OK(accounting_new(&c, k, &a));
+        return a;
+}
+
+static void alloc_chain(Accounting *a, int32_t pid, int32_t tid, uint64_t pfn, unsigned order, const uint64_t *frames,
+                size_t n) {
+        static uint64_t now = 1000;
+        MsEvent e = {
+                .type = MS_EVENT_PAGE_ALLOC,
+                .pid = pid,
+                .tid = tid,
+                .timestamp_nsec = now++,
+                .pfn = pfn,
+                .order = order,
+                .frames = frames,
+                .n_frames = (uint32_t) n,
+                .n_kernel_frames = (uint32_t) n,
+        };
+        accounting_handle_event(a, &e);
+}
+
+static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned order) {
+        alloc_chain(a, pid, pid, pfn, order, fault_chain, ELEMENTSOF(fault_chain));
+}
+
+static void free_pages_(Accounting *a, int32_t pid, uint64_t pfn, unsigned order) {
+        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .pfn = pfn, .order = order };
+        accounting_handle_event(a, &e);
+}
+
+static void task_event(Accounting *a, MsEventType type, int32_t pid, const char *name) {
+        MsEvent e = { .type = type, .pid = pid, .tid = pid, .name = name, .parent_pid = 1 };
+        accounting_handle_event(a, &e);
+}
+
+static const Task *process(Accounting *a, int32_t pid) {
+        Usage *u = accounting_usage(a);
+        uint32_t i = usage_find_process(u, pid);
+        ASSERT_NE(i, USAGE_TASK_NONE);
+        return usage_task(u, i);
+}
+
+static const ModuleUsage *module(Accounting *a, const char *name) {
+        Usage *u = accounting_usage(a);
+        for (uint16_t id = 1; id <= usage_module_count(u); id++)
+                if (streq(usage_module(u, id)->name, name))
+                        return usage_module(u, id);
+        ASSERT_TRUE(!"module not found");
+        return NULL;
+}
+
+/* Every view of current pages must agree: tasks, stack tree, page table, totals. */
+static void check_invariants(Accounting *a) {
+        Usage *u = accounting_usage(a);
+        AccountingStats s;
+        uint64_t by_process = 0, by_leaf = 0;
+
+        accounting_get_stats(a, &s);
+        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
+                const Task *t = usage_task(u, i);
+                if (t && !t->is_thread)
+                        by_process += t->pages.current_pages;
+        }
+        StackTree *st = accounting_stacktree(a);
+        for (uint32_t i = 0; i < stacktree_size(st); i++) {
+                const StackNode *n = stacktree_node(st, i);
+                uint64_t children = 0;
+                for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
+                        children += stacktree_node(st, c)->current_pages;
+                ASSERT_LE(children, n->current_pages);
+                ASSERT_LE(n->current_pages, n->peak_pages);
+                by_leaf += n->current_pages - children;
+        }
+        ASSERT_EQ(by_process, s.current_pages);
+        ASSERT_EQ(by_leaf, s.current_pages);
+        ASSERT_EQ(pagemap_pages(accounting_pagemap(a)), s.current_pages);
+        ASSERT_EQ(stacktree_node(st, STACK_NODE_ROOT)->current_pages, s.current_pages);
+        ASSERT_LE(s.current_pages, s.peak_pages);
+}
+
+static void test_orders_and_untracked(void) {
+        Accounting *a = new_accounting(NULL, false);
+        AccountingStats s;
+
+        for (unsigned o = 0; o <= 10; o++)
+                alloc(a, 10, (uint64_t) (o + 1) << 11, o);
+        ASSERT_EQ(process(a, 10)->pages.current_pages, 2047);
+        ASSERT_EQ(process(a, 10)->pages.allocs, 11);
+        check_invariants(a);
+
+        for (unsigned o = 0; o <= 10; o++)
+                free_pages_(a, 10, (uint64_t) (o + 1) << 11, o);
+        /* Pages allocated before tracing began: counted, not charged to anyone. */
+        free_pages_(a, 10, 999999, 0);
+        free_pages_(a, 10, 1 << 20, 4);
+
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
+        ASSERT_EQ(process(a, 10)->pages.peak_pages, 2047);
+        ASSERT_EQ(s.allocs, 11);
+        ASSERT_EQ(s.alloc_pages, 2047);
+        ASSERT_EQ(s.frees, 11);
+        ASSERT_EQ(s.freed_pages, 2047);
+        ASSERT_EQ(s.untracked_frees, 2);
+        ASSERT_EQ(s.untracked_free_pages, 17);
+        ASSERT_EQ(s.peak_pages, 2047);
+        check_invariants(a);
+        accounting_free(a);
+}
+
+static void test_cross_task_and_split_frees(void) {
+        Accounting *a = new_accounting(NULL, false);
+
+        /* 10 allocates, 20 frees: the pages leave 10, and 20 never owned them. */
+        alloc(a, 10, 512, 2);
+        alloc(a, 20, 1024, 0);
+        free_pages_(a, 20, 512, 2);
+        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
+        ASSERT_EQ(process(a, 20)->pages.current_pages, 1);
+        ASSERT_EQ(process(a, 20)->pages.frees, 0);
+
+        /* An order-3 block split and freed one page at a time by two other tasks. */
+        alloc(a, 10, 2048, 3);
+        for (unsigned i = 0; i < 8; i++) {
+                free_pages_(a, i % 2 ? 30 : 20, 2048 + 7 - i, 0);
+                ASSERT_EQ(process(a, 10)->pages.current_pages, 7 - i);
+                check_invariants(a);
+        }
+        ASSERT_EQ(process(a, 10)->pages.peak_pages, 8);
+        accounting_free(a);
+}
+
+static void test_peaks_not_summed(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+
+        /* 10 pages through the fault path, all freed, then 10 through write: the process never held
+         * more than 10 at once, though each stack's peak is 10. */
+        for (unsigned i = 0; i < 10; i++)
+                alloc_chain(a, 10, 10, 4096 + i, 0, fault_chain, ELEMENTSOF(fault_chain));
+        for (unsigned i = 0; i < 10; i++)
+                free_pages_(a, 10, 4096 + i, 0);
+        for (unsigned i = 0; i < 10; i++)
+                alloc_chain(a, 10, 10, 8192 + i, 0, write_chain, ELEMENTSOF(write_chain));
+        free_pages_(a, 10, 8192, 0);
+
+        ASSERT_EQ(process(a, 10)->pages.current_pages, 9);
+        ASSERT_EQ(process(a, 10)->pages.peak_pages, 10);
+
+        StackTree *st = accounting_stacktree(a);
+        const StackNode *root = stacktree_node(st, STACK_NODE_ROOT);
+        ASSERT_EQ(root->peak_pages, 10);
+        uint64_t sum_of_child_peaks = 0;
+        for (uint32_t c = root->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
+                sum_of_child_peaks += stacktree_node(st, c)->peak_pages;
+        ASSERT_EQ(sum_of_child_peaks, 20);
+        check_invariants(a);
+
+        /* Resetting peaks brings them down to what is held now. */
+        accounting_reset(a, ACCOUNTING_RESET_PEAKS);
+        ASSERT_EQ(process(a, 10)->pages.peak_pages, 9);
+        ASSERT_EQ(root->peak_pages, 9);
+        accounting_free(a);
+        ksym_free(k);
+}
+
+static void test_threads(void) {
+        Accounting *a = new_accounting(NULL, true);
+
+        /* Four threads of one process touch pages; a thread frees a page another allocated. */
+        for (int32_t tid = 100; tid < 104; tid++)
+                for (unsigned i = 0; i < 4; i++)
+                        alloc_chain(a, 100, tid, (uint64_t) tid * 16 + i, 0, fault_chain, ELEMENTSOF(fault_chain));
+        free_pages_(a, 101, 100 * 16, 0);
+
+        ASSERT_EQ(process(a, 100)->pages.current_pages, 15);
+        ASSERT_EQ(process(a, 100)->pages.peak_pages, 16);
+        Usage *u = accounting_usage(a);
+        unsigned threads = 0;
+        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
+                const Task *t = usage_task(u, i);
+                if (t && t->is_thread && t->tgid == 100) {
+                        threads++;
+                        ASSERT_EQ(t->pages.current_pages, t->pid == 100 ? 3 : 4);
+                }
+        }
+        ASSERT_EQ(threads, 4);
+        check_invariants(a);
+        accounting_free(a);
+}
+
+static void test_exited_tasks(void) {
+        Accounting *a = new_accounting(NULL, false);
+        AccountingStats s;
+
+        task_event(a, MS_EVENT_TASK_NEW, 50, "systemd-journal");
+        alloc(a, 50, 100, 0);
+        task_event(a, MS_EVENT_TASK_EXIT, 50, NULL);
+        ASSERT_TRUE(process(a, 50)->exited);
+        ASSERT_STREQ(process(a, 50)->comm, "systemd-journal");
+        ASSERT_EQ(process(a, 50)->pages.current_pages, 1);
+
+        /* Many more exits: 50 is evicted; its page is held by "[evicted]" and freed from it. */
+        for (int32_t pid = 60; pid < 80; pid++) {
+                alloc(a, pid, 1000 + (uint64_t) pid, 0);
+                task_event(a, MS_EVENT_TASK_EXIT, pid, NULL);
+        }
+        Usage *u = accounting_usage(a);
+        ASSERT_EQ(usage_find_process(u, 50), USAGE_TASK_NONE);
+        ASSERT_GT(usage_task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        check_invariants(a);
+        free_pages_(a, 1, 100, 0);
+        for (int32_t pid = 60; pid < 80; pid++)
+                free_pages_(a, 1, 1000 + (uint64_t) pid, 0);
+        ASSERT_EQ(usage_task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(s.untracked_frees, 0);
+        check_invariants(a);
+        accounting_free(a);
+}
+
+static void test_module_attribution(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+
+        alloc_chain(a, 10, 10, 100, 1, ext4_chain, ELEMENTSOF(ext4_chain));
+        alloc_chain(a, 10, 10, 104, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        alloc_chain(a, 10, 10, 200, 0, fault_chain, ELEMENTSOF(fault_chain));
+        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 3);
+        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+
+        /* Freed by anyone: the module's count goes down, its peak stays. */
+        free_pages_(a, 20, 100, 1);
+        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 1);
+        ASSERT_EQ(module(a, "ext4")->pages.peak_pages, 3);
+
+        /* Pages of the module loader are "[loading]" until the kernel names the module; then they move. */
+        alloc_chain(a, 30, 30, 300, 2, loader_chain, ELEMENTSOF(loader_chain));
+        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 4);
+        task_event(a, MS_EVENT_MODULE_LOAD, 30, "nfs");
+        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 4);
+        ASSERT_TRUE(module(a, "nfs")->loaded);
+        /* After the announcement the loader's further module-loading allocations go straight to it. */
+        alloc_chain(a, 30, 30, 400, 0, loader_chain, ELEMENTSOF(loader_chain));
+        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 5);
+        /* Its ordinary page faults are its own, not the module's. */
+        alloc_chain(a, 30, 30, 500, 0, fault_chain, ELEMENTSOF(fault_chain));
+        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 5);
+        free_pages_(a, 1, 300, 2);
+        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 1);
+        task_event(a, MS_EVENT_MODULE_FREE, 30, "nfs");
+        ASSERT_TRUE(!module(a, "nfs")->loaded);
+        check_invariants(a);
+        accounting_free(a);
+        ksym_free(k);
+}
+
+static void test_reset_all_and_lost(void) {
+        Accounting *a = new_accounting(NULL, false);
+        AccountingStats s;
+
+        alloc(a, 10, 100, 3);
+        MsEvent lost = { .type = MS_EVENT_LOST, .n_lost = 17 };
+        accounting_handle_event(a, &lost);
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(s.lost_events, 17);
+        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
+        /* A free of a page forgotten by the reset is an untracked free, not an underflow. */
+        free_pages_(a, 10, 100, 3);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.untracked_frees, 1);
+        check_invariants(a);
+
+        /* The same pfn allocated twice: the lost free is detected and balanced. */
+        alloc(a, 10, 7, 0);
+        alloc(a, 11, 7, 0);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.stale_blocks, 1);
+        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
+        ASSERT_EQ(process(a, 11)->pages.current_pages, 1);
+        check_invariants(a);
+        accounting_free(a);
+}
+
+/* A long random sequence against a plain model: per-process current and peak must match exactly. */
+static void test_random_against_model(void) {
+        enum { SPACE = 1 << 14, PIDS = 16 };
+        static int16_t owner[SPACE];
+        uint64_t current[PIDS] = {}, peak[PIDS] = {};
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        const uint64_t *chains[] = { fault_chain, write_chain, ext4_chain };
+        const size_t lens[] = { ELEMENTSOF(fault_chain), ELEMENTSOF(write_chain), ELEMENTSOF(ext4_chain) };
+
+        for (unsigned i = 0; i < SPACE; i++)
+                owner[i] = -1;
+        srand(7);
+        for (unsigned step = 0; step < 300000; step++) {
+                unsigned order = (unsigned) (rand() % 8 == 0 ? rand() % 5 : 0);
+                uint64_t pfn = ((uint64_t) rand() % (SPACE >> order)) << order;
+                int32_t pid = rand() % PIDS;
+                bool free_range = true;
+
+                for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                        free_range = free_range && owner[p] < 0;
+                if (free_range && rand() % 3 != 0) {
+                        unsigned c = (unsigned) rand() % 3;
+                        alloc_chain(a, pid + 1, pid + 1, pfn, order, chains[c], lens[c]);
+                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                                owner[p] = (int16_t) pid;
+                        current[pid] += 1u << order;
+                        peak[pid] = MAX(peak[pid], current[pid]);
+                } else {
+                        free_pages_(a, rand() % PIDS + 1, pfn, order);
+                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                                if (owner[p] >= 0) {
+                                        current[owner[p]]--;
+                                        owner[p] = -1;
+                                }
+                }
+        }
+        for (int32_t pid = 0; pid < PIDS; pid++) {
+                ASSERT_EQ(process(a, pid + 1)->pages.current_pages, current[pid]);
+                ASSERT_EQ(process(a, pid + 1)->pages.peak_pages, peak[pid]);
+        }
+        check_invariants(a);
+        accounting_free(a);
+        ksym_free(k);
+}
+
+int main(void) {
+        TEST(test_orders_and_untracked);
+        TEST(test_cross_task_and_split_frees);
+        TEST(test_peaks_not_summed);
+        TEST(test_threads);
+        TEST(test_exited_tasks);
+        TEST(test_module_attribution);
+        TEST(test_reset_all_and_lost);
+        TEST(test_random_against_model);
+        return 0;
+}

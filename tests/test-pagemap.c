@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pagemap.h"
+#include "tests.h"
+
+/* Records what each release handed back, per owner task. */
+typedef struct Released {
+        uint64_t pages_by_task[8];
+        unsigned calls;
+} Released;
+
+static void on_release(void *userdata, const PageOwner *o, uint64_t n) {
+        Released *r = userdata;
+        ASSERT_LT(o->task, 8);
+        r->pages_by_task[o->task] += n;
+        r->calls++;
+}
+
+/* A compound literal, so tests can pass &owner(n). */
+#define owner(t) ((PageOwner) { .task = (t), .node = 100 + (t), .module = (uint16_t) (t) })
+
+static void test_orders(void) {
+        PageMap *m = pagemap_new(0);
+        Released r = {};
+
+        /* One block of each order 0..10, each at a naturally aligned pfn of its own. */
+        uint64_t total = 0;
+        for (unsigned o = 0; o <= 10; o++) {
+                ASSERT_EQ(pagemap_insert(m, (uint64_t) (o + 1) << 12, o, &owner(1), on_release, &r), 0);
+                total += UINT64_C(1) << o;
+        }
+        ASSERT_EQ(pagemap_blocks(m), 11);
+        ASSERT_EQ(pagemap_pages(m), total);
+        ASSERT_EQ(total, 2047);
+
+        PageOwner got;
+        unsigned order;
+        ASSERT_TRUE(pagemap_lookup(m, 4 << 12, &got, &order));
+        ASSERT_EQ(order, 3);
+        ASSERT_EQ(got.task, 1);
+        ASSERT_EQ(got.node, 101);
+        ASSERT_EQ(got.module, 1);
+
+        for (unsigned o = 0; o <= 10; o++)
+                ASSERT_EQ(pagemap_release(m, (uint64_t) (o + 1) << 12, o, on_release, &r), UINT64_C(1) << o);
+        ASSERT_EQ(r.pages_by_task[1], 2047);
+        ASSERT_EQ(r.calls, 11);
+        ASSERT_EQ(pagemap_blocks(m), 0);
+        ASSERT_EQ(pagemap_pages(m), 0);
+        pagemap_free(m);
+}
+
+static void test_split_frees(void) {
+        PageMap *m = pagemap_new(0);
+        Released r = {};
+
+        /* An order-3 block freed page by page in a scrambled order: every page comes back exactly once. */
+        ASSERT_EQ(pagemap_insert(m, 64, 3, &owner(2), on_release, &r), 0);
+        const unsigned scrambled[8] = { 5, 0, 7, 2, 3, 6, 1, 4 };
+        for (unsigned i = 0; i < 8; i++) {
+                ASSERT_EQ(pagemap_release(m, 64 + scrambled[i], 0, on_release, &r), 1);
+                ASSERT_EQ(pagemap_pages(m), 7 - i);
+                ASSERT_EQ(r.pages_by_task[2], i + 1);
+        }
+        ASSERT_EQ(pagemap_blocks(m), 0);
+
+        /* An order-1 piece out of the middle of an order-3 block leaves 6 pages in 2 buddies. */
+        ASSERT_EQ(pagemap_insert(m, 64, 3, &owner(3), on_release, &r), 0);
+        ASSERT_EQ(pagemap_release(m, 66, 1, on_release, &r), 2);
+        ASSERT_EQ(pagemap_pages(m), 6);
+        unsigned order;
+        ASSERT_TRUE(pagemap_lookup(m, 64, NULL, &order));
+        ASSERT_EQ(order, 1);
+        ASSERT_TRUE(pagemap_lookup(m, 68, NULL, &order));
+        ASSERT_EQ(order, 2);
+        /* Freeing the first half of a block at its base keeps the upper half. */
+        ASSERT_EQ(pagemap_release(m, 68, 1, on_release, &r), 2);
+        ASSERT_TRUE(pagemap_lookup(m, 70, NULL, &order));
+        ASSERT_EQ(order, 1);
+        /* The whole original range freed at once takes exactly what is left. */
+        ASSERT_EQ(pagemap_release(m, 64, 3, on_release, &r), 4);
+        ASSERT_EQ(r.pages_by_task[3], 8);
+        ASSERT_EQ(pagemap_blocks(m), 0);
+
+        /* An order-10 block: a page in its last quarter. */
+        ASSERT_EQ(pagemap_insert(m, 1 << 20, 10, &owner(4), on_release, &r), 0);
+        ASSERT_EQ(pagemap_release(m, (1 << 20) + 1000, 0, on_release, &r), 1);
+        ASSERT_EQ(pagemap_pages(m), 1023);
+        ASSERT_EQ(pagemap_blocks(m), 10);
+        pagemap_free(m);
+}
+
+static void test_untracked_and_larger_frees(void) {
+        PageMap *m = pagemap_new(0);
+        Released r = {};
+
+        /* Never allocated (before tracing began): nothing released, nothing reported. */
+        ASSERT_EQ(pagemap_release(m, 12345, 0, on_release, &r), 0);
+        ASSERT_EQ(pagemap_release(m, 1 << 9, 9, on_release, &r), 0);
+        ASSERT_EQ(r.calls, 0);
+
+        /* Three single pages freed as one order-2 block: the three tracked pages come back. */
+        ASSERT_EQ(pagemap_insert(m, 100, 0, &owner(1), on_release, &r), 0);
+        ASSERT_EQ(pagemap_insert(m, 101, 0, &owner(2), on_release, &r), 0);
+        ASSERT_EQ(pagemap_insert(m, 103, 0, &owner(1), on_release, &r), 0);
+        ASSERT_EQ(pagemap_insert(m, 104, 0, &owner(1), on_release, &r), 0);
+        ASSERT_EQ(pagemap_release(m, 100, 2, on_release, &r), 3);
+        ASSERT_EQ(r.pages_by_task[1], 2);
+        ASSERT_EQ(r.pages_by_task[2], 1);
+        /* 104 is outside the freed range and stays. */
+        ASSERT_EQ(pagemap_pages(m), 1);
+        ASSERT_TRUE(pagemap_lookup(m, 104, NULL, NULL));
+
+        /* Without a block at the base, sub-blocks inside are still found. */
+        ASSERT_EQ(pagemap_insert(m, 202, 1, &owner(3), on_release, &r), 0);
+        ASSERT_EQ(pagemap_release(m, 200, 2, on_release, &r), 2);
+        ASSERT_EQ(r.pages_by_task[3], 2);
+        pagemap_free(m);
+}
+
+static void test_stale_and_range(void) {
+        PageMap *m = pagemap_new(0);
+        Released r = {};
+
+        /* The same pfn allocated twice means the free in between was lost: the old owner is released. */
+        ASSERT_EQ(pagemap_insert(m, 5, 2, &owner(1), on_release, &r), 0);
+        ASSERT_EQ(pagemap_insert(m, 5, 0, &owner(2), on_release, &r), 1);
+        ASSERT_EQ(r.pages_by_task[1], 4);
+        ASSERT_EQ(pagemap_pages(m), 1);
+
+        ASSERT_EQ(pagemap_insert(m, PAGEMAP_PFN_MAX + 1, 0, &owner(1), on_release, &r), -ERANGE);
+        ASSERT_EQ(pagemap_insert(m, 1, PAGEMAP_ORDER_MAX + 1, &owner(1), on_release, &r), -ERANGE);
+        PageOwner big = { .module = PAGEMAP_MODULE_MAX + 1 };
+        ASSERT_EQ(pagemap_insert(m, 1, 0, &big, on_release, &r), -ERANGE);
+        ASSERT_EQ(pagemap_release(m, PAGEMAP_PFN_MAX + 1, 0, on_release, &r), 0);
+        ASSERT_EQ(pagemap_blocks(m), 1);
+
+        /* The largest valid values round-trip through the packed key. */
+        PageOwner max = { .task = UINT32_MAX - 1, .node = UINT32_MAX - 1, .module = PAGEMAP_MODULE_MAX };
+        ASSERT_EQ(pagemap_insert(m, PAGEMAP_PFN_MAX, 0, &max, on_release, &r), 0);
+        PageOwner got;
+        unsigned order;
+        ASSERT_TRUE(pagemap_lookup(m, PAGEMAP_PFN_MAX, &got, &order));
+        ASSERT_EQ(got.task, UINT32_MAX - 1);
+        ASSERT_EQ(got.node, UINT32_MAX - 1);
+        ASSERT_EQ(got.module, PAGEMAP_MODULE_MAX);
+        ASSERT_EQ(order, 0);
+
+        pagemap_clear(m);
+        ASSERT_EQ(pagemap_blocks(m), 0);
+        ASSERT_TRUE(!pagemap_lookup(m, 5, NULL, NULL));
+        pagemap_free(m);
+}
+
+static void count_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+        uint64_t *n = userdata;
+        *n += UINT64_C(1) << order;
+        o->task = 7; /* foreach may rewrite owners */
+}
+
+static void test_growth_past_a_million(void) {
+        PageMap *m = pagemap_new(0);
+        Released r = {};
+        const uint64_t n = 1500000;
+
+        /* Scattered pfns, as real memory is. */
+        for (uint64_t i = 0; i < n; i++)
+                ASSERT_EQ(pagemap_insert(m, i * 7919 + 3, 0, &owner(i & 1), on_release, &r), 0);
+        ASSERT_EQ(pagemap_blocks(m), n);
+        ASSERT_EQ(pagemap_pages(m), n);
+
+        /* The table stays within its memory promise: at most 32 bytes per tracked page. */
+        ASSERT_LE(pagemap_memory_bytes(m), 32 * n);
+        ASSERT_LE(pagemap_blocks(m) * 4, pagemap_capacity(m) * 3);
+
+        for (uint64_t i = 0; i < n; i++) {
+                PageOwner got;
+                ASSERT_TRUE(pagemap_lookup(m, i * 7919 + 3, &got, NULL));
+                ASSERT_EQ(got.task, i & 1);
+        }
+        ASSERT_TRUE(!pagemap_lookup(m, 4, NULL, NULL));
+
+        /* Remove every other block; the rest must all still be found (backward-shift deletion). */
+        for (uint64_t i = 0; i < n; i += 2)
+                ASSERT_EQ(pagemap_release(m, i * 7919 + 3, 0, on_release, &r), 1);
+        ASSERT_EQ(r.pages_by_task[0], n / 2);
+        for (uint64_t i = 1; i < n; i += 2)
+                ASSERT_TRUE(pagemap_lookup(m, i * 7919 + 3, NULL, NULL));
+        for (uint64_t i = 0; i < n; i += 2)
+                ASSERT_TRUE(!pagemap_lookup(m, i * 7919 + 3, NULL, NULL));
+
+        uint64_t seen = 0;
+        pagemap_foreach(m, count_block, &seen);
+        ASSERT_EQ(seen, n / 2);
+        PageOwner got;
+        ASSERT_TRUE(pagemap_lookup(m, 1 * 7919 + 3, &got, NULL));
+        ASSERT_EQ(got.task, 7);
+        pagemap_free(m);
+}
+
+/* Random inserts and frees checked against a plain array model of page ownership. */
+static void test_against_model(void) {
+        enum { SPACE = 4096 };
+        static int8_t model[SPACE]; /* owner task per pfn, -1 free */
+        PageMap *m = pagemap_new(0);
+        Released r = {};
+        uint64_t expected[8] = {};
+
+        for (unsigned i = 0; i < SPACE; i++)
+                model[i] = -1;
+        srand(42);
+        for (unsigned step = 0; step < 200000; step++) {
+                unsigned order = (unsigned) rand() % 4;
+                uint64_t pfn = ((uint64_t) rand() % (SPACE >> order)) << order;
+                uint32_t task = (uint32_t) rand() % 8;
+                bool range_free = true;
+
+                for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                        range_free = range_free && model[p] < 0;
+
+                if (rand() % 2 && range_free) {
+                        ASSERT_EQ(pagemap_insert(m, pfn, order, &owner(task), on_release, &r), 0);
+                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                                model[p] = (int8_t) task;
+                } else {
+                        /* Free any aligned range (possibly partly or not tracked), as the kernel may. */
+                        uint64_t want = 0;
+                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                                if (model[p] >= 0) {
+                                        expected[model[p]]++;
+                                        model[p] = -1;
+                                        want++;
+                                }
+                        ASSERT_EQ(pagemap_release(m, pfn, order, on_release, &r), want);
+                }
+        }
+        for (unsigned t = 0; t < 8; t++)
+                ASSERT_EQ(r.pages_by_task[t], expected[t]);
+        uint64_t live = 0;
+        for (unsigned i = 0; i < SPACE; i++)
+                live += model[i] >= 0;
+        ASSERT_EQ(pagemap_pages(m), live);
+        pagemap_free(m);
+}
+
+int main(void) {
+        TEST(test_orders);
+        TEST(test_split_frees);
+        TEST(test_untracked_and_larger_frees);
+        TEST(test_stale_and_range);
+        TEST(test_growth_past_a_million);
+        TEST(test_against_model);
+        return 0;
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <stdlib.h>
+
+#include "macro.h"
+#include "stacktree.h"
+#include "tests.h"
+
+#define CHAIN(...) ((const uint64_t[]) { __VA_ARGS__ }), ELEMENTSOF(((const uint64_t[]) { __VA_ARGS__ }))
+
+static const StackNode *node(StackTree *t, uint32_t i) {
+        const StackNode *n = stacktree_node(t, i);
+        ASSERT_NOT_NULL(n);
+        return n;
+}
+
+static void test_sharing(void) {
+        StackTree *t = stacktree_new(1000, NULL, NULL);
+
+        /* Innermost first: 0x3 is the leaf, 0x1 the outermost frame (a child of the root). */
+        uint32_t a = stacktree_intern(t, CHAIN(0x3, 0x2, 0x1), 3, 0);
+        ASSERT_EQ(stacktree_size(t), 4);
+        uint32_t again = stacktree_intern(t, CHAIN(0x3, 0x2, 0x1), 3, 0);
+        ASSERT_EQ(a, again);
+        ASSERT_EQ(stacktree_size(t), 4);
+
+        /* Shares the path 0x1 -> 0x2, adds one leaf. */
+        uint32_t b = stacktree_intern(t, CHAIN(0x4, 0x2, 0x1), 3, 0);
+        ASSERT_NE(a, b);
+        ASSERT_EQ(stacktree_size(t), 5);
+        ASSERT_EQ(node(t, a)->parent, node(t, b)->parent);
+        ASSERT_EQ(node(t, a)->ip, 0x3);
+        ASSERT_EQ(node(t, a)->depth, 3);
+        const StackNode *mid = node(t, node(t, a)->parent);
+        ASSERT_EQ(mid->ip, 0x2);
+        ASSERT_EQ(node(t, mid->parent)->ip, 0x1);
+        ASSERT_EQ(node(t, mid->parent)->parent, STACK_NODE_ROOT);
+
+        /* The same frames in another position are other nodes. */
+        uint32_t c = stacktree_intern(t, CHAIN(0x1, 0x2, 0x3), 3, 0);
+        ASSERT_NE(c, a);
+        ASSERT_EQ(stacktree_size(t), 8);
+
+        /* Children are enumerable from the parent. */
+        unsigned n_children = 0;
+        for (uint32_t i = mid->first_child; i != STACK_NODE_NONE; i = node(t, i)->next_sibling)
+                n_children++;
+        ASSERT_EQ(n_children, 2);
+
+        /* An empty chain is the root itself. */
+        ASSERT_EQ(stacktree_intern(t, NULL, 0, 0, 0), STACK_NODE_ROOT);
+        stacktree_free(t);
+}
+
+static void test_peaks(void) {
+        StackTree *t = stacktree_new(1000, NULL, NULL);
+        uint32_t a = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 0);
+        uint32_t b = stacktree_intern(t, CHAIN(0xb, 0x1), 2, 0);
+        uint32_t top = node(t, a)->parent;
+
+        stacktree_charge(t, a, 10);
+        stacktree_charge(t, b, 5);
+        ASSERT_EQ(node(t, top)->current_pages, 15);
+        ASSERT_EQ(node(t, STACK_NODE_ROOT)->current_pages, 15);
+        stacktree_uncharge(t, a, 10);
+        stacktree_charge(t, b, 3);
+
+        /* Each node's peak is its own maximum over time: a 10, b 8, their parent 15 (not 10 + 8). */
+        ASSERT_EQ(node(t, a)->current_pages, 0);
+        ASSERT_EQ(node(t, a)->peak_pages, 10);
+        ASSERT_EQ(node(t, b)->current_pages, 8);
+        ASSERT_EQ(node(t, b)->peak_pages, 8);
+        ASSERT_EQ(node(t, top)->current_pages, 8);
+        ASSERT_EQ(node(t, top)->peak_pages, 15);
+        ASSERT_EQ(node(t, STACK_NODE_ROOT)->peak_pages, 15);
+
+        stacktree_reset_peaks(t);
+        ASSERT_EQ(node(t, a)->peak_pages, 0);
+        ASSERT_EQ(node(t, top)->peak_pages, 8);
+
+        /* More taken off than held is clamped and counted, never wrapped around. */
+        stacktree_uncharge(t, b, 9);
+        StackTreeStats s;
+        stacktree_get_stats(t, &s);
+        ASSERT_EQ(s.underflows, 3); /* b, its parent, the root */
+        ASSERT_EQ(node(t, b)->current_pages, 0);
+
+        stacktree_clear(t);
+        ASSERT_EQ(stacktree_size(t), 1);
+        ASSERT_EQ(node(t, STACK_NODE_ROOT)->current_pages, 0);
+        /* After a clear, a chain is built anew (the cache must not return stale leaves). */
+        uint32_t a2 = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 0);
+        ASSERT_EQ(stacktree_size(t), 3);
+        ASSERT_EQ(node(t, a2)->ip, 0xa);
+        stacktree_free(t);
+}
+
+static void test_budget(void) {
+        StackTree *t = stacktree_new(5, NULL, NULL);
+        StackTreeStats s;
+
+        /* Root + 4 nodes fit; a 6-frame chain is cut at its 4th frame from the outside. */
+        uint32_t leaf = stacktree_intern(t, CHAIN(6, 5, 4, 3, 2, 1), 6, 0);
+        ASSERT_EQ(stacktree_size(t), 5);
+        ASSERT_EQ(node(t, leaf)->ip, 4);
+        stacktree_get_stats(t, &s);
+        ASSERT_EQ(s.stacks_truncated, 1);
+        ASSERT_EQ(s.max_nodes, 5);
+
+        /* Known chains within the budget still work exactly. */
+        ASSERT_EQ(node(t, stacktree_intern(t, CHAIN(3, 2, 1), 3, 0))->ip, 3);
+        stacktree_free(t);
+}
+
+static void test_user_frames(void) {
+        StackTree *t = stacktree_new(1000, NULL, NULL);
+
+        /* kernel 0x10, 0x11 (innermost first), then user 0x400, 0x500 of process 42. */
+        uint32_t a = stacktree_intern(t, CHAIN(0x10, 0x11, 0x400, 0x500), 2, 42);
+        const StackNode *n = node(t, a);
+        ASSERT_EQ(n->kind, STACK_FRAME_KERNEL);
+        ASSERT_EQ(n->depth, 5);
+        /* Walk up to the process node. */
+        while (n->kind != STACK_FRAME_PROCESS)
+                n = node(t, n->parent);
+        ASSERT_EQ(n->ip, 42);
+        ASSERT_EQ(n->parent, STACK_NODE_ROOT);
+
+        /* The same user addresses in another process are different code: a different path. */
+        uint32_t b = stacktree_intern(t, CHAIN(0x10, 0x11, 0x400, 0x500), 2, 43);
+        ASSERT_NE(a, b);
+        /* Kernel-only chains ignore the scope. */
+        ASSERT_EQ(stacktree_intern(t, CHAIN(0x10, 0x11), 2, 42), stacktree_intern(t, CHAIN(0x10, 0x11), 2, 43));
+        stacktree_free(t);
+}
+
+static uint16_t classify(void *userdata, uint64_t ip, unsigned *flags) {
+        unsigned *calls = userdata;
+        (*calls)++;
+        if (ip >= 0xc000 && ip < 0xd000)
+                return 7; /* a module */
+        if (ip == 0x77)
+                *flags |= STACK_NODE_MODULE_LOADER;
+        return 0;
+}
+
+static void test_module_classification(void) {
+        unsigned calls = 0;
+        StackTree *t = stacktree_new(1000, classify, &calls);
+
+        /* The innermost module frame decides; frames inside it inherit. */
+        uint32_t a = stacktree_intern(t, CHAIN(0x1, 0xc010, 0x2), 3, 0);
+        ASSERT_EQ(node(t, a)->module, 7);
+        ASSERT_EQ(node(t, node(t, a)->parent)->module, 7);
+        ASSERT_EQ(node(t, node(t, node(t, a)->parent)->parent)->module, 0);
+        ASSERT_EQ(calls, 3);
+        /* Classified once per node, not per intern. */
+        (void) stacktree_intern(t, CHAIN(0x1, 0xc010, 0x2), 3, 0);
+        ASSERT_EQ(calls, 3);
+
+        uint32_t l = stacktree_intern(t, CHAIN(0x5, 0x77, 0x2), 3, 0);
+        ASSERT_TRUE(node(t, l)->flags & STACK_NODE_MODULE_LOADER);
+        ASSERT_EQ(node(t, l)->module, 0);
+        ASSERT_TRUE(!(node(t, a)->flags & STACK_NODE_MODULE_LOADER));
+        stacktree_free(t);
+}
+
+/* Thousands of distinct chains through the cache: every repeat returns its first leaf. */
+static void test_many_chains(void) {
+        enum { N = 20000, DEPTH = 20 };
+        StackTree *t = stacktree_new(1u << 20, NULL, NULL);
+        static uint32_t leaves[N];
+        uint64_t frames[DEPTH];
+
+        for (unsigned round = 0; round < 3; round++)
+                for (unsigned i = 0; i < N; i++) {
+                        for (unsigned d = 0; d < DEPTH; d++)
+                                frames[d] = 0x1000 + (d < 10 ? d : (uint64_t) (i % (d * 37 + 1)) * 64 + d);
+                        uint32_t leaf = stacktree_intern(t, frames, DEPTH, DEPTH, 0);
+                        if (round == 0)
+                                leaves[i] = leaf;
+                        else
+                                ASSERT_EQ(leaf, leaves[i]);
+                        ASSERT_EQ(node(t, leaf)->depth, DEPTH);
+                }
+        StackTreeStats s;
+        stacktree_get_stats(t, &s);
+        ASSERT_GT(s.cache_hits, 0);
+        ASSERT_EQ(s.stacks_truncated, 0);
+        stacktree_free(t);
+}
+
+int main(void) {
+        TEST(test_sharing);
+        TEST(test_peaks);
+        TEST(test_budget);
+        TEST(test_user_frames);
+        TEST(test_module_classification);
+        TEST(test_many_chains);
+        return 0;
+}

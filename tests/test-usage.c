@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <stdlib.h>
+
+#include "tests.h"
+#include "usage.h"
+
+static Task *task(Usage *u, uint32_t i) {
+        Task *t = usage_task(u, i);
+        ASSERT_NOT_NULL(t);
+        return t;
+}
+
+static void test_processes_fold_threads(void) {
+        Usage *u = usage_new(false, 100);
+
+        uint32_t a = usage_task_lookup(u, 10, 10, 1);
+        uint32_t b = usage_task_lookup(u, 10, 11, 2);
+        ASSERT_EQ(a, b); /* without thread tracking, threads are their process */
+        usage_task_charge(u, a, 4);
+        usage_task_charge(u, b, 2);
+        usage_task_uncharge(u, a, 5);
+        ASSERT_EQ(task(u, a)->pages.current_pages, 1);
+        ASSERT_EQ(task(u, a)->pages.peak_pages, 6);
+        ASSERT_EQ(task(u, a)->pages.allocs, 2);
+        ASSERT_EQ(task(u, a)->pages.frees, 1);
+        ASSERT_TRUE(!task(u, a)->is_thread);
+        usage_free(u);
+}
+
+static void test_thread_records(void) {
+        Usage *u = usage_new(true, 100);
+
+        uint32_t t1 = usage_task_lookup(u, 10, 10, 1);
+        uint32_t t2 = usage_task_lookup(u, 10, 11, 1);
+        ASSERT_NE(t1, t2);
+        uint32_t p = task(u, t1)->process;
+        ASSERT_EQ(task(u, t2)->process, p);
+        ASSERT_TRUE(task(u, t2)->is_thread);
+        ASSERT_EQ(usage_find_process(u, 10), p);
+
+        usage_task_charge(u, t1, 3);
+        usage_task_charge(u, t2, 5);
+        usage_task_uncharge(u, t2, 5);
+        usage_task_charge(u, t1, 1);
+        ASSERT_EQ(task(u, t1)->pages.current_pages, 4);
+        ASSERT_EQ(task(u, t2)->pages.peak_pages, 5);
+        /* The process peak is its own maximum (8), not the sum of its threads' peaks (4 + 5). */
+        ASSERT_EQ(task(u, p)->pages.current_pages, 4);
+        ASSERT_EQ(task(u, p)->pages.peak_pages, 8);
+        usage_free(u);
+}
+
+static void test_comm_fork_and_reuse(void) {
+        Usage *u = usage_new(false, 100);
+
+        uint32_t shell = usage_task_seed(u, 100, "bash", "/bin/bash -l", 321, 1);
+        ASSERT_STREQ(task(u, shell)->comm, "bash");
+        ASSERT_STREQ(task(u, shell)->cmdline, "/bin/bash -l");
+        ASSERT_EQ(task(u, shell)->baseline_pages, 321);
+        ASSERT_TRUE(task(u, shell)->seeded);
+
+        /* A child inherits its parent's name until it execs. */
+        uint32_t child = usage_task_fork(u, 100, 200, 200, 2);
+        ASSERT_STREQ(task(u, child)->comm, "bash");
+        usage_task_set_comm(u, 200, 200, "a-very-long-command-name", "cat /etc/passwd", 3);
+        ASSERT_STREQ(task(u, child)->comm, "a-very-long-com"); /* TASK_COMM_LEN - 1 */
+        ASSERT_STREQ(task(u, child)->cmdline, "cat /etc/passwd");
+        usage_task_charge(u, child, 7);
+
+        usage_task_exit(u, 200, 200, 4);
+        ASSERT_TRUE(task(u, child)->exited);
+        ASSERT_EQ(task(u, child)->exit_nsec, 4);
+        /* Still queryable, and a straggler event of pid 200 still goes to it. */
+        ASSERT_EQ(usage_find_process(u, 200), child);
+        ASSERT_EQ(usage_task_lookup(u, 200, 201, 5), child);
+
+        /* pid 200 reused by a new process: a new record; the old one stays findable by index. */
+        uint32_t reused = usage_task_fork(u, 100, 200, 200, 6);
+        ASSERT_NE(reused, child);
+        ASSERT_EQ(usage_find_process(u, 200), reused);
+        ASSERT_EQ(task(u, child)->pages.current_pages, 7);
+        ASSERT_TRUE(!task(u, reused)->exited);
+        usage_free(u);
+}
+
+static void forward_all(void *userdata, Usage *u) {
+        uint32_t *owners = userdata;
+        for (unsigned i = 0; i < 64; i++)
+                owners[i] = usage_task_forward(u, owners[i]);
+}
+
+static void test_eviction(void) {
+        Usage *u = usage_new(false, 8);
+        uint32_t owners[64]; /* stands in for page owners */
+        UsageStats s;
+
+        for (int32_t pid = 1; pid <= 64; pid++) {
+                uint32_t t = usage_task_lookup(u, pid, pid, (uint64_t) pid);
+                owners[pid - 1] = t;
+                usage_task_charge(u, t, (uint64_t) pid);
+        }
+        /* Exit in pid order; eviction keeps at most 8 + 8/8 exited records at any time. */
+        for (int32_t pid = 1; pid <= 64; pid++) {
+                usage_task_exit(u, pid, pid, 100 + (uint64_t) pid);
+                (void) usage_evict(u, forward_all, owners);
+                usage_get_stats(u, &s);
+                ASSERT_LE(s.n_exited, 9);
+        }
+        usage_get_stats(u, &s);
+        ASSERT_GE(s.tasks_evicted, 55);
+        ASSERT_EQ(s.n_exited + s.tasks_evicted, 64);
+
+        /* The newest exited are kept, the oldest went, with their pages, to "[evicted]". */
+        ASSERT_NE(usage_find_process(u, 64), USAGE_TASK_NONE);
+        ASSERT_EQ(usage_find_process(u, 1), USAGE_TASK_NONE);
+        const Task *ev = task(u, USAGE_TASK_EVICTED);
+        ASSERT_STREQ(ev->comm, "[evicted]");
+        uint64_t evicted_pages = 0;
+        for (int32_t pid = 1; pid <= 64; pid++)
+                if (owners[pid - 1] == USAGE_TASK_EVICTED)
+                        evicted_pages += (uint64_t) pid;
+        ASSERT_EQ(ev->pages.current_pages, evicted_pages);
+        ASSERT_GT(evicted_pages, 0);
+
+        /* Freeing pages of an evicted task now lands on the evicted record. */
+        usage_task_uncharge(u, owners[0], 1);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, evicted_pages - 1);
+
+        /* Evicted slots are recycled: 40 new tasks fit in the 55+ freed ones without growing the array. */
+        size_t slots = usage_task_slots(u);
+        for (int32_t pid = 1000; pid < 1040; pid++)
+                ASSERT_NE(usage_task_lookup(u, pid, pid, 1000), USAGE_TASK_NONE);
+        ASSERT_EQ(usage_task_slots(u), slots);
+        usage_free(u);
+}
+
+static void test_threads_evicted_with_process(void) {
+        Usage *u = usage_new(true, 1);
+        uint32_t owners[64] = {};
+
+        uint32_t th = usage_task_lookup(u, 10, 12, 1);
+        owners[0] = th;
+        usage_task_charge(u, th, 5);
+        usage_task_exit(u, 10, 12, 2);
+        usage_task_exit(u, 10, 10, 3);
+        for (int32_t pid = 20; pid < 24; pid++) {
+                (void) usage_task_lookup(u, pid, pid, 4);
+                usage_task_exit(u, pid, pid, 5 + (uint64_t) pid);
+                (void) usage_evict(u, forward_all, owners);
+        }
+        /* Process 10 and its thread are gone; the thread's pages now belong to "[evicted]". */
+        ASSERT_EQ(owners[0], USAGE_TASK_EVICTED);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 5);
+        usage_task_uncharge(u, owners[0], 5);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        usage_free(u);
+}
+
+static void test_modules(void) {
+        Usage *u = usage_new(false, 8);
+
+        uint16_t ext4 = usage_module_intern(u, "ext4");
+        uint16_t xfs = usage_module_intern(u, "xfs");
+        ASSERT_EQ(ext4, 1);
+        ASSERT_EQ(xfs, 2);
+        ASSERT_EQ(usage_module_intern(u, "ext4"), ext4);
+        ASSERT_EQ(usage_module_count(u), 2);
+        ASSERT_NULL(usage_module(u, USAGE_MODULE_NONE));
+        ASSERT_NULL(usage_module(u, 3));
+
+        usage_module_charge(u, ext4, 10);
+        usage_module_uncharge(u, ext4, 4);
+        usage_module_charge(u, USAGE_MODULE_NONE, 10); /* no module: nothing to charge, no crash */
+        ASSERT_EQ(usage_module(u, ext4)->pages.current_pages, 6);
+        ASSERT_EQ(usage_module(u, ext4)->pages.peak_pages, 10);
+
+        usage_reset_peaks(u);
+        ASSERT_EQ(usage_module(u, ext4)->pages.peak_pages, 6);
+
+        uint32_t t = usage_task_seed(u, 5, "init", NULL, 0, 1);
+        usage_task_charge(u, t, 3);
+        usage_clear(u);
+        ASSERT_EQ(usage_module(u, ext4)->pages.current_pages, 0);
+        ASSERT_EQ(usage_module_intern(u, "xfs"), xfs);
+        /* Live tasks keep their names across a clear. */
+        ASSERT_STREQ(task(u, usage_find_process(u, 5))->comm, "init");
+        ASSERT_EQ(task(u, usage_find_process(u, 5))->pages.current_pages, 0);
+        usage_free(u);
+}
+
+int main(void) {
+        TEST(test_processes_fold_threads);
+        TEST(test_thread_records);
+        TEST(test_comm_fork_and_reuse);
+        TEST(test_eviction);
+        TEST(test_threads_evicted_with_process);
+        TEST(test_modules);
+        return 0;
+}
