@@ -4,7 +4,8 @@
  * bench-core: pushes a synthetic but realistic event mix through the accounting core on one thread and
  * prints events per second and bytes per live page.
  *
- * Mix: 10k distinct 20-frame kernel chains (shared outer frames, skewed popularity), 200 processes,
+ * Mix: 10k distinct 20-frame kernel chains (shared outer frames, skewed popularity, each process mostly
+ * within a working set of its own), 200 processes,
  * ~1M live pages held steady (90 % order 0, the rest orders 1..3), frees by a task other than the
  * allocator half of the time. Each measured step frees one live block and allocates another, so the
  * table stays at its working size. Usage: bench-core [EVENTS] [LIVE_PAGES]
@@ -49,10 +50,16 @@ static unsigned pick_order(void) {
         return r < 90 ? 0 : r < 96 ? 1 : r < 99 ? 2 : 3;
 }
 
-/* Popular stacks are popular: square a uniform draw to skew towards low indices. */
-static unsigned pick_stack(void) {
+/*
+ * Popular stacks are popular (a squared uniform draw skews towards low indices), and a process keeps to
+ * a working set: 3 in 4 of its allocations come from 64 stacks of its own, the rest from all 10k.
+ */
+static unsigned pick_stack(int32_t pid) {
         uint64_t x = rng() % 1000;
-        return (unsigned) ((x * x * N_STACKS) / (1000 * 1000));
+        unsigned skewed = (unsigned) ((x * x) / 1000);
+        if (rng() % 4 != 0)
+                return (unsigned) (pid * 64 + skewed % 64) % N_STACKS;
+        return (unsigned) (skewed * N_STACKS / 1000);
 }
 
 /* One precomputed event: the replay reads these sequentially, so only the core's own costs are timed. */
@@ -123,10 +130,11 @@ static void make_trace(Trace *warmup, Trace *steps, uint64_t n_events, uint64_t 
                 uint32_t chunk = free_chunks[slot];
                 free_chunks[slot] = free_chunks[--n_free];
                 unsigned order = pick_order();
+                int32_t pid = (int32_t) (rng() % N_PIDS) + 1000;
                 trace_push(t, (TraceEvent) {
                         .pfn = (uint64_t) chunk * 8 + 0x100000,
-                        .pid = (int32_t) (rng() % N_PIDS) + 1000,
-                        .stack = (uint16_t) pick_stack(),
+                        .pid = pid,
+                        .stack = (uint16_t) pick_stack(pid),
                         .order = (uint8_t) order,
                 });
                 live[n_live++] = (Block) { .chunk = chunk, .order = (uint8_t) order };
@@ -155,13 +163,14 @@ static void replay(Accounting *a, const Trace *t, uint64_t *ts) {
         }
 }
 
-static int run(const char *label, uint64_t n_events, uint64_t live_target, bool lifo) {
+static int run(const char *label, uint64_t n_events, uint64_t live_target, bool lifo, bool per_process) {
         AccountingConfig config = ACCOUNTING_CONFIG_DEFAULT;
         Trace warmup = {}, steps = {};
         Accounting *a = NULL;
         uint64_t ts = 1;
         int r;
 
+        config.per_process_stacks = per_process;
         make_trace(&warmup, &steps, n_events, live_target, lifo);
         r = accounting_new(&config, NULL, &a);
         if (r < 0) {
@@ -192,8 +201,10 @@ static int run(const char *label, uint64_t n_events, uint64_t live_target, bool 
         printf("  live pages        %" PRIu64 " in %zu blocks\n", s.current_pages,
                pagemap_blocks(accounting_pagemap(a)));
         printf("  page table        %.1f bytes/live page\n", (double) table_bytes / s.current_pages);
-        printf("  whole core        %.1f bytes/live page (%zu stack nodes, %zu KiB)\n",
-               (double) core_bytes / s.current_pages, st.n_nodes, core_bytes / 1024);
+        printf("  whole core        %.1f bytes/live page (%zu stack nodes, %zu in process trees, %zu KiB)\n",
+               (double) core_bytes / s.current_pages, st.n_nodes, st.n_process_nodes, core_bytes / 1024);
+        printf("  truncated         %" PRIu64 " global, %" PRIu64 " process paths\n", st.stacks_truncated,
+               st.process_paths_truncated);
         printf("  stack cache       %.2f %% hits\n", 100.0 * st.cache_hits / (st.cache_hits + st.cache_misses));
 
         free(warmup.events);
@@ -218,8 +229,11 @@ int main(int argc, char **argv) {
                         stacks[s][d] = UINT64_C(0xffffffff81000000) + (uint64_t) d * 0x100000 + (s % fanout) * 0x40;
                 }
 
-        if (run("page reuse like the kernel's per-CPU lists (LIFO), half the frees short-lived:", n_events,
-                live_target, true) != 0)
+        if (run("default config; page reuse like the kernel's per-CPU lists (LIFO), half the frees short-lived:",
+                n_events, live_target, true, false) != 0)
                 return 1;
-        return run("worst case, uniformly random pfns for every alloc and free:", n_events, live_target, false);
+        if (run("default config; worst case, uniformly random pfns for every alloc and free:", n_events,
+                live_target, false, false) != 0)
+                return 1;
+        return run("per-process stack trees on; LIFO page reuse:", n_events, live_target, true, true);
 }

@@ -13,6 +13,7 @@ struct Accounting {
         StackTree *stacks;              /* owned */
         Usage *usage;                   /* owned: tasks and modules */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
+        uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         AccountingStats stats;
 };
 
@@ -42,7 +43,7 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->config = *config;
         a->ksym = ksym;
         a->pages = pagemap_new(config->expected_pages);
-        a->stacks = stacktree_new(config->max_stack_nodes, classify_frame, a);
+        a->stacks = stacktree_new(config->max_stack_nodes, config->per_process_stacks, classify_frame, a);
         a->usage = usage_new(config->track_threads, config->max_exited_tasks);
         if (!a->pages || !a->stacks || !a->usage) {
                 pagemap_free(a->pages);
@@ -50,7 +51,8 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
                 usage_free(a->usage);
                 return -ENOMEM;
         }
-        a->loading_module = usage_module_intern(a->usage, "[loading]");
+        a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
+        a->loading_module = usage_module_intern(a->usage, ACCOUNTING_LOADING_MODULE);
         *ret = TAKE_PTR(a);
         return 0;
 }
@@ -90,16 +92,18 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
                 return;
         }
 
-        uint32_t leaf = stacktree_intern(a->stacks, e->frames, e->n_frames, e->n_kernel_frames, (uint32_t) e->pid);
+        /* Scoped by process record, not pid: a reused pid is another process. */
+        uint32_t process = usage_task(a->usage, task)->process;
+        uint32_t leaf = stacktree_intern(a->stacks, e->frames, e->n_frames, e->n_kernel_frames, process);
         const StackNode *node = stacktree_node(a->stacks, leaf);
         PageOwner owner = { .task = task, .node = leaf, .module = node->module };
 
         /* insmod/modprobe: the loader's own allocations belong to the module it is loading. */
         if (owner.module == USAGE_MODULE_NONE && (node->flags & STACK_NODE_MODULE_LOADER)) {
-                const Task *t = usage_task(a->usage, task);
-                const Task *p = usage_task(a->usage, t->process);
-                owner.module = p->loading_module ?: a->loading_module;
+                owner.module = usage_task(a->usage, process)->loading_module ?: a->loading_module;
         }
+        if (owner.module == USAGE_MODULE_NONE)
+                owner.module = a->kernel_module;
 
         int r = pagemap_insert(a->pages, e->pfn, e->order, &owner, release, a);
         if (r < 0) {

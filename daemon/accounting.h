@@ -10,7 +10,9 @@
  *   - sum of current pages over processes == over stack leaves == tracked pages in the PageMap;
  *   - a free takes pages off the task/node/module that allocated them, whoever frees;
  *   - every peak is the maximum its current value reached, never a sum of other peaks;
- *   - a free of pages never seen allocated is counted (untracked_*), never an error.
+ *   - a free of pages never seen allocated is counted (untracked_*), never an error;
+ *   - every tracked page is charged to exactly one module record: the innermost module frame of its
+ *     chain, "[loading]"/the module being loaded for the module loader, else "vmlinux".
  */
 
 #include <stdbool.h>
@@ -23,11 +25,18 @@
 #include "stacktree.h"
 #include "usage.h"
 
+/* Module records every Accounting has: the kernel image, and module loads not yet named by the kernel. */
+#define ACCOUNTING_KERNEL_MODULE "vmlinux"
+#define ACCOUNTING_LOADING_MODULE "[loading]"
+
 typedef struct AccountingConfig {
         size_t max_stack_nodes;         /* stack-tree node budget */
         size_t max_exited_tasks;        /* exited task records kept */
         size_t expected_pages;          /* sizing hint for the page table */
         bool track_threads;             /* per-thread records besides per-process ones */
+        bool per_process_stacks;        /* a stack tree per process (true peaks per task and chain) besides
+                                         * the global one; costs a second path walk per event and nodes per
+                                         * (process, chain), so it is opt-in */
 } AccountingConfig;
 
 #define ACCOUNTING_CONFIG_DEFAULT                                                                       \

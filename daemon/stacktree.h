@@ -12,7 +12,13 @@
  * stacks_truncated. A direct-mapped cache of whole chains makes a repeated chain one hash and a memcmp.
  *
  * User frames are only meaningful inside one process, so a chain with user frames hangs below a synthetic
- * STACK_FRAME_PROCESS node whose ip is the process's tgid.
+ * STACK_FRAME_PROCESS node whose ip is the caller's process scope (the process's task index).
+ *
+ * With per-process trees on, every chain is also interned below the process's own scope node under a
+ * second root, STACK_NODE_PROCESSES: the process's tree, with peaks of its own. stacktree_intern() then
+ * returns the process-tree leaf, whose twin is the global leaf; charging one charges both paths, so the
+ * global tree and each process tree hold true current and peak values. Roots: STACK_NODE_ROOT (all
+ * chains) and STACK_NODE_PROCESSES (its children are the per-process scope nodes).
  */
 
 #include <stdbool.h>
@@ -20,6 +26,7 @@
 #include <stdint.h>
 
 #define STACK_NODE_ROOT 0u
+#define STACK_NODE_PROCESSES 1u
 #define STACK_NODE_NONE UINT32_MAX
 
 typedef enum StackFrameKind {
@@ -37,6 +44,7 @@ typedef struct StackNode {
         uint32_t parent;        /* STACK_NODE_NONE for the root */
         uint32_t first_child;   /* STACK_NODE_NONE if a leaf */
         uint32_t next_sibling;  /* STACK_NODE_NONE if the last child */
+        uint32_t twin;          /* process-tree node: the global node of the same chain, when a leaf */
         uint16_t module;        /* module charged for chains ending here: the innermost module frame */
         uint8_t kind:4;         /* StackFrameKind */
         uint8_t flags:4;        /* StackNodeFlags, inherited from the parent */
@@ -56,6 +64,8 @@ typedef uint16_t (*StackModuleFn)(void *userdata, uint64_t ip, unsigned *flags);
 typedef struct StackTreeStats {
         size_t n_nodes;
         size_t max_nodes;
+        size_t n_process_nodes;                 /* of n_nodes, in process trees (at most max_nodes / 2) */
+        uint64_t process_paths_truncated;       /* process chains charged to the global tree only (budget) */
         uint64_t stacks_truncated;      /* chains cut short because the node budget was reached */
         uint64_t cache_hits;
         uint64_t cache_misses;
@@ -64,14 +74,16 @@ typedef struct StackTreeStats {
 
 typedef struct StackTree StackTree;
 
-/* max_nodes: the node budget (>= 1). module_fn may be NULL. Returns NULL on OOM. */
-StackTree *stacktree_new(size_t max_nodes, StackModuleFn module_fn, void *userdata);
+/* max_nodes: the node budget (>= 2), half of which process trees may use. module_fn may be NULL.
+ * Returns NULL on OOM. */
+StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn module_fn, void *userdata);
 StackTree *stacktree_free(StackTree *t);
 
 /*
- * Returns the leaf node of the chain (frames innermost first; the first n_kernel are kernel addresses,
- * the rest user addresses of process scope), creating nodes as needed. An empty chain is the root.
- * Never fails: on OOM or past the budget the deepest existing prefix is returned (and counted).
+ * Returns the leaf node to charge for the chain (frames innermost first; the first n_kernel are kernel
+ * addresses, the rest user addresses) allocated by process scope, creating nodes as needed: the global
+ * leaf, or with per-process trees the process-tree leaf (twin of the global one). An empty chain is the
+ * root. Never fails: on OOM or past the budget, the deepest existing prefix is returned (and counted).
  */
 uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames, size_t n_kernel,
                 uint32_t scope);
@@ -81,13 +93,18 @@ void stacktree_charge(StackTree *t, uint32_t node, uint64_t pages);
 /* Takes pages off the node and all its ancestors. */
 void stacktree_uncharge(StackTree *t, uint32_t node, uint64_t pages);
 
+/* The existing child of parent for (kind, ip), or STACK_NODE_NONE. */
+uint32_t stacktree_find_child(const StackTree *t, uint32_t parent, StackFrameKind kind, uint64_t ip);
+/* The scope node of a process's tree, or STACK_NODE_NONE. */
+uint32_t stacktree_process_scope(const StackTree *t, uint32_t scope);
+
 /* NULL if idx is out of range. */
 const StackNode *stacktree_node(const StackTree *t, uint32_t idx);
 size_t stacktree_size(const StackTree *t);
 
 /* Every peak becomes the current value. */
 void stacktree_reset_peaks(StackTree *t);
-/* Drops every node but the root, whose counts become 0. Node indices are invalid afterwards. */
+/* Drops every node but the roots, whose counts become 0. Node indices are invalid afterwards. */
 void stacktree_clear(StackTree *t);
 
 void stacktree_get_stats(const StackTree *t, StackTreeStats *ret);

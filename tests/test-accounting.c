@@ -36,6 +36,7 @@ static Accounting *new_accounting(const Ksym *k, bool threads) {
         Accounting *a = NULL;
 
         c.track_threads = threads;
+        c.per_process_stacks = true;
         c.max_exited_tasks = 4;
         ASSERT_OK(accounting_new(&c, k, &a));
         return a;
@@ -88,11 +89,17 @@ static const ModuleUsage *module(Accounting *a, const char *name) {
         return NULL;
 }
 
-/* Every view of current pages must agree: tasks, stack tree, page table, totals. */
+static uint32_t tree_root(StackTree *st, uint32_t i) {
+        while (stacktree_node(st, i)->parent != STACK_NODE_NONE)
+                i = stacktree_node(st, i)->parent;
+        return i;
+}
+
+/* Every view of current pages must agree: tasks, both stack trees, modules, page table, totals. */
 static void check_invariants(Accounting *a) {
         Usage *u = accounting_usage(a);
         AccountingStats s;
-        uint64_t by_process = 0, by_leaf = 0;
+        uint64_t by_process = 0, by_leaf[2] = {};
 
         accounting_get_stats(a, &s);
         for (uint32_t i = 0; i < usage_task_slots(u); i++) {
@@ -108,12 +115,18 @@ static void check_invariants(Accounting *a) {
                         children += stacktree_node(st, c)->current_pages;
                 ASSERT_LE(children, n->current_pages);
                 ASSERT_LE(n->current_pages, n->peak_pages);
-                by_leaf += n->current_pages - children;
+                by_leaf[tree_root(st, i)] += n->current_pages - children;
         }
         ASSERT_EQ(by_process, s.current_pages);
-        ASSERT_EQ(by_leaf, s.current_pages);
+        ASSERT_EQ(by_leaf[STACK_NODE_ROOT], s.current_pages);
+        ASSERT_EQ(by_leaf[STACK_NODE_PROCESSES], s.current_pages);
         ASSERT_EQ(pagemap_pages(accounting_pagemap(a)), s.current_pages);
+        uint64_t by_module = 0;
+        for (uint16_t id = 1; id <= usage_module_count(u); id++)
+                by_module += usage_module(u, id)->pages.current_pages;
+        ASSERT_EQ(by_module, s.current_pages);
         ASSERT_EQ(stacktree_node(st, STACK_NODE_ROOT)->current_pages, s.current_pages);
+        ASSERT_EQ(stacktree_node(st, STACK_NODE_PROCESSES)->current_pages, s.current_pages);
         ASSERT_LE(s.current_pages, s.peak_pages);
 }
 
@@ -268,6 +281,8 @@ static void test_module_attribution(void) {
         alloc_chain(a, 10, 10, 200, 0, fault_chain, ELEMENTSOF(fault_chain));
         ASSERT_EQ(module(a, "ext4")->pages.current_pages, 3);
         ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+        /* No module frame: the kernel image. */
+        ASSERT_EQ(module(a, "vmlinux")->pages.current_pages, 1);
 
         /* Freed by anyone: the module's count goes down, its peak stays. */
         free_pages_(a, 20, 100, 1);
@@ -362,9 +377,16 @@ static void test_random_against_model(void) {
                                 }
                 }
         }
+        Usage *u = accounting_usage(a);
+        StackTree *st = accounting_stacktree(a);
         for (int32_t pid = 0; pid < PIDS; pid++) {
                 ASSERT_EQ(process(a, pid + 1)->pages.current_pages, current[pid]);
                 ASSERT_EQ(process(a, pid + 1)->pages.peak_pages, peak[pid]);
+                /* The process's own stack tree: same current, same true peak. */
+                uint32_t scope = stacktree_process_scope(st, usage_find_process(u, pid + 1));
+                ASSERT_NE(scope, STACK_NODE_NONE);
+                ASSERT_EQ(stacktree_node(st, scope)->current_pages, current[pid]);
+                ASSERT_EQ(stacktree_node(st, scope)->peak_pages, peak[pid]);
         }
         check_invariants(a);
         accounting_free(a);

@@ -15,19 +15,21 @@ static const StackNode *node(StackTree *t, uint32_t i) {
 }
 
 static void test_sharing(void) {
-        StackTree *t = stacktree_new(1000, NULL, NULL);
+        StackTree *t = stacktree_new(1000, false, NULL, NULL);
 
         /* Innermost first: 0x3 is the leaf, 0x1 the outermost frame (a child of the root). */
+        /* Two roots to begin with: all chains, and the per-process trees. */
+        ASSERT_EQ(stacktree_size(t), 2);
         uint32_t a = stacktree_intern(t, CHAIN(0x3, 0x2, 0x1), 3, 0);
-        ASSERT_EQ(stacktree_size(t), 4);
+        ASSERT_EQ(stacktree_size(t), 5);
         uint32_t again = stacktree_intern(t, CHAIN(0x3, 0x2, 0x1), 3, 0);
         ASSERT_EQ(a, again);
-        ASSERT_EQ(stacktree_size(t), 4);
+        ASSERT_EQ(stacktree_size(t), 5);
 
         /* Shares the path 0x1 -> 0x2, adds one leaf. */
         uint32_t b = stacktree_intern(t, CHAIN(0x4, 0x2, 0x1), 3, 0);
         ASSERT_NE(a, b);
-        ASSERT_EQ(stacktree_size(t), 5);
+        ASSERT_EQ(stacktree_size(t), 6);
         ASSERT_EQ(node(t, a)->parent, node(t, b)->parent);
         ASSERT_EQ(node(t, a)->ip, 0x3);
         ASSERT_EQ(node(t, a)->depth, 3);
@@ -39,7 +41,7 @@ static void test_sharing(void) {
         /* The same frames in another position are other nodes. */
         uint32_t c = stacktree_intern(t, CHAIN(0x1, 0x2, 0x3), 3, 0);
         ASSERT_NE(c, a);
-        ASSERT_EQ(stacktree_size(t), 8);
+        ASSERT_EQ(stacktree_size(t), 9);
 
         /* Children are enumerable from the parent. */
         unsigned n_children = 0;
@@ -53,7 +55,7 @@ static void test_sharing(void) {
 }
 
 static void test_peaks(void) {
-        StackTree *t = stacktree_new(1000, NULL, NULL);
+        StackTree *t = stacktree_new(1000, false, NULL, NULL);
         uint32_t a = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 0);
         uint32_t b = stacktree_intern(t, CHAIN(0xb, 0x1), 2, 0);
         uint32_t top = node(t, a)->parent;
@@ -86,26 +88,26 @@ static void test_peaks(void) {
         ASSERT_EQ(node(t, b)->current_pages, 0);
 
         stacktree_clear(t);
-        ASSERT_EQ(stacktree_size(t), 1);
+        ASSERT_EQ(stacktree_size(t), 2);
         ASSERT_EQ(node(t, STACK_NODE_ROOT)->current_pages, 0);
         /* After a clear, a chain is built anew (the cache must not return stale leaves). */
         uint32_t a2 = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 0);
-        ASSERT_EQ(stacktree_size(t), 3);
+        ASSERT_EQ(stacktree_size(t), 4);
         ASSERT_EQ(node(t, a2)->ip, 0xa);
         stacktree_free(t);
 }
 
 static void test_budget(void) {
-        StackTree *t = stacktree_new(5, NULL, NULL);
+        StackTree *t = stacktree_new(6, false, NULL, NULL);
         StackTreeStats s;
 
-        /* Root + 4 nodes fit; a 6-frame chain is cut at its 4th frame from the outside. */
+        /* 2 roots + 4 nodes fit; a 6-frame chain is cut at its 4th frame from the outside. */
         uint32_t leaf = stacktree_intern(t, CHAIN(6, 5, 4, 3, 2, 1), 6, 0);
-        ASSERT_EQ(stacktree_size(t), 5);
+        ASSERT_EQ(stacktree_size(t), 6);
         ASSERT_EQ(node(t, leaf)->ip, 4);
         stacktree_get_stats(t, &s);
         ASSERT_EQ(s.stacks_truncated, 1);
-        ASSERT_EQ(s.max_nodes, 5);
+        ASSERT_EQ(s.max_nodes, 6);
 
         /* Known chains within the budget still work exactly. */
         ASSERT_EQ(node(t, stacktree_intern(t, CHAIN(3, 2, 1), 3, 0))->ip, 3);
@@ -113,7 +115,7 @@ static void test_budget(void) {
 }
 
 static void test_user_frames(void) {
-        StackTree *t = stacktree_new(1000, NULL, NULL);
+        StackTree *t = stacktree_new(1000, false, NULL, NULL);
 
         /* kernel 0x10, 0x11 (innermost first), then user 0x400, 0x500 of process 42. */
         uint32_t a = stacktree_intern(t, CHAIN(0x10, 0x11, 0x400, 0x500), 2, 42);
@@ -146,7 +148,7 @@ static uint16_t classify(void *userdata, uint64_t ip, unsigned *flags) {
 
 static void test_module_classification(void) {
         unsigned calls = 0;
-        StackTree *t = stacktree_new(1000, classify, &calls);
+        StackTree *t = stacktree_new(1000, false, classify, &calls);
 
         /* The innermost module frame decides; frames inside it inherit. */
         uint32_t a = stacktree_intern(t, CHAIN(0x1, 0xc010, 0x2), 3, 0);
@@ -168,7 +170,7 @@ static void test_module_classification(void) {
 /* Thousands of distinct chains through the cache: every repeat returns its first leaf. */
 static void test_many_chains(void) {
         enum { N = 20000, DEPTH = 20 };
-        StackTree *t = stacktree_new(1u << 20, NULL, NULL);
+        StackTree *t = stacktree_new(1u << 20, false, NULL, NULL);
         static uint32_t leaves[N];
         uint64_t frames[DEPTH];
 
@@ -190,6 +192,62 @@ static void test_many_chains(void) {
         stacktree_free(t);
 }
 
+static void test_per_process_trees(void) {
+        StackTree *t = stacktree_new(1000, true, NULL, NULL);
+
+        /* Processes 1 and 2 allocate through the same chain; each gets its own leaf, twinned with one global leaf. */
+        uint32_t p1 = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 1);
+        uint32_t p2 = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 2);
+        uint32_t q1 = stacktree_intern(t, CHAIN(0xb, 0x1), 2, 1);
+        ASSERT_NE(p1, p2);
+        ASSERT_EQ(node(t, p1)->twin, node(t, p2)->twin);
+        ASSERT_EQ(stacktree_intern(t, CHAIN(0xa, 0x1), 2, 1), p1);
+        uint32_t g = node(t, p1)->twin;
+        ASSERT_EQ(node(t, g)->ip, 0xa);
+        uint32_t scope1 = stacktree_process_scope(t, 1);
+        ASSERT_NE(scope1, STACK_NODE_NONE);
+        ASSERT_EQ(node(t, scope1)->parent, STACK_NODE_PROCESSES);
+        ASSERT_EQ(stacktree_process_scope(t, 3), STACK_NODE_NONE);
+        ASSERT_EQ(stacktree_find_child(t, scope1, STACK_FRAME_KERNEL, 0x1), node(t, p1)->parent);
+
+        /* Process 1: 10 pages via a, freed, then 4 via b. Process 2: 6 via a. */
+        stacktree_charge(t, p1, 10);
+        stacktree_charge(t, p2, 6);
+        stacktree_uncharge(t, p1, 10);
+        stacktree_charge(t, q1, 4);
+
+        /* Global: a held 16 at most; process 1's tree has its own peaks (10 at the top, not 14). */
+        ASSERT_EQ(node(t, g)->current_pages, 6);
+        ASSERT_EQ(node(t, g)->peak_pages, 16);
+        ASSERT_EQ(node(t, STACK_NODE_ROOT)->current_pages, 10);
+        ASSERT_EQ(node(t, STACK_NODE_ROOT)->peak_pages, 16);
+        ASSERT_EQ(node(t, scope1)->current_pages, 4);
+        ASSERT_EQ(node(t, scope1)->peak_pages, 10);
+        ASSERT_EQ(node(t, p1)->peak_pages, 10);
+        ASSERT_EQ(node(t, stacktree_process_scope(t, 2))->peak_pages, 6);
+        /* Both trees hold every page. */
+        ASSERT_EQ(node(t, STACK_NODE_PROCESSES)->current_pages, node(t, STACK_NODE_ROOT)->current_pages);
+
+        /* Out of budget (the global path takes 5 of 7 nodes, the process path gets 2): charged to the
+         * global tree only, counted once. */
+        StackTree *small = stacktree_new(7, true, NULL, NULL);
+        uint32_t l = stacktree_intern(small, CHAIN(0x3, 0x2, 0x1), 3, 9);
+        StackTreeStats s;
+        stacktree_get_stats(small, &s);
+        ASSERT_EQ(s.process_paths_truncated, 1);
+        ASSERT_EQ(s.n_process_nodes, 2);
+        ASSERT_EQ(node(small, l)->ip, 0x3);
+        ASSERT_EQ(node(small, l)->kind, STACK_FRAME_KERNEL);
+        ASSERT_EQ(node(small, l)->twin, STACK_NODE_NONE);
+        ASSERT_EQ(stacktree_intern(small, CHAIN(0x3, 0x2, 0x1), 3, 9), l);
+        stacktree_get_stats(small, &s);
+        ASSERT_EQ(s.process_paths_truncated, 1);
+        stacktree_charge(small, l, 2);
+        ASSERT_EQ(node(small, STACK_NODE_ROOT)->current_pages, 2);
+        stacktree_free(small);
+        stacktree_free(t);
+}
+
 int main(void) {
         TEST(test_sharing);
         TEST(test_peaks);
@@ -197,5 +255,6 @@ int main(void) {
         TEST(test_user_frames);
         TEST(test_module_classification);
         TEST(test_many_chains);
+        TEST(test_per_process_trees);
         return 0;
 }

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The query layer: read-only JSON views of the accounting core, in the shapes of protocol/io.memstrack.varlink.
+ * The only daemon module besides the server that builds JSON; the core stays free of jansson.
+ *
+ * Every function bounds its work: lists are cut at their limit (and QUERY_LIMIT_MAX), a stack tree at
+ * QUERY_STACK_NODES_MAX rendered nodes. They return -errno: -ENOMEM, -ESRCH (no such task), -ENOENT
+ * (no such module), -EINVAL (bad parameter). On success *ret is a new reference.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "accounting.h"
+
+#define QUERY_LIMIT_MAX 10000
+#define QUERY_STACK_NODES_MAX 20000
+
+typedef enum QuerySort {
+        QUERY_SORT_CURRENT,
+        QUERY_SORT_PEAK,
+        QUERY_SORT_ALLOCS,
+        _QUERY_SORT_MAX,
+        _QUERY_SORT_INVALID = -EINVAL,
+} QuerySort;
+
+/* NULL means the default (current). */
+QuerySort query_sort_from_string(const char *s);
+
+typedef struct QueryTasks {
+        QuerySort sort;
+        size_t limit;
+        int32_t pid;            /* < 0: any */
+        const char *comm;       /* NULL: any */
+        bool include_exited;
+        bool threads;           /* fill Task.threads */
+} QueryTasks;
+
+/* {"tasks": [Task...]} */
+int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret);
+/* [Module...] sorted, at most limit; modules with no pages ever are left out. */
+int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret);
+/* The Task object of one record (threads not filled). */
+json_t *query_task_json(const Task *t);
+
+typedef struct QueryStackTree {
+        int32_t pid;            /* < 0: all tasks */
+        const char *module;     /* NULL: all modules */
+        unsigned max_depth;
+        uint64_t min_pages;
+        unsigned max_children;
+        QuerySort sort;         /* current or peak */
+        bool show_addresses;    /* raw kernel addresses (root callers only) */
+} QueryStackTree;
+
+/* {"root": StackNode, "totalPages": N} */
+int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret);
