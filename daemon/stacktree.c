@@ -20,16 +20,19 @@ typedef struct ChildSlot {
 #define LINK_KIND 7u
 #define MAX_NODES_LIMIT (UINT32_C(1) << 29)
 
-/* One remembered chain: its hash, shape, leaf and a private copy of its frames to rule out collisions. */
+/*
+ * One remembered chain, identified by a 128-bit fingerprint (two independent 64-bit hashes over frames,
+ * shape and scope) instead of a copy of its frames: a wrong leaf would take a 2^-128 collision, far less
+ * likely than a memory bit flip, and the cache stays at 32 bytes a slot with no per-chain allocation.
+ */
 typedef struct CacheSlot {
         uint64_t hash;
-        uint64_t *frames;
-        uint32_t n_frames;
-        uint32_t n_kernel;
-        uint32_t scope;
+        uint64_t hash2;
         uint32_t leaf;
-        uint32_t allocated;
+        uint32_t scope;
         uint32_t last_used;     /* tick of the last hit: the least recently used way is replaced */
+        uint16_t n_frames;
+        uint16_t n_kernel;
 } CacheSlot;
 
 /* 4-way set associative: 10k hot chains fit without the conflict misses a direct-mapped cache has. */
@@ -39,6 +42,8 @@ typedef struct CacheSlot {
 
 struct StackTree {
         StackNode *nodes;               /* owned; nodes[0] is the root */
+        StackPages *pages;              /* owned, parallel to nodes; meaningful for counted nodes only */
+        uint32_t *up;                   /* owned, parallel to nodes: nearest counted ancestor of a counted node */
         size_t n_nodes, n_allocated, max_nodes;
         size_t n_process_nodes, max_process_nodes;     /* process trees get at most half the budget */
 
@@ -68,7 +73,7 @@ static size_t child_home(const StackTree *t, uint32_t parent_kind, uint64_t ip) 
 }
 
 static void init_roots(StackTree *t) {
-        for (uint32_t i = STACK_NODE_ROOT; i <= STACK_NODE_PROCESSES; i++)
+        for (uint32_t i = STACK_NODE_ROOT; i <= STACK_NODE_PROCESSES; i++) {
                 t->nodes[i] = (StackNode) {
                         .ip = i,
                         .parent = STACK_NODE_NONE,
@@ -76,7 +81,11 @@ static void init_roots(StackTree *t) {
                         .next_sibling = STACK_NODE_NONE,
                         .twin = STACK_NODE_NONE,
                         .kind = STACK_FRAME_ROOT,
+                        .counted = true,
                 };
+                t->pages[i] = (StackPages) {};
+                t->up[i] = STACK_NODE_NONE;
+        }
         t->n_nodes = 2;
         t->n_children = 0;
 }
@@ -94,11 +103,15 @@ StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn modul
 
         t->n_allocated = MIN((size_t) 1024, t->max_nodes);
         t->nodes = malloc(t->n_allocated * sizeof(StackNode));
+        t->pages = malloc(t->n_allocated * sizeof(StackPages));
+        t->up = malloc(t->n_allocated * sizeof(uint32_t));
         t->children_capacity = 2048;
         t->children = malloc(t->children_capacity * sizeof(ChildSlot));
         t->cache = calloc(CACHE_SLOTS, sizeof(CacheSlot));
-        if (!t->nodes || !t->children || !t->cache) {
+        if (!t->nodes || !t->pages || !t->up || !t->children || !t->cache) {
                 free(t->nodes);
+                free(t->pages);
+                free(t->up);
                 free(t->children);
                 free(t->cache);
                 return NULL;
@@ -108,20 +121,14 @@ StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn modul
         return TAKE_PTR(t);
 }
 
-static void cache_drop(StackTree *t) {
-        for (size_t i = 0; i < CACHE_SLOTS; i++) {
-                free(t->cache[i].frames);
-                t->cache[i] = (CacheSlot) {};
-        }
-}
-
 StackTree *stacktree_free(StackTree *t) {
         if (!t)
                 return NULL;
-        cache_drop(t);
         free(t->cache);
         free(t->children);
         free(t->nodes);
+        free(t->pages);
+        free(t->up);
         free(t);
         return NULL;
 }
@@ -183,6 +190,50 @@ uint32_t stacktree_process_scope(const StackTree *t, uint32_t scope) {
         return stacktree_find_child(t, STACK_NODE_PROCESSES, STACK_FRAME_PROCESS, scope);
 }
 
+static int grow_nodes(StackTree *t) {
+        size_t n = MIN(t->n_allocated * 2, t->max_nodes);
+
+        /* Each array is replaced only once it is valid at the new size, so a failure loses nothing. */
+        StackNode *nodes = realloc(t->nodes, n * sizeof(StackNode));
+        if (!nodes)
+                return -ENOMEM;
+        t->nodes = nodes;
+        StackPages *pages = realloc(t->pages, n * sizeof(StackPages));
+        if (!pages)
+                return -ENOMEM;
+        t->pages = pages;
+        uint32_t *up = realloc(t->up, n * sizeof(uint32_t));
+        if (!up)
+                return -ENOMEM;
+        t->up = up;
+        t->n_allocated = n;
+        return 0;
+}
+
+/*
+ * Gives node x counters of its own. Until now it was unary and nothing ended at it, so it held exactly
+ * what the first counted node below it holds; that node now reports to x instead of to x's ancestor.
+ */
+static void materialize(StackTree *t, uint32_t x) {
+        StackNode *n = &t->nodes[x];
+        uint32_t above = n->parent, below = n->first_child;
+
+        if (n->counted)
+                return;
+        while (!t->nodes[above].counted)
+                above = t->nodes[above].parent;
+        while (below != STACK_NODE_NONE && !t->nodes[below].counted)
+                below = t->nodes[below].first_child;
+
+        if (below != STACK_NODE_NONE) {
+                t->pages[x] = t->pages[below];
+                t->up[below] = x;
+        } else
+                t->pages[x] = (StackPages) {};
+        t->up[x] = above;
+        n->counted = true;
+}
+
 /*
  * Returns the child of parent for (kind, ip), creating it; STACK_NODE_NONE past the budget (the whole
  * one, or the process trees' half for a node in a process tree) or on OOM.
@@ -196,20 +247,18 @@ static uint32_t child_get(StackTree *t, uint32_t parent, StackFrameKind kind, ui
 
         if (t->n_nodes >= t->max_nodes || (process_tree && t->n_process_nodes >= t->max_process_nodes))
                 return STACK_NODE_NONE;
-        if (t->n_nodes == t->n_allocated) {
-                size_t n = MIN(t->n_allocated * 2, t->max_nodes);
-                StackNode *nodes = realloc(t->nodes, n * sizeof(StackNode));
-                if (!nodes)
-                        return STACK_NODE_NONE;
-                t->nodes = nodes;
-                t->n_allocated = n;
-        }
+        if (t->n_nodes == t->n_allocated && grow_nodes(t) < 0)
+                return STACK_NODE_NONE;
 
         uint32_t idx = (uint32_t) t->n_nodes;
         if (child_add(t, i, pk, ip, idx) < 0)
                 return STACK_NODE_NONE;
         t->n_nodes++;
         t->n_process_nodes += process_tree;
+
+        /* A second child makes the parent a branch point: it needs counters of its own from now on. */
+        if (t->nodes[parent].first_child != STACK_NODE_NONE)
+                materialize(t, parent);
 
         StackNode *p = &t->nodes[parent];
         uint16_t module = 0;
@@ -231,11 +280,19 @@ static uint32_t child_get(StackTree *t, uint32_t parent, StackFrameKind kind, ui
         return idx;
 }
 
-static uint64_t hash_chain(const uint64_t *frames, size_t n, size_t n_kernel, uint32_t scope) {
-        uint64_t h = UINT64_C(0x243F6A8885A308D3) ^ (n_kernel << 32 | scope);
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ frames[i]) * UINT64_C(0x100000001b3) + (h >> 29);
-        return mix64(h ^ n);
+/* Two hashes with unrelated constants and mixing, computed in one pass over the frames. */
+static void hash_chain(const uint64_t *frames, size_t n, size_t n_kernel, uint32_t scope, uint64_t *ret_h1,
+                uint64_t *ret_h2) {
+        uint64_t h1 = UINT64_C(0x243F6A8885A308D3) ^ (n_kernel << 32 | scope);
+        uint64_t h2 = UINT64_C(0x13198A2E03707344) + (n << 32) + scope;
+
+        for (size_t i = 0; i < n; i++) {
+                h1 = (h1 ^ frames[i]) * UINT64_C(0x100000001b3) + (h1 >> 29);
+                h2 = (h2 + frames[i]) * UINT64_C(0xc2b2ae3d27d4eb4f);
+                h2 ^= h2 >> 31;
+        }
+        *ret_h1 = mix64(h1 ^ n);
+        *ret_h2 = mix64(h2 ^ n_kernel);
 }
 
 /* Walks (creating) the chain below start; returns the leaf, or the deepest prefix with *truncated set. */
@@ -288,9 +345,12 @@ static uint32_t process_leaf(StackTree *t, uint32_t g, const uint64_t *frames, s
         if (truncated) {
                 t->process_paths_truncated++;
                 leaf = g;
-        } else
-                /* An empty chain (g is the root) has the scope node itself as leaf. */
+        } else {
+                /* An empty chain (g is the root) has the scope node itself as leaf. Chains end at the
+                 * leaf, so it keeps its own counters. */
                 t->nodes[leaf].twin = g;
+                materialize(t, leaf);
+        }
         (void) child_add(t, child_slot(t, pk, g), pk, g, leaf);
         return leaf;
 }
@@ -304,13 +364,14 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
         if (n_frames == n_kernel)
                 scope = 0;
 
-        uint64_t h = hash_chain(frames, n_frames, n_kernel, scope);
+        uint64_t h, h2;
+        hash_chain(frames, n_frames, n_kernel, scope, &h, &h2);
         CacheSlot *set = &t->cache[(h & (CACHE_SETS - 1)) * CACHE_WAYS], *c = set;
         t->cache_tick++;
         for (unsigned w = 0; w < CACHE_WAYS; w++) {
                 CacheSlot *x = &set[w];
-                if (x->hash == h && x->n_frames == n_frames && x->n_kernel == n_kernel && x->scope == scope &&
-                    x->frames && (n_frames == 0 || memcmp(x->frames, frames, n_frames * sizeof(uint64_t)) == 0)) {
+                if (x->hash == h && x->hash2 == h2 && x->n_frames == n_frames && x->n_kernel == n_kernel &&
+                    x->scope == scope && x->last_used != 0) {
                         t->cache_hits++;
                         x->last_used = t->cache_tick;
                         return t->per_process ? process_leaf(t, x->leaf, frames, n_frames, n_kernel, process)
@@ -326,49 +387,41 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
         uint32_t leaf = walk(t, STACK_NODE_ROOT, frames, n_frames, n_kernel, scope, &truncated);
         if (truncated)
                 t->stacks_truncated++;
+        /* Chains end here: it is charged directly, so it keeps its own counters. */
+        materialize(t, leaf);
 
-        /* Remember it; a failed allocation only costs the next lookup a walk. */
-        if (c->allocated < n_frames || !c->frames) {
-                uint64_t *f = realloc(c->frames, MAX(n_frames, (size_t) 1) * sizeof(uint64_t));
-                if (!f) {
-                        c->hash = 0;
-                        c->n_frames = UINT32_MAX;
-                        goto done;
-                }
-                c->frames = f;
-                c->allocated = (uint32_t) MAX(n_frames, (size_t) 1);
-        }
-        if (n_frames > 0)
-                memcpy(c->frames, frames, n_frames * sizeof(uint64_t));
-        c->hash = h;
-        c->n_frames = (uint32_t) n_frames;
-        c->n_kernel = (uint32_t) n_kernel;
-        c->scope = scope;
-        c->leaf = leaf;
-        c->last_used = t->cache_tick;
-done:
+        /* Chains longer than a slot can describe are not cached: a walk each time, still exact. */
+        if (n_frames <= UINT16_MAX)
+                *c = (CacheSlot) {
+                        .hash = h,
+                        .hash2 = h2,
+                        .leaf = leaf,
+                        .scope = scope,
+                        .last_used = t->cache_tick ?: 1,
+                        .n_frames = (uint16_t) n_frames,
+                        .n_kernel = (uint16_t) n_kernel,
+                };
         return t->per_process ? process_leaf(t, leaf, frames, n_frames, n_kernel, process) : leaf;
 }
 
+/* node is counted: every node returned by stacktree_intern() is. */
 static void charge_path(StackTree *t, uint32_t node, uint64_t pages) {
-        for (uint32_t i = node; i != STACK_NODE_NONE;) {
-                StackNode *n = &t->nodes[i];
-                n->current_pages += pages;
-                if (n->current_pages > n->peak_pages)
-                        n->peak_pages = n->current_pages;
-                i = n->parent;
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i]) {
+                StackPages *p = &t->pages[i];
+                p->current_pages += pages;
+                if (p->current_pages > p->peak_pages)
+                        p->peak_pages = p->current_pages;
         }
 }
 
 static void uncharge_path(StackTree *t, uint32_t node, uint64_t pages) {
-        for (uint32_t i = node; i != STACK_NODE_NONE;) {
-                StackNode *n = &t->nodes[i];
-                if (_unlikely_(n->current_pages < pages)) {
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i]) {
+                StackPages *p = &t->pages[i];
+                if (_unlikely_(p->current_pages < pages)) {
                         t->underflows++;
-                        n->current_pages = 0;
+                        p->current_pages = 0;
                 } else
-                        n->current_pages -= pages;
-                i = n->parent;
+                        p->current_pages -= pages;
         }
 }
 
@@ -388,21 +441,25 @@ const StackNode *stacktree_node(const StackTree *t, uint32_t idx) {
         return idx < t->n_nodes ? &t->nodes[idx] : NULL;
 }
 
+StackPages stacktree_pages(const StackTree *t, uint32_t idx) {
+        /* An uncounted node holds what the first counted node down its single-child run holds. */
+        while (idx < t->n_nodes && !t->nodes[idx].counted)
+                idx = t->nodes[idx].first_child;
+        return idx < t->n_nodes ? t->pages[idx] : (StackPages) {};
+}
+
 size_t stacktree_size(const StackTree *t) {
         return t->n_nodes;
 }
 
 void stacktree_reset_peaks(StackTree *t) {
         for (size_t i = 0; i < t->n_nodes; i++)
-                t->nodes[i].peak_pages = t->nodes[i].current_pages;
+                t->pages[i].peak_pages = t->pages[i].current_pages;
 }
 
 void stacktree_clear(StackTree *t) {
         memset(t->children, 0xff, t->children_capacity * sizeof(ChildSlot));
-        for (size_t i = 0; i < CACHE_SLOTS; i++) {
-                t->cache[i].hash = 0;
-                t->cache[i].n_frames = UINT32_MAX;
-        }
+        memset(t->cache, 0, CACHE_SLOTS * sizeof(CacheSlot));
         init_roots(t);
         t->n_process_nodes = 0;
         t->stacks_truncated = t->process_paths_truncated = t->underflows = 0;
@@ -422,9 +479,7 @@ void stacktree_get_stats(const StackTree *t, StackTreeStats *ret) {
 }
 
 size_t stacktree_memory_bytes(const StackTree *t) {
-        size_t b = sizeof(StackTree) + t->n_allocated * sizeof(StackNode) +
+        size_t b = sizeof(StackTree) + t->n_allocated * (sizeof(StackNode) + sizeof(StackPages) + sizeof(uint32_t)) +
                    t->children_capacity * sizeof(ChildSlot) + CACHE_SLOTS * sizeof(CacheSlot);
-        for (size_t i = 0; i < CACHE_SLOTS; i++)
-                b += t->cache[i].allocated * sizeof(uint64_t);
         return b;
 }

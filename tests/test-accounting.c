@@ -110,12 +110,13 @@ static void check_invariants(Accounting *a) {
         StackTree *st = accounting_stacktree(a);
         for (uint32_t i = 0; i < stacktree_size(st); i++) {
                 const StackNode *n = stacktree_node(st, i);
+                StackPages np = stacktree_pages(st, i);
                 uint64_t children = 0;
                 for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
-                        children += stacktree_node(st, c)->current_pages;
-                ASSERT_LE(children, n->current_pages);
-                ASSERT_LE(n->current_pages, n->peak_pages);
-                by_leaf[tree_root(st, i)] += n->current_pages - children;
+                        children += stacktree_pages(st, c).current_pages;
+                ASSERT_LE(children, np.current_pages);
+                ASSERT_LE(np.current_pages, np.peak_pages);
+                by_leaf[tree_root(st, i)] += np.current_pages - children;
         }
         ASSERT_EQ(by_process, s.current_pages);
         ASSERT_EQ(by_leaf[STACK_NODE_ROOT], s.current_pages);
@@ -125,8 +126,8 @@ static void check_invariants(Accounting *a) {
         for (uint16_t id = 1; id <= usage_module_count(u); id++)
                 by_module += usage_module(u, id)->pages.current_pages;
         ASSERT_EQ(by_module, s.current_pages);
-        ASSERT_EQ(stacktree_node(st, STACK_NODE_ROOT)->current_pages, s.current_pages);
-        ASSERT_EQ(stacktree_node(st, STACK_NODE_PROCESSES)->current_pages, s.current_pages);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current_pages, s.current_pages);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_PROCESSES).current_pages, s.current_pages);
         ASSERT_LE(s.current_pages, s.peak_pages);
 }
 
@@ -201,17 +202,17 @@ static void test_peaks_not_summed(void) {
 
         StackTree *st = accounting_stacktree(a);
         const StackNode *root = stacktree_node(st, STACK_NODE_ROOT);
-        ASSERT_EQ(root->peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).peak_pages, 10);
         uint64_t sum_of_child_peaks = 0;
         for (uint32_t c = root->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
-                sum_of_child_peaks += stacktree_node(st, c)->peak_pages;
+                sum_of_child_peaks += stacktree_pages(st, c).peak_pages;
         ASSERT_EQ(sum_of_child_peaks, 20);
         check_invariants(a);
 
         /* Resetting peaks brings them down to what is held now. */
         accounting_reset(a, ACCOUNTING_RESET_PEAKS);
         ASSERT_EQ(process(a, 10)->pages.peak_pages, 9);
-        ASSERT_EQ(root->peak_pages, 9);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).peak_pages, 9);
         accounting_free(a);
         ksym_free(k);
 }
@@ -385,8 +386,8 @@ static void test_random_against_model(void) {
                 /* The process's own stack tree: same current, same true peak. */
                 uint32_t scope = stacktree_process_scope(st, usage_find_process(u, pid + 1));
                 ASSERT_NE(scope, STACK_NODE_NONE);
-                ASSERT_EQ(stacktree_node(st, scope)->current_pages, current[pid]);
-                ASSERT_EQ(stacktree_node(st, scope)->peak_pages, peak[pid]);
+                ASSERT_EQ(stacktree_pages(st, scope).current_pages, current[pid]);
+                ASSERT_EQ(stacktree_pages(st, scope).peak_pages, peak[pid]);
         }
         check_invariants(a);
         accounting_free(a);

@@ -62,38 +62,78 @@ static void test_peaks(void) {
 
         stacktree_charge(t, a, 10);
         stacktree_charge(t, b, 5);
-        ASSERT_EQ(node(t, top)->current_pages, 15);
-        ASSERT_EQ(node(t, STACK_NODE_ROOT)->current_pages, 15);
+        ASSERT_EQ(stacktree_pages(t, top).current_pages, 15);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 15);
         stacktree_uncharge(t, a, 10);
         stacktree_charge(t, b, 3);
 
         /* Each node's peak is its own maximum over time: a 10, b 8, their parent 15 (not 10 + 8). */
-        ASSERT_EQ(node(t, a)->current_pages, 0);
-        ASSERT_EQ(node(t, a)->peak_pages, 10);
-        ASSERT_EQ(node(t, b)->current_pages, 8);
-        ASSERT_EQ(node(t, b)->peak_pages, 8);
-        ASSERT_EQ(node(t, top)->current_pages, 8);
-        ASSERT_EQ(node(t, top)->peak_pages, 15);
-        ASSERT_EQ(node(t, STACK_NODE_ROOT)->peak_pages, 15);
+        ASSERT_EQ(stacktree_pages(t, a).current_pages, 0);
+        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, b).current_pages, 8);
+        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 8);
+        ASSERT_EQ(stacktree_pages(t, top).current_pages, 8);
+        ASSERT_EQ(stacktree_pages(t, top).peak_pages, 15);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).peak_pages, 15);
 
         stacktree_reset_peaks(t);
-        ASSERT_EQ(node(t, a)->peak_pages, 0);
-        ASSERT_EQ(node(t, top)->peak_pages, 8);
+        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 0);
+        ASSERT_EQ(stacktree_pages(t, top).peak_pages, 8);
 
         /* More taken off than held is clamped and counted, never wrapped around. */
         stacktree_uncharge(t, b, 9);
         StackTreeStats s;
         stacktree_get_stats(t, &s);
         ASSERT_EQ(s.underflows, 3); /* b, its parent, the root */
-        ASSERT_EQ(node(t, b)->current_pages, 0);
+        ASSERT_EQ(stacktree_pages(t, b).current_pages, 0);
 
         stacktree_clear(t);
         ASSERT_EQ(stacktree_size(t), 2);
-        ASSERT_EQ(node(t, STACK_NODE_ROOT)->current_pages, 0);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 0);
         /* After a clear, a chain is built anew (the cache must not return stale leaves). */
         uint32_t a2 = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 0);
         ASSERT_EQ(stacktree_size(t), 4);
         ASSERT_EQ(node(t, a2)->ip, 0xa);
+        stacktree_free(t);
+}
+
+/* Nodes on single-child runs keep no counters of their own; when one becomes a branch point or a
+ * chain's end later, it must start from the history it shared with the node below. */
+static void test_counters_appear_later(void) {
+        StackTree *t = stacktree_new(1000, false, NULL, NULL);
+
+        uint32_t c = stacktree_intern(t, CHAIN(0xc, 0xb, 0xa), 3, 0);
+        uint32_t b = node(t, c)->parent;
+        uint32_t a = node(t, b)->parent;
+        ASSERT_TRUE(!node(t, b)->counted);
+        ASSERT_TRUE(!node(t, a)->counted);
+        stacktree_charge(t, c, 10);
+        stacktree_uncharge(t, c, 7);
+        ASSERT_EQ(stacktree_pages(t, b).current_pages, 3);
+        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 10);
+
+        /* b branches: its peak is the 10 it already had. */
+        uint32_t d = stacktree_intern(t, CHAIN(0xd, 0xb, 0xa), 3, 0);
+        ASSERT_TRUE(node(t, b)->counted);
+        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 10);
+        stacktree_charge(t, d, 5);
+        ASSERT_EQ(stacktree_pages(t, b).current_pages, 8);
+        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 10);
+        stacktree_charge(t, d, 5);
+        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 13);
+        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 13);
+        ASSERT_EQ(stacktree_pages(t, c).peak_pages, 10);
+
+        /* a becomes a chain's end: it holds everything below it, and its own pages on top. */
+        uint32_t a2 = stacktree_intern(t, CHAIN(0xa), 1, 0);
+        ASSERT_EQ(a2, a);
+        ASSERT_TRUE(node(t, a)->counted);
+        ASSERT_EQ(stacktree_pages(t, a).current_pages, 13);
+        stacktree_charge(t, a, 1);
+        ASSERT_EQ(stacktree_pages(t, a).current_pages, 14);
+        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 14);
+        ASSERT_EQ(stacktree_pages(t, b).current_pages, 13);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 14);
         stacktree_free(t);
 }
 
@@ -217,16 +257,16 @@ static void test_per_process_trees(void) {
         stacktree_charge(t, q1, 4);
 
         /* Global: a held 16 at most; process 1's tree has its own peaks (10 at the top, not 14). */
-        ASSERT_EQ(node(t, g)->current_pages, 6);
-        ASSERT_EQ(node(t, g)->peak_pages, 16);
-        ASSERT_EQ(node(t, STACK_NODE_ROOT)->current_pages, 10);
-        ASSERT_EQ(node(t, STACK_NODE_ROOT)->peak_pages, 16);
-        ASSERT_EQ(node(t, scope1)->current_pages, 4);
-        ASSERT_EQ(node(t, scope1)->peak_pages, 10);
-        ASSERT_EQ(node(t, p1)->peak_pages, 10);
-        ASSERT_EQ(node(t, stacktree_process_scope(t, 2))->peak_pages, 6);
+        ASSERT_EQ(stacktree_pages(t, g).current_pages, 6);
+        ASSERT_EQ(stacktree_pages(t, g).peak_pages, 16);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).peak_pages, 16);
+        ASSERT_EQ(stacktree_pages(t, scope1).current_pages, 4);
+        ASSERT_EQ(stacktree_pages(t, scope1).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, p1).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, stacktree_process_scope(t, 2)).peak_pages, 6);
         /* Both trees hold every page. */
-        ASSERT_EQ(node(t, STACK_NODE_PROCESSES)->current_pages, node(t, STACK_NODE_ROOT)->current_pages);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_PROCESSES).current_pages, stacktree_pages(t, STACK_NODE_ROOT).current_pages);
 
         /* Out of budget (the global path takes 5 of 7 nodes, the process path gets 2): charged to the
          * global tree only, counted once. */
@@ -243,7 +283,7 @@ static void test_per_process_trees(void) {
         stacktree_get_stats(small, &s);
         ASSERT_EQ(s.process_paths_truncated, 1);
         stacktree_charge(small, l, 2);
-        ASSERT_EQ(node(small, STACK_NODE_ROOT)->current_pages, 2);
+        ASSERT_EQ(stacktree_pages(small, STACK_NODE_ROOT).current_pages, 2);
         stacktree_free(small);
         stacktree_free(t);
 }
@@ -251,6 +291,7 @@ static void test_per_process_trees(void) {
 int main(void) {
         TEST(test_sharing);
         TEST(test_peaks);
+        TEST(test_counters_appear_later);
         TEST(test_budget);
         TEST(test_user_frames);
         TEST(test_module_classification);
