@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-login.h>
+
+#include "log.h"
+#include "manager.h"
+#include "summary.h"
+
+#define STATUS_INTERVAL_USEC 1000000
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+uint64_t manager_uptime_usec(const Manager *m) {
+        return m->start_usec ? monotonic_usec() - m->start_usec : 0;
+}
+
+uint64_t manager_rss_bytes(void) {
+        unsigned long long size, resident;
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
+
+        if (!f || fscanf(f, "%llu %llu", &size, &resident) != 2)
+                return 0;
+        return resident * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
+double manager_events_per_second(const Manager *m) {
+        /* The oldest and newest of the per-second samples. */
+        unsigned newest = (m->rate_next + EVENT_RATE_SAMPLES - 1) % EVENT_RATE_SAMPLES;
+        unsigned oldest = m->rate_next % EVENT_RATE_SAMPLES;
+        if (m->rate_usec[oldest] == 0)
+                oldest = 0;
+        if (m->rate_usec[newest] <= m->rate_usec[oldest])
+                return 0;
+        return (double) (m->rate_events[newest] - m->rate_events[oldest]) * 1e6 /
+               (double) (m->rate_usec[newest] - m->rate_usec[oldest]);
+}
+
+static void format_bytes(uint64_t bytes, char *buf, size_t size) {
+        const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        double v = (double) bytes;
+        size_t u = 0;
+        while (v >= 1024 && u + 1 < ELEMENTSOF(units)) {
+                v /= 1024;
+                u++;
+        }
+        (void) snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        AccountingStats st;
+        UsageStats us;
+        char size[32];
+
+        accounting_get_stats(m->accounting, &st);
+        m->rate_events[m->rate_next] = st.events;
+        m->rate_usec[m->rate_next] = monotonic_usec();
+        m->rate_next = (m->rate_next + 1) % EVENT_RATE_SAMPLES;
+
+        usage_get_stats(accounting_usage(m->accounting), &us);
+        format_bytes(st.current_pages * (uint64_t) m->page_size, size, sizeof(size));
+        (void) sd_notifyf(false, "STATUS=Tracking %s in %zu tasks, %.0f events/s, %llu lost", size,
+                          us.n_tasks - us.n_exited, manager_events_per_second(m),
+                          (unsigned long long) st.lost_events);
+        return sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
+}
+
+static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        if (m->source)
+                (void) m->source->ops->flush(m->source);
+        manager_log_summary(m, "SIGUSR1");
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        /* The only state worth re-reading at run time is the symbol table. */
+        (void) sd_notify(false, "RELOADING=1");
+        int r = manager_reload_ksym(m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to reload kernel symbols, keeping the old ones: %m");
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
+/* Every event passes here on its way to the core, so module loads can refresh symbols. */
+static void on_event(void *userdata, const MsEvent *e) {
+        Manager *m = userdata;
+        accounting_handle_event(m->accounting, e);
+        if (_unlikely_(e->type == MS_EVENT_MODULE_LOAD)) {
+                int r = manager_reload_ksym(m);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to reload kernel symbols after loading %s, ignoring: %m", e->name);
+        }
+}
+
+int manager_reload_ksym(Manager *m) {
+        Ksym *k = NULL;
+        int r = ksym_load(m->config.kallsyms, &k);
+        if (r < 0)
+                return r;
+        accounting_set_ksym(m->accounting, k);
+        ksym_free(m->ksym);
+        m->ksym = k;
+        return 0;
+}
+
+int manager_new(const ManagerConfig *config, Manager **ret) {
+        _cleanup_free_ Manager *m = calloc(1, sizeof(Manager));
+        int r;
+
+        if (!m)
+                return log_oom();
+        m->config = *config;
+        m->page_size = sysconf(_SC_PAGESIZE);
+        m->journal = getenv("JOURNAL_STREAM") != NULL;
+
+        r = ksym_load(config->kallsyms, &m->ksym);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read kernel symbols from %s: %m", config->kallsyms ?: "/proc/kallsyms");
+        if (ksym_addresses_hidden(m->ksym))
+                log_warning("Kernel addresses are hidden (kernel.kptr_restrict, or no CAP_SYSLOG): stacks will show raw "
+                            "addresses and pages cannot be charged to modules.");
+        else
+                log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));
+
+        r = accounting_new(&config->accounting, m->ksym, &m->accounting);
+        if (r < 0) {
+                ksym_free(m->ksym);
+                return log_error_errno(r, "Failed to set up accounting: %m");
+        }
+        m->snapshots = snapshots_new();
+        r = sd_event_default(&m->event);
+        if (!m->snapshots || r < 0) {
+                accounting_free(m->accounting);
+                ksym_free(m->ksym);
+                snapshots_free(m->snapshots);
+                return log_error_errno(r < 0 ? r : -ENOMEM, "Failed to set up the event loop: %m");
+        }
+        if (sd_pid_get_unit(0, &m->unit) < 0)
+                m->unit = NULL;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        manager_stop_serving(m);
+        sd_event_source_disable_unref(m->status_timer);
+        sd_event_source_disable_unref(m->sigusr1);
+        sd_event_source_disable_unref(m->sighup);
+        event_source_free(m->source);
+        snapshots_free(m->snapshots);
+        accounting_free(m->accounting);
+        ksym_free(m->ksym);
+        sd_event_unref(m->event);
+        free(m->unit);
+        free(m);
+        return NULL;
+}
+
+int manager_start(Manager *m) {
+        MsEventSink sink = { .event = on_event, .userdata = m };
+        int r;
+
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sigusr1, SIGUSR1, on_sigusr1, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
+
+        r = perf_source_new(&m->config.perf, &m->source);
+        if (r < 0)
+                return r; /* logged with the reason */
+        m->start_usec = monotonic_usec();
+        r = m->source->ops->start(m->source, m->event, &sink);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+
+        r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, STATUS_INTERVAL_USEC, 0,
+                                       status_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the status timer: %m");
+        (void) sd_event_source_set_description(m->status_timer, "status");
+
+        if (m->config.serve) {
+                r = manager_serve(m);
+                if (r < 0)
+                        return r;
+        }
+        log_info("Tracing page allocations with the %s backend.", m->source->ops->name);
+        return 0;
+}
+
+void manager_log_summary(Manager *m, const char *reason) {
+        EventSourceStats src = {};
+
+        if (m->source)
+                m->source->ops->get_stats(m->source, &src);
+        SummaryInput in = {
+                .accounting = m->accounting,
+                .source = m->source ? &src : NULL,
+                .uptime_usec = manager_uptime_usec(m),
+                .reason = reason,
+                .unit = m->unit,
+                .page_size = m->page_size,
+        };
+        int r = summary_log(&in, m->journal);
+        if (r < 0)
+                log_warning_errno(r, "Failed to write the summary, ignoring: %m");
+}
+
+void manager_finish(Manager *m) {
+        if (m->source)
+                (void) m->source->ops->flush(m->source);
+        manager_log_summary(m, "shutdown");
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Manager: the one owner of memstrackd's state. It wires an event source into the accounting core,
+ * serves io.memstrack over varlink, keeps systemd informed (READY, STATUS, watchdog) and writes the
+ * summary on SIGUSR1 and at exit. All work happens on one sd-event loop.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "accounting.h"
+#include "ksym.h"
+#include "perf.h"
+#include "snapshot.h"
+#include "source.h"
+
+typedef struct VarlinkServer VarlinkServer;
+typedef struct TopStream TopStream;
+
+typedef struct ManagerConfig {
+        PerfConfig perf;
+        AccountingConfig accounting;
+        const char *kallsyms;           /* NULL: /proc/kallsyms */
+        const char *socket_path;        /* NULL: the default */
+        const char *group;              /* NULL: the default; "" root only */
+        bool serve;                     /* listen on the varlink socket */
+} ManagerConfig;
+
+#define EVENT_RATE_SAMPLES 6            /* one per second: rates average over the last 5 s */
+
+typedef struct Manager {
+        sd_event *event;
+        ManagerConfig config;           /* strings borrowed from the caller (arg_* globals) */
+
+        Ksym *ksym;                     /* owned; replaced on module load */
+        Accounting *accounting;         /* owned */
+        EventSource *source;            /* owned */
+        VarlinkServer *server;          /* owned */
+        Snapshots *snapshots;           /* owned */
+        TopStream *top_streams;         /* owned list of open Top(more) calls */
+
+        sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
+        sd_event_source *sigusr1, *sighup;
+
+        uint64_t start_usec;            /* CLOCK_MONOTONIC */
+        uint64_t rate_events[EVENT_RATE_SAMPLES], rate_usec[EVENT_RATE_SAMPLES];
+        unsigned rate_next;
+        char *unit;                     /* our systemd unit, if started by systemd */
+        long page_size;
+        bool journal;                   /* log and summarize to the journal */
+} Manager;
+
+int manager_new(const ManagerConfig *config, Manager **ret);
+Manager *manager_free(Manager *m);
+
+/* Opens the event source and the socket and attaches everything to the loop. */
+int manager_start(Manager *m);
+/* Delivers what the source still buffers and writes the final summary. */
+void manager_finish(Manager *m);
+
+void manager_log_summary(Manager *m, const char *reason);
+double manager_events_per_second(const Manager *m);
+uint64_t manager_uptime_usec(const Manager *m);
+uint64_t manager_rss_bytes(void);
+/* Re-reads kallsyms (after a module load). */
+int manager_reload_ksym(Manager *m);
+
+/* service.c: registers io.memstrack on the varlink server; frees open Top streams. */
+int manager_serve(Manager *m);
+void manager_stop_serving(Manager *m);

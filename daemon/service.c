@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The io.memstrack methods: parameter checking and replies. The views themselves are built by query.c
+ * and snapshot.c; this file only maps calls onto them and errors onto the interface's errors.
+ */
+
+#include <time.h>
+
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "query.h"
+#include "varlink-server.h"
+#include "varlink.h"
+
+extern const char varlink_interface_io_memstrack[];
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref_null);
+
+struct TopStream {
+        Manager *manager;
+        VarlinkCall *call;              /* the open Top call; its connection owns it */
+        sd_event_source *timer;         /* owned */
+        uint64_t interval_usec;
+        int64_t limit;
+        QuerySort sort;
+        TopStream *prev, *next;
+};
+
+#define TOP_INTERVAL_MIN_USEC 100000
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Replies with the error matching -errno r; returns what the reply returned. */
+static int reply_errno(VarlinkCall *call, int r, const char *what) {
+        _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:i, s:s}", "errno", -r, "message", what);
+        return varlink_call_error(call, MEMSTRACK_ERROR_INTERNAL, p);
+}
+
+static int unpack(VarlinkCall *call, json_t *parameters, const VarlinkField *fields, size_t n) {
+        const char *bad = NULL;
+        int r = varlink_parameters_unpack(parameters, fields, n, &bad);
+        if (r < 0) {
+                (void) varlink_call_error_invalid_parameter(call, bad ?: "parameters");
+                return r;
+        }
+        return 0;
+}
+
+static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
+static const char *const sort_choices_pages[] = { "current", "peak", NULL };
+
+static json_t *status_json(Manager *m, bool peer_is_root) {
+        AccountingStats s;
+        EventSourceStats src = {};
+        StackTreeStats st;
+        UsageStats us;
+
+        accounting_get_stats(m->accounting, &s);
+        stacktree_get_stats(accounting_stacktree(m->accounting), &st);
+        usage_get_stats(accounting_usage(m->accounting), &us);
+        if (m->source)
+                m->source->ops->get_stats(m->source, &src);
+
+        json_t *lost = json_array();
+        for (size_t i = 0; lost && i < src.n_cpus; i++)
+                (void) json_array_append_new(lost, json_integer((json_int_t) src.lost_per_cpu[i]));
+
+        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
+                         "backend", m->source ? m->source->ops->name : "none",
+                         "version", PACKAGE_VERSION,
+                         "uptimeUsec", (json_int_t) manager_uptime_usec(m),
+                         "eventsPerSecond", manager_events_per_second(m),
+                         "events", (json_int_t) s.events,
+                         "lostEvents", (json_int_t) MAX(s.lost_events, src.lost_records),
+                         "lostPerCpu", lost,
+                         "trackedPages", (json_int_t) s.current_pages,
+                         "peakTrackedPages", (json_int_t) s.peak_pages,
+                         "untrackedFrees", (json_int_t) s.untracked_frees,
+                         "untrackedFreePages", (json_int_t) s.untracked_free_pages,
+                         "daemonMemoryBytes", (json_int_t) manager_rss_bytes(),
+                         "stackNodes", (json_int_t) st.n_nodes,
+                         "stackNodeBudget", (json_int_t) st.max_nodes,
+                         "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
+                         "tasksEvicted", (json_int_t) us.tasks_evicted,
+                         "kernelAddressesHidden", !peer_is_root || !m->ksym || ksym_addresses_hidden(m->ksym),
+                         "pageSize", (int) m->page_size);
+}
+
+static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        if (unpack(call, parameters, NULL, 0) < 0)
+                return 0;
+        _cleanup_(json_decref_nullp) json_t *reply = status_json(m, varlink_call_peer_is_root(call));
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
+static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        int64_t limit = 10;
+        const VarlinkField fields[] = {
+                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+        };
+        _cleanup_(json_decref_nullp) json_t *tasks = NULL, *modules = NULL, *reply = NULL;
+        AccountingStats s;
+        UsageStats us;
+        int r;
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        r = query_tasks(m->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1 },
+                        &tasks);
+        if (r < 0)
+                return r;
+        r = query_modules(m->accounting, QUERY_SORT_CURRENT, (size_t) limit, &modules);
+        if (r < 0)
+                return r;
+
+        accounting_get_stats(m->accounting, &s);
+        usage_get_stats(accounting_usage(m->accounting), &us);
+        reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O}",
+                          "backend", m->source ? m->source->ops->name : "none",
+                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
+                          "pages", "current", (json_int_t) s.current_pages, "peak", (json_int_t) s.peak_pages,
+                          "events", (json_int_t) s.events,
+                          "lostEvents", (json_int_t) s.lost_events,
+                          "untrackedFrees", (json_int_t) s.untracked_frees,
+                          "pageSize", (int) m->page_size,
+                          "taskCount", (json_int_t) us.n_tasks,
+                          "moduleCount", (json_int_t) json_array_size(modules),
+                          "topTasks", json_object_get(tasks, "tasks"),
+                          "topModules", modules);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
+static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        const char *sort = NULL, *comm = NULL;
+        int64_t limit = 50, pid = -1;
+        bool include_exited = false, threads = false;
+        const VarlinkField fields[] = {
+                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices },
+                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { "pid", VARLINK_FIELD_INT, &pid, .min = 0, .max = INT32_MAX },
+                { "comm", VARLINK_FIELD_STRING, &comm },
+                { "includeExited", VARLINK_FIELD_BOOL, &include_exited },
+                { "threads", VARLINK_FIELD_BOOL, &threads },
+        };
+        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        QueryTasks q = {
+                .sort = query_sort_from_string(sort),
+                .limit = (size_t) limit,
+                .pid = (int32_t) pid,
+                .comm = comm,
+                .include_exited = include_exited,
+                .threads = threads,
+        };
+        int r = query_tasks(m->accounting, &q, &reply);
+        if (r == -ESRCH) {
+                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
+static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        const char *sort = NULL;
+        int64_t limit = 50;
+        const VarlinkField fields[] = {
+                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices_pages },
+                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+        };
+        _cleanup_(json_decref_nullp) json_t *modules = NULL, *reply = NULL;
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        int r = query_modules(m->accounting, query_sort_from_string(sort), (size_t) limit, &modules);
+        if (r < 0)
+                return r;
+        reply = json_pack("{s:O}", "modules", modules);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
+static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        const char *module = NULL, *sort = NULL;
+        int64_t pid = -1, max_depth = 32, min_pages = 1, max_children = 16;
+        const VarlinkField fields[] = {
+                { "pid", VARLINK_FIELD_INT, &pid, .min = 0, .max = INT32_MAX },
+                { "module", VARLINK_FIELD_STRING, &module },
+                { "maxDepth", VARLINK_FIELD_INT, &max_depth, .min = 0, .max = 255 },
+                { "minPages", VARLINK_FIELD_INT, &min_pages, .min = 0, .max = INT64_MAX },
+                { "maxChildren", VARLINK_FIELD_INT, &max_children, .min = 1, .max = 10000 },
+                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices_pages },
+        };
+        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        if (pid >= 0 && module)
+                return varlink_call_error_invalid_parameter(call, "module");
+
+        QueryStackTree q = {
+                .pid = (int32_t) pid,
+                .module = module,
+                .max_depth = (unsigned) max_depth,
+                .min_pages = (uint64_t) min_pages,
+                .max_children = (unsigned) max_children,
+                .sort = query_sort_from_string(sort),
+                .show_addresses = varlink_call_peer_is_root(call),
+        };
+        int r = query_stacktree(m->accounting, &q, &reply);
+        if (r == -ESRCH) {
+                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+        }
+        if (r == -ENOENT) {
+                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:s}", "name", module);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
+static int top_snapshot(TopStream *t, json_t **ret) {
+        _cleanup_(json_decref_nullp) json_t *tasks = NULL, *modules = NULL;
+        Manager *m = t->manager;
+        AccountingStats s;
+        int r;
+
+        r = query_tasks(m->accounting, &(QueryTasks) { .sort = t->sort, .limit = (size_t) t->limit, .pid = -1 }, &tasks);
+        if (r < 0)
+                return r;
+        r = query_modules(m->accounting, t->sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : t->sort,
+                          (size_t) t->limit, &modules);
+        if (r < 0)
+                return r;
+        accounting_get_stats(m->accounting, &s);
+        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:O, s:O}",
+                         "timestampUsec", (json_int_t) now_usec(CLOCK_MONOTONIC),
+                         "trackedPages", (json_int_t) s.current_pages,
+                         "peakTrackedPages", (json_int_t) s.peak_pages,
+                         "eventsPerSecond", manager_events_per_second(m),
+                         "lostEvents", (json_int_t) s.lost_events,
+                         "uptimeUsec", (json_int_t) manager_uptime_usec(m),
+                         "tasks", json_object_get(tasks, "tasks"),
+                         "modules", modules);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static TopStream *top_stream_free(TopStream *t) {
+        if (!t)
+                return NULL;
+        Manager *m = t->manager;
+        if (t->prev)
+                t->prev->next = t->next;
+        else if (m->top_streams == t)
+                m->top_streams = t->next;
+        if (t->next)
+                t->next->prev = t->prev;
+        sd_event_source_disable_unref(t->timer);
+        free(t);
+        return NULL;
+}
+
+static void top_disconnected(VarlinkCall *call, void *userdata) {
+        top_stream_free(userdata);
+}
+
+static int top_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        TopStream *t = userdata;
+
+        int r = top_snapshot(t, &reply);
+        if (r >= 0)
+                r = varlink_call_reply_more(t->call, reply);
+        if (r < 0) {
+                /* The connection is going (its disconnect handler frees us) or memory is short: skip a beat. */
+                log_debug_errno(r, "Top stream update failed, ignoring: %m");
+                if (r == -ECONNRESET)
+                        return 0;
+        }
+        return sd_event_source_set_time(s, usec + t->interval_usec);
+}
+
+static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        const char *sort = NULL;
+        int64_t interval = 1000000, limit = 20;
+        const VarlinkField fields[] = {
+                { "intervalUsec", VARLINK_FIELD_INT, &interval, .min = TOP_INTERVAL_MIN_USEC, .max = INT64_MAX },
+                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices },
+        };
+        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        _cleanup_free_ TopStream *t = NULL;
+        int r;
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        t = calloc(1, sizeof(TopStream));
+        if (!t)
+                return -ENOMEM;
+        *t = (TopStream) { .manager = m, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
+                           .sort = query_sort_from_string(sort) };
+        r = top_snapshot(t, &reply);
+        if (r < 0)
+                return r;
+        if (!varlink_call_wants_more(call))
+                return varlink_call_reply(call, reply);
+
+        r = sd_event_add_time_relative(m->event, &t->timer, CLOCK_MONOTONIC, t->interval_usec, 0, top_timer, t);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(t->timer, "top-stream");
+        r = varlink_call_reply_more(call, reply);
+        if (r < 0) {
+                sd_event_source_disable_unref(t->timer);
+                return r;
+        }
+        t->next = m->top_streams;
+        if (t->next)
+                t->next->prev = t;
+        m->top_streams = t;
+        varlink_call_set_disconnect_handler(call, top_disconnected, t);
+        TAKE_PTR(t);
+        return 0;
+}
+
+static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
+        static const char *const choices[] = { "peaks", "all", NULL };
+        Manager *m = userdata;
+        const char *what = NULL;
+        const VarlinkField fields[] = {
+                { "what", VARLINK_FIELD_STRING, &what, .mandatory = true, .choices = choices },
+        };
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        accounting_reset(m->accounting, streq(what, "all") ? ACCOUNTING_RESET_ALL : ACCOUNTING_RESET_PEAKS);
+        log_notice("Reset of %s requested by uid %u.", what, (unsigned) varlink_call_get_peer_uid(call));
+        return varlink_call_reply(call, NULL);
+}
+
+static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        const char *name = NULL;
+        const VarlinkField fields[] = {
+                { "name", VARLINK_FIELD_STRING, &name, .mandatory = true },
+        };
+        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        int r = snapshots_save(m->snapshots, name, m->accounting, now);
+        if (r == -EINVAL)
+                return varlink_call_error_invalid_parameter(call, "name");
+        if (r == -ENOSPC) {
+                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", SNAPSHOT_MAX);
+                return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
+        }
+        if (r < 0)
+                return r;
+        reply = json_pack("{s:s, s:I}", "name", name, "timestampUsec", (json_int_t) now);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
+static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        const char *name = NULL;
+        int64_t limit = 50;
+        const VarlinkField fields[] = {
+                { "name", VARLINK_FIELD_STRING, &name, .mandatory = true },
+                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+        };
+        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        int r = snapshots_diff(m->snapshots, name, m->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
+        if (r == -ENOENT) {
+                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:s}", "name", name);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
+static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *userdata) {
+        const char *level = NULL;
+        const VarlinkField fields[] = {
+                { "level", VARLINK_FIELD_STRING, &level, .mandatory = true },
+        };
+
+        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        int l = log_level_from_string(level);
+        if (l < 0)
+                return varlink_call_error_invalid_parameter(call, "level");
+        log_set_max_level(l);
+        log_info("Log level set to %s.", log_level_to_string(l));
+        return varlink_call_reply(call, NULL);
+}
+
+static const VarlinkMethod methods[] = {
+        { "io.memstrack.Status", method_status, 0 },
+        { "io.memstrack.Summary", method_summary, 0 },
+        { "io.memstrack.Tasks", method_tasks, 0 },
+        { "io.memstrack.Modules", method_modules, 0 },
+        { "io.memstrack.StackTree", method_stack_tree, 0 },
+        { "io.memstrack.Top", method_top, 0 },
+        { "io.memstrack.Reset", method_reset, 0 },
+        { "io.memstrack.Snapshot", method_snapshot, 0 },
+        { "io.memstrack.Diff", method_diff, 0 },
+        { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
+};
+
+static const VarlinkInterface interfaces[] = {
+        { "io.memstrack", varlink_interface_io_memstrack },
+};
+
+int manager_serve(Manager *m) {
+        VarlinkServerConfig c = {
+                .socket_path = m->config.socket_path,
+                .group = m->config.group,
+                .vendor = "memstrack",
+                .product = "memstrackd",
+                .version = PACKAGE_VERSION,
+                .url = "man:memstrackd(8)",
+                .interfaces = interfaces,
+                .n_interfaces = ELEMENTSOF(interfaces),
+                .methods = methods,
+                .n_methods = ELEMENTSOF(methods),
+                .userdata = m,
+        };
+        int r = varlink_server_new(m->event, &c, &m->server);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen on %s: %m", m->config.socket_path ?: MEMSTRACK_SOCKET_DEFAULT);
+        const char *path = varlink_server_get_socket_path(m->server);
+        log_info("Serving io.memstrack on %s.", path ?: "the socket passed by systemd");
+        return 0;
+}
+
+void manager_stop_serving(Manager *m) {
+        /* Freeing the server calls every open call's disconnect handler, which frees its stream. */
+        m->server = varlink_server_free(m->server);
+        while (m->top_streams)
+                top_stream_free(m->top_streams);
+}

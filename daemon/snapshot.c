@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "snapshot.h"
+
+typedef struct SnapTask {
+        int32_t pid;
+        uint64_t first_seen_nsec;       /* tells a reused pid apart */
+        char comm[USAGE_COMM_MAX];
+        uint64_t pages;
+        uint32_t matched;               /* used while diffing */
+} SnapTask;
+
+typedef struct SnapModule {
+        char *name;
+        uint64_t pages;
+} SnapModule;
+
+typedef struct Snapshot {
+        char name[SNAPSHOT_NAME_MAX + 1];
+        uint64_t timestamp_usec;
+        uint64_t total_pages;
+        SnapTask *tasks;                /* owned */
+        size_t n_tasks;
+        SnapModule *modules;            /* owned, names owned */
+        size_t n_modules;
+} Snapshot;
+
+struct Snapshots {
+        Snapshot *items[SNAPSHOT_MAX];  /* owned; NULL slots are free */
+};
+
+static Snapshot *snapshot_free(Snapshot *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_modules; i++)
+                free(s->modules[i].name);
+        free(s->modules);
+        free(s->tasks);
+        free(s);
+        return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Snapshot *, snapshot_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref_null);
+
+Snapshots *snapshots_new(void) {
+        return calloc(1, sizeof(Snapshots));
+}
+
+Snapshots *snapshots_free(Snapshots *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
+                snapshot_free(s->items[i]);
+        free(s);
+        return NULL;
+}
+
+size_t snapshots_count(const Snapshots *s) {
+        size_t n = 0;
+        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
+                n += s->items[i] != NULL;
+        return n;
+}
+
+static Snapshot **find(Snapshots *s, const char *name) {
+        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
+                if (s->items[i] && streq(s->items[i]->name, name))
+                        return &s->items[i];
+        return NULL;
+}
+
+static int capture(Accounting *a, const char *name, uint64_t now_usec, Snapshot **ret) {
+        _cleanup_(snapshot_freep) Snapshot *snap = calloc(1, sizeof(Snapshot));
+        Usage *u = accounting_usage(a);
+        AccountingStats stats;
+
+        if (!snap)
+                return -ENOMEM;
+        (void) snprintf(snap->name, sizeof(snap->name), "%s", name);
+        snap->timestamp_usec = now_usec;
+        accounting_get_stats(a, &stats);
+        snap->total_pages = stats.current_pages;
+
+        size_t n_slots = usage_task_slots(u);
+        snap->tasks = malloc(MAX(n_slots, (size_t) 1) * sizeof(SnapTask));
+        if (!snap->tasks)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < n_slots; i++) {
+                const Task *t = usage_task(u, i);
+                if (!t || t->is_thread)
+                        continue;
+                SnapTask *st = &snap->tasks[snap->n_tasks++];
+                *st = (SnapTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec, .pages = t->pages.current_pages };
+                memcpy(st->comm, t->comm, sizeof(st->comm));
+        }
+
+        size_t n_modules = usage_module_count(u);
+        snap->modules = calloc(MAX(n_modules, (size_t) 1), sizeof(SnapModule));
+        if (!snap->modules)
+                return -ENOMEM;
+        for (uint16_t id = 1; id <= n_modules; id++) {
+                const ModuleUsage *m = usage_module(u, id);
+                char *copy = strdup(m->name);
+                if (!copy)
+                        return -ENOMEM;
+                snap->modules[snap->n_modules++] = (SnapModule) { .name = copy, .pages = m->pages.current_pages };
+        }
+        *ret = TAKE_PTR(snap);
+        return 0;
+}
+
+int snapshots_save(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec) {
+        Snapshot *snap = NULL;
+        int r;
+
+        if (!name || !*name || strlen(name) > SNAPSHOT_NAME_MAX)
+                return -EINVAL;
+
+        Snapshot **slot = find(s, name);
+        if (!slot)
+                for (size_t i = 0; i < SNAPSHOT_MAX && !slot; i++)
+                        if (!s->items[i])
+                                slot = &s->items[i];
+        if (!slot)
+                return -ENOSPC;
+
+        r = capture(a, name, now_usec, &snap);
+        if (r < 0)
+                return r;
+        snapshot_free(*slot);
+        *slot = snap;
+        return 0;
+}
+
+typedef struct DiffItem {
+        int64_t delta;
+        uint64_t before, after;
+        const char *name;       /* comm or module name, borrowed */
+        int32_t pid;
+        bool appeared, exited;
+} DiffItem;
+
+static int compare_diffs(const void *a, const void *b) {
+        const DiffItem *x = a, *y = b;
+        uint64_t dx = (uint64_t) llabs(x->delta), dy = (uint64_t) llabs(y->delta);
+        if (dx != dy)
+                return dx > dy ? -1 : 1;
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return strcmp(x->name, y->name);
+}
+
+int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec, size_t limit, json_t **ret) {
+        _cleanup_(snapshot_freep) Snapshot *now = NULL;
+        _cleanup_free_ DiffItem *items = NULL;
+        _cleanup_(json_decref_nullp) json_t *tasks = json_array(), *modules = json_array();
+        size_t n = 0;
+        int r;
+
+        Snapshot **slot = find(s, name);
+        if (!slot)
+                return -ENOENT;
+        Snapshot *then = *slot;
+        limit = MIN(limit ?: 50, (size_t) 10000);
+        if (!tasks || !modules)
+                return -ENOMEM;
+
+        r = capture(a, "", now_usec, &now);
+        if (r < 0)
+                return r;
+
+        items = malloc((now->n_tasks + then->n_tasks + now->n_modules + then->n_modules + 1) * sizeof(DiffItem));
+        if (!items)
+                return -ENOMEM;
+
+        /* Tasks: the same pid first seen at the same time is the same task. Quadratic, but task counts
+         * are bounded (live + max exited) and this runs on request only. */
+        for (size_t i = 0; i < then->n_tasks; i++)
+                then->tasks[i].matched = 0;
+        for (size_t i = 0; i < now->n_tasks; i++) {
+                const SnapTask *t = &now->tasks[i];
+                SnapTask *old = NULL;
+                for (size_t j = 0; j < then->n_tasks && !old; j++)
+                        if (then->tasks[j].pid == t->pid && then->tasks[j].first_seen_nsec == t->first_seen_nsec)
+                                old = &then->tasks[j];
+                if (old)
+                        old->matched = 1;
+                uint64_t before = old ? old->pages : 0;
+                if (before == t->pages)
+                        continue;
+                items[n++] = (DiffItem) { (int64_t) (t->pages - before), before, t->pages, t->comm, t->pid, !old, false };
+        }
+        for (size_t j = 0; j < then->n_tasks; j++)
+                if (!then->tasks[j].matched && then->tasks[j].pages > 0)
+                        items[n++] = (DiffItem) { -(int64_t) then->tasks[j].pages, then->tasks[j].pages, 0,
+                                                  then->tasks[j].comm, then->tasks[j].pid, false, true };
+
+        qsort(items, n, sizeof(DiffItem), compare_diffs);
+        for (size_t i = 0; i < n && i < limit; i++) {
+                json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:b, s:b}", "pid", (int) items[i].pid,
+                                      "comm", items[i].name, "beforePages", (json_int_t) items[i].before,
+                                      "afterPages", (json_int_t) items[i].after,
+                                      "deltaPages", (json_int_t) items[i].delta, "appeared", items[i].appeared,
+                                      "exited", items[i].exited);
+                if (!o || json_array_append_new(tasks, o) < 0)
+                        return -ENOMEM;
+        }
+
+        /* Modules: matched by name; ids never change, names are unique. */
+        n = 0;
+        for (size_t i = 0; i < now->n_modules; i++) {
+                uint64_t before = 0;
+                for (size_t j = 0; j < then->n_modules; j++)
+                        if (streq(then->modules[j].name, now->modules[i].name))
+                                before = then->modules[j].pages;
+                if (before != now->modules[i].pages)
+                        items[n++] = (DiffItem) { (int64_t) (now->modules[i].pages - before), before,
+                                                  now->modules[i].pages, now->modules[i].name, 0, false, false };
+        }
+        qsort(items, n, sizeof(DiffItem), compare_diffs);
+        for (size_t i = 0; i < n && i < limit; i++) {
+                json_t *o = json_pack("{s:s, s:I, s:I, s:I}", "name", items[i].name, "beforePages",
+                                      (json_int_t) items[i].before, "afterPages", (json_int_t) items[i].after,
+                                      "deltaPages", (json_int_t) items[i].delta);
+                if (!o || json_array_append_new(modules, o) < 0)
+                        return -ENOMEM;
+        }
+
+        *ret = json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:O}", "name", then->name,
+                         "snapshotTimestampUsec", (json_int_t) then->timestamp_usec,
+                         "timestampUsec", (json_int_t) now_usec, "beforePages", (json_int_t) then->total_pages,
+                         "afterPages", (json_int_t) now->total_pages, "tasks", tasks, "modules", modules);
+        return *ret ? 0 : -ENOMEM;
+}

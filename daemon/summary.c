@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <syslog.h>
+
+#include <systemd/sd-journal.h>
+
+#include "macro.h"
+#include "summary.h"
+
+typedef struct Top {
+        uint32_t idx[SUMMARY_TOP_N];
+        size_t n;
+} Top;
+
+/* Keeps the SUMMARY_TOP_N largest keys seen, largest first. */
+static void top_offer(Top *top, uint32_t idx, uint64_t key, uint64_t (*key_of)(void *, uint32_t), void *userdata) {
+        size_t pos = top->n;
+        while (pos > 0 && key_of(userdata, top->idx[pos - 1]) < key)
+                pos--;
+        if (pos >= SUMMARY_TOP_N)
+                return;
+        size_t end = MIN(top->n, (size_t) SUMMARY_TOP_N - 1);
+        memmove(&top->idx[pos + 1], &top->idx[pos], (end - pos) * sizeof(uint32_t));
+        top->idx[pos] = idx;
+        top->n = MIN(top->n + 1, (size_t) SUMMARY_TOP_N);
+}
+
+static uint64_t task_peak(void *userdata, uint32_t idx) {
+        return usage_task(userdata, idx)->pages.peak_pages;
+}
+
+static uint64_t module_peak(void *userdata, uint32_t idx) {
+        return usage_module(userdata, (uint16_t) idx)->pages.peak_pages;
+}
+
+static void find_tops(Usage *u, Top *tasks, Top *modules) {
+        *tasks = (Top) {};
+        *modules = (Top) {};
+        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
+                const Task *t = usage_task(u, i);
+                if (t && !t->is_thread && t->pages.peak_pages > 0)
+                        top_offer(tasks, i, t->pages.peak_pages, task_peak, u);
+        }
+        for (uint16_t id = 1; id <= usage_module_count(u); id++)
+                if (usage_module(u, id)->pages.peak_pages > 0)
+                        top_offer(modules, id, usage_module(u, id)->pages.peak_pages, module_peak, u);
+}
+
+static void format_size(uint64_t pages, long page_size, char *buf, size_t size) {
+        double bytes = (double) pages * (double) page_size;
+        const char *unit = "KiB";
+        double v = bytes / 1024;
+        if (v >= 1024) {
+                v /= 1024;
+                unit = "MiB";
+        }
+        if (v >= 1024) {
+                v /= 1024;
+                unit = "GiB";
+        }
+        (void) snprintf(buf, size, "%.1f %s", v, unit);
+}
+
+char *summary_format(const SummaryInput *in) {
+        Usage *u = accounting_usage(in->accounting);
+        char *text = NULL, a[32], b[32];
+        size_t size = 0;
+        AccountingStats s;
+        Top tasks, modules;
+
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return NULL;
+        accounting_get_stats(in->accounting, &s);
+        find_tops(u, &tasks, &modules);
+
+        format_size(s.current_pages, in->page_size, a, sizeof(a));
+        format_size(s.peak_pages, in->page_size, b, sizeof(b));
+        fprintf(f, "memstrack summary (%s) after %.1f s: tracking %s (%" PRIu64 " pages), peak %s (%" PRIu64
+                   " pages); %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " untracked frees.",
+                in->reason, in->uptime_usec / 1e6, a, s.current_pages, b, s.peak_pages, s.events,
+                s.lost_events, s.untracked_frees);
+        if (in->source && in->source->lost_records > 0) {
+                fprintf(f, "\nLost per CPU:");
+                for (size_t i = 0; i < in->source->n_cpus; i++)
+                        if (in->source->lost_per_cpu[i] > 0)
+                                fprintf(f, " cpu%zu=%" PRIu64, i, in->source->lost_per_cpu[i]);
+        }
+        fprintf(f, "\nTop tasks by peak:");
+        for (size_t i = 0; i < tasks.n; i++) {
+                const Task *t = usage_task(u, tasks.idx[i]);
+                format_size(t->pages.peak_pages, in->page_size, a, sizeof(a));
+                fprintf(f, "\n  %7d %-16s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", (int) t->pid,
+                        t->comm, a, t->pages.peak_pages, t->pages.current_pages, t->exited ? ", exited" : "");
+        }
+        fprintf(f, "\nTop modules by peak:");
+        for (size_t i = 0; i < modules.n; i++) {
+                const ModuleUsage *m = usage_module(u, (uint16_t) modules.idx[i]);
+                format_size(m->pages.peak_pages, in->page_size, a, sizeof(a));
+                fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages", m->name, a,
+                        m->pages.peak_pages, m->pages.current_pages);
+        }
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
+int summary_log(const SummaryInput *in, bool journal) {
+        _cleanup_free_ char *text = summary_format(in);
+        Usage *u = accounting_usage(in->accounting);
+        AccountingStats s;
+        Top tasks, modules;
+
+        if (!text)
+                return -ENOMEM;
+        if (!journal) {
+                fprintf(stderr, "%s\n", text);
+                return 0;
+        }
+
+        accounting_get_stats(in->accounting, &s);
+        find_tops(u, &tasks, &modules);
+        const Task *top_task = tasks.n > 0 ? usage_task(u, tasks.idx[0]) : NULL;
+        const ModuleUsage *top_module = modules.n > 0 ? usage_module(u, (uint16_t) modules.idx[0]) : NULL;
+
+        /* OBJECT_SYSTEMD_UNIT makes "journalctl -u" find the entry even when journald cannot map a
+         * datagram sent just before exit to our cgroup any more (it honours it from root senders). */
+        int r = sd_journal_send("MESSAGE=%s", text,
+                                "MESSAGE_ID=" SUMMARY_MESSAGE_ID,
+                                "PRIORITY=%i", LOG_INFO,
+                                "SYSLOG_IDENTIFIER=memstrackd",
+                                "OBJECT_SYSTEMD_UNIT=%s", in->unit ?: "memstrackd.service",
+                                "MEMSTRACK_REASON=%s", in->reason,
+                                "MEMSTRACK_UPTIME_USEC=%" PRIu64, in->uptime_usec,
+                                "MEMSTRACK_CURRENT_PAGES=%" PRIu64, s.current_pages,
+                                "MEMSTRACK_PEAK_PAGES=%" PRIu64, s.peak_pages,
+                                "MEMSTRACK_EVENTS=%" PRIu64, s.events,
+                                "MEMSTRACK_LOST=%" PRIu64, s.lost_events,
+                                "MEMSTRACK_UNTRACKED_FREES=%" PRIu64, s.untracked_frees,
+                                "MEMSTRACK_TOP_TASK=%s", top_task ? top_task->comm : "",
+                                "MEMSTRACK_TOP_TASK_PID=%d", top_task ? (int) top_task->pid : 0,
+                                "MEMSTRACK_TOP_TASK_PEAK_PAGES=%" PRIu64, top_task ? top_task->pages.peak_pages : 0,
+                                "MEMSTRACK_TOP_MODULE=%s", top_module ? top_module->name : "",
+                                "MEMSTRACK_TOP_MODULE_PEAK_PAGES=%" PRIu64,
+                                top_module ? top_module->pages.peak_pages : 0,
+                                "MEMSTRACK_PAGE_SIZE=%ld", in->page_size,
+                                NULL);
+        return r < 0 ? r : 0;
+}
