@@ -340,7 +340,9 @@ int varlink_call_error_invalid_parameter(VarlinkCall *call, const char *paramete
 
 /* An error for a message that never became a call (it could not be parsed far enough). */
 static void connection_reply_error(Connection *c, const char *error, json_t *params) {
-        (void) connection_enqueue_json(c, varlink_reply_new_error(error, params));
+        json_auto_t *message = varlink_reply_new_error(error, params);
+
+        (void) connection_enqueue_json(c, message);
 }
 
 /* ---- Connections: lifetime -------------------------------------------------------------------------- */
@@ -500,7 +502,7 @@ static int builtin_get_interface_description(VarlinkCall *call, json_t *paramete
         const char *name = NULL, *bad = NULL, *text;
         json_auto_t *reply = NULL;
         const VarlinkField fields[] = {
-                { "interface", VARLINK_FIELD_STRING, &name, .mandatory = true },
+                { .name = "interface", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
         };
         int r;
 
