@@ -404,6 +404,8 @@ static void connection_update_events(Connection *c) {
 }
 
 static void connection_schedule(Connection *c) {
+        if (!c->defer_source)
+                return; /* still being set up: server_add_connection() fails or finishes it */
         if (sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT) < 0)
                 /* Without the defer source nothing would resume this connection: give up on it. */
                 c->dead = true;

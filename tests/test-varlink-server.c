@@ -758,8 +758,28 @@ static int child_expect_served(Fixture *f) {
         return 0;
 }
 
+/* Child side: 0 if the first connection is served and a second one, over the per-uid limit of 1, is
+ * closed without an answer. */
+static int child_expect_per_uid_limit(Fixture *f) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c1 = NULL, *c2 = NULL;
+        json_auto_t *p = json_pack("{s:s}", "text", "one");
+        json_t *reply = NULL;
+        char *error = NULL;
+
+        if (varlink_client_connect(f->address, &c1) < 0)
+                return 1;
+        if (varlink_client_call(c1, "io.memstrack.test.Echo", p, 10 * 1000000ULL, &reply, &error) != 0 || error)
+                return 2;
+        json_decref(reply);
+        if (varlink_client_connect(f->address, &c2) < 0)
+                return 3;
+        if (varlink_client_read_reply(c2, 10 * 1000000ULL, &reply, &error) != -ECONNRESET)
+                return 4;
+        return 0;
+}
+
 static void test_access_control(void) {
-        VarlinkServerConfig cfg = { .group = "nogroup" };
+        VarlinkServerConfig cfg = { .group = "nogroup", .max_connections_per_uid = 1 };
         _cleanup_(varlink_client_freep) VarlinkClient *root = NULL;
         json_auto_t *reply = NULL;
         struct group *gr;
@@ -794,6 +814,15 @@ static void test_access_control(void) {
         ASSERT_EQ(run_as(&f, 65534, member_gid, NULL, 0, child_expect_served), 0);
         /* In the group as a supplementary group only (SO_PEERGROUPS). */
         ASSERT_EQ(run_as(&f, 65534, other_gid, (gid_t[]) { other_gid, member_gid }, 2, child_expect_served), 0);
+
+        /* One connection per non-root uid here; root is not limited that way. The earlier children's
+         * connections must be gone first. */
+        pump_until_connections(&f, 1);
+        ASSERT_EQ(run_as(&f, 65534, member_gid, NULL, 0, child_expect_per_uid_limit), 0);
+        {
+                _cleanup_(varlink_client_freep) VarlinkClient *root2 = connect_client(&f);
+                expect_echo(&f, root2, "second root connection");
+        }
 
         /* Root's connection was not disturbed by any of it. */
         expect_echo(&f, root, "root again");
