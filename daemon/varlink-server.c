@@ -32,6 +32,8 @@
 #define PROCESS_BUDGET 16U
 #define ACCEPT_BUDGET 16U
 #define ACCEPT_RETRY_USEC (1U * 1000000U)
+/* Output buffer kept allocated between replies; bigger ones are freed once sent. */
+#define OUTPUT_KEEP_BYTES (256U * 1024U)
 
 typedef struct Connection Connection;
 
@@ -238,8 +240,15 @@ static void connection_flush(Connection *c) {
                 c->out_start += (size_t) n;
                 progress = true;
         }
-        if (c->out_start == c->out_end)
+        if (c->out_start == c->out_end) {
                 c->out_start = c->out_end = 0;
+                /* One big reply must not pin its buffer for the rest of a long-lived connection. */
+                if (c->out_alloc > OUTPUT_KEEP_BYTES) {
+                        free(c->out);
+                        c->out = NULL;
+                        c->out_alloc = 0;
+                }
+        }
         if (progress)
                 c->last_activity_usec = server_now(c->server);
 }

@@ -13,6 +13,8 @@
 
 /* recv() granularity: big enough for most messages in one read, small enough to bound the work per read. */
 #define FRAMER_READ_CHUNK (64U * 1024U)
+/* Buffer kept between messages; a bigger one (left by a big message) is freed once empty. */
+#define FRAMER_KEEP_BYTES (256U * 1024U)
 
 struct VarlinkFramer {
         char *buf;
@@ -69,6 +71,12 @@ static int framer_reserve(VarlinkFramer *f, size_t room) {
         size_t need, n;
         char *p;
 
+        /* Empty after a big message: give the memory back instead of keeping it for the connection's
+         * lifetime. Messages handed out before are invalid from here on anyway. */
+        if (f->start == f->end && f->alloc > FRAMER_KEEP_BYTES) {
+                free(f->buf);
+                *f = (VarlinkFramer) { .max_message = f->max_message };
+        }
         framer_compact(f);
         if (room > SIZE_MAX - f->end)
                 return -ENOMEM;

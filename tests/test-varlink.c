@@ -151,6 +151,26 @@ static void test_framer_limits(void) {
         ASSERT_EQ(varlink_framer_next(h, &msg, &size), -EMSGSIZE);
 }
 
+/* After a message bigger than the kept buffer, the framer starts afresh and still works. */
+static void test_framer_after_big_message(void) {
+        _cleanup_(varlink_framer_freep) VarlinkFramer *f = NULL;
+        _cleanup_free_ char *big = malloc(1024 * 1024);
+        const char *msg;
+        size_t size;
+
+        ASSERT_NOT_NULL(big);
+        memset(big, 'b', 1024 * 1024);
+        big[1024 * 1024 - 1] = '\0';
+        ASSERT_OK(varlink_framer_new(0, &f));
+        ASSERT_OK(varlink_framer_feed(f, big, 1024 * 1024));
+        ASSERT_EQ(varlink_framer_next(f, &msg, &size), 1);
+        ASSERT_EQ(size, 1024 * 1024 - 1);
+        ASSERT_OK(varlink_framer_feed(f, "{}\0{", 4));
+        expect_messages(f, (const char *const[]) { "{}" }, 1);
+        ASSERT_OK(varlink_framer_feed(f, "\"a\":1}\0", 7));
+        expect_messages(f, (const char *const[]) { "{\"a\":1}" }, 1);
+}
+
 static void test_method_names(void) {
         static const char *const good[] = {
                 "io.memstrack.Tasks", "org.varlink.service.GetInfo", "a.b.C", "io.mem-strack.X9",
@@ -534,6 +554,7 @@ int main(void) {
         TEST(test_framer_byte_by_byte);
         TEST(test_framer_get_space);
         TEST(test_framer_limits);
+        TEST(test_framer_after_big_message);
         TEST(test_method_names);
         TEST(test_call_parse_good);
         TEST(test_call_parse_malformed);
