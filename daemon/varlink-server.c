@@ -1,0 +1,1234 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "varlink-server.h"
+#include "varlink.h"
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+
+/* Work done per event-loop iteration, so one busy client cannot stall ingestion or other clients. */
+#define PROCESS_BUDGET 16U
+#define ACCEPT_BUDGET 16U
+#define ACCEPT_RETRY_USEC (1U * 1000000U)
+/* Output buffer kept allocated between replies; bigger ones are freed once sent. */
+#define OUTPUT_KEEP_BYTES (256U * 1024U)
+
+typedef struct Connection Connection;
+
+struct VarlinkCall {
+        Connection *connection;
+        char *method;
+        json_t *parameters;
+        VarlinkCallFlags flags;
+        /* The final message was queued but the call is kept until its connection goes (a stream
+         * cut short by a limit): the owner still holds the pointer until its disconnect handler. */
+        bool finished;
+        VarlinkCallDisconnectHandler disconnect_handler;
+        void *disconnect_userdata;
+};
+
+struct Connection {
+        VarlinkServer *server;
+        Connection *prev, *next;        /* VarlinkServer.connections: owned by the server */
+
+        int fd;
+        sd_event_source *io_source;
+        sd_event_source *defer_source;  /* resumes work outside of handlers, frees dead connections */
+        sd_event_source *idle_source;
+        uint32_t io_events;
+
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        bool allowed;
+        bool is_root;
+
+        VarlinkFramer *framer;
+        char *out;                      /* queued output: [out_start, out_end) */
+        size_t out_start, out_end, out_alloc;
+
+        VarlinkCall *call;              /* the one call in progress, owned */
+        bool backlog;                   /* budget ran out with messages left in the framer */
+        bool read_eof;
+        bool close_after_flush;
+        bool dead;                      /* freed at the next safe point; no more I/O */
+        uint64_t last_activity_usec;
+};
+
+struct VarlinkServer {
+        sd_event *event;
+        VarlinkServerConfig cfg;        /* string members point at the copies below */
+        char *socket_path;              /* bound path, NULL when socket-activated */
+        char *group;
+        char *vendor, *product, *version, *url;
+        gid_t gid;
+        bool have_gid;
+
+        int listen_fd;
+        sd_event_source *listen_source;
+        sd_event_source *accept_retry_source;
+
+        Connection *connections;
+        unsigned n_connections;
+};
+
+static void connection_schedule(Connection *c);
+
+/* ---- Calls ------------------------------------------------------------------------------------------ */
+
+static VarlinkCall *call_free(VarlinkCall *call) {
+        if (!call)
+                return NULL;
+        free(call->method);
+        json_decref(call->parameters);
+        free(call);
+        return NULL;
+}
+
+const char *varlink_call_get_method(const VarlinkCall *call) {
+        assert(call);
+        return call->method;
+}
+
+bool varlink_call_wants_more(const VarlinkCall *call) {
+        assert(call);
+        return call->flags & VARLINK_CALL_MORE;
+}
+
+bool varlink_call_is_oneway(const VarlinkCall *call) {
+        assert(call);
+        return call->flags & VARLINK_CALL_ONEWAY;
+}
+
+bool varlink_call_peer_is_root(const VarlinkCall *call) {
+        assert(call);
+        return call->connection->is_root;
+}
+
+uid_t varlink_call_get_peer_uid(const VarlinkCall *call) {
+        assert(call);
+        return call->connection->uid;
+}
+
+pid_t varlink_call_get_peer_pid(const VarlinkCall *call) {
+        assert(call);
+        return call->connection->pid;
+}
+
+void *varlink_call_get_userdata(const VarlinkCall *call) {
+        assert(call);
+        return call->connection->server->cfg.userdata;
+}
+
+void varlink_call_set_disconnect_handler(VarlinkCall *call, VarlinkCallDisconnectHandler handler,
+                void *userdata) {
+        assert(call);
+        call->disconnect_handler = handler;
+        call->disconnect_userdata = userdata;
+}
+
+/* ---- Connections: output ---------------------------------------------------------------------------- */
+
+static uint64_t server_now(VarlinkServer *s) {
+        uint64_t now = 0;
+
+        (void) sd_event_now(s->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+static void connection_kill(Connection *c, const char *why) {
+        if (c->dead)
+                return;
+        log_debug("varlink: dropping connection of uid %u pid %d: %s", (unsigned) c->uid, (int) c->pid, why);
+        c->dead = true;
+        connection_schedule(c);
+}
+
+/* Queues one serialized message. Over the output limit the client is not reading: drop it. */
+static int connection_enqueue(Connection *c, const char *text, size_t size) {
+        size_t pending = c->out_end - c->out_start;
+
+        if (c->dead)
+                return -ECONNRESET;
+        if (size > c->server->cfg.max_output_bytes - MIN(pending, c->server->cfg.max_output_bytes)) {
+                connection_kill(c, "output limit reached, client does not read");
+                return -ECONNRESET;
+        }
+
+        if (c->out_alloc - c->out_end < size) {
+                size_t need, n;
+                char *p;
+
+                /* Compact first: the bytes before out_start are sent. */
+                if (c->out_start > 0) {
+                        memmove(c->out, c->out + c->out_start, pending);
+                        c->out_start = 0;
+                        c->out_end = pending;
+                }
+                need = c->out_end + size;
+                if (need > c->out_alloc) {
+                        n = MAX(c->out_alloc, (size_t) 4096);
+                        while (n < need)
+                                n *= 2;
+                        p = realloc(c->out, n);
+                        if (!p) {
+                                connection_kill(c, "out of memory");
+                                return -ENOMEM;
+                        }
+                        c->out = p;
+                        c->out_alloc = n;
+                }
+        }
+        memcpy(c->out + c->out_end, text, size);
+        c->out_end += size;
+        return 0;
+}
+
+static int connection_enqueue_json(Connection *c, json_t *message) {
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int r;
+
+        if (!message) {
+                connection_kill(c, "out of memory");
+                return -ENOMEM;
+        }
+        r = varlink_message_serialize(message, &text, &size);
+        if (r < 0) {
+                connection_kill(c, "cannot serialize reply");
+                return r;
+        }
+        return connection_enqueue(c, text, size);
+}
+
+static void connection_flush(Connection *c) {
+        bool progress = false;
+
+        while (!c->dead && c->out_start < c->out_end) {
+                ssize_t n = send(c->fd, c->out + c->out_start, c->out_end - c->out_start,
+                                MSG_NOSIGNAL | MSG_DONTWAIT);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                connection_kill(c, "send failed");
+                        break;
+                }
+                c->out_start += (size_t) n;
+                progress = true;
+        }
+        if (c->out_start == c->out_end) {
+                c->out_start = c->out_end = 0;
+                /* One big reply must not pin its buffer for the rest of a long-lived connection. */
+                if (c->out_alloc > OUTPUT_KEEP_BYTES) {
+                        free(c->out);
+                        c->out = NULL;
+                        c->out_alloc = 0;
+                }
+        }
+        if (progress)
+                c->last_activity_usec = server_now(c->server);
+}
+
+/* Sends one message for call, or nothing for a oneway call; ends the call when final. */
+static int call_send(VarlinkCall *call, const char *error, json_t *params, bool continues) {
+        Connection *c = call->connection;
+        size_t max = c->server->cfg.max_message_bytes;
+        _cleanup_free_ char *text = NULL;
+        json_auto_t *message = NULL;
+        size_t size;
+        int r;
+
+        if (params && !json_is_object(params))
+                return -EINVAL;
+        if (c->dead || call->finished)
+                return -ECONNRESET;
+
+        if (!(call->flags & VARLINK_CALL_ONEWAY)) {
+                message = error ? varlink_reply_new_error(error, params) : varlink_reply_new(params, continues);
+                if (!message) {
+                        connection_kill(c, "out of memory");
+                        return -ENOMEM;
+                }
+                r = varlink_message_serialize(message, &text, &size);
+                if (r < 0) {
+                        connection_kill(c, "cannot serialize reply");
+                        return r;
+                }
+
+                if (size - 1 > max) {
+                        json_auto_t *e = NULL;
+
+                        /* Clients cut at the same limit: say why instead of sending what they drop. */
+                        log_debug("varlink: reply to %s is %zu bytes, over the %zu byte limit",
+                                        call->method, size - 1, max);
+                        e = json_pack("{s:s, s:I}", "limit", "messageSize", "value", (json_int_t) max);
+                        json_decref(message);
+                        message = varlink_reply_new_error(MEMSTRACK_ERROR_LIMIT_EXCEEDED, e);
+                        r = connection_enqueue_json(c, message);
+                        if (r < 0)
+                                return r;
+                        if (continues) {
+                                /* The owner still streams into this call: keep it until the
+                                 * connection goes, which tells the owner via its handler. */
+                                call->finished = true;
+                                c->close_after_flush = true;
+                                connection_schedule(c);
+                                return -EMSGSIZE;
+                        }
+                        goto finish;
+                }
+
+                r = connection_enqueue(c, text, size);
+                if (r < 0)
+                        return r;
+        }
+
+        if (continues) {
+                connection_schedule(c);
+                return 0;
+        }
+
+finish:
+        c->call = NULL;
+        call_free(call);
+        /* The next pipelined call can be read now. */
+        connection_schedule(c);
+        return 0;
+}
+
+int varlink_call_reply(VarlinkCall *call, json_t *params) {
+        assert(call);
+        return call_send(call, NULL, params, false);
+}
+
+int varlink_call_reply_more(VarlinkCall *call, json_t *params) {
+        assert(call);
+        if (!(call->flags & VARLINK_CALL_MORE))
+                return -EINVAL;
+        return call_send(call, NULL, params, true);
+}
+
+int varlink_call_error(VarlinkCall *call, const char *error, json_t *params) {
+        assert(call);
+        assert(error);
+        return call_send(call, error, params, false);
+}
+
+int varlink_call_error_invalid_parameter(VarlinkCall *call, const char *parameter) {
+        json_auto_t *p = varlink_error_parameters_invalid_parameter(parameter);
+
+        assert(call);
+        if (!p)
+                return -ENOMEM;
+        return varlink_call_error(call, VARLINK_ERROR_INVALID_PARAMETER, p);
+}
+
+/* An error for a message that never became a call (it could not be parsed far enough). */
+static void connection_reply_error(Connection *c, const char *error, json_t *params) {
+        json_auto_t *message = varlink_reply_new_error(error, params);
+
+        (void) connection_enqueue_json(c, message);
+}
+
+/* ---- Connections: lifetime -------------------------------------------------------------------------- */
+
+static Connection *connection_free(Connection *c) {
+        VarlinkServer *s;
+
+        if (!c)
+                return NULL;
+        s = c->server;
+        c->dead = true;
+
+        if (c->call) {
+                VarlinkCall *call = TAKE_PTR(c->call);
+
+                if (call->disconnect_handler)
+                        call->disconnect_handler(call, call->disconnect_userdata);
+                call_free(call);
+        }
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else if (s->connections == c)
+                s->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_connections--;
+
+        sd_event_source_disable_unref(c->io_source);
+        sd_event_source_disable_unref(c->defer_source);
+        sd_event_source_disable_unref(c->idle_source);
+        safe_close(c->fd);
+        varlink_framer_free(c->framer);
+        free(c->out);
+        free(c);
+        return NULL;
+}
+
+static bool connection_wants_input(const Connection *c) {
+        return !c->dead && !c->call && !c->read_eof && !c->close_after_flush && !c->backlog;
+}
+
+static void connection_update_events(Connection *c) {
+        uint32_t events = 0;
+        int r;
+
+        if (connection_wants_input(c))
+                events |= EPOLLIN;
+        if (c->out_end > c->out_start)
+                events |= EPOLLOUT;
+        if (events == c->io_events)
+                return;
+        r = sd_event_source_set_io_events(c->io_source, events);
+        if (r < 0) {
+                connection_kill(c, "cannot update I/O events");
+                return;
+        }
+        c->io_events = events;
+}
+
+static void connection_schedule(Connection *c) {
+        if (!c->defer_source)
+                return; /* still being set up: server_add_connection() fails or finishes it */
+        if (sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT) < 0)
+                /* Without the defer source nothing would resume this connection: give up on it. */
+                c->dead = true;
+}
+
+static void connection_read(Connection *c) {
+        void *buf;
+        size_t size;
+        ssize_t n;
+        int r;
+
+        r = varlink_framer_get_space(c->framer, &buf, &size);
+        if (r == -EMSGSIZE) {
+                connection_kill(c, "message over the size limit");
+                return;
+        }
+        if (r < 0) {
+                connection_kill(c, "out of memory");
+                return;
+        }
+
+        n = recv(c->fd, buf, size, MSG_DONTWAIT);
+        if (n < 0) {
+                if (errno != EAGAIN && errno != EINTR)
+                        connection_kill(c, "recv failed");
+                return;
+        }
+        if (n == 0) {
+                c->read_eof = true;
+                return;
+        }
+        varlink_framer_commit(c->framer, (size_t) n);
+        c->last_activity_usec = server_now(c->server);
+}
+
+/* ---- Dispatch --------------------------------------------------------------------------------------- */
+
+static const VarlinkInterface *server_find_interface(VarlinkServer *s, const char *name) {
+        for (size_t i = 0; i < s->cfg.n_interfaces; i++)
+                if (streq(s->cfg.interfaces[i].name, name))
+                        return s->cfg.interfaces + i;
+        return NULL;
+}
+
+static const VarlinkMethod *server_find_method(VarlinkServer *s, const char *name) {
+        for (size_t i = 0; i < s->cfg.n_methods; i++)
+                if (streq(s->cfg.methods[i].name, name))
+                        return s->cfg.methods + i;
+        return NULL;
+}
+
+/* True if the IDL text declares "method <member>": then a missing handler is MethodNotImplemented. */
+static bool description_declares_method(const char *description, const char *member) {
+        size_t n = strlen(member);
+
+        for (const char *l = description; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+                l += strspn(l, " \t");
+                if (strncmp(l, "method", 6) != 0 || (l[6] != ' ' && l[6] != '\t'))
+                        continue;
+                l += 6;
+                l += strspn(l, " \t");
+                if (strncmp(l, member, n) == 0 && strchr(" \t(", l[n]) && l[n] != '\0')
+                        return true;
+        }
+        return false;
+}
+
+static int builtin_get_info(VarlinkCall *call, json_t *parameters) {
+        VarlinkServer *s = call->connection->server;
+        json_auto_t *reply = NULL, *ifaces = NULL;
+        const char *bad = NULL;
+        int r;
+
+        r = varlink_parameters_unpack(parameters, NULL, 0, &bad);
+        if (r < 0)
+                return varlink_call_error_invalid_parameter(call, bad);
+
+        ifaces = json_array();
+        if (!ifaces || json_array_append_new(ifaces, json_string(VARLINK_SERVICE_INTERFACE)) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->cfg.n_interfaces; i++)
+                if (json_array_append_new(ifaces, json_string(s->cfg.interfaces[i].name)) < 0)
+                        return -ENOMEM;
+
+        reply = json_pack("{s:s, s:s, s:s, s:s, s:O}",
+                        "vendor", s->vendor, "product", s->product, "version", s->version, "url", s->url,
+                        "interfaces", ifaces);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
+static int builtin_get_interface_description(VarlinkCall *call, json_t *parameters) {
+        VarlinkServer *s = call->connection->server;
+        const VarlinkInterface *iface;
+        const char *name = NULL, *bad = NULL, *text;
+        json_auto_t *reply = NULL;
+        const VarlinkField fields[] = {
+                { .name = "interface", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
+        };
+        int r;
+
+        r = varlink_parameters_unpack(parameters, fields, ELEMENTSOF(fields), &bad);
+        if (r < 0)
+                return varlink_call_error_invalid_parameter(call, bad);
+
+        if (streq(name, VARLINK_SERVICE_INTERFACE))
+                text = varlink_interface_org_varlink_service;
+        else {
+                iface = server_find_interface(s, name);
+                if (!iface) {
+                        json_auto_t *e = json_pack("{s:s}", "interface", name);
+
+                        return e ? varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND, e) : -ENOMEM;
+                }
+                text = iface->description;
+        }
+
+        reply = json_pack("{s:s}", "description", text);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
+static int call_error_name(VarlinkCall *call, const char *error, const char *key, const char *value) {
+        json_auto_t *e = json_pack("{s:s}", key, value);
+
+        if (!e)
+                return -ENOMEM;
+        return varlink_call_error(call, error, e);
+}
+
+static int connection_run_call(Connection *c, VarlinkCall *call) {
+        VarlinkServer *s = c->server;
+        _cleanup_free_ char *iface_name = NULL;
+        const VarlinkInterface *iface;
+        const VarlinkMethod *method;
+        const char *member;
+        int r;
+
+        if (call->flags & VARLINK_CALL_UPGRADE)
+                return varlink_call_error_invalid_parameter(call, "upgrade");
+
+        r = varlink_method_name_split(call->method, &iface_name, &member);
+        if (r < 0)
+                return r;
+
+        if (streq(iface_name, VARLINK_SERVICE_INTERFACE)) {
+                if (streq(member, "GetInfo"))
+                        return builtin_get_info(call, call->parameters);
+                if (streq(member, "GetInterfaceDescription"))
+                        return builtin_get_interface_description(call, call->parameters);
+                return call_error_name(call, VARLINK_ERROR_METHOD_NOT_FOUND, "method", call->method);
+        }
+
+        iface = server_find_interface(s, iface_name);
+        if (!iface)
+                return call_error_name(call, VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", iface_name);
+
+        method = server_find_method(s, call->method);
+        if (!method || !method->handler) {
+                if (method || description_declares_method(iface->description, member))
+                        return call_error_name(call, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED, "method",
+                                        call->method);
+                return call_error_name(call, VARLINK_ERROR_METHOD_NOT_FOUND, "method", call->method);
+        }
+
+        if ((method->flags & VARLINK_METHOD_ROOT_ONLY) && !c->is_root)
+                return call_error_name(call, MEMSTRACK_ERROR_PERMISSION_DENIED, "reason",
+                                "this method is for root only");
+
+        return method->handler(call, call->parameters, s->cfg.userdata);
+}
+
+static void connection_handle_message(Connection *c, const char *text, size_t size) {
+        _cleanup_free_ char *bad = NULL;
+        VarlinkCallMessage m = {};
+        VarlinkCallFlags flags = 0;
+        VarlinkCall *call;
+        int r;
+
+        r = varlink_call_parse(text, size, &m, &bad, &flags);
+        if (r == -EBADMSG) {
+                /* Not even a JSON object: the stream cannot be trusted, answer nothing more. */
+                log_debug("varlink: malformed message from uid %u, closing", (unsigned) c->uid);
+                c->close_after_flush = true;
+                return;
+        }
+        if (r == -ENOMEM) {
+                connection_kill(c, "out of memory");
+                return;
+        }
+
+        if (!c->allowed) {
+                json_auto_t *e = NULL;
+
+                /* The first call of a refused peer gets the reason (unless it asked for no reply), then
+                 * the connection ends. */
+                if (!((r < 0 ? flags : m.flags) & VARLINK_CALL_ONEWAY)) {
+                        e = json_pack("{s:s}", "reason", "not root and not in the allowed group");
+                        connection_reply_error(c, MEMSTRACK_ERROR_PERMISSION_DENIED, e);
+                }
+                c->close_after_flush = true;
+                varlink_call_message_done(&m);
+                return;
+        }
+
+        if (r < 0) {
+                json_auto_t *e = NULL;
+
+                /* A JSON object with a bad member: answer like for a bad parameter and go on. */
+                if (!(flags & VARLINK_CALL_ONEWAY)) {
+                        e = varlink_error_parameters_invalid_parameter(bad);
+                        connection_reply_error(c, VARLINK_ERROR_INVALID_PARAMETER, e);
+                }
+                return;
+        }
+
+        call = calloc(1, sizeof(*call));
+        if (!call) {
+                varlink_call_message_done(&m);
+                connection_kill(c, "out of memory");
+                return;
+        }
+        *call = (VarlinkCall) {
+                .connection = c,
+                .method = TAKE_PTR(m.method),
+                .parameters = TAKE_PTR(m.parameters),
+                .flags = m.flags,
+        };
+        c->call = call;
+
+        r = connection_run_call(c, call);
+        /* c->call is cleared by the final reply, and no other call can start meanwhile: if it still
+         * points at this call, the handler failed without answering. */
+        if (r < 0 && c->call == call && !call->finished && !c->dead) {
+                json_auto_t *e = json_pack("{s:i, s:s}", "errno", -r, "message", strerror(-r));
+
+                log_debug("varlink: %s failed: %s", call->method, strerror(-r));
+                if (!e || varlink_call_error(call, MEMSTRACK_ERROR_INTERNAL, e) < 0)
+                        connection_kill(c, "cannot send error reply");
+        }
+}
+
+static void connection_process(Connection *c) {
+        for (unsigned budget = PROCESS_BUDGET;; budget--) {
+                const char *text;
+                size_t size;
+                int r;
+
+                if (c->dead || c->call || c->close_after_flush)
+                        return;
+                if (budget == 0) {
+                        /* Let other sources run; the defer source brings us back. */
+                        c->backlog = true;
+                        connection_schedule(c);
+                        return;
+                }
+
+                r = varlink_framer_next(c->framer, &text, &size);
+                if (r < 0) {
+                        connection_kill(c, "message over the size limit");
+                        return;
+                }
+                if (r == 0) {
+                        c->backlog = false;
+                        if (c->read_eof)
+                                c->close_after_flush = true;
+                        return;
+                }
+                c->last_activity_usec = server_now(c->server);
+                connection_handle_message(c, text, size);
+        }
+}
+
+/* The single exit of every event handler of a connection: does the pending work, then frees the
+ * connection if it is done. Never called from inside a method handler. */
+static void connection_dispatch(Connection *c) {
+        if (!c->dead) {
+                connection_process(c);
+                connection_flush(c);
+        }
+        if (!c->dead && c->close_after_flush && c->out_start == c->out_end && (!c->call || c->call->finished))
+                c->dead = true;
+        if (c->dead) {
+                connection_free(c);
+                return;
+        }
+        connection_update_events(c);
+}
+
+static int connection_io_handler(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Connection *c = userdata;
+
+        if (revents & EPOLLOUT)
+                connection_flush(c);
+
+        if ((revents & (EPOLLHUP | EPOLLERR)) && !connection_wants_input(c))
+                /* Gone while a call is in progress or replies are pending: nobody to answer. */
+                connection_kill(c, "peer hung up");
+        else if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && connection_wants_input(c))
+                connection_read(c);
+
+        connection_dispatch(c);
+        return 0;
+}
+
+static int connection_defer_handler(sd_event_source *source, void *userdata) {
+        connection_dispatch(userdata);
+        return 0;
+}
+
+static int connection_idle_handler(sd_event_source *source, uint64_t usec, void *userdata) {
+        Connection *c = userdata;
+        uint64_t timeout = c->server->cfg.idle_timeout_usec, deadline;
+
+        /* A call in progress (a stream, a slow reply) is not idleness. */
+        if (c->call && !c->call->finished)
+                c->last_activity_usec = usec;
+
+        deadline = c->last_activity_usec + timeout;
+        if (usec >= deadline) {
+                connection_kill(c, "idle timeout");
+                connection_dispatch(c);
+                return 0;
+        }
+        if (sd_event_source_set_time(source, deadline) < 0 ||
+            sd_event_source_set_enabled(source, SD_EVENT_ONESHOT) < 0) {
+                connection_kill(c, "cannot re-arm idle timer");
+                connection_dispatch(c);
+        }
+        return 0;
+}
+
+/* ---- Access control --------------------------------------------------------------------------------- */
+
+/* Supplementary groups from /proc, for kernels without SO_PEERGROUPS. */
+static bool proc_groups_contain(pid_t pid, gid_t gid) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        char path[64];
+        size_t n = 0;
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        while (getline(&line, &n, f) > 0) {
+                char *p, *end;
+
+                if (strncmp(line, "Groups:", 7) != 0)
+                        continue;
+                for (p = line + 7;; p = end) {
+                        unsigned long v;
+
+                        errno = 0;
+                        v = strtoul(p, &end, 10);
+                        if (end == p || errno != 0)
+                                return false;
+                        if (v == (unsigned long) gid)
+                                return true;
+                }
+        }
+        return false;
+}
+
+static bool peer_in_group(int fd, const struct ucred *cred, gid_t gid) {
+        _cleanup_free_ gid_t *groups = NULL;
+        socklen_t len = 64 * sizeof(gid_t);
+
+        if (cred->gid == gid)
+                return true;
+
+        /* The groups the peer had when it connected, straight from the kernel. */
+        for (;;) {
+                gid_t *p = realloc(groups, len);
+
+                if (!p)
+                        return false;
+                groups = p;
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) >= 0)
+                        break;
+                if (errno == ERANGE)
+                        continue; /* len now holds the size needed */
+                if (errno == ENOPROTOOPT)
+                        return proc_groups_contain(cred->pid, gid);
+                return false;
+        }
+        for (size_t i = 0; i < len / sizeof(gid_t); i++)
+                if (groups[i] == gid)
+                        return true;
+        return false;
+}
+
+/* ---- Accepting -------------------------------------------------------------------------------------- */
+
+static unsigned server_connections_of_uid(VarlinkServer *s, uid_t uid) {
+        unsigned n = 0;
+
+        for (Connection *c = s->connections; c; c = c->next)
+                n += c->uid == uid;
+        return n;
+}
+
+/* Takes fd in all cases. */
+static int server_add_connection(VarlinkServer *s, int fd) {
+        _cleanup_close_ int cfd = fd;
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
+        Connection *c;
+        int r;
+
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return log_debug_errno(errno, "varlink: SO_PEERCRED failed, dropping connection: %m");
+
+        if (s->n_connections >= s->cfg.max_connections) {
+                log_debug("varlink: %u connections, refusing uid %u pid %d", s->n_connections,
+                                (unsigned) cred.uid, (int) cred.pid);
+                return 0;
+        }
+        if (cred.uid != 0 && server_connections_of_uid(s, cred.uid) >= s->cfg.max_connections_per_uid) {
+                log_debug("varlink: uid %u already has %u connections, refusing pid %d", (unsigned) cred.uid,
+                                s->cfg.max_connections_per_uid, (int) cred.pid);
+                return 0;
+        }
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (Connection) {
+                .server = s,
+                .fd = TAKE_FD(cfd),
+                .uid = cred.uid,
+                .gid = cred.gid,
+                .pid = cred.pid,
+                .is_root = cred.uid == 0,
+                .io_events = EPOLLIN,
+                .last_activity_usec = server_now(s),
+        };
+        c->allowed = c->is_root || (s->have_gid && peer_in_group(c->fd, &cred, s->gid));
+
+        /* Linked first so that connection_free() can undo everything below. */
+        c->next = s->connections;
+        if (c->next)
+                c->next->prev = c;
+        s->connections = c;
+        s->n_connections++;
+
+        r = varlink_framer_new(s->cfg.max_message_bytes, &c->framer);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_io(s->event, &c->io_source, c->fd, EPOLLIN, connection_io_handler, c);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_description(c->io_source, "varlink-connection");
+        r = sd_event_add_defer(s->event, &c->defer_source, connection_defer_handler, c);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_description(c->defer_source, "varlink-connection-defer");
+        r = sd_event_source_set_enabled(c->defer_source, SD_EVENT_OFF);
+        if (r < 0)
+                goto fail;
+        if (s->cfg.idle_timeout_usec != UINT64_MAX) {
+                r = sd_event_add_time(s->event, &c->idle_source, CLOCK_MONOTONIC,
+                                c->last_activity_usec + s->cfg.idle_timeout_usec, 1000000U,
+                                connection_idle_handler, c);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_description(c->idle_source, "varlink-connection-idle");
+        }
+
+        log_debug("varlink: connection from uid %u pid %d (%s)", (unsigned) c->uid, (int) c->pid,
+                        c->allowed ? "allowed" : "refused");
+        return 0;
+
+fail:
+        connection_free(c);
+        return r;
+}
+
+static int server_accept_retry_handler(sd_event_source *source, uint64_t usec, void *userdata) {
+        VarlinkServer *s = userdata;
+
+        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
+        return 0;
+}
+
+/* Out of fds or memory: the listening socket stays readable, so pause it instead of spinning. */
+static void server_pause_accept(VarlinkServer *s) {
+        uint64_t when = server_now(s) + ACCEPT_RETRY_USEC;
+        int r;
+
+        r = sd_event_source_set_enabled(s->listen_source, SD_EVENT_OFF);
+        if (r < 0)
+                return;
+        if (!s->accept_retry_source) {
+                r = sd_event_add_time(s->event, &s->accept_retry_source, CLOCK_MONOTONIC, when, 0,
+                                server_accept_retry_handler, s);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_description(s->accept_retry_source, "varlink-accept-retry");
+        } else {
+                r = sd_event_source_set_time(s->accept_retry_source, when);
+                if (r < 0)
+                        goto fail;
+        }
+        r = sd_event_source_set_enabled(s->accept_retry_source, SD_EVENT_ONESHOT);
+        if (r < 0)
+                goto fail;
+        return;
+fail:
+        /* Better to spin than to stop accepting for good. */
+        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
+}
+
+static int server_listen_handler(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        VarlinkServer *s = userdata;
+
+        for (unsigned i = 0; i < ACCEPT_BUDGET; i++) {
+                int cfd, r;
+
+                cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno == EAGAIN)
+                                break;
+                        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                                continue; /* that one connection failed, not the socket */
+                        log_warning_errno(errno, "varlink: accept() failed, pausing for a second: %m");
+                        server_pause_accept(s);
+                        break;
+                }
+                r = server_add_connection(s, cfd);
+                if (r == -ENOMEM) {
+                        log_oom();
+                        server_pause_accept(s);
+                        break;
+                }
+        }
+        return 0;
+}
+
+/* ---- Setup ------------------------------------------------------------------------------------------ */
+
+static int server_resolve_group(VarlinkServer *s) {
+        _cleanup_free_ char *buf = NULL;
+        struct group grp, *result = NULL;
+        long m = sysconf(_SC_GETGR_R_SIZE_MAX);
+        size_t n = m > 0 ? (size_t) m : 4096;
+        int r;
+
+        if (s->group[0] == '\0')
+                return 0;
+        for (;;) {
+                char *p = realloc(buf, n);
+
+                if (!p)
+                        return -ENOMEM;
+                buf = p;
+                r = getgrnam_r(s->group, &grp, buf, n, &result);
+                if (r != ERANGE)
+                        break;
+                if (n > 1024U * 1024U)
+                        return -ERANGE;
+                n *= 2;
+        }
+        if (r != 0)
+                return log_debug_errno(r, "varlink: cannot look up group %s: %m", s->group);
+        if (!result) {
+                log_notice("varlink: group %s does not exist, only root may connect", s->group);
+                return 0;
+        }
+        s->gid = result->gr_gid;
+        s->have_gid = true;
+        return 0;
+}
+
+static int sockaddr_from_path(const char *path, struct sockaddr_un *ret, socklen_t *ret_len) {
+        size_t n = strlen(path);
+
+        if (n == 0 || path[0] != '/')
+                return -EINVAL;
+        if (n >= sizeof(ret->sun_path))
+                return -ENAMETOOLONG;
+        *ret = (struct sockaddr_un) { .sun_family = AF_UNIX };
+        memcpy(ret->sun_path, path, n);
+        *ret_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + n + 1);
+        return 0;
+}
+
+/* Creates the socket's directory 0755 if missing; an existing one must be a real directory. */
+static int ensure_parent_dir(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        struct stat st;
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return 0;
+        *slash = '\0';
+
+        if (mkdir(dir, 0755) >= 0) {
+                /* The umask may have taken bits away: clients need to traverse it. */
+                if (chmod(dir, 0755) < 0)
+                        return log_debug_errno(errno, "varlink: cannot chmod %s: %m", dir);
+                return 0;
+        }
+        if (errno != EEXIST)
+                return log_debug_errno(errno, "varlink: cannot create %s: %m", dir);
+        if (lstat(dir, &st) < 0)
+                return negative_errno();
+        if (!S_ISDIR(st.st_mode))
+                return log_debug_errno(ENOTDIR, "varlink: %s exists and is not a directory", dir);
+        return 0;
+}
+
+/* A socket file left by a daemon that died is replaced; a live one is not. */
+static int remove_stale_socket(const char *path, const struct sockaddr_un *sa, socklen_t len) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (!S_ISSOCK(st.st_mode))
+                return log_debug_errno(EEXIST, "varlink: %s exists and is not a socket, not replacing it", path);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return negative_errno();
+        if (connect(fd, (const struct sockaddr *) sa, len) >= 0)
+                return log_debug_errno(EADDRINUSE, "varlink: another server is listening on %s", path);
+        if (errno != ECONNREFUSED && errno != ENOENT)
+                return log_debug_errno(errno, "varlink: cannot probe %s: %m", path);
+        if (unlink(path) < 0 && errno != ENOENT)
+                return log_debug_errno(errno, "varlink: cannot remove stale socket %s: %m", path);
+        log_debug("varlink: replaced stale socket %s", path);
+        return 0;
+}
+
+static int server_bind(VarlinkServer *s, const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        struct sockaddr_un sa;
+        socklen_t len;
+        mode_t old_umask;
+        int r;
+
+        r = sockaddr_from_path(path, &sa, &len);
+        if (r < 0)
+                return log_debug_errno(r, "varlink: invalid socket path %s", path);
+        r = ensure_parent_dir(path);
+        if (r < 0)
+                return r;
+        r = remove_stale_socket(path, &sa, len);
+        if (r < 0)
+                return r;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return negative_errno();
+
+        /* The umask makes the socket appear with its final mode: no window where others can connect. */
+        old_umask = umask(~(mode_t) s->cfg.socket_mode & 0777);
+        r = bind(fd, (const struct sockaddr *) &sa, len);
+        (void) umask(old_umask);
+        if (r < 0)
+                return log_debug_errno(errno, "varlink: cannot bind %s: %m", path);
+
+        s->socket_path = strdup(path);
+        if (!s->socket_path) {
+                (void) unlink(path);
+                return -ENOMEM;
+        }
+        if (chmod(path, s->cfg.socket_mode) < 0)
+                return log_debug_errno(errno, "varlink: cannot chmod %s: %m", path);
+        if (s->have_gid && chown(path, (uid_t) -1, s->gid) < 0)
+                /* Without root the group cannot be set; the mode still protects the socket. */
+                log_debug_errno(errno, "varlink: cannot give %s to group %s, ignoring: %m", path, s->group);
+
+        if (listen(fd, SOMAXCONN) < 0)
+                return log_debug_errno(errno, "varlink: cannot listen on %s: %m", path);
+
+        s->listen_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int server_listen(VarlinkServer *s) {
+        int n, r;
+
+        n = sd_listen_fds(true);
+        if (n < 0)
+                return log_debug_errno(n, "varlink: cannot read LISTEN_FDS: %m");
+        if (n > 1)
+                return log_debug_errno(EINVAL, "varlink: %d sockets passed, expected one", n);
+        if (n == 1) {
+                int fd = SD_LISTEN_FDS_START, flags;
+
+                r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+                if (r < 0)
+                        return log_debug_errno(r, "varlink: cannot inspect the passed socket: %m");
+                if (r == 0)
+                        return log_debug_errno(EINVAL, "varlink: the passed fd is not a listening AF_UNIX stream socket");
+                flags = fcntl(fd, F_GETFL);
+                if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+                        return negative_errno();
+                s->listen_fd = fd;
+                log_debug("varlink: using the socket-activated fd");
+                return 0;
+        }
+
+        return server_bind(s, s->cfg.socket_path ? s->cfg.socket_path : MEMSTRACK_SOCKET_DEFAULT);
+}
+
+static char *strdup_or(const char *s, const char *fallback) {
+        return strdup(s ? s : fallback);
+}
+
+VarlinkServer *varlink_server_free(VarlinkServer *s) {
+        if (!s)
+                return NULL;
+
+        while (s->connections)
+                connection_free(s->connections);
+
+        sd_event_source_disable_unref(s->listen_source);
+        sd_event_source_disable_unref(s->accept_retry_source);
+        safe_close(s->listen_fd);
+        if (s->socket_path)
+                (void) unlink(s->socket_path);
+        free(s->socket_path);
+        free(s->group);
+        free(s->vendor);
+        free(s->product);
+        free(s->version);
+        free(s->url);
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServer **ret) {
+        _cleanup_(varlink_server_freep) VarlinkServer *s = NULL;
+        int r;
+
+        assert(e);
+        assert(cfg);
+        assert(ret);
+        assert(cfg->interfaces || cfg->n_interfaces == 0);
+        assert(cfg->methods || cfg->n_methods == 0);
+
+        for (size_t i = 0; i < cfg->n_interfaces; i++)
+                if (!varlink_interface_name_is_valid(cfg->interfaces[i].name) || !cfg->interfaces[i].description)
+                        return -EINVAL;
+        for (size_t i = 0; i < cfg->n_methods; i++)
+                if (!varlink_method_name_is_valid(cfg->methods[i].name))
+                        return -EINVAL;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->listen_fd = -EBADF;
+        s->event = sd_event_ref(e);
+        s->cfg = *cfg;
+
+        if (s->cfg.socket_mode == 0)
+                s->cfg.socket_mode = VARLINK_SERVER_SOCKET_MODE_DEFAULT;
+        if (s->cfg.max_message_bytes == 0)
+                s->cfg.max_message_bytes = VARLINK_MESSAGE_SIZE_MAX_DEFAULT;
+        if (s->cfg.max_connections == 0)
+                s->cfg.max_connections = VARLINK_SERVER_MAX_CONNECTIONS_DEFAULT;
+        if (s->cfg.max_connections_per_uid == 0)
+                s->cfg.max_connections_per_uid = VARLINK_SERVER_MAX_CONNECTIONS_PER_UID_DEFAULT;
+        if (s->cfg.max_output_bytes == 0)
+                s->cfg.max_output_bytes = VARLINK_SERVER_MAX_OUTPUT_BYTES_DEFAULT;
+        if (s->cfg.idle_timeout_usec == 0)
+                s->cfg.idle_timeout_usec = VARLINK_SERVER_IDLE_TIMEOUT_USEC_DEFAULT;
+
+        s->group = strdup_or(cfg->group, MEMSTRACK_GROUP_DEFAULT);
+        s->vendor = strdup_or(cfg->vendor, "memstrack");
+        s->product = strdup_or(cfg->product, "memstrackd");
+        s->version = strdup_or(cfg->version, PACKAGE_VERSION);
+        s->url = strdup_or(cfg->url, "");
+        if (!s->group || !s->vendor || !s->product || !s->version || !s->url)
+                return -ENOMEM;
+        /* Borrowed copies would dangle: the config's strings belong to the caller. */
+        s->cfg.group = s->group;
+        s->cfg.socket_path = NULL;
+        s->cfg.vendor = s->cfg.product = s->cfg.version = s->cfg.url = NULL;
+
+        r = server_resolve_group(s);
+        if (r < 0)
+                return r;
+
+        s->cfg.socket_path = cfg->socket_path;
+        r = server_listen(s);
+        s->cfg.socket_path = NULL;
+        if (r < 0)
+                return r;
+
+        r = sd_event_add_io(e, &s->listen_source, s->listen_fd, EPOLLIN, server_listen_handler, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->listen_source, "varlink-listen");
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+unsigned varlink_server_n_connections(const VarlinkServer *s) {
+        assert(s);
+        return s->n_connections;
+}
+
+const char *varlink_server_get_socket_path(const VarlinkServer *s) {
+        assert(s);
+        return s->socket_path;
+}

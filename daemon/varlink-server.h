@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * A generic varlink server on sd-event: listening socket, access control from SO_PEERCRED, framing,
+ * limits, org.varlink.service, and dispatch of calls to a method table. It knows nothing about memory
+ * accounting; memstrackd registers io.memstrack's methods, tests register io.memstrack.test's.
+ *
+ * Per connection, calls are answered strictly in order: the next call is read only once the current one
+ * got its final reply (a "more" stream delays the calls pipelined behind it). Oneway calls never get a
+ * reply, not even an error. Every failure caused by a client closes that client's connection at most;
+ * the server keeps serving the others.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <systemd/sd-event.h>
+
+#include <jansson.h>
+
+#include "macro.h"
+
+#define VARLINK_SERVER_MAX_CONNECTIONS_DEFAULT         64U
+#define VARLINK_SERVER_MAX_CONNECTIONS_PER_UID_DEFAULT 16U
+#define VARLINK_SERVER_MAX_OUTPUT_BYTES_DEFAULT        (32U * 1024U * 1024U)
+#define VARLINK_SERVER_IDLE_TIMEOUT_USEC_DEFAULT       (5U * 60U * 1000000U)
+#define VARLINK_SERVER_SOCKET_MODE_DEFAULT             0660
+
+typedef struct VarlinkServer VarlinkServer;
+/* One call in progress. Owned by its connection; valid from the handler's invocation until its final
+ * reply/error, or until its disconnect callback ran. */
+typedef struct VarlinkCall VarlinkCall;
+
+/*
+ * A method handler. parameters is the call's parameter object (borrowed, valid while the call is).
+ * Reply with varlink_call_reply()/varlink_call_error() before returning, or keep the call and reply later
+ * (from a timer, for a "more" stream). Returns 0, or -errno: if the call was not answered yet it gets an
+ * io.memstrack.InternalError reply.
+ */
+typedef int (*VarlinkMethodHandler)(VarlinkCall *call, json_t *parameters, void *userdata);
+
+/* Called when a call is dropped before its final reply (client gone, limit hit, server freed). The call
+ * is freed right after: forget the pointer (stop the timer feeding it). */
+typedef void (*VarlinkCallDisconnectHandler)(VarlinkCall *call, void *userdata);
+
+typedef enum VarlinkMethodFlags {
+        VARLINK_METHOD_ROOT_ONLY = 1 << 0, /* PermissionDenied for group members */
+} VarlinkMethodFlags;
+
+typedef struct VarlinkMethod {
+        const char *name;               /* "io.memstrack.Tasks" */
+        VarlinkMethodHandler handler;
+        VarlinkMethodFlags flags;
+} VarlinkMethod;
+
+typedef struct VarlinkInterface {
+        const char *name;               /* "io.memstrack" */
+        const char *description;        /* the IDL text served by GetInterfaceDescription */
+} VarlinkInterface;
+
+/*
+ * Zero means "the default" for every field. Strings are copied; the interface and method tables are
+ * borrowed and must outlive the server (they are static in practice).
+ */
+typedef struct VarlinkServerConfig {
+        const char *socket_path;        /* MEMSTRACK_SOCKET_DEFAULT; ignored with a socket-activated fd */
+        unsigned socket_mode;           /* 0660 */
+        const char *group;              /* allowed group, MEMSTRACK_GROUP_DEFAULT; "" for root only */
+        size_t max_message_bytes;       /* 16 MiB, both directions */
+        unsigned max_connections;       /* 64; more are accepted and closed at once */
+        unsigned max_connections_per_uid; /* 16; so one user cannot take every slot */
+        size_t max_output_bytes;        /* 32 MiB queued for a client that does not read: then disconnect */
+        uint64_t idle_timeout_usec;     /* 5 min without a call in progress; UINT64_MAX: never */
+
+        const char *vendor, *product, *version, *url; /* for org.varlink.service.GetInfo */
+
+        const VarlinkInterface *interfaces; /* besides org.varlink.service, which is built in */
+        size_t n_interfaces;
+        const VarlinkMethod *methods;
+        size_t n_methods;
+        void *userdata;                 /* passed to every handler */
+} VarlinkServerConfig;
+
+/*
+ * Starts serving on e: takes the socket-activated fd if LISTEN_FDS passes exactly one listening
+ * AF_UNIX stream socket, else binds socket_path (creating its directory 0755, replacing a stale socket,
+ * refusing if another server answers there: -EADDRINUSE). The group is resolved once, here: a missing
+ * group means root only (logged). -errno on failure, logged at debug; the caller logs once.
+ */
+int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServer **ret);
+/* Closes every connection (calling pending disconnect handlers), the listening socket, and removes the
+ * socket file if this server created it. Takes NULL, returns NULL. */
+VarlinkServer *varlink_server_free(VarlinkServer *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VarlinkServer *, varlink_server_free);
+
+unsigned varlink_server_n_connections(const VarlinkServer *s);
+/* The path bound, or NULL when socket-activated. */
+const char *varlink_server_get_socket_path(const VarlinkServer *s);
+
+/*
+ * Replies. params (borrowed, may be NULL for {}) must be an object.
+ * varlink_call_reply() and varlink_call_error() end the call: the pointer is invalid afterwards.
+ * varlink_call_reply_more() sends a non-final reply ("continues": true) and needs a "more" call
+ * (-EINVAL otherwise; check varlink_call_wants_more()). For oneway calls nothing is sent but the calls
+ * still end. A reply larger than max_message_bytes is replaced by io.memstrack.LimitExceeded and ends
+ * the call. Returns 0, -ENOMEM, or -ECONNRESET when the connection is being dropped (the call stays
+ * valid until its disconnect handler ran).
+ */
+int varlink_call_reply(VarlinkCall *call, json_t *params);
+int varlink_call_reply_more(VarlinkCall *call, json_t *params);
+int varlink_call_error(VarlinkCall *call, const char *error, json_t *params);
+/* InvalidParameter {parameter}. */
+int varlink_call_error_invalid_parameter(VarlinkCall *call, const char *parameter);
+
+void varlink_call_set_disconnect_handler(VarlinkCall *call, VarlinkCallDisconnectHandler handler,
+                void *userdata);
+
+const char *varlink_call_get_method(const VarlinkCall *call);
+bool varlink_call_wants_more(const VarlinkCall *call);
+bool varlink_call_is_oneway(const VarlinkCall *call);
+/* The peer at connect time (SO_PEERCRED). Only root sees raw kernel addresses. */
+bool varlink_call_peer_is_root(const VarlinkCall *call);
+uid_t varlink_call_get_peer_uid(const VarlinkCall *call);
+pid_t varlink_call_get_peer_pid(const VarlinkCall *call);
+void *varlink_call_get_userdata(const VarlinkCall *call);
