@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,6 +111,13 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
         return r < 0 ? negative_errno() : (int) r;
 }
 
+static uint64_t now_nsec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
 static void closedirp(DIR **d) {
         if (*d)
                 (void) closedir(*d);
@@ -159,10 +165,14 @@ static int read_int_file(const char *path, long *ret) {
         return 0;
 }
 
-static long perf_event_paranoid(void) {
+/* kernel.perf_event_paranoid as text for messages ("unknown" if unreadable); buf of at least 24 bytes. */
+static const char *perf_event_paranoid(char *buf, size_t size) {
         long v;
 
-        return read_int_file("/proc/sys/kernel/perf_event_paranoid", &v) < 0 ? LONG_MIN : v;
+        if (read_int_file("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
+                return "unknown";
+        (void) snprintf(buf, size, "%ld", v);
+        return buf;
 }
 
 /* Parses the kernel's CPU list format ("0-3,5,7-8") into a new array of CPU numbers. */
@@ -284,7 +294,7 @@ static void seed_tasks(PerfSource *s) {
 
                 event_reset(s, MS_EVENT_TASK_NEW, 0);
                 s->ev.pid = s->ev.tid = (int32_t) pid;
-                s->ev.timestamp_nsec = 0;
+                s->ev.timestamp_nsec = now_nsec();
                 s->ev.name = comm;
                 s->ev.cmdline = read_cmdline(s, (int32_t) pid);
                 s->ev.baseline_pages = resident_pages;
@@ -486,13 +496,6 @@ static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
         default:
                 return;
         }
-}
-
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }
 
 /* Copies len bytes at ring position pos, wrapping around the end of the data area. */
@@ -791,14 +794,15 @@ void perf_config_init(PerfConfig *ret) {
 
 static int log_open_error(int error, TracepointKind kind, unsigned cpu, const PerfConfig *c) {
         const char *what = tracepoint_kind_to_string(kind);
+        char buf[3 * sizeof(long) + 2];
         long v;
 
         switch (error) {
         case -EACCES:
         case -EPERM:
-                return log_error_errno(error, "Not allowed to trace %s system-wide (kernel.perf_event_paranoid=%ld): "
+                return log_error_errno(error, "Not allowed to trace %s system-wide (kernel.perf_event_paranoid=%s): "
                                        "run as root or with CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8).",
-                                       what, perf_event_paranoid());
+                                       what, perf_event_paranoid(buf, sizeof(buf)));
         case -EOVERFLOW:
                 if (read_int_file("/proc/sys/kernel/perf_event_max_stack", &v) < 0)
                         v = -1;

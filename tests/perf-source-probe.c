@@ -8,6 +8,7 @@
  *   --seconds S   trace for S seconds (or until SIGINT/SIGTERM), then print totals and the CPU time used
  *   --commands    print "ready", then answer stdin lines, flushing the rings first:
  *                   report PID  -> "pid=PID alloc_pages=A freed_pages=F live_pages=L"
+ *                   task PID    -> "pid=PID comm=C parent=P seeded=0|1 baseline_pages=B exited=0|1 cmdline=..."
  *                   stats       -> "records=R lost=L wakeups=W alloc_pages=A freed_pages=F ..."
  *                   quit        -> exit
  * Source options: --tracefs DIR --buffer-pages N --wakeup-bytes B --depth D --user-stacks --budget N.
@@ -134,6 +135,11 @@ static void map_done(U64Map *m) {
 typedef struct PidStat {
         uint64_t alloc_pages;
         uint64_t freed_pages;
+        char comm[16];                  /* TASK_COMM_LEN */
+        char *cmdline;                  /* owned, NULL if unknown */
+        int32_t parent;                 /* from FORK, 0 if unknown */
+        uint64_t baseline_pages;        /* from TASK_NEW */
+        bool seeded, exited;
 } PidStat;
 
 typedef struct Probe {
@@ -144,6 +150,7 @@ typedef struct Probe {
         PidStat *stats;
         size_t n_stats, allocated_stats;
         uint64_t alloc_pages, freed_pages, unmatched_frees, lost, task_events, module_events;
+        uint64_t kernel_frames, user_frames, allocs_with_user_frames;
         int error;                      /* first -ENOMEM in the sink */
 } Probe;
 
@@ -167,6 +174,55 @@ static PidStat *probe_stat(Probe *p, int32_t pid) {
         return &p->stats[p->n_stats++];
 }
 
+static void set_comm(PidStat *st, const char *comm) {
+        (void) snprintf(st->comm, sizeof(st->comm), "%s", comm);
+}
+
+/* Remembers names, parents and exits per process (threads are folded into their process). */
+static void probe_task_event(Probe *p, const MsEvent *ev) {
+        char comm[sizeof(((PidStat *) NULL)->comm)] = "";
+        PidStat *st;
+
+        if (ev->type == MS_EVENT_TASK_FORK) {
+                if (ev->pid == ev->parent_pid)
+                        return;         /* a new thread */
+                st = probe_stat(p, ev->parent_pid);
+                if (st)
+                        memcpy(comm, st->comm, sizeof(comm));
+        }
+        st = probe_stat(p, ev->pid);
+        if (!st) {
+                p->error = -ENOMEM;
+                return;
+        }
+        switch (ev->type) {
+        case MS_EVENT_TASK_NEW:
+                set_comm(st, ev->name);
+                st->seeded = true;
+                st->baseline_pages = ev->baseline_pages;
+                break;
+        case MS_EVENT_TASK_FORK:
+                set_comm(st, comm);
+                st->parent = ev->parent_pid;
+                st->exited = false;
+                break;
+        case MS_EVENT_TASK_COMM:
+                if (ev->tid == ev->pid)
+                        set_comm(st, ev->name);
+                break;
+        case MS_EVENT_TASK_EXIT:
+                if (ev->tid == ev->pid)
+                        st->exited = true;
+                return;
+        default:
+                return;
+        }
+        if (ev->cmdline) {
+                free(st->cmdline);
+                st->cmdline = strdup(ev->cmdline);
+        }
+}
+
 static void probe_event(void *userdata, const MsEvent *ev) {
         Probe *p = userdata;
         uint64_t *v;
@@ -181,6 +237,10 @@ static void probe_event(void *userdata, const MsEvent *ev) {
                 }
                 st->alloc_pages += UINT64_C(1) << ev->order;
                 p->alloc_pages += UINT64_C(1) << ev->order;
+                p->kernel_frames += ev->n_kernel_frames;
+                p->user_frames += ev->n_frames - ev->n_kernel_frames;
+                if (ev->n_frames > ev->n_kernel_frames)
+                        p->allocs_with_user_frames++;
                 return;
         case MS_EVENT_PAGE_FREE:
                 v = map_get(&p->pages, ev->pfn + 1);
@@ -203,6 +263,7 @@ static void probe_event(void *userdata, const MsEvent *ev) {
                 return;
         default:
                 p->task_events++;
+                probe_task_event(p, ev);
                 return;
         }
 }
@@ -213,8 +274,10 @@ static void print_stats(Probe *p) {
         p->source->ops->get_stats(p->source, &st);
         (void) printf("records=%" PRIu64 " lost=%" PRIu64 " wakeups=%" PRIu64 " alloc_pages=%" PRIu64
                       " freed_pages=%" PRIu64 " unmatched_frees=%" PRIu64 " task_events=%" PRIu64
-                      " module_events=%" PRIu64, st.records, st.lost_records, st.wakeups, p->alloc_pages,
-                      p->freed_pages, p->unmatched_frees, p->task_events, p->module_events);
+                      " module_events=%" PRIu64 " kernel_frames=%" PRIu64 " user_frames=%" PRIu64
+                      " allocs_with_user_frames=%" PRIu64, st.records, st.lost_records, st.wakeups, p->alloc_pages,
+                      p->freed_pages, p->unmatched_frees, p->task_events, p->module_events, p->kernel_frames,
+                      p->user_frames, p->allocs_with_user_frames);
         for (size_t i = 0; i < st.n_cpus; i++)
                 (void) printf(" lost_cpu%zu=%" PRIu64, i, st.lost_per_cpu[i]);
         (void) printf("\n");
@@ -248,6 +311,22 @@ static void handle_command(Probe *p, char *line) {
         if (streq(line, "quit")) {
                 (void) sd_event_exit(p->event, 0);
                 return;
+        }
+        if (strncmp(line, "task ", 5) == 0) {
+                errno = 0;
+                pid = strtol(line + 5, &end, 10);
+                if (errno == 0 && end != line + 5 && *end == '\0' && pid > 0 && pid <= INT32_MAX) {
+                        PidStat *st = probe_stat(p, (int32_t) pid);
+
+                        if (st) {
+                                (void) printf("pid=%ld comm=%s parent=%" PRIi32 " seeded=%d baseline_pages=%"
+                                              PRIu64 " exited=%d cmdline=%s\n", pid, st->comm[0] ? st->comm : "?",
+                                              st->parent, st->seeded, st->baseline_pages, st->exited,
+                                              st->cmdline ? st->cmdline : "");
+                                (void) fflush(stdout);
+                                return;
+                        }
+                }
         }
         if (strncmp(line, "report ", 7) == 0) {
                 errno = 0;
@@ -454,6 +533,8 @@ finish:
         p.source = event_source_free(p.source);
         map_done(&p.pages);
         map_done(&p.pids);
+        for (size_t i = 0; i < p.n_stats; i++)
+                free(p.stats[i].cmdline);
         free(p.stats);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -58,6 +58,7 @@ start_probe() {
     rm -f "$work/probe.in" "$work/probe.out"
     mkfifo "$work/probe.in" "$work/probe.out"
     "$PROBE" --commands "$@" <"$work/probe.in" >"$work/probe.out" 2>"$work/probe.err" &
+    probe_pid=$!
     pids+=($!)
     exec 3>"$work/probe.in" 4<"$work/probe.out"
     expect_line 4 ready
@@ -152,6 +153,69 @@ test_memfd() {
     stop_probe
 }
 
+# Asks the probe what it knows about pid $1; sets $line.
+task() {
+    echo "task $1" >&3
+    expect_line 4 "pid=$1 *"
+}
+
+# Side-band and seeding: exec (COMM with cmdline), fork (parent), exit, tasks alive before tracing
+# (seeded from /proc with a baseline), and the tracer's own allocations left out.
+test_tasks() {
+    local parent
+
+    start_probe
+    start_loadgen --child
+    parent=${pids[-1]}
+    task "$parent"
+    echo "exec'd: $line"
+    [[ $line == *" comm=loadgen "* && $line == *"cmdline=$LOADGEN --commands --pages $PAGES --child" ]] ||
+        fail "exec of $parent not seen with its comm and cmdline"
+    task "$lg_pid"
+    echo "forked: $line"
+    [[ $line == *" comm=loadgen parent=$parent "*"exited=0"* ]] || fail "fork of $lg_pid from $parent not seen"
+    task 1
+    echo "seeded: $line"
+    [[ $line == *" seeded=1 "* ]] || fail "pid 1 not seeded from /proc"
+    [[ $line != *" baseline_pages=0 "* ]] || fail "pid 1 seeded without a baseline"
+    report "$probe_pid"
+    echo "the probe itself: $line"
+    [ "$alloc" -eq 0 ] || fail "the tracer's own allocations were reported"
+    stop_loadgen
+    wait "$parent"
+    task "$lg_pid"
+    echo "after exit: $line"
+    [[ $line == *" exited=1 "* ]] || fail "exit of $lg_pid not seen"
+    stop_probe
+}
+
+# Returns the value of key $1 in the probe's "stats" line.
+stat_of() {
+    sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$stats"
+}
+
+# Kernel frames by default and no user frames; with --user-stacks every fault of loadgen has user frames.
+test_callchains() {
+    start_probe
+    "$LOADGEN" --pages $PAGES >/dev/null || fail "loadgen failed"
+    echo stats >&3
+    expect_line 4 'records=*'
+    stats=$line
+    echo "kernel stacks only: kernel_frames=$(stat_of kernel_frames) user_frames=$(stat_of user_frames)"
+    [ "$(stat_of kernel_frames)" -ge $PAGES ] || fail "allocations without kernel frames"
+    [ "$(stat_of user_frames)" -eq 0 ] || fail "user frames recorded without --user-stacks"
+    stop_probe
+
+    start_probe --user-stacks --depth 16
+    "$LOADGEN" --pages $PAGES >/dev/null || fail "loadgen failed"
+    echo stats >&3
+    expect_line 4 'records=*'
+    stats=$line
+    echo "with user stacks: allocs_with_user_frames=$(stat_of allocs_with_user_frames)"
+    [ "$(stat_of allocs_with_user_frames)" -ge $PAGES ] || fail "page faults without user frames"
+    stop_probe
+}
+
 # A one-page ring cannot hold a burst of 16384 faults: the loss is reported, not silent.
 test_lost() {
     local lost
@@ -182,7 +246,7 @@ test_missing_tracepoint() {
     grep -q "$work/nowhere" "$work/missing.err" || fail "the error does not name the tracefs path"
 }
 
-for t in test_alloc_free test_memfd test_lost test_missing_tracepoint; do
+for t in test_alloc_free test_memfd test_tasks test_callchains test_lost test_missing_tracepoint; do
     echo "== $t"
     $t
 done
