@@ -370,7 +370,7 @@ static void help(void) {
                       "  --rate PAGES_PER_SEC   pace the touching\n"
                       "  --repeat K             allocate, hold and free K times\n"
                       "  --seconds S            benchmark: alloc/touch/free rounds for S seconds\n"
-                      "  --memfd                allocate in a memfd whose last reference another process holds\n"
+                      "  --memfd                allocate in a memfd, a second process holds the last reference\n"
                       "  --commands             take alloc/free/release/exit commands on stdin\n",
                       program_invocation_short_name);
 }

@@ -105,7 +105,8 @@ struct PerfSource {
         uint64_t throttles;
 };
 
-static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
+                unsigned long flags) {
         long r = syscall(__NR_perf_event_open, attr, pid, cpu, group_fd, flags);
 
         return r < 0 ? negative_errno() : (int) r;
@@ -378,6 +379,10 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
 
                 if (s->ev.pid == s->self) {
                         s->self_samples++;
+                        return;
+                }
+                if ((size_t) (end - p) < sizeof(uint64_t)) {
+                        s->bad_records++;
                         return;
                 }
                 nr = get_u64(p);
@@ -800,8 +805,8 @@ static int log_open_error(int error, TracepointKind kind, unsigned cpu, const Pe
         switch (error) {
         case -EACCES:
         case -EPERM:
-                return log_error_errno(error, "Not allowed to trace %s system-wide (kernel.perf_event_paranoid=%s): "
-                                       "run as root or with CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8).",
+                return log_error_errno(error, "Not allowed to trace %s system-wide "
+                                       "(kernel.perf_event_paranoid=%s): run as root or with CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8).",
                                        what, perf_event_paranoid(buf, sizeof(buf)));
         case -EOVERFLOW:
                 if (read_int_file("/proc/sys/kernel/perf_event_max_stack", &v) < 0)
@@ -870,9 +875,10 @@ static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_si
                                 int r = negative_errno();
 
                                 if (r == -EPERM)
-                                        return log_error_errno(r, "Failed to map a %u-page perf ring on CPU %u: "
-                                                               "over kernel.perf_event_mlock_kb without "
-                                                               "CAP_IPC_LOCK: %m", c->buffer_pages, cpu);
+                                        return log_error_errno(r, "Failed to map a %u-page perf ring on "
+                                                               "CPU %u: over kernel.perf_event_mlock_kb "
+                                                               "without CAP_IPC_LOCK: %m",
+                                                               c->buffer_pages, cpu);
                                 return log_error_errno(r, "Failed to map a %u-page perf ring on CPU %u: %m",
                                                        c->buffer_pages, cpu);
                         }
@@ -887,14 +893,15 @@ static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_si
 
 static int config_check(const PerfConfig *c, size_t page_size) {
         if (c->depth < 1 || c->depth > PERF_DEPTH_MAX)
-                return log_error_errno(EINVAL, "Call chain depth %u out of range 1..%u.", c->depth, PERF_DEPTH_MAX);
+                return log_error_errno(EINVAL, "Call chain depth %u out of range 1..%u.", c->depth,
+                                       PERF_DEPTH_MAX);
         if (c->buffer_pages < 1 || c->buffer_pages > PERF_BUFFER_PAGES_MAX ||
             (c->buffer_pages & (c->buffer_pages - 1)) != 0)
                 return log_error_errno(EINVAL, "Ring size of %u pages is not a power of two in 1..%u.",
                                        c->buffer_pages, PERF_BUFFER_PAGES_MAX);
         if (c->wakeup_bytes >= (size_t) c->buffer_pages * page_size || c->wakeup_bytes > UINT32_MAX)
-                return log_error_errno(EINVAL, "Wakeup watermark of %zu bytes does not fit a ring of %zu bytes.",
-                                       c->wakeup_bytes, (size_t) c->buffer_pages * page_size);
+                return log_error_errno(EINVAL, "Wakeup watermark of %zu bytes does not fit a ring of %zu "
+                                       "bytes.", c->wakeup_bytes, (size_t) c->buffer_pages * page_size);
         if (c->drain_budget < 1)
                 return log_error_errno(EINVAL, "Drain budget must be at least one record.");
         return 0;
@@ -933,7 +940,8 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         } else {
                 r = tracepoint_find_tracefs(&s->tracefs);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to find or mount tracefs (at /sys/kernel/tracing): %m");
+                        return log_error_errno(r, "Failed to find or mount tracefs (at /sys/kernel/tracing): "
+                                               "%m");
                 if (r > 0)
                         log_notice("Mounted tracefs at %s.", s->tracefs);
         }
@@ -941,8 +949,8 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
 
         r = tracepoint_load(s->tracefs, TRACEPOINT_BYTE_ORDER_HOST, &s->tracepoints, &missing);
         if (r == -ENOENT && missing && streq(missing, "events"))
-                return log_error_errno(r, "%s has no events directory: not a tracefs, or no tracepoint support.",
-                                       s->tracefs);
+                return log_error_errno(r, "%s has no events directory: not a tracefs, or no tracepoint "
+                                       "support.", s->tracefs);
         if (r == -ENOENT)
                 return log_error_errno(r, "Tracepoint %s is missing in %s/events.", missing ? missing : "?",
                                        s->tracefs);
@@ -953,7 +961,8 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
                 log_info("Page tracepoints record struct page pointers: pages are keyed by pointer, not pfn.");
         for (TracepointKind k = TRACEPOINT_MODULE_LOAD; k <= TRACEPOINT_MODULE_FREE; k++)
                 if (tracepoint_id(s->tracepoints, k) < 0)
-                        log_debug("No %s tracepoint: module loads are not tracked.", tracepoint_kind_to_string(k));
+                        log_debug("No %s tracepoint: module loads are not tracked.",
+                                  tracepoint_kind_to_string(k));
 
         /* "0-3,5" and so on: at most SOURCE_MAX_CPUS numbers of up to 4 digits and a separator each. */
         online = malloc(SOURCE_MAX_CPUS * 5 + 1);

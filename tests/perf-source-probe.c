@@ -231,7 +231,8 @@ static void probe_event(void *userdata, const MsEvent *ev) {
         switch (ev->type) {
         case MS_EVENT_PAGE_ALLOC:
                 st = probe_stat(p, ev->pid);
-                if (!st || map_put(&p->pages, ev->pfn + 1, (uint64_t) (uint32_t) ev->pid << 8 | ev->order) < 0) {
+                if (!st ||
+                    map_put(&p->pages, ev->pfn + 1, (uint64_t) (uint32_t) ev->pid << 8 | ev->order) < 0) {
                         p->error = -ENOMEM;
                         return;
                 }
@@ -275,8 +276,8 @@ static void print_stats(Probe *p) {
         (void) printf("records=%" PRIu64 " lost=%" PRIu64 " wakeups=%" PRIu64 " alloc_pages=%" PRIu64
                       " freed_pages=%" PRIu64 " unmatched_frees=%" PRIu64 " task_events=%" PRIu64
                       " module_events=%" PRIu64 " kernel_frames=%" PRIu64 " user_frames=%" PRIu64
-                      " allocs_with_user_frames=%" PRIu64, st.records, st.lost_records, st.wakeups, p->alloc_pages,
-                      p->freed_pages, p->unmatched_frees, p->task_events, p->module_events, p->kernel_frames,
+                      " allocs_with_user_frames=%" PRIu64, st.records, st.lost_records, st.wakeups,
+                      p->alloc_pages, p->freed_pages, p->unmatched_frees, p->task_events, p->module_events, p->kernel_frames,
                       p->user_frames, p->allocs_with_user_frames);
         for (size_t i = 0; i < st.n_cpus; i++)
                 (void) printf(" lost_cpu%zu=%" PRIu64, i, st.lost_per_cpu[i]);
@@ -320,8 +321,8 @@ static void handle_command(Probe *p, char *line) {
 
                         if (st) {
                                 (void) printf("pid=%ld comm=%s parent=%" PRIi32 " seeded=%d baseline_pages=%"
-                                              PRIu64 " exited=%d cmdline=%s\n", pid, st->comm[0] ? st->comm : "?",
-                                              st->parent, st->seeded, st->baseline_pages, st->exited,
+                                              PRIu64 " exited=%d cmdline=%s\n", pid,
+                                              st->comm[0] ? st->comm : "?", st->parent, st->seeded, st->baseline_pages, st->exited,
                                               st->cmdline ? st->cmdline : "");
                                 (void) fflush(stdout);
                                 return;
