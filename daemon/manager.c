@@ -203,6 +203,10 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add the status timer: %m");
         (void) sd_event_source_set_description(m->status_timer, "status");
+        /* Time sources are one-shot by default; the handler moves the time on. */
+        r = sd_event_source_set_enabled(m->status_timer, SD_EVENT_ON);
+        if (r < 0)
+                return log_error_errno(r, "Failed to enable the status timer: %m");
 
         if (m->config.serve) {
                 r = manager_serve(m);

@@ -8,8 +8,6 @@
 #include "macro.h"
 #include "query.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref_null);
-
 QuerySort query_sort_from_string(const char *s) {
         if (!s || streq(s, "current"))
                 return QUERY_SORT_CURRENT;
@@ -81,7 +79,7 @@ static bool task_matches(const Task *t, const QueryTasks *q) {
 }
 
 static json_t *threads_json(Usage *u, uint32_t process, QuerySort sort) {
-        _cleanup_(json_decref_nullp) json_t *a = json_array();
+        json_auto_t *a = json_array();
         _cleanup_free_ SortItem *items = NULL;
         size_t n = 0, n_slots = usage_task_slots(u);
 
@@ -106,7 +104,7 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
         Usage *u = accounting_usage(a);
         size_t n = 0, n_slots = usage_task_slots(u), limit = MIN(q->limit ?: 50, (size_t) QUERY_LIMIT_MAX);
         _cleanup_free_ SortItem *items = malloc(MAX(n_slots, (size_t) 1) * sizeof(SortItem));
-        _cleanup_(json_decref_nullp) json_t *list = json_array();
+        json_auto_t *list = json_array();
 
         if (!items || !list)
                 return -ENOMEM;
@@ -138,7 +136,7 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
         Usage *u = accounting_usage(a);
         size_t n_modules = usage_module_count(u), n = 0;
         _cleanup_free_ SortItem *items = malloc(MAX(n_modules, (size_t) 1) * sizeof(SortItem));
-        _cleanup_(json_decref_nullp) json_t *list = json_array();
+        json_auto_t *list = json_array();
 
         if (!items || !list)
                 return -ENOMEM;
@@ -226,7 +224,7 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
 }
 
 static int render(StackView *v, uint32_t i, unsigned depth, const char *root_name, json_t **ret) {
-        _cleanup_(json_decref_nullp) json_t *o = frame_json(v, i, root_name);
+        json_auto_t *o = frame_json(v, i, root_name);
         _cleanup_free_ SortItem *items = NULL;
         size_t n = 0, n_children = 0;
         int r;

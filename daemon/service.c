@@ -16,8 +16,6 @@
 
 extern const char varlink_interface_io_memstrack[];
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref_null);
-
 struct TopStream {
         Manager *manager;
         VarlinkCall *call;              /* the open Top call; its connection owns it */
@@ -34,12 +32,6 @@ static uint64_t now_usec(clockid_t clock) {
         struct timespec ts;
         clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-/* Replies with the error matching -errno r; returns what the reply returned. */
-static int reply_errno(VarlinkCall *call, int r, const char *what) {
-        _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:i, s:s}", "errno", -r, "message", what);
-        return varlink_call_error(call, MEMSTRACK_ERROR_INTERNAL, p);
 }
 
 static int unpack(VarlinkCall *call, json_t *parameters, const VarlinkField *fields, size_t n) {
@@ -96,7 +88,7 @@ static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) 
         Manager *m = userdata;
         if (unpack(call, parameters, NULL, 0) < 0)
                 return 0;
-        _cleanup_(json_decref_nullp) json_t *reply = status_json(m, varlink_call_peer_is_root(call));
+        json_auto_t *reply = status_json(m, varlink_call_peer_is_root(call));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
@@ -106,9 +98,9 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
         Manager *m = userdata;
         int64_t limit = 10;
         const VarlinkField fields[] = {
-                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
         };
-        _cleanup_(json_decref_nullp) json_t *tasks = NULL, *modules = NULL, *reply = NULL;
+        json_auto_t *tasks = NULL, *modules = NULL, *reply = NULL;
         AccountingStats s;
         UsageStats us;
         int r;
@@ -148,14 +140,14 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
         int64_t limit = 50, pid = -1;
         bool include_exited = false, threads = false;
         const VarlinkField fields[] = {
-                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices },
-                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-                { "pid", VARLINK_FIELD_INT, &pid, .min = 0, .max = INT32_MAX },
-                { "comm", VARLINK_FIELD_STRING, &comm },
-                { "includeExited", VARLINK_FIELD_BOOL, &include_exited },
-                { "threads", VARLINK_FIELD_BOOL, &threads },
+                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
+                { .name = "comm", .type = VARLINK_FIELD_STRING, .ret = &comm },
+                { .name = "includeExited", .type = VARLINK_FIELD_BOOL, .ret = &include_exited },
+                { .name = "threads", .type = VARLINK_FIELD_BOOL, .ret = &threads },
         };
-        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        json_auto_t *reply = NULL;
 
         if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
@@ -169,7 +161,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
         };
         int r = query_tasks(m->accounting, &q, &reply);
         if (r == -ESRCH) {
-                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
         }
         if (r < 0)
@@ -182,10 +174,10 @@ static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata)
         const char *sort = NULL;
         int64_t limit = 50;
         const VarlinkField fields[] = {
-                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices_pages },
-                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices_pages },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
         };
-        _cleanup_(json_decref_nullp) json_t *modules = NULL, *reply = NULL;
+        json_auto_t *modules = NULL, *reply = NULL;
 
         if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
@@ -203,14 +195,14 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         const char *module = NULL, *sort = NULL;
         int64_t pid = -1, max_depth = 32, min_pages = 1, max_children = 16;
         const VarlinkField fields[] = {
-                { "pid", VARLINK_FIELD_INT, &pid, .min = 0, .max = INT32_MAX },
-                { "module", VARLINK_FIELD_STRING, &module },
-                { "maxDepth", VARLINK_FIELD_INT, &max_depth, .min = 0, .max = 255 },
-                { "minPages", VARLINK_FIELD_INT, &min_pages, .min = 0, .max = INT64_MAX },
-                { "maxChildren", VARLINK_FIELD_INT, &max_children, .min = 1, .max = 10000 },
-                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices_pages },
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
+                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
+                { .name = "maxDepth", .type = VARLINK_FIELD_INT, .ret = &max_depth, .min = 0, .max = 255 },
+                { .name = "minPages", .type = VARLINK_FIELD_INT, .ret = &min_pages, .min = 0, .max = INT64_MAX },
+                { .name = "maxChildren", .type = VARLINK_FIELD_INT, .ret = &max_children, .min = 1, .max = 10000 },
+                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices_pages },
         };
-        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        json_auto_t *reply = NULL;
 
         if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
@@ -228,11 +220,11 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         };
         int r = query_stacktree(m->accounting, &q, &reply);
         if (r == -ESRCH) {
-                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
         }
         if (r == -ENOENT) {
-                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:s}", "name", module);
+                json_auto_t *p = json_pack("{s:s}", "name", module);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
         }
         if (r < 0)
@@ -241,7 +233,7 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
 }
 
 static int top_snapshot(TopStream *t, json_t **ret) {
-        _cleanup_(json_decref_nullp) json_t *tasks = NULL, *modules = NULL;
+        json_auto_t *tasks = NULL, *modules = NULL;
         Manager *m = t->manager;
         AccountingStats s;
         int r;
@@ -286,7 +278,7 @@ static void top_disconnected(VarlinkCall *call, void *userdata) {
 }
 
 static int top_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        json_auto_t *reply = NULL;
         TopStream *t = userdata;
 
         int r = top_snapshot(t, &reply);
@@ -306,11 +298,11 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         const char *sort = NULL;
         int64_t interval = 1000000, limit = 20;
         const VarlinkField fields[] = {
-                { "intervalUsec", VARLINK_FIELD_INT, &interval, .min = TOP_INTERVAL_MIN_USEC, .max = INT64_MAX },
-                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-                { "sortBy", VARLINK_FIELD_STRING, &sort, .choices = sort_choices },
+                { .name = "intervalUsec", .type = VARLINK_FIELD_INT, .ret = &interval, .min = TOP_INTERVAL_MIN_USEC, .max = INT64_MAX },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
         };
-        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        json_auto_t *reply = NULL;
         _cleanup_free_ TopStream *t = NULL;
         int r;
 
@@ -331,6 +323,12 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(t->timer, "top-stream");
+        /* Time sources are one-shot by default; top_timer() moves the time on. */
+        r = sd_event_source_set_enabled(t->timer, SD_EVENT_ON);
+        if (r < 0) {
+                sd_event_source_disable_unref(t->timer);
+                return r;
+        }
         r = varlink_call_reply_more(call, reply);
         if (r < 0) {
                 sd_event_source_disable_unref(t->timer);
@@ -350,7 +348,7 @@ static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         const char *what = NULL;
         const VarlinkField fields[] = {
-                { "what", VARLINK_FIELD_STRING, &what, .mandatory = true, .choices = choices },
+                { .name = "what", .type = VARLINK_FIELD_STRING, .ret = &what, .mandatory = true, .choices = choices },
         };
 
         if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
@@ -364,9 +362,9 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
         Manager *m = userdata;
         const char *name = NULL;
         const VarlinkField fields[] = {
-                { "name", VARLINK_FIELD_STRING, &name, .mandatory = true },
+                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
         };
-        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        json_auto_t *reply = NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
@@ -375,7 +373,7 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
         if (r == -ENOSPC) {
-                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", SNAPSHOT_MAX);
+                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", SNAPSHOT_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         if (r < 0)
@@ -391,16 +389,16 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
         const char *name = NULL;
         int64_t limit = 50;
         const VarlinkField fields[] = {
-                { "name", VARLINK_FIELD_STRING, &name, .mandatory = true },
-                { "limit", VARLINK_FIELD_INT, &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
         };
-        _cleanup_(json_decref_nullp) json_t *reply = NULL;
+        json_auto_t *reply = NULL;
 
         if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         int r = snapshots_diff(m->snapshots, name, m->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
-                _cleanup_(json_decref_nullp) json_t *p = json_pack("{s:s}", "name", name);
+                json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
         }
         if (r < 0)
@@ -411,7 +409,7 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *userdata) {
         const char *level = NULL;
         const VarlinkField fields[] = {
-                { "level", VARLINK_FIELD_STRING, &level, .mandatory = true },
+                { .name = "level", .type = VARLINK_FIELD_STRING, .ret = &level, .mandatory = true },
         };
 
         if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)

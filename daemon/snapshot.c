@@ -45,8 +45,6 @@ static Snapshot *snapshot_free(Snapshot *s) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Snapshot *, snapshot_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref_null);
-
 Snapshots *snapshots_new(void) {
         return calloc(1, sizeof(Snapshots));
 }
@@ -158,7 +156,7 @@ static int compare_diffs(const void *a, const void *b) {
 int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec, size_t limit, json_t **ret) {
         _cleanup_(snapshot_freep) Snapshot *now = NULL;
         _cleanup_free_ DiffItem *items = NULL;
-        _cleanup_(json_decref_nullp) json_t *tasks = json_array(), *modules = json_array();
+        json_auto_t *tasks = json_array(), *modules = json_array();
         size_t n = 0;
         int r;
 

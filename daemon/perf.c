@@ -1,0 +1,1004 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+
+#include "log.h"
+#include "macro.h"
+#include "perf.h"
+#include "tracepoint.h"
+
+/* Fields of every sample, in the kernel's order. IDENTIFIER comes first in a sample and last in the
+ * sample_id trailer of side-band records, so the event is known before parsing the rest: events sharing
+ * a ring have different layouts (only allocations carry a call chain). */
+#define SAMPLE_TYPE_COMMON \
+        (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW)
+/* The sample_id trailer (sample_id_all): {pid, tid}, time, {cpu, res}, identifier. */
+#define SAMPLE_ID_SIZE 32u
+/* A sample before its call chain: identifier, {pid, tid}, time, {cpu, res}. */
+#define SAMPLE_HEAD_SIZE 32u
+/* The largest record the kernel writes: its size is a u16. */
+#define RECORD_SIZE_MAX 65536u
+/* Context markers the kernel may put into a chain beyond the frames we ask for. */
+#define CALLCHAIN_MARKERS_MAX 16u
+
+#define PROC_PATH_MAX (sizeof("/proc//cmdline") + 3 * sizeof(int))
+#define COMM_MAX 64u                    /* TASK_COMM_LEN is 16; /proc/PID/comm adds a newline */
+#define STATM_MAX (7u * 21u + 1u)       /* seven decimal u64s and separators */
+
+/* Events attached per CPU. PAGE_ALLOC comes first: it owns the ring and carries the side-band. */
+static const TracepointKind attached_kinds[] = {
+        TRACEPOINT_PAGE_ALLOC,
+        TRACEPOINT_PAGE_FREE,
+        TRACEPOINT_MODULE_LOAD,
+        TRACEPOINT_MODULE_FREE,
+};
+#define N_ATTACHED ELEMENTSOF(attached_kinds)
+
+typedef struct PerfSource PerfSource;
+
+typedef struct PerfRing {
+        PerfSource *source;
+        unsigned cpu;
+        int fds[N_ATTACHED];            /* owned; -EBADF where the tracepoint is absent; fds[0] owns the ring */
+        uint64_t ids[N_ATTACHED];       /* kernel ids of the events (PERF_EVENT_IOC_ID), 0 if absent */
+        struct perf_event_mmap_page *meta;      /* the mapping: one metadata page, then the data */
+        size_t map_size;
+        const uint8_t *data;
+        uint64_t data_size;             /* a power of two */
+        sd_event_source *io_source;     /* owned: the kernel's wakeups */
+
+        /* The current drain round (see source_drain()). */
+        uint64_t head;                  /* data_head when the round began */
+        uint64_t tail;                  /* next record; published as data_tail when the round ends */
+        uint64_t next_nsec;             /* timestamp of the record at tail */
+        uint16_t next_size;
+} PerfRing;
+
+struct PerfSource {
+        EventSource source;             /* first, so the vtable's EventSource* is this */
+        PerfConfig config;              /* config.tracefs points to tracefs below */
+        char *tracefs;                  /* owned */
+        Tracepoints *tracepoints;       /* owned */
+
+        PerfRing *rings;                /* owned, one per online CPU */
+        size_t n_rings;
+        PerfRing **heap;                /* owned array; borrowed members: rings with records, by next_nsec */
+        size_t n_heap;
+        sd_event_source *defer_source;  /* owned: continues a drain that ran out of budget */
+        size_t n_cpus;                  /* highest online CPU + 1: the size of lost_per_cpu */
+        uint64_t *lost_per_cpu;         /* owned */
+
+        sd_event *event;                /* a reference once started */
+        MsEventSink sink;
+        pid_t self;
+
+        /* Reused for every record, so the hot path allocates nothing. */
+        MsEvent ev;
+        uint64_t *frames;               /* owned, frames_max entries */
+        size_t frames_max;
+        uint8_t *bounce;                /* owned, RECORD_SIZE_MAX bytes */
+        char *cmdline;                  /* owned, PERF_CMDLINE_MAX bytes */
+
+        uint64_t records;               /* events delivered to the sink */
+        uint64_t lost_records;
+        uint64_t wakeups;
+        uint64_t self_samples;          /* the daemon's own allocations, dropped */
+        uint64_t failed_allocs;         /* mm_page_alloc without a page */
+        uint64_t bad_records;           /* malformed or unknown: skipped */
+        uint64_t throttles;
+};
+
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
+                unsigned long flags) {
+        long r = syscall(__NR_perf_event_open, attr, pid, cpu, group_fd, flags);
+
+        return r < 0 ? negative_errno() : (int) r;
+}
+
+static uint64_t now_nsec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+/* Reads up to size - 1 bytes of a small file and NUL-terminates them; returns the length. */
+static ssize_t read_small(const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t n = 0;
+
+        assert(size > 0);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        while (n < size - 1) {
+                ssize_t k = read(fd, buf + n, size - 1 - n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        buf[n] = '\0';
+        return (ssize_t) n;
+}
+
+static int read_int_file(const char *path, long *ret) {
+        char buf[32];
+        char *end;
+        ssize_t n;
+        long v;
+
+        n = read_small(path, buf, sizeof(buf));
+        if (n < 0)
+                return (int) n;
+        errno = 0;
+        v = strtol(buf, &end, 10);
+        if (errno != 0 || end == buf || (*end != '\0' && *end != '\n'))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* kernel.perf_event_paranoid as text for messages ("unknown" if unreadable); buf of at least 24 bytes. */
+static const char *perf_event_paranoid(char *buf, size_t size) {
+        long v;
+
+        if (read_int_file("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
+                return "unknown";
+        (void) snprintf(buf, size, "%ld", v);
+        return buf;
+}
+
+/* Parses the kernel's CPU list format ("0-3,5,7-8") into a new array of CPU numbers. */
+static int parse_cpu_list(const char *s, unsigned **ret, size_t *ret_n) {
+        _cleanup_free_ unsigned *cpus = NULL;
+        size_t n = 0, allocated = 0;
+        const char *p = s;
+
+        while (*p && *p != '\n') {
+                unsigned long a, b;
+                char *end;
+
+                errno = 0;
+                a = strtoul(p, &end, 10);
+                if (errno != 0 || end == p || a >= SOURCE_MAX_CPUS)
+                        return -EINVAL;
+                b = a;
+                p = end;
+                if (*p == '-') {
+                        p++;
+                        b = strtoul(p, &end, 10);
+                        if (errno != 0 || end == p || b >= SOURCE_MAX_CPUS || b < a)
+                                return -EINVAL;
+                        p = end;
+                }
+                for (unsigned long c = a; c <= b; c++) {
+                        if (n == allocated) {
+                                size_t want = MAX(allocated * 2, (size_t) 16);
+                                unsigned *q = realloc(cpus, want * sizeof(*cpus));
+
+                                if (!q)
+                                        return -ENOMEM;
+                                cpus = q;
+                                allocated = want;
+                        }
+                        cpus[n++] = (unsigned) c;
+                }
+                if (*p == ',')
+                        p++;
+                else if (*p && *p != '\n')
+                        return -EINVAL;
+        }
+        if (n == 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(cpus);
+        *ret_n = n;
+        return 0;
+}
+
+static void emit(PerfSource *s) {
+        s->records++;
+        s->sink.event(s->sink.userdata, &s->ev);
+}
+
+static void event_reset(PerfSource *s, MsEventType type, uint32_t cpu) {
+        s->ev = (MsEvent) {
+                .type = type,
+                .cpu = cpu,
+                .migrate_type = -1,
+        };
+}
+
+/* Reads /proc/PID/cmdline into s->cmdline with the arguments joined by spaces; NULL if there is none
+ * (kernel threads, zombies, a task already gone). */
+static const char *read_cmdline(PerfSource *s, int32_t pid) {
+        char path[PROC_PATH_MAX];
+        ssize_t n;
+
+        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/cmdline", pid);
+        n = read_small(path, s->cmdline, PERF_CMDLINE_MAX);
+        if (n <= 0)
+                return NULL;
+        while (n > 0 && s->cmdline[n - 1] == '\0')
+                n--;
+        for (ssize_t i = 0; i < n; i++)
+                if (s->cmdline[i] == '\0')
+                        s->cmdline[i] = ' ';
+        s->cmdline[n] = '\0';
+        return n > 0 ? s->cmdline : NULL;
+}
+
+/* Emits MS_EVENT_TASK_NEW for every process alive now, with its resident pages as baseline. */
+static void seed_tasks(PerfSource *s) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        uint64_t n = 0;
+        struct dirent *de;
+
+        d = opendir("/proc");
+        if (!d) {
+                log_warning_errno(errno, "Failed to open /proc, tasks alive before tracing stay unnamed: %m");
+                return;
+        }
+        while ((de = readdir(d))) {
+                char path[PROC_PATH_MAX], comm[COMM_MAX], statm[STATM_MAX];
+                unsigned long long size_pages, resident_pages;
+                char *end;
+                long pid;
+                ssize_t k;
+
+                errno = 0;
+                pid = strtol(de->d_name, &end, 10);
+                if (errno != 0 || end == de->d_name || *end != '\0' || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                if (pid == s->self)
+                        continue;
+
+                /* A task that exits meanwhile is skipped: its EXIT record follows in the ring. */
+                (void) snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+                k = read_small(path, comm, sizeof(comm));
+                if (k < 0)
+                        continue;
+                if (k > 0 && comm[k - 1] == '\n')
+                        comm[k - 1] = '\0';
+
+                (void) snprintf(path, sizeof(path), "/proc/%ld/statm", pid);
+                if (read_small(path, statm, sizeof(statm)) < 0 ||
+                    sscanf(statm, "%llu %llu", &size_pages, &resident_pages) != 2)
+                        resident_pages = 0;
+
+                event_reset(s, MS_EVENT_TASK_NEW, 0);
+                s->ev.pid = s->ev.tid = (int32_t) pid;
+                s->ev.timestamp_nsec = now_nsec();
+                s->ev.name = comm;
+                s->ev.cmdline = read_cmdline(s, (int32_t) pid);
+                s->ev.baseline_pages = resident_pages;
+                emit(s);
+                n++;
+        }
+        log_debug("Seeded %" PRIu64 " tasks from /proc.", n);
+}
+
+static int ring_kind(const PerfRing *r, uint64_t id, TracepointKind *ret) {
+        for (size_t i = 0; i < N_ATTACHED; i++)
+                if (r->ids[i] == id && r->fds[i] >= 0) {
+                        *ret = attached_kinds[i];
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+static uint32_t get_u32(const uint8_t *p) {
+        uint32_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return v;
+}
+
+static uint64_t get_u64(const uint8_t *p) {
+        uint64_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return v;
+}
+
+/* Copies a call chain into s->frames without perf's context markers: kernel frames first, then user. */
+static void strip_callchain(PerfSource *s, const uint8_t *ips, uint64_t nr) {
+        enum { CTX_NONE, CTX_KERNEL, CTX_USER, CTX_OTHER } ctx = CTX_NONE;
+        uint32_t n = 0, n_kernel = 0;
+
+        for (uint64_t i = 0; i < nr && n < s->frames_max; i++) {
+                uint64_t ip = get_u64(ips + i * 8);
+
+                if (ip >= (uint64_t) PERF_CONTEXT_MAX) {
+                        ctx = ip == (uint64_t) PERF_CONTEXT_KERNEL ? CTX_KERNEL
+                            : ip == (uint64_t) PERF_CONTEXT_USER   ? CTX_USER
+                                                                   : CTX_OTHER;
+                        continue;
+                }
+                /* Kernel frames only before any user frame, as the MsEvent layout needs. */
+                if (ctx == CTX_KERNEL && n == n_kernel) {
+                        s->frames[n++] = ip;
+                        n_kernel++;
+                } else if (ctx == CTX_USER)
+                        s->frames[n++] = ip;
+                /* Hypervisor and guest frames, or frames before any marker, are not ours to resolve. */
+        }
+        s->ev.frames = s->frames;
+        s->ev.n_frames = n;
+        s->ev.n_kernel_frames = n_kernel;
+}
+
+static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
+        PerfSource *s = r->source;
+        const uint8_t *p = rec + sizeof(struct perf_event_header), *end = rec + size;
+        TracepointKind kind;
+        uint32_t raw_size;
+        int k;
+
+        if ((size_t) (end - p) < SAMPLE_HEAD_SIZE + sizeof(uint32_t) ||
+            ring_kind(r, get_u64(p), &kind) < 0) {
+                s->bad_records++;
+                return;
+        }
+
+        event_reset(s, _MS_EVENT_TYPE_INVALID, get_u32(p + 24));
+        s->ev.pid = (int32_t) get_u32(p + 8);
+        s->ev.tid = (int32_t) get_u32(p + 12);
+        s->ev.timestamp_nsec = get_u64(p + 16);
+        p += SAMPLE_HEAD_SIZE;
+
+        if (kind == TRACEPOINT_PAGE_ALLOC) {
+                uint64_t nr;
+
+                if (s->ev.pid == s->self) {
+                        s->self_samples++;
+                        return;
+                }
+                if ((size_t) (end - p) < sizeof(uint64_t)) {
+                        s->bad_records++;
+                        return;
+                }
+                nr = get_u64(p);
+                p += sizeof(uint64_t);
+                if (nr > (uint64_t) (end - p) / 8) {
+                        s->bad_records++;
+                        return;
+                }
+                strip_callchain(s, p, nr);
+                p += nr * 8;
+        }
+
+        if ((size_t) (end - p) < sizeof(uint32_t)) {
+                s->bad_records++;
+                return;
+        }
+        raw_size = get_u32(p);
+        p += sizeof(uint32_t);
+        if (raw_size > (size_t) (end - p)) {
+                s->bad_records++;
+                return;
+        }
+
+        k = tracepoint_decode(s->tracepoints, p, raw_size, &s->ev);
+        if (k == -ENODATA) {
+                s->failed_allocs++;
+                return;
+        }
+        if (k < 0) {
+                s->bad_records++;
+                return;
+        }
+        emit(s);
+}
+
+/* Fills cpu and timestamp from the sample_id trailer of a side-band record; false if it is too short. */
+static bool side_band_reset(PerfRing *r, MsEventType type, const uint8_t *rec, size_t size, size_t body) {
+        PerfSource *s = r->source;
+
+        if (size < sizeof(struct perf_event_header) + body + SAMPLE_ID_SIZE) {
+                s->bad_records++;
+                return false;
+        }
+        event_reset(s, type, get_u32(rec + size - 16));
+        s->ev.timestamp_nsec = get_u64(rec + size - 24);
+        return true;
+}
+
+static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
+        const struct perf_event_header *h = (const struct perf_event_header *) rec;
+        const uint8_t *body = rec + sizeof(*h);
+        PerfSource *s = r->source;
+
+        switch (h->type) {
+
+        case PERF_RECORD_SAMPLE:
+                ring_handle_sample(r, rec, size);
+                return;
+
+        case PERF_RECORD_COMM: {
+                /* u32 pid, tid; char comm[] padded to 8 bytes; sample_id */
+                size_t comm_size;
+
+                if (!side_band_reset(r, MS_EVENT_TASK_COMM, rec, size, 8 + 8))
+                        return;
+                comm_size = size - sizeof(*h) - 8 - SAMPLE_ID_SIZE;
+                if (!memchr(body + 8, '\0', comm_size)) {
+                        s->bad_records++;
+                        return;
+                }
+                s->ev.pid = (int32_t) get_u32(body);
+                s->ev.tid = (int32_t) get_u32(body + 4);
+                s->ev.name = (const char *) body + 8;
+                if (h->misc & PERF_RECORD_MISC_COMM_EXEC)
+                        s->ev.cmdline = read_cmdline(s, s->ev.pid);
+                emit(s);
+                return;
+        }
+
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT:
+                /* u32 pid, ppid, tid, ptid; u64 time; sample_id */
+                if (!side_band_reset(r, h->type == PERF_RECORD_FORK ? MS_EVENT_TASK_FORK : MS_EVENT_TASK_EXIT,
+                                     rec, size, 24))
+                        return;
+                s->ev.pid = (int32_t) get_u32(body);
+                s->ev.parent_pid = (int32_t) get_u32(body + 4);
+                s->ev.tid = (int32_t) get_u32(body + 8);
+                s->ev.timestamp_nsec = get_u64(body + 16);
+                emit(s);
+                return;
+
+        case PERF_RECORD_LOST:
+        case PERF_RECORD_LOST_SAMPLES: {
+                /* LOST: u64 id, lost; LOST_SAMPLES: u64 lost; then sample_id */
+                size_t at = h->type == PERF_RECORD_LOST ? 8 : 0;
+
+                if (!side_band_reset(r, MS_EVENT_LOST, rec, size, at + 8))
+                        return;
+                /* The ring is per CPU whatever the trailer says. */
+                s->ev.cpu = r->cpu;
+                s->ev.n_lost = get_u64(body + at);
+                s->lost_records += s->ev.n_lost;
+                s->lost_per_cpu[r->cpu] += s->ev.n_lost;
+                emit(s);
+                return;
+        }
+
+        case PERF_RECORD_THROTTLE:
+                /* Tracepoints sampled every time are not throttled; if a kernel does, say so once. */
+                if (s->throttles++ == 0)
+                        log_warning("The kernel throttled page event sampling on CPU %u, events are missing.",
+                                    r->cpu);
+                return;
+
+        default:
+                return;
+        }
+}
+
+/* Copies len bytes at ring position pos, wrapping around the end of the data area. */
+static void ring_copy(const PerfRing *r, uint64_t pos, void *dst, size_t len) {
+        size_t offset = (size_t) (pos & (r->data_size - 1)), first = MIN(len, (size_t) r->data_size - offset);
+
+        memcpy(dst, r->data + offset, first);
+        memcpy((uint8_t *) dst + first, r->data, len - first);
+}
+
+/*
+ * Looks at the record at r->tail: sets next_size and next_nsec and returns true, or returns false when
+ * the round's part of the ring is consumed. A header the kernel cannot have written makes the rest of
+ * the ring unreadable: it is skipped and counted rather than looped on.
+ */
+static bool ring_peek(PerfRing *r) {
+        struct perf_event_header h;
+        uint64_t at;
+
+        if (r->tail >= r->head)
+                return false;
+        ring_copy(r, r->tail, &h, sizeof(h));
+        if (h.size < sizeof(h) || h.size > r->head - r->tail) {
+                r->source->bad_records++;
+                r->tail = r->head;
+                return false;
+        }
+        r->next_size = h.size;
+
+        /* The time is the third u64 of a sample and in the sample_id trailer of anything else. */
+        if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + SAMPLE_HEAD_SIZE)
+                at = sizeof(h) + 16;
+        else if (h.type != PERF_RECORD_SAMPLE && h.size >= sizeof(h) + SAMPLE_ID_SIZE)
+                at = h.size - 24u;
+        else {
+                r->next_nsec = 0;       /* malformed: handled (and counted) at once */
+                return true;
+        }
+        ring_copy(r, r->tail + at, &r->next_nsec, sizeof(r->next_nsec));
+        return true;
+}
+
+/* Hands the record at r->tail to the decoder and steps over it. */
+static void ring_consume(PerfRing *r) {
+        PerfSource *s = r->source;
+        uint64_t offset = r->tail & (r->data_size - 1);
+        const uint8_t *rec;
+
+        if (offset + r->next_size > r->data_size) {
+                ring_copy(r, r->tail, s->bounce, r->next_size);
+                rec = s->bounce;
+        } else
+                rec = r->data + offset;
+        ring_handle_record(r, rec, r->next_size);
+        r->tail += r->next_size;
+}
+
+/* A binary min-heap of rings ordered by the timestamp of their next record. */
+static bool heap_less(PerfSource *s, size_t a, size_t b) {
+        return s->heap[a]->next_nsec < s->heap[b]->next_nsec;
+}
+
+static void heap_swap(PerfSource *s, size_t a, size_t b) {
+        PerfRing *t = s->heap[a];
+
+        s->heap[a] = s->heap[b];
+        s->heap[b] = t;
+}
+
+static void heap_sift_down(PerfSource *s, size_t i) {
+        for (;;) {
+                size_t l = 2 * i + 1, m = i;
+
+                if (l < s->n_heap && heap_less(s, l, m))
+                        m = l;
+                if (l + 1 < s->n_heap && heap_less(s, l + 1, m))
+                        m = l + 1;
+                if (m == i)
+                        return;
+                heap_swap(s, i, m);
+                i = m;
+        }
+}
+
+static void heap_push(PerfSource *s, PerfRing *r) {
+        size_t i = s->n_heap++;
+
+        s->heap[i] = r;
+        while (i > 0 && heap_less(s, i, (i - 1) / 2)) {
+                heap_swap(s, i, (i - 1) / 2);
+                i = (i - 1) / 2;
+        }
+}
+
+/*
+ * Delivers up to budget records from all rings merged in timestamp order; returns true if deliverable
+ * records remain.
+ *
+ * Each ring is in order, but a page's life crosses CPUs: freed on one, reused on another. Draining ring
+ * by ring could deliver the reuse before the free and charge the page to the wrong task. So records are
+ * merged by time, and only those stamped before the round's cut, taken before reading any head, are
+ * delivered. That suffices: a freed page is reused only after its free record is published (the
+ * tracepoint runs before the page reaches a free list), so if the reuse is stamped before the cut, the
+ * free was published before the cut and is in this round. Later records wait for the next round.
+ */
+static bool source_drain(PerfSource *s, uint64_t budget) {
+        uint64_t cut = now_nsec(), n = 0;
+        bool more;
+
+        s->n_heap = 0;
+        for (size_t i = 0; i < s->n_rings; i++) {
+                PerfRing *r = &s->rings[i];
+
+                r->head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
+                r->tail = r->meta->data_tail;
+                if (ring_peek(r))
+                        heap_push(s, r);
+        }
+
+        while (s->n_heap > 0 && n < budget && s->heap[0]->next_nsec < cut) {
+                PerfRing *r = s->heap[0];
+
+                ring_consume(r);
+                n++;
+                if (!ring_peek(r))
+                        s->heap[0] = s->heap[--s->n_heap];
+                heap_sift_down(s, 0);
+        }
+        more = s->n_heap > 0 && s->heap[0]->next_nsec < cut;
+
+        /* Everything before each tail is consumed: the kernel may overwrite it. */
+        for (size_t i = 0; i < s->n_rings; i++)
+                __atomic_store_n(&s->rings[i].meta->data_tail, s->rings[i].tail, __ATOMIC_RELEASE);
+        return more;
+}
+
+static void source_drain_some(PerfSource *s) {
+        int k;
+
+        if (!source_drain(s, s->config.drain_budget))
+                return;
+        /* Continue in a later iteration, after the loop's other pending sources had their turn. */
+        k = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
+        if (k < 0)
+                log_debug_errno(k, "Failed to schedule more draining, waiting for the next wakeup: %m");
+}
+
+static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        PerfRing *r = userdata;
+
+        /* Any ring's wakeup drains all of them: the merge needs every ring's records. */
+        r->source->wakeups++;
+        source_drain_some(r->source);
+        if (revents & (EPOLLHUP | EPOLLERR)) {
+                /* The events of this CPU are gone (e.g. the CPU went offline): stop polling a dead fd. */
+                log_warning("Perf ring of CPU %u hung up, no more events from it.", r->cpu);
+                (void) sd_event_source_set_enabled(es, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
+static int source_defer_handler(sd_event_source *es, void *userdata) {
+        source_drain_some(userdata);
+        return 0;
+}
+
+static void ring_done(PerfRing *r) {
+        r->io_source = sd_event_source_disable_unref(r->io_source);
+        if (r->meta)
+                (void) munmap(r->meta, r->map_size);
+        r->meta = NULL;
+        for (size_t i = N_ATTACHED; i > 0; i--)
+                r->fds[i - 1] = safe_close(r->fds[i - 1]);
+}
+
+static PerfSource *perf_source_from(EventSource *es) {
+        return (PerfSource *) es;
+}
+
+static PerfSource *perf_source_free(PerfSource *s) {
+        if (!s)
+                return NULL;
+        log_debug("Perf source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
+                  " own allocations dropped, %" PRIu64 " failed allocations, %" PRIu64 " bad records.",
+                  s->records, s->lost_records, s->wakeups, s->self_samples, s->failed_allocs, s->bad_records);
+        s->defer_source = sd_event_source_disable_unref(s->defer_source);
+        for (size_t i = s->n_rings; i > 0; i--)
+                ring_done(&s->rings[i - 1]);
+        free(s->heap);
+        free(s->rings);
+        s->event = sd_event_unref(s->event);
+        free(s->lost_per_cpu);
+        free(s->cmdline);
+        free(s->bounce);
+        free(s->frames);
+        tracepoint_free(s->tracepoints);
+        free(s->tracefs);
+        free(s);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(PerfSource *, perf_source_free);
+
+static void perf_source_free_op(EventSource *es) {
+        perf_source_free(perf_source_from(es));
+}
+
+static int perf_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
+        PerfSource *s = perf_source_from(es);
+        int r;
+
+        assert(s);
+        assert(event);
+        assert(sink && sink->event);
+
+        if (s->event)
+                return -EBUSY;
+
+        for (size_t i = 0; i < s->n_rings; i++) {
+                PerfRing *ring = &s->rings[i];
+                char description[sizeof("perf-ring-cpu") + 3 * sizeof(unsigned)];
+
+                r = sd_event_add_io(event, &ring->io_source, ring->fds[0], EPOLLIN, ring_io_handler, ring);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to watch the perf ring of CPU %u: %m", ring->cpu);
+                (void) snprintf(description, sizeof(description), "perf-ring-cpu%u", ring->cpu);
+                (void) sd_event_source_set_description(ring->io_source, description);
+        }
+
+        r = sd_event_add_defer(event, &s->defer_source, source_defer_handler, s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the perf drain source: %m");
+        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->defer_source, "perf-drain");
+
+        s->event = sd_event_ref(event);
+        s->sink = *sink;
+
+        for (size_t i = 0; i < s->n_rings; i++)
+                for (size_t k = 0; k < N_ATTACHED; k++) {
+                        if (s->rings[i].fds[k] < 0)
+                                continue;
+                        if (ioctl(s->rings[i].fds[k], PERF_EVENT_IOC_ENABLE, 0) < 0)
+                                return log_error_errno(errno, "Failed to enable %s on CPU %u: %m",
+                                                       tracepoint_kind_to_string(attached_kinds[k]),
+                                                       s->rings[i].cpu);
+                }
+
+        /*
+         * Seeded after enabling: a task born in between shows up twice (TASK_NEW now, FORK in the ring),
+         * which the consumer tolerates, rather than not at all. Its baseline may include pages also
+         * reported as allocations; the window is the length of this scan.
+         */
+        seed_tasks(s);
+        log_debug("Perf source started on %zu CPUs.", s->n_rings);
+        return 0;
+}
+
+static int perf_source_flush(EventSource *es) {
+        PerfSource *s = perf_source_from(es);
+
+        assert(s);
+        (void) source_drain(s, UINT64_MAX);
+        return 0;
+}
+
+static void perf_source_get_stats(EventSource *es, EventSourceStats *ret) {
+        PerfSource *s = perf_source_from(es);
+
+        assert(s);
+        assert(ret);
+        *ret = (EventSourceStats) {
+                .records = s->records,
+                .lost_records = s->lost_records,
+                .wakeups = s->wakeups,
+                .n_cpus = s->n_cpus,
+                .lost_per_cpu = s->lost_per_cpu,
+        };
+}
+
+static const EventSourceOps perf_source_ops = {
+        .name = "perf",
+        .start = perf_source_start,
+        .flush = perf_source_flush,
+        .get_stats = perf_source_get_stats,
+        .free = perf_source_free_op,
+};
+
+void perf_config_init(PerfConfig *ret) {
+        assert(ret);
+        *ret = (PerfConfig) {
+                .depth = PERF_DEPTH_DEFAULT,
+                .buffer_pages = PERF_BUFFER_PAGES_DEFAULT,
+                .drain_budget = PERF_DRAIN_BUDGET_DEFAULT,
+        };
+}
+
+static int log_open_error(int error, TracepointKind kind, unsigned cpu, const PerfConfig *c) {
+        const char *what = tracepoint_kind_to_string(kind);
+        char buf[3 * sizeof(long) + 2];
+        long v;
+
+        switch (error) {
+        case -EACCES:
+        case -EPERM:
+                return log_error_errno(error, "Not allowed to trace %s system-wide "
+                                       "(kernel.perf_event_paranoid=%s): run as root or with CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8).",
+                                       what, perf_event_paranoid(buf, sizeof(buf)));
+        case -EOVERFLOW:
+                if (read_int_file("/proc/sys/kernel/perf_event_max_stack", &v) < 0)
+                        v = -1;
+                return log_error_errno(error, "Call chain depth %u exceeds kernel.perf_event_max_stack=%ld.",
+                                       c->depth, v);
+        case -ENOENT:
+        case -ENODEV:
+                return log_error_errno(error, "The kernel has no perf tracepoint event %s on CPU %u: %m",
+                                       what, cpu);
+        default:
+                return log_error_errno(error, "Failed to open perf event %s on CPU %u: %m", what, cpu);
+        }
+}
+
+static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_size) {
+        const PerfConfig *c = &s->config;
+        void *map;
+
+        ring->source = s;
+        ring->cpu = cpu;
+
+        for (size_t k = 0; k < N_ATTACHED; k++) {
+                TracepointKind kind = attached_kinds[k];
+                int id = tracepoint_id(s->tracepoints, kind), fd;
+                struct perf_event_attr attr = {
+                        .type = PERF_TYPE_TRACEPOINT,
+                        .size = sizeof(attr),
+                        .sample_period = 1,
+                        .sample_type = SAMPLE_TYPE_COMMON,
+                        .disabled = 1,
+                        .watermark = 1,
+                        .sample_id_all = 1,
+                        .use_clockid = 1,
+                        .clockid = CLOCK_MONOTONIC,
+                };
+
+                if (id < 0)
+                        continue;       /* an optional tracepoint this kernel lacks */
+                attr.config = (uint64_t) id;
+                attr.wakeup_watermark = (uint32_t) c->wakeup_bytes;
+                if (kind == TRACEPOINT_PAGE_ALLOC) {
+                        attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+                        attr.sample_max_stack = (uint16_t) c->depth;
+                        attr.exclude_callchain_user = !c->user_stacks;
+                        /* Side-band on the ring owner only, so each record comes once, in order. */
+                        attr.comm = 1;
+                        attr.comm_exec = 1;
+                        attr.task = 1;
+                }
+
+                fd = perf_event_open(&attr, -1, (int) cpu, -1, PERF_FLAG_FD_CLOEXEC);
+                if (fd < 0)
+                        return log_open_error(fd, kind, cpu, c);
+                ring->fds[k] = fd;
+
+                if (ioctl(fd, PERF_EVENT_IOC_ID, &ring->ids[k]) < 0)
+                        return log_error_errno(errno, "Failed to get the id of perf event %s on CPU %u: %m",
+                                               tracepoint_kind_to_string(kind), cpu);
+
+                if (k == 0) {
+                        ring->data_size = (uint64_t) c->buffer_pages * page_size;
+                        ring->map_size = page_size + (size_t) ring->data_size;
+                        map = mmap(NULL, ring->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                        if (map == MAP_FAILED) {
+                                int r = negative_errno();
+
+                                if (r == -EPERM)
+                                        return log_error_errno(r, "Failed to map a %u-page perf ring on "
+                                                               "CPU %u: over kernel.perf_event_mlock_kb "
+                                                               "without CAP_IPC_LOCK: %m",
+                                                               c->buffer_pages, cpu);
+                                return log_error_errno(r, "Failed to map a %u-page perf ring on CPU %u: %m",
+                                                       c->buffer_pages, cpu);
+                        }
+                        ring->meta = map;
+                        ring->data = (const uint8_t *) map + page_size;
+                } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fds[0]) < 0)
+                        return log_error_errno(errno, "Failed to redirect %s into the ring of CPU %u: %m",
+                                               tracepoint_kind_to_string(kind), cpu);
+        }
+        return 0;
+}
+
+static int config_check(const PerfConfig *c, size_t page_size) {
+        if (c->depth < 1 || c->depth > PERF_DEPTH_MAX)
+                return log_error_errno(EINVAL, "Call chain depth %u out of range 1..%u.", c->depth,
+                                       PERF_DEPTH_MAX);
+        if (c->buffer_pages < 1 || c->buffer_pages > PERF_BUFFER_PAGES_MAX ||
+            (c->buffer_pages & (c->buffer_pages - 1)) != 0)
+                return log_error_errno(EINVAL, "Ring size of %u pages is not a power of two in 1..%u.",
+                                       c->buffer_pages, PERF_BUFFER_PAGES_MAX);
+        if (c->wakeup_bytes >= (size_t) c->buffer_pages * page_size || c->wakeup_bytes > UINT32_MAX)
+                return log_error_errno(EINVAL, "Wakeup watermark of %zu bytes does not fit a ring of %zu "
+                                       "bytes.", c->wakeup_bytes, (size_t) c->buffer_pages * page_size);
+        if (c->drain_budget < 1)
+                return log_error_errno(EINVAL, "Drain budget must be at least one record.");
+        return 0;
+}
+
+int perf_source_new(const PerfConfig *config, EventSource **ret) {
+        _cleanup_(perf_source_freep) PerfSource *s = NULL;
+        _cleanup_free_ unsigned *cpus = NULL;
+        _cleanup_free_ char *online = NULL;
+        const char *missing = NULL;
+        size_t n_cpus, page_size;
+        ssize_t n;
+        int r;
+
+        assert(config);
+        assert(ret);
+
+        page_size = (size_t) sysconf(_SC_PAGESIZE);
+        r = config_check(config, page_size);
+        if (r < 0)
+                return r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return log_oom();
+        s->source.ops = &perf_source_ops;
+        s->config = *config;
+        s->self = getpid();
+        if (s->config.wakeup_bytes == 0)
+                s->config.wakeup_bytes = (size_t) s->config.buffer_pages * page_size / 2;
+
+        if (config->tracefs) {
+                s->tracefs = strdup(config->tracefs);
+                if (!s->tracefs)
+                        return log_oom();
+        } else {
+                r = tracepoint_find_tracefs(&s->tracefs);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to find or mount tracefs (at /sys/kernel/tracing): "
+                                               "%m");
+                if (r > 0)
+                        log_notice("Mounted tracefs at %s.", s->tracefs);
+        }
+        s->config.tracefs = s->tracefs;
+
+        r = tracepoint_load(s->tracefs, TRACEPOINT_BYTE_ORDER_HOST, &s->tracepoints, &missing);
+        if (r == -ENOENT && missing && streq(missing, "events"))
+                return log_error_errno(r, "%s has no events directory: not a tracefs, or no tracepoint "
+                                       "support.", s->tracefs);
+        if (r == -ENOENT)
+                return log_error_errno(r, "Tracepoint %s is missing in %s/events.", missing ? missing : "?",
+                                       s->tracefs);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load tracepoint %s from %s: %m",
+                                       missing ? missing : "formats", s->tracefs);
+        if (tracepoint_pfn_is_surrogate(s->tracepoints))
+                log_info("Page tracepoints record struct page pointers: pages are keyed by pointer, not pfn.");
+        for (TracepointKind k = TRACEPOINT_MODULE_LOAD; k <= TRACEPOINT_MODULE_FREE; k++)
+                if (tracepoint_id(s->tracepoints, k) < 0)
+                        log_debug("No %s tracepoint: module loads are not tracked.",
+                                  tracepoint_kind_to_string(k));
+
+        /* "0-3,5" and so on: at most SOURCE_MAX_CPUS numbers of up to 4 digits and a separator each. */
+        online = malloc(SOURCE_MAX_CPUS * 5 + 1);
+        if (!online)
+                return log_oom();
+        n = read_small("/sys/devices/system/cpu/online", online, SOURCE_MAX_CPUS * 5 + 1);
+        if (n < 0)
+                return log_error_errno((int) n, "Failed to read /sys/devices/system/cpu/online: %m");
+        r = parse_cpu_list(online, &cpus, &n_cpus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the online CPU list \"%s\": %m", online);
+
+        s->frames_max = s->config.depth + CALLCHAIN_MARKERS_MAX;
+        s->frames = calloc(s->frames_max, sizeof(*s->frames));
+        s->bounce = malloc(RECORD_SIZE_MAX);
+        s->cmdline = malloc(PERF_CMDLINE_MAX);
+        s->n_cpus = cpus[n_cpus - 1] + 1;
+        s->lost_per_cpu = calloc(s->n_cpus, sizeof(*s->lost_per_cpu));
+        s->rings = calloc(n_cpus, sizeof(*s->rings));
+        s->heap = calloc(n_cpus, sizeof(*s->heap));
+        if (!s->frames || !s->bounce || !s->cmdline || !s->lost_per_cpu || !s->rings || !s->heap)
+                return log_oom();
+        for (size_t i = 0; i < n_cpus; i++)
+                for (size_t k = 0; k < N_ATTACHED; k++)
+                        s->rings[i].fds[k] = -EBADF;
+        s->n_rings = n_cpus;
+
+        for (size_t i = 0; i < n_cpus; i++) {
+                r = ring_open(s, &s->rings[i], cpus[i], page_size);
+                if (r < 0)
+                        return r;
+        }
+
+        log_debug("Perf source: %zu CPUs, %u-page rings, wakeup at %zu bytes, depth %u%s, budget %u.",
+                  s->n_rings, s->config.buffer_pages, s->config.wakeup_bytes, s->config.depth,
+                  s->config.user_stacks ? " with user frames" : "", s->config.drain_budget);
+        *ret = &TAKE_PTR(s)->source;
+        return 0;
+}

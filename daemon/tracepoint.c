@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <mntent.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <traceevent/event-parse.h>
+
+#include "log.h"
+#include "macro.h"
+#include "tracepoint.h"
+
+#define TRACEFS_DEFAULT "/sys/kernel/tracing"
+
+/* Formats are a few KiB (mm_page_alloc's print fmt is the largest); anything bigger is not a format. */
+#define FORMAT_SIZE_MAX (1024u * 1024u)
+
+/* Surrogate keys from struct page pointers are kept below 2^47, as the page map needs (tracepoint.h). */
+#define SURROGATE_KEY_MASK ((UINT64_C(1) << 47) - 1)
+
+typedef struct TracepointInfo {
+        const char *system;
+        const char *event;
+        const char *path;               /* system/event, what tracepoint_kind_to_string() returns */
+        bool required;
+} TracepointInfo;
+
+static const TracepointInfo tracepoint_info[_TRACEPOINT_KIND_MAX] = {
+        [TRACEPOINT_PAGE_ALLOC]        = { "kmem", "mm_page_alloc", "kmem/mm_page_alloc", true },
+        [TRACEPOINT_PAGE_FREE]         = { "kmem", "mm_page_free", "kmem/mm_page_free", true },
+        [TRACEPOINT_PAGE_FREE_BATCHED] = { "kmem", "mm_page_free_batched", "kmem/mm_page_free_batched" },
+        [TRACEPOINT_MODULE_LOAD]       = { "module", "module_load", "module/module_load" },
+        [TRACEPOINT_MODULE_FREE]       = { "module", "module_free", "module/module_free" },
+};
+
+/* One event's resolved fields. Handles are borrowed from the tep_handle and live as long as it does. */
+typedef struct TracepointFormat {
+        bool present;
+        int id;
+        size_t min_size;                        /* a record shorter than this cannot hold the fields */
+        struct tep_format_field *pfn;           /* "pfn", or "page" on older kernels */
+        bool pfn_is_page;
+        unsigned page_shift;                    /* log2 of the assumed sizeof(struct page), for "page" */
+        struct tep_format_field *order;         /* NULL: order 0 */
+        struct tep_format_field *gfp_flags;     /* NULL: 0 */
+        struct tep_format_field *migrate_type;  /* NULL: -1 */
+        struct tep_format_field *name;          /* __data_loc or __rel_loc char[] */
+} TracepointFormat;
+
+struct Tracepoints {
+        struct tep_handle *tep;                 /* owns every event and field below */
+        size_t type_offset;                     /* common_type, the same in every event */
+        size_t type_size;
+        bool surrogate;
+        TracepointFormat formats[_TRACEPOINT_KIND_MAX];
+};
+
+const char *tracepoint_kind_to_string(TracepointKind kind) {
+        if (kind < 0 || kind >= _TRACEPOINT_KIND_MAX)
+                return NULL;
+        return tracepoint_info[kind].path;
+}
+
+bool tracepoint_kind_is_required(TracepointKind kind) {
+        if (kind < 0 || kind >= _TRACEPOINT_KIND_MAX)
+                return false;
+        return tracepoint_info[kind].required;
+}
+
+static bool is_dir(const char *path) {
+        struct stat st;
+
+        return stat(path, &st) >= 0 && S_ISDIR(st.st_mode);
+}
+
+static int strdup_to(const char *s, char **ret) {
+        char *copy = strdup(s);
+
+        if (!copy)
+                return -ENOMEM;
+        *ret = copy;
+        return 0;
+}
+
+int tracepoint_find_tracefs(char **ret_path) {
+        _cleanup_free_ char *tracefs = NULL, *debugfs = NULL;
+        struct mntent *m;
+        FILE *f;
+        int r;
+
+        assert(ret_path);
+
+        f = setmntent("/proc/mounts", "re");
+        if (!f)
+                return negative_errno();
+        while ((m = getmntent(f))) {
+                if (streq(m->mnt_type, "tracefs")) {
+                        /* The canonical place wins over wherever else it is mounted too. */
+                        if (!tracefs || streq(m->mnt_dir, TRACEFS_DEFAULT)) {
+                                free(tracefs);
+                                tracefs = strdup(m->mnt_dir);
+                                if (!tracefs)
+                                        break;
+                        }
+                } else if (streq(m->mnt_type, "debugfs") && !debugfs) {
+                        debugfs = strdup(m->mnt_dir);
+                        if (!debugfs)
+                                break;
+                }
+        }
+        (void) endmntent(f);
+        if (m)
+                return -ENOMEM;
+
+        if (tracefs)
+                return strdup_to(tracefs, ret_path);
+
+        /* Older systems only mount debugfs; it mounts tracefs below itself when it is accessed. */
+        if (debugfs) {
+                _cleanup_free_ char *p = NULL, *events = NULL;
+
+                if (asprintf(&p, "%s/tracing", debugfs) < 0)
+                        return -ENOMEM;
+                if (asprintf(&events, "%s/events", p) < 0)
+                        return -ENOMEM;
+                if (is_dir(events)) {
+                        *ret_path = TAKE_PTR(p);
+                        return 0;
+                }
+        }
+
+        if (mount("nodev", TRACEFS_DEFAULT, "tracefs", 0, NULL) < 0) {
+                r = negative_errno();
+                log_debug_errno(r, "Failed to mount tracefs at " TRACEFS_DEFAULT ": %m");
+                /* No mount point or no such file system type: tracefs is simply not there. */
+                return r == -ENOENT || r == -ENODEV ? -ENOENT : r;
+        }
+        r = strdup_to(TRACEFS_DEFAULT, ret_path);
+        if (r < 0)
+                return r;
+        return 1;
+}
+
+/* Reads a whole small file into a NUL-terminated buffer. */
+static int read_small_file(const char *path, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+
+        for (;;) {
+                ssize_t n;
+
+                if (allocated - size < 2) {
+                        size_t want = MAX(allocated * 2, (size_t) 8192);
+                        char *p;
+
+                        if (want > FORMAT_SIZE_MAX)
+                                return -EFBIG;
+                        p = realloc(buf, want);
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                        allocated = want;
+                }
+                n = read(fd, buf + size, allocated - size - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        buf[size] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+/* tep_read_number_field() only reads these sizes. */
+static bool field_size_ok(const struct tep_format_field *f) {
+        return f->size == 1 || f->size == 2 || f->size == 4 || f->size == 8;
+}
+
+static void extend_min_size(TracepointFormat *fmt, const struct tep_format_field *f) {
+        if (f)
+                fmt->min_size = MAX(fmt->min_size, (size_t) f->offset + (size_t) f->size);
+}
+
+/* Resolves the fields of a page event. -EBADMSG names nothing more: the caller knows the kind. */
+static int resolve_page_fields(TracepointFormat *fmt, struct tep_event *event, TracepointKind kind) {
+        fmt->pfn = tep_find_field(event, "pfn");
+        if (!fmt->pfn) {
+                fmt->pfn = tep_find_field(event, "page");
+                fmt->pfn_is_page = true;
+        }
+        if (!fmt->pfn || !field_size_ok(fmt->pfn)) {
+                log_debug("Format of %s has no usable pfn or page field.", tracepoint_info[kind].path);
+                return -EBADMSG;
+        }
+        /* 64 bytes per struct page for 64-bit pointers, 32 for 32-bit ones; see tracepoint.h. */
+        fmt->page_shift = fmt->pfn->size == 8 ? 6 : 5;
+        extend_min_size(fmt, fmt->pfn);
+
+        if (kind == TRACEPOINT_PAGE_FREE_BATCHED)
+                return 0;
+
+        fmt->order = tep_find_field(event, "order");
+        if (kind == TRACEPOINT_PAGE_ALLOC && !fmt->order) {
+                log_debug("Format of %s has no order field.", tracepoint_info[kind].path);
+                return -EBADMSG;
+        }
+        if (kind == TRACEPOINT_PAGE_ALLOC) {
+                fmt->gfp_flags = tep_find_field(event, "gfp_flags");
+                fmt->migrate_type = tep_find_field(event, "migratetype");
+        }
+
+        struct tep_format_field *fields[] = { fmt->order, fmt->gfp_flags, fmt->migrate_type };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                if (!fields[i])
+                        continue;
+                if (!field_size_ok(fields[i])) {
+                        log_debug("Field %s of %s has unsupported size %d.", fields[i]->name,
+                                  tracepoint_info[kind].path, fields[i]->size);
+                        return -EBADMSG;
+                }
+                extend_min_size(fmt, fields[i]);
+        }
+        return 0;
+}
+
+static int resolve_module_fields(TracepointFormat *fmt, struct tep_event *event, TracepointKind kind) {
+        fmt->name = tep_find_field(event, "name");
+        if (!fmt->name || !(fmt->name->flags & TEP_FIELD_IS_DYNAMIC) || fmt->name->size != 4) {
+                log_debug("Format of %s has no dynamic name field.", tracepoint_info[kind].path);
+                return -EBADMSG;
+        }
+        extend_min_size(fmt, fmt->name);
+        return 0;
+}
+
+static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
+        const TracepointInfo *info = &tracepoint_info[kind];
+        TracepointFormat *fmt = &t->formats[kind];
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        struct tep_event *event = NULL;
+        struct tep_format_field *type;
+        enum tep_errno e;
+        size_t size;
+        int r;
+
+        if (asprintf(&path, "%s/events/%s/%s/format", tracefs, info->system, info->event) < 0)
+                return -ENOMEM;
+        r = read_small_file(path, &buf, &size);
+        if (r == -ENOENT) {
+                log_debug("%s not found: the kernel has no %s tracepoint.", path, info->path);
+                return -ENOENT;
+        }
+        if (r < 0)
+                return log_debug_errno(r, "Failed to read %s: %m", path);
+
+        e = tep_parse_format(t->tep, &event, buf, size, info->system);
+        /*
+         * A print format libtraceevent cannot evaluate (helpers like page_to_pfn() on old kernels) fails
+         * the parse, but the event is kept with its fields, which is all this module uses.
+         */
+        if (e != 0 && !event) {
+                log_debug("Failed to parse %s (libtraceevent error %d).", path, (int) e);
+                return -EBADMSG;
+        }
+        if (e != 0)
+                log_debug("Print format of %s not understood, using its fields only.", path);
+
+        type = tep_find_common_field(event, "common_type");
+        if (!type || !field_size_ok(type)) {
+                log_debug("Format %s has no common_type field.", path);
+                return -EBADMSG;
+        }
+        if (t->type_size == 0) {
+                t->type_offset = (size_t) type->offset;
+                t->type_size = (size_t) type->size;
+        } else if (t->type_offset != (size_t) type->offset || t->type_size != (size_t) type->size) {
+                log_debug("Format %s places common_type differently from the others.", path);
+                return -EBADMSG;
+        }
+
+        fmt->id = event->id;
+        fmt->min_size = (size_t) type->offset + (size_t) type->size;
+        if (kind == TRACEPOINT_MODULE_LOAD || kind == TRACEPOINT_MODULE_FREE)
+                r = resolve_module_fields(fmt, event, kind);
+        else
+                r = resolve_page_fields(fmt, event, kind);
+        if (r < 0)
+                return r;
+
+        fmt->present = true;
+        log_debug("Tracepoint %s: id %d, %s field, records >= %zu bytes.", info->path, fmt->id,
+                  fmt->pfn_is_page ? "page" : fmt->pfn ? "pfn" : "name", fmt->min_size);
+        return 0;
+}
+
+static bool host_is_big_endian(void) {
+        return __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
+}
+
+int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepoints **ret,
+                const char **reterr_what) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        _cleanup_free_ char *events = NULL;
+        bool big;
+        int r;
+
+        assert(tracefs);
+        assert(ret);
+        if (byte_order < 0 || byte_order >= _TRACEPOINT_BYTE_ORDER_MAX)
+                return -EINVAL;
+
+        if (asprintf(&events, "%s/events", tracefs) < 0)
+                return -ENOMEM;
+        if (!is_dir(events)) {
+                if (reterr_what)
+                        *reterr_what = "events";
+                return log_debug_errno(ENOENT, "%s is not a directory.", events);
+        }
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->tep = tep_alloc();
+        if (!t->tep)
+                return -ENOMEM;
+
+        big = byte_order == TRACEPOINT_BYTE_ORDER_HOST ? host_is_big_endian()
+                                                         : byte_order == TRACEPOINT_BYTE_ORDER_BIG;
+        tep_set_file_bigendian(t->tep, big ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+        tep_set_local_bigendian(t->tep, host_is_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+
+        for (TracepointKind k = 0; k < _TRACEPOINT_KIND_MAX; k++) {
+                r = load_one(t, tracefs, k);
+                if (r == -ENOENT && !tracepoint_info[k].required)
+                        continue;
+                if (r < 0) {
+                        if (reterr_what && r != -ENOMEM)
+                                *reterr_what = tracepoint_info[k].path;
+                        return r;
+                }
+        }
+
+        t->surrogate = t->formats[TRACEPOINT_PAGE_ALLOC].pfn_is_page;
+        /* Allocations and frees must name pages the same way, or no free would ever match. */
+        for (TracepointKind k = TRACEPOINT_PAGE_FREE; k <= TRACEPOINT_PAGE_FREE_BATCHED; k++)
+                if (t->formats[k].present && t->formats[k].pfn_is_page != t->surrogate) {
+                        if (reterr_what)
+                                *reterr_what = tracepoint_info[k].path;
+                        return log_debug_errno(EBADMSG, "%s and %s identify pages differently.",
+                                               tracepoint_info[k].path,
+                                               tracepoint_info[TRACEPOINT_PAGE_ALLOC].path);
+                }
+
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+Tracepoints *tracepoint_free(Tracepoints *t) {
+        if (!t)
+                return NULL;
+        if (t->tep)
+                tep_free(t->tep);
+        free(t);
+        return NULL;
+}
+
+int tracepoint_id(const Tracepoints *t, TracepointKind kind) {
+        assert(t);
+        if (kind < 0 || kind >= _TRACEPOINT_KIND_MAX)
+                return -EINVAL;
+        if (!t->formats[kind].present)
+                return -ENOENT;
+        return t->formats[kind].id;
+}
+
+bool tracepoint_pfn_is_surrogate(const Tracepoints *t) {
+        assert(t);
+        return t->surrogate;
+}
+
+static uint64_t read_unsigned(struct tep_format_field *f, const void *raw) {
+        unsigned long long v = 0;
+
+        /* Cannot fail: sizes were checked at load time. */
+        (void) tep_read_number_field(f, raw, &v);
+        return (uint64_t) v;
+}
+
+static int64_t read_signed(struct tep_format_field *f, const void *raw) {
+        uint64_t v = read_unsigned(f, raw);
+        unsigned bits = (unsigned) f->size * 8;
+
+        if (bits < 64 && (f->flags & TEP_FIELD_IS_SIGNED) && (v & (UINT64_C(1) << (bits - 1))))
+                v |= ~UINT64_C(0) << bits;
+        return (int64_t) v;
+}
+
+static int decode_page(const TracepointFormat *fmt, TracepointKind kind, const uint8_t *raw, MsEvent *ev) {
+        uint64_t v = read_unsigned(fmt->pfn, raw);
+
+        if (fmt->pfn_is_page) {
+                /* A NULL page is a failed allocation. */
+                if (v == 0)
+                        return -ENODATA;
+                v = (v >> fmt->page_shift) & SURROGATE_KEY_MASK;
+        } else {
+                uint64_t all_ones = fmt->pfn->size == 8 ? UINT64_MAX
+                                                        : (UINT64_C(1) << (fmt->pfn->size * 8)) - 1;
+
+                /* Kernels record pfn -1 when the allocator returned no page. */
+                if (v == all_ones)
+                        return -ENODATA;
+        }
+
+        ev->type = kind == TRACEPOINT_PAGE_ALLOC ? MS_EVENT_PAGE_ALLOC : MS_EVENT_PAGE_FREE;
+        ev->pfn = v;
+        ev->order = fmt->order ? (uint32_t) read_unsigned(fmt->order, raw) : 0;
+        if (kind == TRACEPOINT_PAGE_ALLOC) {
+                ev->gfp_flags = fmt->gfp_flags ? read_unsigned(fmt->gfp_flags, raw) : 0;
+                ev->migrate_type = fmt->migrate_type ? (int32_t) read_signed(fmt->migrate_type, raw) : -1;
+        }
+        return kind;
+}
+
+static int decode_module(const TracepointFormat *fmt, TracepointKind kind, const uint8_t *raw, size_t size,
+                MsEvent *ev) {
+        uint64_t loc = read_unsigned(fmt->name, raw);
+        size_t offset = (size_t) (loc & 0xffff), len = (size_t) (loc >> 16);
+
+        /* __rel_loc counts from the end of the field itself, __data_loc from the start of the record. */
+        if (fmt->name->flags & TEP_FIELD_IS_RELATIVE)
+                offset += (size_t) fmt->name->offset + (size_t) fmt->name->size;
+        if (len == 0 || offset > size || len > size - offset)
+                return -EBADMSG;
+        if (!memchr(raw + offset, '\0', len))
+                return -EBADMSG;
+
+        ev->type = kind == TRACEPOINT_MODULE_LOAD ? MS_EVENT_MODULE_LOAD : MS_EVENT_MODULE_FREE;
+        ev->name = (const char *) raw + offset;
+        return kind;
+}
+
+int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEvent *ev) {
+        const uint8_t *p = raw;
+        unsigned long long type;
+
+        assert(t);
+        assert(raw || size == 0);
+        assert(ev);
+
+        if (size < t->type_offset + t->type_size)
+                return -EBADMSG;
+        type = tep_read_number(t->tep, p + t->type_offset, (int) t->type_size);
+
+        for (TracepointKind k = 0; k < _TRACEPOINT_KIND_MAX; k++) {
+                const TracepointFormat *fmt = &t->formats[k];
+
+                if (!fmt->present || (unsigned long long) fmt->id != type)
+                        continue;
+                if (size < fmt->min_size)
+                        return -EBADMSG;
+                if (fmt->name)
+                        return decode_module(fmt, k, p, size, ev);
+                return decode_page(fmt, k, p, ev);
+        }
+        return -ENOENT;
+}

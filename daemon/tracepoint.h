@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Tracepoints: the page and module tracepoints memstrack listens to, described by the kernel's tracefs
+ * "format" files. The only module that knows libtraceevent; everything it hands out is plain C.
+ *
+ * Formats are parsed once at load time and the field handles of every event are resolved then, so
+ * decoding a raw record is a dispatch on its common_type plus a few fixed-offset reads: no name lookup
+ * and no allocation per record.
+ *
+ * Page identity: current kernels record "pfn". Older ones record "page" (a struct page pointer) and the
+ * pfn cannot be computed without the kernel's vmemmap base, which userspace does not know. For those a
+ * surrogate key is used instead: (page / 2^k) mod 2^47, with 2^k = 64 bytes for 64-bit pointers and 32
+ * for 32-bit ones, the usual sizeof(struct page). It is unique per page whenever the real struct page is
+ * at least that big (pointers of consecutive pages then differ by at least 2^k), keeps the pages of one
+ * block adjacent when the size matches exactly, and is below 2^47 as the page map requires. It is an
+ * identity for matching allocations with frees, not a physical frame number: tracepoint_pfn_is_surrogate()
+ * says which one a format set provides.
+ *
+ * Logs at debug level only; callers log failures once.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "event.h"
+#include "macro.h"
+
+typedef enum TracepointKind {
+        TRACEPOINT_PAGE_ALLOC,          /* kmem/mm_page_alloc, required */
+        TRACEPOINT_PAGE_FREE,           /* kmem/mm_page_free, required */
+        TRACEPOINT_PAGE_FREE_BATCHED,   /* kmem/mm_page_free_batched, optional */
+        TRACEPOINT_MODULE_LOAD,         /* module/module_load, optional (kernels without modules lack it) */
+        TRACEPOINT_MODULE_FREE,         /* module/module_free, optional */
+        _TRACEPOINT_KIND_MAX,
+        _TRACEPOINT_KIND_INVALID = -EINVAL,
+} TracepointKind;
+
+/* Byte order of the records to decode; HOST for the running kernel, the others for recorded data. */
+typedef enum TracepointByteOrder {
+        TRACEPOINT_BYTE_ORDER_HOST,
+        TRACEPOINT_BYTE_ORDER_LITTLE,
+        TRACEPOINT_BYTE_ORDER_BIG,
+        _TRACEPOINT_BYTE_ORDER_MAX,
+        _TRACEPOINT_BYTE_ORDER_INVALID = -EINVAL,
+} TracepointByteOrder;
+
+typedef struct Tracepoints Tracepoints;
+
+/* "kmem/mm_page_alloc" and so on: the path below <tracefs>/events. NULL for an invalid kind. */
+const char *tracepoint_kind_to_string(TracepointKind kind);
+bool tracepoint_kind_is_required(TracepointKind kind);
+
+/*
+ * Finds the mounted tracefs: the first tracefs mount in /proc/mounts, preferring /sys/kernel/tracing, and
+ * /sys/kernel/debug/tracing when only debugfs is there. When none is mounted, mounts tracefs at
+ * /sys/kernel/tracing. On success *ret_path is a new string the caller frees; returns 1 if this call
+ * mounted tracefs (the caller should say so), 0 if it was mounted already. -ENOENT when tracefs is
+ * neither mounted nor mountable (mount's own error when it is more telling, e.g. -EPERM).
+ */
+int tracepoint_find_tracefs(char **ret_path);
+
+/*
+ * Loads the formats of every kind from <tracefs>/events. A missing optional event is not an error
+ * (tracepoint_id() then returns -ENOENT for it). Returns -ENOENT when the events directory or a required
+ * event is missing and -EBADMSG when a format lacks a field this module needs; in both cases
+ * *reterr_what (if not NULL) names the culprit: a kind string or "events". -ENOMEM, or the errno of a
+ * failed read, otherwise.
+ */
+int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepoints **ret,
+                const char **reterr_what);
+Tracepoints *tracepoint_free(Tracepoints *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Tracepoints *, tracepoint_free);
+
+/* The kernel's event id of kind (perf_event_attr.config for PERF_TYPE_TRACEPOINT), or -ENOENT. */
+int tracepoint_id(const Tracepoints *t, TracepointKind kind);
+/* True when pfn values are surrogate keys derived from struct page pointers (see above). */
+bool tracepoint_pfn_is_surrogate(const Tracepoints *t);
+
+/*
+ * Decodes one raw tracepoint record (perf's PERF_SAMPLE_RAW payload: the trace entry, starting with
+ * common_type). Sets ev->type and the fields that event carries, nothing else:
+ *   PAGE_ALLOC   -> MS_EVENT_PAGE_ALLOC: pfn, order, gfp_flags, migrate_type (-1 if not recorded)
+ *   PAGE_FREE    -> MS_EVENT_PAGE_FREE: pfn, order
+ *   PAGE_FREE_BATCHED -> MS_EVENT_PAGE_FREE: pfn, order 0
+ *   MODULE_LOAD/MODULE_FREE -> MS_EVENT_MODULE_*: name, borrowed from raw (valid as long as raw is)
+ * Returns the kind on success; -ENODATA for a well-formed failed allocation (no page: the allocator
+ * returned NULL), -ENOENT for a record of an event this set does not know, -EBADMSG when the record is
+ * too short or its string is not terminated inside it.
+ */
+int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEvent *ev);

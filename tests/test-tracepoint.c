@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * Decoding of tracepoint records against recorded format files (tests/data): this kernel's kmem formats
+ * (6.18, "pfn" fields), a hand-written older variant ("page" pointers, 4-byte gfp_t) with the module
+ * events, and a partial tree. Records are built byte by byte in both byte orders, so the expected values
+ * do not depend on the host's.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "tracepoint.h"
+
+#define TREE_NEW "data/tracefs-6.18"
+#define TREE_OLD "data/tracefs-old"
+#define TREE_PARTIAL "data/tracefs-partial"
+
+/* Ids as recorded in the format files. */
+#define ID_ALLOC 653
+#define ID_FREE 655
+#define ID_FREE_BATCHED 654
+#define ID_OLD_ALLOC 383
+#define ID_OLD_FREE 380
+#define ID_OLD_FREE_BATCHED 381
+#define ID_OLD_MODULE_LOAD 301
+#define ID_OLD_MODULE_FREE 302
+
+/* Writes an n-byte unsigned value at buf + offset in the given byte order. */
+static void put(uint8_t *buf, size_t offset, size_t n, uint64_t v, bool big) {
+        for (size_t i = 0; i < n; i++) {
+                size_t shift = big ? (n - 1 - i) * 8 : i * 8;
+                buf[offset + i] = (uint8_t) (v >> shift);
+        }
+}
+
+/* The common header every record starts with: type, flags, preempt count, pid. */
+static void put_common(uint8_t *buf, uint16_t type, int32_t pid, bool big) {
+        put(buf, 0, 2, type, big);
+        buf[2] = 0;
+        buf[3] = 1;
+        put(buf, 4, 4, (uint32_t) pid, big);
+}
+
+static void clear_event(MsEvent *ev) {
+        memset(ev, 0, sizeof(*ev));
+        ev->type = _MS_EVENT_TYPE_INVALID;
+}
+
+static void test_kind_strings(void) {
+        ASSERT_STREQ(tracepoint_kind_to_string(TRACEPOINT_PAGE_ALLOC), "kmem/mm_page_alloc");
+        ASSERT_STREQ(tracepoint_kind_to_string(TRACEPOINT_MODULE_FREE), "module/module_free");
+        ASSERT_NULL(tracepoint_kind_to_string(_TRACEPOINT_KIND_MAX));
+        ASSERT_NULL(tracepoint_kind_to_string(_TRACEPOINT_KIND_INVALID));
+        ASSERT_TRUE(tracepoint_kind_is_required(TRACEPOINT_PAGE_FREE));
+        ASSERT_TRUE(!tracepoint_kind_is_required(TRACEPOINT_PAGE_FREE_BATCHED));
+        ASSERT_TRUE(!tracepoint_kind_is_required(TRACEPOINT_MODULE_LOAD));
+}
+
+static void test_load_new(void) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        const char *what = NULL;
+
+        ASSERT_OK(tracepoint_load(TREE_NEW, TRACEPOINT_BYTE_ORDER_HOST, &t, &what));
+        ASSERT_NULL(what);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_PAGE_ALLOC), ID_ALLOC);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_PAGE_FREE), ID_FREE);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_PAGE_FREE_BATCHED), ID_FREE_BATCHED);
+        /* This kernel has no module events: absent, not an error. */
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_MODULE_LOAD), -ENOENT);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_MODULE_FREE), -ENOENT);
+        ASSERT_EQ(tracepoint_id(t, _TRACEPOINT_KIND_MAX), -EINVAL);
+        ASSERT_TRUE(!tracepoint_pfn_is_surrogate(t));
+}
+
+static void check_new_records(bool big) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        uint8_t rec[64];
+        MsEvent ev;
+
+        ASSERT_OK(tracepoint_load(TREE_NEW, big ? TRACEPOINT_BYTE_ORDER_BIG : TRACEPOINT_BYTE_ORDER_LITTLE,
+                                  &t, NULL));
+
+        /* mm_page_alloc: pfn@8/8, order@16/4, gfp_flags@24/8, migratetype@32/4 (signed), 36 bytes. */
+        memset(rec, 0xa5, sizeof(rec));
+        put_common(rec, ID_ALLOC, 4242, big);
+        put(rec, 8, 8, UINT64_C(0x123456789a), big);
+        put(rec, 16, 4, 3, big);
+        put(rec, 24, 8, UINT64_C(0x8000000000140cca), big);
+        put(rec, 32, 4, 2, big);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 36, &ev), TRACEPOINT_PAGE_ALLOC);
+        ASSERT_EQ(ev.type, MS_EVENT_PAGE_ALLOC);
+        ASSERT_TRUE(ev.pfn == UINT64_C(0x123456789a));
+        ASSERT_EQ(ev.order, 3);
+        ASSERT_TRUE(ev.gfp_flags == UINT64_C(0x8000000000140cca));
+        ASSERT_EQ(ev.migrate_type, 2);
+        /* Nothing else is touched. */
+        ASSERT_EQ(ev.pid, 0);
+        ASSERT_NULL(ev.name);
+
+        /* A negative migrate type is sign-extended. */
+        put(rec, 32, 4, (uint32_t) -1, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 36, &ev), TRACEPOINT_PAGE_ALLOC);
+        ASSERT_EQ(ev.migrate_type, -1);
+
+        /* One byte short of migratetype: rejected, not read past the end. */
+        ASSERT_EQ(tracepoint_decode(t, rec, 35, &ev), -EBADMSG);
+        ASSERT_EQ(tracepoint_decode(t, rec, 1, &ev), -EBADMSG);
+        ASSERT_EQ(tracepoint_decode(t, rec, 0, &ev), -EBADMSG);
+
+        /* A failed allocation records pfn -1. */
+        put(rec, 8, 8, UINT64_MAX, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 36, &ev), -ENODATA);
+
+        /* mm_page_free: pfn@8/8, order@16/4. */
+        memset(rec, 0xa5, sizeof(rec));
+        put_common(rec, ID_FREE, 1, big);
+        put(rec, 8, 8, 0x42, big);
+        put(rec, 16, 4, 9, big);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 20, &ev), TRACEPOINT_PAGE_FREE);
+        ASSERT_EQ(ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_EQ(ev.pfn, 0x42);
+        ASSERT_EQ(ev.order, 9);
+
+        /* mm_page_free_batched: pfn only, always order 0. */
+        memset(rec, 0xa5, sizeof(rec));
+        put_common(rec, ID_FREE_BATCHED, 1, big);
+        put(rec, 8, 8, UINT64_C(0xfffffffff), big);
+        clear_event(&ev);
+        ev.order = 7;
+        ASSERT_EQ(tracepoint_decode(t, rec, 16, &ev), TRACEPOINT_PAGE_FREE_BATCHED);
+        ASSERT_EQ(ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_TRUE(ev.pfn == UINT64_C(0xfffffffff));
+        ASSERT_EQ(ev.order, 0);
+
+        /* An id this set does not know, e.g. a module event on this kernel. */
+        put_common(rec, 9999, 1, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 16, &ev), -ENOENT);
+        put_common(rec, ID_OLD_MODULE_LOAD, 1, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 16, &ev), -ENOENT);
+}
+
+static void test_new_little(void) {
+        check_new_records(false);
+}
+
+static void test_new_big(void) {
+        check_new_records(true);
+}
+
+/* A big-endian record read as little-endian is another event: the byte order really is applied. */
+static void test_byte_order_matters(void) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        uint8_t rec[40] = {};
+        MsEvent ev;
+
+        ASSERT_OK(tracepoint_load(TREE_NEW, TRACEPOINT_BYTE_ORDER_LITTLE, &t, NULL));
+        put_common(rec, ID_ALLOC, 1, true);
+        ASSERT_EQ(tracepoint_decode(t, rec, 36, &ev), -ENOENT);
+}
+
+static void check_old_records(bool big) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        const uint64_t page = UINT64_C(0xffffea0001234540);
+        const uint64_t key = (page >> 6) & ((UINT64_C(1) << 47) - 1);
+        uint8_t rec[64];
+        MsEvent ev;
+
+        ASSERT_OK(tracepoint_load(TREE_OLD, big ? TRACEPOINT_BYTE_ORDER_BIG : TRACEPOINT_BYTE_ORDER_LITTLE,
+                                  &t, NULL));
+        ASSERT_TRUE(tracepoint_pfn_is_surrogate(t));
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_MODULE_LOAD), ID_OLD_MODULE_LOAD);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_MODULE_FREE), ID_OLD_MODULE_FREE);
+
+        /* mm_page_alloc: page@8/8, order@16/4, gfp_flags@20/4, migratetype@24/4. */
+        memset(rec, 0x5a, sizeof(rec));
+        put_common(rec, ID_OLD_ALLOC, 7, big);
+        put(rec, 8, 8, page, big);
+        put(rec, 16, 4, 1, big);
+        put(rec, 20, 4, 0x200d2, big);
+        put(rec, 24, 4, (uint32_t) -2, big);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 28, &ev), TRACEPOINT_PAGE_ALLOC);
+        ASSERT_EQ(ev.type, MS_EVENT_PAGE_ALLOC);
+        ASSERT_TRUE(ev.pfn == key);
+        ASSERT_TRUE(ev.pfn < (UINT64_C(1) << 47));
+        ASSERT_EQ(ev.order, 1);
+        ASSERT_EQ(ev.gfp_flags, 0x200d2);
+        ASSERT_EQ(ev.migrate_type, -2);
+
+        /* The next struct page gets the next key, so a block's pages stay adjacent. */
+        put(rec, 8, 8, page + 64, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 28, &ev), TRACEPOINT_PAGE_ALLOC);
+        ASSERT_TRUE(ev.pfn == key + 1);
+
+        /* A NULL page is a failed allocation. */
+        put(rec, 8, 8, 0, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 28, &ev), -ENODATA);
+
+        /* mm_page_free and mm_page_free_batched (page, cold) yield the same key as the allocation. */
+        memset(rec, 0x5a, sizeof(rec));
+        put_common(rec, ID_OLD_FREE, 7, big);
+        put(rec, 8, 8, page, big);
+        put(rec, 16, 4, 1, big);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 20, &ev), TRACEPOINT_PAGE_FREE);
+        ASSERT_TRUE(ev.pfn == key);
+        ASSERT_EQ(ev.order, 1);
+
+        put_common(rec, ID_OLD_FREE_BATCHED, 7, big);
+        put(rec, 16, 4, 1, big);        /* cold, not an order */
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 20, &ev), TRACEPOINT_PAGE_FREE_BATCHED);
+        ASSERT_EQ(ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_TRUE(ev.pfn == key);
+        ASSERT_EQ(ev.order, 0);
+
+        /* module_load: taints@8/4, __data_loc name@12/4 -> (len << 16 | offset). */
+        memset(rec, 0x5a, sizeof(rec));
+        put_common(rec, ID_OLD_MODULE_LOAD, 99, big);
+        put(rec, 8, 4, 0x1000, big);
+        put(rec, 12, 4, (6u << 16) | 16u, big);
+        memcpy(rec + 16, "dummy", 6);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 22, &ev), TRACEPOINT_MODULE_LOAD);
+        ASSERT_EQ(ev.type, MS_EVENT_MODULE_LOAD);
+        ASSERT_STREQ(ev.name, "dummy");
+        ASSERT_TRUE(ev.name == (const char *) rec + 16);
+
+        /* The string must lie inside the record and be terminated inside its length. */
+        ASSERT_EQ(tracepoint_decode(t, rec, 21, &ev), -EBADMSG);
+        put(rec, 12, 4, (5u << 16) | 16u, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 22, &ev), -EBADMSG);
+        put(rec, 12, 4, (0u << 16) | 16u, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 22, &ev), -EBADMSG);
+        put(rec, 12, 4, (6u << 16) | 0xfff0u, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 22, &ev), -EBADMSG);
+
+        /* module_free: __data_loc name@8/4. */
+        memset(rec, 0x5a, sizeof(rec));
+        put_common(rec, ID_OLD_MODULE_FREE, 99, big);
+        put(rec, 8, 4, (4u << 16) | 12u, big);
+        memcpy(rec + 12, "xfs", 4);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 16, &ev), TRACEPOINT_MODULE_FREE);
+        ASSERT_EQ(ev.type, MS_EVENT_MODULE_FREE);
+        ASSERT_STREQ(ev.name, "xfs");
+}
+
+static void test_old_little(void) {
+        check_old_records(false);
+}
+
+static void test_old_big(void) {
+        check_old_records(true);
+}
+
+static void test_missing(void) {
+        Tracepoints *t = NULL;
+        const char *what = NULL;
+
+        ASSERT_EQ(tracepoint_load("data/no-such-tracefs", TRACEPOINT_BYTE_ORDER_HOST, &t, &what), -ENOENT);
+        ASSERT_STREQ(what, "events");
+        ASSERT_NULL(t);
+
+        what = NULL;
+        ASSERT_EQ(tracepoint_load(TREE_PARTIAL, TRACEPOINT_BYTE_ORDER_HOST, &t, &what), -ENOENT);
+        ASSERT_STREQ(what, "kmem/mm_page_free");
+        ASSERT_NULL(t);
+
+        ASSERT_EQ(tracepoint_load(TREE_NEW, _TRACEPOINT_BYTE_ORDER_INVALID, &t, &what), -EINVAL);
+}
+
+static char *path_join(const char *dir, const char *rest) {
+        char *p = NULL;
+
+        ASSERT_TRUE(asprintf(&p, "%s/%s", dir, rest) >= 0);
+        return p;
+}
+
+static void make_dir(const char *dir, const char *rest) {
+        char *p = path_join(dir, rest);
+
+        ASSERT_OK(mkdir(p, 0755));
+        free(p);
+}
+
+/* Writes a fake tree whose mm_page_free has the given field lines; returns the tree's path. */
+static char *write_tree(const char *free_fields) {
+        static const char *const kmem[] = { "mm_page_alloc", "mm_page_free" };
+        char *dir = strdup("/tmp/test-tracepoint-XXXXXX");
+
+        ASSERT_NOT_NULL(dir);
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        make_dir(dir, "events");
+        make_dir(dir, "events/kmem");
+        for (size_t i = 0; i < ELEMENTSOF(kmem); i++) {
+                char *sub = NULL, *path;
+                FILE *f;
+
+                ASSERT_TRUE(asprintf(&sub, "events/kmem/%s", kmem[i]) >= 0);
+                make_dir(dir, sub);
+                free(sub);
+                ASSERT_TRUE(asprintf(&sub, "events/kmem/%s/format", kmem[i]) >= 0);
+                path = path_join(dir, sub);
+                free(sub);
+                f = fopen(path, "we");
+                ASSERT_NOT_NULL(f);
+                free(path);
+                fprintf(f, "name: %s\nID: %zu\nformat:\n"
+                        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+                        "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n%s\n"
+                        "print fmt: \"x\"\n", kmem[i], 10 + i,
+                        i == 0 ? "\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n"
+                                 "\tfield:unsigned int order;\toffset:16;\tsize:4;\tsigned:0;\n"
+                               : free_fields);
+                ASSERT_OK(fclose(f));
+        }
+        return dir;
+}
+
+static void remove_tree(char *dir) {
+        char *cmd = NULL;
+
+        ASSERT_TRUE(asprintf(&cmd, "rm -rf '%s'", dir) >= 0);
+        ASSERT_EQ(system(cmd), 0);
+        free(cmd);
+        free(dir);
+}
+
+static void test_bad_formats(void) {
+        Tracepoints *t = NULL;
+        const char *what = NULL;
+        char *dir;
+
+        /* No pfn and no page field. */
+        dir = write_tree("\tfield:unsigned int order;\toffset:8;\tsize:4;\tsigned:0;\n");
+        ASSERT_EQ(tracepoint_load(dir, TRACEPOINT_BYTE_ORDER_HOST, &t, &what), -EBADMSG);
+        ASSERT_STREQ(what, "kmem/mm_page_free");
+        remove_tree(dir);
+
+        /* A 3-byte field cannot be read as a number. */
+        what = NULL;
+        dir = write_tree("\tfield:unsigned long pfn;\toffset:8;\tsize:3;\tsigned:0;\n");
+        ASSERT_EQ(tracepoint_load(dir, TRACEPOINT_BYTE_ORDER_HOST, &t, &what), -EBADMSG);
+        ASSERT_STREQ(what, "kmem/mm_page_free");
+        remove_tree(dir);
+
+        /* Frees identifying pages by pointer while allocations use pfns could never match. */
+        what = NULL;
+        dir = write_tree("\tfield:struct page * page;\toffset:8;\tsize:8;\tsigned:0;\n");
+        ASSERT_EQ(tracepoint_load(dir, TRACEPOINT_BYTE_ORDER_HOST, &t, &what), -EBADMSG);
+        ASSERT_STREQ(what, "kmem/mm_page_free");
+        remove_tree(dir);
+
+        /* The minimal valid tree: required events only, free without order. */
+        dir = write_tree("\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n");
+        ASSERT_OK(tracepoint_load(dir, TRACEPOINT_BYTE_ORDER_HOST, &t, &what));
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_PAGE_ALLOC), 10);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_PAGE_FREE), 11);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_PAGE_FREE_BATCHED), -ENOENT);
+        t = tracepoint_free(t);
+        ASSERT_NULL(t);
+        remove_tree(dir);
+}
+
+int main(void) {
+        TEST(test_kind_strings);
+        TEST(test_load_new);
+        TEST(test_new_little);
+        TEST(test_new_big);
+        TEST(test_byte_order_matters);
+        TEST(test_old_little);
+        TEST(test_old_big);
+        TEST(test_missing);
+        TEST(test_bad_formats);
+        return 0;
+}
