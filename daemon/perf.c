@@ -948,6 +948,9 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         s->config.tracefs = s->tracefs;
 
         r = tracepoint_load(s->tracefs, TRACEPOINT_BYTE_ORDER_HOST, &s->tracepoints, &missing);
+        if ((r == -EACCES || r == -EPERM) && missing && streq(missing, "events"))
+                return log_error_errno(r, "Permission denied reading %s/events: tracing needs root, or CAP_PERFMON "
+                                       "and read access to tracefs.", s->tracefs);
         if (r == -ENOENT && missing && streq(missing, "events"))
                 return log_error_errno(r, "%s has no events directory: not a tracefs, or no tracepoint "
                                        "support.", s->tracefs);

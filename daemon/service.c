@@ -433,7 +433,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Modules", method_modules, 0 },
         { "io.memstrack.StackTree", method_stack_tree, 0 },
         { "io.memstrack.Top", method_top, 0 },
-        { "io.memstrack.Reset", method_reset, 0 },
+        { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },

@@ -329,10 +329,13 @@ int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepo
 
         if (asprintf(&events, "%s/events", tracefs) < 0)
                 return -ENOMEM;
-        if (!is_dir(events)) {
+        struct stat st;
+        if (stat(events, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                /* Tell "not allowed to look" (tracefs is root-only) apart from "not there". */
+                int e = errno == EACCES || errno == EPERM ? errno : ENOENT;
                 if (reterr_what)
                         *reterr_what = "events";
-                return log_debug_errno(ENOENT, "%s is not a directory.", events);
+                return log_debug_errno(e, "%s is not a readable directory.", events);
         }
 
         t = calloc(1, sizeof(*t));

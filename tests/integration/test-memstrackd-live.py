@@ -262,6 +262,12 @@ def test_bad_environment():
     out = run_failing("--tracefs", os.path.join(DATA, "tracefs-partial"))
     if "mm_page_free" not in out:
         fail(f"the error does not name the missing tracepoint: {out}")
+    # Not root: the error says what is missing (CAP_PERFMON, or kernel.perf_event_paranoid).
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", MEMSTRACKD, "--foreground",
+                        "--no-socket", "--tracefs", "/sys/kernel/tracing"], capture_output=True, text=True, timeout=WAIT)
+    out = r.stdout + r.stderr
+    if r.returncode == 0 or not ("perf_event_paranoid" in out or "CAP_PERFMON" in out or "root" in out):
+        fail(f"as an unprivileged user: exit {r.returncode}, output: {out}")
     # A private mount namespace without tracefs, and no CAP_SYS_ADMIN to mount it.
     script = ("for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; do "
               "umount -l $m 2>/dev/null; done; "
