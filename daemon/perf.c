@@ -930,8 +930,9 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         s->source.ops = &perf_source_ops;
         s->config = *config;
         s->self = getpid();
+        /* A quarter, not half: the headroom after a wakeup is what absorbs the daemon's scheduling delay. */
         if (s->config.wakeup_bytes == 0)
-                s->config.wakeup_bytes = (size_t) s->config.buffer_pages * page_size / 2;
+                s->config.wakeup_bytes = (size_t) s->config.buffer_pages * page_size / 4;
 
         if (config->tracefs) {
                 s->tracefs = strdup(config->tracefs);
