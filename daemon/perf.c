@@ -949,6 +949,9 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         s->config.tracefs = s->tracefs;
 
         r = tracepoint_load(s->tracefs, TRACEPOINT_BYTE_ORDER_HOST, &s->tracepoints, &missing);
+        if (r == -EACCES || r == -EPERM)
+                return log_error_errno(r, "Not allowed to read the tracepoint formats (%s) in %s: run as root.",
+                                       missing ? missing : "events", s->tracefs);
         if (r == -ENOENT && missing && streq(missing, "events"))
                 return log_error_errno(r, "%s has no events directory: not a tracefs, or no tracepoint "
                                        "support.", s->tracefs);
