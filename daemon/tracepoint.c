@@ -35,9 +35,9 @@ typedef struct TracepointInfo {
 static const TracepointInfo tracepoint_info[_TRACEPOINT_KIND_MAX] = {
         [TRACEPOINT_PAGE_ALLOC]        = { "kmem", "mm_page_alloc", "kmem/mm_page_alloc", true },
         [TRACEPOINT_PAGE_FREE]         = { "kmem", "mm_page_free", "kmem/mm_page_free", true },
-        [TRACEPOINT_PAGE_FREE_BATCHED] = { "kmem", "mm_page_free_batched", "kmem/mm_page_free_batched" },
-        [TRACEPOINT_MODULE_LOAD]       = { "module", "module_load", "module/module_load" },
-        [TRACEPOINT_MODULE_FREE]       = { "module", "module_free", "module/module_free" },
+        [TRACEPOINT_PAGE_FREE_BATCHED] = { "kmem", "mm_page_free_batched", "kmem/mm_page_free_batched", false },
+        [TRACEPOINT_MODULE_LOAD]       = { "module", "module_load", "module/module_load", false },
+        [TRACEPOINT_MODULE_FREE]       = { "module", "module_free", "module/module_free", false },
 };
 
 /* One event's resolved fields. Handles are borrowed from the tep_handle and live as long as it does. */
