@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: MIT */
+
+#include "ctl.h"
+
+int verb_top(int argc, char *argv[]) {
+        return -EOPNOTSUPP;
+}
