@@ -101,7 +101,13 @@ static void test_sort_and_filter(void) {
         ASSERT_EQ(top_model_task_row(m, 0)->pid, 30);
         ASSERT_OK(top_model_set_filter(m, "ext"));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 0);
+        /* Each view has its own filter. */
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_MODULES), 2);
+        top_model_set_view(m, TOP_VIEW_MODULES);
+        ASSERT_OK(top_model_set_filter(m, "ext"));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_MODULES), 1);
+        ASSERT_OK(top_model_set_filter(m, NULL));
+        top_model_set_view(m, TOP_VIEW_TASKS);
         ASSERT_OK(top_model_set_filter(m, ""));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 3);
 

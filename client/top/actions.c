@@ -112,7 +112,7 @@ static TopReaction act_sort_previous(TopActionContext *c, int key) {
 
 static TopReaction act_filter(TopActionContext *c, int key) {
         TopModel *m = c->model;
-        char *edit = strdup(m->filter ?: "");
+        char *edit = strdup(top_model_filter(m) ?: "");
 
         if (!edit)
                 return TOP_REACT_NONE;

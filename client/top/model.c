@@ -81,7 +81,8 @@ TopModel *top_model_free(TopModel *m) {
         free(m->selected_path);
         free(m->selected_module);
         free(m->filter_edit);
-        free(m->filter);
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                free(m->filter[v]);
         free(m->scope_module);
         stack_node_free(m->stack_root);
         clear_data(m);
@@ -254,12 +255,12 @@ const TopStackRow *top_model_stack_row(const TopModel *m, size_t row) {
 
 /* ---- Filtering and sorting -------------------------------------------------------------------------- */
 
-static bool filter_active(const TopModel *m) {
-        return m->filter && m->filter[0];
+static bool filter_active(const TopModel *m, TopView v) {
+        return m->filter[v] && m->filter[v][0];
 }
 
-static bool matches(const TopModel *m, const char *s) {
-        return !filter_active(m) || (s && strcasestr(s, m->filter));
+static bool matches(const TopModel *m, TopView v, const char *s) {
+        return !filter_active(m, v) || (s && strcasestr(s, m->filter[v]));
 }
 
 static int compare_u64_desc(uint64_t a, uint64_t b) {
@@ -339,7 +340,7 @@ static bool path_expanded(const TopModel *m, const char *path) {
 }
 
 static bool subtree_matches(const TopModel *m, const TopStackNode *n) {
-        if (matches(m, n->label))
+        if (matches(m, TOP_VIEW_STACKS, n->label))
                 return true;
         for (size_t i = 0; i < n->n_children; i++)
                 if (subtree_matches(m, &n->children[i]))
@@ -356,18 +357,18 @@ static int add_stack_rows(TopModel *m, RowBuilder *b, const TopStackNode *n, con
                 unsigned depth, bool ancestor_matched) {
         _cleanup_free_ char *path = NULL;
         _cleanup_free_ const TopStackNode **order = NULL;
-        bool self_matched = ancestor_matched || matches(m, n->label);
+        bool self_matched = ancestor_matched || matches(m, TOP_VIEW_STACKS, n->label);
         int r;
 
         /* With a filter: rows on the way to a match, and everything below a match. */
-        if (filter_active(m) && !self_matched && !subtree_matches(m, n))
+        if (filter_active(m, TOP_VIEW_STACKS) && !self_matched && !subtree_matches(m, n))
                 return 0;
 
         if (parent_path ? asprintf(&path, "%s\x1f%s", parent_path, n->label) < 0 : !(path = strdup(n->label)))
                 return -ENOMEM;
         /* The root is always open; with a filter, so is the way down to the matches. */
         bool expanded = depth == 0 || path_expanded(m, path) ||
-                        (filter_active(m) && !self_matched && n->n_children > 0);
+                        (filter_active(m, TOP_VIEW_STACKS) && !self_matched && n->n_children > 0);
 
         if (b->n == b->allocated) {
                 size_t k = MAX(b->allocated * 2, (size_t) 64);
@@ -392,7 +393,7 @@ static int add_stack_rows(TopModel *m, RowBuilder *b, const TopStackNode *n, con
                 order[i] = &n->children[i];
         qsort_r(order, n->n_children, sizeof(TopStackNode *), compare_stack_nodes, m);
         for (size_t i = 0; i < n->n_children; i++) {
-                r = add_stack_rows(m, b, order[i], path, depth + 1, self_matched && filter_active(m));
+                r = add_stack_rows(m, b, order[i], path, depth + 1, self_matched && filter_active(m, TOP_VIEW_STACKS));
                 if (r < 0)
                         return r;
         }
@@ -445,7 +446,7 @@ int top_model_rebuild(TopModel *m) {
         if (!m->task_rows)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_tasks; i++)
-                if (matches(m, m->tasks[i].comm) || matches(m, m->tasks[i].cmdline))
+                if (matches(m, TOP_VIEW_TASKS, m->tasks[i].comm))
                         m->task_rows[m->n_task_rows++] = i;
         qsort_r(m->task_rows, m->n_task_rows, sizeof(size_t), compare_task_rows, m);
         found = -1;
@@ -461,7 +462,7 @@ int top_model_rebuild(TopModel *m) {
         if (!m->module_rows)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_modules; i++)
-                if (matches(m, m->modules[i].name))
+                if (matches(m, TOP_VIEW_MODULES, m->modules[i].name))
                         m->module_rows[m->n_module_rows++] = i;
         qsort_r(m->module_rows, m->n_module_rows, sizeof(size_t), compare_module_rows, m);
         found = -1;
@@ -543,9 +544,13 @@ int top_model_set_filter(TopModel *m, const char *filter) {
                 if (!copy)
                         return -ENOMEM;
         }
-        free(m->filter);
-        m->filter = copy;
+        free(m->filter[m->view]);
+        m->filter[m->view] = copy;
         return top_model_rebuild(m);
+}
+
+const char *top_model_filter(const TopModel *m) {
+        return m->filter[m->view];
 }
 
 void top_model_toggle_pause(TopModel *m) {

@@ -111,7 +111,8 @@ typedef struct TopModel {
         TopView view;
         TopMode mode;
         unsigned sort[_TOP_VIEW_MAX];   /* column per view */
-        char *filter;                   /* owned, NULL or "" for none; case-insensitive substring */
+        char *filter[_TOP_VIEW_MAX];    /* owned, per view, NULL for none; case-insensitive substring of the
+                                         * comm, module name or frame */
         char *filter_edit;              /* owned, the text being typed in TOP_MODE_FILTER */
         bool paused;
         int64_t selected_pid;           /* -1: none yet */
@@ -157,7 +158,10 @@ void top_model_move(TopModel *m, int64_t delta);
 void top_model_sort_next(TopModel *m, int direction);
 /* Name of the sorted column of a view, lower case ("current", "comm", ...). */
 const char *top_model_sort_name(const TopModel *m, TopView v);
+/* Sets the current view's filter (NULL or "" for none). */
 int top_model_set_filter(TopModel *m, const char *filter);
+/* The current view's filter, NULL if none. */
+const char *top_model_filter(const TopModel *m);
 void top_model_toggle_pause(TopModel *m);
 
 /* Stacks view: expand (with the single-child chain below it), collapse, or toggle the selected node.

@@ -26,8 +26,11 @@ static void layout(TopScreen *s) {
 int top_screen_start(TopScreen *s) {
         if (s->active)
                 return 0;
-        if (!initscr())
+        /* newterm(), not initscr(): initscr() exits the process when TERM is unknown. */
+        s->screen = newterm(NULL, stdout, stdin);
+        if (!s->screen)
                 return -EIO;
+        (void) set_term(s->screen);
         s->active = true;
         cbreak();
         noecho();
@@ -46,6 +49,8 @@ void top_screen_stop(TopScreen *s) {
                 return;
         (void) curs_set(1);
         endwin();
+        delscreen(s->screen);
+        s->screen = NULL;
         s->active = false;
 }
 
@@ -206,7 +211,7 @@ static void draw_header(TopScreen *s, TopModel *m) {
         _cleanup_free_ char *state = NULL;
         if (asprintf(&state, "%s%s sort: %s%s%s%s", m->view == TOP_VIEW_STACKS ? " " : "",
                      m->view == TOP_VIEW_STACKS ? top_model_scope_label(m, scope, sizeof(scope)) : "",
-                     top_model_sort_name(m, m->view), m->filter ? "  filter: " : "", m->filter ?: "",
+                     top_model_sort_name(m, m->view), top_model_filter(m) ? "  filter: " : "", top_model_filter(m) ?: "",
                      m->paused ? "  PAUSED" : "") >= 0 && x < s->cols)
                 panel_print_line(1, x, s->cols - x, state, m->paused ? A_BOLD : A_NORMAL);
 }

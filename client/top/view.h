@@ -9,10 +9,12 @@
 
 #include <stdbool.h>
 
+#include "curses.h"
 #include "model.h"
 #include "panel.h"
 
 typedef struct TopScreen {
+        SCREEN *screen;                 /* owned while active */
         bool active;                    /* curses is on: endwin() is owed */
         int rows, cols;
         Panel panels[_TOP_VIEW_MAX];
