@@ -188,8 +188,9 @@ static json_t *prune(const json_t *node, const ReportOptions *o, int64_t depth) 
 
 json_t *report_prune_tree(const json_t *node, const ReportOptions *o) {
         if (!json_is_object(node))
-                return json_pack("{s:s, s:n, s:n, s:i, s:i, s:[], s:i, s:i}", "frame", "[empty]", "module", "address",
-                                 "currentPages", 0, "peakPages", 0, "children", "truncatedChildren", 0, "selfPages", 0);
+                return json_pack("{s:s, s:n, s:n, s:i, s:i, s:[], s:i, s:i}", "frame", "[empty]", "module",
+                                 "address", "currentPages", 0, "peakPages", 0, "children", "truncatedChildren", 0,
+                                 "selfPages", 0);
         return prune(node, o, 0);
 }
 
@@ -602,8 +603,9 @@ static int json_list(json_t *doc, const ReportOptions *o, bool tasks, bool with_
                 if (!entry)
                         return -ENOMEM;
                 if (with_trees) {
-                        json_t *tree = tasks ? doc_scoped_tree(doc, "taskStacks", "pid", json_object_get(e, "pid")) :
-                                               doc_scoped_tree(doc, "moduleStacks", "name", json_object_get(e, "name"));
+                        json_t *tree = tasks ?
+                                doc_scoped_tree(doc, "taskStacks", "pid", json_object_get(e, "pid")) :
+                                doc_scoped_tree(doc, "moduleStacks", "name", json_object_get(e, "name"));
                         json_t *pruned = tree ? report_prune_tree(reply_object(tree, "root"), o) : json_null();
                         if (!pruned || json_object_set_new(entry, "stackTree", pruned) < 0)
                                 return -ENOMEM;

@@ -43,7 +43,8 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
         if (r < 0)
                 return ctl_report_transport_error(r);
         if (error) {
-                if (key && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
+                if (key && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
+                            streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
                         *ret = NULL;
                         return 0;
                 }
@@ -257,17 +258,16 @@ int verb_snapshot(int argc, char *argv[]) {
                         fprintf(stderr, "Failed to write %s: %s\n", arg_file, strerror(-r));
                         return CTL_EXIT_FAILURE;
                 }
+                size_t n_tasks = json_array_size(reply_array(reply_object(reply, "tasks"), "tasks"));
+                uint64_t tracked = reply_count(reply_object(reply, "status"), "trackedPages");
                 if (arg_json != CTL_JSON_OFF) {
-                        json_auto_t *j = json_pack("{s:s, s:I, s:I}", "file", arg_file,
-                                                   "tasks", (json_int_t) json_array_size(reply_array(reply_object(reply, "tasks"), "tasks")),
-                                                   "trackedPages", (json_int_t) reply_count(reply_object(reply, "status"), "trackedPages"));
+                        json_auto_t *j = json_pack("{s:s, s:I, s:I}", "file", arg_file, "tasks", (json_int_t) n_tasks,
+                                                   "trackedPages", (json_int_t) tracked);
                         if (!j)
                                 return -ENOMEM;
                         return ctl_print_json(j);
                 }
-                printf("Wrote %s (%zu tasks, %" PRIu64 " pages tracked).\n", arg_file,
-                       json_array_size(reply_array(reply_object(reply, "tasks"), "tasks")),
-                       reply_count(reply_object(reply, "status"), "trackedPages"));
+                printf("Wrote %s (%zu tasks, %" PRIu64 " pages tracked).\n", arg_file, n_tasks, tracked);
                 return 0;
         }
 

@@ -56,7 +56,8 @@ int verb_stacks(int argc, char *argv[]) {
                 { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
                 { .header = "SIZE", .align = TABLE_ALIGN_RIGHT },
                 { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
-                { .header = "STACK (outermost caller first)", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 20 },
+                { .header = "STACK (outermost caller first)", .align = TABLE_ALIGN_LEFT, .elastic = true,
+                  .min_width = 20 },
         };
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         _cleanup_(table_freep) Table *t = NULL;

@@ -325,7 +325,8 @@ static int compare_stack_nodes(const void *a, const void *b, void *userdata) {
         int c = 0;
 
         if (sorting->sort[TOP_VIEW_STACKS] == TOP_STACK_PEAK)
-                c = compare_u64_desc((uint64_t) MAX(x->peak_pages, (int64_t) 0), (uint64_t) MAX(y->peak_pages, (int64_t) 0));
+                c = compare_u64_desc((uint64_t) MAX(x->peak_pages, (int64_t) 0),
+                                     (uint64_t) MAX(y->peak_pages, (int64_t) 0));
         if (c == 0)
                 c = compare_u64_desc(x->current_pages, y->current_pages);
         /* Equal counts keep the daemon's order: compare positions in the parent's array. */
