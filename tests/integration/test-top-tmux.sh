@@ -115,8 +115,48 @@ until rows=$(screen | sed -n '4,39p' | grep -v '^ *$') && [ -n "$rows" ] && ! ec
 done
 echo "ok filter"
 
+# The highlighted row's pid (escape sequences from capture-pane -e: reverse video marks it), below the
+# header lines.
+selected_pid() {
+    tmux_ capture-pane -e -p -t top | tail -n +4 | grep $'\e\[[0-9;]*7m' | sed 's/\x1b\[[0-9;]*m//g' |
+        grep -E '^ +[0-9]+ ' | awk '{ print $1 }' | head -1
+}
+header() {
+    screen | head -1
+}
+# Moves the selection with Down, a key at a time, to the row of pid $1 (other loadgens may run too).
+select_pid() {
+    local i before deadline
+    keys Home
+    for i in $(seq 60); do
+        [ "$(selected_pid)" = "$1" ] && return 0
+        before=$(selected_pid)
+        keys Down
+        deadline=$((SECONDS + WAIT))
+        until [ "$(selected_pid)" != "$before" ]; do
+            [ $SECONDS -lt $deadline ] || { screen >&2; fail "Down did not move the selection from $before"; }
+            sleep 0.1
+        done
+    done
+    screen >&2
+    fail "Down never reached pid $1"
+}
+# The parent loadgen sorts below the child, which holds more; then two refreshes pass.
+select_pid "$lg_parent"
+for i in 1 2; do
+    h=$(header)
+    deadline=$((SECONDS + WAIT))
+    until [ "$(header)" != "$h" ]; do
+        [ $SECONDS -lt $deadline ] || fail "the view did not refresh"
+        sleep 0.1
+    done
+done
+[ "$(selected_pid)" = "$lg_parent" ] || fail "the selection moved from $lg_parent to $(selected_pid) on refresh"
+echo "ok selection kept across refreshes"
+
 # The selection is loadgen's biggest row; Enter shows its stacks, and it survives refreshes meanwhile.
-keys Home Enter
+select_pid "$lg_pid"
+keys Enter
 expect_screen "\[-\] \[pid $lg_pid loadgen\]" "loadgen's own stack tree after Enter"
 expect_screen "3 Stacks +\[pid $lg_pid loadgen\] sort: current" "the stacks scope in the tab line"
 keys a
@@ -182,7 +222,11 @@ echo "ok quit leaves the shell clean"
 keys -l "$MEMSTRACKCTL --address $work/sock top; echo TOP-EXIT=\$?"
 keys Enter
 expect_screen '^ 1 Tasks' "top running again"
-pkill -TERM -f "^$MEMSTRACKCTL --address $work/sock top\$" || fail "could not signal top"
+# The pane's shell runs top as its only child.
+shell_pid=$(tmux_ display-message -p -t top '#{pane_pid}')
+top_pid=$(ps -o pid= --ppid "$shell_pid" | tr -d ' ')
+[ -n "$top_pid" ] || fail "cannot find top's pid under the pane's shell $shell_pid"
+kill -TERM "$top_pid" || fail "could not signal top ($top_pid)"
 expect_screen '^TOP-EXIT=0$' "a clean exit after SIGTERM"
 tmux_ send-keys -t top -l "stty -a | grep -o ' echo ' ; echo STTY-DONE"
 keys Enter
