@@ -64,6 +64,8 @@ static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         UsageStats us;
         char size[32];
 
+        /* On a quiet system records can sit below the wakeup watermark for long: a second at most. */
+        manager_flush(m);
         accounting_get_stats(m->accounting, &st);
         m->rate_events[m->rate_next] = st.events;
         m->rate_usec[m->rate_next] = monotonic_usec();
@@ -79,8 +81,7 @@ static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
-        if (m->source)
-                (void) m->source->ops->flush(m->source);
+        manager_flush(m);
         manager_log_summary(m, "SIGUSR1");
         return 0;
 }
@@ -235,8 +236,15 @@ void manager_log_summary(Manager *m, const char *reason) {
                 log_warning_errno(r, "Failed to write the summary, ignoring: %m");
 }
 
+void manager_flush(Manager *m) {
+        if (!m->source)
+                return;
+        int r = m->source->ops->flush(m->source);
+        if (r < 0)
+                log_debug_errno(r, "Failed to flush the event source, answering with what arrived: %m");
+}
+
 void manager_finish(Manager *m) {
-        if (m->source)
-                (void) m->source->ops->flush(m->source);
+        manager_flush(m);
         manager_log_summary(m, "shutdown");
 }

@@ -59,6 +59,9 @@ Manager *manager_free(Manager *m);
 
 /* Opens the event source and the socket and attaches everything to the loop. */
 int manager_start(Manager *m);
+/* Delivers what the source buffers below its wakeup watermark, so an answer reflects everything the
+ * kernel reported up to now. Cheap when little is buffered; every query calls it first. */
+void manager_flush(Manager *m);
 /* Delivers what the source still buffers and writes the final summary. */
 void manager_finish(Manager *m);
 

@@ -38,8 +38,11 @@
  * frames deep in practice, 64 leaves room for user frames while bounding a sample to ~600 bytes. */
 #define PERF_DEPTH_DEFAULT 64u
 #define PERF_DEPTH_MAX 1024u
-/* Data pages per CPU ring (4 MiB with 4 KiB pages): no loss at full speed on the reference machine,
- * see docs/performance.md. Memory cost: this times the number of CPUs, locked. */
+/* Data pages per CPU ring (4 MiB with 4 KiB pages). The default watermark is a quarter of it: about 30
+ * wakeups/s at full speed, and three quarters of the ring left to absorb the daemon's scheduling delay.
+ * With both CPUs of the reference machine saturated by the load, half-ring watermarks lost records up to
+ * 512 pages, quarter-ring ones none from 256 pages up; 1024 keeps a margin (docs/performance.md).
+ * Memory cost: this times the number of CPUs, locked. */
 #define PERF_BUFFER_PAGES_DEFAULT 1024u
 #define PERF_BUFFER_PAGES_MAX (1u << 20)
 /* Records decoded per dispatch before other event sources get their turn. */
@@ -52,7 +55,7 @@ typedef struct PerfConfig {
         unsigned depth;                 /* frames per allocation call chain, 1..PERF_DEPTH_MAX */
         bool user_stacks;               /* also record user frames (frame-pointer unwinding) */
         unsigned buffer_pages;          /* data pages per CPU ring, a power of two */
-        size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: half the ring */
+        size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: a quarter of the ring */
         unsigned drain_budget;          /* records per dispatch, > 0 */
 } PerfConfig;
 

@@ -34,6 +34,8 @@ static uint64_t now_usec(clockid_t clock) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
+/* Checks the parameters (replying InvalidParameter if they are wrong), then brings the core up to date
+ * with what the kernel reported so far: every method answers about now. */
 static int unpack(VarlinkCall *call, json_t *parameters, const VarlinkField *fields, size_t n) {
         const char *bad = NULL;
         int r = varlink_parameters_unpack(parameters, fields, n, &bad);
@@ -41,6 +43,7 @@ static int unpack(VarlinkCall *call, json_t *parameters, const VarlinkField *fie
                 (void) varlink_call_error_invalid_parameter(call, bad ?: "parameters");
                 return r;
         }
+        manager_flush(varlink_call_get_userdata(call));
         return 0;
 }
 
@@ -281,6 +284,7 @@ static int top_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         json_auto_t *reply = NULL;
         TopStream *t = userdata;
 
+        manager_flush(t->manager);
         int r = top_snapshot(t, &reply);
         if (r >= 0)
                 r = varlink_call_reply_more(t->call, reply);
@@ -429,7 +433,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Modules", method_modules, 0 },
         { "io.memstrack.StackTree", method_stack_tree, 0 },
         { "io.memstrack.Top", method_top, 0 },
-        { "io.memstrack.Reset", method_reset, 0 },
+        { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },

@@ -319,6 +319,7 @@ int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepo
                 const char **reterr_what) {
         _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
         _cleanup_free_ char *events = NULL;
+        struct stat st;
         bool big;
         int r;
 
@@ -329,10 +330,12 @@ int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepo
 
         if (asprintf(&events, "%s/events", tracefs) < 0)
                 return -ENOMEM;
-        if (!is_dir(events)) {
+        if (stat(events, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                /* Unreadable (tracefs is root-only) is not the same as absent: keep EACCES. */
+                r = errno == EACCES || errno == EPERM ? -errno : -ENOENT;
                 if (reterr_what)
                         *reterr_what = "events";
-                return log_debug_errno(ENOENT, "%s is not a directory.", events);
+                return log_debug_errno(r, "%s is not an accessible directory.", events);
         }
 
         t = calloc(1, sizeof(*t));

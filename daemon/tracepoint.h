@@ -65,9 +65,9 @@ int tracepoint_find_tracefs(char **ret_path);
 /*
  * Loads the formats of every kind from <tracefs>/events. A missing optional event is not an error
  * (tracepoint_id() then returns -ENOENT for it). Returns -ENOENT when the events directory or a required
- * event is missing and -EBADMSG when a format lacks a field this module needs; in both cases
- * *reterr_what (if not NULL) names the culprit: a kind string or "events". -ENOMEM, or the errno of a
- * failed read, otherwise.
+ * event is missing, -EACCES/-EPERM when the events directory may not be read, and -EBADMSG when a format
+ * lacks a field this module needs; in these cases *reterr_what (if not NULL) names the culprit: a kind
+ * string or "events". -ENOMEM, or the errno of a failed read, otherwise.
  */
 int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepoints **ret,
                 const char **reterr_what);

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""memstrackd on the live kernel, queried over its varlink socket.
+
+Needs root, perf events and the kmem tracepoints; exits 77 (skip) otherwise, saying why. Nothing here
+depends on timing: every wait polls for a condition and gives up after a bound.
+
+Usage: test-memstrackd-live.py MEMSTRACKD LOADGEN DATADIR [CASE...]
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+PAGES = 16384                   # 64 MiB of 4 KiB pages
+TOLERANCE = PAGES * 5 // 1000   # 0.5 %
+PAGE_TABLES = PAGES // 512 + 1  # PTE pages mapping them, plus a PMD page: "page tables aside"
+FORK = 128                      # what forking the memfd holder costs the parent (page tables, stack)
+WAIT = 120                      # seconds any one condition may take: a bound, not a measurement
+FAULT_PATH = ("handle_mm_fault", "__handle_mm_fault", "do_anonymous_page", "exc_page_fault", "do_user_addr_fault")
+
+MEMSTRACKD, LOADGEN, DATA = sys.argv[1:4]
+WORK = tempfile.mkdtemp(prefix="test-memstrackd-live.")
+children = []
+
+
+class VarlinkError(Exception):
+    def __init__(self, name, parameters):
+        super().__init__(f"{name} {json.dumps(parameters)}")
+        self.name = name
+        self.parameters = parameters
+
+
+def call(sock_path, method, parameters=None):
+    """One varlink call on a fresh connection; returns the reply's parameters."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(WAIT)
+        s.connect(sock_path)
+        s.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
+        data = b""
+        while not data.endswith(b"\0"):
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError("memstrackd closed the connection")
+            data += chunk
+    reply = json.loads(data[:-1])
+    if "error" in reply:
+        raise VarlinkError(reply["error"], reply.get("parameters", {}))
+    return reply["parameters"]
+
+
+def fail(message):
+    print(f"FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def wait_for(what, condition):
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    fail(f"timed out waiting for {what}")
+
+
+class Daemon:
+    def __init__(self, *extra):
+        self.sock = os.path.join(WORK, f"sock-{len(children)}")
+        self.log = open(os.path.join(WORK, f"memstrackd-{len(children)}.log"), "w+")
+        self.proc = subprocess.Popen([MEMSTRACKD, "--foreground", "--socket", self.sock, *extra],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        children.append(self.proc)
+
+        def ready():
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                fail(f"memstrackd exited with {self.proc.returncode}:\n{self.log.read()}")
+            try:
+                return call(self.sock, "io.memstrack.Status")
+            except (FileNotFoundError, ConnectionRefusedError):
+                return None
+        wait_for("memstrackd to answer", ready)
+
+    def call(self, method, parameters=None):
+        return call(self.sock, method, parameters)
+
+    def task(self, pid):
+        try:
+            return self.call("io.memstrack.Tasks", {"pid": pid})["tasks"][0]
+        except VarlinkError as e:
+            if e.name == "io.memstrack.NoSuchTask":
+                return None
+            raise
+
+    def stop(self):
+        self.proc.terminate()
+        rc = self.proc.wait(WAIT)
+        self.log.seek(0)
+        text = self.log.read()
+        if rc != 0:
+            fail(f"memstrackd exited with {rc} on SIGTERM:\n{text}")
+        return text
+
+
+class Loadgen:
+    """loadgen --commands: one command line in, one answer line out, so the test decides when."""
+
+    def __init__(self, *extra, pages=PAGES):
+        self.proc = subprocess.Popen([LOADGEN, "--pages", str(pages), "--commands", *extra],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        children.append(self.proc)
+        self.holder = None
+        self.pid = int(self.expect("pid="))
+
+    def expect(self, prefix):
+        line = self.proc.stdout.readline().strip()
+        # --memfd: the process holding the second reference announces itself when the memfd is made.
+        if line.startswith("holder="):
+            self.holder = int(line[len("holder="):])
+            line = self.proc.stdout.readline().strip()
+        if not line.startswith(prefix):
+            fail(f"loadgen said {line!r}, expected {prefix!r}")
+        return line[len(prefix):]
+
+    def do(self, command, answer):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        self.expect(answer)
+
+    def exit(self):
+        self.do("exit", "bye")
+        self.proc.wait(WAIT)
+
+
+def near(value, expected, what, extra=0):
+    """Within 0.5 % of expected; extra pages above it are allowed for what the kernel adds on top."""
+    if not expected - TOLERANCE <= value <= expected + TOLERANCE + extra:
+        fail(f"{what}: {value} pages, expected {expected} +- {TOLERANCE} (+{extra} allowed above)")
+
+
+def check_64mib(d, *extra, warm_up=False):
+    lg = Loadgen(*extra)
+    if warm_up:
+        # Threads leave their stacks and malloc arenas cached after the first round: measure the second.
+        lg.do("alloc", "allocated")
+        lg.do("free", "freed")
+    # The task exists once it has faulted in its first pages; loadgen has by the time it says pid=.
+    start = wait_for("loadgen's task", lambda: d.task(lg.pid))["currentPages"]
+    lg.do("alloc", "allocated")
+    held = d.task(lg.pid)
+    near(held["currentPages"] - start, PAGES, "pages held after touching 64 MiB", PAGE_TABLES)
+    lg.do("free", "freed")
+    after = d.task(lg.pid)
+    near(after["currentPages"], start, "pages held after the free")
+    near(after["peakPages"] - start, PAGES, "peak", PAGE_TABLES)
+    lg.exit()
+    return held
+
+
+def test_64mib_ten_times():
+    """A process touching exactly 64 MiB is charged 16384 pages, falls back after the free, and its
+    peak is 16384, not more; ten runs in a row."""
+    d = Daemon()
+    for run in range(10):
+        check_64mib(d)
+    d.stop()
+
+
+def test_four_threads():
+    """Four threads touching disjoint quarters of the 64 MiB: one process, the same numbers. The peak
+    is checked against the start of the measured round, after a warm-up round created the threads."""
+    d = Daemon()
+    lg_task = check_64mib(d, "--threads", "4", warm_up=True)
+    tasks = d.call("io.memstrack.Tasks", {"includeExited": True, "comm": "loadgen", "limit": 1000})["tasks"]
+    if sum(1 for t in tasks if t["pid"] == lg_task["pid"]) != 1:
+        fail(f"the threaded loadgen appears {len(tasks)} times, expected once as one process")
+    d.stop()
+
+
+def test_page_fault_stack():
+    """The heaviest stack of the process goes through the page-fault path, symbolized."""
+    d = Daemon()
+    lg = Loadgen()
+    lg.do("alloc", "allocated")
+    tree = d.call("io.memstrack.StackTree", {"pid": lg.pid, "maxChildren": 1, "maxDepth": 64})
+    frames = []
+    node = tree["root"]
+    while node["children"]:
+        node = node["children"][0]
+        frames.append(node["frame"])
+    if tree["totalPages"] < PAGES:
+        fail(f"the process's stack tree holds {tree['totalPages']} pages, expected at least {PAGES}")
+    if not any(f.split("+")[0] in FAULT_PATH for f in frames):
+        fail(f"no page-fault frame on the heaviest path: {frames}")
+    if any(f.startswith("0x") or f == "[unknown]" for f in frames):
+        fail(f"raw addresses on the heaviest path: {frames}")
+    lg.exit()
+    d.stop()
+
+
+def test_memfd_freed_by_another_process():
+    """Pages of a memfd allocated by one process and freed when another drops the last reference are
+    taken off the allocator's count."""
+    d = Daemon()
+    lg = Loadgen("--memfd")
+    start = wait_for("loadgen's task", lambda: d.task(lg.pid))["currentPages"]
+    lg.do("alloc", "allocated")
+    near(d.task(lg.pid)["currentPages"] - start, PAGES, "memfd pages after touching", PAGE_TABLES + FORK)
+    # Unmapped and closed by the allocator, but the holder still references the file: still held.
+    lg.do("free", "freed")
+    near(d.task(lg.pid)["currentPages"] - start, PAGES, "memfd pages while the other process holds them", FORK)
+    lg.do("release", "released")
+    after = d.task(lg.pid)
+    near(after["currentPages"], start, "memfd pages after the last reference went", FORK)
+    holder = d.task(lg.holder)
+    if holder and holder["currentPages"] > TOLERANCE:
+        fail(f"the process that freed the pages was charged {holder['currentPages']} pages")
+    lg.exit()
+    d.stop()
+
+
+def test_lost_events_counted():
+    """A one-page ring under heavy load loses records: counted per CPU, reported, and the daemon stays
+    consistent and alive."""
+    d = Daemon("--buffer-pages", "1", "--wakeup-bytes", "4000")
+    load = subprocess.Popen([LOADGEN, "--seconds", "3", "--threads", "2"], stdout=subprocess.DEVNULL)
+    children.append(load)
+    load.wait(WAIT)
+    status = d.call("io.memstrack.Status")
+    if status["lostEvents"] <= 0:
+        fail(f"no lost events reported with a one-page ring under load: {status}")
+    if sum(status["lostPerCpu"]) != status["lostEvents"]:
+        fail(f"lost per CPU {status['lostPerCpu']} does not add up to {status['lostEvents']}")
+    for t in d.call("io.memstrack.Tasks", {"includeExited": True, "limit": 10000})["tasks"]:
+        if not 0 <= t["currentPages"] <= t["peakPages"]:
+            fail(f"inconsistent task after losses: {t}")
+    if not 0 <= status["trackedPages"] <= status["peakTrackedPages"]:
+        fail(f"inconsistent totals after losses: {status}")
+    summary = d.stop()
+    if "lost" not in summary:
+        fail("the final summary does not mention lost events")
+
+
+def run_failing(*args, **kwargs):
+    r = subprocess.run([MEMSTRACKD, "--foreground", "--no-socket", *args], capture_output=True, text=True,
+                       timeout=WAIT, **kwargs)
+    if r.returncode == 0:
+        fail(f"memstrackd {' '.join(args)} succeeded, expected a failure")
+    return r.stdout + r.stderr
+
+
+def test_bad_environment():
+    """No tracefs, a tracepoint missing, tracefs unmounted and not mountable: a clear error, exit != 0."""
+    out = run_failing("--tracefs", os.path.join(WORK, "nowhere"))
+    if "nowhere" not in out:
+        fail(f"the error does not name the missing tracefs: {out}")
+    out = run_failing("--tracefs", os.path.join(DATA, "tracefs-partial"))
+    if "mm_page_free" not in out:
+        fail(f"the error does not name the missing tracepoint: {out}")
+    # Not root: the error says what is missing (CAP_PERFMON, or kernel.perf_event_paranoid).
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", MEMSTRACKD, "--foreground",
+                        "--no-socket", "--tracefs", "/sys/kernel/tracing"], capture_output=True, text=True, timeout=WAIT)
+    out = r.stdout + r.stderr
+    if r.returncode == 0 or not ("perf_event_paranoid" in out or "CAP_PERFMON" in out or "root" in out):
+        fail(f"as an unprivileged user: exit {r.returncode}, output: {out}")
+    # A private mount namespace without tracefs, and no CAP_SYS_ADMIN to mount it.
+    script = ("for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; do "
+              "umount -l $m 2>/dev/null; done; "
+              "exec setpriv --bounding-set -sys_admin --inh-caps -sys_admin " + MEMSTRACKD +
+              " --foreground --no-socket")
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=WAIT)
+    out = r.stdout + r.stderr
+    if r.returncode == 0 or "tracefs" not in out:
+        fail(f"without a mountable tracefs: exit {r.returncode}, output: {out}")
+
+
+CASES = [test_64mib_ten_times, test_four_threads, test_page_fault_stack, test_memfd_freed_by_another_process,
+         test_lost_events_counted, test_bad_environment]
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP: needs root to trace page events system-wide", file=sys.stderr)
+        return 77
+    if not os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
+        print("SKIP: the kernel has no perf events", file=sys.stderr)
+        return 77
+    wanted = sys.argv[4:]
+    try:
+        for case in CASES:
+            if wanted and case.__name__ not in wanted:
+                continue
+            print(f"== {case.__name__}", file=sys.stderr)
+            case()
+    finally:
+        for p in children:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run(["rm", "-rf", WORK])
+    print("all cases passed", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
