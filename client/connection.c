@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "connection.h"
+#include "ctl.h"
+
+const char *ctl_address(void) {
+        return arg_address ?: MEMSTRACK_SOCKET_DEFAULT;
+}
+
+int ctl_connect(VarlinkClient **ret) {
+        VarlinkClient *c = NULL;
+        int r;
+
+        assert(ret);
+
+        r = varlink_client_connect(ctl_address(), &c);
+        switch (r) {
+        case 0:
+                *ret = c;
+                return 0;
+        case -ENOENT:
+        case -ENOTDIR:
+                fprintf(stderr, "memstrackd is not running (no socket at %s).\n", ctl_address());
+                return CTL_EXIT_NOT_RUNNING;
+        case -ECONNREFUSED:
+                fprintf(stderr, "memstrackd is not running (nobody listens on %s).\n", ctl_address());
+                return CTL_EXIT_NOT_RUNNING;
+        case -EACCES:
+        case -EPERM:
+                fprintf(stderr, "Permission denied: cannot connect to %s (root or group %s required).\n",
+                        ctl_address(), MEMSTRACK_GROUP_DEFAULT);
+                return CTL_EXIT_PERMISSION;
+        case -EINVAL:
+        case -ENAMETOOLONG:
+                fprintf(stderr, "Invalid address '%s': expected unix:/path or a socket path.\n", ctl_address());
+                return CTL_EXIT_USAGE;
+        case -ENOMEM:
+                return r;
+        default:
+                fprintf(stderr, "Failed to connect to %s: %s\n", ctl_address(), strerror(-r));
+                return CTL_EXIT_NOT_RUNNING;
+        }
+}
+
+int ctl_report_transport_error(int error) {
+        switch (error) {
+        case -ECONNRESET:
+        case -EPIPE:
+                fprintf(stderr, "memstrackd closed the connection before answering (%s).\n", ctl_address());
+                return CTL_EXIT_PROTOCOL;
+        case -ETIMEDOUT:
+                fprintf(stderr, "memstrackd did not answer within %llus.\n",
+                        (unsigned long long) (CTL_CALL_TIMEOUT_USEC / 1000000));
+                return CTL_EXIT_PROTOCOL;
+        case -EBADMSG:
+                fprintf(stderr, "Protocol error: malformed reply from %s.\n", ctl_address());
+                return CTL_EXIT_PROTOCOL;
+        case -EMSGSIZE:
+                fprintf(stderr, "Protocol error: reply from %s is too large.\n", ctl_address());
+                return CTL_EXIT_PROTOCOL;
+        default:
+                fprintf(stderr, "Failed to talk to memstrackd at %s: %s\n", ctl_address(), strerror(-error));
+                return CTL_EXIT_PROTOCOL;
+        }
+}
+
+int ctl_exit_for_error_reply(const char *error) {
+        if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED))
+                return CTL_EXIT_PERMISSION;
+        /* The daemon did not understand us: a version mismatch, which is a protocol problem. */
+        if (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) || streq(error, VARLINK_ERROR_INTERFACE_NOT_FOUND) ||
+            streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED) || streq(error, VARLINK_ERROR_INVALID_PARAMETER))
+                return CTL_EXIT_PROTOCOL;
+        return CTL_EXIT_FAILURE;
+}
+
+int ctl_report_error_reply(const char *error, json_t *parameters) {
+        _cleanup_free_ char *p = parameters ? json_dumps(parameters, JSON_COMPACT) : NULL;
+
+        if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED)) {
+                const char *reason = json_string_value(json_object_get(parameters, "reason"));
+                fprintf(stderr, "Permission denied by memstrackd: %s (root or group %s required).\n",
+                        reason ?: "no reason given", MEMSTRACK_GROUP_DEFAULT);
+        } else
+                fprintf(stderr, "memstrackd replied with error %s %s\n", error, p ?: "{}");
+        return ctl_exit_for_error_reply(error);
+}
+
+int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply) {
+        _cleanup_free_ char *error = NULL;
+        json_auto_t *reply = NULL;
+        int r;
+
+        assert(c);
+        assert(method);
+        assert(ret_reply);
+
+        r = varlink_client_call(c, method, parameters, CTL_CALL_TIMEOUT_USEC, &reply, &error);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return ctl_report_transport_error(r);
+        if (error)
+                return ctl_report_error_reply(error, reply);
+        if (r > 0) {
+                /* We never ask for more here; a streaming reply means we talk to something else. */
+                fprintf(stderr, "Protocol error: unexpected streaming reply to %s.\n", method);
+                return CTL_EXIT_PROTOCOL;
+        }
+        if (!json_is_object(reply)) {
+                fprintf(stderr, "Protocol error: reply to %s has no parameters.\n", method);
+                return CTL_EXIT_PROTOCOL;
+        }
+        *ret_reply = TAKE_PTR(reply);
+        return 0;
+}
+
+int ctl_call_once(const char *method, json_t *parameters, json_t **ret_reply) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        int r;
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        return ctl_call(c, method, parameters, ret_reply);
+}
+
+int ctl_print_json(json_t *j) {
+        CtlJsonMode mode = arg_json;
+        size_t flags;
+
+        if (mode == CTL_JSON_AUTO || mode == CTL_JSON_OFF)
+                mode = isatty(STDOUT_FILENO) ? CTL_JSON_PRETTY : CTL_JSON_SHORT;
+        flags = mode == CTL_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
+        /* JSON_ENCODE_ANY: a reply is always an object, but a report part may be an array. */
+        if (json_dumpf(j, stdout, flags | JSON_ENCODE_ANY) < 0)
+                return -ENOMEM;
+        if (fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+                return -EIO;
+        return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * memstrackctl's side of the daemon connection: connecting and calling with errors a user can act on.
+ * Every function here that fails after printing the reason returns a positive CtlExit (see ctl.h):
+ * CTL_EXIT_NOT_RUNNING, CTL_EXIT_PERMISSION, CTL_EXIT_PROTOCOL, or CTL_EXIT_FAILURE for the daemon's
+ * other error replies. -ENOMEM is returned unreported.
+ */
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "varlink.h"
+
+/* How long one call may take: big stack trees take the daemon a while on large machines. */
+#define CTL_CALL_TIMEOUT_USEC (60ULL * 1000000ULL)
+
+/* arg_address, or the default socket. */
+const char *ctl_address(void);
+
+/* Connects to ctl_address(). */
+int ctl_connect(VarlinkClient **ret);
+
+/* One call; *ret_reply gets the reply's parameters (new reference). */
+int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply);
+
+/* Connects and calls once. */
+int ctl_call_once(const char *method, json_t *parameters, json_t **ret_reply);
+
+/* Describes a transport failure (-errno from the varlink client) and returns its CtlExit. */
+int ctl_report_transport_error(int error);
+/* Describes an error reply (name and parameters, both borrowed) and returns its CtlExit. */
+int ctl_report_error_reply(const char *error, json_t *parameters);
+/* Maps an error reply name onto the exit status, without printing. */
+int ctl_exit_for_error_reply(const char *error);
+
+/* Prints j to stdout as --json asked (short or pretty), with a final newline. -EIO, -ENOMEM. */
+int ctl_print_json(json_t *j);

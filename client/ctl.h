@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What memstrackctl's verbs share: the parsed command line (arg_* globals, set once by main.c before a
+ * verb runs) and the exit statuses.
+ *
+ * Verb handlers return 0 on success; a positive CTL_EXIT_* value when they have already told the user
+ * what went wrong; or -errno for a failure nobody reported yet, which main() prints and turns into
+ * CTL_EXIT_FAILURE (as systemctl's verbs do).
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum CtlExit {
+        CTL_EXIT_SUCCESS = 0,
+        CTL_EXIT_FAILURE = 1,           /* the daemon answered with an error, or a local failure */
+        CTL_EXIT_USAGE = 2,             /* bad command line */
+        CTL_EXIT_NOT_RUNNING = 3,       /* no daemon at the address */
+        CTL_EXIT_PERMISSION = 4,        /* the socket or the daemon refused us */
+        CTL_EXIT_PROTOCOL = 5,          /* malformed, oversized or missing reply */
+} CtlExit;
+
+typedef enum CtlJsonMode {
+        CTL_JSON_OFF,
+        CTL_JSON_AUTO,                  /* pretty on a TTY, short otherwise */
+        CTL_JSON_SHORT,
+        CTL_JSON_PRETTY,
+        _CTL_JSON_MODE_MAX,
+        _CTL_JSON_MODE_INVALID = -EINVAL,
+} CtlJsonMode;
+
+/* Global options. */
+extern const char *arg_address;         /* NULL: MEMSTRACK_SOCKET_DEFAULT */
+extern CtlJsonMode arg_json;
+extern bool arg_pager;                  /* accepted for compatibility; memstrackctl never pages */
+
+/* Verb options; each verb says in main.c's table which ones it takes. */
+extern const char *arg_sort;            /* NULL: the verb's default */
+extern uint64_t arg_limit;              /* 0: the verb's default */
+extern bool arg_all;
+extern int64_t arg_task;                /* -1: none */
+extern const char *arg_module;
+extern int64_t arg_depth;               /* -1: the verb's default */
+extern bool arg_batch;
+extern uint64_t arg_iterations;         /* 0: forever */
+extern uint64_t arg_delay_usec;
+extern const char *arg_format;
+extern unsigned arg_throttle;           /* percent, 1..100 */
+extern const char *arg_output;
+extern const char *arg_from;
+extern const char *arg_file;
+
+/* The verbs (argv[0] is the verb, then its positional arguments). */
+int verb_status(int argc, char *argv[]);
+int verb_reset(int argc, char *argv[]);
+int verb_tasks(int argc, char *argv[]);
+int verb_modules(int argc, char *argv[]);
+int verb_stacks(int argc, char *argv[]);
+int verb_snapshot(int argc, char *argv[]);
+int verb_diff(int argc, char *argv[]);
+int verb_report(int argc, char *argv[]);
+int verb_top(int argc, char *argv[]);

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "format.h"
+
+int format_parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        char *end = NULL;
+        unsigned long long v;
+
+        assert(s);
+        assert(ret);
+
+        if (!isdigit((unsigned char) s[0]))
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0 || !end || *end != '\0')
+                return -EINVAL;
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+int format_parse_seconds(const char *s, uint64_t *ret_usec) {
+        uint64_t whole, frac = 0, scale = 1000000;
+        const char *dot;
+        int r;
+
+        assert(s);
+        assert(ret_usec);
+
+        dot = strchr(s, '.');
+        if (dot) {
+                _cleanup_free_ char *integer = strndup(s, (size_t) (dot - s));
+                if (!integer)
+                        return -ENOMEM;
+                if (integer[0] == '\0')
+                        whole = 0;
+                else {
+                        r = format_parse_uint64(integer, 0, UINT32_MAX, &whole);
+                        if (r < 0)
+                                return r;
+                }
+                /* Up to six decimals: microseconds. */
+                const char *p = dot + 1;
+                if (*p == '\0' || strlen(p) > 6)
+                        return -EINVAL;
+                for (; *p; p++) {
+                        if (!isdigit((unsigned char) *p))
+                                return -EINVAL;
+                        scale /= 10;
+                        frac += (uint64_t) (*p - '0') * scale;
+                }
+        } else {
+                r = format_parse_uint64(s, 0, UINT32_MAX, &whole);
+                if (r < 0)
+                        return r;
+        }
+        if (whole == 0 && frac == 0)
+                return -ERANGE;
+        *ret_usec = whole * 1000000 + frac;
+        return 0;
+}
+
+char *format_bytes(char *buf, size_t size, uint64_t bytes) {
+        static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+        double v = (double) bytes;
+        size_t u = 0;
+
+        assert(buf);
+
+        if (bytes < 1024) {
+                (void) snprintf(buf, size, "%" PRIu64 " B", bytes);
+                return buf;
+        }
+        v /= 1024.0;
+        /* Switch units where one decimal would round up to 1024.0 of this one. */
+        while (v >= 1023.95 && u + 1 < ELEMENTSOF(units)) {
+                v /= 1024.0;
+                u++;
+        }
+        (void) snprintf(buf, size, "%.1f %s", v, units[u]);
+        return buf;
+}
+
+char *format_pages(char *buf, size_t size, uint64_t pages, uint64_t page_size) {
+        if (page_size == 0)
+                page_size = 4096;
+        if (pages > UINT64_MAX / page_size)
+                return format_bytes(buf, size, UINT64_MAX);
+        return format_bytes(buf, size, pages * page_size);
+}
+
+char *format_duration(char *buf, size_t size, uint64_t usec) {
+        uint64_t s = usec / 1000000;
+
+        assert(buf);
+
+        if (s < 60)
+                (void) snprintf(buf, size, "%" PRIu64 "s", s);
+        else if (s < 3600)
+                (void) snprintf(buf, size, "%" PRIu64 "min %" PRIu64 "s", s / 60, s % 60);
+        else if (s < 86400)
+                (void) snprintf(buf, size, "%" PRIu64 "h %02" PRIu64 "min", s / 3600, s / 60 % 60);
+        else
+                (void) snprintf(buf, size, "%" PRIu64 "d %02" PRIu64 "h", s / 86400, s / 3600 % 24);
+        return buf;
+}
+
+static bool is_continuation(unsigned char c) {
+        return (c & 0xc0) == 0x80;
+}
+
+size_t format_text_width(const char *s) {
+        size_t w = 0;
+
+        for (; s && *s; s++)
+                if (!is_continuation((unsigned char) *s))
+                        w++;
+        return w;
+}
+
+char *format_sanitize(const char *s) {
+        char *copy = strdup(s ?: "");
+
+        if (!copy)
+                return NULL;
+        for (char *p = copy; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        *p = '?';
+        return copy;
+}
+
+/* Byte length of the first n code points of s (or all of it). */
+static size_t prefix_bytes(const char *s, size_t n) {
+        size_t i = 0, cps = 0;
+
+        while (s[i]) {
+                if (!is_continuation((unsigned char) s[i])) {
+                        if (cps == n)
+                                break;
+                        cps++;
+                }
+                i++;
+        }
+        return i;
+}
+
+char *format_ellipsize(const char *s, size_t width) {
+        size_t w = format_text_width(s);
+        char *out;
+
+        if (w <= width)
+                return strdup(s ?: "");
+        if (width < 4)
+                return strndup(s, prefix_bytes(s, width));
+
+        size_t keep = prefix_bytes(s, width - 3);
+        out = malloc(keep + 4);
+        if (!out)
+                return NULL;
+        memcpy(out, s, keep);
+        memcpy(out + keep, "...", 4);
+        return out;
+}
+
+size_t format_terminal_columns(void) {
+        const char *e = getenv("COLUMNS");
+        struct winsize ws = {};
+        uint64_t v;
+
+        if (e && format_parse_uint64(e, 1, 100000, &v) >= 0)
+                return (size_t) v;
+        if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) >= 0 && ws.ws_col > 0)
+                return ws.ws_col;
+        return SIZE_MAX;
+}
+
+struct Table {
+        const TableColumn *columns;     /* borrowed */
+        size_t n_columns;
+        char **cells;                   /* owned, n_cells strings, row after row */
+        size_t n_cells, allocated;
+};
+
+int table_new(const TableColumn *columns, size_t n_columns, Table **ret) {
+        Table *t;
+
+        assert(columns);
+        assert(n_columns > 0);
+        assert(ret);
+
+        t = calloc(1, sizeof(Table));
+        if (!t)
+                return -ENOMEM;
+        t->columns = columns;
+        t->n_columns = n_columns;
+        *ret = t;
+        return 0;
+}
+
+Table *table_free(Table *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < t->n_cells; i++)
+                free(t->cells[i]);
+        free(t->cells);
+        free(t);
+        return NULL;
+}
+
+int table_add_cell(Table *t, const char *text) {
+        assert(t);
+
+        if (t->n_cells == t->allocated) {
+                size_t n = MAX(t->allocated * 2, (size_t) 64);
+                char **c = reallocarray(t->cells, n, sizeof(char *));
+                if (!c)
+                        return -ENOMEM;
+                t->cells = c;
+                t->allocated = n;
+        }
+        char *copy = format_sanitize(text ?: "-");
+        if (!copy)
+                return -ENOMEM;
+        t->cells[t->n_cells++] = copy;
+        return 0;
+}
+
+int table_add_cellf(Table *t, const char *format, ...) {
+        _cleanup_free_ char *s = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&s, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return table_add_cell(t, s);
+}
+
+size_t table_rows(const Table *t) {
+        return t->n_cells / t->n_columns;
+}
+
+static int print_cell(FILE *f, const char *text, size_t width, TableAlign align, bool last) {
+        _cleanup_free_ char *cut = format_ellipsize(text, width);
+        size_t pad;
+
+        if (!cut)
+                return -ENOMEM;
+        pad = width - format_text_width(cut);
+        if (align == TABLE_ALIGN_RIGHT)
+                fprintf(f, "%*s%s", (int) pad, "", cut);
+        else if (last)
+                /* No trailing blanks at the end of a line. */
+                fputs(cut, f);
+        else
+                fprintf(f, "%s%*s", cut, (int) pad, "");
+        return 0;
+}
+
+int table_print(const Table *t, FILE *f, size_t width) {
+        _cleanup_free_ size_t *widths = calloc(t->n_columns, sizeof(size_t));
+        size_t n_rows = table_rows(t), total;
+        int r;
+
+        if (!widths)
+                return -ENOMEM;
+        for (size_t c = 0; c < t->n_columns; c++) {
+                widths[c] = format_text_width(t->columns[c].header);
+                for (size_t row = 0; row < n_rows; row++)
+                        widths[c] = MAX(widths[c], format_text_width(t->cells[row * t->n_columns + c]));
+        }
+
+        total = t->n_columns - 1;
+        for (size_t c = 0; c < t->n_columns; c++)
+                total += widths[c];
+        /* Too wide: take columns from the elastic cells, rightmost first, down to their minimum. */
+        for (size_t c = t->n_columns; c-- > 0 && total > width;) {
+                if (!t->columns[c].elastic)
+                        continue;
+                size_t min = MAX(t->columns[c].min_width, format_text_width(t->columns[c].header));
+                if (widths[c] <= min)
+                        continue;
+                size_t give = MIN(widths[c] - min, total - width);
+                widths[c] -= give;
+                total -= give;
+        }
+        /* Still too wide: the line is cut, the leftmost columns (pid, name) stay readable. */
+        if (total > width) {
+                size_t left = width;
+                for (size_t c = 0; c < t->n_columns; c++) {
+                        widths[c] = MIN(widths[c], left);
+                        left -= widths[c];
+                        left -= left > 0 ? 1 : 0;
+                }
+        }
+
+        for (size_t row = 0; row <= n_rows; row++)
+                for (size_t c = 0; c < t->n_columns; c++) {
+                        const char *text = row == 0 ? t->columns[c].header : t->cells[(row - 1) * t->n_columns + c];
+                        bool last = c + 1 == t->n_columns || widths[c + 1] == 0;
+                        if (widths[c] == 0)
+                                continue;
+                        r = print_cell(f, text, widths[c], t->columns[c].align, last);
+                        if (r < 0)
+                                return r;
+                        fputc(last ? '\n' : ' ', f);
+                        if (last)
+                                break;
+                }
+        return 0;
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * memstrackctl: the command line client of memstrackd. One getopt pass reads every option (global or
+ * not, before or after the verb); then the verb table checks the verb, its argument count and that it
+ * takes the options given, and runs its handler.
+ */
+
+#include <getopt.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "format.h"
+#include "macro.h"
+
+const char *arg_address = NULL;
+CtlJsonMode arg_json = CTL_JSON_OFF;
+bool arg_pager = true;
+const char *arg_sort = NULL;
+uint64_t arg_limit = 0;
+bool arg_all = false;
+int64_t arg_task = -1;
+const char *arg_module = NULL;
+int64_t arg_depth = -1;
+bool arg_batch = false;
+uint64_t arg_iterations = 0;
+uint64_t arg_delay_usec = 1000000;
+const char *arg_format = NULL;
+unsigned arg_throttle = 100;
+const char *arg_output = NULL;
+const char *arg_from = NULL;
+const char *arg_file = NULL;
+
+/* Options that only some verbs take. */
+typedef enum VerbOption {
+        OPTION_SORT       = 1 << 0,
+        OPTION_LIMIT      = 1 << 1,
+        OPTION_ALL        = 1 << 2,
+        OPTION_TASK       = 1 << 3,
+        OPTION_MODULE     = 1 << 4,
+        OPTION_DEPTH      = 1 << 5,
+        OPTION_BATCH      = 1 << 6,
+        OPTION_ITERATIONS = 1 << 7,
+        OPTION_DELAY      = 1 << 8,
+        OPTION_FORMAT     = 1 << 9,
+        OPTION_THROTTLE   = 1 << 10,
+        OPTION_OUTPUT     = 1 << 11,
+        OPTION_FROM       = 1 << 12,
+        OPTION_FILE       = 1 << 13,
+} VerbOption;
+
+typedef struct Verb {
+        const char *name;
+        unsigned min_args, max_args;    /* positional arguments after the verb */
+        VerbOption options;
+        int (*run)(int argc, char *argv[]);
+} Verb;
+
+static const Verb verbs[] = {
+        { "status",   0, 0, 0, verb_status },
+        { "tasks",    0, 0, OPTION_SORT | OPTION_LIMIT | OPTION_ALL, verb_tasks },
+        { "modules",  0, 0, OPTION_SORT | OPTION_LIMIT, verb_modules },
+        { "stacks",   0, 0, OPTION_TASK | OPTION_MODULE | OPTION_DEPTH | OPTION_SORT | OPTION_LIMIT, verb_stacks },
+        { "top",      0, 0, OPTION_BATCH | OPTION_ITERATIONS | OPTION_DELAY | OPTION_SORT | OPTION_LIMIT, verb_top },
+        { "reset",    0, 1, 0, verb_reset },
+        { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
+        { "diff",     1, 1, OPTION_LIMIT, verb_diff },
+        { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
+                            OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH, verb_report },
+};
+
+static void help(void) {
+        printf("Usage: memstrackctl [OPTIONS] VERB [ARGS]\n\n"
+               "Queries memstrackd, the page allocation tracer.\n\n"
+               "Verbs:\n"
+               "  status                     The daemon's health, totals and losses\n"
+               "  tasks                      Tasks by pages held\n"
+               "  modules                    Kernel modules by pages allocated through them\n"
+               "  stacks                     The merged allocation call-stack tree\n"
+               "  top                        Live view (ncurses; --batch for text)\n"
+               "  reset [peaks|all]          Restart peaks, or all counters (root)\n"
+               "  snapshot NAME              Save the counts in the daemon under NAME\n"
+               "  snapshot --file FILE       Save everything needed for reports to FILE\n"
+               "  diff NAME                  Compare now with the saved snapshot NAME\n"
+               "  report                     Reports as memstrack prints them\n\n"
+               "Options:\n"
+               "  -h --help                  Show this help\n"
+               "     --version               Show the version\n"
+               "     --address=ADDR          Daemon address (default unix:%s)\n"
+               "     --json[=short|pretty]   Print the reply as JSON (pretty on a TTY by default)\n"
+               "     --no-pager              Accepted; memstrackctl never pages\n"
+               "     --sort=KEY              current, peak (or allocs for tasks/top)\n"
+               "     --limit=N               Entries to show (children per node for stacks)\n"
+               "     --all                   tasks: include exited tasks\n"
+               "     --task=PID              stacks/report: one task only\n"
+               "     --module=NAME           stacks/report: stacks through one module only\n"
+               "     --depth=N               stacks/report: levels below the root\n"
+               "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
+               "  -n --iterations=N          top: stop after N refreshes\n"
+               "     --batch                 top: print text snapshots instead of the TUI\n"
+               "     --format=LIST           report: task_summary,task_top,module_summary,module_top,\n"
+               "                             stack_tree,folded,flamegraph (default module_summary,module_top)\n"
+               "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"
+               "     --output=FILE           report: write to FILE\n"
+               "     --from=FILE             report: read a snapshot file instead of asking the daemon\n"
+               "     --file=FILE             snapshot: write a snapshot file\n\n"
+               "See memstrackctl(1).\n",
+               MEMSTRACK_SOCKET_DEFAULT);
+}
+
+static int usage_error(const char *format, ...) _printf_(1, 2);
+static int usage_error(const char *format, ...) {
+        va_list ap;
+
+        fputs("memstrackctl: ", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fputs("\nTry 'memstrackctl --help'.\n", stderr);
+        return CTL_EXIT_USAGE;
+}
+
+/* The option's name for messages, in VerbOption bit order. */
+static const char *const option_names[] = {
+        "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
+        "--delay", "--format", "--throttle", "--output", "--from", "--file",
+};
+
+/* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
+static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_ADDRESS,
+                ARG_JSON,
+                ARG_NO_PAGER,
+                ARG_SORT,
+                ARG_LIMIT,
+                ARG_ALL,
+                ARG_TASK,
+                ARG_MODULE,
+                ARG_DEPTH,
+                ARG_BATCH,
+                ARG_FORMAT,
+                ARG_THROTTLE,
+                ARG_OUTPUT,
+                ARG_FROM,
+                ARG_FILE,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "json", optional_argument, NULL, ARG_JSON },
+                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+                { "sort", required_argument, NULL, ARG_SORT },
+                { "limit", required_argument, NULL, ARG_LIMIT },
+                { "all", no_argument, NULL, ARG_ALL },
+                { "task", required_argument, NULL, ARG_TASK },
+                { "module", required_argument, NULL, ARG_MODULE },
+                { "depth", required_argument, NULL, ARG_DEPTH },
+                { "delay", required_argument, NULL, 'd' },
+                { "iterations", required_argument, NULL, 'n' },
+                { "batch", no_argument, NULL, ARG_BATCH },
+                { "format", required_argument, NULL, ARG_FORMAT },
+                { "throttle", required_argument, NULL, ARG_THROTTLE },
+                { "output", required_argument, NULL, ARG_OUTPUT },
+                { "from", required_argument, NULL, ARG_FROM },
+                { "file", required_argument, NULL, ARG_FILE },
+                {}
+        };
+        VerbOption seen = 0;
+        uint64_t v;
+        int c;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":hd:n:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return -1;
+                case ARG_VERSION:
+                        printf("memstrackctl %s\n", PACKAGE_VERSION);
+                        return -1;
+                case ARG_ADDRESS:
+                        arg_address = optarg;
+                        break;
+                case ARG_JSON:
+                        if (!optarg)
+                                arg_json = CTL_JSON_AUTO;
+                        else if (streq(optarg, "short"))
+                                arg_json = CTL_JSON_SHORT;
+                        else if (streq(optarg, "pretty"))
+                                arg_json = CTL_JSON_PRETTY;
+                        else
+                                return usage_error("--json takes short or pretty, not '%s'.", optarg);
+                        break;
+                case ARG_NO_PAGER:
+                        arg_pager = false;
+                        break;
+                case ARG_SORT:
+                        if (!streq(optarg, "current") && !streq(optarg, "peak") && !streq(optarg, "allocs"))
+                                return usage_error("--sort takes current, peak or allocs, not '%s'.", optarg);
+                        arg_sort = optarg;
+                        seen |= OPTION_SORT;
+                        break;
+                case ARG_LIMIT:
+                        if (format_parse_uint64(optarg, 1, 10000, &arg_limit) < 0)
+                                return usage_error("--limit takes a number from 1 to 10000, not '%s'.", optarg);
+                        seen |= OPTION_LIMIT;
+                        break;
+                case ARG_ALL:
+                        arg_all = true;
+                        seen |= OPTION_ALL;
+                        break;
+                case ARG_TASK:
+                        if (format_parse_uint64(optarg, 0, INT32_MAX, &v) < 0)
+                                return usage_error("--task takes a pid, not '%s'.", optarg);
+                        arg_task = (int64_t) v;
+                        seen |= OPTION_TASK;
+                        break;
+                case ARG_MODULE:
+                        arg_module = optarg;
+                        seen |= OPTION_MODULE;
+                        break;
+                case ARG_DEPTH:
+                        if (format_parse_uint64(optarg, 0, 255, &v) < 0)
+                                return usage_error("--depth takes a number from 0 to 255, not '%s'.", optarg);
+                        arg_depth = (int64_t) v;
+                        seen |= OPTION_DEPTH;
+                        break;
+                case 'd':
+                        if (format_parse_seconds(optarg, &arg_delay_usec) < 0 || arg_delay_usec < 100000)
+                                return usage_error("--delay takes seconds, at least 0.1, not '%s'.", optarg);
+                        seen |= OPTION_DELAY;
+                        break;
+                case 'n':
+                        if (format_parse_uint64(optarg, 1, UINT32_MAX, &arg_iterations) < 0)
+                                return usage_error("--iterations takes a positive number, not '%s'.", optarg);
+                        seen |= OPTION_ITERATIONS;
+                        break;
+                case ARG_BATCH:
+                        arg_batch = true;
+                        seen |= OPTION_BATCH;
+                        break;
+                case ARG_FORMAT:
+                        arg_format = optarg;
+                        seen |= OPTION_FORMAT;
+                        break;
+                case ARG_THROTTLE:
+                        if (format_parse_uint64(optarg, 1, 100, &v) < 0)
+                                return usage_error("--throttle takes a percentage from 1 to 100, not '%s'.", optarg);
+                        arg_throttle = (unsigned) v;
+                        seen |= OPTION_THROTTLE;
+                        break;
+                case ARG_OUTPUT:
+                        arg_output = optarg;
+                        seen |= OPTION_OUTPUT;
+                        break;
+                case ARG_FROM:
+                        arg_from = optarg;
+                        seen |= OPTION_FROM;
+                        break;
+                case ARG_FILE:
+                        arg_file = optarg;
+                        seen |= OPTION_FILE;
+                        break;
+                case ':':
+                        return usage_error("Option '%s' needs an argument.", argv[optind - 1]);
+                default:
+                        return usage_error("Unknown option '%s'.", argv[optind - 1]);
+                }
+
+        *ret_seen = seen;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        VerbOption seen = 0;
+        const Verb *verb = NULL;
+        int r;
+
+        /* For the TUI's wide characters; numbers stay in the C locale's format. */
+        (void) setlocale(LC_CTYPE, "");
+
+        r = parse_argv(argc, argv, &seen);
+        if (r != 0)
+                return r < 0 ? CTL_EXIT_SUCCESS : r;
+
+        if (optind >= argc)
+                return usage_error("Missing verb.");
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, argv[optind]))
+                        verb = &verbs[i];
+        if (!verb)
+                return usage_error("Unknown verb '%s'.", argv[optind]);
+
+        unsigned n_args = (unsigned) (argc - optind - 1);
+        if (n_args < verb->min_args)
+                return usage_error("Too few arguments for '%s'.", verb->name);
+        if (n_args > verb->max_args)
+                return usage_error("Too many arguments for '%s'.", verb->name);
+        for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
+                if (seen & ~verb->options & (1u << i))
+                        return usage_error("'%s' does not take %s.", verb->name, option_names[i]);
+        if (arg_task >= 0 && arg_module)
+                return usage_error("--task and --module exclude each other.");
+
+        r = verb->run(argc - optind, argv + optind);
+        if (r < 0) {
+                fprintf(stderr, "memstrackctl %s failed: %s\n", verb->name, strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        return r;
+}

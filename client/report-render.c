@@ -1,0 +1,680 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flamegraph.h"
+#include "format.h"
+#include "macro.h"
+#include "reply.h"
+#include "report.h"
+
+static const char *const format_names[_REPORT_FORMAT_MAX] = {
+        [REPORT_TASK_SUMMARY] = "task_summary",
+        [REPORT_TASK_TOP] = "task_top",
+        [REPORT_MODULE_SUMMARY] = "module_summary",
+        [REPORT_MODULE_TOP] = "module_top",
+        [REPORT_STACK_TREE] = "stack_tree",
+        [REPORT_FOLDED] = "folded",
+        [REPORT_FLAMEGRAPH] = "flamegraph",
+};
+
+ReportFormat report_format_from_string(const char *s) {
+        for (size_t i = 0; s && i < _REPORT_FORMAT_MAX; i++)
+                if (streq(s, format_names[i]))
+                        return (ReportFormat) i;
+        return _REPORT_FORMAT_INVALID;
+}
+
+const char *report_format_to_string(ReportFormat f) {
+        return f >= 0 && f < _REPORT_FORMAT_MAX ? format_names[f] : NULL;
+}
+
+ReportSort report_sort_from_string(const char *s) {
+        if (!s || streq(s, "current"))
+                return REPORT_SORT_CURRENT;
+        if (streq(s, "peak"))
+                return REPORT_SORT_PEAK;
+        return _REPORT_SORT_INVALID;
+}
+
+int report_parse_formats(const char *list, ReportOptions *o, char **reterr_bad) {
+        _cleanup_free_ char *copy = strdup(list);
+        char *state = NULL;
+
+        assert(o);
+
+        if (!copy)
+                return -ENOMEM;
+        o->n_formats = 0;
+        for (char *name = strtok_r(copy, ",", &state); name; name = strtok_r(NULL, ",", &state)) {
+                ReportFormat f = report_format_from_string(name);
+                bool dup = false;
+
+                if (f < 0) {
+                        if (reterr_bad)
+                                *reterr_bad = strdup(name);
+                        return -EINVAL;
+                }
+                for (size_t i = 0; i < o->n_formats; i++)
+                        dup = dup || o->formats[i] == f;
+                if (!dup)
+                        o->formats[o->n_formats++] = f;
+        }
+        if (o->n_formats == 0) {
+                if (reterr_bad)
+                        *reterr_bad = strdup(list);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Levels below the root any tree is cut at; the daemon sends at most 255. */
+#define REPORT_DEPTH_MAX 255
+
+static void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
+/* Borrowed value or JSON null, for json_pack()'s "O" which takes no NULL. */
+static json_t *or_null(json_t *v) {
+        return v ?: json_null();
+}
+
+/* ---- Selecting and ordering -------------------------------------------------------------------------- */
+
+typedef struct Item {
+        json_t *json;           /* borrowed */
+        uint64_t key;
+        size_t index;           /* position in the input: keeps equal keys in the daemon's order */
+} Item;
+
+static int compare_items(const void *a, const void *b) {
+        const Item *x = a, *y = b;
+
+        if (x->key != y->key)
+                return x->key > y->key ? -1 : 1;
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* current or peak pages of a Task, Module or StackNode; a peak the daemon did not know reads as current. */
+static uint64_t sort_key(const json_t *j, ReportSort sort) {
+        int64_t peak = reply_node_peak(j);
+
+        if (sort == REPORT_SORT_PEAK && peak >= 0)
+                return (uint64_t) peak;
+        return reply_count(j, "currentPages");
+}
+
+/* ceil(total * percent / 100) without overflow. */
+static uint64_t throttle_limit(uint64_t total, unsigned percent) {
+        return total / 100 * percent + (total % 100 * percent + 99) / 100;
+}
+
+/*
+ * The entries of array with a non-zero key, biggest first, cut at o->throttle percent of their sum the
+ * way memstrack's --throttle cuts: entries are taken while the ones taken so far hold less than the
+ * limit. *ret is malloc'ed.
+ */
+static int select_items(json_t *array, const ReportOptions *o, Item **ret, size_t *ret_n) {
+        _cleanup_free_ Item *items = calloc(MAX(json_array_size(array), (size_t) 1), sizeof(Item));
+        uint64_t total = 0, taken = 0, limit;
+        size_t n = 0, kept = 0, i;
+        json_t *e;
+
+        if (!items)
+                return -ENOMEM;
+        json_array_foreach(array, i, e) {
+                uint64_t key = sort_key(e, o->sort);
+                if (key == 0)
+                        continue;
+                items[n++] = (Item) { e, key, i };
+                total += key;
+        }
+        qsort(items, n, sizeof(Item), compare_items);
+
+        limit = throttle_limit(total, o->throttle);
+        for (kept = 0; kept < n && taken < limit; kept++)
+                taken += items[kept].key;
+        *ret_n = kept;
+        *ret = TAKE_PTR(items);
+        return 0;
+}
+
+static json_t *prune(const json_t *node, const ReportOptions *o, int64_t depth) {
+        json_t *children = reply_array(node, "children");
+        size_t n_children = json_array_size(children), n = 0, dropped = 0, i;
+        _cleanup_free_ Item *items = calloc(MAX(n_children, (size_t) 1), sizeof(Item));
+        json_auto_t *copy = json_copy((json_t *) node), *kept = json_array();
+        uint64_t current = reply_count(node, "currentPages"), in_children = 0, taken = 0;
+        /* REPORT_DEPTH_MAX bounds the recursion for hand-edited files as deep as jansson allows. */
+        bool cut_here = (o->max_depth >= 0 && depth >= o->max_depth) || depth >= REPORT_DEPTH_MAX;
+        json_t *e;
+
+        if (!items || !copy || !kept)
+                return NULL;
+        json_array_foreach(children, i, e) {
+                items[n++] = (Item) { e, sort_key(e, o->sort), i };
+                in_children += reply_count(e, "currentPages");
+        }
+        qsort(items, n, sizeof(Item), compare_items);
+
+        uint64_t limit = throttle_limit(sort_key(node, o->sort), o->throttle);
+        for (i = 0; i < n && !cut_here; i++) {
+                if (items[i].key == 0 || taken >= limit) {
+                        dropped++;
+                        continue;
+                }
+                json_t *child = prune(items[i].json, o, depth + 1);
+                if (!child || json_array_append_new(kept, child) < 0)
+                        return NULL;
+                taken += items[i].key;
+        }
+        if (cut_here)
+                dropped = n;
+
+        /* A node cut by depth shows its whole subtree as its own; throttled children just go away. */
+        uint64_t self = cut_here ? current : current > in_children ? current - in_children : 0;
+        if (json_object_set(copy, "children", kept) < 0 ||
+            json_object_set_new(copy, "selfPages", json_integer((json_int_t) self)) < 0 ||
+            json_object_set_new(copy, "truncatedChildren",
+                                json_integer((json_int_t) (reply_count(node, "truncatedChildren") + dropped))) < 0)
+                return NULL;
+        return TAKE_PTR(copy);
+}
+
+json_t *report_prune_tree(const json_t *node, const ReportOptions *o) {
+        if (!json_is_object(node))
+                return json_pack("{s:s, s:n, s:n, s:i, s:i, s:[], s:i, s:i}", "frame", "[empty]", "module",
+                                 "address", "currentPages", 0, "peakPages", 0, "children", "truncatedChildren", 0,
+                                 "selfPages", 0);
+        return prune(node, o, 0);
+}
+
+/* ---- Finding things in the document ----------------------------------------------------------------- */
+
+static uint64_t doc_page_size(json_t *doc) {
+        return reply_count(reply_object(doc, "status"), "pageSize") ?: 4096;
+}
+
+static json_t *doc_tasks(json_t *doc) {
+        return reply_array(reply_object(doc, "tasks"), "tasks");
+}
+
+static json_t *doc_modules(json_t *doc) {
+        return reply_array(reply_object(doc, "modules"), "modules");
+}
+
+/* The StackTree reply kept for a task (key "pid") or module (key "name"), or NULL. */
+static json_t *doc_scoped_tree(json_t *doc, const char *list, const char *key, json_t *value) {
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(reply_array(doc, list), i, e)
+                if (json_equal(json_object_get(e, key), value))
+                        return reply_object(e, "stackTree");
+        return NULL;
+}
+
+static json_t *find_task(json_t *doc, int64_t pid) {
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(doc_tasks(doc), i, e)
+                if (reply_int(e, "pid", -1) == pid)
+                        return e;
+        return NULL;
+}
+
+static json_t *find_module(json_t *doc, const char *name) {
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(doc_modules(doc), i, e)
+                if (streq(reply_string(e, "name") ?: "", name))
+                        return e;
+        return NULL;
+}
+
+/* The tree for stack_tree, folded and flamegraph: the focused task's or module's, or the whole one. */
+static int doc_main_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
+        json_t *tree;
+
+        if (o->pid >= 0) {
+                json_auto_t *pid = json_integer((json_int_t) o->pid);
+                tree = doc_scoped_tree(doc, "taskStacks", "pid", pid);
+                if (!tree)
+                        return -ESRCH;
+        } else if (o->module) {
+                json_auto_t *name = json_string(o->module);
+                tree = doc_scoped_tree(doc, "moduleStacks", "name", name);
+                if (!tree)
+                        return -ENOENT;
+        } else
+                tree = reply_object(doc, "stackTree");
+        *ret = tree;
+        return 0;
+}
+
+/* The tasks (or modules) a *_summary / *_top report lists, as items: the focused one, or those with pages
+ * that make up the throttle share. */
+static int doc_select(json_t *doc, const ReportOptions *o, bool tasks, Item **ret, size_t *ret_n) {
+        json_t *focus = NULL;
+
+        if (tasks && o->pid >= 0) {
+                focus = find_task(doc, o->pid);
+                if (!focus)
+                        return -ESRCH;
+        } else if (!tasks && o->module) {
+                focus = find_module(doc, o->module);
+                if (!focus)
+                        return -ENOENT;
+        }
+        if (!focus)
+                return select_items(tasks ? doc_tasks(doc) : doc_modules(doc), o, ret, ret_n);
+
+        *ret = calloc(1, sizeof(Item));
+        if (!*ret)
+                return -ENOMEM;
+        (*ret)[0] = (Item) { focus, sort_key(focus, o->sort), 0 };
+        *ret_n = 1;
+        return 0;
+}
+
+/* ---- Text ------------------------------------------------------------------------------------------- */
+
+static double megabytes(uint64_t pages, uint64_t page_size) {
+        return (double) pages * (double) page_size / 1024.0 / 1024.0;
+}
+
+/* One line per node, memstrack's top-stack shape: "frame module (0xaddr) Pages: N (peak: M)". */
+static int print_memstrack_tree(FILE *f, const json_t *node, unsigned indent) {
+        _cleanup_free_ char *frame = format_sanitize(reply_string(node, "frame") ?: "[unknown]");
+        _cleanup_free_ char *module = format_sanitize(reply_string(node, "module") ?: "");
+        json_t *address = json_object_get(node, "address"), *child;
+        int64_t peak = reply_node_peak(node);
+        size_t i;
+        int r;
+
+        if (!frame || !module)
+                return -ENOMEM;
+        fprintf(f, "%*s%s", (int) indent, "", frame);
+        if (module[0])
+                fprintf(f, " %s", module);
+        if (json_is_integer(address))
+                fprintf(f, " (0x%016" PRIx64 ")", (uint64_t) json_integer_value(address));
+        fprintf(f, " Pages: %" PRIu64, reply_count(node, "currentPages"));
+        if (peak >= 0)
+                fprintf(f, " (peak: %" PRIi64 ")\n", peak);
+        else
+                fprintf(f, " (peak: n/a)\n");
+
+        json_array_foreach(reply_array(node, "children"), i, child) {
+                r = print_memstrack_tree(f, child, indent + 2);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int text_summary(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
+        _cleanup_free_ Item *items = NULL;
+        uint64_t page_size = doc_page_size(doc);
+        size_t n;
+        int r;
+
+        r = doc_select(doc, o, tasks, &items, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = items[i].json;
+                uint64_t cur = reply_count(e, "currentPages"), peak = reply_count(e, "peakPages");
+                _cleanup_free_ char *name = format_sanitize(reply_string(e, tasks ? "comm" : "name") ?: "?");
+                if (!name)
+                        return -ENOMEM;
+                if (tasks)
+                        fprintf(f, "Task %s (%" PRIi64 ") using %.1fMB (%" PRIu64 " pages), "
+                                "peak usage %.1fMB (%" PRIu64 " pages)\n",
+                                name, reply_int(e, "pid", -1), megabytes(cur, page_size), cur,
+                                megabytes(peak, page_size), peak);
+                else
+                        fprintf(f, "Module %s using %.1fMB (%" PRIu64 " pages), "
+                                "peak allocation %.1fMB (%" PRIu64 " pages)\n",
+                                name, megabytes(cur, page_size), cur, megabytes(peak, page_size), peak);
+        }
+        return 0;
+}
+
+static int text_top(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
+        _cleanup_free_ Item *items = NULL;
+        size_t n;
+        int r;
+
+        r = doc_select(doc, o, tasks, &items, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = items[i].json, *tree;
+                _cleanup_free_ char *name = format_sanitize(reply_string(e, tasks ? "comm" : "name") ?: "?");
+                if (!name)
+                        return -ENOMEM;
+                if (tasks) {
+                        fprintf(f, "Top stack usage of task %s (%" PRIi64 "):\n", name, reply_int(e, "pid", -1));
+                        tree = doc_scoped_tree(doc, "taskStacks", "pid", json_object_get(e, "pid"));
+                } else {
+                        fprintf(f, "Top stack usage of module %s:\n", name);
+                        tree = doc_scoped_tree(doc, "moduleStacks", "name", json_object_get(e, "name"));
+                }
+                if (!tree) {
+                        fprintf(f, "  (no stack tree recorded)\n");
+                        continue;
+                }
+                json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
+                if (!pruned)
+                        return -ENOMEM;
+                r = print_memstrack_tree(f, pruned, 2);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* memtrail-style: percentages of the total, ASCII branches. */
+static int print_percent_tree(FILE *f, const json_t *node, uint64_t total, uint64_t page_size,
+                char *prefix, size_t prefix_len, bool last, bool root) {
+        _cleanup_free_ char *label = reply_frame_label(node), *clean = NULL;
+        uint64_t cur = reply_count(node, "currentPages");
+        int64_t peak = reply_node_peak(node);
+        char size[FORMAT_BUFFER_MAX], peak_text[FORMAT_BUFFER_MAX];
+        json_t *children = reply_array(node, "children"), *child;
+        size_t i, n = json_array_size(children);
+        int r;
+
+        if (!label || !(clean = format_sanitize(label)))
+                return -ENOMEM;
+        if (peak >= 0)
+                (void) snprintf(peak_text, sizeof(peak_text), "%" PRIi64, peak);
+        else
+                (void) snprintf(peak_text, sizeof(peak_text), "n/a");
+        fprintf(f, "%.*s%s%6.2f%% (%s, %" PRIu64 " pages, peak %s) %s\n", (int) prefix_len, prefix,
+                root ? "" : last ? "`-> " : "+-> ", total > 0 ? 100.0 * (double) cur / (double) total : 0.0,
+                format_pages(size, sizeof(size), cur, page_size), cur, peak_text, clean);
+
+        /* Children are drawn under this node: a continuing "|   " unless this was the last child. */
+        size_t child_len = prefix_len;
+        if (!root) {
+                memcpy(prefix + prefix_len, last ? "    " : "|   ", 4);
+                child_len += 4;
+        }
+        json_array_foreach(children, i, child) {
+                r = print_percent_tree(f, child, total, page_size, prefix, child_len, i + 1 == n, false);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int text_stack_tree(json_t *doc, const ReportOptions *o, FILE *f) {
+        json_t *tree;
+        char a[FORMAT_BUFFER_MAX];
+        int r;
+
+        r = doc_main_tree(doc, o, &tree);
+        if (r < 0)
+                return r;
+        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
+        if (!pruned)
+                return -ENOMEM;
+        uint64_t total = reply_count(pruned, "currentPages");
+        /* 4 columns per level; the daemon sends at most 255 levels. */
+        _cleanup_free_ char *prefix = malloc(4 * (REPORT_DEPTH_MAX + 2));
+        if (!prefix)
+                return -ENOMEM;
+        fprintf(f, "Total: %s (%" PRIu64 " pages); percentages are of this total\n",
+                format_pages(a, sizeof(a), total, doc_page_size(doc)), total);
+        return print_percent_tree(f, pruned, total, doc_page_size(doc), prefix, 0, true, true);
+}
+
+/* A frame for folded output: ';' separates frames there and would split one. */
+static char *folded_label(const json_t *node) {
+        _cleanup_free_ char *label = reply_frame_label(node);
+        char *clean = label ? format_sanitize(label) : NULL;
+
+        for (char *p = clean; p && *p; p++)
+                if (*p == ';')
+                        *p = ':';
+        return clean;
+}
+
+typedef int (*FoldedCallback)(char **frames, size_t n_frames, uint64_t pages, void *userdata);
+
+/* Calls cb for every node holding pages of its own, with the frames from below the root down to it. */
+static int walk_folded(const json_t *node, char **frames, size_t depth, FoldedCallback cb, void *userdata) {
+        uint64_t self = reply_count(node, "selfPages");
+        json_t *child;
+        size_t i;
+        int r;
+
+        if (self > 0 && depth > 0) {
+                r = cb(frames, depth, self, userdata);
+                if (r < 0)
+                        return r;
+        }
+        json_array_foreach(reply_array(node, "children"), i, child) {
+                frames[depth] = folded_label(child);
+                if (!frames[depth])
+                        return -ENOMEM;
+                r = walk_folded(child, frames, depth + 1, cb, userdata);
+                frames[depth] = mfree(frames[depth]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int folded_print_line(char **frames, size_t n, uint64_t pages, void *userdata) {
+        FILE *f = userdata;
+
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%s", i > 0 ? ";" : "", frames[i]);
+        fprintf(f, " %" PRIu64 "\n", pages);
+        return 0;
+}
+
+static int folded_json_line(char **frames, size_t n, uint64_t pages, void *userdata) {
+        json_t *list = userdata;
+        json_auto_t *stack = json_array();
+
+        if (!stack)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (json_array_append_new(stack, json_string(frames[i])) < 0)
+                        return -ENOMEM;
+        if (json_array_append_new(list, json_pack("{s:O, s:I}", "stack", stack, "pages", (json_int_t) pages)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Root frame's pages without a stack go on a line of their own, named after the root. */
+static int folded(json_t *doc, const ReportOptions *o, FoldedCallback cb, void *userdata) {
+        char *frames[REPORT_DEPTH_MAX + 2] = {};
+        json_t *tree;
+        int r;
+
+        r = doc_main_tree(doc, o, &tree);
+        if (r < 0)
+                return r;
+        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
+        if (!pruned)
+                return -ENOMEM;
+        if (reply_count(pruned, "selfPages") > 0) {
+                _cleanup_free_ char *root = folded_label(pruned);
+                if (!root)
+                        return -ENOMEM;
+                r = cb(&root, 1, reply_count(pruned, "selfPages"), userdata);
+                if (r < 0)
+                        return r;
+        }
+        return walk_folded(pruned, frames, 0, cb, userdata);
+}
+
+static int text_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
+        json_t *tree;
+        int r;
+
+        r = doc_main_tree(doc, o, &tree);
+        if (r < 0)
+                return r;
+        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
+        if (!pruned)
+                return -ENOMEM;
+        return flamegraph_write(pruned, doc_page_size(doc), f);
+}
+
+int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
+        int r = 0;
+
+        assert(doc);
+        assert(o);
+        assert(f);
+
+        for (size_t i = 0; i < o->n_formats; i++) {
+                ReportFormat format = o->formats[i];
+                if (o->n_formats > 1)
+                        fprintf(f, "======== Report format %s: ========\n", report_format_to_string(format));
+                switch (format) {
+                case REPORT_TASK_SUMMARY:
+                case REPORT_MODULE_SUMMARY:
+                        r = text_summary(doc, o, format == REPORT_TASK_SUMMARY, f);
+                        break;
+                case REPORT_TASK_TOP:
+                case REPORT_MODULE_TOP:
+                        r = text_top(doc, o, format == REPORT_TASK_TOP, f);
+                        break;
+                case REPORT_STACK_TREE:
+                        r = text_stack_tree(doc, o, f);
+                        break;
+                case REPORT_FOLDED:
+                        r = folded(doc, o, folded_print_line, f);
+                        break;
+                case REPORT_FLAMEGRAPH:
+                        r = text_flamegraph(doc, o, f);
+                        break;
+                default:
+                        assert(false);
+                }
+                if (r < 0)
+                        return r;
+                if (o->n_formats > 1)
+                        fprintf(f, "======== Report format %s END ========\n", report_format_to_string(format));
+        }
+        if (fflush(f) != 0 || ferror(f))
+                return -EIO;
+        return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------------- */
+
+static int json_list(json_t *doc, const ReportOptions *o, bool tasks, bool with_trees, json_t **ret) {
+        _cleanup_free_ Item *items = NULL;
+        json_auto_t *list = json_array();
+        size_t n;
+        int r;
+
+        if (!list)
+                return -ENOMEM;
+        r = doc_select(doc, o, tasks, &items, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = items[i].json;
+                json_auto_t *entry = tasks ?
+                        json_pack("{s:O, s:O, s:I, s:I, s:b}", "pid", or_null(json_object_get(e, "pid")),
+                                  "comm", or_null(json_object_get(e, "comm")),
+                                  "currentPages", (json_int_t) reply_count(e, "currentPages"),
+                                  "peakPages", (json_int_t) reply_count(e, "peakPages"),
+                                  "exited", reply_bool(e, "exited", false)) :
+                        json_pack("{s:O, s:I, s:I}", "name", or_null(json_object_get(e, "name")),
+                                  "currentPages", (json_int_t) reply_count(e, "currentPages"),
+                                  "peakPages", (json_int_t) reply_count(e, "peakPages"));
+                if (!entry)
+                        return -ENOMEM;
+                if (with_trees) {
+                        json_t *tree = tasks ?
+                                doc_scoped_tree(doc, "taskStacks", "pid", json_object_get(e, "pid")) :
+                                doc_scoped_tree(doc, "moduleStacks", "name", json_object_get(e, "name"));
+                        json_t *pruned = tree ? report_prune_tree(reply_object(tree, "root"), o) : json_null();
+                        if (!pruned || json_object_set_new(entry, "stackTree", pruned) < 0)
+                                return -ENOMEM;
+                }
+                if (json_array_append(list, entry) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
+}
+
+static int json_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
+        json_t *tree;
+        int r;
+
+        r = doc_main_tree(doc, o, &tree);
+        if (r < 0)
+                return r;
+        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
+        if (!pruned)
+                return -ENOMEM;
+        *ret = json_pack("{s:I, s:I, s:O}", "totalPages", (json_int_t) reply_count(pruned, "currentPages"),
+                         "pageSize", (json_int_t) doc_page_size(doc), "root", pruned);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
+        json_auto_t *out = json_object();
+        int r = 0;
+
+        assert(doc);
+        assert(o);
+        assert(ret);
+
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < o->n_formats; i++) {
+                ReportFormat format = o->formats[i];
+                json_t *part = NULL;
+
+                switch (format) {
+                case REPORT_TASK_SUMMARY:
+                case REPORT_MODULE_SUMMARY:
+                        r = json_list(doc, o, format == REPORT_TASK_SUMMARY, false, &part);
+                        break;
+                case REPORT_TASK_TOP:
+                case REPORT_MODULE_TOP:
+                        r = json_list(doc, o, format == REPORT_TASK_TOP, true, &part);
+                        break;
+                case REPORT_STACK_TREE:
+                case REPORT_FLAMEGRAPH:
+                        r = json_tree(doc, o, &part);
+                        break;
+                case REPORT_FOLDED:
+                        part = json_array();
+                        if (!part)
+                                return -ENOMEM;
+                        r = folded(doc, o, folded_json_line, part);
+                        break;
+                default:
+                        assert(false);
+                }
+                if (r < 0) {
+                        json_decref(part);
+                        return r;
+                }
+                if (json_object_set_new(out, report_format_to_string(format), part) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}

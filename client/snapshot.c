@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+
+/* memstrackctl snapshot and diff, and snapshot documents (snapshot.h). */
+
+#include <assert.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "connection.h"
+#include "ctl.h"
+#include "format.h"
+#include "reply.h"
+#include "snapshot.h"
+#include "tasks.h"
+
+/* Calls StackTree; an error reply for the task or module (it went away meanwhile) gives 0 and NULL. */
+static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key, json_t *value, json_t **ret) {
+        _cleanup_free_ char *error = NULL;
+        json_auto_t *params = NULL, *reply = NULL;
+        int r;
+
+        params = json_pack("{s:i, s:i, s:i, s:s}",
+                           "maxDepth", (int) (f->max_depth ?: SNAPSHOT_STACK_DEPTH_DEFAULT),
+                           "maxChildren", SNAPSHOT_STACK_CHILDREN,
+                           "minPages", 1,
+                           "sortBy", f->sort ?: "current");
+        if (!params)
+                return -ENOMEM;
+        if (key && json_object_set(params, key, value) < 0)
+                return -ENOMEM;
+
+        r = varlink_client_call(c, "io.memstrack.StackTree", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return ctl_report_transport_error(r);
+        if (error) {
+                if (key && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
+                            streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
+                        *ret = NULL;
+                        return 0;
+                }
+                return ctl_report_error_reply(error, reply);
+        }
+        *ret = TAKE_PTR(reply);
+        return 0;
+}
+
+/* Appends {key: value, "stackTree": tree} to list unless the tree could not be had. */
+static int add_scoped_tree(VarlinkClient *c, const SnapshotFetch *f, json_t *list, const char *param,
+                const char *key, json_t *value) {
+        json_auto_t *tree = NULL;
+        int r;
+
+        r = fetch_tree(c, f, param, value, &tree);
+        if (r != 0 || !tree)
+                return r;
+        if (json_array_append_new(list, json_pack("{s:O, s:O}", key, value, "stackTree", tree)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static bool list_has(json_t *list, const char *key, json_t *value) {
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(list, i, e)
+                if (json_equal(json_object_get(e, key), value))
+                        return true;
+        return false;
+}
+
+int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
+        json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
+        json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
+        json_t *e;
+        size_t i, n;
+        int r;
+
+        assert(c);
+        assert(f);
+        assert(ret);
+
+        if (!task_stacks || !module_stacks)
+                return -ENOMEM;
+        r = ctl_call(c, "io.memstrack.Status", NULL, &status);
+        if (r != 0)
+                return r;
+        params = json_pack("{s:i, s:b, s:s}", "limit", 10000, "includeExited", true, "sortBy", "current");
+        if (!params)
+                return -ENOMEM;
+        r = ctl_call(c, "io.memstrack.Tasks", params, &tasks);
+        if (r != 0)
+                return r;
+        json_decref(params);
+        params = json_pack("{s:i, s:s}", "limit", 10000, "sortBy", "current");
+        if (!params)
+                return -ENOMEM;
+        r = ctl_call(c, "io.memstrack.Modules", params, &modules);
+        if (r != 0)
+                return r;
+        r = fetch_tree(c, f, NULL, NULL, &tree);
+        if (r != 0)
+                return r;
+
+        n = 0;
+        json_array_foreach(reply_array(tasks, "tasks"), i, e) {
+                if (n >= SNAPSHOT_TASK_STACKS_MAX || reply_count(e, "currentPages") == 0)
+                        break;
+                /* "[evicted]" (pid -1) gathers forgotten tasks: it has no tree of its own. */
+                if (reply_int(e, "pid", -1) < 0)
+                        continue;
+                r = add_scoped_tree(c, f, task_stacks, "pid", "pid", json_object_get(e, "pid"));
+                if (r != 0)
+                        return r;
+                n++;
+        }
+        if (f->pid >= 0) {
+                json_auto_t *pid = json_integer((json_int_t) f->pid);
+                if (!pid)
+                        return -ENOMEM;
+                if (!list_has(task_stacks, "pid", pid)) {
+                        r = add_scoped_tree(c, f, task_stacks, "pid", "pid", pid);
+                        if (r != 0)
+                                return r;
+                }
+        }
+
+        n = 0;
+        json_array_foreach(reply_array(modules, "modules"), i, e) {
+                if (n >= SNAPSHOT_MODULE_STACKS_MAX || reply_count(e, "currentPages") == 0)
+                        break;
+                r = add_scoped_tree(c, f, module_stacks, "module", "name", json_object_get(e, "name"));
+                if (r != 0)
+                        return r;
+                n++;
+        }
+        if (f->module) {
+                json_auto_t *name = json_string(f->module);
+                if (!name)
+                        return -ENOMEM;
+                if (!list_has(module_stacks, "name", name)) {
+                        r = add_scoped_tree(c, f, module_stacks, "module", "name", name);
+                        if (r != 0)
+                                return r;
+                }
+        }
+
+        *ret = json_pack("{s:i, s:s, s:O, s:O, s:O, s:O, s:O, s:O}",
+                         "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
+                         "generator", "memstrackctl " PACKAGE_VERSION,
+                         "status", status,
+                         "tasks", tasks,
+                         "modules", modules,
+                         "stackTree", tree,
+                         "taskStacks", task_stacks,
+                         "moduleStacks", module_stacks);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int snapshot_load(const char *path, json_t **ret) {
+        json_auto_t *doc = NULL;
+        json_error_t e;
+
+        assert(path);
+        assert(ret);
+
+        doc = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+        if (!doc) {
+                fprintf(stderr, "Cannot read snapshot file %s: %s (line %d).\n", path, e.text, e.line);
+                return CTL_EXIT_FAILURE;
+        }
+        if (!json_is_object(doc) || !json_is_integer(json_object_get(doc, "memstrackSnapshot"))) {
+                fprintf(stderr, "%s is not a memstrack snapshot file.\n", path);
+                return CTL_EXIT_FAILURE;
+        }
+        if (reply_int(doc, "memstrackSnapshot", 0) != SNAPSHOT_FORMAT_VERSION) {
+                fprintf(stderr, "%s is a snapshot file of version %" PRIi64 "; this memstrackctl reads version %d.\n",
+                        path, reply_int(doc, "memstrackSnapshot", 0), SNAPSHOT_FORMAT_VERSION);
+                return CTL_EXIT_FAILURE;
+        }
+        if (!reply_object(doc, "status") || !reply_object(doc, "tasks") || !reply_object(doc, "modules") ||
+            !reply_object(doc, "stackTree")) {
+                fprintf(stderr, "Snapshot file %s lacks status, tasks, modules or stackTree.\n", path);
+                return CTL_EXIT_FAILURE;
+        }
+        *ret = TAKE_PTR(doc);
+        return 0;
+}
+
+int snapshot_save(json_t *doc, const char *path) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        int fd, r;
+
+        if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        /* mkostemp() makes 0600 files; a snapshot is as readable as other files the user writes. */
+        mode_t mask = umask(0);
+        umask(mask);
+        (void) fchmod(fd, 0666 & ~mask);
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = negative_errno();
+                (void) close(fd);
+                (void) unlink(tmp);
+                return r;
+        }
+        if (json_dumpf(doc, f, JSON_INDENT(1)) < 0 || fputc('\n', f) == EOF || fflush(f) != 0 ||
+            fsync(fileno(f)) < 0) {
+                r = errno > 0 ? -errno : -EIO;
+                (void) unlink(tmp);
+                return r;
+        }
+        if (rename(tmp, path) < 0) {
+                r = negative_errno();
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+int verb_snapshot(int argc, char *argv[]) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *params = NULL, *reply = NULL;
+        int r;
+
+        if (!arg_file && argc < 2) {
+                fprintf(stderr, "memstrackctl: snapshot needs a NAME or --file FILE.\n");
+                return CTL_EXIT_USAGE;
+        }
+        if (arg_file && argc > 1) {
+                fprintf(stderr, "memstrackctl: snapshot takes a NAME or --file FILE, not both.\n");
+                return CTL_EXIT_USAGE;
+        }
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+
+        if (arg_file) {
+                r = snapshot_fetch(c, &(SnapshotFetch) { .pid = -1 }, &reply);
+                if (r != 0)
+                        return r;
+                r = snapshot_save(reply, arg_file);
+                if (r < 0) {
+                        fprintf(stderr, "Failed to write %s: %s\n", arg_file, strerror(-r));
+                        return CTL_EXIT_FAILURE;
+                }
+                size_t n_tasks = json_array_size(reply_array(reply_object(reply, "tasks"), "tasks"));
+                uint64_t tracked = reply_count(reply_object(reply, "status"), "trackedPages");
+                if (arg_json != CTL_JSON_OFF) {
+                        json_auto_t *j = json_pack("{s:s, s:I, s:I}", "file", arg_file, "tasks", (json_int_t) n_tasks,
+                                                   "trackedPages", (json_int_t) tracked);
+                        if (!j)
+                                return -ENOMEM;
+                        return ctl_print_json(j);
+                }
+                printf("Wrote %s (%zu tasks, %" PRIu64 " pages tracked).\n", arg_file, n_tasks, tracked);
+                return 0;
+        }
+
+        params = json_pack("{s:s}", "name", argv[1]);
+        if (!params)
+                return -ENOMEM;
+        r = ctl_call(c, "io.memstrack.Snapshot", params, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+        printf("Saved snapshot '%s' in memstrackd; compare with: memstrackctl diff %s\n", argv[1], argv[1]);
+        return 0;
+}
+
+/* "+64.0 MiB" / "-4.0 KiB" / "0 B" */
+static char *format_delta(char *buf, size_t size, int64_t pages, uint64_t page_size) {
+        char b[FORMAT_BUFFER_MAX];
+        uint64_t abs_pages = pages < 0 ? (uint64_t) -(pages + 1) + 1 : (uint64_t) pages;
+
+        (void) snprintf(buf, size, "%s%s", pages > 0 ? "+" : pages < 0 ? "-" : "",
+                        format_pages(b, sizeof(b), abs_pages, page_size));
+        return buf;
+}
+
+static int print_diff(json_t *d, uint64_t page_size) {
+        static const TableColumn task_columns[] = {
+                { .header = "PID", .align = TABLE_ALIGN_RIGHT },
+                { .header = "COMM", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 8 },
+                { .header = "BEFORE", .align = TABLE_ALIGN_RIGHT },
+                { .header = "AFTER", .align = TABLE_ALIGN_RIGHT },
+                { .header = "DELTA", .align = TABLE_ALIGN_RIGHT },
+                { .header = "SIZE", .align = TABLE_ALIGN_RIGHT },
+                { .header = "STATE", .align = TABLE_ALIGN_LEFT },
+        };
+        static const TableColumn module_columns[] = {
+                { .header = "MODULE", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 12 },
+                { .header = "BEFORE", .align = TABLE_ALIGN_RIGHT },
+                { .header = "AFTER", .align = TABLE_ALIGN_RIGHT },
+                { .header = "DELTA", .align = TABLE_ALIGN_RIGHT },
+                { .header = "SIZE", .align = TABLE_ALIGN_RIGHT },
+        };
+        _cleanup_(table_freep) Table *tasks = NULL, *modules = NULL;
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        size_t width = format_terminal_columns(), i;
+        int64_t before = reply_int(d, "beforePages", 0), after = reply_int(d, "afterPages", 0);
+        uint64_t ts = reply_count(d, "timestampUsec"), snap_ts = reply_count(d, "snapshotTimestampUsec");
+        json_t *e;
+        int r;
+
+        printf("Snapshot '%s', taken %s ago: %s -> %s (%s, %+" PRIi64 " pages)\n\n",
+               reply_string(d, "name") ?: "?", format_duration(a, sizeof(a), ts > snap_ts ? ts - snap_ts : 0),
+               format_pages(b, sizeof(b), (uint64_t) MAX(before, (int64_t) 0), page_size),
+               format_pages(c, sizeof(c), (uint64_t) MAX(after, (int64_t) 0), page_size),
+               format_delta(a, sizeof(a), after - before, page_size), after - before);
+
+        if ((r = table_new(task_columns, ELEMENTSOF(task_columns), &tasks)) < 0 ||
+            (r = table_new(module_columns, ELEMENTSOF(module_columns), &modules)) < 0)
+                return r;
+        json_array_foreach(reply_array(d, "tasks"), i, e) {
+                int64_t delta = reply_int(e, "deltaPages", 0);
+                const char *state = reply_bool(e, "appeared", false) ? "new" :
+                                    reply_bool(e, "exited", false) ? "exited" : "running";
+                if ((r = table_add_cellf(tasks, "%" PRIi64, reply_int(e, "pid", -1))) < 0 ||
+                    (r = table_add_cell(tasks, reply_string(e, "comm"))) < 0 ||
+                    (r = table_add_cellf(tasks, "%" PRIi64, reply_int(e, "beforePages", 0))) < 0 ||
+                    (r = table_add_cellf(tasks, "%" PRIi64, reply_int(e, "afterPages", 0))) < 0 ||
+                    (r = table_add_cellf(tasks, "%+" PRIi64, delta)) < 0 ||
+                    (r = table_add_cell(tasks, format_delta(a, sizeof(a), delta, page_size))) < 0 ||
+                    (r = table_add_cell(tasks, state)) < 0)
+                        return r;
+        }
+        json_array_foreach(reply_array(d, "modules"), i, e) {
+                int64_t delta = reply_int(e, "deltaPages", 0);
+                if ((r = table_add_cell(modules, reply_string(e, "name"))) < 0 ||
+                    (r = table_add_cellf(modules, "%" PRIi64, reply_int(e, "beforePages", 0))) < 0 ||
+                    (r = table_add_cellf(modules, "%" PRIi64, reply_int(e, "afterPages", 0))) < 0 ||
+                    (r = table_add_cellf(modules, "%+" PRIi64, delta)) < 0 ||
+                    (r = table_add_cell(modules, format_delta(a, sizeof(a), delta, page_size))) < 0)
+                        return r;
+        }
+        r = table_print(tasks, stdout, width);
+        if (r < 0)
+                return r;
+        printf("\n");
+        return table_print(modules, stdout, width);
+}
+
+int verb_diff(int argc, char *argv[]) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *params = NULL, *reply = NULL;
+        uint64_t page_size;
+        int r;
+
+        params = json_pack("{s:s}", "name", argv[1]);
+        if (!params)
+                return -ENOMEM;
+        if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
+                return -ENOMEM;
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = ctl_call(c, "io.memstrack.Diff", params, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+        r = ctl_page_size(c, &page_size);
+        if (r != 0)
+                return r;
+        return print_diff(reply, page_size);
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+
+/* memstrackctl stacks: the StackTree reply as an indented table. */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "connection.h"
+#include "ctl.h"
+#include "format.h"
+#include "reply.h"
+#include "tasks.h"
+
+/* Rows for node and its subtree; each level indents by two columns. */
+static int add_rows(Table *t, const json_t *node, unsigned depth, uint64_t page_size) {
+        _cleanup_free_ char *label = reply_frame_label(node), *line = NULL;
+        char size[FORMAT_BUFFER_MAX];
+        uint64_t cur = reply_count(node, "currentPages");
+        int64_t peak = reply_node_peak(node);
+        json_t *child;
+        size_t i;
+        int r;
+
+        if (!label || asprintf(&line, "%*s%s", (int) depth * 2, "", label) < 0)
+                return -ENOMEM;
+        if ((r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
+            (r = table_add_cell(t, format_pages(size, sizeof(size), cur, page_size))) < 0 ||
+            (r = peak >= 0 ? table_add_cellf(t, "%" PRIi64, peak) : table_add_cell(t, "-")) < 0 ||
+            (r = table_add_cell(t, line)) < 0)
+                return r;
+
+        json_array_foreach(reply_array(node, "children"), i, child) {
+                r = add_rows(t, child, depth + 1, page_size);
+                if (r < 0)
+                        return r;
+        }
+        uint64_t truncated = reply_count(node, "truncatedChildren");
+        if (truncated > 0) {
+                free(line);
+                line = NULL;
+                if (asprintf(&line, "%*s... %" PRIu64 " smaller branches not shown", (int) (depth + 1) * 2, "",
+                             truncated) < 0)
+                        return -ENOMEM;
+                if ((r = table_add_cell(t, "")) < 0 || (r = table_add_cell(t, "")) < 0 ||
+                    (r = table_add_cell(t, "")) < 0 || (r = table_add_cell(t, line)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int verb_stacks(int argc, char *argv[]) {
+        static const TableColumn columns[] = {
+                { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "SIZE", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
+                { .header = "STACK (outermost caller first)", .align = TABLE_ALIGN_LEFT, .elastic = true,
+                  .min_width = 20 },
+        };
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        _cleanup_(table_freep) Table *t = NULL;
+        json_auto_t *params = json_object(), *reply = NULL;
+        uint64_t page_size = 4096;
+        int r;
+
+        if (!params)
+                return -ENOMEM;
+        if (arg_sort && streq(arg_sort, "allocs")) {
+                fprintf(stderr, "memstrackctl: stacks sort by current or peak.\n");
+                return CTL_EXIT_USAGE;
+        }
+        if ((arg_task >= 0 && json_object_set_new(params, "pid", json_integer((json_int_t) arg_task)) < 0) ||
+            (arg_module && json_object_set_new(params, "module", json_string(arg_module)) < 0) ||
+            (arg_depth >= 0 && json_object_set_new(params, "maxDepth", json_integer((json_int_t) arg_depth)) < 0) ||
+            (arg_limit > 0 && json_object_set_new(params, "maxChildren", json_integer((json_int_t) arg_limit)) < 0) ||
+            (arg_sort && json_object_set_new(params, "sortBy", json_string(arg_sort)) < 0))
+                return -ENOMEM;
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = ctl_call(c, "io.memstrack.StackTree", params, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+
+        r = ctl_page_size(c, &page_size);
+        if (r != 0)
+                return r;
+        r = table_new(columns, ELEMENTSOF(columns), &t);
+        if (r < 0)
+                return r;
+        r = add_rows(t, reply_object(reply, "root"), 0, page_size);
+        if (r < 0)
+                return r;
+        return table_print(t, stdout, format_terminal_columns());
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+
+/* memstrackctl status and reset. */
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "connection.h"
+#include "ctl.h"
+#include "format.h"
+#include "reply.h"
+
+static void print_status(json_t *s) {
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        uint64_t page_size = reply_count(s, "pageSize");
+        json_t *lost_per_cpu = reply_array(s, "lostPerCpu");
+        uint64_t lost = reply_count(s, "lostEvents");
+
+        printf("        Backend: %s (memstrackd %s)\n", reply_string(s, "backend") ?: "?",
+               reply_string(s, "version") ?: "?");
+        printf("         Uptime: %s\n", format_duration(a, sizeof(a), reply_count(s, "uptimeUsec")));
+        printf("  Tracked pages: %s (%" PRIu64 " pages of %s), peak %s (%" PRIu64 " pages)\n",
+               format_pages(a, sizeof(a), reply_count(s, "trackedPages"), page_size),
+               reply_count(s, "trackedPages"), format_bytes(c, sizeof(c), page_size),
+               format_pages(b, sizeof(b), reply_count(s, "peakTrackedPages"), page_size),
+               reply_count(s, "peakTrackedPages"));
+        printf("         Events: %" PRIu64 " (%.1f/s)\n", reply_count(s, "events"),
+               reply_double(s, "eventsPerSecond", 0));
+        printf("    Lost events: %" PRIu64 "%s", lost, lost > 0 ? " (counts are lower bounds; per CPU:" : "\n");
+        if (lost > 0) {
+                size_t i;
+                json_t *v;
+                json_array_foreach(lost_per_cpu, i, v)
+                        printf(" %" JSON_INTEGER_FORMAT, json_integer_value(v));
+                printf(")\n");
+        }
+        printf("Untracked frees: %" PRIu64 " (%" PRIu64 " pages allocated before tracing or lost)\n",
+               reply_count(s, "untrackedFrees"), reply_count(s, "untrackedFreePages"));
+        printf("    Stack nodes: %" PRIu64 " of %" PRIu64 ", %" PRIu64 " stacks truncated\n",
+               reply_count(s, "stackNodes"), reply_count(s, "stackNodeBudget"), reply_count(s, "stacksTruncated"));
+        printf("  Tasks evicted: %" PRIu64 "\n", reply_count(s, "tasksEvicted"));
+        printf("  Daemon memory: %s\n", format_bytes(a, sizeof(a), reply_count(s, "daemonMemoryBytes")));
+        printf("Kernel addresses: %s\n", reply_bool(s, "kernelAddressesHidden", true) ? "hidden" : "shown");
+}
+
+int verb_status(int argc, char *argv[]) {
+        json_auto_t *reply = NULL;
+        int r;
+
+        r = ctl_call_once("io.memstrack.Status", NULL, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+        print_status(reply);
+        return 0;
+}
+
+int verb_reset(int argc, char *argv[]) {
+        const char *what = argc > 1 ? argv[1] : "peaks";
+        json_auto_t *params = NULL, *reply = NULL;
+        int r;
+
+        if (!streq(what, "peaks") && !streq(what, "all")) {
+                fprintf(stderr, "memstrackctl: reset takes peaks or all, not '%s'.\n", what);
+                return CTL_EXIT_USAGE;
+        }
+        params = json_pack("{s:s}", "what", what);
+        if (!params)
+                return -ENOMEM;
+        r = ctl_call_once("io.memstrack.Reset", params, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+        printf(streq(what, "peaks") ? "Peaks reset to the current values.\n" :
+                                      "All counters reset; current values are the new baselines.\n");
+        return 0;
+}

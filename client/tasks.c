@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+
+/* memstrackctl tasks and modules: tables of the Tasks and Modules replies. */
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "connection.h"
+#include "ctl.h"
+#include "format.h"
+#include "reply.h"
+#include "tasks.h"
+
+/* The page size for table units: asked once per command, 4096 if the daemon cannot say. */
+int ctl_page_size(VarlinkClient *c, uint64_t *ret) {
+        json_auto_t *status = NULL;
+        int r;
+
+        r = ctl_call(c, "io.memstrack.Status", NULL, &status);
+        if (r != 0)
+                return r;
+        *ret = reply_count(status, "pageSize") ?: 4096;
+        return 0;
+}
+
+const char *tasks_state(const json_t *task) {
+        return reply_bool(task, "exited", false) ? "exited" : "running";
+}
+
+int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) {
+        static const TableColumn columns[] = {
+                { .header = "PID", .align = TABLE_ALIGN_RIGHT },
+                { .header = "COMM", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 8 },
+                { .header = "CURRENT", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "ALLOCS", .align = TABLE_ALIGN_RIGHT },
+                { .header = "FREES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "STATE", .align = TABLE_ALIGN_LEFT },
+                { .header = "COMMAND", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 10 },
+        };
+        _cleanup_(table_freep) Table *t = NULL;
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+        json_t *task;
+        size_t i;
+        int r;
+
+        r = table_new(columns, ELEMENTSOF(columns), &t);
+        if (r < 0)
+                return r;
+        json_array_foreach(tasks, i, task) {
+                uint64_t cur = reply_count(task, "currentPages"), peak = reply_count(task, "peakPages");
+                if ((r = table_add_cellf(t, "%" PRIi64, reply_int(task, "pid", -1))) < 0 ||
+                    (r = table_add_cell(t, reply_string(task, "comm"))) < 0 ||
+                    (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
+                    (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "allocs"))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "frees"))) < 0 ||
+                    (r = table_add_cell(t, tasks_state(task))) < 0 ||
+                    (r = table_add_cell(t, reply_string(task, "cmdline"))) < 0)
+                        return r;
+        }
+        return table_print(t, f, width);
+}
+
+int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t width) {
+        static const TableColumn columns[] = {
+                { .header = "MODULE", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 12 },
+                { .header = "CURRENT", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "STATE", .align = TABLE_ALIGN_LEFT },
+        };
+        _cleanup_(table_freep) Table *t = NULL;
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+        json_t *m;
+        size_t i;
+        int r;
+
+        r = table_new(columns, ELEMENTSOF(columns), &t);
+        if (r < 0)
+                return r;
+        json_array_foreach(modules, i, m) {
+                uint64_t cur = reply_count(m, "currentPages"), peak = reply_count(m, "peakPages");
+                if ((r = table_add_cell(t, reply_string(m, "name"))) < 0 ||
+                    (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
+                    (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
+                    (r = table_add_cell(t, reply_bool(m, "loaded", true) ? "loaded" : "unloaded")) < 0)
+                        return r;
+        }
+        return table_print(t, f, width);
+}
+
+/* Calls method with the verb's --sort/--limit and prints the table (or the JSON reply). */
+static int list_verb(const char *method, const char *list, bool tasks) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *params = json_object(), *reply = NULL;
+        uint64_t page_size = 4096;
+        int r;
+
+        if (!params)
+                return -ENOMEM;
+        if (arg_sort) {
+                if (!tasks && streq(arg_sort, "allocs")) {
+                        fprintf(stderr, "memstrackctl: modules sort by current or peak.\n");
+                        return CTL_EXIT_USAGE;
+                }
+                if (json_object_set_new(params, "sortBy", json_string(arg_sort)) < 0)
+                        return -ENOMEM;
+        }
+        if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
+                return -ENOMEM;
+        if (tasks && arg_all && json_object_set_new(params, "includeExited", json_true()) < 0)
+                return -ENOMEM;
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = ctl_call(c, method, params, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+
+        r = ctl_page_size(c, &page_size);
+        if (r != 0)
+                return r;
+        json_t *items = reply_array(reply, list);
+        if (tasks)
+                r = tasks_print_table(items, page_size, stdout, format_terminal_columns());
+        else
+                r = modules_print_table(items, page_size, stdout, format_terminal_columns());
+        if (r < 0)
+                return r;
+        if (json_array_size(items) == 0)
+                printf("(none)\n");
+        return 0;
+}
+
+int verb_tasks(int argc, char *argv[]) {
+        return list_verb("io.memstrack.Tasks", "tasks", true);
+}
+
+int verb_modules(int argc, char *argv[]) {
+        return list_verb("io.memstrack.Modules", "modules", false);
+}

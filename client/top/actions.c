@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actions.h"
+#include "curses.h"
+#include "macro.h"
+
+#define KEY_ESCAPE 27
+#define KEY_CTRL_L 12
+
+static const TopKeyHelp help[] = {
+        { "Up/Down, PgUp/PgDn", "move the selection" },
+        { "Home/End", "first/last row" },
+        { "Tab, Shift-Tab", "next/previous view" },
+        { "1 2 3", "tasks, modules, stacks view" },
+        { "Enter", "stacks of the selected task/module; in stacks: open/close" },
+        { "Right/+, Left/-", "stacks: expand, collapse (Left again: go to parent)" },
+        { "a", "stacks of everything" },
+        { "s or >, <", "sort by the next/previous column" },
+        { "/", "filter by name (Enter keeps it, Esc clears it)" },
+        { "Esc", "clear the filter" },
+        { "p", "pause/resume updates" },
+        { "r", "reset peaks (asks first)" },
+        { "Ctrl-L", "redraw the screen" },
+        { "? F1 h", "this help" },
+        { "q F10", "quit" },
+};
+
+const TopKeyHelp *top_actions_help(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(help);
+        return help;
+}
+
+const char *top_actions_stream_sort(const TopModel *m) {
+        switch (m->sort[TOP_VIEW_TASKS]) {
+        case TOP_TASK_PEAK:
+                return "peak";
+        case TOP_TASK_ALLOCS:
+                return "allocs";
+        default:
+                return "current";
+        }
+}
+
+static TopReaction act_up(TopActionContext *c, int key) {
+        top_model_move(c->model, -1);
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_down(TopActionContext *c, int key) {
+        top_model_move(c->model, 1);
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_page_up(TopActionContext *c, int key) {
+        top_model_move(c->model, -(int64_t) MAX(c->page_rows, (size_t) 1));
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_page_down(TopActionContext *c, int key) {
+        top_model_move(c->model, (int64_t) MAX(c->page_rows, (size_t) 1));
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_home(TopActionContext *c, int key) {
+        top_model_move(c->model, INT64_MIN);
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_end(TopActionContext *c, int key) {
+        top_model_move(c->model, INT64_MAX);
+        return TOP_REACT_REDRAW;
+}
+
+/* Entering the stacks view asks for a fresh tree. */
+static TopReaction show_view(TopActionContext *c, TopView v) {
+        top_model_set_view(c->model, v);
+        return TOP_REACT_REDRAW | (v == TOP_VIEW_STACKS ? TOP_REACT_FETCH_STACKS : 0);
+}
+
+static TopReaction act_next_view(TopActionContext *c, int key) {
+        return show_view(c, (TopView) ((c->model->view + 1) % _TOP_VIEW_MAX));
+}
+
+static TopReaction act_previous_view(TopActionContext *c, int key) {
+        return show_view(c, (TopView) ((c->model->view + _TOP_VIEW_MAX - 1) % _TOP_VIEW_MAX));
+}
+
+static TopReaction act_view_number(TopActionContext *c, int key) {
+        return show_view(c, (TopView) (key - '1'));
+}
+
+static TopReaction sort(TopActionContext *c, int direction) {
+        const char *before = top_actions_stream_sort(c->model);
+
+        top_model_sort_next(c->model, direction);
+        if (c->model->view == TOP_VIEW_STACKS)
+                return TOP_REACT_REDRAW | TOP_REACT_FETCH_STACKS;
+        return TOP_REACT_REDRAW | (streq(before, top_actions_stream_sort(c->model)) ? 0 : TOP_REACT_RESTREAM);
+}
+
+static TopReaction act_sort_next(TopActionContext *c, int key) {
+        return sort(c, 1);
+}
+
+static TopReaction act_sort_previous(TopActionContext *c, int key) {
+        return sort(c, -1);
+}
+
+static TopReaction act_filter(TopActionContext *c, int key) {
+        TopModel *m = c->model;
+        char *edit = strdup(top_model_filter(m) ?: "");
+
+        if (!edit)
+                return TOP_REACT_NONE;
+        free(m->filter_edit);
+        m->filter_edit = edit;
+        m->mode = TOP_MODE_FILTER;
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_clear_filter(TopActionContext *c, int key) {
+        (void) top_model_set_filter(c->model, NULL);
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_pause(TopActionContext *c, int key) {
+        top_model_toggle_pause(c->model);
+        c->message = c->model->paused ? "Paused: press p to resume." : "Resumed.";
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_reset(TopActionContext *c, int key) {
+        c->model->mode = TOP_MODE_CONFIRM_RESET;
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_help(TopActionContext *c, int key) {
+        c->model->mode = TOP_MODE_HELP;
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_quit(TopActionContext *c, int key) {
+        return TOP_REACT_QUIT;
+}
+
+static TopReaction act_enter(TopActionContext *c, int key) {
+        TopView before = c->model->view;
+        int r = top_model_open_stacks(c->model);
+
+        if (r < 0)
+                return TOP_REACT_REDRAW;
+        return TOP_REACT_REDRAW | (before != TOP_VIEW_STACKS ? TOP_REACT_FETCH_STACKS : 0);
+}
+
+static TopReaction act_expand(TopActionContext *c, int key) {
+        (void) top_model_expand(c->model);
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_collapse(TopActionContext *c, int key) {
+        (void) top_model_collapse(c->model);
+        return TOP_REACT_REDRAW;
+}
+
+static TopReaction act_scope_all(TopActionContext *c, int key) {
+        (void) top_model_scope_all(c->model);
+        return show_view(c, TOP_VIEW_STACKS);
+}
+
+static TopReaction act_redraw(TopActionContext *c, int key) {
+        return TOP_REACT_REDRAW | TOP_REACT_CLEAR;
+}
+
+static const TopKeyBinding bindings[] = {
+        { KEY_UP, act_up },
+        { 'k', act_up },
+        { KEY_DOWN, act_down },
+        { 'j', act_down },
+        { KEY_PPAGE, act_page_up },
+        { KEY_NPAGE, act_page_down },
+        { KEY_HOME, act_home },
+        { KEY_END, act_end },
+        { '\t', act_next_view },
+        { KEY_BTAB, act_previous_view },
+        { '1', act_view_number },
+        { '2', act_view_number },
+        { '3', act_view_number },
+        { '\n', act_enter },
+        { '\r', act_enter },
+        { KEY_ENTER, act_enter },
+        { KEY_RIGHT, act_expand },
+        { '+', act_expand },
+        { KEY_LEFT, act_collapse },
+        { '-', act_collapse },
+        { 'a', act_scope_all },
+        { 's', act_sort_next },
+        { '>', act_sort_next },
+        { '.', act_sort_next },
+        { '<', act_sort_previous },
+        { ',', act_sort_previous },
+        { '/', act_filter },
+        { KEY_ESCAPE, act_clear_filter },
+        { 'p', act_pause },
+        { 'r', act_reset },
+        { KEY_CTRL_L, act_redraw },
+        { '?', act_help },
+        { 'h', act_help },
+        { KEY_F(1), act_help },
+        { 'q', act_quit },
+        { 'Q', act_quit },
+        { KEY_F(10), act_quit },
+};
+
+/* Typing a filter: it applies as it is typed. */
+static TopReaction filter_key(TopActionContext *c, int key) {
+        TopModel *m = c->model;
+        size_t n = strlen(m->filter_edit ?: "");
+
+        switch (key) {
+        case '\n':
+        case '\r':
+        case KEY_ENTER:
+                m->mode = TOP_MODE_NORMAL;
+                return TOP_REACT_REDRAW;
+        case KEY_ESCAPE:
+                m->mode = TOP_MODE_NORMAL;
+                (void) top_model_set_filter(m, NULL);
+                return TOP_REACT_REDRAW;
+        case KEY_BACKSPACE:
+        case 127:
+        case 8:
+                if (n > 0) {
+                        /* Drop a whole UTF-8 character. */
+                        do
+                                n--;
+                        while (n > 0 && ((unsigned char) m->filter_edit[n] & 0xc0) == 0x80);
+                        m->filter_edit[n] = '\0';
+                }
+                break;
+        default:
+                /* Printable bytes, UTF-8 ones included; up to a sane length. */
+                if (key < 0x20 || key > 0xff || key == 0x7f || n >= 64)
+                        return TOP_REACT_NONE;
+                char *e = realloc(m->filter_edit, n + 2);
+                if (!e)
+                        return TOP_REACT_NONE;
+                e[n] = (char) key;
+                e[n + 1] = '\0';
+                m->filter_edit = e;
+        }
+        (void) top_model_set_filter(m, m->filter_edit);
+        return TOP_REACT_REDRAW;
+}
+
+TopReaction top_actions_handle_key(TopActionContext *c, int key) {
+        TopModel *m = c->model;
+
+        switch (m->mode) {
+        case TOP_MODE_FILTER:
+                return filter_key(c, key);
+        case TOP_MODE_HELP:
+                m->mode = TOP_MODE_NORMAL;
+                return TOP_REACT_REDRAW;
+        case TOP_MODE_CONFIRM_RESET:
+                m->mode = TOP_MODE_NORMAL;
+                if (key == 'y' || key == 'Y')
+                        return TOP_REACT_REDRAW | TOP_REACT_RESET_PEAKS;
+                c->message = "Reset cancelled.";
+                return TOP_REACT_REDRAW;
+        default:
+                break;
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(bindings); i++)
+                if (bindings[i].key == key)
+                        return bindings[i].action(c, key);
+        return TOP_REACT_NONE;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Keys of the live view: a table maps each key to a handler that changes the model and returns what
+ * the event loop must do next (htop's Action_setBindings() and Htop_Reaction). The modal prompts
+ * (filter, help, confirmation) take keys before the table does.
+ */
+
+#include <stddef.h>
+
+#include "model.h"
+
+typedef enum TopReaction {
+        TOP_REACT_NONE         = 0,
+        TOP_REACT_REDRAW       = 1 << 0,
+        TOP_REACT_QUIT         = 1 << 1,
+        TOP_REACT_FETCH_STACKS = 1 << 2,        /* the stacks view needs a new tree */
+        TOP_REACT_RESET_PEAKS  = 1 << 3,        /* the user confirmed the reset */
+        TOP_REACT_RESTREAM     = 1 << 4,        /* the daemon must send its lists sorted differently */
+        TOP_REACT_CLEAR        = 1 << 5,        /* repaint the whole terminal, not just the changes */
+} TopReaction;
+
+typedef struct TopActionContext {
+        TopModel *model;
+        size_t page_rows;       /* rows one page up/down moves */
+        const char *message;    /* out: a line for the status bar, static string */
+} TopActionContext;
+
+typedef TopReaction (*TopAction)(TopActionContext *c, int key);
+
+typedef struct TopKeyBinding {
+        int key;
+        TopAction action;
+} TopKeyBinding;
+
+typedef struct TopKeyHelp {
+        const char *keys;
+        const char *text;
+} TopKeyHelp;
+
+/* Handles one key (a curses key code) in the model's current mode. */
+TopReaction top_actions_handle_key(TopActionContext *c, int key);
+
+/* The help screen's lines, in order. */
+const TopKeyHelp *top_actions_help(size_t *ret_n);
+
+/* The Top call's sortBy for the model's task sort column: "current", "peak" or "allocs". */
+const char *top_actions_stream_sort(const TopModel *m);

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The live view's model: the latest Top snapshot and stack tree, and what the user chose to look at
+ * (view, sort column, filter, selection, expanded stack nodes). No curses and no socket here: the event
+ * loop (top.c) feeds replies in, the widgets (view.c) read rows out, the key actions (actions.c) change
+ * the choices. The selection is kept by identity (a pid, a module name, a stack path), so it stays on
+ * the same row when a refresh reorders or filters the lists.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+typedef enum TopView {
+        TOP_VIEW_TASKS,
+        TOP_VIEW_MODULES,
+        TOP_VIEW_STACKS,
+        _TOP_VIEW_MAX,
+        _TOP_VIEW_INVALID = -EINVAL,
+} TopView;
+
+/* Sortable columns, per view. Numbers sort biggest first, names alphabetically. */
+typedef enum TopTaskColumn {
+        TOP_TASK_PID,
+        TOP_TASK_COMM,
+        TOP_TASK_CURRENT,
+        TOP_TASK_PEAK,
+        TOP_TASK_ALLOCS,
+        TOP_TASK_FREES,
+        TOP_TASK_STATE,
+        _TOP_TASK_COLUMN_MAX,
+} TopTaskColumn;
+
+typedef enum TopModuleColumn {
+        TOP_MODULE_NAME,
+        TOP_MODULE_CURRENT,
+        TOP_MODULE_PEAK,
+        _TOP_MODULE_COLUMN_MAX,
+} TopModuleColumn;
+
+typedef enum TopStackColumn {
+        TOP_STACK_CURRENT,
+        TOP_STACK_PEAK,
+        _TOP_STACK_COLUMN_MAX,
+} TopStackColumn;
+
+/* What keys do at the moment: the normal bindings, or one of the modal prompts. */
+typedef enum TopMode {
+        TOP_MODE_NORMAL,
+        TOP_MODE_FILTER,        /* typing a filter */
+        TOP_MODE_HELP,          /* help shown; any key closes it */
+        TOP_MODE_CONFIRM_RESET, /* "reset peaks? y/n" */
+        _TOP_MODE_MAX,
+        _TOP_MODE_INVALID = -EINVAL,
+} TopMode;
+
+typedef struct TopTask {
+        int64_t pid;
+        char *comm;             /* owned */
+        char *cmdline;          /* owned, NULL if unknown */
+        uint64_t current_pages, peak_pages, allocs, frees;
+        bool exited;
+} TopTask;
+
+typedef struct TopModule {
+        char *name;             /* owned */
+        uint64_t current_pages, peak_pages;
+        bool loaded;
+} TopModule;
+
+typedef struct TopStackNode {
+        char *label;            /* owned: "frame [module]" */
+        uint64_t current_pages;
+        int64_t peak_pages;     /* -1: unknown (filtered views) */
+        uint64_t truncated;     /* children the daemon left out */
+        struct TopStackNode *children;  /* owned array of n_children */
+        size_t n_children;
+} TopStackNode;
+
+/* A visible line of the stacks view. */
+typedef struct TopStackRow {
+        const TopStackNode *node;       /* borrowed from the model's tree */
+        char *path;                     /* owned: labels from the root, separated by '\x1f' */
+        unsigned depth;
+        bool expanded;
+} TopStackRow;
+
+typedef struct TopModel {
+        /* The latest Top reply. */
+        bool have_data;
+        uint64_t page_size;
+        uint64_t tracked_pages, peak_tracked_pages, lost_events, uptime_usec;
+        double events_per_second;
+        TopTask *tasks;                 /* owned, n_tasks, in the daemon's order */
+        size_t n_tasks;
+        TopModule *modules;             /* owned */
+        size_t n_modules;
+
+        /* The latest StackTree reply, for the scope below. */
+        TopStackNode *stack_root;       /* owned, NULL until fetched */
+        int64_t scope_pid;              /* -1: not a task */
+        char *scope_module;             /* owned, NULL: not a module; neither: all stacks */
+
+        /* The user's choices. */
+        TopView view;
+        TopMode mode;
+        unsigned sort[_TOP_VIEW_MAX];   /* column per view */
+        char *filter[_TOP_VIEW_MAX];    /* owned, per view, NULL for none; case-insensitive substring of the
+                                         * comm, module name or frame */
+        char *filter_edit;              /* owned, the text being typed in TOP_MODE_FILTER */
+        bool paused;
+        int64_t selected_pid;           /* -1: none yet */
+        char *selected_module;          /* owned */
+        char *selected_path;            /* owned */
+        char **expanded;                /* owned set of expanded stack paths */
+        size_t n_expanded;
+
+        /* Derived: visible rows, rebuilt after every change. */
+        size_t *task_rows;              /* owned: indexes into tasks, filtered and sorted */
+        size_t n_task_rows;
+        size_t *module_rows;            /* owned */
+        size_t n_module_rows;
+        TopStackRow *stack_rows;        /* owned */
+        size_t n_stack_rows;
+        size_t selected[_TOP_VIEW_MAX]; /* row index of the selection per view */
+} TopModel;
+
+int top_model_new(uint64_t page_size, TopModel **ret);
+TopModel *top_model_free(TopModel *m);
+
+/* Takes a Top reply's parameters (borrowed). Ignored while paused (returns 0). -ENOMEM, -EBADMSG. */
+int top_model_update(TopModel *m, json_t *reply);
+/* Takes a StackTree reply's parameters (borrowed) for the current scope. -ENOMEM. */
+int top_model_update_stacks(TopModel *m, json_t *reply);
+
+/* The StackTree call parameters for the current scope (new reference), NULL on OOM. */
+json_t *top_model_stacks_parameters(const TopModel *m);
+/* "[all]", "[pid 42 comm]" or "[module ext4]" for the title: written into buf. */
+const char *top_model_scope_label(const TopModel *m, char *buf, size_t size);
+
+size_t top_model_rows(const TopModel *m, TopView v);
+size_t top_model_selected(const TopModel *m, TopView v);
+/* The task/module behind a visible row (NULL if out of range). */
+const TopTask *top_model_task_row(const TopModel *m, size_t row);
+const TopModule *top_model_module_row(const TopModel *m, size_t row);
+const TopStackRow *top_model_stack_row(const TopModel *m, size_t row);
+
+void top_model_set_view(TopModel *m, TopView v);
+/* Moves the selection by delta rows (clamped); to the first row for INT64_MIN, to the last for INT64_MAX. */
+void top_model_move(TopModel *m, int64_t delta);
+/* Cycles the sort column of the current view. */
+void top_model_sort_next(TopModel *m, int direction);
+/* Name of the sorted column of a view, lower case ("current", "comm", ...). */
+const char *top_model_sort_name(const TopModel *m, TopView v);
+/* Sets the current view's filter (NULL or "" for none). */
+int top_model_set_filter(TopModel *m, const char *filter);
+/* The current view's filter, NULL if none. */
+const char *top_model_filter(const TopModel *m);
+void top_model_toggle_pause(TopModel *m);
+
+/* Stacks view: expand (with the single-child chain below it), collapse, or toggle the selected node.
+ * Collapse on a collapsed node selects its parent. */
+int top_model_expand(TopModel *m);
+int top_model_collapse(TopModel *m);
+int top_model_toggle(TopModel *m);
+
+/* Opens the stacks view for the selected task or module (or of everything from the stacks view). Returns
+ * 1 if the scope changed (the stacks must be fetched again), 0 if not, -ENOMEM. */
+int top_model_open_stacks(TopModel *m);
+int top_model_scope_all(TopModel *m);
+
+/* Recomputes the visible rows and the selection after any change. -ENOMEM. */
+int top_model_rebuild(TopModel *m);
+
+/* free() that returns NULL, for resetting owned pointers in one statement. */
+static inline void *mfree_ptr(void *p) {
+        free(p);
+        return NULL;
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "actions.h"
+#include "curses.h"
+#include "format.h"
+#include "macro.h"
+#include "view.h"
+
+/* Screen lines above and below the panel: totals, tabs; status. */
+#define TOP_HEADER_LINES 2
+#define TOP_FOOTER_LINES 1
+
+static void layout(TopScreen *s) {
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                panel_move(&s->panels[v], TOP_HEADER_LINES, 0, s->rows - TOP_HEADER_LINES - TOP_FOOTER_LINES,
+                           s->cols);
+}
+
+int top_screen_start(TopScreen *s) {
+        if (s->active)
+                return 0;
+        /* newterm(), not initscr(): initscr() exits the process when TERM is unknown. */
+        s->screen = newterm(NULL, stdout, stdin);
+        if (!s->screen)
+                return -EIO;
+        (void) set_term(s->screen);
+        s->active = true;
+        cbreak();
+        noecho();
+        nonl();
+        keypad(stdscr, TRUE);
+        nodelay(stdscr, TRUE);
+        (void) curs_set(0);
+        set_escdelay(25);
+        getmaxyx(stdscr, s->rows, s->cols);
+        layout(s);
+        return 0;
+}
+
+void top_screen_stop(TopScreen *s) {
+        if (!s->active)
+                return;
+        (void) curs_set(1);
+        endwin();
+        delscreen(s->screen);
+        s->screen = NULL;
+        s->active = false;
+}
+
+void top_screen_resize(TopScreen *s) {
+        struct winsize ws = {};
+
+        if (!s->active)
+                return;
+        /* SIGWINCH reaches us through sd-event, not curses' own handler: tell curses the size. */
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) >= 0 && ws.ws_row > 0 && ws.ws_col > 0)
+                resizeterm(ws.ws_row, ws.ws_col);
+        getmaxyx(stdscr, s->rows, s->cols);
+        layout(s);
+        clearok(curscr, TRUE);
+}
+
+void top_screen_clear(TopScreen *s) {
+        if (s->active)
+                clearok(curscr, TRUE);
+}
+
+int top_screen_read_key(TopScreen *s) {
+        int key = getch();
+        return key == ERR ? -1 : key;
+}
+
+size_t top_screen_page_rows(const TopScreen *s, TopView v) {
+        return panel_visible_rows(&s->panels[v]);
+}
+
+/* Header text of a column: the sorted one is marked with brackets. */
+static const char *column(char *buf, size_t size, const char *name, bool sorted) {
+        (void) snprintf(buf, size, sorted ? "[%s]" : "%s", name);
+        return buf;
+}
+
+static char *task_row(size_t index, void *userdata) {
+        TopModel *m = userdata;
+        const TopTask *t = top_model_task_row(m, index);
+        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
+        char *s;
+
+        if (!t)
+                return NULL;
+        if (asprintf(&s, "%7" PRIi64 " %-15.15s %10s %10s %9" PRIu64 " %9" PRIu64 " %-7s %s", t->pid, t->comm,
+                     format_pages(cur, sizeof(cur), t->current_pages, m->page_size),
+                     format_pages(peak, sizeof(peak), t->peak_pages, m->page_size), t->allocs, t->frees,
+                     t->exited ? "exited" : "running", t->cmdline ?: "") < 0)
+                return NULL;
+        return s;
+}
+
+static char *task_header(TopModel *m) {
+        unsigned sorted = m->sort[TOP_VIEW_TASKS];
+        char a[16], b[16], c[16], d[16], e[16], f[16], g[16];
+        char *s;
+
+        if (asprintf(&s, "%7s %-15s %10s %10s %9s %9s %-7s %s", column(a, sizeof(a), "PID", sorted == TOP_TASK_PID),
+                     column(b, sizeof(b), "COMM", sorted == TOP_TASK_COMM),
+                     column(c, sizeof(c), "CURRENT", sorted == TOP_TASK_CURRENT),
+                     column(d, sizeof(d), "PEAK", sorted == TOP_TASK_PEAK),
+                     column(e, sizeof(e), "ALLOCS", sorted == TOP_TASK_ALLOCS),
+                     column(f, sizeof(f), "FREES", sorted == TOP_TASK_FREES),
+                     column(g, sizeof(g), "STATE", sorted == TOP_TASK_STATE), "COMMAND") < 0)
+                return NULL;
+        return s;
+}
+
+static char *module_row(size_t index, void *userdata) {
+        TopModel *m = userdata;
+        const TopModule *mod = top_model_module_row(m, index);
+        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
+        char *s;
+
+        if (!mod)
+                return NULL;
+        if (asprintf(&s, "%-24s %10s %10" PRIu64 " %10s %10" PRIu64 " %s", mod->name,
+                     format_pages(cur, sizeof(cur), mod->current_pages, m->page_size), mod->current_pages,
+                     format_pages(peak, sizeof(peak), mod->peak_pages, m->page_size), mod->peak_pages,
+                     mod->loaded ? "loaded" : "unloaded") < 0)
+                return NULL;
+        return s;
+}
+
+static char *module_header(TopModel *m) {
+        unsigned sorted = m->sort[TOP_VIEW_MODULES];
+        char a[16], b[16], c[16];
+        char *s;
+
+        if (asprintf(&s, "%-24s %10s %10s %10s %10s %s", column(a, sizeof(a), "MODULE", sorted == TOP_MODULE_NAME),
+                     column(b, sizeof(b), "CURRENT", sorted == TOP_MODULE_CURRENT), "PAGES",
+                     column(c, sizeof(c), "PEAK", sorted == TOP_MODULE_PEAK), "PAGES", "STATE") < 0)
+                return NULL;
+        return s;
+}
+
+static char *stack_row(size_t index, void *userdata) {
+        TopModel *m = userdata;
+        const TopStackRow *row = top_model_stack_row(m, index);
+        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX], more[48] = "";
+        char *s;
+
+        if (!row)
+                return NULL;
+        if (row->node->peak_pages >= 0)
+                (void) format_pages(peak, sizeof(peak), (uint64_t) row->node->peak_pages, m->page_size);
+        else
+                (void) snprintf(peak, sizeof(peak), "-");
+        if (row->node->truncated > 0)
+                (void) snprintf(more, sizeof(more), "  (+%" PRIu64 " smaller)", row->node->truncated);
+        if (asprintf(&s, "%10s %10s %*s%s %s%s", format_pages(cur, sizeof(cur), row->node->current_pages, m->page_size),
+                     peak, (int) MIN(row->depth, 40u) * 2, "",
+                     row->node->n_children == 0 ? "   " : row->expanded ? "[-]" : "[+]", row->node->label, more) < 0)
+                return NULL;
+        return s;
+}
+
+static char *stack_header(TopModel *m) {
+        unsigned sorted = m->sort[TOP_VIEW_STACKS];
+        char a[16], b[16];
+        char *s;
+
+        if (asprintf(&s, "%10s %10s %s", column(a, sizeof(a), "CURRENT", sorted == TOP_STACK_CURRENT),
+                     column(b, sizeof(b), "PEAK", sorted == TOP_STACK_PEAK),
+                     "STACK (callers first; Enter/Right open, Left close)") < 0)
+                return NULL;
+        return s;
+}
+
+static void draw_header(TopScreen *s, TopModel *m) {
+        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX], up[FORMAT_BUFFER_MAX], scope[300];
+        _cleanup_free_ char *line = NULL;
+
+        if (m->have_data) {
+                if (asprintf(&line, "memstrack top - tracked %s (%" PRIu64 " pages), peak %s - %.0f events/s - "
+                             "lost %" PRIu64 " - up %s",
+                             format_pages(cur, sizeof(cur), m->tracked_pages, m->page_size), m->tracked_pages,
+                             format_pages(peak, sizeof(peak), m->peak_tracked_pages, m->page_size),
+                             m->events_per_second, m->lost_events, format_duration(up, sizeof(up), m->uptime_usec)) < 0)
+                        line = NULL;
+        }
+        panel_print_line(0, 0, s->cols, line ?: "memstrack top - waiting for memstrackd...", A_BOLD);
+
+        /* Tabs, then the view's sort, filter and pause state. */
+        static const char *const names[_TOP_VIEW_MAX] = { " 1 Tasks ", " 2 Modules ", " 3 Stacks " };
+        int x = 0;
+        move(1, 0);
+        for (size_t v = 0; v < _TOP_VIEW_MAX && x < s->cols; v++) {
+                attrset(v == (size_t) m->view ? A_REVERSE | A_BOLD : A_NORMAL);
+                addnstr(names[v], s->cols - x);
+                x += (int) strlen(names[v]);
+                attrset(A_NORMAL);
+                if (x < s->cols) {
+                        addch(' ');
+                        x++;
+                }
+        }
+        _cleanup_free_ char *state = NULL;
+        if (asprintf(&state, "%s%s sort: %s%s%s%s", m->view == TOP_VIEW_STACKS ? " " : "",
+                     m->view == TOP_VIEW_STACKS ? top_model_scope_label(m, scope, sizeof(scope)) : "",
+                     top_model_sort_name(m, m->view), top_model_filter(m) ? "  filter: " : "", top_model_filter(m) ?: "",
+                     m->paused ? "  PAUSED" : "") >= 0 && x < s->cols)
+                panel_print_line(1, x, s->cols - x, state, m->paused ? A_BOLD : A_NORMAL);
+}
+
+static void draw_help(TopScreen *s) {
+        const TopKeyHelp *help;
+        size_t n;
+        int y = TOP_HEADER_LINES;
+
+        help = top_actions_help(&n);
+        panel_print_line(y++, 0, s->cols, "memstrack top help - any key returns", A_REVERSE | A_BOLD);
+        for (size_t i = 0; i < n && y < s->rows - TOP_FOOTER_LINES; i++) {
+                _cleanup_free_ char *line = NULL;
+                if (asprintf(&line, "  %-22s %s", help[i].keys, help[i].text) < 0)
+                        continue;
+                panel_print_line(y++, 0, s->cols, line, A_NORMAL);
+        }
+        while (y < s->rows - TOP_FOOTER_LINES)
+                panel_print_line(y++, 0, s->cols, "", A_NORMAL);
+}
+
+void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connected) {
+        _cleanup_free_ char *header = NULL, *prompt = NULL;
+
+        if (!s->active || s->rows <= 0 || s->cols <= 0)
+                return;
+
+        draw_header(s, m);
+        if (m->mode == TOP_MODE_HELP)
+                draw_help(s);
+        else {
+                switch (m->view) {
+                case TOP_VIEW_TASKS:
+                        header = task_header(m);
+                        panel_draw(&s->panels[m->view], header ?: "", m->n_task_rows, m->selected[m->view], task_row, m);
+                        break;
+                case TOP_VIEW_MODULES:
+                        header = module_header(m);
+                        panel_draw(&s->panels[m->view], header ?: "", m->n_module_rows, m->selected[m->view],
+                                   module_row, m);
+                        break;
+                default:
+                        header = stack_header(m);
+                        panel_draw(&s->panels[m->view], header ?: "", m->n_stack_rows, m->selected[m->view],
+                                   stack_row, m);
+                        if (!m->stack_root && s->rows > TOP_HEADER_LINES + 2)
+                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  loading the stack tree...",
+                                                 A_NORMAL);
+                }
+        }
+
+        /* Bottom line: a prompt, a message, or the key hints. */
+        if (m->mode == TOP_MODE_FILTER) {
+                if (asprintf(&prompt, "Filter: %s_   (Enter keeps, Esc clears)", m->filter_edit ?: "") >= 0)
+                        panel_print_line(s->rows - 1, 0, s->cols, prompt, A_BOLD);
+        } else if (m->mode == TOP_MODE_CONFIRM_RESET)
+                panel_print_line(s->rows - 1, 0, s->cols, "Reset all peaks to the current values? [y/N]",
+                                 A_BOLD | A_REVERSE);
+        else if (status)
+                panel_print_line(s->rows - 1, 0, s->cols, status, connected ? A_BOLD : A_BOLD | A_REVERSE);
+        else
+                panel_print_line(s->rows - 1, 0, s->cols,
+                                 "F1/? help  Tab view  s/</> sort  / filter  Enter stacks  p pause  r reset  q quit",
+                                 A_NORMAL);
+        refresh();
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The live view's screen: curses setup and teardown, and drawing the model (header, view tabs, the
+ * current view's panel, help, prompts and the status line). Reads the model, never changes it beyond
+ * the panels' scroll positions, and never touches the socket.
+ */
+
+#include <stdbool.h>
+
+#include "curses.h"
+#include "model.h"
+#include "panel.h"
+
+typedef struct TopScreen {
+        SCREEN *screen;                 /* owned while active */
+        bool active;                    /* curses is on: endwin() is owed */
+        int rows, cols;
+        Panel panels[_TOP_VIEW_MAX];
+} TopScreen;
+
+/* Takes over the terminal. -EIO if curses cannot start (no terminal, unknown TERM). */
+int top_screen_start(TopScreen *s);
+/* Gives the terminal back as it was; safe to call twice and on a screen never started. */
+void top_screen_stop(TopScreen *s);
+/* Adopts the terminal's new size (after SIGWINCH). */
+void top_screen_resize(TopScreen *s);
+/* Repaints everything from scratch on the next draw (Ctrl-L). */
+void top_screen_clear(TopScreen *s);
+/* The next key, or -1 if none is waiting. */
+int top_screen_read_key(TopScreen *s);
+/* Rows one page of the current view has. */
+size_t top_screen_page_rows(const TopScreen *s, TopView v);
+
+/* Draws the model; status is the bottom line's message (NULL: key hints). */
+void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connected);

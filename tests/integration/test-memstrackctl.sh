@@ -1,0 +1,183 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# memstrackctl end to end: memstrackd on the live kernel, loadgen allocating a known number of pages,
+# every verb in text and --json, the exit statuses, and a snapshot file that outlives the daemon.
+# Needs root, perf events and the kmem tracepoints; skips (77) otherwise.
+#
+# Usage: test-memstrackctl.sh MEMSTRACKD MEMSTRACKCTL LOADGEN TESTS_DIR
+set -uo pipefail
+
+MEMSTRACKD=${1:?memstrackd}
+MEMSTRACKCTL=${2:?memstrackctl}
+LOADGEN=${3:?loadgen}
+TESTS=${4:?tests dir}
+. "$TESTS/integration/memstrackctl-lib.sh"
+
+require_live_kernel
+work=$(mktemp -d /tmp/test-memstrackctl.XXXXXX)
+chmod 0755 "$work"
+trap lib_cleanup EXIT
+
+# Errors before any daemon runs: nothing at the address is 3, bad usage is 2.
+test_no_daemon() {
+    local r
+    ctl status >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 3 ] || fail "status without a daemon exited $r, expected 3"
+    grep -q "memstrackd is not running" "$work/err" || fail "no 'not running' message: $(cat "$work/err")"
+    ctl --json tasks >/dev/null 2>&1; r=$?
+    [ $r -eq 3 ] || fail "--json tasks without a daemon exited $r, expected 3"
+    ctl frobnicate >/dev/null 2>&1; r=$?
+    [ $r -eq 2 ] || fail "an unknown verb exited $r, expected 2"
+    ctl tasks --depth 3 >/dev/null 2>&1; r=$?
+    [ $r -eq 2 ] || fail "an option the verb does not take exited $r, expected 2"
+    ctl diff >/dev/null 2>&1; r=$?
+    [ $r -eq 2 ] || fail "diff without a name exited $r, expected 2"
+    echo "ok no daemon, usage errors"
+}
+
+# Something that answers with garbage is a protocol error: 5.
+test_protocol_error() {
+    local r
+    python3 - "$work/garbage.sock" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept()
+c.recv(65536)
+c.sendall(b"this is not json\0")
+c.close()
+PY
+    pids+=($!)
+    wait_for "the garbage server" test -S "$work/garbage.sock"
+    "$MEMSTRACKCTL" --address "unix:$work/garbage.sock" status >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 5 ] || fail "a garbage reply exited $r, expected 5: $(cat "$work/err")"
+    echo "ok protocol error"
+}
+
+test_loadgen_pages() {
+    start_loadgen
+    lg alloc allocated
+    wait_for "memstrackd to charge $PAGES pages to loadgen ($lg_pid)" loadgen_counted
+
+    ctl --json tasks --limit 10000 >"$work/tasks.json" || fail "--json tasks failed"
+    assert_json "$work/tasks.json" "--json tasks"
+    python3 - "$work/tasks.json" "$lg_pid" "$PAGES" <<'PY' || fail "--json tasks does not show loadgen's pages"
+import json, sys
+tasks = json.load(open(sys.argv[1]))["tasks"]
+t = [x for x in tasks if x["pid"] == int(sys.argv[2])]
+assert t, "pid not listed"
+assert t[0]["currentPages"] >= int(sys.argv[3]), t[0]
+assert t[0]["comm"] == "loadgen", t[0]
+PY
+    # Human output: a row with the pid, the comm and at least $PAGES pages.
+    COLUMNS=200 ctl tasks --limit 10000 >"$work/tasks.txt" || fail "tasks failed"
+    awk -v pid="$lg_pid" -v pages="$PAGES" '$1 == pid && $2 == "loadgen" && $5 >= pages { found = 1 } END { exit !found }' \
+        "$work/tasks.txt" || fail "tasks does not show loadgen's pages: $(grep -E "^ *$lg_pid " "$work/tasks.txt")"
+    head -1 "$work/tasks.txt" | grep -q "PID.*COMM.*CURRENT.*PAGES" || fail "tasks has no header"
+    grep -E "^ *$lg_pid " "$work/tasks.txt" | grep -q "MiB" || fail "tasks shows no units"
+    # 80 columns: no line longer.
+    COLUMNS=80 ctl tasks | awk 'length($0) > 80 { exit 1 }' || fail "tasks overflows 80 columns"
+    echo "ok loadgen's $PAGES pages in tasks and --json tasks"
+}
+
+# Every --json output parses, in both modes.
+test_json_everywhere() {
+    local i=0 args
+    for args in "status" "tasks" "tasks --all --sort peak --limit 3" "modules" "modules --sort peak" \
+                "stacks --depth 4" "stacks --task $lg_pid" "stacks --module vmlinux --limit 2" \
+                "snapshot before" "diff before" "reset peaks" "report" \
+                "report --format task_summary,task_top,module_summary,module_top,stack_tree,folded,flamegraph --throttle 90"; do
+        for mode in --json --json=short --json=pretty; do
+            i=$((i + 1))
+            # shellcheck disable=SC2086
+            ctl $mode $args >"$work/out.$i.json" 2>"$work/err" || fail "$mode $args failed: $(cat "$work/err")"
+            assert_json "$work/out.$i.json" "$mode $args"
+        done
+    done
+    # top --batch --json: one document per line.
+    ctl --json=short top --batch -n 2 -d 0.2 >"$work/top.jsonl" || fail "top --batch --json failed"
+    [ "$(wc -l <"$work/top.jsonl")" -eq 2 ] || fail "top --batch -n 2 printed $(wc -l <"$work/top.jsonl") lines"
+    while read -r l; do
+        echo "$l" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "tasks" in d and "trackedPages" in d' ||
+            fail "top --batch --json line is not a Top reply: $l"
+    done <"$work/top.jsonl"
+    echo "ok $i --json outputs parse"
+}
+
+test_text_verbs() {
+    ctl status >"$work/status.txt" || fail "status failed"
+    grep -q "Tracked pages:" "$work/status.txt" || fail "status lacks the tracked pages"
+    ctl modules | grep -q "^vmlinux" || fail "modules lacks vmlinux"
+    ctl stacks --task "$lg_pid" --depth 3 | grep -q "\[pid $lg_pid loadgen\]" || fail "stacks --task lacks the root"
+    ctl top --batch -n 2 -d 0.2 >"$work/top.txt" || fail "top --batch failed"
+    [ "$(grep -c '^memstrack top' "$work/top.txt")" -eq 2 ] || fail "top --batch -n 2 did not print 2 snapshots"
+    grep -qE "^ *$lg_pid +loadgen" "$work/top.txt" || fail "top --batch does not list loadgen"
+    ctl snapshot mark >/dev/null || fail "snapshot failed"
+    ctl diff mark | grep -q "Snapshot 'mark'" || fail "diff lacks its header"
+    ctl report --format task_summary --task "$lg_pid" | grep -q "^Task loadgen ($lg_pid) using" ||
+        fail "report task_summary lacks loadgen"
+    ctl stacks --task 999999999 >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 1 ] || fail "stacks for an unknown pid exited $r, expected 1"
+    grep -q "io.memstrack.NoSuchTask" "$work/err" || fail "the daemon's error name is not shown: $(cat "$work/err")"
+    echo "ok text verbs"
+}
+
+# Not root and not in the group: the socket (0660) refuses the connection, exit 4.
+test_permission() {
+    local r
+    command -v setpriv >/dev/null || { echo "skip permission: no setpriv"; return; }
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$MEMSTRACKCTL" --address "$work/sock" status \
+        >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 4 ] || fail "an unprivileged status exited $r, expected 4: $(cat "$work/err")"
+    grep -qi "permission denied" "$work/err" || fail "no permission message: $(cat "$work/err")"
+    echo "ok permission denied"
+}
+
+# A snapshot file outlives the daemon: reports from it are the same before and after a restart, and
+# hold what the live daemon said.
+test_snapshot_file() {
+    local live formats=task_summary,task_top,module_summary,module_top,stack_tree,folded
+    live=$(pages_of "$lg_pid")
+    ctl snapshot --file "$work/snap.json" >/dev/null || fail "snapshot --file failed"
+    assert_json "$work/snap.json" "the snapshot file"
+    python3 - "$work/snap.json" "$lg_pid" "$live" "$PAGES" <<'PY' || fail "the snapshot file lacks loadgen's pages"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["memstrackSnapshot"] == 1
+t = [x for x in d["tasks"]["tasks"] if x["pid"] == int(sys.argv[2])][0]
+live, pages = int(sys.argv[3]), int(sys.argv[4])
+assert t["currentPages"] >= pages, t
+# loadgen holds its pages still: what the file says is what the daemon said a moment before.
+assert abs(t["currentPages"] - live) <= 64, (t["currentPages"], live)
+assert any(s["pid"] == int(sys.argv[2]) for s in d["taskStacks"]), "no stack tree for loadgen"
+PY
+    "$MEMSTRACKCTL" report --from "$work/snap.json" --format $formats >"$work/report-before.txt" ||
+        fail "report --from failed"
+    "$MEMSTRACKCTL" report --from "$work/snap.json" --format flamegraph >"$work/fg.svg" || fail "flamegraph failed"
+    python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" >/dev/null || fail "the live flame graph is not right"
+
+    stop_daemon
+    "$MEMSTRACKCTL" report --from "$work/snap.json" --format $formats >"$work/report-gone.txt" ||
+        fail "report --from without a daemon failed"
+    start_daemon
+    "$MEMSTRACKCTL" report --from "$work/snap.json" --format $formats >"$work/report-after.txt" ||
+        fail "report --from after the restart failed"
+    cmp -s "$work/report-before.txt" "$work/report-gone.txt" || fail "the report changed when the daemon stopped"
+    cmp -s "$work/report-before.txt" "$work/report-after.txt" || fail "the report changed when the daemon restarted"
+    grep -q "^Task loadgen ($lg_pid) using" "$work/report-after.txt" || fail "the report lacks loadgen"
+    # The new daemon never saw loadgen allocate: only the file still knows about its pages.
+    [ "$(pages_of "$lg_pid")" -lt "$PAGES" ] || fail "the restarted daemon already counts loadgen's pages"
+    echo "ok snapshot file: reports identical across a daemon restart"
+}
+
+test_no_daemon
+test_protocol_error
+start_daemon
+test_loadgen_pages
+test_json_everywhere
+test_text_verbs
+test_permission
+test_snapshot_file
+lg free freed
+lg exit bye
+echo "all memstrackctl tests passed"

@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# memstrackctl report on the fixed snapshot tests/data/report-snapshot.json: every format's output must
+# equal its golden file in tests/data/golden/, every --json output must parse, and the flame graph must
+# pass check-flamegraph.py. No daemon needed.
+#
+# Usage: test-report-golden.sh MEMSTRACKCTL TESTS_DIR [--update]
+#   --update rewrites the golden files from the current output (review the diff before committing).
+set -uo pipefail
+
+CTL=${1:?memstrackctl}
+TESTS=${2:?tests dir}
+UPDATE=${3:-}
+DATA=$TESTS/data
+SNAP=$DATA/report-snapshot.json
+GOLDEN=$DATA/golden
+failed=0
+work=$(mktemp -d /tmp/test-report-golden.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# name, then memstrackctl report arguments.
+cases=(
+    "task_summary           --format task_summary"
+    "task_top               --format task_top"
+    "module_summary         --format module_summary"
+    "module_top             --format module_top"
+    "stack_tree             --format stack_tree"
+    "folded                 --format folded"
+    "flamegraph             --format flamegraph"
+    "default                "
+    "all                    --format task_summary,task_top,module_summary,module_top,stack_tree,folded"
+    "task_summary-peak      --format task_summary --sort peak"
+    "task_summary-throttle  --format task_summary --throttle 80"
+    "stack_tree-throttle    --format stack_tree --throttle 90 --sort peak"
+    "stack_tree-depth       --format stack_tree --depth 2"
+    "stack_tree-task        --format stack_tree --task 812"
+    "folded-module          --format folded --module ext4"
+    "module_top-module      --format module_top --module nf_conntrack"
+    "json                   --format task_summary,task_top,module_summary,module_top,stack_tree,folded,flamegraph --json=pretty"
+    "json-throttle          --format module_top,folded --throttle 50 --json=short"
+)
+
+check() {
+    local name=$1; shift
+    local out=$work/$name.out golden=$GOLDEN/report-$name.txt
+    # shellcheck disable=SC2068
+    if ! "$CTL" report --from "$SNAP" "$@" >"$out" 2>"$work/$name.err"; then
+        echo "FAIL $name: memstrackctl report $* exited $?: $(cat "$work/$name.err")"
+        failed=1
+        return
+    fi
+    if [[ $* == *--json* ]] && ! python3 -m json.tool "$out" >/dev/null; then
+        echo "FAIL $name: --json output is not valid JSON"
+        failed=1
+    fi
+    if [ "$UPDATE" = --update ]; then
+        cp "$out" "$golden"
+        return
+    fi
+    if ! diff -u "$golden" "$out"; then
+        echo "FAIL $name: output differs from $golden"
+        failed=1
+        return
+    fi
+    echo "ok $name"
+}
+
+for c in "${cases[@]}"; do
+    # shellcheck disable=SC2086
+    check $c
+done
+
+# The same report written with --output is the same bytes.
+"$CTL" report --from "$SNAP" --format flamegraph --output "$work/fg.svg" || { echo "FAIL --output"; failed=1; }
+cmp -s "$work/fg.svg" "$GOLDEN/report-flamegraph.txt" || { echo "FAIL --output differs from stdout"; failed=1; }
+python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" 18872 || failed=1
+# Focused and throttled graphs keep their geometry too.
+"$CTL" report --from "$SNAP" --format flamegraph --throttle 60 --task 4242 >"$work/fg-task.svg" &&
+    python3 "$TESTS/check-flamegraph.py" "$work/fg-task.svg" 16384 || failed=1
+
+# Errors: unknown format (usage, 2), unknown task (1), not a snapshot (1).
+"$CTL" report --from "$SNAP" --format nope >/dev/null 2>&1; [ $? -eq 2 ] || { echo "FAIL unknown format"; failed=1; }
+"$CTL" report --from "$SNAP" --format task_top --task 1 >/dev/null 2>&1; [ $? -eq 1 ] || { echo "FAIL unknown task"; failed=1; }
+echo '{"hello": 1}' >"$work/bad.json"
+"$CTL" report --from "$work/bad.json" >/dev/null 2>&1; [ $? -eq 1 ] || { echo "FAIL bad snapshot"; failed=1; }
+
+exit $failed

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+
+/* The live view's model without a terminal: selection across refreshes, sorting, filtering, stacks. */
+
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "model.h"
+#include "tests.h"
+
+static json_t *task(int pid, const char *comm, int current, int peak, int allocs) {
+        return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:b}", "pid", pid, "comm", comm, "cmdline", comm,
+                         "currentPages", current, "peakPages", peak, "allocs", allocs, "frees", allocs - current,
+                         "baselinePages", 0, "exited", false);
+}
+
+static json_t *top_reply(json_t *tasks) {
+        json_t *r = json_pack("{s:i, s:i, s:i, s:f, s:i, s:i, s:o, s:[{s:s, s:i, s:i, s:b}, {s:s, s:i, s:i, s:b}]}",
+                              "timestampUsec", 1, "trackedPages", 1000, "peakTrackedPages", 2000,
+                              "eventsPerSecond", 10.0, "lostEvents", 0, "uptimeUsec", 5000000, "tasks", tasks,
+                              "modules", "name", "vmlinux", "currentPages", 900, "peakPages", 950, "loaded", true,
+                              "name", "ext4", "currentPages", 100, "peakPages", 1000, "loaded", true);
+        ASSERT_NOT_NULL(r);
+        return r;
+}
+
+static void test_selection_survives_refresh(void) {
+        TopModel *m;
+        json_t *r;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o, o, o]", task(10, "big", 500, 500, 600), task(20, "mid", 300, 900, 400),
+                                task(30, "small", 100, 100, 100)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 3);
+        ASSERT_EQ(top_model_task_row(m, 0)->pid, 10);
+
+        top_model_move(m, 1);
+        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 20);
+
+        /* mid grows past big: the selection follows pid 20 to the top. */
+        r = top_reply(json_pack("[o, o, o]", task(20, "mid", 800, 900, 900), task(10, "big", 500, 500, 600),
+                                task(30, "small", 100, 100, 100)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_selected(m, TOP_VIEW_TASKS), 0);
+        ASSERT_EQ(top_model_task_row(m, 0)->pid, 20);
+
+        /* pid 20 exits and vanishes: the selection stays at its row, clamped. */
+        top_model_move(m, INT64_MAX);
+        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 30);
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_selected(m, TOP_VIEW_TASKS), 0);
+
+        /* Paused: updates are ignored. */
+        top_model_toggle_pause(m);
+        r = top_reply(json_pack("[o, o]", task(10, "big", 1, 1, 1), task(11, "new", 2, 2, 2)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 1);
+        ASSERT_EQ(top_model_task_row(m, 0)->current_pages, 500);
+        top_model_toggle_pause(m);
+
+        top_model_free(m);
+}
+
+static void test_sort_and_filter(void) {
+        TopModel *m;
+        json_t *r;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o, o, o]", task(10, "big", 500, 500, 600), task(20, "mid", 300, 900, 400),
+                                task(30, "Small", 100, 100, 1000)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "current");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "peak");
+        ASSERT_EQ(top_model_task_row(m, 0)->pid, 20);
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "allocs");
+        ASSERT_EQ(top_model_task_row(m, 0)->pid, 30);
+        top_model_sort_next(m, -1);
+        top_model_sort_next(m, -1);
+        top_model_sort_next(m, -1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "comm");
+        ASSERT_EQ(top_model_task_row(m, 0)->pid, 10);    /* big, mid, Small: case-insensitive */
+        ASSERT_EQ(top_model_task_row(m, 2)->pid, 30);
+        top_model_sort_next(m, -1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "pid");
+        top_model_sort_next(m, -1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "state");
+
+        ASSERT_OK(top_model_set_filter(m, "SMA"));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 1);
+        ASSERT_EQ(top_model_task_row(m, 0)->pid, 30);
+        ASSERT_OK(top_model_set_filter(m, "ext"));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 0);
+        /* Each view has its own filter. */
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_MODULES), 2);
+        top_model_set_view(m, TOP_VIEW_MODULES);
+        ASSERT_OK(top_model_set_filter(m, "ext"));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_MODULES), 1);
+        ASSERT_OK(top_model_set_filter(m, NULL));
+        top_model_set_view(m, TOP_VIEW_TASKS);
+        ASSERT_OK(top_model_set_filter(m, ""));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 3);
+
+        /* Modules: by current, then by peak. */
+        top_model_set_view(m, TOP_VIEW_MODULES);
+        ASSERT_STREQ(top_model_module_row(m, 0)->name, "vmlinux");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_MODULES), "peak");
+        ASSERT_STREQ(top_model_module_row(m, 0)->name, "ext4");
+        top_model_free(m);
+}
+
+static json_t *node(const char *frame, int current, json_t *children) {
+        return json_pack("{s:s, s:n, s:n, s:i, s:i, s:o, s:i}", "frame", frame, "module", "address",
+                         "currentPages", current, "peakPages", current, "children", children ?: json_array(),
+                         "truncatedChildren", 0);
+}
+
+static void test_stacks(void) {
+        TopModel *m;
+        json_t *r;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+
+        /* Enter on a task scopes the stacks to it. */
+        ASSERT_EQ(top_model_open_stacks(m), 1);
+        ASSERT_EQ(m->view, TOP_VIEW_STACKS);
+        json_t *p = top_model_stacks_parameters(m);
+        ASSERT_EQ(json_integer_value(json_object_get(p, "pid")), 10);
+        json_decref(p);
+
+        r = json_pack("{s:o, s:i}", "root",
+                      node("[pid 10 big]", 500, json_pack("[o, o]",
+                           node("a", 100, json_pack("[o]", node("a1", 100, json_pack("[o]", node("a2", 100, NULL))))),
+                           node("b", 400, json_pack("[o, o]", node("b1", 300, NULL), node("b2", 100, NULL))))),
+                      "totalPages", 500);
+        ASSERT_OK(top_model_update_stacks(m, r));
+        /* Root open, children sorted biggest first. */
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 3);
+        ASSERT_STREQ(top_model_stack_row(m, 1)->node->label, "b");
+
+        /* Expanding "a" opens its whole single-child chain. */
+        top_model_move(m, 2);
+        ASSERT_STREQ(top_model_stack_row(m, 2)->node->label, "a");
+        ASSERT_OK(top_model_expand(m));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 5);
+        ASSERT_STREQ(top_model_stack_row(m, 4)->node->label, "a2");
+
+        /* The next refresh keeps what is open and what is selected. */
+        ASSERT_OK(top_model_update_stacks(m, r));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 5);
+        ASSERT_STREQ(top_model_stack_row(m, top_model_selected(m, TOP_VIEW_STACKS))->node->label, "a");
+
+        /* Left on an open node closes it; Left again goes to the parent. */
+        ASSERT_OK(top_model_collapse(m));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 3);
+        ASSERT_OK(top_model_collapse(m));
+        ASSERT_EQ(top_model_selected(m, TOP_VIEW_STACKS), 0);
+
+        /* A filter shows the way down to a match. */
+        ASSERT_OK(top_model_set_filter(m, "b2"));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 3);
+        ASSERT_STREQ(top_model_stack_row(m, 2)->node->label, "b2");
+        ASSERT_OK(top_model_set_filter(m, NULL));
+        json_decref(r);
+
+        /* Back to all stacks: the old tree is dropped until the new one comes. */
+        ASSERT_EQ(top_model_scope_all(m), 1);
+        ASSERT_NULL(m->stack_root);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 0);
+        top_model_free(m);
+}
+
+int main(void) {
+        TEST(test_selection_survives_refresh);
+        TEST(test_sort_and_filter);
+        TEST(test_stacks);
+        return 0;
+}
