@@ -304,8 +304,8 @@ static int print_memstrack_tree(FILE *f, const json_t *node, unsigned indent) {
         fprintf(f, "%*s%s", (int) indent, "", frame);
         if (module[0])
                 fprintf(f, " %s", module);
-        if (json_is_integer(address))
-                fprintf(f, " (0x%016" PRIx64 ")", (uint64_t) json_integer_value(address));
+        if (json_is_string(address))
+                fprintf(f, " (%s)", json_string_value(address));
         fprintf(f, " Pages: %" PRIu64, reply_count(node, "currentPages"));
         if (peak >= 0)
                 fprintf(f, " (peak: %" PRIi64 ")\n", peak);

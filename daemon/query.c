@@ -212,11 +212,14 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                 (void) snprintf(name, sizeof(name), "%s", root_name ?: "[all]");
         }
 
+        /* Hex text: a kernel address does not fit varlink's signed 64-bit int. */
+        char address[2 + 16 + 1];
         bool has_address = v->q->show_addresses && (n->kind == STACK_FRAME_KERNEL || n->kind == STACK_FRAME_USER);
+        (void) snprintf(address, sizeof(address), "0x%016" PRIx64, n->ip);
         return json_pack("{s:s, s:o, s:o, s:I, s:o, s:[], s:i}",
                          "frame", name,
                          "module", module ? json_string(module) : json_null(),
-                         "address", has_address ? json_integer((json_int_t) n->ip) : json_null(),
+                         "address", has_address ? json_string(address) : json_null(),
                          "currentPages", (json_int_t) view_current(v, i),
                          "peakPages", v->filtered ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak_pages),
                          "children",
