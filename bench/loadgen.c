@@ -38,6 +38,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "parse-util.h"
 
 #define THREADS_MAX 256u
 #define SECONDS_PAGES_DEFAULT 256u
@@ -375,18 +376,6 @@ static void help(void) {
                       program_invocation_short_name);
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < min || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static int parse_argv(int argc, char *argv[]) {
         enum {
                 ARG_PAGES = 0x100, ARG_HOLD_MS, ARG_HOLD_UNTIL_SIGNAL, ARG_CHILD, ARG_THREADS, ARG_RATE,
@@ -417,10 +406,10 @@ static int parse_argv(int argc, char *argv[]) {
                         help();
                         return 0;
                 case ARG_PAGES:
-                        r = parse_u64(optarg, 1, UINT64_C(1) << 40, &arg_pages);
+                        r = parse_uint64(optarg, 1, UINT64_C(1) << 40, &arg_pages);
                         break;
                 case ARG_HOLD_MS:
-                        r = parse_u64(optarg, 0, UINT64_C(1) << 40, &arg_hold_ms);
+                        r = parse_uint64(optarg, 0, UINT64_C(1) << 40, &arg_hold_ms);
                         break;
                 case ARG_HOLD_UNTIL_SIGNAL:
                         arg_hold_until_signal = true;
@@ -429,17 +418,17 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_child = true;
                         break;
                 case ARG_THREADS:
-                        r = parse_u64(optarg, 1, THREADS_MAX, &v);
+                        r = parse_uint64(optarg, 1, THREADS_MAX, &v);
                         arg_threads = (unsigned) v;
                         break;
                 case ARG_RATE:
-                        r = parse_u64(optarg, 1, UINT64_C(1) << 40, &arg_rate);
+                        r = parse_uint64(optarg, 1, UINT64_C(1) << 40, &arg_rate);
                         break;
                 case ARG_REPEAT:
-                        r = parse_u64(optarg, 1, UINT64_C(1) << 40, &arg_repeat);
+                        r = parse_uint64(optarg, 1, UINT64_C(1) << 40, &arg_repeat);
                         break;
                 case ARG_SECONDS:
-                        r = parse_u64(optarg, 1, UINT64_C(1) << 30, &arg_seconds);
+                        r = parse_uint64(optarg, 1, UINT64_C(1) << 30, &arg_seconds);
                         break;
                 case ARG_MEMFD:
                         arg_memfd = true;

@@ -10,27 +10,7 @@
 #include <unistd.h>
 
 #include "format.h"
-
-int format_parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
-        char *end = NULL;
-        unsigned long long v;
-
-        assert(s);
-        assert(ret);
-
-        if (!isdigit((unsigned char) s[0]))
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno == ERANGE)
-                return -ERANGE;
-        if (errno != 0 || !end || *end != '\0')
-                return -EINVAL;
-        if (v < min || v > max)
-                return -ERANGE;
-        *ret = (uint64_t) v;
-        return 0;
-}
+#include "parse-util.h"
 
 int format_parse_seconds(const char *s, uint64_t *ret_usec) {
         uint64_t whole, frac = 0, scale = 1000000;
@@ -48,7 +28,7 @@ int format_parse_seconds(const char *s, uint64_t *ret_usec) {
                 if (integer[0] == '\0')
                         whole = 0;
                 else {
-                        r = format_parse_uint64(integer, 0, UINT32_MAX, &whole);
+                        r = parse_uint64(integer, 0, UINT32_MAX, &whole);
                         if (r < 0)
                                 return r;
                 }
@@ -63,7 +43,7 @@ int format_parse_seconds(const char *s, uint64_t *ret_usec) {
                         frac += (uint64_t) (*p - '0') * scale;
                 }
         } else {
-                r = format_parse_uint64(s, 0, UINT32_MAX, &whole);
+                r = parse_uint64(s, 0, UINT32_MAX, &whole);
                 if (r < 0)
                         return r;
         }
@@ -180,7 +160,7 @@ size_t format_terminal_columns(void) {
         struct winsize ws = {};
         uint64_t v;
 
-        if (e && format_parse_uint64(e, 1, 100000, &v) >= 0)
+        if (e && parse_uint64(e, 1, 100000, &v) >= 0)
                 return (size_t) v;
         if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) >= 0 && ws.ws_col > 0)
                 return ws.ws_col;

@@ -16,8 +16,6 @@
 /* Big enough for every format_*() result below. */
 #define FORMAT_BUFFER_MAX 32
 
-/* Parses a decimal integer in [min, max] (no sign, no trailing garbage). -EINVAL or -ERANGE. */
-int format_parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 /* Parses seconds such as "2", "0.5" or "1.25" into microseconds, at least 1. -EINVAL, -ERANGE. */
 int format_parse_seconds(const char *s, uint64_t *ret_usec);
 

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "format.h"
+#include "parse-util.h"
 #include "macro.h"
 
 const char *arg_address = NULL;
@@ -208,7 +209,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         seen |= OPTION_SORT;
                         break;
                 case ARG_LIMIT:
-                        if (format_parse_uint64(optarg, 1, 10000, &arg_limit) < 0)
+                        if (parse_uint64(optarg, 1, 10000, &arg_limit) < 0)
                                 return usage_error("--limit takes a number from 1 to 10000, not '%s'.", optarg);
                         seen |= OPTION_LIMIT;
                         break;
@@ -217,7 +218,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         seen |= OPTION_ALL;
                         break;
                 case ARG_TASK:
-                        if (format_parse_uint64(optarg, 0, INT32_MAX, &v) < 0)
+                        if (parse_uint64(optarg, 0, INT32_MAX, &v) < 0)
                                 return usage_error("--task takes a pid, not '%s'.", optarg);
                         arg_task = (int64_t) v;
                         seen |= OPTION_TASK;
@@ -227,7 +228,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         seen |= OPTION_MODULE;
                         break;
                 case ARG_DEPTH:
-                        if (format_parse_uint64(optarg, 0, 255, &v) < 0)
+                        if (parse_uint64(optarg, 0, 255, &v) < 0)
                                 return usage_error("--depth takes a number from 0 to 255, not '%s'.", optarg);
                         arg_depth = (int64_t) v;
                         seen |= OPTION_DEPTH;
@@ -238,7 +239,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         seen |= OPTION_DELAY;
                         break;
                 case 'n':
-                        if (format_parse_uint64(optarg, 1, UINT32_MAX, &arg_iterations) < 0)
+                        if (parse_uint64(optarg, 1, UINT32_MAX, &arg_iterations) < 0)
                                 return usage_error("--iterations takes a positive number, not '%s'.", optarg);
                         seen |= OPTION_ITERATIONS;
                         break;
@@ -251,7 +252,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         seen |= OPTION_FORMAT;
                         break;
                 case ARG_THROTTLE:
-                        if (format_parse_uint64(optarg, 1, 100, &v) < 0)
+                        if (parse_uint64(optarg, 1, 100, &v) < 0)
                                 return usage_error("--throttle takes a percentage from 1 to 100, not '%s'.", optarg);
                         arg_throttle = (unsigned) v;
                         seen |= OPTION_THROTTLE;

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "parse-util.h"
 
 static PerfConfig arg_perf;
 static AccountingConfig arg_accounting;
@@ -46,15 +47,10 @@ static void help(void) {
 }
 
 static int parse_uint(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *ret) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 0);
-        if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
-                log_error("Invalid %s '%s': expected a number from %llu to %llu.", what, s,
-                          (unsigned long long) min, (unsigned long long) max);
-                return -EINVAL;
-        }
-        *ret = v;
+        int r = parse_uint64(s, min, max, ret);
+        if (r < 0)
+                return log_error_errno(r, "Invalid %s '%s': expected a number from %llu to %llu.", what, s,
+                                       (unsigned long long) min, (unsigned long long) max);
         return 0;
 }
 

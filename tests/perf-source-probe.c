@@ -34,6 +34,7 @@
 #include "event.h"
 #include "log.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "perf.h"
 #include "source.h"
 
@@ -383,18 +384,6 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
         return sd_event_exit(sd_event_source_get_event(es), 0);
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static int parse_argv(int argc, char *argv[]) {
         enum {
                 ARG_TRACEFS = 0x100, ARG_BUFFER_PAGES, ARG_WAKEUP_BYTES, ARG_DEPTH, ARG_USER_STACKS, ARG_BUDGET,
@@ -424,26 +413,26 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_config.tracefs = optarg;
                         break;
                 case ARG_BUFFER_PAGES:
-                        r = parse_u64(optarg, UINT32_MAX, &v);
+                        r = parse_uint64(optarg, 0, UINT32_MAX, &v);
                         arg_config.buffer_pages = (unsigned) v;
                         break;
                 case ARG_WAKEUP_BYTES:
-                        r = parse_u64(optarg, UINT32_MAX, &v);
+                        r = parse_uint64(optarg, 0, UINT32_MAX, &v);
                         arg_config.wakeup_bytes = (size_t) v;
                         break;
                 case ARG_DEPTH:
-                        r = parse_u64(optarg, UINT32_MAX, &v);
+                        r = parse_uint64(optarg, 0, UINT32_MAX, &v);
                         arg_config.depth = (unsigned) v;
                         break;
                 case ARG_USER_STACKS:
                         arg_config.user_stacks = true;
                         break;
                 case ARG_BUDGET:
-                        r = parse_u64(optarg, UINT32_MAX, &v);
+                        r = parse_uint64(optarg, 0, UINT32_MAX, &v);
                         arg_config.drain_budget = (unsigned) v;
                         break;
                 case ARG_SECONDS:
-                        r = parse_u64(optarg, UINT32_MAX, &arg_seconds);
+                        r = parse_uint64(optarg, 0, UINT32_MAX, &arg_seconds);
                         break;
                 case ARG_COMMANDS:
                         arg_commands = true;

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Number parsing for command lines and configuration, shared by every program of memstrack. */
+
+#include <stdint.h>
+
+/*
+ * Parses s, a whole decimal number with no sign, space or suffix, into [min, max]. -EINVAL for anything
+ * else than digits, -ERANGE outside the range (or past 2^64 - 1). *ret is set only on success.
+ */
+int parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
