@@ -13,7 +13,7 @@
 
 #include "log.h"
 
-static int log_max_level = LOG_INFO;
+static int log_max_level = LOG_LEVEL_DEFAULT;
 static int log_target_journal = -1; /* -1: not decided yet */
 
 static const char *const level_names[] = {

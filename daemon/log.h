@@ -15,6 +15,8 @@
 
 #include "macro.h"
 
+#define LOG_LEVEL_DEFAULT LOG_INFO
+
 void log_set_max_level(int level);
 int log_get_max_level(void);
 /* Parses "debug", "info", ... or a number 0..7. Returns the level or -EINVAL. */

@@ -9,6 +9,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "config-file.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
@@ -21,12 +22,66 @@ static const char *arg_socket = NULL;
 static const char *arg_group = NULL;
 static bool arg_serve = true;
 static bool arg_foreground = false;
+static const char *arg_config = NULL;   /* NULL: MEMSTRACK_CONFIG_FILE, which may be missing */
+
+enum {
+        _ARG_FIRST = 0x100,
+        ARG_VERSION = _ARG_FIRST,
+        ARG_CONFIG,
+        ARG_FOREGROUND,
+        ARG_LOG_LEVEL,
+        ARG_DEPTH,
+        ARG_USER_STACKS,
+        ARG_BUFFER_PAGES,
+        ARG_WAKEUP_BYTES,
+        ARG_KALLSYMS,
+        ARG_TRACEFS,
+        ARG_SOCKET,
+        ARG_GROUP,
+        ARG_NO_SOCKET,
+        ARG_THREADS,
+        ARG_PER_PROCESS_STACKS,
+        ARG_MAX_STACK_NODES,
+        ARG_MAX_EXITED,
+        _ARG_MAX,
+};
+
+/* The long options double as the keys of the configuration file (except help, version and config). */
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "config", required_argument, NULL, ARG_CONFIG },
+        { "foreground", no_argument, NULL, ARG_FOREGROUND },
+        { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        { "callchain-depth", required_argument, NULL, ARG_DEPTH },
+        { "user-stacks", no_argument, NULL, ARG_USER_STACKS },
+        { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
+        { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
+        { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
+        { "tracefs", required_argument, NULL, ARG_TRACEFS },
+        { "socket", required_argument, NULL, ARG_SOCKET },
+        { "group", required_argument, NULL, ARG_GROUP },
+        { "no-socket", no_argument, NULL, ARG_NO_SOCKET },
+        { "threads", no_argument, NULL, ARG_THREADS },
+        { "per-process-stacks", no_argument, NULL, ARG_PER_PROCESS_STACKS },
+        { "max-stack-nodes", required_argument, NULL, ARG_MAX_STACK_NODES },
+        { "max-exited-tasks", required_argument, NULL, ARG_MAX_EXITED },
+        {}
+};
+
+/* Options given on the command line, indexed by option - _ARG_FIRST: the configuration file does not
+ * override them. */
+static bool arg_from_cmdline[_ARG_MAX - _ARG_FIRST];
+/* The configuration file's values live in these strings until exit: arg_* keep pointers into them. */
+static char **arg_config_strings = NULL;
+static size_t arg_n_config_strings = 0;
 
 static void help(void) {
         printf("Usage: memstrackd [OPTIONS]\n\n"
                "Traces page allocations in the kernel and serves who holds them over varlink.\n\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
+               "     --config=PATH          Configuration file (default " MEMSTRACK_CONFIG_FILE ")\n"
                "     --foreground           Log to stderr even when started by systemd\n"
                "     --log-level=LEVEL      emerg...debug (default info)\n"
                "     --callchain-depth=N    Frames per allocation stack (default %u, max %u)\n"
@@ -54,46 +109,116 @@ static int parse_uint(const char *s, const char *what, uint64_t min, uint64_t ma
         return 0;
 }
 
-static int parse_argv(int argc, char *argv[]) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_FOREGROUND,
-                ARG_LOG_LEVEL,
-                ARG_DEPTH,
-                ARG_USER_STACKS,
-                ARG_BUFFER_PAGES,
-                ARG_WAKEUP_BYTES,
-                ARG_KALLSYMS,
-                ARG_TRACEFS,
-                ARG_SOCKET,
-                ARG_GROUP,
-                ARG_NO_SOCKET,
-                ARG_THREADS,
-                ARG_PER_PROCESS_STACKS,
-                ARG_MAX_STACK_NODES,
-                ARG_MAX_EXITED,
-        };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "foreground", no_argument, NULL, ARG_FOREGROUND },
-                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
-                { "callchain-depth", required_argument, NULL, ARG_DEPTH },
-                { "user-stacks", no_argument, NULL, ARG_USER_STACKS },
-                { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
-                { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
-                { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
-                { "tracefs", required_argument, NULL, ARG_TRACEFS },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "group", required_argument, NULL, ARG_GROUP },
-                { "no-socket", no_argument, NULL, ARG_NO_SOCKET },
-                { "threads", no_argument, NULL, ARG_THREADS },
-                { "per-process-stacks", no_argument, NULL, ARG_PER_PROCESS_STACKS },
-                { "max-stack-nodes", required_argument, NULL, ARG_MAX_STACK_NODES },
-                { "max-exited-tasks", required_argument, NULL, ARG_MAX_EXITED },
-                {}
-        };
+/* Flags from the configuration file: yes/no, true/false, on/off, 1/0. */
+static int parse_boolean(const char *s, const char *key, bool *ret) {
+        if (streq(s, "yes") || streq(s, "true") || streq(s, "on") || streq(s, "1"))
+                *ret = true;
+        else if (streq(s, "no") || streq(s, "false") || streq(s, "off") || streq(s, "0"))
+                *ret = false;
+        else
+                return log_error_errno(EINVAL, "Invalid %s '%s': expected yes or no.", key, s);
+        return 0;
+}
+
+/*
+ * Applies one option, from the command line or from the configuration file. Flags take value NULL on the
+ * command line (set) and a boolean in the file. String values are borrowed: they must outlive the daemon.
+ * Returns 0, or -EINVAL after logging why.
+ */
+static int apply_option(int c, const char *name, const char *value) {
+        bool flag = true;
         uint64_t v;
+        int r;
+
+        switch (c) {
+        case ARG_FOREGROUND:
+        case ARG_USER_STACKS:
+        case ARG_NO_SOCKET:
+        case ARG_THREADS:
+        case ARG_PER_PROCESS_STACKS:
+                if (value) {
+                        r = parse_boolean(value, name, &flag);
+                        if (r < 0)
+                                return r;
+                }
+                break;
+        default:
+                break;
+        }
+
+        switch (c) {
+        case ARG_FOREGROUND:
+                arg_foreground = flag;
+                break;
+        case ARG_LOG_LEVEL:
+                r = log_level_from_string(value);
+                if (r < 0)
+                        return log_error_errno(r, "Invalid log level '%s'.", value);
+                log_set_max_level(r);
+                break;
+        case ARG_DEPTH:
+                r = parse_uint(value, "call chain depth", 1, PERF_DEPTH_MAX, &v);
+                if (r < 0)
+                        return r;
+                arg_perf.depth = (unsigned) v;
+                break;
+        case ARG_USER_STACKS:
+                arg_perf.user_stacks = flag;
+                break;
+        case ARG_BUFFER_PAGES:
+                r = parse_uint(value, "buffer pages", 1, PERF_BUFFER_PAGES_MAX, &v);
+                if (r < 0)
+                        return r;
+                if (v & (v - 1))
+                        return log_error_errno(EINVAL, "Invalid buffer pages '%s': must be a power of two.", value);
+                arg_perf.buffer_pages = (unsigned) v;
+                break;
+        case ARG_WAKEUP_BYTES:
+                r = parse_uint(value, "wakeup bytes", 1, UINT32_MAX, &v);
+                if (r < 0)
+                        return r;
+                arg_perf.wakeup_bytes = (size_t) v;
+                break;
+        case ARG_KALLSYMS:
+                arg_kallsyms = value;
+                break;
+        case ARG_TRACEFS:
+                arg_perf.tracefs = value;
+                break;
+        case ARG_SOCKET:
+                arg_socket = value;
+                break;
+        case ARG_GROUP:
+                arg_group = value;
+                break;
+        case ARG_NO_SOCKET:
+                arg_serve = !flag;
+                break;
+        case ARG_THREADS:
+                arg_accounting.track_threads = flag;
+                break;
+        case ARG_PER_PROCESS_STACKS:
+                arg_accounting.per_process_stacks = flag;
+                break;
+        case ARG_MAX_STACK_NODES:
+                r = parse_uint(value, "stack node budget", 16, UINT32_C(1) << 29, &v);
+                if (r < 0)
+                        return r;
+                arg_accounting.max_stack_nodes = (size_t) v;
+                break;
+        case ARG_MAX_EXITED:
+                r = parse_uint(value, "exited task limit", 0, 1u << 24, &v);
+                if (r < 0)
+                        return r;
+                arg_accounting.max_exited_tasks = (size_t) v;
+                break;
+        default:
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int parse_argv(int argc, char *argv[]) {
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -104,80 +229,118 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("memstrackd %s\n", PACKAGE_VERSION);
                         return 0;
-                case ARG_FOREGROUND:
-                        arg_foreground = true;
-                        break;
-                case ARG_LOG_LEVEL:
-                        r = log_level_from_string(optarg);
-                        if (r < 0)
-                                return log_error_errno(r, "Invalid log level '%s'.", optarg);
-                        log_set_max_level(r);
-                        break;
-                case ARG_DEPTH:
-                        r = parse_uint(optarg, "call chain depth", 1, PERF_DEPTH_MAX, &v);
-                        if (r < 0)
-                                return r;
-                        arg_perf.depth = (unsigned) v;
-                        break;
-                case ARG_USER_STACKS:
-                        arg_perf.user_stacks = true;
-                        break;
-                case ARG_BUFFER_PAGES:
-                        r = parse_uint(optarg, "buffer pages", 1, PERF_BUFFER_PAGES_MAX, &v);
-                        if (r < 0)
-                                return r;
-                        if (v & (v - 1))
-                                return log_error_errno(EINVAL, "Invalid buffer pages '%s': must be a power of two.", optarg);
-                        arg_perf.buffer_pages = (unsigned) v;
-                        break;
-                case ARG_WAKEUP_BYTES:
-                        r = parse_uint(optarg, "wakeup bytes", 1, UINT32_MAX, &v);
-                        if (r < 0)
-                                return r;
-                        arg_perf.wakeup_bytes = (size_t) v;
-                        break;
-                case ARG_KALLSYMS:
-                        arg_kallsyms = optarg;
-                        break;
-                case ARG_TRACEFS:
-                        arg_perf.tracefs = optarg;
-                        break;
-                case ARG_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case ARG_GROUP:
-                        arg_group = optarg;
-                        break;
-                case ARG_NO_SOCKET:
-                        arg_serve = false;
-                        break;
-                case ARG_THREADS:
-                        arg_accounting.track_threads = true;
-                        break;
-                case ARG_PER_PROCESS_STACKS:
-                        arg_accounting.per_process_stacks = true;
-                        break;
-                case ARG_MAX_STACK_NODES:
-                        r = parse_uint(optarg, "stack node budget", 16, UINT32_C(1) << 29, &v);
-                        if (r < 0)
-                                return r;
-                        arg_accounting.max_stack_nodes = (size_t) v;
-                        break;
-                case ARG_MAX_EXITED:
-                        r = parse_uint(optarg, "exited task limit", 0, 1u << 24, &v);
-                        if (r < 0)
-                                return r;
-                        arg_accounting.max_exited_tasks = (size_t) v;
+                case ARG_CONFIG:
+                        arg_config = optarg;
                         break;
                 case '?':
                         return -EINVAL;
                 default:
-                        return -EINVAL;
+                        r = apply_option(c, NULL, optarg);
+                        if (r < 0)
+                                return r;
+                        arg_from_cmdline[c - _ARG_FIRST] = true;
                 }
 
         if (optind < argc)
                 return log_error_errno(EINVAL, "This program takes no positional arguments.");
         return 1;
+}
+
+static const struct option *option_by_name(const char *name) {
+        for (const struct option *o = options; o->name; o++)
+                if (streq(o->name, name))
+                        return o;
+        return NULL;
+}
+
+static int config_keep_string(const char *s, const char **ret) {
+        char **a = reallocarray(arg_config_strings, arg_n_config_strings + 1, sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        arg_config_strings = a;
+        a[arg_n_config_strings] = strdup(s);
+        if (!a[arg_n_config_strings])
+                return -ENOMEM;
+        *ret = a[arg_n_config_strings++];
+        return 0;
+}
+
+static void config_strings_free(void) {
+        for (size_t i = 0; i < arg_n_config_strings; i++)
+                free(arg_config_strings[i]);
+        free(arg_config_strings);
+        arg_config_strings = NULL;
+        arg_n_config_strings = 0;
+}
+
+typedef struct ConfigParse {
+        bool reloading;         /* SIGHUP: only the log level may change */
+        bool invalid;           /* a value was rejected (and logged) */
+} ConfigParse;
+
+static int config_handler(const char *path, unsigned line, const char *key, const char *value, void *userdata) {
+        ConfigParse *p = userdata;
+        const struct option *o = option_by_name(key);
+        const char *v = value;
+        int r;
+
+        if (!o || o->val < _ARG_FIRST || o->val == ARG_VERSION || o->val == ARG_CONFIG) {
+                log_warning("%s:%u: unknown key \"%s\", ignoring.", path, line, key);
+                return 0;
+        }
+        if (arg_from_cmdline[o->val - _ARG_FIRST])
+                return 0; /* the command line wins */
+        if (p->reloading && o->val != ARG_LOG_LEVEL) {
+                log_debug("%s:%u: %s only changes on restart, ignoring.", path, line, key);
+                return 0;
+        }
+        /* Only the log level is applied on reload, and it copies what it needs: keep strings at start only. */
+        if (o->has_arg == required_argument && !p->reloading) {
+                r = config_keep_string(value, &v);
+                if (r < 0)
+                        return log_oom();
+        }
+
+        r = apply_option(o->val, key, v);
+        if (r < 0 && p->reloading) {
+                log_warning("%s:%u: keeping the current %s.", path, line, key);
+                return 0;
+        }
+        if (r < 0) {
+                p->invalid = true;
+                return log_error_errno(r, "%s:%u: invalid %s.", path, line, key);
+        }
+        return 0;
+}
+
+/*
+ * Reads the configuration file: --config=PATH must exist, the default one may be missing. On reload
+ * (SIGHUP) only the log level is applied, and goes back to the default when the file no longer sets it.
+ */
+static int parse_config(bool reloading) {
+        const char *path = arg_config ?: MEMSTRACK_CONFIG_FILE;
+        ConfigParse p = { .reloading = reloading };
+        int r;
+
+        if (reloading && !arg_from_cmdline[ARG_LOG_LEVEL - _ARG_FIRST])
+                log_set_max_level(LOG_LEVEL_DEFAULT);
+
+        r = config_file_read(path, config_handler, &p);
+        if (r == -ENOENT && !arg_config) {
+                log_debug("No configuration file %s, using the defaults.", path);
+                return 0;
+        }
+        if (r < 0 && !p.invalid)
+                return log_error_errno(r, "Failed to read the configuration file %s: %m", path);
+        return r;
+}
+
+static int reload_config(void) {
+        int r = parse_config(true);
+        if (r >= 0)
+                log_info("Reloaded %s: log level %s.", arg_config ?: MEMSTRACK_CONFIG_FILE,
+                         log_level_to_string(log_get_max_level()) ?: "?");
+        return r;
 }
 
 static int run(int argc, char *argv[]) {
@@ -189,6 +352,9 @@ static int run(int argc, char *argv[]) {
 
         r = parse_argv(argc, argv);
         if (r <= 0)
+                return r;
+        r = parse_config(false);
+        if (r < 0)
                 return r;
         if (arg_foreground)
                 log_set_target_journal(false);
@@ -211,6 +377,7 @@ static int run(int argc, char *argv[]) {
                 .socket_path = arg_socket,
                 .group = arg_group,
                 .serve = arg_serve,
+                .reload_config = reload_config,
         };
         r = manager_new(&config, &m);
         if (r < 0)
@@ -232,5 +399,6 @@ finish:
 
 int main(int argc, char *argv[]) {
         int r = run(argc, argv);
+        config_strings_free();
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

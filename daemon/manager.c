@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,9 +89,17 @@ static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, voi
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
-        /* The only state worth re-reading at run time is the symbol table. */
-        (void) sd_notify(false, "RELOADING=1");
-        int r = manager_reload_ksym(m);
+        int r;
+
+        /* What can change at run time: the log level from the configuration file, and the symbol table.
+         * MONOTONIC_USEC lets systemd >= 253 tell this reload from an earlier one (Type=notify-reload). */
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
+        if (m->config.reload_config) {
+                r = m->config.reload_config();
+                if (r < 0)
+                        log_warning_errno(r, "Failed to reload the configuration, ignoring: %m");
+        }
+        r = manager_reload_ksym(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to reload kernel symbols, keeping the old ones: %m");
         (void) sd_notify(false, "READY=1");

@@ -28,6 +28,7 @@ typedef struct ManagerConfig {
         const char *socket_path;        /* NULL: the default */
         const char *group;              /* NULL: the default; "" root only */
         bool serve;                     /* listen on the varlink socket */
+        int (*reload_config)(void);     /* SIGHUP: re-reads the configuration file; may be NULL */
 } ManagerConfig;
 
 #define EVENT_RATE_SAMPLES 6            /* one per second: rates average over the last 5 s */
