@@ -65,6 +65,24 @@ static bool stderr_is_journal(void) {
         return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
 }
 
+static void write_stderr(int level, const char *text) {
+        /* journald and systemd read the "<N>" prefix as the priority; a person at a terminal does not need it. */
+        if (isatty(STDERR_FILENO))
+                (void) fprintf(stderr, "%s\n", text);
+        else
+                (void) fprintf(stderr, "<%i>%s\n", level, text);
+}
+
+void log_stderr(int level, const char *format, ...) {
+        char buf[2048];
+        va_list ap;
+
+        va_start(ap, format);
+        (void) vsnprintf(buf, sizeof(buf), format, ap);
+        va_end(ap);
+        write_stderr(level, buf);
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...) {
         char buf[2048];
         va_list ap;
@@ -83,10 +101,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 (void) sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%i", level, "ERRNO=%i", error,
                                        "CODE_FILE=%s", file, "CODE_LINE=%i", line, "CODE_FUNC=%s", func,
                                        "SYSLOG_IDENTIFIER=memstrackd", NULL);
-        } else if (isatty(STDERR_FILENO))
-                (void) fprintf(stderr, "%s\n", buf);
-        else
-                (void) fprintf(stderr, "<%i>%s\n", level, buf);
+        } else
+                write_stderr(level, buf);
 
         return -error;
 }

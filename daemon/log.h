@@ -28,6 +28,15 @@ void log_set_target_journal(bool journal);
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...)
                 _printf_(6, 7);
 
+/*
+ * Writes one line on stderr whatever the target and the maximum level, for the few lifecycle lines that
+ * must reach the unit's journal stream (stderr under systemd). journald keeps what it learnt about the
+ * PID of an open stream, its unit included, and native entries from that PID use it: with one line at
+ * start and one right before the last native entry, that entry stays attributed to the unit
+ * (_SYSTEMD_UNIT, so journalctl -u shows it) even when journald reads it after we exited and were reaped.
+ */
+void log_stderr(int level, const char *format, ...) _printf_(2, 3);
+
 #define log_full_errno(level, error, ...)                                                               \
         ({                                                                                              \
                 int _level = (level), _e = (error);                                                     \

@@ -223,7 +223,8 @@ int manager_start(Manager *m) {
                 if (r < 0)
                         return r;
         }
-        log_info("Tracing page allocations with the %s backend.", m->source->ops->name);
+        /* On stderr: the first stream line makes journald pin our unit for the summary at exit (log.h). */
+        log_stderr(LOG_INFO, "Tracing page allocations with the %s backend.", m->source->ops->name);
         return 0;
 }
 
@@ -255,5 +256,7 @@ void manager_flush(Manager *m) {
 
 void manager_finish(Manager *m) {
         manager_flush(m);
+        /* A stream line right before the summary keeps journald's record of our unit fresh (log.h). */
+        log_stderr(LOG_INFO, "Stopping after %.1f s, writing the summary.", manager_uptime_usec(m) / 1e6);
         manager_log_summary(m, "shutdown");
 }
