@@ -276,6 +276,7 @@ static void config_strings_free(void) {
 typedef struct ConfigParse {
         bool reloading;         /* SIGHUP: only the log level may change */
         bool invalid;           /* a value was rejected (and logged) */
+        int log_level;          /* when reloading: the level the file sets, -1 if none */
 } ConfigParse;
 
 static int config_handler(const char *path, unsigned line, const char *key, const char *value, void *userdata) {
@@ -290,22 +291,28 @@ static int config_handler(const char *path, unsigned line, const char *key, cons
         }
         if (arg_from_cmdline[o->val - _ARG_FIRST])
                 return 0; /* the command line wins */
-        if (p->reloading && o->val != ARG_LOG_LEVEL) {
-                log_debug("%s:%u: %s only changes on restart, ignoring.", path, line, key);
+        if (p->reloading) {
+                if (o->val != ARG_LOG_LEVEL) {
+                        log_debug("%s:%u: %s only changes on restart, ignoring.", path, line, key);
+                        return 0;
+                }
+                /* Applied once the whole file has been read, so a bad value keeps the current level. */
+                r = log_level_from_string(value);
+                if (r < 0) {
+                        p->invalid = true;
+                        log_warning("%s:%u: invalid log level '%s', keeping the current one.", path, line, value);
+                        return 0;
+                }
+                p->log_level = r;
                 return 0;
         }
-        /* Only the log level is applied on reload, and it copies what it needs: keep strings at start only. */
-        if (o->has_arg == required_argument && !p->reloading) {
+
+        if (o->has_arg == required_argument) {
                 r = config_keep_string(value, &v);
                 if (r < 0)
                         return log_oom();
         }
-
         r = apply_option(o->val, key, v);
-        if (r < 0 && p->reloading) {
-                log_warning("%s:%u: keeping the current %s.", path, line, key);
-                return 0;
-        }
         if (r < 0) {
                 p->invalid = true;
                 return log_error_errno(r, "%s:%u: invalid %s.", path, line, key);
@@ -319,20 +326,21 @@ static int config_handler(const char *path, unsigned line, const char *key, cons
  */
 static int parse_config(bool reloading) {
         const char *path = arg_config ?: MEMSTRACK_CONFIG_FILE;
-        ConfigParse p = { .reloading = reloading };
+        ConfigParse p = { .reloading = reloading, .log_level = -1 };
         int r;
-
-        if (reloading && !arg_from_cmdline[ARG_LOG_LEVEL - _ARG_FIRST])
-                log_set_max_level(LOG_LEVEL_DEFAULT);
 
         r = config_file_read(path, config_handler, &p);
         if (r == -ENOENT && !arg_config) {
                 log_debug("No configuration file %s, using the defaults.", path);
-                return 0;
-        }
-        if (r < 0 && !p.invalid)
+                r = 0;
+        } else if (r < 0 && !p.invalid)
                 return log_error_errno(r, "Failed to read the configuration file %s: %m", path);
-        return r;
+        if (r < 0)
+                return r;
+
+        if (reloading && !p.invalid && !arg_from_cmdline[ARG_LOG_LEVEL - _ARG_FIRST])
+                log_set_max_level(p.log_level >= 0 ? p.log_level : LOG_LEVEL_DEFAULT);
+        return 0;
 }
 
 static int reload_config(void) {

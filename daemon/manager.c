@@ -94,11 +94,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         /* What can change at run time: the log level from the configuration file, and the symbol table.
          * MONOTONIC_USEC lets systemd >= 253 tell this reload from an earlier one (Type=notify-reload). */
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
-        if (m->config.reload_config) {
-                r = m->config.reload_config();
-                if (r < 0)
-                        log_warning_errno(r, "Failed to reload the configuration, ignoring: %m");
-        }
+        if (m->config.reload_config)
+                (void) m->config.reload_config(); /* logs why it failed, and keeps the current settings */
         r = manager_reload_ksym(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to reload kernel symbols, keeping the old ones: %m");
