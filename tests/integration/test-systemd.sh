@@ -33,10 +33,12 @@ skip() {
 [ -d /sys/kernel/tracing/events/kmem ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 [ -d /sys/kernel/tracing/events/kmem/mm_page_alloc ] || skip "no kmem tracepoints in tracefs"
 
-# The container: its own instance name so a developer's sysbox is left alone; the runtime libraries of
-# our binaries; procps for /bin/kill (ExecReload=) and man-db so that `systemd-analyze verify` can
-# resolve Documentation=man:. nspawn gives no CAP_SYSLOG by default; the unit needs it for kallsyms.
-export SYSBOX_NAME=memstrack-test
+# The container: an instance name of its own per build directory, so that neither a developer's sysbox
+# nor a run from another checkout is touched; the runtime libraries of our binaries; procps for
+# /bin/kill (ExecReload=) and man-db so that `systemd-analyze verify` can resolve Documentation=man:.
+# nspawn gives no CAP_SYSLOG by default; the unit needs it for kallsyms.
+SYSBOX_NAME=memstrack-$(printf %s "$WORK" | sha256sum | cut -c1-8)
+export SYSBOX_NAME
 export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,procps,man-db
 export SYSBOX_NSPAWN_ARGS=--capability=CAP_SYSLOG
 export SYSBOX_BIND_RO="$WORK/stage:/opt/memstrack-stage $WORK/tools:/opt/memstrack-test"
