@@ -66,7 +66,7 @@ static bool stderr_is_journal(void) {
 }
 
 static void write_stderr(int level, const char *text) {
-        /* journald and systemd read the "<N>" prefix as the priority; a person at a terminal does not need it. */
+        /* journald reads the "<N>" prefix as the priority; a person at a terminal does not need it. */
         if (isatty(STDERR_FILENO))
                 (void) fprintf(stderr, "%s\n", text);
         else

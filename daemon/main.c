@@ -170,7 +170,8 @@ static int apply_option(int c, const char *name, const char *value) {
                 if (r < 0)
                         return r;
                 if (v & (v - 1))
-                        return log_error_errno(EINVAL, "Invalid buffer pages '%s': must be a power of two.", value);
+                        return log_error_errno(EINVAL, "Invalid buffer pages '%s': must be a power of two.",
+                                               value);
                 arg_perf.buffer_pages = (unsigned) v;
                 break;
         case ARG_WAKEUP_BYTES:
@@ -279,7 +280,8 @@ typedef struct ConfigParse {
         int log_level;          /* when reloading: the level the file sets, -1 if none */
 } ConfigParse;
 
-static int config_handler(const char *path, unsigned line, const char *key, const char *value, void *userdata) {
+static int config_handler(const char *path, unsigned line, const char *key, const char *value,
+                void *userdata) {
         ConfigParse *p = userdata;
         const struct option *o = option_by_name(key);
         const char *v = value;
@@ -300,7 +302,8 @@ static int config_handler(const char *path, unsigned line, const char *key, cons
                 r = log_level_from_string(value);
                 if (r < 0) {
                         p->invalid = true;
-                        log_warning("%s:%u: invalid log level '%s', keeping the current one.", path, line, value);
+                        log_warning("%s:%u: invalid log level '%s', keeping the current one.", path, line,
+                                    value);
                         return 0;
                 }
                 p->log_level = r;

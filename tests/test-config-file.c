@@ -138,7 +138,8 @@ static void test_empty_and_long_lines(void) {
         free(text);
 }
 
-static int record_any_path(const char *path, unsigned line, const char *key, const char *value, void *userdata) {
+static int record_any_path(const char *path, unsigned line, const char *key, const char *value,
+                void *userdata) {
         Seen *s = userdata;
         s->n++;
         ASSERT_STREQ(key, "log-level");
