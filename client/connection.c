@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "connection.h"
+#include "reply.h"
 #include "ctl.h"
 
 const char *ctl_address(void) {
@@ -145,5 +146,37 @@ int ctl_print_json(json_t *j) {
                 return -ENOMEM;
         if (fputc('\n', stdout) == EOF || fflush(stdout) != 0)
                 return -EIO;
+        return 0;
+}
+
+int ctl_page_size(VarlinkClient *c, uint64_t *ret) {
+        json_auto_t *status = NULL;
+        int r;
+
+        r = ctl_call(c, "io.memstrack.Status", NULL, &status);
+        if (r != 0)
+                return r;
+        *ret = reply_count(status, "pageSize") ?: 4096;
+        return 0;
+}
+
+int ctl_query(const char *method, json_t *parameters, json_t **ret_reply, uint64_t *ret_page_size) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *reply = NULL;
+        int r;
+
+        *ret_reply = NULL;
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = ctl_call(c, method, parameters, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+        r = ctl_page_size(c, ret_page_size);
+        if (r != 0)
+                return r;
+        *ret_reply = TAKE_PTR(reply);
         return 0;
 }

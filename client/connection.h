@@ -38,3 +38,13 @@ int ctl_exit_for_error_reply(const char *error);
 
 /* Prints j to stdout as --json asked (short or pretty), with a final newline. -EIO, -ENOMEM. */
 int ctl_print_json(json_t *j);
+
+/* The page size for table units: asked once per command, 4096 if the daemon cannot say. */
+int ctl_page_size(VarlinkClient *c, uint64_t *ret);
+
+/*
+ * One query for a human table or --json: connects and calls method. With --json the reply is printed
+ * and *ret_reply is NULL; otherwise *ret_reply is the reply (the caller unrefs it) and *ret_page_size
+ * the daemon's page size. Returns 0 or an exit code/-errno, as ctl_call().
+ */
+int ctl_query(const char *method, json_t *parameters, json_t **ret_reply, uint64_t *ret_page_size);

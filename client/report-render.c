@@ -240,7 +240,9 @@ static json_t *find_module(json_t *doc, const char *name) {
 }
 
 /* The tree for stack_tree, folded and flamegraph: the focused task's or module's, or the whole one. */
-static int doc_main_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
+/* The stack tree the report is about (everything, the --task's or the --module's), pruned by the
+ * options; *ret is a new reference. */
+static int doc_pruned_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
         json_t *tree;
 
         if (o->pid >= 0) {
@@ -255,8 +257,8 @@ static int doc_main_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
                         return -ENOENT;
         } else
                 tree = reply_object(doc, "stackTree");
-        *ret = tree;
-        return 0;
+        *ret = report_prune_tree(reply_object(tree, "root"), o);
+        return *ret ? 0 : -ENOMEM;
 }
 
 /* The tasks (or modules) a *_summary / *_top report lists, as items: the focused one, or those with pages
@@ -418,16 +420,13 @@ static int print_percent_tree(FILE *f, const json_t *node, uint64_t total, uint6
 }
 
 static int text_stack_tree(json_t *doc, const ReportOptions *o, FILE *f) {
-        json_t *tree;
         char a[FORMAT_BUFFER_MAX];
         int r;
 
-        r = doc_main_tree(doc, o, &tree);
+        json_auto_t *pruned = NULL;
+        r = doc_pruned_tree(doc, o, &pruned);
         if (r < 0)
                 return r;
-        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
-        if (!pruned)
-                return -ENOMEM;
         uint64_t total = reply_count(pruned, "currentPages");
         /* 4 columns per level; the daemon sends at most 255 levels. */
         _cleanup_free_ char *prefix = malloc(4 * (REPORT_DEPTH_MAX + 2));
@@ -501,15 +500,12 @@ static int folded_json_line(char **frames, size_t n, uint64_t pages, void *userd
 /* Root frame's pages without a stack go on a line of their own, named after the root. */
 static int folded(json_t *doc, const ReportOptions *o, FoldedCallback cb, void *userdata) {
         char *frames[REPORT_DEPTH_MAX + 2] = {};
-        json_t *tree;
         int r;
 
-        r = doc_main_tree(doc, o, &tree);
+        json_auto_t *pruned = NULL;
+        r = doc_pruned_tree(doc, o, &pruned);
         if (r < 0)
                 return r;
-        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
-        if (!pruned)
-                return -ENOMEM;
         if (reply_count(pruned, "selfPages") > 0) {
                 _cleanup_free_ char *root = folded_label(pruned);
                 if (!root)
@@ -522,15 +518,12 @@ static int folded(json_t *doc, const ReportOptions *o, FoldedCallback cb, void *
 }
 
 static int text_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
-        json_t *tree;
         int r;
 
-        r = doc_main_tree(doc, o, &tree);
+        json_auto_t *pruned = NULL;
+        r = doc_pruned_tree(doc, o, &pruned);
         if (r < 0)
                 return r;
-        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
-        if (!pruned)
-                return -ENOMEM;
         return flamegraph_write(pruned, doc_page_size(doc), f);
 }
 
@@ -618,15 +611,12 @@ static int json_list(json_t *doc, const ReportOptions *o, bool tasks, bool with_
 }
 
 static int json_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
-        json_t *tree;
         int r;
 
-        r = doc_main_tree(doc, o, &tree);
+        json_auto_t *pruned = NULL;
+        r = doc_pruned_tree(doc, o, &pruned);
         if (r < 0)
                 return r;
-        json_auto_t *pruned = report_prune_tree(reply_object(tree, "root"), o);
-        if (!pruned)
-                return -ENOMEM;
         *ret = json_pack("{s:I, s:I, s:O}", "totalPages", (json_int_t) reply_count(pruned, "currentPages"),
                          "pageSize", (json_int_t) doc_page_size(doc), "root", pruned);
         return *ret ? 0 : -ENOMEM;

@@ -357,7 +357,6 @@ static int print_diff(json_t *d, uint64_t page_size) {
 }
 
 int verb_diff(int argc, char *argv[]) {
-        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *params = NULL, *reply = NULL;
         uint64_t page_size;
         int r;
@@ -367,16 +366,8 @@ int verb_diff(int argc, char *argv[]) {
                 return -ENOMEM;
         if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
                 return -ENOMEM;
-        r = ctl_connect(&c);
-        if (r != 0)
-                return r;
-        r = ctl_call(c, "io.memstrack.Diff", params, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json != CTL_JSON_OFF)
-                return ctl_print_json(reply);
-        r = ctl_page_size(c, &page_size);
-        if (r != 0)
+        r = ctl_query("io.memstrack.Diff", params, &reply, &page_size);
+        if (r != 0 || !reply)
                 return r;
         return print_diff(reply, page_size);
 }

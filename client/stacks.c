@@ -59,7 +59,6 @@ int verb_stacks(int argc, char *argv[]) {
                 { .header = "STACK (outermost caller first)", .align = TABLE_ALIGN_LEFT, .elastic = true,
                   .min_width = 20 },
         };
-        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         _cleanup_(table_freep) Table *t = NULL;
         json_auto_t *params = json_object(), *reply = NULL;
         uint64_t page_size = 4096;
@@ -78,17 +77,8 @@ int verb_stacks(int argc, char *argv[]) {
             (arg_sort && json_object_set_new(params, "sortBy", json_string(arg_sort)) < 0))
                 return -ENOMEM;
 
-        r = ctl_connect(&c);
-        if (r != 0)
-                return r;
-        r = ctl_call(c, "io.memstrack.StackTree", params, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json != CTL_JSON_OFF)
-                return ctl_print_json(reply);
-
-        r = ctl_page_size(c, &page_size);
-        if (r != 0)
+        r = ctl_query("io.memstrack.StackTree", params, &reply, &page_size);
+        if (r != 0 || !reply)
                 return r;
         r = table_new(columns, ELEMENTSOF(columns), &t);
         if (r < 0)

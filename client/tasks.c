@@ -13,18 +13,6 @@
 #include "reply.h"
 #include "tasks.h"
 
-/* The page size for table units: asked once per command, 4096 if the daemon cannot say. */
-int ctl_page_size(VarlinkClient *c, uint64_t *ret) {
-        json_auto_t *status = NULL;
-        int r;
-
-        r = ctl_call(c, "io.memstrack.Status", NULL, &status);
-        if (r != 0)
-                return r;
-        *ret = reply_count(status, "pageSize") ?: 4096;
-        return 0;
-}
-
 const char *tasks_state(const json_t *task) {
         return reply_bool(task, "exited", false) ? "exited" : "running";
 }
@@ -101,7 +89,6 @@ int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t wid
 
 /* Calls method with the verb's --sort/--limit and prints the table (or the JSON reply). */
 static int list_verb(const char *method, const char *list, bool tasks) {
-        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *params = json_object(), *reply = NULL;
         uint64_t page_size = 4096;
         int r;
@@ -121,17 +108,8 @@ static int list_verb(const char *method, const char *list, bool tasks) {
         if (tasks && arg_all && json_object_set_new(params, "includeExited", json_true()) < 0)
                 return -ENOMEM;
 
-        r = ctl_connect(&c);
-        if (r != 0)
-                return r;
-        r = ctl_call(c, method, params, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json != CTL_JSON_OFF)
-                return ctl_print_json(reply);
-
-        r = ctl_page_size(c, &page_size);
-        if (r != 0)
+        r = ctl_query(method, params, &reply, &page_size);
+        if (r != 0 || !reply)
                 return r;
         json_t *items = reply_array(reply, list);
         if (tasks)

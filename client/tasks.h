@@ -10,8 +10,6 @@
 
 #include "varlink.h"
 
-/* Asks the daemon for its page size (Status). 0 or a positive CtlExit (reported). */
-int ctl_page_size(VarlinkClient *c, uint64_t *ret);
 
 /* "running" or "exited". */
 const char *tasks_state(const json_t *task);
