@@ -101,6 +101,9 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void on_event(void *userdata, const MsEvent *e) {
         Manager *m = userdata;
         accounting_handle_event(m->accounting, e);
+        /* A cached symbol session belongs to one process image: not past its exit or exec. */
+        if (_unlikely_(e->type == MS_EVENT_TASK_EXIT || e->type == MS_EVENT_TASK_COMM) && e->tid == e->pid)
+                usym_forget(m->usym, e->pid);
         if (_unlikely_(e->type == MS_EVENT_MODULE_LOAD)) {
                 int r = manager_reload_ksym(m);
                 if (r < 0)
@@ -144,11 +147,13 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 return log_error_errno(r, "Failed to set up accounting: %m");
         }
         m->snapshots = snapshots_new();
+        m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
         r = sd_event_default(&m->event);
-        if (!m->snapshots || r < 0) {
+        if (!m->snapshots || !m->usym || r < 0) {
                 accounting_free(m->accounting);
                 ksym_free(m->ksym);
                 snapshots_free(m->snapshots);
+                usym_free(m->usym);
                 return log_error_errno(r < 0 ? r : -ENOMEM, "Failed to set up the event loop: %m");
         }
         if (sd_pid_get_unit(0, &m->unit) < 0)
@@ -165,6 +170,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigusr1);
         sd_event_source_disable_unref(m->sighup);
         event_source_free(m->source);
+        usym_free(m->usym);
         snapshots_free(m->snapshots);
         accounting_free(m->accounting);
         ksym_free(m->ksym);

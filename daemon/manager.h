@@ -17,6 +17,7 @@
 #include "perf.h"
 #include "snapshot.h"
 #include "source.h"
+#include "usym.h"
 
 typedef struct VarlinkServer VarlinkServer;
 typedef struct TopStream TopStream;
@@ -41,6 +42,7 @@ typedef struct Manager {
         EventSource *source;            /* owned */
         VarlinkServer *server;          /* owned */
         Snapshots *snapshots;           /* owned */
+        UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
