@@ -93,8 +93,9 @@ static void sleep_until_nsec(uint64_t t) {
                 ;
 }
 
-/* Writes one byte to each page, paced at rate pages per second if rate is not 0. */
-static void touch_pages(uint8_t *addr, size_t n_pages, uint64_t rate) {
+/* Writes one byte to each page, paced at rate pages per second if rate is not 0. Never inlined: the
+ * page faults happen here, and the integration tests look for this name in user stacks. */
+static __attribute__((noinline)) void touch_pages(uint8_t *addr, size_t n_pages, uint64_t rate) {
         uint64_t start = rate ? now_nsec() : 0;
         size_t step = rate >= RATE_STEP_MIN_RATE ? RATE_STEP_PAGES : 1;
 

@@ -107,6 +107,9 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void on_event(void *userdata, const MsEvent *e) {
         Manager *m = userdata;
         accounting_handle_event(m->accounting, e);
+        /* A cached symbol session belongs to one process image: not past its exit or exec. */
+        if (_unlikely_(e->type == MS_EVENT_TASK_EXIT || e->type == MS_EVENT_TASK_COMM) && e->tid == e->pid)
+                usym_forget(m->usym, e->pid);
         if (_unlikely_(e->type == MS_EVENT_MODULE_LOAD)) {
                 int r = manager_reload_ksym(m);
                 if (r < 0)
@@ -126,7 +129,7 @@ int manager_reload_ksym(Manager *m) {
 }
 
 int manager_new(const ManagerConfig *config, Manager **ret) {
-        _cleanup_free_ Manager *m = calloc(1, sizeof(Manager));
+        _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
         int r;
 
         if (!m)
@@ -145,18 +148,15 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));
 
         r = accounting_new(&config->accounting, m->ksym, &m->accounting);
-        if (r < 0) {
-                ksym_free(m->ksym);
+        if (r < 0)
                 return log_error_errno(r, "Failed to set up accounting: %m");
-        }
         m->snapshots = snapshots_new();
+        m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+        if (!m->snapshots || !m->usym)
+                return log_oom();
         r = sd_event_default(&m->event);
-        if (!m->snapshots || r < 0) {
-                accounting_free(m->accounting);
-                ksym_free(m->ksym);
-                snapshots_free(m->snapshots);
-                return log_error_errno(r < 0 ? r : -ENOMEM, "Failed to set up the event loop: %m");
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the event loop: %m");
         if (sd_pid_get_unit(0, &m->unit) < 0)
                 m->unit = NULL;
         *ret = TAKE_PTR(m);
@@ -171,6 +171,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigusr1);
         sd_event_source_disable_unref(m->sighup);
         event_source_free(m->source);
+        usym_free(m->usym);
         snapshots_free(m->snapshots);
         accounting_free(m->accounting);
         ksym_free(m->ksym);

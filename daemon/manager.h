@@ -17,6 +17,7 @@
 #include "perf.h"
 #include "snapshot.h"
 #include "source.h"
+#include "usym.h"
 
 typedef struct VarlinkServer VarlinkServer;
 typedef struct TopStream TopStream;
@@ -42,6 +43,7 @@ typedef struct Manager {
         EventSource *source;            /* owned */
         VarlinkServer *server;          /* owned */
         Snapshots *snapshots;           /* owned */
+        UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
@@ -56,7 +58,9 @@ typedef struct Manager {
 } Manager;
 
 int manager_new(const ManagerConfig *config, Manager **ret);
+/* Takes a half-built Manager too (every member may be NULL). */
 Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 /* Opens the event source and the socket and attaches everything to the loop. */
 int manager_start(Manager *m);

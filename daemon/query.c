@@ -171,6 +171,7 @@ typedef struct StackView {
         const QueryStackTree *q;
         uint64_t *filtered;     /* owned, per node; NULL for the real tree (true peaks) */
         size_t budget;          /* nodes left to render */
+        UsymProcess *user_process;      /* symbols of the live process whose user frames are rendered */
 } StackView;
 
 static uint64_t view_current(const StackView *v, uint32_t i) {
@@ -188,6 +189,7 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
         const char *module = NULL;
         char name[512];
         KsymResult sym;
+        UsymResult usym;
 
         switch (n->kind) {
         case STACK_FRAME_KERNEL:
@@ -198,7 +200,12 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                         (void) snprintf(name, sizeof(name), v->q->show_addresses ? "0x%" PRIx64 : "[unknown]", n->ip);
                 break;
         case STACK_FRAME_USER:
-                (void) snprintf(name, sizeof(name), "[user] 0x%" PRIx64, n->ip);
+                /* The ELF file's name takes the place of the kernel module's. */
+                if (v->user_process && usym_process_lookup(v->user_process, n->ip, &usym)) {
+                        (void) snprintf(name, sizeof(name), "%s+0x%" PRIx64, usym.name, usym.offset);
+                        module = usym.object;
+                } else
+                        (void) snprintf(name, sizeof(name), "[user] 0x%" PRIx64, n->ip);
                 break;
         case STACK_FRAME_PROCESS: {
                 const Task *t = usage_task(accounting_usage(v->a), (uint32_t) n->ip);
@@ -224,6 +231,13 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "peakPages", v->filtered ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak_pages),
                          "children",
                          "truncatedChildren", 0);
+}
+
+/* User frames hang below their process's node, whose ip is the process's task index. Only a live
+ * process's files say what its addresses were: an exited one's pid may belong to another by now. */
+static UsymProcess *user_process_of(const StackView *v, const StackNode *node) {
+        const Task *t = usage_task(accounting_usage(v->a), (uint32_t) node->ip);
+        return v->q->usym && t && !t->exited && t->pid > 0 ? usym_process(v->q->usym, t->pid) : NULL;
 }
 
 static int render(StackView *v, uint32_t i, unsigned depth, const char *root_name, json_t **ret) {
@@ -260,6 +274,9 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
         size_t keep = depth >= v->q->max_depth ? 0 : MIN(n, (size_t) v->q->max_children);
         json_t *children = json_object_get(o, "children");
         size_t k;
+        /* Process nodes do not nest: one session per process subtree, checked once per query. */
+        if (node->kind == STACK_FRAME_PROCESS && keep > 0)
+                v->user_process = user_process_of(v, node);
         for (k = 0; k < keep && v->budget > 0; k++) {
                 json_t *child = NULL;
                 r = render(v, items[k].idx, depth + 1, NULL, &child);
@@ -268,6 +285,8 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
                 if (json_array_append_new(children, child) < 0)
                         return -ENOMEM;
         }
+        if (node->kind == STACK_FRAME_PROCESS)
+                v->user_process = NULL;
         if (set_new(o, "truncatedChildren", json_integer((json_int_t) (shown - k))) < 0)
                 return -ENOMEM;
 done:

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "accounting.h"
+#include "usym.h"
 
 #define QUERY_LIMIT_MAX 10000
 #define QUERY_STACK_NODES_MAX 20000
@@ -56,6 +57,7 @@ typedef struct QueryStackTree {
         unsigned max_children;
         QuerySort sort;         /* current or peak */
         bool show_addresses;    /* raw kernel addresses (root callers only) */
+        UserSymbols *usym;      /* symbolizes user frames of live processes; NULL: raw addresses */
 } QueryStackTree;
 
 /* {"root": StackNode, "totalPages": N} */

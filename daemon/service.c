@@ -220,6 +220,7 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 .max_children = (unsigned) max_children,
                 .sort = query_sort_from_string(sort),
                 .show_addresses = varlink_call_peer_is_root(call),
+                .usym = m->usym,
         };
         int r = query_stacktree(m->accounting, &q, &reply);
         if (r == -ESRCH) {

@@ -203,6 +203,31 @@ def test_page_fault_stack():
     d.stop()
 
 
+def test_user_stacks_symbolized():
+    """With --user-stacks, user frames below the process node are named from the process's ELF files:
+    loadgen's touch_pages(), where its page faults happen, in the file loadgen."""
+    d = Daemon("--user-stacks")
+    lg = Loadgen()
+    lg.do("alloc", "allocated")
+    tree = d.call("io.memstrack.StackTree", {"pid": lg.pid, "maxDepth": 64})
+    frames = []
+
+    def walk(node):
+        frames.append(node)
+        for child in node["children"]:
+            walk(child)
+    walk(tree["root"])
+    touch = [f for f in frames if f["frame"].startswith("touch_pages+0x") and f["module"] == "loadgen"]
+    if not touch:
+        fail(f"no symbolized touch_pages frame in module loadgen; loadgen frames: "
+             f"{[f['frame'] for f in frames if f['module'] == 'loadgen']}, "
+             f"raw user frames: {[f['frame'] for f in frames if f['frame'].startswith('[user]')][:10]}")
+    # The 64 MiB are touched there: the symbolized frame is on the heavy path, not a stray one.
+    near(sum(f["currentPages"] for f in touch), PAGES, "pages below touch_pages", PAGE_TABLES)
+    lg.exit()
+    d.stop()
+
+
 def test_memfd_freed_by_another_process():
     """Pages of a memfd allocated by one process and freed when another drops the last reference are
     taken off the allocator's count."""
@@ -280,8 +305,8 @@ def test_bad_environment():
         fail(f"without a mountable tracefs: exit {r.returncode}, output: {out}")
 
 
-CASES = [test_64mib_ten_times, test_four_threads, test_page_fault_stack, test_memfd_freed_by_another_process,
-         test_lost_events_counted, test_bad_environment]
+CASES = [test_64mib_ten_times, test_four_threads, test_page_fault_stack, test_user_stacks_symbolized,
+         test_memfd_freed_by_another_process, test_lost_events_counted, test_bad_environment]
 
 
 def main():

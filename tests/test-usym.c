@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * daemon/usym.c against live processes: usym-target children (tests/usym-target.c) print where their
+ * function, libc's getppid() and an anonymous mapping are, and the lookups must name exactly those.
+ *
+ * Usage: test-usym USYM-TARGET USYM-OTHER (the same program built under two names)
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "tests.h"
+#include "usym.h"
+
+static const char *target_path, *other_path;
+
+typedef struct Target {
+        pid_t pid;
+        FILE *in;               /* the child's stdin */
+        FILE *out;              /* the child's stdout */
+        uint64_t function;      /* usym_target_function() */
+        uint64_t libc;          /* getppid() */
+        uint64_t anonymous;     /* an anonymous mapping */
+} Target;
+
+/* Reads the child's line of addresses. */
+static void target_read(Target *t) {
+        _cleanup_free_ char *line = NULL;
+        size_t size = 0;
+        void *function, *libc, *anonymous;
+
+        ASSERT_GT(getline(&line, &size, t->out), 0);
+        ASSERT_EQ(sscanf(line, "function=%p libc=%p anonymous=%p", &function, &libc, &anonymous), 3);
+        t->function = (uint64_t) (uintptr_t) function;
+        t->libc = (uint64_t) (uintptr_t) libc;
+        t->anonymous = (uint64_t) (uintptr_t) anonymous;
+}
+
+static Target target_start(const char *path) {
+        int in[2], out[2];
+        Target t = {};
+
+        ASSERT_OK(pipe2(in, O_CLOEXEC));
+        ASSERT_OK(pipe2(out, O_CLOEXEC));
+        t.pid = fork();
+        ASSERT_OK(t.pid);
+        if (t.pid == 0) {
+                /* dup2() clears O_CLOEXEC on the copies. */
+                if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
+                        _exit(EXIT_FAILURE);
+                (void) execl(path, path, (char *) NULL);
+                _exit(EXIT_FAILURE);
+        }
+        (void) close(in[0]);
+        (void) close(out[1]);
+        t.in = fdopen(in[1], "w");
+        t.out = fdopen(out[0], "r");
+        ASSERT_NOT_NULL(t.in);
+        ASSERT_NOT_NULL(t.out);
+        target_read(&t);
+        return t;
+}
+
+static void target_exec(Target *t, const char *path) {
+        ASSERT_GT(fprintf(t->in, "exec %s\n", path), 0);
+        ASSERT_EQ(fflush(t->in), 0);
+        target_read(t);
+}
+
+/* EOF on its stdin: the child exits by itself. */
+static void target_stop(Target *t) {
+        int status;
+
+        (void) fclose(t->in);
+        ASSERT_EQ(waitpid(t->pid, &status, 0), t->pid);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        (void) fclose(t->out);
+}
+
+static void test_executable_and_libc(void) {
+        UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+        Target t = target_start(target_path);
+        UsymResult r;
+
+        ASSERT_NOT_NULL(u);
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.function + 3, &r));
+        ASSERT_STREQ(r.name, "usym_target_function");
+        ASSERT_EQ(r.offset, 3);
+        ASSERT_STREQ(r.object, "usym-target");
+
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.function, &r));
+        ASSERT_STREQ(r.name, "usym_target_function");
+        ASSERT_EQ(r.offset, 0);
+
+        /* libc has no .symtab here: its .dynsym. */
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.libc + 1, &r));
+        ASSERT_STREQ(r.name, "getppid");
+        ASSERT_EQ(r.offset, 1);
+        ASSERT_STREQ(r.object, "libc.so.6");
+        ASSERT_EQ(usym_cached_processes(u), 1);
+
+        target_stop(&t);
+        usym_free(u);
+}
+
+static void test_unknown_addresses(void) {
+        UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+        Target t = target_start(target_path);
+        UsymResult r = {};
+
+        ASSERT_NOT_NULL(u);
+        /* Anonymous memory (JIT code looks the same), nothing mapped, not a user address. */
+        ASSERT_TRUE(!usym_lookup(u, t.pid, t.anonymous, &r));
+        ASSERT_TRUE(!usym_lookup(u, t.pid, t.anonymous + 16, &r));
+        ASSERT_TRUE(!usym_lookup(u, t.pid, 0, &r));
+        ASSERT_TRUE(!usym_lookup(u, t.pid, UINT64_C(0xffffffff81000000), &r));
+        ASSERT_NULL(r.name);
+        /* Not a process id. */
+        ASSERT_TRUE(!usym_lookup(u, 0, t.function, &r));
+        ASSERT_TRUE(!usym_lookup(u, -1, t.function, &r));
+
+        /* Still fine after those. */
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.function + 3, &r));
+        ASSERT_STREQ(r.name, "usym_target_function");
+
+        /* Gone, reaped: nothing, and nothing kept for it. */
+        ASSERT_OK(kill(t.pid, SIGKILL));
+        ASSERT_EQ(waitpid(t.pid, NULL, 0), t.pid);
+        r = (UsymResult) {};
+        ASSERT_TRUE(!usym_lookup(u, t.pid, t.function + 3, &r));
+        ASSERT_NULL(r.name);
+        ASSERT_EQ(usym_cached_processes(u), 0);
+        (void) fclose(t.in);
+        (void) fclose(t.out);
+        usym_free(u);
+}
+
+static void test_exec_invalidates(void) {
+        UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+        Target t = target_start(target_path);
+        uint64_t old_function = t.function;
+        UsymResult r;
+
+        ASSERT_NOT_NULL(u);
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.function + 3, &r));
+        ASSERT_STREQ(r.object, "usym-target");
+
+        /* The same pid, another program: the cached (and memoized) answer must not be served. */
+        target_exec(&t, other_path);
+        if (usym_lookup(u, t.pid, old_function + 3, &r))
+                ASSERT_STREQ(r.object, "usym-other");
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.function + 3, &r));
+        ASSERT_STREQ(r.name, "usym_target_function");
+        ASSERT_EQ(r.offset, 3);
+        ASSERT_STREQ(r.object, "usym-other");
+        ASSERT_EQ(usym_cached_processes(u), 1);
+
+        /* And the same program again: new addresses (randomized), still right. */
+        target_exec(&t, other_path);
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.function + 5, &r));
+        ASSERT_STREQ(r.name, "usym_target_function");
+        ASSERT_EQ(r.offset, 5);
+        ASSERT_STREQ(r.object, "usym-other");
+
+        target_stop(&t);
+        usym_free(u);
+}
+
+/* One session for many addresses, as a stack tree is rendered: answers memoized, then the same. */
+static void test_session(void) {
+        UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+        Target t = target_start(target_path);
+        UsymProcess *p;
+        UsymResult r;
+
+        ASSERT_NOT_NULL(u);
+        p = usym_process(u, t.pid);
+        ASSERT_NOT_NULL(p);
+        for (unsigned round = 0; round < 2; round++) {
+                for (uint64_t off = 0; off < 8; off++) {
+                        ASSERT_TRUE(usym_process_lookup(p, t.function + off, &r));
+                        ASSERT_STREQ(r.name, "usym_target_function");
+                        ASSERT_EQ(r.offset, off);
+                        ASSERT_STREQ(r.object, "usym-target");
+                }
+                ASSERT_TRUE(usym_process_lookup(p, t.libc, &r));
+                ASSERT_STREQ(r.name, "getppid");
+                ASSERT_STREQ(r.object, "libc.so.6");
+                ASSERT_TRUE(!usym_process_lookup(p, t.anonymous, &r));
+        }
+        /* The same session again while nothing changed. */
+        ASSERT_TRUE(usym_process(u, t.pid) == p);
+        ASSERT_NULL(usym_process(u, 0));
+
+        target_stop(&t);
+        ASSERT_NULL(usym_process(u, t.pid));
+        ASSERT_EQ(usym_cached_processes(u), 0);
+        usym_free(u);
+}
+
+static void test_forget_and_lru(void) {
+        UserSymbols *u = usym_new(1);
+        Target a = target_start(target_path), b = target_start(other_path);
+        UsymResult r;
+
+        ASSERT_NOT_NULL(u);
+        ASSERT_TRUE(usym_lookup(u, a.pid, a.function + 3, &r));
+        ASSERT_STREQ(r.object, "usym-target");
+        /* One slot: b takes it from a, and a comes back. */
+        ASSERT_TRUE(usym_lookup(u, b.pid, b.function + 3, &r));
+        ASSERT_STREQ(r.object, "usym-other");
+        ASSERT_EQ(usym_cached_processes(u), 1);
+        ASSERT_TRUE(usym_lookup(u, a.pid, a.function + 3, &r));
+        ASSERT_STREQ(r.object, "usym-target");
+        ASSERT_EQ(usym_cached_processes(u), 1);
+
+        usym_forget(u, b.pid);  /* not cached: nothing happens */
+        ASSERT_EQ(usym_cached_processes(u), 1);
+        usym_forget(u, a.pid);
+        ASSERT_EQ(usym_cached_processes(u), 0);
+        ASSERT_TRUE(usym_lookup(u, a.pid, a.function + 3, &r));
+        ASSERT_STREQ(r.name, "usym_target_function");
+
+        target_stop(&a);
+        target_stop(&b);
+        usym_free(u);
+}
+
+/* Copies the target program to a file beside it, to run it and delete the file. */
+static char *copy_target(void) {
+        _cleanup_free_ char *dir = strdup(target_path);
+        char *copy = NULL;
+        char buf[65536];
+        ssize_t n;
+        int in, out;
+
+        ASSERT_NOT_NULL(dir);
+        ASSERT_TRUE(asprintf(&copy, "%s/usym-deleted-XXXXXX", dirname(dir)) > 0);
+        out = mkostemp(copy, O_CLOEXEC);
+        ASSERT_OK(out);
+        in = open(target_path, O_RDONLY | O_CLOEXEC);
+        ASSERT_OK(in);
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                ASSERT_EQ(write(out, buf, (size_t) n), n);
+        ASSERT_EQ(n, 0);
+        ASSERT_OK(fchmod(out, 0755));
+        (void) close(in);
+        ASSERT_OK(close(out));
+        return copy;
+}
+
+static void test_deleted_file(void) {
+        UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+        _cleanup_free_ char *copy = copy_target();
+        Target t = target_start(copy);
+        UsymResult r;
+
+        ASSERT_NOT_NULL(u);
+        ASSERT_OK(unlink(copy));
+        /* The maps say "(deleted)": whatever has that path now is not what runs. libc still resolves. */
+        ASSERT_TRUE(!usym_lookup(u, t.pid, t.function + 3, &r));
+        ASSERT_TRUE(usym_lookup(u, t.pid, t.libc + 1, &r));
+        ASSERT_STREQ(r.name, "getppid");
+
+        target_stop(&t);
+        usym_free(u);
+}
+
+/* As root: an unprivileged process cannot read a root process's maps, and gets false, not a crash. */
+static void test_unreadable_maps(void) {
+        Target t;
+        pid_t pid;
+        int status;
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "not root, skipping the unreadable-maps case\n");
+                return;
+        }
+        t = target_start(target_path);
+        pid = fork();
+        ASSERT_OK(pid);
+        if (pid == 0) {
+                UsymResult r;
+                bool found;
+
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                    setresuid(65534, 65534, 65534) < 0)
+                        _exit(2);
+                UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+                if (!u)
+                        _exit(3);
+                found = usym_lookup(u, t.pid, t.function + 3, &r);
+                usym_free(u);
+                _exit(found ? 1 : 0);
+        }
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_EQ(WEXITSTATUS(status), 0);
+        target_stop(&t);
+}
+
+int main(int argc, char *argv[]) {
+        if (argc != 3) {
+                fprintf(stderr, "Usage: %s USYM-TARGET USYM-OTHER\n", argv[0]);
+                return EXIT_FAILURE;
+        }
+        target_path = argv[1];
+        other_path = argv[2];
+        /* A child that dies early must fail an assertion, not kill us with SIGPIPE. */
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        TEST(test_executable_and_libc);
+        TEST(test_unknown_addresses);
+        TEST(test_exec_invalidates);
+        TEST(test_session);
+        TEST(test_forget_and_lru);
+        TEST(test_deleted_file);
+        TEST(test_unreadable_maps);
+        return EXIT_SUCCESS;
+}
