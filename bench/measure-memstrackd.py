@@ -129,7 +129,8 @@ def main():
     if os.geteuid() != 0:
         sys.exit("needs root")
     configs = [("defaults (kernel call chains, depth 64)", [], True),
-               ("--callchain-depth 1", ["--callchain-depth", "1"], False)]
+               ("--callchain-depth 1", ["--callchain-depth", "1"], False),
+               ("--callchain-depth 0 (no call chains)", ["--callchain-depth", "0"], False)]
     print(f"# {os.uname().release}, {os.cpu_count()} CPUs, loadgen --seconds {SECONDS}, {ROUNDS} rounds")
     results = {name: [] for name, _, _ in configs}
     untraced = []

@@ -84,7 +84,7 @@ static void help(void) {
                "     --config=PATH          Configuration file (default " MEMSTRACK_CONFIG_FILE ")\n"
                "     --foreground           Log to stderr even when started by systemd\n"
                "     --log-level=LEVEL      emerg...debug (default info)\n"
-               "     --callchain-depth=N    Frames per allocation stack (default %u, max %u)\n"
+               "     --callchain-depth=N    Frames per allocation stack, 0 for none (default %u, max %u)\n"
                "     --user-stacks          Also record user-space frames\n"
                "     --buffer-pages=N       Ring pages per CPU, a power of two (default %u)\n"
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
@@ -157,7 +157,7 @@ static int apply_option(int c, const char *name, const char *value) {
                 log_set_max_level(r);
                 break;
         case ARG_DEPTH:
-                r = parse_uint(value, "call chain depth", 1, PERF_DEPTH_MAX, &v);
+                r = parse_uint(value, "call chain depth", 0, PERF_DEPTH_MAX, &v);
                 if (r < 0)
                         return r;
                 arg_perf.depth = (unsigned) v;

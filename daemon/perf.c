@@ -381,18 +381,20 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
                         s->self_samples++;
                         return;
                 }
-                if ((size_t) (end - p) < sizeof(uint64_t)) {
-                        s->bad_records++;
-                        return;
+                if (s->config.depth > 0) {
+                        if ((size_t) (end - p) < sizeof(uint64_t)) {
+                                s->bad_records++;
+                                return;
+                        }
+                        nr = get_u64(p);
+                        p += sizeof(uint64_t);
+                        if (nr > (uint64_t) (end - p) / 8) {
+                                s->bad_records++;
+                                return;
+                        }
+                        strip_callchain(s, p, nr);
+                        p += nr * 8;
                 }
-                nr = get_u64(p);
-                p += sizeof(uint64_t);
-                if (nr > (uint64_t) (end - p) / 8) {
-                        s->bad_records++;
-                        return;
-                }
-                strip_callchain(s, p, nr);
-                p += nr * 8;
         }
 
         if ((size_t) (end - p) < sizeof(uint32_t)) {
@@ -849,9 +851,12 @@ static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_si
                 attr.config = (uint64_t) id;
                 attr.wakeup_watermark = (uint32_t) c->wakeup_bytes;
                 if (kind == TRACEPOINT_PAGE_ALLOC) {
-                        attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
-                        attr.sample_max_stack = (uint16_t) c->depth;
-                        attr.exclude_callchain_user = !c->user_stacks;
+                        /* Depth 0: no call chains at all, the kernel's cheapest sample. */
+                        if (c->depth > 0) {
+                                attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+                                attr.sample_max_stack = (uint16_t) c->depth;
+                                attr.exclude_callchain_user = !c->user_stacks;
+                        }
                         /* Side-band on the ring owner only, so each record comes once, in order. */
                         attr.comm = 1;
                         attr.comm_exec = 1;
@@ -892,8 +897,8 @@ static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_si
 }
 
 static int config_check(const PerfConfig *c, size_t page_size) {
-        if (c->depth < 1 || c->depth > PERF_DEPTH_MAX)
-                return log_error_errno(EINVAL, "Call chain depth %u out of range 1..%u.", c->depth,
+        if (c->depth > PERF_DEPTH_MAX)
+                return log_error_errno(EINVAL, "Call chain depth %u out of range 0..%u.", c->depth,
                                        PERF_DEPTH_MAX);
         if (c->buffer_pages < 1 || c->buffer_pages > PERF_BUFFER_PAGES_MAX ||
             (c->buffer_pages & (c->buffer_pages - 1)) != 0)

@@ -52,7 +52,7 @@
 
 typedef struct PerfConfig {
         const char *tracefs;            /* tracefs mount point; NULL: find it, mounting it if needed */
-        unsigned depth;                 /* frames per allocation call chain, 1..PERF_DEPTH_MAX */
+        unsigned depth;                 /* frames per allocation call chain, 0 (none) ..PERF_DEPTH_MAX */
         bool user_stacks;               /* also record user frames (frame-pointer unwinding) */
         unsigned buffer_pages;          /* data pages per CPU ring, a power of two */
         size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: a quarter of the ring */
