@@ -452,7 +452,10 @@ static void test_config(void) {
         c.wakeup_bytes = 4096;
         ASSERT_EQ(config_check(&c, 4096), -EINVAL);
         c.wakeup_bytes = 0;
+        /* 0 means no call chains at all; past the maximum is refused. */
         c.depth = 0;
+        ASSERT_OK(config_check(&c, 4096));
+        c.depth = PERF_DEPTH_MAX + 1;
         ASSERT_EQ(config_check(&c, 4096), -EINVAL);
         c.depth = 1;
         c.drain_budget = 0;
