@@ -171,6 +171,16 @@ def test_64mib_ten_times():
     d.stop()
 
 
+def test_no_call_chains():
+    """--callchain-depth 0, the cheapest tracing: tasks are charged exactly as with call chains."""
+    d = Daemon("--callchain-depth", "0")
+    check_64mib(d)
+    tree = d.call("io.memstrack.StackTree")
+    if tree["root"]["children"]:
+        fail(f"stack frames recorded without call chains: {tree['root']['children'][:2]}")
+    d.stop()
+
+
 def test_four_threads():
     """Four threads touching disjoint quarters of the 64 MiB: one process, the same numbers. The peak
     is checked against the start of the measured round, after a warm-up round created the threads."""
@@ -305,7 +315,7 @@ def test_bad_environment():
         fail(f"without a mountable tracefs: exit {r.returncode}, output: {out}")
 
 
-CASES = [test_64mib_ten_times, test_four_threads, test_page_fault_stack, test_user_stacks_symbolized,
+CASES = [test_64mib_ten_times, test_no_call_chains, test_four_threads, test_page_fault_stack, test_user_stacks_symbolized,
          test_memfd_freed_by_another_process, test_lost_events_counted, test_bad_environment]
 
 
