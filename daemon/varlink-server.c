@@ -206,20 +206,26 @@ static int connection_enqueue(Connection *c, const char *text, size_t size) {
         return 0;
 }
 
+/* Serializes a message for c (NUL included); a message that cannot be built or serialized ends c. */
+static int connection_serialize(Connection *c, json_t *message, char **ret_text, size_t *ret_size) {
+        if (!message) {
+                connection_kill(c, "out of memory");
+                return -ENOMEM;
+        }
+        int r = varlink_message_serialize(message, ret_text, ret_size);
+        if (r < 0)
+                connection_kill(c, "cannot serialize reply");
+        return r;
+}
+
 static int connection_enqueue_json(Connection *c, json_t *message) {
         _cleanup_free_ char *text = NULL;
         size_t size;
         int r;
 
-        if (!message) {
-                connection_kill(c, "out of memory");
-                return -ENOMEM;
-        }
-        r = varlink_message_serialize(message, &text, &size);
-        if (r < 0) {
-                connection_kill(c, "cannot serialize reply");
+        r = connection_serialize(c, message, &text, &size);
+        if (r < 0)
                 return r;
-        }
         return connection_enqueue(c, text, size);
 }
 
@@ -269,15 +275,9 @@ static int call_send(VarlinkCall *call, const char *error, json_t *params, bool 
 
         if (!(call->flags & VARLINK_CALL_ONEWAY)) {
                 message = error ? varlink_reply_new_error(error, params) : varlink_reply_new(params, continues);
-                if (!message) {
-                        connection_kill(c, "out of memory");
-                        return -ENOMEM;
-                }
-                r = varlink_message_serialize(message, &text, &size);
-                if (r < 0) {
-                        connection_kill(c, "cannot serialize reply");
+                r = connection_serialize(c, message, &text, &size);
+                if (r < 0)
                         return r;
-                }
 
                 if (size - 1 > max) {
                         json_auto_t *e = NULL;
