@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "format-util.h"
 #include "macro.h"
 
 /* Big enough for every format_*() result below. */
@@ -19,10 +20,6 @@
 /* Parses seconds such as "2", "0.5" or "1.25" into microseconds, at least 1. -EINVAL, -ERANGE. */
 int format_parse_seconds(const char *s, uint64_t *ret_usec);
 
-/* "512 B", "4.0 KiB", "64.0 MiB", "1.5 GiB": binary units, one decimal from KiB on. Returns buf. */
-char *format_bytes(char *buf, size_t size, uint64_t bytes);
-/* format_bytes() of pages * page_size (page_size 0 counts as 4096). */
-char *format_pages(char *buf, size_t size, uint64_t pages, uint64_t page_size);
 /* "45s", "12min 3s", "3h 02min", "2d 04h". */
 char *format_duration(char *buf, size_t size, uint64_t usec);
 

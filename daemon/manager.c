@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-login.h>
 
+#include "format-util.h"
 #include "log.h"
 #include "manager.h"
 #include "summary.h"
@@ -48,17 +49,6 @@ double manager_events_per_second(const Manager *m) {
                (double) (m->rate_usec[newest] - m->rate_usec[oldest]);
 }
 
-static void format_bytes(uint64_t bytes, char *buf, size_t size) {
-        const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-        double v = (double) bytes;
-        size_t u = 0;
-        while (v >= 1024 && u + 1 < ELEMENTSOF(units)) {
-                v /= 1024;
-                u++;
-        }
-        (void) snprintf(buf, size, "%.1f %s", v, units[u]);
-}
-
 static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         AccountingStats st;
@@ -73,7 +63,7 @@ static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         m->rate_next = (m->rate_next + 1) % EVENT_RATE_SAMPLES;
 
         usage_get_stats(accounting_usage(m->accounting), &us);
-        format_bytes(st.current_pages * (uint64_t) m->page_size, size, sizeof(size));
+        format_pages(size, sizeof(size), st.current_pages, (uint64_t) m->page_size);
         (void) sd_notifyf(false, "STATUS=Tracking %s in %zu tasks, %.0f events/s, %llu lost", size,
                           us.n_tasks - us.n_exited, manager_events_per_second(m),
                           (unsigned long long) st.lost_events);

@@ -36,7 +36,7 @@ static uint64_t now_usec(clockid_t clock) {
 
 /* Checks the parameters (replying InvalidParameter if they are wrong), then brings the core up to date
  * with what the kernel reported so far: every method answers about now. */
-static int unpack(VarlinkCall *call, json_t *parameters, const VarlinkField *fields, size_t n) {
+static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField *fields, size_t n) {
         const char *bad = NULL;
         int r = varlink_parameters_unpack(parameters, fields, n, &bad);
         if (r < 0) {
@@ -89,7 +89,7 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
 
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        if (unpack(call, parameters, NULL, 0) < 0)
+        if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
         json_auto_t *reply = status_json(m, varlink_call_peer_is_root(call));
         if (!reply)
@@ -108,7 +108,7 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
         UsageStats us;
         int r;
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         r = query_tasks(m->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1 },
                         &tasks);
@@ -152,7 +152,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
         };
         json_auto_t *reply = NULL;
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         QueryTasks q = {
                 .sort = query_sort_from_string(sort),
@@ -182,7 +182,7 @@ static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata)
         };
         json_auto_t *modules = NULL, *reply = NULL;
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         int r = query_modules(m->accounting, query_sort_from_string(sort), (size_t) limit, &modules);
         if (r < 0)
@@ -207,7 +207,7 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         };
         json_auto_t *reply = NULL;
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         if (pid >= 0 && module)
                 return varlink_call_error_invalid_parameter(call, "module");
@@ -311,7 +311,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         _cleanup_free_ TopStream *t = NULL;
         int r;
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         t = calloc(1, sizeof(TopStream));
         if (!t)
@@ -356,7 +356,7 @@ static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { .name = "what", .type = VARLINK_FIELD_STRING, .ret = &what, .mandatory = true, .choices = choices },
         };
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         accounting_reset(m->accounting, streq(what, "all") ? ACCOUNTING_RESET_ALL : ACCOUNTING_RESET_PEAKS);
         log_notice("Reset of %s requested by uid %u.", what, (unsigned) varlink_call_get_peer_uid(call));
@@ -372,7 +372,7 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
         json_auto_t *reply = NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         int r = snapshots_save(m->snapshots, name, m->accounting, now);
         if (r == -EINVAL)
@@ -399,7 +399,7 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
         };
         json_auto_t *reply = NULL;
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         int r = snapshots_diff(m->snapshots, name, m->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
@@ -417,7 +417,7 @@ static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *use
                 { .name = "level", .type = VARLINK_FIELD_STRING, .ret = &level, .mandatory = true },
         };
 
-        if (unpack(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         int l = log_level_from_string(level);
         if (l < 0)

@@ -9,6 +9,7 @@
 
 #include <systemd/sd-journal.h>
 
+#include "format-util.h"
 #include "macro.h"
 #include "summary.h"
 
@@ -51,36 +52,30 @@ static void find_tops(Usage *u, Top *tasks, Top *modules) {
                         top_offer(modules, id, usage_module(u, id)->pages.peak_pages, module_peak, u);
 }
 
-static void format_size(uint64_t pages, long page_size, char *buf, size_t size) {
-        double bytes = (double) pages * (double) page_size;
-        const char *unit = "KiB";
-        double v = bytes / 1024;
-        if (v >= 1024) {
-                v /= 1024;
-                unit = "MiB";
-        }
-        if (v >= 1024) {
-                v /= 1024;
-                unit = "GiB";
-        }
-        (void) snprintf(buf, size, "%.1f %s", v, unit);
+/* What one summary says, gathered once for both its text and its journal fields. */
+typedef struct Summary {
+        AccountingStats stats;
+        Top tasks, modules;
+} Summary;
+
+static void summary_gather(const SummaryInput *in, Summary *ret) {
+        accounting_get_stats(in->accounting, &ret->stats);
+        find_tops(accounting_usage(in->accounting), &ret->tasks, &ret->modules);
 }
 
-char *summary_format(const SummaryInput *in) {
+static char *summary_text(const SummaryInput *in, const Summary *sum) {
         Usage *u = accounting_usage(in->accounting);
+        const AccountingStats s = sum->stats;
+        const Top tasks = sum->tasks, modules = sum->modules;
         char *text = NULL, a[32], b[32];
         size_t size = 0;
-        AccountingStats s;
-        Top tasks, modules;
 
         FILE *f = open_memstream(&text, &size);
         if (!f)
                 return NULL;
-        accounting_get_stats(in->accounting, &s);
-        find_tops(u, &tasks, &modules);
 
-        format_size(s.current_pages, in->page_size, a, sizeof(a));
-        format_size(s.peak_pages, in->page_size, b, sizeof(b));
+        format_pages(a, sizeof(a), s.current_pages, (uint64_t) in->page_size);
+        format_pages(b, sizeof(b), s.peak_pages, (uint64_t) in->page_size);
         fprintf(f, "memstrack summary (%s) after %.1f s: tracking %s (%" PRIu64 " pages), peak %s (%" PRIu64
                    " pages); %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " untracked frees.",
                 in->reason, in->uptime_usec / 1e6, a, s.current_pages, b, s.peak_pages, s.events,
@@ -94,14 +89,14 @@ char *summary_format(const SummaryInput *in) {
         fprintf(f, "\nTop tasks by peak:");
         for (size_t i = 0; i < tasks.n; i++) {
                 const Task *t = usage_task(u, tasks.idx[i]);
-                format_size(t->pages.peak_pages, in->page_size, a, sizeof(a));
+                format_pages(a, sizeof(a), t->pages.peak_pages, (uint64_t) in->page_size);
                 fprintf(f, "\n  %7d %-16s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", (int) t->pid,
                         t->comm, a, t->pages.peak_pages, t->pages.current_pages, t->exited ? ", exited" : "");
         }
         fprintf(f, "\nTop modules by peak:");
         for (size_t i = 0; i < modules.n; i++) {
                 const ModuleUsage *m = usage_module(u, (uint16_t) modules.idx[i]);
-                format_size(m->pages.peak_pages, in->page_size, a, sizeof(a));
+                format_pages(a, sizeof(a), m->pages.peak_pages, (uint64_t) in->page_size);
                 fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages", m->name, a,
                         m->pages.peak_pages, m->pages.current_pages);
         }
@@ -112,12 +107,19 @@ char *summary_format(const SummaryInput *in) {
         return text;
 }
 
-int summary_log(const SummaryInput *in, bool journal) {
-        _cleanup_free_ char *text = summary_format(in);
-        Usage *u = accounting_usage(in->accounting);
-        AccountingStats s;
-        Top tasks, modules;
+char *summary_format(const SummaryInput *in) {
+        Summary sum;
 
+        summary_gather(in, &sum);
+        return summary_text(in, &sum);
+}
+
+int summary_log(const SummaryInput *in, bool journal) {
+        Usage *u = accounting_usage(in->accounting);
+        Summary sum;
+
+        summary_gather(in, &sum);
+        _cleanup_free_ char *text = summary_text(in, &sum);
         if (!text)
                 return -ENOMEM;
         if (!journal) {
@@ -125,8 +127,8 @@ int summary_log(const SummaryInput *in, bool journal) {
                 return 0;
         }
 
-        accounting_get_stats(in->accounting, &s);
-        find_tops(u, &tasks, &modules);
+        const AccountingStats s = sum.stats;
+        const Top tasks = sum.tasks, modules = sum.modules;
         const Task *top_task = tasks.n > 0 ? usage_task(u, tasks.idx[0]) : NULL;
         const ModuleUsage *top_module = modules.n > 0 ? usage_module(u, (uint16_t) modules.idx[0]) : NULL;
 
