@@ -17,6 +17,8 @@
  *                       --rate) for S seconds, per thread; prints pages and pages/s at the end
  * The process that allocates first prints "pid=PID" (with --child a forked child, whose pid it is);
  * with --memfd the process holding the second reference prints "holder=PID".
+ * --comm NAME renames the process first (PR_SET_NAME): NAME is taken as raw bytes, so a test can give it
+ * bytes that are not UTF-8 or control characters (bash $'bad\xff'); the kernel keeps its first 15 bytes.
  */
 
 #include <assert.h>
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +59,7 @@ static uint64_t arg_repeat = 1;
 static uint64_t arg_seconds;
 static bool arg_memfd;
 static bool arg_commands;
+static const char *arg_comm;
 
 typedef struct Region {
         uint8_t *addr;
@@ -373,14 +377,15 @@ static void help(void) {
                       "  --repeat K             allocate, hold and free K times\n"
                       "  --seconds S            benchmark: alloc/touch/free rounds for S seconds\n"
                       "  --memfd                allocate in a memfd, a second process holds the last reference\n"
-                      "  --commands             take alloc/free/release/exit commands on stdin\n",
+                      "  --commands             take alloc/free/release/exit commands on stdin\n"
+                      "  --comm NAME            rename the process to NAME's bytes (the kernel keeps 15)\n",
                       program_invocation_short_name);
 }
 
 static int parse_argv(int argc, char *argv[]) {
         enum {
                 ARG_PAGES = 0x100, ARG_HOLD_MS, ARG_HOLD_UNTIL_SIGNAL, ARG_CHILD, ARG_THREADS, ARG_RATE,
-                ARG_REPEAT, ARG_SECONDS, ARG_MEMFD, ARG_COMMANDS,
+                ARG_REPEAT, ARG_SECONDS, ARG_MEMFD, ARG_COMMANDS, ARG_COMM,
         };
         static const struct option options[] = {
                 { "help",              no_argument,       NULL, 'h'                   },
@@ -394,6 +399,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "seconds",           required_argument, NULL, ARG_SECONDS           },
                 { "memfd",             no_argument,       NULL, ARG_MEMFD             },
                 { "commands",          no_argument,       NULL, ARG_COMMANDS          },
+                { "comm",              required_argument, NULL, ARG_COMM              },
                 {}
         };
         uint64_t v;
@@ -437,6 +443,9 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_COMMANDS:
                         arg_commands = true;
                         break;
+                case ARG_COMM:
+                        arg_comm = optarg;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -470,6 +479,12 @@ int main(int argc, char *argv[]) {
         r = parse_argv(argc, argv);
         if (r <= 0)
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        /* Before the fork: the child inherits the name. */
+        if (arg_comm && prctl(PR_SET_NAME, (unsigned long) arg_comm, 0, 0, 0) < 0) {
+                log_error_errno(errno, "Failed to rename the process: %m");
+                return EXIT_FAILURE;
+        }
 
         /* SIGUSR1 is taken with sigwait(), in whichever process holds. */
         (void) sigemptyset(&set);

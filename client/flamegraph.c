@@ -26,9 +26,14 @@ typedef struct Flamegraph {
         size_t n_modules;
 } Flamegraph;
 
-/* XML text: escapes markup characters; control characters (invalid in XML 1.0) become '?'. */
-static void put_xml(FILE *f, const char *s) {
-        for (; s && *s; s++)
+/* XML text: control characters (invalid in XML 1.0) escaped as on a terminal (format_sanitize()), then
+ * markup characters as entities. */
+static int put_xml(FILE *f, const char *text) {
+        _cleanup_free_ char *clean = format_sanitize(text);
+
+        if (!clean)
+                return -ENOMEM;
+        for (const char *s = clean; *s; s++)
                 switch (*s) {
                 case '&':
                         fputs("&amp;", f);
@@ -46,8 +51,9 @@ static void put_xml(FILE *f, const char *s) {
                         fputs("&apos;", f);
                         break;
                 default:
-                        fputc((unsigned char) *s < 0x20 || *s == 0x7f ? '?' : *s, f);
+                        fputc(*s, f);
                 }
+        return 0;
 }
 
 /* FNV-1a: a stable hash so a module keeps its color from one graph to the next. */
@@ -132,10 +138,14 @@ static int write_frame(Flamegraph *g, const json_t *node, unsigned depth, double
         if (r < 0)
                 return r;
         fprintf(g->f, "<g class=\"frame\" data-pages=\"%" PRIu64 "\">\n<title>", pages);
-        put_xml(g->f, frame);
+        r = put_xml(g->f, frame);
+        if (r < 0)
+                return r;
         if (module) {
                 fputs(" (", g->f);
-                put_xml(g->f, module);
+                r = put_xml(g->f, module);
+                if (r < 0)
+                        return r;
                 fputc(')', g->f);
         }
         fprintf(g->f, ": %" PRIu64 " pages (%.2f%%), peak ", pages,
@@ -152,11 +162,14 @@ static int write_frame(Flamegraph *g, const json_t *node, unsigned depth, double
         /* As much of the label as fits; nothing if not even three characters do. */
         size_t fit = width > 6 ? (size_t) ((width - 6) / CHAR_PX) : 0;
         if (fit >= 3) {
-                _cleanup_free_ char *label = reply_frame_label(node), *cut = NULL;
-                if (!label || !(cut = format_ellipsize(label, fit)))
+                _cleanup_free_ char *label = reply_frame_label(node), *clean = NULL, *cut = NULL;
+                /* Cut what will be shown, escapes included. */
+                if (!label || !(clean = format_sanitize(label)) || !(cut = format_ellipsize(clean, fit)))
                         return -ENOMEM;
                 fprintf(g->f, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + FLAMEGRAPH_FRAME_PX - 4.5);
-                put_xml(g->f, cut);
+                r = put_xml(g->f, cut);
+                if (r < 0)
+                        return r;
                 fputs("</text>\n", g->f);
         }
 
@@ -215,12 +228,12 @@ int flamegraph_write(const json_t *root, uint64_t page_size, FILE *f) {
                 /* Legend: the modules' colors, in the line under the title. */
                 double x = FLAMEGRAPH_MARGIN_PX;
                 fputs("<g class=\"legend\">\n", f);
-                for (size_t i = 0; i < g.n_modules && i < LEGEND_MODULES_MAX; i++) {
+                for (size_t i = 0; i < g.n_modules && i < LEGEND_MODULES_MAX && r >= 0; i++) {
                         char color[32];
                         frame_color("", g.modules[i], color, sizeof(color));
                         fprintf(f, "<rect x=\"%.1f\" y=\"30\" width=\"10\" height=\"10\" fill=\"%s\"/>"
                                 "<text x=\"%.1f\" y=\"39\">", x, color, x + 13);
-                        put_xml(f, g.modules[i]);
+                        r = put_xml(f, g.modules[i]);
                         fputs("</text>\n", f);
                         x += 13 + (double) format_text_width(g.modules[i]) * CHAR_PX + 12;
                 }

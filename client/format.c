@@ -11,6 +11,7 @@
 
 #include "format.h"
 #include "parse-util.h"
+#include "utf8.h"
 
 int format_parse_seconds(const char *s, uint64_t *ret_usec) {
         uint64_t whole, frac = 0, scale = 1000000;
@@ -83,14 +84,7 @@ size_t format_text_width(const char *s) {
 }
 
 char *format_sanitize(const char *s) {
-        char *copy = strdup(s ?: "");
-
-        if (!copy)
-                return NULL;
-        for (char *p = copy; *p; p++)
-                if ((unsigned char) *p < 0x20 || *p == 0x7f)
-                        *p = '?';
-        return copy;
+        return utf8_escape(s, UTF8_ESCAPE_CONTROL);
 }
 
 /* Byte length of the first n code points of s (or all of it). */

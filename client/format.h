@@ -25,7 +25,9 @@ char *format_duration(char *buf, size_t size, uint64_t usec);
 
 /* Display width of UTF-8 text, one column per code point (jansson only hands out valid UTF-8). */
 size_t format_text_width(const char *s);
-/* A copy of s with control characters replaced by '?', safe to print on a terminal. NULL on OOM. */
+/* A copy of s safe to print on a terminal: control characters (C0, DEL, C1: ESC, \r, \n, \b, ...) and bytes
+ * that are not UTF-8 become \xNN per byte (utf8.h), so "\033[2J" shows as \x1b[2J. Every name, frame and
+ * command line memstrackctl prints as text passes here (tables do it for their cells). NULL on OOM. */
 char *format_sanitize(const char *s);
 /* A copy of s cut to at most width columns; "..." marks a cut when width allows. NULL on OOM. */
 char *format_ellipsize(const char *s, size_t width);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "manager.h"
 #include "summary.h"
+#include "utf8.h"
 
 #define STATUS_INTERVAL_USEC 1000000
 
@@ -102,8 +103,12 @@ static void on_event(void *userdata, const MsEvent *e) {
                 usym_forget(m->usym, e->pid);
         if (_unlikely_(e->type == MS_EVENT_MODULE_LOAD)) {
                 int r = manager_reload_ksym(m);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to reload kernel symbols after loading %s, ignoring: %m", e->name);
+                if (r < 0) {
+                        /* The module's name is the kernel's bytes (utf8.h). */
+                        _cleanup_free_ char *name = utf8_escape(e->name, UTF8_ESCAPE_CONTROL);
+                        log_warning_errno(r, "Failed to reload kernel symbols after loading %s, ignoring: %m",
+                                          name ?: "a module");
+                }
         }
 }
 

@@ -7,6 +7,7 @@
 
 #include "macro.h"
 #include "query.h"
+#include "utf8.h"
 
 QuerySort query_sort_from_string(const char *s) {
         if (!s || streq(s, "current"))
@@ -37,10 +38,11 @@ static int set_new(json_t *o, const char *key, json_t *value) {
 }
 
 json_t *query_task_json(const Task *t) {
-        return json_pack("{s:i, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:n}",
+        /* comm and cmdline are the process's bytes: utf8.h encodes them for JSON. */
+        return json_pack("{s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:n}",
                          "pid", (int) t->pid,
-                         "comm", t->comm,
-                         "cmdline", t->cmdline ? json_string(t->cmdline) : json_null(),
+                         "comm", utf8_json_string(t->comm),
+                         "cmdline", t->cmdline ? utf8_json_string(t->cmdline) : json_null(),
                          "currentPages", (json_int_t) t->pages.current_pages,
                          "peakPages", (json_int_t) t->pages.peak_pages,
                          "allocs", (json_int_t) t->pages.allocs,
@@ -70,7 +72,8 @@ static bool task_matches(const Task *t, const QueryTasks *q) {
                 return false;
         if (q->pid >= 0 && t->pid != q->pid)
                 return false;
-        if (q->comm && !streq(q->comm, t->comm))
+        /* Clients know a comm by the encoded name they were shown. */
+        if (q->comm && !utf8_escaped_streq(t->comm, q->comm))
                 return false;
         /* A pid asked for by name is shown even if it exited. */
         if (t->exited && !q->include_exited && q->pid < 0)
@@ -151,8 +154,8 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < limit; i++) {
                 const ModuleUsage *m = usage_module(u, (uint16_t) items[i].idx);
-                json_t *o = json_pack("{s:s, s:I, s:I, s:b}",
-                                      "name", m->name,
+                json_t *o = json_pack("{s:o, s:I, s:I, s:b}",
+                                      "name", utf8_json_string(m->name),
                                       "currentPages", (json_int_t) m->pages.current_pages,
                                       "peakPages", (json_int_t) m->pages.peak_pages,
                                       "loaded", m->loaded || streq(m->name, ACCOUNTING_KERNEL_MODULE));
@@ -223,9 +226,11 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
         char address[2 + 16 + 1];
         bool has_address = v->q->show_addresses && (n->kind == STACK_FRAME_KERNEL || n->kind == STACK_FRAME_USER);
         (void) snprintf(address, sizeof(address), "0x%016" PRIx64, n->ip);
-        return json_pack("{s:s, s:o, s:o, s:I, s:o, s:[], s:i}",
-                         "frame", name,
-                         "module", module ? json_string(module) : json_null(),
+        /* Symbol, module and file names and comm come from the kernel or ELF files, and the snprintf()s
+         * above may have cut a character: utf8.h encodes what is not UTF-8. */
+        return json_pack("{s:o, s:o, s:o, s:I, s:o, s:[], s:i}",
+                         "frame", utf8_json_string(name),
+                         "module", module ? utf8_json_string(module) : json_null(),
                          "address", has_address ? json_string(address) : json_null(),
                          "currentPages", (json_int_t) view_current(v, i),
                          "peakPages", v->filtered ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak_pages),
@@ -338,7 +343,7 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
         }
         if (q->module) {
                 for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                        if (streq(usage_module(u, id)->name, q->module))
+                        if (utf8_escaped_streq(usage_module(u, id)->name, q->module))
                                 f.module = id;
                 if (f.module == USAGE_MODULE_NONE)
                         return -ENOENT;

@@ -5,6 +5,7 @@
 
 #include "macro.h"
 #include "snapshot.h"
+#include "utf8.h"
 
 typedef struct SnapTask {
         int32_t pid;
@@ -200,8 +201,9 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
 
         qsort(items, n, sizeof(DiffItem), compare_diffs);
         for (size_t i = 0; i < n && i < limit; i++) {
-                json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:b, s:b}", "pid", (int) items[i].pid,
-                                      "comm", items[i].name, "beforePages", (json_int_t) items[i].before,
+                json_t *o = json_pack("{s:i, s:o, s:I, s:I, s:I, s:b, s:b}", "pid", (int) items[i].pid,
+                                      "comm", utf8_json_string(items[i].name),
+                                      "beforePages", (json_int_t) items[i].before,
                                       "afterPages", (json_int_t) items[i].after,
                                       "deltaPages", (json_int_t) items[i].delta, "appeared", items[i].appeared,
                                       "exited", items[i].exited);
@@ -222,8 +224,9 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
         }
         qsort(items, n, sizeof(DiffItem), compare_diffs);
         for (size_t i = 0; i < n && i < limit; i++) {
-                json_t *o = json_pack("{s:s, s:I, s:I, s:I}", "name", items[i].name, "beforePages",
-                                      (json_int_t) items[i].before, "afterPages", (json_int_t) items[i].after,
+                json_t *o = json_pack("{s:o, s:I, s:I, s:I}", "name", utf8_json_string(items[i].name),
+                                      "beforePages", (json_int_t) items[i].before,
+                                      "afterPages", (json_int_t) items[i].after,
                                       "deltaPages", (json_int_t) items[i].delta);
                 if (!o || json_array_append_new(modules, o) < 0)
                         return -ENOMEM;

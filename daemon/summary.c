@@ -12,6 +12,7 @@
 #include "format-util.h"
 #include "macro.h"
 #include "summary.h"
+#include "utf8.h"
 
 typedef struct Top {
         uint32_t idx[SUMMARY_TOP_N];
@@ -69,6 +70,7 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
         const Top tasks = sum->tasks, modules = sum->modules;
         char *text = NULL, a[32], b[32];
         size_t size = 0;
+        bool oom = false;
 
         FILE *f = open_memstream(&text, &size);
         if (!f)
@@ -86,21 +88,28 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                         if (in->source->lost_per_cpu[i] > 0)
                                 fprintf(f, " cpu%zu=%" PRIu64, i, in->source->lost_per_cpu[i]);
         }
+        /* Names are the kernel's bytes: escaped (utf8.h), control characters too, so that journalctl shows
+         * the text instead of "[blob data]" and a name cannot start a line of its own on stderr. */
         fprintf(f, "\nTop tasks by peak:");
-        for (size_t i = 0; i < tasks.n; i++) {
+        for (size_t i = 0; i < tasks.n && !oom; i++) {
                 const Task *t = usage_task(u, tasks.idx[i]);
+                _cleanup_free_ char *comm = utf8_escape(t->comm, UTF8_ESCAPE_CONTROL);
+                oom = !comm;
                 format_pages(a, sizeof(a), t->pages.peak_pages, (uint64_t) in->page_size);
                 fprintf(f, "\n  %7d %-16s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", (int) t->pid,
-                        t->comm, a, t->pages.peak_pages, t->pages.current_pages, t->exited ? ", exited" : "");
+                        comm ?: "", a, t->pages.peak_pages, t->pages.current_pages,
+                        t->exited ? ", exited" : "");
         }
         fprintf(f, "\nTop modules by peak:");
-        for (size_t i = 0; i < modules.n; i++) {
+        for (size_t i = 0; i < modules.n && !oom; i++) {
                 const ModuleUsage *m = usage_module(u, (uint16_t) modules.idx[i]);
+                _cleanup_free_ char *name = utf8_escape(m->name, UTF8_ESCAPE_CONTROL);
+                oom = !name;
                 format_pages(a, sizeof(a), m->pages.peak_pages, (uint64_t) in->page_size);
-                fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages", m->name, a,
+                fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages", name ?: "", a,
                         m->pages.peak_pages, m->pages.current_pages);
         }
-        if (fclose(f) != 0) {
+        if (fclose(f) != 0 || oom) {
                 free(text);
                 return NULL;
         }
@@ -131,6 +140,11 @@ int summary_log(const SummaryInput *in, bool journal) {
         const Top tasks = sum.tasks, modules = sum.modules;
         const Task *top_task = tasks.n > 0 ? usage_task(u, tasks.idx[0]) : NULL;
         const ModuleUsage *top_module = modules.n > 0 ? usage_module(u, (uint16_t) modules.idx[0]) : NULL;
+        /* Fields a reader matches on: the same encoding as in the replies and the text. */
+        _cleanup_free_ char *top_comm = utf8_escape(top_task ? top_task->comm : "", UTF8_ESCAPE_CONTROL);
+        _cleanup_free_ char *top_name = utf8_escape(top_module ? top_module->name : "", UTF8_ESCAPE_CONTROL);
+        if (!top_comm || !top_name)
+                return -ENOMEM;
 
         /* OBJECT_SYSTEMD_UNIT makes "journalctl -u" find the entry even when journald cannot map a
          * datagram sent just before exit to our cgroup any more (it honours it from root senders). */
@@ -146,10 +160,10 @@ int summary_log(const SummaryInput *in, bool journal) {
                                 "MEMSTRACK_EVENTS=%" PRIu64, s.events,
                                 "MEMSTRACK_LOST=%" PRIu64, s.lost_events,
                                 "MEMSTRACK_UNTRACKED_FREES=%" PRIu64, s.untracked_frees,
-                                "MEMSTRACK_TOP_TASK=%s", top_task ? top_task->comm : "",
+                                "MEMSTRACK_TOP_TASK=%s", top_comm,
                                 "MEMSTRACK_TOP_TASK_PID=%d", top_task ? (int) top_task->pid : 0,
                                 "MEMSTRACK_TOP_TASK_PEAK_PAGES=%" PRIu64, top_task ? top_task->pages.peak_pages : 0,
-                                "MEMSTRACK_TOP_MODULE=%s", top_module ? top_module->name : "",
+                                "MEMSTRACK_TOP_MODULE=%s", top_name,
                                 "MEMSTRACK_TOP_MODULE_PEAK_PAGES=%" PRIu64,
                                 top_module ? top_module->pages.peak_pages : 0,
                                 "MEMSTRACK_PAGE_SIZE=%ld", in->page_size,

@@ -55,8 +55,14 @@ static void test_text(void) {
         ASSERT_EQ(format_text_width(NULL), 0);
 
         s = format_sanitize("a\tb\nc\033[2J");
-        ASSERT_STREQ(s, "a?b?c?[2J");
+        ASSERT_STREQ(s, "a\\x09b\\x0ac\\x1b[2J");
         free(s);
+        /* C1 controls (a one-character CSI) and DEL, \r and \b too; bytes that are not UTF-8 as the daemon
+         * would have sent them; printable text, backslashes included, unchanged. */
+        s = format_sanitize("\xc2\x9b" "2J\x7f\r\b\xff-\xc3\xbc\\x41");
+        ASSERT_STREQ(s, "\\xc2\\x9b" "2J\\x7f\\x0d\\x08\\xff-\xc3\xbc\\x41");
+        free(s);
+        ASSERT_EQ(format_text_width("\\x1b"), 4);
 
         s = format_ellipsize("postgres: writer", 10);
         ASSERT_STREQ(s, "postgre...");
@@ -106,16 +112,16 @@ static void test_table(void) {
         ASSERT_EQ(table_rows(t), 2);
 
         out = print_table(t, SIZE_MAX);
-        ASSERT_STREQ(out, " PID COMM      PAGES COMMAND\n"
-                          "4242 loadgen   16384 loadgen --pages 16384 --child\n"
-                          "   1 evil?name     3 -\n");
+        ASSERT_STREQ(out, " PID COMM         PAGES COMMAND\n"
+                          "4242 loadgen      16384 loadgen --pages 16384 --child\n"
+                          "   1 evil\\x0aname     3 -\n");
         free(out);
 
-        /* 30 columns: the command gives way first... */
-        out = print_table(t, 30);
-        ASSERT_STREQ(out, " PID COMM      PAGES COMMAND\n"
-                          "4242 loadgen   16384 loadge...\n"
-                          "   1 evil?name     3 -\n");
+        /* 33 columns: the command gives way first... */
+        out = print_table(t, 33);
+        ASSERT_STREQ(out, " PID COMM         PAGES COMMAND\n"
+                          "4242 loadgen      16384 loadge...\n"
+                          "   1 evil\\x0aname     3 -\n");
         free(out);
         /* ...down to its minimum, then the name does. */
         out = print_table(t, 24);

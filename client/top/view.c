@@ -91,11 +91,19 @@ static char *task_row(size_t index, void *userdata) {
         TopModel *m = userdata;
         const TopTask *t = top_model_task_row(m, index);
         char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
+        _cleanup_free_ char *clean = NULL, *comm = NULL;
         char *s;
 
         if (!t)
                 return NULL;
-        if (asprintf(&s, "%7" PRIi64 " %-15.15s %10s %10s %9" PRIu64 " %9" PRIu64 " %-7s %s", t->pid, t->comm,
+        /* 15 columns of the escaped name (format_sanitize()), not 15 bytes: no cut inside a character or an
+         * escape, and the columns after it stay aligned. */
+        clean = format_sanitize(t->comm);
+        comm = clean ? format_ellipsize(clean, 15) : NULL;
+        if (!comm)
+                return NULL;
+        if (asprintf(&s, "%7" PRIi64 " %s%*s %10s %10s %9" PRIu64 " %9" PRIu64 " %-7s %s", t->pid, comm,
+                     (int) (15 - format_text_width(comm)), "",
                      format_pages(cur, sizeof(cur), t->current_pages, m->page_size),
                      format_pages(peak, sizeof(peak), t->peak_pages, m->page_size), t->allocs, t->frees,
                      t->exited ? "exited" : "running", t->cmdline ?: "") < 0)

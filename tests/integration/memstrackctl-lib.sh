@@ -72,11 +72,12 @@ lg_expect() {
     [[ $line == $1 ]] || fail "loadgen said '$line', expected '$1'"
 }
 
-# Starts loadgen --child --commands; sets $lg_pid, the pid that allocates, and $lg_parent.
+# Starts loadgen --child --commands (and further loadgen options given); sets $lg_pid, the pid that
+# allocates, and $lg_parent.
 start_loadgen() {
     rm -f "$work/lg.in" "$work/lg.out"
     mkfifo "$work/lg.in" "$work/lg.out"
-    "$LOADGEN" --commands --child --pages "$PAGES" <"$work/lg.in" >"$work/lg.out" &
+    "$LOADGEN" --commands --child --pages "$PAGES" "$@" <"$work/lg.in" >"$work/lg.out" &
     lg_parent=$!
     pids+=($!)
     exec 5>"$work/lg.in" 6<"$work/lg.out"

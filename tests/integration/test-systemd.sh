@@ -270,6 +270,38 @@ test_sigusr1_summary() {
         bad "no SIGUSR1 summary in journalctl -u memstrackd"
 }
 
+# A big task names itself with bytes that are not UTF-8 (docs/protocol.md, "Strings from the kernel"): the
+# journal's summary is still text, the name encoded in MESSAGE and MEMSTRACK_TOP_TASK (a field of raw bytes
+# is a byte array in -o json, and "[blob data]" in journalctl's default output). memstrackd traces the host
+# too: peaks are reset first and loadgen takes 512 MiB, so that it is among the summary's top tasks.
+test_bad_name_summary() {
+    local pid before fields deadline pages=$((PAGES * 8)) r=0
+    vl Reset '{"what":"peaks"}' >/dev/null || bad "cannot reset peaks" || return 1
+    ct systemd-run --quiet --unit=memstrack-badname --collect -p Type=exec /bin/sh -c \
+        "exec /opt/memstrack-test/loadgen --pages $pages --hold-until-signal --comm \"\$(printf 'bad\\377\\376')\"" ||
+        bad "cannot start loadgen" || return 1
+    pid=$(show memstrack-badname.service MainPID)
+    [ "${pid:-0}" -gt 0 ] || bad "no loadgen pid" || return 1
+    deadline=$((SECONDS + WAIT))
+    until [ "$(vl Tasks "{\"pid\":$pid}" 2>/dev/null | jq '.tasks[0].currentPages // 0' 2>/dev/null)" -ge $pages ] 2>/dev/null; do
+        [ $SECONDS -lt $deadline ] || break
+        sleep 0.3
+    done
+    before=$(summaries MEMSTRACK_REASON=SIGUSR1)
+    ct systemctl kill --kill-who=main -s SIGUSR1 memstrackd.service
+    wait_for sh -c "[ \$(journalctl -u memstrackd MESSAGE_ID=$SUMMARY_ID MEMSTRACK_REASON=SIGUSR1 -o cat --no-pager | grep -c '^memstrack summary') -gt $before ]" ||
+        bad "no SIGUSR1 summary in journalctl -u memstrackd" || r=1
+    fields=$(ct journalctl -u memstrackd "MESSAGE_ID=$SUMMARY_ID" MEMSTRACK_REASON=SIGUSR1 -n 1 -o json --no-pager)
+    ct systemctl kill --kill-who=main -s SIGUSR1 memstrack-badname.service
+    wait_for sh -c '! systemctl is-active --quiet memstrack-badname.service'
+    [ $r = 0 ] || return 1
+    echo "  last: $(jq -c '{MEMSTRACK_TOP_TASK, MEMSTRACK_TOP_TASK_PID}' <<<"$fields")"
+    jq -e --arg p "$pid" '(.MESSAGE | type == "string" and test("\\n +" + $p + " bad\\\\xff\\\\xfe ")) and
+           (.MEMSTRACK_TOP_TASK | type == "string") and
+           (.MEMSTRACK_TOP_TASK_PID != $p or .MEMSTRACK_TOP_TASK == "bad\\xff\\xfe")' <<<"$fields" >/dev/null ||
+        bad "the summary does not list loadgen (pid $pid) as bad\\xff\\xfe in text: $fields"
+}
+
 test_restart_on_failure() {
     local pid
     ct systemctl reset-failed memstrackd.service
@@ -372,6 +404,7 @@ run_case test_loadgen_pages
 run_case test_watchdog
 run_case test_reload_config
 run_case test_sigusr1_summary
+run_case test_bad_name_summary
 run_case test_restart_on_failure
 run_case test_stop_summary_10_of_10
 run_case test_unprivileged_refused
