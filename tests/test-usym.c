@@ -239,8 +239,8 @@ static void test_forget_and_lru(void) {
         usym_free(u);
 }
 
-/* Copies the target program to a file beside it, to run it and delete the file. */
-static char *copy_target(void) {
+/* Copies the target program to a file beside it with the given mode, to run it and delete the file. */
+static char *copy_target(mode_t mode) {
         _cleanup_free_ char *dir = strdup(target_path);
         char *copy = NULL;
         char buf[65536];
@@ -256,7 +256,7 @@ static char *copy_target(void) {
         while ((n = read(in, buf, sizeof(buf))) > 0)
                 ASSERT_EQ(write(out, buf, (size_t) n), n);
         ASSERT_EQ(n, 0);
-        ASSERT_OK(fchmod(out, 0755));
+        ASSERT_OK(fchmod(out, mode));
         (void) close(in);
         ASSERT_OK(close(out));
         return copy;
@@ -264,7 +264,7 @@ static char *copy_target(void) {
 
 static void test_deleted_file(void) {
         UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
-        _cleanup_free_ char *copy = copy_target();
+        _cleanup_free_ char *copy = copy_target(0755);
         Target t = target_start(copy);
         UsymResult r;
 
@@ -279,26 +279,32 @@ static void test_deleted_file(void) {
         usym_free(u);
 }
 
-/* As root: an unprivileged process cannot read a root process's maps, and gets false, not a crash. */
-static void test_unreadable_maps(void) {
-        Target t;
+/* A process whose maps we may not read gives false, not a crash. The target runs from an execute-only
+ * copy, which makes it non-dumpable: only CAP_SYS_PTRACE reads its maps then. Root has that, so as root
+ * the lookup runs in a child that became uid 65534, for which a root process is unreadable anyway.
+ * Returns false if the maps are readable all the same here, so the case cannot run. */
+static bool test_unreadable_maps(void) {
+        _cleanup_free_ char *copy = copy_target(0111);
+        Target t = target_start(copy);
         pid_t pid;
         int status;
 
-        if (geteuid() != 0) {
-                fprintf(stderr, "not root, skipping the unreadable-maps case\n");
-                return;
-        }
-        t = target_start(target_path);
         pid = fork();
         ASSERT_OK(pid);
         if (pid == 0) {
+                char maps[64];
                 UsymResult r;
                 bool found;
+                int fd;
 
-                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-                    setresuid(65534, 65534, 65534) < 0)
+                if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                                       setresuid(65534, 65534, 65534) < 0))
                         _exit(2);
+                /* The premise: the kernel refuses us the maps. */
+                (void) snprintf(maps, sizeof(maps), "/proc/%d/maps", (int) t.pid);
+                fd = open(maps, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0)
+                        _exit(EXIT_TEST_SKIP);
                 UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
                 if (!u)
                         _exit(3);
@@ -307,9 +313,16 @@ static void test_unreadable_maps(void) {
                 _exit(found ? 1 : 0);
         }
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFEXITED(status));
-        ASSERT_EQ(WEXITSTATUS(status), 0);
         target_stop(&t);
+        ASSERT_OK(unlink(copy));
+        ASSERT_TRUE(WIFEXITED(status));
+        if (WEXITSTATUS(status) == EXIT_TEST_SKIP) {
+                fprintf(stderr, "SKIP: the unreadable-maps case: the maps of a non-dumpable process%s are "
+                        "readable here (CAP_SYS_PTRACE?)\n", geteuid() == 0 ? " of root, as uid 65534," : "");
+                return false;
+        }
+        ASSERT_EQ(WEXITSTATUS(status), 0);
+        return true;
 }
 
 int main(int argc, char *argv[]) {
@@ -328,6 +341,7 @@ int main(int argc, char *argv[]) {
         TEST(test_session);
         TEST(test_forget_and_lru);
         TEST(test_deleted_file);
-        TEST(test_unreadable_maps);
-        return EXIT_SUCCESS;
+        /* Last: the others pass or fail on any machine; this one may find nothing to test (a skip). */
+        fprintf(stderr, "== test_unreadable_maps\n");
+        return test_unreadable_maps() ? EXIT_SUCCESS : EXIT_TEST_SKIP;
 }

@@ -4,12 +4,16 @@
  * Tests of daemon/varlink-server.c: a real socket in a temporary directory, the server on an sd-event
  * loop driven step by step from the test, and clients in the same process (or forked and setuid'ed for
  * the access-control cases). Waiting is always "run the loop until a condition holds", bounded.
+ *
+ * Without arguments: everything but access control. With "access-control": only that, as root, with a
+ * group of its own that exists only while the test runs; not root, it exits 77 and says why.
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -778,24 +782,22 @@ static int child_expect_per_uid_limit(Fixture *f) {
         return 0;
 }
 
+/* The group the access-control cases allow, made by main_access_control() for this run only. */
+static char test_group[32];
+
 static void test_access_control(void) {
-        VarlinkServerConfig cfg = { .group = "nogroup", .max_connections_per_uid = 1 };
+        VarlinkServerConfig cfg = { .group = test_group, .max_connections_per_uid = 1 };
         _cleanup_(varlink_client_freep) VarlinkClient *root = NULL;
         json_auto_t *reply = NULL;
         struct group *gr;
-        gid_t member_gid, other_gid = 65533;
+        gid_t member_gid, other_gid;
         Fixture f;
 
-        if (geteuid() != 0) {
-                fprintf(stderr, "not root, skipping access control tests\n");
-                return;
-        }
-        gr = getgrnam("nogroup");
-        if (!gr) {
-                fprintf(stderr, "no group \"nogroup\", skipping access control tests\n");
-                return;
-        }
+        gr = getgrnam(test_group);
+        ASSERT_NOT_NULL(gr);
         member_gid = gr->gr_gid;
+        /* Any gid but the allowed one: the children's groups are set explicitly, whatever /etc/group says. */
+        other_gid = member_gid == 65533 ? 65532 : 65533;
 
         fixture_start(&f, &cfg);
 
@@ -830,11 +832,101 @@ static void test_access_control(void) {
         fixture_stop(&f);
 }
 
-int main(void) {
+/* Runs TOOL ARG as a command: its exit status, or -errno if it cannot be started (-ENOENT: not installed). */
+static int run_tool(const char *tool, const char *arg1, const char *arg2) {
+        char *argv[] = { (char *) tool, (char *) arg1, (char *) arg2, NULL };
+        extern char **environ;
+        pid_t pid;
+        int status, r;
+
+        r = posix_spawnp(&pid, tool, NULL, NULL, argv, environ);
+        if (r != 0)
+                return -r;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) {
+        stop_signal = sig;
+}
+
+/* As root: makes a system group of its own, runs the access-control cases in a child (an assertion there
+ * aborts the child only), and removes the group again whatever the child did; a SIGTERM or SIGINT
+ * (meson's timeout) ends the child and still removes the group. */
+static int main_access_control(void) {
+        struct sigaction sa = { .sa_handler = on_stop_signal };
+        pid_t pid;
+        int status, r;
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "SKIP: access control needs root, to create a group and become other users\n");
+                return EXIT_TEST_SKIP;
+        }
+        (void) snprintf(test_group, sizeof(test_group), "mstest-vls%d", (int) getpid());
+        r = run_tool("groupadd", "--system", test_group);
+        if (r == -ENOENT) {
+                fprintf(stderr, "SKIP: groupadd is not installed, so no group can be made for the test\n");
+                return EXIT_TEST_SKIP;
+        }
+        if (r != 0) {
+                fprintf(stderr, "groupadd --system %s failed (%d)\n", test_group, r);
+                return EXIT_FAILURE;
+        }
+
+        /* No SA_RESTART: a signal interrupts the wait below. */
+        ASSERT_OK(sigaction(SIGTERM, &sa, NULL));
+        ASSERT_OK(sigaction(SIGINT, &sa, NULL));
+        pid = fork();
+        if (pid == 0) {
+                (void) signal(SIGTERM, SIG_DFL);
+                (void) signal(SIGINT, SIG_DFL);
+                TEST(test_access_control);
+                /* exit(), not _exit(): LeakSanitizer checks the child at exit. */
+                exit(EXIT_SUCCESS);
+        }
+        status = -1;
+        while (pid > 0 && waitpid(pid, &status, 0) < 0) {
+                if (errno != EINTR || stop_signal) {
+                        fprintf(stderr, "stopped by signal %d, ending the test\n", (int) stop_signal);
+                        (void) kill(pid, SIGKILL);
+                        (void) waitpid(pid, &status, 0);
+                        status = -1;
+                        break;
+                }
+        }
+
+        r = run_tool("groupdel", test_group, NULL);
+        if (r != 0) {
+                fprintf(stderr, "groupdel %s failed (%d): remove the group by hand\n", test_group, r);
+                return EXIT_FAILURE;
+        }
+        if (pid < 0) {
+                fprintf(stderr, "fork: %s\n", strerror(errno));
+                return EXIT_FAILURE;
+        }
+        if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "the access-control cases failed (wait status %d)\n", status);
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}
+
+int main(int argc, char *argv[]) {
         /* The server logs only at debug; keep the test log readable unless asked otherwise. */
         log_set_max_level(getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
         /* A test client writing to a closed connection must see EPIPE, not die. */
         (void) signal(SIGPIPE, SIG_IGN);
+
+        if (argc == 2 && streq(argv[1], "access-control"))
+                return main_access_control();
+        if (argc != 1) {
+                fprintf(stderr, "Usage: %s [access-control]\n", argv[0]);
+                return EXIT_FAILURE;
+        }
 
         TEST(test_info_and_describe);
         TEST(test_standard_errors);
@@ -850,6 +942,5 @@ int main(void) {
         TEST(test_idle_timeout_and_half_close);
         TEST(test_socket_setup);
         TEST(test_free_with_open_stream);
-        TEST(test_access_control);
-        return 0;
+        return EXIT_SUCCESS;
 }

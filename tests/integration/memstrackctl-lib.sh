@@ -38,6 +38,16 @@ lib_cleanup() {
     [ -n "${work:-}" ] && rm -rf "$work"
 }
 
+# Runs "$@" as uid and gid 65534 without supplementary groups (python3, which the tests need anyway,
+# rather than setpriv, which not every system has). The program must be reachable by that user.
+as_nobody() {
+    python3 -c 'import os, sys
+os.setgroups([])
+os.setresgid(65534, 65534, 65534)
+os.setresuid(65534, 65534, 65534)
+os.execv(sys.argv[1], sys.argv[1:])' "$@"
+}
+
 ctl() {
     "$MEMSTRACKCTL" --address "$work/sock" "$@"
 }

@@ -4,15 +4,19 @@
 # group (primary or supplementary) is served, root-only methods stay root's, and the socket file gets
 # mode 0660 and the group. Creates a temporary group and removes it again. Needs root.
 #
+# The processes of the other user reach nothing under the build directory, which may sit below a
+# directory only its owner can enter (a clone in a 0700 home): the socket and the client they run live in
+# a directory of our own under /tmp, mode 0755. WORKDIR only caches the vlgo build.
+#
 # usage: varlink-access.sh SERVER VLGO_BUILD SOURCE_ROOT WORKDIR
 set -euo pipefail
-SERVER=$1 VLGO_BUILD=$2 SRC=$3 WORK=$4
+SERVER=$1 VLGO_BUILD=$2 SRC=$3 CACHE=$4
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to create a group and switch users" >&2; exit 77; }
 command -v setpriv >/dev/null || { echo "SKIP: setpriv (util-linux) not installed" >&2; exit 77; }
 command -v groupadd >/dev/null || { echo "SKIP: groupadd (passwd) not installed" >&2; exit 77; }
 
-mkdir -p "$WORK"
-WORK=$(mktemp -d "$(cd "$WORK" && pwd)/access.XXXXXX")
+mkdir -p "$CACHE"
+WORK=$(mktemp -d /tmp/memstrack-varlink-access.XXXXXX)
 . "$SRC/tests/integration/varlink-lib.sh"
 GROUP=mstest$$
 cleanup() {
@@ -22,8 +26,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-build_vlgo "$(dirname "$WORK")/vlgo"
-# Other users need to reach the socket and run the client.
+build_vlgo "$(cd "$CACHE" && pwd)/vlgo"
+# Other users need to reach the socket and run the client: both in $WORK, which they can enter.
 chmod 0755 "$WORK"
 install -m 0755 "$VLGO" "$WORK/vlgo"
 VLGO=$WORK/vlgo
