@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "connection.h"
+#include "errors.h"
 #include "reply.h"
 #include "ctl.h"
 
@@ -73,26 +74,13 @@ int ctl_report_transport_error(int error) {
         }
 }
 
-int ctl_exit_for_error_reply(const char *error) {
-        if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED))
-                return CTL_EXIT_PERMISSION;
-        /* The daemon did not understand us: a version mismatch, which is a protocol problem. */
-        if (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) || streq(error, VARLINK_ERROR_INTERFACE_NOT_FOUND) ||
-            streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED) || streq(error, VARLINK_ERROR_INVALID_PARAMETER))
-                return CTL_EXIT_PROTOCOL;
-        return CTL_EXIT_FAILURE;
-}
-
 int ctl_report_error_reply(const char *error, json_t *parameters) {
-        _cleanup_free_ char *p = parameters ? json_dumps(parameters, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *m = ctl_error_message(error, parameters);
 
-        if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED)) {
-                const char *reason = json_string_value(json_object_get(parameters, "reason"));
-                fprintf(stderr, "Permission denied by memstrackd: %s (root or group %s required).\n",
-                        reason ?: "no reason given", MEMSTRACK_GROUP_DEFAULT);
-        } else
-                fprintf(stderr, "memstrackd replied with error %s %s\n", error, p ?: "{}");
-        return ctl_exit_for_error_reply(error);
+        if (!m)
+                return -ENOMEM;
+        fprintf(stderr, "%s\n", m);
+        return ctl_error_exit_status(error);
 }
 
 int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply) {

@@ -21,8 +21,10 @@
 #include "snapshot.h"
 #include "tasks.h"
 
-/* Calls StackTree; an error reply for the task or module (it went away meanwhile) gives 0 and NULL. */
-static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key, json_t *value, json_t **ret) {
+/* Calls StackTree. Unless required, an error reply for the task or module (it went away meanwhile)
+ * gives 0 and NULL; one the caller asked for by name is reported as any other error. */
+static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key, json_t *value, bool required,
+                json_t **ret) {
         _cleanup_free_ char *error = NULL;
         json_auto_t *params = NULL, *reply = NULL;
         int r;
@@ -43,7 +45,7 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
         if (r < 0)
                 return ctl_report_transport_error(r);
         if (error) {
-                if (key && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
+                if (key && !required && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
                             streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
                         *ret = NULL;
                         return 0;
@@ -56,11 +58,11 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
 
 /* Appends {key: value, "stackTree": tree} to list unless the tree could not be had. */
 static int add_scoped_tree(VarlinkClient *c, const SnapshotFetch *f, json_t *list, const char *param,
-                const char *key, json_t *value) {
+                const char *key, json_t *value, bool required) {
         json_auto_t *tree = NULL;
         int r;
 
-        r = fetch_tree(c, f, param, value, &tree);
+        r = fetch_tree(c, f, param, value, required, &tree);
         if (r != 0 || !tree)
                 return r;
         if (json_array_append_new(list, json_pack("{s:O, s:O}", key, value, "stackTree", tree)) < 0)
@@ -107,7 +109,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         r = ctl_call(c, "io.memstrack.Modules", params, &modules);
         if (r != 0)
                 return r;
-        r = fetch_tree(c, f, NULL, NULL, &tree);
+        r = fetch_tree(c, f, NULL, NULL, true, &tree);
         if (r != 0)
                 return r;
 
@@ -118,7 +120,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 /* "[evicted]" (pid -1) gathers forgotten tasks: it has no tree of its own. */
                 if (reply_int(e, "pid", -1) < 0)
                         continue;
-                r = add_scoped_tree(c, f, task_stacks, "pid", "pid", json_object_get(e, "pid"));
+                r = add_scoped_tree(c, f, task_stacks, "pid", "pid", json_object_get(e, "pid"), false);
                 if (r != 0)
                         return r;
                 n++;
@@ -128,7 +130,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 if (!pid)
                         return -ENOMEM;
                 if (!list_has(task_stacks, "pid", pid)) {
-                        r = add_scoped_tree(c, f, task_stacks, "pid", "pid", pid);
+                        r = add_scoped_tree(c, f, task_stacks, "pid", "pid", pid, true);
                         if (r != 0)
                                 return r;
                 }
@@ -138,7 +140,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         json_array_foreach(reply_array(modules, "modules"), i, e) {
                 if (n >= SNAPSHOT_MODULE_STACKS_MAX || reply_count(e, "currentPages") == 0)
                         break;
-                r = add_scoped_tree(c, f, module_stacks, "module", "name", json_object_get(e, "name"));
+                r = add_scoped_tree(c, f, module_stacks, "module", "name", json_object_get(e, "name"), false);
                 if (r != 0)
                         return r;
                 n++;
@@ -148,7 +150,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 if (!name)
                         return -ENOMEM;
                 if (!list_has(module_stacks, "name", name)) {
-                        r = add_scoped_tree(c, f, module_stacks, "module", "name", name);
+                        r = add_scoped_tree(c, f, module_stacks, "module", "name", name, true);
                         if (r != 0)
                                 return r;
                 }

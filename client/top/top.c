@@ -24,6 +24,7 @@
 #include "actions.h"
 #include "connection.h"
 #include "ctl.h"
+#include "errors.h"
 #include "format.h"
 #include "model.h"
 #include "reply.h"
@@ -110,12 +111,10 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
                 side_close(t);
                 set_status(t, "Lost the query connection: %s", strerror(-r));
         } else if (error) {
-                if (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))
-                        set_status(t, "That task or module is gone; press a for all stacks.");
-                else if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED))
-                        set_status(t, "Permission denied by memstrackd (reset needs root).");
-                else
-                        set_status(t, "memstrackd: %s", error);
+                /* The same sentence the verbs print (errors.h), with what to do here. */
+                _cleanup_free_ char *m = ctl_error_message(error, reply);
+                bool gone = streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE);
+                set_status(t, "%s%s", m ?: error, gone ? " Press a for all stacks." : "");
         } else if (done == SIDE_STACKS) {
                 r = top_model_update_stacks(t->model, reply);
                 if (r < 0)
@@ -189,7 +188,8 @@ static int stream_handler(sd_event_source *s, int fd, uint32_t revents, void *us
                         return 0;
                 }
                 if (error) {
-                        lost_daemon(t, error);
+                        _cleanup_free_ char *m = ctl_error_message(error, reply);
+                        lost_daemon(t, m ?: error);
                         return 0;
                 }
                 if (top_model_update(t->model, reply) < 0)

@@ -116,9 +116,27 @@ test_text_verbs() {
     ctl diff mark | grep -q "Snapshot 'mark'" || fail "diff lacks its header"
     ctl report --format task_summary --task "$lg_pid" | grep -q "^Task loadgen ($lg_pid) using" ||
         fail "report task_summary lacks loadgen"
-    ctl stacks --task 999999999 >/dev/null 2>"$work/err"; r=$?
-    [ $r -eq 1 ] || fail "stacks for an unknown pid exited $r, expected 1"
-    grep -q "io.memstrack.NoSuchTask" "$work/err" || fail "the daemon's error name is not shown: $(cat "$work/err")"
+    # One condition, one sentence (client/errors.c), whichever verb meets it.
+    local expected="No task with pid 999999999 is known to memstrackd (memstrackctl tasks --all lists them)."
+    local v
+    for v in "stacks --task 999999999" "report --task 999999999" "report --format flamegraph --task 999999999" \
+             "--json stacks --task 999999999"; do
+        # shellcheck disable=SC2086
+        ctl $v >/dev/null 2>"$work/err"; r=$?
+        [ $r -eq 1 ] || fail "$v for an unknown pid exited $r, expected 1"
+        [ "$(cat "$work/err")" = "$expected" ] || fail "$v said '$(cat "$work/err")', expected '$expected'"
+    done
+    expected="No module 'no_such_module' is known to memstrackd (memstrackctl modules lists them)."
+    for v in "stacks --module no_such_module" "report --module no_such_module"; do
+        # shellcheck disable=SC2086
+        ctl $v >/dev/null 2>"$work/err"; r=$?
+        [ $r -eq 1 ] || fail "$v exited $r, expected 1"
+        [ "$(cat "$work/err")" = "$expected" ] || fail "$v said '$(cat "$work/err")', expected '$expected'"
+    done
+    ctl diff never-saved >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 1 ] || fail "diff of an unknown snapshot exited $r, expected 1"
+    grep -qx "No snapshot 'never-saved' is saved in memstrackd (save one with: memstrackctl snapshot never-saved)." \
+        "$work/err" || fail "diff said '$(cat "$work/err")'"
     echo "ok text verbs"
 }
 
