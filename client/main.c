@@ -106,7 +106,7 @@ static void help(void) {
                "     --format=LIST           report: task_summary,task_top,module_summary,module_top,\n"
                "                             stack_tree,folded,flamegraph (default module_summary,module_top)\n"
                "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"
-               "     --output=FILE           report: write to FILE\n"
+               "     --output=FILE           report: write to FILE (a directory for several formats)\n"
                "     --from=FILE             report: read a snapshot file instead of asking the daemon\n"
                "     --file=FILE             snapshot: write a snapshot file\n\n"
                "See memstrackctl(1).\n",

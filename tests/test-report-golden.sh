@@ -78,6 +78,34 @@ python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" 18872 || failed=1
 "$CTL" report --from "$SNAP" --format flamegraph --throttle 60 --task 4242 >"$work/fg-task.svg" &&
     python3 "$TESTS/check-flamegraph.py" "$work/fg-task.svg" 16384 || failed=1
 
+# Several formats with --output: one file per format in that directory, each the same bytes as the
+# format alone; an SVG is never framed by text lines.
+"$CTL" report --from "$SNAP" --format flamegraph,folded,stack_tree --output "$work/dir" ||
+    { echo "FAIL --output DIR"; failed=1; }
+for f in flamegraph.svg:flamegraph folded.txt:folded stack_tree.txt:stack_tree; do
+    cmp -s "$work/dir/${f%%:*}" "$GOLDEN/report-${f#*:}.txt" || { echo "FAIL $work/dir/${f%%:*} differs"; failed=1; }
+done
+[ "$(ls "$work/dir" | wc -l)" -eq 3 ] || { echo "FAIL --output DIR wrote $(ls "$work/dir")"; failed=1; }
+python3 "$TESTS/check-flamegraph.py" "$work/dir/flamegraph.svg" 18872 >/dev/null || failed=1
+# --json: NAME.json each, holding what the combined object holds under NAME.
+"$CTL" report --from "$SNAP" --format flamegraph,folded --json=short --output "$work/jdir" &&
+"$CTL" report --from "$SNAP" --format flamegraph,folded --json=short >"$work/all.json" &&
+python3 - "$work/jdir" "$work/all.json" <<'PY' || { echo "FAIL --json --output DIR"; failed=1; }
+import json, os, sys
+d, whole = sys.argv[1], json.load(open(sys.argv[2]))
+assert sorted(os.listdir(d)) == ["flamegraph.json", "folded.json"], os.listdir(d)
+for name in ("flamegraph", "folded"):
+    assert json.load(open(os.path.join(d, name + ".json"))) == whole[name], name
+PY
+# A flame graph with other formats on stdout, or a file where a directory is needed: usage errors (2),
+# said before anything is written.
+"$CTL" report --from "$SNAP" --format flamegraph,folded >"$work/mixed.out" 2>"$work/mixed.err"
+[ $? -eq 2 ] && [ ! -s "$work/mixed.out" ] && grep -q "output DIRECTORY" "$work/mixed.err" ||
+    { echo "FAIL flamegraph,folded on stdout: $(cat "$work/mixed.err")"; failed=1; }
+"$CTL" report --from "$SNAP" --format folded,stack_tree --output "$work/fg.svg" 2>"$work/file.err"
+[ $? -eq 2 ] && grep -q "names a directory" "$work/file.err" || { echo "FAIL several formats into a file"; failed=1; }
+cmp -s "$work/fg.svg" "$GOLDEN/report-flamegraph.txt" || { echo "FAIL a refused --output was overwritten"; failed=1; }
+
 # Errors: unknown format (usage, 2), unknown task (1), not a snapshot (1).
 "$CTL" report --from "$SNAP" --format nope >/dev/null 2>&1; [ $? -eq 2 ] || { echo "FAIL unknown format"; failed=1; }
 "$CTL" report --from "$SNAP" --format task_top --task 1 >/dev/null 2>&1; [ $? -eq 1 ] || { echo "FAIL unknown task"; failed=1; }
