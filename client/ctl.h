@@ -52,6 +52,7 @@ extern unsigned arg_throttle;           /* percent, 1..100 */
 extern const char *arg_output;
 extern const char *arg_from;
 extern const char *arg_file;
+extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);

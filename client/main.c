@@ -35,6 +35,7 @@ unsigned arg_throttle = 100;
 const char *arg_output = NULL;
 const char *arg_from = NULL;
 const char *arg_file = NULL;
+bool arg_offsets = false;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -52,6 +53,7 @@ typedef enum VerbOption {
         OPTION_OUTPUT     = 1 << 11,
         OPTION_FROM       = 1 << 12,
         OPTION_FILE       = 1 << 13,
+        OPTION_OFFSETS    = 1 << 14,
 } VerbOption;
 
 typedef struct Verb {
@@ -71,7 +73,7 @@ static const Verb verbs[] = {
         { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
-                            OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH, verb_report },
+                            OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
 };
 
 static void help(void) {
@@ -108,6 +110,7 @@ static void help(void) {
                "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"
                "     --output=FILE           report: write to FILE (a directory for several formats)\n"
                "     --from=FILE             report: read a snapshot file instead of asking the daemon\n"
+               "     --offsets               report: flame graph frames apart by +0x offset, not merged\n"
                "     --file=FILE             snapshot: write a snapshot file\n\n"
                "See memstrackctl(1).\n",
                MEMSTRACK_SOCKET_DEFAULT);
@@ -128,7 +131,7 @@ static int usage_error(const char *format, ...) {
 /* The option's name for messages, in VerbOption bit order. */
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
-        "--delay", "--format", "--throttle", "--output", "--from", "--file",
+        "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -150,6 +153,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_OUTPUT,
                 ARG_FROM,
                 ARG_FILE,
+                ARG_OFFSETS,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -171,6 +175,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "from", required_argument, NULL, ARG_FROM },
                 { "file", required_argument, NULL, ARG_FILE },
+                { "offsets", no_argument, NULL, ARG_OFFSETS },
                 {}
         };
         VerbOption seen = 0;
@@ -268,6 +273,10 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 case ARG_FILE:
                         arg_file = optarg;
                         seen |= OPTION_FILE;
+                        break;
+                case ARG_OFFSETS:
+                        arg_offsets = true;
+                        seen |= OPTION_OFFSETS;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

@@ -123,6 +123,7 @@ int verb_report(int argc, char *argv[]) {
         o.pid = arg_task;
         o.module = arg_module;
         o.max_depth = arg_depth;
+        o.offsets = arg_offsets;
 
         /* Usage first, before asking the daemon for anything. */
         directory = arg_output && o.n_formats > 1;

@@ -4,11 +4,13 @@
 
 #include <assert.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -156,9 +158,18 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 }
         }
 
-        *ret = json_pack("{s:i, s:s, s:O, s:O, s:O, s:O, s:O, s:O}",
+        /* Where and when, for titles (the daemon answers on a local socket: its host is ours). A host
+         * name jansson cannot take as UTF-8 is left out (null). */
+        char host[HOST_NAME_MAX + 1] = "";
+        struct timespec ts = {};
+        (void) gethostname(host, sizeof(host) - 1);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+
+        *ret = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:O, s:O, s:O, s:O}",
                          "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
                          "generator", "memstrackctl " PACKAGE_VERSION,
+                         "host", host[0] ? json_string(host) : NULL,
+                         "realtimeUsec", (json_int_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
                          "status", status,
                          "tasks", tasks,
                          "modules", modules,

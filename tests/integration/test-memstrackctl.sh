@@ -172,7 +172,12 @@ PY
     "$MEMSTRACKCTL" report --from "$work/snap.json" --format $formats >"$work/report-before.txt" ||
         fail "report --from failed"
     "$MEMSTRACKCTL" report --from "$work/snap.json" --format flamegraph >"$work/fg.svg" || fail "flamegraph failed"
-    python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" >/dev/null || fail "the live flame graph is not right"
+    python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" --title-contains "on $(hostname) at " >/dev/null ||
+        fail "the live flame graph is not right"
+    "$MEMSTRACKCTL" report --from "$work/snap.json" --format flamegraph --offsets >"$work/fg-offsets.svg" ||
+        fail "flamegraph --offsets failed"
+    python3 "$TESTS/check-flamegraph.py" "$work/fg-offsets.svg" --offsets >/dev/null ||
+        fail "the live flame graph with offsets is not right"
 
     stop_daemon
     "$MEMSTRACKCTL" report --from "$work/snap.json" --format $formats >"$work/report-gone.txt" ||
