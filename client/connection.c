@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,7 +15,19 @@
 #include "ctl.h"
 
 const char *ctl_address(void) {
-        return arg_address ?: MEMSTRACK_SOCKET_DEFAULT;
+        const char *e;
+
+        if (arg_address)
+                return arg_address;
+        e = getenv("MEMSTRACK_ADDRESS");
+        return e && e[0] ? e : MEMSTRACK_SOCKET_DEFAULT;
+}
+
+/* Where the address came from, for messages: the environment is easy to forget. */
+static const char *address_origin(void) {
+        const char *e = getenv("MEMSTRACK_ADDRESS");
+
+        return !arg_address && e && e[0] ? " (from $MEMSTRACK_ADDRESS)" : "";
 }
 
 int ctl_connect(VarlinkClient **ret) {
@@ -30,10 +43,11 @@ int ctl_connect(VarlinkClient **ret) {
                 return 0;
         case -ENOENT:
         case -ENOTDIR:
-                fprintf(stderr, "memstrackd is not running (no socket at %s).\n", ctl_address());
+                fprintf(stderr, "memstrackd is not running (no socket at %s%s).\n", ctl_address(), address_origin());
                 return CTL_EXIT_NOT_RUNNING;
         case -ECONNREFUSED:
-                fprintf(stderr, "memstrackd is not running (nobody listens on %s).\n", ctl_address());
+                fprintf(stderr, "memstrackd is not running (nobody listens on %s%s).\n", ctl_address(),
+                        address_origin());
                 return CTL_EXIT_NOT_RUNNING;
         case -EACCES:
         case -EPERM:
@@ -42,7 +56,8 @@ int ctl_connect(VarlinkClient **ret) {
                 return CTL_EXIT_PERMISSION;
         case -EINVAL:
         case -ENAMETOOLONG:
-                fprintf(stderr, "Invalid address '%s': expected unix:/path or a socket path.\n", ctl_address());
+                fprintf(stderr, "Invalid address '%s'%s: expected unix:/path or a socket path.\n", ctl_address(),
+                        address_origin());
                 return CTL_EXIT_USAGE;
         case -ENOMEM:
                 return r;

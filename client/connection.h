@@ -17,7 +17,7 @@
 /* How long one call may take: big stack trees take the daemon a while on large machines. */
 #define CTL_CALL_TIMEOUT_USEC (60ULL * 1000000ULL)
 
-/* arg_address, or the default socket. */
+/* --address, else $MEMSTRACK_ADDRESS if set and not empty, else the default socket. */
 const char *ctl_address(void);
 
 /* Connects to ctl_address(). */

@@ -33,9 +33,10 @@ typedef enum CtlJsonMode {
 } CtlJsonMode;
 
 /* Global options. */
-extern const char *arg_address;         /* NULL: MEMSTRACK_SOCKET_DEFAULT */
+extern const char *arg_address;         /* NULL: $MEMSTRACK_ADDRESS, else MEMSTRACK_SOCKET_DEFAULT */
 extern CtlJsonMode arg_json;
 extern bool arg_pager;                  /* accepted for compatibility; memstrackctl never pages */
+extern bool arg_legend;                 /* header and footer lines of tables (--no-legend: false) */
 
 /* Verb options; each verb says in main.c's table which ones it takes. */
 extern const char *arg_sort;            /* NULL: the verb's default */

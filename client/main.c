@@ -21,6 +21,7 @@
 const char *arg_address = NULL;
 CtlJsonMode arg_json = CTL_JSON_OFF;
 bool arg_pager = true;
+bool arg_legend = true;
 const char *arg_sort = NULL;
 uint64_t arg_limit = 0;
 bool arg_all = false;
@@ -84,7 +85,7 @@ static void help(void) {
                "  tasks                      Tasks by pages held\n"
                "  modules                    Kernel modules by pages allocated through them\n"
                "  stacks                     The merged allocation call-stack tree\n"
-               "  top                        Live view (ncurses; --batch for text)\n"
+               "  top                        Live view (ncurses; text with --batch or when piped)\n"
                "  reset [peaks|all]          Restart peaks, or all counters (root)\n"
                "  snapshot NAME              Save the counts in the daemon under NAME\n"
                "  snapshot --file FILE       Save everything needed for reports to FILE\n"
@@ -93,9 +94,10 @@ static void help(void) {
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
-               "     --address=ADDR          Daemon address (default unix:%s)\n"
+               "     --address=ADDR          Daemon address (default $MEMSTRACK_ADDRESS, else unix:%s)\n"
                "     --json[=short|pretty]   Print the reply as JSON (pretty on a TTY by default)\n"
                "     --no-pager              Accepted; memstrackctl never pages\n"
+               "     --no-legend             Tables without header and footer lines\n"
                "     --sort=KEY              current, peak (or allocs for tasks/top)\n"
                "     --limit=N               Entries to show (children per node for stacks)\n"
                "     --all                   tasks: include exited tasks\n"
@@ -104,7 +106,8 @@ static void help(void) {
                "     --depth=N               stacks/report: levels below the root\n"
                "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
                "  -n --iterations=N          top: stop after N refreshes\n"
-               "     --batch                 top: print text snapshots instead of the TUI\n"
+               "     --batch                 top: print text snapshots instead of the TUI (the default\n"
+               "                             when standard output is not a terminal)\n"
                "     --format=LIST           report: task_summary,task_top,module_summary,module_top,\n"
                "                             stack_tree,folded,flamegraph (default module_summary,module_top)\n"
                "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"
@@ -141,6 +144,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_ADDRESS,
                 ARG_JSON,
                 ARG_NO_PAGER,
+                ARG_NO_LEGEND,
                 ARG_SORT,
                 ARG_LIMIT,
                 ARG_ALL,
@@ -161,6 +165,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
                 { "sort", required_argument, NULL, ARG_SORT },
                 { "limit", required_argument, NULL, ARG_LIMIT },
                 { "all", no_argument, NULL, ARG_ALL },
@@ -206,6 +211,9 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         break;
                 case ARG_NO_PAGER:
                         arg_pager = false;
+                        break;
+                case ARG_NO_LEGEND:
+                        arg_legend = false;
                         break;
                 case ARG_SORT:
                         if (!streq(optarg, "current") && !streq(optarg, "peak") && !streq(optarg, "allocs"))

@@ -331,15 +331,18 @@ static int print_diff(json_t *d, uint64_t page_size) {
         json_t *e;
         int r;
 
-        printf("Snapshot '%s', taken %s ago: %s -> %s (%s, %+" PRIi64 " pages)\n\n",
-               reply_string(d, "name") ?: "?", format_duration(a, sizeof(a), ts > snap_ts ? ts - snap_ts : 0),
-               format_pages(b, sizeof(b), (uint64_t) MAX(before, (int64_t) 0), page_size),
-               format_pages(c, sizeof(c), (uint64_t) MAX(after, (int64_t) 0), page_size),
-               format_delta(a, sizeof(a), after - before, page_size), after - before);
+        if (arg_legend)
+                printf("Snapshot '%s', taken %s ago: %s -> %s (%s, %+" PRIi64 " pages)\n\n",
+                       reply_string(d, "name") ?: "?", format_duration(a, sizeof(a), ts > snap_ts ? ts - snap_ts : 0),
+                       format_pages(b, sizeof(b), (uint64_t) MAX(before, (int64_t) 0), page_size),
+                       format_pages(c, sizeof(c), (uint64_t) MAX(after, (int64_t) 0), page_size),
+                       format_delta(a, sizeof(a), after - before, page_size), after - before);
 
         if ((r = table_new(task_columns, ELEMENTSOF(task_columns), &tasks)) < 0 ||
             (r = table_new(module_columns, ELEMENTSOF(module_columns), &modules)) < 0)
                 return r;
+        table_set_header(tasks, arg_legend);
+        table_set_header(modules, arg_legend);
         json_array_foreach(reply_array(d, "tasks"), i, e) {
                 int64_t delta = reply_int(e, "deltaPages", 0);
                 const char *state = reply_bool(e, "appeared", false) ? "new" :

@@ -347,8 +347,8 @@ static int run_tui(void) {
         sigset_t mask;
         int r;
 
-        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-                fprintf(stderr, "memstrackctl top needs a terminal; use --batch for text output.\n");
+        if (!isatty(STDIN_FILENO)) {
+                fprintf(stderr, "memstrackctl top reads keys from a terminal; use --batch for text output.\n");
                 return CTL_EXIT_USAGE;
         }
 
@@ -413,13 +413,14 @@ static int print_batch(json_t *reply, uint64_t page_size, uint64_t iteration) {
 
         if (iteration > 0)
                 printf("\n");
-        printf("memstrack top - tracked %s (%" PRIu64 " pages), peak %s - %.0f events/s - lost %" PRIu64
-               " - up %s\n\n",
-               format_pages(cur, sizeof(cur), reply_count(reply, "trackedPages"), page_size),
-               reply_count(reply, "trackedPages"),
-               format_pages(peak, sizeof(peak), reply_count(reply, "peakTrackedPages"), page_size),
-               reply_double(reply, "eventsPerSecond", 0), reply_count(reply, "lostEvents"),
-               format_duration(up, sizeof(up), reply_count(reply, "uptimeUsec")));
+        if (arg_legend)
+                printf("memstrack top - tracked %s (%" PRIu64 " pages), peak %s - %.0f events/s - lost %" PRIu64
+                       " - up %s\n\n",
+                       format_pages(cur, sizeof(cur), reply_count(reply, "trackedPages"), page_size),
+                       reply_count(reply, "trackedPages"),
+                       format_pages(peak, sizeof(peak), reply_count(reply, "peakTrackedPages"), page_size),
+                       reply_double(reply, "eventsPerSecond", 0), reply_count(reply, "lostEvents"),
+                       format_duration(up, sizeof(up), reply_count(reply, "uptimeUsec")));
         r = tasks_print_table(reply_array(reply, "tasks"), page_size, stdout, width);
         if (r < 0)
                 return r;
@@ -473,7 +474,8 @@ static int run_batch(void) {
 int verb_top(int argc, char *argv[]) {
         if (arg_sort && !streq(arg_sort, "current") && !streq(arg_sort, "peak") && !streq(arg_sort, "allocs"))
                 return CTL_EXIT_USAGE;
-        if (arg_batch || arg_json != CTL_JSON_OFF)
+        /* Output to a pipe or file gets text, as top -b: a curses screen there is of use to nobody. */
+        if (arg_batch || arg_json != CTL_JSON_OFF || !isatty(STDOUT_FILENO))
                 return run_batch();
         return run_tui();
 }

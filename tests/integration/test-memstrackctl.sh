@@ -140,6 +140,41 @@ test_text_verbs() {
     echo "ok text verbs"
 }
 
+# systemd-tool habits: $MEMSTRACK_ADDRESS (under --address), --no-legend, top as text into a pipe.
+test_conventions() {
+    local r
+    MEMSTRACK_ADDRESS=$work/sock "$MEMSTRACKCTL" status >/dev/null || fail "status with \$MEMSTRACK_ADDRESS failed"
+    MEMSTRACK_ADDRESS=unix:$work/sock "$MEMSTRACKCTL" --json tasks >/dev/null || fail "unix: in \$MEMSTRACK_ADDRESS failed"
+    MEMSTRACK_ADDRESS=$work/nowhere "$MEMSTRACKCTL" status >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 3 ] || fail "status with \$MEMSTRACK_ADDRESS at nothing exited $r, expected 3"
+    grep -qF "no socket at $work/nowhere (from \$MEMSTRACK_ADDRESS)" "$work/err" ||
+        fail "the message does not name the environment: $(cat "$work/err")"
+    MEMSTRACK_ADDRESS=$work/nowhere "$MEMSTRACKCTL" --address "$work/sock" status >/dev/null ||
+        fail "--address does not override \$MEMSTRACK_ADDRESS"
+
+    # --no-legend: the same rows, without the header lines.
+    COLUMNS=200 ctl --no-legend tasks --limit 10000 >"$work/tasks-nl.txt" || fail "--no-legend tasks failed"
+    grep -qE "PID +COMM" "$work/tasks-nl.txt" && fail "--no-legend tasks printed its header"
+    awk -v pid="$lg_pid" '$1 == pid && $2 == "loadgen" { found = 1 } END { exit !found }' "$work/tasks-nl.txt" ||
+        fail "--no-legend tasks lacks loadgen: $(head -3 "$work/tasks-nl.txt")"
+    ctl --no-legend modules | grep -q "^vmlinux " || fail "--no-legend modules lacks vmlinux"
+    ctl --no-legend modules | grep -q "MODULE" && fail "--no-legend modules printed its header"
+    ctl --no-legend stacks --task "$lg_pid" --depth 2 >"$work/stacks-nl.txt" || fail "--no-legend stacks failed"
+    grep -q "STACK" "$work/stacks-nl.txt" && fail "--no-legend stacks printed its header"
+    grep -q "\[pid $lg_pid loadgen\]" "$work/stacks-nl.txt" || fail "--no-legend stacks lacks the root"
+    ctl --no-legend diff mark >"$work/diff-nl.txt" || fail "--no-legend diff failed"
+    grep -qE "^Snapshot '|PID +COMM|MODULE +BEFORE" "$work/diff-nl.txt" && fail "--no-legend diff printed a legend"
+    ctl --no-legend top --batch -n 1 -d 0.2 >"$work/top-nl.txt" || fail "--no-legend top --batch failed"
+    grep -qE "^memstrack top|PID +COMM" "$work/top-nl.txt" && fail "--no-legend top printed a legend"
+    grep -qE "^ *$lg_pid +loadgen" "$work/top-nl.txt" || fail "--no-legend top lacks loadgen"
+
+    # top with its output in a file is --batch, as top -b: text, and it ends after -n.
+    ctl top -n 2 -d 0.2 >"$work/top-pipe.txt" 2>"$work/err" || fail "top into a file failed: $(cat "$work/err")"
+    [ "$(grep -c '^memstrack top' "$work/top-pipe.txt")" -eq 2 ] || fail "top into a file did not print 2 snapshots"
+    grep -q $'\e' "$work/top-pipe.txt" && fail "top into a file wrote escape sequences"
+    echo "ok \$MEMSTRACK_ADDRESS, --no-legend, top into a file"
+}
+
 # Not root and not in the group: the socket (0660) refuses the connection, exit 4.
 test_permission() {
     local r
@@ -199,6 +234,7 @@ start_daemon
 test_loadgen_pages
 test_json_everywhere
 test_text_verbs
+test_conventions
 test_permission
 test_snapshot_file
 lg free freed
