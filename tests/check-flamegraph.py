@@ -3,11 +3,14 @@
 """Checks a memstrackctl flame graph: valid XML, nothing external, each frame's box as wide as its pages,
 children within their parent, the root spanning the total, no box narrower than the threshold, frames
 merged by function (no "+0x" offsets, no two siblings of one name) unless --offsets, the zoom and search
-script present (and, if node is installed, valid JavaScript), and the title saying what it is asked to.
+script present and, if node is installed, valid JavaScript that zooms and searches right when clicked
+(check-flamegraph-script.js), and the title saying what it is asked to.
 
 Usage: check-flamegraph.py FILE.svg [EXPECTED_TOTAL_PAGES] [--offsets] [--min-box PX]
                            [--title-contains TEXT]... [--expect-small-frames]"""
 import argparse
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -24,6 +27,23 @@ OFFSET = re.compile(r"\+0x[0-9a-f]+( \[[^][]*\])?$")
 def fail(msg):
     print(f"FAIL: {msg}", file=sys.stderr)
     sys.exit(1)
+
+
+def run_script(node, svg, root_frame, script):
+    """Clicks and searches in the graph with check-flamegraph-script.js (node, a stand-in DOM)."""
+    def frame(g):
+        rect = g.find(NS + "rect")
+        return {"name": g.get("data-name"), "pages": int(g.get("data-pages")), "x": float(rect.get("x")),
+                "width": float(rect.get("width")),
+                "children": [frame(c) for c in g if c.tag == NS + "g" and c.get("class") == "frame"]}
+    graph = {"attributes": dict(svg.attrib), "root": frame(root_frame), "script": script}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(graph, f)
+        f.flush()
+        harness = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check-flamegraph-script.js")
+        p = subprocess.run([node, harness, f.name], capture_output=True, text=True)
+        if p.returncode != 0:
+            fail(f"the script misbehaves: {p.stderr.strip()}")
 
 
 def main():
@@ -135,6 +155,10 @@ def main():
         fail(f"root box is {root_width} wide, expected {expected} for {total} pages")
     if args.expect_small_frames and n_small == 0:
         fail("no '[N smaller frames]' box")
+    if node:
+        run_script(node, root, frames[0], script)
+    else:
+        print("node is not installed: the script was not run", file=sys.stderr)
     print(f"ok: {n_boxes} boxes ({n_small} of smaller frames), {total} pages")
 
 
