@@ -15,9 +15,9 @@
 #include "reply.h"
 #include "varlink.h"
 
-/* A string parameter made safe to print; "?" when it is missing. NULL on OOM. */
-static char *param_string(const json_t *parameters, const char *key) {
-        return format_sanitize(reply_string(parameters, key) ?: "?");
+/* A string parameter made safe to print; def when it is missing. NULL on OOM. */
+static char *param_string(const json_t *parameters, const char *key, const char *def) {
+        return format_sanitize(reply_string(parameters, key) ?: def);
 }
 
 static bool version_mismatch(const char *error) {
@@ -37,31 +37,32 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
                         r = asprintf(&m, "No task with pid %" JSON_INTEGER_FORMAT " is known to memstrackd "
                                      "(memstrackctl tasks --all lists them).", json_integer_value(pid));
                 else
-                        r = asprintf(&m, "No such task is known to memstrackd (memstrackctl tasks --all lists them).");
+                        r = asprintf(&m, "No such task is known to memstrackd "
+                                     "(memstrackctl tasks --all lists them).");
         } else if (streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE)) {
-                _cleanup_free_ char *name = param_string(parameters, "name");
+                _cleanup_free_ char *name = param_string(parameters, "name", "?");
                 if (!name)
                         return NULL;
                 r = asprintf(&m, "No module '%s' is known to memstrackd (memstrackctl modules lists them).", name);
         } else if (streq(error, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT)) {
-                _cleanup_free_ char *name = param_string(parameters, "name");
+                _cleanup_free_ char *name = param_string(parameters, "name", "?");
                 if (!name)
                         return NULL;
-                r = asprintf(&m, "No snapshot '%s' is saved in memstrackd (save one with: memstrackctl snapshot %s).",
-                             name, name);
+                r = asprintf(&m, "No snapshot '%s' is saved in memstrackd "
+                             "(save one with: memstrackctl snapshot %s).", name, name);
         } else if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED)) {
-                _cleanup_free_ char *reason = format_sanitize(reply_string(parameters, "reason") ?: "no reason given");
+                _cleanup_free_ char *reason = param_string(parameters, "reason", "no reason given");
                 if (!reason)
                         return NULL;
                 r = asprintf(&m, "Permission denied by memstrackd: %s (root or group %s required).", reason,
                              MEMSTRACK_GROUP_DEFAULT);
         } else if (streq(error, MEMSTRACK_ERROR_NOT_TRACING)) {
-                _cleanup_free_ char *reason = format_sanitize(reply_string(parameters, "reason") ?: "no reason given");
+                _cleanup_free_ char *reason = param_string(parameters, "reason", "no reason given");
                 if (!reason)
                         return NULL;
                 r = asprintf(&m, "memstrackd is not tracing: %s.", reason);
         } else if (streq(error, MEMSTRACK_ERROR_LIMIT_EXCEEDED)) {
-                _cleanup_free_ char *limit = param_string(parameters, "limit");
+                _cleanup_free_ char *limit = param_string(parameters, "limit", "?");
                 int64_t value = reply_int(parameters, "value", -1);
                 if (!limit)
                         return NULL;
@@ -73,7 +74,7 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
                 else
                         r = asprintf(&m, "memstrackd refused: over its limit '%s' (%" PRIi64 ").", limit, value);
         } else if (streq(error, MEMSTRACK_ERROR_INTERNAL)) {
-                _cleanup_free_ char *message = format_sanitize(reply_string(parameters, "message") ?: "no message");
+                _cleanup_free_ char *message = param_string(parameters, "message", "no message");
                 if (!message)
                         return NULL;
                 r = asprintf(&m, "memstrackd failed to answer: %s.", message);
@@ -85,7 +86,7 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
                 r = asprintf(&m, "memstrackd does not know %s: it is another version than memstrackctl %s.", name,
                              PACKAGE_VERSION);
         } else if (streq(error, VARLINK_ERROR_INVALID_PARAMETER)) {
-                _cleanup_free_ char *name = param_string(parameters, "parameter");
+                _cleanup_free_ char *name = param_string(parameters, "parameter", "?");
                 if (!name)
                         return NULL;
                 r = asprintf(&m, "memstrackd rejected the parameter '%s' (a bad value, or another version than "

@@ -126,7 +126,9 @@ char *flamegraph_function_name(const char *frame) {
 }
 
 static int add_count(json_t *into, const json_t *from, const char *key) {
-        return json_object_set_new(into, key, json_integer((json_int_t) (reply_count(into, key) + reply_count(from, key))));
+        uint64_t sum = reply_count(into, key) + reply_count(from, key);
+
+        return json_object_set_new(into, key, json_integer((json_int_t) sum));
 }
 
 /* Adds node's counts to the merged node into; its children go to pending, to be merged later. */
@@ -450,12 +452,14 @@ int flamegraph_write(const json_t *root, const FlamegraphInfo *info, FILE *f) {
         if (r >= 0) {
                 /* Controls for the script; without it they are plain text. */
                 unsigned y = g.height_px - FLAMEGRAPH_MARGIN_PX;
-                fprintf(f, "<text id=\"hint\" x=\"%d\" y=\"%u\">Click a box to zoom in; hover for details.</text>\n"
-                        "<text id=\"unzoom\" class=\"button\" x=\"%d\" y=\"%u\" style=\"display:none\">Reset zoom</text>\n"
-                        "<text id=\"matched\" x=\"%d\" y=\"%u\" text-anchor=\"end\"></text>\n"
-                        "<text id=\"search\" class=\"button\" x=\"%d\" y=\"%u\" text-anchor=\"end\">Search</text>\n",
-                        FLAMEGRAPH_MARGIN_PX, y, FLAMEGRAPH_MARGIN_PX, y,
-                        FLAMEGRAPH_WIDTH_PX - FLAMEGRAPH_MARGIN_PX - 110, y, FLAMEGRAPH_WIDTH_PX - FLAMEGRAPH_MARGIN_PX, y);
+                int right = FLAMEGRAPH_WIDTH_PX - FLAMEGRAPH_MARGIN_PX;
+                fprintf(f, "<text id=\"hint\" x=\"%d\" y=\"%u\">Click a box to zoom in; hover for details.</text>\n",
+                        FLAMEGRAPH_MARGIN_PX, y);
+                fprintf(f, "<text id=\"unzoom\" class=\"button\" x=\"%d\" y=\"%u\" style=\"display:none\">"
+                        "Reset zoom</text>\n", FLAMEGRAPH_MARGIN_PX, y);
+                fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"%u\" text-anchor=\"end\"></text>\n", right - 110, y);
+                fprintf(f, "<text id=\"search\" class=\"button\" x=\"%d\" y=\"%u\" text-anchor=\"end\">Search</text>\n",
+                        right, y);
                 fprintf(f, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n", flamegraph_script);
         }
         fputs("</svg>\n", f);

@@ -179,7 +179,8 @@ int verb_report(int argc, char *argv[]) {
                                               MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
         }
         if (r == -ESRCH) {
-                fprintf(stderr, "No task with pid %lld in the snapshot file %s.\n", (long long) arg_task, arg_from);
+                fprintf(stderr, "No task with pid %lld in the snapshot file %s.\n", (long long) arg_task,
+                        arg_from);
                 return CTL_EXIT_FAILURE;
         }
         if (r == -ENOENT) {

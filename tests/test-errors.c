@@ -38,6 +38,9 @@ static void test_messages(void) {
         check(MEMSTRACK_ERROR_PERMISSION_DENIED, "{\"reason\": \"Reset is for root only\"}",
               "Permission denied by memstrackd: Reset is for root only (root or group " MEMSTRACK_GROUP_DEFAULT
               " required).");
+        check(MEMSTRACK_ERROR_PERMISSION_DENIED, "{}",
+              "Permission denied by memstrackd: no reason given (root or group " MEMSTRACK_GROUP_DEFAULT
+              " required).");
         check(MEMSTRACK_ERROR_NOT_TRACING, "{\"reason\": \"perf_event_open failed\"}",
               "memstrackd is not tracing: perf_event_open failed.");
         check(MEMSTRACK_ERROR_LIMIT_EXCEEDED, "{\"limit\": \"messageSize\", \"value\": 16777216}",

@@ -60,7 +60,8 @@ static json_t *child_named(const json_t *n, const char *frame, const char *modul
 
 static void test_merge(void) {
         json_auto_t *root = node("[all]", NULL, 100, 100, json_pack("[o, o, o, o]",
-                node("do_syscall_64+0x71", NULL, 40, 50, json_pack("[o]", node("ksys_write+0x66", NULL, 40, 45, NULL))),
+                node("do_syscall_64+0x71", NULL, 40, 50,
+                     json_pack("[o]", node("ksys_write+0x66", NULL, 40, 45, NULL))),
                 node("do_syscall_64+0x23b", NULL, 30, 35, json_pack("[o, o]",
                         node("ksys_write+0x66", NULL, 20, -1, NULL), node("ksys_read+0x10", NULL, 10, 10, NULL))),
                 node("do_syscall_64+0x80", "kvm", 20, 20, NULL),
@@ -90,7 +91,8 @@ static void test_merge(void) {
         ASSERT_NOT_NULL(child_named(merged, "do_syscall_64", "kvm"));
         ASSERT_EQ(reply_count(child_named(merged, "kthread", NULL), "mergedFrames"), 1);
         /* The input is left alone. */
-        ASSERT_STREQ(reply_string(json_array_get(reply_array(root, "children"), 0), "frame"), "do_syscall_64+0x71");
+        ASSERT_STREQ(reply_string(json_array_get(reply_array(root, "children"), 0), "frame"),
+                     "do_syscall_64+0x71");
 }
 
 int main(void) {
