@@ -58,6 +58,7 @@ verbs=(
     "stacks"
     "stacks --task 1"
     "top --batch -n 1"
+    "top -n 1"
     "reset"
     "snapshot before"
     "snapshot --file $work/snap.json"
