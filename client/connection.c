@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -9,11 +10,24 @@
 
 #include "config.h"
 #include "connection.h"
+#include "errors.h"
 #include "reply.h"
 #include "ctl.h"
 
 const char *ctl_address(void) {
-        return arg_address ?: MEMSTRACK_SOCKET_DEFAULT;
+        const char *e;
+
+        if (arg_address)
+                return arg_address;
+        e = getenv("MEMSTRACK_ADDRESS");
+        return e && e[0] ? e : MEMSTRACK_SOCKET_DEFAULT;
+}
+
+/* Where the address came from, for messages: the environment is easy to forget. */
+static const char *address_origin(void) {
+        const char *e = getenv("MEMSTRACK_ADDRESS");
+
+        return !arg_address && e && e[0] ? " (from $MEMSTRACK_ADDRESS)" : "";
 }
 
 int ctl_connect(VarlinkClient **ret) {
@@ -29,10 +43,11 @@ int ctl_connect(VarlinkClient **ret) {
                 return 0;
         case -ENOENT:
         case -ENOTDIR:
-                fprintf(stderr, "memstrackd is not running (no socket at %s).\n", ctl_address());
+                fprintf(stderr, "memstrackd is not running (no socket at %s%s).\n", ctl_address(), address_origin());
                 return CTL_EXIT_NOT_RUNNING;
         case -ECONNREFUSED:
-                fprintf(stderr, "memstrackd is not running (nobody listens on %s).\n", ctl_address());
+                fprintf(stderr, "memstrackd is not running (nobody listens on %s%s).\n", ctl_address(),
+                        address_origin());
                 return CTL_EXIT_NOT_RUNNING;
         case -EACCES:
         case -EPERM:
@@ -41,7 +56,8 @@ int ctl_connect(VarlinkClient **ret) {
                 return CTL_EXIT_PERMISSION;
         case -EINVAL:
         case -ENAMETOOLONG:
-                fprintf(stderr, "Invalid address '%s': expected unix:/path or a socket path.\n", ctl_address());
+                fprintf(stderr, "Invalid address '%s'%s: expected unix:/path or a socket path.\n", ctl_address(),
+                        address_origin());
                 return CTL_EXIT_USAGE;
         case -ENOMEM:
                 return r;
@@ -73,26 +89,13 @@ int ctl_report_transport_error(int error) {
         }
 }
 
-int ctl_exit_for_error_reply(const char *error) {
-        if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED))
-                return CTL_EXIT_PERMISSION;
-        /* The daemon did not understand us: a version mismatch, which is a protocol problem. */
-        if (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) || streq(error, VARLINK_ERROR_INTERFACE_NOT_FOUND) ||
-            streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED) || streq(error, VARLINK_ERROR_INVALID_PARAMETER))
-                return CTL_EXIT_PROTOCOL;
-        return CTL_EXIT_FAILURE;
-}
-
 int ctl_report_error_reply(const char *error, json_t *parameters) {
-        _cleanup_free_ char *p = parameters ? json_dumps(parameters, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *m = ctl_error_message(error, parameters);
 
-        if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED)) {
-                const char *reason = json_string_value(json_object_get(parameters, "reason"));
-                fprintf(stderr, "Permission denied by memstrackd: %s (root or group %s required).\n",
-                        reason ?: "no reason given", MEMSTRACK_GROUP_DEFAULT);
-        } else
-                fprintf(stderr, "memstrackd replied with error %s %s\n", error, p ?: "{}");
-        return ctl_exit_for_error_reply(error);
+        if (!m)
+                return -ENOMEM;
+        fprintf(stderr, "%s\n", m);
+        return ctl_error_exit_status(error);
 }
 
 int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply) {

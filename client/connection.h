@@ -17,7 +17,7 @@
 /* How long one call may take: big stack trees take the daemon a while on large machines. */
 #define CTL_CALL_TIMEOUT_USEC (60ULL * 1000000ULL)
 
-/* arg_address, or the default socket. */
+/* --address, else $MEMSTRACK_ADDRESS if set and not empty, else the default socket. */
 const char *ctl_address(void);
 
 /* Connects to ctl_address(). */
@@ -31,10 +31,9 @@ int ctl_call_once(const char *method, json_t *parameters, json_t **ret_reply);
 
 /* Describes a transport failure (-errno from the varlink client) and returns its CtlExit. */
 int ctl_report_transport_error(int error);
-/* Describes an error reply (name and parameters, both borrowed) and returns its CtlExit. */
+/* Prints ctl_error_message() for an error reply (name and parameters, both borrowed) and returns its
+ * CtlExit (ctl_error_exit_status()), or -ENOMEM. */
 int ctl_report_error_reply(const char *error, json_t *parameters);
-/* Maps an error reply name onto the exit status, without printing. */
-int ctl_exit_for_error_reply(const char *error);
 
 /* Prints j to stdout as --json asked (short or pretty), with a final newline. -EIO, -ENOMEM. */
 int ctl_print_json(json_t *j);

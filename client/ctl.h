@@ -33,9 +33,10 @@ typedef enum CtlJsonMode {
 } CtlJsonMode;
 
 /* Global options. */
-extern const char *arg_address;         /* NULL: MEMSTRACK_SOCKET_DEFAULT */
+extern const char *arg_address;         /* NULL: $MEMSTRACK_ADDRESS, else MEMSTRACK_SOCKET_DEFAULT */
 extern CtlJsonMode arg_json;
 extern bool arg_pager;                  /* accepted for compatibility; memstrackctl never pages */
+extern bool arg_legend;                 /* header and footer lines of tables (--no-legend: false) */
 
 /* Verb options; each verb says in main.c's table which ones it takes. */
 extern const char *arg_sort;            /* NULL: the verb's default */
@@ -52,6 +53,7 @@ extern unsigned arg_throttle;           /* percent, 1..100 */
 extern const char *arg_output;
 extern const char *arg_from;
 extern const char *arg_file;
+extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);

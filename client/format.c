@@ -137,6 +137,7 @@ struct Table {
         size_t n_columns;
         char **cells;                   /* owned, n_cells strings, row after row */
         size_t n_cells, allocated;
+        bool no_header;                 /* --no-legend: rows only */
 };
 
 int table_new(const TableColumn *columns, size_t n_columns, Table **ret) {
@@ -217,6 +218,11 @@ static int print_cell(FILE *f, const char *text, size_t width, TableAlign align,
         return 0;
 }
 
+void table_set_header(Table *t, bool show) {
+        assert(t);
+        t->no_header = !show;
+}
+
 int table_print(const Table *t, FILE *f, size_t width) {
         _cleanup_free_ size_t *widths = calloc(t->n_columns, sizeof(size_t));
         size_t n_rows = table_rows(t), total;
@@ -225,7 +231,8 @@ int table_print(const Table *t, FILE *f, size_t width) {
         if (!widths)
                 return -ENOMEM;
         for (size_t c = 0; c < t->n_columns; c++) {
-                widths[c] = format_text_width(t->columns[c].header);
+                /* At least 1 without a header, so that no column is left out of the rows. */
+                widths[c] = t->no_header ? 1 : format_text_width(t->columns[c].header);
                 for (size_t row = 0; row < n_rows; row++)
                         widths[c] = MAX(widths[c], format_text_width(t->cells[row * t->n_columns + c]));
         }
@@ -237,7 +244,7 @@ int table_print(const Table *t, FILE *f, size_t width) {
         for (size_t c = t->n_columns; c-- > 0 && total > width;) {
                 if (!t->columns[c].elastic)
                         continue;
-                size_t min = MAX(t->columns[c].min_width, format_text_width(t->columns[c].header));
+                size_t min = MAX(t->columns[c].min_width, t->no_header ? 1 : format_text_width(t->columns[c].header));
                 if (widths[c] <= min)
                         continue;
                 size_t give = MIN(widths[c] - min, total - width);
@@ -254,7 +261,7 @@ int table_print(const Table *t, FILE *f, size_t width) {
                 }
         }
 
-        for (size_t row = 0; row <= n_rows; row++)
+        for (size_t row = t->no_header ? 1 : 0; row <= n_rows; row++)
                 for (size_t c = 0; c < t->n_columns; c++) {
                         const char *text = row == 0 ? t->columns[c].header : t->cells[(row - 1) * t->n_columns + c];
                         bool last = c + 1 == t->n_columns || widths[c + 1] == 0;

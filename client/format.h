@@ -64,6 +64,9 @@ int table_add_cell(Table *t, const char *text);
 int table_add_cellf(Table *t, const char *format, ...) _printf_(2, 3);
 size_t table_rows(const Table *t);
 
+/* Whether table_print() prints the header line (default yes; --no-legend says no). */
+void table_set_header(Table *t, bool show);
+
 /* Prints the header and the rows, columns separated by one space, each line at most width columns
  * (elastic columns cut first, then the line itself). */
 int table_print(const Table *t, FILE *f, size_t width);

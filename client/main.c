@@ -21,6 +21,7 @@
 const char *arg_address = NULL;
 CtlJsonMode arg_json = CTL_JSON_OFF;
 bool arg_pager = true;
+bool arg_legend = true;
 const char *arg_sort = NULL;
 uint64_t arg_limit = 0;
 bool arg_all = false;
@@ -35,6 +36,7 @@ unsigned arg_throttle = 100;
 const char *arg_output = NULL;
 const char *arg_from = NULL;
 const char *arg_file = NULL;
+bool arg_offsets = false;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -52,6 +54,7 @@ typedef enum VerbOption {
         OPTION_OUTPUT     = 1 << 11,
         OPTION_FROM       = 1 << 12,
         OPTION_FILE       = 1 << 13,
+        OPTION_OFFSETS    = 1 << 14,
 } VerbOption;
 
 typedef struct Verb {
@@ -71,7 +74,7 @@ static const Verb verbs[] = {
         { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
-                            OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH, verb_report },
+                            OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
 };
 
 static void help(void) {
@@ -82,7 +85,7 @@ static void help(void) {
                "  tasks                      Tasks by pages held\n"
                "  modules                    Kernel modules by pages allocated through them\n"
                "  stacks                     The merged allocation call-stack tree\n"
-               "  top                        Live view (ncurses; --batch for text)\n"
+               "  top                        Live view (ncurses; text with --batch or when piped)\n"
                "  reset [peaks|all]          Restart peaks, or all counters (root)\n"
                "  snapshot NAME              Save the counts in the daemon under NAME\n"
                "  snapshot --file FILE       Save everything needed for reports to FILE\n"
@@ -91,9 +94,11 @@ static void help(void) {
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
-               "     --address=ADDR          Daemon address (default unix:%s)\n"
+               "     --address=ADDR          Daemon address (default $MEMSTRACK_ADDRESS, else\n"
+               "                             unix:%s)\n"
                "     --json[=short|pretty]   Print the reply as JSON (pretty on a TTY by default)\n"
                "     --no-pager              Accepted; memstrackctl never pages\n"
+               "     --no-legend             Tables without header and footer lines\n"
                "     --sort=KEY              current, peak (or allocs for tasks/top)\n"
                "     --limit=N               Entries to show (children per node for stacks)\n"
                "     --all                   tasks: include exited tasks\n"
@@ -102,12 +107,14 @@ static void help(void) {
                "     --depth=N               stacks/report: levels below the root\n"
                "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
                "  -n --iterations=N          top: stop after N refreshes\n"
-               "     --batch                 top: print text snapshots instead of the TUI\n"
+               "     --batch                 top: text snapshots instead of the TUI (the default\n"
+               "                             when standard output is not a terminal)\n"
                "     --format=LIST           report: task_summary,task_top,module_summary,module_top,\n"
                "                             stack_tree,folded,flamegraph (default module_summary,module_top)\n"
                "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"
-               "     --output=FILE           report: write to FILE\n"
+               "     --output=FILE           report: write to FILE (a directory for several formats)\n"
                "     --from=FILE             report: read a snapshot file instead of asking the daemon\n"
+               "     --offsets               report: flame graph frames apart by offset, not merged\n"
                "     --file=FILE             snapshot: write a snapshot file\n\n"
                "See memstrackctl(1).\n",
                MEMSTRACK_SOCKET_DEFAULT);
@@ -128,7 +135,7 @@ static int usage_error(const char *format, ...) {
 /* The option's name for messages, in VerbOption bit order. */
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
-        "--delay", "--format", "--throttle", "--output", "--from", "--file",
+        "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -138,6 +145,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_ADDRESS,
                 ARG_JSON,
                 ARG_NO_PAGER,
+                ARG_NO_LEGEND,
                 ARG_SORT,
                 ARG_LIMIT,
                 ARG_ALL,
@@ -150,6 +158,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_OUTPUT,
                 ARG_FROM,
                 ARG_FILE,
+                ARG_OFFSETS,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -157,6 +166,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
                 { "sort", required_argument, NULL, ARG_SORT },
                 { "limit", required_argument, NULL, ARG_LIMIT },
                 { "all", no_argument, NULL, ARG_ALL },
@@ -171,6 +181,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "from", required_argument, NULL, ARG_FROM },
                 { "file", required_argument, NULL, ARG_FILE },
+                { "offsets", no_argument, NULL, ARG_OFFSETS },
                 {}
         };
         VerbOption seen = 0;
@@ -201,6 +212,9 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         break;
                 case ARG_NO_PAGER:
                         arg_pager = false;
+                        break;
+                case ARG_NO_LEGEND:
+                        arg_legend = false;
                         break;
                 case ARG_SORT:
                         if (!streq(optarg, "current") && !streq(optarg, "peak") && !streq(optarg, "allocs"))
@@ -268,6 +282,10 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 case ARG_FILE:
                         arg_file = optarg;
                         seen |= OPTION_FILE;
+                        break;
+                case ARG_OFFSETS:
+                        arg_offsets = true;
+                        seen |= OPTION_OFFSETS;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

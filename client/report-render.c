@@ -239,11 +239,11 @@ static json_t *find_module(json_t *doc, const char *name) {
         return NULL;
 }
 
-/* The tree for stack_tree, folded and flamegraph: the focused task's or module's, or the whole one. */
 /* The stack tree the report is about (everything, the --task's or the --module's), pruned by the
- * options; *ret is a new reference. */
-static int doc_pruned_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
-        json_t *tree;
+ * options; for a flame graph (by_function) with frames merged by function first, unless o->offsets.
+ * *ret is a new reference. */
+static int doc_pruned_tree(json_t *doc, const ReportOptions *o, bool by_function, json_t **ret) {
+        json_t *tree, *root;
 
         if (o->pid >= 0) {
                 json_auto_t *pid = json_integer((json_int_t) o->pid);
@@ -257,7 +257,14 @@ static int doc_pruned_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
                         return -ENOENT;
         } else
                 tree = reply_object(doc, "stackTree");
-        *ret = report_prune_tree(reply_object(tree, "root"), o);
+        root = reply_object(tree, "root");
+        if (by_function && !o->offsets && root) {
+                json_auto_t *merged = flamegraph_merge_functions(root);
+                if (!merged)
+                        return -ENOMEM;
+                *ret = report_prune_tree(merged, o);
+        } else
+                *ret = report_prune_tree(root, o);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -424,7 +431,7 @@ static int text_stack_tree(json_t *doc, const ReportOptions *o, FILE *f) {
         int r;
 
         json_auto_t *pruned = NULL;
-        r = doc_pruned_tree(doc, o, &pruned);
+        r = doc_pruned_tree(doc, o, false, &pruned);
         if (r < 0)
                 return r;
         uint64_t total = reply_count(pruned, "currentPages");
@@ -503,7 +510,7 @@ static int folded(json_t *doc, const ReportOptions *o, FoldedCallback cb, void *
         int r;
 
         json_auto_t *pruned = NULL;
-        r = doc_pruned_tree(doc, o, &pruned);
+        r = doc_pruned_tree(doc, o, false, &pruned);
         if (r < 0)
                 return r;
         if (reply_count(pruned, "selfPages") > 0) {
@@ -518,13 +525,18 @@ static int folded(json_t *doc, const ReportOptions *o, FoldedCallback cb, void *
 }
 
 static int text_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
+        FlamegraphInfo info = {
+                .page_size = doc_page_size(doc),
+                .host = reply_string(doc, "host"),
+                .realtime_usec = reply_count(doc, "realtimeUsec"),
+        };
         int r;
 
         json_auto_t *pruned = NULL;
-        r = doc_pruned_tree(doc, o, &pruned);
+        r = doc_pruned_tree(doc, o, true, &pruned);
         if (r < 0)
                 return r;
-        return flamegraph_write(pruned, doc_page_size(doc), f);
+        return flamegraph_write(pruned, &info, f);
 }
 
 int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
@@ -610,11 +622,11 @@ static int json_list(json_t *doc, const ReportOptions *o, bool tasks, bool with_
         return 0;
 }
 
-static int json_tree(json_t *doc, const ReportOptions *o, json_t **ret) {
+static int json_tree(json_t *doc, const ReportOptions *o, bool by_function, json_t **ret) {
         int r;
 
         json_auto_t *pruned = NULL;
-        r = doc_pruned_tree(doc, o, &pruned);
+        r = doc_pruned_tree(doc, o, by_function, &pruned);
         if (r < 0)
                 return r;
         *ret = json_pack("{s:I, s:I, s:O}", "totalPages", (json_int_t) reply_count(pruned, "currentPages"),
@@ -647,7 +659,7 @@ int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
                         break;
                 case REPORT_STACK_TREE:
                 case REPORT_FLAMEGRAPH:
-                        r = json_tree(doc, o, &part);
+                        r = json_tree(doc, o, format == REPORT_FLAMEGRAPH, &part);
                         break;
                 case REPORT_FOLDED:
                         part = json_array();

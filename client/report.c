@@ -1,9 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 
-/* memstrackctl report: a snapshot document from the daemon or a file, rendered by report-render.c. */
+/*
+ * memstrackctl report: a snapshot document from the daemon or a file, rendered by report-render.c.
+ *
+ * One format goes to standard output or the --output file as it is. Several formats to standard output
+ * are framed by "======== Report format NAME ========" lines, as memstrack prints them; with --output
+ * they go to one file each in the directory --output names (NAME.txt, flamegraph.svg, NAME.json with
+ * --json), since an SVG framed by text lines is no SVG any more. A flame graph with other formats on
+ * standard output is refused for the same reason.
+ */
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -14,11 +24,86 @@
 
 #define REPORT_FORMAT_DEFAULT "module_summary,module_top"
 
+static bool has_format(const ReportOptions *o, ReportFormat f) {
+        for (size_t i = 0; i < o->n_formats; i++)
+                if (o->formats[i] == f)
+                        return true;
+        return false;
+}
+
+/* The formats of o to out as text, or as one JSON object keyed by format name. With part, only the
+ * value of that format (o then holds that one format). 0 or -errno (-ESRCH, -ENOENT as report_render()). */
+static int write_report(json_t *doc, const ReportOptions *o, FILE *out, bool part) {
+        json_auto_t *j = NULL;
+        int r;
+
+        if (arg_json == CTL_JSON_OFF)
+                return report_render(doc, o, out);
+
+        r = report_render_json(doc, o, &j);
+        if (r < 0)
+                return r;
+        json_t *value = part ? json_object_get(j, report_format_to_string(o->formats[0])) : j;
+        if (out == stdout)
+                return ctl_print_json(value);
+        size_t flags = arg_json == CTL_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
+        if (json_dumpf(value, out, flags | JSON_ENCODE_ANY) < 0 || fputc('\n', out) == EOF)
+                return -EIO;
+        return 0;
+}
+
+/* Writes path from the formats of o; closes and checks it. -errno, having said which file failed. */
+static int write_file(json_t *doc, const ReportOptions *o, const char *path, bool part) {
+        _cleanup_fclose_ FILE *out = NULL;
+        int r;
+
+        out = fopen(path, "we");
+        if (!out) {
+                r = negative_errno();
+                fprintf(stderr, "Cannot write %s: %s\n", path, strerror(-r));
+                return r;
+        }
+        r = write_report(doc, o, out, part);
+        if (r == -ESRCH || r == -ENOENT || r == -ENOMEM)
+                return r;
+        if (r >= 0 && (fflush(out) != 0 || ferror(out)))
+                r = -EIO;
+        if (r < 0)
+                fprintf(stderr, "Failed to write %s: %s\n", path, strerror(-r));
+        return r;
+}
+
+/* Each format of o to its own file in dir: NAME.json with --json, flamegraph.svg, else NAME.txt. */
+static int write_directory(json_t *doc, const ReportOptions *o, const char *dir) {
+        int r;
+
+        if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+                r = negative_errno();
+                fprintf(stderr, "Cannot create the directory %s: %s\n", dir, strerror(-r));
+                return r;
+        }
+        for (size_t i = 0; i < o->n_formats; i++) {
+                ReportOptions one = *o;
+                _cleanup_free_ char *path = NULL;
+
+                one.formats[0] = o->formats[i];
+                one.n_formats = 1;
+                if (asprintf(&path, "%s/%s.%s", dir, report_format_to_string(o->formats[i]),
+                             arg_json != CTL_JSON_OFF ? "json" :
+                             o->formats[i] == REPORT_FLAMEGRAPH ? "svg" : "txt") < 0)
+                        return -ENOMEM;
+                r = write_file(doc, &one, path, true);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int verb_report(int argc, char *argv[]) {
         ReportOptions o = REPORT_OPTIONS_DEFAULT;
         _cleanup_free_ char *bad = NULL;
-        _cleanup_fclose_ FILE *out = NULL;
         json_auto_t *doc = NULL;
+        bool directory;
         int r;
 
         r = report_parse_formats(arg_format ?: REPORT_FORMAT_DEFAULT, &o, &bad);
@@ -38,6 +123,23 @@ int verb_report(int argc, char *argv[]) {
         o.pid = arg_task;
         o.module = arg_module;
         o.max_depth = arg_depth;
+        o.offsets = arg_offsets;
+
+        /* Usage first, before asking the daemon for anything. */
+        directory = arg_output && o.n_formats > 1;
+        if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF && has_format(&o, REPORT_FLAMEGRAPH)) {
+                fprintf(stderr, "memstrackctl: a flame graph cannot share standard output with other formats; "
+                        "ask for it alone, or give --output DIRECTORY for one file per format.\n");
+                return CTL_EXIT_USAGE;
+        }
+        if (directory) {
+                struct stat st;
+                if (stat(arg_output, &st) >= 0 && !S_ISDIR(st.st_mode)) {
+                        fprintf(stderr, "memstrackctl: with several formats --output names a directory "
+                                "(one file per format), and %s is not one.\n", arg_output);
+                        return CTL_EXIT_USAGE;
+                }
+        }
 
         if (arg_from) {
                 r = snapshot_load(arg_from, &doc);
@@ -59,42 +161,33 @@ int verb_report(int argc, char *argv[]) {
                         return r;
         }
 
-        if (arg_output) {
-                out = fopen(arg_output, "we");
-                if (!out) {
-                        fprintf(stderr, "Cannot write %s: %m\n", arg_output);
-                        return CTL_EXIT_FAILURE;
-                }
+        if (directory)
+                r = write_directory(doc, &o, arg_output);
+        else if (arg_output)
+                r = write_file(doc, &o, arg_output, false);
+        else
+                r = write_report(doc, &o, stdout, false);
+
+        /* The daemon knew the task or module (snapshot_fetch() asked for it by name), but the document
+         * lists it nowhere a report looks: say it as the daemon's error would be said. */
+        if ((r == -ESRCH || r == -ENOENT) && !arg_from) {
+                json_auto_t *p = r == -ESRCH ? json_pack("{s:I}", "pid", (json_int_t) arg_task) :
+                                               json_pack("{s:s}", "name", arg_module);
+                if (!p)
+                        return -ENOMEM;
+                return ctl_report_error_reply(r == -ESRCH ? MEMSTRACK_ERROR_NO_SUCH_TASK :
+                                              MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
         }
-
-        if (arg_json != CTL_JSON_OFF) {
-                json_auto_t *j = NULL;
-                r = report_render_json(doc, &o, &j);
-                if (r >= 0) {
-                        size_t flags = arg_json == CTL_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
-                        if (!out) {
-                                r = ctl_print_json(j);
-                        } else if (json_dumpf(j, out, flags) < 0 || fputc('\n', out) == EOF)
-                                r = -EIO;
-                }
-        } else
-                r = report_render(doc, &o, out ?: stdout);
-
         if (r == -ESRCH) {
-                fprintf(stderr, "No task %lld%s.\n", (long long) arg_task,
-                        arg_from ? " with a stack tree in the snapshot file" : " known to memstrackd");
+                fprintf(stderr, "No task with pid %lld in the snapshot file %s.\n", (long long) arg_task,
+                        arg_from);
                 return CTL_EXIT_FAILURE;
         }
         if (r == -ENOENT) {
-                fprintf(stderr, "No module '%s'%s.\n", arg_module,
-                        arg_from ? " with a stack tree in the snapshot file" : " known to memstrackd");
+                fprintf(stderr, "No module '%s' in the snapshot file %s.\n", arg_module, arg_from);
                 return CTL_EXIT_FAILURE;
         }
-        if (r < 0)
-                return r;
-        if (out && fflush(out) != 0) {
-                fprintf(stderr, "Failed to write %s: %m\n", arg_output);
-                return CTL_EXIT_FAILURE;
-        }
-        return 0;
+        if (r < 0 && arg_output && r != -ENOMEM)
+                return CTL_EXIT_FAILURE;        /* write_file() or write_directory() said what failed */
+        return r;
 }

@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -40,6 +41,7 @@ typedef struct ReportOptions {
         int64_t pid;            /* focus on one task (-1: all) */
         const char *module;     /* focus on one module (NULL: all) */
         int64_t max_depth;      /* tree levels below the root to show (-1: all there are) */
+        bool offsets;           /* flamegraph: keep frames apart by offset instead of merging by function */
 } ReportOptions;
 
 #define REPORT_OPTIONS_DEFAULT \

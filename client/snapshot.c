@@ -4,11 +4,13 @@
 
 #include <assert.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -21,8 +23,10 @@
 #include "snapshot.h"
 #include "tasks.h"
 
-/* Calls StackTree; an error reply for the task or module (it went away meanwhile) gives 0 and NULL. */
-static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key, json_t *value, json_t **ret) {
+/* Calls StackTree. Unless required, an error reply for the task or module (it went away meanwhile)
+ * gives 0 and NULL; one the caller asked for by name is reported as any other error. */
+static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key, json_t *value, bool required,
+                json_t **ret) {
         _cleanup_free_ char *error = NULL;
         json_auto_t *params = NULL, *reply = NULL;
         int r;
@@ -43,7 +47,7 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
         if (r < 0)
                 return ctl_report_transport_error(r);
         if (error) {
-                if (key && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
+                if (key && !required && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
                             streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
                         *ret = NULL;
                         return 0;
@@ -56,11 +60,11 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
 
 /* Appends {key: value, "stackTree": tree} to list unless the tree could not be had. */
 static int add_scoped_tree(VarlinkClient *c, const SnapshotFetch *f, json_t *list, const char *param,
-                const char *key, json_t *value) {
+                const char *key, json_t *value, bool required) {
         json_auto_t *tree = NULL;
         int r;
 
-        r = fetch_tree(c, f, param, value, &tree);
+        r = fetch_tree(c, f, param, value, required, &tree);
         if (r != 0 || !tree)
                 return r;
         if (json_array_append_new(list, json_pack("{s:O, s:O}", key, value, "stackTree", tree)) < 0)
@@ -107,7 +111,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         r = ctl_call(c, "io.memstrack.Modules", params, &modules);
         if (r != 0)
                 return r;
-        r = fetch_tree(c, f, NULL, NULL, &tree);
+        r = fetch_tree(c, f, NULL, NULL, true, &tree);
         if (r != 0)
                 return r;
 
@@ -118,7 +122,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 /* "[evicted]" (pid -1) gathers forgotten tasks: it has no tree of its own. */
                 if (reply_int(e, "pid", -1) < 0)
                         continue;
-                r = add_scoped_tree(c, f, task_stacks, "pid", "pid", json_object_get(e, "pid"));
+                r = add_scoped_tree(c, f, task_stacks, "pid", "pid", json_object_get(e, "pid"), false);
                 if (r != 0)
                         return r;
                 n++;
@@ -128,7 +132,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 if (!pid)
                         return -ENOMEM;
                 if (!list_has(task_stacks, "pid", pid)) {
-                        r = add_scoped_tree(c, f, task_stacks, "pid", "pid", pid);
+                        r = add_scoped_tree(c, f, task_stacks, "pid", "pid", pid, true);
                         if (r != 0)
                                 return r;
                 }
@@ -138,7 +142,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         json_array_foreach(reply_array(modules, "modules"), i, e) {
                 if (n >= SNAPSHOT_MODULE_STACKS_MAX || reply_count(e, "currentPages") == 0)
                         break;
-                r = add_scoped_tree(c, f, module_stacks, "module", "name", json_object_get(e, "name"));
+                r = add_scoped_tree(c, f, module_stacks, "module", "name", json_object_get(e, "name"), false);
                 if (r != 0)
                         return r;
                 n++;
@@ -148,15 +152,24 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 if (!name)
                         return -ENOMEM;
                 if (!list_has(module_stacks, "name", name)) {
-                        r = add_scoped_tree(c, f, module_stacks, "module", "name", name);
+                        r = add_scoped_tree(c, f, module_stacks, "module", "name", name, true);
                         if (r != 0)
                                 return r;
                 }
         }
 
-        *ret = json_pack("{s:i, s:s, s:O, s:O, s:O, s:O, s:O, s:O}",
+        /* Where and when, for titles (the daemon answers on a local socket: its host is ours). A host
+         * name jansson cannot take as UTF-8 is left out (null). */
+        char host[HOST_NAME_MAX + 1] = "";
+        struct timespec ts = {};
+        (void) gethostname(host, sizeof(host) - 1);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+
+        *ret = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:O, s:O, s:O, s:O}",
                          "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
                          "generator", "memstrackctl " PACKAGE_VERSION,
+                         "host", host[0] ? json_string(host) : NULL,
+                         "realtimeUsec", (json_int_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
                          "status", status,
                          "tasks", tasks,
                          "modules", modules,
@@ -318,15 +331,18 @@ static int print_diff(json_t *d, uint64_t page_size) {
         json_t *e;
         int r;
 
-        printf("Snapshot '%s', taken %s ago: %s -> %s (%s, %+" PRIi64 " pages)\n\n",
-               reply_string(d, "name") ?: "?", format_duration(a, sizeof(a), ts > snap_ts ? ts - snap_ts : 0),
-               format_pages(b, sizeof(b), (uint64_t) MAX(before, (int64_t) 0), page_size),
-               format_pages(c, sizeof(c), (uint64_t) MAX(after, (int64_t) 0), page_size),
-               format_delta(a, sizeof(a), after - before, page_size), after - before);
+        if (arg_legend)
+                printf("Snapshot '%s', taken %s ago: %s -> %s (%s, %+" PRIi64 " pages)\n\n",
+                       reply_string(d, "name") ?: "?", format_duration(a, sizeof(a), ts > snap_ts ? ts - snap_ts : 0),
+                       format_pages(b, sizeof(b), (uint64_t) MAX(before, (int64_t) 0), page_size),
+                       format_pages(c, sizeof(c), (uint64_t) MAX(after, (int64_t) 0), page_size),
+                       format_delta(a, sizeof(a), after - before, page_size), after - before);
 
         if ((r = table_new(task_columns, ELEMENTSOF(task_columns), &tasks)) < 0 ||
             (r = table_new(module_columns, ELEMENTSOF(module_columns), &modules)) < 0)
                 return r;
+        table_set_header(tasks, arg_legend);
+        table_set_header(modules, arg_legend);
         json_array_foreach(reply_array(d, "tasks"), i, e) {
                 int64_t delta = reply_int(e, "deltaPages", 0);
                 const char *state = reply_bool(e, "appeared", false) ? "new" :

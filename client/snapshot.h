@@ -6,6 +6,8 @@
  * now or read from a file that `memstrackctl snapshot --file` wrote earlier:
  *
  *   { "memstrackSnapshot": 1, "generator": "memstrackctl VERSION",
+ *     "host": HOSTNAME or null, "realtimeUsec": CLOCK_REALTIME when it was taken (both optional:
+ *     files from earlier versions lack them),
  *     "status": <Status reply>, "tasks": <Tasks reply>, "modules": <Modules reply>,
  *     "stackTree": <StackTree reply>,
  *     "taskStacks": [ { "pid": N, "stackTree": <StackTree reply for pid N> }, ... ],

@@ -83,6 +83,7 @@ int verb_stacks(int argc, char *argv[]) {
         r = table_new(columns, ELEMENTSOF(columns), &t);
         if (r < 0)
                 return r;
+        table_set_header(t, arg_legend);
         r = add_rows(t, reply_object(reply, "root"), 0, page_size);
         if (r < 0)
                 return r;

@@ -39,6 +39,7 @@ int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) 
         r = table_new(columns, ELEMENTSOF(columns), &t);
         if (r < 0)
                 return r;
+        table_set_header(t, arg_legend);
         json_array_foreach(tasks, i, task) {
                 uint64_t cur = reply_count(task, "currentPages"), peak = reply_count(task, "peakPages");
                 if ((r = table_add_cellf(t, "%" PRIi64, reply_int(task, "pid", -1))) < 0 ||
@@ -74,6 +75,7 @@ int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t wid
         r = table_new(columns, ELEMENTSOF(columns), &t);
         if (r < 0)
                 return r;
+        table_set_header(t, arg_legend);
         json_array_foreach(modules, i, m) {
                 uint64_t cur = reply_count(m, "currentPages"), peak = reply_count(m, "peakPages");
                 if ((r = table_add_cell(t, reply_string(m, "name"))) < 0 ||
@@ -118,7 +120,7 @@ static int list_verb(const char *method, const char *list, bool tasks) {
                 r = modules_print_table(items, page_size, stdout, format_terminal_columns());
         if (r < 0)
                 return r;
-        if (json_array_size(items) == 0)
+        if (json_array_size(items) == 0 && arg_legend)
                 printf("(none)\n");
         return 0;
 }

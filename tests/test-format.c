@@ -130,6 +130,31 @@ static void test_table(void) {
                           "   1 ev...     3 -\n");
         free(out);
 
+        /* --no-legend: the rows alone, sized to the rows, not to the headers. */
+        table_set_header(t, false);
+        out = print_table(t, SIZE_MAX);
+        ASSERT_STREQ(out, "4242 loadgen      16384 loadgen --pages 16384 --child\n"
+                          "   1 evil\\x0aname     3 -\n");
+        free(out);
+        table_free(t);
+
+        /* Without a header an empty column still takes its place in every row. */
+        ASSERT_OK(table_new(columns, ELEMENTSOF(columns), &t));
+        table_set_header(t, false);
+        ASSERT_OK(table_add_cell(t, "7"));
+        ASSERT_OK(table_add_cell(t, ""));
+        ASSERT_OK(table_add_cell(t, "9"));
+        ASSERT_OK(table_add_cell(t, "x"));
+        out = print_table(t, SIZE_MAX);
+        ASSERT_STREQ(out, "7   9 x\n");
+        free(out);
+        /* An empty table prints nothing at all. */
+        table_free(t);
+        ASSERT_OK(table_new(columns, ELEMENTSOF(columns), &t));
+        table_set_header(t, false);
+        out = print_table(t, SIZE_MAX);
+        ASSERT_STREQ(out, "");
+        free(out);
         table_free(t);
 }
 

@@ -15,6 +15,9 @@ DATA=$TESTS/data
 SNAP=$DATA/report-snapshot.json
 GOLDEN=$DATA/golden
 failed=0
+# check-flamegraph.py runs the graph's script in node (scripts/deps installs nodejs).
+command -v node >/dev/null || command -v nodejs >/dev/null ||
+    { echo "SKIP: node is not installed, the flame graph's script cannot be checked"; exit 77; }
 work=$(mktemp -d /tmp/test-report-golden.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -73,10 +76,86 @@ done
 # The same report written with --output is the same bytes.
 "$CTL" report --from "$SNAP" --format flamegraph --output "$work/fg.svg" || { echo "FAIL --output"; failed=1; }
 cmp -s "$work/fg.svg" "$GOLDEN/report-flamegraph.txt" || { echo "FAIL --output differs from stdout"; failed=1; }
-python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" 18872 || failed=1
+python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" 18872 --title-contains "on testhost<&> at 2026-11-18 11:06:40 UTC" ||
+    failed=1
 # Focused and throttled graphs keep their geometry too.
 "$CTL" report --from "$SNAP" --format flamegraph --throttle 60 --task 4242 >"$work/fg-task.svg" &&
     python3 "$TESTS/check-flamegraph.py" "$work/fg-task.svg" 16384 || failed=1
+
+# Flame graphs of a tree with one function split over two call sites and 300 one-page frames: merged
+# by function (one tower, peaks an upper bound), tiny frames as one box, offsets only when asked.
+python3 - "$SNAP" "$work/split.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def node(frame, pages, children=(), module=None, peak=None):
+    return {"frame": frame, "module": module, "address": None, "currentPages": pages,
+            "peakPages": pages if peak is None else peak, "children": list(children), "truncatedChildren": 0}
+tiny = [node(f"tiny_{i}+0x{i:x}", 1) for i in range(300)]
+root = node("[all]", 20000, [
+    node("entry_SYSCALL_64+0x76", 19700, [
+        node("do_syscall_64+0x71", 12000, [node("ksys_write+0x66", 12000, peak=12500)], peak=12500),
+        node("do_syscall_64+0x23b", 7700, [node("ksys_write+0x66", 5000), node("ksys_read+0x10", 2700)]),
+    ]),
+    node("kthread+0xef", 300, tiny),
+])
+d["stackTree"] = {"root": root, "totalPages": 20000}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$CTL" report --from "$work/split.json" --format flamegraph >"$work/split.svg" &&
+python3 "$TESTS/check-flamegraph.py" "$work/split.svg" 20000 --expect-small-frames \
+    --title-contains "testhost<&>" --title-contains "2026-11-18 11:06:40 UTC" >/dev/null &&
+python3 - "$work/split.svg" <<'PY' || { echo "FAIL split flame graph"; failed=1; }
+import sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+frames = [g for g in ET.parse(sys.argv[1]).iter(NS + "g") if g.get("class") == "frame"]
+by_name = {}
+for g in frames:
+    by_name.setdefault(g.get("data-name"), []).append(g)
+(sc,) = by_name["do_syscall_64"]
+assert sc.get("data-pages") == "19700", sc.get("data-pages")
+assert "peak at most 20200 (2 call sites)" in sc.find(NS + "title").text, sc.find(NS + "title").text
+(w,) = by_name["ksys_write"]
+assert w.get("data-pages") == "17000", w.get("data-pages")
+(small,) = by_name["[300 smaller frames]"]
+assert small.get("data-pages") == "300"
+assert not any(n.startswith("tiny_") for n in by_name), "a sub-pixel frame was drawn"
+PY
+[ $? -eq 0 ] || { echo "FAIL the merged flame graph"; failed=1; }
+"$CTL" report --from "$work/split.json" --format flamegraph --offsets >"$work/split-offsets.svg" &&
+python3 "$TESTS/check-flamegraph.py" "$work/split-offsets.svg" 20000 --offsets >/dev/null ||
+    { echo "FAIL flame graph --offsets"; failed=1; }
+grep -q 'data-name="do_syscall_64+0x23b"' "$work/split-offsets.svg" ||
+    { echo "FAIL --offsets merged the call sites"; failed=1; }
+python3 "$TESTS/check-flamegraph.py" "$work/split-offsets.svg" 20000 >/dev/null 2>&1 &&
+    { echo "FAIL check-flamegraph.py accepts split towers"; failed=1; }
+
+# Several formats with --output: one file per format in that directory, each the same bytes as the
+# format alone; an SVG is never framed by text lines.
+"$CTL" report --from "$SNAP" --format flamegraph,folded,stack_tree --output "$work/dir" ||
+    { echo "FAIL --output DIR"; failed=1; }
+for f in flamegraph.svg:flamegraph folded.txt:folded stack_tree.txt:stack_tree; do
+    cmp -s "$work/dir/${f%%:*}" "$GOLDEN/report-${f#*:}.txt" || { echo "FAIL $work/dir/${f%%:*} differs"; failed=1; }
+done
+[ "$(ls "$work/dir" | wc -l)" -eq 3 ] || { echo "FAIL --output DIR wrote $(ls "$work/dir")"; failed=1; }
+python3 "$TESTS/check-flamegraph.py" "$work/dir/flamegraph.svg" 18872 >/dev/null || failed=1
+# --json: NAME.json each, holding what the combined object holds under NAME.
+"$CTL" report --from "$SNAP" --format flamegraph,folded --json=short --output "$work/jdir" &&
+"$CTL" report --from "$SNAP" --format flamegraph,folded --json=short >"$work/all.json" &&
+python3 - "$work/jdir" "$work/all.json" <<'PY' || { echo "FAIL --json --output DIR"; failed=1; }
+import json, os, sys
+d, whole = sys.argv[1], json.load(open(sys.argv[2]))
+assert sorted(os.listdir(d)) == ["flamegraph.json", "folded.json"], os.listdir(d)
+for name in ("flamegraph", "folded"):
+    assert json.load(open(os.path.join(d, name + ".json"))) == whole[name], name
+PY
+# A flame graph with other formats on stdout, or a file where a directory is needed: usage errors (2),
+# said before anything is written.
+"$CTL" report --from "$SNAP" --format flamegraph,folded >"$work/mixed.out" 2>"$work/mixed.err"
+[ $? -eq 2 ] && [ ! -s "$work/mixed.out" ] && grep -q "output DIRECTORY" "$work/mixed.err" ||
+    { echo "FAIL flamegraph,folded on stdout: $(cat "$work/mixed.err")"; failed=1; }
+"$CTL" report --from "$SNAP" --format folded,stack_tree --output "$work/fg.svg" 2>"$work/file.err"
+[ $? -eq 2 ] && grep -q "names a directory" "$work/file.err" || { echo "FAIL several formats into a file"; failed=1; }
+cmp -s "$work/fg.svg" "$GOLDEN/report-flamegraph.txt" || { echo "FAIL a refused --output was overwritten"; failed=1; }
 
 # Errors: unknown format (usage, 2), unknown task (1), not a snapshot (1).
 "$CTL" report --from "$SNAP" --format nope >/dev/null 2>&1; [ $? -eq 2 ] || { echo "FAIL unknown format"; failed=1; }

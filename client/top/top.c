@@ -24,6 +24,7 @@
 #include "actions.h"
 #include "connection.h"
 #include "ctl.h"
+#include "errors.h"
 #include "format.h"
 #include "model.h"
 #include "reply.h"
@@ -110,12 +111,10 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
                 side_close(t);
                 set_status(t, "Lost the query connection: %s", strerror(-r));
         } else if (error) {
-                if (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))
-                        set_status(t, "That task or module is gone; press a for all stacks.");
-                else if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED))
-                        set_status(t, "Permission denied by memstrackd (reset needs root).");
-                else
-                        set_status(t, "memstrackd: %s", error);
+                /* The same sentence the verbs print (errors.h), with what to do here. */
+                _cleanup_free_ char *m = ctl_error_message(error, reply);
+                bool gone = streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE);
+                set_status(t, "%s%s", m ?: error, gone ? " Press a for all stacks." : "");
         } else if (done == SIDE_STACKS) {
                 r = top_model_update_stacks(t->model, reply);
                 if (r < 0)
@@ -189,7 +188,8 @@ static int stream_handler(sd_event_source *s, int fd, uint32_t revents, void *us
                         return 0;
                 }
                 if (error) {
-                        lost_daemon(t, error);
+                        _cleanup_free_ char *m = ctl_error_message(error, reply);
+                        lost_daemon(t, m ?: error);
                         return 0;
                 }
                 if (top_model_update(t->model, reply) < 0)
@@ -347,8 +347,8 @@ static int run_tui(void) {
         sigset_t mask;
         int r;
 
-        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-                fprintf(stderr, "memstrackctl top needs a terminal; use --batch for text output.\n");
+        if (!isatty(STDIN_FILENO)) {
+                fprintf(stderr, "memstrackctl top reads keys from a terminal; use --batch for text output.\n");
                 return CTL_EXIT_USAGE;
         }
 
@@ -413,13 +413,14 @@ static int print_batch(json_t *reply, uint64_t page_size, uint64_t iteration) {
 
         if (iteration > 0)
                 printf("\n");
-        printf("memstrack top - tracked %s (%" PRIu64 " pages), peak %s - %.0f events/s - lost %" PRIu64
-               " - up %s\n\n",
-               format_pages(cur, sizeof(cur), reply_count(reply, "trackedPages"), page_size),
-               reply_count(reply, "trackedPages"),
-               format_pages(peak, sizeof(peak), reply_count(reply, "peakTrackedPages"), page_size),
-               reply_double(reply, "eventsPerSecond", 0), reply_count(reply, "lostEvents"),
-               format_duration(up, sizeof(up), reply_count(reply, "uptimeUsec")));
+        if (arg_legend)
+                printf("memstrack top - tracked %s (%" PRIu64 " pages), peak %s - %.0f events/s - lost %" PRIu64
+                       " - up %s\n\n",
+                       format_pages(cur, sizeof(cur), reply_count(reply, "trackedPages"), page_size),
+                       reply_count(reply, "trackedPages"),
+                       format_pages(peak, sizeof(peak), reply_count(reply, "peakTrackedPages"), page_size),
+                       reply_double(reply, "eventsPerSecond", 0), reply_count(reply, "lostEvents"),
+                       format_duration(up, sizeof(up), reply_count(reply, "uptimeUsec")));
         r = tasks_print_table(reply_array(reply, "tasks"), page_size, stdout, width);
         if (r < 0)
                 return r;
@@ -473,7 +474,8 @@ static int run_batch(void) {
 int verb_top(int argc, char *argv[]) {
         if (arg_sort && !streq(arg_sort, "current") && !streq(arg_sort, "peak") && !streq(arg_sort, "allocs"))
                 return CTL_EXIT_USAGE;
-        if (arg_batch || arg_json != CTL_JSON_OFF)
+        /* Output to a pipe or file gets text, as top -b: a curses screen there is of use to nobody. */
+        if (arg_batch || arg_json != CTL_JSON_OFF || !isatty(STDOUT_FILENO))
                 return run_batch();
         return run_tui();
 }

@@ -116,10 +116,63 @@ test_text_verbs() {
     ctl diff mark | grep -q "Snapshot 'mark'" || fail "diff lacks its header"
     ctl report --format task_summary --task "$lg_pid" | grep -q "^Task loadgen ($lg_pid) using" ||
         fail "report task_summary lacks loadgen"
-    ctl stacks --task 999999999 >/dev/null 2>"$work/err"; r=$?
-    [ $r -eq 1 ] || fail "stacks for an unknown pid exited $r, expected 1"
-    grep -q "io.memstrack.NoSuchTask" "$work/err" || fail "the daemon's error name is not shown: $(cat "$work/err")"
+    # One condition, one sentence (client/errors.c), whichever verb meets it.
+    local expected="No task with pid 999999999 is known to memstrackd (memstrackctl tasks --all lists them)."
+    local v
+    for v in "stacks --task 999999999" "report --task 999999999" "report --format flamegraph --task 999999999" \
+             "--json stacks --task 999999999"; do
+        # shellcheck disable=SC2086
+        ctl $v >/dev/null 2>"$work/err"; r=$?
+        [ $r -eq 1 ] || fail "$v for an unknown pid exited $r, expected 1"
+        [ "$(cat "$work/err")" = "$expected" ] || fail "$v said '$(cat "$work/err")', expected '$expected'"
+    done
+    expected="No module 'no_such_module' is known to memstrackd (memstrackctl modules lists them)."
+    for v in "stacks --module no_such_module" "report --module no_such_module"; do
+        # shellcheck disable=SC2086
+        ctl $v >/dev/null 2>"$work/err"; r=$?
+        [ $r -eq 1 ] || fail "$v exited $r, expected 1"
+        [ "$(cat "$work/err")" = "$expected" ] || fail "$v said '$(cat "$work/err")', expected '$expected'"
+    done
+    ctl diff never-saved >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 1 ] || fail "diff of an unknown snapshot exited $r, expected 1"
+    grep -qx "No snapshot 'never-saved' is saved in memstrackd (save one with: memstrackctl snapshot never-saved)." \
+        "$work/err" || fail "diff said '$(cat "$work/err")'"
     echo "ok text verbs"
+}
+
+# systemd-tool habits: $MEMSTRACK_ADDRESS (under --address), --no-legend, top as text into a pipe.
+test_conventions() {
+    local r
+    MEMSTRACK_ADDRESS=$work/sock "$MEMSTRACKCTL" status >/dev/null || fail "status with \$MEMSTRACK_ADDRESS failed"
+    MEMSTRACK_ADDRESS=unix:$work/sock "$MEMSTRACKCTL" --json tasks >/dev/null || fail "unix: in \$MEMSTRACK_ADDRESS failed"
+    MEMSTRACK_ADDRESS=$work/nowhere "$MEMSTRACKCTL" status >/dev/null 2>"$work/err"; r=$?
+    [ $r -eq 3 ] || fail "status with \$MEMSTRACK_ADDRESS at nothing exited $r, expected 3"
+    grep -qF "no socket at $work/nowhere (from \$MEMSTRACK_ADDRESS)" "$work/err" ||
+        fail "the message does not name the environment: $(cat "$work/err")"
+    MEMSTRACK_ADDRESS=$work/nowhere "$MEMSTRACKCTL" --address "$work/sock" status >/dev/null ||
+        fail "--address does not override \$MEMSTRACK_ADDRESS"
+
+    # --no-legend: the same rows, without the header lines.
+    COLUMNS=200 ctl --no-legend tasks --limit 10000 >"$work/tasks-nl.txt" || fail "--no-legend tasks failed"
+    grep -qE "PID +COMM" "$work/tasks-nl.txt" && fail "--no-legend tasks printed its header"
+    awk -v pid="$lg_pid" '$1 == pid && $2 == "loadgen" { found = 1 } END { exit !found }' "$work/tasks-nl.txt" ||
+        fail "--no-legend tasks lacks loadgen: $(head -3 "$work/tasks-nl.txt")"
+    ctl --no-legend modules | grep -q "^vmlinux " || fail "--no-legend modules lacks vmlinux"
+    ctl --no-legend modules | grep -q "MODULE" && fail "--no-legend modules printed its header"
+    ctl --no-legend stacks --task "$lg_pid" --depth 2 >"$work/stacks-nl.txt" || fail "--no-legend stacks failed"
+    grep -q "STACK" "$work/stacks-nl.txt" && fail "--no-legend stacks printed its header"
+    grep -q "\[pid $lg_pid loadgen\]" "$work/stacks-nl.txt" || fail "--no-legend stacks lacks the root"
+    ctl --no-legend diff mark >"$work/diff-nl.txt" || fail "--no-legend diff failed"
+    grep -qE "^Snapshot '|PID +COMM|MODULE +BEFORE" "$work/diff-nl.txt" && fail "--no-legend diff printed a legend"
+    ctl --no-legend top --batch -n 1 -d 0.2 >"$work/top-nl.txt" || fail "--no-legend top --batch failed"
+    grep -qE "^memstrack top|PID +COMM" "$work/top-nl.txt" && fail "--no-legend top printed a legend"
+    grep -qE "^ *$lg_pid +loadgen" "$work/top-nl.txt" || fail "--no-legend top lacks loadgen"
+
+    # top with its output in a file is --batch, as top -b: text, and it ends after -n.
+    ctl top -n 2 -d 0.2 >"$work/top-pipe.txt" 2>"$work/err" || fail "top into a file failed: $(cat "$work/err")"
+    [ "$(grep -c '^memstrack top' "$work/top-pipe.txt")" -eq 2 ] || fail "top into a file did not print 2 snapshots"
+    grep -q $'\e' "$work/top-pipe.txt" && fail "top into a file wrote escape sequences"
+    echo "ok \$MEMSTRACK_ADDRESS, --no-legend, top into a file"
 }
 
 # Not root and not in the group: the socket (0660) refuses the connection, exit 4. The other user runs
@@ -154,7 +207,12 @@ PY
     "$MEMSTRACKCTL" report --from "$work/snap.json" --format $formats >"$work/report-before.txt" ||
         fail "report --from failed"
     "$MEMSTRACKCTL" report --from "$work/snap.json" --format flamegraph >"$work/fg.svg" || fail "flamegraph failed"
-    python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" >/dev/null || fail "the live flame graph is not right"
+    python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" --title-contains "on $(hostname) at " >/dev/null ||
+        fail "the live flame graph is not right"
+    "$MEMSTRACKCTL" report --from "$work/snap.json" --format flamegraph --offsets >"$work/fg-offsets.svg" ||
+        fail "flamegraph --offsets failed"
+    python3 "$TESTS/check-flamegraph.py" "$work/fg-offsets.svg" --offsets >/dev/null ||
+        fail "the live flame graph with offsets is not right"
 
     stop_daemon
     "$MEMSTRACKCTL" report --from "$work/snap.json" --format $formats >"$work/report-gone.txt" ||
@@ -176,6 +234,7 @@ start_daemon
 test_loadgen_pages
 test_json_everywhere
 test_text_verbs
+test_conventions
 test_permission
 test_snapshot_file
 lg free freed

@@ -218,6 +218,19 @@ expect_screen '^prompt\$ *$' "the prompt after top"
 screen | grep -q '1 Tasks' && fail "the TUI is still on the screen after q"
 echo "ok quit leaves the shell clean"
 
+# Into a pipe, top prints text as --batch does (and $MEMSTRACK_ADDRESS names the daemon).
+keys -l "clear"
+keys Enter
+expect_screen -v '^TOP-EXIT=0$' "a cleared screen"
+keys -l "MEMSTRACK_ADDRESS=$work/sock $MEMSTRACKCTL top -n 1 -d 0.2 --limit 3 | cut -c1-100; echo PIPE-EXIT=\${PIPESTATUS[0]}"
+keys Enter
+expect_screen '^PIPE-EXIT=0$' "top into a pipe ending after -n 1"
+expect_screen '^memstrack top - tracked' "the text header of top into a pipe"
+# (The daemon was restarted above and has not seen loadgen allocate: no row to look for.)
+expect_screen '^ +PID COMM +CURRENT PAGES' "the text tasks table of top into a pipe"
+screen | grep -q ' 1 Tasks' && fail "top into a pipe started the live view"
+echo "ok top into a pipe is text"
+
 # SIGTERM restores the terminal too.
 keys -l "$MEMSTRACKCTL --address $work/sock top; echo TOP-EXIT=\$?"
 keys Enter

@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Shell completion for memstrackctl: the bash script completes verbs, per-verb options and their values
+# when driven through COMP_WORDS/COMP_CWORD as bash does; both scripts know every verb and option
+# `memstrackctl --help` lists (so they cannot drift from main.c); the zsh script parses (zsh -n) when
+# zsh is installed.
+#
+# Usage: test-completion.sh MEMSTRACKCTL SOURCE_ROOT
+set -uo pipefail
+
+CTL=${1:?memstrackctl}
+SRC=${2:?source root}
+BASH_COMPLETION=$SRC/shell-completion/bash/memstrackctl
+ZSH_COMPLETION=$SRC/shell-completion/zsh/_memstrackctl
+failed=0
+
+fail() {
+    echo "FAIL: $*"
+    failed=1
+}
+
+# No daemon for pids and modules: the completion must still answer (from /proc), quickly.
+export MEMSTRACK_ADDRESS=/nonexistent/memstrack.sock
+# The completion calls memstrackctl by name, as an installed one would be.
+PATH=$(dirname "$CTL"):$PATH
+
+# shellcheck source=/dev/null
+. "$BASH_COMPLETION" || fail "sourcing $BASH_COMPLETION failed"
+complete -p memstrackctl 2>/dev/null | grep -q -- "-F _memstrackctl memstrackctl" ||
+    fail "complete -p memstrackctl: $(complete -p memstrackctl 2>&1)"
+
+# complete WORD... : COMPREPLY for the last word, sorted, one line.
+complete_words() {
+    COMP_WORDS=("$@")
+    COMP_CWORD=$(($# - 1))
+    COMP_LINE="$*"
+    COMP_POINT=${#COMP_LINE}
+    COMPREPLY=()
+    _memstrackctl
+    printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+expect() {
+    local want=$1; shift
+    local got
+    got=$(complete_words "$@")
+    if [ "$got" != "$want" ]; then
+        fail "completing '$*' gave '$got', expected '$want'"
+    else
+        echo "ok '$*' -> '$want'"
+    fi
+}
+
+expect "tasks" memstrackctl ta
+expect "snapshot stacks status" memstrackctl s
+expect "diff modules report reset snapshot stacks status tasks top" memstrackctl --address /x ""
+expect "snapshot stacks status" memstrackctl --address /run/x.sock s
+expect "snapshot stacks status" memstrackctl --json = short s
+expect "--limit" memstrackctl tasks --li
+expect "--address --all" memstrackctl tasks --a
+expect "--batch" memstrackctl top --b
+expect "--no-legend --no-pager" memstrackctl tasks --no
+expect "" memstrackctl status --fo
+expect "--format --from" memstrackctl report --f
+expect "--offsets --output" memstrackctl report --o
+expect "allocs current peak" memstrackctl tasks --sort ""
+expect "current peak" memstrackctl modules --sort ""
+expect "peak" memstrackctl tasks --sort = pe
+expect "flamegraph folded" memstrackctl report --format f
+expect "module_summary,module_top" memstrackctl report --format module_summary,module_t
+expect "all peaks" memstrackctl reset ""
+expect "" memstrackctl reset peaks ""
+expect "" memstrackctl tasks --limit ""
+# pids: from /proc when the daemon does not answer; this shell's pid is one.
+got=$(complete_words memstrackctl stacks --task "$$")
+[[ " $got " == *" $$ "* ]] || fail "completing --task $$ gave '$got'"
+
+# Every verb and long option of --help is known to both scripts.
+help=$("$CTL" --help)
+verbs=$(sed -n '/^Verbs:/,/^$/p' <<<"$help" | awk 'NF && $1 != "Verbs:" { print $1 }' | sort -u)
+options=$(grep -oE -- '--[a-z][a-z-]*' <<<"$help" | sort -u)
+[ "$(wc -w <<<"$verbs")" -ge 9 ] || fail "found only these verbs in --help: $verbs"
+[ "$(wc -w <<<"$options")" -ge 20 ] || fail "found only these options in --help: $options"
+for v in $verbs; do
+    grep -qw -- "$v" "$BASH_COMPLETION" || fail "the bash completion lacks the verb $v"
+    grep -q -- "'$v:" "$ZSH_COMPLETION" || fail "the zsh completion lacks the verb $v"
+done
+for o in $options; do
+    grep -qE -- "$o([^a-z-]|$)" "$BASH_COMPLETION" || fail "the bash completion lacks $o"
+    grep -qE -- "$o([^a-z-]|$)" "$ZSH_COMPLETION" || fail "the zsh completion lacks $o"
+done
+echo "ok $(wc -w <<<"$verbs") verbs and $(wc -w <<<"$options") options in both scripts"
+
+if command -v zsh >/dev/null; then
+    zsh -n "$ZSH_COMPLETION" || fail "zsh -n $ZSH_COMPLETION"
+    # Loaded by compinit from an fpath directory, as installed: the function must be defined.
+    zsh -f -c "fpath=($SRC/shell-completion/zsh \$fpath); autoload -Uz compinit; compinit -u -d /dev/null
+               [[ \${_comps[memstrackctl]} == _memstrackctl ]]" || fail "compinit does not pick up _memstrackctl"
+    echo "ok zsh"
+else
+    echo "zsh is not installed: the zsh script was not parsed"
+fi
+exit $failed
