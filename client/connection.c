@@ -76,6 +76,8 @@ int ctl_report_transport_error(int error) {
 int ctl_exit_for_error_reply(const char *error) {
         if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED))
                 return CTL_EXIT_PERMISSION;
+        if (streq(error, MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS))
+                return CTL_EXIT_BUSY;
         /* The daemon did not understand us: a version mismatch, which is a protocol problem. */
         if (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) || streq(error, VARLINK_ERROR_INTERFACE_NOT_FOUND) ||
             streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED) || streq(error, VARLINK_ERROR_INVALID_PARAMETER))
@@ -90,6 +92,10 @@ int ctl_report_error_reply(const char *error, json_t *parameters) {
                 const char *reason = json_string_value(json_object_get(parameters, "reason"));
                 fprintf(stderr, "Permission denied by memstrackd: %s (root or group %s required).\n",
                         reason ?: "no reason given", MEMSTRACK_GROUP_DEFAULT);
+        } else if (streq(error, MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS)) {
+                const char *reason = json_string_value(json_object_get(parameters, "reason"));
+                fprintf(stderr, "memstrackd is busy and turned the connection away: %s. Try again later.\n",
+                        reason ?: "too many connections");
         } else
                 fprintf(stderr, "memstrackd replied with error %s %s\n", error, p ?: "{}");
         return ctl_exit_for_error_reply(error);
