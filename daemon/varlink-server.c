@@ -37,10 +37,11 @@
 #define ACCEPT_RETRY_USEC (1U * 1000000U)
 /* Output buffer kept allocated between replies; bigger ones are freed once sent. */
 #define OUTPUT_KEEP_BYTES (256U * 1024U)
-/* After a big reply was freed, the allocator is asked to return free memory to the kernel this much
- * later (one malloc_trim() for a burst of replies): a burst of StackTree replies otherwise leaves the
- * daemon's RSS hundreds of MB above what it uses. */
+/* After a big reply (its JSON tree, text and buffer freed by now), the allocator is asked to return
+ * free memory to the kernel this much later, once for a burst of replies: glibc keeps freed heap
+ * memory, and a burst of StackTree replies left the daemon's RSS hundreds of MB above what it uses. */
 #define TRIM_DELAY_USEC (1U * 1000000U)
+#define TRIM_REPLY_BYTES (64U * 1024U)
 /* Deadlines are checked this precisely; sd-event may merge wakeups within it. */
 #define DEADLINE_ACCURACY_USEC (10U * 1000U)
 
@@ -372,6 +373,8 @@ static int call_send(VarlinkCall *call, const char *error, json_t *params, bool 
                 r = connection_serialize(c, message, &text, &size);
                 if (r < 0)
                         return r;
+                if (size >= TRIM_REPLY_BYTES)
+                        server_schedule_trim(c->server);
 
                 if (size - 1 > max) {
                         json_auto_t *e = NULL;

@@ -14,7 +14,9 @@ loadgen allocates and frees pages as fast as it can. The test asserts outcomes o
   work on the real daemon);
 - the daemon lost no trace records (Status lostEvents, the kernel's own count) while they hammered;
 - the daemon's peak RSS (VmHWM) stayed under its RSS before the clients came plus the bound documented
-  in docs/protocol.md (client buffers) and a margin for replies being built.
+  in docs/protocol.md (client buffers) and a margin for replies being built;
+- after a burst of big StackTree replies the daemon's RSS comes back down (malloc_trim) instead of
+  staying where the burst left it.
 
 The deadlines are shortened with memstrackd's options so each kind is dropped within the run. Waits are
 bounds, not measurements. Needs root, perf events and the kmem tracepoints; exits 77 otherwise.
@@ -228,6 +230,34 @@ def proc_status(pid, key):
     fail(f"no {key} in /proc/{pid}/status")
 
 
+def check_memory_given_back(sock, pid, sanitized):
+    """A burst of parallel StackTree calls (read by the caller) raises RSS; the daemon returns the memory."""
+    params = {"minPages": 0, "maxChildren": 10000, "maxDepth": 255}
+    size = len(json.dumps(call(sock, "io.memstrack.StackTree", params)))
+    rss_before = proc_status(pid, "VmRSS")
+    for _ in range(3):
+        threads = [threading.Thread(target=call, args=(sock, "io.memstrack.StackTree", params)) for _ in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    rss_burst = proc_status(pid, "VmRSS")
+    print(f"StackTree replies of {size} bytes: RSS {rss_before // 1024} KiB before the burst, "
+          f"{rss_burst // 1024} KiB right after", file=sys.stderr)
+    if sanitized:
+        print("sanitized build: giving memory back not checked (ASan keeps freed memory)", file=sys.stderr)
+        return
+    if rss_burst < rss_before + 2 * MIB:
+        print("the burst did not raise RSS by 2 MiB, nothing to give back here", file=sys.stderr)
+        return
+    deadline = time.monotonic() + WAIT
+    while proc_status(pid, "VmRSS") > rss_before + MIB:
+        if time.monotonic() > deadline:
+            fail(f"RSS stays at {proc_status(pid, 'VmRSS')} after the burst, was {rss_before} before")
+        time.sleep(0.1)
+    print(f"RSS back to {proc_status(pid, 'VmRSS') // 1024} KiB", file=sys.stderr)
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP: needs root to trace page events and to become other users", file=sys.stderr)
@@ -329,6 +359,8 @@ def main():
             print("sanitized build: RSS bound not checked (ASan keeps freed memory)", file=sys.stderr)
         elif hwm > rss_before + CLIENT_BOUND_BYTES:
             fail(f"peak RSS {hwm} is over {rss_before} + {CLIENT_BOUND_BYTES}")
+
+        check_memory_given_back(sock, daemon.pid, sanitized)
 
         daemon.send_signal(signal.SIGTERM)
         if daemon.wait(WAIT) != 0:
