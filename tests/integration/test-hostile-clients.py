@@ -15,6 +15,9 @@ loadgen allocates and frees pages as fast as it can. The test asserts outcomes o
 - the daemon lost no trace records (Status lostEvents, the kernel's own count) while they hammered;
 - the daemon's peak RSS (VmHWM) stayed under its RSS before the clients came plus the bound documented
   in docs/protocol.md (client buffers) and a margin for replies being built;
+- with every slot users may hold taken by clients that read their streams, one more is turned away
+  with TooManyConnections, a group member's memstrackctl exits 6 saying the daemon is busy, and root's
+  memstrackctl still answers;
 - after a burst of big StackTree replies the daemon's RSS comes back down (malloc_trim) instead of
   staying where the burst left it.
 
@@ -236,6 +239,91 @@ def proc_status(pid, key):
     fail(f"no {key} in /proc/{pid}/status")
 
 
+class StreamingUser:
+    """A forked child that becomes uid and keeps PER_USER Top streams open and read: active clients, none
+    of them evictable. Reports "ready STREAMING TURNED_AWAY" on its pipe once every connection got its
+    first answer, then runs until killed."""
+
+    def __init__(self, uid, gid, sock_path):
+        rfd, wfd = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.close(rfd)
+                as_user(uid, gid)()
+                counters = Counters()
+                first = threading.Barrier(PER_USER + 1)
+                for _ in range(PER_USER):
+                    threading.Thread(target=self.stream, args=(sock_path, counters, first), daemon=True).start()
+                first.wait()
+                os.write(wfd, f"ready {counters.values.get('streaming', 0)} "
+                              f"{counters.values.get('turned-away', 0)}\n".encode())
+                while True:
+                    time.sleep(1)
+            finally:
+                os._exit(1)
+        os.close(wfd)
+        self.file = os.fdopen(rfd)
+
+    @staticmethod
+    def stream(sock_path, counters, first):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path)
+        try:
+            s.sendall(call_bytes("io.memstrack.Top", {"intervalUsec": 200000, "limit": 1}, more=True))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # evicted while still silent, or refused: the reason is there to read
+        reply = read_message(s, time.monotonic() + WAIT)
+        counters.add("streaming" if reply and "error" not in reply else "turned-away")
+        first.wait()
+        while read_message(s, time.monotonic() + WAIT):
+            pass
+
+    def ready(self):
+        words = self.file.readline().split()
+        if len(words) != 3 or words[0] != "ready":
+            fail(f"a streaming user did not get going: {words}")
+        return int(words[1]), int(words[2])
+
+    def kill(self):
+        if self.pid:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = None
+            self.file.close()
+
+
+def check_full_of_active_clients(sock, memstrackctl, gid, cleanup):
+    """Every slot users may hold is taken by a client that reads its stream: one connection too many is
+    turned away with TooManyConnections, a group member's memstrackctl says the daemon is busy (exit 6),
+    and root still gets its answer from the slot kept for it."""
+    users = []
+    for uid in USERS:
+        users.append(StreamingUser(uid, gid, sock))
+        cleanup.append(users[-1])
+    streaming = turned_away = 0
+    for u in users:
+        a, b = u.ready()
+        streaming += a
+        turned_away += b
+    print(f"{streaming} streams open, {turned_away} turned away", file=sys.stderr)
+    if streaming != 63 or turned_away != len(USERS) * PER_USER - 63:
+        fail(f"expected 63 streams (64 slots, one kept for root) and the rest turned away")
+    env = dict(os.environ, LC_ALL="C")
+    r = subprocess.run([memstrackctl, "--address", "unix:" + sock, "status"], capture_output=True, text=True,
+                       timeout=WAIT, env=env, preexec_fn=as_user(LEGIT_USER, gid))
+    if r.returncode != 6 or "memstrackd is busy" not in r.stderr or "connections open" not in r.stderr:
+        fail(f"memstrackctl status as a group member with every slot taken: exit {r.returncode}\n"
+             f"{r.stdout}{r.stderr}")
+    print(f"group member: {r.stderr.strip()}", file=sys.stderr)
+    r = subprocess.run([memstrackctl, "--address", "unix:" + sock, "status"], capture_output=True, text=True,
+                       timeout=WAIT, env=env)
+    if r.returncode != 0 or "Lost events:" not in r.stdout:
+        fail(f"memstrackctl status as root with every user slot taken: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    for u in users:
+        u.kill()
+
+
 def check_memory_given_back(sock, pid, sanitized):
     """A burst of parallel StackTree calls (read by the caller) raises RSS; the daemon returns the memory."""
     params = {"minPages": 0, "maxChildren": 10000, "maxDepth": 255}
@@ -370,6 +458,7 @@ def main():
             fail(f"peak RSS {hwm} is over {rss_before} + {CLIENT_BOUND_BYTES}")
 
         check_memory_given_back(sock, daemon.pid, sanitized)
+        check_full_of_active_clients(sock, memstrackctl, gid, users)
 
         daemon.send_signal(signal.SIGTERM)
         if daemon.wait(WAIT) != 0:
