@@ -10,6 +10,11 @@
  * got its final reply (a "more" stream delays the calls pipelined behind it). Oneway calls never get a
  * reply, not even an error. Every failure caused by a client closes that client's connection at most;
  * the server keeps serving the others.
+ *
+ * Clients cannot hold slots or memory for free: deadlines close connections that stay silent, trickle,
+ * idle or leave output unread; a newcomer finding the table full evicts the oldest silent connection or
+ * is refused with io.memstrack.TooManyConnections; requests and all queued output have caps (see
+ * VarlinkServerConfig and docs/protocol.md, Limits).
  */
 
 #include <stdbool.h>
