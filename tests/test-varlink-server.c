@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -877,6 +878,48 @@ static void test_request_size_cap(void) {
         fixture_stop(&f);
 }
 
+static int urgent_handler(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        unsigned *runs = userdata;
+
+        /* Never drained, like a ring that keeps filling: pending on every iteration until disabled. */
+        if (++*runs >= 50)
+                (void) sd_event_source_set_enabled(source, SD_EVENT_OFF);
+        return 0;
+}
+
+static void test_priority(void) {
+        VarlinkServerConfig cfg = { .priority = SD_EVENT_PRIORITY_NORMAL + 10 };
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        _cleanup_(sd_event_source_unrefp) sd_event_source *urgent = NULL;
+        json_auto_t *p = json_pack("{s:s}", "text", "after the urgent work");
+        json_t *reply = NULL;
+        char *error = NULL;
+        unsigned runs = 0;
+        int pipefd[2];
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        c = connect_client(&f);
+        expect_echo(&f, c, "warm");
+
+        /* Owner work at a more urgent priority (draining the kernel's rings) is ready on every
+         * iteration for a while: the client, ready at the same time, is answered only after it. */
+        ASSERT_OK(pipe2(pipefd, O_CLOEXEC | O_NONBLOCK));
+        ASSERT_EQ(write(pipefd[1], "x", 1), 1);
+        send_call(c, "io.memstrack.test.Echo", p, 0);
+        ASSERT_OK(sd_event_add_io(f.event, &urgent, pipefd[0], EPOLLIN, urgent_handler, &runs));
+        ASSERT_OK(sd_event_source_set_priority(urgent, SD_EVENT_PRIORITY_NORMAL));
+        ASSERT_EQ(pump_reply(&f, c, &reply, &error), 0);
+        ASSERT_NULL(error);
+        ASSERT_EQ(runs, 50);
+        json_decref(reply);
+        urgent = sd_event_source_disable_unref(urgent);
+        (void) close(pipefd[0]);
+        (void) close(pipefd[1]);
+        c = varlink_client_free(c);
+        fixture_stop(&f);
+}
+
 static void test_total_output_budget(void) {
         VarlinkServerConfig cfg = { .max_total_output_bytes = 5 * 1024 * 1024 };
         _cleanup_(varlink_client_freep) VarlinkClient *hog = NULL, *reader = NULL;
@@ -1192,6 +1235,7 @@ int main(void) {
         TEST(test_refused_client_reads_the_reason);
         TEST(test_request_size_cap);
         TEST(test_total_output_budget);
+        TEST(test_priority);
         TEST(test_socket_setup);
         TEST(test_free_with_open_stream);
         TEST(test_access_control);
