@@ -4,8 +4,8 @@
 /*
  * memstrackctl's side of the daemon connection: connecting and calling with errors a user can act on.
  * Every function here that fails after printing the reason returns a positive CtlExit (see ctl.h):
- * CTL_EXIT_NOT_RUNNING, CTL_EXIT_PERMISSION, CTL_EXIT_PROTOCOL, or CTL_EXIT_FAILURE for the daemon's
- * other error replies. -ENOMEM is returned unreported.
+ * CTL_EXIT_NOT_RUNNING, CTL_EXIT_PERMISSION, CTL_EXIT_PROTOCOL, CTL_EXIT_BUSY (TooManyConnections), or
+ * CTL_EXIT_FAILURE for the daemon's other error replies. -ENOMEM is returned unreported.
  */
 
 #include <stdint.h>

@@ -21,6 +21,7 @@ typedef enum CtlExit {
         CTL_EXIT_NOT_RUNNING = 3,       /* no daemon at the address */
         CTL_EXIT_PERMISSION = 4,        /* the socket or the daemon refused us */
         CTL_EXIT_PROTOCOL = 5,          /* malformed, oversized or missing reply */
+        CTL_EXIT_BUSY = 6,              /* the daemon had no connection slot for us (TooManyConnections) */
 } CtlExit;
 
 typedef enum CtlJsonMode {

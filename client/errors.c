@@ -56,6 +56,11 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
                         return NULL;
                 r = asprintf(&m, "Permission denied by memstrackd: %s (root or group %s required).", reason,
                              MEMSTRACK_GROUP_DEFAULT);
+        } else if (streq(error, MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS)) {
+                _cleanup_free_ char *reason = param_string(parameters, "reason", "too many connections");
+                if (!reason)
+                        return NULL;
+                r = asprintf(&m, "memstrackd is busy and turned the connection away: %s. Try again later.", reason);
         } else if (streq(error, MEMSTRACK_ERROR_NOT_TRACING)) {
                 _cleanup_free_ char *reason = param_string(parameters, "reason", "no reason given");
                 if (!reason)
@@ -104,6 +109,8 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
 int ctl_error_exit_status(const char *error) {
         if (streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED))
                 return CTL_EXIT_PERMISSION;
+        if (streq(error, MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS))
+                return CTL_EXIT_BUSY;
         /* The daemon did not understand us: a version mismatch, which is a protocol problem. */
         if (version_mismatch(error) || streq(error, VARLINK_ERROR_INVALID_PARAMETER))
                 return CTL_EXIT_PROTOCOL;

@@ -17,6 +17,6 @@
  */
 char *ctl_error_message(const char *error, const json_t *parameters);
 
-/* The exit status (CtlExit) for an error reply: PERMISSION, PROTOCOL (the daemon did not understand
+/* The exit status (CtlExit) for an error reply: PERMISSION, BUSY (no connection slot), PROTOCOL (the daemon did not understand
  * us: another version) or FAILURE. */
 int ctl_error_exit_status(const char *error);

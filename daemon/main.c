@@ -23,6 +23,11 @@ static const char *arg_group = NULL;
 static bool arg_serve = true;
 static bool arg_foreground = false;
 static const char *arg_config = NULL;   /* NULL: MEMSTRACK_CONFIG_FILE, which may be missing */
+/* Client deadlines in usec; 0: the varlink server's defaults (5 s, 10 s, 5 min, 30 s). */
+static uint64_t arg_first_message_timeout_usec = 0;
+static uint64_t arg_request_timeout_usec = 0;
+static uint64_t arg_idle_timeout_usec = 0;
+static uint64_t arg_output_timeout_usec = 0;
 
 enum {
         _ARG_FIRST = 0x100,
@@ -43,6 +48,10 @@ enum {
         ARG_PER_PROCESS_STACKS,
         ARG_MAX_STACK_NODES,
         ARG_MAX_EXITED,
+        ARG_FIRST_MESSAGE_TIMEOUT,
+        ARG_REQUEST_TIMEOUT,
+        ARG_IDLE_TIMEOUT,
+        ARG_OUTPUT_TIMEOUT,
         _ARG_MAX,
 };
 
@@ -66,6 +75,10 @@ static const struct option options[] = {
         { "per-process-stacks", no_argument, NULL, ARG_PER_PROCESS_STACKS },
         { "max-stack-nodes", required_argument, NULL, ARG_MAX_STACK_NODES },
         { "max-exited-tasks", required_argument, NULL, ARG_MAX_EXITED },
+        { "first-message-timeout", required_argument, NULL, ARG_FIRST_MESSAGE_TIMEOUT },
+        { "request-timeout", required_argument, NULL, ARG_REQUEST_TIMEOUT },
+        { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
+        { "output-timeout", required_argument, NULL, ARG_OUTPUT_TIMEOUT },
         {}
 };
 
@@ -96,7 +109,11 @@ static void help(void) {
                "     --threads              Keep per-thread records besides per-process ones\n"
                "     --per-process-stacks   Keep a stack tree per process (true per-task stack peaks)\n"
                "     --max-stack-nodes=N    Stack tree node budget (default %zu)\n"
-               "     --max-exited-tasks=N   Exited tasks kept queryable (default %zu)\n",
+               "     --max-exited-tasks=N   Exited tasks kept queryable (default %zu)\n"
+               "     --first-message-timeout=SEC  Close clients silent this long after connecting (5)\n"
+               "     --request-timeout=SEC  Close clients that take longer to send one message (10)\n"
+               "     --idle-timeout=SEC     Close clients idle this long between calls (300)\n"
+               "     --output-timeout=SEC   Close clients that leave replies unread this long (30)\n",
                PERF_DEPTH_DEFAULT, PERF_DEPTH_MAX, PERF_BUFFER_PAGES_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
 }
@@ -212,6 +229,23 @@ static int apply_option(int c, const char *name, const char *value) {
                 if (r < 0)
                         return r;
                 arg_accounting.max_exited_tasks = (size_t) v;
+                break;
+        case ARG_FIRST_MESSAGE_TIMEOUT:
+        case ARG_REQUEST_TIMEOUT:
+        case ARG_IDLE_TIMEOUT:
+        case ARG_OUTPUT_TIMEOUT:
+                r = parse_uint(value, "client timeout in seconds", 1, 7 * 24 * 3600, &v);
+                if (r < 0)
+                        return r;
+                v *= 1000000U;
+                if (c == ARG_FIRST_MESSAGE_TIMEOUT)
+                        arg_first_message_timeout_usec = v;
+                else if (c == ARG_REQUEST_TIMEOUT)
+                        arg_request_timeout_usec = v;
+                else if (c == ARG_IDLE_TIMEOUT)
+                        arg_idle_timeout_usec = v;
+                else
+                        arg_output_timeout_usec = v;
                 break;
         default:
                 return -EINVAL;
@@ -388,6 +422,10 @@ static int run(int argc, char *argv[]) {
                 .socket_path = arg_socket,
                 .group = arg_group,
                 .serve = arg_serve,
+                .first_message_timeout_usec = arg_first_message_timeout_usec,
+                .request_timeout_usec = arg_request_timeout_usec,
+                .idle_timeout_usec = arg_idle_timeout_usec,
+                .output_timeout_usec = arg_output_timeout_usec,
                 .reload_config = reload_config,
         };
         r = manager_new(&config, &m);

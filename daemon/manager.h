@@ -22,6 +22,11 @@
 typedef struct VarlinkServer VarlinkServer;
 typedef struct TopStream TopStream;
 
+/* sd-event priority of everything clients cause (the varlink server, Top streams): below the event
+ * source's ring buffers (SD_EVENT_PRIORITY_NORMAL), so draining the kernel's records always runs first
+ * and no client load makes the daemon lose them. */
+#define MANAGER_PRIORITY_CLIENTS (SD_EVENT_PRIORITY_NORMAL + 10)
+
 typedef struct ManagerConfig {
         PerfConfig perf;
         AccountingConfig accounting;
@@ -29,6 +34,8 @@ typedef struct ManagerConfig {
         const char *socket_path;        /* NULL: the default */
         const char *group;              /* NULL: the default; "" root only */
         bool serve;                     /* listen on the varlink socket */
+        /* Client deadlines (VarlinkServerConfig); 0: the server's defaults. */
+        uint64_t first_message_timeout_usec, request_timeout_usec, idle_timeout_usec, output_timeout_usec;
         int (*reload_config)(void);     /* SIGHUP: re-reads the configuration file; may be NULL */
 } ManagerConfig;
 

@@ -285,6 +285,11 @@ static int top_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         json_auto_t *reply = NULL;
         TopStream *t = userdata;
 
+        /* The last update is still unread: skip this one, so a client that does not read costs neither
+         * memory nor work (and the server drops it when its output stays unread). */
+        if (varlink_call_output_pending(t->call) > 0)
+                return sd_event_source_set_time(s, usec + t->interval_usec);
+
         manager_flush(t->manager);
         int r = top_snapshot(t, &reply);
         if (r >= 0)
@@ -328,8 +333,10 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(t->timer, "top-stream");
+        r = sd_event_source_set_priority(t->timer, MANAGER_PRIORITY_CLIENTS);
         /* Time sources are one-shot by default; top_timer() moves the time on. */
-        r = sd_event_source_set_enabled(t->timer, SD_EVENT_ON);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(t->timer, SD_EVENT_ON);
         if (r < 0) {
                 sd_event_source_disable_unref(t->timer);
                 return r;
@@ -457,6 +464,11 @@ int manager_serve(Manager *m) {
                 .methods = methods,
                 .n_methods = ELEMENTSOF(methods),
                 .userdata = m,
+                .first_message_timeout_usec = m->config.first_message_timeout_usec,
+                .request_timeout_usec = m->config.request_timeout_usec,
+                .idle_timeout_usec = m->config.idle_timeout_usec,
+                .output_timeout_usec = m->config.output_timeout_usec,
+                .priority = MANAGER_PRIORITY_CLIENTS,
         };
         int r = varlink_server_new(m->event, &c, &m->server);
         if (r < 0)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,21 @@
 #define SO_PEERGROUPS 59
 #endif
 
-/* Work done per event-loop iteration, so one busy client cannot stall ingestion or other clients. */
-#define PROCESS_BUDGET 16U
+/* Work done per event-loop iteration, so one busy client cannot stall ingestion or other clients: one
+ * message per connection (a call can be a big query), then the loop polls again and the owner's more
+ * urgent sources (a smaller priority value) run first. */
+#define PROCESS_BUDGET 1U
 #define ACCEPT_BUDGET 16U
 #define ACCEPT_RETRY_USEC (1U * 1000000U)
 /* Output buffer kept allocated between replies; bigger ones are freed once sent. */
 #define OUTPUT_KEEP_BYTES (256U * 1024U)
+/* After a big reply (its JSON tree, text and buffer freed by now), the allocator is asked to return
+ * free memory to the kernel this much later, once for a burst of replies: glibc keeps freed heap
+ * memory, and a burst of StackTree replies left the daemon's RSS hundreds of MB above what it uses. */
+#define TRIM_DELAY_USEC (1U * 1000000U)
+#define TRIM_REPLY_BYTES (64U * 1024U)
+/* Deadlines are checked this precisely; sd-event may merge wakeups within it. */
+#define DEADLINE_ACCURACY_USEC (10U * 1000U)
 
 typedef struct Connection Connection;
 
@@ -56,7 +66,7 @@ struct Connection {
         int fd;
         sd_event_source *io_source;
         sd_event_source *defer_source;  /* resumes work outside of handlers, frees dead connections */
-        sd_event_source *idle_source;
+        sd_event_source *timer_source;  /* the earliest deadline, see connection_deadline() */
         uint32_t io_events;
 
         uid_t uid;
@@ -74,7 +84,13 @@ struct Connection {
         bool read_eof;
         bool close_after_flush;
         bool dead;                      /* freed at the next safe point; no more I/O */
-        uint64_t last_activity_usec;
+        bool had_message;               /* a complete message arrived: no longer a silent connection */
+
+        /* CLOCK_MONOTONIC; the deadlines in VarlinkServerConfig run from these. */
+        uint64_t accept_usec;
+        uint64_t request_usec;          /* bytes of a message not handled yet arrived since; 0: none */
+        uint64_t idle_usec;             /* the last complete message arrived or the last call ended */
+        uint64_t output_usec;           /* output is queued without a break since; 0: queue empty */
 };
 
 struct VarlinkServer {
@@ -90,8 +106,10 @@ struct VarlinkServer {
         sd_event_source *listen_source;
         sd_event_source *accept_retry_source;
 
-        Connection *connections;
+        Connection *connections;        /* newest first */
         unsigned n_connections;
+        size_t output_bytes;            /* sum of the connections' out_alloc */
+        sd_event_source *trim_source;   /* owned: malloc_trim() after big replies */
 };
 
 static void connection_schedule(Connection *c);
@@ -142,6 +160,11 @@ void *varlink_call_get_userdata(const VarlinkCall *call) {
         return call->connection->server->cfg.userdata;
 }
 
+size_t varlink_call_output_pending(const VarlinkCall *call) {
+        assert(call);
+        return call->connection->out_end - call->connection->out_start;
+}
+
 void varlink_call_set_disconnect_handler(VarlinkCall *call, VarlinkCallDisconnectHandler handler,
                 void *userdata) {
         assert(call);
@@ -158,12 +181,51 @@ static uint64_t server_now(VarlinkServer *s) {
         return now;
 }
 
+/* Frees the output buffer now: a dropped connection's backlog must not count against the others. */
+static void connection_drop_output(Connection *c) {
+        c->server->output_bytes -= c->out_alloc;
+        free(c->out);
+        c->out = NULL;
+        c->out_start = c->out_end = c->out_alloc = 0;
+        c->output_usec = 0;
+}
+
 static void connection_kill(Connection *c, const char *why) {
         if (c->dead)
                 return;
         log_debug("varlink: dropping connection of uid %u pid %d: %s", (unsigned) c->uid, (int) c->pid, why);
         c->dead = true;
+        connection_drop_output(c);
         connection_schedule(c);
+}
+
+static size_t connection_pending_output(const Connection *c) {
+        return c->out_end - c->out_start;
+}
+
+/*
+ * Makes room for extra more bytes of output buffers on c within max_total_output_bytes, by dropping
+ * the connections with the most unread output, c included (counting want, what it is about to queue).
+ * The clients that do not read lose their connection, the others keep theirs. 0, or -ECONNRESET when c
+ * itself was dropped.
+ */
+static int server_make_output_room(VarlinkServer *s, Connection *c, size_t extra, size_t want) {
+        while (s->output_bytes + extra > s->cfg.max_total_output_bytes) {
+                Connection *victim = c;
+                size_t most = connection_pending_output(c) + want;
+
+                for (Connection *d = s->connections; d; d = d->next)
+                        if (!d->dead && d != c && connection_pending_output(d) > most) {
+                                victim = d;
+                                most = connection_pending_output(d);
+                        }
+                log_debug("varlink: %zu bytes of output queued for all clients, over the %zu byte budget",
+                                s->output_bytes + extra, s->cfg.max_total_output_bytes);
+                connection_kill(victim, "total output budget exceeded, client has the most unread output");
+                if (victim == c)
+                        return -ECONNRESET;
+        }
+        return 0;
 }
 
 /* Queues one serialized message. Over the output limit the client is not reading: drop it. */
@@ -180,6 +242,7 @@ static int connection_enqueue(Connection *c, const char *text, size_t size) {
         if (c->out_alloc - c->out_end < size) {
                 size_t need, n;
                 char *p;
+                int r;
 
                 /* Compact first: the bytes before out_start are sent. */
                 if (c->out_start > 0) {
@@ -192,15 +255,21 @@ static int connection_enqueue(Connection *c, const char *text, size_t size) {
                         n = MAX(c->out_alloc, (size_t) 4096);
                         while (n < need)
                                 n *= 2;
+                        r = server_make_output_room(c->server, c, n - c->out_alloc, size);
+                        if (r < 0)
+                                return r;
                         p = realloc(c->out, n);
                         if (!p) {
                                 connection_kill(c, "out of memory");
                                 return -ENOMEM;
                         }
+                        c->server->output_bytes += n - c->out_alloc;
                         c->out = p;
                         c->out_alloc = n;
                 }
         }
+        if (pending == 0)
+                c->output_usec = server_now(c->server);
         memcpy(c->out + c->out_end, text, size);
         c->out_end += size;
         return 0;
@@ -229,9 +298,38 @@ static int connection_enqueue_json(Connection *c, json_t *message) {
         return connection_enqueue(c, text, size);
 }
 
-static void connection_flush(Connection *c) {
-        bool progress = false;
+static int server_trim_handler(sd_event_source *source, uint64_t usec, void *userdata) {
+#ifdef __GLIBC__
+        /* Returns free heap pages to the kernel: what big replies left behind. */
+        (void) malloc_trim(0);
+#endif
+        return 0;
+}
 
+static void server_schedule_trim(VarlinkServer *s) {
+        uint64_t when = server_now(s) + TRIM_DELAY_USEC;
+        int enabled = SD_EVENT_OFF, r;
+
+        if (s->trim_source) {
+                (void) sd_event_source_get_enabled(s->trim_source, &enabled);
+                if (enabled != SD_EVENT_OFF)
+                        return; /* one trim for the whole burst */
+                r = sd_event_source_set_time(s->trim_source, when);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(s->trim_source, SD_EVENT_ONESHOT);
+        } else {
+                r = sd_event_add_time(s->event, &s->trim_source, CLOCK_MONOTONIC, when, TRIM_DELAY_USEC / 4,
+                                server_trim_handler, s);
+                if (r >= 0) {
+                        (void) sd_event_source_set_description(s->trim_source, "varlink-trim");
+                        r = sd_event_source_set_priority(s->trim_source, s->cfg.priority);
+                }
+        }
+        if (r < 0)
+                log_debug_errno(r, "varlink: cannot schedule giving memory back, ignoring: %m");
+}
+
+static void connection_flush(Connection *c) {
         while (!c->dead && c->out_start < c->out_end) {
                 ssize_t n = send(c->fd, c->out + c->out_start, c->out_end - c->out_start,
                                 MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -244,19 +342,16 @@ static void connection_flush(Connection *c) {
                         break;
                 }
                 c->out_start += (size_t) n;
-                progress = true;
         }
         if (c->out_start == c->out_end) {
                 c->out_start = c->out_end = 0;
+                c->output_usec = 0;
                 /* One big reply must not pin its buffer for the rest of a long-lived connection. */
                 if (c->out_alloc > OUTPUT_KEEP_BYTES) {
-                        free(c->out);
-                        c->out = NULL;
-                        c->out_alloc = 0;
+                        connection_drop_output(c);
+                        server_schedule_trim(c->server);
                 }
         }
-        if (progress)
-                c->last_activity_usec = server_now(c->server);
 }
 
 /* Sends one message for call, or nothing for a oneway call; ends the call when final. */
@@ -278,6 +373,8 @@ static int call_send(VarlinkCall *call, const char *error, json_t *params, bool 
                 r = connection_serialize(c, message, &text, &size);
                 if (r < 0)
                         return r;
+                if (size >= TRIM_REPLY_BYTES)
+                        server_schedule_trim(c->server);
 
                 if (size - 1 > max) {
                         json_auto_t *e = NULL;
@@ -315,7 +412,13 @@ static int call_send(VarlinkCall *call, const char *error, json_t *params, bool 
 finish:
         c->call = NULL;
         call_free(call);
-        /* The next pipelined call can be read now. */
+        /* The next pipelined call can be read now: messages already buffered first (backlog), so the
+         * input buffer never holds more than one unfinished message plus one read. Their deadline, like
+         * the idle one, runs from now: they waited for this call. */
+        c->backlog = true;
+        c->idle_usec = server_now(c->server);
+        if (c->request_usec != 0)
+                c->request_usec = c->idle_usec;
         connection_schedule(c);
         return 0;
 }
@@ -382,10 +485,10 @@ static Connection *connection_free(Connection *c) {
 
         sd_event_source_disable_unref(c->io_source);
         sd_event_source_disable_unref(c->defer_source);
-        sd_event_source_disable_unref(c->idle_source);
+        sd_event_source_disable_unref(c->timer_source);
         safe_close(c->fd);
         varlink_framer_free(c->framer);
-        free(c->out);
+        connection_drop_output(c);
         free(c);
         return NULL;
 }
@@ -447,7 +550,10 @@ static void connection_read(Connection *c) {
                 return;
         }
         varlink_framer_commit(c->framer, (size_t) n);
-        c->last_activity_usec = server_now(c->server);
+        /* Reads happen only with no complete message buffered: these bytes start a message, or go on
+         * with one that started earlier (request_usec set then). */
+        if (c->request_usec == 0)
+                c->request_usec = server_now(c->server);
 }
 
 /* ---- Dispatch --------------------------------------------------------------------------------------- */
@@ -685,9 +791,71 @@ static void connection_process(Connection *c) {
                                 c->close_after_flush = true;
                         return;
                 }
-                c->last_activity_usec = server_now(c->server);
+                c->had_message = true;
+                c->idle_usec = server_now(c->server);
+                /* What follows in the buffer is the next message, started now as far as we know. */
+                c->request_usec = varlink_framer_pending(c->framer) > 0 ? c->idle_usec : 0;
                 connection_handle_message(c, text, size);
         }
+}
+
+static uint64_t usec_add(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* The earliest deadline of c (UINT64_MAX: none), and in *ret_why the rule that sets it. */
+static uint64_t connection_deadline(const Connection *c, const char **ret_why) {
+        const VarlinkServerConfig *cfg = &c->server->cfg;
+        uint64_t best = UINT64_MAX, d;
+        const char *why = NULL;
+
+        if (!c->had_message) {
+                d = usec_add(c->accept_usec, cfg->first_message_timeout_usec);
+                if (d < best) {
+                        best = d;
+                        why = "no complete message in time after connecting";
+                }
+        }
+        /* While a call is open nothing more is read: buffered bytes wait for it, not for the client. */
+        if (c->request_usec != 0 && !c->call) {
+                d = usec_add(c->request_usec, cfg->request_timeout_usec);
+                if (d < best) {
+                        best = d;
+                        why = "message not completed in time";
+                }
+        }
+        if (c->had_message && !c->call && c->request_usec == 0 && c->output_usec == 0) {
+                d = usec_add(c->idle_usec, cfg->idle_timeout_usec);
+                if (d < best) {
+                        best = d;
+                        why = "idle timeout";
+                }
+        }
+        if (c->output_usec != 0) {
+                d = usec_add(c->output_usec, cfg->output_timeout_usec);
+                if (d < best) {
+                        best = d;
+                        why = "output not read in time";
+                }
+        }
+        if (ret_why)
+                *ret_why = why;
+        return best;
+}
+
+static void connection_update_timer(Connection *c) {
+        uint64_t deadline = connection_deadline(c, NULL);
+        int r;
+
+        if (deadline == UINT64_MAX)
+                r = sd_event_source_set_enabled(c->timer_source, SD_EVENT_OFF);
+        else {
+                r = sd_event_source_set_time(c->timer_source, deadline);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(c->timer_source, SD_EVENT_ONESHOT);
+        }
+        if (r < 0)
+                connection_kill(c, "cannot arm the deadline timer");
 }
 
 /* The single exit of every event handler of a connection: does the pending work, then frees the
@@ -699,11 +867,12 @@ static void connection_dispatch(Connection *c) {
         }
         if (!c->dead && c->close_after_flush && c->out_start == c->out_end && (!c->call || c->call->finished))
                 c->dead = true;
-        if (c->dead) {
+        if (!c->dead)
+                connection_update_events(c);
+        if (!c->dead)
+                connection_update_timer(c);
+        if (c->dead)
                 connection_free(c);
-                return;
-        }
-        connection_update_events(c);
 }
 
 static int connection_io_handler(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -727,25 +896,14 @@ static int connection_defer_handler(sd_event_source *source, void *userdata) {
         return 0;
 }
 
-static int connection_idle_handler(sd_event_source *source, uint64_t usec, void *userdata) {
+static int connection_timer_handler(sd_event_source *source, uint64_t usec, void *userdata) {
         Connection *c = userdata;
-        uint64_t timeout = c->server->cfg.idle_timeout_usec, deadline;
+        const char *why = NULL;
 
-        /* A call in progress (a stream, a slow reply) is not idleness. */
-        if (c->call && !c->call->finished)
-                c->last_activity_usec = usec;
-
-        deadline = c->last_activity_usec + timeout;
-        if (usec >= deadline) {
-                connection_kill(c, "idle timeout");
-                connection_dispatch(c);
-                return 0;
-        }
-        if (sd_event_source_set_time(source, deadline) < 0 ||
-            sd_event_source_set_enabled(source, SD_EVENT_ONESHOT) < 0) {
-                connection_kill(c, "cannot re-arm idle timer");
-                connection_dispatch(c);
-        }
+        if (usec >= connection_deadline(c, &why))
+                connection_kill(c, why);
+        /* Re-armed (or freed) there. */
+        connection_dispatch(c);
         return 0;
 }
 
@@ -811,12 +969,95 @@ static bool peer_in_group(int fd, const struct ucred *cred, gid_t gid) {
 
 /* ---- Accepting -------------------------------------------------------------------------------------- */
 
+/* Frees the connections that are only waiting for their defer source to do it: their slots are free.
+ * Only called from the listening socket's handler, where no connection's handler is running. */
+static void server_reap(VarlinkServer *s) {
+        Connection *next;
+
+        for (Connection *c = s->connections; c; c = next) {
+                next = c->next;
+                if (c->dead)
+                        connection_free(c);
+        }
+}
+
 static unsigned server_connections_of_uid(VarlinkServer *s, uid_t uid) {
         unsigned n = 0;
 
         for (Connection *c = s->connections; c; c = c->next)
                 n += c->uid == uid;
         return n;
+}
+
+/* The oldest connection (of uid, unless any_uid) that has not sent a complete message yet, or NULL. */
+static Connection *server_oldest_silent(VarlinkServer *s, bool any_uid, uid_t uid) {
+        Connection *found = NULL;
+
+        /* Newest first: the last match is the oldest. */
+        for (Connection *c = s->connections; c; c = c->next)
+                if (!c->had_message && (any_uid || c->uid == uid))
+                        found = c;
+        return found;
+}
+
+/* Tells a peer why it is turned away, best effort: one error reply on a fresh socket always fits its
+ * buffer, and nothing is waited for. */
+static void send_too_many_connections(int fd, const char *reason) {
+        json_auto_t *p = json_pack("{s:s}", "reason", reason);
+        json_auto_t *message = p ? varlink_reply_new_error(MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS, p) : NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+
+        if (!message || varlink_message_serialize(message, &text, &size) < 0)
+                return;
+        (void) send(fd, text, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* Makes a silent connection give its slot to a newcomer: connections that sent nothing are the
+ * cheapest to lose (a client that connected and then waits for nothing is not a client). */
+static void server_evict(VarlinkServer *s, Connection *victim, const char *reason) {
+        log_debug("varlink: evicting silent connection of uid %u pid %d: %s", (unsigned) victim->uid,
+                        (int) victim->pid, reason);
+        send_too_many_connections(victim->fd, reason);
+        connection_free(victim);
+}
+
+/*
+ * Finds a slot for a peer of uid: a free one within its limits, else one freed by evicting the oldest
+ * silent connection (of the same uid for the per-uid limit). Root may use the reserved slots and is
+ * not limited per uid. Returns 0, or -EBUSY after telling the peer why.
+ */
+static int server_find_slot(VarlinkServer *s, int fd, uid_t uid) {
+        unsigned limit = s->cfg.max_connections;
+        char reason[128];
+        Connection *victim;
+
+        if (uid != 0)
+                limit -= MIN(limit - 1, VARLINK_SERVER_ROOT_RESERVED_CONNECTIONS);
+
+        if (uid != 0 && server_connections_of_uid(s, uid) >= s->cfg.max_connections_per_uid) {
+                victim = server_oldest_silent(s, false, uid);
+                if (!victim) {
+                        (void) snprintf(reason, sizeof(reason), "uid %u has %u connections open, the limit",
+                                        (unsigned) uid, s->cfg.max_connections_per_uid);
+                        log_debug("varlink: refusing a connection: %s", reason);
+                        send_too_many_connections(fd, reason);
+                        return -EBUSY;
+                }
+                server_evict(s, victim, "a newer connection of the same user needs the slot");
+        }
+        if (s->n_connections >= limit) {
+                victim = server_oldest_silent(s, true, 0);
+                if (!victim) {
+                        (void) snprintf(reason, sizeof(reason), "%u connections open, the limit%s",
+                                        s->n_connections, uid != 0 ? " for users other than root" : "");
+                        log_debug("varlink: refusing a connection of uid %u: %s", (unsigned) uid, reason);
+                        send_too_many_connections(fd, reason);
+                        return -EBUSY;
+                }
+                server_evict(s, victim, "the server is full and a new connection needs the slot");
+        }
+        return 0;
 }
 
 /* Takes fd in all cases. */
@@ -830,16 +1071,9 @@ static int server_add_connection(VarlinkServer *s, int fd) {
         if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return log_debug_errno(errno, "varlink: SO_PEERCRED failed, dropping connection: %m");
 
-        if (s->n_connections >= s->cfg.max_connections) {
-                log_debug("varlink: %u connections, refusing uid %u pid %d", s->n_connections,
-                                (unsigned) cred.uid, (int) cred.pid);
+        server_reap(s);
+        if (server_find_slot(s, cfd, cred.uid) < 0)
                 return 0;
-        }
-        if (cred.uid != 0 && server_connections_of_uid(s, cred.uid) >= s->cfg.max_connections_per_uid) {
-                log_debug("varlink: uid %u already has %u connections, refusing pid %d", (unsigned) cred.uid,
-                                s->cfg.max_connections_per_uid, (int) cred.pid);
-                return 0;
-        }
 
         c = calloc(1, sizeof(*c));
         if (!c)
@@ -852,7 +1086,7 @@ static int server_add_connection(VarlinkServer *s, int fd) {
                 .pid = cred.pid,
                 .is_root = cred.uid == 0,
                 .io_events = EPOLLIN,
-                .last_activity_usec = server_now(s),
+                .accept_usec = server_now(s),
         };
         c->allowed = c->is_root || (s->have_gid && peer_in_group(c->fd, &cred, s->gid));
 
@@ -863,27 +1097,38 @@ static int server_add_connection(VarlinkServer *s, int fd) {
         s->connections = c;
         s->n_connections++;
 
-        r = varlink_framer_new(s->cfg.max_message_bytes, &c->framer);
+        r = varlink_framer_new(s->cfg.max_request_bytes, &c->framer);
         if (r < 0)
                 goto fail;
         r = sd_event_add_io(s->event, &c->io_source, c->fd, EPOLLIN, connection_io_handler, c);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_description(c->io_source, "varlink-connection");
+        r = sd_event_source_set_priority(c->io_source, s->cfg.priority);
+        if (r < 0)
+                goto fail;
         r = sd_event_add_defer(s->event, &c->defer_source, connection_defer_handler, c);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_description(c->defer_source, "varlink-connection-defer");
+        r = sd_event_source_set_priority(c->defer_source, s->cfg.priority);
+        if (r < 0)
+                goto fail;
         r = sd_event_source_set_enabled(c->defer_source, SD_EVENT_OFF);
         if (r < 0)
                 goto fail;
-        if (s->cfg.idle_timeout_usec != UINT64_MAX) {
-                r = sd_event_add_time(s->event, &c->idle_source, CLOCK_MONOTONIC,
-                                c->last_activity_usec + s->cfg.idle_timeout_usec, 1000000U,
-                                connection_idle_handler, c);
-                if (r < 0)
-                        goto fail;
-                (void) sd_event_source_set_description(c->idle_source, "varlink-connection-idle");
+        r = sd_event_add_time(s->event, &c->timer_source, CLOCK_MONOTONIC, c->accept_usec, DEADLINE_ACCURACY_USEC,
+                        connection_timer_handler, c);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_description(c->timer_source, "varlink-connection-deadline");
+        r = sd_event_source_set_priority(c->timer_source, s->cfg.priority);
+        if (r < 0)
+                goto fail;
+        connection_update_timer(c);
+        if (c->dead) {
+                r = -ENOMEM;
+                goto fail;
         }
 
         log_debug("varlink: connection from uid %u pid %d (%s)", (unsigned) c->uid, (int) c->pid,
@@ -916,6 +1161,7 @@ static void server_pause_accept(VarlinkServer *s) {
                 if (r < 0)
                         goto fail;
                 (void) sd_event_source_set_description(s->accept_retry_source, "varlink-accept-retry");
+                (void) sd_event_source_set_priority(s->accept_retry_source, s->cfg.priority);
         } else {
                 r = sd_event_source_set_time(s->accept_retry_source, when);
                 if (r < 0)
@@ -1141,6 +1387,7 @@ VarlinkServer *varlink_server_free(VarlinkServer *s) {
 
         sd_event_source_disable_unref(s->listen_source);
         sd_event_source_disable_unref(s->accept_retry_source);
+        sd_event_source_disable_unref(s->trim_source);
         safe_close(s->listen_fd);
         if (s->socket_path)
                 (void) unlink(s->socket_path);
@@ -1189,8 +1436,18 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
                 s->cfg.max_connections_per_uid = VARLINK_SERVER_MAX_CONNECTIONS_PER_UID_DEFAULT;
         if (s->cfg.max_output_bytes == 0)
                 s->cfg.max_output_bytes = VARLINK_SERVER_MAX_OUTPUT_BYTES_DEFAULT;
+        if (s->cfg.max_request_bytes == 0)
+                s->cfg.max_request_bytes = VARLINK_SERVER_MAX_REQUEST_BYTES_DEFAULT;
+        if (s->cfg.max_total_output_bytes == 0)
+                s->cfg.max_total_output_bytes = VARLINK_SERVER_MAX_TOTAL_OUTPUT_BYTES_DEFAULT;
+        if (s->cfg.first_message_timeout_usec == 0)
+                s->cfg.first_message_timeout_usec = VARLINK_SERVER_FIRST_MESSAGE_TIMEOUT_USEC_DEFAULT;
+        if (s->cfg.request_timeout_usec == 0)
+                s->cfg.request_timeout_usec = VARLINK_SERVER_REQUEST_TIMEOUT_USEC_DEFAULT;
         if (s->cfg.idle_timeout_usec == 0)
                 s->cfg.idle_timeout_usec = VARLINK_SERVER_IDLE_TIMEOUT_USEC_DEFAULT;
+        if (s->cfg.output_timeout_usec == 0)
+                s->cfg.output_timeout_usec = VARLINK_SERVER_OUTPUT_TIMEOUT_USEC_DEFAULT;
 
         s->group = strdup_or(cfg->group, MEMSTRACK_GROUP_DEFAULT);
         s->vendor = strdup_or(cfg->vendor, "memstrack");
@@ -1218,6 +1475,9 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(s->listen_source, "varlink-listen");
+        r = sd_event_source_set_priority(s->listen_source, s->cfg.priority);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -1226,6 +1486,11 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
 unsigned varlink_server_n_connections(const VarlinkServer *s) {
         assert(s);
         return s->n_connections;
+}
+
+size_t varlink_server_output_bytes(const VarlinkServer *s) {
+        assert(s);
+        return s->output_bytes;
 }
 
 const char *varlink_server_get_socket_path(const VarlinkServer *s) {

@@ -10,6 +10,11 @@
  * got its final reply (a "more" stream delays the calls pipelined behind it). Oneway calls never get a
  * reply, not even an error. Every failure caused by a client closes that client's connection at most;
  * the server keeps serving the others.
+ *
+ * Clients cannot hold slots or memory for free: deadlines close connections that stay silent, trickle,
+ * idle or leave output unread; a newcomer finding the table full evicts the oldest silent connection or
+ * is refused with io.memstrack.TooManyConnections; requests and all queued output have caps (see
+ * VarlinkServerConfig and docs/protocol.md, Limits).
  */
 
 #include <stdbool.h>
@@ -25,8 +30,17 @@
 
 #define VARLINK_SERVER_MAX_CONNECTIONS_DEFAULT         64U
 #define VARLINK_SERVER_MAX_CONNECTIONS_PER_UID_DEFAULT 16U
+/* Slots at the top of max_connections that only root may take. */
+#define VARLINK_SERVER_ROOT_RESERVED_CONNECTIONS       1U
+/* Requests are small (the largest legitimate io.memstrack call is well under 1 KiB); 64 KiB leaves room
+ * and keeps what hostile peers can make the server buffer small (see docs/protocol.md, Limits). */
+#define VARLINK_SERVER_MAX_REQUEST_BYTES_DEFAULT       (64U * 1024U)
 #define VARLINK_SERVER_MAX_OUTPUT_BYTES_DEFAULT        (32U * 1024U * 1024U)
+#define VARLINK_SERVER_MAX_TOTAL_OUTPUT_BYTES_DEFAULT  (64U * 1024U * 1024U)
+#define VARLINK_SERVER_FIRST_MESSAGE_TIMEOUT_USEC_DEFAULT (5U * 1000000U)
+#define VARLINK_SERVER_REQUEST_TIMEOUT_USEC_DEFAULT    (10U * 1000000U)
 #define VARLINK_SERVER_IDLE_TIMEOUT_USEC_DEFAULT       (5U * 60U * 1000000U)
+#define VARLINK_SERVER_OUTPUT_TIMEOUT_USEC_DEFAULT     (30U * 1000000U)
 #define VARLINK_SERVER_SOCKET_MODE_DEFAULT             0660
 
 typedef struct VarlinkServer VarlinkServer;
@@ -69,11 +83,24 @@ typedef struct VarlinkServerConfig {
         const char *socket_path;        /* MEMSTRACK_SOCKET_DEFAULT; ignored with a socket-activated fd */
         unsigned socket_mode;           /* 0660 */
         const char *group;              /* allowed group, MEMSTRACK_GROUP_DEFAULT; "" for root only */
-        size_t max_message_bytes;       /* 16 MiB, both directions */
-        unsigned max_connections;       /* 64; more are accepted and closed at once */
-        unsigned max_connections_per_uid; /* 16; so one user cannot take every slot */
+        size_t max_message_bytes;       /* 16 MiB: the longest reply (LimitExceeded instead) */
+        size_t max_request_bytes;       /* 64 KiB: the longest incoming message, else disconnect */
+        unsigned max_connections;       /* 64, the last VARLINK_SERVER_ROOT_RESERVED_CONNECTIONS for root */
+        unsigned max_connections_per_uid; /* 16 for each uid but root; so one user cannot take every slot */
         size_t max_output_bytes;        /* 32 MiB queued for a client that does not read: then disconnect */
-        uint64_t idle_timeout_usec;     /* 5 min without a call in progress; UINT64_MAX: never */
+        size_t max_total_output_bytes;  /* 64 MiB queued for all clients: then the biggest backlog goes */
+        /* Deadlines; UINT64_MAX: never. A connection is closed when it has not sent a complete message
+         * this long after it was accepted (first_message), when a message it started is not complete
+         * this long after its first byte (request), when it sent nothing since its last message or call
+         * ended (idle; never while a call is open), or when output stayed queued for it without the
+         * queue running empty once (output; streams included). */
+        uint64_t first_message_timeout_usec; /* 5 s */
+        uint64_t request_timeout_usec;  /* 10 s */
+        uint64_t idle_timeout_usec;     /* 5 min */
+        uint64_t output_timeout_usec;   /* 30 s */
+        /* sd-event priority of all the server's sources; the owner puts more urgent work (draining
+         * the kernel's rings) at a smaller value. 0: SD_EVENT_PRIORITY_NORMAL. */
+        int64_t priority;
 
         const char *vendor, *product, *version, *url; /* for org.varlink.service.GetInfo */
 
@@ -97,6 +124,8 @@ VarlinkServer *varlink_server_free(VarlinkServer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VarlinkServer *, varlink_server_free);
 
 unsigned varlink_server_n_connections(const VarlinkServer *s);
+/* Bytes allocated for queued output, over all connections (bounded by max_total_output_bytes). */
+size_t varlink_server_output_bytes(const VarlinkServer *s);
 /* The path bound, or NULL when socket-activated. */
 const char *varlink_server_get_socket_path(const VarlinkServer *s);
 
@@ -126,3 +155,6 @@ bool varlink_call_peer_is_root(const VarlinkCall *call);
 uid_t varlink_call_get_peer_uid(const VarlinkCall *call);
 pid_t varlink_call_get_peer_pid(const VarlinkCall *call);
 void *varlink_call_get_userdata(const VarlinkCall *call);
+/* Bytes queued on the call's connection that the client did not read yet: a stream skips an update
+ * while this is not 0, so a slow or absent reader costs neither memory nor work. */
+size_t varlink_call_output_pending(const VarlinkCall *call);

@@ -257,6 +257,12 @@ int varlink_client_call(VarlinkClient *c, const char *method, json_t *parameters
         int r;
 
         r = varlink_client_send(c, method, parameters, 0, timeout_usec);
+        if (r == -ECONNRESET) {
+                /* A server that turns a connection away says why first (TooManyConnections) and closes
+                 * without waiting for the call: that reply is still readable. */
+                int k = varlink_client_read_reply(c, 0, ret_parameters, ret_error);
+                return k >= 0 ? k : r;
+        }
         if (r < 0)
                 return r;
         return varlink_client_read_reply(c, timeout_usec, ret_parameters, ret_error);

@@ -36,6 +36,7 @@
 #define MEMSTRACK_ERROR_NOT_TRACING       "io.memstrack.NotTracing"       /* reason: string */
 #define MEMSTRACK_ERROR_LIMIT_EXCEEDED    "io.memstrack.LimitExceeded"    /* limit: string, value: int */
 #define MEMSTRACK_ERROR_INTERNAL          "io.memstrack.InternalError"    /* errno: int, message: string */
+#define MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS "io.memstrack.TooManyConnections" /* reason: string */
 
 #define VARLINK_SERVICE_INTERFACE "org.varlink.service"
 #define MEMSTRACK_INTERFACE       "io.memstrack"
@@ -203,6 +204,7 @@ int varlink_client_send(VarlinkClient *c, const char *method, json_t *parameters
 int varlink_client_read_reply(VarlinkClient *c, uint64_t timeout_usec, json_t **ret_parameters,
                 char **ret_error);
 
-/* send + one read_reply. Same returns as varlink_client_read_reply(). */
+/* send + one read_reply. Same returns as varlink_client_read_reply(). When the server closed the connection
+ * before the call went out, a reply it left (io.memstrack.TooManyConnections) is still returned. */
 int varlink_client_call(VarlinkClient *c, const char *method, json_t *parameters, uint64_t timeout_usec,
                 json_t **ret_parameters, char **ret_error);

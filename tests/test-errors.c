@@ -41,6 +41,10 @@ static void test_messages(void) {
         check(MEMSTRACK_ERROR_PERMISSION_DENIED, "{}",
               "Permission denied by memstrackd: no reason given (root or group " MEMSTRACK_GROUP_DEFAULT
               " required).");
+        check(MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS, "{\"reason\": \"all 64 connections are in use\"}",
+              "memstrackd is busy and turned the connection away: all 64 connections are in use. Try again later.");
+        check(MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS, NULL,
+              "memstrackd is busy and turned the connection away: too many connections. Try again later.");
         check(MEMSTRACK_ERROR_NOT_TRACING, "{\"reason\": \"perf_event_open failed\"}",
               "memstrackd is not tracing: perf_event_open failed.");
         check(MEMSTRACK_ERROR_LIMIT_EXCEEDED, "{\"limit\": \"messageSize\", \"value\": 16777216}",
@@ -71,6 +75,7 @@ static void test_messages(void) {
 
 static void test_exit_status(void) {
         ASSERT_EQ(ctl_error_exit_status(MEMSTRACK_ERROR_PERMISSION_DENIED), CTL_EXIT_PERMISSION);
+        ASSERT_EQ(ctl_error_exit_status(MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS), CTL_EXIT_BUSY);
         ASSERT_EQ(ctl_error_exit_status(MEMSTRACK_ERROR_NO_SUCH_TASK), CTL_EXIT_FAILURE);
         ASSERT_EQ(ctl_error_exit_status(MEMSTRACK_ERROR_NOT_TRACING), CTL_EXIT_FAILURE);
         ASSERT_EQ(ctl_error_exit_status(VARLINK_ERROR_METHOD_NOT_FOUND), CTL_EXIT_PROTOCOL);

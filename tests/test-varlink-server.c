@@ -12,10 +12,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -169,6 +171,30 @@ static void pump_until_connections(Fixture *f, unsigned n) {
         for (unsigned i = 0; i < PUMP_MAX && varlink_server_n_connections(f->server) != n; i++)
                 pump_once(f);
         ASSERT_EQ(varlink_server_n_connections(f->server), n);
+}
+
+/* The server turned the connection away: one TooManyConnections reply with a reason, then closed. */
+static void expect_turned_away(Fixture *f, VarlinkClient *c) {
+        json_t *p = NULL;
+        char *error = NULL;
+
+        ASSERT_EQ(pump_reply(f, c, &p, &error), 0);
+        ASSERT_STREQ(error, MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS);
+        ASSERT_TRUE(json_is_string(json_object_get(p, "reason")));
+        json_decref(p);
+        free(error);
+        expect_closed(f, c);
+}
+
+/* Runs the loop for at least usec of loop time (a bound for "nothing happened", never a measurement). */
+static void pump_for(Fixture *f, uint64_t usec) {
+        uint64_t start = 0, now = 0;
+
+        ASSERT_OK(sd_event_now(f->event, CLOCK_MONOTONIC, &start));
+        do {
+                pump_once(f);
+                ASSERT_OK(sd_event_now(f->event, CLOCK_MONOTONIC, &now));
+        } while (now - start < usec);
 }
 
 static void test_info_and_describe(void) {
@@ -532,7 +558,7 @@ static void test_output_limit(void) {
 }
 
 static void test_message_limit(void) {
-        VarlinkServerConfig cfg = { .max_message_bytes = 4096 };
+        VarlinkServerConfig cfg = { .max_message_bytes = 4096, .max_request_bytes = 4096 };
         _cleanup_(varlink_client_freep) VarlinkClient *other = NULL;
         _cleanup_free_ char *big = malloc(8192);
         json_auto_t *b = json_pack("{s:i}", "bytes", 8192), *e = NULL;
@@ -579,9 +605,9 @@ static void test_connection_limit(void) {
         }
         ASSERT_EQ(varlink_server_n_connections(f.server), 4);
 
-        /* The fifth is accepted and closed at once. */
+        /* The fifth is told why and closed: every slot holds an active client, none is evicted. */
         extra = connect_client(&f);
-        expect_closed(&f, extra);
+        expect_turned_away(&f, extra);
         ASSERT_EQ(varlink_server_n_connections(f.server), 4);
 
         /* A freed slot can be used again. */
@@ -685,6 +711,263 @@ static void test_free_with_open_stream(void) {
         c = varlink_client_free(c);
 }
 
+
+/* ---- Hostile clients ------------------------------------------------------------------------------- */
+
+static void test_first_message_deadline(void) {
+        VarlinkServerConfig cfg = { .first_message_timeout_usec = 100 * 1000 };
+        _cleanup_(varlink_client_freep) VarlinkClient *silent = NULL, *talker = NULL;
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        /* Connects and sends nothing: closed by the server, not kept for 5 minutes. */
+        silent = connect_client(&f);
+        talker = connect_client(&f);
+        expect_echo(&f, talker, "on time");
+        expect_closed(&f, silent);
+
+        /* A client that sent its first message is past this deadline for good. */
+        pump_for(&f, 200 * 1000);
+        expect_echo(&f, talker, "still here");
+        ASSERT_EQ(varlink_server_n_connections(f.server), 1);
+        talker = varlink_client_free(talker);
+        silent = varlink_client_free(silent);
+        fixture_stop(&f);
+}
+
+static void test_trickle(void) {
+        VarlinkServerConfig cfg = { .request_timeout_usec = 100 * 1000 };
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL, *other = NULL;
+        const char *call = "{\"method\":\"io.memstrack.test.Echo\",\"parameters\":{\"text\":\"";
+        int r = 0;
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        other = connect_client(&f);
+        c = connect_client(&f);
+        expect_echo(&f, c, "first call complete");
+
+        /* Then a call a byte at a time, forever: every byte used to restart the idle timer. */
+        ASSERT_OK(send_raw(&f, varlink_client_get_fd(c), call, strlen(call)));
+        for (unsigned i = 0; i < PUMP_MAX && r == 0 && varlink_server_n_connections(f.server) == 2; i++) {
+                r = send_raw(&f, varlink_client_get_fd(c), "x", 1);
+                pump_for(&f, 5 * 1000);
+        }
+        ASSERT_TRUE(r == 0 || r == -EPIPE || r == -ECONNRESET);
+        expect_closed(&f, c);
+        pump_until_connections(&f, 1);
+        expect_echo(&f, other, "others unaffected");
+        other = varlink_client_free(other);
+        fixture_stop(&f);
+}
+
+static void test_unread_output_deadline(void) {
+        VarlinkServerConfig cfg = { .output_timeout_usec = 200 * 1000 };
+        _cleanup_(varlink_client_freep) VarlinkClient *reader = NULL, *c = NULL;
+        json_auto_t *s = json_pack("{s:i, s:i}", "count", 1000000, "intervalUsec", 1000);
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        reader = connect_client(&f);
+        c = connect_client(&f);
+
+        /* A slow stream nobody reads: far from the 32 MiB output limit, and a call is open, so neither
+         * that limit nor the idle timeout ever ended it; queued output that never drains does. */
+        send_call(c, "io.memstrack.test.Stream", s, VARLINK_CALL_MORE);
+        for (unsigned i = 0; i < PUMP_MAX && f.service.streams_aborted == 0; i++)
+                pump_once(&f);
+        ASSERT_EQ(f.service.streams_aborted, 1);
+        pump_until_connections(&f, 1);
+        expect_echo(&f, reader, "reader still served");
+        fixture_stop(&f);
+}
+
+static void test_eviction_when_full(void) {
+        VarlinkServerConfig cfg = { .max_connections = 4 };
+        VarlinkClient *silent[3] = {};
+        _cleanup_(varlink_client_freep) VarlinkClient *active = NULL, *late = NULL, *later = NULL;
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        active = connect_client(&f);
+        expect_echo(&f, active, "active");
+        for (int i = 0; i < 3; i++) {
+                silent[i] = connect_client(&f);
+                pump_until_connections(&f, (unsigned) i + 2);
+        }
+
+        /* Full: the newcomer takes the slot of the oldest silent connection, which is told why. */
+        late = connect_client(&f);
+        expect_echo(&f, late, "got a slot");
+        expect_turned_away(&f, silent[0]);
+        ASSERT_EQ(varlink_server_n_connections(f.server), 4);
+
+        /* Once nobody is silent, the next one is refused instead, and nobody else is disturbed. */
+        expect_echo(&f, silent[1], "now active");
+        expect_echo(&f, silent[2], "now active");
+        later = connect_client(&f);
+        expect_turned_away(&f, later);
+        expect_echo(&f, active, "untouched");
+        expect_echo(&f, late, "untouched");
+
+        for (int i = 0; i < 3; i++)
+                silent[i] = varlink_client_free(silent[i]);
+        active = varlink_client_free(active);
+        late = varlink_client_free(late);
+        fixture_stop(&f);
+}
+
+static void test_refused_client_reads_the_reason(void) {
+        VarlinkServerConfig cfg = { .max_connections = 1 };
+        _cleanup_(varlink_client_freep) VarlinkClient *active = NULL, *refused = NULL;
+        struct pollfd p = {};
+        json_t *reply = NULL;
+        char *error = NULL;
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        active = connect_client(&f);
+        expect_echo(&f, active, "active");
+
+        /* The refusal is there before the client sends anything, and the connection is closed. */
+        refused = connect_client(&f);
+        p = (struct pollfd) { .fd = varlink_client_get_fd(refused), .events = POLLIN };
+        for (unsigned i = 0; i < PUMP_MAX && poll(&p, 1, 0) == 0; i++)
+                pump_once(&f);
+        ASSERT_TRUE(p.revents & POLLIN);
+
+        /* A client calling now cannot send (EPIPE) but still gets the reason, not "connection closed". */
+        ASSERT_EQ(varlink_client_call(refused, "io.memstrack.test.Echo", NULL, 1000000, &reply, &error), 0);
+        ASSERT_STREQ(error, MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS);
+        ASSERT_NOT_NULL(strstr(json_string_value(json_object_get(reply, "reason")), "connections open"));
+        json_decref(reply);
+        free(error);
+        expect_echo(&f, active, "untouched");
+        active = varlink_client_free(active);
+        fixture_stop(&f);
+}
+
+static void test_request_size_cap(void) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL, *big = NULL;
+        _cleanup_free_ char *text = malloc(100 * 1024);
+        json_auto_t *ok = NULL;
+        Fixture f;
+        int r;
+
+        ASSERT_NOT_NULL(text);
+        fixture_start(&f, NULL);
+
+        /* Near the 64 KiB limit: served. */
+        memset(text, 'a', 60 * 1024);
+        text[60 * 1024] = '\0';
+        c = connect_client(&f);
+        expect_echo(&f, c, text);
+
+        /* Over it (where 16 MiB used to be accepted): the connection ends, without buffering it. */
+        memset(text, 'b', 100 * 1024 - 1);
+        text[100 * 1024 - 1] = '\0';
+        ok = json_pack("{s:s}", "text", text);
+        big = connect_client(&f);
+        {
+                _cleanup_free_ char *msg = NULL;
+                size_t size;
+
+                ASSERT_OK(varlink_call_build("io.memstrack.test.Echo", ok, 0, &msg, &size));
+                r = send_raw(&f, varlink_client_get_fd(big), msg, size);
+                ASSERT_TRUE(r == 0 || r == -EPIPE || r == -ECONNRESET);
+        }
+        expect_closed(&f, big);
+        expect_echo(&f, c, "others unaffected");
+        c = varlink_client_free(c);
+        fixture_stop(&f);
+}
+
+static int urgent_handler(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        unsigned *runs = userdata;
+
+        /* Never drained, like a ring that keeps filling: pending on every iteration until disabled. */
+        if (++*runs >= 50)
+                (void) sd_event_source_set_enabled(source, SD_EVENT_OFF);
+        return 0;
+}
+
+static void test_priority(void) {
+        VarlinkServerConfig cfg = { .priority = SD_EVENT_PRIORITY_NORMAL + 10 };
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        _cleanup_(sd_event_source_unrefp) sd_event_source *urgent = NULL;
+        json_auto_t *p = json_pack("{s:s}", "text", "after the urgent work");
+        json_t *reply = NULL;
+        char *error = NULL;
+        unsigned runs = 0;
+        int pipefd[2];
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        c = connect_client(&f);
+        expect_echo(&f, c, "warm");
+
+        /* Owner work at a more urgent priority (draining the kernel's rings) is ready on every
+         * iteration for a while: the client, ready at the same time, is answered only after it. */
+        ASSERT_OK(pipe2(pipefd, O_CLOEXEC | O_NONBLOCK));
+        ASSERT_EQ(write(pipefd[1], "x", 1), 1);
+        send_call(c, "io.memstrack.test.Echo", p, 0);
+        ASSERT_OK(sd_event_add_io(f.event, &urgent, pipefd[0], EPOLLIN, urgent_handler, &runs));
+        ASSERT_OK(sd_event_source_set_priority(urgent, SD_EVENT_PRIORITY_NORMAL));
+        ASSERT_EQ(pump_reply(&f, c, &reply, &error), 0);
+        ASSERT_NULL(error);
+        ASSERT_EQ(runs, 50);
+        json_decref(reply);
+        urgent = sd_event_source_disable_unref(urgent);
+        (void) close(pipefd[0]);
+        (void) close(pipefd[1]);
+        c = varlink_client_free(c);
+        fixture_stop(&f);
+}
+
+static void test_total_output_budget(void) {
+        VarlinkServerConfig cfg = { .max_total_output_bytes = 5 * 1024 * 1024 };
+        _cleanup_(varlink_client_freep) VarlinkClient *hog = NULL, *reader = NULL;
+        json_auto_t *b3 = json_pack("{s:i}", "bytes", 3 * 1024 * 1024);
+        json_auto_t *b1 = json_pack("{s:i}", "bytes", 1024 * 1024);
+        json_auto_t *reply = NULL;
+        Fixture f;
+
+        fixture_start(&f, &cfg);
+        hog = connect_client(&f);
+        reader = connect_client(&f);
+
+        /* The hog asks for 3 MiB and does not read: its queue holds most of it (4 MiB allocated). */
+        send_call(hog, "io.memstrack.test.Big", b3, 0);
+        for (unsigned i = 0; i < PUMP_MAX && varlink_server_output_bytes(f.server) == 0; i++)
+                pump_once(&f);
+        ASSERT_GT(varlink_server_output_bytes(f.server), 2 * 1024 * 1024);
+
+        /* A reader's 1 MiB reply does not fit next to it: the client with the most unread output goes,
+         * the reader gets its reply, and the total never went over the budget. */
+        reply = call_expect(&f, reader, "io.memstrack.test.Big", b1, NULL);
+        ASSERT_EQ(strlen(json_string_value(json_object_get(reply, "data"))), 1024 * 1024);
+        ASSERT_LE(varlink_server_output_bytes(f.server), 5 * 1024 * 1024);
+        pump_until_connections(&f, 1);
+        {
+                json_t *p = NULL;
+                char *error = NULL;
+                int r;
+
+                /* The hog reads what reached its socket before it was cut, then the end. */
+                do {
+                        r = varlink_client_read_reply(hog, 1000000, &p, &error);
+                        json_decref(p);
+                        free(error);
+                        p = NULL;
+                        error = NULL;
+                } while (r == 0);
+                ASSERT_EQ(r, -ECONNRESET);
+        }
+        hog = varlink_client_free(hog);
+        reader = varlink_client_free(reader);
+        fixture_stop(&f);
+}
+
 /* ---- Access control: needs root to become other users ----------------------------------------------- */
 
 /* Runs fn in a child with the given credentials; the parent drives the loop until the child exits and
@@ -762,23 +1045,46 @@ static int child_expect_served(Fixture *f) {
         return 0;
 }
 
-/* Child side: 0 if the first connection is served and a second one, over the per-uid limit of 1, is
- * closed without an answer. */
+/* Child side: 0 if the connection was turned away with TooManyConnections and then closed. */
+static int child_check_turned_away(VarlinkClient *c) {
+        json_t *reply = NULL;
+        char *error = NULL;
+        bool ok;
+
+        if (varlink_client_read_reply(c, 10 * 1000000ULL, &reply, &error) != 0)
+                return 1;
+        ok = error && streq(error, MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS) &&
+                json_is_string(json_object_get(reply, "reason"));
+        json_decref(reply);
+        free(error);
+        if (!ok)
+                return 2;
+        if (varlink_client_read_reply(c, 10 * 1000000ULL, &reply, &error) != -ECONNRESET)
+                return 3;
+        return 0;
+}
+
+/* Child side, with a per-uid limit of 1: 0 if a silent connection gives its slot to a newer one of the
+ * same uid, and a connection over the limit with no silent one to evict is turned away. */
 static int child_expect_per_uid_limit(Fixture *f) {
-        _cleanup_(varlink_client_freep) VarlinkClient *c1 = NULL, *c2 = NULL;
+        _cleanup_(varlink_client_freep) VarlinkClient *silent = NULL, *c1 = NULL, *c2 = NULL;
         json_auto_t *p = json_pack("{s:s}", "text", "one");
         json_t *reply = NULL;
         char *error = NULL;
 
+        if (varlink_client_connect(f->address, &silent) < 0)
+                return 10;
         if (varlink_client_connect(f->address, &c1) < 0)
-                return 1;
+                return 11;
         if (varlink_client_call(c1, "io.memstrack.test.Echo", p, 10 * 1000000ULL, &reply, &error) != 0 || error)
-                return 2;
+                return 12;
         json_decref(reply);
+        if (child_check_turned_away(silent) != 0)
+                return 13;
         if (varlink_client_connect(f->address, &c2) < 0)
-                return 3;
-        if (varlink_client_read_reply(c2, 10 * 1000000ULL, &reply, &error) != -ECONNRESET)
-                return 4;
+                return 14;
+        if (child_check_turned_away(c2) != 0)
+                return 15;
         return 0;
 }
 
@@ -828,6 +1134,79 @@ static void test_access_control(void) {
 
         /* Root's connection was not disturbed by any of it. */
         expect_echo(&f, root, "root again");
+        root = varlink_client_free(root);
+        fixture_stop(&f);
+}
+
+/* Child side for the root slot: fills what a user may (one slot of two), checks that a second is turned
+ * away, tells the parent (a byte on ready) and keeps its connection until the parent writes to go. */
+static int child_fill_user_slots(Fixture *f, int ready, int go) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c1 = NULL, *c2 = NULL;
+        json_auto_t *p = json_pack("{s:s}", "text", "user");
+        json_t *reply = NULL;
+        char *error = NULL, b = 0;
+
+        if (varlink_client_connect(f->address, &c1) < 0)
+                return 1;
+        if (varlink_client_call(c1, "io.memstrack.test.Echo", p, 10 * 1000000ULL, &reply, &error) != 0 || error)
+                return 2;
+        json_decref(reply);
+        if (varlink_client_connect(f->address, &c2) < 0)
+                return 3;
+        if (child_check_turned_away(c2) != 0)
+                return 4;
+        if (write(ready, "r", 1) != 1 || read(go, &b, 1) != 1)
+                return 5;
+        return 0;
+}
+
+static void test_root_slot(void) {
+        VarlinkServerConfig cfg = { .group = test_group, .max_connections = 2 };
+        _cleanup_(varlink_client_freep) VarlinkClient *root = NULL;
+        int ready[2], go[2], status = 0;
+        struct pollfd p = {};
+        struct group *gr;
+        pid_t pid;
+        Fixture f;
+
+        /* Runs as root, in the child of main_access_control() that made test_group. */
+        gr = getgrnam(test_group);
+        ASSERT_TRUE(gr);
+        fixture_start(&f, &cfg);
+        ASSERT_OK(pipe2(ready, O_CLOEXEC));
+        ASSERT_OK(pipe2(go, O_CLOEXEC));
+        pid = fork();
+        ASSERT_OK(pid);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(gr->gr_gid, gr->gr_gid, gr->gr_gid) < 0 ||
+                    setresuid(65534, 65534, 65534) < 0)
+                        _exit(100);
+                _exit(child_fill_user_slots(&f, ready[1], go[0]));
+        }
+        p = (struct pollfd) { .fd = ready[0], .events = POLLIN };
+        for (unsigned i = 0; i < PUMP_MAX && poll(&p, 1, 0) == 0; i++)
+                pump_once(&f);
+        ASSERT_TRUE(p.revents & POLLIN);
+
+        /* Users hold every slot they may: root still gets the one kept for it. */
+        root = connect_client(&f);
+        expect_echo(&f, root, "root gets in");
+
+        ASSERT_EQ(write(go[1], "g", 1), 1);
+        for (unsigned i = 0; i < PUMP_MAX; i++) {
+                pid_t r = waitpid(pid, &status, WNOHANG);
+
+                ASSERT_OK(r);
+                if (r == pid)
+                        break;
+                pump_once(&f);
+        }
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_EQ(WEXITSTATUS(status), 0);
+        for (int i = 0; i < 2; i++) {
+                (void) close(ready[i]);
+                (void) close(go[i]);
+        }
         root = varlink_client_free(root);
         fixture_stop(&f);
 }
@@ -885,6 +1264,7 @@ static int main_access_control(void) {
                 (void) signal(SIGTERM, SIG_DFL);
                 (void) signal(SIGINT, SIG_DFL);
                 TEST(test_access_control);
+                TEST(test_root_slot);
                 /* exit(), not _exit(): LeakSanitizer checks the child at exit. */
                 exit(EXIT_SUCCESS);
         }
@@ -940,6 +1320,14 @@ int main(int argc, char *argv[]) {
         TEST(test_message_limit);
         TEST(test_connection_limit);
         TEST(test_idle_timeout_and_half_close);
+        TEST(test_first_message_deadline);
+        TEST(test_trickle);
+        TEST(test_unread_output_deadline);
+        TEST(test_eviction_when_full);
+        TEST(test_refused_client_reads_the_reason);
+        TEST(test_request_size_cap);
+        TEST(test_total_output_budget);
+        TEST(test_priority);
         TEST(test_socket_setup);
         TEST(test_free_with_open_stream);
         return EXIT_SUCCESS;

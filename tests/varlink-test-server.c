@@ -81,7 +81,7 @@ static int run(int argc, char *argv[]) {
                 case 'M':
                         if (parse_u64(optarg, 10, &v) < 0 || v == 0)
                                 return log_error_errno(EINVAL, "Invalid --max-message: %s", optarg);
-                        cfg.max_message_bytes = (size_t) v;
+                        cfg.max_message_bytes = cfg.max_request_bytes = (size_t) v;
                         break;
                 case 'o':
                         if (parse_u64(optarg, 10, &v) < 0 || v == 0)
