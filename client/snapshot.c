@@ -209,11 +209,27 @@ int snapshot_load(const char *path, json_t **ret) {
         return 0;
 }
 
+/* Writes doc to something that is not a regular file (a FIFO, /dev/stdout, a terminal) in place. */
+static int snapshot_write_in_place(json_t *doc, const char *path) {
+        _cleanup_fclose_ FILE *f = fopen(path, "we");
+
+        if (!f)
+                return negative_errno();
+        if (json_dumpf(doc, f, JSON_INDENT(1)) < 0 || fputc('\n', f) == EOF || fflush(f) != 0)
+                return errno > 0 ? -errno : -EIO;
+        return 0;
+}
+
 int snapshot_save(json_t *doc, const char *path) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_fclose_ FILE *f = NULL;
+        struct stat st;
         int fd, r;
 
+        /* A temporary file renamed over the target keeps a regular file whole if we die halfway; over
+         * anything else (/dev/null, a FIFO) the rename would replace the device or pipe with a file. */
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+                return snapshot_write_in_place(doc, path);
         if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
                 return -ENOMEM;
         fd = mkostemp(tmp, O_CLOEXEC);

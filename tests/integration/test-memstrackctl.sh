@@ -192,6 +192,13 @@ test_snapshot_file() {
     local live formats=task_summary,task_top,module_summary,module_top,stack_tree,folded
     live=$(pages_of "$lg_pid")
     ctl snapshot --file "$work/snap.json" >/dev/null || fail "snapshot --file failed"
+    # A target that is not a regular file is written in place, never replaced by a file.
+    mkfifo "$work/snap.fifo"
+    timeout 60 cat "$work/snap.fifo" >"$work/snap-from-fifo.json" &
+    ctl snapshot --file "$work/snap.fifo" >/dev/null || fail "snapshot --file into a FIFO failed"
+    wait $!
+    [ -p "$work/snap.fifo" ] || fail "snapshot --file replaced the FIFO with a file"
+    jq -e .memstrackSnapshot "$work/snap-from-fifo.json" >/dev/null || fail "the snapshot through the FIFO is not JSON"
     assert_json "$work/snap.json" "the snapshot file"
     python3 - "$work/snap.json" "$lg_pid" "$live" "$PAGES" <<'PY' || fail "the snapshot file lacks loadgen's pages"
 import json, sys
