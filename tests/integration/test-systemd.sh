@@ -204,10 +204,10 @@ test_security_exposure() {
 test_socket_activation() {
     local mode uid
     ct systemctl enable --now memstrackd.socket >/dev/null 2>&1 || bad "cannot enable the socket" || return 1
+    save_unit_config "$WORK/etc-socket"
     ct systemctl is-active --quiet memstrackd.socket || bad "socket not listening" || return 1
     [ "$(ct systemctl is-enabled memstrackd.service)" = disabled ] ||
         bad "enabling the socket enabled the service: $(ct systemctl is-enabled memstrackd.service)" || return 1
-    save_unit_config "$WORK/etc-socket"
     mode=$(ct stat -c '%a %U %G' "$SOCK")
     [ "$mode" = "660 root memstrack" ] || bad "socket is '$mode', expected '660 root memstrack'" || return 1
     ! ct systemctl is-active --quiet memstrackd.service || bad "service runs before the first query" || return 1
@@ -498,9 +498,6 @@ test_enable_at_boot() {
     [ "$(ct systemctl is-enabled memstrackd.socket)" = disabled ] || bad "cannot disable the socket" || return 1
     out=$(ct systemctl enable memstrackd 2>&1) || bad "systemctl enable memstrackd: $out" || return 1
     echo "$out" | sed 's/^/  /'
-    grep -q 'sysinit.target.wants/memstrackd.service' <<<"$out" &&
-        grep -q 'sockets.target.wants/memstrackd.socket' <<<"$out" ||
-        bad "not enabled at boot with its socket" || return 1
     ct sh -ec "printf '%s\n' '[Unit]' 'Description=memstrack test load from boot' 'After=memstrackd.service' \
                    '[Service]' 'Type=exec' \
                    'ExecStart=/opt/memstrack-test/loadgen --pages $PAGES --hold-until-signal' \
@@ -508,6 +505,9 @@ test_enable_at_boot() {
                systemctl enable memstrack-bootload.service 2>/dev/null" || bad "cannot enable the boot load" ||
         return 1
     save_unit_config "$WORK/etc-boot"
+    grep -q 'sysinit.target.wants/memstrackd.service' <<<"$out" &&
+        grep -q 'sockets.target.wants/memstrackd.socket' <<<"$out" ||
+        bad "not enabled at boot with its socket"
 }
 
 # A boot with memstrackd enabled: it is up before sysinit.target and before the load, which it traces from
