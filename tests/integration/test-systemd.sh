@@ -461,7 +461,8 @@ test_memory_max() {
         /opt/memstrack-test/loadgen --pages $((PAGES * 8)) --hold-until-signal || bad "cannot start loadgen" ||
         return 1
     need_kb=$((PAGES * 8 * $(ct getconf PAGESIZE) / 1024))
-    wait_for sh -c "[ \$(awk '/^RssAnon:/ {print \$2}' /proc/\$(systemctl show -p MainPID --value memstrack-memload)/status) -ge $need_kb ]" ||
+    pid=$(show memstrack-memload.service MainPID)
+    wait_for sh -c "[ \$(awk '/^RssAnon:/ {print \$2}' /proc/$pid/status) -ge $need_kb ]" ||
         bad "loadgen did not take its pages" || r=1
     client status >/dev/null || bad "the daemon does not answer under load" || r=1
     ct systemctl kill --kill-who=main -s SIGUSR1 memstrack-memload.service
@@ -535,10 +536,10 @@ test_traced_from_boot() {
     wait_for sh -c "[ \$(awk '/^RssAnon:/ {print \$2}' /proc/$pid/status) -ge $need_kb ]" ||
         bad "loadgen (pid $pid) does not hold ${need_kb} kB" || return 1
     [ "$(show memstrackd.service NRestarts)" = 0 ] || bad "memstrackd restarted during boot" || return 1
-    vl Tasks '{"limit":5}' >"$WORK/boot-tasks.json" 2>&1 || bad "the first query failed: $(cat "$WORK/boot-tasks.json")" ||
-        return 1
-    echo "  first answer: $(jq -c --argjson p "$pid" '.tasks[] | select(.pid == $p) | {pid, comm, currentPages, baselinePages}' \
-                        "$WORK/boot-tasks.json" 2>/dev/null)"
+    vl Tasks '{"limit":5}' >"$WORK/boot-tasks.json" 2>&1 ||
+        bad "the first query failed: $(cat "$WORK/boot-tasks.json")" || return 1
+    echo "  first answer: $(jq -c --argjson p "$pid" \
+        '.tasks[] | select(.pid == $p) | {pid, comm, currentPages, baselinePages}' "$WORK/boot-tasks.json" 2>/dev/null)"
     jq -e --argjson p "$pid" --argjson n "$PAGES" \
         '[.tasks[] | select(.pid == $p and .currentPages >= $n and .baselinePages == 0)] | length == 1' \
         "$WORK/boot-tasks.json" >/dev/null ||
