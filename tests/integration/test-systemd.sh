@@ -515,16 +515,18 @@ test_enable_at_boot() {
 # its first page; the first query of all already holds the load. (Started by that query instead, as with
 # the socket alone, it would have charged none of the pages allocated before.)
 test_traced_from_boot() {
-    local pid need_kb deadline t_d t_sysinit t_load
+    local pid need_kb t_start t_d t_sysinit t_load
     boot_installed "$WORK/etc-boot" || return 1
     echo "  boot $BOOT_SECONDS s"
     ct systemctl is-active --quiet memstrackd.service ||
         bad "memstrackd is not running after boot: $(ct systemctl status --no-pager memstrackd 2>&1 | head -20)" ||
         return 1
+    t_start=$(mono memstrackd.service ExecMainStartTimestampMonotonic)
     t_d=$(mono memstrackd.service ActiveEnterTimestampMonotonic)
     t_sysinit=$(mono sysinit.target ActiveEnterTimestampMonotonic)
     t_load=$(mono memstrack-bootload.service ExecMainStartTimestampMonotonic)
-    echo "  ready at ${t_d} us, sysinit.target at ${t_sysinit} us, the load started at ${t_load} us (monotonic)"
+    echo "  started at ${t_start} us, ready at ${t_d} us ($(((t_d - t_start) / 1000)) ms: what it holds boot up),"
+    echo "  sysinit.target at ${t_sysinit} us, the load started at ${t_load} us (monotonic)"
     [ "$t_d" -gt 0 ] && [ "$t_d" -le "$t_sysinit" ] ||
         bad "memstrackd was not ready before sysinit.target" || return 1
     [ "$t_d" -le "$t_load" ] || bad "the load started before memstrackd was ready" || return 1
