@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,31 +119,53 @@ static void help(void) {
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
 }
 
-static int parse_uint(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *ret) {
+/* A bad command line: the exit status of memstrackctl's usage errors and LSB's "invalid or excess
+ * arguments" (systemd shows it as 2/INVALIDARGUMENT). */
+#define EXIT_USAGE 2
+/* Room for what an option takes, as apply_option() describes it. */
+#define OPTION_EXPECTED_MAX 96
+
+/* Tells the person at the command line what is wrong, in memstrackctl's words. Returns -EINVAL. */
+static int usage_error(const char *format, ...) _printf_(1, 2);
+static int usage_error(const char *format, ...) {
+        va_list ap;
+
+        fputs("memstrackd: ", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fputs("\nTry 'memstrackd --help'.\n", stderr);
+        return -EINVAL;
+}
+
+static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret, char *ret_expected) {
         int r = parse_uint64(s, min, max, ret);
         if (r < 0)
-                return log_error_errno(r, "Invalid %s '%s': expected a number from %llu to %llu.", what, s,
-                                       (unsigned long long) min, (unsigned long long) max);
-        return 0;
+                (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "a number from %llu to %llu",
+                                (unsigned long long) min, (unsigned long long) max);
+        return r;
 }
 
 /* Flags from the configuration file: yes/no, true/false, on/off, 1/0. */
-static int parse_boolean(const char *s, const char *key, bool *ret) {
+static int parse_boolean(const char *s, bool *ret, char *ret_expected) {
         if (streq(s, "yes") || streq(s, "true") || streq(s, "on") || streq(s, "1"))
                 *ret = true;
         else if (streq(s, "no") || streq(s, "false") || streq(s, "off") || streq(s, "0"))
                 *ret = false;
-        else
-                return log_error_errno(EINVAL, "Invalid %s '%s': expected yes or no.", key, s);
+        else {
+                (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "yes or no");
+                return -EINVAL;
+        }
         return 0;
 }
 
 /*
  * Applies one option, from the command line or from the configuration file. Flags take value NULL on the
  * command line (set) and a boolean in the file. String values are borrowed: they must outlive the daemon.
- * Returns 0, or -EINVAL after logging why.
+ * Returns 0, or -EINVAL with what the option takes in ret_expected (OPTION_EXPECTED_MAX bytes): the
+ * caller says where the value came from, as a usage error or a configuration error.
  */
-static int apply_option(int c, const char *name, const char *value) {
+static int apply_option(int c, const char *value, char *ret_expected) {
         bool flag = true;
         uint64_t v;
         int r;
@@ -154,7 +177,7 @@ static int apply_option(int c, const char *name, const char *value) {
         case ARG_THREADS:
         case ARG_PER_PROCESS_STACKS:
                 if (value) {
-                        r = parse_boolean(value, name, &flag);
+                        r = parse_boolean(value, &flag, ret_expected);
                         if (r < 0)
                                 return r;
                 }
@@ -169,12 +192,15 @@ static int apply_option(int c, const char *name, const char *value) {
                 break;
         case ARG_LOG_LEVEL:
                 r = log_level_from_string(value);
-                if (r < 0)
-                        return log_error_errno(r, "Invalid log level '%s'.", value);
+                if (r < 0) {
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX,
+                                        "emerg, alert, crit, err, warning, notice, info, debug or 0 to 7");
+                        return r;
+                }
                 log_set_max_level(r);
                 break;
         case ARG_DEPTH:
-                r = parse_uint(value, "call chain depth", 0, PERF_DEPTH_MAX, &v);
+                r = parse_uint(value, 0, PERF_DEPTH_MAX, &v, ret_expected);
                 if (r < 0)
                         return r;
                 arg_perf.depth = (unsigned) v;
@@ -183,16 +209,18 @@ static int apply_option(int c, const char *name, const char *value) {
                 arg_perf.user_stacks = flag;
                 break;
         case ARG_BUFFER_PAGES:
-                r = parse_uint(value, "buffer pages", 1, PERF_BUFFER_PAGES_MAX, &v);
-                if (r < 0)
+                r = parse_uint(value, 1, PERF_BUFFER_PAGES_MAX, &v, ret_expected);
+                if (r >= 0 && (v & (v - 1)))
+                        r = -EINVAL;
+                if (r < 0) {
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "a power of two from 1 to %u",
+                                        PERF_BUFFER_PAGES_MAX);
                         return r;
-                if (v & (v - 1))
-                        return log_error_errno(EINVAL, "Invalid buffer pages '%s': must be a power of two.",
-                                               value);
+                }
                 arg_perf.buffer_pages = (unsigned) v;
                 break;
         case ARG_WAKEUP_BYTES:
-                r = parse_uint(value, "wakeup bytes", 1, UINT32_MAX, &v);
+                r = parse_uint(value, 1, UINT32_MAX, &v, ret_expected);
                 if (r < 0)
                         return r;
                 arg_perf.wakeup_bytes = (size_t) v;
@@ -219,13 +247,13 @@ static int apply_option(int c, const char *name, const char *value) {
                 arg_accounting.per_process_stacks = flag;
                 break;
         case ARG_MAX_STACK_NODES:
-                r = parse_uint(value, "stack node budget", 16, UINT32_C(1) << 29, &v);
+                r = parse_uint(value, 16, UINT32_C(1) << 29, &v, ret_expected);
                 if (r < 0)
                         return r;
                 arg_accounting.max_stack_nodes = (size_t) v;
                 break;
         case ARG_MAX_EXITED:
-                r = parse_uint(value, "exited task limit", 0, 1u << 24, &v);
+                r = parse_uint(value, 0, 1u << 24, &v, ret_expected);
                 if (r < 0)
                         return r;
                 arg_accounting.max_exited_tasks = (size_t) v;
@@ -248,15 +276,31 @@ static int apply_option(int c, const char *name, const char *value) {
                         arg_output_timeout_usec = v;
                 break;
         default:
+                (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "nothing");
                 return -EINVAL;
         }
         return 0;
 }
 
+/* The name of the option with this value, for messages. */
+static const char *option_name(int c) {
+        for (const struct option *o = options; o->name; o++)
+                if (o->val == c)
+                        return o->name;
+        return "?";
+}
+
+/*
+ * Returns 1 to go on, 0 to exit successfully (--help, --version), -EINVAL after a usage error was
+ * printed with the hint to --help.
+ */
 static int parse_argv(int argc, char *argv[]) {
+        char expected[OPTION_EXPECTED_MAX];
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        /* We say what is wrong ourselves, with the hint; ':' reports a missing argument apart. */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -267,17 +311,26 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_CONFIG:
                         arg_config = optarg;
                         break;
+                case ':':
+                        return usage_error("Option '%s' needs an argument.", argv[optind - 1]);
                 case '?':
-                        return -EINVAL;
+                        /* optopt names a known option given an argument it does not take (--threads=x),
+                         * or an unknown short one; it is 0 for an unknown or ambiguous long one. */
+                        if (optopt >= _ARG_FIRST || optopt == 'h')
+                                return usage_error("Option '--%s' takes no argument.", option_name(optopt));
+                        if (optopt != 0)
+                                return usage_error("Unknown option '-%c'.", optopt);
+                        return usage_error("Unknown option '%s'.", argv[optind - 1]);
                 default:
-                        r = apply_option(c, NULL, optarg);
+                        r = apply_option(c, optarg, expected);
                         if (r < 0)
-                                return r;
+                                return usage_error("--%s takes %s, not '%s'.", option_name(c), expected,
+                                                   optarg);
                         arg_from_cmdline[c - _ARG_FIRST] = true;
                 }
 
         if (optind < argc)
-                return log_error_errno(EINVAL, "This program takes no positional arguments.");
+                return usage_error("Unexpected argument '%s': memstrackd takes only options.", argv[optind]);
         return 1;
 }
 
@@ -319,6 +372,7 @@ static int config_handler(const char *path, unsigned line, const char *key, cons
         ConfigParse *p = userdata;
         const struct option *o = option_by_name(key);
         const char *v = value;
+        char expected[OPTION_EXPECTED_MAX];
         int r;
 
         if (!o || o->val < _ARG_FIRST || o->val == ARG_VERSION || o->val == ARG_CONFIG) {
@@ -349,10 +403,10 @@ static int config_handler(const char *path, unsigned line, const char *key, cons
                 if (r < 0)
                         return log_oom();
         }
-        r = apply_option(o->val, key, v);
+        r = apply_option(o->val, v, expected);
         if (r < 0) {
                 p->invalid = true;
-                return log_error_errno(r, "%s:%u: invalid %s.", path, line, key);
+                return log_error_errno(r, "%s:%u: %s takes %s, not '%s'.", path, line, key, expected, value);
         }
         return 0;
 }
@@ -388,16 +442,10 @@ static int reload_config(void) {
         return r;
 }
 
-static int run(int argc, char *argv[]) {
+static int run(void) {
         Manager *m = NULL;
         int r;
 
-        perf_config_init(&arg_perf);
-        arg_accounting = ACCOUNTING_CONFIG_DEFAULT;
-
-        r = parse_argv(argc, argv);
-        if (r <= 0)
-                return r;
         r = parse_config(false);
         if (r < 0)
                 return r;
@@ -447,7 +495,16 @@ finish:
 }
 
 int main(int argc, char *argv[]) {
-        int r = run(argc, argv);
+        int r;
+
+        perf_config_init(&arg_perf);
+        arg_accounting = ACCOUNTING_CONFIG_DEFAULT;
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+
+        r = run();
         config_strings_free();
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
