@@ -262,7 +262,7 @@ static int apply_option(int c, const char *value, char *ret_expected) {
         case ARG_REQUEST_TIMEOUT:
         case ARG_IDLE_TIMEOUT:
         case ARG_OUTPUT_TIMEOUT:
-                r = parse_uint(value, "client timeout in seconds", 1, 7 * 24 * 3600, &v);
+                r = parse_uint(value, 1, 7 * 24 * 3600, &v, ret_expected);
                 if (r < 0)
                         return r;
                 v *= 1000000U;
