@@ -66,7 +66,10 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
         for (size_t i = 0; lost && i < src.n_cpus; i++)
                 (void) json_array_append_new(lost, json_integer((json_int_t) src.lost_per_cpu[i]));
 
-        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
+        size_t baseline_tasks;
+        uint64_t baseline = usage_baseline_pages(accounting_usage(m->accounting), &baseline_tasks);
+
+        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", m->source ? m->source->ops->name : "none",
                          "version", PACKAGE_VERSION,
                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
@@ -76,12 +79,15 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
                          "lostPerCpu", lost,
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
+                         "baselinePages", (json_int_t) baseline,
+                         "baselineTasks", (json_int_t) baseline_tasks,
                          "untrackedFrees", (json_int_t) s.untracked_frees,
                          "untrackedFreePages", (json_int_t) s.untracked_free_pages,
                          "daemonMemoryBytes", (json_int_t) manager_rss_bytes(),
                          "stackNodes", (json_int_t) st.n_nodes,
                          "stackNodeBudget", (json_int_t) st.max_nodes,
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
+                         "truncatedPages", (json_int_t) stacktree_truncated_pages(accounting_stacktree(m->accounting)),
                          "tasksEvicted", (json_int_t) us.tasks_evicted,
                          "kernelAddressesHidden", !peer_is_root || !m->ksym || ksym_addresses_hidden(m->ksym),
                          "pageSize", (int) m->page_size);
@@ -120,7 +126,7 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
 
         accounting_get_stats(m->accounting, &s);
         usage_get_stats(accounting_usage(m->accounting), &us);
-        reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O}",
+        reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O}",
                           "backend", m->source ? m->source->ops->name : "none",
                           "uptimeUsec", (json_int_t) manager_uptime_usec(m),
                           "pages", "current", (json_int_t) s.current_pages, "peak", (json_int_t) s.peak_pages,
@@ -131,7 +137,8 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
                           "taskCount", (json_int_t) us.n_tasks,
                           "moduleCount", (json_int_t) json_array_size(modules),
                           "topTasks", json_object_get(tasks, "tasks"),
-                          "topModules", modules);
+                          "topModules", modules,
+                          "evicted", json_object_get(tasks, "evicted"));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
@@ -141,7 +148,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         const char *sort = NULL, *comm = NULL;
         int64_t limit = 50, pid = -1;
-        bool include_exited = false, threads = false;
+        bool include_exited = false, threads = false, hide_zero = false;
         const VarlinkField fields[] = {
                 { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
                 { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
@@ -149,6 +156,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { .name = "comm", .type = VARLINK_FIELD_STRING, .ret = &comm },
                 { .name = "includeExited", .type = VARLINK_FIELD_BOOL, .ret = &include_exited },
                 { .name = "threads", .type = VARLINK_FIELD_BOOL, .ret = &threads },
+                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
         };
         json_auto_t *reply = NULL;
 
@@ -161,6 +169,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .comm = comm,
                 .include_exited = include_exited,
                 .threads = threads,
+                .hide_zero = hide_zero,
         };
         int r = query_tasks(m->accounting, &q, &reply);
         if (r == -ESRCH) {
@@ -240,6 +249,7 @@ static int top_snapshot(TopStream *t, json_t **ret) {
         json_auto_t *tasks = NULL, *modules = NULL;
         Manager *m = t->manager;
         AccountingStats s;
+        StackTreeStats st;
         int r;
 
         r = query_tasks(m->accounting, &(QueryTasks) { .sort = t->sort, .limit = (size_t) t->limit, .pid = -1 }, &tasks);
@@ -250,14 +260,17 @@ static int top_snapshot(TopStream *t, json_t **ret) {
         if (r < 0)
                 return r;
         accounting_get_stats(m->accounting, &s);
-        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:O, s:O}",
+        stacktree_get_stats(accounting_stacktree(m->accounting), &st);
+        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O}",
                          "timestampUsec", (json_int_t) now_usec(CLOCK_MONOTONIC),
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
                          "eventsPerSecond", manager_events_per_second(m),
                          "lostEvents", (json_int_t) s.lost_events,
                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
+                         "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "tasks", json_object_get(tasks, "tasks"),
+                         "evicted", json_object_get(tasks, "evicted"),
                          "modules", modules);
         return *ret ? 0 : -ENOMEM;
 }

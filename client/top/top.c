@@ -420,9 +420,12 @@ static int print_batch(json_t *reply, uint64_t page_size, uint64_t iteration) {
                format_pages(peak, sizeof(peak), reply_count(reply, "peakTrackedPages"), page_size),
                reply_double(reply, "eventsPerSecond", 0), reply_count(reply, "lostEvents"),
                format_duration(up, sizeof(up), reply_count(reply, "uptimeUsec")));
+        if (reply_count(reply, "stacksTruncated") > 0)
+                printf("%s\n\n", TOP_STACK_WARNING);
         r = tasks_print_table(reply_array(reply, "tasks"), page_size, stdout, width);
         if (r < 0)
                 return r;
+        tasks_print_evicted(reply_object(reply, "evicted"), page_size, stdout);
         printf("\n");
         r = modules_print_table(reply_array(reply, "modules"), page_size, stdout, width);
         if (r < 0)
