@@ -69,12 +69,13 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
         size_t baseline_tasks;
         uint64_t baseline = usage_baseline_pages(accounting_usage(m->accounting), &baseline_tasks);
 
-        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
+        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", m->source ? m->source->ops->name : "none",
                          "version", PACKAGE_VERSION,
                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
                          "eventsPerSecond", manager_events_per_second(m),
                          "events", (json_int_t) s.events,
+                         "resets", (json_int_t) s.resets,
                          "lostEvents", (json_int_t) MAX(s.lost_events, src.lost_records),
                          "lostPerCpu", lost,
                          "trackedPages", (json_int_t) s.current_pages,
@@ -424,6 +425,18 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
+static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, NULL, 0) < 0)
+                return 0;
+        int r = snapshots_list(m->snapshots, m->accounting, &reply);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *userdata) {
         const char *level = NULL;
         const VarlinkField fields[] = {
@@ -450,6 +463,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
+        { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
 };
 
