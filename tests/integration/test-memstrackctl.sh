@@ -253,8 +253,9 @@ assert t and t[0]["exited"] and not t[0]["appeared"] and t[0]["deltaPages"] < 0,
 assert d["resetSince"] is False, d
 assert all(x["pid"] >= 0 for x in d["tasks"]), "a task without a pid"
 PY
-    COLUMNS=200 ctl diff edge-before --limit 10000 | grep -qE "^ *$lg_pid +loadgen .* exited *$" ||
-        fail "diff's table does not show loadgen's child exited"
+    COLUMNS=200 ctl diff edge-before --limit 10000 >"$work/diff.txt" || fail "diff failed"
+    grep -qE "^ *$lg_pid +loadgen .* exited *$" "$work/diff.txt" ||
+        fail "diff's table does not show loadgen's child exited: $(grep -E "^ *$lg_pid " "$work/diff.txt")"
     ctl reset all >/dev/null || fail "reset all failed"
     ctl --json=short diff edge-before >"$work/diff2.json" || fail "diff after reset failed"
     python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["resetSince"] is True' "$work/diff2.json" ||
