@@ -23,6 +23,7 @@ struct TopStream {
         uint64_t interval_usec;
         int64_t limit;
         QuerySort sort;
+        bool hide_zero;
         TopStream *prev, *next;
 };
 
@@ -253,7 +254,8 @@ static int top_snapshot(TopStream *t, json_t **ret) {
         StackTreeStats st;
         int r;
 
-        r = query_tasks(m->accounting, &(QueryTasks) { .sort = t->sort, .limit = (size_t) t->limit, .pid = -1 }, &tasks);
+        r = query_tasks(m->accounting, &(QueryTasks) { .sort = t->sort, .limit = (size_t) t->limit, .pid = -1,
+                                                       .hide_zero = t->hide_zero }, &tasks);
         if (r < 0)
                 return r;
         r = query_modules(m->accounting, t->sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : t->sort,
@@ -316,10 +318,12 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         const char *sort = NULL;
         int64_t interval = 1000000, limit = 20;
+        bool hide_zero = false;
         const VarlinkField fields[] = {
                 { .name = "intervalUsec", .type = VARLINK_FIELD_INT, .ret = &interval, .min = TOP_INTERVAL_MIN_USEC, .max = INT64_MAX },
                 { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
                 { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
+                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
         };
         json_auto_t *reply = NULL;
         _cleanup_free_ TopStream *t = NULL;
@@ -331,7 +335,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (!t)
                 return -ENOMEM;
         *t = (TopStream) { .manager = m, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
-                           .sort = query_sort_from_string(sort) };
+                           .sort = query_sort_from_string(sort), .hide_zero = hide_zero };
         r = top_snapshot(t, &reply);
         if (r < 0)
                 return r;

@@ -221,9 +221,10 @@ static int stream_open(Top *t) {
         r = varlink_client_connect(ctl_address(), &t->stream);
         if (r < 0)
                 return r;
-        params = json_pack("{s:I, s:I, s:s}", "intervalUsec", (json_int_t) arg_delay_usec,
+        /* Tasks at 0 for the sort key are left out unless --all, as in tasks. */
+        params = json_pack("{s:I, s:I, s:s, s:b}", "intervalUsec", (json_int_t) arg_delay_usec,
                            "limit", (json_int_t) (arg_limit ?: TOP_LIMIT_DEFAULT),
-                           "sortBy", top_actions_stream_sort(t->model));
+                           "sortBy", top_actions_stream_sort(t->model), "hideZero", !arg_all);
         if (!params)
                 return -ENOMEM;
         r = varlink_client_send(t->stream, "io.memstrack.Top", params, VARLINK_CALL_MORE, TOP_SEND_TIMEOUT_USEC);
@@ -447,8 +448,9 @@ static int run_batch(void) {
                 if (r != 0)
                         return r;
         }
-        params = json_pack("{s:I, s:I, s:s}", "intervalUsec", (json_int_t) arg_delay_usec,
-                           "limit", (json_int_t) (arg_limit ?: 20), "sortBy", arg_sort ?: "current");
+        params = json_pack("{s:I, s:I, s:s, s:b}", "intervalUsec", (json_int_t) arg_delay_usec,
+                           "limit", (json_int_t) (arg_limit ?: 20), "sortBy", arg_sort ?: "current",
+                           "hideZero", !arg_all);
         if (!params)
                 return -ENOMEM;
         r = varlink_client_send(c, "io.memstrack.Top", params, VARLINK_CALL_MORE, CTL_CALL_TIMEOUT_USEC);

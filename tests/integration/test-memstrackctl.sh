@@ -211,7 +211,12 @@ PY
     ctl --json=short tasks --sort peak --limit 3 >"$work/nz3.json" || fail "tasks --sort peak failed"
     python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]; assert len(t) == 3 and all(x["peakPages"] > 0 for x in t), t' \
         "$work/nz3.json" || fail "tasks --sort peak --limit 3 is not 3 tasks with a peak"
-    echo "ok tasks at 0 hidden unless --all"
+    # top too (the Top method's hideZero).
+    ctl --json=short top --batch -n 1 --limit 10000 >"$work/top-nz.json" || fail "top --batch failed"
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]; assert t and all(x["currentPages"] > 0 for x in t), [x for x in t if x["currentPages"] == 0][:3]' \
+        "$work/top-nz.json" || fail "top lists tasks holding nothing"
+    ctl --json=short top --all --batch -n 1 --limit 10000 >/dev/null || fail "top --all failed"
+    echo "ok tasks at 0 hidden unless --all (tasks, top)"
 }
 
 # loadgen --child allocates in a child that forked without exec: it runs loadgen, and says so.
