@@ -306,6 +306,14 @@ PY
         "$work/ev.json" || fail "the evicted sum is listed as a task"
     ctl tasks | grep -qE "^Evicted: .* still held by [0-9]+ exited tasks" || fail "tasks has no Evicted line"
     ctl report --format task_top | grep -q "evicted" && fail "report task_top lists the evicted sum as a task"
+    # So does memstrackd's own summary at exit.
+    stop_daemon
+    awk '/memstrack summary/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$work/memstrackd.log" \
+        >"$work/summary.txt"
+    grep -q "\[evicted\]" "$work/summary.txt" && fail "the exit summary ranks [evicted] as a task: $(cat "$work/summary.txt")"
+    grep -qE "still held by [0-9]+ evicted exited tasks" "$work/summary.txt" ||
+        fail "the exit summary does not report the evicted pages: $(cat "$work/summary.txt")"
+    start_daemon
     echo "ok [truncated] node, status and top warning; evicted pages as a labelled sum"
 }
 
