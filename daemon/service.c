@@ -118,8 +118,9 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        r = query_tasks(m->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1 },
-                        &tasks);
+        /* The biggest: tasks holding nothing are not among them. */
+        r = query_tasks(m->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1,
+                                                       .hide_zero = true }, &tasks);
         if (r < 0)
                 return r;
         r = query_modules(m->accounting, QUERY_SORT_CURRENT, (size_t) limit, &modules);
