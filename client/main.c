@@ -66,8 +66,8 @@ static const Verb verbs[] = {
         { "tasks",    0, 0, OPTION_SORT | OPTION_LIMIT | OPTION_ALL, verb_tasks },
         { "modules",  0, 0, OPTION_SORT | OPTION_LIMIT, verb_modules },
         { "stacks",   0, 0, OPTION_TASK | OPTION_MODULE | OPTION_DEPTH | OPTION_SORT | OPTION_LIMIT, verb_stacks },
-        { "top",      0, 0, OPTION_BATCH | OPTION_ITERATIONS | OPTION_DELAY | OPTION_SORT | OPTION_LIMIT | OPTION_ALL,
-                      verb_top },
+        { "top",      0, 0, OPTION_BATCH | OPTION_ITERATIONS | OPTION_DELAY | OPTION_SORT | OPTION_LIMIT |
+                            OPTION_ALL, verb_top },
         { "reset",    0, 1, 0, verb_reset },
         { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
         { "snapshots", 0, 0, 0, verb_snapshots },

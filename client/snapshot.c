@@ -325,8 +325,8 @@ static int print_diff(json_t *d, uint64_t page_size) {
                format_pages(c, sizeof(c), (uint64_t) MAX(after, (int64_t) 0), page_size),
                format_delta(d_buf, sizeof(d_buf), after - before, page_size), after - before);
         if (reply_bool(d, "resetSince", false))
-                printf("Note: the counters were reset (reset all) after this snapshot; AFTER counts restarted from "
-                       "0, so negative deltas are not frees.\n\n");
+                printf("Note: the counters were reset (reset all) after this snapshot; AFTER counts restarted "
+                       "from 0, so negative deltas are not frees.\n\n");
 
         if ((r = table_new(task_columns, ELEMENTSOF(task_columns), &tasks)) < 0 ||
             (r = table_new(module_columns, ELEMENTSOF(module_columns), &modules)) < 0)

@@ -26,10 +26,10 @@ static void print_status(json_t *s) {
                reply_count(s, "trackedPages"), format_bytes(c, sizeof(c), page_size),
                format_pages(b, sizeof(b), reply_count(s, "peakTrackedPages"), page_size),
                reply_count(s, "peakTrackedPages"));
-        printf(" Before tracing: %s (%" PRIu64 " pages) resident in %" PRIu64 " tasks alive since before memstrackd "
-               "started, not counted above\n",
-               format_pages(a, sizeof(a), reply_count(s, "baselinePages"), page_size), reply_count(s, "baselinePages"),
-               reply_count(s, "baselineTasks"));
+        printf(" Before tracing: %s (%" PRIu64 " pages) resident in %" PRIu64 " tasks alive since before "
+               "memstrackd started, not counted above\n",
+               format_pages(a, sizeof(a), reply_count(s, "baselinePages"), page_size),
+               reply_count(s, "baselinePages"), reply_count(s, "baselineTasks"));
         printf("         Events: %" PRIu64 " (%.1f/s)\n", reply_count(s, "events"),
                reply_double(s, "eventsPerSecond", 0));
         printf("    Lost events: %" PRIu64 "%s", lost, lost > 0 ? " (counts are lower bounds; per CPU:" : "\n");

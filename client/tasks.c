@@ -43,13 +43,14 @@ int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) 
                 return r;
         json_array_foreach(tasks, i, task) {
                 uint64_t cur = reply_count(task, "currentPages"), peak = reply_count(task, "peakPages");
+                uint64_t baseline = reply_count(task, "baselinePages");
                 if ((r = table_add_cellf(t, "%" PRIi64, reply_int(task, "pid", -1))) < 0 ||
                     (r = table_add_cell(t, reply_string(task, "comm"))) < 0 ||
                     (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
                     (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
-                    (r = table_add_cell(t, format_pages(c, sizeof(c), reply_count(task, "baselinePages"), page_size))) < 0 ||
+                    (r = table_add_cell(t, format_pages(c, sizeof(c), baseline, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "allocs"))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "frees"))) < 0 ||
                     (r = table_add_cell(t, tasks_state(task))) < 0 ||

@@ -69,6 +69,7 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
 
         size_t baseline_tasks;
         uint64_t baseline = usage_baseline_pages(accounting_usage(m->accounting), &baseline_tasks);
+        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(m->accounting));
 
         return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", m->source ? m->source->ops->name : "none",
@@ -89,7 +90,7 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
                          "stackNodes", (json_int_t) st.n_nodes,
                          "stackNodeBudget", (json_int_t) st.max_nodes,
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
-                         "truncatedPages", (json_int_t) stacktree_truncated_pages(accounting_stacktree(m->accounting)),
+                         "truncatedPages", (json_int_t) truncated_pages,
                          "tasksEvicted", (json_int_t) us.tasks_evicted,
                          "kernelAddressesHidden", !peer_is_root || !m->ksym || ksym_addresses_hidden(m->ksym),
                          "pageSize", (int) m->page_size);
