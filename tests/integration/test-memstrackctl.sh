@@ -265,7 +265,8 @@ PY
     ctl --json=short diff edge-before >"$work/diff2.json" || fail "diff after reset failed"
     python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["resetSince"] is True' "$work/diff2.json" ||
         fail "diff after reset all does not say resetSince"
-    ctl diff edge-before | grep -q "^Note: the counters were reset" || fail "diff after reset all has no note"
+    ctl diff edge-before >"$work/diff2.txt" || fail "diff after reset failed"
+    grep -q "^Note: the counters were reset" "$work/diff2.txt" || fail "diff after reset all has no note"
     ctl snapshot edge-after >/dev/null || fail "snapshot failed"
     ctl --json=short snapshots >"$work/list.json" || fail "snapshots --json failed"
     python3 - "$work/list.json" <<'PY' || fail "snapshots does not list both: $(cat "$work/list.json")"
@@ -297,15 +298,19 @@ def truncated(n):
 assert truncated(json.load(open(sys.argv[1]))["root"])
 PY
     ctl status | grep -q "stacks truncated (budget full: .* in \"\[truncated\]\"" || fail "status does not say the budget is full"
-    ctl top --batch -n 1 | grep -q "^Warning: stack node budget full" || fail "top --batch does not warn"
+    ctl top --batch -n 1 >"$work/top-warn.txt" || fail "top --batch failed"
+    grep -q "^Warning: stack node budget full" "$work/top-warn.txt" || fail "top --batch does not warn"
 
     wait_for "evicted tasks to hold pages" sh -c \
         "\"$MEMSTRACKCTL\" --address '$work/sock' --json=short tasks | python3 -c 'import json,sys; e=json.load(sys.stdin)[\"evicted\"]; assert e[\"tasks\"] > 0 and e[\"currentPages\"] > 0'"
     ctl --json=short tasks --all --limit 10000 >"$work/ev.json" || fail "tasks failed"
     python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]; assert all(x["pid"] >= 0 and x["comm"] != "[evicted]" for x in t)' \
         "$work/ev.json" || fail "the evicted sum is listed as a task"
-    ctl tasks | grep -qE "^Evicted: .* still held by [0-9]+ exited tasks" || fail "tasks has no Evicted line"
-    ctl report --format task_top | grep -q "evicted" && fail "report task_top lists the evicted sum as a task"
+    # Whole outputs to files: grep -q leaving a pipe early would kill the writer (pipefail).
+    ctl tasks >"$work/ev.txt" || fail "tasks failed"
+    grep -qE "^Evicted: .* still held by [0-9]+ exited tasks" "$work/ev.txt" || fail "tasks has no Evicted line"
+    ctl report --format task_top >"$work/ev-report.txt" || fail "report task_top failed"
+    grep -q "evicted" "$work/ev-report.txt" && fail "report task_top lists the evicted sum as a task"
     # So does memstrackd's own summary at exit.
     stop_daemon
     awk '/memstrack summary/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$work/memstrackd.log" \
