@@ -64,5 +64,6 @@ int verb_modules(int argc, char *argv[]);
 int verb_stacks(int argc, char *argv[]);
 int verb_snapshot(int argc, char *argv[]);
 int verb_diff(int argc, char *argv[]);
+int verb_snapshots(int argc, char *argv[]);
 int verb_report(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);

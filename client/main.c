@@ -69,9 +69,11 @@ static const Verb verbs[] = {
         { "tasks",    0, 0, OPTION_SORT | OPTION_LIMIT | OPTION_ALL, verb_tasks },
         { "modules",  0, 0, OPTION_SORT | OPTION_LIMIT, verb_modules },
         { "stacks",   0, 0, OPTION_TASK | OPTION_MODULE | OPTION_DEPTH | OPTION_SORT | OPTION_LIMIT, verb_stacks },
-        { "top",      0, 0, OPTION_BATCH | OPTION_ITERATIONS | OPTION_DELAY | OPTION_SORT | OPTION_LIMIT, verb_top },
+        { "top",      0, 0, OPTION_BATCH | OPTION_ITERATIONS | OPTION_DELAY | OPTION_SORT | OPTION_LIMIT |
+                            OPTION_ALL, verb_top },
         { "reset",    0, 1, 0, verb_reset },
         { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
+        { "snapshots", 0, 0, 0, verb_snapshots },
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
@@ -89,6 +91,7 @@ static void help(void) {
                "  reset [peaks|all]          Restart peaks, or all counters (root)\n"
                "  snapshot NAME              Save the counts in the daemon under NAME\n"
                "  snapshot --file FILE       Save everything needed for reports to FILE\n"
+               "  snapshots                  List the snapshots saved in the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
                "  report                     Reports as memstrack prints them\n\n"
                "Options:\n"
@@ -101,7 +104,8 @@ static void help(void) {
                "     --no-legend             Tables without header and footer lines\n"
                "     --sort=KEY              current, peak (or allocs for tasks/top)\n"
                "     --limit=N               Entries to show (children per node for stacks)\n"
-               "     --all                   tasks: include exited tasks\n"
+               "     --all                   tasks: include exited tasks and tasks holding nothing;\n"
+               "                             top: include tasks holding nothing\n"
                "     --task=PID              stacks/report: one task only\n"
                "     --module=NAME           stacks/report: stacks through one module only\n"
                "     --depth=N               stacks/report: levels below the root\n"

@@ -340,7 +340,7 @@ static int print_diff(json_t *d, uint64_t page_size) {
                 { .header = "SIZE", .align = TABLE_ALIGN_RIGHT },
         };
         _cleanup_(table_freep) Table *tasks = NULL, *modules = NULL;
-        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX], d_buf[FORMAT_BUFFER_MAX];
         size_t width = format_terminal_columns(), i;
         int64_t before = reply_int(d, "beforePages", 0), after = reply_int(d, "afterPages", 0);
         uint64_t ts = reply_count(d, "timestampUsec"), snap_ts = reply_count(d, "snapshotTimestampUsec");
@@ -352,7 +352,11 @@ static int print_diff(json_t *d, uint64_t page_size) {
                        reply_string(d, "name") ?: "?", format_duration(a, sizeof(a), ts > snap_ts ? ts - snap_ts : 0),
                        format_pages(b, sizeof(b), (uint64_t) MAX(before, (int64_t) 0), page_size),
                        format_pages(c, sizeof(c), (uint64_t) MAX(after, (int64_t) 0), page_size),
-                       format_delta(a, sizeof(a), after - before, page_size), after - before);
+                       format_delta(d_buf, sizeof(d_buf), after - before, page_size), after - before);
+        /* Not part of the legend: without it the numbers below would be misread. */
+        if (reply_bool(d, "resetSince", false))
+                printf("Note: the counters were reset (reset all) after this snapshot; AFTER counts restarted "
+                       "from 0, so negative deltas are not frees.\n\n");
 
         if ((r = table_new(task_columns, ELEMENTSOF(task_columns), &tasks)) < 0 ||
             (r = table_new(module_columns, ELEMENTSOF(module_columns), &modules)) < 0)
@@ -361,8 +365,9 @@ static int print_diff(json_t *d, uint64_t page_size) {
         table_set_header(modules, arg_legend);
         json_array_foreach(reply_array(d, "tasks"), i, e) {
                 int64_t delta = reply_int(e, "deltaPages", 0);
-                const char *state = reply_bool(e, "appeared", false) ? "new" :
-                                    reply_bool(e, "exited", false) ? "exited" : "running";
+                /* The task's state now; "new" for one the snapshot did not know. */
+                bool appeared = reply_bool(e, "appeared", false), exited = reply_bool(e, "exited", false);
+                const char *state = appeared ? (exited ? "new, exited" : "new") : exited ? "exited" : "running";
                 if ((r = table_add_cellf(tasks, "%" PRIi64, reply_int(e, "pid", -1))) < 0 ||
                     (r = table_add_cell(tasks, reply_string(e, "comm"))) < 0 ||
                     (r = table_add_cellf(tasks, "%" PRIi64, reply_int(e, "beforePages", 0))) < 0 ||
@@ -386,6 +391,64 @@ static int print_diff(json_t *d, uint64_t page_size) {
                 return r;
         printf("\n");
         return table_print(modules, stdout, width);
+}
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+int verb_snapshots(int argc, char *argv[]) {
+        static const TableColumn columns[] = {
+                { .header = "NAME", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 8 },
+                { .header = "AGE", .align = TABLE_ALIGN_RIGHT },
+                { .header = "TRACKED", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "NOTE", .align = TABLE_ALIGN_LEFT },
+        };
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        _cleanup_(table_freep) Table *t = NULL;
+        json_auto_t *status = NULL, *reply = NULL;
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+        json_t *e;
+        size_t i;
+        int r;
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = ctl_call(c, "io.memstrack.ListSnapshots", NULL, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json != CTL_JSON_OFF)
+                return ctl_print_json(reply);
+        /* Status for the page size. The daemon's timestamps are CLOCK_MONOTONIC of this machine (the
+         * socket is local), so ours tells their age. */
+        r = ctl_call(c, "io.memstrack.Status", NULL, &status);
+        if (r != 0)
+                return r;
+        uint64_t page_size = reply_count(status, "pageSize") ?: 4096, now = monotonic_usec();
+
+        r = table_new(columns, ELEMENTSOF(columns), &t);
+        if (r < 0)
+                return r;
+        json_array_foreach(reply_array(reply, "snapshots"), i, e) {
+                uint64_t ts = reply_count(e, "timestampUsec"), pages = reply_count(e, "trackedPages");
+                if ((r = table_add_cell(t, reply_string(e, "name"))) < 0 ||
+                    (r = table_add_cell(t, format_duration(a, sizeof(a), now > ts ? now - ts : 0))) < 0 ||
+                    (r = table_add_cell(t, format_pages(b, sizeof(b), pages, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, pages)) < 0 ||
+                    (r = table_add_cell(t, reply_bool(e, "resetSince", false) ? "reset since" : "")) < 0)
+                        return r;
+        }
+        r = table_print(t, stdout, format_terminal_columns());
+        if (r < 0)
+                return r;
+        if (table_rows(t) == 0)
+                printf("(none)\n");
+        return 0;
 }
 
 int verb_diff(int argc, char *argv[]) {

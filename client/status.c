@@ -26,6 +26,10 @@ static void print_status(json_t *s) {
                reply_count(s, "trackedPages"), format_bytes(c, sizeof(c), page_size),
                format_pages(b, sizeof(b), reply_count(s, "peakTrackedPages"), page_size),
                reply_count(s, "peakTrackedPages"));
+        printf(" Before tracing: %s (%" PRIu64 " pages) resident in %" PRIu64 " tasks alive since before "
+               "memstrackd started, not counted above\n",
+               format_pages(a, sizeof(a), reply_count(s, "baselinePages"), page_size),
+               reply_count(s, "baselinePages"), reply_count(s, "baselineTasks"));
         printf("         Events: %" PRIu64 " (%.1f/s)\n", reply_count(s, "events"),
                reply_double(s, "eventsPerSecond", 0));
         printf("    Lost events: %" PRIu64 "%s", lost, lost > 0 ? " (counts are lower bounds; per CPU:" : "\n");
@@ -38,8 +42,12 @@ static void print_status(json_t *s) {
         }
         printf("Untracked frees: %" PRIu64 " (%" PRIu64 " pages allocated before tracing or lost)\n",
                reply_count(s, "untrackedFrees"), reply_count(s, "untrackedFreePages"));
-        printf("    Stack nodes: %" PRIu64 " of %" PRIu64 ", %" PRIu64 " stacks truncated\n",
+        printf("    Stack nodes: %" PRIu64 " of %" PRIu64 ", %" PRIu64 " stacks truncated",
                reply_count(s, "stackNodes"), reply_count(s, "stackNodeBudget"), reply_count(s, "stacksTruncated"));
+        if (reply_count(s, "stacksTruncated") > 0)
+                printf(" (budget full: %s in \"[truncated]\"; raise --max-stack-nodes)",
+                       format_pages(a, sizeof(a), reply_count(s, "truncatedPages"), page_size));
+        printf("\n");
         printf("  Tasks evicted: %" PRIu64 "\n", reply_count(s, "tasksEvicted"));
         printf("  Daemon memory: %s\n", format_bytes(a, sizeof(a), reply_count(s, "daemonMemoryBytes")));
         printf("Kernel addresses: %s\n", reply_bool(s, "kernelAddressesHidden", true) ? "hidden" : "shown");

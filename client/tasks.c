@@ -25,13 +25,15 @@ int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) 
                 { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
                 { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
                 { .header = "PEAK PAGES", .align = TABLE_ALIGN_RIGHT },
+                /* Resident before tracing began: not in CURRENT, which counts allocations since. */
+                { .header = "BASELINE", .align = TABLE_ALIGN_RIGHT },
                 { .header = "ALLOCS", .align = TABLE_ALIGN_RIGHT },
                 { .header = "FREES", .align = TABLE_ALIGN_RIGHT },
                 { .header = "STATE", .align = TABLE_ALIGN_LEFT },
                 { .header = "COMMAND", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 10 },
         };
         _cleanup_(table_freep) Table *t = NULL;
-        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
         json_t *task;
         size_t i;
         int r;
@@ -42,12 +44,14 @@ int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) 
         table_set_header(t, arg_legend);
         json_array_foreach(tasks, i, task) {
                 uint64_t cur = reply_count(task, "currentPages"), peak = reply_count(task, "peakPages");
+                uint64_t baseline = reply_count(task, "baselinePages");
                 if ((r = table_add_cellf(t, "%" PRIi64, reply_int(task, "pid", -1))) < 0 ||
                     (r = table_add_cell(t, reply_string(task, "comm"))) < 0 ||
                     (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
                     (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
+                    (r = table_add_cell(t, format_pages(c, sizeof(c), baseline, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "allocs"))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "frees"))) < 0 ||
                     (r = table_add_cell(t, tasks_state(task))) < 0 ||
@@ -55,6 +59,18 @@ int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) 
                         return r;
         }
         return table_print(t, f, width);
+}
+
+void tasks_print_evicted(const json_t *evicted, uint64_t page_size, FILE *f) {
+        char a[FORMAT_BUFFER_MAX];
+        uint64_t pages = reply_count(evicted, "currentPages");
+
+        /* Nothing to say while the forgotten tasks hold nothing. */
+        if (!evicted || pages == 0)
+                return;
+        fprintf(f, "Evicted: %s (%" PRIu64 " pages) still held by %" PRIu64
+                " exited tasks no longer listed (--max-exited-tasks)\n",
+                format_pages(a, sizeof(a), pages, page_size), pages, reply_count(evicted, "tasks"));
 }
 
 int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t width) {
@@ -107,7 +123,9 @@ static int list_verb(const char *method, const char *list, bool tasks) {
         }
         if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
                 return -ENOMEM;
-        if (tasks && arg_all && json_object_set_new(params, "includeExited", json_true()) < 0)
+        /* Without --all, exited tasks and tasks at 0 for the sort key (kernel threads, mostly) are left
+         * out by the daemon, before the limit. */
+        if (tasks && json_object_set_new(params, arg_all ? "includeExited" : "hideZero", json_true()) < 0)
                 return -ENOMEM;
 
         r = ctl_query(method, params, &reply, &page_size);
@@ -122,6 +140,8 @@ static int list_verb(const char *method, const char *list, bool tasks) {
                 return r;
         if (json_array_size(items) == 0 && arg_legend)
                 printf("(none)\n");
+        if (tasks)
+                tasks_print_evicted(reply_object(reply, "evicted"), page_size, stdout);
         return 0;
 }
 

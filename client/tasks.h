@@ -17,3 +17,6 @@ const char *tasks_state(const json_t *task);
 /* Print an array of Task / Module objects (borrowed) as tables at most width columns wide. -ENOMEM. */
 int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width);
 int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t width);
+/* One line about the pages of tasks evicted from the daemon's table (an EvictedTasks object, borrowed;
+ * NULL or nothing held: no line). */
+void tasks_print_evicted(const json_t *evicted, uint64_t page_size, FILE *f);

@@ -244,13 +244,13 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 a->stats.peak_pages = a->stats.current_pages;
                 break;
         case ACCOUNTING_RESET_ALL: {
-                uint64_t lost = a->stats.lost_events;
+                uint64_t lost = a->stats.lost_events, resets = a->stats.resets;
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
                 usage_clear(a->usage);
-                /* Loss is never hidden, not even by a reset. */
-                a->stats = (AccountingStats) { .lost_events = lost };
+                /* Loss is never hidden, not even by a reset; nor is the reset itself. */
+                a->stats = (AccountingStats) { .lost_events = lost, .resets = resets + 1 };
                 break;
         }
         default:

@@ -54,6 +54,7 @@ typedef struct AccountingStats {
         uint64_t stale_blocks;          /* an alloc found its pfn still tracked: that free was lost */
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
+        uint64_t resets;                /* ACCOUNTING_RESET_ALL so far: tells counts from before a reset apart */
         uint64_t current_pages, peak_pages;
         uint64_t first_event_nsec, last_event_nsec;
 } AccountingStats;

@@ -70,6 +70,9 @@ static int compare_items(const void *a, const void *b) {
 static bool task_matches(const Task *t, const QueryTasks *q) {
         if (t->is_thread)
                 return false;
+        /* A task asked for by pid is shown whatever it holds. */
+        if (q->hide_zero && q->pid < 0 && counter_key(&t->pages, q->sort) == 0)
+                return false;
         if (q->pid >= 0 && t->pid != q->pid)
                 return false;
         /* Clients know a comm by the encoded name they were shown. */
@@ -114,8 +117,8 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
 
         for (uint32_t i = 0; i < n_slots; i++) {
                 const Task *t = usage_task(u, i);
-                /* The "[evicted]" record only shows while it holds something. */
-                if (!t || (i == USAGE_TASK_EVICTED && t->pages.current_pages == 0) || !task_matches(t, q))
+                /* The "[evicted]" record is no task: it is reported apart, as "evicted". */
+                if (!t || i == USAGE_TASK_EVICTED || !task_matches(t, q))
                         continue;
                 items[n++] = (SortItem) { counter_key(&t->pages, q->sort), (uint64_t) (uint32_t) t->pid, i };
         }
@@ -131,8 +134,19 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
                         return -ENOMEM;
         }
 
-        *ret = json_pack("{s:O}", "tasks", list);
+        *ret = json_pack("{s:O, s:o}", "tasks", list, "evicted", query_evicted_json(u));
         return *ret ? 0 : -ENOMEM;
+}
+
+json_t *query_evicted_json(Usage *u) {
+        const Task *e = usage_task(u, USAGE_TASK_EVICTED);
+        UsageStats s;
+
+        usage_get_stats(u, &s);
+        return json_pack("{s:I, s:I, s:I}",
+                         "tasks", (json_int_t) s.tasks_evicted,
+                         "currentPages", (json_int_t) (e ? e->pages.current_pages : 0),
+                         "peakPages", (json_int_t) (e ? e->pages.peak_pages : 0));
 }
 
 int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
@@ -209,6 +223,9 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                         module = usym.object;
                 } else
                         (void) snprintf(name, sizeof(name), "[user] 0x%" PRIx64, n->ip);
+                break;
+        case STACK_FRAME_TRUNCATED:
+                (void) snprintf(name, sizeof(name), "[truncated]");
                 break;
         case STACK_FRAME_PROCESS: {
                 const Task *t = usage_task(accounting_usage(v->a), (uint32_t) n->ip);

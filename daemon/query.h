@@ -40,10 +40,13 @@ typedef struct QueryTasks {
         const char *comm;       /* NULL: any */
         bool include_exited;
         bool threads;           /* fill Task.threads */
+        bool hide_zero;         /* leave out tasks whose sort key is 0 (unless pid is given) */
 } QueryTasks;
 
-/* {"tasks": [Task...]} */
+/* {"tasks": [Task...], "evicted": EvictedTasks}; the "[evicted]" record is never in tasks. */
 int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret);
+/* EvictedTasks: what the tasks forgotten to bound memory (usage_evict()) still hold, in one sum. */
+json_t *query_evicted_json(Usage *u);
 /* [Module...] sorted, at most limit; modules with no pages ever are left out. */
 int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret);
 /* The Task object of one record (threads not filled). */

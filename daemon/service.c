@@ -23,6 +23,7 @@ struct TopStream {
         uint64_t interval_usec;
         int64_t limit;
         QuerySort sort;
+        bool hide_zero;
         TopStream *prev, *next;
 };
 
@@ -66,22 +67,30 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
         for (size_t i = 0; lost && i < src.n_cpus; i++)
                 (void) json_array_append_new(lost, json_integer((json_int_t) src.lost_per_cpu[i]));
 
-        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
+        size_t baseline_tasks;
+        uint64_t baseline = usage_baseline_pages(accounting_usage(m->accounting), &baseline_tasks);
+        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(m->accounting));
+
+        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", m->source ? m->source->ops->name : "none",
                          "version", PACKAGE_VERSION,
                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
                          "eventsPerSecond", manager_events_per_second(m),
                          "events", (json_int_t) s.events,
+                         "resets", (json_int_t) s.resets,
                          "lostEvents", (json_int_t) MAX(s.lost_events, src.lost_records),
                          "lostPerCpu", lost,
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
+                         "baselinePages", (json_int_t) baseline,
+                         "baselineTasks", (json_int_t) baseline_tasks,
                          "untrackedFrees", (json_int_t) s.untracked_frees,
                          "untrackedFreePages", (json_int_t) s.untracked_free_pages,
                          "daemonMemoryBytes", (json_int_t) manager_rss_bytes(),
                          "stackNodes", (json_int_t) st.n_nodes,
                          "stackNodeBudget", (json_int_t) st.max_nodes,
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
+                         "truncatedPages", (json_int_t) truncated_pages,
                          "tasksEvicted", (json_int_t) us.tasks_evicted,
                          "kernelAddressesHidden", !peer_is_root || !m->ksym || ksym_addresses_hidden(m->ksym),
                          "pageSize", (int) m->page_size);
@@ -110,8 +119,9 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        r = query_tasks(m->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1 },
-                        &tasks);
+        /* The biggest: tasks holding nothing are not among them. */
+        r = query_tasks(m->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1,
+                                                       .hide_zero = true }, &tasks);
         if (r < 0)
                 return r;
         r = query_modules(m->accounting, QUERY_SORT_CURRENT, (size_t) limit, &modules);
@@ -120,7 +130,7 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
 
         accounting_get_stats(m->accounting, &s);
         usage_get_stats(accounting_usage(m->accounting), &us);
-        reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O}",
+        reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O}",
                           "backend", m->source ? m->source->ops->name : "none",
                           "uptimeUsec", (json_int_t) manager_uptime_usec(m),
                           "pages", "current", (json_int_t) s.current_pages, "peak", (json_int_t) s.peak_pages,
@@ -131,7 +141,8 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
                           "taskCount", (json_int_t) us.n_tasks,
                           "moduleCount", (json_int_t) json_array_size(modules),
                           "topTasks", json_object_get(tasks, "tasks"),
-                          "topModules", modules);
+                          "topModules", modules,
+                          "evicted", json_object_get(tasks, "evicted"));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
@@ -141,7 +152,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         const char *sort = NULL, *comm = NULL;
         int64_t limit = 50, pid = -1;
-        bool include_exited = false, threads = false;
+        bool include_exited = false, threads = false, hide_zero = false;
         const VarlinkField fields[] = {
                 { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
                 { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
@@ -149,6 +160,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { .name = "comm", .type = VARLINK_FIELD_STRING, .ret = &comm },
                 { .name = "includeExited", .type = VARLINK_FIELD_BOOL, .ret = &include_exited },
                 { .name = "threads", .type = VARLINK_FIELD_BOOL, .ret = &threads },
+                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
         };
         json_auto_t *reply = NULL;
 
@@ -161,6 +173,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .comm = comm,
                 .include_exited = include_exited,
                 .threads = threads,
+                .hide_zero = hide_zero,
         };
         int r = query_tasks(m->accounting, &q, &reply);
         if (r == -ESRCH) {
@@ -240,9 +253,11 @@ static int top_snapshot(TopStream *t, json_t **ret) {
         json_auto_t *tasks = NULL, *modules = NULL;
         Manager *m = t->manager;
         AccountingStats s;
+        StackTreeStats st;
         int r;
 
-        r = query_tasks(m->accounting, &(QueryTasks) { .sort = t->sort, .limit = (size_t) t->limit, .pid = -1 }, &tasks);
+        r = query_tasks(m->accounting, &(QueryTasks) { .sort = t->sort, .limit = (size_t) t->limit, .pid = -1,
+                                                       .hide_zero = t->hide_zero }, &tasks);
         if (r < 0)
                 return r;
         r = query_modules(m->accounting, t->sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : t->sort,
@@ -250,14 +265,17 @@ static int top_snapshot(TopStream *t, json_t **ret) {
         if (r < 0)
                 return r;
         accounting_get_stats(m->accounting, &s);
-        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:O, s:O}",
+        stacktree_get_stats(accounting_stacktree(m->accounting), &st);
+        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O}",
                          "timestampUsec", (json_int_t) now_usec(CLOCK_MONOTONIC),
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
                          "eventsPerSecond", manager_events_per_second(m),
                          "lostEvents", (json_int_t) s.lost_events,
                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
+                         "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "tasks", json_object_get(tasks, "tasks"),
+                         "evicted", json_object_get(tasks, "evicted"),
                          "modules", modules);
         return *ret ? 0 : -ENOMEM;
 }
@@ -307,10 +325,12 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         const char *sort = NULL;
         int64_t interval = 1000000, limit = 20;
+        bool hide_zero = false;
         const VarlinkField fields[] = {
                 { .name = "intervalUsec", .type = VARLINK_FIELD_INT, .ret = &interval, .min = TOP_INTERVAL_MIN_USEC, .max = INT64_MAX },
                 { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
                 { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
+                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
         };
         json_auto_t *reply = NULL;
         _cleanup_free_ TopStream *t = NULL;
@@ -322,7 +342,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (!t)
                 return -ENOMEM;
         *t = (TopStream) { .manager = m, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
-                           .sort = query_sort_from_string(sort) };
+                           .sort = query_sort_from_string(sort), .hide_zero = hide_zero };
         r = top_snapshot(t, &reply);
         if (r < 0)
                 return r;
@@ -418,6 +438,18 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
+static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, NULL, 0) < 0)
+                return 0;
+        int r = snapshots_list(m->snapshots, m->accounting, &reply);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *userdata) {
         const char *level = NULL;
         const VarlinkField fields[] = {
@@ -444,6 +476,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
+        { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
 };
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@ typedef struct SnapTask {
         uint64_t first_seen_nsec;       /* tells a reused pid apart */
         char comm[USAGE_COMM_MAX];
         uint64_t pages;
+        bool exited;
         uint32_t matched;               /* used while diffing */
 } SnapTask;
 
@@ -24,6 +26,7 @@ typedef struct Snapshot {
         char name[SNAPSHOT_NAME_MAX + 1];
         uint64_t timestamp_usec;
         uint64_t total_pages;
+        uint64_t resets;                /* AccountingStats.resets when taken */
         SnapTask *tasks;                /* owned */
         size_t n_tasks;
         SnapModule *modules;            /* owned, names owned */
@@ -73,6 +76,14 @@ static Snapshot **find(Snapshots *s, const char *name) {
         return NULL;
 }
 
+static int compare_snapshot_age(const void *a, const void *b) {
+        const Snapshot *x = *(const Snapshot *const *) a, *y = *(const Snapshot *const *) b;
+
+        if (x->timestamp_usec != y->timestamp_usec)
+                return x->timestamp_usec < y->timestamp_usec ? -1 : 1;
+        return strcmp(x->name, y->name);
+}
+
 static int capture(Accounting *a, const char *name, uint64_t now_usec, Snapshot **ret) {
         _cleanup_(snapshot_freep) Snapshot *snap = calloc(1, sizeof(Snapshot));
         Usage *u = accounting_usage(a);
@@ -84,6 +95,7 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, Snapshot 
         snap->timestamp_usec = now_usec;
         accounting_get_stats(a, &stats);
         snap->total_pages = stats.current_pages;
+        snap->resets = stats.resets;
 
         size_t n_slots = usage_task_slots(u);
         snap->tasks = malloc(MAX(n_slots, (size_t) 1) * sizeof(SnapTask));
@@ -91,10 +103,12 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, Snapshot 
                 return -ENOMEM;
         for (uint32_t i = 0; i < n_slots; i++) {
                 const Task *t = usage_task(u, i);
-                if (!t || t->is_thread)
+                /* Tasks only: what evicted tasks still hold is no task's (Tasks "evicted"). */
+                if (!t || t->is_thread || i == USAGE_TASK_EVICTED)
                         continue;
                 SnapTask *st = &snap->tasks[snap->n_tasks++];
-                *st = (SnapTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec, .pages = t->pages.current_pages };
+                *st = (SnapTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec, .pages = t->pages.current_pages,
+                                   .exited = t->exited };
                 memcpy(st->comm, t->comm, sizeof(st->comm));
         }
 
@@ -111,6 +125,32 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, Snapshot 
         }
         *ret = TAKE_PTR(snap);
         return 0;
+}
+
+int snapshots_list(const Snapshots *s, Accounting *a, json_t **ret) {
+        json_auto_t *list = json_array();
+        AccountingStats stats;
+
+        if (!list)
+                return -ENOMEM;
+        accounting_get_stats(a, &stats);
+        /* Oldest first: the order they are usually compared in. */
+        const Snapshot *sorted[SNAPSHOT_MAX];
+        size_t n = 0;
+        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
+                if (s->items[i])
+                        sorted[n++] = s->items[i];
+        qsort(sorted, n, sizeof(Snapshot *), compare_snapshot_age);
+        for (size_t i = 0; i < n; i++) {
+                json_t *o = json_pack("{s:s, s:I, s:I, s:b}", "name", sorted[i]->name,
+                                      "timestampUsec", (json_int_t) sorted[i]->timestamp_usec,
+                                      "trackedPages", (json_int_t) sorted[i]->total_pages,
+                                      "resetSince", stats.resets != sorted[i]->resets);
+                if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+        }
+        *ret = json_pack("{s:O}", "snapshots", list);
+        return *ret ? 0 : -ENOMEM;
 }
 
 int snapshots_save(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec) {
@@ -192,7 +232,9 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
                 uint64_t before = old ? old->pages : 0;
                 if (before == t->pages)
                         continue;
-                items[n++] = (DiffItem) { (int64_t) (t->pages - before), before, t->pages, t->comm, t->pid, !old, false };
+                /* The task's state now: a matched task may have exited since. */
+                items[n++] = (DiffItem) { (int64_t) (t->pages - before), before, t->pages, t->comm, t->pid, !old,
+                                          t->exited };
         }
         for (size_t j = 0; j < then->n_tasks; j++)
                 if (!then->tasks[j].matched && then->tasks[j].pages > 0)
@@ -232,8 +274,9 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
                         return -ENOMEM;
         }
 
-        *ret = json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:O}", "name", then->name,
+        *ret = json_pack("{s:s, s:I, s:b, s:I, s:I, s:I, s:O, s:O}", "name", then->name,
                          "snapshotTimestampUsec", (json_int_t) then->timestamp_usec,
+                         "resetSince", now->resets != then->resets,
                          "timestampUsec", (json_int_t) now_usec, "beforePages", (json_int_t) then->total_pages,
                          "afterPages", (json_int_t) now->total_pages, "tasks", tasks, "modules", modules);
         return *ret ? 0 : -ENOMEM;

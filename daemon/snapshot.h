@@ -24,7 +24,10 @@ Snapshots *snapshots_free(Snapshots *s);
 
 /* -ENOSPC when SNAPSHOT_MAX others exist, -EINVAL for an empty or too long name, -ENOMEM. */
 int snapshots_save(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec);
-/* {name, snapshotTimestampUsec, timestampUsec, beforePages, afterPages, tasks: [TaskDiff], modules: [ModuleDiff]}
+/* {name, snapshotTimestampUsec, timestampUsec, resetSince, beforePages, afterPages, tasks: [TaskDiff],
+ * modules: [ModuleDiff]}; resetSince: a Reset(all) ran after the snapshot was taken;
  * biggest absolute change first, at most limit per list. -ENOENT if no such snapshot. */
 int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec, size_t limit, json_t **ret);
 size_t snapshots_count(const Snapshots *s);
+/* {"snapshots": [SnapshotInfo]}, oldest first. -ENOMEM. */
+int snapshots_list(const Snapshots *s, Accounting *a, json_t **ret);

@@ -45,6 +45,7 @@ struct StackTree {
         StackPages *pages;              /* owned, parallel to nodes; meaningful for counted nodes only */
         uint32_t *up;                   /* owned, parallel to nodes: nearest counted ancestor of a counted node */
         size_t n_nodes, n_allocated, max_nodes;
+        size_t max_frame_nodes;         /* frames stop here; the rest of max_nodes is for "[truncated]" */
         size_t n_process_nodes, max_process_nodes;     /* process trees get at most half the budget */
 
         ChildSlot *children;            /* owned; index of every non-root node by (parent, kind, ip) */
@@ -97,6 +98,9 @@ StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn modul
 
         t->max_nodes = MIN(MAX(max_nodes, (size_t) 2), (size_t) MAX_NODES_LIMIT);
         t->max_process_nodes = t->max_nodes / 2;
+        /* The last 1/64 of the budget (one node at least) is kept for "[truncated]" nodes, so the place a
+         * chain was cut is visible even after frames have used up their part. */
+        t->max_frame_nodes = t->max_nodes - MAX(t->max_nodes / 64, (size_t) 1);
         t->per_process = per_process;
         t->module_fn = module_fn;
         t->userdata = userdata;
@@ -235,8 +239,9 @@ static void materialize(StackTree *t, uint32_t x) {
 }
 
 /*
- * Returns the child of parent for (kind, ip), creating it; STACK_NODE_NONE past the budget (the whole
- * one, or the process trees' half for a node in a process tree) or on OOM.
+ * Returns the child of parent for (kind, ip), creating it; STACK_NODE_NONE past the budget or on OOM.
+ * Frames get max_frame_nodes (and a node in a process tree the process trees' half); a "[truncated]"
+ * node may take the whole budget.
  */
 static uint32_t child_get(StackTree *t, uint32_t parent, StackFrameKind kind, uint64_t ip, bool process_tree) {
         uint32_t pk = parent << 3 | (uint32_t) kind;
@@ -245,7 +250,8 @@ static uint32_t child_get(StackTree *t, uint32_t parent, StackFrameKind kind, ui
         if (t->children[i].parent_kind != CHILD_EMPTY)
                 return t->children[i].child;
 
-        if (t->n_nodes >= t->max_nodes || (process_tree && t->n_process_nodes >= t->max_process_nodes))
+        if (kind == STACK_FRAME_TRUNCATED ? t->n_nodes >= t->max_nodes :
+            t->n_nodes >= t->max_frame_nodes || (process_tree && t->n_process_nodes >= t->max_process_nodes))
                 return STACK_NODE_NONE;
         if (t->n_nodes == t->n_allocated && grow_nodes(t) < 0)
                 return STACK_NODE_NONE;
@@ -295,9 +301,13 @@ static void hash_chain(const uint64_t *frames, size_t n, size_t n_kernel, uint32
         *ret_h2 = mix64(h2 ^ n_kernel);
 }
 
-/* Walks (creating) the chain below start; returns the leaf, or the deepest prefix with *truncated set. */
+/*
+ * Walks (creating) the chain below start; returns the leaf or, past the budget, with *truncated set, the
+ * "[truncated]" child of the deepest prefix (the prefix itself once even the reserve is used up). In a
+ * process tree that child is keyed by the chain's global leaf (marker_ip), as it is twinned with it.
+ */
 static uint32_t walk(StackTree *t, uint32_t start, const uint64_t *frames, size_t n, size_t n_kernel,
-                uint32_t scope, bool *truncated) {
+                uint32_t scope, uint64_t marker_ip, bool *truncated) {
         bool process_tree = start != STACK_NODE_ROOT;
         uint32_t node = start, next;
 
@@ -319,7 +329,8 @@ static uint32_t walk(StackTree *t, uint32_t start, const uint64_t *frames, size_
 
 truncated:
         *truncated = true;
-        return node;
+        next = child_get(t, node, STACK_FRAME_TRUNCATED, marker_ip, process_tree);
+        return next != STACK_NODE_NONE ? next : node;
 }
 
 /*
@@ -341,11 +352,13 @@ static uint32_t process_leaf(StackTree *t, uint32_t g, const uint64_t *frames, s
         if (t->children[i].parent_kind != CHILD_EMPTY)
                 return t->children[i].child;
 
-        uint32_t leaf = walk(t, scope_node, frames, n, n_kernel, scope, &truncated);
-        if (truncated) {
+        uint32_t leaf = walk(t, scope_node, frames, n, n_kernel, scope, g, &truncated);
+        if (truncated)
                 t->process_paths_truncated++;
+        /* Cut short without even a "[truncated]" node: the chain is charged to the global tree only. */
+        if (truncated && t->nodes[leaf].kind != STACK_FRAME_TRUNCATED)
                 leaf = g;
-        } else {
+        else {
                 /* An empty chain (g is the root) has the scope node itself as leaf. Chains end at the
                  * leaf, so it keeps its own counters. */
                 t->nodes[leaf].twin = g;
@@ -384,7 +397,7 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
 
         t->cache_misses++;
         bool truncated = false;
-        uint32_t leaf = walk(t, STACK_NODE_ROOT, frames, n_frames, n_kernel, scope, &truncated);
+        uint32_t leaf = walk(t, STACK_NODE_ROOT, frames, n_frames, n_kernel, scope, 0, &truncated);
         if (truncated)
                 t->stacks_truncated++;
         /* Chains end here: it is charged directly, so it keeps its own counters. */
@@ -463,6 +476,16 @@ void stacktree_clear(StackTree *t) {
         init_roots(t);
         t->n_process_nodes = 0;
         t->stacks_truncated = t->process_paths_truncated = t->underflows = 0;
+}
+
+uint64_t stacktree_truncated_pages(const StackTree *t) {
+        uint64_t pages = 0;
+
+        /* Process trees' "[truncated]" nodes are twinned with a global leaf, which holds their pages too. */
+        for (size_t i = STACK_NODE_PROCESSES + 1; i < t->n_nodes; i++)
+                if (t->nodes[i].kind == STACK_FRAME_TRUNCATED && t->nodes[i].twin == STACK_NODE_NONE)
+                        pages += t->pages[i].current_pages;
+        return pages;
 }
 
 void stacktree_get_stats(const StackTree *t, StackTreeStats *ret) {

@@ -8,8 +8,10 @@
  * ever reached, kept eagerly on every charge so it is never a sum of children's peaks.
  *
  * Nodes live in one array and are referred to by 32-bit index (stable until stacktree_clear()). The node
- * count is bounded: past the budget a chain is charged to its deepest existing prefix and counted in
- * stacks_truncated. A direct-mapped cache of whole chains makes a repeated chain one hash and a memcmp.
+ * count is bounded: frames may take all but the last 1/64 of the budget (STACK_TRUNCATED_RESERVE); past
+ * that a chain is charged to a STACK_FRAME_TRUNCATED child ("[truncated]") of its deepest existing prefix,
+ * made from the reserve, and counted in stacks_truncated; only when the reserve is used up too does it
+ * fall back to the prefix itself. A set-associative cache of whole chains makes a repeated chain one hash.
  *
  * User frames are only meaningful inside one process, so a chain with user frames hangs below a synthetic
  * STACK_FRAME_PROCESS node whose ip is the caller's process scope (the process's task index).
@@ -40,6 +42,7 @@ typedef enum StackFrameKind {
         STACK_FRAME_KERNEL,
         STACK_FRAME_USER,
         STACK_FRAME_PROCESS,
+        STACK_FRAME_TRUNCATED,          /* "[truncated]": chains cut short here by the node budget */
         _STACK_FRAME_KIND_MAX,
 } StackFrameKind;
 
@@ -121,4 +124,7 @@ void stacktree_reset_peaks(StackTree *t);
 void stacktree_clear(StackTree *t);
 
 void stacktree_get_stats(const StackTree *t, StackTreeStats *ret);
+/* Current pages charged to the global tree's "[truncated]" nodes: pages whose stacks the budget cut short.
+ * Scans the node array (for Status, not the event path). */
+uint64_t stacktree_truncated_pages(const StackTree *t);
 size_t stacktree_memory_bytes(const StackTree *t);

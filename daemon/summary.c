@@ -43,7 +43,8 @@ static uint64_t module_peak(void *userdata, uint32_t idx) {
 static void find_tops(Usage *u, Top *tasks, Top *modules) {
         *tasks = (Top) {};
         *modules = (Top) {};
-        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
+        /* The "[evicted]" record is no task: summary_text() reports it apart. */
+        for (uint32_t i = USAGE_TASK_EVICTED + 1; i < usage_task_slots(u); i++) {
                 const Task *t = usage_task(u, i);
                 if (t && !t->is_thread && t->pages.peak_pages > 0)
                         top_offer(tasks, i, t->pages.peak_pages, task_peak, u);
@@ -99,6 +100,14 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                 fprintf(f, "\n  %7d %-16s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", (int) t->pid,
                         comm ?: "", a, t->pages.peak_pages, t->pages.current_pages,
                         t->exited ? ", exited" : "");
+        }
+        const Task *evicted = usage_task(u, USAGE_TASK_EVICTED);
+        if (evicted && evicted->pages.current_pages > 0) {
+                UsageStats us;
+                usage_get_stats(u, &us);
+                format_pages(a, sizeof(a), evicted->pages.current_pages, (uint64_t) in->page_size);
+                fprintf(f, "\n  %s (%" PRIu64 " pages) still held by %" PRIu64 " evicted exited tasks", a,
+                        evicted->pages.current_pages, us.tasks_evicted);
         }
         fprintf(f, "\nTop modules by peak:");
         for (size_t i = 0; i < modules.n && !oom; i++) {

@@ -273,8 +273,13 @@ uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid,
                 uint32_t idx = task_new(u, pid, pid, false, now_nsec);
                 if (idx == USAGE_TASK_NONE)
                         return idx;
-                if (parent != USAGE_TASK_NONE)
+                /* Until it execs, a child runs its parent's program: it shows the parent's name and
+                 * command line (a failed copy only leaves the command line unknown). */
+                if (parent != USAGE_TASK_NONE) {
                         memcpy(u->tasks[idx].comm, u->tasks[parent].comm, sizeof(u->tasks[idx].comm));
+                        if (u->tasks[parent].cmdline)
+                                u->tasks[idx].cmdline = strdup(u->tasks[parent].cmdline);
+                }
                 if (idmap_put(&u->processes, pid, idx) < 0)
                         return USAGE_TASK_NONE;
                 return idx;
@@ -590,6 +595,22 @@ void usage_get_stats(const Usage *u, UsageStats *ret) {
                 .modules_dropped = u->modules_dropped,
                 .underflows = u->underflows,
         };
+}
+
+uint64_t usage_baseline_pages(const Usage *u, size_t *ret_tasks) {
+        uint64_t pages = 0;
+        size_t n = 0;
+
+        for (size_t i = 1; i < u->n_tasks; i++) {
+                const Task *t = &u->tasks[i];
+                if (t->seeded && !t->is_thread && !t->exited && !t->evicted) {
+                        pages += t->baseline_pages;
+                        n++;
+                }
+        }
+        if (ret_tasks)
+                *ret_tasks = n;
+        return pages;
 }
 
 size_t usage_memory_bytes(const Usage *u) {

@@ -74,7 +74,8 @@ bool usage_tracks_threads(const Usage *u);
  */
 uint32_t usage_task_lookup(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec);
 
-/* A new process or thread: a live record of the same id is replaced (pid reuse). Inherits the parent's comm. */
+/* A new process or thread: a live record of the same id is replaced (pid reuse). A new process inherits its
+ * parent's comm and cmdline (a fork without exec runs the parent's program). */
 uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid, uint64_t now_nsec);
 /* A task seen before tracing began (seeded from /proc). */
 uint32_t usage_task_seed(Usage *u, int32_t pid, const char *comm, const char *cmdline, uint64_t baseline_pages,
@@ -117,6 +118,9 @@ void usage_reset_peaks(Usage *u);
 void usage_clear(Usage *u);
 
 void usage_get_stats(const Usage *u, UsageStats *ret);
+/* Sum of baseline_pages over live processes seeded when tracing began (memory they held before it, which
+ * no counter here includes), and how many they are. Walks the task array. */
+uint64_t usage_baseline_pages(const Usage *u, size_t *ret_tasks);
 size_t usage_memory_bytes(const Usage *u);
 
 /* Adds pages to a counter and raises its peak. */

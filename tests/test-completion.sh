@@ -52,10 +52,10 @@ expect() {
 }
 
 expect "tasks" memstrackctl ta
-expect "snapshot stacks status" memstrackctl s
-expect "diff modules report reset snapshot stacks status tasks top" memstrackctl --address /x ""
-expect "snapshot stacks status" memstrackctl --address /run/x.sock s
-expect "snapshot stacks status" memstrackctl --json = short s
+expect "snapshot snapshots stacks status" memstrackctl s
+expect "diff modules report reset snapshot snapshots stacks status tasks top" memstrackctl --address /x ""
+expect "snapshot snapshots stacks status" memstrackctl --address /run/x.sock s
+expect "snapshot snapshots stacks status" memstrackctl --json = short s
 expect "--limit" memstrackctl tasks --li
 expect "--address --all" memstrackctl tasks --a
 expect "--batch" memstrackctl top --b

@@ -141,16 +141,34 @@ static void test_budget(void) {
         StackTree *t = stacktree_new(6, false, NULL, NULL);
         StackTreeStats s;
 
-        /* 2 roots + 4 nodes fit; a 6-frame chain is cut at its 4th frame from the outside. */
+        /* 2 roots + 3 frames fit, the last node is kept for "[truncated]": a 6-frame chain is cut after
+         * its 3rd frame from the outside and charged to a "[truncated]" node there. */
         uint32_t leaf = stacktree_intern(t, CHAIN(6, 5, 4, 3, 2, 1), 6, 0);
         ASSERT_EQ(stacktree_size(t), 6);
-        ASSERT_EQ(node(t, leaf)->ip, 4);
+        ASSERT_EQ(node(t, leaf)->kind, STACK_FRAME_TRUNCATED);
+        ASSERT_EQ(node(t, node(t, leaf)->parent)->ip, 3);
         stacktree_get_stats(t, &s);
         ASSERT_EQ(s.stacks_truncated, 1);
         ASSERT_EQ(s.max_nodes, 6);
+        stacktree_charge(t, leaf, 5);
+        ASSERT_EQ(stacktree_truncated_pages(t), 5);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 5);
 
         /* Known chains within the budget still work exactly. */
         ASSERT_EQ(node(t, stacktree_intern(t, CHAIN(3, 2, 1), 3, 0))->ip, 3);
+        /* The reserve is used up: another cut falls back to its prefix. */
+        ASSERT_EQ(node(t, stacktree_intern(t, CHAIN(9, 2, 1), 3, 0))->ip, 2);
+        stacktree_get_stats(t, &s);
+        ASSERT_EQ(s.stacks_truncated, 2);
+        stacktree_free(t);
+
+        /* A new process's user stack when even its scope node does not fit: "[truncated]" below the
+         * root, not the root itself. */
+        t = stacktree_new(4, false, NULL, NULL);
+        ASSERT_EQ(node(t, stacktree_intern(t, CHAIN(0x10), 1, 0))->ip, 0x10);
+        leaf = stacktree_intern(t, CHAIN(0x11, 0x400), 1, 7);
+        ASSERT_EQ(node(t, leaf)->kind, STACK_FRAME_TRUNCATED);
+        ASSERT_EQ(node(t, leaf)->parent, STACK_NODE_ROOT);
         stacktree_free(t);
 }
 
@@ -268,22 +286,30 @@ static void test_per_process_trees(void) {
         /* Both trees hold every page. */
         ASSERT_EQ(stacktree_pages(t, STACK_NODE_PROCESSES).current_pages, stacktree_pages(t, STACK_NODE_ROOT).current_pages);
 
-        /* Out of budget (the global path takes 5 of 7 nodes, the process path gets 2): charged to the
-         * global tree only, counted once. */
-        StackTree *small = stacktree_new(7, true, NULL, NULL);
+        /* Out of budget (the global path takes 5 of 8 nodes, the process path gets the scope node and
+         * 0x1, the last node is the reserve): the process tree charges "[truncated]" below 0x1, twinned
+         * with the global leaf, so both trees still hold every page. Counted once. */
+        StackTree *small = stacktree_new(8, true, NULL, NULL);
         uint32_t l = stacktree_intern(small, CHAIN(0x3, 0x2, 0x1), 3, 9);
         StackTreeStats s;
         stacktree_get_stats(small, &s);
         ASSERT_EQ(s.process_paths_truncated, 1);
-        ASSERT_EQ(s.n_process_nodes, 2);
-        ASSERT_EQ(node(small, l)->ip, 0x3);
-        ASSERT_EQ(node(small, l)->kind, STACK_FRAME_KERNEL);
-        ASSERT_EQ(node(small, l)->twin, STACK_NODE_NONE);
+        ASSERT_EQ(s.n_process_nodes, 3);
+        ASSERT_EQ(node(small, l)->kind, STACK_FRAME_TRUNCATED);
+        ASSERT_EQ(node(small, node(small, l)->parent)->ip, 0x1);
+        ASSERT_EQ(node(small, node(small, l)->twin)->ip, 0x3);
         ASSERT_EQ(stacktree_intern(small, CHAIN(0x3, 0x2, 0x1), 3, 9), l);
         stacktree_get_stats(small, &s);
         ASSERT_EQ(s.process_paths_truncated, 1);
         stacktree_charge(small, l, 2);
         ASSERT_EQ(stacktree_pages(small, STACK_NODE_ROOT).current_pages, 2);
+        ASSERT_EQ(stacktree_pages(small, STACK_NODE_PROCESSES).current_pages, 2);
+        ASSERT_EQ(stacktree_pages(small, node(small, l)->twin).current_pages, 2);
+        /* Process-tree "[truncated]" pages are the global leaf's: not counted twice. */
+        ASSERT_EQ(stacktree_truncated_pages(small), 0);
+        /* Past the reserve too: charged to the global tree only. */
+        uint32_t l2 = stacktree_intern(small, CHAIN(0x4, 0x2, 0x1), 3, 9);
+        ASSERT_EQ(node(small, l2)->twin, STACK_NODE_NONE);
         stacktree_free(small);
         stacktree_free(t);
 }

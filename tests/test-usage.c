@@ -63,6 +63,8 @@ static void test_comm_fork_and_reuse(void) {
         /* A child inherits its parent's name until it execs. */
         uint32_t child = usage_task_fork(u, 100, 200, 200, 2);
         ASSERT_STREQ(task(u, child)->comm, "bash");
+        /* ... and its command line: without exec it runs the parent's program. */
+        ASSERT_STREQ(task(u, child)->cmdline, "/bin/bash -l");
         usage_task_set_comm(u, 200, 200, "a-very-long-command-name", "cat /etc/passwd", 3);
         ASSERT_STREQ(task(u, child)->comm, "a-very-long-com"); /* TASK_COMM_LEN - 1 */
         ASSERT_STREQ(task(u, child)->cmdline, "cat /etc/passwd");

@@ -143,6 +143,7 @@ int top_model_update(TopModel *m, json_t *reply) {
         m->tracked_pages = reply_count(reply, "trackedPages");
         m->peak_tracked_pages = reply_count(reply, "peakTrackedPages");
         m->lost_events = reply_count(reply, "lostEvents");
+        m->stacks_truncated = reply_count(reply, "stacksTruncated");
         m->uptime_usec = reply_count(reply, "uptimeUsec");
         m->events_per_second = reply_double(reply, "eventsPerSecond", 0);
         m->have_data = true;

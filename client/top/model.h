@@ -96,6 +96,7 @@ typedef struct TopModel {
         bool have_data;
         uint64_t page_size;
         uint64_t tracked_pages, peak_tracked_pages, lost_events, uptime_usec;
+        uint64_t stacks_truncated;      /* the daemon's stack tree is full when not 0 */
         double events_per_second;
         TopTask *tasks;                 /* owned, n_tasks, in the daemon's order */
         size_t n_tasks;
@@ -130,6 +131,10 @@ typedef struct TopModel {
         size_t n_stack_rows;
         size_t selected[_TOP_VIEW_MAX]; /* row index of the selection per view */
 } TopModel;
+
+/* Shown (batch: above the tables; TUI: the bottom line) while the daemon's stack node budget is full. */
+#define TOP_STACK_WARNING                                                                               \
+        "Warning: stack node budget full, new stacks go to [truncated] (memstrackctl status; --max-stack-nodes)"
 
 int top_model_new(uint64_t page_size, TopModel **ret);
 TopModel *top_model_free(TopModel *m);

@@ -221,9 +221,10 @@ static int stream_open(Top *t) {
         r = varlink_client_connect(ctl_address(), &t->stream);
         if (r < 0)
                 return r;
-        params = json_pack("{s:I, s:I, s:s}", "intervalUsec", (json_int_t) arg_delay_usec,
+        /* Tasks at 0 for the sort key are left out unless --all, as in tasks. */
+        params = json_pack("{s:I, s:I, s:s, s:b}", "intervalUsec", (json_int_t) arg_delay_usec,
                            "limit", (json_int_t) (arg_limit ?: TOP_LIMIT_DEFAULT),
-                           "sortBy", top_actions_stream_sort(t->model));
+                           "sortBy", top_actions_stream_sort(t->model), "hideZero", !arg_all);
         if (!params)
                 return -ENOMEM;
         r = varlink_client_send(t->stream, "io.memstrack.Top", params, VARLINK_CALL_MORE, TOP_SEND_TIMEOUT_USEC);
@@ -421,9 +422,12 @@ static int print_batch(json_t *reply, uint64_t page_size, uint64_t iteration) {
                        format_pages(peak, sizeof(peak), reply_count(reply, "peakTrackedPages"), page_size),
                        reply_double(reply, "eventsPerSecond", 0), reply_count(reply, "lostEvents"),
                        format_duration(up, sizeof(up), reply_count(reply, "uptimeUsec")));
+        if (reply_count(reply, "stacksTruncated") > 0)
+                printf("%s\n\n", TOP_STACK_WARNING);
         r = tasks_print_table(reply_array(reply, "tasks"), page_size, stdout, width);
         if (r < 0)
                 return r;
+        tasks_print_evicted(reply_object(reply, "evicted"), page_size, stdout);
         printf("\n");
         r = modules_print_table(reply_array(reply, "modules"), page_size, stdout, width);
         if (r < 0)
@@ -445,8 +449,9 @@ static int run_batch(void) {
                 if (r != 0)
                         return r;
         }
-        params = json_pack("{s:I, s:I, s:s}", "intervalUsec", (json_int_t) arg_delay_usec,
-                           "limit", (json_int_t) (arg_limit ?: 20), "sortBy", arg_sort ?: "current");
+        params = json_pack("{s:I, s:I, s:s, s:b}", "intervalUsec", (json_int_t) arg_delay_usec,
+                           "limit", (json_int_t) (arg_limit ?: 20), "sortBy", arg_sort ?: "current",
+                           "hideZero", !arg_all);
         if (!params)
                 return -ENOMEM;
         r = varlink_client_send(c, "io.memstrack.Top", params, VARLINK_CALL_MORE, CTL_CALL_TIMEOUT_USEC);

@@ -280,6 +280,8 @@ void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connect
                                  A_BOLD | A_REVERSE);
         else if (status)
                 panel_print_line(s->rows - 1, 0, s->cols, status, connected ? A_BOLD : A_BOLD | A_REVERSE);
+        else if (m->stacks_truncated > 0)
+                panel_print_line(s->rows - 1, 0, s->cols, TOP_STACK_WARNING, A_BOLD);
         else
                 panel_print_line(s->rows - 1, 0, s->cols,
                                  "F1/? help  Tab view  s/</> sort  / filter  Enter stacks  p pause  r reset  q quit",

@@ -62,8 +62,9 @@ wait_for() {
     done
 }
 
+# Extra arguments go to memstrackd.
 start_daemon() {
-    "$MEMSTRACKD" --foreground --socket "$work/sock" >>"$work/memstrackd.log" 2>&1 &
+    "$MEMSTRACKD" --foreground --socket "$work/sock" "$@" >>"$work/memstrackd.log" 2>&1 &
     daemon_pid=$!
     pids+=("$daemon_pid")
     wait_for "memstrackd to answer on $work/sock" ctl status

@@ -235,15 +235,170 @@ PY
     echo "ok snapshot file: reports identical across a daemon restart"
 }
 
+# Issue 9, "what a new user trips over", against the daemon started by the tests above.
+
+# Memory held before tracing is shown: pid 1 was alive before memstrackd started and has resident
+# pages (/proc/1/statm), so its BASELINE is not 0 and status sums such baselines.
+test_baseline() {
+    local resident
+    resident=$(awk '{ print $2 }' /proc/1/statm)
+    [ "$resident" -gt 0 ] || { echo "skip baseline: pid 1 has no resident pages"; return; }
+    ctl --json=short tasks --all --limit 10000 >"$work/base.json" || fail "tasks --all failed"
+    python3 - "$work/base.json" <<'PY' || fail "pid 1 has no baselinePages"
+import json, sys
+t = [x for x in json.load(open(sys.argv[1]))["tasks"] if x["pid"] == 1]
+assert t and t[0]["baselinePages"] > 0, t
+PY
+    ctl --json=short status >"$work/status.json" || fail "status --json failed"
+    python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["baselinePages"] > 0 and s["baselineTasks"] > 0, s' \
+        "$work/status.json" || fail "Status has no baselinePages: $(cat "$work/status.json")"
+    ctl status | grep -q "Before tracing: .* resident in [0-9]* tasks" || fail "status does not show the baseline"
+    COLUMNS=250 ctl tasks --all --limit 10000 >"$work/base.txt" || fail "tasks failed"
+    head -1 "$work/base.txt" | grep -q "BASELINE" || fail "tasks has no BASELINE column"
+    awk '$1 == 1 { found = 1; if ($8 == "0" && $9 == "B") bad = 1 } END { exit !(found && !bad) }' "$work/base.txt" ||
+        fail "pid 1's BASELINE is empty: $(grep -E '^ *1 ' "$work/base.txt")"
+    echo "ok baseline shown"
+}
+
+# Rows at 0 for the sort key are left out daemon-side, before the limit, unless --all.
+test_hide_zero() {
+    ctl --json=short tasks --limit 10000 >"$work/nz.json" || fail "tasks failed"
+    ctl --json=short tasks --all --limit 10000 >"$work/all.json" || fail "tasks --all failed"
+    python3 - "$work/nz.json" "$work/all.json" <<'PY' || fail "tasks lists tasks holding nothing"
+import json, sys
+nz = json.load(open(sys.argv[1]))["tasks"]
+everything = json.load(open(sys.argv[2]))["tasks"]
+assert nz, "nothing listed"
+assert all(t["currentPages"] > 0 for t in nz), [t for t in nz if t["currentPages"] == 0][:3]
+assert len(everything) >= len(nz)
+PY
+    # --sort peak hides what never held anything, and the limit counts shown rows only.
+    ctl --json=short tasks --sort peak --limit 3 >"$work/nz3.json" || fail "tasks --sort peak failed"
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]; assert len(t) == 3 and all(x["peakPages"] > 0 for x in t), t' \
+        "$work/nz3.json" || fail "tasks --sort peak --limit 3 is not 3 tasks with a peak"
+    # top too (the Top method's hideZero).
+    ctl --json=short top --batch -n 1 --limit 10000 >"$work/top-nz.json" || fail "top --batch failed"
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]; assert t and all(x["currentPages"] > 0 for x in t), [x for x in t if x["currentPages"] == 0][:3]' \
+        "$work/top-nz.json" || fail "top lists tasks holding nothing"
+    ctl --json=short top --all --batch -n 1 --limit 10000 >/dev/null || fail "top --all failed"
+    echo "ok tasks at 0 hidden unless --all (tasks, top)"
+}
+
+# loadgen --child allocates in a child that forked without exec: it runs loadgen, and says so.
+test_fork_cmdline() {
+    ctl --json=short tasks --all --limit 10000 >"$work/fork.json" || fail "tasks failed"
+    python3 - "$work/fork.json" "$lg_pid" "$lg_parent" <<'PY' || fail "the forked child has no command line"
+import json, sys
+tasks = {t["pid"]: t for t in json.load(open(sys.argv[1]))["tasks"]}
+child, parent = tasks[int(sys.argv[2])], tasks.get(int(sys.argv[3]))
+assert child["cmdline"] and "--commands" in child["cmdline"], child
+assert parent is None or child["cmdline"] == parent["cmdline"], (child, parent)
+PY
+    echo "ok a child forked without exec shows its parent's command line"
+}
+
+task_exited() {
+    ctl --json=short tasks --all --limit 10000 |
+        python3 -c 'import json,sys; t=[x for x in json.load(sys.stdin)["tasks"] if x["pid"]==int(sys.argv[1])]; assert t and t[0]["exited"]' "$1"
+}
+
+# Diff: the state of a task now, a note after reset all, and the snapshots listed.
+test_diff_states() {
+    # A loadgen this daemon saw allocate (the one before predates the restart in test_snapshot_file).
+    lg free freed
+    lg exit bye
+    start_loadgen
+    lg alloc allocated
+    wait_for "memstrackd to charge $PAGES pages to loadgen ($lg_pid)" loadgen_counted
+    ctl snapshot edge-before >/dev/null || fail "snapshot failed"
+    lg free freed
+    lg exit bye
+    wait_for "loadgen's child ($lg_pid) to be seen exited" task_exited "$lg_pid"
+    ctl --json=short diff edge-before --limit 10000 >"$work/diff.json" || fail "diff failed"
+    python3 - "$work/diff.json" "$lg_pid" <<'PY' || fail "diff does not say loadgen's child exited"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = [x for x in d["tasks"] if x["pid"] == int(sys.argv[2])]
+assert t and t[0]["exited"] and not t[0]["appeared"] and t[0]["deltaPages"] < 0, t
+assert d["resetSince"] is False, d
+assert all(x["pid"] >= 0 for x in d["tasks"]), "a task without a pid"
+PY
+    COLUMNS=200 ctl diff edge-before --limit 10000 >"$work/diff.txt" || fail "diff failed"
+    grep -qE "^ *$lg_pid +loadgen .* exited *$" "$work/diff.txt" ||
+        fail "diff's table does not show loadgen's child exited: $(grep -E "^ *$lg_pid " "$work/diff.txt")"
+    ctl reset all >/dev/null || fail "reset all failed"
+    ctl --json=short diff edge-before >"$work/diff2.json" || fail "diff after reset failed"
+    python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["resetSince"] is True' "$work/diff2.json" ||
+        fail "diff after reset all does not say resetSince"
+    ctl diff edge-before >"$work/diff2.txt" || fail "diff after reset failed"
+    grep -q "^Note: the counters were reset" "$work/diff2.txt" || fail "diff after reset all has no note"
+    ctl snapshot edge-after >/dev/null || fail "snapshot failed"
+    ctl --json=short snapshots >"$work/list.json" || fail "snapshots --json failed"
+    python3 - "$work/list.json" <<'PY' || fail "snapshots does not list both: $(cat "$work/list.json")"
+import json, sys
+s = {x["name"]: x for x in json.load(open(sys.argv[1]))["snapshots"]}
+assert s["edge-before"]["resetSince"] is True and s["edge-after"]["resetSince"] is False, s
+assert s["edge-before"]["timestampUsec"] <= s["edge-after"]["timestampUsec"]
+PY
+    ctl snapshots | grep -qE "^edge-before .*reset since" || fail "snapshots does not show the reset"
+    echo "ok diff states, reset note, snapshots listed"
+}
+
+# A daemon with a tiny stack budget and exited-task table: the budget fills at once and short-lived
+# writers leave page cache behind when they are forgotten.
+test_truncated_and_evicted() {
+    stop_daemon
+    start_daemon --max-stack-nodes=300 --max-exited-tasks=2
+    local i
+    for i in $(seq 1 40); do
+        dd if=/dev/zero of="$work/cache.$i" bs=64k count=4 status=none conv=fsync 2>/dev/null
+    done
+    wait_for "stacks to be truncated" sh -c \
+        "\"$MEMSTRACKCTL\" --address '$work/sock' --json=short status | python3 -c 'import json,sys; s=json.load(sys.stdin); assert s[\"stacksTruncated\"] > 0 and s[\"truncatedPages\"] > 0'"
+    ctl --json=short stacks --depth 255 --limit 10000 >"$work/st.json" || fail "stacks failed"
+    python3 - "$work/st.json" <<'PY' || fail "no [truncated] node holding pages in the stack tree"
+import json, sys
+def truncated(n):
+    return (n["frame"] == "[truncated]" and n["currentPages"] > 0) or any(truncated(c) for c in n["children"])
+assert truncated(json.load(open(sys.argv[1]))["root"])
+PY
+    ctl status | grep -q "stacks truncated (budget full: .* in \"\[truncated\]\"" || fail "status does not say the budget is full"
+    ctl top --batch -n 1 >"$work/top-warn.txt" || fail "top --batch failed"
+    grep -q "^Warning: stack node budget full" "$work/top-warn.txt" || fail "top --batch does not warn"
+
+    wait_for "evicted tasks to hold pages" sh -c \
+        "\"$MEMSTRACKCTL\" --address '$work/sock' --json=short tasks | python3 -c 'import json,sys; e=json.load(sys.stdin)[\"evicted\"]; assert e[\"tasks\"] > 0 and e[\"currentPages\"] > 0'"
+    ctl --json=short tasks --all --limit 10000 >"$work/ev.json" || fail "tasks failed"
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]; assert all(x["pid"] >= 0 and x["comm"] != "[evicted]" for x in t)' \
+        "$work/ev.json" || fail "the evicted sum is listed as a task"
+    # Whole outputs to files: grep -q leaving a pipe early would kill the writer (pipefail).
+    ctl tasks >"$work/ev.txt" || fail "tasks failed"
+    grep -qE "^Evicted: .* still held by [0-9]+ exited tasks" "$work/ev.txt" || fail "tasks has no Evicted line"
+    ctl report --format task_top >"$work/ev-report.txt" || fail "report task_top failed"
+    grep -q "evicted" "$work/ev-report.txt" && fail "report task_top lists the evicted sum as a task"
+    # So does memstrackd's own summary at exit.
+    stop_daemon
+    awk '/memstrack summary/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$work/memstrackd.log" \
+        >"$work/summary.txt"
+    grep -q "\[evicted\]" "$work/summary.txt" && fail "the exit summary ranks [evicted] as a task: $(cat "$work/summary.txt")"
+    grep -qE "still held by [0-9]+ evicted exited tasks" "$work/summary.txt" ||
+        fail "the exit summary does not report the evicted pages: $(cat "$work/summary.txt")"
+    start_daemon
+    echo "ok [truncated] node, status and top warning; evicted pages as a labelled sum"
+}
+
 test_no_daemon
 test_protocol_error
 start_daemon
 test_loadgen_pages
+test_fork_cmdline
 test_json_everywhere
 test_text_verbs
 test_conventions
 test_permission
 test_snapshot_file
-lg free freed
-lg exit bye
+test_baseline
+test_hide_zero
+test_diff_states
+test_truncated_and_evicted
 echo "all memstrackctl tests passed"

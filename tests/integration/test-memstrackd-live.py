@@ -317,6 +317,51 @@ def test_lost_events_counted():
         fail(f"the final summary counts {lost} lost records, Status counted {status['lostEvents']}")
 
 
+def test_own_allocations_filtered():
+    """The daemon's own allocations are filtered in the kernel (no call chain, no ring space), not only
+    dropped when read: its log counts none dropped, unless the kernel refused the filter and it says so."""
+    d = Daemon("--log-level", "debug", "--user-stacks")
+    lg = Loadgen()
+    lg.do("alloc", "allocated")
+    # The daemon's tables grew to hold 64 MiB of pages: it allocated pages of its own meanwhile.
+    wait_for("loadgen's pages to be counted", lambda: (d.task(lg.pid) or {}).get("currentPages", 0) >= PAGES)
+    lg.do("free", "freed")
+    lg.exit()
+    _, log = d.stop()
+    if "Failed to filter our own allocations" in log:
+        skipped.append("test_own_allocations_filtered: the kernel refused the filter (own allocations are "
+                       "dropped when read instead)")
+        return
+    line = [x for x in log.splitlines() if "own allocations dropped" in x]
+    if not line or " 0 own allocations dropped" not in line[0]:
+        fail(f"own allocations reached the ring: {line}")
+
+
+def test_summary_biggest():
+    """Summary's topTasks are the biggest tasks: none holding nothing, no evicted sum among them (it is
+    "evicted"); Tasks with hideZero leaves out the same before its limit."""
+    d = Daemon()
+    lg = Loadgen()
+    lg.do("alloc", "allocated")
+    wait_for("loadgen's pages to be counted", lambda: (d.task(lg.pid) or {}).get("currentPages", 0) >= PAGES)
+    summary = d.call("io.memstrack.Summary", {"limit": 10000})
+    if not summary["topTasks"] or any(t["currentPages"] == 0 or t["pid"] < 0 for t in summary["topTasks"]):
+        fail(f"Summary lists tasks holding nothing or the evicted sum: {summary['topTasks'][-3:]}")
+    if not {"tasks", "currentPages", "peakPages"} <= set(summary["evicted"]):
+        fail(f"Summary has no evicted sum: {summary.get('evicted')}")
+    everything = d.call("io.memstrack.Tasks", {"limit": 10000})["tasks"]
+    shown = d.call("io.memstrack.Tasks", {"limit": 10000, "hideZero": True})["tasks"]
+    if any(t["currentPages"] == 0 for t in shown) or len(shown) > len(everything):
+        fail(f"hideZero: {len(shown)} of {len(everything)} tasks, some at 0")
+    # The limit counts the tasks shown: the top 1 is loadgen, holding its 64 MiB.
+    top = d.call("io.memstrack.Tasks", {"limit": 1, "hideZero": True})["tasks"]
+    if len(top) != 1 or top[0]["currentPages"] == 0:
+        fail(f"hideZero with limit 1: {top}")
+    lg.do("free", "freed")
+    lg.exit()
+    d.stop()
+
+
 def run_failing(*args, **kwargs):
     r = subprocess.run([MEMSTRACKD, "--foreground", "--no-socket", *args], capture_output=True, text=True,
                        timeout=WAIT, **kwargs)
@@ -360,7 +405,8 @@ def test_bad_environment():
 
 
 CASES = [test_64mib_ten_times, test_no_call_chains, test_four_threads, test_page_fault_stack, test_user_stacks_symbolized,
-         test_memfd_freed_by_another_process, test_lost_events_counted, test_bad_environment]
+         test_memfd_freed_by_another_process, test_lost_events_counted, test_own_allocations_filtered,
+         test_summary_biggest, test_bad_environment]
 
 
 def main():

@@ -204,13 +204,18 @@ tmux_ resize-window -t top -x 200 -y 50
 expect_screen "^ +[0-9]+ loadgen .*loadgen --commands --child --pages $PAGES" "the full command line at 200 columns"
 echo "ok resize (SIGWINCH)"
 
-# The daemon goes away and comes back: the view says so and reconnects by itself.
+# The daemon goes away and comes back: the view says so and reconnects by itself. The new daemon has a
+# tiny stack node budget, which fills at once: the bottom line warns about it.
 stop_daemon
 expect_screen 'memstrackd gone \(.*\), reconnecting\.\.\.' "the status line once the daemon is gone"
-start_daemon
+start_daemon --max-stack-nodes=300
 expect_screen 'Connected to memstrackd at' "the status line after reconnecting"
 expect_screen '^memstrack top - tracked' "the header after reconnecting"
 echo "ok daemon gone and back"
+# A key clears the status message; the bottom line then shows the warning.
+keys 1
+expect_screen '^Warning: stack node budget full' "the warning once the stack node budget is full"
+echo "ok stack budget warning"
 
 keys q
 expect_screen '^TOP-EXIT=0$' "a clean exit after q"
