@@ -183,6 +183,14 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 a->stats.first_event_nsec = e->timestamp_nsec;
         a->stats.last_event_nsec = MAX(a->stats.last_event_nsec, e->timestamp_nsec);
 
+        /* Events enter here from every source: an impossible order is counted, never applied (its free
+         * would scan 2^order pfns, its allocation charge 2^order pages). */
+        if (_unlikely_((e->type == MS_EVENT_PAGE_ALLOC || e->type == MS_EVENT_PAGE_FREE) &&
+                       e->order > MS_EVENT_ORDER_MAX)) {
+                a->stats.invalid_events++;
+                return;
+        }
+
         switch (e->type) {
         case MS_EVENT_PAGE_ALLOC:
                 handle_alloc(a, e);
@@ -244,13 +252,13 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 a->stats.peak_pages = a->stats.current_pages;
                 break;
         case ACCOUNTING_RESET_ALL: {
-                uint64_t lost = a->stats.lost_events;
+                uint64_t lost = a->stats.lost_events, invalid = a->stats.invalid_events;
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
                 usage_clear(a->usage);
-                /* Loss is never hidden, not even by a reset. */
-                a->stats = (AccountingStats) { .lost_events = lost };
+                /* Loss and bad input are never hidden, not even by a reset. */
+                a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid };
                 break;
         }
         default:

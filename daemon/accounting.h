@@ -54,6 +54,7 @@ typedef struct AccountingStats {
         uint64_t stale_blocks;          /* an alloc found its pfn still tracked: that free was lost */
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
+        uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX: not applied */
         uint64_t current_pages, peak_pages;
         uint64_t first_event_nsec, last_event_nsec;
 } AccountingStats;

@@ -66,7 +66,7 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
         for (size_t i = 0; lost && i < src.n_cpus; i++)
                 (void) json_array_append_new(lost, json_integer((json_int_t) src.lost_per_cpu[i]));
 
-        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
+        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", m->source ? m->source->ops->name : "none",
                          "version", PACKAGE_VERSION,
                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
@@ -78,6 +78,7 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
                          "peakTrackedPages", (json_int_t) s.peak_pages,
                          "untrackedFrees", (json_int_t) s.untracked_frees,
                          "untrackedFreePages", (json_int_t) s.untracked_free_pages,
+                         "invalidEvents", (json_int_t) s.invalid_events,
                          "daemonMemoryBytes", (json_int_t) manager_rss_bytes(),
                          "stackNodes", (json_int_t) st.n_nodes,
                          "stackNodeBudget", (json_int_t) st.max_nodes,

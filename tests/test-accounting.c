@@ -161,6 +161,33 @@ static void test_orders_and_untracked(void) {
         accounting_free(a);
 }
 
+/* An order no kernel produces is counted and not applied: no charge, and no 2^31-pfn scan on a free. */
+static void test_invalid_order(void) {
+        Accounting *a = new_accounting(NULL, false);
+        AccountingStats s;
+
+        alloc(a, 10, 0, MS_EVENT_ORDER_MAX);
+        alloc(a, 10, 1 << 22, 0);
+        alloc(a, 10, 1 << 23, MS_EVENT_ORDER_MAX + 1);
+        free_pages_(a, 10, 0, 31);
+        free_pages_(a, 10, 1 << 22, UINT32_MAX);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.allocs, 2);
+        ASSERT_EQ(s.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
+        ASSERT_EQ(s.untracked_frees, 0);
+        ASSERT_EQ(process(a, 10)->pages.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
+        check_invariants(a);
+
+        /* The largest valid order still frees exactly, and a reset keeps the count. */
+        free_pages_(a, 10, 0, MS_EVENT_ORDER_MAX);
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(s.invalid_events, 3);
+        accounting_free(a);
+}
+
 static void test_cross_task_and_split_frees(void) {
         Accounting *a = new_accounting(NULL, false);
 
@@ -396,6 +423,7 @@ static void test_random_against_model(void) {
 
 int main(void) {
         TEST(test_orders_and_untracked);
+        TEST(test_invalid_order);
         TEST(test_cross_task_and_split_frees);
         TEST(test_peaks_not_summed);
         TEST(test_threads);
