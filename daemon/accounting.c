@@ -142,7 +142,7 @@ static void move_loading_pages(void *userdata, uint64_t pfn, unsigned order, Pag
         ModuleMove *m = userdata;
         Usage *u = m->a->usage;
 
-        if (o->module != m->a->loading_module || usage_task(u, o->task)->process != m->process)
+        if (o->module != m->a->loading_module || usage_task_process(u, o->task) != m->process)
                 return;
         usage_module_uncharge(u, o->module, UINT64_C(1) << order);
         usage_module_charge(u, m->module, UINT64_C(1) << order);
@@ -166,15 +166,6 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         ModuleMove move = { .a = a, .process = process, .module = id };
         if (usage_module(a->usage, a->loading_module)->pages.current_pages > 0)
                 pagemap_foreach(a->pages, move_loading_pages, &move);
-}
-
-static void forward_owner(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
-        o->task = usage_task_forward(userdata, o->task);
-}
-
-static void remap_evicted(void *userdata, Usage *u) {
-        Accounting *a = userdata;
-        pagemap_foreach(a->pages, forward_owner, u);
 }
 
 void accounting_handle_event(Accounting *a, const MsEvent *e) {
@@ -209,7 +200,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 break;
         case MS_EVENT_TASK_EXIT:
                 usage_task_exit(a->usage, e->pid, e->tid, e->timestamp_nsec);
-                (void) usage_evict(a->usage, remap_evicted, a);
+                (void) usage_evict(a->usage);
                 break;
         case MS_EVENT_MODULE_LOAD:
                 handle_module_load(a, e);

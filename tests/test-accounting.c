@@ -300,6 +300,57 @@ static void test_exited_tasks(void) {
         accounting_free(a);
 }
 
+/*
+ * Eviction rewrites no page owner: pages keep naming evicted slots, which are reused only once their last
+ * page is freed. Churn through many short-lived processes whose pages outlive them, freed by others.
+ */
+static void test_eviction_churn(void) {
+        Accounting *a = new_accounting(NULL, true);
+        Usage *u = accounting_usage(a);
+        UsageStats us;
+        AccountingStats s;
+
+        srand(11);
+        for (int32_t pid = 100; pid < 3100; pid++) {
+                MsEvent fork = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .parent_pid = 1 };
+                accounting_handle_event(a, &fork);
+                alloc_chain(a, pid, pid, (uint64_t) pid * 8, 1, fault_chain, ELEMENTSOF(fault_chain));
+                alloc_chain(a, pid, pid + 100000, (uint64_t) pid * 8 + 4, 0, write_chain, ELEMENTSOF(write_chain));
+                /* Some pages die with their task, some outlive it and are freed later by someone else. */
+                if (rand() % 2)
+                        free_pages_(a, pid, (uint64_t) pid * 8, 1);
+                MsEvent exit_thread = { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid + 100000 };
+                accounting_handle_event(a, &exit_thread);
+                task_event(a, MS_EVENT_TASK_EXIT, pid, NULL);
+                if (pid % 7 == 0)
+                        for (int32_t old = pid - 50; old >= 100 && old < pid - 40; old++) {
+                                free_pages_(a, 1, (uint64_t) old * 8, 1);
+                                free_pages_(a, 1, (uint64_t) old * 8 + 4, 0);
+                        }
+                if (pid % 500 == 0)
+                        check_invariants(a);
+        }
+        usage_get_stats(u, &us);
+        ASSERT_GT(us.tasks_evicted, 5000);
+        ASSERT_GT(us.tasks_recycled, 0);
+        ASSERT_EQ(us.underflows, 0);
+        check_invariants(a);
+
+        /* Free everything left: every count returns to zero exactly, every evicted slot is reusable. */
+        for (int32_t pid = 100; pid < 3100; pid++) {
+                free_pages_(a, 1, (uint64_t) pid * 8, 1);
+                free_pages_(a, 1, (uint64_t) pid * 8 + 4, 0);
+        }
+        accounting_get_stats(a, &s);
+        usage_get_stats(u, &us);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(usage_task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        ASSERT_EQ(us.tasks_recycled, us.tasks_evicted);
+        ASSERT_EQ(us.underflows, 0);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 static void test_module_attribution(void) {
         Ksym *k = fixture_ksym();
         Accounting *a = new_accounting(k, false);
@@ -428,6 +479,7 @@ int main(void) {
         TEST(test_peaks_not_summed);
         TEST(test_threads);
         TEST(test_exited_tasks);
+        TEST(test_eviction_churn);
         TEST(test_module_attribution);
         TEST(test_reset_all_and_lost);
         TEST(test_random_against_model);
