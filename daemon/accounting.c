@@ -14,6 +14,7 @@ struct Accounting {
         Usage *usage;                   /* owned: tasks and modules */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
+        uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
         AccountingStats stats;
 };
 
@@ -42,6 +43,7 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
 
         a->config = *config;
         a->ksym = ksym;
+        a->stale_from = STACK_NODE_NONE;
         a->pages = pagemap_new(config->expected_pages);
         a->stacks = stacktree_new(config->max_stack_nodes, config->per_process_stacks, classify_frame, a);
         a->usage = usage_new(config->track_threads, config->max_exited_tasks);
@@ -85,6 +87,18 @@ static void release(void *userdata, const PageOwner *o, uint64_t pages) {
         a->stats.current_pages -= MIN(pages, a->stats.current_pages);
 }
 
+/* The module charged for a block allocated through node by process. */
+static uint16_t owner_module(Accounting *a, const StackNode *node, uint32_t process) {
+        uint16_t module = node->module;
+
+        /* insmod/modprobe: the loader's own allocations belong to the module it is loading. */
+        if (module == USAGE_MODULE_NONE && (node->flags & STACK_NODE_MODULE_LOADER)) {
+                const Task *p = usage_task(a->usage, process);
+                module = (p ? p->loading_module : USAGE_MODULE_NONE) ?: a->loading_module;
+        }
+        return module ?: a->kernel_module;
+}
+
 static void handle_alloc(Accounting *a, const MsEvent *e) {
         uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
         if (task == USAGE_TASK_NONE) {
@@ -95,15 +109,8 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         /* Scoped by process record, not pid: a reused pid is another process. */
         uint32_t process = usage_task(a->usage, task)->process;
         uint32_t leaf = stacktree_intern(a->stacks, e->frames, e->n_frames, e->n_kernel_frames, process);
-        const StackNode *node = stacktree_node(a->stacks, leaf);
-        PageOwner owner = { .task = task, .node = leaf, .module = node->module };
-
-        /* insmod/modprobe: the loader's own allocations belong to the module it is loading. */
-        if (owner.module == USAGE_MODULE_NONE && (node->flags & STACK_NODE_MODULE_LOADER)) {
-                owner.module = usage_task(a->usage, process)->loading_module ?: a->loading_module;
-        }
-        if (owner.module == USAGE_MODULE_NONE)
-                owner.module = a->kernel_module;
+        PageOwner owner = { .task = task, .node = leaf,
+                            .module = owner_module(a, stacktree_node(a->stacks, leaf), process) };
 
         int r = pagemap_insert(a->pages, e->pfn, e->order, &owner, release, a);
         if (r < 0) {
@@ -227,8 +234,58 @@ MsEventSink accounting_sink(Accounting *a) {
         return (MsEventSink) { .event = sink_event, .userdata = a };
 }
 
+void accounting_symbols_stale(Accounting *a) {
+        a->stale_from = MIN(a->stale_from, (uint32_t) stacktree_size(a->stacks));
+}
+
+bool accounting_symbols_are_stale(const Accounting *a) {
+        return a->stale_from != STACK_NODE_NONE;
+}
+
+typedef struct Reattribute {
+        Accounting *a;
+        uint32_t from;
+        const bool *changed;            /* per node from stale_from on */
+} Reattribute;
+
+static void reattribute_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+        Reattribute *r = userdata;
+        Accounting *a = r->a;
+
+        if (o->node < r->from || !r->changed[o->node - r->from])
+                return;
+        uint16_t module = owner_module(a, stacktree_node(a->stacks, o->node), usage_task_process(a->usage, o->task));
+        if (module == o->module)
+                return;
+        usage_module_uncharge(a->usage, o->module, UINT64_C(1) << order);
+        usage_module_charge(a->usage, module, UINT64_C(1) << order);
+        o->module = module;
+}
+
 void accounting_set_ksym(Accounting *a, const Ksym *ksym) {
         a->ksym = ksym;
+        if (a->stale_from == STACK_NODE_NONE)
+                return;
+
+        /* Nodes created while the symbols were stale may have code of the new module in them: classify
+         * them again, and move their blocks to the module they belong to. The walk happens only if a node
+         * changed, at most once per (coalesced) reload. */
+        uint32_t from = a->stale_from;
+        size_t n = stacktree_size(a->stacks);
+        a->stale_from = STACK_NODE_NONE;
+        if (from >= n)
+                return;
+        _cleanup_free_ bool *changed = calloc(n - from, sizeof(bool));
+        if (!changed) {
+                /* Future allocations are right either way; only the blocks already charged stay put. */
+                (void) stacktree_reclassify(a->stacks, from, NULL);
+                return;
+        }
+        if (stacktree_reclassify(a->stacks, from, changed) == 0)
+                return;
+        Reattribute r = { .a = a, .from = from, .changed = changed };
+        pagemap_foreach(a->pages, reattribute_block, &r);
+        a->stats.symbol_walks++;
 }
 
 const Ksym *accounting_ksym(const Accounting *a) {
@@ -247,6 +304,8 @@ void accounting_reset(Accounting *a, AccountingReset what) {
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
+                if (a->stale_from != STACK_NODE_NONE)
+                        a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
                 /* Loss and bad input are never hidden, not even by a reset. */
                 a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid };

@@ -55,6 +55,7 @@ typedef struct AccountingStats {
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
         uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX: not applied */
+        uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
         uint64_t current_pages, peak_pages;
         uint64_t first_event_nsec, last_event_nsec;
 } AccountingStats;
@@ -76,7 +77,18 @@ void accounting_handle_event(Accounting *a, const MsEvent *event);
 /* A sink that feeds this Accounting, for event sources. */
 MsEventSink accounting_sink(Accounting *a);
 
-/* Replaces the symbol table (e.g. after a module load). New stack nodes use it; old ones keep their module. */
+/*
+ * A module was loaded and the symbol table does not know it yet (the reload is deferred so a burst of
+ * loads costs one): stack nodes created from now on are classified again by the next
+ * accounting_set_ksym().
+ */
+void accounting_symbols_stale(Accounting *a);
+bool accounting_symbols_are_stale(const Accounting *a);
+/*
+ * Replaces the symbol table (e.g. after a module load). New stack nodes use it; nodes created since
+ * accounting_symbols_stale() are classified again and, if one's module changed, the blocks allocated
+ * through it move to that module (one walk of the page table). Older nodes keep their module.
+ */
 void accounting_set_ksym(Accounting *a, const Ksym *ksym);
 const Ksym *accounting_ksym(const Accounting *a);
 

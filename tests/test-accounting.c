@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "accounting.h"
 #include "macro.h"
@@ -390,6 +393,66 @@ static void test_module_attribution(void) {
         ksym_free(k);
 }
 
+/*
+ * Symbols are reloaded a moment after a burst of module loads, not per load. Stack nodes created in between
+ * were classified with the old table (a new module's code resolves to the previous module's last symbol);
+ * the reload classifies them again and moves their pages, with one page-table walk, only if needed.
+ */
+static void test_deferred_symbols(void) {
+        static const uint64_t xfs_chain[] = { K_ALLOC_PAGES, M_XFS_BUF + 0x1000, K_PAGE_FAULT };
+        char path[] = "/tmp/test-accounting-kallsyms-XXXXXX";
+        Ksym *full = fixture_ksym(), *old = NULL;
+        AccountingStats s;
+        char line[256];
+
+        /* The table before xfs was loaded. */
+        int fd = mkstemp(path);
+        ASSERT_OK(fd);
+        FILE *in = fopen("data/kallsyms-modules", "re"), *out = fdopen(fd, "w");
+        ASSERT_NOT_NULL(in);
+        ASSERT_NOT_NULL(out);
+        while (fgets(line, sizeof(line), in))
+                if (!strstr(line, "[xfs]"))
+                        fputs(line, out);
+        fclose(in);
+        fclose(out);
+        ASSERT_OK(ksym_load(path, &old));
+        (void) unlink(path);
+
+        Accounting *a = new_accounting(old, false);
+        alloc_chain(a, 10, 10, 100, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        task_event(a, MS_EVENT_MODULE_LOAD, 10, "xfs");
+        accounting_symbols_stale(a);
+        ASSERT_TRUE(accounting_symbols_are_stale(a));
+        alloc_chain(a, 10, 10, 200, 1, xfs_chain, ELEMENTSOF(xfs_chain));
+        /* Until the reload, xfs code looks like ext4's. */
+        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 3);
+        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+
+        accounting_set_ksym(a, full);
+        ASSERT_TRUE(!accounting_symbols_are_stale(a));
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.symbol_walks, 1);
+        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 1);
+        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 2);
+        check_invariants(a);
+        /* The pages leave the module they were moved to. */
+        free_pages_(a, 1, 200, 1);
+        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "xfs")->pages.peak_pages, 2);
+
+        /* A reload that changes no node's module walks nothing. */
+        accounting_symbols_stale(a);
+        alloc_chain(a, 10, 10, 300, 0, write_chain, ELEMENTSOF(write_chain));
+        accounting_set_ksym(a, full);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.symbol_walks, 1);
+        check_invariants(a);
+        accounting_free(a);
+        ksym_free(old);
+        ksym_free(full);
+}
+
 static void test_reset_all_and_lost(void) {
         Accounting *a = new_accounting(NULL, false);
         AccountingStats s;
@@ -481,6 +544,7 @@ int main(void) {
         TEST(test_exited_tasks);
         TEST(test_eviction_churn);
         TEST(test_module_attribution);
+        TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
         TEST(test_random_against_model);
         return 0;
