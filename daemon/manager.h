@@ -47,6 +47,8 @@ typedef struct Manager {
         Snapshots *snapshots;           /* owned */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
+        size_t n_top_streams;
+        sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
         sd_event_source *sigusr1, *sighup;
