@@ -12,6 +12,7 @@ struct Accounting {
         PageMap *pages;                 /* owned: pfn -> (task, stack leaf, module) */
         StackTree *stacks;              /* owned */
         Usage *usage;                   /* owned: tasks and modules */
+        ChargeIndex *index;             /* owned: pages per (process, module, global leaf) */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
@@ -47,10 +48,12 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->pages = pagemap_new(config->expected_pages);
         a->stacks = stacktree_new(config->max_stack_nodes, config->per_process_stacks, classify_frame, a);
         a->usage = usage_new(config->track_threads, config->max_exited_tasks);
-        if (!a->pages || !a->stacks || !a->usage) {
+        a->index = chargeindex_new();
+        if (!a->pages || !a->stacks || !a->usage || !a->index) {
                 pagemap_free(a->pages);
                 stacktree_free(a->stacks);
                 usage_free(a->usage);
+                chargeindex_free(a->index);
                 return -ENOMEM;
         }
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
@@ -65,13 +68,18 @@ Accounting *accounting_free(Accounting *a) {
         pagemap_free(a->pages);
         stacktree_free(a->stacks);
         usage_free(a->usage);
+        chargeindex_free(a->index);
         free(a);
         return NULL;
 }
 
+/*
+ * A page owner's node is its charge cell (chargeindex.h): the cell names the stack leaf, and counts the
+ * owner's pages per (process, module, leaf) for stack views of one task or module.
+ */
 static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
         usage_task_charge(a->usage, o->task, pages);
-        stacktree_charge(a->stacks, o->node, pages);
+        stacktree_charge(a->stacks, chargeindex_node(a->index, o->node), pages);
         usage_module_charge(a->usage, o->module, pages);
         a->stats.current_pages += pages;
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
@@ -82,7 +90,8 @@ static void release(void *userdata, const PageOwner *o, uint64_t pages) {
         Accounting *a = userdata;
 
         usage_task_uncharge(a->usage, o->task, pages);
-        stacktree_uncharge(a->stacks, o->node, pages);
+        stacktree_uncharge(a->stacks, chargeindex_node(a->index, o->node), pages);
+        chargeindex_sub(a->index, o->node, pages);
         usage_module_uncharge(a->usage, o->module, pages);
         a->stats.current_pages -= MIN(pages, a->stats.current_pages);
 }
@@ -109,18 +118,26 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         /* Scoped by process record, not pid: a reused pid is another process. */
         uint32_t process = usage_task(a->usage, task)->process;
         uint32_t leaf = stacktree_intern(a->stacks, e->frames, e->n_frames, e->n_kernel_frames, process);
-        PageOwner owner = { .task = task, .node = leaf,
-                            .module = owner_module(a, stacktree_node(a->stacks, leaf), process) };
+        uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
+        uint64_t pages = UINT64_C(1) << e->order;
 
+        /* The cell takes the pages first: a stale block of the same cell released by the insert must not
+         * empty (and remove) it. */
+        uint32_t cell = chargeindex_add(a->index, process, module, leaf, pages);
+        if (cell == CHARGE_CELL_NONE) {
+                a->stats.alloc_failures++;
+                return;
+        }
+        PageOwner owner = { .task = task, .node = cell, .module = module };
         int r = pagemap_insert(a->pages, e->pfn, e->order, &owner, release, a);
         if (r < 0) {
+                chargeindex_sub(a->index, cell, pages);
                 a->stats.alloc_failures++;
                 return;
         }
         if (r > 0)
                 a->stats.stale_blocks++;
 
-        uint64_t pages = UINT64_C(1) << e->order;
         charge(a, &owner, pages);
         a->stats.allocs++;
         a->stats.alloc_pages += pages;
@@ -139,6 +156,22 @@ static void handle_free(Accounting *a, const MsEvent *e) {
                 a->stats.untracked_free_pages += pages - released;
 }
 
+/* Moves a block of 2^order pages to another module, and to the cell for it. */
+static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t module) {
+        uint64_t pages = UINT64_C(1) << order;
+        uint32_t cell = chargeindex_add(a->index, chargeindex_process(a->index, o->node), module,
+                                        chargeindex_node(a->index, o->node), pages);
+
+        /* Without a cell for the new module the block stays where it is: every count stays balanced. */
+        if (cell == CHARGE_CELL_NONE)
+                return;
+        chargeindex_sub(a->index, o->node, pages);
+        usage_module_uncharge(a->usage, o->module, pages);
+        usage_module_charge(a->usage, module, pages);
+        o->node = cell;
+        o->module = module;
+}
+
 typedef struct ModuleMove {
         Accounting *a;
         uint32_t process;
@@ -151,9 +184,7 @@ static void move_loading_pages(void *userdata, uint64_t pfn, unsigned order, Pag
 
         if (o->module != m->a->loading_module || usage_task_process(u, o->task) != m->process)
                 return;
-        usage_module_uncharge(u, o->module, UINT64_C(1) << order);
-        usage_module_charge(u, m->module, UINT64_C(1) << order);
-        o->module = m->module;
+        move_block(m->a, o, order, m->module);
 }
 
 static void handle_module_load(Accounting *a, const MsEvent *e) {
@@ -252,14 +283,12 @@ static void reattribute_block(void *userdata, uint64_t pfn, unsigned order, Page
         Reattribute *r = userdata;
         Accounting *a = r->a;
 
-        if (o->node < r->from || !r->changed[o->node - r->from])
+        uint32_t node = chargeindex_node(a->index, o->node);
+        if (node < r->from || !r->changed[node - r->from])
                 return;
-        uint16_t module = owner_module(a, stacktree_node(a->stacks, o->node), usage_task_process(a->usage, o->task));
-        if (module == o->module)
-                return;
-        usage_module_uncharge(a->usage, o->module, UINT64_C(1) << order);
-        usage_module_charge(a->usage, module, UINT64_C(1) << order);
-        o->module = module;
+        uint16_t module = owner_module(a, stacktree_node(a->stacks, node), usage_task_process(a->usage, o->task));
+        if (module != o->module)
+                move_block(a, o, order, module);
 }
 
 void accounting_set_ksym(Accounting *a, const Ksym *ksym) {
@@ -304,6 +333,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
+                chargeindex_clear(a->index);
                 if (a->stale_from != STACK_NODE_NONE)
                         a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
@@ -324,6 +354,10 @@ StackTree *accounting_stacktree(Accounting *a) {
         return a->stacks;
 }
 
+const ChargeIndex *accounting_chargeindex(const Accounting *a) {
+        return a->index;
+}
+
 PageMap *accounting_pagemap(Accounting *a) {
         return a->pages;
 }
@@ -334,5 +368,5 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
-               usage_memory_bytes(a->usage);
+               usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index);
 }

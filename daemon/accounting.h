@@ -11,6 +11,7 @@
  *   - a free takes pages off the task/node/module that allocated them, whoever frees;
  *   - every peak is the maximum its current value reached, never a sum of other peaks;
  *   - a free of pages never seen allocated is counted (untracked_*), never an error;
+ *   - the ChargeIndex cells of a process (module) add up to its current pages;
  *   - every tracked page is charged to exactly one module record: the innermost module frame of its
  *     chain, "[loading]"/the module being loaded for the module loader, else "vmlinux".
  */
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chargeindex.h"
 #include "event.h"
 #include "ksym.h"
 #include "pagemap.h"
@@ -97,6 +99,8 @@ void accounting_reset(Accounting *a, AccountingReset what);
 Usage *accounting_usage(Accounting *a);
 StackTree *accounting_stacktree(Accounting *a);
 PageMap *accounting_pagemap(Accounting *a);
+/* Current pages per (process, module, global stack leaf), for stack views of one task or module. */
+const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
 /* Heap bytes held by the core's tables. */
 size_t accounting_memory_bytes(const Accounting *a);

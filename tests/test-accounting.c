@@ -98,7 +98,13 @@ static uint32_t tree_root(StackTree *st, uint32_t i) {
         return i;
 }
 
-/* Every view of current pages must agree: tasks, both stack trees, modules, page table, totals. */
+static void add_pages(void *userdata, uint32_t leaf, uint64_t pages) {
+        uint64_t *sum = userdata;
+        *sum += pages;
+}
+
+/* Every view of current pages must agree: tasks, both stack trees, modules, page table, totals, the
+ * charge index. */
 static void check_invariants(Accounting *a) {
         Usage *u = accounting_usage(a);
         AccountingStats s;
@@ -122,6 +128,25 @@ static void check_invariants(Accounting *a) {
                 by_leaf[tree_root(st, i)] += np.current_pages - children;
         }
         ASSERT_EQ(by_process, s.current_pages);
+        /* The index's cells add up per process (evicted ones included: they hold pages still freed)
+         * and per module. */
+        uint64_t indexed = 0;
+        const ChargeIndex *ci = accounting_chargeindex(a);
+        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
+                const Task *t = usage_task(u, i);
+                uint64_t sum = 0;
+                chargeindex_foreach_process(ci, i, add_pages, &sum);
+                /* "[evicted]" counts pages the index keeps under the evicted slots. */
+                if (t && !t->is_thread && i != USAGE_TASK_EVICTED)
+                        ASSERT_EQ(sum, t->pages.current_pages);
+                indexed += sum;
+        }
+        ASSERT_EQ(indexed, s.current_pages);
+        for (uint16_t id = 1; id <= usage_module_count(u); id++) {
+                uint64_t sum = 0;
+                chargeindex_foreach_module(ci, id, add_pages, &sum);
+                ASSERT_EQ(sum, usage_module(u, id)->pages.current_pages);
+        }
         ASSERT_EQ(by_leaf[STACK_NODE_ROOT], s.current_pages);
         ASSERT_EQ(by_leaf[STACK_NODE_PROCESSES], s.current_pages);
         ASSERT_EQ(pagemap_pages(accounting_pagemap(a)), s.current_pages);
