@@ -602,6 +602,10 @@ void usage_clear(Usage *u) {
                 }
                 for (size_t i = 1; i < u->n_tasks; i++) {
                         Task *t = &u->tasks[i];
+                        /* A thread still running after its leader exited goes with the process, whose
+                         * slot is about to be reused. */
+                        if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
+                                evict_one(u, (uint32_t) i);
                         if (t->evicted && !t->recycled) {
                                 free(t->cmdline);
                                 t->cmdline = NULL;

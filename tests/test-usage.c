@@ -210,6 +210,27 @@ static void test_modules(void) {
         usage_free(u);
 }
 
+/* A reset forgets exited processes, and with them threads still running after their leader exited:
+ * the process slot is reused, so nothing may keep naming it. */
+static void test_clear_with_orphan_thread(void) {
+        Usage *u = usage_new(true, 8);
+        UsageStats s;
+
+        uint32_t th = usage_task_lookup(u, 10, 11, 1);
+        uint32_t process = usage_task(u, th)->process;
+        usage_task_exit(u, 10, 10, 2);          /* the leader exits, thread 11 runs on */
+        usage_clear(u);
+        ASSERT_NULL(usage_task(u, th));
+        ASSERT_NULL(usage_task(u, process));
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.n_tasks, 0);
+        /* Both slots are reused, and a new thread of a new process is consistent. */
+        uint32_t again = usage_task_lookup(u, 20, 21, 3);
+        ASSERT_NE(again, USAGE_TASK_NONE);
+        ASSERT_EQ(usage_task(u, usage_task(u, again)->process)->pid, 20);
+        usage_free(u);
+}
+
 int main(void) {
         TEST(test_processes_fold_threads);
         TEST(test_thread_records);
@@ -217,5 +238,6 @@ int main(void) {
         TEST(test_eviction);
         TEST(test_threads_evicted_with_process);
         TEST(test_modules);
+        TEST(test_clear_with_orphan_thread);
         return 0;
 }
