@@ -74,8 +74,10 @@ Accounting *accounting_free(Accounting *a) {
 }
 
 /*
- * A page owner's node is its charge cell (chargeindex.h): the cell names the stack leaf, and counts the
- * owner's pages per (process, module, leaf) for stack views of one task or module.
+ * A page owner's node is its charge cell (chargeindex.h): the cell names the stack leaf and the module,
+ * and counts the owner's pages per (process, module, leaf) for stack views of one task or module. The
+ * cell's module is the one charged: relabeling a cell moves all its blocks at once, so the module copy in
+ * the page table's owner may be stale and is never read.
  */
 static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
         usage_task_charge(a->usage, o->task, pages);
@@ -91,8 +93,9 @@ static void release(void *userdata, const PageOwner *o, uint64_t pages) {
 
         usage_task_uncharge(a->usage, o->task, pages);
         stacktree_uncharge(a->stacks, chargeindex_node(a->index, o->node), pages);
+        /* The cell's module, not the block's copy: a relabeled cell took its blocks along. */
+        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), pages);
         chargeindex_sub(a->index, o->node, pages);
-        usage_module_uncharge(a->usage, o->module, pages);
         a->stats.current_pages -= MIN(pages, a->stats.current_pages);
 }
 
@@ -165,8 +168,8 @@ static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t mod
         /* Without a cell for the new module the block stays where it is: every count stays balanced. */
         if (cell == CHARGE_CELL_NONE)
                 return;
+        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), pages);
         chargeindex_sub(a->index, o->node, pages);
-        usage_module_uncharge(a->usage, o->module, pages);
         usage_module_charge(a->usage, module, pages);
         o->node = cell;
         o->module = module;
@@ -176,13 +179,29 @@ typedef struct ModuleMove {
         Accounting *a;
         uint32_t process;
         uint16_t module;
+        size_t conflicts;
 } ModuleMove;
+
+static void relabel_loading_cell(void *userdata, uint32_t cell) {
+        ModuleMove *m = userdata;
+        Accounting *a = m->a;
+
+        if (chargeindex_module(a->index, cell) != a->loading_module)
+                return;
+        uint64_t pages = chargeindex_pages(a->index, cell);
+        if (chargeindex_relabel(a->index, cell, m->module) < 0) {
+                m->conflicts++;
+                return;
+        }
+        usage_module_uncharge(a->usage, a->loading_module, pages);
+        usage_module_charge(a->usage, m->module, pages);
+}
 
 static void move_loading_pages(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
         ModuleMove *m = userdata;
         Usage *u = m->a->usage;
 
-        if (o->module != m->a->loading_module || usage_task_process(u, o->task) != m->process)
+        if (chargeindex_module(m->a->index, o->node) != m->a->loading_module || usage_task_process(u, o->task) != m->process)
                 return;
         move_block(m->a, o, order, m->module);
 }
@@ -200,10 +219,17 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         uint32_t process = usage_task(a->usage, task)->process;
         usage_task(a->usage, process)->loading_module = id;
 
-        /* What the loader allocated before the kernel announced the module's name is its too. */
+        /* What the loader allocated before the kernel announced the module's name is its too: its cells
+         * change module, and their blocks with them, without a walk of the page table. */
         ModuleMove move = { .a = a, .process = process, .module = id };
-        if (usage_module(a->usage, a->loading_module)->pages.current_pages > 0)
+        if (usage_module(a->usage, a->loading_module)->pages.current_pages == 0)
+                return;
+        chargeindex_foreach_cell_of_process(a->index, process, relabel_loading_cell, &move);
+        /* A cell that could not move (the module already had one for that chain) is moved block by block. */
+        if (move.conflicts > 0) {
                 pagemap_foreach(a->pages, move_loading_pages, &move);
+                a->stats.module_walks++;
+        }
 }
 
 void accounting_handle_event(Accounting *a, const MsEvent *e) {
@@ -287,7 +313,7 @@ static void reattribute_block(void *userdata, uint64_t pfn, unsigned order, Page
         if (node < r->from || !r->changed[node - r->from])
                 return;
         uint16_t module = owner_module(a, stacktree_node(a->stacks, node), usage_task_process(a->usage, o->task));
-        if (module != o->module)
+        if (module != chargeindex_module(a->index, o->node))
                 move_block(a, o, order, module);
 }
 

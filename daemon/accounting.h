@@ -58,6 +58,7 @@ typedef struct AccountingStats {
         uint64_t lost_events;           /* reported by the source */
         uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX: not applied */
         uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
+        uint64_t module_walks;          /* page-table walks moving a module loader's blocks (rare fallback) */
         uint64_t current_pages, peak_pages;
         uint64_t first_event_nsec, last_event_nsec;
 } AccountingStats;

@@ -220,6 +220,51 @@ void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages) {
         ci->n_used--;
 }
 
+uint64_t chargeindex_pages(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].pages;
+}
+
+uint16_t chargeindex_module(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].module;
+}
+
+int chargeindex_relabel(ChargeIndex *ci, uint32_t cell, uint16_t module) {
+        Cell *x = &ci->cells[cell];
+
+        module = MIN(module, (uint16_t) (MODULES - 1));
+        if (module == x->module)
+                return 0;
+        if (ci->slots[find(ci, x->process, module, x->leaf)] != NONE)
+                return -EEXIST;
+
+        /* Out of the old key's slot and module list, into the new ones; the process list stays. */
+        remove_slot(ci, find(ci, x->process, x->module, x->leaf));
+        if (x->module_prev != NONE)
+                ci->cells[x->module_prev].module_next = x->module_next;
+        else
+                ci->module_head[x->module] = x->module_next;
+        if (x->module_next != NONE)
+                ci->cells[x->module_next].module_prev = x->module_prev;
+
+        x->module = module;
+        x->module_prev = NONE;
+        x->module_next = ci->module_head[module];
+        if (ci->module_head[module] != NONE)
+                ci->cells[ci->module_head[module]].module_prev = cell;
+        ci->module_head[module] = cell;
+        ci->slots[find(ci, x->process, module, x->leaf)] = cell;
+        return 0;
+}
+
+void chargeindex_foreach_cell_of_process(const ChargeIndex *ci, uint32_t process, ChargeIndexCellFn fn,
+                void *userdata) {
+        if (process >= ci->n_process_heads)
+                return;
+        /* fn may relabel the cell (the process list does not change), not add or remove cells. */
+        for (uint32_t c = ci->process_head[process]; c != NONE; c = ci->cells[c].process_next)
+                fn(userdata, c);
+}
+
 uint32_t chargeindex_node(const ChargeIndex *ci, uint32_t cell) {
         return ci->cells[cell].leaf;
 }

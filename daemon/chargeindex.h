@@ -34,6 +34,17 @@ void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages);
 /* What a cell is for. */
 uint32_t chargeindex_node(const ChargeIndex *ci, uint32_t cell);
 uint32_t chargeindex_process(const ChargeIndex *ci, uint32_t cell);
+uint64_t chargeindex_pages(const ChargeIndex *ci, uint32_t cell);
+/* The module a cell's pages are charged to: page owners follow their cell when it is relabeled. */
+uint16_t chargeindex_module(const ChargeIndex *ci, uint32_t cell);
+/* Moves a cell, with every block naming it, to another module. -EEXIST if that module already has a cell
+ * for the same process and node (nothing changes then). */
+int chargeindex_relabel(ChargeIndex *ci, uint32_t cell, uint16_t module);
+
+typedef void (*ChargeIndexCellFn)(void *userdata, uint32_t cell);
+/* Calls fn with each cell id of the process; fn may relabel it. */
+void chargeindex_foreach_cell_of_process(const ChargeIndex *ci, uint32_t process, ChargeIndexCellFn fn,
+                void *userdata);
 
 typedef void (*ChargeIndexFn)(void *userdata, uint32_t node, uint64_t pages);
 /* Calls fn with the node and pages of each cell of the process (or module): O(its cells). */

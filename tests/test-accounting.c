@@ -399,9 +399,18 @@ static void test_module_attribution(void) {
         /* Pages of the module loader are "[loading]" until the kernel names the module; then they move. */
         alloc_chain(a, 30, 30, 300, 2, loader_chain, ELEMENTSOF(loader_chain));
         ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 4);
+        alloc_chain(a, 31, 31, 320, 0, loader_chain, ELEMENTSOF(loader_chain));        /* another loader */
         task_event(a, MS_EVENT_MODULE_LOAD, 30, "nfs");
-        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 1);
         ASSERT_EQ(module(a, "nfs")->pages.current_pages, 4);
+        /* The loader's cells changed module: no walk of the page table. */
+        AccountingStats s;
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.module_walks, 0);
+        check_invariants(a);
+        /* Its blocks followed: freeing one takes it off nfs. */
+        free_pages_(a, 1, 320, 0);
+        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 0);
         ASSERT_TRUE(module(a, "nfs")->loaded);
         /* After the announcement the loader's further module-loading allocations go straight to it. */
         alloc_chain(a, 30, 30, 400, 0, loader_chain, ELEMENTSOF(loader_chain));

@@ -57,7 +57,7 @@ static void truth_block(void *userdata, uint64_t pfn, unsigned order, PageOwner 
         Truth *t = userdata;
         StackTree *st = accounting_stacktree(t->a);
 
-        if (t->module != USAGE_MODULE_NONE && o->module != t->module)
+        if (t->module != USAGE_MODULE_NONE && chargeindex_module(accounting_chargeindex(t->a), o->node) != t->module)
                 return;
         if (t->process != USAGE_TASK_NONE && usage_task_process(accounting_usage(t->a), o->task) != t->process)
                 return;
