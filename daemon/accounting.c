@@ -126,11 +126,13 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
 
         /* The cell takes the pages first: a stale block of the same cell released by the insert must not
          * empty (and remove) it. */
-        uint32_t cell = chargeindex_add(a->index, process, module, leaf, pages);
+        Task *t = usage_task(a->usage, task);
+        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, pages);
         if (cell == CHARGE_CELL_NONE) {
                 a->stats.alloc_failures++;
                 return;
         }
+        t->charge_hint = cell;
         PageOwner owner = { .task = task, .node = cell, .module = module };
         int r = pagemap_insert(a->pages, e->pfn, e->order, &owner, release, a);
         if (r < 0) {
@@ -162,7 +164,7 @@ static void handle_free(Accounting *a, const MsEvent *e) {
 /* Moves a block of 2^order pages to another module, and to the cell for it. */
 static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t module) {
         uint64_t pages = UINT64_C(1) << order;
-        uint32_t cell = chargeindex_add(a->index, chargeindex_process(a->index, o->node), module,
+        uint32_t cell = chargeindex_add(a->index, CHARGE_CELL_NONE, chargeindex_process(a->index, o->node), module,
                                         chargeindex_node(a->index, o->node), pages);
 
         /* Without a cell for the new module the block stays where it is: every count stays balanced. */

@@ -132,8 +132,19 @@ static uint32_t new_cell(ChargeIndex *ci) {
         return (uint32_t) ci->n_cells++;
 }
 
-uint32_t chargeindex_add(ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node, uint64_t pages) {
+uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
+                uint64_t pages) {
         module = MIN(module, (uint16_t) (MODULES - 1));
+        /* The hint is the caller's last cell: a task allocating through the same chain again skips the
+         * hash probe. */
+        if (hint < ci->n_cells) {
+                Cell *x = &ci->cells[hint];
+                if (x->leaf == node && x->process == process && x->module == module) {
+                        x->pages += pages;
+                        return hint;
+                }
+        }
+
         size_t i = find(ci, process, module, node);
 
         if (_likely_(ci->slots[i] != NONE)) {
@@ -191,6 +202,7 @@ static void unlink_cell(ChargeIndex *ci, uint32_t c) {
                 ci->cells[x->module_next].module_prev = x->module_prev;
 
         x->process_next = ci->free_cell;
+        x->leaf = NONE; /* no key matches a free cell: a stale hint misses */
         ci->free_cell = c;
 }
 

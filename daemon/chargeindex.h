@@ -26,9 +26,12 @@ ChargeIndex *chargeindex_free(ChargeIndex *ci);
 
 /*
  * Adds pages to the cell of (process, module, node), creating it, and returns its id: stable while it
- * holds pages, so a page owner can name it and its release needs no lookup. CHARGE_CELL_NONE on OOM.
+ * holds pages, so a page owner can name it and its release needs no lookup. hint is a cell id that may
+ * be it (any value, e.g. the caller's last result or CHARGE_CELL_NONE): checked, then used without a
+ * hash probe. CHARGE_CELL_NONE on OOM.
  */
-uint32_t chargeindex_add(ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node, uint64_t pages);
+uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
+                uint64_t pages);
 /* Takes pages off a cell (clamped at what it holds), removing it at zero. */
 void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages);
 /* What a cell is for. */

@@ -211,6 +211,7 @@ static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, ui
                 .tgid = tgid,
                 .process = idx,
                 .first_seen_nsec = now_nsec,
+                .charge_hint = UINT32_MAX,
                 .is_thread = is_thread,
         };
         /* Until a COMM record or /proc says otherwise. */
