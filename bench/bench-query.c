@@ -4,7 +4,8 @@
  * bench-query: what the client-triggered views cost on a big core. Builds N_TASKS processes holding
  * LIVE_PAGES pages between them over 2,000 kernel call chains, then times, each as the best of a few
  * calls: Diff against a snapshot (every task paired with its snapshot record), and StackTree filtered
- * to one small task and to one module (each a subset of the tree). Usage: bench-query [TASKS] [LIVE_PAGES]
+ * to one small task, to an empty module and to the module holding every page (no symbols here: all is
+ * vmlinux), next to the unfiltered tree. Usage: bench-query [TASKS] [LIVE_PAGES]
  */
 
 #include <inttypes.h>
@@ -65,6 +66,14 @@ static int run_tree_module(Accounting *a, Snapshots *s, int32_t pid) {
         return run_tree(a, s, -1, "[loading]");
 }
 
+static int run_tree_all_module(Accounting *a, Snapshots *s, int32_t pid) {
+        return run_tree(a, s, -1, "vmlinux");
+}
+
+static int run_tree_all(Accounting *a, Snapshots *s, int32_t pid) {
+        return run_tree(a, s, -1, NULL);
+}
+
 static void time_query(const char *what, Query q, Accounting *a, Snapshots *s, int32_t pid) {
         uint64_t best = UINT64_MAX;
 
@@ -114,6 +123,8 @@ int main(int argc, char **argv) {
         time_query("Diff", run_diff, a, s, -1);
         time_query("StackTree of a 3-page task", run_tree_pid, a, s, n_tasks);
         time_query("StackTree of an empty module", run_tree_module, a, s, -1);
+        time_query("StackTree of vmlinux (every page)", run_tree_all_module, a, s, -1);
+        time_query("StackTree, unfiltered", run_tree_all, a, s, -1);
 
         snapshots_free(s);
         accounting_free(a);

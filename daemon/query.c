@@ -240,7 +240,11 @@ static uint32_t subset_get(Subset *s, uint32_t node, bool *ret_created) {
         return e;
 }
 
-/* ChargeIndexFn: the leaf's pages count for it and every ancestor; new nodes join their parent's list. */
+/*
+ * ChargeIndexFn: the cell's pages go to its leaf's entry; missing ancestors are created and linked up to
+ * the first one that exists, so building costs one step per cell plus one per node of the subset (the
+ * sums up the tree come after, in subset_sum()).
+ */
 static void subset_add_leaf(void *userdata, uint32_t leaf, uint64_t pages) {
         Subset *s = userdata;
         uint32_t child = SUBSET_NONE;
@@ -257,13 +261,39 @@ static void subset_add_leaf(void *userdata, uint32_t leaf, uint64_t pages) {
                         s->error = -ENOMEM;
                         return;
                 }
-                s->entries[e].pages += pages;
+                if (i == leaf)
+                        s->entries[e].pages += pages;
                 if (child != SUBSET_NONE) {
                         s->entries[child].next_sibling = s->entries[e].first_child;
                         s->entries[e].first_child = child;
                 }
-                child = created ? e : SUBSET_NONE;
+                if (!created)
+                        return;
+                child = e;
         }
+}
+
+/* Adds every entry's pages into its parent's, children first: one pass over the subset. */
+static int subset_sum(Subset *s) {
+        uint32_t root = subset_find(s, STACK_NODE_ROOT);
+        if (root == SUBSET_NONE)
+                return 0;
+
+        /* Entries in depth-first order, parents before children; summed backwards. */
+        _cleanup_free_ uint32_t *order = malloc(s->n * sizeof(uint32_t)), *parent = malloc(s->n * sizeof(uint32_t));
+        size_t n = 0;
+        if (!order || !parent)
+                return -ENOMEM;
+        order[n++] = root;
+        parent[root] = SUBSET_NONE;
+        for (size_t k = 0; k < n; k++)
+                for (uint32_t c = s->entries[order[k]].first_child; c != SUBSET_NONE; c = s->entries[c].next_sibling) {
+                        parent[c] = order[k];
+                        order[n++] = c;
+                }
+        for (size_t k = n; k-- > 1;)
+                s->entries[parent[order[k]]].pages += s->entries[order[k]].pages;
+        return 0;
 }
 
 static void subset_done(Subset *s) {
@@ -478,6 +508,8 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                         chargeindex_foreach_process(ci, process, subset_add_leaf, &subset);
                 else
                         chargeindex_foreach_module(ci, module, subset_add_leaf, &subset);
+                if (subset.error >= 0)
+                        subset.error = subset_sum(&subset);
                 if (subset.error < 0) {
                         subset_done(&subset);
                         return subset.error;
