@@ -42,6 +42,10 @@ static void print_status(json_t *s) {
         }
         printf("Untracked frees: %" PRIu64 " (%" PRIu64 " pages allocated before tracing or lost)\n",
                reply_count(s, "untrackedFrees"), reply_count(s, "untrackedFreePages"));
+        /* Only when it happened: a corrupt record from the kernel is rare and worth seeing. */
+        if (reply_count(s, "invalidEvents") > 0)
+                printf(" Invalid events: %" PRIu64 " (impossible page orders, not applied)\n",
+                       reply_count(s, "invalidEvents"));
         printf("    Stack nodes: %" PRIu64 " of %" PRIu64 ", %" PRIu64 " stacks truncated",
                reply_count(s, "stackNodes"), reply_count(s, "stackNodeBudget"), reply_count(s, "stacksTruncated"));
         if (reply_count(s, "stacksTruncated") > 0)

@@ -12,8 +12,10 @@ struct Accounting {
         PageMap *pages;                 /* owned: pfn -> (task, stack leaf, module) */
         StackTree *stacks;              /* owned */
         Usage *usage;                   /* owned: tasks and modules */
+        ChargeIndex *index;             /* owned: pages per (process, module, global leaf) */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
+        uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
         AccountingStats stats;
 };
 
@@ -42,13 +44,16 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
 
         a->config = *config;
         a->ksym = ksym;
+        a->stale_from = STACK_NODE_NONE;
         a->pages = pagemap_new(config->expected_pages);
         a->stacks = stacktree_new(config->max_stack_nodes, config->per_process_stacks, classify_frame, a);
         a->usage = usage_new(config->track_threads, config->max_exited_tasks);
-        if (!a->pages || !a->stacks || !a->usage) {
+        a->index = chargeindex_new();
+        if (!a->pages || !a->stacks || !a->usage || !a->index) {
                 pagemap_free(a->pages);
                 stacktree_free(a->stacks);
                 usage_free(a->usage);
+                chargeindex_free(a->index);
                 return -ENOMEM;
         }
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
@@ -63,13 +68,20 @@ Accounting *accounting_free(Accounting *a) {
         pagemap_free(a->pages);
         stacktree_free(a->stacks);
         usage_free(a->usage);
+        chargeindex_free(a->index);
         free(a);
         return NULL;
 }
 
+/*
+ * A page owner's node is its charge cell (chargeindex.h): the cell names the stack leaf and the module,
+ * and counts the owner's pages per (process, module, leaf) for stack views of one task or module. The
+ * cell's module is the one charged: relabeling a cell moves all its blocks at once, so the module copy in
+ * the page table's owner may be stale and is never read.
+ */
 static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
         usage_task_charge(a->usage, o->task, pages);
-        stacktree_charge(a->stacks, o->node, pages);
+        stacktree_charge(a->stacks, chargeindex_node(a->index, o->node), pages);
         usage_module_charge(a->usage, o->module, pages);
         a->stats.current_pages += pages;
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
@@ -80,9 +92,23 @@ static void release(void *userdata, const PageOwner *o, uint64_t pages) {
         Accounting *a = userdata;
 
         usage_task_uncharge(a->usage, o->task, pages);
-        stacktree_uncharge(a->stacks, o->node, pages);
-        usage_module_uncharge(a->usage, o->module, pages);
+        stacktree_uncharge(a->stacks, chargeindex_node(a->index, o->node), pages);
+        /* The cell's module, not the block's copy: a relabeled cell took its blocks along. */
+        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), pages);
+        chargeindex_sub(a->index, o->node, pages);
         a->stats.current_pages -= MIN(pages, a->stats.current_pages);
+}
+
+/* The module charged for a block allocated through node by process. */
+static uint16_t owner_module(Accounting *a, const StackNode *node, uint32_t process) {
+        uint16_t module = node->module;
+
+        /* insmod/modprobe: the loader's own allocations belong to the module it is loading. */
+        if (module == USAGE_MODULE_NONE && (node->flags & STACK_NODE_MODULE_LOADER)) {
+                const Task *p = usage_task(a->usage, process);
+                module = (p ? p->loading_module : USAGE_MODULE_NONE) ?: a->loading_module;
+        }
+        return module ?: a->kernel_module;
 }
 
 static void handle_alloc(Accounting *a, const MsEvent *e) {
@@ -95,25 +121,28 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         /* Scoped by process record, not pid: a reused pid is another process. */
         uint32_t process = usage_task(a->usage, task)->process;
         uint32_t leaf = stacktree_intern(a->stacks, e->frames, e->n_frames, e->n_kernel_frames, process);
-        const StackNode *node = stacktree_node(a->stacks, leaf);
-        PageOwner owner = { .task = task, .node = leaf, .module = node->module };
+        uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
+        uint64_t pages = UINT64_C(1) << e->order;
 
-        /* insmod/modprobe: the loader's own allocations belong to the module it is loading. */
-        if (owner.module == USAGE_MODULE_NONE && (node->flags & STACK_NODE_MODULE_LOADER)) {
-                owner.module = usage_task(a->usage, process)->loading_module ?: a->loading_module;
+        /* The cell takes the pages first: a stale block of the same cell released by the insert must not
+         * empty (and remove) it. */
+        Task *t = usage_task(a->usage, task);
+        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, pages);
+        if (cell == CHARGE_CELL_NONE) {
+                a->stats.alloc_failures++;
+                return;
         }
-        if (owner.module == USAGE_MODULE_NONE)
-                owner.module = a->kernel_module;
-
+        t->charge_hint = cell;
+        PageOwner owner = { .task = task, .node = cell, .module = module };
         int r = pagemap_insert(a->pages, e->pfn, e->order, &owner, release, a);
         if (r < 0) {
+                chargeindex_sub(a->index, cell, pages);
                 a->stats.alloc_failures++;
                 return;
         }
         if (r > 0)
                 a->stats.stale_blocks++;
 
-        uint64_t pages = UINT64_C(1) << e->order;
         charge(a, &owner, pages);
         a->stats.allocs++;
         a->stats.alloc_pages += pages;
@@ -132,21 +161,51 @@ static void handle_free(Accounting *a, const MsEvent *e) {
                 a->stats.untracked_free_pages += pages - released;
 }
 
+/* Moves a block of 2^order pages to another module, and to the cell for it. */
+static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t module) {
+        uint64_t pages = UINT64_C(1) << order;
+        uint32_t cell = chargeindex_add(a->index, CHARGE_CELL_NONE, chargeindex_process(a->index, o->node), module,
+                                        chargeindex_node(a->index, o->node), pages);
+
+        /* Without a cell for the new module the block stays where it is: every count stays balanced. */
+        if (cell == CHARGE_CELL_NONE)
+                return;
+        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), pages);
+        chargeindex_sub(a->index, o->node, pages);
+        usage_module_charge(a->usage, module, pages);
+        o->node = cell;
+        o->module = module;
+}
+
 typedef struct ModuleMove {
         Accounting *a;
         uint32_t process;
         uint16_t module;
+        size_t conflicts;
 } ModuleMove;
+
+static void relabel_loading_cell(void *userdata, uint32_t cell) {
+        ModuleMove *m = userdata;
+        Accounting *a = m->a;
+
+        if (chargeindex_module(a->index, cell) != a->loading_module)
+                return;
+        uint64_t pages = chargeindex_pages(a->index, cell);
+        if (chargeindex_relabel(a->index, cell, m->module) < 0) {
+                m->conflicts++;
+                return;
+        }
+        usage_module_uncharge(a->usage, a->loading_module, pages);
+        usage_module_charge(a->usage, m->module, pages);
+}
 
 static void move_loading_pages(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
         ModuleMove *m = userdata;
         Usage *u = m->a->usage;
 
-        if (o->module != m->a->loading_module || usage_task(u, o->task)->process != m->process)
+        if (chargeindex_module(m->a->index, o->node) != m->a->loading_module || usage_task_process(u, o->task) != m->process)
                 return;
-        usage_module_uncharge(u, o->module, UINT64_C(1) << order);
-        usage_module_charge(u, m->module, UINT64_C(1) << order);
-        o->module = m->module;
+        move_block(m->a, o, order, m->module);
 }
 
 static void handle_module_load(Accounting *a, const MsEvent *e) {
@@ -162,19 +221,17 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         uint32_t process = usage_task(a->usage, task)->process;
         usage_task(a->usage, process)->loading_module = id;
 
-        /* What the loader allocated before the kernel announced the module's name is its too. */
+        /* What the loader allocated before the kernel announced the module's name is its too: its cells
+         * change module, and their blocks with them, without a walk of the page table. */
         ModuleMove move = { .a = a, .process = process, .module = id };
-        if (usage_module(a->usage, a->loading_module)->pages.current_pages > 0)
+        if (usage_module(a->usage, a->loading_module)->pages.current_pages == 0)
+                return;
+        chargeindex_foreach_cell_of_process(a->index, process, relabel_loading_cell, &move);
+        /* A cell that could not move (the module already had one for that chain) is moved block by block. */
+        if (move.conflicts > 0) {
                 pagemap_foreach(a->pages, move_loading_pages, &move);
-}
-
-static void forward_owner(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
-        o->task = usage_task_forward(userdata, o->task);
-}
-
-static void remap_evicted(void *userdata, Usage *u) {
-        Accounting *a = userdata;
-        pagemap_foreach(a->pages, forward_owner, u);
+                a->stats.module_walks++;
+        }
 }
 
 void accounting_handle_event(Accounting *a, const MsEvent *e) {
@@ -182,6 +239,14 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
         if (a->stats.first_event_nsec == 0)
                 a->stats.first_event_nsec = e->timestamp_nsec;
         a->stats.last_event_nsec = MAX(a->stats.last_event_nsec, e->timestamp_nsec);
+
+        /* Events enter here from every source: an impossible order is counted, never applied (its free
+         * would scan 2^order pfns, its allocation charge 2^order pages). */
+        if (_unlikely_((e->type == MS_EVENT_PAGE_ALLOC || e->type == MS_EVENT_PAGE_FREE) &&
+                       e->order > MS_EVENT_ORDER_MAX)) {
+                a->stats.invalid_events++;
+                return;
+        }
 
         switch (e->type) {
         case MS_EVENT_PAGE_ALLOC:
@@ -201,7 +266,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 break;
         case MS_EVENT_TASK_EXIT:
                 usage_task_exit(a->usage, e->pid, e->tid, e->timestamp_nsec);
-                (void) usage_evict(a->usage, remap_evicted, a);
+                (void) usage_evict(a->usage);
                 break;
         case MS_EVENT_MODULE_LOAD:
                 handle_module_load(a, e);
@@ -228,8 +293,56 @@ MsEventSink accounting_sink(Accounting *a) {
         return (MsEventSink) { .event = sink_event, .userdata = a };
 }
 
+void accounting_symbols_stale(Accounting *a) {
+        a->stale_from = MIN(a->stale_from, (uint32_t) stacktree_size(a->stacks));
+}
+
+bool accounting_symbols_are_stale(const Accounting *a) {
+        return a->stale_from != STACK_NODE_NONE;
+}
+
+typedef struct Reattribute {
+        Accounting *a;
+        uint32_t from;
+        const bool *changed;            /* per node from stale_from on */
+} Reattribute;
+
+static void reattribute_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+        Reattribute *r = userdata;
+        Accounting *a = r->a;
+
+        uint32_t node = chargeindex_node(a->index, o->node);
+        if (node < r->from || !r->changed[node - r->from])
+                return;
+        uint16_t module = owner_module(a, stacktree_node(a->stacks, node), usage_task_process(a->usage, o->task));
+        if (module != chargeindex_module(a->index, o->node))
+                move_block(a, o, order, module);
+}
+
 void accounting_set_ksym(Accounting *a, const Ksym *ksym) {
         a->ksym = ksym;
+        if (a->stale_from == STACK_NODE_NONE)
+                return;
+
+        /* Nodes created while the symbols were stale may have code of the new module in them: classify
+         * them again, and move their blocks to the module they belong to. The walk happens only if a node
+         * changed, at most once per (coalesced) reload. */
+        uint32_t from = a->stale_from;
+        size_t n = stacktree_size(a->stacks);
+        a->stale_from = STACK_NODE_NONE;
+        if (from >= n)
+                return;
+        _cleanup_free_ bool *changed = calloc(n - from, sizeof(bool));
+        if (!changed) {
+                /* Future allocations are right either way; only the blocks already charged stay put. */
+                (void) stacktree_reclassify(a->stacks, from, NULL);
+                return;
+        }
+        if (stacktree_reclassify(a->stacks, from, changed) == 0)
+                return;
+        Reattribute r = { .a = a, .from = from, .changed = changed };
+        pagemap_foreach(a->pages, reattribute_block, &r);
+        a->stats.symbol_walks++;
 }
 
 const Ksym *accounting_ksym(const Accounting *a) {
@@ -244,13 +357,16 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 a->stats.peak_pages = a->stats.current_pages;
                 break;
         case ACCOUNTING_RESET_ALL: {
-                uint64_t lost = a->stats.lost_events, resets = a->stats.resets;
+                uint64_t lost = a->stats.lost_events, invalid = a->stats.invalid_events, resets = a->stats.resets;
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
+                chargeindex_clear(a->index);
+                if (a->stale_from != STACK_NODE_NONE)
+                        a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
-                /* Loss is never hidden, not even by a reset; nor is the reset itself. */
-                a->stats = (AccountingStats) { .lost_events = lost, .resets = resets + 1 };
+                /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
+                a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid, .resets = resets + 1 };
                 break;
         }
         default:
@@ -266,6 +382,10 @@ StackTree *accounting_stacktree(Accounting *a) {
         return a->stacks;
 }
 
+const ChargeIndex *accounting_chargeindex(const Accounting *a) {
+        return a->index;
+}
+
 PageMap *accounting_pagemap(Accounting *a) {
         return a->pages;
 }
@@ -276,5 +396,5 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
-               usage_memory_bytes(a->usage);
+               usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index);
 }

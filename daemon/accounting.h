@@ -11,6 +11,7 @@
  *   - a free takes pages off the task/node/module that allocated them, whoever frees;
  *   - every peak is the maximum its current value reached, never a sum of other peaks;
  *   - a free of pages never seen allocated is counted (untracked_*), never an error;
+ *   - the ChargeIndex cells of a process (module) add up to its current pages;
  *   - every tracked page is charged to exactly one module record: the innermost module frame of its
  *     chain, "[loading]"/the module being loaded for the module loader, else "vmlinux".
  */
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chargeindex.h"
 #include "event.h"
 #include "ksym.h"
 #include "pagemap.h"
@@ -55,6 +57,9 @@ typedef struct AccountingStats {
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
         uint64_t resets;                /* ACCOUNTING_RESET_ALL so far: tells counts from before a reset apart */
+        uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX: not applied */
+        uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
+        uint64_t module_walks;          /* page-table walks moving a module loader's blocks (rare fallback) */
         uint64_t current_pages, peak_pages;
         uint64_t first_event_nsec, last_event_nsec;
 } AccountingStats;
@@ -76,7 +81,18 @@ void accounting_handle_event(Accounting *a, const MsEvent *event);
 /* A sink that feeds this Accounting, for event sources. */
 MsEventSink accounting_sink(Accounting *a);
 
-/* Replaces the symbol table (e.g. after a module load). New stack nodes use it; old ones keep their module. */
+/*
+ * A module was loaded and the symbol table does not know it yet (the reload is deferred so a burst of
+ * loads costs one): stack nodes created from now on are classified again by the next
+ * accounting_set_ksym().
+ */
+void accounting_symbols_stale(Accounting *a);
+bool accounting_symbols_are_stale(const Accounting *a);
+/*
+ * Replaces the symbol table (e.g. after a module load). New stack nodes use it; nodes created since
+ * accounting_symbols_stale() are classified again and, if one's module changed, the blocks allocated
+ * through it move to that module (one walk of the page table). Older nodes keep their module.
+ */
 void accounting_set_ksym(Accounting *a, const Ksym *ksym);
 const Ksym *accounting_ksym(const Accounting *a);
 
@@ -85,6 +101,8 @@ void accounting_reset(Accounting *a, AccountingReset what);
 Usage *accounting_usage(Accounting *a);
 StackTree *accounting_stacktree(Accounting *a);
 PageMap *accounting_pagemap(Accounting *a);
+/* Current pages per (process, module, global stack leaf), for stack views of one task or module. */
+const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
 /* Heap bytes held by the core's tables. */
 size_t accounting_memory_bytes(const Accounting *a);

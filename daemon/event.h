@@ -24,6 +24,15 @@ typedef enum MsEventType {
         _MS_EVENT_TYPE_INVALID = -EINVAL,
 } MsEventType;
 
+/*
+ * The largest order a page event may carry. The buddy allocator hands out blocks below MAX_PAGE_ORDER
+ * (10 by default, at most 15 or so where ARCH_FORCE_MAX_ORDER raises it); gigantic huge pages freed as
+ * one block reach order 18 (1 GiB of 4 KiB pages, 16 GiB of 64 KiB pages). Anything above this is a
+ * corrupt record: the core counts it (AccountingStats.invalid_events) and does not apply it, so one bad
+ * free cannot make it scan 2^31 pfns.
+ */
+#define MS_EVENT_ORDER_MAX 20u
+
 typedef struct MsEvent {
         MsEventType type;
         uint32_t cpu;

@@ -102,14 +102,23 @@ static void on_event(void *userdata, const MsEvent *e) {
         if (_unlikely_(e->type == MS_EVENT_TASK_EXIT || e->type == MS_EVENT_TASK_COMM) && e->tid == e->pid)
                 usym_forget(m->usym, e->pid);
         if (_unlikely_(e->type == MS_EVENT_MODULE_LOAD)) {
-                int r = manager_reload_ksym(m);
+                /* Not now: a moment after the last load of a burst. Nodes created until then are
+                 * classified again by the reload (accounting_set_ksym()). */
+                accounting_symbols_stale(m->accounting);
+                int r = debounce_request(m->ksym_reload);
                 if (r < 0) {
                         /* The module's name is the kernel's bytes (utf8.h). */
                         _cleanup_free_ char *name = utf8_escape(e->name, UTF8_ESCAPE_CONTROL);
-                        log_warning_errno(r, "Failed to reload kernel symbols after loading %s, ignoring: %m",
+                        log_warning_errno(r, "Failed to schedule the kernel symbol reload after loading %s, ignoring: %m",
                                           name ?: "a module");
                 }
         }
+}
+
+static void reload_ksym_deferred(void *userdata) {
+        int r = manager_reload_ksym(userdata);
+        if (r < 0)
+                log_warning_errno(r, "Failed to reload kernel symbols after module loads, ignoring: %m");
 }
 
 int manager_reload_ksym(Manager *m) {
@@ -152,6 +161,10 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the event loop: %m");
+        r = debounce_new(m->event, "ksym-reload", KSYM_RELOAD_DELAY_USEC, KSYM_RELOAD_MAX_DELAY_USEC,
+                         reload_ksym_deferred, m, &m->ksym_reload);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the symbol reload timer: %m");
         if (sd_pid_get_unit(0, &m->unit) < 0)
                 m->unit = NULL;
         *ret = TAKE_PTR(m);
@@ -165,6 +178,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->status_timer);
         sd_event_source_disable_unref(m->sigusr1);
         sd_event_source_disable_unref(m->sighup);
+        debounce_free(m->ksym_reload);
         event_source_free(m->source);
         usym_free(m->usym);
         snapshots_free(m->snapshots);
@@ -249,6 +263,9 @@ void manager_flush(Manager *m) {
 
 void manager_finish(Manager *m) {
         manager_flush(m);
+        /* The summary names the modules loaded just before the end too. */
+        if (m->ksym_reload)
+                debounce_flush(m->ksym_reload);
         /* A stream line right before the summary keeps journald's record of our unit fresh (log.h). */
         log_stderr(LOG_INFO, "Stopping after %.1f s, writing the summary.", manager_uptime_usec(m) / 1e6);
         manager_log_summary(m, "shutdown");

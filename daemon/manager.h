@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "accounting.h"
+#include "debounce.h"
 #include "ksym.h"
 #include "perf.h"
 #include "snapshot.h"
@@ -45,13 +46,16 @@ typedef struct Manager {
         sd_event *event;
         ManagerConfig config;           /* strings borrowed from the caller (arg_* globals) */
 
-        Ksym *ksym;                     /* owned; replaced on module load */
+        Ksym *ksym;                     /* owned; replaced a moment after module loads */
+        Debounce *ksym_reload;          /* owned: one kallsyms reload per burst of module loads */
         Accounting *accounting;         /* owned */
         EventSource *source;            /* owned */
         VarlinkServer *server;          /* owned */
         Snapshots *snapshots;           /* owned */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
+        size_t n_top_streams;
+        sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
         sd_event_source *sigusr1, *sighup;
@@ -81,8 +85,14 @@ void manager_log_summary(Manager *m, const char *reason);
 double manager_events_per_second(const Manager *m);
 uint64_t manager_uptime_usec(const Manager *m);
 uint64_t manager_rss_bytes(void);
-/* Re-reads kallsyms (after a module load). */
+/* Re-reads kallsyms (SIGHUP; after module loads via ksym_reload). */
 int manager_reload_ksym(Manager *m);
+
+/* A module load schedules the kallsyms reload this long after the last load of a burst, and at most
+ * KSYM_RELOAD_MAX_DELAY_USEC after the first. Reading kallsyms takes tens of milliseconds: per load, a
+ * burst of loads would stall the drain for seconds. */
+#define KSYM_RELOAD_DELAY_USEC 200000
+#define KSYM_RELOAD_MAX_DELAY_USEC 2000000
 
 /* service.c: registers io.memstrack on the varlink server; frees open Top streams. */
 int manager_serve(Manager *m);

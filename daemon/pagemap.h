@@ -25,7 +25,8 @@
 
 typedef struct PageOwner {
         uint32_t task;          /* index of the owning task (see usage.h) */
-        uint32_t node;          /* index of the stack-tree leaf of the allocating call chain */
+        uint32_t node;          /* the allocating call chain: for the accounting core, a charge cell
+                                 * (chargeindex.h) that names the stack-tree leaf */
         uint16_t module;        /* module id charged, 0 for none */
 } PageOwner;
 

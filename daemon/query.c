@@ -180,23 +180,190 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
         return 0;
 }
 
-/* What a stack view shows: the real tree, or current pages of a subset (filtered from the page table). */
+/*
+ * A subset (one task or one module) without a tree of its own: the nodes on the paths from its leaves
+ * to the root, each with the subset's current pages, and child lists of only those nodes. Built from the
+ * charge index, so its size and cost are those of the subset, not of the page table or the whole tree.
+ */
+#define SUBSET_NONE UINT32_MAX
+
+typedef struct SubsetNode {
+        uint32_t node;                  /* stack tree node */
+        uint32_t first_child;           /* entries; SUBSET_NONE ends a list */
+        uint32_t next_sibling;
+        uint64_t pages;
+} SubsetNode;
+
+typedef struct Subset {
+        const StackTree *tree;
+        SubsetNode *entries;            /* owned */
+        size_t n, n_allocated;
+        uint32_t *slots;                /* owned: node -> entry, open addressing; SUBSET_NONE when empty */
+        size_t capacity;                /* power of two, at most half full */
+        int error;                      /* first failure while building */
+} Subset;
+
+static size_t subset_home(const Subset *s, uint32_t node) {
+        return (size_t) (((uint64_t) node * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (s->capacity - 1);
+}
+
+static size_t subset_slot(const Subset *s, uint32_t node) {
+        size_t i = subset_home(s, node);
+        while (s->slots[i] != SUBSET_NONE && s->entries[s->slots[i]].node != node)
+                i = (i + 1) & (s->capacity - 1);
+        return i;
+}
+
+static uint32_t subset_find(const Subset *s, uint32_t node) {
+        return s->capacity == 0 ? SUBSET_NONE : s->slots[subset_slot(s, node)];
+}
+
+static int subset_grow(Subset *s) {
+        size_t capacity = MAX(s->capacity * 2, (size_t) 256);
+        uint32_t *slots = malloc(capacity * sizeof(uint32_t));
+        if (!slots)
+                return -ENOMEM;
+        memset(slots, 0xff, capacity * sizeof(uint32_t));
+        free(s->slots);
+        s->slots = slots;
+        s->capacity = capacity;
+        for (uint32_t e = 0; e < s->n; e++)
+                s->slots[subset_slot(s, s->entries[e].node)] = e;
+
+        SubsetNode *entries = realloc(s->entries, capacity / 2 * sizeof(SubsetNode));
+        if (!entries)
+                return -ENOMEM;
+        s->entries = entries;
+        s->n_allocated = capacity / 2;
+        return 0;
+}
+
+/* The entry of node, created (unlinked, empty) if new; SUBSET_NONE on OOM. */
+static uint32_t subset_get(Subset *s, uint32_t node, bool *ret_created) {
+        uint32_t e = subset_find(s, node);
+
+        *ret_created = false;
+        if (e != SUBSET_NONE)
+                return e;
+        if (s->n + 1 > s->n_allocated && subset_grow(s) < 0)
+                return SUBSET_NONE;
+        e = (uint32_t) s->n++;
+        s->entries[e] = (SubsetNode) { .node = node, .first_child = SUBSET_NONE, .next_sibling = SUBSET_NONE };
+        s->slots[subset_slot(s, node)] = e;
+        *ret_created = true;
+        return e;
+}
+
+/*
+ * ChargeIndexFn: the cell's pages go to its leaf's entry; missing ancestors are created and linked up to
+ * the first one that exists, so building costs one step per cell plus one per node of the subset (the
+ * sums up the tree come after, in subset_sum()).
+ */
+static void subset_add_leaf(void *userdata, uint32_t leaf, uint64_t pages) {
+        Subset *s = userdata;
+        uint32_t child = SUBSET_NONE;
+
+        if (s->error < 0)
+                return;
+        /* A process-tree leaf: its pages are shown on the global tree, at its twin. */
+        if (stacktree_node(s->tree, leaf)->twin != STACK_NODE_NONE)
+                leaf = stacktree_node(s->tree, leaf)->twin;
+        for (uint32_t i = leaf; i != STACK_NODE_NONE; i = stacktree_node(s->tree, i)->parent) {
+                bool created;
+                uint32_t e = subset_get(s, i, &created);
+                if (e == SUBSET_NONE) {
+                        s->error = -ENOMEM;
+                        return;
+                }
+                if (i == leaf)
+                        s->entries[e].pages += pages;
+                if (child != SUBSET_NONE) {
+                        s->entries[child].next_sibling = s->entries[e].first_child;
+                        s->entries[e].first_child = child;
+                }
+                if (!created)
+                        return;
+                child = e;
+        }
+}
+
+/* Adds every entry's pages into its parent's, children first: one pass over the subset. */
+static int subset_sum(Subset *s) {
+        uint32_t root = subset_find(s, STACK_NODE_ROOT);
+        if (root == SUBSET_NONE)
+                return 0;
+
+        /* Entries in depth-first order, parents before children; summed backwards. */
+        _cleanup_free_ uint32_t *order = malloc(s->n * sizeof(uint32_t)), *parent = malloc(s->n * sizeof(uint32_t));
+        size_t n = 0;
+        if (!order || !parent)
+                return -ENOMEM;
+        order[n++] = root;
+        parent[root] = SUBSET_NONE;
+        for (size_t k = 0; k < n; k++)
+                for (uint32_t c = s->entries[order[k]].first_child; c != SUBSET_NONE; c = s->entries[c].next_sibling) {
+                        parent[c] = order[k];
+                        order[n++] = c;
+                }
+        for (size_t k = n; k-- > 1;)
+                s->entries[parent[order[k]]].pages += s->entries[order[k]].pages;
+        return 0;
+}
+
+static void subset_done(Subset *s) {
+        free(s->entries);
+        free(s->slots);
+}
+
+/* What a stack view shows: the real tree, or current pages of a subset. */
 typedef struct StackView {
         Accounting *a;
         StackTree *tree;
         const Ksym *ksym;
         const QueryStackTree *q;
-        uint64_t *filtered;     /* owned, per node; NULL for the real tree (true peaks) */
+        Subset *subset;         /* NULL for the real tree (true peaks) */
         size_t budget;          /* nodes left to render */
         UsymProcess *user_process;      /* symbols of the live process whose user frames are rendered */
 } StackView;
 
 static uint64_t view_current(const StackView *v, uint32_t i) {
-        return v->filtered ? v->filtered[i] : stacktree_pages(v->tree, i).current_pages;
+        if (!v->subset)
+                return stacktree_pages(v->tree, i).current_pages;
+        uint32_t e = subset_find(v->subset, i);
+        return e == SUBSET_NONE ? 0 : v->subset->entries[e].pages;
+}
+
+/* The children of node i in the view (for a subset, only those holding its pages) into a new array. */
+static int view_children(const StackView *v, uint32_t i, uint32_t **ret, size_t *ret_n) {
+        _cleanup_free_ uint32_t *c = NULL;
+        size_t n = 0, k = 0;
+
+        if (v->subset) {
+                const Subset *s = v->subset;
+                uint32_t e = subset_find(s, i);
+                uint32_t first = e == SUBSET_NONE ? SUBSET_NONE : s->entries[e].first_child;
+                for (uint32_t x = first; x != SUBSET_NONE; x = s->entries[x].next_sibling)
+                        n++;
+                if (n > 0 && !(c = malloc(n * sizeof(uint32_t))))
+                        return -ENOMEM;
+                for (uint32_t x = first; x != SUBSET_NONE; x = s->entries[x].next_sibling)
+                        c[k++] = s->entries[x].node;
+        } else {
+                const StackNode *node = stacktree_node(v->tree, i);
+                for (uint32_t x = node->first_child; x != STACK_NODE_NONE; x = stacktree_node(v->tree, x)->next_sibling)
+                        n++;
+                if (n > 0 && !(c = malloc(n * sizeof(uint32_t))))
+                        return -ENOMEM;
+                for (uint32_t x = node->first_child; x != STACK_NODE_NONE; x = stacktree_node(v->tree, x)->next_sibling)
+                        c[k++] = x;
+        }
+        *ret = TAKE_PTR(c);
+        *ret_n = n;
+        return 0;
 }
 
 static uint64_t view_key(const StackView *v, uint32_t i) {
-        if (v->q->sort == QUERY_SORT_PEAK && !v->filtered)
+        if (v->q->sort == QUERY_SORT_PEAK && !v->subset)
                 return stacktree_pages(v->tree, i).peak_pages;
         return view_current(v, i);
 }
@@ -250,7 +417,7 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "module", module ? utf8_json_string(module) : json_null(),
                          "address", has_address ? json_string(address) : json_null(),
                          "currentPages", (json_int_t) view_current(v, i),
-                         "peakPages", v->filtered ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak_pages),
+                         "peakPages", v->subset ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak_pages),
                          "children",
                          "truncatedChildren", 0);
 }
@@ -265,6 +432,7 @@ static UsymProcess *user_process_of(const StackView *v, const StackNode *node) {
 static int render(StackView *v, uint32_t i, unsigned depth, const char *root_name, json_t **ret) {
         json_auto_t *o = frame_json(v, i, root_name);
         _cleanup_free_ SortItem *items = NULL;
+        _cleanup_free_ uint32_t *children_of = NULL;
         size_t n = 0, n_children = 0;
         int r;
 
@@ -273,8 +441,9 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
         v->budget--;
 
         const StackNode *node = stacktree_node(v->tree, i);
-        for (uint32_t c = node->first_child; c != STACK_NODE_NONE; c = stacktree_node(v->tree, c)->next_sibling)
-                n_children++;
+        r = view_children(v, i, &children_of, &n_children);
+        if (r < 0)
+                return r;
         if (n_children == 0)
                 goto done;
 
@@ -282,7 +451,8 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
         if (!items)
                 return -ENOMEM;
         size_t shown = 0;
-        for (uint32_t c = node->first_child; c != STACK_NODE_NONE; c = stacktree_node(v->tree, c)->next_sibling) {
+        for (size_t ci = 0; ci < n_children; ci++) {
+                uint32_t c = children_of[ci];
                 /* Subtrees with nothing now (or ever, when sorting by peak) are noise, not truncation. */
                 if (view_key(v, c) == 0 && view_current(v, c) == 0)
                         continue;
@@ -316,32 +486,12 @@ done:
         return 0;
 }
 
-typedef struct FilterPages {
-        StackView *view;
-        Usage *usage;
-        uint32_t process;       /* USAGE_TASK_NONE: any */
-        uint16_t module;        /* USAGE_MODULE_NONE: any */
-} FilterPages;
-
-static void add_filtered_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
-        FilterPages *f = userdata;
-
-        if (f->module != USAGE_MODULE_NONE && o->module != f->module)
-                return;
-        if (f->process != USAGE_TASK_NONE) {
-                const Task *t = usage_task(f->usage, o->task);
-                if (!t || t->process != f->process)
-                        return;
-        }
-        f->view->filtered[o->node] += UINT64_C(1) << order;
-}
-
 int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
         StackTree *tree = accounting_stacktree(a);
         Usage *u = accounting_usage(a);
         StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = q, .budget = QUERY_STACK_NODES_MAX };
-        FilterPages f = { .view = &v, .usage = u, .process = USAGE_TASK_NONE, .module = USAGE_MODULE_NONE };
-        uint32_t start = STACK_NODE_ROOT;
+        uint32_t process = USAGE_TASK_NONE, start = STACK_NODE_ROOT;
+        uint16_t module = USAGE_MODULE_NONE;
         char root_name[256] = "[all]";
         int r;
 
@@ -349,48 +499,45 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                 return -EINVAL;
 
         if (q->pid >= 0) {
-                f.process = usage_find_process(u, q->pid);
-                if (f.process == USAGE_TASK_NONE)
+                process = usage_find_process(u, q->pid);
+                if (process == USAGE_TASK_NONE)
                         return -ESRCH;
-                (void) snprintf(root_name, sizeof(root_name), "[pid %d %s]", (int) q->pid, usage_task(u, f.process)->comm);
+                (void) snprintf(root_name, sizeof(root_name), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
                 /* With per-process trees the process has its own tree, with true peaks. */
-                uint32_t scope = stacktree_process_scope(tree, f.process);
+                uint32_t scope = stacktree_process_scope(tree, process);
                 if (scope != STACK_NODE_NONE)
                         start = scope;
         }
         if (q->module) {
                 for (uint16_t id = 1; id <= usage_module_count(u); id++)
                         if (utf8_escaped_streq(usage_module(u, id)->name, q->module))
-                                f.module = id;
-                if (f.module == USAGE_MODULE_NONE)
+                                module = id;
+                if (module == USAGE_MODULE_NONE)
                         return -ENOENT;
                 (void) snprintf(root_name, sizeof(root_name), "[module %s]", q->module);
         }
 
-        /* A subset without a tree of its own: sum its blocks into their leaves, then up to the root.
-         * A parent's index is always below its children's, so one backwards pass suffices. */
-        if (start == STACK_NODE_ROOT && (f.process != USAGE_TASK_NONE || f.module != USAGE_MODULE_NONE)) {
-                size_t n = stacktree_size(tree);
-                v.filtered = calloc(n, sizeof(uint64_t));
-                if (!v.filtered)
-                        return -ENOMEM;
-                pagemap_foreach(accounting_pagemap(a), add_filtered_block, &f);
-                for (size_t i = n; i-- > 2;) {
-                        uint32_t p = stacktree_node(tree, (uint32_t) i)->parent;
-                        uint32_t twin = stacktree_node(tree, (uint32_t) i)->twin;
-                        /* Process-tree leaves hold pages too: move them onto their global twins. */
-                        if (twin != STACK_NODE_NONE) {
-                                v.filtered[twin] += v.filtered[i];
-                                v.filtered[i] = 0;
-                        } else
-                                v.filtered[p] += v.filtered[i];
+        /* A subset without a tree of its own: its cells of the charge index, summed up to the root. */
+        Subset subset = { .tree = tree };
+        if (start == STACK_NODE_ROOT && (process != USAGE_TASK_NONE || module != USAGE_MODULE_NONE)) {
+                const ChargeIndex *ci = accounting_chargeindex(a);
+                if (process != USAGE_TASK_NONE)
+                        chargeindex_foreach_process(ci, process, subset_add_leaf, &subset);
+                else
+                        chargeindex_foreach_module(ci, module, subset_add_leaf, &subset);
+                if (subset.error >= 0)
+                        subset.error = subset_sum(&subset);
+                if (subset.error < 0) {
+                        subset_done(&subset);
+                        return subset.error;
                 }
+                v.subset = &subset;
         }
 
         json_t *root = NULL;
         r = render(&v, start, 0, root_name, &root);
         uint64_t total = view_current(&v, start);
-        free(v.filtered);
+        subset_done(&subset);
         if (r < 0)
                 return r;
         *ret = json_pack("{s:o, s:I}", "root", root, "totalPages", (json_int_t) total);

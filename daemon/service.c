@@ -16,11 +16,17 @@
 
 extern const char varlink_interface_io_memstrack[];
 
+/*
+ * Top streams share one tick: every TOP_TICK_USEC the streams that are due get the frame of their sort,
+ * built once per tick at the largest limit any of them asked for (smaller limits get a prefix of its
+ * lists). So N streams cost one flush and at most one query per sort order, not N; only the
+ * serialization is per stream, and TOP_STREAMS_MAX bounds that.
+ */
 struct TopStream {
         Manager *manager;
         VarlinkCall *call;              /* the open Top call; its connection owns it */
-        sd_event_source *timer;         /* owned */
         uint64_t interval_usec;
+        uint64_t next_usec;             /* CLOCK_MONOTONIC time of the next update */
         int64_t limit;
         QuerySort sort;
         bool hide_zero;
@@ -28,6 +34,8 @@ struct TopStream {
 };
 
 #define TOP_INTERVAL_MIN_USEC 100000
+#define TOP_TICK_USEC TOP_INTERVAL_MIN_USEC
+#define TOP_STREAMS_MAX 16
 
 static uint64_t now_usec(clockid_t clock) {
         struct timespec ts;
@@ -71,7 +79,7 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
         uint64_t baseline = usage_baseline_pages(accounting_usage(m->accounting), &baseline_tasks);
         uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(m->accounting));
 
-        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
+        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", m->source ? m->source->ops->name : "none",
                          "version", PACKAGE_VERSION,
                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
@@ -86,6 +94,7 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
                          "baselineTasks", (json_int_t) baseline_tasks,
                          "untrackedFrees", (json_int_t) s.untracked_frees,
                          "untrackedFreePages", (json_int_t) s.untracked_free_pages,
+                         "invalidEvents", (json_int_t) s.invalid_events,
                          "daemonMemoryBytes", (json_int_t) manager_rss_bytes(),
                          "stackNodes", (json_int_t) st.n_nodes,
                          "stackNodeBudget", (json_int_t) st.max_nodes,
@@ -249,19 +258,20 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         return varlink_call_reply(call, reply);
 }
 
-static int top_snapshot(TopStream *t, json_t **ret) {
+/* One Top frame: totals and the first limit tasks (without those holding nothing if hide_zero) and
+ * modules in sort order. */
+static int top_frame(Manager *m, QuerySort sort, int64_t limit, bool hide_zero, json_t **ret) {
         json_auto_t *tasks = NULL, *modules = NULL;
-        Manager *m = t->manager;
         AccountingStats s;
         StackTreeStats st;
         int r;
 
-        r = query_tasks(m->accounting, &(QueryTasks) { .sort = t->sort, .limit = (size_t) t->limit, .pid = -1,
-                                                       .hide_zero = t->hide_zero }, &tasks);
+        r = query_tasks(m->accounting, &(QueryTasks) { .sort = sort, .limit = (size_t) limit, .pid = -1,
+                                                       .hide_zero = hide_zero }, &tasks);
         if (r < 0)
                 return r;
-        r = query_modules(m->accounting, t->sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : t->sort,
-                          (size_t) t->limit, &modules);
+        r = query_modules(m->accounting, sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : sort, (size_t) limit,
+                          &modules);
         if (r < 0)
                 return r;
         accounting_get_stats(m->accounting, &s);
@@ -280,6 +290,29 @@ static int top_snapshot(TopStream *t, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* The first limit entries of an array, sharing its elements. */
+static json_t *array_prefix(json_t *a, size_t limit) {
+        json_auto_t *p = json_array();
+
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < json_array_size(a) && i < limit; i++)
+                if (json_array_append(p, json_array_get(a, i)) < 0)
+                        return NULL;
+        return TAKE_PTR(p);
+}
+
+/* frame as a stream with a smaller limit sees it. A new reference. */
+static json_t *top_frame_cut(json_t *frame, int64_t limit) {
+        json_auto_t *cut = json_copy(frame); /* shallow: the values are shared */
+
+        if (!cut ||
+            json_object_set_new(cut, "tasks", array_prefix(json_object_get(frame, "tasks"), (size_t) limit)) < 0 ||
+            json_object_set_new(cut, "modules", array_prefix(json_object_get(frame, "modules"), (size_t) limit)) < 0)
+                return NULL;
+        return TAKE_PTR(cut);
+}
+
 static TopStream *top_stream_free(TopStream *t) {
         if (!t)
                 return NULL;
@@ -290,7 +323,7 @@ static TopStream *top_stream_free(TopStream *t) {
                 m->top_streams = t->next;
         if (t->next)
                 t->next->prev = t->prev;
-        sd_event_source_disable_unref(t->timer);
+        m->n_top_streams--;
         free(t);
         return NULL;
 }
@@ -299,26 +332,94 @@ static void top_disconnected(VarlinkCall *call, void *userdata) {
         top_stream_free(userdata);
 }
 
-static int top_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        json_auto_t *reply = NULL;
-        TopStream *t = userdata;
+static bool top_stream_due(const TopStream *t, uint64_t now) {
+        /* Half a tick early is on time: an interval that is a multiple of the tick keeps its beat. */
+        return t->next_usec <= now + TOP_TICK_USEC / 2;
+}
 
-        /* The last update is still unread: skip this one, so a client that does not read costs neither
-         * memory nor work (and the server drops it when its output stays unread). */
-        if (varlink_call_output_pending(t->call) > 0)
-                return sd_event_source_set_time(s, usec + t->interval_usec);
+/* Whether t takes part in this tick: due, and its last update read. A client that does not read costs
+ * neither memory nor work (the server drops it when its output stays unread). */
+static bool top_stream_wants_frame(const TopStream *t, uint64_t now) {
+        return top_stream_due(t, now) && varlink_call_output_pending(t->call) == 0;
+}
 
-        manager_flush(t->manager);
-        int r = top_snapshot(t, &reply);
-        if (r >= 0)
-                r = varlink_call_reply_more(t->call, reply);
-        if (r < 0) {
-                /* The connection is going (its disconnect handler frees us) or memory is short: skip a beat. */
-                log_debug_errno(r, "Top stream update failed, ignoring: %m");
-                if (r == -ECONNRESET)
-                        return 0;
+static int top_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        /* One frame per sort key and zero-row filter, shared by every stream that asks for it. */
+        json_t *frames[_QUERY_SORT_MAX][2] = {};
+        int64_t limits[_QUERY_SORT_MAX][2] = {};
+        Manager *m = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        bool any = false;
+        int r;
+
+        for (TopStream *t = m->top_streams; t; t = t->next)
+                if (top_stream_wants_frame(t, now)) {
+                        limits[t->sort][t->hide_zero] = MAX(limits[t->sort][t->hide_zero], t->limit);
+                        any = true;
+                }
+        if (any) {
+                manager_flush(m);
+                for (QuerySort q = 0; q < _QUERY_SORT_MAX; q++)
+                        for (int z = 0; z < 2; z++)
+                                if (limits[q][z] > 0) {
+                                        r = top_frame(m, q, limits[q][z], z, &frames[q][z]);
+                                        if (r < 0)
+                                                log_debug_errno(r, "Top frame failed, skipping a beat: %m");
+                                }
         }
-        return sd_event_source_set_time(s, usec + t->interval_usec);
+
+        for (TopStream *t = m->top_streams, *next; t; t = next) {
+                next = t->next; /* a failed send never frees t here, but do not rely on it */
+                if (!top_stream_due(t, now))
+                        continue;
+                bool wants = top_stream_wants_frame(t, now);
+                t->next_usec += t->interval_usec;
+                if (t->next_usec <= now)
+                        t->next_usec = now + t->interval_usec;
+                json_t *frame = frames[t->sort][t->hide_zero];
+                if (!wants || !frame)
+                        continue;
+                int64_t frame_limit = limits[t->sort][t->hide_zero];
+                json_auto_t *reply = t->limit == frame_limit ? json_incref(frame) : top_frame_cut(frame, t->limit);
+                r = reply ? varlink_call_reply_more(t->call, reply) : -ENOMEM;
+                /* The connection is going (its disconnect handler frees the stream) or memory is short. */
+                if (r < 0)
+                        log_debug_errno(r, "Top stream update failed, ignoring: %m");
+        }
+        for (QuerySort q = 0; q < _QUERY_SORT_MAX; q++)
+                for (int z = 0; z < 2; z++)
+                        json_decref(frames[q][z]);
+
+        if (!m->top_streams)
+                return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        /* A late tick does not make the next ones come back to back. */
+        return sd_event_source_set_time(s, MAX(usec + TOP_TICK_USEC, now + TOP_TICK_USEC / 2));
+}
+
+/* Starts the shared tick if no stream kept it running. */
+static int top_tick_start(Manager *m) {
+        int r;
+
+        if (!m->top_tick) {
+                r = sd_event_add_time_relative(m->event, &m->top_tick, CLOCK_MONOTONIC, TOP_TICK_USEC, 0, top_tick, m);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(m->top_tick, "top-tick");
+                /* Below the event rings, as every client's work. */
+                r = sd_event_source_set_priority(m->top_tick, MANAGER_PRIORITY_CLIENTS);
+                if (r < 0)
+                        return r;
+        } else {
+                int enabled = SD_EVENT_OFF;
+                (void) sd_event_source_get_enabled(m->top_tick, &enabled);
+                if (enabled != SD_EVENT_OFF)
+                        return 0;
+                r = sd_event_source_set_time_relative(m->top_tick, TOP_TICK_USEC);
+                if (r < 0)
+                        return r;
+        }
+        /* Time sources are one-shot by default; top_tick() moves the time on. */
+        return sd_event_source_set_enabled(m->top_tick, SD_EVENT_ON);
 }
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -338,38 +439,33 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        t = calloc(1, sizeof(TopStream));
-        if (!t)
-                return -ENOMEM;
-        *t = (TopStream) { .manager = m, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
-                           .sort = query_sort_from_string(sort), .hide_zero = hide_zero };
-        r = top_snapshot(t, &reply);
+        if (varlink_call_wants_more(call) && m->n_top_streams >= TOP_STREAMS_MAX) {
+                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "topStreams", "value", TOP_STREAMS_MAX);
+                return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
+        }
+        r = top_frame(m, query_sort_from_string(sort), limit, hide_zero, &reply);
         if (r < 0)
                 return r;
         if (!varlink_call_wants_more(call))
                 return varlink_call_reply(call, reply);
 
-        r = sd_event_add_time_relative(m->event, &t->timer, CLOCK_MONOTONIC, t->interval_usec, 0, top_timer, t);
+        t = calloc(1, sizeof(TopStream));
+        if (!t)
+                return -ENOMEM;
+        *t = (TopStream) { .manager = m, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
+                           .sort = query_sort_from_string(sort), .hide_zero = hide_zero,
+                           .next_usec = now_usec(CLOCK_MONOTONIC) + (uint64_t) interval };
+        r = top_tick_start(m);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(t->timer, "top-stream");
-        r = sd_event_source_set_priority(t->timer, MANAGER_PRIORITY_CLIENTS);
-        /* Time sources are one-shot by default; top_timer() moves the time on. */
-        if (r >= 0)
-                r = sd_event_source_set_enabled(t->timer, SD_EVENT_ON);
-        if (r < 0) {
-                sd_event_source_disable_unref(t->timer);
-                return r;
-        }
         r = varlink_call_reply_more(call, reply);
-        if (r < 0) {
-                sd_event_source_disable_unref(t->timer);
+        if (r < 0)
                 return r;
-        }
         t->next = m->top_streams;
         if (t->next)
                 t->next->prev = t;
         m->top_streams = t;
+        m->n_top_streams++;
         varlink_call_set_disconnect_handler(call, top_disconnected, t);
         TAKE_PTR(t);
         return 0;
@@ -516,4 +612,5 @@ void manager_stop_serving(Manager *m) {
         m->server = varlink_server_free(m->server);
         while (m->top_streams)
                 top_stream_free(m->top_streams);
+        m->top_tick = sd_event_source_disable_unref(m->top_tick);
 }

@@ -14,7 +14,6 @@ typedef struct SnapTask {
         char comm[USAGE_COMM_MAX];
         uint64_t pages;
         bool exited;
-        uint32_t matched;               /* used while diffing */
 } SnapTask;
 
 typedef struct SnapModule {
@@ -35,7 +34,29 @@ typedef struct Snapshot {
 
 struct Snapshots {
         Snapshot *items[SNAPSHOT_MAX];  /* owned; NULL slots are free */
+        uint64_t diff_steps;            /* comparisons the last diff made (sorts and merges) */
 };
+
+/* Snapshots keep tasks sorted by (pid, first seen) and modules by name, so a diff is a merge. */
+static int compare_tasks(const void *a, const void *b, void *userdata) {
+        const SnapTask *x = a, *y = b;
+        uint64_t *steps = userdata;
+
+        (*steps)++;
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        if (x->first_seen_nsec != y->first_seen_nsec)
+                return x->first_seen_nsec < y->first_seen_nsec ? -1 : 1;
+        return 0;
+}
+
+static int compare_modules(const void *a, const void *b, void *userdata) {
+        const SnapModule *x = a, *y = b;
+        uint64_t *steps = userdata;
+
+        (*steps)++;
+        return strcmp(x->name, y->name);
+}
 
 static Snapshot *snapshot_free(Snapshot *s) {
         if (!s)
@@ -62,6 +83,10 @@ Snapshots *snapshots_free(Snapshots *s) {
         return NULL;
 }
 
+uint64_t snapshots_diff_steps(const Snapshots *s) {
+        return s->diff_steps;
+}
+
 size_t snapshots_count(const Snapshots *s) {
         size_t n = 0;
         for (size_t i = 0; i < SNAPSHOT_MAX; i++)
@@ -84,7 +109,7 @@ static int compare_snapshot_age(const void *a, const void *b) {
         return strcmp(x->name, y->name);
 }
 
-static int capture(Accounting *a, const char *name, uint64_t now_usec, Snapshot **ret) {
+static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t *steps, Snapshot **ret) {
         _cleanup_(snapshot_freep) Snapshot *snap = calloc(1, sizeof(Snapshot));
         Usage *u = accounting_usage(a);
         AccountingStats stats;
@@ -123,6 +148,8 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, Snapshot 
                         return -ENOMEM;
                 snap->modules[snap->n_modules++] = (SnapModule) { .name = copy, .pages = m->pages.current_pages };
         }
+        qsort_r(snap->tasks, snap->n_tasks, sizeof(SnapTask), compare_tasks, steps);
+        qsort_r(snap->modules, snap->n_modules, sizeof(SnapModule), compare_modules, steps);
         *ret = TAKE_PTR(snap);
         return 0;
 }
@@ -168,7 +195,8 @@ int snapshots_save(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
         if (!slot)
                 return -ENOSPC;
 
-        r = capture(a, name, now_usec, &snap);
+        uint64_t steps = 0;
+        r = capture(a, name, now_usec, &steps, &snap);
         if (r < 0)
                 return r;
         snapshot_free(*slot);
@@ -209,7 +237,8 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
         if (!tasks || !modules)
                 return -ENOMEM;
 
-        r = capture(a, "", now_usec, &now);
+        s->diff_steps = 0;
+        r = capture(a, "", now_usec, &s->diff_steps, &now);
         if (r < 0)
                 return r;
 
@@ -217,18 +246,26 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
         if (!items)
                 return -ENOMEM;
 
-        /* Tasks: the same pid first seen at the same time is the same task. Quadratic, but task counts
-         * are bounded (live + max exited) and this runs on request only. */
-        for (size_t i = 0; i < then->n_tasks; i++)
-                then->tasks[i].matched = 0;
-        for (size_t i = 0; i < now->n_tasks; i++) {
-                const SnapTask *t = &now->tasks[i];
-                SnapTask *old = NULL;
-                for (size_t j = 0; j < then->n_tasks && !old; j++)
-                        if (then->tasks[j].pid == t->pid && then->tasks[j].first_seen_nsec == t->first_seen_nsec)
-                                old = &then->tasks[j];
-                if (old)
-                        old->matched = 1;
+        /* Tasks: the same pid first seen at the same time is the same task. Both lists are sorted by that
+         * key, so one merge pairs them: O(n) here, O(n log n) for the sort of the current tasks. */
+        for (size_t i = 0, j = 0; i < now->n_tasks || j < then->n_tasks;) {
+                const SnapTask *t = i < now->n_tasks ? &now->tasks[i] : NULL;
+                const SnapTask *old = j < then->n_tasks ? &then->tasks[j] : NULL;
+                int c = !t ? 1 : !old ? -1 : compare_tasks(t, old, &s->diff_steps);
+
+                if (c > 0) {
+                        /* Gone since the snapshot: exited and evicted, or forgotten by a reset. */
+                        if (old->pages > 0)
+                                items[n++] = (DiffItem) { -(int64_t) old->pages, old->pages, 0, old->comm, old->pid,
+                                                          false, true };
+                        j++;
+                        continue;
+                }
+                if (c < 0)
+                        old = NULL;
+                else
+                        j++;
+                i++;
                 uint64_t before = old ? old->pages : 0;
                 if (before == t->pages)
                         continue;
@@ -236,10 +273,6 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
                 items[n++] = (DiffItem) { (int64_t) (t->pages - before), before, t->pages, t->comm, t->pid, !old,
                                           t->exited };
         }
-        for (size_t j = 0; j < then->n_tasks; j++)
-                if (!then->tasks[j].matched && then->tasks[j].pages > 0)
-                        items[n++] = (DiffItem) { -(int64_t) then->tasks[j].pages, then->tasks[j].pages, 0,
-                                                  then->tasks[j].comm, then->tasks[j].pid, false, true };
 
         qsort(items, n, sizeof(DiffItem), compare_diffs);
         for (size_t i = 0; i < n && i < limit; i++) {
@@ -253,16 +286,21 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
                         return -ENOMEM;
         }
 
-        /* Modules: matched by name; ids never change, names are unique. */
+        /* Modules: matched by name (names are unique), both lists sorted by it. Modules are never
+         * forgotten, so every module of the snapshot is still there. */
         n = 0;
-        for (size_t i = 0; i < now->n_modules; i++) {
+        for (size_t i = 0, j = 0; i < now->n_modules; i++) {
+                const SnapModule *mod = &now->modules[i];
                 uint64_t before = 0;
-                for (size_t j = 0; j < then->n_modules; j++)
-                        if (streq(then->modules[j].name, now->modules[i].name))
-                                before = then->modules[j].pages;
-                if (before != now->modules[i].pages)
-                        items[n++] = (DiffItem) { (int64_t) (now->modules[i].pages - before), before,
-                                                  now->modules[i].pages, now->modules[i].name, 0, false, false };
+                int c = 1;
+
+                while (j < then->n_modules && (c = compare_modules(&then->modules[j], mod, &s->diff_steps)) < 0)
+                        j++;
+                if (j < then->n_modules && c == 0)
+                        before = then->modules[j].pages;
+                if (before != mod->pages)
+                        items[n++] = (DiffItem) { (int64_t) (mod->pages - before), before, mod->pages, mod->name, 0,
+                                                  false, false };
         }
         qsort(items, n, sizeof(DiffItem), compare_diffs);
         for (size_t i = 0; i < n && i < limit; i++) {

@@ -450,6 +450,34 @@ void stacktree_uncharge(StackTree *t, uint32_t node, uint64_t pages) {
                 uncharge_path(t, t->nodes[node].twin, pages);
 }
 
+size_t stacktree_reclassify(StackTree *t, uint32_t from, bool *changed) {
+        size_t n = 0;
+
+        if (!t->module_fn)
+                return 0;
+        /* A parent's index is below its children's: parents are final before their children inherit. */
+        for (size_t i = MAX(from, (uint32_t) STACK_NODE_PROCESSES + 1); i < t->n_nodes; i++) {
+                StackNode *x = &t->nodes[i];
+                const StackNode *p = &t->nodes[x->parent];
+                uint16_t module = 0;
+                unsigned flags = 0;
+
+                if (x->kind == STACK_FRAME_KERNEL)
+                        module = t->module_fn(t->userdata, x->ip, &flags);
+                module = module ?: p->module;
+                flags = (flags | p->flags) & 0xf;
+                bool differs = module != x->module || flags != x->flags;
+                if (differs) {
+                        x->module = module;
+                        x->flags = (uint8_t) flags;
+                        n++;
+                }
+                if (changed)
+                        changed[i - from] = differs;
+        }
+        return n;
+}
+
 const StackNode *stacktree_node(const StackTree *t, uint32_t idx) {
         return idx < t->n_nodes ? &t->nodes[idx] : NULL;
 }

@@ -112,6 +112,14 @@ uint32_t stacktree_find_child(const StackTree *t, uint32_t parent, StackFrameKin
 /* The scope node of a process's tree, or STACK_NODE_NONE. */
 uint32_t stacktree_process_scope(const StackTree *t, uint32_t scope);
 
+/*
+ * Classifies the kernel frames of nodes [from, size) again (after the symbol table behind module_fn
+ * changed) and lets their descendants inherit: module and flags of nodes created while the symbols were
+ * stale. If changed is not NULL it has room for size - from flags and says which nodes changed. Returns
+ * the number of nodes changed.
+ */
+size_t stacktree_reclassify(StackTree *t, uint32_t from, bool *changed);
+
 /* NULL if idx is out of range. */
 const StackNode *stacktree_node(const StackTree *t, uint32_t idx);
 /* The node's pages (zero for an index out of range). */

@@ -36,7 +36,7 @@ struct Usage {
         int32_t last_pid, last_tid;
         uint32_t last_idx;      /* hot-path cache of the last lookup */
 
-        uint64_t tasks_evicted, modules_dropped, underflows;
+        uint64_t tasks_evicted, tasks_recycled, modules_dropped, underflows;
 };
 
 static size_t id_home(const IdMap *m, int32_t id) {
@@ -211,6 +211,7 @@ static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, ui
                 .tgid = tgid,
                 .process = idx,
                 .first_seen_nsec = now_nsec,
+                .charge_hint = UINT32_MAX,
                 .is_thread = is_thread,
         };
         /* Until a COMM record or /proc says otherwise. */
@@ -240,6 +241,7 @@ static uint32_t thread_get(Usage *u, int32_t pid, int32_t tid, uint32_t process,
         if (idx == USAGE_TASK_NONE)
                 return idx;
         u->tasks[idx].process = process;
+        u->tasks[process].n_threads++;
         memcpy(u->tasks[idx].comm, u->tasks[process].comm, sizeof(u->tasks[idx].comm));
         if (idmap_put(&u->threads, tid, idx) < 0)
                 return USAGE_TASK_NONE;
@@ -377,12 +379,41 @@ static void counter_sub(Usage *u, PageCounter *c, uint64_t pages) {
         c->frees++;
 }
 
+/* Puts an evicted slot on the free list once nothing refers to it: no page (its count, which for a
+ * process includes its threads') and, for a process, no thread record. */
+static void maybe_recycle(Usage *u, uint32_t idx) {
+        Task *t = &u->tasks[idx];
+
+        if (!t->evicted || t->recycled || t->pages.current_pages > 0 || (!t->is_thread && t->n_threads > 0))
+                return;
+        free(t->cmdline);
+        t->cmdline = NULL;
+        t->recycled = true;
+        u->free_slots[u->n_free++] = idx;
+        u->tasks_recycled++;
+        if (t->is_thread && t->process != idx) {
+                u->tasks[t->process].n_threads--;
+                maybe_recycle(u, t->process);
+        }
+}
+
 void usage_task_uncharge(Usage *u, uint32_t task, uint64_t pages) {
         Task *t = &u->tasks[task];
+        uint32_t process = t->process;
 
         counter_sub(u, &t->pages, pages);
-        if (t->process != task)
-                counter_sub(u, &u->tasks[t->process].pages, pages);
+        if (process != task)
+                counter_sub(u, &u->tasks[process].pages, pages);
+        if (_likely_(!t->evicted && !u->tasks[process].evicted))
+                return;
+
+        /* Pages of an evicted process were handed to "[evicted]" at eviction: they leave it now. The
+         * evicted records keep counting their own pages, so a slot is reused only once no page names it. */
+        if (u->tasks[process].evicted)
+                counter_sub(u, &u->tasks[USAGE_TASK_EVICTED].pages, pages);
+        maybe_recycle(u, task);
+        if (process != task)
+                maybe_recycle(u, process);
 }
 
 Task *usage_task(Usage *u, uint32_t idx) {
@@ -410,6 +441,10 @@ uint32_t usage_find_process(const Usage *u, int32_t pid) {
         return best;
 }
 
+uint32_t usage_task_process(const Usage *u, uint32_t idx) {
+        return idx < u->n_tasks ? u->tasks[idx].process : USAGE_TASK_NONE;
+}
+
 uint32_t usage_task_forward(const Usage *u, uint32_t idx) {
         const Task *t = &u->tasks[idx];
 
@@ -421,14 +456,12 @@ uint32_t usage_task_forward(const Usage *u, uint32_t idx) {
         return USAGE_TASK_EVICTED;
 }
 
-static void evict_one(Usage *u, uint32_t idx, bool *referenced) {
+static void evict_one(Usage *u, uint32_t idx) {
         Task *t = &u->tasks[idx];
 
         t->evicted = true;
         if (t->exited)
                 u->n_exited--;
-        if (t->pages.current_pages > 0)
-                *referenced = true;
         if (t->is_thread)
                 idmap_remove(&u->threads, t->pid, idx);
         else {
@@ -448,15 +481,15 @@ static int compare_exit_time(const void *a, const void *b, void *userdata) {
         return *(const uint32_t *) a < *(const uint32_t *) b ? -1 : 1;
 }
 
-size_t usage_evict(Usage *u, void (*remap)(void *userdata, Usage *u), void *userdata) {
-        bool referenced = false;
+size_t usage_evict(Usage *u) {
         size_t n = 0, k = 0;
 
-        /* Evict in batches of 1/8, so the sort and the page walk that moves owners are amortized. */
+        /* Evict in batches of 1/8, so the sort and the scan for threads are amortized. */
         if (u->n_exited <= u->max_exited + u->max_exited / 8)
                 return 0;
 
-        /* Room for every slot on the free list up front: nothing can fail halfway. */
+        /* Room for every slot on the free list up front: nothing can fail halfway, and slots recycled
+         * later (when their last page goes) always fit. */
         uint32_t *free_slots = realloc(u->free_slots, u->n_tasks * sizeof(uint32_t));
         if (!free_slots)
                 return 0;
@@ -471,30 +504,30 @@ size_t usage_evict(Usage *u, void (*remap)(void *userdata, Usage *u), void *user
         qsort_r(exited, k, sizeof(uint32_t), compare_exit_time, u->tasks);
 
         size_t want = u->n_exited - u->max_exited;
-        for (size_t i = 0; i < k && i < want; i++)
-                evict_one(u, exited[i], &referenced);
+        for (size_t i = 0; i < k && i < want; i++) {
+                evict_one(u, exited[i]);
+                n++;
+        }
 
         /* Threads of evicted processes go with them. */
         for (size_t i = 1; i < u->n_tasks; i++) {
                 Task *t = &u->tasks[i];
-                if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
-                        evict_one(u, (uint32_t) i, &referenced);
-        }
-
-        /* Page owners must stop pointing at the slots before the slots are reused. */
-        if (referenced && remap)
-                remap(userdata, u);
-
-        for (size_t i = 1; i < u->n_tasks; i++) {
-                Task *t = &u->tasks[i];
-                if (t->evicted && !t->recycled) {
-                        free(t->cmdline);
-                        t->cmdline = NULL;
-                        t->recycled = true;
-                        u->free_slots[u->n_free++] = (uint32_t) i;
+                if (t->is_thread && !t->evicted && u->tasks[t->process].evicted) {
+                        evict_one(u, (uint32_t) i);
                         n++;
                 }
         }
+
+        /*
+         * Page owners keep naming evicted slots; no walk of the page table rewrites them. A slot still
+         * holding pages stays reserved, its pages counted by "[evicted]" (or its live process), until the
+         * last one is freed (usage_task_uncharge()); the others are reusable now.
+         */
+        for (size_t i = 1; i < u->n_tasks; i++)
+                if (u->tasks[i].is_thread)
+                        maybe_recycle(u, (uint32_t) i);
+        for (size_t i = 1; i < u->n_tasks; i++)
+                maybe_recycle(u, (uint32_t) i);
         forget_last(u);
         return n;
 }
@@ -566,11 +599,19 @@ void usage_clear(Usage *u) {
                 /* Live tasks keep their names; exited ones are forgotten. */
                 for (size_t i = 1; i < u->n_tasks; i++) {
                         Task *t = &u->tasks[i];
-                        bool referenced = false;
 
                         t->pages = (PageCounter) {};
                         if (t->exited && !t->evicted)
-                                evict_one(u, (uint32_t) i, &referenced);
+                                evict_one(u, (uint32_t) i);
+                        /* The page table was cleared with us: no page names any slot now. */
+                        t->n_threads = 0;
+                }
+                for (size_t i = 1; i < u->n_tasks; i++) {
+                        Task *t = &u->tasks[i];
+                        /* A thread still running after its leader exited goes with the process, whose
+                         * slot is about to be reused. */
+                        if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
+                                evict_one(u, (uint32_t) i);
                         if (t->evicted && !t->recycled) {
                                 free(t->cmdline);
                                 t->cmdline = NULL;
@@ -578,12 +619,16 @@ void usage_clear(Usage *u) {
                                 u->free_slots[u->n_free++] = (uint32_t) i;
                         }
                 }
+                /* Live threads still name their processes. */
+                for (size_t i = 1; i < u->n_tasks; i++)
+                        if (u->tasks[i].is_thread && !u->tasks[i].evicted)
+                                u->tasks[u->tasks[i].process].n_threads++;
                 u->tasks[USAGE_TASK_EVICTED].pages = (PageCounter) {};
         }
         u->n_exited = 0;
         for (size_t i = 0; i < u->n_modules; i++)
                 u->modules[i].pages = (PageCounter) {};
-        u->tasks_evicted = u->modules_dropped = u->underflows = 0;
+        u->tasks_evicted = u->tasks_recycled = u->modules_dropped = u->underflows = 0;
         forget_last(u);
 }
 
@@ -592,6 +637,7 @@ void usage_get_stats(const Usage *u, UsageStats *ret) {
                 .n_tasks = u->n_tasks - 1 - u->n_free,
                 .n_exited = u->n_exited,
                 .tasks_evicted = u->tasks_evicted,
+                .tasks_recycled = u->tasks_recycled,
                 .modules_dropped = u->modules_dropped,
                 .underflows = u->underflows,
         };

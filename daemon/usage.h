@@ -38,11 +38,13 @@ typedef struct Task {
         uint64_t baseline_pages;        /* resident pages it had before tracing began; 0 if not seeded */
         uint64_t first_seen_nsec;
         uint64_t exit_nsec;
+        uint32_t n_threads;             /* process: its thread records not yet recycled (they name it) */
+        uint32_t charge_hint;           /* the core's last charge cell for this task: a hint, maybe stale */
         uint16_t loading_module;        /* module this task is loading (insmod/modprobe), or none */
         bool is_thread:1;
         bool seeded:1;                  /* existed before tracing began */
         bool exited:1;
-        bool evicted:1;                 /* slot no longer describes a task; reusable once unreferenced */
+        bool evicted:1;                 /* slot no longer describes a task; reused once no page names it */
         bool recycled:1;                /* evicted slot is on the free list */
 } Task;
 
@@ -56,6 +58,7 @@ typedef struct UsageStats {
         size_t n_tasks;                 /* records in use, exited ones included */
         size_t n_exited;
         uint64_t tasks_evicted;
+        uint64_t tasks_recycled;        /* evicted slots made reusable (at eviction, or at their last free) */
         uint64_t modules_dropped;       /* modules beyond the id space, charged to none */
         uint64_t underflows;
 } UsageStats;
@@ -85,7 +88,8 @@ void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, c
 /* Marks tid exited; the process is exited when its leader (tid == pid) is. */
 void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec);
 
-/* Adds/takes pages to/from the record and, for a thread, its process. */
+/* Adds/takes pages to/from the record and, for a thread, its process. Uncharging an evicted record
+ * (a page it owned is freed) also takes the pages off "[evicted]", and recycles the slot at zero. */
 void usage_task_charge(Usage *u, uint32_t task, uint64_t pages);
 void usage_task_uncharge(Usage *u, uint32_t task, uint64_t pages);
 
@@ -97,13 +101,17 @@ uint32_t usage_find_process(const Usage *u, int32_t pid);
 
 /*
  * Once more than max_exited + 1/8 records are exited, evicts the oldest exited ones (and the threads of
- * evicted processes) down to max_exited. If any of them still owned pages, remap is called before their
- * slots are reused: it must rewrite every page owner idx to usage_task_forward(u, idx). Returns the
+ * evicted processes) down to max_exited; an evicted process's remaining pages are counted by "[evicted]".
+ * Page owners need no rewrite: a slot that still holds pages is reused only after usage_task_uncharge()
+ * took its last page off (the uncharge then also leaves "[evicted]"). Cost: a sort of the exited records
+ * and a scan of the slots, per batch of max_exited / 8 exits; never a walk of the page table. Returns the
  * number of records evicted.
  */
-size_t usage_evict(Usage *u, void (*remap)(void *userdata, Usage *u), void *userdata);
-/* For remap: the evicted index a page owner should move to (USAGE_TASK_EVICTED), or idx unchanged. */
+size_t usage_evict(Usage *u);
+/* Where an evicted record's pages are counted now: USAGE_TASK_EVICTED, its live process, or idx itself. */
 uint32_t usage_task_forward(const Usage *u, uint32_t idx);
+/* The process record of any slot still named by a page, evicted or not; USAGE_TASK_NONE out of range. */
+uint32_t usage_task_process(const Usage *u, uint32_t idx);
 
 /* Module ids are 1..n; the same name always gets the same id. Returns USAGE_MODULE_NONE when full. */
 uint16_t usage_module_intern(Usage *u, const char *name);

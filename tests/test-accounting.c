@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "accounting.h"
 #include "macro.h"
@@ -95,7 +98,13 @@ static uint32_t tree_root(StackTree *st, uint32_t i) {
         return i;
 }
 
-/* Every view of current pages must agree: tasks, both stack trees, modules, page table, totals. */
+static void add_pages(void *userdata, uint32_t leaf, uint64_t pages) {
+        uint64_t *sum = userdata;
+        *sum += pages;
+}
+
+/* Every view of current pages must agree: tasks, both stack trees, modules, page table, totals, the
+ * charge index. */
 static void check_invariants(Accounting *a) {
         Usage *u = accounting_usage(a);
         AccountingStats s;
@@ -119,6 +128,25 @@ static void check_invariants(Accounting *a) {
                 by_leaf[tree_root(st, i)] += np.current_pages - children;
         }
         ASSERT_EQ(by_process, s.current_pages);
+        /* The index's cells add up per process (evicted ones included: they hold pages still freed)
+         * and per module. */
+        uint64_t indexed = 0;
+        const ChargeIndex *ci = accounting_chargeindex(a);
+        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
+                const Task *t = usage_task(u, i);
+                uint64_t sum = 0;
+                chargeindex_foreach_process(ci, i, add_pages, &sum);
+                /* "[evicted]" counts pages the index keeps under the evicted slots. */
+                if (t && !t->is_thread && i != USAGE_TASK_EVICTED)
+                        ASSERT_EQ(sum, t->pages.current_pages);
+                indexed += sum;
+        }
+        ASSERT_EQ(indexed, s.current_pages);
+        for (uint16_t id = 1; id <= usage_module_count(u); id++) {
+                uint64_t sum = 0;
+                chargeindex_foreach_module(ci, id, add_pages, &sum);
+                ASSERT_EQ(sum, usage_module(u, id)->pages.current_pages);
+        }
         ASSERT_EQ(by_leaf[STACK_NODE_ROOT], s.current_pages);
         ASSERT_EQ(by_leaf[STACK_NODE_PROCESSES], s.current_pages);
         ASSERT_EQ(pagemap_pages(accounting_pagemap(a)), s.current_pages);
@@ -158,6 +186,33 @@ static void test_orders_and_untracked(void) {
         ASSERT_EQ(s.untracked_free_pages, 17);
         ASSERT_EQ(s.peak_pages, 2047);
         check_invariants(a);
+        accounting_free(a);
+}
+
+/* An order no kernel produces is counted and not applied: no charge, and no 2^31-pfn scan on a free. */
+static void test_invalid_order(void) {
+        Accounting *a = new_accounting(NULL, false);
+        AccountingStats s;
+
+        alloc(a, 10, 0, MS_EVENT_ORDER_MAX);
+        alloc(a, 10, 1 << 22, 0);
+        alloc(a, 10, 1 << 23, MS_EVENT_ORDER_MAX + 1);
+        free_pages_(a, 10, 0, 31);
+        free_pages_(a, 10, 1 << 22, UINT32_MAX);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.allocs, 2);
+        ASSERT_EQ(s.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
+        ASSERT_EQ(s.untracked_frees, 0);
+        ASSERT_EQ(process(a, 10)->pages.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
+        check_invariants(a);
+
+        /* The largest valid order still frees exactly, and a reset keeps the count. */
+        free_pages_(a, 10, 0, MS_EVENT_ORDER_MAX);
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(s.invalid_events, 3);
         accounting_free(a);
 }
 
@@ -273,6 +328,57 @@ static void test_exited_tasks(void) {
         accounting_free(a);
 }
 
+/*
+ * Eviction rewrites no page owner: pages keep naming evicted slots, which are reused only once their last
+ * page is freed. Churn through many short-lived processes whose pages outlive them, freed by others.
+ */
+static void test_eviction_churn(void) {
+        Accounting *a = new_accounting(NULL, true);
+        Usage *u = accounting_usage(a);
+        UsageStats us;
+        AccountingStats s;
+
+        srand(11);
+        for (int32_t pid = 100; pid < 3100; pid++) {
+                MsEvent fork = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .parent_pid = 1 };
+                accounting_handle_event(a, &fork);
+                alloc_chain(a, pid, pid, (uint64_t) pid * 8, 1, fault_chain, ELEMENTSOF(fault_chain));
+                alloc_chain(a, pid, pid + 100000, (uint64_t) pid * 8 + 4, 0, write_chain, ELEMENTSOF(write_chain));
+                /* Some pages die with their task, some outlive it and are freed later by someone else. */
+                if (rand() % 2)
+                        free_pages_(a, pid, (uint64_t) pid * 8, 1);
+                MsEvent exit_thread = { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid + 100000 };
+                accounting_handle_event(a, &exit_thread);
+                task_event(a, MS_EVENT_TASK_EXIT, pid, NULL);
+                if (pid % 7 == 0)
+                        for (int32_t old = pid - 50; old >= 100 && old < pid - 40; old++) {
+                                free_pages_(a, 1, (uint64_t) old * 8, 1);
+                                free_pages_(a, 1, (uint64_t) old * 8 + 4, 0);
+                        }
+                if (pid % 500 == 0)
+                        check_invariants(a);
+        }
+        usage_get_stats(u, &us);
+        ASSERT_GT(us.tasks_evicted, 5000);
+        ASSERT_GT(us.tasks_recycled, 0);
+        ASSERT_EQ(us.underflows, 0);
+        check_invariants(a);
+
+        /* Free everything left: every count returns to zero exactly, every evicted slot is reusable. */
+        for (int32_t pid = 100; pid < 3100; pid++) {
+                free_pages_(a, 1, (uint64_t) pid * 8, 1);
+                free_pages_(a, 1, (uint64_t) pid * 8 + 4, 0);
+        }
+        accounting_get_stats(a, &s);
+        usage_get_stats(u, &us);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(usage_task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        ASSERT_EQ(us.tasks_recycled, us.tasks_evicted);
+        ASSERT_EQ(us.underflows, 0);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 static void test_module_attribution(void) {
         Ksym *k = fixture_ksym();
         Accounting *a = new_accounting(k, false);
@@ -293,9 +399,18 @@ static void test_module_attribution(void) {
         /* Pages of the module loader are "[loading]" until the kernel names the module; then they move. */
         alloc_chain(a, 30, 30, 300, 2, loader_chain, ELEMENTSOF(loader_chain));
         ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 4);
+        alloc_chain(a, 31, 31, 320, 0, loader_chain, ELEMENTSOF(loader_chain));        /* another loader */
         task_event(a, MS_EVENT_MODULE_LOAD, 30, "nfs");
-        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 1);
         ASSERT_EQ(module(a, "nfs")->pages.current_pages, 4);
+        /* The loader's cells changed module: no walk of the page table. */
+        AccountingStats s;
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.module_walks, 0);
+        check_invariants(a);
+        /* Its blocks followed: freeing one takes it off nfs. */
+        free_pages_(a, 1, 320, 0);
+        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 0);
         ASSERT_TRUE(module(a, "nfs")->loaded);
         /* After the announcement the loader's further module-loading allocations go straight to it. */
         alloc_chain(a, 30, 30, 400, 0, loader_chain, ELEMENTSOF(loader_chain));
@@ -310,6 +425,66 @@ static void test_module_attribution(void) {
         check_invariants(a);
         accounting_free(a);
         ksym_free(k);
+}
+
+/*
+ * Symbols are reloaded a moment after a burst of module loads, not per load. Stack nodes created in between
+ * were classified with the old table (a new module's code resolves to the previous module's last symbol);
+ * the reload classifies them again and moves their pages, with one page-table walk, only if needed.
+ */
+static void test_deferred_symbols(void) {
+        static const uint64_t xfs_chain[] = { K_ALLOC_PAGES, M_XFS_BUF + 0x1000, K_PAGE_FAULT };
+        char path[] = "/tmp/test-accounting-kallsyms-XXXXXX";
+        Ksym *full = fixture_ksym(), *old = NULL;
+        AccountingStats s;
+        char line[256];
+
+        /* The table before xfs was loaded. */
+        int fd = mkstemp(path);
+        ASSERT_OK(fd);
+        FILE *in = fopen("data/kallsyms-modules", "re"), *out = fdopen(fd, "w");
+        ASSERT_NOT_NULL(in);
+        ASSERT_NOT_NULL(out);
+        while (fgets(line, sizeof(line), in))
+                if (!strstr(line, "[xfs]"))
+                        fputs(line, out);
+        fclose(in);
+        fclose(out);
+        ASSERT_OK(ksym_load(path, &old));
+        (void) unlink(path);
+
+        Accounting *a = new_accounting(old, false);
+        alloc_chain(a, 10, 10, 100, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        task_event(a, MS_EVENT_MODULE_LOAD, 10, "xfs");
+        accounting_symbols_stale(a);
+        ASSERT_TRUE(accounting_symbols_are_stale(a));
+        alloc_chain(a, 10, 10, 200, 1, xfs_chain, ELEMENTSOF(xfs_chain));
+        /* Until the reload, xfs code looks like ext4's. */
+        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 3);
+        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+
+        accounting_set_ksym(a, full);
+        ASSERT_TRUE(!accounting_symbols_are_stale(a));
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.symbol_walks, 1);
+        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 1);
+        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 2);
+        check_invariants(a);
+        /* The pages leave the module they were moved to. */
+        free_pages_(a, 1, 200, 1);
+        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "xfs")->pages.peak_pages, 2);
+
+        /* A reload that changes no node's module walks nothing. */
+        accounting_symbols_stale(a);
+        alloc_chain(a, 10, 10, 300, 0, write_chain, ELEMENTSOF(write_chain));
+        accounting_set_ksym(a, full);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.symbol_walks, 1);
+        check_invariants(a);
+        accounting_free(a);
+        ksym_free(old);
+        ksym_free(full);
 }
 
 static void test_reset_all_and_lost(void) {
@@ -396,11 +571,14 @@ static void test_random_against_model(void) {
 
 int main(void) {
         TEST(test_orders_and_untracked);
+        TEST(test_invalid_order);
         TEST(test_cross_task_and_split_frees);
         TEST(test_peaks_not_summed);
         TEST(test_threads);
         TEST(test_exited_tasks);
+        TEST(test_eviction_churn);
         TEST(test_module_attribution);
+        TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
         TEST(test_random_against_model);
         return 0;

@@ -86,15 +86,9 @@ static void test_comm_fork_and_reuse(void) {
         usage_free(u);
 }
 
-static void forward_all(void *userdata, Usage *u) {
-        uint32_t *owners = userdata;
-        for (unsigned i = 0; i < 64; i++)
-                owners[i] = usage_task_forward(u, owners[i]);
-}
-
 static void test_eviction(void) {
         Usage *u = usage_new(false, 8);
-        uint32_t owners[64]; /* stands in for page owners */
+        uint32_t owners[64]; /* stands in for page owners: never rewritten */
         UsageStats s;
 
         for (int32_t pid = 1; pid <= 64; pid++) {
@@ -105,13 +99,15 @@ static void test_eviction(void) {
         /* Exit in pid order; eviction keeps at most 8 + 8/8 exited records at any time. */
         for (int32_t pid = 1; pid <= 64; pid++) {
                 usage_task_exit(u, pid, pid, 100 + (uint64_t) pid);
-                (void) usage_evict(u, forward_all, owners);
+                (void) usage_evict(u);
                 usage_get_stats(u, &s);
                 ASSERT_LE(s.n_exited, 9);
         }
         usage_get_stats(u, &s);
         ASSERT_GE(s.tasks_evicted, 55);
         ASSERT_EQ(s.n_exited + s.tasks_evicted, 64);
+        /* Every evicted slot still holds pages: none is reusable yet. */
+        ASSERT_EQ(s.tasks_recycled, 0);
 
         /* The newest exited are kept, the oldest went, with their pages, to "[evicted]". */
         ASSERT_NE(usage_find_process(u, 64), USAGE_TASK_NONE);
@@ -120,17 +116,33 @@ static void test_eviction(void) {
         ASSERT_STREQ(ev->comm, "[evicted]");
         uint64_t evicted_pages = 0;
         for (int32_t pid = 1; pid <= 64; pid++)
-                if (owners[pid - 1] == USAGE_TASK_EVICTED)
+                if (!usage_task(u, owners[pid - 1])) {
+                        ASSERT_EQ(usage_task_forward(u, owners[pid - 1]), USAGE_TASK_EVICTED);
                         evicted_pages += (uint64_t) pid;
+                }
         ASSERT_EQ(ev->pages.current_pages, evicted_pages);
         ASSERT_GT(evicted_pages, 0);
 
-        /* Freeing pages of an evicted task now lands on the evicted record. */
-        usage_task_uncharge(u, owners[0], 1);
-        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, evicted_pages - 1);
-
-        /* Evicted slots are recycled: 40 new tasks fit in the 55+ freed ones without growing the array. */
+        /* New tasks do not take slots pages still name. */
         size_t slots = usage_task_slots(u);
+        uint32_t fresh = usage_task_lookup(u, 500, 500, 500);
+        ASSERT_EQ(fresh, slots);
+
+        /* Freeing pages of an evicted task lands on the evicted record; its last page frees the slot. */
+        usage_task_uncharge(u, owners[1], 1);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, evicted_pages - 1);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_recycled, 0);
+        for (int32_t pid = 1; pid <= 64; pid++)
+                if (!usage_task(u, owners[pid - 1]))
+                        usage_task_uncharge(u, owners[pid - 1], (uint64_t) pid - (pid == 2));
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_recycled, s.tasks_evicted);
+        ASSERT_EQ(s.underflows, 0);
+
+        /* Recycled slots are reused: 40 new tasks fit in the 55+ freed ones without growing the array. */
+        slots = usage_task_slots(u);
         for (int32_t pid = 1000; pid < 1040; pid++)
                 ASSERT_NE(usage_task_lookup(u, pid, pid, 1000), USAGE_TASK_NONE);
         ASSERT_EQ(usage_task_slots(u), slots);
@@ -139,23 +151,32 @@ static void test_eviction(void) {
 
 static void test_threads_evicted_with_process(void) {
         Usage *u = usage_new(true, 1);
-        uint32_t owners[64] = {};
+        UsageStats s;
 
         uint32_t th = usage_task_lookup(u, 10, 12, 1);
-        owners[0] = th;
+        uint32_t process = usage_task(u, th)->process;
         usage_task_charge(u, th, 5);
         usage_task_exit(u, 10, 12, 2);
         usage_task_exit(u, 10, 10, 3);
         for (int32_t pid = 20; pid < 24; pid++) {
                 (void) usage_task_lookup(u, pid, pid, 4);
                 usage_task_exit(u, pid, pid, 5 + (uint64_t) pid);
-                (void) usage_evict(u, forward_all, owners);
+                (void) usage_evict(u);
         }
-        /* Process 10 and its thread are gone; the thread's pages now belong to "[evicted]". */
-        ASSERT_EQ(owners[0], USAGE_TASK_EVICTED);
+        /* Process 10 and its thread are gone; the thread's pages now count for "[evicted]". */
+        ASSERT_NULL(usage_task(u, th));
+        ASSERT_NULL(usage_task(u, process));
+        ASSERT_EQ(usage_task_forward(u, th), USAGE_TASK_EVICTED);
+        ASSERT_EQ(usage_task_process(u, th), process);
         ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 5);
-        usage_task_uncharge(u, owners[0], 5);
+        usage_get_stats(u, &s);
+        uint64_t recycled = s.tasks_recycled;
+        usage_task_uncharge(u, th, 5);
         ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        /* The thread's last page frees both slots: the thread's, then the process's it named. */
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_recycled, recycled + 2);
+        ASSERT_EQ(s.underflows, 0);
         usage_free(u);
 }
 
@@ -191,6 +212,27 @@ static void test_modules(void) {
         usage_free(u);
 }
 
+/* A reset forgets exited processes, and with them threads still running after their leader exited:
+ * the process slot is reused, so nothing may keep naming it. */
+static void test_clear_with_orphan_thread(void) {
+        Usage *u = usage_new(true, 8);
+        UsageStats s;
+
+        uint32_t th = usage_task_lookup(u, 10, 11, 1);
+        uint32_t process = usage_task(u, th)->process;
+        usage_task_exit(u, 10, 10, 2);          /* the leader exits, thread 11 runs on */
+        usage_clear(u);
+        ASSERT_NULL(usage_task(u, th));
+        ASSERT_NULL(usage_task(u, process));
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.n_tasks, 0);
+        /* Both slots are reused, and a new thread of a new process is consistent. */
+        uint32_t again = usage_task_lookup(u, 20, 21, 3);
+        ASSERT_NE(again, USAGE_TASK_NONE);
+        ASSERT_EQ(usage_task(u, usage_task(u, again)->process)->pid, 20);
+        usage_free(u);
+}
+
 int main(void) {
         TEST(test_processes_fold_threads);
         TEST(test_thread_records);
@@ -198,5 +240,6 @@ int main(void) {
         TEST(test_eviction);
         TEST(test_threads_evicted_with_process);
         TEST(test_modules);
+        TEST(test_clear_with_orphan_thread);
         return 0;
 }

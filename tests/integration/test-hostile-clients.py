@@ -242,8 +242,8 @@ def proc_status(pid, key):
 
 
 class StreamingUser:
-    """A forked child that becomes uid and keeps PER_USER Top streams open and read: active clients, none
-    of them evictable. Reports "ready STREAMING TURNED_AWAY" on its pipe once every connection got its
+    """A forked child that becomes uid and keeps PER_USER connections active: Top streams it reads, and
+    past the daemon's cap on streams, Status every 0.2 s. None of them is evictable. Reports "ready STREAMING TURNED_AWAY" on its pipe once every connection got its
     first answer, then runs until killed."""
 
     def __init__(self, uid, gid, sock_path):
@@ -276,9 +276,22 @@ class StreamingUser:
         except (BrokenPipeError, ConnectionResetError):
             pass  # evicted while still silent, or refused: the reason is there to read
         reply = read_message(s, time.monotonic() + WAIT)
+        # Past the daemon's cap on Top streams the connection stays active by asking for Status instead.
+        polling = bool(reply) and reply.get("error") == "io.memstrack.LimitExceeded" and \
+            reply.get("parameters", {}).get("limit") == "topStreams"
+        if polling:
+            s.sendall(call_bytes("io.memstrack.Status", {}))
+            reply = read_message(s, time.monotonic() + WAIT)
         counters.add("streaming" if reply and "error" not in reply else "turned-away")
         first.wait()
-        while read_message(s, time.monotonic() + WAIT):
+        try:
+            while True:
+                if polling:
+                    time.sleep(0.2)
+                    s.sendall(call_bytes("io.memstrack.Status", {}))
+                if not read_message(s, time.monotonic() + WAIT):
+                    break
+        except (BrokenPipeError, ConnectionResetError):
             pass
 
     def ready(self):

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 PAGES = 16384                   # 64 MiB of 4 KiB pages
@@ -362,6 +363,110 @@ def test_summary_biggest():
     d.stop()
 
 
+class TopStream:
+    """An open Top call with "more": its updates, read by a thread so the daemon never waits on us."""
+
+    def __init__(self, d, **parameters):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(WAIT)
+        self.sock.connect(d.sock)
+        self.sock.sendall(json.dumps({"method": "io.memstrack.Top", "parameters": parameters,
+                                      "more": True}).encode() + b"\0")
+        self.replies = []
+        self.first = self.read()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    buffer = b""
+
+    def read(self):
+        while b"\0" not in self.buffer:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        message, self.buffer = self.buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def run(self):
+        try:
+            while (reply := self.read()) is not None:
+                self.replies.append(reply)
+        except OSError:
+            pass
+
+    def close(self):
+        self.sock.close()
+        self.thread.join(WAIT)
+
+
+def test_hostile_client_does_not_starve_status():
+    """One client hammers the costly calls (Diff, filtered StackTree, 16 Top streams at 10 Hz with the
+    largest limit); another client's Status and Tasks still answer, with the right numbers. The Top streams
+    share their frames (same timestampUsec in a tick) and a 17th is refused."""
+    d = Daemon()
+    lg = Loadgen()
+    start = wait_for("loadgen's task", lambda: d.task(lg.pid))["currentPages"]
+    lg.do("alloc", "allocated")
+    d.call("io.memstrack.Snapshot", {"name": "hammer"})
+
+    streams = [TopStream(d, intervalUsec=100000, limit=10000) for _ in range(16)]
+    if "error" in streams[0].first:
+        fail(f"Top stream refused: {streams[0].first}")
+    extra = TopStream(d, intervalUsec=100000)
+    if extra.first.get("error") != "io.memstrack.LimitExceeded" or \
+            extra.first.get("parameters", {}).get("limit") != "topStreams":
+        fail(f"a 17th Top stream was not refused with LimitExceeded topStreams: {extra.first}")
+    extra.close()
+
+    stop = threading.Event()
+    hammered = []
+
+    def hammer():
+        while not stop.is_set():
+            d.call("io.memstrack.Diff", {"name": "hammer", "limit": 10000})
+            d.call("io.memstrack.StackTree", {"pid": lg.pid, "maxDepth": 255, "maxChildren": 10000, "minPages": 0})
+            d.call("io.memstrack.StackTree", {"module": "vmlinux", "maxDepth": 255, "maxChildren": 10000})
+            hammered.append(1)
+
+    hammers = [threading.Thread(target=hammer, daemon=True) for _ in range(2)]
+    for h in hammers:
+        h.start()
+    try:
+        wait_for("the hammer to get going", lambda: len(hammered) >= 2)
+        for _ in range(20):
+            status = d.call("io.memstrack.Status")
+            task = d.task(lg.pid)
+            near(task["currentPages"] - start, PAGES, "loadgen's pages while another client hammers", PAGE_TABLES)
+            if not task["currentPages"] <= status["trackedPages"] <= status["peakTrackedPages"]:
+                fail(f"Status totals wrong while hammered: {status}, loadgen holds {task['currentPages']}")
+            if status["invalidEvents"] != 0:
+                fail(f"invalid events from the kernel: {status}")
+        # The filtered tree of loadgen adds up to what loadgen holds (it is idle now).
+        tree = d.call("io.memstrack.StackTree", {"pid": lg.pid, "maxDepth": 1})
+        near(tree["totalPages"], d.task(lg.pid)["currentPages"], "loadgen's filtered stack tree")
+        wait_for("Top updates on every stream", lambda: all(len(s.replies) >= 5 for s in streams))
+    finally:
+        stop.set()
+        for h in hammers:
+            h.join(WAIT)
+
+    # Streams due in the same tick got the same frame: once the last stream is open, every stream's updates
+    # carry the same timestamps (separate timers would make them differ by microseconds at least).
+    def stamps(s):
+        return [r["parameters"]["timestampUsec"] for r in list(s.replies) if "parameters" in r]
+    last = stamps(streams[-1])[:3]
+    wait_for("every stream past the last one's third update", lambda: all(stamps(s) and stamps(s)[-1] >= last[-1]
+                                                                          for s in streams))
+    for s in streams:
+        if not set(last) <= set(stamps(s)):
+            fail(f"Top streams did not share frames: {last} not all in {stamps(s)}")
+    for s in streams:
+        s.close()
+    lg.exit()
+    d.stop()
+
+
 def run_failing(*args, **kwargs):
     r = subprocess.run([MEMSTRACKD, "--foreground", "--no-socket", *args], capture_output=True, text=True,
                        timeout=WAIT, **kwargs)
@@ -406,7 +511,7 @@ def test_bad_environment():
 
 CASES = [test_64mib_ten_times, test_no_call_chains, test_four_threads, test_page_fault_stack, test_user_stacks_symbolized,
          test_memfd_freed_by_another_process, test_lost_events_counted, test_own_allocations_filtered,
-         test_summary_biggest, test_bad_environment]
+         test_summary_biggest, test_hostile_client_does_not_starve_status, test_bad_environment]
 
 
 def main():

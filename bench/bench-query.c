@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * bench-query: what the client-triggered views cost on a big core. Builds N_TASKS processes holding
+ * LIVE_PAGES pages between them over 2,000 kernel call chains, then times, each as the best of a few
+ * calls: Diff against a snapshot (every task paired with its snapshot record), and StackTree filtered
+ * to one small task, to an empty module and to the module holding every page (no symbols here: all is
+ * vmlinux), next to the unfiltered tree. Usage: bench-query [TASKS] [LIVE_PAGES]
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "accounting.h"
+#include "macro.h"
+#include "query.h"
+#include "snapshot.h"
+
+#define DEPTH 12
+#define N_CHAINS 2000
+
+static uint64_t now_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t chains[N_CHAINS][DEPTH];
+
+static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned chain) {
+        MsEvent e = {
+                .type = MS_EVENT_PAGE_ALLOC,
+                .pid = pid,
+                .tid = pid,
+                .pfn = pfn,
+                .frames = chains[chain],
+                .n_frames = DEPTH,
+                .n_kernel_frames = DEPTH,
+        };
+        accounting_handle_event(a, &e);
+}
+
+typedef int (*Query)(Accounting *a, Snapshots *s, int32_t pid);
+
+static int run_diff(Accounting *a, Snapshots *s, int32_t pid) {
+        json_auto_t *r = NULL;
+        return snapshots_diff(s, "bench", a, 2, 50, &r);
+}
+
+static int run_tree(Accounting *a, Snapshots *s, int32_t pid, const char *module) {
+        QueryStackTree q = { .pid = pid, .module = module, .max_depth = 32, .min_pages = 1, .max_children = 16,
+                             .sort = QUERY_SORT_CURRENT };
+        json_auto_t *r = NULL;
+        return query_stacktree(a, &q, &r);
+}
+
+static int run_tree_pid(Accounting *a, Snapshots *s, int32_t pid) {
+        return run_tree(a, s, pid, NULL);
+}
+
+static int run_tree_module(Accounting *a, Snapshots *s, int32_t pid) {
+        return run_tree(a, s, -1, "[loading]");
+}
+
+static int run_tree_all_module(Accounting *a, Snapshots *s, int32_t pid) {
+        return run_tree(a, s, -1, "vmlinux");
+}
+
+static int run_tree_all(Accounting *a, Snapshots *s, int32_t pid) {
+        return run_tree(a, s, -1, NULL);
+}
+
+static void time_query(const char *what, Query q, Accounting *a, Snapshots *s, int32_t pid) {
+        uint64_t best = UINT64_MAX;
+
+        for (unsigned i = 0; i < 5; i++) {
+                uint64_t t0 = now_nsec();
+                int r = q(a, s, pid);
+                uint64_t t = now_nsec() - t0;
+                if (r < 0) {
+                        fprintf(stderr, "%s failed: %d\n", what, r);
+                        exit(EXIT_FAILURE);
+                }
+                best = MIN(best, t);
+        }
+        printf("  %-34s %10.3f ms\n", what, best / 1e6);
+}
+
+int main(int argc, char **argv) {
+        int32_t n_tasks = argc > 1 ? (int32_t) strtol(argv[1], NULL, 10) : 100000;
+        uint64_t live = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+        Snapshots *s = snapshots_new();
+
+        c.max_exited_tasks = (size_t) n_tasks * 2;
+        c.expected_pages = live;
+        if (!s || accounting_new(&c, NULL, &a) < 0)
+                return EXIT_FAILURE;
+        for (unsigned i = 0; i < N_CHAINS; i++)
+                for (unsigned d = 0; d < DEPTH; d++)
+                        /* Outer frames shared by many chains, inner ones unique. */
+                        chains[i][d] = UINT64_C(0xffffffff81000000) + (d < DEPTH / 2 ? i * DEPTH + d : (i % 50) * DEPTH + d) * 64;
+
+        /* Pages spread over the tasks; the last task holds just 3 pages. */
+        uint64_t pfn = 0;
+        for (uint64_t p = 0; p < live; p++)
+                alloc(a, 1 + (int32_t) (p % (uint64_t) (n_tasks - 1)), pfn++, (unsigned) (p * 7919 % N_CHAINS));
+        for (unsigned i = 0; i < 3; i++)
+                alloc(a, n_tasks, pfn++, i);
+        /* A module subset: pages of a module being loaded, charged to "[loading]" (no symbols here). */
+        if (snapshots_save(s, "bench", a, 1) < 0)
+                return EXIT_FAILURE;
+        for (int32_t pid = 1; pid < n_tasks; pid += 10)
+                alloc(a, pid, pfn++, (unsigned) pid % N_CHAINS);
+
+        printf("%d tasks, %" PRIu64 " live pages, %zu stack nodes:\n", n_tasks, pagemap_pages(accounting_pagemap(a)),
+               stacktree_size(accounting_stacktree(a)));
+        time_query("Diff", run_diff, a, s, -1);
+        time_query("StackTree of a 3-page task", run_tree_pid, a, s, n_tasks);
+        time_query("StackTree of an empty module", run_tree_module, a, s, -1);
+        time_query("StackTree of vmlinux (every page)", run_tree_all_module, a, s, -1);
+        time_query("StackTree, unfiltered", run_tree_all, a, s, -1);
+
+        snapshots_free(s);
+        accounting_free(a);
+        return EXIT_SUCCESS;
+}

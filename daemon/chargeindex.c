@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chargeindex.h"
+#include "macro.h"
+
+#define NONE CHARGE_CELL_NONE
+#define MODULES 2048u           /* module ids fit 11 bits (pagemap.h) */
+
+typedef struct Cell {
+        uint32_t process, leaf;         /* leaf: the stack node charged */
+        uint64_t pages;
+        uint32_t process_prev, process_next;    /* cells of the same process */
+        uint32_t module_prev, module_next;      /* cells of the same module */
+        uint16_t module;
+} Cell;
+
+struct ChargeIndex {
+        Cell *cells;                    /* owned; free cells are chained through process_next */
+        size_t n_cells, n_allocated;
+        uint32_t free_cell;
+
+        uint32_t *slots;                /* owned: cell index per hash slot, NONE when empty */
+        size_t capacity;                /* power of two, at most half full */
+
+        uint32_t *process_head;         /* owned, per process index; grown on demand */
+        size_t n_process_heads;
+        uint32_t module_head[MODULES];
+
+        size_t n_used;
+};
+
+static size_t home(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf) {
+        uint64_t h = ((uint64_t) process << 32 | leaf) * UINT64_C(0x9E3779B97F4A7C15);
+        h ^= (uint64_t) module * UINT64_C(0xC2B2AE3D27D4EB4F);
+        h ^= h >> 31;
+        return (size_t) h & (ci->capacity - 1);
+}
+
+static uint32_t *alloc_slots(size_t capacity) {
+        uint32_t *s = malloc(capacity * sizeof(uint32_t));
+        if (s)
+                memset(s, 0xff, capacity * sizeof(uint32_t));
+        return s;
+}
+
+ChargeIndex *chargeindex_new(void) {
+        _cleanup_free_ ChargeIndex *ci = calloc(1, sizeof(ChargeIndex));
+        if (!ci)
+                return NULL;
+        ci->capacity = 1024;
+        ci->slots = alloc_slots(ci->capacity);
+        if (!ci->slots)
+                return NULL;
+        ci->free_cell = NONE;
+        memset(ci->module_head, 0xff, sizeof(ci->module_head));
+        return TAKE_PTR(ci);
+}
+
+ChargeIndex *chargeindex_free(ChargeIndex *ci) {
+        if (!ci)
+                return NULL;
+        free(ci->cells);
+        free(ci->slots);
+        free(ci->process_head);
+        free(ci);
+        return NULL;
+}
+
+static size_t find(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf) {
+        for (size_t i = home(ci, process, module, leaf);; i = (i + 1) & (ci->capacity - 1)) {
+                uint32_t c = ci->slots[i];
+                if (c == NONE)
+                        return i;
+                const Cell *x = &ci->cells[c];
+                if (x->process == process && x->leaf == leaf && x->module == module)
+                        return i;
+        }
+}
+
+static int grow_slots(ChargeIndex *ci) {
+        size_t capacity = ci->capacity * 2;
+        uint32_t *s = alloc_slots(capacity), *old = ci->slots;
+        if (!s)
+                return -ENOMEM;
+
+        size_t old_capacity = ci->capacity;
+        ci->slots = s;
+        ci->capacity = capacity;
+        for (size_t i = 0; i < old_capacity; i++)
+                if (old[i] != NONE) {
+                        const Cell *x = &ci->cells[old[i]];
+                        s[find(ci, x->process, x->module, x->leaf)] = old[i];
+                }
+        free(old);
+        return 0;
+}
+
+static int ensure_process_head(ChargeIndex *ci, uint32_t process) {
+        if (process < ci->n_process_heads)
+                return 0;
+        size_t n = MAX((size_t) process + 1, ci->n_process_heads * 2);
+        n = MAX(n, (size_t) 256);
+        uint32_t *h = realloc(ci->process_head, n * sizeof(uint32_t));
+        if (!h)
+                return -ENOMEM;
+        memset(h + ci->n_process_heads, 0xff, (n - ci->n_process_heads) * sizeof(uint32_t));
+        ci->process_head = h;
+        ci->n_process_heads = n;
+        return 0;
+}
+
+static uint32_t new_cell(ChargeIndex *ci) {
+        if (ci->free_cell != NONE) {
+                uint32_t c = ci->free_cell;
+                ci->free_cell = ci->cells[c].process_next;
+                return c;
+        }
+        if (ci->n_cells == ci->n_allocated) {
+                size_t n = MAX(ci->n_allocated * 2, (size_t) 1024);
+                if (n >= NONE)
+                        return NONE;
+                Cell *c = realloc(ci->cells, n * sizeof(Cell));
+                if (!c)
+                        return NONE;
+                ci->cells = c;
+                ci->n_allocated = n;
+        }
+        return (uint32_t) ci->n_cells++;
+}
+
+uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
+                uint64_t pages) {
+        module = MIN(module, (uint16_t) (MODULES - 1));
+        /* The hint is the caller's last cell: a task allocating through the same chain again skips the
+         * hash probe. */
+        if (hint < ci->n_cells) {
+                Cell *x = &ci->cells[hint];
+                if (x->leaf == node && x->process == process && x->module == module) {
+                        x->pages += pages;
+                        return hint;
+                }
+        }
+
+        size_t i = find(ci, process, module, node);
+
+        if (_likely_(ci->slots[i] != NONE)) {
+                ci->cells[ci->slots[i]].pages += pages;
+                return ci->slots[i];
+        }
+
+        if ((ci->n_used + 1) * 2 > ci->capacity) {
+                if (grow_slots(ci) < 0)
+                        return NONE;
+                i = find(ci, process, module, node);
+        }
+        if (ensure_process_head(ci, process) < 0)
+                return NONE;
+        uint32_t c = new_cell(ci);
+        if (c == NONE)
+                return NONE;
+
+        ci->cells[c] = (Cell) {
+                .process = process,
+                .leaf = node,
+                .module = module,
+                .pages = pages,
+                .process_prev = NONE,
+                .process_next = ci->process_head[process],
+                .module_prev = NONE,
+                .module_next = ci->module_head[module],
+        };
+        if (ci->process_head[process] != NONE)
+                ci->cells[ci->process_head[process]].process_prev = c;
+        ci->process_head[process] = c;
+        if (ci->module_head[module] != NONE)
+                ci->cells[ci->module_head[module]].module_prev = c;
+        ci->module_head[module] = c;
+        ci->slots[i] = c;
+        ci->n_used++;
+        return c;
+}
+
+static void unlink_cell(ChargeIndex *ci, uint32_t c) {
+        Cell *x = &ci->cells[c];
+
+        if (x->process_prev != NONE)
+                ci->cells[x->process_prev].process_next = x->process_next;
+        else
+                ci->process_head[x->process] = x->process_next;
+        if (x->process_next != NONE)
+                ci->cells[x->process_next].process_prev = x->process_prev;
+
+        if (x->module_prev != NONE)
+                ci->cells[x->module_prev].module_next = x->module_next;
+        else
+                ci->module_head[x->module] = x->module_next;
+        if (x->module_next != NONE)
+                ci->cells[x->module_next].module_prev = x->module_prev;
+
+        x->process_next = ci->free_cell;
+        x->leaf = NONE; /* no key matches a free cell: a stale hint misses */
+        ci->free_cell = c;
+}
+
+/* Backward-shift deletion: later members of the probe run move into the hole, so lookups stay exact. */
+static void remove_slot(ChargeIndex *ci, size_t hole) {
+        for (size_t i = (hole + 1) & (ci->capacity - 1); ci->slots[i] != NONE; i = (i + 1) & (ci->capacity - 1)) {
+                const Cell *x = &ci->cells[ci->slots[i]];
+                size_t h = home(ci, x->process, x->module, x->leaf);
+                bool stays = hole <= i ? (h > hole && h <= i) : (h > hole || h <= i);
+                if (stays)
+                        continue;
+                ci->slots[hole] = ci->slots[i];
+                hole = i;
+        }
+        ci->slots[hole] = NONE;
+}
+
+void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages) {
+        Cell *x = &ci->cells[cell];
+
+        if (x->pages > pages) {
+                x->pages -= pages;
+                return;
+        }
+        remove_slot(ci, find(ci, x->process, x->module, x->leaf));
+        unlink_cell(ci, cell);
+        ci->n_used--;
+}
+
+uint64_t chargeindex_pages(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].pages;
+}
+
+uint16_t chargeindex_module(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].module;
+}
+
+int chargeindex_relabel(ChargeIndex *ci, uint32_t cell, uint16_t module) {
+        Cell *x = &ci->cells[cell];
+
+        module = MIN(module, (uint16_t) (MODULES - 1));
+        if (module == x->module)
+                return 0;
+        if (ci->slots[find(ci, x->process, module, x->leaf)] != NONE)
+                return -EEXIST;
+
+        /* Out of the old key's slot and module list, into the new ones; the process list stays. */
+        remove_slot(ci, find(ci, x->process, x->module, x->leaf));
+        if (x->module_prev != NONE)
+                ci->cells[x->module_prev].module_next = x->module_next;
+        else
+                ci->module_head[x->module] = x->module_next;
+        if (x->module_next != NONE)
+                ci->cells[x->module_next].module_prev = x->module_prev;
+
+        x->module = module;
+        x->module_prev = NONE;
+        x->module_next = ci->module_head[module];
+        if (ci->module_head[module] != NONE)
+                ci->cells[ci->module_head[module]].module_prev = cell;
+        ci->module_head[module] = cell;
+        ci->slots[find(ci, x->process, module, x->leaf)] = cell;
+        return 0;
+}
+
+void chargeindex_foreach_cell_of_process(const ChargeIndex *ci, uint32_t process, ChargeIndexCellFn fn,
+                void *userdata) {
+        if (process >= ci->n_process_heads)
+                return;
+        /* fn may relabel the cell (the process list does not change), not add or remove cells. */
+        for (uint32_t c = ci->process_head[process]; c != NONE; c = ci->cells[c].process_next)
+                fn(userdata, c);
+}
+
+uint32_t chargeindex_node(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].leaf;
+}
+
+uint32_t chargeindex_process(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].process;
+}
+
+void chargeindex_foreach_process(const ChargeIndex *ci, uint32_t process, ChargeIndexFn fn, void *userdata) {
+        if (process >= ci->n_process_heads)
+                return;
+        for (uint32_t c = ci->process_head[process]; c != NONE; c = ci->cells[c].process_next)
+                fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
+}
+
+void chargeindex_foreach_module(const ChargeIndex *ci, uint16_t module, ChargeIndexFn fn, void *userdata) {
+        if (module >= MODULES)
+                return;
+        for (uint32_t c = ci->module_head[module]; c != NONE; c = ci->cells[c].module_next)
+                fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
+}
+
+void chargeindex_clear(ChargeIndex *ci) {
+        memset(ci->slots, 0xff, ci->capacity * sizeof(uint32_t));
+        if (ci->process_head)
+                memset(ci->process_head, 0xff, ci->n_process_heads * sizeof(uint32_t));
+        memset(ci->module_head, 0xff, sizeof(ci->module_head));
+        ci->n_cells = 0;
+        ci->n_used = 0;
+        ci->free_cell = NONE;
+}
+
+size_t chargeindex_cells(const ChargeIndex *ci) {
+        return ci->n_used;
+}
+
+size_t chargeindex_memory_bytes(const ChargeIndex *ci) {
+        return sizeof(ChargeIndex) + ci->n_allocated * sizeof(Cell) + ci->capacity * sizeof(uint32_t) +
+               ci->n_process_heads * sizeof(uint32_t);
+}

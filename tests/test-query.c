@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "accounting.h"
+#include "macro.h"
+#include "query.h"
+#include "tests.h"
+
+/* Addresses from tests/data/kallsyms-modules. */
+#define K_ALLOC_PAGES   0xffffffff81003010
+#define K_ANON_PAGE     0xffffffff81005020
+#define K_MM_FAULT      0xffffffff81006030
+#define K_VFS_WRITE     0xffffffff8100a010
+#define K_SYSCALL       0xffffffff8100e010
+#define M_EXT4_ALLOC    0xffffffffc0002010
+#define M_EXT4_WRITE    0xffffffffc0001010
+#define M_XFS_BUF       0xffffffffc0100010
+
+static const uint64_t chain_fault[] = { K_ALLOC_PAGES, K_ANON_PAGE, K_MM_FAULT, K_SYSCALL };
+static const uint64_t chain_write[] = { K_ALLOC_PAGES, K_VFS_WRITE, K_SYSCALL };
+static const uint64_t chain_ext4[] = { K_ALLOC_PAGES, M_EXT4_ALLOC, M_EXT4_WRITE, K_VFS_WRITE, K_SYSCALL };
+static const uint64_t chain_xfs[] = { K_ALLOC_PAGES, M_XFS_BUF, K_VFS_WRITE, K_SYSCALL };
+/* With a user part: hangs below the process's node. */
+static const uint64_t chain_user[] = { K_ALLOC_PAGES, K_ANON_PAGE, 0x401000, 0x402000 };
+
+static const uint64_t *const chains[] = { chain_fault, chain_write, chain_ext4, chain_xfs, chain_user };
+static const uint32_t lens[] = { 4, 3, 5, 4, 4 };
+static const uint32_t kernel_lens[] = { 4, 3, 5, 4, 2 };
+
+static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, unsigned chain) {
+        MsEvent e = {
+                .type = MS_EVENT_PAGE_ALLOC,
+                .pid = pid,
+                .tid = pid,
+                .pfn = pfn,
+                .order = order,
+                .frames = chains[chain],
+                .n_frames = lens[chain],
+                .n_kernel_frames = kernel_lens[chain],
+        };
+        accounting_handle_event(a, &e);
+}
+
+/* The old way, as the truth: per node, the pages of matching blocks summed up to the root. */
+typedef struct Truth {
+        Accounting *a;
+        uint64_t *pages;
+        uint32_t process;
+        uint16_t module;
+} Truth;
+
+static void truth_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+        Truth *t = userdata;
+        StackTree *st = accounting_stacktree(t->a);
+
+        if (t->module != USAGE_MODULE_NONE && chargeindex_module(accounting_chargeindex(t->a), o->node) != t->module)
+                return;
+        if (t->process != USAGE_TASK_NONE && usage_task_process(accounting_usage(t->a), o->task) != t->process)
+                return;
+        uint32_t node = chargeindex_node(accounting_chargeindex(t->a), o->node);
+        uint32_t leaf = stacktree_node(st, node)->twin != STACK_NODE_NONE ? stacktree_node(st, node)->twin : node;
+        for (uint32_t i = leaf; i != STACK_NODE_NONE; i = stacktree_node(st, i)->parent)
+                t->pages[i] += UINT64_C(1) << order;
+}
+
+/* Every rendered frame's currentPages equals the truth for its node; returns frames checked. */
+static size_t check_frames(json_t *frame, const uint64_t *truth, StackTree *st, uint32_t node) {
+        size_t n = 1;
+
+        ASSERT_EQ((uint64_t) json_integer_value(json_object_get(frame, "currentPages")), truth[node]);
+        ASSERT_TRUE(json_is_null(json_object_get(frame, "peakPages")));
+        json_t *children = json_object_get(frame, "children");
+        size_t shown = json_array_size(children), nonzero = 0;
+        for (uint32_t c = stacktree_node(st, node)->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
+                nonzero += truth[c] > 0;
+        ASSERT_EQ(shown, nonzero);
+        /* Children sorted by pages, biggest first: match each to the node with its frame's pages. */
+        for (size_t k = 0; k < shown; k++) {
+                json_t *child = json_array_get(children, k);
+                uint64_t pages = (uint64_t) json_integer_value(json_object_get(child, "currentPages"));
+                const char *address = json_string_value(json_object_get(child, "address"));
+                uint32_t match = STACK_NODE_NONE;
+                for (uint32_t c = stacktree_node(st, node)->first_child; c != STACK_NODE_NONE;
+                     c = stacktree_node(st, c)->next_sibling)
+                        if (truth[c] == pages && (!address || strtoull(address, NULL, 16) == stacktree_node(st, c)->ip))
+                                match = c;
+                ASSERT_NE(match, STACK_NODE_NONE);
+                n += check_frames(child, truth, st, match);
+        }
+        return n;
+}
+
+static void check_subset(Accounting *a, int32_t pid, const char *module_name) {
+        StackTree *st = accounting_stacktree(a);
+        Usage *u = accounting_usage(a);
+        Truth t = { .a = a, .process = USAGE_TASK_NONE, .module = USAGE_MODULE_NONE };
+        json_auto_t *reply = NULL;
+
+        t.pages = calloc(stacktree_size(st), sizeof(uint64_t));
+        ASSERT_NOT_NULL(t.pages);
+        if (pid >= 0)
+                t.process = usage_find_process(u, pid);
+        if (module_name)
+                for (uint16_t id = 1; id <= usage_module_count(u); id++)
+                        if (streq(usage_module(u, id)->name, module_name))
+                                t.module = id;
+        pagemap_foreach(accounting_pagemap(a), truth_block, &t);
+
+        QueryStackTree q = {
+                .pid = pid,
+                .module = module_name,
+                .max_depth = 255,
+                .max_children = 10000,
+                .sort = QUERY_SORT_CURRENT,
+                .show_addresses = true,
+        };
+        ASSERT_OK(query_stacktree(a, &q, &reply));
+        ASSERT_EQ((uint64_t) json_integer_value(json_object_get(reply, "totalPages")), t.pages[STACK_NODE_ROOT]);
+        ASSERT_GT(check_frames(json_object_get(reply, "root"), t.pages, st, STACK_NODE_ROOT), 0);
+        free(t.pages);
+}
+
+/* Stack views of one task or module, built from the charge index, equal what the page table says. */
+static void test_filtered_views_match_page_table(void) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+        Ksym *k = NULL;
+
+        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
+        c.max_exited_tasks = 8;
+        ASSERT_OK(accounting_new(&c, k, &a));
+        srand(3);
+        for (unsigned step = 0; step < 200000; step++) {
+                int32_t pid = 1 + rand() % 40;
+                uint64_t pfn = (uint64_t) (rand() % 50000) * 4;
+                if (rand() % 3)
+                        alloc(a, pid, pfn, (unsigned) (rand() % 3), (unsigned) (rand() % ELEMENTSOF(chains)));
+                else {
+                        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .pfn = pfn,
+                                      .order = (unsigned) (rand() % 3) };
+                        accounting_handle_event(a, &e);
+                }
+                /* Processes come and go: evicted ones keep pages that others free later. */
+                if (step % 5000 == 4999) {
+                        MsEvent e = { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid };
+                        accounting_handle_event(a, &e);
+                        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .parent_pid = 1 };
+                        accounting_handle_event(a, &f);
+                }
+        }
+        for (int32_t pid = 1; pid <= 40; pid++)
+                check_subset(a, pid, NULL);
+        check_subset(a, -1, "ext4");
+        check_subset(a, -1, "xfs");
+        check_subset(a, -1, "vmlinux");
+
+        /* A task with no pages: an empty tree, not an error. */
+        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = 999, .tid = 999, .parent_pid = 1 };
+        accounting_handle_event(a, &f);
+        check_subset(a, 999, NULL);
+        accounting_free(a);
+        ksym_free(k);
+}
+
+int main(void) {
+        TEST(test_filtered_views_match_page_table);
+        return 0;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "accounting.h"
+#include "macro.h"
+#include "snapshot.h"
+#include "tests.h"
+
+static const uint64_t chain[] = { 0xffffffff81003010, 0xffffffff81005020 };
+
+static void event(Accounting *a, MsEventType type, int32_t pid, uint64_t pfn) {
+        static uint64_t now = 1000;
+        MsEvent e = {
+                .type = type,
+                .pid = pid,
+                .tid = pid,
+                .parent_pid = 1,
+                .timestamp_nsec = now++,
+                .pfn = pfn,
+                .frames = chain,
+                .n_frames = ELEMENTSOF(chain),
+                .n_kernel_frames = ELEMENTSOF(chain),
+        };
+        accounting_handle_event(a, &e);
+}
+
+/*
+ * 100k tasks: the diff pairs every task of the snapshot with its current record. The old pairing was a
+ * nested loop (10^10 comparisons here, and 2^24 exited tasks are allowed); a merge of sorted lists makes
+ * it O(n log n), which the comparison count shows without timing anything.
+ */
+static void test_diff_many_tasks(void) {
+        enum { N = 100000 };
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Snapshots *s = snapshots_new();
+        json_auto_t *diff = NULL;
+        Accounting *a = NULL;
+
+        c.max_exited_tasks = 4;
+        ASSERT_OK(accounting_new(&c, NULL, &a));
+        ASSERT_NOT_NULL(s);
+        for (int32_t pid = 1; pid <= N; pid++)
+                event(a, MS_EVENT_PAGE_ALLOC, pid, (uint64_t) pid);
+        ASSERT_OK(snapshots_save(s, "before", a, 1));
+
+        for (int32_t pid = 1; pid <= 1000; pid++)               /* +1 page each */
+                event(a, MS_EVENT_PAGE_ALLOC, pid, N + (uint64_t) pid);
+        for (int32_t pid = 1001; pid <= 1500; pid++)            /* -1 page each */
+                event(a, MS_EVENT_PAGE_FREE, pid, (uint64_t) pid);
+        for (int32_t pid = 2001; pid <= 2100; pid++)            /* exit: all but the last 4 evicted */
+                event(a, MS_EVENT_TASK_EXIT, pid, 0);
+        for (int32_t pid = N + 1; pid <= N + 50; pid++)         /* new tasks */
+                event(a, MS_EVENT_PAGE_ALLOC, pid, 2 * N + (uint64_t) pid);
+
+        ASSERT_OK(snapshots_diff(s, "before", a, 2, 10000, &diff));
+        double n = 2.0 * N;
+        ASSERT_LE(snapshots_diff_steps(s), (uint64_t) (3 * n * ceil(log2(n))));
+
+        json_t *tasks = json_object_get(diff, "tasks");
+        size_t up = 0, down = 0, exited = 0, appeared = 0;
+        json_int_t sum = 0;
+        ASSERT_EQ(json_array_size(tasks), 1000 + 500 + 96 + 1 + 50);
+        /* Biggest change first: "[evicted]" inherited the evicted tasks' pages. */
+        json_t *first = json_array_get(tasks, 0);
+        ASSERT_STREQ(json_string_value(json_object_get(first, "comm")), "[evicted]");
+        ASSERT_EQ(json_integer_value(json_object_get(first, "deltaPages")), 96);
+        for (size_t i = 0; i < json_array_size(tasks); i++) {
+                json_t *t = json_array_get(tasks, i);
+                json_int_t pid = json_integer_value(json_object_get(t, "pid"));
+                json_int_t delta = json_integer_value(json_object_get(t, "deltaPages"));
+                sum += delta;
+                if (json_is_true(json_object_get(t, "exited"))) {
+                        ASSERT_TRUE(pid >= 2001 && pid <= 2096);
+                        ASSERT_EQ(delta, -1);
+                        exited++;
+                } else if (json_is_true(json_object_get(t, "appeared"))) {
+                        ASSERT_TRUE(pid > N);
+                        ASSERT_EQ(delta, 1);
+                        appeared++;
+                } else if (pid >= 1 && pid <= 1000) {
+                        ASSERT_EQ(json_integer_value(json_object_get(t, "beforePages")), 1);
+                        ASSERT_EQ(json_integer_value(json_object_get(t, "afterPages")), 2);
+                        up++;
+                } else if (pid >= 1001 && pid <= 1500) {
+                        ASSERT_EQ(json_integer_value(json_object_get(t, "afterPages")), 0);
+                        down++;
+                }
+        }
+        ASSERT_EQ(up, 1000);
+        ASSERT_EQ(down, 500);
+        ASSERT_EQ(exited, 96);
+        ASSERT_EQ(appeared, 50);
+        ASSERT_EQ(sum, json_integer_value(json_object_get(diff, "afterPages")) -
+                       json_integer_value(json_object_get(diff, "beforePages")));
+        ASSERT_EQ(sum, 550);
+
+        snapshots_free(s);
+        accounting_free(a);
+}
+
+/* Modules are matched by name whatever order they were first seen in. */
+static void test_diff_modules(void) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Snapshots *s = snapshots_new();
+        json_auto_t *diff = NULL;
+        Accounting *a = NULL;
+
+        ASSERT_OK(accounting_new(&c, NULL, &a));
+        Usage *u = accounting_usage(a);
+        uint16_t zz = usage_module_intern(u, "zz");
+        ASSERT_OK(snapshots_save(s, "m", a, 1));
+        uint16_t aa = usage_module_intern(u, "aa");
+        usage_module_charge(u, aa, 5);
+        usage_module_charge(u, zz, 3);
+        ASSERT_OK(snapshots_diff(s, "m", a, 2, 10, &diff));
+        json_t *modules = json_object_get(diff, "modules");
+        ASSERT_EQ(json_array_size(modules), 2);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(modules, 0), "name")), "aa");
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(modules, 0), "beforePages")), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(modules, 1), "name")), "zz");
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(modules, 1), "deltaPages")), 3);
+        snapshots_free(s);
+        accounting_free(a);
+}
+
+int main(void) {
+        TEST(test_diff_many_tasks);
+        TEST(test_diff_modules);
+        return 0;
+}
