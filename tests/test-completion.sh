@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Shell completion for memstrackctl: the bash script completes verbs, per-verb options and their values
 # when driven through COMP_WORDS/COMP_CWORD as bash does; both scripts know every verb and option
-# `memstrackctl --help` lists (so they cannot drift from main.c); the zsh script parses (zsh -n) when
-# zsh is installed.
+# `memstrackctl --help` lists (so they cannot drift from main.c); the zsh script parses (zsh -n) and
+# compinit loads it.
 #
 # Usage: test-completion.sh MEMSTRACKCTL SOURCE_ROOT
 set -uo pipefail
@@ -91,13 +91,16 @@ for o in $options; do
 done
 echo "ok $(wc -w <<<"$verbs") verbs and $(wc -w <<<"$options") options in both scripts"
 
-if command -v zsh >/dev/null; then
-    zsh -n "$ZSH_COMPLETION" || fail "zsh -n $ZSH_COMPLETION"
-    # Loaded by compinit from an fpath directory, as installed: the function must be defined.
-    zsh -f -c "fpath=($SRC/shell-completion/zsh \$fpath); autoload -Uz compinit; compinit -u -d /dev/null
-               [[ \${_comps[memstrackctl]} == _memstrackctl ]]" || fail "compinit does not pick up _memstrackctl"
-    echo "ok zsh"
-else
-    echo "zsh is not installed: the zsh script was not parsed"
+if ! command -v zsh >/dev/null; then
+    # scripts/deps installs zsh; without it the zsh script goes unchecked, so say so.
+    [ $failed -eq 0 ] || exit $failed
+    echo "SKIP: zsh is not installed, the zsh completion cannot be checked"
+    exit 77
 fi
+zsh -n "$ZSH_COMPLETION" || fail "zsh -n $ZSH_COMPLETION"
+# Loaded by compinit from an fpath directory, as installed: the function must be defined. -D: no dump
+# file (compinit writes one by renaming a temporary file over it: never name /dev/null there).
+zsh -f -c "fpath=($SRC/shell-completion/zsh \$fpath); autoload -Uz compinit; compinit -u -D
+           [[ \${_comps[memstrackctl]} == _memstrackctl ]]" || fail "compinit does not pick up _memstrackctl"
+echo "ok zsh"
 exit $failed
