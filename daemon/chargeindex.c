@@ -10,13 +10,16 @@
 #define NONE CHARGE_CELL_NONE
 #define MODULES 2048u           /* module ids fit 11 bits (pagemap.h) */
 
+/* 32 bytes: pages and module share a word (2^53 pages of 4 KiB are 32 EiB). */
 typedef struct Cell {
         uint32_t process, leaf;         /* leaf: the stack node charged */
-        uint64_t pages;
+        uint64_t pages:53;
+        uint64_t module:11;
         uint32_t process_prev, process_next;    /* cells of the same process */
         uint32_t module_prev, module_next;      /* cells of the same module */
-        uint16_t module;
 } Cell;
+
+_Static_assert(sizeof(Cell) == 32, "a cell is half a cache line");
 
 struct ChargeIndex {
         Cell *cells;                    /* owned; free cells are chained through process_next */
