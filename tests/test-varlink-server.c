@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * Tests of daemon/varlink-server.c: a real socket in a temporary directory, the server on an sd-event
+ * Tests of daemon/varlink/varlink-server.c: a real socket in a temporary directory, the server on an sd-event
  * loop driven step by step from the test, and clients in the same process (or forked and setuid'ed for
  * the access-control cases). Waiting is always "run the loop until a condition holds", bounded.
  *
