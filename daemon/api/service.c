@@ -21,16 +21,11 @@
 
 extern const char varlink_interface_io_memstrack[];
 
-/*
- * Top streams share one tick: every TOP_TICK_USEC the streams that are due get the frame of their sort,
- * built once per tick at the largest limit any of them asked for (smaller limits get a prefix of its
- * lists). So N streams cost one flush and at most one query per sort order, not N; only the
- * serialization is per stream, and TOP_STREAMS_MAX bounds that.
- */
 typedef struct TopStream TopStream;
 
 struct Service {
-        sd_event *event;                /* borrowed, as the four below (ServiceConfig) */
+        /* From ServiceConfig: event, accounting and usym are borrowed. */
+        sd_event *event;
         Accounting *accounting;
         UserSymbols *usym;
         long page_size;
@@ -46,6 +41,12 @@ struct Service {
         sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
 };
 
+/*
+ * Top streams share one tick: every TOP_TICK_USEC the streams that are due get the frame of their sort,
+ * built once per tick at the largest limit any of them asked for (smaller limits get a prefix of its
+ * lists). So N streams cost one flush and at most one query per sort order, not N; only the
+ * serialization is per stream, and TOP_STREAMS_MAX bounds that.
+ */
 struct TopStream {
         Service *service;
         VarlinkCall *call;              /* the open Top call; its connection owns it */
