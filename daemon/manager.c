@@ -29,15 +29,6 @@ uint64_t manager_uptime_usec(const Manager *m) {
         return m->start_usec ? monotonic_usec() - m->start_usec : 0;
 }
 
-uint64_t manager_rss_bytes(void) {
-        unsigned long long size, resident;
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
-
-        if (!f || fscanf(f, "%llu %llu", &size, &resident) != 2)
-                return 0;
-        return resident * (uint64_t) sysconf(_SC_PAGESIZE);
-}
-
 double manager_events_per_second(const Manager *m) {
         /* The oldest and newest of the per-second samples. */
         unsigned newest = (m->rate_next + EVENT_RATE_SAMPLES - 1) % EVENT_RATE_SAMPLES;
@@ -154,9 +145,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = accounting_new(&config->accounting, m->ksym, &m->accounting);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up accounting: %m");
-        m->snapshots = snapshots_new();
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
-        if (!m->snapshots || !m->usym)
+        if (!m->usym)
                 return log_oom();
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -174,20 +164,36 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        manager_stop_serving(m);
+        service_free(m->service);
         sd_event_source_disable_unref(m->status_timer);
         sd_event_source_disable_unref(m->sigusr1);
         sd_event_source_disable_unref(m->sighup);
         debounce_free(m->ksym_reload);
         event_source_free(m->source);
         usym_free(m->usym);
-        snapshots_free(m->snapshots);
         accounting_free(m->accounting);
         ksym_free(m->ksym);
         sd_event_unref(m->event);
         free(m->unit);
         free(m);
         return NULL;
+}
+
+/* The Service's view of the Manager: what it may ask between calls. */
+static void service_flush(void *userdata) {
+        manager_flush(userdata);
+}
+
+static void service_get_live(void *userdata, ServiceLive *ret) {
+        Manager *m = userdata;
+
+        *ret = (ServiceLive) {
+                .backend = m->source ? m->source->ops->name : "none",
+                .uptime_usec = manager_uptime_usec(m),
+                .events_per_second = manager_events_per_second(m),
+        };
+        if (m->source)
+                m->source->ops->get_stats(m->source, &ret->source);
 }
 
 int manager_start(Manager *m) {
@@ -226,9 +232,24 @@ int manager_start(Manager *m) {
                 return log_error_errno(r, "Failed to enable the status timer: %m");
 
         if (m->config.serve) {
-                r = manager_serve(m);
+                r = service_new(&(ServiceConfig) {
+                                        .event = m->event,
+                                        .accounting = m->accounting,
+                                        .usym = m->usym,
+                                        .page_size = m->page_size,
+                                        .socket_path = m->config.socket_path,
+                                        .group = m->config.group,
+                                        .first_message_timeout_usec = m->config.first_message_timeout_usec,
+                                        .request_timeout_usec = m->config.request_timeout_usec,
+                                        .idle_timeout_usec = m->config.idle_timeout_usec,
+                                        .output_timeout_usec = m->config.output_timeout_usec,
+                                        .priority = MANAGER_PRIORITY_CLIENTS,
+                                        .userdata = m,
+                                        .flush = service_flush,
+                                        .get_live = service_get_live,
+                                }, &m->service);
                 if (r < 0)
-                        return r;
+                        return r; /* logged */
         }
         /* On stderr: the first stream line makes journald pin our unit for the summary at exit (log.h). */
         log_stderr(LOG_INFO, "Tracing page allocations with the %s backend.", m->source->ops->name);

@@ -16,12 +16,9 @@
 #include "debounce.h"
 #include "ksym.h"
 #include "perf.h"
-#include "snapshot.h"
+#include "service.h"
 #include "source.h"
 #include "usym.h"
-
-typedef struct VarlinkServer VarlinkServer;
-typedef struct TopStream TopStream;
 
 /* sd-event priority of everything clients cause (the varlink server, Top streams): below the event
  * source's ring buffers (SD_EVENT_PRIORITY_NORMAL), so draining the kernel's records always runs first
@@ -35,7 +32,7 @@ typedef struct ManagerConfig {
         const char *socket_path;        /* NULL: the default */
         const char *group;              /* NULL: the default; "" root only */
         bool serve;                     /* listen on the varlink socket */
-        /* Client deadlines (VarlinkServerConfig); 0: the server's defaults. */
+        /* Client deadlines (ServiceConfig); 0: the server's defaults. */
         uint64_t first_message_timeout_usec, request_timeout_usec, idle_timeout_usec, output_timeout_usec;
         int (*reload_config)(void);     /* SIGHUP: re-reads the configuration file; may be NULL */
 } ManagerConfig;
@@ -50,12 +47,8 @@ typedef struct Manager {
         Debounce *ksym_reload;          /* owned: one kallsyms reload per burst of module loads */
         Accounting *accounting;         /* owned */
         EventSource *source;            /* owned */
-        VarlinkServer *server;          /* owned */
-        Snapshots *snapshots;           /* owned */
+        Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
-        TopStream *top_streams;         /* owned list of open Top(more) calls */
-        size_t n_top_streams;
-        sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
         sd_event_source *sigusr1, *sighup;
@@ -84,7 +77,6 @@ void manager_finish(Manager *m);
 void manager_log_summary(Manager *m, const char *reason);
 double manager_events_per_second(const Manager *m);
 uint64_t manager_uptime_usec(const Manager *m);
-uint64_t manager_rss_bytes(void);
 /* Re-reads kallsyms (SIGHUP; after module loads via ksym_reload). */
 int manager_reload_ksym(Manager *m);
 
@@ -93,7 +85,3 @@ int manager_reload_ksym(Manager *m);
  * burst of loads would stall the drain for seconds. */
 #define KSYM_RELOAD_DELAY_USEC 200000
 #define KSYM_RELOAD_MAX_DELAY_USEC 2000000
-
-/* service.c: registers io.memstrack on the varlink server; frees open Top streams. */
-int manager_serve(Manager *m);
-void manager_stop_serving(Manager *m);

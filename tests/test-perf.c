@@ -7,7 +7,7 @@
  * the tests construct a PerfSource the way perf_source_new() would after opening its events.
  */
 
-#include "../daemon/perf.c"
+#include "../daemon/sources/perf.c"
 
 #include "tests.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * daemon/usym.c against live processes: usym-target children (tests/usym-target.c) print where their
+ * daemon/symbols/usym.c against live processes: usym-target children (tests/usym-target.c) print where their
  * function, libc's getppid() and an anonymous mapping are, and the lookups must name exactly those.
  *
  * Usage: test-usym USYM-TARGET USYM-OTHER (the same program built under two names)

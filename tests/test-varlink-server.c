@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * Tests of daemon/varlink-server.c: a real socket in a temporary directory, the server on an sd-event
+ * Tests of daemon/varlink/varlink-server.c: a real socket in a temporary directory, the server on an sd-event
  * loop driven step by step from the test, and clients in the same process (or forked and setuid'ed for
  * the access-control cases). Waiting is always "run the loop until a condition holds", bounded.
  *
@@ -67,6 +67,7 @@ static void fixture_start(Fixture *f, const VarlinkServerConfig *extra) {
         if (!cfg.socket_mode)
                 cfg.socket_mode = 0666;
         cfg.vendor = "memstrack tests";
+        cfg.product = "memstrackd";
         cfg.version = "1.2.3";
         test_service_fill_config(&f->service, &cfg);
         ASSERT_OK(varlink_server_new(f->event, &cfg, &f->server));
@@ -658,6 +659,7 @@ static void test_socket_setup(void) {
         int fd;
 
         fixture_start(&f, NULL);
+        test_service_fill_config(&f.service, &cfg);
         ASSERT_OK(stat(f.path, &st));
         ASSERT_TRUE(S_ISSOCK(st.st_mode));
         ASSERT_EQ(st.st_mode & 0777, 0666);
@@ -690,6 +692,15 @@ static void test_socket_setup(void) {
         /* Invalid configuration. */
         cfg.socket_path = "relative/path";
         ASSERT_EQ(varlink_server_new(f.event, &cfg, &second), -EINVAL);
+        /* The server has no socket of its own to fall back on, nor error names of its own. */
+        cfg.socket_path = NULL;
+        ASSERT_EQ(varlink_server_new(f.event, &cfg, &second), -EINVAL);
+        cfg.socket_path = f.path;
+        cfg.errors.internal = NULL;
+        ASSERT_EQ(varlink_server_new(f.event, &cfg, &second), -EINVAL);
+        cfg.errors.internal = "not an error name";
+        ASSERT_EQ(varlink_server_new(f.event, &cfg, &second), -EINVAL);
+        ASSERT_EQ(stat(f.path, &st), -1);
 
         fixture_stop(&f);
 }

@@ -20,6 +20,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "config.h"
 #include "log.h"
 #include "macro.h"
 #include "varlink-server.h"
@@ -53,7 +54,8 @@ static int run(int argc, char *argv[]) {
         };
         _cleanup_(varlink_server_freep) VarlinkServer *server = NULL;
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
-        VarlinkServerConfig cfg = { .group = "", .url = "https://example.invalid/memstrack" };
+        VarlinkServerConfig cfg = { .group = "", .vendor = "memstrack", .version = PACKAGE_VERSION,
+                                    .url = "https://example.invalid/memstrack" };
         TestService t = {};
         sigset_t mask;
         uint64_t v;

@@ -253,4 +253,11 @@ void test_service_fill_config(TestService *t, VarlinkServerConfig *cfg) {
         cfg->methods = test_methods;
         cfg->n_methods = ELEMENTSOF(test_methods);
         cfg->userdata = t;
+        /* The test interface declares none of its own: it borrows io.memstrack's, as the tests expect. */
+        cfg->errors = (VarlinkServerErrors) {
+                .permission_denied = MEMSTRACK_ERROR_PERMISSION_DENIED,
+                .too_many_connections = MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS,
+                .limit_exceeded = MEMSTRACK_ERROR_LIMIT_EXCEEDED,
+                .internal = MEMSTRACK_ERROR_INTERNAL,
+        };
 }

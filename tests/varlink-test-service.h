@@ -24,5 +24,5 @@ typedef struct TestService {
         uint64_t streams_aborted;
 } TestService;
 
-/* Fills the interface and method tables and userdata of cfg; other fields are left alone. */
+/* Fills the interface and method tables, the error names and userdata of cfg; other fields are left alone. */
 void test_service_fill_config(TestService *t, VarlinkServerConfig *cfg);

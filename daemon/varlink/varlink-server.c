@@ -19,7 +19,6 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "log.h"
 #include "macro.h"
 #include "varlink-server.h"
@@ -384,7 +383,7 @@ static int call_send(VarlinkCall *call, const char *error, json_t *params, bool 
                                         call->method, size - 1, max);
                         e = json_pack("{s:s, s:I}", "limit", "messageSize", "value", (json_int_t) max);
                         json_decref(message);
-                        message = varlink_reply_new_error(MEMSTRACK_ERROR_LIMIT_EXCEEDED, e);
+                        message = varlink_reply_new_error(c->server->cfg.errors.limit_exceeded, e);
                         r = connection_enqueue_json(c, message);
                         if (r < 0)
                                 return r;
@@ -689,7 +688,7 @@ static int connection_run_call(Connection *c, VarlinkCall *call) {
         }
 
         if ((method->flags & VARLINK_METHOD_ROOT_ONLY) && !c->is_root)
-                return call_error_name(call, MEMSTRACK_ERROR_PERMISSION_DENIED, "reason",
+                return call_error_name(call, s->cfg.errors.permission_denied, "reason",
                                 "this method is for root only");
 
         return method->handler(call, call->parameters, s->cfg.userdata);
@@ -721,7 +720,7 @@ static void connection_handle_message(Connection *c, const char *text, size_t si
                  * the connection ends. */
                 if (!((r < 0 ? flags : m.flags) & VARLINK_CALL_ONEWAY)) {
                         e = json_pack("{s:s}", "reason", "not root and not in the allowed group");
-                        connection_reply_error(c, MEMSTRACK_ERROR_PERMISSION_DENIED, e);
+                        connection_reply_error(c, c->server->cfg.errors.permission_denied, e);
                 }
                 c->close_after_flush = true;
                 varlink_call_message_done(&m);
@@ -760,7 +759,7 @@ static void connection_handle_message(Connection *c, const char *text, size_t si
                 json_auto_t *e = json_pack("{s:i, s:s}", "errno", -r, "message", strerror(-r));
 
                 log_debug("varlink: %s failed: %s", call->method, strerror(-r));
-                if (!e || varlink_call_error(call, MEMSTRACK_ERROR_INTERNAL, e) < 0)
+                if (!e || varlink_call_error(call, c->server->cfg.errors.internal, e) < 0)
                         connection_kill(c, "cannot send error reply");
         }
 }
@@ -1002,9 +1001,9 @@ static Connection *server_oldest_silent(VarlinkServer *s, bool any_uid, uid_t ui
 
 /* Tells a peer why it is turned away, best effort: one error reply on a fresh socket always fits its
  * buffer, and nothing is waited for. */
-static void send_too_many_connections(int fd, const char *reason) {
+static void send_too_many_connections(VarlinkServer *s, int fd, const char *reason) {
         json_auto_t *p = json_pack("{s:s}", "reason", reason);
-        json_auto_t *message = p ? varlink_reply_new_error(MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS, p) : NULL;
+        json_auto_t *message = p ? varlink_reply_new_error(s->cfg.errors.too_many_connections, p) : NULL;
         _cleanup_free_ char *text = NULL;
         size_t size;
 
@@ -1018,7 +1017,7 @@ static void send_too_many_connections(int fd, const char *reason) {
 static void server_evict(VarlinkServer *s, Connection *victim, const char *reason) {
         log_debug("varlink: evicting silent connection of uid %u pid %d: %s", (unsigned) victim->uid,
                         (int) victim->pid, reason);
-        send_too_many_connections(victim->fd, reason);
+        send_too_many_connections(s, victim->fd, reason);
         connection_free(victim);
 }
 
@@ -1041,7 +1040,7 @@ static int server_find_slot(VarlinkServer *s, int fd, uid_t uid) {
                         (void) snprintf(reason, sizeof(reason), "uid %u has %u connections open, the limit",
                                         (unsigned) uid, s->cfg.max_connections_per_uid);
                         log_debug("varlink: refusing a connection: %s", reason);
-                        send_too_many_connections(fd, reason);
+                        send_too_many_connections(s, fd, reason);
                         return -EBUSY;
                 }
                 server_evict(s, victim, "a newer connection of the same user needs the slot");
@@ -1052,7 +1051,7 @@ static int server_find_slot(VarlinkServer *s, int fd, uid_t uid) {
                         (void) snprintf(reason, sizeof(reason), "%u connections open, the limit%s",
                                         s->n_connections, uid != 0 ? " for users other than root" : "");
                         log_debug("varlink: refusing a connection of uid %u: %s", (unsigned) uid, reason);
-                        send_too_many_connections(fd, reason);
+                        send_too_many_connections(s, fd, reason);
                         return -EBUSY;
                 }
                 server_evict(s, victim, "the server is full and a new connection needs the slot");
@@ -1371,7 +1370,9 @@ static int server_listen(VarlinkServer *s) {
                 return 0;
         }
 
-        return server_bind(s, s->cfg.socket_path ? s->cfg.socket_path : MEMSTRACK_SOCKET_DEFAULT);
+        if (!s->cfg.socket_path)
+                return log_debug_errno(EINVAL, "varlink: no socket path and no socket-activated fd");
+        return server_bind(s, s->cfg.socket_path);
 }
 
 static char *strdup_or(const char *s, const char *fallback) {
@@ -1418,6 +1419,12 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
         for (size_t i = 0; i < cfg->n_methods; i++)
                 if (!varlink_method_name_is_valid(cfg->methods[i].name))
                         return -EINVAL;
+        /* The errors the server sends on its own belong to the caller's interface. */
+        const char *const error_names[] = { cfg->errors.permission_denied, cfg->errors.too_many_connections,
+                                            cfg->errors.limit_exceeded, cfg->errors.internal };
+        for (size_t i = 0; i < ELEMENTSOF(error_names); i++)
+                if (!error_names[i] || !varlink_method_name_is_valid(error_names[i]))
+                        return -EINVAL;
 
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -1449,10 +1456,10 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
         if (s->cfg.output_timeout_usec == 0)
                 s->cfg.output_timeout_usec = VARLINK_SERVER_OUTPUT_TIMEOUT_USEC_DEFAULT;
 
-        s->group = strdup_or(cfg->group, MEMSTRACK_GROUP_DEFAULT);
-        s->vendor = strdup_or(cfg->vendor, "memstrack");
-        s->product = strdup_or(cfg->product, "memstrackd");
-        s->version = strdup_or(cfg->version, PACKAGE_VERSION);
+        s->group = strdup_or(cfg->group, "");
+        s->vendor = strdup_or(cfg->vendor, "");
+        s->product = strdup_or(cfg->product, "");
+        s->version = strdup_or(cfg->version, "");
         s->url = strdup_or(cfg->url, "");
         if (!s->group || !s->vendor || !s->product || !s->version || !s->url)
                 return -ENOMEM;

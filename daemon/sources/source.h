@@ -12,17 +12,9 @@
 
 #include <systemd/sd-event.h>
 
-#include "event.h"
+#include "event.h" /* MsEvent, MsEventSink, EventSourceStats */
 
 #define SOURCE_MAX_CPUS 4096
-
-typedef struct EventSourceStats {
-        uint64_t records;               /* records decoded into events */
-        uint64_t lost_records;          /* records the kernel dropped (PERF_RECORD_LOST and friends) */
-        uint64_t wakeups;               /* times the source was woken up to drain */
-        size_t n_cpus;
-        uint64_t *lost_per_cpu;         /* n_cpus entries, owned by the source, valid until it is freed */
-} EventSourceStats;
 
 typedef struct EventSource EventSource;
 

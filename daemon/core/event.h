@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum MsEventType {
@@ -66,3 +67,12 @@ typedef struct MsEventSink {
         void (*event)(void *userdata, const MsEvent *event);
         void *userdata;
 } MsEventSink;
+
+/* What a source counts about its own delivery: in the summary and Status replies, beside the core's counts. */
+typedef struct EventSourceStats {
+        uint64_t records;               /* records decoded into events */
+        uint64_t lost_records;          /* records the kernel dropped (PERF_RECORD_LOST and friends) */
+        uint64_t wakeups;               /* times the source was woken up to drain */
+        size_t n_cpus;
+        uint64_t *lost_per_cpu;         /* n_cpus entries, owned by the source, valid until it is freed */
+} EventSourceStats;

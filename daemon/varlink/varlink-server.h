@@ -4,7 +4,9 @@
 /*
  * A generic varlink server on sd-event: listening socket, access control from SO_PEERCRED, framing,
  * limits, org.varlink.service, and dispatch of calls to a method table. It knows nothing about memory
- * accounting; memstrackd registers io.memstrack's methods, tests register io.memstrack.test's.
+ * accounting nor any interface but org.varlink.service: the caller names its interfaces, methods, the
+ * errors the server sends on its behalf and where to listen (memstrackd registers io.memstrack through
+ * daemon/api/service.c, tests register io.memstrack.test).
  *
  * Per connection, calls are answered strictly in order: the next call is read only once the current one
  * got its final reply (a "more" stream delays the calls pipelined behind it). Oneway calls never get a
@@ -13,7 +15,7 @@
  *
  * Clients cannot hold slots or memory for free: deadlines close connections that stay silent, trickle,
  * idle or leave output unread; a newcomer finding the table full evicts the oldest silent connection or
- * is refused with io.memstrack.TooManyConnections; requests and all queued output have caps (see
+ * is refused with the caller's TooManyConnections error; requests and all queued output have caps (see
  * VarlinkServerConfig and docs/protocol.md, Limits).
  */
 
@@ -51,8 +53,8 @@ typedef struct VarlinkCall VarlinkCall;
 /*
  * A method handler. parameters is the call's parameter object (borrowed, valid while the call is).
  * Reply with varlink_call_reply()/varlink_call_error() before returning, or keep the call and reply later
- * (from a timer, for a "more" stream). Returns 0, or -errno: if the call was not answered yet it gets an
- * io.memstrack.InternalError reply.
+ * (from a timer, for a "more" stream). Returns 0, or -errno: if the call was not answered yet it gets the
+ * caller's internal error (VarlinkServerErrors).
  */
 typedef int (*VarlinkMethodHandler)(VarlinkCall *call, json_t *parameters, void *userdata);
 
@@ -75,14 +77,23 @@ typedef struct VarlinkInterface {
         const char *description;        /* the IDL text served by GetInterfaceDescription */
 } VarlinkInterface;
 
+/* The errors the server sends by itself, named in the caller's interface (all required, e.g.
+ * "io.memstrack.PermissionDenied"). Their parameters are fixed: */
+typedef struct VarlinkServerErrors {
+        const char *permission_denied;  /* {reason}: not root nor in the group, or a root-only method */
+        const char *too_many_connections; /* {reason}: refused or evicted for lack of a slot */
+        const char *limit_exceeded;     /* {limit: "messageSize", value}: a reply over max_message_bytes */
+        const char *internal;           /* {errno, message}: a handler failed without answering */
+} VarlinkServerErrors;
+
 /*
- * Zero means "the default" for every field. Strings are copied; the interface and method tables are
+ * Zero means "the default" for every field but errors and socket_path. Strings are copied; the interface and method tables are
  * borrowed and must outlive the server (they are static in practice).
  */
 typedef struct VarlinkServerConfig {
-        const char *socket_path;        /* MEMSTRACK_SOCKET_DEFAULT; ignored with a socket-activated fd */
+        const char *socket_path;        /* required, unless a socket-activated fd is passed (then ignored) */
         unsigned socket_mode;           /* 0660 */
-        const char *group;              /* allowed group, MEMSTRACK_GROUP_DEFAULT; "" for root only */
+        const char *group;              /* allowed group; NULL or "" for root only */
         size_t max_message_bytes;       /* 16 MiB: the longest reply (LimitExceeded instead) */
         size_t max_request_bytes;       /* 64 KiB: the longest incoming message, else disconnect */
         unsigned max_connections;       /* 64, the last VARLINK_SERVER_ROOT_RESERVED_CONNECTIONS for root */
@@ -102,7 +113,8 @@ typedef struct VarlinkServerConfig {
          * the kernel's rings) at a smaller value. 0: SD_EVENT_PRIORITY_NORMAL. */
         int64_t priority;
 
-        const char *vendor, *product, *version, *url; /* for org.varlink.service.GetInfo */
+        const char *vendor, *product, *version, *url; /* for org.varlink.service.GetInfo; NULL: "" */
+        VarlinkServerErrors errors;
 
         const VarlinkInterface *interfaces; /* besides org.varlink.service, which is built in */
         size_t n_interfaces;
@@ -115,7 +127,8 @@ typedef struct VarlinkServerConfig {
  * Starts serving on e: takes the socket-activated fd if LISTEN_FDS passes exactly one listening
  * AF_UNIX stream socket, else binds socket_path (creating its directory 0755, replacing a stale socket,
  * refusing if another server answers there: -EADDRINUSE). The group is resolved once, here: a missing
- * group means root only (logged). -errno on failure, logged at debug; the caller logs once.
+ * group means root only (logged). -EINVAL for a bad table, missing error names, or no socket path
+ * without an activated fd; -errno on failure, logged at debug; the caller logs once.
  */
 int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServer **ret);
 /* Closes every connection (calling pending disconnect handlers), the listening socket, and removes the
@@ -134,7 +147,7 @@ const char *varlink_server_get_socket_path(const VarlinkServer *s);
  * varlink_call_reply() and varlink_call_error() end the call: the pointer is invalid afterwards.
  * varlink_call_reply_more() sends a non-final reply ("continues": true) and needs a "more" call
  * (-EINVAL otherwise; check varlink_call_wants_more()). For oneway calls nothing is sent but the calls
- * still end. A reply larger than max_message_bytes is replaced by io.memstrack.LimitExceeded and ends
+ * still end. A reply larger than max_message_bytes is replaced by errors.limit_exceeded and ends
  * the call. Returns 0, -ENOMEM, or -ECONNRESET when the connection is being dropped (the call stays
  * valid until its disconnect handler ran).
  */

@@ -5,16 +5,41 @@
  * and snapshot.c; this file only maps calls onto them and errors onto the interface's errors.
  */
 
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
-#include "manager.h"
 #include "query.h"
+#include "service.h"
+#include "snapshot.h"
 #include "varlink-server.h"
 #include "varlink.h"
 
 extern const char varlink_interface_io_memstrack[];
+
+typedef struct TopStream TopStream;
+
+struct Service {
+        /* From ServiceConfig: event, accounting and usym are borrowed. */
+        sd_event *event;
+        Accounting *accounting;
+        UserSymbols *usym;
+        long page_size;
+        int64_t priority;
+        void *userdata;
+        void (*flush)(void *userdata);
+        void (*get_live)(void *userdata, ServiceLive *ret);
+
+        VarlinkServer *server;          /* owned */
+        Snapshots *snapshots;           /* owned */
+        TopStream *top_streams;         /* owned list of open Top(more) calls */
+        size_t n_top_streams;
+        sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
+};
 
 /*
  * Top streams share one tick: every TOP_TICK_USEC the streams that are due get the frame of their sort,
@@ -23,7 +48,7 @@ extern const char varlink_interface_io_memstrack[];
  * serialization is per stream, and TOP_STREAMS_MAX bounds that.
  */
 struct TopStream {
-        Manager *manager;
+        Service *service;
         VarlinkCall *call;              /* the open Top call; its connection owns it */
         uint64_t interval_usec;
         uint64_t next_usec;             /* CLOCK_MONOTONIC time of the next update */
@@ -43,6 +68,25 @@ static uint64_t now_usec(clockid_t clock) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
+static uint64_t rss_bytes(void) {
+        unsigned long long size, resident;
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
+
+        if (!f || fscanf(f, "%llu %llu", &size, &resident) != 2)
+                return 0;
+        return resident * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
+static void service_flush(Service *sv) {
+        sv->flush(sv->userdata);
+}
+
+static ServiceLive service_live(Service *sv) {
+        ServiceLive live = { .backend = "none" };
+        sv->get_live(sv->userdata, &live);
+        return live;
+}
+
 /* Checks the parameters (replying InvalidParameter if they are wrong), then brings the core up to date
  * with what the kernel reported so far: every method answers about now. */
 static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField *fields, size_t n) {
@@ -52,41 +96,40 @@ static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField 
                 (void) varlink_call_error_invalid_parameter(call, bad ?: "parameters");
                 return r;
         }
-        manager_flush(varlink_call_get_userdata(call));
+        service_flush(varlink_call_get_userdata(call));
         return 0;
 }
 
 static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
 static const char *const sort_choices_pages[] = { "current", "peak", NULL };
 
-static json_t *status_json(Manager *m, bool peer_is_root) {
+static json_t *status_json(Service *sv, bool peer_is_root) {
         AccountingStats s;
-        EventSourceStats src = {};
         StackTreeStats st;
         UsageStats us;
 
-        accounting_get_stats(m->accounting, &s);
-        stacktree_get_stats(accounting_stacktree(m->accounting), &st);
-        usage_get_stats(accounting_usage(m->accounting), &us);
-        if (m->source)
-                m->source->ops->get_stats(m->source, &src);
+        accounting_get_stats(sv->accounting, &s);
+        stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
+        usage_get_stats(accounting_usage(sv->accounting), &us);
+        ServiceLive live = service_live(sv);
+        const EventSourceStats *src = &live.source;
 
         json_t *lost = json_array();
-        for (size_t i = 0; lost && i < src.n_cpus; i++)
-                (void) json_array_append_new(lost, json_integer((json_int_t) src.lost_per_cpu[i]));
+        for (size_t i = 0; lost && i < src->n_cpus; i++)
+                (void) json_array_append_new(lost, json_integer((json_int_t) src->lost_per_cpu[i]));
 
         size_t baseline_tasks;
-        uint64_t baseline = usage_baseline_pages(accounting_usage(m->accounting), &baseline_tasks);
-        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(m->accounting));
+        uint64_t baseline = usage_baseline_pages(accounting_usage(sv->accounting), &baseline_tasks);
+        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(sv->accounting));
 
         return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
-                         "backend", m->source ? m->source->ops->name : "none",
+                         "backend", live.backend,
                          "version", PACKAGE_VERSION,
-                         "uptimeUsec", (json_int_t) manager_uptime_usec(m),
-                         "eventsPerSecond", manager_events_per_second(m),
+                         "uptimeUsec", (json_int_t) live.uptime_usec,
+                         "eventsPerSecond", live.events_per_second,
                          "events", (json_int_t) s.events,
                          "resets", (json_int_t) s.resets,
-                         "lostEvents", (json_int_t) MAX(s.lost_events, src.lost_records),
+                         "lostEvents", (json_int_t) MAX(s.lost_events, src->lost_records),
                          "lostPerCpu", lost,
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
@@ -95,28 +138,29 @@ static json_t *status_json(Manager *m, bool peer_is_root) {
                          "untrackedFrees", (json_int_t) s.untracked_frees,
                          "untrackedFreePages", (json_int_t) s.untracked_free_pages,
                          "invalidEvents", (json_int_t) s.invalid_events,
-                         "daemonMemoryBytes", (json_int_t) manager_rss_bytes(),
+                         "daemonMemoryBytes", (json_int_t) rss_bytes(),
                          "stackNodes", (json_int_t) st.n_nodes,
                          "stackNodeBudget", (json_int_t) st.max_nodes,
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "truncatedPages", (json_int_t) truncated_pages,
                          "tasksEvicted", (json_int_t) us.tasks_evicted,
-                         "kernelAddressesHidden", !peer_is_root || !m->ksym || ksym_addresses_hidden(m->ksym),
-                         "pageSize", (int) m->page_size);
+                         "kernelAddressesHidden", !peer_is_root || !accounting_ksym(sv->accounting) ||
+                                                  ksym_addresses_hidden(accounting_ksym(sv->accounting)),
+                         "pageSize", (int) sv->page_size);
 }
 
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        json_auto_t *reply = status_json(m, varlink_call_peer_is_root(call));
+        json_auto_t *reply = status_json(sv, varlink_call_peer_is_root(call));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
 
 static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         int64_t limit = 10;
         const VarlinkField fields[] = {
                 { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
@@ -129,24 +173,25 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
         /* The biggest: tasks holding nothing are not among them. */
-        r = query_tasks(m->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1,
-                                                       .hide_zero = true }, &tasks);
+        r = query_tasks(sv->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1,
+                                                        .hide_zero = true }, &tasks);
         if (r < 0)
                 return r;
-        r = query_modules(m->accounting, QUERY_SORT_CURRENT, (size_t) limit, &modules);
+        r = query_modules(sv->accounting, QUERY_SORT_CURRENT, (size_t) limit, &modules);
         if (r < 0)
                 return r;
 
-        accounting_get_stats(m->accounting, &s);
-        usage_get_stats(accounting_usage(m->accounting), &us);
+        accounting_get_stats(sv->accounting, &s);
+        usage_get_stats(accounting_usage(sv->accounting), &us);
+        ServiceLive live = service_live(sv);
         reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O}",
-                          "backend", m->source ? m->source->ops->name : "none",
-                          "uptimeUsec", (json_int_t) manager_uptime_usec(m),
+                          "backend", live.backend,
+                          "uptimeUsec", (json_int_t) live.uptime_usec,
                           "pages", "current", (json_int_t) s.current_pages, "peak", (json_int_t) s.peak_pages,
                           "events", (json_int_t) s.events,
                           "lostEvents", (json_int_t) s.lost_events,
                           "untrackedFrees", (json_int_t) s.untracked_frees,
-                          "pageSize", (int) m->page_size,
+                          "pageSize", (int) sv->page_size,
                           "taskCount", (json_int_t) us.n_tasks,
                           "moduleCount", (json_int_t) json_array_size(modules),
                           "topTasks", json_object_get(tasks, "tasks"),
@@ -158,7 +203,7 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
 }
 
 static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         const char *sort = NULL, *comm = NULL;
         int64_t limit = 50, pid = -1;
         bool include_exited = false, threads = false, hide_zero = false;
@@ -184,7 +229,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .threads = threads,
                 .hide_zero = hide_zero,
         };
-        int r = query_tasks(m->accounting, &q, &reply);
+        int r = query_tasks(sv->accounting, &q, &reply);
         if (r == -ESRCH) {
                 json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
@@ -195,7 +240,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
 }
 
 static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         const char *sort = NULL;
         int64_t limit = 50;
         const VarlinkField fields[] = {
@@ -206,7 +251,7 @@ static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata)
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = query_modules(m->accounting, query_sort_from_string(sort), (size_t) limit, &modules);
+        int r = query_modules(sv->accounting, query_sort_from_string(sort), (size_t) limit, &modules);
         if (r < 0)
                 return r;
         reply = json_pack("{s:O}", "modules", modules);
@@ -216,7 +261,7 @@ static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata)
 }
 
 static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         const char *module = NULL, *sort = NULL;
         int64_t pid = -1, max_depth = 32, min_pages = 1, max_children = 16;
         const VarlinkField fields[] = {
@@ -242,9 +287,9 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 .max_children = (unsigned) max_children,
                 .sort = query_sort_from_string(sort),
                 .show_addresses = varlink_call_peer_is_root(call),
-                .usym = m->usym,
+                .usym = sv->usym,
         };
-        int r = query_stacktree(m->accounting, &q, &reply);
+        int r = query_stacktree(sv->accounting, &q, &reply);
         if (r == -ESRCH) {
                 json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
@@ -260,29 +305,30 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
 
 /* One Top frame: totals and the first limit tasks (without those holding nothing if hide_zero) and
  * modules in sort order. */
-static int top_frame(Manager *m, QuerySort sort, int64_t limit, bool hide_zero, json_t **ret) {
+static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero, json_t **ret) {
         json_auto_t *tasks = NULL, *modules = NULL;
         AccountingStats s;
         StackTreeStats st;
         int r;
 
-        r = query_tasks(m->accounting, &(QueryTasks) { .sort = sort, .limit = (size_t) limit, .pid = -1,
-                                                       .hide_zero = hide_zero }, &tasks);
+        r = query_tasks(sv->accounting, &(QueryTasks) { .sort = sort, .limit = (size_t) limit, .pid = -1,
+                                                        .hide_zero = hide_zero }, &tasks);
         if (r < 0)
                 return r;
-        r = query_modules(m->accounting, sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : sort, (size_t) limit,
+        r = query_modules(sv->accounting, sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : sort, (size_t) limit,
                           &modules);
         if (r < 0)
                 return r;
-        accounting_get_stats(m->accounting, &s);
-        stacktree_get_stats(accounting_stacktree(m->accounting), &st);
+        accounting_get_stats(sv->accounting, &s);
+        stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
+        ServiceLive live = service_live(sv);
         *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O}",
                          "timestampUsec", (json_int_t) now_usec(CLOCK_MONOTONIC),
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
-                         "eventsPerSecond", manager_events_per_second(m),
+                         "eventsPerSecond", live.events_per_second,
                          "lostEvents", (json_int_t) s.lost_events,
-                         "uptimeUsec", (json_int_t) manager_uptime_usec(m),
+                         "uptimeUsec", (json_int_t) live.uptime_usec,
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "tasks", json_object_get(tasks, "tasks"),
                          "evicted", json_object_get(tasks, "evicted"),
@@ -316,14 +362,14 @@ static json_t *top_frame_cut(json_t *frame, int64_t limit) {
 static TopStream *top_stream_free(TopStream *t) {
         if (!t)
                 return NULL;
-        Manager *m = t->manager;
+        Service *sv = t->service;
         if (t->prev)
                 t->prev->next = t->next;
-        else if (m->top_streams == t)
-                m->top_streams = t->next;
+        else if (sv->top_streams == t)
+                sv->top_streams = t->next;
         if (t->next)
                 t->next->prev = t->prev;
-        m->n_top_streams--;
+        sv->n_top_streams--;
         free(t);
         return NULL;
 }
@@ -347,28 +393,28 @@ static int top_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         /* One frame per sort key and zero-row filter, shared by every stream that asks for it. */
         json_t *frames[_QUERY_SORT_MAX][2] = {};
         int64_t limits[_QUERY_SORT_MAX][2] = {};
-        Manager *m = userdata;
+        Service *sv = userdata;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         bool any = false;
         int r;
 
-        for (TopStream *t = m->top_streams; t; t = t->next)
+        for (TopStream *t = sv->top_streams; t; t = t->next)
                 if (top_stream_wants_frame(t, now)) {
                         limits[t->sort][t->hide_zero] = MAX(limits[t->sort][t->hide_zero], t->limit);
                         any = true;
                 }
         if (any) {
-                manager_flush(m);
+                service_flush(sv);
                 for (QuerySort q = 0; q < _QUERY_SORT_MAX; q++)
                         for (int z = 0; z < 2; z++)
                                 if (limits[q][z] > 0) {
-                                        r = top_frame(m, q, limits[q][z], z, &frames[q][z]);
+                                        r = top_frame(sv, q, limits[q][z], z, &frames[q][z]);
                                         if (r < 0)
                                                 log_debug_errno(r, "Top frame failed, skipping a beat: %m");
                                 }
         }
 
-        for (TopStream *t = m->top_streams, *next; t; t = next) {
+        for (TopStream *t = sv->top_streams, *next; t; t = next) {
                 next = t->next; /* a failed send never frees t here, but do not rely on it */
                 if (!top_stream_due(t, now))
                         continue;
@@ -390,40 +436,40 @@ static int top_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 for (int z = 0; z < 2; z++)
                         json_decref(frames[q][z]);
 
-        if (!m->top_streams)
+        if (!sv->top_streams)
                 return sd_event_source_set_enabled(s, SD_EVENT_OFF);
         /* A late tick does not make the next ones come back to back. */
         return sd_event_source_set_time(s, MAX(usec + TOP_TICK_USEC, now + TOP_TICK_USEC / 2));
 }
 
 /* Starts the shared tick if no stream kept it running. */
-static int top_tick_start(Manager *m) {
+static int top_tick_start(Service *sv) {
         int r;
 
-        if (!m->top_tick) {
-                r = sd_event_add_time_relative(m->event, &m->top_tick, CLOCK_MONOTONIC, TOP_TICK_USEC, 0, top_tick, m);
+        if (!sv->top_tick) {
+                r = sd_event_add_time_relative(sv->event, &sv->top_tick, CLOCK_MONOTONIC, TOP_TICK_USEC, 0, top_tick, sv);
                 if (r < 0)
                         return r;
-                (void) sd_event_source_set_description(m->top_tick, "top-tick");
+                (void) sd_event_source_set_description(sv->top_tick, "top-tick");
                 /* Below the event rings, as every client's work. */
-                r = sd_event_source_set_priority(m->top_tick, MANAGER_PRIORITY_CLIENTS);
+                r = sd_event_source_set_priority(sv->top_tick, sv->priority);
                 if (r < 0)
                         return r;
         } else {
                 int enabled = SD_EVENT_OFF;
-                (void) sd_event_source_get_enabled(m->top_tick, &enabled);
+                (void) sd_event_source_get_enabled(sv->top_tick, &enabled);
                 if (enabled != SD_EVENT_OFF)
                         return 0;
-                r = sd_event_source_set_time_relative(m->top_tick, TOP_TICK_USEC);
+                r = sd_event_source_set_time_relative(sv->top_tick, TOP_TICK_USEC);
                 if (r < 0)
                         return r;
         }
         /* Time sources are one-shot by default; top_tick() moves the time on. */
-        return sd_event_source_set_enabled(m->top_tick, SD_EVENT_ON);
+        return sd_event_source_set_enabled(sv->top_tick, SD_EVENT_ON);
 }
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         const char *sort = NULL;
         int64_t interval = 1000000, limit = 20;
         bool hide_zero = false;
@@ -439,11 +485,11 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        if (varlink_call_wants_more(call) && m->n_top_streams >= TOP_STREAMS_MAX) {
+        if (varlink_call_wants_more(call) && sv->n_top_streams >= TOP_STREAMS_MAX) {
                 json_auto_t *p = json_pack("{s:s, s:i}", "limit", "topStreams", "value", TOP_STREAMS_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
-        r = top_frame(m, query_sort_from_string(sort), limit, hide_zero, &reply);
+        r = top_frame(sv, query_sort_from_string(sort), limit, hide_zero, &reply);
         if (r < 0)
                 return r;
         if (!varlink_call_wants_more(call))
@@ -452,20 +498,20 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         t = calloc(1, sizeof(TopStream));
         if (!t)
                 return -ENOMEM;
-        *t = (TopStream) { .manager = m, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
+        *t = (TopStream) { .service = sv, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
                            .sort = query_sort_from_string(sort), .hide_zero = hide_zero,
                            .next_usec = now_usec(CLOCK_MONOTONIC) + (uint64_t) interval };
-        r = top_tick_start(m);
+        r = top_tick_start(sv);
         if (r < 0)
                 return r;
         r = varlink_call_reply_more(call, reply);
         if (r < 0)
                 return r;
-        t->next = m->top_streams;
+        t->next = sv->top_streams;
         if (t->next)
                 t->next->prev = t;
-        m->top_streams = t;
-        m->n_top_streams++;
+        sv->top_streams = t;
+        sv->n_top_streams++;
         varlink_call_set_disconnect_handler(call, top_disconnected, t);
         TAKE_PTR(t);
         return 0;
@@ -473,7 +519,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
         static const char *const choices[] = { "peaks", "all", NULL };
-        Manager *m = userdata;
+        Service *sv = userdata;
         const char *what = NULL;
         const VarlinkField fields[] = {
                 { .name = "what", .type = VARLINK_FIELD_STRING, .ret = &what, .mandatory = true, .choices = choices },
@@ -481,13 +527,13 @@ static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        accounting_reset(m->accounting, streq(what, "all") ? ACCOUNTING_RESET_ALL : ACCOUNTING_RESET_PEAKS);
+        accounting_reset(sv->accounting, streq(what, "all") ? ACCOUNTING_RESET_ALL : ACCOUNTING_RESET_PEAKS);
         log_notice("Reset of %s requested by uid %u.", what, (unsigned) varlink_call_get_peer_uid(call));
         return varlink_call_reply(call, NULL);
 }
 
 static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         const char *name = NULL;
         const VarlinkField fields[] = {
                 { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
@@ -497,7 +543,7 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = snapshots_save(m->snapshots, name, m->accounting, now);
+        int r = snapshots_save(sv->snapshots, name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
         if (r == -ENOSPC) {
@@ -513,7 +559,7 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 }
 
 static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         const char *name = NULL;
         int64_t limit = 50;
         const VarlinkField fields[] = {
@@ -524,7 +570,7 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = snapshots_diff(m->snapshots, name, m->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
+        int r = snapshots_diff(sv->snapshots, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -535,12 +581,12 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 }
 
 static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
+        Service *sv = userdata;
         json_auto_t *reply = NULL;
 
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        int r = snapshots_list(m->snapshots, m->accounting, &reply);
+        int r = snapshots_list(sv->snapshots, sv->accounting, &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -580,10 +626,47 @@ static const VarlinkInterface interfaces[] = {
         { "io.memstrack", varlink_interface_io_memstrack },
 };
 
-int manager_serve(Manager *m) {
+Service *service_free(Service *sv) {
+        if (!sv)
+                return NULL;
+        /* Freeing the server calls every open call's disconnect handler, which frees its stream. */
+        sv->server = varlink_server_free(sv->server);
+        while (sv->top_streams)
+                top_stream_free(sv->top_streams);
+        sd_event_source_disable_unref(sv->top_tick);
+        snapshots_free(sv->snapshots);
+        free(sv);
+        return NULL;
+}
+
+int service_new(const ServiceConfig *config, Service **ret) {
+        _cleanup_(service_freep) Service *sv = NULL;
+        int r;
+
+        assert(config);
+        assert(config->event && config->accounting && config->flush && config->get_live);
+        assert(ret);
+
+        sv = calloc(1, sizeof(Service));
+        if (!sv)
+                return log_oom();
+        *sv = (Service) {
+                .event = config->event,
+                .accounting = config->accounting,
+                .usym = config->usym,
+                .page_size = config->page_size,
+                .priority = config->priority,
+                .userdata = config->userdata,
+                .flush = config->flush,
+                .get_live = config->get_live,
+        };
+        sv->snapshots = snapshots_new();
+        if (!sv->snapshots)
+                return log_oom();
+
         VarlinkServerConfig c = {
-                .socket_path = m->config.socket_path,
-                .group = m->config.group,
+                .socket_path = config->socket_path ?: MEMSTRACK_SOCKET_DEFAULT,
+                .group = config->group ?: MEMSTRACK_GROUP_DEFAULT,
                 .vendor = "memstrack",
                 .product = "memstrackd",
                 .version = PACKAGE_VERSION,
@@ -592,25 +675,24 @@ int manager_serve(Manager *m) {
                 .n_interfaces = ELEMENTSOF(interfaces),
                 .methods = methods,
                 .n_methods = ELEMENTSOF(methods),
-                .userdata = m,
-                .first_message_timeout_usec = m->config.first_message_timeout_usec,
-                .request_timeout_usec = m->config.request_timeout_usec,
-                .idle_timeout_usec = m->config.idle_timeout_usec,
-                .output_timeout_usec = m->config.output_timeout_usec,
-                .priority = MANAGER_PRIORITY_CLIENTS,
+                .errors = {
+                        .permission_denied = MEMSTRACK_ERROR_PERMISSION_DENIED,
+                        .too_many_connections = MEMSTRACK_ERROR_TOO_MANY_CONNECTIONS,
+                        .limit_exceeded = MEMSTRACK_ERROR_LIMIT_EXCEEDED,
+                        .internal = MEMSTRACK_ERROR_INTERNAL,
+                },
+                .userdata = sv,
+                .first_message_timeout_usec = config->first_message_timeout_usec,
+                .request_timeout_usec = config->request_timeout_usec,
+                .idle_timeout_usec = config->idle_timeout_usec,
+                .output_timeout_usec = config->output_timeout_usec,
+                .priority = config->priority,
         };
-        int r = varlink_server_new(m->event, &c, &m->server);
+        r = varlink_server_new(sv->event, &c, &sv->server);
         if (r < 0)
-                return log_error_errno(r, "Failed to listen on %s: %m", m->config.socket_path ?: MEMSTRACK_SOCKET_DEFAULT);
-        const char *path = varlink_server_get_socket_path(m->server);
+                return log_error_errno(r, "Failed to listen on %s: %m", c.socket_path);
+        const char *path = varlink_server_get_socket_path(sv->server);
         log_info("Serving io.memstrack on %s.", path ?: "the socket passed by systemd");
+        *ret = TAKE_PTR(sv);
         return 0;
-}
-
-void manager_stop_serving(Manager *m) {
-        /* Freeing the server calls every open call's disconnect handler, which frees its stream. */
-        m->server = varlink_server_free(m->server);
-        while (m->top_streams)
-                top_stream_free(m->top_streams);
-        m->top_tick = sd_event_source_disable_unref(m->top_tick);
 }

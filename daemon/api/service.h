@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Service: io.memstrack on the generic varlink server. It owns the server, the named snapshots and the
+ * open Top streams with their shared tick; what it answers about (the accounting core, user symbols, the
+ * event source's figures) belongs to its owner and reaches it through ServiceConfig, so the API knows
+ * neither the Manager nor any particular source.
+ */
+
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "accounting.h"
+#include "event.h"
+#include "macro.h"
+#include "usym.h"
+
+typedef struct Service Service;
+
+/* What the owner knows at the moment of a call. */
+typedef struct ServiceLive {
+        const char *backend;            /* the event source's name; "none" without a source */
+        EventSourceStats source;        /* zeros without a source */
+        uint64_t uptime_usec;
+        double events_per_second;
+} ServiceLive;
+
+typedef struct ServiceConfig {
+        sd_event *event;                /* borrowed */
+        Accounting *accounting;         /* borrowed; its Ksym tells whether kernel addresses are hidden */
+        UserSymbols *usym;              /* borrowed: names user frames in StackTree replies */
+        long page_size;
+        const char *socket_path;        /* NULL: MEMSTRACK_SOCKET_DEFAULT (copied) */
+        const char *group;              /* NULL: MEMSTRACK_GROUP_DEFAULT; "" root only (copied) */
+        /* Client deadlines (VarlinkServerConfig); 0: the server's defaults. */
+        uint64_t first_message_timeout_usec, request_timeout_usec, idle_timeout_usec, output_timeout_usec;
+        int64_t priority;               /* sd-event priority of all client work (server, Top tick) */
+
+        void *userdata;                 /* passed to the callbacks */
+        /* Brings the core up to date with what the kernel reported so far; every call runs it first. */
+        void (*flush)(void *userdata);
+        void (*get_live)(void *userdata, ServiceLive *ret);
+} ServiceConfig;
+
+/* Listens (or takes the socket-activated fd) and serves until freed. Logs its failures. */
+int service_new(const ServiceConfig *config, Service **ret);
+/* Closes every connection, which ends the open Top streams. Takes NULL, returns NULL. */
+Service *service_free(Service *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Service *, service_free);

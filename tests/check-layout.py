@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Keeps the source layout honest: which folder may include which, and no folder-level cycle.
+
+Usage: check-layout.py SOURCE_ROOT
+       check-layout.py --self-test
+
+Every `#include "x.h"` in a .c or .h file of a checked folder is resolved as the build resolves it: the
+including file's own folder first, then the folders it may use (ALLOWED; each daemon folder is a library
+built with exactly those include paths). A name found only in a folder it may not use is a forbidden
+include; a name found in two folders it may use is ambiguous (the build would pick one silently). Every
+resolved include is an edge between two folders, and the folder graph must have no cycle. Each offending
+include is printed with its file and line, so the fix is obvious. Names found nowhere (config.h, the
+generated *.varlink.c, system headers in quotes) are not checked. docs/layout.md explains the rules.
+"""
+import os
+import re
+import sys
+import tempfile
+
+# Folder -> the folders its files may include. A folder may always include itself. Keep it a DAG, and
+# keep it in step with the include_directories of each folder's meson.build and with docs/layout.md.
+ALLOWED = {
+        "protocol": set(),
+        "daemon/util": {"protocol"},
+        "daemon/symbols": {"protocol", "daemon/util"},
+        "daemon/core": {"protocol", "daemon/symbols"},
+        "daemon/sources": {"protocol", "daemon/util", "daemon/core"},
+        "daemon/varlink": {"protocol", "daemon/util"},
+        "daemon/api": {"protocol", "daemon/util", "daemon/core", "daemon/symbols", "daemon/varlink"},
+        "daemon": {"protocol", "daemon/util", "daemon/core", "daemon/symbols", "daemon/sources",
+                   "daemon/api", "daemon/varlink"},
+        "client": {"protocol"},
+        "client/top": {"protocol", "client"},
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def sources(root, allowed):
+        for folder in sorted(allowed):
+                path = os.path.join(root, folder)
+                if not os.path.isdir(path):
+                        continue
+                for name in sorted(os.listdir(path)):
+                        if name.endswith((".c", ".h")):
+                                yield folder, name
+
+
+def cycles(edges):
+        """Every back edge of a depth-first walk, as the path that closes the cycle."""
+        found = []
+        state = {}
+
+        def visit(node, path):
+                state[node] = "open"
+                for nxt in sorted(edges.get(node, ())):
+                        if state.get(nxt) == "open":
+                                stack = path + [node]
+                                found.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+                        elif nxt not in state:
+                                visit(nxt, path + [node])
+                state[node] = "done"
+
+        for node in sorted(edges):
+                if node not in state:
+                        visit(node, [])
+        return found
+
+
+def check(root, allowed):
+        """Returns (errors, number of files, number of folder edges)."""
+        errors = [f"the allowed folder edges have a cycle: {c}" for c in cycles(allowed)]
+        files = list(sources(root, allowed))
+        where = {}
+        for folder, name in files:
+                where.setdefault(name, []).append(folder)
+
+        edges = {}
+        for folder, name in files:
+                with open(os.path.join(root, folder, name), encoding="utf-8") as f:
+                        for lineno, line in enumerate(f, 1):
+                                m = INCLUDE.match(line)
+                                if not m:
+                                        continue
+                                target = os.path.basename(m.group(1))
+                                found = where.get(target)
+                                if not found:
+                                        continue        # generated (config.h, *.varlink.c) or outside the tree
+                                if folder in found:
+                                        continue        # its own folder comes first
+                                visible = [d for d in found if d in allowed[folder]]
+                                here = f"{folder}/{name}:{lineno}"
+                                if len(visible) > 1:
+                                        errors.append(f"{here}: {target} is ambiguous: it exists in "
+                                                      f"{', '.join(visible)}")
+                                        continue
+                                dest = visible[0] if visible else found[0]
+                                edges.setdefault(folder, set()).add(dest)
+                                if not visible:
+                                        errors.append(f"{here}: includes {dest}/{target}, but {folder}/ may "
+                                                      f"only include {', '.join(sorted(allowed[folder])) or 'nothing'}")
+
+        # A cycle among folders means two rooms that cannot be understood apart.
+        errors += [f"folder cycle: {c}" for c in cycles(edges)]
+        if not files:
+                errors.append(f"no sources found under {root}: wrong root?")
+        return errors, len(files), sum(len(v) for v in edges.values())
+
+
+def self_test():
+        """The check must catch what it is for: a clean tree passes, each kind of violation fails."""
+        def tree(files):
+                d = tempfile.TemporaryDirectory()
+                for path, text in files.items():
+                        os.makedirs(os.path.dirname(os.path.join(d.name, path)), exist_ok=True)
+                        with open(os.path.join(d.name, path), "w", encoding="utf-8") as f:
+                                f.write(text)
+                return d
+
+        base = {
+                "protocol/macro.h": "#pragma once\n",
+                "daemon/util/log.h": '#include "macro.h"\n',
+                "daemon/core/accounting.h": '#include "ksym.h"\n#include "event.h"\n#include "config.h"\n',
+                "daemon/core/event.h": "#pragma once\n",
+                "daemon/symbols/ksym.h": '#include "log.h"\n',
+                "daemon/api/service.c": '#include "accounting.h"\n#include <stdio.h>\n',
+                "client/snapshot.h": "#pragma once\n",
+                # The same name in two folders that no folder sees both of.
+                "daemon/api/snapshot.h": '#include "accounting.h"\n',
+                "client/report.c": '#include "snapshot.h"\n',
+                "daemon/manager.c": '#include "snapshot.h"\n#include "service.h"\n',
+                "daemon/api/service.h": "#pragma once\n",
+        }
+        failures = []
+
+        def expect(what, files, allowed, needle):
+                with tree(files) as root:
+                        errors, _, _ = check(root, allowed)
+                if needle is None and errors:
+                        failures.append(f"{what}: expected no errors, got {errors}")
+                if needle is not None and not any(needle in e for e in errors):
+                        failures.append(f"{what}: expected an error containing {needle!r}, got {errors}")
+
+        expect("clean tree", base, ALLOWED, None)
+        expect("core includes api", {**base, "daemon/core/pagemap.c": '#include "service.h"\n'},
+               ALLOWED, "daemon/core/pagemap.c:1: includes daemon/api/service.h")
+        expect("api includes the manager", {**base, "daemon/manager.h": "#pragma once\n",
+                                            "daemon/api/query.c": '\n#include "manager.h"\n'},
+               ALLOWED, "daemon/api/query.c:2: includes daemon/manager.h")
+        expect("ambiguous name", {**base, "daemon/util/event.h": "#pragma once\n",
+                                  "daemon/sources/perf.c": '#include "event.h"\n'},
+               ALLOWED, "event.h is ambiguous")
+        # A cycle needs edges the table allows, so it takes a table that allows one.
+        loose = {**ALLOWED, "daemon/core": ALLOWED["daemon/core"] | {"daemon/api"}}
+        expect("folder cycle", {**base, "daemon/core/usage.c": '#include "service.h"\n',
+                                "daemon/api/service.h": '#include "event.h"\n'},
+               loose, "folder cycle: daemon/api -> daemon/core -> daemon/api")
+        expect("cyclic table", base, loose, "the allowed folder edges have a cycle")
+        expect("empty tree", {"README": ""}, ALLOWED, "no sources found")
+
+        for f in failures:
+                print("layout self-test: " + f, file=sys.stderr)
+        if failures:
+                return 1
+        print("layout self-test: ok")
+        return 0
+
+
+def main():
+        if len(sys.argv) != 2:
+                print("usage: check-layout.py SOURCE_ROOT | --self-test", file=sys.stderr)
+                return 2
+        if sys.argv[1] == "--self-test":
+                return self_test()
+        errors, n_files, n_edges = check(sys.argv[1], ALLOWED)
+        for e in errors:
+                print("layout: " + e, file=sys.stderr)
+        if errors:
+                return 1
+        print(f"layout: {n_files} files, {n_edges} folder edges, all allowed, no cycle")
+        return 0
+
+
+if __name__ == "__main__":
+        sys.exit(main())
