@@ -8,6 +8,7 @@ depends on timing: every wait polls for a condition and gives up after a bound.
 Usage: test-memstrackd-live.py MEMSTRACKD LOADGEN DATADIR [CASE...]
 """
 
+import collections
 import json
 import os
 import re
@@ -451,16 +452,23 @@ def test_hostile_client_does_not_starve_status():
         for h in hammers:
             h.join(WAIT)
 
-    # Streams due in the same tick got the same frame: once the last stream is open, every stream's updates
-    # carry the same timestamps (separate timers would make them differ by microseconds at least).
+    # Streams due in the same tick got the same frame: once the last stream is open, an update's timestamp
+    # is the tick's, shared by the other streams due then (separate timers would make every stream's
+    # timestamps its own, apart by microseconds at least). A stream whose last update is still unread
+    # skips a tick, so under load not every stream has every tick: each stamp must be another stream's
+    # too, not all of them.
     def stamps(s):
         return [r["parameters"]["timestampUsec"] for r in list(s.replies) if "parameters" in r]
     last = stamps(streams[-1])[:3]
     wait_for("every stream past the last one's third update", lambda: all(stamps(s) and stamps(s)[-1] >= last[-1]
                                                                           for s in streams))
-    for s in streams:
-        if not set(last) <= set(stamps(s)):
-            fail(f"Top streams did not share frames: {last} not all in {stamps(s)}")
+    window = [[t for t in stamps(s) if last[0] <= t <= last[-1]] for s in streams]
+    seen = collections.Counter(t for w in window for t in set(w))
+    if sum(1 for w in window if w) < len(streams) // 2:
+        fail(f"most Top streams got no update in three ticks: {window}")
+    for w in window:
+        if any(seen[t] < 2 for t in w):
+            fail(f"Top streams did not share frames: {w} against {dict(seen)}")
     for s in streams:
         s.close()
     lg.exit()
