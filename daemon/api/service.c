@@ -2,7 +2,7 @@
 
 /*
  * The io.memstrack methods: parameter checking and replies. The views themselves are built by query.c
- * and snapshot.c; this file only maps calls onto them and errors onto the interface's errors.
+ * and marks.c; this file only maps calls onto them and errors onto the interface's errors.
  */
 
 #include <assert.h>
@@ -15,7 +15,7 @@
 #include "log.h"
 #include "query.h"
 #include "service.h"
-#include "snapshot.h"
+#include "marks.h"
 #include "varlink-server.h"
 #include "varlink.h"
 
@@ -35,7 +35,7 @@ struct Service {
         void (*get_live)(void *userdata, ServiceLive *ret);
 
         VarlinkServer *server;          /* owned */
-        Snapshots *snapshots;           /* owned */
+        Marks *snapshots;           /* owned */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
         size_t n_top_streams;
         sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
@@ -543,11 +543,11 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = snapshots_save(sv->snapshots, name, sv->accounting, now);
+        int r = marks_save(sv->snapshots, name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
         if (r == -ENOSPC) {
-                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", SNAPSHOT_MAX);
+                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", MARKS_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         if (r < 0)
@@ -570,7 +570,7 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = snapshots_diff(sv->snapshots, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
+        int r = marks_diff(sv->snapshots, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -586,7 +586,7 @@ static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *us
 
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        int r = snapshots_list(sv->snapshots, sv->accounting, &reply);
+        int r = marks_list(sv->snapshots, sv->accounting, &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -616,7 +616,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.StackTree", method_stack_tree, 0 },
         { "io.memstrack.Top", method_top, 0 },
         { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
-        { "io.memstrack.Snapshot", method_snapshot, 0 },
+        { "io.memstrack.Mark", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
@@ -634,7 +634,7 @@ Service *service_free(Service *sv) {
         while (sv->top_streams)
                 top_stream_free(sv->top_streams);
         sd_event_source_disable_unref(sv->top_tick);
-        snapshots_free(sv->snapshots);
+        marks_free(sv->snapshots);
         free(sv);
         return NULL;
 }
@@ -660,7 +660,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .flush = config->flush,
                 .get_live = config->get_live,
         };
-        sv->snapshots = snapshots_new();
+        sv->snapshots = marks_new();
         if (!sv->snapshots)
                 return log_oom();
 
