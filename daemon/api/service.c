@@ -35,7 +35,7 @@ struct Service {
         void (*get_live)(void *userdata, ServiceLive *ret);
 
         VarlinkServer *server;          /* owned */
-        Marks *snapshots;           /* owned */
+        Marks *marks;                   /* owned: the named snapshots */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
         size_t n_top_streams;
         sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
@@ -543,7 +543,7 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_save(sv->snapshots, name, sv->accounting, now);
+        int r = marks_save(sv->marks, name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
         if (r == -ENOSPC) {
@@ -570,7 +570,7 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_diff(sv->snapshots, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
+        int r = marks_diff(sv->marks, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -586,7 +586,7 @@ static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *us
 
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        int r = marks_list(sv->snapshots, sv->accounting, &reply);
+        int r = marks_list(sv->marks, sv->accounting, &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -616,7 +616,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.StackTree", method_stack_tree, 0 },
         { "io.memstrack.Top", method_top, 0 },
         { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
-        { "io.memstrack.Mark", method_snapshot, 0 },
+        { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
@@ -634,7 +634,7 @@ Service *service_free(Service *sv) {
         while (sv->top_streams)
                 top_stream_free(sv->top_streams);
         sd_event_source_disable_unref(sv->top_tick);
-        marks_free(sv->snapshots);
+        marks_free(sv->marks);
         free(sv);
         return NULL;
 }
@@ -660,8 +660,8 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .flush = config->flush,
                 .get_live = config->get_live,
         };
-        sv->snapshots = marks_new();
-        if (!sv->snapshots)
+        sv->marks = marks_new();
+        if (!sv->marks)
                 return log_oom();
 
         VarlinkServerConfig c = {
@@ -687,6 +687,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .idle_timeout_usec = config->idle_timeout_usec,
                 .output_timeout_usec = config->output_timeout_usec,
                 .priority = config->priority,
+                .max_connections_per_uid = config->max_connections_per_uid,
         };
         r = varlink_server_new(sv->event, &c, &sv->server);
         if (r < 0)
