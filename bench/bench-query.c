@@ -17,17 +17,12 @@
 
 #include "accounting.h"
 #include "macro.h"
-#include "query.h"
 #include "marks.h"
+#include "query.h"
+#include "time-util.h"
 
 #define DEPTH 12
 #define N_CHAINS 2000
-
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 static uint64_t chains[N_CHAINS][DEPTH];
 
@@ -78,9 +73,9 @@ static void time_query(const char *what, Query q, Accounting *a, Marks *s, int32
         uint64_t best = UINT64_MAX;
 
         for (unsigned i = 0; i < 5; i++) {
-                uint64_t t0 = now_nsec();
+                uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
                 int r = q(a, s, pid);
-                uint64_t t = now_nsec() - t0;
+                uint64_t t = now_nsec(CLOCK_MONOTONIC) - t0;
                 if (r < 0) {
                         fprintf(stderr, "%s failed: %d\n", what, r);
                         exit(EXIT_FAILURE);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "query.h"
 #include "service.h"
+#include "time-util.h"
 #include "marks.h"
 #include "varlink-server.h"
 #include "varlink.h"
@@ -61,12 +62,6 @@ struct TopStream {
 #define TOP_INTERVAL_MIN_USEC 100000
 #define TOP_TICK_USEC TOP_INTERVAL_MIN_USEC
 #define TOP_STREAMS_MAX 16
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static uint64_t rss_bytes(void) {
         unsigned long long size, resident;
