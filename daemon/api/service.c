@@ -12,11 +12,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "list.h"
 #include "log.h"
+#include "marks.h"
 #include "query.h"
 #include "service.h"
 #include "time-util.h"
-#include "marks.h"
 #include "varlink-server.h"
 #include "varlink.h"
 
@@ -358,12 +359,7 @@ static TopStream *top_stream_free(TopStream *t) {
         if (!t)
                 return NULL;
         Service *sv = t->service;
-        if (t->prev)
-                t->prev->next = t->next;
-        else if (sv->top_streams == t)
-                sv->top_streams = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
+        LIST_REMOVE(sv->top_streams, t);
         sv->n_top_streams--;
         free(t);
         return NULL;
@@ -502,10 +498,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         r = varlink_call_reply_more(call, reply);
         if (r < 0)
                 return r;
-        t->next = sv->top_streams;
-        if (t->next)
-                t->next->prev = t;
-        sv->top_streams = t;
+        LIST_PREPEND(sv->top_streams, t);
         sv->n_top_streams++;
         varlink_call_set_disconnect_handler(call, top_disconnected, t);
         TAKE_PTR(t);
