@@ -43,18 +43,15 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
                 return -ENOMEM;
 
         r = varlink_client_call(c, "io.memstrack.StackTree", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return ctl_report_transport_error(r);
-        if (error) {
-                if (key && !required && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
-                            streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
-                        *ret = NULL;
-                        return 0;
-                }
-                return ctl_report_error_reply(error, reply);
+        /* A task or module gone since it was listed has no tree, unless it was asked for. */
+        if (r >= 0 && error && key && !required &&
+            (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
+                *ret = NULL;
+                return 0;
         }
+        r = ctl_reply_result(r, error, reply);
+        if (r != 0)
+                return r;
         *ret = TAKE_PTR(reply);
         return 0;
 }
