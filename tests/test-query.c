@@ -8,6 +8,7 @@
 #include "accounting.h"
 #include "macro.h"
 #include "query.h"
+#include "synthetic-events.h"
 #include "tests.h"
 
 /* Addresses from tests/data/kallsyms-modules. */
@@ -166,7 +167,124 @@ static void test_filtered_views_match_page_table(void) {
         ksym_free(k);
 }
 
+/* The pids of a query_tasks() reply, in order, as "10 20"; every one a real task, never "[evicted]". */
+static char *task_pids(Accounting *a, QueryTasks q) {
+        json_auto_t *reply = NULL;
+        char *s = NULL;
+        size_t size = 0, i;
+        json_t *t;
+
+        ASSERT_OK(query_tasks(a, &q, &reply));
+        FILE *m = open_memstream(&s, &size);
+        ASSERT_NOT_NULL(m);
+        json_array_foreach(json_object_get(reply, "tasks"), i, t) {
+                ASSERT_GT(json_integer_value(json_object_get(t, "pid")), 0);
+                fprintf(m, "%s%lld", i ? " " : "", (long long) json_integer_value(json_object_get(t, "pid")));
+        }
+        ASSERT_EQ(fclose(m), 0);
+        return s;
+}
+
+static void expect_tasks(Accounting *a, QueryTasks q, const char *expected) {
+        _cleanup_free_ char *s = task_pids(a, q);
+        if (!streq(s, expected))
+                fprintf(stderr, "sort %d limit %zu pid %d comm %s exited %d hideZero %d\n", (int) q.sort, q.limit,
+                        (int) q.pid, q.comm ?: "-", q.include_exited, q.hide_zero);
+        ASSERT_STREQ(s, expected);
+}
+
+static void expect_modules(Accounting *a, QuerySort sort, size_t limit, const char *expected) {
+        json_auto_t *list = NULL;
+        char *s = NULL;
+        size_t size = 0, i;
+        json_t *m;
+
+        ASSERT_OK(query_modules(a, sort, limit, &list));
+        FILE *f = open_memstream(&s, &size);
+        ASSERT_NOT_NULL(f);
+        json_array_foreach(list, i, m)
+                fprintf(f, "%s%s", i ? " " : "", json_string_value(json_object_get(m, "name")));
+        ASSERT_EQ(fclose(f), 0);
+        ASSERT_STREQ(s, expected);
+        free(s);
+}
+
+/*
+ * Tasks and Modules: sort keys (ties by pid), limit, the pid and comm filters, exited tasks, hideZero,
+ * and what evicted tasks still hold. With one exited task kept, 40 and 50 are evicted (1 + 2 pages).
+ */
+static void test_tasks_and_modules(void) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+        Ksym *k = NULL;
+
+        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
+        c.max_exited_tasks = 1;
+        ASSERT_OK(accounting_new(&c, k, &a));
+        const char *comms[] = { "alpha", "beta", "gamma", "delta", "eps", "zeta", "idle" };
+        for (int32_t i = 0; i < 7; i++)
+                synthetic_task(a, 10 * (i + 1), comms[i]);
+        synthetic_alloc(a, 10, 0x1000, 3, SYNTHETIC_KERNEL);
+        synthetic_alloc(a, 20, 0x2000, 2, SYNTHETIC_EXT4);
+        synthetic_alloc(a, 20, 0x3000, 1, SYNTHETIC_XFS);
+        synthetic_alloc(a, 30, 0x4000, 4, SYNTHETIC_KERNEL);
+        synthetic_free(a, 30, 0x4000, 4);
+        synthetic_alloc(a, 40, 0x5000, 0, SYNTHETIC_KERNEL);
+        synthetic_alloc(a, 50, 0x6000, 1, SYNTHETIC_KERNEL);
+        synthetic_alloc(a, 60, 0x7000, 2, SYNTHETIC_KERNEL);
+        synthetic_exit(a, 40);
+        synthetic_exit(a, 50);
+        synthetic_exit(a, 60);
+
+        const QueryTasks any = { .pid = -1 };
+        expect_tasks(a, any, "10 20 30 70");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .hide_zero = true }, "10 20");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .include_exited = true }, "10 20 60 30 70");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK }, "30 10 20 70");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK, .hide_zero = true }, "30 10 20");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS }, "20 10 30 70");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS, .hide_zero = true }, "20 10 30");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 2 }, "10 20");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 1, .sort = QUERY_SORT_PEAK }, "30");
+        /* Asked for by pid: shown exited, and holding nothing despite hideZero. */
+        expect_tasks(a, (QueryTasks) { .pid = 60 }, "60");
+        expect_tasks(a, (QueryTasks) { .pid = 70, .hide_zero = true }, "70");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .comm = "beta" }, "20");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .comm = "nobody" }, "");
+        /* Evicted tasks are gone by pid; so is one never seen. */
+        json_t *none = NULL;
+        ASSERT_EQ(query_tasks(a, &(QueryTasks) { .pid = 40 }, &none), -ESRCH);
+        ASSERT_EQ(query_tasks(a, &(QueryTasks) { .pid = 999 }, &none), -ESRCH);
+        ASSERT_NULL(none);
+
+        json_auto_t *reply = NULL;
+        ASSERT_OK(query_tasks(a, &any, &reply));
+        json_t *evicted = json_object_get(reply, "evicted");
+        ASSERT_EQ(json_integer_value(json_object_get(evicted, "tasks")), 2);
+        ASSERT_EQ(json_integer_value(json_object_get(evicted, "currentPages")), 3);
+        ASSERT_EQ(json_integer_value(json_object_get(evicted, "peakPages")), 3);
+
+        /* Modules: vmlinux 8 + 1 + 2 + 4 now (peak 24 while gamma held 16), ext4 4, xfs 2. One never
+         * charged and not loaded is left out. */
+        (void) usage_module_intern(accounting_usage(a), "btrfs");
+        expect_modules(a, QUERY_SORT_CURRENT, 0, "vmlinux ext4 xfs");
+        expect_modules(a, QUERY_SORT_PEAK, 2, "vmlinux ext4");
+        expect_modules(a, QUERY_SORT_CURRENT, 1, "vmlinux");
+        json_auto_t *mods = NULL;
+        ASSERT_OK(query_modules(a, QUERY_SORT_CURRENT, 1, &mods));
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(mods, 0), "currentPages")), 15);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(mods, 0), "peakPages")), 24);
+
+        ASSERT_EQ(query_sort_from_string(NULL), QUERY_SORT_CURRENT);
+        ASSERT_EQ(query_sort_from_string("peak"), QUERY_SORT_PEAK);
+        ASSERT_EQ(query_sort_from_string("allocs"), QUERY_SORT_ALLOCS);
+        ASSERT_EQ(query_sort_from_string("size"), _QUERY_SORT_INVALID);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 int main(void) {
         TEST(test_filtered_views_match_page_table);
+        TEST(test_tasks_and_modules);
         return 0;
 }
