@@ -60,3 +60,26 @@ static inline void synthetic_free(Accounting *a, int32_t pid, uint64_t pfn, uint
 static inline void synthetic_lost(Accounting *a, uint32_t cpu, uint64_t n) {
         synthetic_feed(a, (MsEvent) { .type = MS_EVENT_LOST, .cpu = cpu, .n_lost = n, .migrate_type = -1 });
 }
+
+/*
+ * The scene the API tests start from (pages of any size):
+ *   100 alpha  8 pages through the kernel chain (vmlinux)
+ *   200 beta   4 pages through ext4, 2 through xfs
+ *   300 gamma  16 pages allocated and freed: 0 now, peak 16
+ *   400 delta  1 page (vmlinux), then exited
+ * Tracked now 15, peak 30; vmlinux 9 now, peak 24; 3 events lost on cpu 1.
+ */
+static inline void synthetic_scene(Accounting *a) {
+        synthetic_task(a, 100, "alpha");
+        synthetic_task(a, 200, "beta");
+        synthetic_task(a, 300, "gamma");
+        synthetic_task(a, 400, "delta");
+        synthetic_alloc(a, 100, 0x1000, 3, SYNTHETIC_KERNEL);
+        synthetic_alloc(a, 200, 0x2000, 2, SYNTHETIC_EXT4);
+        synthetic_alloc(a, 200, 0x3000, 1, SYNTHETIC_XFS);
+        synthetic_alloc(a, 300, 0x4000, 4, SYNTHETIC_KERNEL);
+        synthetic_free(a, 300, 0x4000, 4);
+        synthetic_alloc(a, 400, 0x5000, 0, SYNTHETIC_KERNEL);
+        synthetic_exit(a, 400);
+        synthetic_lost(a, 1, 3);
+}

@@ -9,6 +9,7 @@
 #include "macro.h"
 #include "query.h"
 #include "synthetic-events.h"
+#include "test-json.h"
 #include "tests.h"
 
 /* Addresses from tests/data/kallsyms-modules. */
@@ -125,15 +126,23 @@ static void check_subset(Accounting *a, int32_t pid, const char *module_name) {
         free(t.pages);
 }
 
-/* Stack views of one task or module, built from the charge index, equal what the page table says. */
-static void test_filtered_views_match_page_table(void) {
+/* A core with the test symbol table (*ret_ksym, freed by the caller after the core), keeping at most
+ * max_exited_tasks exited tasks. */
+static Accounting *core_new(size_t max_exited_tasks, Ksym **ret_ksym) {
         AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
         Accounting *a = NULL;
-        Ksym *k = NULL;
 
-        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
-        c.max_exited_tasks = 8;
-        ASSERT_OK(accounting_new(&c, k, &a));
+        ASSERT_OK(ksym_load("data/kallsyms-modules", ret_ksym));
+        c.max_exited_tasks = max_exited_tasks;
+        ASSERT_OK(accounting_new(&c, *ret_ksym, &a));
+        return a;
+}
+
+/* Stack views of one task or module, built from the charge index, equal what the page table says. */
+static void test_filtered_views_match_page_table(void) {
+        Ksym *k = NULL;
+        Accounting *a = core_new(8, &k);
+
         srand(3);
         for (unsigned step = 0; step < 200000; step++) {
                 int32_t pid = 1 + rand() % 40;
@@ -167,26 +176,16 @@ static void test_filtered_views_match_page_table(void) {
         ksym_free(k);
 }
 
-/* The pids of a query_tasks() reply, in order, as "10 20"; every one a real task, never "[evicted]". */
-static char *task_pids(Accounting *a, QueryTasks q) {
+/* The pids of a query_tasks() reply, in order, as "100 200"; every one a real task, never "[evicted]". */
+static void expect_tasks(Accounting *a, QueryTasks q, const char *expected) {
         json_auto_t *reply = NULL;
-        char *s = NULL;
-        size_t size = 0, i;
+        size_t i;
         json_t *t;
 
         ASSERT_OK(query_tasks(a, &q, &reply));
-        FILE *m = open_memstream(&s, &size);
-        ASSERT_NOT_NULL(m);
-        json_array_foreach(json_object_get(reply, "tasks"), i, t) {
+        json_array_foreach(json_object_get(reply, "tasks"), i, t)
                 ASSERT_GT(json_integer_value(json_object_get(t, "pid")), 0);
-                fprintf(m, "%s%lld", i ? " " : "", (long long) json_integer_value(json_object_get(t, "pid")));
-        }
-        ASSERT_EQ(fclose(m), 0);
-        return s;
-}
-
-static void expect_tasks(Accounting *a, QueryTasks q, const char *expected) {
-        _cleanup_free_ char *s = task_pids(a, q);
+        _cleanup_free_ char *s = test_json_join(json_object_get(reply, "tasks"), "pid");
         if (!streq(s, expected))
                 fprintf(stderr, "sort %d limit %zu pid %d comm %s exited %d hideZero %d\n", (int) q.sort, q.limit,
                         (int) q.pid, q.comm ?: "-", q.include_exited, q.hide_zero);
@@ -195,65 +194,48 @@ static void expect_tasks(Accounting *a, QueryTasks q, const char *expected) {
 
 static void expect_modules(Accounting *a, QuerySort sort, size_t limit, const char *expected) {
         json_auto_t *list = NULL;
-        char *s = NULL;
-        size_t size = 0, i;
-        json_t *m;
 
         ASSERT_OK(query_modules(a, sort, limit, &list));
-        FILE *f = open_memstream(&s, &size);
-        ASSERT_NOT_NULL(f);
-        json_array_foreach(list, i, m)
-                fprintf(f, "%s%s", i ? " " : "", json_string_value(json_object_get(m, "name")));
-        ASSERT_EQ(fclose(f), 0);
+        _cleanup_free_ char *s = test_json_join(list, "name");
         ASSERT_STREQ(s, expected);
-        free(s);
 }
 
 /*
  * Tasks and Modules: sort keys (ties by pid), limit, the pid and comm filters, exited tasks, hideZero,
- * and what evicted tasks still hold. With one exited task kept, 40 and 50 are evicted (1 + 2 pages).
+ * and what evicted tasks still hold. With one exited task kept, 400 and 500 are evicted (1 + 2 pages).
  */
 static void test_tasks_and_modules(void) {
-        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
-        Accounting *a = NULL;
         Ksym *k = NULL;
+        Accounting *a = core_new(1, &k);
 
-        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
-        c.max_exited_tasks = 1;
-        ASSERT_OK(accounting_new(&c, k, &a));
-        const char *comms[] = { "alpha", "beta", "gamma", "delta", "eps", "zeta", "idle" };
-        for (int32_t i = 0; i < 7; i++)
-                synthetic_task(a, 10 * (i + 1), comms[i]);
-        synthetic_alloc(a, 10, 0x1000, 3, SYNTHETIC_KERNEL);
-        synthetic_alloc(a, 20, 0x2000, 2, SYNTHETIC_EXT4);
-        synthetic_alloc(a, 20, 0x3000, 1, SYNTHETIC_XFS);
-        synthetic_alloc(a, 30, 0x4000, 4, SYNTHETIC_KERNEL);
-        synthetic_free(a, 30, 0x4000, 4);
-        synthetic_alloc(a, 40, 0x5000, 0, SYNTHETIC_KERNEL);
-        synthetic_alloc(a, 50, 0x6000, 1, SYNTHETIC_KERNEL);
-        synthetic_alloc(a, 60, 0x7000, 2, SYNTHETIC_KERNEL);
-        synthetic_exit(a, 40);
-        synthetic_exit(a, 50);
-        synthetic_exit(a, 60);
+        /* Besides synthetic_scene(): two more exit holding 2 and 4 pages, one holds nothing. */
+        synthetic_scene(a);
+        synthetic_task(a, 500, "eps");
+        synthetic_task(a, 600, "zeta");
+        synthetic_task(a, 700, "idle");
+        synthetic_alloc(a, 500, 0x6000, 1, SYNTHETIC_KERNEL);
+        synthetic_alloc(a, 600, 0x7000, 2, SYNTHETIC_KERNEL);
+        synthetic_exit(a, 500);
+        synthetic_exit(a, 600);
 
         const QueryTasks any = { .pid = -1 };
-        expect_tasks(a, any, "10 20 30 70");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .hide_zero = true }, "10 20");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .include_exited = true }, "10 20 60 30 70");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK }, "30 10 20 70");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK, .hide_zero = true }, "30 10 20");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS }, "20 10 30 70");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS, .hide_zero = true }, "20 10 30");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 2 }, "10 20");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 1, .sort = QUERY_SORT_PEAK }, "30");
+        expect_tasks(a, any, "100 200 300 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .hide_zero = true }, "100 200");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .include_exited = true }, "100 200 600 300 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK }, "300 100 200 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK, .hide_zero = true }, "300 100 200");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS }, "200 100 300 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS, .hide_zero = true }, "200 100 300");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 2 }, "100 200");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 1, .sort = QUERY_SORT_PEAK }, "300");
         /* Asked for by pid: shown exited, and holding nothing despite hideZero. */
-        expect_tasks(a, (QueryTasks) { .pid = 60 }, "60");
-        expect_tasks(a, (QueryTasks) { .pid = 70, .hide_zero = true }, "70");
-        expect_tasks(a, (QueryTasks) { .pid = -1, .comm = "beta" }, "20");
+        expect_tasks(a, (QueryTasks) { .pid = 600 }, "600");
+        expect_tasks(a, (QueryTasks) { .pid = 700, .hide_zero = true }, "700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .comm = "beta" }, "200");
         expect_tasks(a, (QueryTasks) { .pid = -1, .comm = "nobody" }, "");
         /* Evicted tasks are gone by pid; so is one never seen. */
         json_t *none = NULL;
-        ASSERT_EQ(query_tasks(a, &(QueryTasks) { .pid = 40 }, &none), -ESRCH);
+        ASSERT_EQ(query_tasks(a, &(QueryTasks) { .pid = 400 }, &none), -ESRCH);
         ASSERT_EQ(query_tasks(a, &(QueryTasks) { .pid = 999 }, &none), -ESRCH);
         ASSERT_NULL(none);
 

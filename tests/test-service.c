@@ -34,6 +34,7 @@
 #include "macro.h"
 #include "service.h"
 #include "synthetic-events.h"
+#include "test-json.h"
 #include "tests.h"
 #include "varlink.h"
 
@@ -71,31 +72,6 @@ static void fixture_get_live(void *userdata, ServiceLive *ret) {
         };
 }
 
-/*
- * The scene every case starts from (4 KiB pages):
- *   100 alpha  8 pages through the kernel chain (vmlinux)
- *   200 beta   4 pages through ext4, 2 through xfs
- *   300 gamma  16 pages allocated and freed: 0 now, peak 16
- *   400 delta  1 page (vmlinux), then exited
- * Tracked now 15, peak 30; 3 events lost on cpu 1.
- */
-static void fixture_scene(Fixture *f) {
-        Accounting *a = f->accounting;
-
-        synthetic_task(a, 100, "alpha");
-        synthetic_task(a, 200, "beta");
-        synthetic_task(a, 300, "gamma");
-        synthetic_task(a, 400, "delta");
-        synthetic_alloc(a, 100, 0x1000, 3, SYNTHETIC_KERNEL);
-        synthetic_alloc(a, 200, 0x2000, 2, SYNTHETIC_EXT4);
-        synthetic_alloc(a, 200, 0x3000, 1, SYNTHETIC_XFS);
-        synthetic_alloc(a, 300, 0x4000, 4, SYNTHETIC_KERNEL);
-        synthetic_free(a, 300, 0x4000, 4);
-        synthetic_alloc(a, 400, 0x5000, 0, SYNTHETIC_KERNEL);
-        synthetic_exit(a, 400);
-        synthetic_lost(a, 1, 3);
-}
-
 static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
         const char *tmp = getenv("TMPDIR") ?: "/tmp";
         struct group *gr;
@@ -115,7 +91,8 @@ static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
         ASSERT_OK(ksym_load("data/kallsyms-modules", &f->ksym));
         AccountingConfig ac = ACCOUNTING_CONFIG_DEFAULT;
         ASSERT_OK(accounting_new(&ac, f->ksym, &f->accounting));
-        fixture_scene(f);
+        /* Every case starts from synthetic_scene(): 15 pages tracked, peak 30. */
+        synthetic_scene(f->accounting);
 
         ServiceConfig sc = {
                 .event = f->event,
@@ -223,39 +200,15 @@ static int64_t get_int(json_t *o, const char *key) {
         return (int64_t) json_integer_value(v);
 }
 
-/* The pids of a Task list, in order, as "100 200". */
-static char *pids(json_t *tasks) {
-        char *s = NULL;
-        size_t size = 0;
-        FILE *m = open_memstream(&s, &size);
-        json_t *t;
-        size_t i;
-
-        ASSERT_NOT_NULL(m);
-        json_array_foreach(tasks, i, t)
-                fprintf(m, "%s%lld", i ? " " : "", (long long) get_int(t, "pid"));
-        ASSERT_EQ(fclose(m), 0);
-        return s;
+/* The pids of the Task list reply[key], in order, as "100 200". */
+static void expect_pids(json_t *reply, const char *key, const char *expected) {
+        _cleanup_free_ char *s = test_json_join(json_object_get(reply, key), "pid");
+        ASSERT_STREQ(s, expected);
 }
 
 /* The names of a Module list, in order. */
 static char *names(json_t *modules) {
-        char *s = NULL;
-        size_t size = 0;
-        FILE *m = open_memstream(&s, &size);
-        json_t *o;
-        size_t i;
-
-        ASSERT_NOT_NULL(m);
-        json_array_foreach(modules, i, o)
-                fprintf(m, "%s%s", i ? " " : "", json_string_value(json_object_get(o, "name")));
-        ASSERT_EQ(fclose(m), 0);
-        return s;
-}
-
-static void expect_pids(json_t *reply, const char *key, const char *expected) {
-        _cleanup_free_ char *s = pids(json_object_get(reply, key));
-        ASSERT_STREQ(s, expected);
+        return test_json_join(modules, "name");
 }
 
 static void test_status_and_summary(void) {

@@ -63,19 +63,8 @@ static void test_scene(void) {
 
         ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
         ASSERT_OK(accounting_new(&c, k, &a));
-        synthetic_task(a, 100, "alpha");
-        synthetic_task(a, 200, "beta");
-        synthetic_task(a, 300, "gamma");
-        synthetic_task(a, 400, "delta");
-        synthetic_alloc(a, 100, 0x1000, 3, SYNTHETIC_KERNEL);
-        synthetic_alloc(a, 200, 0x2000, 2, SYNTHETIC_EXT4);
-        synthetic_alloc(a, 200, 0x3000, 1, SYNTHETIC_XFS);
-        synthetic_alloc(a, 300, 0x4000, 4, SYNTHETIC_KERNEL);
-        synthetic_free(a, 300, 0x4000, 4);
-        synthetic_alloc(a, 400, 0x5000, 0, SYNTHETIC_KERNEL);
-        synthetic_exit(a, 400);
+        synthetic_scene(a);
         synthetic_free(a, 500, 0x9000, 0);      /* allocated before tracing: untracked */
-        synthetic_lost(a, 1, 3);
 
         AccountingStats s;
         accounting_get_stats(a, &s);
