@@ -33,7 +33,7 @@ typedef struct Mark {
 } Mark;
 
 struct Marks {
-        Mark *items[MARKS_MAX];  /* owned; NULL slots are free */
+        Mark *items[MARKS_MAX];         /* owned; NULL slots are free */
         uint64_t diff_steps;            /* comparisons the last diff made (sorts and merges) */
 };
 
