@@ -18,6 +18,7 @@
 
 #include "accounting.h"
 #include "macro.h"
+#include "time-util.h"
 
 #define DEPTH 20
 #define N_STACKS 10000
@@ -31,12 +32,6 @@ static inline uint64_t rng(void) {
         rng_state ^= rng_state << 25;
         rng_state ^= rng_state >> 27;
         return rng_state * UINT64_C(2685821657736338717);
-}
-
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 /* Each block lives in its own 8-page aligned chunk, so any order up to 3 fits without overlaps. */
@@ -179,9 +174,9 @@ static int run(const char *label, uint64_t n_events, uint64_t live_target, bool 
         }
         replay(a, &warmup, &ts);
 
-        uint64_t start = now_nsec();
+        uint64_t start = now_nsec(CLOCK_MONOTONIC);
         replay(a, &steps, &ts);
-        uint64_t elapsed = now_nsec() - start;
+        uint64_t elapsed = now_nsec(CLOCK_MONOTONIC) - start;
 
         AccountingStats s;
         accounting_get_stats(a, &s);

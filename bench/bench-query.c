@@ -17,17 +17,12 @@
 
 #include "accounting.h"
 #include "macro.h"
+#include "marks.h"
 #include "query.h"
-#include "snapshot.h"
+#include "time-util.h"
 
 #define DEPTH 12
 #define N_CHAINS 2000
-
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 static uint64_t chains[N_CHAINS][DEPTH];
 
@@ -44,43 +39,43 @@ static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned chain) {
         accounting_handle_event(a, &e);
 }
 
-typedef int (*Query)(Accounting *a, Snapshots *s, int32_t pid);
+typedef int (*Query)(Accounting *a, Marks *s, int32_t pid);
 
-static int run_diff(Accounting *a, Snapshots *s, int32_t pid) {
+static int run_diff(Accounting *a, Marks *s, int32_t pid) {
         json_auto_t *r = NULL;
-        return snapshots_diff(s, "bench", a, 2, 50, &r);
+        return marks_diff(s, "bench", a, 2, 50, &r);
 }
 
-static int run_tree(Accounting *a, Snapshots *s, int32_t pid, const char *module) {
+static int run_tree(Accounting *a, Marks *s, int32_t pid, const char *module) {
         QueryStackTree q = { .pid = pid, .module = module, .max_depth = 32, .min_pages = 1, .max_children = 16,
                              .sort = QUERY_SORT_CURRENT };
         json_auto_t *r = NULL;
         return query_stacktree(a, &q, &r);
 }
 
-static int run_tree_pid(Accounting *a, Snapshots *s, int32_t pid) {
+static int run_tree_pid(Accounting *a, Marks *s, int32_t pid) {
         return run_tree(a, s, pid, NULL);
 }
 
-static int run_tree_module(Accounting *a, Snapshots *s, int32_t pid) {
+static int run_tree_module(Accounting *a, Marks *s, int32_t pid) {
         return run_tree(a, s, -1, "[loading]");
 }
 
-static int run_tree_all_module(Accounting *a, Snapshots *s, int32_t pid) {
+static int run_tree_all_module(Accounting *a, Marks *s, int32_t pid) {
         return run_tree(a, s, -1, "vmlinux");
 }
 
-static int run_tree_all(Accounting *a, Snapshots *s, int32_t pid) {
+static int run_tree_all(Accounting *a, Marks *s, int32_t pid) {
         return run_tree(a, s, -1, NULL);
 }
 
-static void time_query(const char *what, Query q, Accounting *a, Snapshots *s, int32_t pid) {
+static void time_query(const char *what, Query q, Accounting *a, Marks *s, int32_t pid) {
         uint64_t best = UINT64_MAX;
 
         for (unsigned i = 0; i < 5; i++) {
-                uint64_t t0 = now_nsec();
+                uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
                 int r = q(a, s, pid);
-                uint64_t t = now_nsec() - t0;
+                uint64_t t = now_nsec(CLOCK_MONOTONIC) - t0;
                 if (r < 0) {
                         fprintf(stderr, "%s failed: %d\n", what, r);
                         exit(EXIT_FAILURE);
@@ -95,7 +90,7 @@ int main(int argc, char **argv) {
         uint64_t live = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
         AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
         Accounting *a = NULL;
-        Snapshots *s = snapshots_new();
+        Marks *s = marks_new();
 
         c.max_exited_tasks = (size_t) n_tasks * 2;
         c.expected_pages = live;
@@ -113,7 +108,7 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < 3; i++)
                 alloc(a, n_tasks, pfn++, i);
         /* A module subset: pages of a module being loaded, charged to "[loading]" (no symbols here). */
-        if (snapshots_save(s, "bench", a, 1) < 0)
+        if (marks_save(s, "bench", a, 1) < 0)
                 return EXIT_FAILURE;
         for (int32_t pid = 1; pid < n_tasks; pid += 10)
                 alloc(a, pid, pfn++, (unsigned) pid % N_CHAINS);
@@ -126,7 +121,7 @@ int main(int argc, char **argv) {
         time_query("StackTree of vmlinux (every page)", run_tree_all_module, a, s, -1);
         time_query("StackTree, unfiltered", run_tree_all, a, s, -1);
 
-        snapshots_free(s);
+        marks_free(s);
         accounting_free(a);
         return EXIT_SUCCESS;
 }

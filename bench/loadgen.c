@@ -42,6 +42,7 @@
 #include "log.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "time-util.h"
 
 #define THREADS_MAX 256u
 #define SECONDS_PAGES_DEFAULT 256u
@@ -80,13 +81,6 @@ typedef struct TouchJob {
 
 static size_t page_size;
 
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
-}
-
 static void sleep_until_nsec(uint64_t t) {
         struct timespec ts = {
                 .tv_sec = (time_t) (t / UINT64_C(1000000000)),
@@ -100,7 +94,7 @@ static void sleep_until_nsec(uint64_t t) {
 /* Writes one byte to each page, paced at rate pages per second if rate is not 0. Never inlined: the
  * page faults happen here, and the integration tests look for this name in user stacks. */
 static __attribute__((noinline)) void touch_pages(uint8_t *addr, size_t n_pages, uint64_t rate) {
-        uint64_t start = rate ? now_nsec() : 0;
+        uint64_t start = rate ? now_nsec(CLOCK_MONOTONIC) : 0;
         size_t step = rate >= RATE_STEP_MIN_RATE ? RATE_STEP_PAGES : 1;
 
         for (size_t i = 0; i < n_pages; i++) {
@@ -130,7 +124,7 @@ static void *touch_thread(void *userdata) {
         }
 
         /* Benchmark rounds: every round allocates, touches and frees its own mapping. */
-        while (now_nsec() < job->deadline_nsec) {
+        while (now_nsec(CLOCK_MONOTONIC) < job->deadline_nsec) {
                 uint8_t *p = map_anonymous(job->n_pages);
 
                 if (!p) {
@@ -274,7 +268,7 @@ static void hold(void) {
                 (void) sigaddset(&set, SIGUSR1);
                 (void) sigwait(&set, &sig);
         } else if (arg_hold_ms > 0)
-                sleep_until_nsec(now_nsec() + arg_hold_ms * UINT64_C(1000000));
+                sleep_until_nsec(now_nsec(CLOCK_MONOTONIC) + arg_hold_ms * UINT64_C(1000000));
 }
 
 static int run_scripted(void) {
@@ -341,13 +335,13 @@ static int run_commands(void) {
 }
 
 static int run_seconds(void) {
-        uint64_t start = now_nsec(), pages, elapsed;
+        uint64_t start = now_nsec(CLOCK_MONOTONIC), pages, elapsed;
         int r;
 
         r = run_threads(NULL, arg_pages, start + arg_seconds * UINT64_C(1000000000), &pages);
         if (r < 0)
                 return r;
-        elapsed = now_nsec() - start;
+        elapsed = now_nsec(CLOCK_MONOTONIC) - start;
         (void) printf("pages=%" PRIu64 " seconds=%.3f pages_per_sec=%.0f\n", pages, (double) elapsed / 1e9,
                       (double) pages * 1e9 / (double) elapsed);
         (void) fflush(stdout);

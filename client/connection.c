@@ -98,6 +98,16 @@ int ctl_report_error_reply(const char *error, json_t *parameters) {
         return ctl_error_exit_status(error);
 }
 
+int ctl_reply_result(int r, const char *error, json_t *parameters) {
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return ctl_report_transport_error(r);
+        if (error)
+                return ctl_report_error_reply(error, parameters);
+        return 0;
+}
+
 int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply) {
         _cleanup_free_ char *error = NULL;
         json_auto_t *reply = NULL;
@@ -108,12 +118,9 @@ int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **
         assert(ret_reply);
 
         r = varlink_client_call(c, method, parameters, CTL_CALL_TIMEOUT_USEC, &reply, &error);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return ctl_report_transport_error(r);
-        if (error)
-                return ctl_report_error_reply(error, reply);
+        int q = ctl_reply_result(r, error, reply);
+        if (q != 0)
+                return q;
         if (r > 0) {
                 /* We never ask for more here; a streaming reply means we talk to something else. */
                 fprintf(stderr, "Protocol error: unexpected streaming reply to %s.\n", method);

@@ -31,6 +31,10 @@ int ctl_call_once(const char *method, json_t *parameters, json_t **ret_reply);
 
 /* Describes a transport failure (-errno from the varlink client) and returns its CtlExit. */
 int ctl_report_transport_error(int error);
+/* What a varlink_client_call() or _read_reply() result r (with its error name and parameters, borrowed)
+ * means for a verb: 0 for a reply (final or not: r tells), else the failure reported as above and its
+ * CtlExit, or -ENOMEM unreported. The one mapping every verb and `top --batch` share. */
+int ctl_reply_result(int r, const char *error, json_t *parameters);
 /* Prints ctl_error_message() for an error reply (name and parameters, both borrowed) and returns its
  * CtlExit (ctl_error_exit_status()), or -ENOMEM. */
 int ctl_report_error_reply(const char *error, json_t *parameters);

@@ -22,6 +22,7 @@
 #include "reply.h"
 #include "snapshot.h"
 #include "tasks.h"
+#include "time-util.h"
 
 /* Calls StackTree. Unless required, an error reply for the task or module (it went away meanwhile)
  * gives 0 and NULL; one the caller asked for by name is reported as any other error. */
@@ -42,18 +43,15 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
                 return -ENOMEM;
 
         r = varlink_client_call(c, "io.memstrack.StackTree", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return ctl_report_transport_error(r);
-        if (error) {
-                if (key && !required && (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
-                            streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
-                        *ret = NULL;
-                        return 0;
-                }
-                return ctl_report_error_reply(error, reply);
+        /* A task or module gone since it was listed has no tree, unless it was asked for. */
+        if (r >= 0 && error && key && !required &&
+            (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
+                *ret = NULL;
+                return 0;
         }
+        r = ctl_reply_result(r, error, reply);
+        if (r != 0)
+                return r;
         *ret = TAKE_PTR(reply);
         return 0;
 }
@@ -161,15 +159,13 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         /* Where and when, for titles (the daemon answers on a local socket: its host is ours). A host
          * name jansson cannot take as UTF-8 is left out (null). */
         char host[HOST_NAME_MAX + 1] = "";
-        struct timespec ts = {};
         (void) gethostname(host, sizeof(host) - 1);
-        (void) clock_gettime(CLOCK_REALTIME, &ts);
 
         *ret = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:O, s:O, s:O, s:O}",
                          "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
                          "generator", "memstrackctl " PACKAGE_VERSION,
                          "host", host[0] ? json_string(host) : NULL,
-                         "realtimeUsec", (json_int_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
+                         "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
                          "status", status,
                          "tasks", tasks,
                          "modules", modules,
@@ -393,13 +389,6 @@ static int print_diff(json_t *d, uint64_t page_size) {
         return table_print(modules, stdout, width);
 }
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 int verb_snapshots(int argc, char *argv[]) {
         static const TableColumn columns[] = {
                 { .header = "NAME", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 8 },
@@ -429,7 +418,7 @@ int verb_snapshots(int argc, char *argv[]) {
         r = ctl_call(c, "io.memstrack.Status", NULL, &status);
         if (r != 0)
                 return r;
-        uint64_t page_size = reply_count(status, "pageSize") ?: 4096, now = monotonic_usec();
+        uint64_t page_size = reply_count(status, "pageSize") ?: 4096, now = now_usec(CLOCK_MONOTONIC);
 
         r = table_new(columns, ELEMENTSOF(columns), &t);
         if (r < 0)

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "macro.h"
+#include "time-util.h"
 #include "varlink.h"
 
 struct VarlinkClient {
@@ -124,13 +125,6 @@ int varlink_client_get_fd(const VarlinkClient *c) {
         return c->fd;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
-}
-
 /* Waits for events on the socket until deadline_usec (UINT64_MAX: forever). -ETIMEDOUT at the deadline. */
 static int client_wait(VarlinkClient *c, short events, uint64_t deadline_usec) {
         for (;;) {
@@ -138,7 +132,7 @@ static int client_wait(VarlinkClient *c, short events, uint64_t deadline_usec) {
                 int timeout_ms = -1, r;
 
                 if (deadline_usec != UINT64_MAX) {
-                        uint64_t now = now_usec();
+                        uint64_t now = now_usec(CLOCK_MONOTONIC);
 
                         if (now >= deadline_usec)
                                 return -ETIMEDOUT;
@@ -160,7 +154,7 @@ static uint64_t deadline_from_timeout(uint64_t timeout_usec) {
 
         if (timeout_usec == UINT64_MAX)
                 return UINT64_MAX;
-        now = now_usec();
+        now = now_usec(CLOCK_MONOTONIC);
         return timeout_usec > UINT64_MAX - now - 1 ? UINT64_MAX - 1 : now + timeout_usec;
 }
 

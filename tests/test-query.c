@@ -8,6 +8,8 @@
 #include "accounting.h"
 #include "macro.h"
 #include "query.h"
+#include "synthetic-events.h"
+#include "test-json.h"
 #include "tests.h"
 
 /* Addresses from tests/data/kallsyms-modules. */
@@ -124,15 +126,23 @@ static void check_subset(Accounting *a, int32_t pid, const char *module_name) {
         free(t.pages);
 }
 
-/* Stack views of one task or module, built from the charge index, equal what the page table says. */
-static void test_filtered_views_match_page_table(void) {
+/* A core with the test symbol table (*ret_ksym, freed by the caller after the core), keeping at most
+ * max_exited_tasks exited tasks. */
+static Accounting *core_new(size_t max_exited_tasks, Ksym **ret_ksym) {
         AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
         Accounting *a = NULL;
-        Ksym *k = NULL;
 
-        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
-        c.max_exited_tasks = 8;
-        ASSERT_OK(accounting_new(&c, k, &a));
+        ASSERT_OK(ksym_load("data/kallsyms-modules", ret_ksym));
+        c.max_exited_tasks = max_exited_tasks;
+        ASSERT_OK(accounting_new(&c, *ret_ksym, &a));
+        return a;
+}
+
+/* Stack views of one task or module, built from the charge index, equal what the page table says. */
+static void test_filtered_views_match_page_table(void) {
+        Ksym *k = NULL;
+        Accounting *a = core_new(8, &k);
+
         srand(3);
         for (unsigned step = 0; step < 200000; step++) {
                 int32_t pid = 1 + rand() % 40;
@@ -166,7 +176,97 @@ static void test_filtered_views_match_page_table(void) {
         ksym_free(k);
 }
 
+/* The pids of a query_tasks() reply, in order, as "100 200"; every one a real task, never "[evicted]". */
+static void expect_tasks(Accounting *a, QueryTasks q, const char *expected) {
+        json_auto_t *reply = NULL;
+        size_t i;
+        json_t *t;
+
+        ASSERT_OK(query_tasks(a, &q, &reply));
+        json_array_foreach(json_object_get(reply, "tasks"), i, t)
+                ASSERT_GT(json_integer_value(json_object_get(t, "pid")), 0);
+        _cleanup_free_ char *s = test_json_join(json_object_get(reply, "tasks"), "pid");
+        if (!streq(s, expected))
+                fprintf(stderr, "sort %d limit %zu pid %d comm %s exited %d hideZero %d\n", (int) q.sort, q.limit,
+                        (int) q.pid, q.comm ?: "-", q.include_exited, q.hide_zero);
+        ASSERT_STREQ(s, expected);
+}
+
+static void expect_modules(Accounting *a, QuerySort sort, size_t limit, const char *expected) {
+        json_auto_t *list = NULL;
+
+        ASSERT_OK(query_modules(a, sort, limit, &list));
+        _cleanup_free_ char *s = test_json_join(list, "name");
+        ASSERT_STREQ(s, expected);
+}
+
+/*
+ * Tasks and Modules: sort keys (ties by pid), limit, the pid and comm filters, exited tasks, hideZero,
+ * and what evicted tasks still hold. With one exited task kept, 400 and 500 are evicted (1 + 2 pages).
+ */
+static void test_tasks_and_modules(void) {
+        Ksym *k = NULL;
+        Accounting *a = core_new(1, &k);
+
+        /* Besides synthetic_scene(): two more exit holding 2 and 4 pages, one holds nothing. */
+        synthetic_scene(a);
+        synthetic_task(a, 500, "eps");
+        synthetic_task(a, 600, "zeta");
+        synthetic_task(a, 700, "idle");
+        synthetic_alloc(a, 500, 0x6000, 1, SYNTHETIC_KERNEL);
+        synthetic_alloc(a, 600, 0x7000, 2, SYNTHETIC_KERNEL);
+        synthetic_exit(a, 500);
+        synthetic_exit(a, 600);
+
+        const QueryTasks any = { .pid = -1 };
+        expect_tasks(a, any, "100 200 300 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .hide_zero = true }, "100 200");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .include_exited = true }, "100 200 600 300 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK }, "300 100 200 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_PEAK, .hide_zero = true }, "300 100 200");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS }, "200 100 300 700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .sort = QUERY_SORT_ALLOCS, .hide_zero = true }, "200 100 300");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 2 }, "100 200");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .limit = 1, .sort = QUERY_SORT_PEAK }, "300");
+        /* Asked for by pid: shown exited, and holding nothing despite hideZero. */
+        expect_tasks(a, (QueryTasks) { .pid = 600 }, "600");
+        expect_tasks(a, (QueryTasks) { .pid = 700, .hide_zero = true }, "700");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .comm = "beta" }, "200");
+        expect_tasks(a, (QueryTasks) { .pid = -1, .comm = "nobody" }, "");
+        /* Evicted tasks are gone by pid; so is one never seen. */
+        json_t *none = NULL;
+        ASSERT_EQ(query_tasks(a, &(QueryTasks) { .pid = 400 }, &none), -ESRCH);
+        ASSERT_EQ(query_tasks(a, &(QueryTasks) { .pid = 999 }, &none), -ESRCH);
+        ASSERT_NULL(none);
+
+        json_auto_t *reply = NULL;
+        ASSERT_OK(query_tasks(a, &any, &reply));
+        json_t *evicted = json_object_get(reply, "evicted");
+        ASSERT_EQ(json_integer_value(json_object_get(evicted, "tasks")), 2);
+        ASSERT_EQ(json_integer_value(json_object_get(evicted, "currentPages")), 3);
+        ASSERT_EQ(json_integer_value(json_object_get(evicted, "peakPages")), 3);
+
+        /* Modules: vmlinux 8 + 1 + 2 + 4 now (peak 24 while gamma held 16), ext4 4, xfs 2. One never
+         * charged and not loaded is left out. */
+        (void) usage_module_intern(accounting_usage(a), "btrfs");
+        expect_modules(a, QUERY_SORT_CURRENT, 0, "vmlinux ext4 xfs");
+        expect_modules(a, QUERY_SORT_PEAK, 2, "vmlinux ext4");
+        expect_modules(a, QUERY_SORT_CURRENT, 1, "vmlinux");
+        json_auto_t *mods = NULL;
+        ASSERT_OK(query_modules(a, QUERY_SORT_CURRENT, 1, &mods));
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(mods, 0), "currentPages")), 15);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(mods, 0), "peakPages")), 24);
+
+        ASSERT_EQ(query_sort_from_string(NULL), QUERY_SORT_CURRENT);
+        ASSERT_EQ(query_sort_from_string("peak"), QUERY_SORT_PEAK);
+        ASSERT_EQ(query_sort_from_string("allocs"), QUERY_SORT_ALLOCS);
+        ASSERT_EQ(query_sort_from_string("size"), _QUERY_SORT_INVALID);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 int main(void) {
         TEST(test_filtered_views_match_page_table);
+        TEST(test_tasks_and_modules);
         return 0;
 }

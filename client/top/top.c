@@ -463,12 +463,9 @@ static int run_batch(void) {
                 json_auto_t *reply = NULL;
 
                 r = varlink_client_read_reply(c, arg_delay_usec + CTL_CALL_TIMEOUT_USEC, &reply, &error);
-                if (r == -ENOMEM)
+                r = ctl_reply_result(r, error, reply);
+                if (r != 0)
                         return r;
-                if (r < 0)
-                        return ctl_report_transport_error(r);
-                if (error)
-                        return ctl_report_error_reply(error, reply);
                 r = arg_json != CTL_JSON_OFF ? ctl_print_json(reply) : print_batch(reply, page_size, i);
                 if (r < 0)
                         return r;

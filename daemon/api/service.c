@@ -2,7 +2,7 @@
 
 /*
  * The io.memstrack methods: parameter checking and replies. The views themselves are built by query.c
- * and snapshot.c; this file only maps calls onto them and errors onto the interface's errors.
+ * and marks.c; this file only maps calls onto them and errors onto the interface's errors.
  */
 
 #include <assert.h>
@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "list.h"
 #include "log.h"
+#include "marks.h"
 #include "query.h"
 #include "service.h"
-#include "snapshot.h"
+#include "time-util.h"
 #include "varlink-server.h"
 #include "varlink.h"
 
@@ -35,7 +37,7 @@ struct Service {
         void (*get_live)(void *userdata, ServiceLive *ret);
 
         VarlinkServer *server;          /* owned */
-        Snapshots *snapshots;           /* owned */
+        Marks *marks;                   /* owned: the named snapshots */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
         size_t n_top_streams;
         sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
@@ -61,12 +63,6 @@ struct TopStream {
 #define TOP_INTERVAL_MIN_USEC 100000
 #define TOP_TICK_USEC TOP_INTERVAL_MIN_USEC
 #define TOP_STREAMS_MAX 16
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static uint64_t rss_bytes(void) {
         unsigned long long size, resident;
@@ -363,12 +359,7 @@ static TopStream *top_stream_free(TopStream *t) {
         if (!t)
                 return NULL;
         Service *sv = t->service;
-        if (t->prev)
-                t->prev->next = t->next;
-        else if (sv->top_streams == t)
-                sv->top_streams = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
+        LIST_REMOVE(sv->top_streams, t);
         sv->n_top_streams--;
         free(t);
         return NULL;
@@ -507,10 +498,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         r = varlink_call_reply_more(call, reply);
         if (r < 0)
                 return r;
-        t->next = sv->top_streams;
-        if (t->next)
-                t->next->prev = t;
-        sv->top_streams = t;
+        LIST_PREPEND(sv->top_streams, t);
         sv->n_top_streams++;
         varlink_call_set_disconnect_handler(call, top_disconnected, t);
         TAKE_PTR(t);
@@ -543,11 +531,11 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = snapshots_save(sv->snapshots, name, sv->accounting, now);
+        int r = marks_save(sv->marks, name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
         if (r == -ENOSPC) {
-                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", SNAPSHOT_MAX);
+                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", MARKS_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         if (r < 0)
@@ -570,7 +558,7 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = snapshots_diff(sv->snapshots, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
+        int r = marks_diff(sv->marks, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -586,7 +574,7 @@ static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *us
 
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        int r = snapshots_list(sv->snapshots, sv->accounting, &reply);
+        int r = marks_list(sv->marks, sv->accounting, &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -634,7 +622,7 @@ Service *service_free(Service *sv) {
         while (sv->top_streams)
                 top_stream_free(sv->top_streams);
         sd_event_source_disable_unref(sv->top_tick);
-        snapshots_free(sv->snapshots);
+        marks_free(sv->marks);
         free(sv);
         return NULL;
 }
@@ -660,8 +648,8 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .flush = config->flush,
                 .get_live = config->get_live,
         };
-        sv->snapshots = snapshots_new();
-        if (!sv->snapshots)
+        sv->marks = marks_new();
+        if (!sv->marks)
                 return log_oom();
 
         VarlinkServerConfig c = {
@@ -687,6 +675,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .idle_timeout_usec = config->idle_timeout_usec,
                 .output_timeout_usec = config->output_timeout_usec,
                 .priority = config->priority,
+                .max_connections_per_uid = config->max_connections_per_uid,
         };
         r = varlink_server_new(sv->event, &c, &sv->server);
         if (r < 0)

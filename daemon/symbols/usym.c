@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "time-util.h"
 #include "usym.h"
 
 /* How often a process's maps may be re-read because an address was outside all of them. */
@@ -60,13 +61,6 @@ struct UserSymbols {
         uint64_t clock;         /* counts usym_process() calls */
         uint64_t generation;    /* the last one given to a session */
 };
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static bool endswith(const char *s, const char *suffix) {
         size_t n = strlen(s), m = strlen(suffix);
@@ -217,7 +211,7 @@ static int process_report(UsymProcess *p) {
                 if (!p->dwfl)
                         return -ENOMEM;
         }
-        p->reported_usec = now_usec();
+        p->reported_usec = now_usec(CLOCK_MONOTONIC);
         /* Modules may go away below, and with them the names memoized so far. */
         p->generation = ++p->owner->generation;
 
@@ -369,7 +363,7 @@ bool usym_process_lookup(UsymProcess *p, uint64_t ip, UsymResult *ret) {
                 goto answer;
 
         Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, ip);
-        if (!mod && now_usec() - p->reported_usec >= USYM_REFRESH_USEC) {
+        if (!mod && now_usec(CLOCK_MONOTONIC) - p->reported_usec >= USYM_REFRESH_USEC) {
                 /* Maybe mapped since (dlopen()); anonymous and JIT code stays unknown. */
                 r = process_report(p);
                 if (r < 0)

@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "varlink-server.h"
@@ -474,12 +475,7 @@ static Connection *connection_free(Connection *c) {
                 call_free(call);
         }
 
-        if (c->prev)
-                c->prev->next = c->next;
-        else if (s->connections == c)
-                s->connections = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_REMOVE(s->connections, c);
         s->n_connections--;
 
         sd_event_source_disable_unref(c->io_source);
@@ -1090,10 +1086,7 @@ static int server_add_connection(VarlinkServer *s, int fd) {
         c->allowed = c->is_root || (s->have_gid && peer_in_group(c->fd, &cred, s->gid));
 
         /* Linked first so that connection_free() can undo everything below. */
-        c->next = s->connections;
-        if (c->next)
-                c->next->prev = c;
-        s->connections = c;
+        LIST_PREPEND(s->connections, c);
         s->n_connections++;
 
         r = varlink_framer_new(s->cfg.max_request_bytes, &c->framer);

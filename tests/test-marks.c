@@ -7,7 +7,7 @@
 
 #include "accounting.h"
 #include "macro.h"
-#include "snapshot.h"
+#include "marks.h"
 #include "tests.h"
 
 static const uint64_t chain[] = { 0xffffffff81003010, 0xffffffff81005020 };
@@ -36,7 +36,7 @@ static void event(Accounting *a, MsEventType type, int32_t pid, uint64_t pfn) {
 static void test_diff_many_tasks(void) {
         enum { N = 100000 };
         AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
-        Snapshots *s = snapshots_new();
+        Marks *s = marks_new();
         json_auto_t *diff = NULL;
         Accounting *a = NULL;
 
@@ -45,7 +45,7 @@ static void test_diff_many_tasks(void) {
         ASSERT_NOT_NULL(s);
         for (int32_t pid = 1; pid <= N; pid++)
                 event(a, MS_EVENT_PAGE_ALLOC, pid, (uint64_t) pid);
-        ASSERT_OK(snapshots_save(s, "before", a, 1));
+        ASSERT_OK(marks_save(s, "before", a, 1));
 
         for (int32_t pid = 1; pid <= 1000; pid++)               /* +1 page each */
                 event(a, MS_EVENT_PAGE_ALLOC, pid, N + (uint64_t) pid);
@@ -56,9 +56,9 @@ static void test_diff_many_tasks(void) {
         for (int32_t pid = N + 1; pid <= N + 50; pid++)         /* new tasks */
                 event(a, MS_EVENT_PAGE_ALLOC, pid, 2 * N + (uint64_t) pid);
 
-        ASSERT_OK(snapshots_diff(s, "before", a, 2, 10000, &diff));
+        ASSERT_OK(marks_diff(s, "before", a, 2, 10000, &diff));
         double n = 2.0 * N;
-        ASSERT_LE(snapshots_diff_steps(s), (uint64_t) (3 * n * ceil(log2(n))));
+        ASSERT_LE(marks_diff_steps(s), (uint64_t) (3 * n * ceil(log2(n))));
 
         json_t *tasks = json_object_get(diff, "tasks");
         size_t up = 0, down = 0, exited = 0, appeared = 0;
@@ -96,32 +96,32 @@ static void test_diff_many_tasks(void) {
         ASSERT_EQ(json_integer_value(json_object_get(diff, "afterPages")) -
                   json_integer_value(json_object_get(diff, "beforePages")), sum + 96);
 
-        snapshots_free(s);
+        marks_free(s);
         accounting_free(a);
 }
 
 /* Modules are matched by name whatever order they were first seen in. */
 static void test_diff_modules(void) {
         AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
-        Snapshots *s = snapshots_new();
+        Marks *s = marks_new();
         json_auto_t *diff = NULL;
         Accounting *a = NULL;
 
         ASSERT_OK(accounting_new(&c, NULL, &a));
         Usage *u = accounting_usage(a);
         uint16_t zz = usage_module_intern(u, "zz");
-        ASSERT_OK(snapshots_save(s, "m", a, 1));
+        ASSERT_OK(marks_save(s, "m", a, 1));
         uint16_t aa = usage_module_intern(u, "aa");
         usage_module_charge(u, aa, 5);
         usage_module_charge(u, zz, 3);
-        ASSERT_OK(snapshots_diff(s, "m", a, 2, 10, &diff));
+        ASSERT_OK(marks_diff(s, "m", a, 2, 10, &diff));
         json_t *modules = json_object_get(diff, "modules");
         ASSERT_EQ(json_array_size(modules), 2);
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(modules, 0), "name")), "aa");
         ASSERT_EQ(json_integer_value(json_object_get(json_array_get(modules, 0), "beforePages")), 0);
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(modules, 1), "name")), "zz");
         ASSERT_EQ(json_integer_value(json_object_get(json_array_get(modules, 1), "deltaPages")), 3);
-        snapshots_free(s);
+        marks_free(s);
         accounting_free(a);
 }
 

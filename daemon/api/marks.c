@@ -5,41 +5,41 @@
 #include <string.h>
 
 #include "macro.h"
-#include "snapshot.h"
+#include "marks.h"
 #include "utf8.h"
 
-typedef struct SnapTask {
+typedef struct MarkTask {
         int32_t pid;
         uint64_t first_seen_nsec;       /* tells a reused pid apart */
         char comm[USAGE_COMM_MAX];
         uint64_t pages;
         bool exited;
-} SnapTask;
+} MarkTask;
 
-typedef struct SnapModule {
+typedef struct MarkModule {
         char *name;
         uint64_t pages;
-} SnapModule;
+} MarkModule;
 
-typedef struct Snapshot {
-        char name[SNAPSHOT_NAME_MAX + 1];
+typedef struct Mark {
+        char name[MARK_NAME_MAX + 1];
         uint64_t timestamp_usec;
         uint64_t total_pages;
         uint64_t resets;                /* AccountingStats.resets when taken */
-        SnapTask *tasks;                /* owned */
+        MarkTask *tasks;                /* owned */
         size_t n_tasks;
-        SnapModule *modules;            /* owned, names owned */
+        MarkModule *modules;            /* owned, names owned */
         size_t n_modules;
-} Snapshot;
+} Mark;
 
-struct Snapshots {
-        Snapshot *items[SNAPSHOT_MAX];  /* owned; NULL slots are free */
+struct Marks {
+        Mark *items[MARKS_MAX];         /* owned; NULL slots are free */
         uint64_t diff_steps;            /* comparisons the last diff made (sorts and merges) */
 };
 
-/* Snapshots keep tasks sorted by (pid, first seen) and modules by name, so a diff is a merge. */
+/* Marks keep tasks sorted by (pid, first seen) and modules by name, so a diff is a merge. */
 static int compare_tasks(const void *a, const void *b, void *userdata) {
-        const SnapTask *x = a, *y = b;
+        const MarkTask *x = a, *y = b;
         uint64_t *steps = userdata;
 
         (*steps)++;
@@ -51,14 +51,14 @@ static int compare_tasks(const void *a, const void *b, void *userdata) {
 }
 
 static int compare_modules(const void *a, const void *b, void *userdata) {
-        const SnapModule *x = a, *y = b;
+        const MarkModule *x = a, *y = b;
         uint64_t *steps = userdata;
 
         (*steps)++;
         return strcmp(x->name, y->name);
 }
 
-static Snapshot *snapshot_free(Snapshot *s) {
+static Mark *mark_free(Mark *s) {
         if (!s)
                 return NULL;
         for (size_t i = 0; i < s->n_modules; i++)
@@ -69,48 +69,48 @@ static Snapshot *snapshot_free(Snapshot *s) {
         return NULL;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(Snapshot *, snapshot_free);
-Snapshots *snapshots_new(void) {
-        return calloc(1, sizeof(Snapshots));
+DEFINE_TRIVIAL_CLEANUP_FUNC(Mark *, mark_free);
+Marks *marks_new(void) {
+        return calloc(1, sizeof(Marks));
 }
 
-Snapshots *snapshots_free(Snapshots *s) {
+Marks *marks_free(Marks *s) {
         if (!s)
                 return NULL;
-        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
-                snapshot_free(s->items[i]);
+        for (size_t i = 0; i < MARKS_MAX; i++)
+                mark_free(s->items[i]);
         free(s);
         return NULL;
 }
 
-uint64_t snapshots_diff_steps(const Snapshots *s) {
+uint64_t marks_diff_steps(const Marks *s) {
         return s->diff_steps;
 }
 
-size_t snapshots_count(const Snapshots *s) {
+size_t marks_count(const Marks *s) {
         size_t n = 0;
-        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
+        for (size_t i = 0; i < MARKS_MAX; i++)
                 n += s->items[i] != NULL;
         return n;
 }
 
-static Snapshot **find(Snapshots *s, const char *name) {
-        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
+static Mark **find(Marks *s, const char *name) {
+        for (size_t i = 0; i < MARKS_MAX; i++)
                 if (s->items[i] && streq(s->items[i]->name, name))
                         return &s->items[i];
         return NULL;
 }
 
-static int compare_snapshot_age(const void *a, const void *b) {
-        const Snapshot *x = *(const Snapshot *const *) a, *y = *(const Snapshot *const *) b;
+static int compare_mark_age(const void *a, const void *b) {
+        const Mark *x = *(const Mark *const *) a, *y = *(const Mark *const *) b;
 
         if (x->timestamp_usec != y->timestamp_usec)
                 return x->timestamp_usec < y->timestamp_usec ? -1 : 1;
         return strcmp(x->name, y->name);
 }
 
-static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t *steps, Snapshot **ret) {
-        _cleanup_(snapshot_freep) Snapshot *snap = calloc(1, sizeof(Snapshot));
+static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t *steps, Mark **ret) {
+        _cleanup_(mark_freep) Mark *snap = calloc(1, sizeof(Mark));
         Usage *u = accounting_usage(a);
         AccountingStats stats;
 
@@ -123,7 +123,7 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t 
         snap->resets = stats.resets;
 
         size_t n_slots = usage_task_slots(u);
-        snap->tasks = malloc(MAX(n_slots, (size_t) 1) * sizeof(SnapTask));
+        snap->tasks = malloc(MAX(n_slots, (size_t) 1) * sizeof(MarkTask));
         if (!snap->tasks)
                 return -ENOMEM;
         for (uint32_t i = 0; i < n_slots; i++) {
@@ -131,14 +131,14 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t 
                 /* Tasks only: what evicted tasks still hold is no task's (Tasks "evicted"). */
                 if (!t || t->is_thread || i == USAGE_TASK_EVICTED)
                         continue;
-                SnapTask *st = &snap->tasks[snap->n_tasks++];
-                *st = (SnapTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec, .pages = t->pages.current_pages,
+                MarkTask *st = &snap->tasks[snap->n_tasks++];
+                *st = (MarkTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec, .pages = t->pages.current_pages,
                                    .exited = t->exited };
                 memcpy(st->comm, t->comm, sizeof(st->comm));
         }
 
         size_t n_modules = usage_module_count(u);
-        snap->modules = calloc(MAX(n_modules, (size_t) 1), sizeof(SnapModule));
+        snap->modules = calloc(MAX(n_modules, (size_t) 1), sizeof(MarkModule));
         if (!snap->modules)
                 return -ENOMEM;
         for (uint16_t id = 1; id <= n_modules; id++) {
@@ -146,15 +146,15 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t 
                 char *copy = strdup(m->name);
                 if (!copy)
                         return -ENOMEM;
-                snap->modules[snap->n_modules++] = (SnapModule) { .name = copy, .pages = m->pages.current_pages };
+                snap->modules[snap->n_modules++] = (MarkModule) { .name = copy, .pages = m->pages.current_pages };
         }
-        qsort_r(snap->tasks, snap->n_tasks, sizeof(SnapTask), compare_tasks, steps);
-        qsort_r(snap->modules, snap->n_modules, sizeof(SnapModule), compare_modules, steps);
+        qsort_r(snap->tasks, snap->n_tasks, sizeof(MarkTask), compare_tasks, steps);
+        qsort_r(snap->modules, snap->n_modules, sizeof(MarkModule), compare_modules, steps);
         *ret = TAKE_PTR(snap);
         return 0;
 }
 
-int snapshots_list(const Snapshots *s, Accounting *a, json_t **ret) {
+int marks_list(const Marks *s, Accounting *a, json_t **ret) {
         json_auto_t *list = json_array();
         AccountingStats stats;
 
@@ -162,12 +162,12 @@ int snapshots_list(const Snapshots *s, Accounting *a, json_t **ret) {
                 return -ENOMEM;
         accounting_get_stats(a, &stats);
         /* Oldest first: the order they are usually compared in. */
-        const Snapshot *sorted[SNAPSHOT_MAX];
+        const Mark *sorted[MARKS_MAX];
         size_t n = 0;
-        for (size_t i = 0; i < SNAPSHOT_MAX; i++)
+        for (size_t i = 0; i < MARKS_MAX; i++)
                 if (s->items[i])
                         sorted[n++] = s->items[i];
-        qsort(sorted, n, sizeof(Snapshot *), compare_snapshot_age);
+        qsort(sorted, n, sizeof(Mark *), compare_mark_age);
         for (size_t i = 0; i < n; i++) {
                 json_t *o = json_pack("{s:s, s:I, s:I, s:b}", "name", sorted[i]->name,
                                       "timestampUsec", (json_int_t) sorted[i]->timestamp_usec,
@@ -180,16 +180,16 @@ int snapshots_list(const Snapshots *s, Accounting *a, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int snapshots_save(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec) {
-        Snapshot *snap = NULL;
+int marks_save(Marks *s, const char *name, Accounting *a, uint64_t now_usec) {
+        Mark *snap = NULL;
         int r;
 
-        if (!name || !*name || strlen(name) > SNAPSHOT_NAME_MAX)
+        if (!name || !*name || strlen(name) > MARK_NAME_MAX)
                 return -EINVAL;
 
-        Snapshot **slot = find(s, name);
+        Mark **slot = find(s, name);
         if (!slot)
-                for (size_t i = 0; i < SNAPSHOT_MAX && !slot; i++)
+                for (size_t i = 0; i < MARKS_MAX && !slot; i++)
                         if (!s->items[i])
                                 slot = &s->items[i];
         if (!slot)
@@ -199,7 +199,7 @@ int snapshots_save(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
         r = capture(a, name, now_usec, &steps, &snap);
         if (r < 0)
                 return r;
-        snapshot_free(*slot);
+        mark_free(*slot);
         *slot = snap;
         return 0;
 }
@@ -222,17 +222,17 @@ static int compare_diffs(const void *a, const void *b) {
         return strcmp(x->name, y->name);
 }
 
-int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_usec, size_t limit, json_t **ret) {
-        _cleanup_(snapshot_freep) Snapshot *now = NULL;
+int marks_diff(Marks *s, const char *name, Accounting *a, uint64_t now_usec, size_t limit, json_t **ret) {
+        _cleanup_(mark_freep) Mark *now = NULL;
         _cleanup_free_ DiffItem *items = NULL;
         json_auto_t *tasks = json_array(), *modules = json_array();
         size_t n = 0;
         int r;
 
-        Snapshot **slot = find(s, name);
+        Mark **slot = find(s, name);
         if (!slot)
                 return -ENOENT;
-        Snapshot *then = *slot;
+        Mark *then = *slot;
         limit = MIN(limit ?: 50, (size_t) 10000);
         if (!tasks || !modules)
                 return -ENOMEM;
@@ -249,8 +249,8 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
         /* Tasks: the same pid first seen at the same time is the same task. Both lists are sorted by that
          * key, so one merge pairs them: O(n) here, O(n log n) for the sort of the current tasks. */
         for (size_t i = 0, j = 0; i < now->n_tasks || j < then->n_tasks;) {
-                const SnapTask *t = i < now->n_tasks ? &now->tasks[i] : NULL;
-                const SnapTask *old = j < then->n_tasks ? &then->tasks[j] : NULL;
+                const MarkTask *t = i < now->n_tasks ? &now->tasks[i] : NULL;
+                const MarkTask *old = j < then->n_tasks ? &then->tasks[j] : NULL;
                 int c = !t ? 1 : !old ? -1 : compare_tasks(t, old, &s->diff_steps);
 
                 if (c > 0) {
@@ -290,7 +290,7 @@ int snapshots_diff(Snapshots *s, const char *name, Accounting *a, uint64_t now_u
          * forgotten, so every module of the snapshot is still there. */
         n = 0;
         for (size_t i = 0, j = 0; i < now->n_modules; i++) {
-                const SnapModule *mod = &now->modules[i];
+                const MarkModule *mod = &now->modules[i];
                 uint64_t before = 0;
                 int c = 1;
 

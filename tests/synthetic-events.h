@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Synthetic events for the API tests (service, query, summary): the only place these tests build an
+ * MsEvent, so a change of the event record is adapted here once. Each helper feeds one event to a.
+ */
+
+#include <stdint.h>
+
+#include "accounting.h"
+#include "event.h"
+#include "macro.h"
+
+/* Addresses from tests/data/kallsyms-modules: a kernel chain and one through each module. */
+static const uint64_t synthetic_chain_kernel[] = { 0xffffffff81003010, 0xffffffff81005020, 0xffffffff8100e010 };
+static const uint64_t synthetic_chain_ext4[] = { 0xffffffff81003010, 0xffffffffc0002010, 0xffffffffc0001010,
+                                                 0xffffffff8100a010, 0xffffffff8100e010 };
+static const uint64_t synthetic_chain_xfs[] = { 0xffffffff81003010, 0xffffffffc0100010, 0xffffffff8100a010,
+                                                0xffffffff8100e010 };
+
+typedef enum SyntheticChain {
+        SYNTHETIC_KERNEL,
+        SYNTHETIC_EXT4,
+        SYNTHETIC_XFS,
+} SyntheticChain;
+
+static inline void synthetic_feed(Accounting *a, MsEvent e) {
+        static uint64_t clock_nsec = 1000;
+
+        e.timestamp_nsec = clock_nsec++;
+        accounting_handle_event(a, &e);
+}
+
+static inline void synthetic_task(Accounting *a, int32_t pid, const char *comm) {
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_NEW, .pid = pid, .tid = pid, .name = comm,
+                                      .migrate_type = -1 });
+}
+
+static inline void synthetic_exit(Accounting *a, int32_t pid) {
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid, .migrate_type = -1 });
+}
+
+static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order, SyntheticChain chain) {
+        const uint64_t *frames = chain == SYNTHETIC_EXT4 ? synthetic_chain_ext4 :
+                                 chain == SYNTHETIC_XFS ? synthetic_chain_xfs : synthetic_chain_kernel;
+        uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) :
+                     chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
+
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid, .pfn = pfn,
+                                      .order = order, .migrate_type = -1, .frames = frames, .n_frames = n,
+                                      .n_kernel_frames = n });
+}
+
+static inline void synthetic_free(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order) {
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .pfn = pfn,
+                                      .order = order, .migrate_type = -1 });
+}
+
+static inline void synthetic_lost(Accounting *a, uint32_t cpu, uint64_t n) {
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_LOST, .cpu = cpu, .n_lost = n, .migrate_type = -1 });
+}
+
+/*
+ * The scene the API tests start from (pages of any size):
+ *   100 alpha  8 pages through the kernel chain (vmlinux)
+ *   200 beta   4 pages through ext4, 2 through xfs
+ *   300 gamma  16 pages allocated and freed: 0 now, peak 16
+ *   400 delta  1 page (vmlinux), then exited
+ * Tracked now 15, peak 30; vmlinux 9 now, peak 24; 3 events lost on cpu 1.
+ */
+static inline void synthetic_scene(Accounting *a) {
+        synthetic_task(a, 100, "alpha");
+        synthetic_task(a, 200, "beta");
+        synthetic_task(a, 300, "gamma");
+        synthetic_task(a, 400, "delta");
+        synthetic_alloc(a, 100, 0x1000, 3, SYNTHETIC_KERNEL);
+        synthetic_alloc(a, 200, 0x2000, 2, SYNTHETIC_EXT4);
+        synthetic_alloc(a, 200, 0x3000, 1, SYNTHETIC_XFS);
+        synthetic_alloc(a, 300, 0x4000, 4, SYNTHETIC_KERNEL);
+        synthetic_free(a, 300, 0x4000, 4);
+        synthetic_alloc(a, 400, 0x5000, 0, SYNTHETIC_KERNEL);
+        synthetic_exit(a, 400);
+        synthetic_lost(a, 1, 3);
+}

@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The io.memstrack Service (daemon/api/service.c) end to end, without a kernel: a Service on a real
+ * sd-event loop and a socket in a temporary directory answers about an Accounting fed with synthetic
+ * events (tests/synthetic-events.h). Every method is called through the varlink client library, and
+ * every error it can send is provoked. One process: a call is sent, then the loop runs until the reply
+ * is there, so the test can change the accounting between calls.
+ *
+ * Runs as any user. Not root, the caller is a group member: the root-only methods answer
+ * PermissionDenied and their successful paths are left out (said on stderr). Root runs those, and
+ * checks PermissionDenied from a child that became another user.
+ */
+
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+
+#include <jansson.h>
+
+#include "accounting.h"
+#include "ksym.h"
+#include "log.h"
+#include "macro.h"
+#include "service.h"
+#include "synthetic-events.h"
+#include "test-json.h"
+#include "tests.h"
+#include "varlink.h"
+
+#define CALL_TIMEOUT_USEC (30U * 1000000U)
+#define LOOP_SLICE_USEC 10000U
+/* Bounded waits: 3000 slices of at most 10 ms, far beyond any reply; they only keep a bug from hanging. */
+#define LOOP_SLICES_MAX 3000U
+#define NOBODY_UID 65534
+
+typedef struct Fixture {
+        char dir[PATH_MAX];
+        char socket[PATH_MAX + 16];
+        sd_event *event;
+        Ksym *ksym;
+        Accounting *accounting;
+        Service *service;
+        VarlinkClient *client;
+        unsigned flushes;
+        uint64_t lost_per_cpu[2];
+        bool root;
+} Fixture;
+
+static void fixture_flush(void *userdata) {
+        Fixture *f = userdata;
+        f->flushes++;
+}
+
+static void fixture_get_live(void *userdata, ServiceLive *ret) {
+        Fixture *f = userdata;
+        *ret = (ServiceLive) {
+                .backend = "synthetic",
+                .source = { .records = 42, .lost_records = 5, .n_cpus = 2, .lost_per_cpu = f->lost_per_cpu },
+                .uptime_usec = 7000000,
+                .events_per_second = 2.5,
+        };
+}
+
+static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
+        const char *tmp = getenv("TMPDIR") ?: "/tmp";
+        struct group *gr;
+
+        *f = (Fixture) { .root = geteuid() == 0, .lost_per_cpu = { 0, 5 } };
+        ASSERT_TRUE(snprintf(f->dir, sizeof(f->dir), "%s/test-service.XXXXXX", tmp) < (int) sizeof(f->dir));
+        ASSERT_NOT_NULL(mkdtemp(f->dir));
+        /* Reachable by the other user root's child becomes. */
+        ASSERT_OK(chmod(f->dir, 0755));
+        (void) snprintf(f->socket, sizeof(f->socket), "%s/io.memstrack", f->dir);
+
+        /* The allowed group is our own, so the connection is let in whoever runs the test. */
+        gr = getgrgid(getgid());
+        ASSERT_NOT_NULL(gr);
+
+        ASSERT_OK(sd_event_new(&f->event));
+        ASSERT_OK(ksym_load("data/kallsyms-modules", &f->ksym));
+        AccountingConfig ac = ACCOUNTING_CONFIG_DEFAULT;
+        ASSERT_OK(accounting_new(&ac, f->ksym, &f->accounting));
+        /* Every case starts from synthetic_scene(): 15 pages tracked, peak 30. */
+        synthetic_scene(f->accounting);
+
+        ServiceConfig sc = {
+                .event = f->event,
+                .accounting = f->accounting,
+                .page_size = 4096,
+                .socket_path = f->socket,
+                .group = gr->gr_name,
+                .max_connections_per_uid = max_connections_per_uid,
+                .userdata = f,
+                .flush = fixture_flush,
+                .get_live = fixture_get_live,
+        };
+        ASSERT_OK(service_new(&sc, &f->service));
+        ASSERT_OK(varlink_client_connect(f->socket, &f->client));
+}
+
+static void fixture_done(Fixture *f) {
+        varlink_client_free(f->client);
+        service_free(f->service);
+        accounting_free(f->accounting);
+        ksym_free(f->ksym);
+        sd_event_unref(f->event);
+        ASSERT_OK(rmdir(f->dir));
+}
+
+/* Runs the loop until c has a reply: the return of varlink_client_read_reply(). */
+static int wait_reply(Fixture *f, VarlinkClient *c, json_t **ret, char **ret_error) {
+        for (unsigned i = 0; i < LOOP_SLICES_MAX; i++) {
+                int r = varlink_client_read_reply(c, 0, ret, ret_error);
+                if (r != -EAGAIN)
+                        return r;
+                ASSERT_OK(sd_event_run(f->event, LOOP_SLICE_USEC));
+        }
+        fprintf(stderr, "no reply after %u loop iterations\n", LOOP_SLICES_MAX);
+        abort();
+}
+
+/* Runs the loop until nothing is ready: the server has seen every close. */
+static void drain(Fixture *f) {
+        for (unsigned i = 0; i < LOOP_SLICES_MAX; i++) {
+                int r = sd_event_run(f->event, 0);
+                ASSERT_OK(r);
+                if (r == 0)
+                        return;
+        }
+}
+
+static int call_on(Fixture *f, VarlinkClient *c, const char *method, const char *params, VarlinkCallFlags flags,
+                   json_t **ret, char **ret_error) {
+        json_auto_t *p = NULL;
+        json_error_t err;
+
+        if (params) {
+                p = json_loads(params, 0, &err);
+                ASSERT_NOT_NULL(p);
+        }
+        ASSERT_OK(varlink_client_send(c, method, p, flags, CALL_TIMEOUT_USEC));
+        return wait_reply(f, c, ret, ret_error);
+}
+
+/* A successful final reply to method(params): its parameters, a new reference. */
+static json_t *call_ok(Fixture *f, const char *method, const char *params) {
+        json_t *reply = NULL;
+        _cleanup_free_ char *error = NULL;
+        unsigned flushes = f->flushes;
+
+        int r = call_on(f, f->client, method, params, 0, &reply, &error);
+        if (error)
+                fprintf(stderr, "%s(%s): %s\n", method, params ?: "", error);
+        ASSERT_EQ(r, 0);
+        ASSERT_NULL(error);
+        ASSERT_NOT_NULL(reply);
+        /* Every method answers about now: it brought the core up to date first, once. */
+        ASSERT_EQ(f->flushes, flushes + 1);
+        return reply;
+}
+
+/* The error method(params) must get: its parameters, a new reference. */
+static json_t *call_error_flags(Fixture *f, const char *method, const char *params, VarlinkCallFlags flags,
+                                const char *expected) {
+        json_t *reply = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        ASSERT_EQ(call_on(f, f->client, method, params, flags, &reply, &error), 0);
+        if (!error || !streq(error, expected))
+                fprintf(stderr, "%s(%s): expected %s, got %s\n", method, params ?: "", expected, error ?: "a reply");
+        ASSERT_STREQ(error, expected);
+        return reply;
+}
+
+static json_t *call_error(Fixture *f, const char *method, const char *params, const char *expected) {
+        return call_error_flags(f, method, params, 0, expected);
+}
+
+static void expect_invalid(Fixture *f, const char *method, const char *params, const char *parameter) {
+        json_auto_t *e = call_error(f, method, params, VARLINK_ERROR_INVALID_PARAMETER);
+        ASSERT_STREQ(json_string_value(json_object_get(e, "parameter")), parameter);
+}
+
+static int64_t get_int(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v))
+                fprintf(stderr, "no integer \"%s\"\n", key);
+        ASSERT_TRUE(json_is_integer(v));
+        return (int64_t) json_integer_value(v);
+}
+
+/* The pids of the Task list reply[key], in order, as "100 200". */
+static void expect_pids(json_t *reply, const char *key, const char *expected) {
+        _cleanup_free_ char *s = test_json_join(json_object_get(reply, key), "pid");
+        ASSERT_STREQ(s, expected);
+}
+
+/* The names of a Module list, in order. */
+static char *names(json_t *modules) {
+        return test_json_join(modules, "name");
+}
+
+static void test_status_and_summary(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *st = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_STREQ(json_string_value(json_object_get(st, "backend")), "synthetic");
+        ASSERT_EQ(get_int(st, "uptimeUsec"), 7000000);
+        ASSERT_EQ(get_int(st, "trackedPages"), 15);
+        ASSERT_EQ(get_int(st, "peakTrackedPages"), 30);
+        /* The larger of the core's count (3) and the source's (5). */
+        ASSERT_EQ(get_int(st, "lostEvents"), 5);
+        ASSERT_EQ(json_array_size(json_object_get(st, "lostPerCpu")), 2);
+        ASSERT_EQ(json_integer_value(json_array_get(json_object_get(st, "lostPerCpu"), 1)), 5);
+        ASSERT_EQ(get_int(st, "pageSize"), 4096);
+        ASSERT_EQ(get_int(st, "resets"), 0);
+        /* Only root sees kernel addresses (and the table loaded from the file has them). */
+        ASSERT_EQ(json_is_true(json_object_get(st, "kernelAddressesHidden")), !f.root);
+        expect_invalid(&f, "io.memstrack.Status", "{\"bogus\": 1}", "bogus");
+
+        json_auto_t *sum = call_ok(&f, "io.memstrack.Summary", "{\"limit\": 2}");
+        ASSERT_EQ(get_int(json_object_get(sum, "pages"), "current"), 15);
+        ASSERT_EQ(get_int(json_object_get(sum, "pages"), "peak"), 30);
+        ASSERT_EQ(get_int(sum, "lostEvents"), 3);
+        ASSERT_EQ(get_int(sum, "moduleCount"), 2);      /* limit 2: vmlinux and ext4 */
+        expect_pids(sum, "topTasks", "100 200");
+        _cleanup_free_ char *m = names(json_object_get(sum, "topModules"));
+        ASSERT_STREQ(m, "vmlinux ext4");
+        ASSERT_TRUE(json_is_object(json_object_get(sum, "evicted")));
+        expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": 0}", "limit");
+        expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": 10001}", "limit");
+        expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": \"ten\"}", "limit");
+        expect_invalid(&f, "io.memstrack.Summary", "{\"bogus\": true}", "bogus");
+        fixture_done(&f);
+}
+
+static void test_tasks_and_modules(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *all = call_ok(&f, "io.memstrack.Tasks", NULL);
+        expect_pids(all, "tasks", "100 200 300");
+        ASSERT_TRUE(json_is_object(json_object_get(all, "evicted")));
+        json_auto_t *hide = call_ok(&f, "io.memstrack.Tasks", "{\"hideZero\": true}");
+        expect_pids(hide, "tasks", "100 200");
+        json_auto_t *exited = call_ok(&f, "io.memstrack.Tasks", "{\"includeExited\": true}");
+        expect_pids(exited, "tasks", "100 200 400 300");
+        json_auto_t *peak = call_ok(&f, "io.memstrack.Tasks", "{\"sortBy\": \"peak\", \"limit\": 2}");
+        expect_pids(peak, "tasks", "300 100");
+        json_auto_t *allocs = call_ok(&f, "io.memstrack.Tasks", "{\"sortBy\": \"allocs\", \"limit\": 1}");
+        expect_pids(allocs, "tasks", "200");
+        json_auto_t *beta = call_ok(&f, "io.memstrack.Tasks", "{\"comm\": \"beta\", \"threads\": true}");
+        expect_pids(beta, "tasks", "200");
+        ASSERT_EQ(get_int(json_array_get(json_object_get(beta, "tasks"), 0), "currentPages"), 6);
+        /* A pid is shown even exited and even with hideZero. */
+        json_auto_t *delta = call_ok(&f, "io.memstrack.Tasks", "{\"pid\": 400, \"hideZero\": true}");
+        expect_pids(delta, "tasks", "400");
+        ASSERT_TRUE(json_is_true(json_object_get(json_array_get(json_object_get(delta, "tasks"), 0), "exited")));
+
+        json_auto_t *nst = call_error(&f, "io.memstrack.Tasks", "{\"pid\": 999}", MEMSTRACK_ERROR_NO_SUCH_TASK);
+        ASSERT_EQ(get_int(nst, "pid"), 999);
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"sortBy\": \"size\"}", "sortBy");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"limit\": 0}", "limit");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"limit\": 10001}", "limit");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"pid\": -1}", "pid");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"pid\": 2147483648}", "pid");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"comm\": 5}", "comm");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"includeExited\": 1}", "includeExited");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"threads\": \"yes\"}", "threads");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"hideZero\": 0}", "hideZero");
+        expect_invalid(&f, "io.memstrack.Tasks", "{\"bogus\": null}", "bogus");
+
+        json_auto_t *mods = call_ok(&f, "io.memstrack.Modules", NULL);
+        _cleanup_free_ char *m = names(json_object_get(mods, "modules"));
+        ASSERT_STREQ(m, "vmlinux ext4 xfs");
+        ASSERT_EQ(get_int(json_array_get(json_object_get(mods, "modules"), 0), "currentPages"), 9);
+        ASSERT_EQ(get_int(json_array_get(json_object_get(mods, "modules"), 0), "peakPages"), 24);
+        json_auto_t *mpeak = call_ok(&f, "io.memstrack.Modules", "{\"sortBy\": \"peak\", \"limit\": 1}");
+        _cleanup_free_ char *mp = names(json_object_get(mpeak, "modules"));
+        ASSERT_STREQ(mp, "vmlinux");
+        expect_invalid(&f, "io.memstrack.Modules", "{\"sortBy\": \"allocs\"}", "sortBy");
+        expect_invalid(&f, "io.memstrack.Modules", "{\"limit\": 0}", "limit");
+        expect_invalid(&f, "io.memstrack.Modules", "{\"limit\": 10001}", "limit");
+        expect_invalid(&f, "io.memstrack.Modules", "{\"bogus\": 1}", "bogus");
+        fixture_done(&f);
+}
+
+/* The first node below n whose frame is name, depth first. */
+static json_t *find_frame(json_t *n, const char *name) {
+        json_t *c;
+        size_t i;
+
+        if (streq(json_string_value(json_object_get(n, "frame")) ?: "", name))
+                return n;
+        json_array_foreach(json_object_get(n, "children"), i, c) {
+                json_t *found = find_frame(c, name);
+                if (found)
+                        return found;
+        }
+        return NULL;
+}
+
+static void test_stack_tree(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *all = call_ok(&f, "io.memstrack.StackTree", NULL);
+        ASSERT_EQ(get_int(all, "totalPages"), 15);
+        json_auto_t *beta = call_ok(&f, "io.memstrack.StackTree", "{\"pid\": 200}");
+        ASSERT_EQ(get_int(beta, "totalPages"), 6);
+        json_auto_t *ext4 = call_ok(&f, "io.memstrack.StackTree", "{\"module\": \"ext4\", \"sortBy\": \"peak\"}");
+        ASSERT_EQ(get_int(ext4, "totalPages"), 4);
+        /* Raw addresses for root only. */
+        json_t *leaf = find_frame(json_object_get(all, "root"), "__alloc_pages+0x10");
+        if (!leaf) {
+                fprintf(stderr, "no frame __alloc_pages+0x10 in %s\n", json_dumps(all, JSON_COMPACT));
+                abort();
+        }
+        ASSERT_EQ(json_is_string(json_object_get(leaf, "address")), f.root);
+        json_auto_t *shallow = call_ok(&f, "io.memstrack.StackTree",
+                                       "{\"maxDepth\": 0, \"minPages\": 0, \"maxChildren\": 1}");
+        ASSERT_EQ(json_array_size(json_object_get(json_object_get(shallow, "root"), "children")), 0);
+
+        json_auto_t *nst = call_error(&f, "io.memstrack.StackTree", "{\"pid\": 999}", MEMSTRACK_ERROR_NO_SUCH_TASK);
+        ASSERT_EQ(get_int(nst, "pid"), 999);
+        json_auto_t *nsm = call_error(&f, "io.memstrack.StackTree", "{\"module\": \"btrfs\"}",
+                                      MEMSTRACK_ERROR_NO_SUCH_MODULE);
+        ASSERT_STREQ(json_string_value(json_object_get(nsm, "name")), "btrfs");
+        /* One of pid and module. */
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"pid\": 200, \"module\": \"ext4\"}", "module");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"pid\": -1}", "pid");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"module\": 4}", "module");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"maxDepth\": 256}", "maxDepth");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"minPages\": -1}", "minPages");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"maxChildren\": 0}", "maxChildren");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"maxChildren\": 10001}", "maxChildren");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"sortBy\": \"allocs\"}", "sortBy");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"bogus\": 1}", "bogus");
+        fixture_done(&f);
+}
+
+/* Reads frames of an open Top stream until one reports tracked pages; bounded. */
+static void top_wait_tracked(Fixture *f, VarlinkClient *c, int64_t tracked) {
+        for (unsigned i = 0; i < 100; i++) {
+                json_auto_t *frame = NULL;
+                _cleanup_free_ char *error = NULL;
+                ASSERT_EQ(wait_reply(f, c, &frame, &error), 1);
+                ASSERT_NULL(error);
+                if (get_int(frame, "trackedPages") == tracked)
+                        return;
+        }
+        fprintf(stderr, "no Top frame with trackedPages %lld\n", (long long) tracked);
+        abort();
+}
+
+static void test_top(void) {
+        VarlinkClient *streams[16] = {};
+        Fixture f;
+
+        /* Room for 17 connections of one user: the Top limit (16 streams) is what refuses. */
+        fixture_setup(&f, 20);
+        /* Without "more": one frame. */
+        json_auto_t *once = call_ok(&f, "io.memstrack.Top", "{\"limit\": 1, \"sortBy\": \"peak\"}");
+        ASSERT_EQ(get_int(once, "trackedPages"), 15);
+        ASSERT_EQ(get_int(once, "peakTrackedPages"), 30);
+        expect_pids(once, "tasks", "300");
+        json_auto_t *hz = call_ok(&f, "io.memstrack.Top", "{\"hideZero\": true}");
+        expect_pids(hz, "tasks", "100 200");
+
+        /* A stream: the first frame at once, later ones show what changed. */
+        for (size_t i = 0; i < ELEMENTSOF(streams); i++) {
+                json_auto_t *first = NULL;
+                _cleanup_free_ char *error = NULL;
+                ASSERT_OK(varlink_client_connect(f.socket, &streams[i]));
+                ASSERT_EQ(call_on(&f, streams[i], "io.memstrack.Top",
+                                  i % 2 ? "{\"intervalUsec\": 100000, \"limit\": 1}" : "{\"intervalUsec\": 100000}",
+                                  VARLINK_CALL_MORE, &first, &error), 1);
+                ASSERT_NULL(error);
+                ASSERT_EQ(get_int(first, "trackedPages"), 15);
+                ASSERT_EQ(json_array_size(json_object_get(first, "tasks")), i % 2 ? 1 : 3);
+        }
+        synthetic_alloc(f.accounting, 100, 0x8000, 2, SYNTHETIC_KERNEL);
+        top_wait_tracked(&f, streams[3], 19);
+        top_wait_tracked(&f, streams[0], 19);
+
+        /* The 17th stream is refused, and the limit is kept on the one connection that asked. */
+        json_auto_t *lim = call_error_flags(&f, "io.memstrack.Top", "{\"intervalUsec\": 100000}", VARLINK_CALL_MORE,
+                                            MEMSTRACK_ERROR_LIMIT_EXCEEDED);
+        ASSERT_STREQ(json_string_value(json_object_get(lim, "limit")), "topStreams");
+        ASSERT_EQ(get_int(lim, "value"), 16);
+        /* Streams closed from the middle, the head and the tail of the list give their places back. */
+        size_t closed[] = { 7, 15, 0 };
+        for (size_t i = 0; i < ELEMENTSOF(closed); i++)
+                streams[closed[i]] = varlink_client_free(streams[closed[i]]);
+        for (size_t i = 0; i < ELEMENTSOF(closed); i++) {
+                json_auto_t *first = NULL;
+                _cleanup_free_ char *error = NULL;
+                /* The server notices the closes when its loop runs: let it do all it can now. */
+                drain(&f);
+                ASSERT_OK(varlink_client_connect(f.socket, &streams[closed[i]]));
+                ASSERT_EQ(call_on(&f, streams[closed[i]], "io.memstrack.Top", "{\"intervalUsec\": 100000}",
+                                  VARLINK_CALL_MORE, &first, &error), 1);
+                ASSERT_NULL(error);
+        }
+        synthetic_free(f.accounting, 100, 0x8000, 2);
+        for (size_t i = 0; i < ELEMENTSOF(streams); i++)
+                top_wait_tracked(&f, streams[i], 15);
+
+        expect_invalid(&f, "io.memstrack.Top", "{\"intervalUsec\": 99999}", "intervalUsec");
+        expect_invalid(&f, "io.memstrack.Top", "{\"limit\": 0}", "limit");
+        expect_invalid(&f, "io.memstrack.Top", "{\"limit\": 10001}", "limit");
+        expect_invalid(&f, "io.memstrack.Top", "{\"sortBy\": \"size\"}", "sortBy");
+        expect_invalid(&f, "io.memstrack.Top", "{\"hideZero\": \"yes\"}", "hideZero");
+        expect_invalid(&f, "io.memstrack.Top", "{\"bogus\": 1}", "bogus");
+        for (size_t i = 0; i < ELEMENTSOF(streams); i++)
+                varlink_client_free(streams[i]);
+        fixture_done(&f);
+}
+
+static void test_marks(void) {
+        char name[80];
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *saved = call_ok(&f, "io.memstrack.Snapshot", "{\"name\": \"before\"}");
+        ASSERT_STREQ(json_string_value(json_object_get(saved, "name")), "before");
+        synthetic_alloc(f.accounting, 200, 0x9000, 3, SYNTHETIC_EXT4);
+
+        json_auto_t *diff = call_ok(&f, "io.memstrack.Diff", "{\"name\": \"before\", \"limit\": 1}");
+        ASSERT_EQ(get_int(diff, "beforePages"), 15);
+        ASSERT_EQ(get_int(diff, "afterPages"), 23);
+        expect_pids(diff, "tasks", "200");
+        json_auto_t *list = call_ok(&f, "io.memstrack.ListSnapshots", NULL);
+        ASSERT_EQ(json_array_size(json_object_get(list, "snapshots")), 1);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(list, "snapshots"), 0), "name")),
+                     "before");
+
+        json_auto_t *nss = call_error(&f, "io.memstrack.Diff", "{\"name\": \"after\"}", MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(nss, "name")), "after");
+        /* 16 names; a 17th is refused, replacing one of them is not. */
+        for (int i = 1; i < 16; i++) {
+                (void) snprintf(name, sizeof(name), "{\"name\": \"m%d\"}", i);
+                json_decref(call_ok(&f, "io.memstrack.Snapshot", name));
+        }
+        json_auto_t *lim = call_error(&f, "io.memstrack.Snapshot", "{\"name\": \"m16\"}", MEMSTRACK_ERROR_LIMIT_EXCEEDED);
+        ASSERT_STREQ(json_string_value(json_object_get(lim, "limit")), "snapshots");
+        ASSERT_EQ(get_int(lim, "value"), 16);
+        json_decref(call_ok(&f, "io.memstrack.Snapshot", "{\"name\": \"m3\"}"));
+        json_auto_t *list16 = call_ok(&f, "io.memstrack.ListSnapshots", NULL);
+        ASSERT_EQ(json_array_size(json_object_get(list16, "snapshots")), 16);
+
+        expect_invalid(&f, "io.memstrack.Snapshot", NULL, "name");
+        expect_invalid(&f, "io.memstrack.Snapshot", "{\"name\": \"\"}", "name");
+        expect_invalid(&f, "io.memstrack.Snapshot",
+                       "{\"name\": \"12345678901234567890123456789012345678901234567890123456789012345\"}", "name");
+        expect_invalid(&f, "io.memstrack.Snapshot", "{\"name\": 1}", "name");
+        expect_invalid(&f, "io.memstrack.Diff", NULL, "name");
+        expect_invalid(&f, "io.memstrack.Diff", "{\"name\": \"before\", \"limit\": 0}", "limit");
+        expect_invalid(&f, "io.memstrack.Diff", "{\"name\": \"before\", \"limit\": 10001}", "limit");
+        expect_invalid(&f, "io.memstrack.ListSnapshots", "{\"bogus\": 1}", "bogus");
+        fixture_done(&f);
+}
+
+/* PermissionDenied for a caller that is not root, from root: a child becomes nobody (keeping group 0,
+ * the allowed one, so it gets in) and calls method. Returns the child's verdict. */
+static void expect_denied_from_child(Fixture *f, const char *method, const char *params) {
+        pid_t pid = fork();
+        ASSERT_OK(pid);
+        if (pid == 0) {
+                _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+                json_auto_t *p = params ? json_loads(params, 0, NULL) : NULL;
+                json_auto_t *reply = NULL;
+                _cleanup_free_ char *error = NULL;
+
+                if (setgroups(0, NULL) < 0 || setresgid(getgid(), getgid(), getgid()) < 0 ||
+                    setresuid(NOBODY_UID, NOBODY_UID, NOBODY_UID) < 0 || geteuid() != NOBODY_UID)
+                        _exit(2);
+                if (varlink_client_connect(f->socket, &c) < 0 ||
+                    varlink_client_call(c, method, p, CALL_TIMEOUT_USEC, &reply, &error) < 0)
+                        _exit(3);
+                if (!error || !streq(error, MEMSTRACK_ERROR_PERMISSION_DENIED) ||
+                    !json_is_string(json_object_get(reply, "reason")))
+                        _exit(4);
+                _exit(0);
+        }
+        int status = 0;
+        for (unsigned i = 0; i < LOOP_SLICES_MAX; i++) {
+                pid_t w = waitpid(pid, &status, WNOHANG);
+                ASSERT_OK(w);
+                if (w == pid)
+                        break;
+                ASSERT_OK(sd_event_run(f->event, LOOP_SLICE_USEC));
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "the child calling %s as uid %d failed: status 0x%x\n", method, NOBODY_UID, status);
+                (void) kill(pid, SIGKILL);
+                abort();
+        }
+}
+
+static void test_root_only(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        if (!f.root) {
+                json_auto_t *d1 = call_error(&f, "io.memstrack.Reset", "{\"what\": \"all\"}",
+                                             MEMSTRACK_ERROR_PERMISSION_DENIED);
+                ASSERT_TRUE(json_is_string(json_object_get(d1, "reason")));
+                json_auto_t *d2 = call_error(&f, "io.memstrack.SetLogLevel", "{\"level\": \"debug\"}",
+                                             MEMSTRACK_ERROR_PERMISSION_DENIED);
+                ASSERT_TRUE(json_is_string(json_object_get(d2, "reason")));
+                /* Nothing was reset. */
+                json_auto_t *st = call_ok(&f, "io.memstrack.Status", NULL);
+                ASSERT_EQ(get_int(st, "trackedPages"), 15);
+                fprintf(stderr, "not root: Reset and SetLogLevel checked for PermissionDenied only; "
+                                "their replies and InvalidParameter need root\n");
+                fixture_done(&f);
+                return;
+        }
+
+        expect_denied_from_child(&f, "io.memstrack.Reset", "{\"what\": \"all\"}");
+        expect_denied_from_child(&f, "io.memstrack.SetLogLevel", "{\"level\": \"debug\"}");
+
+        json_decref(call_ok(&f, "io.memstrack.Reset", "{\"what\": \"peaks\"}"));
+        json_auto_t *peaks = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_EQ(get_int(peaks, "trackedPages"), 15);
+        ASSERT_EQ(get_int(peaks, "peakTrackedPages"), 15);
+        ASSERT_EQ(get_int(peaks, "resets"), 0);
+        json_decref(call_ok(&f, "io.memstrack.Reset", "{\"what\": \"all\"}"));
+        json_auto_t *all = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_EQ(get_int(all, "trackedPages"), 0);
+        ASSERT_EQ(get_int(all, "resets"), 1);
+        expect_invalid(&f, "io.memstrack.Reset", NULL, "what");
+        expect_invalid(&f, "io.memstrack.Reset", "{\"what\": \"some\"}", "what");
+        expect_invalid(&f, "io.memstrack.Reset", "{\"what\": \"all\", \"bogus\": 1}", "bogus");
+
+        int level = log_get_max_level();
+        json_decref(call_ok(&f, "io.memstrack.SetLogLevel", "{\"level\": \"debug\"}"));
+        ASSERT_EQ(log_get_max_level(), LOG_DEBUG);
+        log_set_max_level(level);
+        expect_invalid(&f, "io.memstrack.SetLogLevel", "{\"level\": \"loud\"}", "level");
+        expect_invalid(&f, "io.memstrack.SetLogLevel", NULL, "level");
+        fixture_done(&f);
+}
+
+int main(void) {
+        /* A peer that goes away while we write must not kill the test. */
+        (void) signal(SIGPIPE, SIG_IGN);
+        if (!getgrgid(getgid())) {
+                fprintf(stderr, "SKIP: our group %d has no name, so the service cannot be told to let us in\n",
+                        (int) getgid());
+                return EXIT_TEST_SKIP;
+        }
+        TEST(test_status_and_summary);
+        TEST(test_tasks_and_modules);
+        TEST(test_stack_tree);
+        TEST(test_top);
+        TEST(test_marks);
+        TEST(test_root_only);
+        return 0;
+}
