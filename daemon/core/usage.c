@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "probe.h"
 #include "usage.h"
 
 /* int32 id -> uint32 index, open addressing with backward-shift deletion. */
@@ -97,6 +98,21 @@ static int idmap_put(IdMap *m, int32_t id, uint32_t idx) {
         return 0;
 }
 
+static size_t idmap_probe_home(const void *table, size_t i) {
+        const IdMap *m = table;
+        return m->slots[i].idx == USAGE_TASK_NONE ? PROBE_EMPTY : id_home(m, m->slots[i].id);
+}
+
+static void idmap_probe_move(void *table, size_t to, size_t from) {
+        IdMap *m = table;
+        m->slots[to] = m->slots[from];
+}
+
+static void idmap_probe_clear(void *table, size_t i) {
+        IdMap *m = table;
+        m->slots[i].idx = USAGE_TASK_NONE;
+}
+
 /* Removes id only if it still maps to idx (a newer record may have taken the id). */
 static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
         size_t hole = id_home(m, id);
@@ -109,16 +125,7 @@ static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
         if (m->slots[hole].idx != idx)
                 return;
 
-        for (size_t i = (hole + 1) & (m->capacity - 1); m->slots[i].idx != USAGE_TASK_NONE;
-             i = (i + 1) & (m->capacity - 1)) {
-                size_t home = id_home(m, m->slots[i].id);
-                bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-                if (stays)
-                        continue;
-                m->slots[hole] = m->slots[i];
-                hole = i;
-        }
-        m->slots[hole].idx = USAGE_TASK_NONE;
+        probe_delete(m, m->capacity, hole, idmap_probe_home, idmap_probe_move, idmap_probe_clear);
         m->n--;
 }
 
