@@ -136,6 +136,10 @@ static uint32_t new_cell(ChargeIndex *ci) {
         return (uint32_t) ci->n_cells++;
 }
 
+uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node) {
+        return ci->slots[find(ci, process, MIN(module, (uint16_t) (MODULES - 1)), node)];
+}
+
 uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
                 uint64_t pages) {
         module = MIN(module, (uint16_t) (MODULES - 1));
