@@ -523,6 +523,219 @@ static void test_reset_all_and_lost(void) {
 }
 
 /* A long random sequence against a plain model: per-process current and peak must match exactly. */
+static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t delta, uint64_t peak, const uint64_t *frames,
+                size_t n) {
+        static uint64_t now = 1000000;
+        MsEvent e = {
+                .type = MS_EVENT_SAMPLE,
+                .pid = pid,
+                .tid = pid,
+                .timestamp_nsec = now++,
+                .sample = {
+                        .stack = { .frames = frames, .n_frames = (uint32_t) n, .n_kernel_frames = (uint32_t) n },
+                        .unit = unit,
+                        .delta = delta,
+                        .peak = peak,
+                },
+        };
+        accounting_handle_event(a, &e);
+}
+
+#define sample(a, pid, delta, peak, chain) \
+        sample_chain(a, pid, LEDGER_PAGES, delta, peak, chain, ELEMENTSOF(chain))
+
+/* The global stack-tree leaf of a chain allocated by a process (interning an existing chain creates nothing). */
+static Ledger leaf_pages(Accounting *a, int32_t pid, const uint64_t *frames, size_t n) {
+        StackTree *st = accounting_stacktree(a);
+        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_find_process(accounting_usage(a), pid));
+        uint32_t twin = stacktree_node(st, leaf)->twin;
+        return stacktree_pages(st, twin != STACK_NODE_NONE ? twin : leaf);
+}
+
+/* Aggregated samples charge the same counters page records do, and their peaks are true maxima. */
+static void test_samples(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        AccountingStats s;
+
+        /* "task 10, fault chain: +10 pages, rose 15 above where it stood". */
+        sample(a, 10, 10, 15, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 10);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 15);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).current, 10);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).peak, 15);
+        ASSERT_EQ(module(a, ACCOUNTING_KERNEL_MODULE)->ledger[LEDGER_PAGES].current, 10);
+        ASSERT_EQ(module(a, ACCOUNTING_KERNEL_MODULE)->ledger[LEDGER_PAGES].peak, 15);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.samples, 1);
+        ASSERT_EQ(s.sampled_pages, 10);
+        ASSERT_EQ(s.current_pages, 10);
+        ASSERT_EQ(s.peak_pages, 15);
+        check_invariants(a);
+
+        /* A peak below the delta is read as the delta; a rise that fell back leaves only the peak. */
+        sample(a, 10, 5, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 15);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 15);
+        sample(a, 10, 0, 3, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 15);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
+
+        /* Pages go back: the peak stays. */
+        sample(a, 10, -12, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 3);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).current, 3);
+        check_invariants(a);
+
+        /* More going back than samples charged (charged before tracing, or a lost sample): only what is
+         * held leaves, the rest is counted. Nothing underflows. */
+        sample(a, 10, -100, 0, fault_chain);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(s.sample_untracked_pages, 97);
+        ASSERT_EQ(s.sampled_pages, 0);
+        ASSERT_EQ(s.current_pages, 0);
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.underflows, 0);
+        StackTreeStats sts;
+        stacktree_get_stats(accounting_stacktree(a), &sts);
+        ASSERT_EQ(sts.underflows, 0);
+        check_invariants(a);
+
+        /* Bad samples are counted and not applied. */
+        sample_chain(a, 10, _LEDGER_UNIT_MAX, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
+        sample_chain(a, 10, _LEDGER_UNIT_INVALID, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
+        sample(a, 10, INT64_MIN, 0, fault_chain);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.samples, 5);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
+        check_invariants(a);
+
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* Two chains of one task, each rising by 10 and falling back: each chain's peak is 10, and so is the
+ * task's: the peak of a sum is never the sum of its parts' peaks. */
+static void test_sample_peaks_not_summed(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        AccountingStats s;
+
+        sample(a, 10, 0, 10, fault_chain);
+        sample(a, 10, 0, 10, write_chain);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).peak, 10);
+        ASSERT_EQ(leaf_pages(a, 10, write_chain, ELEMENTSOF(write_chain)).peak, 10);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 10);
+        ASSERT_EQ(stacktree_pages(accounting_stacktree(a), STACK_NODE_ROOT).peak, 10);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.peak_pages, 10);
+        ASSERT_EQ(s.current_pages, 0);
+
+        /* What one chain still holds adds to the other's rise: 4 held, then a rise of 10 elsewhere. */
+        sample(a, 10, 4, 4, fault_chain);
+        sample(a, 10, 0, 10, write_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 14);
+        ASSERT_EQ(leaf_pages(a, 10, write_chain, ELEMENTSOF(write_chain)).peak, 10);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).peak, 10);
+        check_invariants(a);
+
+        /* Another task on the same chain: the chain's global leaf holds both. */
+        sample(a, 11, 6, 6, fault_chain);
+        ASSERT_EQ(leaf_pages(a, 11, fault_chain, ELEMENTSOF(fault_chain)).current, 10);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].peak, 6);
+        check_invariants(a);
+
+        /* Page records and samples of one task and chain share the counters. */
+        alloc_chain(a, 10, 10, 4096, 2, fault_chain, ELEMENTSOF(fault_chain));
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 8);
+        check_invariants(a);
+        free_pages_(a, 10, 4096, 2);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 4);
+        check_invariants(a);
+
+        accounting_reset(a, ACCOUNTING_RESET_PEAKS);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 4);
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.sampled_pages, 0);
+        ASSERT_EQ(s.current_pages, 0);
+        check_invariants(a);
+
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* A bytes sample goes to the task's and module's bytes ledgers; no page count moves. */
+static void test_sample_bytes(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, true);
+        AccountingStats s;
+
+        sample_chain(a, 10, LEDGER_BYTES, 4096, 8192, ext4_chain, ELEMENTSOF(ext4_chain));
+        sample_chain(a, 10, LEDGER_BYTES, -1000, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 3096);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].peak, 8192);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].current, 3096);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].peak, 8192);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 0);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(s.peak_pages, 0);
+        ASSERT_EQ(s.sampled_pages, 0);
+        check_invariants(a);
+
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].peak, 0);
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* No source emits object events yet: the core counts them and changes nothing else, whatever they carry. */
+static void test_object_events_ignored(void) {
+        Accounting *a = new_accounting(NULL, true);
+        AccountingStats s;
+
+        alloc(a, 10, 4096, 1);
+        MsEvent alloc_obj = {
+                .type = MS_EVENT_OBJECT_ALLOC,
+                .pid = 10,
+                .tid = 11,
+                .cgroup_id = 1234,
+                .object = {
+                        .ptr = UINT64_MAX,
+                        .bytes_requested = UINT64_MAX,
+                        .bytes_allocated = 64,
+                        .cache = "kmalloc-64",
+                        .call_site = K_VFS_WRITE,
+                },
+        };
+        MsEvent free_obj = { .type = MS_EVENT_OBJECT_FREE, .pid = 10, .tid = 10, .object.ptr = 42 };
+        MsEvent no_cache = alloc_obj;
+        no_cache.object.cache = NULL;
+        accounting_handle_event(a, &alloc_obj);
+        accounting_handle_event(a, &no_cache);
+        accounting_handle_event(a, &free_obj);
+
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.unsupported_events, 3);
+        ASSERT_EQ(s.events, 4);
+        ASSERT_EQ(s.allocs, 1);
+        ASSERT_EQ(s.current_pages, 2);
+        ASSERT_EQ(s.invalid_events, 0);
+        ASSERT_EQ(s.untracked_frees, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(process(a, 10)->allocs, 1);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 static void test_random_against_model(void) {
         enum { SPACE = 1 << 14, PIDS = 16 };
         static int16_t owner[SPACE];
@@ -586,6 +799,10 @@ int main(void) {
         TEST(test_module_attribution);
         TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
+        TEST(test_samples);
+        TEST(test_sample_peaks_not_summed);
+        TEST(test_sample_bytes);
+        TEST(test_object_events_ignored);
         TEST(test_random_against_model);
         return 0;
 }

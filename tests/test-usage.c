@@ -233,7 +233,58 @@ static void test_clear_with_orphan_thread(void) {
         usage_free(u);
 }
 
+/* Bytes and pages sit side by side: an evicted process hands both to "[evicted]", and its slot is reused
+ * only once it holds neither. A thread's aggregated change reaches its process, peak included. */
+static void test_units(void) {
+        Usage *u = usage_new(true, 1);
+        UsageStats s;
+
+        uint32_t th = usage_task_lookup(u, 10, 12, 1);
+        uint32_t process = usage_task(u, th)->process;
+        usage_task_apply(u, th, LEDGER_BYTES, 9000, 4000);
+        usage_task_apply(u, th, LEDGER_PAGES, 3, 2);
+        ASSERT_EQ(task(u, process)->ledger[LEDGER_BYTES].current, 4000);
+        ASSERT_EQ(task(u, process)->ledger[LEDGER_BYTES].peak, 9000);
+        ASSERT_EQ(task(u, th)->ledger[LEDGER_PAGES].peak, 3);
+        ASSERT_EQ(task(u, process)->ledger[LEDGER_PAGES].current, 2);
+        ASSERT_EQ(task(u, process)->allocs, 2);
+
+        usage_task_exit(u, 10, 12, 2);
+        usage_task_exit(u, 10, 10, 3);
+        for (int32_t pid = 20; pid < 24; pid++) {
+                (void) usage_task_lookup(u, pid, pid, 4);
+                usage_task_exit(u, pid, pid, 5 + (uint64_t) pid);
+                (void) usage_evict(u);
+        }
+        ASSERT_NULL(usage_task(u, process));
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_BYTES].current, 4000);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 2);
+
+        usage_get_stats(u, &s);
+        uint64_t recycled = s.tasks_recycled;
+        usage_task_apply(u, th, LEDGER_PAGES, 0, -2);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_recycled, recycled);          /* bytes still name the slots */
+        usage_task_uncharge(u, th, LEDGER_BYTES, 4000);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_recycled, recycled + 2);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(s.underflows, 0);
+
+        /* A module ledger per unit too; taking more than it holds is an underflow, clamped at zero. */
+        uint16_t m = usage_module_intern(u, "ext4");
+        usage_module_apply(u, m, LEDGER_BYTES, 100, 50);
+        usage_module_apply(u, m, LEDGER_BYTES, 0, -80);
+        ASSERT_EQ(usage_module(u, m)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(usage_module(u, m)->ledger[LEDGER_BYTES].peak, 100);
+        ASSERT_EQ(usage_module(u, m)->ledger[LEDGER_PAGES].peak, 0);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.underflows, 1);
+        usage_free(u);
+}
+
 int main(void) {
+        TEST(test_units);
         TEST(test_processes_fold_threads);
         TEST(test_thread_records);
         TEST(test_comm_fork_and_reuse);
