@@ -97,7 +97,8 @@ static json_t *threads_json(Usage *u, uint32_t process, QuerySort sort) {
         for (uint32_t i = 0; i < n_slots; i++) {
                 const Task *t = usage_task(u, i);
                 if (t && t->is_thread && t->process == process)
-                        items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, sort), (uint64_t) t->pid, i };
+                        items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, sort),
+                                                  (uint64_t) t->pid, i };
         }
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < QUERY_LIMIT_MAX; i++)
@@ -120,7 +121,8 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
                 /* The "[evicted]" record is no task: it is reported apart, as "evicted". */
                 if (!t || i == USAGE_TASK_EVICTED || !task_matches(t, q))
                         continue;
-                items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, q->sort), (uint64_t) (uint32_t) t->pid, i };
+                items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, q->sort),
+                                          (uint64_t) (uint32_t) t->pid, i };
         }
         if (q->pid >= 0 && n == 0)
                 return -ESRCH;

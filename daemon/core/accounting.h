@@ -5,8 +5,8 @@
  * Accounting: the core. Consumes MsEvents from any source and keeps, live, who owns every tracked page
  * (PageMap), pages per task and module (Usage) and per call-chain node (StackTree), each a Ledger of its
  * unit (ledger.h). Page records charge through the PageMap; aggregated samples (MS_EVENT_SAMPLE) charge
- * the same counters by +n/-n with a known peak (see handle_sample() for what their peaks mean). Knows nothing of perf,
- * tracefs, JSON or sockets; the query layer reads it through the accessors below.
+ * the same counters by +n/-n with a known peak (see handle_sample() for what their peaks mean). Knows
+ * nothing of perf, tracefs, JSON or sockets; the query layer reads it through the accessors below.
  *
  * Invariants (tested in tests/test-accounting.c):
  *   - sum of current pages over processes == over stack leaves == tracked pages in the PageMap +

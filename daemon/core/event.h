@@ -25,7 +25,7 @@ typedef enum MsEventType {
         MS_EVENT_MODULE_LOAD,   /* module: name; tid/pid = the loading task */
         MS_EVENT_MODULE_FREE,   /* module: name */
         MS_EVENT_LOST,          /* lost: the source dropped n_lost records on cpu: counts may be off */
-        MS_EVENT_SAMPLE,        /* sample: task pid/tid, stack S: delta units, peak, aggregated by the source */
+        MS_EVENT_SAMPLE,        /* sample: task pid/tid, stack: delta units, peak; aggregated by the source */
         _MS_EVENT_TYPE_MAX,
         _MS_EVENT_TYPE_INVALID = -EINVAL,
 } MsEventType;
