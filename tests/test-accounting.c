@@ -608,8 +608,13 @@ static void test_samples(void) {
         sample_chain(a, 10, _LEDGER_UNIT_MAX, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
         sample_chain(a, 10, _LEDGER_UNIT_INVALID, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
         sample(a, 10, INT64_MIN, 0, fault_chain);
+        MsEvent bad = { .type = MS_EVENT_SAMPLE, .pid = 10, .tid = 10,
+                        .sample = { .stack = { .frames = fault_chain, .n_frames = 1, .n_kernel_frames = 2 }, .delta = 1 } };
+        accounting_handle_event(a, &bad);
+        bad.sample.stack = (MsStack) { .frames = NULL, .n_frames = 3 };
+        accounting_handle_event(a, &bad);
         accounting_get_stats(a, &s);
-        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.invalid_events, 5);
         ASSERT_EQ(s.samples, 5);
         ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
         check_invariants(a);

@@ -167,7 +167,8 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
 static void handle_sample(Accounting *a, const MsEvent *e) {
         const MsSampleEvent *s = &e->sample;
 
-        if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN) {
+        if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN ||
+            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames)) {
                 a->stats.invalid_events++;
                 return;
         }
