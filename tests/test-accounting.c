@@ -71,6 +71,36 @@ static void free_pages_(Accounting *a, int32_t pid, uint64_t pfn, unsigned order
         accounting_handle_event(a, &e);
 }
 
+static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t delta, uint64_t peak, const uint64_t *frames,
+                size_t n) {
+        static uint64_t now = 1000000;
+        MsEvent e = {
+                .type = MS_EVENT_SAMPLE,
+                .pid = pid,
+                .tid = pid,
+                .timestamp_nsec = now++,
+                .sample = {
+                        .stack = { .frames = frames, .n_frames = (uint32_t) n, .n_kernel_frames = (uint32_t) n },
+                        .unit = unit,
+                        .delta = delta,
+                        .peak = peak,
+                },
+        };
+        accounting_handle_event(a, &e);
+}
+
+#define sample(a, pid, delta, peak, chain) \
+        sample_chain(a, pid, LEDGER_PAGES, delta, peak, chain, ELEMENTSOF(chain))
+
+/* The global stack-tree leaf of a chain allocated by a process (interning an existing chain creates nothing). */
+static Ledger leaf_pages(Accounting *a, int32_t pid, const uint64_t *frames, size_t n) {
+        StackTree *st = accounting_stacktree(a);
+        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_find_process(accounting_usage(a), pid));
+        uint32_t twin = stacktree_node(st, leaf)->twin;
+        return stacktree_pages(st, twin != STACK_NODE_NONE ? twin : leaf);
+}
+
+
 static void task_event(Accounting *a, MsEventType type, int32_t pid, const char *name) {
         MsEvent e = { .type = type, .pid = pid, .tid = pid };
 
@@ -488,6 +518,30 @@ static void test_deferred_symbols(void) {
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.symbol_walks, 1);
         check_invariants(a);
+
+        /* Samples through the same chain, before and after the reload: the later negative sample finds
+         * the pages the earlier one charged under the module the chain had then, and takes them off it. */
+        task_event(a, MS_EVENT_MODULE_LOAD, 11, "xfs");
+        accounting_set_ksym(a, old);
+        accounting_symbols_stale(a);
+        static const uint64_t xfs_chain2[] = { K_ALLOC_PAGES, M_XFS_BUF + 0x1008, K_VFS_WRITE };
+        sample(a, 11, 6, 6, xfs_chain2);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 7);
+        accounting_set_ksym(a, full);
+        sample(a, 11, 2, 2, xfs_chain2);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 2);
+        sample(a, 11, -7, 0, xfs_chain2);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.sample_untracked_pages, 0);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 2);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, 1);
+        check_invariants(a);
+        sample(a, 11, -1, 0, xfs_chain2);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 1);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, 0);
+        check_invariants(a);
+
         accounting_free(a);
         ksym_free(old);
         ksym_free(full);
@@ -523,35 +577,6 @@ static void test_reset_all_and_lost(void) {
 }
 
 /* A long random sequence against a plain model: per-process current and peak must match exactly. */
-static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t delta, uint64_t peak, const uint64_t *frames,
-                size_t n) {
-        static uint64_t now = 1000000;
-        MsEvent e = {
-                .type = MS_EVENT_SAMPLE,
-                .pid = pid,
-                .tid = pid,
-                .timestamp_nsec = now++,
-                .sample = {
-                        .stack = { .frames = frames, .n_frames = (uint32_t) n, .n_kernel_frames = (uint32_t) n },
-                        .unit = unit,
-                        .delta = delta,
-                        .peak = peak,
-                },
-        };
-        accounting_handle_event(a, &e);
-}
-
-#define sample(a, pid, delta, peak, chain) \
-        sample_chain(a, pid, LEDGER_PAGES, delta, peak, chain, ELEMENTSOF(chain))
-
-/* The global stack-tree leaf of a chain allocated by a process (interning an existing chain creates nothing). */
-static Ledger leaf_pages(Accounting *a, int32_t pid, const uint64_t *frames, size_t n) {
-        StackTree *st = accounting_stacktree(a);
-        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_find_process(accounting_usage(a), pid));
-        uint32_t twin = stacktree_node(st, leaf)->twin;
-        return stacktree_pages(st, twin != STACK_NODE_NONE ? twin : leaf);
-}
-
 /* Aggregated samples charge the same counters page records do, and their peaks are true maxima. */
 static void test_samples(void) {
         Ksym *k = fixture_ksym();

@@ -149,6 +149,54 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         a->stats.alloc_pages += pages;
 }
 
+typedef struct CellSearch {
+        const ChargeIndex *index;
+        uint32_t leaf;
+        uint16_t skip_module;
+        uint32_t found;
+} CellSearch;
+
+static void find_leaf_cell(void *userdata, uint32_t cell) {
+        CellSearch *c = userdata;
+
+        if (c->found == CHARGE_CELL_NONE && chargeindex_node(c->index, cell) == c->leaf &&
+            chargeindex_module(c->index, cell) != c->skip_module)
+                c->found = cell;
+}
+
+/*
+ * Takes up to budget pages of (process, leaf) off the charge index for a negative sample: first from the
+ * cell of the chain's module now, then from cells of the same chain under other modules (a symbol
+ * reload re-classified the chain after earlier samples charged it; those pages leave the module they
+ * were charged to, uncharged here). Sets *ret_module_delta to minus what leaves module itself (0 if
+ * nothing does). Returns the pages taken.
+ */
+static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf, uint64_t budget,
+                int64_t *ret_module_delta) {
+        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf);
+        uint64_t taken = 0;
+
+        if (cell != CHARGE_CELL_NONE) {
+                taken = MIN(chargeindex_pages(a->index, cell), budget);
+                chargeindex_sub(a->index, cell, taken);
+        }
+        *ret_module_delta = -(int64_t) taken;
+
+        /* Rare: one walk of the process's cells per other module holding the chain. */
+        while (taken < budget) {
+                CellSearch c = { .index = a->index, .leaf = leaf, .skip_module = module, .found = CHARGE_CELL_NONE };
+
+                chargeindex_foreach_cell_of_process(a->index, process, find_leaf_cell, &c);
+                if (c.found == CHARGE_CELL_NONE)
+                        break;
+                uint64_t n = MIN(chargeindex_pages(a->index, c.found), budget - taken);
+                usage_module_uncharge(a->usage, chargeindex_module(a->index, c.found), LEDGER_PAGES, n);
+                chargeindex_sub(a->index, c.found, n);
+                taken += n;
+        }
+        return taken;
+}
+
 /*
  * An aggregated sample: "task T, stack S: delta pages, rising at most peak above where (T, S) stood".
  * No pfn: the pages go into the same task, module, stack and charge-cell counts as page records do, and
@@ -159,9 +207,10 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
  * every part's peak, never a sum of parts' peaks (rises that overlapped in time are not added up; what
  * the kernel does not report cannot be told apart).
  *
- * A negative delta takes pages off the (process, module, chain) cell that earlier samples charged; what
- * it did not hold (charged before tracing, or through a lost sample) is counted in
- * sample_untracked_pages, as untracked frees are. Bytes samples go to the task and module ledgers of
+ * A negative delta takes pages off the (process, module, chain) cells that earlier samples charged (see
+ * take_sampled_pages()); what they did not hold (charged before tracing, or through a lost sample) is
+ * counted in sample_untracked_pages, as untracked frees are. Sampled pages have no blocks, so a symbol
+ * reload does not move them to a chain's new module: they stay where they were charged until they go. Bytes samples go to the task and module ledgers of
  * that unit; stack nodes and the charge index count pages only.
  */
 static void handle_sample(Accounting *a, const MsEvent *e) {
@@ -181,7 +230,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         uint32_t leaf = stacktree_intern(a->stacks, s->stack.frames, s->stack.n_frames, s->stack.n_kernel_frames,
                                          process);
         uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
-        int64_t delta = s->delta;
+        int64_t delta = s->delta, module_delta = delta;
         uint64_t rise = MAX(s->peak, delta > 0 ? (uint64_t) delta : 0);
 
         a->stats.samples++;
@@ -199,20 +248,17 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
                 }
                 a->stats.sampled_pages += (uint64_t) delta;
         } else if (delta < 0) {
-                uint32_t cell = chargeindex_lookup(a->index, process, module, leaf);
-                uint64_t held = cell == CHARGE_CELL_NONE ? 0 : chargeindex_pages(a->index, cell);
-                uint64_t want = (uint64_t) -delta, take = MIN(MIN(held, want), a->stats.sampled_pages);
+                uint64_t want = (uint64_t) -delta, budget = MIN(want, a->stats.sampled_pages);
+                uint64_t taken = take_sampled_pages(a, process, module, leaf, budget, &module_delta);
 
-                a->stats.sample_untracked_pages += want - take;
-                if (take > 0)
-                        chargeindex_sub(a->index, cell, take);
-                a->stats.sampled_pages -= take;
-                delta = -(int64_t) take;
+                a->stats.sample_untracked_pages += want - taken;
+                a->stats.sampled_pages -= taken;
+                delta = -(int64_t) taken;
         }
 
         usage_task_apply(a->usage, task, LEDGER_PAGES, rise, delta);
         stacktree_apply(a->stacks, leaf, rise, delta);
-        usage_module_apply(a->usage, module, LEDGER_PAGES, rise, delta);
+        usage_module_apply(a->usage, module, LEDGER_PAGES, rise, module_delta);
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages + rise);
         a->stats.current_pages = (uint64_t) ((int64_t) a->stats.current_pages + delta);
 }
