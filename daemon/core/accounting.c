@@ -184,7 +184,9 @@ static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t mod
 
         /* Rare: one walk of the process's cells per other module holding the chain. */
         while (taken < budget) {
-                CellSearch c = { .index = a->index, .leaf = leaf, .skip_module = module, .found = CHARGE_CELL_NONE };
+                CellSearch c = {
+                        .index = a->index, .leaf = leaf, .skip_module = module, .found = CHARGE_CELL_NONE,
+                };
 
                 chargeindex_foreach_cell_of_process(a->index, process, find_leaf_cell, &c);
                 if (c.found == CHARGE_CELL_NONE)
@@ -210,8 +212,9 @@ static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t mod
  * A negative delta takes pages off the (process, module, chain) cells that earlier samples charged (see
  * take_sampled_pages()); what they did not hold (charged before tracing, or through a lost sample) is
  * counted in sample_untracked_pages, as untracked frees are. Sampled pages have no blocks, so a symbol
- * reload does not move them to a chain's new module: they stay where they were charged until they go. Bytes samples go to the task and module ledgers of
- * that unit; stack nodes and the charge index count pages only.
+ * reload does not move them to a chain's new module: they stay where they were charged until they go.
+ * Bytes samples go to the task and module ledgers of that unit; stack nodes and the charge index count
+ * pages only.
  */
 static void handle_sample(Accounting *a, const MsEvent *e) {
         const MsSampleEvent *s = &e->sample;

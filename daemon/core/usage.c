@@ -420,8 +420,10 @@ void usage_task_uncharge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
 
         /* What an evicted process held was handed to "[evicted]" at eviction: it leaves it now. The
          * evicted records keep counting their own, so a slot is reused only once nothing names it. */
-        if (u->tasks[process].evicted)
-                ledger_release(u, &u->tasks[USAGE_TASK_EVICTED].ledger[unit], &u->tasks[USAGE_TASK_EVICTED].frees, n);
+        if (u->tasks[process].evicted) {
+                Task *evicted = &u->tasks[USAGE_TASK_EVICTED];
+                ledger_release(u, &evicted->ledger[unit], &evicted->frees, n);
+        }
         maybe_recycle(u, task);
         if (process != task)
                 maybe_recycle(u, process);
