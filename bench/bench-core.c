@@ -144,15 +144,15 @@ static void make_trace(Trace *warmup, Trace *steps, uint64_t n_events, uint64_t 
 static uint64_t stacks[N_STACKS][DEPTH];
 
 static void replay(Accounting *a, const Trace *t, uint64_t *ts) {
-        MsEvent e = { .n_frames = DEPTH, .n_kernel_frames = DEPTH };
+        MsEvent e = { .page.stack = { .n_frames = DEPTH, .n_kernel_frames = DEPTH } };
 
         for (size_t i = 0; i < t->n; i++) {
                 const TraceEvent *te = &t->events[i];
                 e.type = te->is_free ? MS_EVENT_PAGE_FREE : MS_EVENT_PAGE_ALLOC;
                 e.pid = e.tid = te->pid;
-                e.pfn = te->pfn;
-                e.order = te->order;
-                e.frames = stacks[te->stack];
+                e.page.pfn = te->pfn;
+                e.page.order = te->order;
+                e.page.stack.frames = stacks[te->stack];
                 e.timestamp_nsec = (*ts)++;
                 accounting_handle_event(a, &e);
         }

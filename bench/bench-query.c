@@ -31,10 +31,10 @@ static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned chain) {
                 .type = MS_EVENT_PAGE_ALLOC,
                 .pid = pid,
                 .tid = pid,
-                .pfn = pfn,
-                .frames = chains[chain],
-                .n_frames = DEPTH,
-                .n_kernel_frames = DEPTH,
+                .page.pfn = pfn,
+                .page.stack.frames = chains[chain],
+                .page.stack.n_frames = DEPTH,
+                .page.stack.n_kernel_frames = DEPTH,
         };
         accounting_handle_event(a, &e);
 }

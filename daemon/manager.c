@@ -99,7 +99,7 @@ static void on_event(void *userdata, const MsEvent *e) {
                 int r = debounce_request(m->ksym_reload);
                 if (r < 0) {
                         /* The module's name is the kernel's bytes (utf8.h). */
-                        _cleanup_free_ char *name = utf8_escape(e->name, UTF8_ESCAPE_CONTROL);
+                        _cleanup_free_ char *name = utf8_escape(e->module.name, UTF8_ESCAPE_CONTROL);
                         log_warning_errno(r, "Failed to schedule the kernel symbol reload after loading %s, ignoring: %m",
                                           name ?: "a module");
                 }

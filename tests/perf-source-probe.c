@@ -185,9 +185,9 @@ static void probe_task_event(Probe *p, const MsEvent *ev) {
         PidStat *st;
 
         if (ev->type == MS_EVENT_TASK_FORK) {
-                if (ev->pid == ev->parent_pid)
+                if (ev->pid == ev->task.parent_pid)
                         return;         /* a new thread */
-                st = probe_stat(p, ev->parent_pid);
+                st = probe_stat(p, ev->task.parent_pid);
                 if (st)
                         memcpy(comm, st->comm, sizeof(comm));
         }
@@ -198,18 +198,18 @@ static void probe_task_event(Probe *p, const MsEvent *ev) {
         }
         switch (ev->type) {
         case MS_EVENT_TASK_NEW:
-                set_comm(st, ev->name);
+                set_comm(st, ev->task.name);
                 st->seeded = true;
-                st->baseline_pages = ev->baseline_pages;
+                st->baseline_pages = ev->task.baseline_pages;
                 break;
         case MS_EVENT_TASK_FORK:
                 set_comm(st, comm);
-                st->parent = ev->parent_pid;
+                st->parent = ev->task.parent_pid;
                 st->exited = false;
                 break;
         case MS_EVENT_TASK_COMM:
                 if (ev->tid == ev->pid)
-                        set_comm(st, ev->name);
+                        set_comm(st, ev->task.name);
                 break;
         case MS_EVENT_TASK_EXIT:
                 if (ev->tid == ev->pid)
@@ -218,9 +218,9 @@ static void probe_task_event(Probe *p, const MsEvent *ev) {
         default:
                 return;
         }
-        if (ev->cmdline) {
+        if (ev->task.cmdline) {
                 free(st->cmdline);
-                st->cmdline = strdup(ev->cmdline);
+                st->cmdline = strdup(ev->task.cmdline);
         }
 }
 
@@ -233,19 +233,19 @@ static void probe_event(void *userdata, const MsEvent *ev) {
         case MS_EVENT_PAGE_ALLOC:
                 st = probe_stat(p, ev->pid);
                 if (!st ||
-                    map_put(&p->pages, ev->pfn + 1, (uint64_t) (uint32_t) ev->pid << 8 | ev->order) < 0) {
+                    map_put(&p->pages, ev->page.pfn + 1, (uint64_t) (uint32_t) ev->pid << 8 | ev->page.order) < 0) {
                         p->error = -ENOMEM;
                         return;
                 }
-                st->alloc_pages += UINT64_C(1) << ev->order;
-                p->alloc_pages += UINT64_C(1) << ev->order;
-                p->kernel_frames += ev->n_kernel_frames;
-                p->user_frames += ev->n_frames - ev->n_kernel_frames;
-                if (ev->n_frames > ev->n_kernel_frames)
+                st->alloc_pages += UINT64_C(1) << ev->page.order;
+                p->alloc_pages += UINT64_C(1) << ev->page.order;
+                p->kernel_frames += ev->page.stack.n_kernel_frames;
+                p->user_frames += ev->page.stack.n_frames - ev->page.stack.n_kernel_frames;
+                if (ev->page.stack.n_frames > ev->page.stack.n_kernel_frames)
                         p->allocs_with_user_frames++;
                 return;
         case MS_EVENT_PAGE_FREE:
-                v = map_get(&p->pages, ev->pfn + 1);
+                v = map_get(&p->pages, ev->page.pfn + 1);
                 if (!v) {
                         p->unmatched_frees++;
                         return;
@@ -254,10 +254,10 @@ static void probe_event(void *userdata, const MsEvent *ev) {
                 if (st)
                         st->freed_pages += UINT64_C(1) << (*v & 0xff);
                 p->freed_pages += UINT64_C(1) << (*v & 0xff);
-                map_remove(&p->pages, ev->pfn + 1);
+                map_remove(&p->pages, ev->page.pfn + 1);
                 return;
         case MS_EVENT_LOST:
-                p->lost += ev->n_lost;
+                p->lost += ev->lost.n_lost;
                 return;
         case MS_EVENT_MODULE_LOAD:
         case MS_EVENT_MODULE_FREE:

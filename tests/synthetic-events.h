@@ -33,12 +33,11 @@ static inline void synthetic_feed(Accounting *a, MsEvent e) {
 }
 
 static inline void synthetic_task(Accounting *a, int32_t pid, const char *comm) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_NEW, .pid = pid, .tid = pid, .name = comm,
-                                      .migrate_type = -1 });
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_NEW, .pid = pid, .tid = pid, .task.name = comm });
 }
 
 static inline void synthetic_exit(Accounting *a, int32_t pid) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid, .migrate_type = -1 });
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid });
 }
 
 static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order, SyntheticChain chain) {
@@ -47,18 +46,18 @@ static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uin
         uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) :
                      chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
 
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid, .pfn = pfn,
-                                      .order = order, .migrate_type = -1, .frames = frames, .n_frames = n,
-                                      .n_kernel_frames = n });
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid,
+                                      .page = { .pfn = pfn, .order = order, .migrate_type = -1,
+                                                .stack = { .frames = frames, .n_frames = n, .n_kernel_frames = n } } });
 }
 
 static inline void synthetic_free(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .pfn = pfn,
-                                      .order = order, .migrate_type = -1 });
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid,
+                                      .page = { .pfn = pfn, .order = order } });
 }
 
 static inline void synthetic_lost(Accounting *a, uint32_t cpu, uint64_t n) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_LOST, .cpu = cpu, .n_lost = n, .migrate_type = -1 });
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_LOST, .cpu = cpu, .lost.n_lost = n });
 }
 
 /*

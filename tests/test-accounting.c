@@ -53,11 +53,11 @@ static void alloc_chain(Accounting *a, int32_t pid, int32_t tid, uint64_t pfn, u
                 .pid = pid,
                 .tid = tid,
                 .timestamp_nsec = now++,
-                .pfn = pfn,
-                .order = order,
-                .frames = frames,
-                .n_frames = (uint32_t) n,
-                .n_kernel_frames = (uint32_t) n,
+                .page.pfn = pfn,
+                .page.order = order,
+                .page.stack.frames = frames,
+                .page.stack.n_frames = (uint32_t) n,
+                .page.stack.n_kernel_frames = (uint32_t) n,
         };
         accounting_handle_event(a, &e);
 }
@@ -67,12 +67,47 @@ static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned order) {
 }
 
 static void free_pages_(Accounting *a, int32_t pid, uint64_t pfn, unsigned order) {
-        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .pfn = pfn, .order = order };
+        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .page.pfn = pfn, .page.order = order };
         accounting_handle_event(a, &e);
 }
 
+static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t delta, uint64_t peak, const uint64_t *frames,
+                size_t n) {
+        static uint64_t now = 1000000;
+        MsEvent e = {
+                .type = MS_EVENT_SAMPLE,
+                .pid = pid,
+                .tid = pid,
+                .timestamp_nsec = now++,
+                .sample = {
+                        .stack = { .frames = frames, .n_frames = (uint32_t) n, .n_kernel_frames = (uint32_t) n },
+                        .unit = unit,
+                        .delta = delta,
+                        .peak = peak,
+                },
+        };
+        accounting_handle_event(a, &e);
+}
+
+#define sample(a, pid, delta, peak, chain) \
+        sample_chain(a, pid, LEDGER_PAGES, delta, peak, chain, ELEMENTSOF(chain))
+
+/* The global stack-tree leaf of a chain allocated by a process (interning an existing chain creates nothing). */
+static Ledger leaf_pages(Accounting *a, int32_t pid, const uint64_t *frames, size_t n) {
+        StackTree *st = accounting_stacktree(a);
+        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_find_process(accounting_usage(a), pid));
+        uint32_t twin = stacktree_node(st, leaf)->twin;
+        return stacktree_pages(st, twin != STACK_NODE_NONE ? twin : leaf);
+}
+
+
 static void task_event(Accounting *a, MsEventType type, int32_t pid, const char *name) {
-        MsEvent e = { .type = type, .pid = pid, .tid = pid, .name = name, .parent_pid = 1 };
+        MsEvent e = { .type = type, .pid = pid, .tid = pid };
+
+        if (type == MS_EVENT_MODULE_LOAD || type == MS_EVENT_MODULE_FREE)
+                e.module.name = name;
+        else
+                e.task = (MsTaskEvent) { .name = name, .parent_pid = 1 };
         accounting_handle_event(a, &e);
 }
 
@@ -114,18 +149,18 @@ static void check_invariants(Accounting *a) {
         for (uint32_t i = 0; i < usage_task_slots(u); i++) {
                 const Task *t = usage_task(u, i);
                 if (t && !t->is_thread)
-                        by_process += t->pages.current_pages;
+                        by_process += t->ledger[LEDGER_PAGES].current;
         }
         StackTree *st = accounting_stacktree(a);
         for (uint32_t i = 0; i < stacktree_size(st); i++) {
                 const StackNode *n = stacktree_node(st, i);
-                StackPages np = stacktree_pages(st, i);
+                Ledger np = stacktree_pages(st, i);
                 uint64_t children = 0;
                 for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
-                        children += stacktree_pages(st, c).current_pages;
-                ASSERT_LE(children, np.current_pages);
-                ASSERT_LE(np.current_pages, np.peak_pages);
-                by_leaf[tree_root(st, i)] += np.current_pages - children;
+                        children += stacktree_pages(st, c).current;
+                ASSERT_LE(children, np.current);
+                ASSERT_LE(np.current, np.peak);
+                by_leaf[tree_root(st, i)] += np.current - children;
         }
         ASSERT_EQ(by_process, s.current_pages);
         /* The index's cells add up per process (evicted ones included: they hold pages still freed)
@@ -138,24 +173,25 @@ static void check_invariants(Accounting *a) {
                 chargeindex_foreach_process(ci, i, add_pages, &sum);
                 /* "[evicted]" counts pages the index keeps under the evicted slots. */
                 if (t && !t->is_thread && i != USAGE_TASK_EVICTED)
-                        ASSERT_EQ(sum, t->pages.current_pages);
+                        ASSERT_EQ(sum, t->ledger[LEDGER_PAGES].current);
                 indexed += sum;
         }
         ASSERT_EQ(indexed, s.current_pages);
         for (uint16_t id = 1; id <= usage_module_count(u); id++) {
                 uint64_t sum = 0;
                 chargeindex_foreach_module(ci, id, add_pages, &sum);
-                ASSERT_EQ(sum, usage_module(u, id)->pages.current_pages);
+                ASSERT_EQ(sum, usage_module(u, id)->ledger[LEDGER_PAGES].current);
         }
         ASSERT_EQ(by_leaf[STACK_NODE_ROOT], s.current_pages);
         ASSERT_EQ(by_leaf[STACK_NODE_PROCESSES], s.current_pages);
-        ASSERT_EQ(pagemap_pages(accounting_pagemap(a)), s.current_pages);
+        /* Pages of aggregated samples have no pfn: the page table holds the rest. */
+        ASSERT_EQ(pagemap_pages(accounting_pagemap(a)) + s.sampled_pages, s.current_pages);
         uint64_t by_module = 0;
         for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                by_module += usage_module(u, id)->pages.current_pages;
+                by_module += usage_module(u, id)->ledger[LEDGER_PAGES].current;
         ASSERT_EQ(by_module, s.current_pages);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current_pages, s.current_pages);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_PROCESSES).current_pages, s.current_pages);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, s.current_pages);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_PROCESSES).current, s.current_pages);
         ASSERT_LE(s.current_pages, s.peak_pages);
 }
 
@@ -165,8 +201,8 @@ static void test_orders_and_untracked(void) {
 
         for (unsigned o = 0; o <= 10; o++)
                 alloc(a, 10, (uint64_t) (o + 1) << 11, o);
-        ASSERT_EQ(process(a, 10)->pages.current_pages, 2047);
-        ASSERT_EQ(process(a, 10)->pages.allocs, 11);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 2047);
+        ASSERT_EQ(process(a, 10)->allocs, 11);
         check_invariants(a);
 
         for (unsigned o = 0; o <= 10; o++)
@@ -176,8 +212,8 @@ static void test_orders_and_untracked(void) {
         free_pages_(a, 10, 1 << 20, 4);
 
         accounting_get_stats(a, &s);
-        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
-        ASSERT_EQ(process(a, 10)->pages.peak_pages, 2047);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 2047);
         ASSERT_EQ(s.allocs, 11);
         ASSERT_EQ(s.alloc_pages, 2047);
         ASSERT_EQ(s.frees, 11);
@@ -204,7 +240,7 @@ static void test_invalid_order(void) {
         ASSERT_EQ(s.allocs, 2);
         ASSERT_EQ(s.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
         ASSERT_EQ(s.untracked_frees, 0);
-        ASSERT_EQ(process(a, 10)->pages.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
         check_invariants(a);
 
         /* The largest valid order still frees exactly, and a reset keeps the count. */
@@ -223,18 +259,18 @@ static void test_cross_task_and_split_frees(void) {
         alloc(a, 10, 512, 2);
         alloc(a, 20, 1024, 0);
         free_pages_(a, 20, 512, 2);
-        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
-        ASSERT_EQ(process(a, 20)->pages.current_pages, 1);
-        ASSERT_EQ(process(a, 20)->pages.frees, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(process(a, 20)->ledger[LEDGER_PAGES].current, 1);
+        ASSERT_EQ(process(a, 20)->frees, 0);
 
         /* An order-3 block split and freed one page at a time by two other tasks. */
         alloc(a, 10, 2048, 3);
         for (unsigned i = 0; i < 8; i++) {
                 free_pages_(a, i % 2 ? 30 : 20, 2048 + 7 - i, 0);
-                ASSERT_EQ(process(a, 10)->pages.current_pages, 7 - i);
+                ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 7 - i);
                 check_invariants(a);
         }
-        ASSERT_EQ(process(a, 10)->pages.peak_pages, 8);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 8);
         accounting_free(a);
 }
 
@@ -252,22 +288,22 @@ static void test_peaks_not_summed(void) {
                 alloc_chain(a, 10, 10, 8192 + i, 0, write_chain, ELEMENTSOF(write_chain));
         free_pages_(a, 10, 8192, 0);
 
-        ASSERT_EQ(process(a, 10)->pages.current_pages, 9);
-        ASSERT_EQ(process(a, 10)->pages.peak_pages, 10);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 9);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 10);
 
         StackTree *st = accounting_stacktree(a);
         const StackNode *root = stacktree_node(st, STACK_NODE_ROOT);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).peak, 10);
         uint64_t sum_of_child_peaks = 0;
         for (uint32_t c = root->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
-                sum_of_child_peaks += stacktree_pages(st, c).peak_pages;
+                sum_of_child_peaks += stacktree_pages(st, c).peak;
         ASSERT_EQ(sum_of_child_peaks, 20);
         check_invariants(a);
 
         /* Resetting peaks brings them down to what is held now. */
         accounting_reset(a, ACCOUNTING_RESET_PEAKS);
-        ASSERT_EQ(process(a, 10)->pages.peak_pages, 9);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).peak_pages, 9);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 9);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).peak, 9);
         accounting_free(a);
         ksym_free(k);
 }
@@ -281,15 +317,15 @@ static void test_threads(void) {
                         alloc_chain(a, 100, tid, (uint64_t) tid * 16 + i, 0, fault_chain, ELEMENTSOF(fault_chain));
         free_pages_(a, 101, 100 * 16, 0);
 
-        ASSERT_EQ(process(a, 100)->pages.current_pages, 15);
-        ASSERT_EQ(process(a, 100)->pages.peak_pages, 16);
+        ASSERT_EQ(process(a, 100)->ledger[LEDGER_PAGES].current, 15);
+        ASSERT_EQ(process(a, 100)->ledger[LEDGER_PAGES].peak, 16);
         Usage *u = accounting_usage(a);
         unsigned threads = 0;
         for (uint32_t i = 0; i < usage_task_slots(u); i++) {
                 const Task *t = usage_task(u, i);
                 if (t && t->is_thread && t->tgid == 100) {
                         threads++;
-                        ASSERT_EQ(t->pages.current_pages, t->pid == 100 ? 3 : 4);
+                        ASSERT_EQ(t->ledger[LEDGER_PAGES].current, t->pid == 100 ? 3 : 4);
                 }
         }
         ASSERT_EQ(threads, 4);
@@ -306,7 +342,7 @@ static void test_exited_tasks(void) {
         task_event(a, MS_EVENT_TASK_EXIT, 50, NULL);
         ASSERT_TRUE(process(a, 50)->exited);
         ASSERT_STREQ(process(a, 50)->comm, "systemd-journal");
-        ASSERT_EQ(process(a, 50)->pages.current_pages, 1);
+        ASSERT_EQ(process(a, 50)->ledger[LEDGER_PAGES].current, 1);
 
         /* Many more exits: 50 is evicted; its page is held by "[evicted]" and freed from it. */
         for (int32_t pid = 60; pid < 80; pid++) {
@@ -315,12 +351,12 @@ static void test_exited_tasks(void) {
         }
         Usage *u = accounting_usage(a);
         ASSERT_EQ(usage_find_process(u, 50), USAGE_TASK_NONE);
-        ASSERT_GT(usage_task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        ASSERT_GT(usage_task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 0);
         check_invariants(a);
         free_pages_(a, 1, 100, 0);
         for (int32_t pid = 60; pid < 80; pid++)
                 free_pages_(a, 1, 1000 + (uint64_t) pid, 0);
-        ASSERT_EQ(usage_task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        ASSERT_EQ(usage_task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 0);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.current_pages, 0);
         ASSERT_EQ(s.untracked_frees, 0);
@@ -340,7 +376,7 @@ static void test_eviction_churn(void) {
 
         srand(11);
         for (int32_t pid = 100; pid < 3100; pid++) {
-                MsEvent fork = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .parent_pid = 1 };
+                MsEvent fork = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .task.parent_pid = 1 };
                 accounting_handle_event(a, &fork);
                 alloc_chain(a, pid, pid, (uint64_t) pid * 8, 1, fault_chain, ELEMENTSOF(fault_chain));
                 alloc_chain(a, pid, pid + 100000, (uint64_t) pid * 8 + 4, 0, write_chain, ELEMENTSOF(write_chain));
@@ -372,7 +408,7 @@ static void test_eviction_churn(void) {
         accounting_get_stats(a, &s);
         usage_get_stats(u, &us);
         ASSERT_EQ(s.current_pages, 0);
-        ASSERT_EQ(usage_task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        ASSERT_EQ(usage_task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 0);
         ASSERT_EQ(us.tasks_recycled, us.tasks_evicted);
         ASSERT_EQ(us.underflows, 0);
         check_invariants(a);
@@ -386,23 +422,23 @@ static void test_module_attribution(void) {
         alloc_chain(a, 10, 10, 100, 1, ext4_chain, ELEMENTSOF(ext4_chain));
         alloc_chain(a, 10, 10, 104, 0, ext4_chain, ELEMENTSOF(ext4_chain));
         alloc_chain(a, 10, 10, 200, 0, fault_chain, ELEMENTSOF(fault_chain));
-        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 3);
-        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 3);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 0);
         /* No module frame: the kernel image. */
-        ASSERT_EQ(module(a, "vmlinux")->pages.current_pages, 1);
+        ASSERT_EQ(module(a, "vmlinux")->ledger[LEDGER_PAGES].current, 1);
 
         /* Freed by anyone: the module's count goes down, its peak stays. */
         free_pages_(a, 20, 100, 1);
-        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 1);
-        ASSERT_EQ(module(a, "ext4")->pages.peak_pages, 3);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 1);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].peak, 3);
 
         /* Pages of the module loader are "[loading]" until the kernel names the module; then they move. */
         alloc_chain(a, 30, 30, 300, 2, loader_chain, ELEMENTSOF(loader_chain));
-        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 4);
+        ASSERT_EQ(module(a, "[loading]")->ledger[LEDGER_PAGES].current, 4);
         alloc_chain(a, 31, 31, 320, 0, loader_chain, ELEMENTSOF(loader_chain));        /* another loader */
         task_event(a, MS_EVENT_MODULE_LOAD, 30, "nfs");
-        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 1);
-        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 4);
+        ASSERT_EQ(module(a, "[loading]")->ledger[LEDGER_PAGES].current, 1);
+        ASSERT_EQ(module(a, "nfs")->ledger[LEDGER_PAGES].current, 4);
         /* The loader's cells changed module: no walk of the page table. */
         AccountingStats s;
         accounting_get_stats(a, &s);
@@ -410,16 +446,16 @@ static void test_module_attribution(void) {
         check_invariants(a);
         /* Its blocks followed: freeing one takes it off nfs. */
         free_pages_(a, 1, 320, 0);
-        ASSERT_EQ(module(a, "[loading]")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "[loading]")->ledger[LEDGER_PAGES].current, 0);
         ASSERT_TRUE(module(a, "nfs")->loaded);
         /* After the announcement the loader's further module-loading allocations go straight to it. */
         alloc_chain(a, 30, 30, 400, 0, loader_chain, ELEMENTSOF(loader_chain));
-        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 5);
+        ASSERT_EQ(module(a, "nfs")->ledger[LEDGER_PAGES].current, 5);
         /* Its ordinary page faults are its own, not the module's. */
         alloc_chain(a, 30, 30, 500, 0, fault_chain, ELEMENTSOF(fault_chain));
-        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 5);
+        ASSERT_EQ(module(a, "nfs")->ledger[LEDGER_PAGES].current, 5);
         free_pages_(a, 1, 300, 2);
-        ASSERT_EQ(module(a, "nfs")->pages.current_pages, 1);
+        ASSERT_EQ(module(a, "nfs")->ledger[LEDGER_PAGES].current, 1);
         task_event(a, MS_EVENT_MODULE_FREE, 30, "nfs");
         ASSERT_TRUE(!module(a, "nfs")->loaded);
         check_invariants(a);
@@ -460,20 +496,20 @@ static void test_deferred_symbols(void) {
         ASSERT_TRUE(accounting_symbols_are_stale(a));
         alloc_chain(a, 10, 10, 200, 1, xfs_chain, ELEMENTSOF(xfs_chain));
         /* Until the reload, xfs code looks like ext4's. */
-        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 3);
-        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 3);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 0);
 
         accounting_set_ksym(a, full);
         ASSERT_TRUE(!accounting_symbols_are_stale(a));
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.symbol_walks, 1);
-        ASSERT_EQ(module(a, "ext4")->pages.current_pages, 1);
-        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 2);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 1);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 2);
         check_invariants(a);
         /* The pages leave the module they were moved to. */
         free_pages_(a, 1, 200, 1);
-        ASSERT_EQ(module(a, "xfs")->pages.current_pages, 0);
-        ASSERT_EQ(module(a, "xfs")->pages.peak_pages, 2);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].peak, 2);
 
         /* A reload that changes no node's module walks nothing. */
         accounting_symbols_stale(a);
@@ -482,6 +518,30 @@ static void test_deferred_symbols(void) {
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.symbol_walks, 1);
         check_invariants(a);
+
+        /* Samples through the same chain, before and after the reload: the later negative sample finds
+         * the pages the earlier one charged under the module the chain had then, and takes them off it. */
+        task_event(a, MS_EVENT_MODULE_LOAD, 11, "xfs");
+        accounting_set_ksym(a, old);
+        accounting_symbols_stale(a);
+        static const uint64_t xfs_chain2[] = { K_ALLOC_PAGES, M_XFS_BUF + 0x1008, K_VFS_WRITE };
+        sample(a, 11, 6, 6, xfs_chain2);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 7);
+        accounting_set_ksym(a, full);
+        sample(a, 11, 2, 2, xfs_chain2);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 2);
+        sample(a, 11, -7, 0, xfs_chain2);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.sample_untracked_pages, 0);
+        ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 2);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, 1);
+        check_invariants(a);
+        sample(a, 11, -1, 0, xfs_chain2);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 1);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, 0);
+        check_invariants(a);
+
         accounting_free(a);
         ksym_free(old);
         ksym_free(full);
@@ -492,13 +552,13 @@ static void test_reset_all_and_lost(void) {
         AccountingStats s;
 
         alloc(a, 10, 100, 3);
-        MsEvent lost = { .type = MS_EVENT_LOST, .n_lost = 17 };
+        MsEvent lost = { .type = MS_EVENT_LOST, .lost.n_lost = 17 };
         accounting_handle_event(a, &lost);
         accounting_reset(a, ACCOUNTING_RESET_ALL);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.current_pages, 0);
         ASSERT_EQ(s.lost_events, 17);
-        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
         /* A free of a page forgotten by the reset is an untracked free, not an underflow. */
         free_pages_(a, 10, 100, 3);
         accounting_get_stats(a, &s);
@@ -510,13 +570,202 @@ static void test_reset_all_and_lost(void) {
         alloc(a, 11, 7, 0);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.stale_blocks, 1);
-        ASSERT_EQ(process(a, 10)->pages.current_pages, 0);
-        ASSERT_EQ(process(a, 11)->pages.current_pages, 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, 1);
         check_invariants(a);
         accounting_free(a);
 }
 
 /* A long random sequence against a plain model: per-process current and peak must match exactly. */
+/* Aggregated samples charge the same counters page records do, and their peaks are true maxima. */
+static void test_samples(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        AccountingStats s;
+
+        /* "task 10, fault chain: +10 pages, rose 15 above where it stood". */
+        sample(a, 10, 10, 15, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 10);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 15);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).current, 10);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).peak, 15);
+        ASSERT_EQ(module(a, ACCOUNTING_KERNEL_MODULE)->ledger[LEDGER_PAGES].current, 10);
+        ASSERT_EQ(module(a, ACCOUNTING_KERNEL_MODULE)->ledger[LEDGER_PAGES].peak, 15);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.samples, 1);
+        ASSERT_EQ(s.sampled_pages, 10);
+        ASSERT_EQ(s.current_pages, 10);
+        ASSERT_EQ(s.peak_pages, 15);
+        check_invariants(a);
+
+        /* A peak below the delta is read as the delta; a rise that fell back leaves only the peak. */
+        sample(a, 10, 5, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 15);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 15);
+        sample(a, 10, 0, 3, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 15);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
+
+        /* Pages go back: the peak stays. */
+        sample(a, 10, -12, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 3);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).current, 3);
+        check_invariants(a);
+
+        /* More going back than samples charged (charged before tracing, or a lost sample): only what is
+         * held leaves, the rest is counted. Nothing underflows. */
+        sample(a, 10, -100, 0, fault_chain);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(s.sample_untracked_pages, 97);
+        ASSERT_EQ(s.sampled_pages, 0);
+        ASSERT_EQ(s.current_pages, 0);
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.underflows, 0);
+        StackTreeStats sts;
+        stacktree_get_stats(accounting_stacktree(a), &sts);
+        ASSERT_EQ(sts.underflows, 0);
+        check_invariants(a);
+
+        /* Bad samples are counted and not applied. */
+        sample_chain(a, 10, _LEDGER_UNIT_MAX, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
+        sample_chain(a, 10, _LEDGER_UNIT_INVALID, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
+        sample(a, 10, INT64_MIN, 0, fault_chain);
+        MsEvent bad = { .type = MS_EVENT_SAMPLE, .pid = 10, .tid = 10,
+                        .sample = { .stack = { .frames = fault_chain, .n_frames = 1, .n_kernel_frames = 2 }, .delta = 1 } };
+        accounting_handle_event(a, &bad);
+        bad.sample.stack = (MsStack) { .frames = NULL, .n_frames = 3 };
+        accounting_handle_event(a, &bad);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.invalid_events, 5);
+        ASSERT_EQ(s.samples, 5);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
+        check_invariants(a);
+
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* Two chains of one task, each rising by 10 and falling back: each chain's peak is 10, and so is the
+ * task's: the peak of a sum is never the sum of its parts' peaks. */
+static void test_sample_peaks_not_summed(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        AccountingStats s;
+
+        sample(a, 10, 0, 10, fault_chain);
+        sample(a, 10, 0, 10, write_chain);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).peak, 10);
+        ASSERT_EQ(leaf_pages(a, 10, write_chain, ELEMENTSOF(write_chain)).peak, 10);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 10);
+        ASSERT_EQ(stacktree_pages(accounting_stacktree(a), STACK_NODE_ROOT).peak, 10);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.peak_pages, 10);
+        ASSERT_EQ(s.current_pages, 0);
+
+        /* What one chain still holds adds to the other's rise: 4 held, then a rise of 10 elsewhere. */
+        sample(a, 10, 4, 4, fault_chain);
+        sample(a, 10, 0, 10, write_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 14);
+        ASSERT_EQ(leaf_pages(a, 10, write_chain, ELEMENTSOF(write_chain)).peak, 10);
+        ASSERT_EQ(leaf_pages(a, 10, fault_chain, ELEMENTSOF(fault_chain)).peak, 10);
+        check_invariants(a);
+
+        /* Another task on the same chain: the chain's global leaf holds both. */
+        sample(a, 11, 6, 6, fault_chain);
+        ASSERT_EQ(leaf_pages(a, 11, fault_chain, ELEMENTSOF(fault_chain)).current, 10);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].peak, 6);
+        check_invariants(a);
+
+        /* Page records and samples of one task and chain share the counters. */
+        alloc_chain(a, 10, 10, 4096, 2, fault_chain, ELEMENTSOF(fault_chain));
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 8);
+        check_invariants(a);
+        free_pages_(a, 10, 4096, 2);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 4);
+        check_invariants(a);
+
+        accounting_reset(a, ACCOUNTING_RESET_PEAKS);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 4);
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.sampled_pages, 0);
+        ASSERT_EQ(s.current_pages, 0);
+        check_invariants(a);
+
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* A bytes sample goes to the task's and module's bytes ledgers; no page count moves. */
+static void test_sample_bytes(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, true);
+        AccountingStats s;
+
+        sample_chain(a, 10, LEDGER_BYTES, 4096, 8192, ext4_chain, ELEMENTSOF(ext4_chain));
+        sample_chain(a, 10, LEDGER_BYTES, -1000, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 3096);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].peak, 8192);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].current, 3096);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].peak, 8192);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 0);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(s.peak_pages, 0);
+        ASSERT_EQ(s.sampled_pages, 0);
+        check_invariants(a);
+
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].peak, 0);
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* No source emits object events yet: the core counts them and changes nothing else, whatever they carry. */
+static void test_object_events_ignored(void) {
+        Accounting *a = new_accounting(NULL, true);
+        AccountingStats s;
+
+        alloc(a, 10, 4096, 1);
+        MsEvent alloc_obj = {
+                .type = MS_EVENT_OBJECT_ALLOC,
+                .pid = 10,
+                .tid = 11,
+                .cgroup_id = 1234,
+                .object = {
+                        .ptr = UINT64_MAX,
+                        .bytes_requested = UINT64_MAX,
+                        .bytes_allocated = 64,
+                        .cache = "kmalloc-64",
+                        .call_site = K_VFS_WRITE,
+                },
+        };
+        MsEvent free_obj = { .type = MS_EVENT_OBJECT_FREE, .pid = 10, .tid = 10, .object.ptr = 42 };
+        MsEvent no_cache = alloc_obj;
+        no_cache.object.cache = NULL;
+        accounting_handle_event(a, &alloc_obj);
+        accounting_handle_event(a, &no_cache);
+        accounting_handle_event(a, &free_obj);
+
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.unsupported_events, 3);
+        ASSERT_EQ(s.events, 4);
+        ASSERT_EQ(s.allocs, 1);
+        ASSERT_EQ(s.current_pages, 2);
+        ASSERT_EQ(s.invalid_events, 0);
+        ASSERT_EQ(s.untracked_frees, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(process(a, 10)->allocs, 1);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 static void test_random_against_model(void) {
         enum { SPACE = 1 << 14, PIDS = 16 };
         static int16_t owner[SPACE];
@@ -556,13 +805,13 @@ static void test_random_against_model(void) {
         Usage *u = accounting_usage(a);
         StackTree *st = accounting_stacktree(a);
         for (int32_t pid = 0; pid < PIDS; pid++) {
-                ASSERT_EQ(process(a, pid + 1)->pages.current_pages, current[pid]);
-                ASSERT_EQ(process(a, pid + 1)->pages.peak_pages, peak[pid]);
+                ASSERT_EQ(process(a, pid + 1)->ledger[LEDGER_PAGES].current, current[pid]);
+                ASSERT_EQ(process(a, pid + 1)->ledger[LEDGER_PAGES].peak, peak[pid]);
                 /* The process's own stack tree: same current, same true peak. */
                 uint32_t scope = stacktree_process_scope(st, usage_find_process(u, pid + 1));
                 ASSERT_NE(scope, STACK_NODE_NONE);
-                ASSERT_EQ(stacktree_pages(st, scope).current_pages, current[pid]);
-                ASSERT_EQ(stacktree_pages(st, scope).peak_pages, peak[pid]);
+                ASSERT_EQ(stacktree_pages(st, scope).current, current[pid]);
+                ASSERT_EQ(stacktree_pages(st, scope).peak, peak[pid]);
         }
         check_invariants(a);
         accounting_free(a);
@@ -580,6 +829,10 @@ int main(void) {
         TEST(test_module_attribution);
         TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
+        TEST(test_samples);
+        TEST(test_sample_peaks_not_summed);
+        TEST(test_sample_bytes);
+        TEST(test_object_events_ignored);
         TEST(test_random_against_model);
         return 0;
 }

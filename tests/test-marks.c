@@ -18,13 +18,16 @@ static void event(Accounting *a, MsEventType type, int32_t pid, uint64_t pfn) {
                 .type = type,
                 .pid = pid,
                 .tid = pid,
-                .parent_pid = 1,
                 .timestamp_nsec = now++,
-                .pfn = pfn,
-                .frames = chain,
-                .n_frames = ELEMENTSOF(chain),
-                .n_kernel_frames = ELEMENTSOF(chain),
         };
+
+        if (type == MS_EVENT_PAGE_ALLOC || type == MS_EVENT_PAGE_FREE)
+                e.page = (MsPageEvent) {
+                        .pfn = pfn,
+                        .stack = { .frames = chain, .n_frames = ELEMENTSOF(chain), .n_kernel_frames = ELEMENTSOF(chain) },
+                };
+        else
+                e.task.parent_pid = 1;
         accounting_handle_event(a, &e);
 }
 
@@ -112,8 +115,8 @@ static void test_diff_modules(void) {
         uint16_t zz = usage_module_intern(u, "zz");
         ASSERT_OK(marks_save(s, "m", a, 1));
         uint16_t aa = usage_module_intern(u, "aa");
-        usage_module_charge(u, aa, 5);
-        usage_module_charge(u, zz, 3);
+        usage_module_charge(u, aa, LEDGER_PAGES, 5);
+        usage_module_charge(u, zz, LEDGER_PAGES, 3);
         ASSERT_OK(marks_diff(s, "m", a, 2, 10, &diff));
         json_t *modules = json_object_get(diff, "modules");
         ASSERT_EQ(json_array_size(modules), 2);

@@ -33,10 +33,13 @@ static void sink_event(void *userdata, const MsEvent *ev) {
         ASSERT_LT(n_seen, MAX_SEEN);
         s = &seen[n_seen++];
         s->ev = *ev;
-        for (size_t i = 0; i < ev->n_frames && i < ELEMENTSOF(s->frames); i++)
-                s->frames[i] = ev->frames[i];
-        if (ev->name)
-                (void) snprintf(s->name, sizeof(s->name), "%s", ev->name);
+        if (ev->type == MS_EVENT_PAGE_ALLOC)
+                for (size_t i = 0; i < ev->page.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
+                        s->frames[i] = ev->page.stack.frames[i];
+        if ((ev->type == MS_EVENT_TASK_NEW || ev->type == MS_EVENT_TASK_COMM) && ev->task.name)
+                (void) snprintf(s->name, sizeof(s->name), "%s", ev->task.name);
+        if ((ev->type == MS_EVENT_MODULE_LOAD || ev->type == MS_EVENT_MODULE_FREE) && ev->module.name)
+                (void) snprintf(s->name, sizeof(s->name), "%s", ev->module.name);
 }
 
 /* A writer for one fake ring: appends records at head, wrapping like the kernel does. */
@@ -222,7 +225,7 @@ static void test_merge_order(void) {
         ASSERT_EQ(seen[3].ev.timestamp_nsec, 40);
         ASSERT_EQ(seen[3].ev.pid, 200);
         ASSERT_EQ(seen[3].ev.cpu, 1);
-        ASSERT_EQ(seen[3].ev.pfn, 0x1000);
+        ASSERT_EQ(seen[3].ev.page.pfn, 0x1000);
 
         /* Consumed: the tails moved to the heads, and a second flush delivers nothing. */
         ASSERT_EQ(f.s->rings[0].meta->data_tail, f.s->rings[0].meta->data_head);
@@ -242,8 +245,8 @@ static void test_cut(void) {
         w_free(&f.w[1], 100, 6, 0x12, 0);
         ASSERT_TRUE(!source_drain(f.s, UINT64_MAX));
         ASSERT_EQ(n_seen, 2);
-        ASSERT_EQ(seen[0].ev.pfn, 0x10);
-        ASSERT_EQ(seen[1].ev.pfn, 0x12);
+        ASSERT_EQ(seen[0].ev.page.pfn, 0x10);
+        ASSERT_EQ(seen[1].ev.page.pfn, 0x12);
         ASSERT_LT(f.s->rings[0].meta->data_tail, f.s->rings[0].meta->data_head);
         fixture_done(&f);
 }
@@ -262,7 +265,7 @@ static void test_budget(void) {
         ASSERT_TRUE(!source_drain(f.s, 2));
         ASSERT_EQ(n_seen, 5);
         for (unsigned i = 0; i < 5; i++)
-                ASSERT_EQ(seen[i].ev.pfn, 0x100 + i);
+                ASSERT_EQ(seen[i].ev.page.pfn, 0x100 + i);
         fixture_done(&f);
 }
 
@@ -280,11 +283,11 @@ static void test_callchain_and_wrap(void) {
         ASSERT_OK(f.s->source.ops->flush(&f.s->source));
         ASSERT_EQ(n_seen, 1);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_ALLOC);
-        ASSERT_EQ(seen[0].ev.pfn, 0x77);
-        ASSERT_EQ(seen[0].ev.order, 2);
-        ASSERT_EQ(seen[0].ev.migrate_type, 1);
-        ASSERT_EQ(seen[0].ev.n_frames, 4);
-        ASSERT_EQ(seen[0].ev.n_kernel_frames, 2);
+        ASSERT_EQ(seen[0].ev.page.pfn, 0x77);
+        ASSERT_EQ(seen[0].ev.page.order, 2);
+        ASSERT_EQ(seen[0].ev.page.migrate_type, 1);
+        ASSERT_EQ(seen[0].ev.page.stack.n_frames, 4);
+        ASSERT_EQ(seen[0].ev.page.stack.n_kernel_frames, 2);
         ASSERT_TRUE(seen[0].frames[0] == 0xffffffff81000001);
         ASSERT_TRUE(seen[0].frames[1] == 0xffffffff81000002);
         ASSERT_EQ(seen[0].frames[2], 0x401000);
@@ -353,14 +356,14 @@ static void test_side_band(void) {
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(seen[1].ev.type, MS_EVENT_TASK_FORK);
         ASSERT_EQ(seen[1].ev.pid, 300);
-        ASSERT_EQ(seen[1].ev.parent_pid, 299);
+        ASSERT_EQ(seen[1].ev.task.parent_pid, 299);
         ASSERT_EQ(seen[1].ev.cpu, 1);
         ASSERT_EQ(seen[2].ev.type, MS_EVENT_TASK_COMM);
         ASSERT_EQ(seen[2].ev.tid, 301);
         ASSERT_STREQ(seen[2].name, "worker");
-        ASSERT_NULL(seen[2].ev.cmdline);        /* not an exec */
+        ASSERT_NULL(seen[2].ev.task.cmdline);        /* not an exec */
         ASSERT_EQ(seen[3].ev.type, MS_EVENT_LOST);
-        ASSERT_EQ(seen[3].ev.n_lost, 17);
+        ASSERT_EQ(seen[3].ev.lost.n_lost, 17);
         ASSERT_EQ(seen[3].ev.cpu, 1);
         ASSERT_EQ(seen[4].ev.type, MS_EVENT_TASK_EXIT);
         ASSERT_EQ(seen[4].ev.timestamp_nsec, 8);

@@ -38,11 +38,11 @@ static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, unsi
                 .type = MS_EVENT_PAGE_ALLOC,
                 .pid = pid,
                 .tid = pid,
-                .pfn = pfn,
-                .order = order,
-                .frames = chains[chain],
-                .n_frames = lens[chain],
-                .n_kernel_frames = kernel_lens[chain],
+                .page.pfn = pfn,
+                .page.order = order,
+                .page.stack.frames = chains[chain],
+                .page.stack.n_frames = lens[chain],
+                .page.stack.n_kernel_frames = kernel_lens[chain],
         };
         accounting_handle_event(a, &e);
 }
@@ -150,15 +150,15 @@ static void test_filtered_views_match_page_table(void) {
                 if (rand() % 3)
                         alloc(a, pid, pfn, (unsigned) (rand() % 3), (unsigned) (rand() % ELEMENTSOF(chains)));
                 else {
-                        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .pfn = pfn,
-                                      .order = (unsigned) (rand() % 3) };
+                        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .page.pfn = pfn,
+                                      .page.order = (unsigned) (rand() % 3) };
                         accounting_handle_event(a, &e);
                 }
                 /* Processes come and go: evicted ones keep pages that others free later. */
                 if (step % 5000 == 4999) {
                         MsEvent e = { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid };
                         accounting_handle_event(a, &e);
-                        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .parent_pid = 1 };
+                        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .task.parent_pid = 1 };
                         accounting_handle_event(a, &f);
                 }
         }
@@ -169,7 +169,7 @@ static void test_filtered_views_match_page_table(void) {
         check_subset(a, -1, "vmlinux");
 
         /* A task with no pages: an empty tree, not an error. */
-        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = 999, .tid = 999, .parent_pid = 1 };
+        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = 999, .tid = 999, .task.parent_pid = 1 };
         accounting_handle_event(a, &f);
         check_subset(a, 999, NULL);
         accounting_free(a);

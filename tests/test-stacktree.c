@@ -62,34 +62,34 @@ static void test_peaks(void) {
 
         stacktree_charge(t, a, 10);
         stacktree_charge(t, b, 5);
-        ASSERT_EQ(stacktree_pages(t, top).current_pages, 15);
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 15);
+        ASSERT_EQ(stacktree_pages(t, top).current, 15);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current, 15);
         stacktree_uncharge(t, a, 10);
         stacktree_charge(t, b, 3);
 
         /* Each node's peak is its own maximum over time: a 10, b 8, their parent 15 (not 10 + 8). */
-        ASSERT_EQ(stacktree_pages(t, a).current_pages, 0);
-        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 10);
-        ASSERT_EQ(stacktree_pages(t, b).current_pages, 8);
-        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 8);
-        ASSERT_EQ(stacktree_pages(t, top).current_pages, 8);
-        ASSERT_EQ(stacktree_pages(t, top).peak_pages, 15);
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).peak_pages, 15);
+        ASSERT_EQ(stacktree_pages(t, a).current, 0);
+        ASSERT_EQ(stacktree_pages(t, a).peak, 10);
+        ASSERT_EQ(stacktree_pages(t, b).current, 8);
+        ASSERT_EQ(stacktree_pages(t, b).peak, 8);
+        ASSERT_EQ(stacktree_pages(t, top).current, 8);
+        ASSERT_EQ(stacktree_pages(t, top).peak, 15);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).peak, 15);
 
         stacktree_reset_peaks(t);
-        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 0);
-        ASSERT_EQ(stacktree_pages(t, top).peak_pages, 8);
+        ASSERT_EQ(stacktree_pages(t, a).peak, 0);
+        ASSERT_EQ(stacktree_pages(t, top).peak, 8);
 
         /* More taken off than held is clamped and counted, never wrapped around. */
         stacktree_uncharge(t, b, 9);
         StackTreeStats s;
         stacktree_get_stats(t, &s);
         ASSERT_EQ(s.underflows, 3); /* b, its parent, the root */
-        ASSERT_EQ(stacktree_pages(t, b).current_pages, 0);
+        ASSERT_EQ(stacktree_pages(t, b).current, 0);
 
         stacktree_clear(t);
         ASSERT_EQ(stacktree_size(t), 2);
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 0);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current, 0);
         /* After a clear, a chain is built anew (the cache must not return stale leaves). */
         uint32_t a2 = stacktree_intern(t, CHAIN(0xa, 0x1), 2, 0);
         ASSERT_EQ(stacktree_size(t), 4);
@@ -109,31 +109,31 @@ static void test_counters_appear_later(void) {
         ASSERT_TRUE(!node(t, a)->counted);
         stacktree_charge(t, c, 10);
         stacktree_uncharge(t, c, 7);
-        ASSERT_EQ(stacktree_pages(t, b).current_pages, 3);
-        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, b).current, 3);
+        ASSERT_EQ(stacktree_pages(t, a).peak, 10);
 
         /* b branches: its peak is the 10 it already had. */
         uint32_t d = stacktree_intern(t, CHAIN(0xd, 0xb, 0xa), 3, 0);
         ASSERT_TRUE(node(t, b)->counted);
-        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, b).peak, 10);
         stacktree_charge(t, d, 5);
-        ASSERT_EQ(stacktree_pages(t, b).current_pages, 8);
-        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, b).current, 8);
+        ASSERT_EQ(stacktree_pages(t, b).peak, 10);
         stacktree_charge(t, d, 5);
-        ASSERT_EQ(stacktree_pages(t, b).peak_pages, 13);
-        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 13);
-        ASSERT_EQ(stacktree_pages(t, c).peak_pages, 10);
+        ASSERT_EQ(stacktree_pages(t, b).peak, 13);
+        ASSERT_EQ(stacktree_pages(t, a).peak, 13);
+        ASSERT_EQ(stacktree_pages(t, c).peak, 10);
 
         /* a becomes a chain's end: it holds everything below it, and its own pages on top. */
         uint32_t a2 = stacktree_intern(t, CHAIN(0xa), 1, 0);
         ASSERT_EQ(a2, a);
         ASSERT_TRUE(node(t, a)->counted);
-        ASSERT_EQ(stacktree_pages(t, a).current_pages, 13);
+        ASSERT_EQ(stacktree_pages(t, a).current, 13);
         stacktree_charge(t, a, 1);
-        ASSERT_EQ(stacktree_pages(t, a).current_pages, 14);
-        ASSERT_EQ(stacktree_pages(t, a).peak_pages, 14);
-        ASSERT_EQ(stacktree_pages(t, b).current_pages, 13);
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 14);
+        ASSERT_EQ(stacktree_pages(t, a).current, 14);
+        ASSERT_EQ(stacktree_pages(t, a).peak, 14);
+        ASSERT_EQ(stacktree_pages(t, b).current, 13);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current, 14);
         stacktree_free(t);
 }
 
@@ -152,7 +152,7 @@ static void test_budget(void) {
         ASSERT_EQ(s.max_nodes, 6);
         stacktree_charge(t, leaf, 5);
         ASSERT_EQ(stacktree_truncated_pages(t), 5);
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 5);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current, 5);
 
         /* Known chains within the budget still work exactly. */
         ASSERT_EQ(node(t, stacktree_intern(t, CHAIN(3, 2, 1), 3, 0))->ip, 3);
@@ -275,16 +275,16 @@ static void test_per_process_trees(void) {
         stacktree_charge(t, q1, 4);
 
         /* Global: a held 16 at most; process 1's tree has its own peaks (10 at the top, not 14). */
-        ASSERT_EQ(stacktree_pages(t, g).current_pages, 6);
-        ASSERT_EQ(stacktree_pages(t, g).peak_pages, 16);
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current_pages, 10);
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).peak_pages, 16);
-        ASSERT_EQ(stacktree_pages(t, scope1).current_pages, 4);
-        ASSERT_EQ(stacktree_pages(t, scope1).peak_pages, 10);
-        ASSERT_EQ(stacktree_pages(t, p1).peak_pages, 10);
-        ASSERT_EQ(stacktree_pages(t, stacktree_process_scope(t, 2)).peak_pages, 6);
+        ASSERT_EQ(stacktree_pages(t, g).current, 6);
+        ASSERT_EQ(stacktree_pages(t, g).peak, 16);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).current, 10);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_ROOT).peak, 16);
+        ASSERT_EQ(stacktree_pages(t, scope1).current, 4);
+        ASSERT_EQ(stacktree_pages(t, scope1).peak, 10);
+        ASSERT_EQ(stacktree_pages(t, p1).peak, 10);
+        ASSERT_EQ(stacktree_pages(t, stacktree_process_scope(t, 2)).peak, 6);
         /* Both trees hold every page. */
-        ASSERT_EQ(stacktree_pages(t, STACK_NODE_PROCESSES).current_pages, stacktree_pages(t, STACK_NODE_ROOT).current_pages);
+        ASSERT_EQ(stacktree_pages(t, STACK_NODE_PROCESSES).current, stacktree_pages(t, STACK_NODE_ROOT).current);
 
         /* Out of budget (the global path takes 5 of 8 nodes, the process path gets the scope node and
          * 0x1, the last node is the reserve): the process tree charges "[truncated]" below 0x1, twinned
@@ -302,9 +302,9 @@ static void test_per_process_trees(void) {
         stacktree_get_stats(small, &s);
         ASSERT_EQ(s.process_paths_truncated, 1);
         stacktree_charge(small, l, 2);
-        ASSERT_EQ(stacktree_pages(small, STACK_NODE_ROOT).current_pages, 2);
-        ASSERT_EQ(stacktree_pages(small, STACK_NODE_PROCESSES).current_pages, 2);
-        ASSERT_EQ(stacktree_pages(small, node(small, l)->twin).current_pages, 2);
+        ASSERT_EQ(stacktree_pages(small, STACK_NODE_ROOT).current, 2);
+        ASSERT_EQ(stacktree_pages(small, STACK_NODE_PROCESSES).current, 2);
+        ASSERT_EQ(stacktree_pages(small, node(small, l)->twin).current, 2);
         /* Process-tree "[truncated]" pages are the global leaf's: not counted twice. */
         ASSERT_EQ(stacktree_truncated_pages(small), 0);
         /* Past the reserve too: charged to the global tree only. */

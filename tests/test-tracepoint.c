@@ -98,18 +98,18 @@ static void check_new_records(bool big) {
         clear_event(&ev);
         ASSERT_EQ(tracepoint_decode(t, rec, 36, &ev), TRACEPOINT_PAGE_ALLOC);
         ASSERT_EQ(ev.type, MS_EVENT_PAGE_ALLOC);
-        ASSERT_TRUE(ev.pfn == UINT64_C(0x123456789a));
-        ASSERT_EQ(ev.order, 3);
-        ASSERT_TRUE(ev.gfp_flags == UINT64_C(0x8000000000140cca));
-        ASSERT_EQ(ev.migrate_type, 2);
+        ASSERT_TRUE(ev.page.pfn == UINT64_C(0x123456789a));
+        ASSERT_EQ(ev.page.order, 3);
+        ASSERT_TRUE(ev.page.gfp_flags == UINT64_C(0x8000000000140cca));
+        ASSERT_EQ(ev.page.migrate_type, 2);
         /* Nothing else is touched. */
         ASSERT_EQ(ev.pid, 0);
-        ASSERT_NULL(ev.name);
+        ASSERT_NULL(ev.page.stack.frames);
 
         /* A negative migrate type is sign-extended. */
         put(rec, 32, 4, (uint32_t) -1, big);
         ASSERT_EQ(tracepoint_decode(t, rec, 36, &ev), TRACEPOINT_PAGE_ALLOC);
-        ASSERT_EQ(ev.migrate_type, -1);
+        ASSERT_EQ(ev.page.migrate_type, -1);
 
         /* One byte short of migratetype: rejected, not read past the end. */
         ASSERT_EQ(tracepoint_decode(t, rec, 35, &ev), -EBADMSG);
@@ -128,19 +128,19 @@ static void check_new_records(bool big) {
         clear_event(&ev);
         ASSERT_EQ(tracepoint_decode(t, rec, 20, &ev), TRACEPOINT_PAGE_FREE);
         ASSERT_EQ(ev.type, MS_EVENT_PAGE_FREE);
-        ASSERT_EQ(ev.pfn, 0x42);
-        ASSERT_EQ(ev.order, 9);
+        ASSERT_EQ(ev.page.pfn, 0x42);
+        ASSERT_EQ(ev.page.order, 9);
 
         /* mm_page_free_batched: pfn only, always order 0. */
         memset(rec, 0xa5, sizeof(rec));
         put_common(rec, ID_FREE_BATCHED, 1, big);
         put(rec, 8, 8, UINT64_C(0xfffffffff), big);
         clear_event(&ev);
-        ev.order = 7;
+        ev.page.order = 7;
         ASSERT_EQ(tracepoint_decode(t, rec, 16, &ev), TRACEPOINT_PAGE_FREE_BATCHED);
         ASSERT_EQ(ev.type, MS_EVENT_PAGE_FREE);
-        ASSERT_TRUE(ev.pfn == UINT64_C(0xfffffffff));
-        ASSERT_EQ(ev.order, 0);
+        ASSERT_TRUE(ev.page.pfn == UINT64_C(0xfffffffff));
+        ASSERT_EQ(ev.page.order, 0);
 
         /* An id this set does not know, e.g. a module event on this kernel. */
         put_common(rec, 9999, 1, big);
@@ -191,16 +191,16 @@ static void check_old_records(bool big) {
         clear_event(&ev);
         ASSERT_EQ(tracepoint_decode(t, rec, 28, &ev), TRACEPOINT_PAGE_ALLOC);
         ASSERT_EQ(ev.type, MS_EVENT_PAGE_ALLOC);
-        ASSERT_TRUE(ev.pfn == key);
-        ASSERT_TRUE(ev.pfn < (UINT64_C(1) << 47));
-        ASSERT_EQ(ev.order, 1);
-        ASSERT_EQ(ev.gfp_flags, 0x200d2);
-        ASSERT_EQ(ev.migrate_type, -2);
+        ASSERT_TRUE(ev.page.pfn == key);
+        ASSERT_TRUE(ev.page.pfn < (UINT64_C(1) << 47));
+        ASSERT_EQ(ev.page.order, 1);
+        ASSERT_EQ(ev.page.gfp_flags, 0x200d2);
+        ASSERT_EQ(ev.page.migrate_type, -2);
 
         /* The next struct page gets the next key, so a block's pages stay adjacent. */
         put(rec, 8, 8, page + 64, big);
         ASSERT_EQ(tracepoint_decode(t, rec, 28, &ev), TRACEPOINT_PAGE_ALLOC);
-        ASSERT_TRUE(ev.pfn == key + 1);
+        ASSERT_TRUE(ev.page.pfn == key + 1);
 
         /* A NULL page is a failed allocation. */
         put(rec, 8, 8, 0, big);
@@ -213,16 +213,16 @@ static void check_old_records(bool big) {
         put(rec, 16, 4, 1, big);
         clear_event(&ev);
         ASSERT_EQ(tracepoint_decode(t, rec, 20, &ev), TRACEPOINT_PAGE_FREE);
-        ASSERT_TRUE(ev.pfn == key);
-        ASSERT_EQ(ev.order, 1);
+        ASSERT_TRUE(ev.page.pfn == key);
+        ASSERT_EQ(ev.page.order, 1);
 
         put_common(rec, ID_OLD_FREE_BATCHED, 7, big);
         put(rec, 16, 4, 1, big);        /* cold, not an order */
         clear_event(&ev);
         ASSERT_EQ(tracepoint_decode(t, rec, 20, &ev), TRACEPOINT_PAGE_FREE_BATCHED);
         ASSERT_EQ(ev.type, MS_EVENT_PAGE_FREE);
-        ASSERT_TRUE(ev.pfn == key);
-        ASSERT_EQ(ev.order, 0);
+        ASSERT_TRUE(ev.page.pfn == key);
+        ASSERT_EQ(ev.page.order, 0);
 
         /* module_load: taints@8/4, __data_loc name@12/4 -> (len << 16 | offset). */
         memset(rec, 0x5a, sizeof(rec));
@@ -233,8 +233,8 @@ static void check_old_records(bool big) {
         clear_event(&ev);
         ASSERT_EQ(tracepoint_decode(t, rec, 22, &ev), TRACEPOINT_MODULE_LOAD);
         ASSERT_EQ(ev.type, MS_EVENT_MODULE_LOAD);
-        ASSERT_STREQ(ev.name, "dummy");
-        ASSERT_TRUE(ev.name == (const char *) rec + 16);
+        ASSERT_STREQ(ev.module.name, "dummy");
+        ASSERT_TRUE(ev.module.name == (const char *) rec + 16);
 
         /* The string must lie inside the record and be terminated inside its length. */
         ASSERT_EQ(tracepoint_decode(t, rec, 21, &ev), -EBADMSG);
@@ -253,7 +253,7 @@ static void check_old_records(bool big) {
         clear_event(&ev);
         ASSERT_EQ(tracepoint_decode(t, rec, 16, &ev), TRACEPOINT_MODULE_FREE);
         ASSERT_EQ(ev.type, MS_EVENT_MODULE_FREE);
-        ASSERT_STREQ(ev.name, "xfs");
+        ASSERT_STREQ(ev.module.name, "xfs");
 }
 
 static void test_old_little(void) {

@@ -17,13 +17,13 @@ static void test_processes_fold_threads(void) {
         uint32_t a = usage_task_lookup(u, 10, 10, 1);
         uint32_t b = usage_task_lookup(u, 10, 11, 2);
         ASSERT_EQ(a, b); /* without thread tracking, threads are their process */
-        usage_task_charge(u, a, 4);
-        usage_task_charge(u, b, 2);
-        usage_task_uncharge(u, a, 5);
-        ASSERT_EQ(task(u, a)->pages.current_pages, 1);
-        ASSERT_EQ(task(u, a)->pages.peak_pages, 6);
-        ASSERT_EQ(task(u, a)->pages.allocs, 2);
-        ASSERT_EQ(task(u, a)->pages.frees, 1);
+        usage_task_charge(u, a, LEDGER_PAGES, 4);
+        usage_task_charge(u, b, LEDGER_PAGES, 2);
+        usage_task_uncharge(u, a, LEDGER_PAGES, 5);
+        ASSERT_EQ(task(u, a)->ledger[LEDGER_PAGES].current, 1);
+        ASSERT_EQ(task(u, a)->ledger[LEDGER_PAGES].peak, 6);
+        ASSERT_EQ(task(u, a)->allocs, 2);
+        ASSERT_EQ(task(u, a)->frees, 1);
         ASSERT_TRUE(!task(u, a)->is_thread);
         usage_free(u);
 }
@@ -39,15 +39,15 @@ static void test_thread_records(void) {
         ASSERT_TRUE(task(u, t2)->is_thread);
         ASSERT_EQ(usage_find_process(u, 10), p);
 
-        usage_task_charge(u, t1, 3);
-        usage_task_charge(u, t2, 5);
-        usage_task_uncharge(u, t2, 5);
-        usage_task_charge(u, t1, 1);
-        ASSERT_EQ(task(u, t1)->pages.current_pages, 4);
-        ASSERT_EQ(task(u, t2)->pages.peak_pages, 5);
+        usage_task_charge(u, t1, LEDGER_PAGES, 3);
+        usage_task_charge(u, t2, LEDGER_PAGES, 5);
+        usage_task_uncharge(u, t2, LEDGER_PAGES, 5);
+        usage_task_charge(u, t1, LEDGER_PAGES, 1);
+        ASSERT_EQ(task(u, t1)->ledger[LEDGER_PAGES].current, 4);
+        ASSERT_EQ(task(u, t2)->ledger[LEDGER_PAGES].peak, 5);
         /* The process peak is its own maximum (8), not the sum of its threads' peaks (4 + 5). */
-        ASSERT_EQ(task(u, p)->pages.current_pages, 4);
-        ASSERT_EQ(task(u, p)->pages.peak_pages, 8);
+        ASSERT_EQ(task(u, p)->ledger[LEDGER_PAGES].current, 4);
+        ASSERT_EQ(task(u, p)->ledger[LEDGER_PAGES].peak, 8);
         usage_free(u);
 }
 
@@ -68,7 +68,7 @@ static void test_comm_fork_and_reuse(void) {
         usage_task_set_comm(u, 200, 200, "a-very-long-command-name", "cat /etc/passwd", 3);
         ASSERT_STREQ(task(u, child)->comm, "a-very-long-com"); /* TASK_COMM_LEN - 1 */
         ASSERT_STREQ(task(u, child)->cmdline, "cat /etc/passwd");
-        usage_task_charge(u, child, 7);
+        usage_task_charge(u, child, LEDGER_PAGES, 7);
 
         usage_task_exit(u, 200, 200, 4);
         ASSERT_TRUE(task(u, child)->exited);
@@ -81,7 +81,7 @@ static void test_comm_fork_and_reuse(void) {
         uint32_t reused = usage_task_fork(u, 100, 200, 200, 6);
         ASSERT_NE(reused, child);
         ASSERT_EQ(usage_find_process(u, 200), reused);
-        ASSERT_EQ(task(u, child)->pages.current_pages, 7);
+        ASSERT_EQ(task(u, child)->ledger[LEDGER_PAGES].current, 7);
         ASSERT_TRUE(!task(u, reused)->exited);
         usage_free(u);
 }
@@ -94,7 +94,7 @@ static void test_eviction(void) {
         for (int32_t pid = 1; pid <= 64; pid++) {
                 uint32_t t = usage_task_lookup(u, pid, pid, (uint64_t) pid);
                 owners[pid - 1] = t;
-                usage_task_charge(u, t, (uint64_t) pid);
+                usage_task_charge(u, t, LEDGER_PAGES, (uint64_t) pid);
         }
         /* Exit in pid order; eviction keeps at most 8 + 8/8 exited records at any time. */
         for (int32_t pid = 1; pid <= 64; pid++) {
@@ -120,7 +120,7 @@ static void test_eviction(void) {
                         ASSERT_EQ(usage_task_forward(u, owners[pid - 1]), USAGE_TASK_EVICTED);
                         evicted_pages += (uint64_t) pid;
                 }
-        ASSERT_EQ(ev->pages.current_pages, evicted_pages);
+        ASSERT_EQ(ev->ledger[LEDGER_PAGES].current, evicted_pages);
         ASSERT_GT(evicted_pages, 0);
 
         /* New tasks do not take slots pages still name. */
@@ -129,14 +129,14 @@ static void test_eviction(void) {
         ASSERT_EQ(fresh, slots);
 
         /* Freeing pages of an evicted task lands on the evicted record; its last page frees the slot. */
-        usage_task_uncharge(u, owners[1], 1);
-        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, evicted_pages - 1);
+        usage_task_uncharge(u, owners[1], LEDGER_PAGES, 1);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, evicted_pages - 1);
         usage_get_stats(u, &s);
         ASSERT_EQ(s.tasks_recycled, 0);
         for (int32_t pid = 1; pid <= 64; pid++)
                 if (!usage_task(u, owners[pid - 1]))
-                        usage_task_uncharge(u, owners[pid - 1], (uint64_t) pid - (pid == 2));
-        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+                        usage_task_uncharge(u, owners[pid - 1], LEDGER_PAGES, (uint64_t) pid - (pid == 2));
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 0);
         usage_get_stats(u, &s);
         ASSERT_EQ(s.tasks_recycled, s.tasks_evicted);
         ASSERT_EQ(s.underflows, 0);
@@ -155,7 +155,7 @@ static void test_threads_evicted_with_process(void) {
 
         uint32_t th = usage_task_lookup(u, 10, 12, 1);
         uint32_t process = usage_task(u, th)->process;
-        usage_task_charge(u, th, 5);
+        usage_task_charge(u, th, LEDGER_PAGES, 5);
         usage_task_exit(u, 10, 12, 2);
         usage_task_exit(u, 10, 10, 3);
         for (int32_t pid = 20; pid < 24; pid++) {
@@ -168,11 +168,11 @@ static void test_threads_evicted_with_process(void) {
         ASSERT_NULL(usage_task(u, process));
         ASSERT_EQ(usage_task_forward(u, th), USAGE_TASK_EVICTED);
         ASSERT_EQ(usage_task_process(u, th), process);
-        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 5);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 5);
         usage_get_stats(u, &s);
         uint64_t recycled = s.tasks_recycled;
-        usage_task_uncharge(u, th, 5);
-        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->pages.current_pages, 0);
+        usage_task_uncharge(u, th, LEDGER_PAGES, 5);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 0);
         /* The thread's last page frees both slots: the thread's, then the process's it named. */
         usage_get_stats(u, &s);
         ASSERT_EQ(s.tasks_recycled, recycled + 2);
@@ -192,23 +192,23 @@ static void test_modules(void) {
         ASSERT_NULL(usage_module(u, USAGE_MODULE_NONE));
         ASSERT_NULL(usage_module(u, 3));
 
-        usage_module_charge(u, ext4, 10);
-        usage_module_uncharge(u, ext4, 4);
-        usage_module_charge(u, USAGE_MODULE_NONE, 10); /* no module: nothing to charge, no crash */
-        ASSERT_EQ(usage_module(u, ext4)->pages.current_pages, 6);
-        ASSERT_EQ(usage_module(u, ext4)->pages.peak_pages, 10);
+        usage_module_charge(u, ext4, LEDGER_PAGES, 10);
+        usage_module_uncharge(u, ext4, LEDGER_PAGES, 4);
+        usage_module_charge(u, USAGE_MODULE_NONE, LEDGER_PAGES, 10); /* no module: nothing to charge, no crash */
+        ASSERT_EQ(usage_module(u, ext4)->ledger[LEDGER_PAGES].current, 6);
+        ASSERT_EQ(usage_module(u, ext4)->ledger[LEDGER_PAGES].peak, 10);
 
         usage_reset_peaks(u);
-        ASSERT_EQ(usage_module(u, ext4)->pages.peak_pages, 6);
+        ASSERT_EQ(usage_module(u, ext4)->ledger[LEDGER_PAGES].peak, 6);
 
         uint32_t t = usage_task_seed(u, 5, "init", NULL, 0, 1);
-        usage_task_charge(u, t, 3);
+        usage_task_charge(u, t, LEDGER_PAGES, 3);
         usage_clear(u);
-        ASSERT_EQ(usage_module(u, ext4)->pages.current_pages, 0);
+        ASSERT_EQ(usage_module(u, ext4)->ledger[LEDGER_PAGES].current, 0);
         ASSERT_EQ(usage_module_intern(u, "xfs"), xfs);
         /* Live tasks keep their names across a clear. */
         ASSERT_STREQ(task(u, usage_find_process(u, 5))->comm, "init");
-        ASSERT_EQ(task(u, usage_find_process(u, 5))->pages.current_pages, 0);
+        ASSERT_EQ(task(u, usage_find_process(u, 5))->ledger[LEDGER_PAGES].current, 0);
         usage_free(u);
 }
 
@@ -233,7 +233,58 @@ static void test_clear_with_orphan_thread(void) {
         usage_free(u);
 }
 
+/* Bytes and pages sit side by side: an evicted process hands both to "[evicted]", and its slot is reused
+ * only once it holds neither. A thread's aggregated change reaches its process, peak included. */
+static void test_units(void) {
+        Usage *u = usage_new(true, 1);
+        UsageStats s;
+
+        uint32_t th = usage_task_lookup(u, 10, 12, 1);
+        uint32_t process = usage_task(u, th)->process;
+        usage_task_apply(u, th, LEDGER_BYTES, 9000, 4000);
+        usage_task_apply(u, th, LEDGER_PAGES, 3, 2);
+        ASSERT_EQ(task(u, process)->ledger[LEDGER_BYTES].current, 4000);
+        ASSERT_EQ(task(u, process)->ledger[LEDGER_BYTES].peak, 9000);
+        ASSERT_EQ(task(u, th)->ledger[LEDGER_PAGES].peak, 3);
+        ASSERT_EQ(task(u, process)->ledger[LEDGER_PAGES].current, 2);
+        ASSERT_EQ(task(u, process)->allocs, 2);
+
+        usage_task_exit(u, 10, 12, 2);
+        usage_task_exit(u, 10, 10, 3);
+        for (int32_t pid = 20; pid < 24; pid++) {
+                (void) usage_task_lookup(u, pid, pid, 4);
+                usage_task_exit(u, pid, pid, 5 + (uint64_t) pid);
+                (void) usage_evict(u);
+        }
+        ASSERT_NULL(usage_task(u, process));
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_BYTES].current, 4000);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 2);
+
+        usage_get_stats(u, &s);
+        uint64_t recycled = s.tasks_recycled;
+        usage_task_apply(u, th, LEDGER_PAGES, 0, -2);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_recycled, recycled);          /* bytes still name the slots */
+        usage_task_uncharge(u, th, LEDGER_BYTES, 4000);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_recycled, recycled + 2);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(s.underflows, 0);
+
+        /* A module ledger per unit too; taking more than it holds is an underflow, clamped at zero. */
+        uint16_t m = usage_module_intern(u, "ext4");
+        usage_module_apply(u, m, LEDGER_BYTES, 100, 50);
+        usage_module_apply(u, m, LEDGER_BYTES, 0, -80);
+        ASSERT_EQ(usage_module(u, m)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(usage_module(u, m)->ledger[LEDGER_BYTES].peak, 100);
+        ASSERT_EQ(usage_module(u, m)->ledger[LEDGER_PAGES].peak, 0);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.underflows, 1);
+        usage_free(u);
+}
+
 int main(void) {
+        TEST(test_units);
         TEST(test_processes_fold_threads);
         TEST(test_thread_records);
         TEST(test_comm_fork_and_reuse);

@@ -132,8 +132,8 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t 
                 if (!t || t->is_thread || i == USAGE_TASK_EVICTED)
                         continue;
                 MarkTask *st = &snap->tasks[snap->n_tasks++];
-                *st = (MarkTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec, .pages = t->pages.current_pages,
-                                   .exited = t->exited };
+                *st = (MarkTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec,
+                                   .pages = t->ledger[LEDGER_PAGES].current, .exited = t->exited };
                 memcpy(st->comm, t->comm, sizeof(st->comm));
         }
 
@@ -146,7 +146,8 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t 
                 char *copy = strdup(m->name);
                 if (!copy)
                         return -ENOMEM;
-                snap->modules[snap->n_modules++] = (MarkModule) { .name = copy, .pages = m->pages.current_pages };
+                snap->modules[snap->n_modules++] = (MarkModule) { .name = copy,
+                                                                  .pages = m->ledger[LEDGER_PAGES].current };
         }
         qsort_r(snap->tasks, snap->n_tasks, sizeof(MarkTask), compare_tasks, steps);
         qsort_r(snap->modules, snap->n_modules, sizeof(MarkModule), compare_modules, steps);

@@ -19,14 +19,14 @@ QuerySort query_sort_from_string(const char *s) {
         return _QUERY_SORT_INVALID;
 }
 
-static uint64_t counter_key(const PageCounter *c, QuerySort sort) {
+static uint64_t counter_key(const Ledger *pages, uint64_t allocs, QuerySort sort) {
         switch (sort) {
         case QUERY_SORT_PEAK:
-                return c->peak_pages;
+                return pages->peak;
         case QUERY_SORT_ALLOCS:
-                return c->allocs;
+                return allocs;
         default:
-                return c->current_pages;
+                return pages->current;
 }
 }
 
@@ -43,10 +43,10 @@ json_t *query_task_json(const Task *t) {
                          "pid", (int) t->pid,
                          "comm", utf8_json_string(t->comm),
                          "cmdline", t->cmdline ? utf8_json_string(t->cmdline) : json_null(),
-                         "currentPages", (json_int_t) t->pages.current_pages,
-                         "peakPages", (json_int_t) t->pages.peak_pages,
-                         "allocs", (json_int_t) t->pages.allocs,
-                         "frees", (json_int_t) t->pages.frees,
+                         "currentPages", (json_int_t) t->ledger[LEDGER_PAGES].current,
+                         "peakPages", (json_int_t) t->ledger[LEDGER_PAGES].peak,
+                         "allocs", (json_int_t) t->allocs,
+                         "frees", (json_int_t) t->frees,
                          "baselinePages", (json_int_t) t->baseline_pages,
                          "exited", t->exited,
                          "threads");
@@ -71,7 +71,7 @@ static bool task_matches(const Task *t, const QueryTasks *q) {
         if (t->is_thread)
                 return false;
         /* A task asked for by pid is shown whatever it holds. */
-        if (q->hide_zero && q->pid < 0 && counter_key(&t->pages, q->sort) == 0)
+        if (q->hide_zero && q->pid < 0 && counter_key(&t->ledger[LEDGER_PAGES], t->allocs, q->sort) == 0)
                 return false;
         if (q->pid >= 0 && t->pid != q->pid)
                 return false;
@@ -97,7 +97,8 @@ static json_t *threads_json(Usage *u, uint32_t process, QuerySort sort) {
         for (uint32_t i = 0; i < n_slots; i++) {
                 const Task *t = usage_task(u, i);
                 if (t && t->is_thread && t->process == process)
-                        items[n++] = (SortItem) { counter_key(&t->pages, sort), (uint64_t) t->pid, i };
+                        items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, sort),
+                                                  (uint64_t) t->pid, i };
         }
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < QUERY_LIMIT_MAX; i++)
@@ -120,7 +121,8 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
                 /* The "[evicted]" record is no task: it is reported apart, as "evicted". */
                 if (!t || i == USAGE_TASK_EVICTED || !task_matches(t, q))
                         continue;
-                items[n++] = (SortItem) { counter_key(&t->pages, q->sort), (uint64_t) (uint32_t) t->pid, i };
+                items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, q->sort),
+                                          (uint64_t) (uint32_t) t->pid, i };
         }
         if (q->pid >= 0 && n == 0)
                 return -ESRCH;
@@ -145,8 +147,8 @@ json_t *query_evicted_json(Usage *u) {
         usage_get_stats(u, &s);
         return json_pack("{s:I, s:I, s:I}",
                          "tasks", (json_int_t) s.tasks_evicted,
-                         "currentPages", (json_int_t) (e ? e->pages.current_pages : 0),
-                         "peakPages", (json_int_t) (e ? e->pages.peak_pages : 0));
+                         "currentPages", (json_int_t) (e ? e->ledger[LEDGER_PAGES].current : 0),
+                         "peakPages", (json_int_t) (e ? e->ledger[LEDGER_PAGES].peak : 0));
 }
 
 int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
@@ -161,17 +163,17 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
 
         for (uint16_t id = 1; id <= n_modules; id++) {
                 const ModuleUsage *m = usage_module(u, id);
-                if (m->pages.peak_pages == 0 && !m->loaded)
+                if (m->ledger[LEDGER_PAGES].peak == 0 && !m->loaded)
                         continue;
-                items[n++] = (SortItem) { counter_key(&m->pages, sort), 0, id };
+                items[n++] = (SortItem) { counter_key(&m->ledger[LEDGER_PAGES], m->allocs, sort), 0, id };
         }
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < limit; i++) {
                 const ModuleUsage *m = usage_module(u, (uint16_t) items[i].idx);
                 json_t *o = json_pack("{s:o, s:I, s:I, s:b}",
                                       "name", utf8_json_string(m->name),
-                                      "currentPages", (json_int_t) m->pages.current_pages,
-                                      "peakPages", (json_int_t) m->pages.peak_pages,
+                                      "currentPages", (json_int_t) m->ledger[LEDGER_PAGES].current,
+                                      "peakPages", (json_int_t) m->ledger[LEDGER_PAGES].peak,
                                       "loaded", m->loaded || streq(m->name, ACCOUNTING_KERNEL_MODULE));
                 if (!o || json_array_append_new(list, o) < 0)
                         return -ENOMEM;
@@ -328,7 +330,7 @@ typedef struct StackView {
 
 static uint64_t view_current(const StackView *v, uint32_t i) {
         if (!v->subset)
-                return stacktree_pages(v->tree, i).current_pages;
+                return stacktree_pages(v->tree, i).current;
         uint32_t e = subset_find(v->subset, i);
         return e == SUBSET_NONE ? 0 : v->subset->entries[e].pages;
 }
@@ -364,7 +366,7 @@ static int view_children(const StackView *v, uint32_t i, uint32_t **ret, size_t 
 
 static uint64_t view_key(const StackView *v, uint32_t i) {
         if (v->q->sort == QUERY_SORT_PEAK && !v->subset)
-                return stacktree_pages(v->tree, i).peak_pages;
+                return stacktree_pages(v->tree, i).peak;
         return view_current(v, i);
 }
 
@@ -417,7 +419,7 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "module", module ? utf8_json_string(module) : json_null(),
                          "address", has_address ? json_string(address) : json_null(),
                          "currentPages", (json_int_t) view_current(v, i),
-                         "peakPages", v->subset ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak_pages),
+                         "peakPages", v->subset ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak),
                          "children",
                          "truncatedChildren", 0);
 }

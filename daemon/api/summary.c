@@ -33,11 +33,11 @@ static void top_offer(Top *top, uint32_t idx, uint64_t key, uint64_t (*key_of)(v
 }
 
 static uint64_t task_peak(void *userdata, uint32_t idx) {
-        return usage_task(userdata, idx)->pages.peak_pages;
+        return usage_task(userdata, idx)->ledger[LEDGER_PAGES].peak;
 }
 
 static uint64_t module_peak(void *userdata, uint32_t idx) {
-        return usage_module(userdata, (uint16_t) idx)->pages.peak_pages;
+        return usage_module(userdata, (uint16_t) idx)->ledger[LEDGER_PAGES].peak;
 }
 
 static void find_tops(Usage *u, Top *tasks, Top *modules) {
@@ -46,12 +46,12 @@ static void find_tops(Usage *u, Top *tasks, Top *modules) {
         /* The "[evicted]" record is no task: summary_text() reports it apart. */
         for (uint32_t i = USAGE_TASK_EVICTED + 1; i < usage_task_slots(u); i++) {
                 const Task *t = usage_task(u, i);
-                if (t && !t->is_thread && t->pages.peak_pages > 0)
-                        top_offer(tasks, i, t->pages.peak_pages, task_peak, u);
+                if (t && !t->is_thread && t->ledger[LEDGER_PAGES].peak > 0)
+                        top_offer(tasks, i, t->ledger[LEDGER_PAGES].peak, task_peak, u);
         }
         for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                if (usage_module(u, id)->pages.peak_pages > 0)
-                        top_offer(modules, id, usage_module(u, id)->pages.peak_pages, module_peak, u);
+                if (usage_module(u, id)->ledger[LEDGER_PAGES].peak > 0)
+                        top_offer(modules, id, usage_module(u, id)->ledger[LEDGER_PAGES].peak, module_peak, u);
 }
 
 /* What one summary says, gathered once for both its text and its journal fields. */
@@ -96,27 +96,27 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                 const Task *t = usage_task(u, tasks.idx[i]);
                 _cleanup_free_ char *comm = utf8_escape(t->comm, UTF8_ESCAPE_CONTROL);
                 oom = !comm;
-                format_pages(a, sizeof(a), t->pages.peak_pages, (uint64_t) in->page_size);
+                format_pages(a, sizeof(a), t->ledger[LEDGER_PAGES].peak, (uint64_t) in->page_size);
                 fprintf(f, "\n  %7d %-16s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", (int) t->pid,
-                        comm ?: "", a, t->pages.peak_pages, t->pages.current_pages,
+                        comm ?: "", a, t->ledger[LEDGER_PAGES].peak, t->ledger[LEDGER_PAGES].current,
                         t->exited ? ", exited" : "");
         }
         const Task *evicted = usage_task(u, USAGE_TASK_EVICTED);
-        if (evicted && evicted->pages.current_pages > 0) {
+        if (evicted && evicted->ledger[LEDGER_PAGES].current > 0) {
                 UsageStats us;
                 usage_get_stats(u, &us);
-                format_pages(a, sizeof(a), evicted->pages.current_pages, (uint64_t) in->page_size);
+                format_pages(a, sizeof(a), evicted->ledger[LEDGER_PAGES].current, (uint64_t) in->page_size);
                 fprintf(f, "\n  %s (%" PRIu64 " pages) still held by %" PRIu64 " evicted exited tasks", a,
-                        evicted->pages.current_pages, us.tasks_evicted);
+                        evicted->ledger[LEDGER_PAGES].current, us.tasks_evicted);
         }
         fprintf(f, "\nTop modules by peak:");
         for (size_t i = 0; i < modules.n && !oom; i++) {
                 const ModuleUsage *m = usage_module(u, (uint16_t) modules.idx[i]);
                 _cleanup_free_ char *name = utf8_escape(m->name, UTF8_ESCAPE_CONTROL);
                 oom = !name;
-                format_pages(a, sizeof(a), m->pages.peak_pages, (uint64_t) in->page_size);
+                format_pages(a, sizeof(a), m->ledger[LEDGER_PAGES].peak, (uint64_t) in->page_size);
                 fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages", name ?: "", a,
-                        m->pages.peak_pages, m->pages.current_pages);
+                        m->ledger[LEDGER_PAGES].peak, m->ledger[LEDGER_PAGES].current);
         }
         if (fclose(f) != 0 || oom) {
                 free(text);
@@ -171,10 +171,10 @@ int summary_log(const SummaryInput *in, bool journal) {
                                 "MEMSTRACK_UNTRACKED_FREES=%" PRIu64, s.untracked_frees,
                                 "MEMSTRACK_TOP_TASK=%s", top_comm,
                                 "MEMSTRACK_TOP_TASK_PID=%d", top_task ? (int) top_task->pid : 0,
-                                "MEMSTRACK_TOP_TASK_PEAK_PAGES=%" PRIu64, top_task ? top_task->pages.peak_pages : 0,
+                                "MEMSTRACK_TOP_TASK_PEAK_PAGES=%" PRIu64, top_task ? top_task->ledger[LEDGER_PAGES].peak : 0,
                                 "MEMSTRACK_TOP_MODULE=%s", top_name,
                                 "MEMSTRACK_TOP_MODULE_PEAK_PAGES=%" PRIu64,
-                                top_module ? top_module->pages.peak_pages : 0,
+                                top_module ? top_module->ledger[LEDGER_PAGES].peak : 0,
                                 "MEMSTRACK_PAGE_SIZE=%ld", in->page_size,
                                 NULL);
         return r < 0 ? r : 0;

@@ -80,9 +80,9 @@ Accounting *accounting_free(Accounting *a) {
  * the page table's owner may be stale and is never read.
  */
 static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
-        usage_task_charge(a->usage, o->task, pages);
+        usage_task_charge(a->usage, o->task, LEDGER_PAGES, pages);
         stacktree_charge(a->stacks, chargeindex_node(a->index, o->node), pages);
-        usage_module_charge(a->usage, o->module, pages);
+        usage_module_charge(a->usage, o->module, LEDGER_PAGES, pages);
         a->stats.current_pages += pages;
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
 }
@@ -91,10 +91,10 @@ static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
 static void release(void *userdata, const PageOwner *o, uint64_t pages) {
         Accounting *a = userdata;
 
-        usage_task_uncharge(a->usage, o->task, pages);
+        usage_task_uncharge(a->usage, o->task, LEDGER_PAGES, pages);
         stacktree_uncharge(a->stacks, chargeindex_node(a->index, o->node), pages);
         /* The cell's module, not the block's copy: a relabeled cell took its blocks along. */
-        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), pages);
+        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
         chargeindex_sub(a->index, o->node, pages);
         a->stats.current_pages -= MIN(pages, a->stats.current_pages);
 }
@@ -120,9 +120,10 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
 
         /* Scoped by process record, not pid: a reused pid is another process. */
         uint32_t process = usage_task(a->usage, task)->process;
-        uint32_t leaf = stacktree_intern(a->stacks, e->frames, e->n_frames, e->n_kernel_frames, process);
+        uint32_t leaf = stacktree_intern(a->stacks, e->page.stack.frames, e->page.stack.n_frames,
+                                         e->page.stack.n_kernel_frames, process);
         uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
-        uint64_t pages = UINT64_C(1) << e->order;
+        uint64_t pages = UINT64_C(1) << e->page.order;
 
         /* The cell takes the pages first: a stale block of the same cell released by the insert must not
          * empty (and remove) it. */
@@ -134,7 +135,7 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         }
         t->charge_hint = cell;
         PageOwner owner = { .task = task, .node = cell, .module = module };
-        int r = pagemap_insert(a->pages, e->pfn, e->order, &owner, release, a);
+        int r = pagemap_insert(a->pages, e->page.pfn, e->page.order, &owner, release, a);
         if (r < 0) {
                 chargeindex_sub(a->index, cell, pages);
                 a->stats.alloc_failures++;
@@ -148,9 +149,126 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         a->stats.alloc_pages += pages;
 }
 
+typedef struct CellSearch {
+        const ChargeIndex *index;
+        uint32_t leaf;
+        uint16_t skip_module;
+        uint32_t found;
+} CellSearch;
+
+static void find_leaf_cell(void *userdata, uint32_t cell) {
+        CellSearch *c = userdata;
+
+        if (c->found == CHARGE_CELL_NONE && chargeindex_node(c->index, cell) == c->leaf &&
+            chargeindex_module(c->index, cell) != c->skip_module)
+                c->found = cell;
+}
+
+/*
+ * Takes up to budget pages of (process, leaf) off the charge index for a negative sample: first from the
+ * cell of the chain's module now, then from cells of the same chain under other modules (a symbol
+ * reload re-classified the chain after earlier samples charged it; those pages leave the module they
+ * were charged to, uncharged here). Sets *ret_module_delta to minus what leaves module itself (0 if
+ * nothing does). Returns the pages taken.
+ */
+static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf, uint64_t budget,
+                int64_t *ret_module_delta) {
+        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf);
+        uint64_t taken = 0;
+
+        if (cell != CHARGE_CELL_NONE) {
+                taken = MIN(chargeindex_pages(a->index, cell), budget);
+                chargeindex_sub(a->index, cell, taken);
+        }
+        *ret_module_delta = -(int64_t) taken;
+
+        /* Rare: one walk of the process's cells per other module holding the chain. */
+        while (taken < budget) {
+                CellSearch c = {
+                        .index = a->index, .leaf = leaf, .skip_module = module, .found = CHARGE_CELL_NONE,
+                };
+
+                chargeindex_foreach_cell_of_process(a->index, process, find_leaf_cell, &c);
+                if (c.found == CHARGE_CELL_NONE)
+                        break;
+                uint64_t n = MIN(chargeindex_pages(a->index, c.found), budget - taken);
+                usage_module_uncharge(a->usage, chargeindex_module(a->index, c.found), LEDGER_PAGES, n);
+                chargeindex_sub(a->index, c.found, n);
+                taken += n;
+        }
+        return taken;
+}
+
+/*
+ * An aggregated sample: "task T, stack S: delta pages, rising at most peak above where (T, S) stood".
+ * No pfn: the pages go into the same task, module, stack and charge-cell counts as page records do, and
+ * into sampled_pages instead of the page table. Each counter's peak is raised to its current value + the
+ * sample's rise before delta applies (ledger_raise()), so the peak of (T, S) is exact, and the peak of a
+ * sum (a task, a module, an outer stack node, the total) is the highest it stood if the samples' rises
+ * happened one after another in delivery order: a value the sum really could have reached, at least
+ * every part's peak, never a sum of parts' peaks (rises that overlapped in time are not added up; what
+ * the kernel does not report cannot be told apart).
+ *
+ * A negative delta takes pages off the (process, module, chain) cells that earlier samples charged (see
+ * take_sampled_pages()); what they did not hold (charged before tracing, or through a lost sample) is
+ * counted in sample_untracked_pages, as untracked frees are. Sampled pages have no blocks, so a symbol
+ * reload does not move them to a chain's new module: they stay where they were charged until they go.
+ * Bytes samples go to the task and module ledgers of that unit; stack nodes and the charge index count
+ * pages only.
+ */
+static void handle_sample(Accounting *a, const MsEvent *e) {
+        const MsSampleEvent *s = &e->sample;
+
+        if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN ||
+            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames)) {
+                a->stats.invalid_events++;
+                return;
+        }
+        uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
+        if (task == USAGE_TASK_NONE) {
+                a->stats.alloc_failures++;
+                return;
+        }
+        uint32_t process = usage_task(a->usage, task)->process;
+        uint32_t leaf = stacktree_intern(a->stacks, s->stack.frames, s->stack.n_frames, s->stack.n_kernel_frames,
+                                         process);
+        uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
+        int64_t delta = s->delta, module_delta = delta;
+        uint64_t rise = MAX(s->peak, delta > 0 ? (uint64_t) delta : 0);
+
+        a->stats.samples++;
+        if (s->unit != LEDGER_PAGES) {
+                usage_task_apply(a->usage, task, s->unit, rise, delta);
+                usage_module_apply(a->usage, module, s->unit, rise, delta);
+                return;
+        }
+
+        if (delta > 0) {
+                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, (uint64_t) delta) ==
+                    CHARGE_CELL_NONE) {
+                        a->stats.alloc_failures++;
+                        return;
+                }
+                a->stats.sampled_pages += (uint64_t) delta;
+        } else if (delta < 0) {
+                uint64_t want = (uint64_t) -delta, budget = MIN(want, a->stats.sampled_pages);
+                uint64_t taken = take_sampled_pages(a, process, module, leaf, budget, &module_delta);
+
+                a->stats.sample_untracked_pages += want - taken;
+                a->stats.sampled_pages -= taken;
+                delta = -(int64_t) taken;
+        }
+
+        usage_task_apply(a->usage, task, LEDGER_PAGES, rise, delta);
+        stacktree_apply(a->stacks, leaf, rise, delta);
+        usage_module_apply(a->usage, module, LEDGER_PAGES, rise, module_delta);
+        a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages + rise);
+        a->stats.current_pages = (uint64_t) ((int64_t) a->stats.current_pages + delta);
+}
+
 static void handle_free(Accounting *a, const MsEvent *e) {
-        uint64_t pages = UINT64_C(1) << MIN(e->order, (uint32_t) PAGEMAP_ORDER_MAX);
-        uint64_t released = pagemap_release(a->pages, e->pfn, e->order, release, a);
+        uint64_t pages = UINT64_C(1) << MIN(e->page.order, (uint32_t) PAGEMAP_ORDER_MAX);
+        uint64_t released = pagemap_release(a->pages, e->page.pfn, e->page.order, release, a);
 
         if (released > 0) {
                 a->stats.frees++;
@@ -170,9 +288,9 @@ static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t mod
         /* Without a cell for the new module the block stays where it is: every count stays balanced. */
         if (cell == CHARGE_CELL_NONE)
                 return;
-        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), pages);
+        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
         chargeindex_sub(a->index, o->node, pages);
-        usage_module_charge(a->usage, module, pages);
+        usage_module_charge(a->usage, module, LEDGER_PAGES, pages);
         o->node = cell;
         o->module = module;
 }
@@ -195,8 +313,8 @@ static void relabel_loading_cell(void *userdata, uint32_t cell) {
                 m->conflicts++;
                 return;
         }
-        usage_module_uncharge(a->usage, a->loading_module, pages);
-        usage_module_charge(a->usage, m->module, pages);
+        usage_module_uncharge(a->usage, a->loading_module, LEDGER_PAGES, pages);
+        usage_module_charge(a->usage, m->module, LEDGER_PAGES, pages);
 }
 
 static void move_loading_pages(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
@@ -209,7 +327,7 @@ static void move_loading_pages(void *userdata, uint64_t pfn, unsigned order, Pag
 }
 
 static void handle_module_load(Accounting *a, const MsEvent *e) {
-        uint16_t id = usage_module_intern(a->usage, e->name);
+        uint16_t id = usage_module_intern(a->usage, e->module.name);
         ModuleUsage *m = usage_module(a->usage, id);
         if (!m)
                 return;
@@ -224,7 +342,7 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         /* What the loader allocated before the kernel announced the module's name is its too: its cells
          * change module, and their blocks with them, without a walk of the page table. */
         ModuleMove move = { .a = a, .process = process, .module = id };
-        if (usage_module(a->usage, a->loading_module)->pages.current_pages == 0)
+        if (usage_module(a->usage, a->loading_module)->ledger[LEDGER_PAGES].current == 0)
                 return;
         chargeindex_foreach_cell_of_process(a->index, process, relabel_loading_cell, &move);
         /* A cell that could not move (the module already had one for that chain) is moved block by block. */
@@ -243,7 +361,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
         /* Events enter here from every source: an impossible order is counted, never applied (its free
          * would scan 2^order pfns, its allocation charge 2^order pages). */
         if (_unlikely_((e->type == MS_EVENT_PAGE_ALLOC || e->type == MS_EVENT_PAGE_FREE) &&
-                       e->order > MS_EVENT_ORDER_MAX)) {
+                       e->page.order > MS_EVENT_ORDER_MAX)) {
                 a->stats.invalid_events++;
                 return;
         }
@@ -256,13 +374,14 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 handle_free(a, e);
                 break;
         case MS_EVENT_TASK_NEW:
-                (void) usage_task_seed(a->usage, e->pid, e->name, e->cmdline, e->baseline_pages, e->timestamp_nsec);
+                (void) usage_task_seed(a->usage, e->pid, e->task.name, e->task.cmdline, e->task.baseline_pages,
+                                       e->timestamp_nsec);
                 break;
         case MS_EVENT_TASK_FORK:
-                (void) usage_task_fork(a->usage, e->parent_pid, e->pid, e->tid, e->timestamp_nsec);
+                (void) usage_task_fork(a->usage, e->task.parent_pid, e->pid, e->tid, e->timestamp_nsec);
                 break;
         case MS_EVENT_TASK_COMM:
-                usage_task_set_comm(a->usage, e->pid, e->tid, e->name, e->cmdline, e->timestamp_nsec);
+                usage_task_set_comm(a->usage, e->pid, e->tid, e->task.name, e->task.cmdline, e->timestamp_nsec);
                 break;
         case MS_EVENT_TASK_EXIT:
                 usage_task_exit(a->usage, e->pid, e->tid, e->timestamp_nsec);
@@ -272,13 +391,21 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 handle_module_load(a, e);
                 break;
         case MS_EVENT_MODULE_FREE: {
-                ModuleUsage *m = usage_module(a->usage, usage_module_intern(a->usage, e->name));
+                ModuleUsage *m = usage_module(a->usage, usage_module_intern(a->usage, e->module.name));
                 if (m)
                         m->loaded = false;
                 break;
         }
         case MS_EVENT_LOST:
-                a->stats.lost_events += e->n_lost;
+                a->stats.lost_events += e->lost.n_lost;
+                break;
+        case MS_EVENT_SAMPLE:
+                handle_sample(a, e);
+                break;
+        case MS_EVENT_OBJECT_ALLOC:
+        case MS_EVENT_OBJECT_FREE:
+                /* No ledger keys objects by pointer yet: counted, not applied. */
+                a->stats.unsupported_events++;
                 break;
         default:
                 break;

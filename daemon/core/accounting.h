@@ -3,11 +3,14 @@
 
 /*
  * Accounting: the core. Consumes MsEvents from any source and keeps, live, who owns every tracked page
- * (PageMap), pages per task and module (Usage) and per call-chain node (StackTree). Knows nothing of perf,
- * tracefs, JSON or sockets; the query layer reads it through the accessors below.
+ * (PageMap), pages per task and module (Usage) and per call-chain node (StackTree), each a Ledger of its
+ * unit (ledger.h). Page records charge through the PageMap; aggregated samples (MS_EVENT_SAMPLE) charge
+ * the same counters by +n/-n with a known peak (see handle_sample() for what their peaks mean). Knows
+ * nothing of perf, tracefs, JSON or sockets; the query layer reads it through the accessors below.
  *
  * Invariants (tested in tests/test-accounting.c):
- *   - sum of current pages over processes == over stack leaves == tracked pages in the PageMap;
+ *   - sum of current pages over processes == over stack leaves == tracked pages in the PageMap +
+ *     sampled_pages;
  *   - a free takes pages off the task/node/module that allocated them, whoever frees;
  *   - every peak is the maximum its current value reached, never a sum of other peaks;
  *   - a free of pages never seen allocated is counted (untracked_*), never an error;
@@ -60,6 +63,10 @@ typedef struct AccountingStats {
         uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX: not applied */
         uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
         uint64_t module_walks;          /* page-table walks moving a module loader's blocks (rare fallback) */
+        uint64_t samples;               /* aggregated samples applied (MS_EVENT_SAMPLE) */
+        uint64_t sampled_pages;         /* of current_pages, charged by samples: not in the page table */
+        uint64_t sample_untracked_pages;        /* pages negative samples took that no sample had charged */
+        uint64_t unsupported_events;    /* events of a kind the core does not apply yet (object alloc/free) */
         uint64_t current_pages, peak_pages;
         uint64_t first_event_nsec, last_event_nsec;
 } AccountingStats;
@@ -77,6 +84,7 @@ typedef struct Accounting Accounting;
 int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting **ret);
 Accounting *accounting_free(Accounting *a);
 
+/* Applies one event of any type. Never fails: what cannot be applied is counted in AccountingStats. */
 void accounting_handle_event(Accounting *a, const MsEvent *event);
 /* A sink that feeds this Accounting, for event sources. */
 MsEventSink accounting_sink(Accounting *a);

@@ -6,6 +6,7 @@
 
 #include "chargeindex.h"
 #include "macro.h"
+#include "probe.h"
 
 #define NONE CHARGE_CELL_NONE
 #define MODULES 2048u           /* module ids fit 11 bits (pagemap.h) */
@@ -135,6 +136,10 @@ static uint32_t new_cell(ChargeIndex *ci) {
         return (uint32_t) ci->n_cells++;
 }
 
+uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node) {
+        return ci->slots[find(ci, process, MIN(module, (uint16_t) (MODULES - 1)), node)];
+}
+
 uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
                 uint64_t pages) {
         module = MIN(module, (uint16_t) (MODULES - 1));
@@ -209,18 +214,27 @@ static void unlink_cell(ChargeIndex *ci, uint32_t c) {
         ci->free_cell = c;
 }
 
-/* Backward-shift deletion: later members of the probe run move into the hole, so lookups stay exact. */
+static size_t probe_home(const void *table, size_t i) {
+        const ChargeIndex *ci = table;
+        if (ci->slots[i] == NONE)
+                return PROBE_EMPTY;
+        const Cell *x = &ci->cells[ci->slots[i]];
+        return home(ci, x->process, x->module, x->leaf);
+}
+
+static void probe_move(void *table, size_t to, size_t from) {
+        ChargeIndex *ci = table;
+        ci->slots[to] = ci->slots[from];
+}
+
+static void probe_clear(void *table, size_t i) {
+        ChargeIndex *ci = table;
+        ci->slots[i] = NONE;
+}
+
+/* Backward-shift deletion (probe.h): lookups stay exact without tombstones. */
 static void remove_slot(ChargeIndex *ci, size_t hole) {
-        for (size_t i = (hole + 1) & (ci->capacity - 1); ci->slots[i] != NONE; i = (i + 1) & (ci->capacity - 1)) {
-                const Cell *x = &ci->cells[ci->slots[i]];
-                size_t h = home(ci, x->process, x->module, x->leaf);
-                bool stays = hole <= i ? (h > hole && h <= i) : (h > hole || h <= i);
-                if (stays)
-                        continue;
-                ci->slots[hole] = ci->slots[i];
-                hole = i;
-        }
-        ci->slots[hole] = NONE;
+        probe_delete(ci, ci->capacity, hole, probe_home, probe_move, probe_clear);
 }
 
 void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages) {

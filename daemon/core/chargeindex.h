@@ -32,6 +32,8 @@ ChargeIndex *chargeindex_free(ChargeIndex *ci);
  */
 uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
                 uint64_t pages);
+/* The cell of (process, module, node), or CHARGE_CELL_NONE if it holds no pages. */
+uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node);
 /* Takes pages off a cell (clamped at what it holds), removing it at zero. */
 void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages);
 /* What a cell is for. */

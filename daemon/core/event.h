@@ -11,16 +11,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ledger.h"
+
 typedef enum MsEventType {
-        MS_EVENT_PAGE_ALLOC,    /* pfn, order, gfp_flags, migrate_type, frames */
-        MS_EVENT_PAGE_FREE,     /* pfn, order */
-        MS_EVENT_TASK_NEW,      /* a task seen before tracing began: name = comm, baseline_pages */
-        MS_EVENT_TASK_FORK,     /* tid/pid is the child, parent_pid the parent (inherits its comm) */
-        MS_EVENT_TASK_COMM,     /* tid/pid renamed itself (exec, prctl): name = new comm */
+        MS_EVENT_PAGE_ALLOC,    /* page: pfn, order, gfp_flags, migrate_type, stack */
+        MS_EVENT_PAGE_FREE,     /* page: pfn, order */
+        MS_EVENT_OBJECT_ALLOC,  /* object: ptr, bytes_requested, bytes_allocated, cache, call_site, stack */
+        MS_EVENT_OBJECT_FREE,   /* object: ptr, call_site */
+        MS_EVENT_TASK_NEW,      /* task: a task seen before tracing began: name = comm, baseline_pages */
+        MS_EVENT_TASK_FORK,     /* task: tid/pid is the child, parent_pid the parent (inherits its comm) */
+        MS_EVENT_TASK_COMM,     /* task: tid/pid renamed itself (exec, prctl): name = new comm */
         MS_EVENT_TASK_EXIT,     /* tid/pid exited; a process exits when its thread-group leader does */
-        MS_EVENT_MODULE_LOAD,   /* name = module; tid/pid = the loading task */
-        MS_EVENT_MODULE_FREE,   /* name = module */
-        MS_EVENT_LOST,          /* the source dropped n_lost records on cpu: counts may be off */
+        MS_EVENT_MODULE_LOAD,   /* module: name; tid/pid = the loading task */
+        MS_EVENT_MODULE_FREE,   /* module: name */
+        MS_EVENT_LOST,          /* lost: the source dropped n_lost records on cpu: counts may be off */
+        MS_EVENT_SAMPLE,        /* sample: task pid/tid, stack: delta units, peak; aggregated by the source */
         _MS_EVENT_TYPE_MAX,
         _MS_EVENT_TYPE_INVALID = -EINVAL,
 } MsEventType;
@@ -34,32 +39,85 @@ typedef enum MsEventType {
  */
 #define MS_EVENT_ORDER_MAX 20u
 
+/*
+ * Call chain, innermost frame first. frames[0 .. n_kernel_frames) are kernel addresses,
+ * frames[n_kernel_frames .. n_frames) user addresses of process pid (what followed perf's user-context
+ * marker).
+ */
+typedef struct MsStack {
+        const uint64_t *frames;
+        uint32_t n_frames;
+        uint32_t n_kernel_frames;
+} MsStack;
+
+typedef struct MsPageEvent {
+        uint64_t pfn;
+        uint32_t order;                 /* the block is 2^order pages starting at pfn */
+        int32_t migrate_type;           /* ALLOC: -1 when the source does not know */
+        uint64_t gfp_flags;             /* ALLOC */
+        MsStack stack;                  /* ALLOC */
+} MsPageEvent;
+
+/* A slab (kmalloc, kmem_cache) object: keyed by pointer, measured in bytes. */
+typedef struct MsObjectEvent {
+        uint64_t ptr;
+        uint64_t bytes_requested;       /* ALLOC: what the caller asked for */
+        uint64_t bytes_allocated;       /* ALLOC: what the allocator handed out (>= requested) */
+        const char *cache;              /* ALLOC: the kmem_cache name, or NULL when unknown */
+        uint64_t call_site;             /* the caller's kernel address, 0 when unknown */
+        MsStack stack;                  /* ALLOC */
+} MsObjectEvent;
+
+typedef struct MsTaskEvent {
+        const char *name;               /* NEW, COMM: NUL-terminated */
+        const char *cmdline;            /* NEW, COMM: arguments joined by spaces, or NULL */
+        int32_t parent_pid;             /* FORK: the parent's tgid */
+        uint64_t baseline_pages;        /* NEW: resident pages before tracing (e.g. /proc/PID/statm) */
+} MsTaskEvent;
+
+typedef struct MsModuleEvent {
+        const char *name;               /* NUL-terminated */
+} MsModuleEvent;
+
+typedef struct MsLostEvent {
+        uint64_t n_lost;
+} MsLostEvent;
+
+/*
+ * What a source that aggregates in the kernel delivers instead of one record per allocation: "task
+ * pid/tid, stack S: delta units since its last sample of (task, S), peak". peak is how far the value of
+ * (task, S) rose above its value at the start of the interval this sample covers, at its highest
+ * (peak >= delta, peak >= 0; a smaller peak is read as max(delta, 0)). It is relative, not the kernel's
+ * absolute maximum, so a source that resets its in-kernel map every interval reports it the same way.
+ * accounting.h says how the core turns it into peaks of tasks, modules and stack nodes.
+ */
+typedef struct MsSampleEvent {
+        MsStack stack;
+        LedgerUnit unit;
+        int64_t delta;
+        uint64_t peak;
+} MsSampleEvent;
+
+/*
+ * The header every event has, then the body its type names (the comment at each MsEventType says
+ * which). Only the body of the event's type is meaningful.
+ */
 typedef struct MsEvent {
         MsEventType type;
         uint32_t cpu;
         int32_t pid;                    /* thread group id: the process */
         int32_t tid;                    /* thread id */
         uint64_t timestamp_nsec;        /* CLOCK_MONOTONIC */
-
-        uint64_t pfn;
-        uint32_t order;                 /* the block is 2^order pages starting at pfn */
-        int32_t migrate_type;           /* -1 when the source does not know */
-        uint64_t gfp_flags;
-
-        /*
-         * Call chain, innermost frame first. frames[0 .. n_kernel_frames) are kernel addresses,
-         * frames[n_kernel_frames .. n_frames) user addresses of process pid (what followed perf's
-         * user-context marker).
-         */
-        const uint64_t *frames;
-        uint32_t n_frames;
-        uint32_t n_kernel_frames;
-
-        const char *name;               /* TASK_NEW, TASK_COMM, MODULE_*: NUL-terminated */
-        const char *cmdline;            /* TASK_NEW, TASK_COMM: arguments joined by spaces, or NULL */
-        int32_t parent_pid;             /* TASK_FORK: the parent's tgid */
-        uint64_t baseline_pages;        /* TASK_NEW: resident pages before tracing (e.g. /proc/PID/statm) */
-        uint64_t n_lost;                /* LOST */
+        uint64_t cgroup_id;             /* the task's cgroup (inode number of its cgroupfs directory), 0 when
+                                         * the source does not know it */
+        union {
+                MsPageEvent page;
+                MsObjectEvent object;
+                MsTaskEvent task;
+                MsModuleEvent module;
+                MsLostEvent lost;
+                MsSampleEvent sample;
+        };
 } MsEvent;
 
 /* Where a source delivers its events. Called synchronously from the source's dispatch. */

@@ -6,6 +6,7 @@
 
 #include "macro.h"
 #include "pagemap.h"
+#include "probe.h"
 
 /*
  * A slot is 16 bytes: key packs pfn (48 bits), module (11 bits) and order (5 bits); an empty slot has
@@ -115,25 +116,25 @@ static int grow(PageMap *m) {
         return 0;
 }
 
-/* Backward-shift deletion: pulls later members of the probe run into the hole so lookups stay exact. */
+static size_t probe_home(const void *table, size_t i) {
+        const PageMap *m = table;
+        uint64_t k = m->slots[i].key;
+        return k == SLOT_EMPTY ? PROBE_EMPTY : home_slot(m, KEY_PFN(k));
+}
+
+static void probe_move(void *table, size_t to, size_t from) {
+        PageMap *m = table;
+        m->slots[to] = m->slots[from];
+}
+
+static void probe_clear(void *table, size_t i) {
+        PageMap *m = table;
+        m->slots[i].key = SLOT_EMPTY;
+}
+
+/* Backward-shift deletion (probe.h): lookups stay exact without tombstones. */
 static void remove_slot(PageMap *m, size_t hole) {
-        size_t i = hole;
-
-        for (;;) {
-                i = next_slot(m, i);
-                uint64_t k = m->slots[i].key;
-                if (k == SLOT_EMPTY)
-                        break;
-
-                size_t home = home_slot(m, KEY_PFN(k));
-                /* Move the entry if its home is not within (hole, i] cyclically. */
-                bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-                if (stays)
-                        continue;
-                m->slots[hole] = m->slots[i];
-                hole = i;
-        }
-        m->slots[hole].key = SLOT_EMPTY;
+        probe_delete(m, m->capacity, hole, probe_home, probe_move, probe_clear);
 }
 
 static int insert_block(PageMap *m, uint64_t pfn, unsigned order, uint32_t task, uint32_t node, uint16_t module) {

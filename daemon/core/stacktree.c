@@ -42,7 +42,7 @@ typedef struct CacheSlot {
 
 struct StackTree {
         StackNode *nodes;               /* owned; nodes[0] is the root */
-        StackPages *pages;              /* owned, parallel to nodes; meaningful for counted nodes only */
+        Ledger *pages;              /* owned, parallel to nodes; meaningful for counted nodes only */
         uint32_t *up;                   /* owned, parallel to nodes: nearest counted ancestor of a counted node */
         size_t n_nodes, n_allocated, max_nodes;
         size_t max_frame_nodes;         /* frames stop here; the rest of max_nodes is for "[truncated]" */
@@ -84,7 +84,7 @@ static void init_roots(StackTree *t) {
                         .kind = STACK_FRAME_ROOT,
                         .counted = true,
                 };
-                t->pages[i] = (StackPages) {};
+                t->pages[i] = (Ledger) {};
                 t->up[i] = STACK_NODE_NONE;
         }
         t->n_nodes = 2;
@@ -107,7 +107,7 @@ StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn modul
 
         t->n_allocated = MIN((size_t) 1024, t->max_nodes);
         t->nodes = malloc(t->n_allocated * sizeof(StackNode));
-        t->pages = malloc(t->n_allocated * sizeof(StackPages));
+        t->pages = malloc(t->n_allocated * sizeof(Ledger));
         t->up = malloc(t->n_allocated * sizeof(uint32_t));
         t->children_capacity = 2048;
         t->children = malloc(t->children_capacity * sizeof(ChildSlot));
@@ -202,7 +202,7 @@ static int grow_nodes(StackTree *t) {
         if (!nodes)
                 return -ENOMEM;
         t->nodes = nodes;
-        StackPages *pages = realloc(t->pages, n * sizeof(StackPages));
+        Ledger *pages = realloc(t->pages, n * sizeof(Ledger));
         if (!pages)
                 return -ENOMEM;
         t->pages = pages;
@@ -233,7 +233,7 @@ static void materialize(StackTree *t, uint32_t x) {
                 t->pages[x] = t->pages[below];
                 t->up[below] = x;
         } else
-                t->pages[x] = (StackPages) {};
+                t->pages[x] = (Ledger) {};
         t->up[x] = above;
         n->counted = true;
 }
@@ -419,23 +419,20 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
 
 /* node is counted: every node returned by stacktree_intern() is. */
 static void charge_path(StackTree *t, uint32_t node, uint64_t pages) {
-        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i]) {
-                StackPages *p = &t->pages[i];
-                p->current_pages += pages;
-                if (p->current_pages > p->peak_pages)
-                        p->peak_pages = p->current_pages;
-        }
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i])
+                ledger_add(&t->pages[i], pages);
 }
 
 static void uncharge_path(StackTree *t, uint32_t node, uint64_t pages) {
-        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i]) {
-                StackPages *p = &t->pages[i];
-                if (_unlikely_(p->current_pages < pages)) {
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i])
+                if (_unlikely_(!ledger_sub(&t->pages[i], pages)))
                         t->underflows++;
-                        p->current_pages = 0;
-                } else
-                        p->current_pages -= pages;
-        }
+}
+
+static void apply_path(StackTree *t, uint32_t node, uint64_t rise, int64_t delta) {
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i])
+                if (_unlikely_(!ledger_apply(&t->pages[i], rise, delta)))
+                        t->underflows++;
 }
 
 void stacktree_charge(StackTree *t, uint32_t node, uint64_t pages) {
@@ -448,6 +445,12 @@ void stacktree_uncharge(StackTree *t, uint32_t node, uint64_t pages) {
         uncharge_path(t, node, pages);
         if (t->nodes[node].twin != STACK_NODE_NONE)
                 uncharge_path(t, t->nodes[node].twin, pages);
+}
+
+void stacktree_apply(StackTree *t, uint32_t node, uint64_t rise, int64_t delta) {
+        apply_path(t, node, rise, delta);
+        if (t->nodes[node].twin != STACK_NODE_NONE)
+                apply_path(t, t->nodes[node].twin, rise, delta);
 }
 
 size_t stacktree_reclassify(StackTree *t, uint32_t from, bool *changed) {
@@ -482,11 +485,11 @@ const StackNode *stacktree_node(const StackTree *t, uint32_t idx) {
         return idx < t->n_nodes ? &t->nodes[idx] : NULL;
 }
 
-StackPages stacktree_pages(const StackTree *t, uint32_t idx) {
+Ledger stacktree_pages(const StackTree *t, uint32_t idx) {
         /* An uncounted node holds what the first counted node down its single-child run holds. */
         while (idx < t->n_nodes && !t->nodes[idx].counted)
                 idx = t->nodes[idx].first_child;
-        return idx < t->n_nodes ? t->pages[idx] : (StackPages) {};
+        return idx < t->n_nodes ? t->pages[idx] : (Ledger) {};
 }
 
 size_t stacktree_size(const StackTree *t) {
@@ -495,7 +498,7 @@ size_t stacktree_size(const StackTree *t) {
 
 void stacktree_reset_peaks(StackTree *t) {
         for (size_t i = 0; i < t->n_nodes; i++)
-                t->pages[i].peak_pages = t->pages[i].current_pages;
+                ledger_reset_peak(&t->pages[i]);
 }
 
 void stacktree_clear(StackTree *t) {
@@ -512,7 +515,7 @@ uint64_t stacktree_truncated_pages(const StackTree *t) {
         /* Process trees' "[truncated]" nodes are twinned with a global leaf, which holds their pages too. */
         for (size_t i = STACK_NODE_PROCESSES + 1; i < t->n_nodes; i++)
                 if (t->nodes[i].kind == STACK_FRAME_TRUNCATED && t->nodes[i].twin == STACK_NODE_NONE)
-                        pages += t->pages[i].current_pages;
+                        pages += t->pages[i].current;
         return pages;
 }
 
@@ -530,7 +533,7 @@ void stacktree_get_stats(const StackTree *t, StackTreeStats *ret) {
 }
 
 size_t stacktree_memory_bytes(const StackTree *t) {
-        size_t b = sizeof(StackTree) + t->n_allocated * (sizeof(StackNode) + sizeof(StackPages) + sizeof(uint32_t)) +
+        size_t b = sizeof(StackTree) + t->n_allocated * (sizeof(StackNode) + sizeof(Ledger) + sizeof(uint32_t)) +
                    t->children_capacity * sizeof(ChildSlot) + CACHE_SLOTS * sizeof(CacheSlot);
         return b;
 }

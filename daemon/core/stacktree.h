@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ledger.h"
+
 #define STACK_NODE_ROOT 0u
 #define STACK_NODE_PROCESSES 1u
 #define STACK_NODE_NONE UINT32_MAX
@@ -58,12 +60,6 @@ typedef struct StackNode {
         uint8_t flags:4;        /* StackNodeFlags, inherited from the parent */
         uint8_t depth;          /* distance from the root, saturating at 255 */
 } StackNode;
-
-/* Pages charged to chains through a node: now, and the most ever at once. */
-typedef struct StackPages {
-        uint64_t current_pages;
-        uint64_t peak_pages;
-} StackPages;
 
 typedef enum StackNodeFlags {
         STACK_NODE_MODULE_LOADER = 1 << 0,      /* the chain passes through the kernel's module loader */
@@ -106,6 +102,9 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
 void stacktree_charge(StackTree *t, uint32_t node, uint64_t pages);
 /* Takes pages off the node and all its ancestors. */
 void stacktree_uncharge(StackTree *t, uint32_t node, uint64_t pages);
+/* An aggregated change (ledger_raise()) on the node and all its ancestors: each peak rises to at least its
+ * current value + rise, then delta pages are charged (> 0) or uncharged (< 0). */
+void stacktree_apply(StackTree *t, uint32_t node, uint64_t rise, int64_t delta);
 
 /* The existing child of parent for (kind, ip), or STACK_NODE_NONE. */
 uint32_t stacktree_find_child(const StackTree *t, uint32_t parent, StackFrameKind kind, uint64_t ip);
@@ -122,8 +121,9 @@ size_t stacktree_reclassify(StackTree *t, uint32_t from, bool *changed);
 
 /* NULL if idx is out of range. */
 const StackNode *stacktree_node(const StackTree *t, uint32_t idx);
-/* The node's pages (zero for an index out of range). */
-StackPages stacktree_pages(const StackTree *t, uint32_t idx);
+/* The node's pages ledger: pages charged to chains through it, now and the most ever at once (zero for
+ * an index out of range). Stack nodes count pages only; bytes per chain are for the slab source to add. */
+Ledger stacktree_pages(const StackTree *t, uint32_t idx);
 size_t stacktree_size(const StackTree *t);
 
 /* Every peak becomes the current value. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "probe.h"
 #include "usage.h"
 
 /* int32 id -> uint32 index, open addressing with backward-shift deletion. */
@@ -97,6 +98,21 @@ static int idmap_put(IdMap *m, int32_t id, uint32_t idx) {
         return 0;
 }
 
+static size_t idmap_probe_home(const void *table, size_t i) {
+        const IdMap *m = table;
+        return m->slots[i].idx == USAGE_TASK_NONE ? PROBE_EMPTY : id_home(m, m->slots[i].id);
+}
+
+static void idmap_probe_move(void *table, size_t to, size_t from) {
+        IdMap *m = table;
+        m->slots[to] = m->slots[from];
+}
+
+static void idmap_probe_clear(void *table, size_t i) {
+        IdMap *m = table;
+        m->slots[i].idx = USAGE_TASK_NONE;
+}
+
 /* Removes id only if it still maps to idx (a newer record may have taken the id). */
 static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
         size_t hole = id_home(m, id);
@@ -109,16 +125,7 @@ static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
         if (m->slots[hole].idx != idx)
                 return;
 
-        for (size_t i = (hole + 1) & (m->capacity - 1); m->slots[i].idx != USAGE_TASK_NONE;
-             i = (i + 1) & (m->capacity - 1)) {
-                size_t home = id_home(m, m->slots[i].id);
-                bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-                if (stays)
-                        continue;
-                m->slots[hole] = m->slots[i];
-                hole = i;
-        }
-        m->slots[hole].idx = USAGE_TASK_NONE;
+        probe_delete(m, m->capacity, hole, idmap_probe_home, idmap_probe_move, idmap_probe_clear);
         m->n--;
 }
 
@@ -358,25 +365,29 @@ void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec) {
         }
 }
 
-void usage_task_charge(Usage *u, uint32_t task, uint64_t pages) {
+void usage_task_charge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
         Task *t = &u->tasks[task];
 
-        page_counter_add(&t->pages, pages);
-        t->pages.allocs++;
+        ledger_add(&t->ledger[unit], n);
+        t->allocs++;
         if (t->process != task) {
                 Task *p = &u->tasks[t->process];
-                page_counter_add(&p->pages, pages);
-                p->pages.allocs++;
+                ledger_add(&p->ledger[unit], n);
+                p->allocs++;
         }
 }
 
-static void counter_sub(Usage *u, PageCounter *c, uint64_t pages) {
-        if (_unlikely_(c->current_pages < pages)) {
+static void ledger_release(Usage *u, Ledger *l, uint64_t *frees, uint64_t n) {
+        if (!ledger_sub(l, n))
                 u->underflows++;
-                c->current_pages = 0;
-        } else
-                c->current_pages -= pages;
-        c->frees++;
+        (*frees)++;
+}
+
+static bool holds_nothing(const Task *t) {
+        for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++)
+                if (t->ledger[unit].current > 0)
+                        return false;
+        return true;
 }
 
 /* Puts an evicted slot on the free list once nothing refers to it: no page (its count, which for a
@@ -384,7 +395,7 @@ static void counter_sub(Usage *u, PageCounter *c, uint64_t pages) {
 static void maybe_recycle(Usage *u, uint32_t idx) {
         Task *t = &u->tasks[idx];
 
-        if (!t->evicted || t->recycled || t->pages.current_pages > 0 || (!t->is_thread && t->n_threads > 0))
+        if (!t->evicted || t->recycled || !holds_nothing(t) || (!t->is_thread && t->n_threads > 0))
                 return;
         free(t->cmdline);
         t->cmdline = NULL;
@@ -397,23 +408,37 @@ static void maybe_recycle(Usage *u, uint32_t idx) {
         }
 }
 
-void usage_task_uncharge(Usage *u, uint32_t task, uint64_t pages) {
+void usage_task_uncharge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
         Task *t = &u->tasks[task];
         uint32_t process = t->process;
 
-        counter_sub(u, &t->pages, pages);
+        ledger_release(u, &t->ledger[unit], &t->frees, n);
         if (process != task)
-                counter_sub(u, &u->tasks[process].pages, pages);
+                ledger_release(u, &u->tasks[process].ledger[unit], &u->tasks[process].frees, n);
         if (_likely_(!t->evicted && !u->tasks[process].evicted))
                 return;
 
-        /* Pages of an evicted process were handed to "[evicted]" at eviction: they leave it now. The
-         * evicted records keep counting their own pages, so a slot is reused only once no page names it. */
-        if (u->tasks[process].evicted)
-                counter_sub(u, &u->tasks[USAGE_TASK_EVICTED].pages, pages);
+        /* What an evicted process held was handed to "[evicted]" at eviction: it leaves it now. The
+         * evicted records keep counting their own, so a slot is reused only once nothing names it. */
+        if (u->tasks[process].evicted) {
+                Task *evicted = &u->tasks[USAGE_TASK_EVICTED];
+                ledger_release(u, &evicted->ledger[unit], &evicted->frees, n);
+        }
         maybe_recycle(u, task);
         if (process != task)
                 maybe_recycle(u, process);
+}
+
+void usage_task_apply(Usage *u, uint32_t task, LedgerUnit unit, uint64_t rise, int64_t delta) {
+        Task *t = &u->tasks[task];
+
+        ledger_raise(&t->ledger[unit], rise);
+        if (t->process != task)
+                ledger_raise(&u->tasks[t->process].ledger[unit], rise);
+        if (delta > 0)
+                usage_task_charge(u, task, unit, (uint64_t) delta);
+        else if (delta < 0)
+                usage_task_uncharge(u, task, unit, (uint64_t) -(delta + 1) + 1);
 }
 
 Task *usage_task(Usage *u, uint32_t idx) {
@@ -467,7 +492,8 @@ static void evict_one(Usage *u, uint32_t idx) {
         else {
                 idmap_remove(&u->processes, t->pid, idx);
                 /* The evicted record inherits what the process still holds (its threads' pages included). */
-                page_counter_add(&u->tasks[USAGE_TASK_EVICTED].pages, t->pages.current_pages);
+                for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++)
+                        ledger_add(&u->tasks[USAGE_TASK_EVICTED].ledger[unit], t->ledger[unit].current);
         }
         u->tasks_evicted++;
 }
@@ -563,25 +589,48 @@ size_t usage_module_count(const Usage *u) {
         return u->n_modules;
 }
 
-void usage_module_charge(Usage *u, uint16_t id, uint64_t pages) {
+void usage_module_charge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n) {
         ModuleUsage *m = usage_module(u, id);
         if (!m)
                 return;
-        page_counter_add(&m->pages, pages);
-        m->pages.allocs++;
+        ledger_add(&m->ledger[unit], n);
+        m->allocs++;
 }
 
-void usage_module_uncharge(Usage *u, uint16_t id, uint64_t pages) {
+void usage_module_uncharge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n) {
         ModuleUsage *m = usage_module(u, id);
         if (m)
-                counter_sub(u, &m->pages, pages);
+                ledger_release(u, &m->ledger[unit], &m->frees, n);
+}
+
+void usage_module_apply(Usage *u, uint16_t id, LedgerUnit unit, uint64_t rise, int64_t delta) {
+        ModuleUsage *m = usage_module(u, id);
+        if (!m)
+                return;
+        ledger_raise(&m->ledger[unit], rise);
+        if (delta > 0)
+                usage_module_charge(u, id, unit, (uint64_t) delta);
+        else if (delta < 0)
+                usage_module_uncharge(u, id, unit, (uint64_t) -(delta + 1) + 1);
+}
+
+static void ledgers_reset_peaks(Ledger *l) {
+        for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++)
+                ledger_reset_peak(&l[unit]);
 }
 
 void usage_reset_peaks(Usage *u) {
         for (size_t i = 0; i < u->n_tasks; i++)
-                u->tasks[i].pages.peak_pages = u->tasks[i].pages.current_pages;
+                ledgers_reset_peaks(u->tasks[i].ledger);
         for (size_t i = 0; i < u->n_modules; i++)
-                u->modules[i].pages.peak_pages = u->modules[i].pages.current_pages;
+                ledgers_reset_peaks(u->modules[i].ledger);
+}
+
+/* Zeroes a record's counts, every unit. */
+static void counts_clear(Ledger *l, uint64_t *allocs, uint64_t *frees) {
+        for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++)
+                l[unit] = (Ledger) {};
+        *allocs = *frees = 0;
 }
 
 void usage_clear(Usage *u) {
@@ -600,7 +649,7 @@ void usage_clear(Usage *u) {
                 for (size_t i = 1; i < u->n_tasks; i++) {
                         Task *t = &u->tasks[i];
 
-                        t->pages = (PageCounter) {};
+                        counts_clear(t->ledger, &t->allocs, &t->frees);
                         if (t->exited && !t->evicted)
                                 evict_one(u, (uint32_t) i);
                         /* The page table was cleared with us: no page names any slot now. */
@@ -623,11 +672,12 @@ void usage_clear(Usage *u) {
                 for (size_t i = 1; i < u->n_tasks; i++)
                         if (u->tasks[i].is_thread && !u->tasks[i].evicted)
                                 u->tasks[u->tasks[i].process].n_threads++;
-                u->tasks[USAGE_TASK_EVICTED].pages = (PageCounter) {};
+                counts_clear(u->tasks[USAGE_TASK_EVICTED].ledger, &u->tasks[USAGE_TASK_EVICTED].allocs,
+                             &u->tasks[USAGE_TASK_EVICTED].frees);
         }
         u->n_exited = 0;
         for (size_t i = 0; i < u->n_modules; i++)
-                u->modules[i].pages = (PageCounter) {};
+                counts_clear(u->modules[i].ledger, &u->modules[i].allocs, &u->modules[i].frees);
         u->tasks_evicted = u->tasks_recycled = u->modules_dropped = u->underflows = 0;
         forget_last(u);
 }

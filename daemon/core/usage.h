@@ -2,7 +2,8 @@
 #pragma once
 
 /*
- * Usage: pages per task (process, and optionally thread) and per kernel module.
+ * Usage: what each task (process, and optionally thread) and each kernel module holds, one Ledger per unit
+ * (ledger.h): pages of the page allocator, bytes of objects.
  *
  * Tasks live in one array and are referred to by 32-bit index, which page owners store. A process record
  * folds in all its threads; with thread tracking on, each thread also has its own record whose charges
@@ -15,18 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ledger.h"
+
 #define USAGE_TASK_NONE UINT32_MAX
 #define USAGE_TASK_EVICTED 0u           /* index of the record that inherits evicted tasks' pages */
 #define USAGE_MODULE_NONE 0u
 #define USAGE_MODULE_ID_MAX 2047         /* fits a page owner, see PAGEMAP_MODULE_MAX */
 #define USAGE_COMM_MAX 16               /* TASK_COMM_LEN */
-
-typedef struct PageCounter {
-        uint64_t current_pages;
-        uint64_t peak_pages;
-        uint64_t allocs;                /* allocation events charged */
-        uint64_t frees;                 /* free events that released tracked pages */
-} PageCounter;
 
 typedef struct Task {
         int32_t pid;                    /* tgid for a process, tid for a thread */
@@ -34,7 +30,9 @@ typedef struct Task {
         uint32_t process;               /* index of the process record; itself for a process */
         char comm[USAGE_COMM_MAX];
         char *cmdline;                  /* owned; NULL when unknown */
-        PageCounter pages;
+        Ledger ledger[_LEDGER_UNIT_MAX];        /* indexed by LedgerUnit */
+        uint64_t allocs;                /* charges (allocation events, positive samples), any unit */
+        uint64_t frees;                 /* releases of tracked memory, any unit */
         uint64_t baseline_pages;        /* resident pages it had before tracing began; 0 if not seeded */
         uint64_t first_seen_nsec;
         uint64_t exit_nsec;
@@ -50,7 +48,8 @@ typedef struct Task {
 
 typedef struct ModuleUsage {
         char *name;                     /* owned */
-        PageCounter pages;
+        Ledger ledger[_LEDGER_UNIT_MAX];        /* indexed by LedgerUnit */
+        uint64_t allocs, frees;         /* as Task's */
         bool loaded;
 } ModuleUsage;
 
@@ -88,10 +87,13 @@ void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, c
 /* Marks tid exited; the process is exited when its leader (tid == pid) is. */
 void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec);
 
-/* Adds/takes pages to/from the record and, for a thread, its process. Uncharging an evicted record
- * (a page it owned is freed) also takes the pages off "[evicted]", and recycles the slot at zero. */
-void usage_task_charge(Usage *u, uint32_t task, uint64_t pages);
-void usage_task_uncharge(Usage *u, uint32_t task, uint64_t pages);
+/* Adds/takes n (in unit) to/from the record and, for a thread, its process. Uncharging an evicted record
+ * (memory it owned is freed) also takes n off "[evicted]", and recycles the slot once it holds nothing. */
+void usage_task_charge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n);
+void usage_task_uncharge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n);
+/* An aggregated change (ledger_raise()): peaks of the record and its process rise to at least current +
+ * rise, then delta is charged (> 0) or uncharged (< 0) as above. */
+void usage_task_apply(Usage *u, uint32_t task, LedgerUnit unit, uint64_t rise, int64_t delta);
 
 /* NULL for an index out of range or a free slot. */
 Task *usage_task(Usage *u, uint32_t idx);
@@ -117,8 +119,9 @@ uint32_t usage_task_process(const Usage *u, uint32_t idx);
 uint16_t usage_module_intern(Usage *u, const char *name);
 ModuleUsage *usage_module(Usage *u, uint16_t id);
 size_t usage_module_count(const Usage *u);     /* ids are 1..count */
-void usage_module_charge(Usage *u, uint16_t id, uint64_t pages);
-void usage_module_uncharge(Usage *u, uint16_t id, uint64_t pages);
+void usage_module_charge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n);
+void usage_module_uncharge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n);
+void usage_module_apply(Usage *u, uint16_t id, LedgerUnit unit, uint64_t rise, int64_t delta);
 
 /* Peaks become current values (tasks and modules). */
 void usage_reset_peaks(Usage *u);
@@ -131,9 +134,3 @@ void usage_get_stats(const Usage *u, UsageStats *ret);
 uint64_t usage_baseline_pages(const Usage *u, size_t *ret_tasks);
 size_t usage_memory_bytes(const Usage *u);
 
-/* Adds pages to a counter and raises its peak. */
-static inline void page_counter_add(PageCounter *c, uint64_t pages) {
-        c->current_pages += pages;
-        if (c->current_pages > c->peak_pages)
-                c->peak_pages = c->current_pages;
-}

@@ -232,7 +232,6 @@ static void event_reset(PerfSource *s, MsEventType type, uint32_t cpu) {
         s->ev = (MsEvent) {
                 .type = type,
                 .cpu = cpu,
-                .migrate_type = -1,
         };
 }
 
@@ -296,9 +295,9 @@ static void seed_tasks(PerfSource *s) {
                 event_reset(s, MS_EVENT_TASK_NEW, 0);
                 s->ev.pid = s->ev.tid = (int32_t) pid;
                 s->ev.timestamp_nsec = now_nsec();
-                s->ev.name = comm;
-                s->ev.cmdline = read_cmdline(s, (int32_t) pid);
-                s->ev.baseline_pages = resident_pages;
+                s->ev.task.name = comm;
+                s->ev.task.cmdline = read_cmdline(s, (int32_t) pid);
+                s->ev.task.baseline_pages = resident_pages;
                 emit(s);
                 n++;
         }
@@ -350,9 +349,7 @@ static void strip_callchain(PerfSource *s, const uint8_t *ips, uint64_t nr) {
                         s->frames[n++] = ip;
                 /* Hypervisor and guest frames, or frames before any marker, are not ours to resolve. */
         }
-        s->ev.frames = s->frames;
-        s->ev.n_frames = n;
-        s->ev.n_kernel_frames = n_kernel;
+        s->ev.page.stack = (MsStack) { .frames = s->frames, .n_frames = n, .n_kernel_frames = n_kernel };
 }
 
 static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
@@ -457,9 +454,9 @@ static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
                 }
                 s->ev.pid = (int32_t) get_u32(body);
                 s->ev.tid = (int32_t) get_u32(body + 4);
-                s->ev.name = (const char *) body + 8;
+                s->ev.task.name = (const char *) body + 8;
                 if (h->misc & PERF_RECORD_MISC_COMM_EXEC)
-                        s->ev.cmdline = read_cmdline(s, s->ev.pid);
+                        s->ev.task.cmdline = read_cmdline(s, s->ev.pid);
                 emit(s);
                 return;
         }
@@ -471,7 +468,7 @@ static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
                                      rec, size, 24))
                         return;
                 s->ev.pid = (int32_t) get_u32(body);
-                s->ev.parent_pid = (int32_t) get_u32(body + 4);
+                s->ev.task.parent_pid = (int32_t) get_u32(body + 4);
                 s->ev.tid = (int32_t) get_u32(body + 8);
                 s->ev.timestamp_nsec = get_u64(body + 16);
                 emit(s);
@@ -486,9 +483,9 @@ static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
                         return;
                 /* The ring is per CPU whatever the trailer says. */
                 s->ev.cpu = r->cpu;
-                s->ev.n_lost = get_u64(body + at);
-                s->lost_records += s->ev.n_lost;
-                s->lost_per_cpu[r->cpu] += s->ev.n_lost;
+                s->ev.lost.n_lost = get_u64(body + at);
+                s->lost_records += s->ev.lost.n_lost;
+                s->lost_per_cpu[r->cpu] += s->ev.lost.n_lost;
                 emit(s);
                 return;
         }

@@ -434,11 +434,12 @@ static int decode_page(const TracepointFormat *fmt, TracepointKind kind, const u
         }
 
         ev->type = kind == TRACEPOINT_PAGE_ALLOC ? MS_EVENT_PAGE_ALLOC : MS_EVENT_PAGE_FREE;
-        ev->pfn = v;
-        ev->order = fmt->order ? (uint32_t) read_unsigned(fmt->order, raw) : 0;
+        ev->page.pfn = v;
+        ev->page.order = fmt->order ? (uint32_t) read_unsigned(fmt->order, raw) : 0;
+        ev->page.migrate_type = -1;
         if (kind == TRACEPOINT_PAGE_ALLOC) {
-                ev->gfp_flags = fmt->gfp_flags ? read_unsigned(fmt->gfp_flags, raw) : 0;
-                ev->migrate_type = fmt->migrate_type ? (int32_t) read_signed(fmt->migrate_type, raw) : -1;
+                ev->page.gfp_flags = fmt->gfp_flags ? read_unsigned(fmt->gfp_flags, raw) : 0;
+                ev->page.migrate_type = fmt->migrate_type ? (int32_t) read_signed(fmt->migrate_type, raw) : -1;
         }
         return kind;
 }
@@ -457,7 +458,7 @@ static int decode_module(const TracepointFormat *fmt, TracepointKind kind, const
                 return -EBADMSG;
 
         ev->type = kind == TRACEPOINT_MODULE_LOAD ? MS_EVENT_MODULE_LOAD : MS_EVENT_MODULE_FREE;
-        ev->name = (const char *) raw + offset;
+        ev->module.name = (const char *) raw + offset;
         return kind;
 }
 
