@@ -22,6 +22,8 @@
 #include "log.h"
 #include "macro.h"
 #include "perf.h"
+#include "read-file.h"
+#include "tracefs.h"
 #include "tracepoint.h"
 
 /* Fields of every sample, in the kernel's order. IDENTIFIER comes first in a sample and last in the
@@ -124,53 +126,11 @@ static void closedirp(DIR **d) {
                 (void) closedir(*d);
 }
 
-/* Reads up to size - 1 bytes of a small file and NUL-terminates them; returns the length. */
-static ssize_t read_small(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        size_t n = 0;
-
-        assert(size > 0);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        while (n < size - 1) {
-                ssize_t k = read(fd, buf + n, size - 1 - n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        buf[n] = '\0';
-        return (ssize_t) n;
-}
-
-static int read_int_file(const char *path, long *ret) {
-        char buf[32];
-        char *end;
-        ssize_t n;
-        long v;
-
-        n = read_small(path, buf, sizeof(buf));
-        if (n < 0)
-                return (int) n;
-        errno = 0;
-        v = strtol(buf, &end, 10);
-        if (errno != 0 || end == buf || (*end != '\0' && *end != '\n'))
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 /* kernel.perf_event_paranoid as text for messages ("unknown" if unreadable); buf of at least 24 bytes. */
 static const char *perf_event_paranoid(char *buf, size_t size) {
         long v;
 
-        if (read_int_file("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
+        if (read_file_long("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
                 return "unknown";
         (void) snprintf(buf, size, "%ld", v);
         return buf;
@@ -243,7 +203,7 @@ static const char *read_cmdline(PerfSource *s, int32_t pid) {
         ssize_t n;
 
         (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/cmdline", pid);
-        n = read_small(path, s->cmdline, PERF_CMDLINE_MAX);
+        n = read_file_small(path, s->cmdline, PERF_CMDLINE_MAX);
         if (n <= 0)
                 return NULL;
         while (n > 0 && s->cmdline[n - 1] == '\0')
@@ -282,14 +242,14 @@ static void seed_tasks(PerfSource *s) {
 
                 /* A task that exits meanwhile is skipped: its EXIT record follows in the ring. */
                 (void) snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-                k = read_small(path, comm, sizeof(comm));
+                k = read_file_small(path, comm, sizeof(comm));
                 if (k < 0)
                         continue;
                 if (k > 0 && comm[k - 1] == '\n')
                         comm[k - 1] = '\0';
 
                 (void) snprintf(path, sizeof(path), "/proc/%ld/statm", pid);
-                if (read_small(path, statm, sizeof(statm)) < 0 ||
+                if (read_file_small(path, statm, sizeof(statm)) < 0 ||
                     sscanf(statm, "%llu %llu", &size_pages, &resident_pages) != 2)
                         resident_pages = 0;
 
@@ -811,7 +771,7 @@ static int log_open_error(int error, TracepointKind kind, unsigned cpu, const Pe
                                        "(kernel.perf_event_paranoid=%s): run as root or with CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8).",
                                        what, perf_event_paranoid(buf, sizeof(buf)));
         case -EOVERFLOW:
-                if (read_int_file("/proc/sys/kernel/perf_event_max_stack", &v) < 0)
+                if (read_file_long("/proc/sys/kernel/perf_event_max_stack", &v) < 0)
                         v = -1;
                 return log_error_errno(error, "Call chain depth %u exceeds kernel.perf_event_max_stack=%ld.",
                                        c->depth, v);
@@ -957,7 +917,7 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
                 if (!s->tracefs)
                         return log_oom();
         } else {
-                r = tracepoint_find_tracefs(&s->tracefs);
+                r = tracefs_find(&s->tracefs);
                 if (r < 0)
                         return log_error_errno(r, "Failed to find or mount tracefs (at /sys/kernel/tracing): "
                                                "%m");
@@ -990,7 +950,7 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         online = malloc(SOURCE_MAX_CPUS * 5 + 1);
         if (!online)
                 return log_oom();
-        n = read_small("/sys/devices/system/cpu/online", online, SOURCE_MAX_CPUS * 5 + 1);
+        n = read_file_small("/sys/devices/system/cpu/online", online, SOURCE_MAX_CPUS * 5 + 1);
         if (n < 0)
                 return log_error_errno((int) n, "Failed to read /sys/devices/system/cpu/online: %m");
         r = parse_cpu_list(online, &cpus, &n_cpus);
