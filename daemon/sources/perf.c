@@ -801,7 +801,7 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
                 return log_oom();
         s->source.ops = &perf_source_ops;
         s->config = *config;
-        s->self = getpid();
+        s->self = config->self > 0 ? config->self : getpid();
         /* A quarter, not half: the headroom after a wakeup is what absorbs the daemon's scheduling delay. */
         if (s->config.wakeup_bytes == 0)
                 s->config.wakeup_bytes = (size_t) s->config.buffer_pages * page_size / 4;
@@ -878,3 +878,37 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         *ret = &TAKE_PTR(s)->source;
         return 0;
 }
+
+/* Without perf events the kernel has no perf_event_paranoid; everything else is for opening to report. */
+static int perf_source_probe(const SourceOptions *options, const char **ret_reason) {
+        assert(ret_reason);
+
+        if (access("/proc/sys/kernel/perf_event_paranoid", F_OK) < 0) {
+                *ret_reason = "the kernel has no perf events (no /proc/sys/kernel/perf_event_paranoid)";
+                return -EOPNOTSUPP;
+        }
+        return 0;
+}
+
+static int perf_source_new_from_options(const SourceOptions *options, EventSource **ret) {
+        PerfConfig c;
+
+        assert(options);
+
+        perf_config_init(&c);
+        c.tracefs = options->tracefs;
+        c.depth = options->depth;
+        c.user_stacks = options->user_stacks;
+        c.buffer_pages = options->buffer_pages;
+        c.wakeup_bytes = options->wakeup_bytes;
+        c.self = options->self;
+        return perf_source_new(&c, ret);
+}
+
+const SourceType perf_source_type = {
+        .name = "perf",
+        .description = "the kernel's page tracepoints through perf events (needs root or CAP_PERFMON)",
+        .automatic = true,
+        .probe = perf_source_probe,
+        .new = perf_source_new_from_options,
+};
