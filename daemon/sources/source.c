@@ -94,7 +94,7 @@ static int source_pick(const SourceOptions *options, const SourceType **ret) {
 
 int source_new(const char *name, const SourceOptions *options, EventSource **ret,
                 const SourceType **ret_type) {
-        const SourceType *t;
+        const SourceType *t = NULL;
         int r;
 
         assert(options);
