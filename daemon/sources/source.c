@@ -15,6 +15,7 @@
  */
 #define SOURCE_REGISTRY(X)                                                                              \
         X(perf)                                                                                         \
+        X(replay)                                                                                       \
         /* end of the registry */
 
 #define SOURCE_DECLARE(n) extern const SourceType n##_source_type;
