@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
