@@ -16,7 +16,8 @@
 #include "manager.h"
 #include "parse-util.h"
 
-static PerfConfig arg_perf;
+static const char *arg_source = NULL;  /* NULL: auto */
+static SourceOptions arg_source_options;
 static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
 static const char *arg_socket = NULL;
@@ -36,6 +37,8 @@ enum {
         ARG_CONFIG,
         ARG_FOREGROUND,
         ARG_LOG_LEVEL,
+        ARG_SOURCE,
+        ARG_SOURCE_INPUT,
         ARG_DEPTH,
         ARG_USER_STACKS,
         ARG_BUFFER_PAGES,
@@ -63,6 +66,8 @@ static const struct option options[] = {
         { "config", required_argument, NULL, ARG_CONFIG },
         { "foreground", no_argument, NULL, ARG_FOREGROUND },
         { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        { "source", required_argument, NULL, ARG_SOURCE },
+        { "source-input", required_argument, NULL, ARG_SOURCE_INPUT },
         { "callchain-depth", required_argument, NULL, ARG_DEPTH },
         { "user-stacks", no_argument, NULL, ARG_USER_STACKS },
         { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
@@ -98,6 +103,8 @@ static void help(void) {
                "     --config=PATH          Configuration file (default " MEMSTRACK_CONFIG_FILE ")\n"
                "     --foreground           Log to stderr even when started by systemd\n"
                "     --log-level=LEVEL      emerg...debug (default info)\n"
+               "     --source=NAME          Event source, or auto for the first that can run (default)\n"
+               "     --source-input=PATH    File of events, for sources that read one\n"
                "     --callchain-depth=N    Frames per allocation stack, 0 for none (default %u, max %u)\n"
                "     --user-stacks          Also record user-space frames\n"
                "     --buffer-pages=N       Ring pages per CPU, a power of two (default %u)\n"
@@ -115,8 +122,15 @@ static void help(void) {
                "     --request-timeout=SEC  Close clients that take longer to send one message (10)\n"
                "     --idle-timeout=SEC     Close clients idle this long between calls (300)\n"
                "     --output-timeout=SEC   Close clients that leave replies unread this long (30)\n",
-               PERF_DEPTH_DEFAULT, PERF_DEPTH_MAX, PERF_BUFFER_PAGES_DEFAULT,
+               SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
+
+        printf("\nEvent sources, in the order auto tries them:\n");
+        for (size_t i = 0; source_type_get(i); i++) {
+                const SourceType *t = source_type_get(i);
+
+                printf("  %-24s %s%s\n", t->name, t->description, t->automatic ? "" : " (never auto)");
+        }
 }
 
 /* A bad command line: the exit status of memstrackctl's usage errors and LSB's "invalid or excess
@@ -199,37 +213,50 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 }
                 log_set_max_level(r);
                 break;
+        case ARG_SOURCE:
+                if (!streq(value, "auto") && !source_type_find(value)) {
+                        char names[OPTION_EXPECTED_MAX - sizeof("auto or one of ")];
+
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "auto or one of %s",
+                                        source_type_names(", ", names, sizeof(names)));
+                        return -EINVAL;
+                }
+                arg_source = streq(value, "auto") ? NULL : value;
+                break;
+        case ARG_SOURCE_INPUT:
+                arg_source_options.input = value;
+                break;
         case ARG_DEPTH:
-                r = parse_uint(value, 0, PERF_DEPTH_MAX, &v, ret_expected);
+                r = parse_uint(value, 0, SOURCE_DEPTH_MAX, &v, ret_expected);
                 if (r < 0)
                         return r;
-                arg_perf.depth = (unsigned) v;
+                arg_source_options.depth = (unsigned) v;
                 break;
         case ARG_USER_STACKS:
-                arg_perf.user_stacks = flag;
+                arg_source_options.user_stacks = flag;
                 break;
         case ARG_BUFFER_PAGES:
-                r = parse_uint(value, 1, PERF_BUFFER_PAGES_MAX, &v, ret_expected);
+                r = parse_uint(value, 1, SOURCE_BUFFER_PAGES_MAX, &v, ret_expected);
                 if (r >= 0 && (v & (v - 1)))
                         r = -EINVAL;
                 if (r < 0) {
                         (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "a power of two from 1 to %u",
-                                        PERF_BUFFER_PAGES_MAX);
+                                        SOURCE_BUFFER_PAGES_MAX);
                         return r;
                 }
-                arg_perf.buffer_pages = (unsigned) v;
+                arg_source_options.buffer_pages = (unsigned) v;
                 break;
         case ARG_WAKEUP_BYTES:
                 r = parse_uint(value, 1, UINT32_MAX, &v, ret_expected);
                 if (r < 0)
                         return r;
-                arg_perf.wakeup_bytes = (size_t) v;
+                arg_source_options.wakeup_bytes = (size_t) v;
                 break;
         case ARG_KALLSYMS:
                 arg_kallsyms = value;
                 break;
         case ARG_TRACEFS:
-                arg_perf.tracefs = value;
+                arg_source_options.tracefs = value;
                 break;
         case ARG_SOCKET:
                 arg_socket = value;
@@ -464,7 +491,8 @@ static int run(void) {
         signal(SIGPIPE, SIG_IGN);
 
         ManagerConfig config = {
-                .perf = arg_perf,
+                .source = arg_source,
+                .source_options = arg_source_options,
                 .accounting = arg_accounting,
                 .kallsyms = arg_kallsyms,
                 .socket_path = arg_socket,
@@ -497,7 +525,7 @@ finish:
 int main(int argc, char *argv[]) {
         int r;
 
-        perf_config_init(&arg_perf);
+        source_options_init(&arg_source_options);
         arg_accounting = ACCOUNTING_CONFIG_DEFAULT;
 
         r = parse_argv(argc, argv);

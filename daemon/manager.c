@@ -213,7 +213,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
 
-        r = perf_source_new(&m->config.perf, &m->source);
+        r = source_new(m->config.source, &m->config.source_options, &m->source, NULL);
         if (r < 0)
                 return r; /* logged with the reason */
         m->start_usec = monotonic_usec();

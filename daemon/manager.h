@@ -15,7 +15,6 @@
 #include "accounting.h"
 #include "debounce.h"
 #include "ksym.h"
-#include "perf.h"
 #include "service.h"
 #include "source.h"
 #include "usym.h"
@@ -26,7 +25,8 @@
 #define MANAGER_PRIORITY_CLIENTS (SD_EVENT_PRIORITY_NORMAL + 10)
 
 typedef struct ManagerConfig {
-        PerfConfig perf;
+        const char *source;             /* a registered source's name; NULL or "auto": the first that can run */
+        SourceOptions source_options;
         AccountingConfig accounting;
         const char *kallsyms;           /* NULL: /proc/kallsyms */
         const char *socket_path;        /* NULL: the default */

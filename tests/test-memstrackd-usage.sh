@@ -68,8 +68,20 @@ printf 'callchain-depth=zz\n' >"$work/bad.conf"
 run 1 --config="$work/bad.conf"
 grep -q "bad.conf:1: callchain-depth takes a number from 0 to 1024, not 'zz'." "$work/err" ||
     bad "a bad configuration value: $(cat "$work/err")"
+printf 'source=nope\n' >"$work/bad-source.conf"
+run 1 --config="$work/bad-source.conf"
+grep -q "bad-source.conf:1: source takes auto or one of .*perf.*, not 'nope'." "$work/err" ||
+    bad "an unknown source in the configuration file: $(cat "$work/err")"
 run 1 --config="$work/missing.conf"
 grep -q "missing.conf" "$work/err" || bad "a missing configuration file: $(cat "$work/err")"
+
+# --source: the names --help lists are the ones it takes; any other is a usage error naming them all.
+run 0 --help
+sources=$(sed -n '/^Event sources/,$p' "$work/out" | awk 'NR > 1 { print $1 }')
+grep -qx perf <<<"$sources" || bad "--help lists no perf source: $(cat "$work/out")"
+usage "--source takes auto or one of $(paste -sd, <<<"$sources" | sed 's/,/, /g'), not 'foo'." --source=foo
+usage "--source takes auto or one of $(paste -sd, <<<"$sources" | sed 's/,/, /g'), not ''." --source=
+usage "Option '--source' needs an argument." --no-socket --source
 
 # The same words and status as memstrackctl.
 "$CTL" --bogus >/dev/null 2>"$work/ctl.err"

@@ -165,8 +165,8 @@ static void fixture_init(Fixture *f) {
         s->n_cpus = s->n_rings = 2;
         s->lost_per_cpu = calloc(2, sizeof(uint64_t));
         s->rings = calloc(2, sizeof(PerfRing));
-        s->heap = calloc(2, sizeof(PerfRing *));
-        ASSERT_TRUE(s->frames && s->bounce && s->cmdline && s->lost_per_cpu && s->rings && s->heap);
+        ASSERT_OK(merge_init(&s->merge, 2, &ring_merge_ops));
+        ASSERT_TRUE(s->frames && s->bounce && s->cmdline && s->lost_per_cpu && s->rings);
         s->sink = (MsEventSink) { .event = sink_event };
 
         for (unsigned c = 0; c < 2; c++) {

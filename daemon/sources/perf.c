@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -21,7 +20,11 @@
 
 #include "log.h"
 #include "macro.h"
+#include "merge.h"
 #include "perf.h"
+#include "proc-seed.h"
+#include "read-file.h"
+#include "tracefs.h"
 #include "tracepoint.h"
 
 /* Fields of every sample, in the kernel's order. IDENTIFIER comes first in a sample and last in the
@@ -37,10 +40,6 @@
 #define RECORD_SIZE_MAX 65536u
 /* Context markers the kernel may put into a chain beyond the frames we ask for. */
 #define CALLCHAIN_MARKERS_MAX 16u
-
-#define PROC_PATH_MAX (sizeof("/proc//cmdline") + 3 * sizeof(int))
-#define COMM_MAX 64u                    /* TASK_COMM_LEN is 16; /proc/PID/comm adds a newline */
-#define STATM_MAX (7u * 21u + 1u)       /* seven decimal u64s and separators */
 
 /* Events attached per CPU. PAGE_ALLOC comes first: it owns the ring and carries the side-band. */
 static const TracepointKind attached_kinds[] = {
@@ -79,8 +78,7 @@ struct PerfSource {
 
         PerfRing *rings;                /* owned, one per online CPU */
         size_t n_rings;
-        PerfRing **heap;                /* owned array; borrowed members: rings with records, by next_nsec */
-        size_t n_heap;
+        Merge merge;                    /* owned: the rings with records, by the time of their next one */
         sd_event_source *defer_source;  /* owned: continues a drain that ran out of budget */
         size_t n_cpus;                  /* highest online CPU + 1: the size of lost_per_cpu */
         uint64_t *lost_per_cpu;         /* owned */
@@ -119,58 +117,11 @@ static uint64_t now_nsec(void) {
         return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }
 
-static void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
-/* Reads up to size - 1 bytes of a small file and NUL-terminates them; returns the length. */
-static ssize_t read_small(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        size_t n = 0;
-
-        assert(size > 0);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        while (n < size - 1) {
-                ssize_t k = read(fd, buf + n, size - 1 - n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        buf[n] = '\0';
-        return (ssize_t) n;
-}
-
-static int read_int_file(const char *path, long *ret) {
-        char buf[32];
-        char *end;
-        ssize_t n;
-        long v;
-
-        n = read_small(path, buf, sizeof(buf));
-        if (n < 0)
-                return (int) n;
-        errno = 0;
-        v = strtol(buf, &end, 10);
-        if (errno != 0 || end == buf || (*end != '\0' && *end != '\n'))
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 /* kernel.perf_event_paranoid as text for messages ("unknown" if unreadable); buf of at least 24 bytes. */
 static const char *perf_event_paranoid(char *buf, size_t size) {
         long v;
 
-        if (read_int_file("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
+        if (read_file_long("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
                 return "unknown";
         (void) snprintf(buf, size, "%ld", v);
         return buf;
@@ -233,75 +184,6 @@ static void event_reset(PerfSource *s, MsEventType type, uint32_t cpu) {
                 .type = type,
                 .cpu = cpu,
         };
-}
-
-/* Reads /proc/PID/cmdline into s->cmdline with the arguments joined by spaces; NULL if there is none
- * (kernel threads, zombies, a task already gone). */
-static const char *read_cmdline(PerfSource *s, int32_t pid) {
-        char path[PROC_PATH_MAX];
-        ssize_t n;
-
-        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/cmdline", pid);
-        n = read_small(path, s->cmdline, PERF_CMDLINE_MAX);
-        if (n <= 0)
-                return NULL;
-        while (n > 0 && s->cmdline[n - 1] == '\0')
-                n--;
-        for (ssize_t i = 0; i < n; i++)
-                if (s->cmdline[i] == '\0')
-                        s->cmdline[i] = ' ';
-        s->cmdline[n] = '\0';
-        return n > 0 ? s->cmdline : NULL;
-}
-
-/* Emits MS_EVENT_TASK_NEW for every process alive now, with its resident pages as baseline. */
-static void seed_tasks(PerfSource *s) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        uint64_t n = 0;
-        struct dirent *de;
-
-        d = opendir("/proc");
-        if (!d) {
-                log_warning_errno(errno, "Failed to open /proc, tasks alive before tracing stay unnamed: %m");
-                return;
-        }
-        while ((de = readdir(d))) {
-                char path[PROC_PATH_MAX], comm[COMM_MAX], statm[STATM_MAX];
-                unsigned long long size_pages, resident_pages;
-                char *end;
-                long pid;
-                ssize_t k;
-
-                errno = 0;
-                pid = strtol(de->d_name, &end, 10);
-                if (errno != 0 || end == de->d_name || *end != '\0' || pid <= 0 || pid > INT32_MAX)
-                        continue;
-                if (pid == s->self)
-                        continue;
-
-                /* A task that exits meanwhile is skipped: its EXIT record follows in the ring. */
-                (void) snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-                k = read_small(path, comm, sizeof(comm));
-                if (k < 0)
-                        continue;
-                if (k > 0 && comm[k - 1] == '\n')
-                        comm[k - 1] = '\0';
-
-                (void) snprintf(path, sizeof(path), "/proc/%ld/statm", pid);
-                if (read_small(path, statm, sizeof(statm)) < 0 ||
-                    sscanf(statm, "%llu %llu", &size_pages, &resident_pages) != 2)
-                        resident_pages = 0;
-
-                event_reset(s, MS_EVENT_TASK_NEW, 0);
-                s->ev.pid = s->ev.tid = (int32_t) pid;
-                s->ev.timestamp_nsec = now_nsec();
-                s->ev.task.name = comm;
-                s->ev.task.cmdline = read_cmdline(s, (int32_t) pid);
-                s->ev.task.baseline_pages = resident_pages;
-                emit(s);
-                n++;
-        }
-        log_debug("Seeded %" PRIu64 " tasks from /proc.", n);
 }
 
 static int ring_kind(const PerfRing *r, uint64_t id, TracepointKind *ret) {
@@ -456,7 +338,8 @@ static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
                 s->ev.tid = (int32_t) get_u32(body + 4);
                 s->ev.task.name = (const char *) body + 8;
                 if (h->misc & PERF_RECORD_MISC_COMM_EXEC)
-                        s->ev.task.cmdline = read_cmdline(s, s->ev.pid);
+                        s->ev.task.cmdline = proc_read_cmdline(PROC_ROOT_DEFAULT, s->ev.pid, s->cmdline,
+                                                              PERF_CMDLINE_MAX);
                 emit(s);
                 return;
         }
@@ -557,42 +440,23 @@ static void ring_consume(PerfRing *r) {
         r->tail += r->next_size;
 }
 
-/* A binary min-heap of rings ordered by the timestamp of their next record. */
-static bool heap_less(PerfSource *s, size_t a, size_t b) {
-        return s->heap[a]->next_nsec < s->heap[b]->next_nsec;
+static bool ring_merge_peek(void *stream, uint64_t *ret_nsec) {
+        PerfRing *r = stream;
+
+        if (!ring_peek(r))
+                return false;
+        *ret_nsec = r->next_nsec;
+        return true;
 }
 
-static void heap_swap(PerfSource *s, size_t a, size_t b) {
-        PerfRing *t = s->heap[a];
-
-        s->heap[a] = s->heap[b];
-        s->heap[b] = t;
+static void ring_merge_consume(void *stream) {
+        ring_consume(stream);
 }
 
-static void heap_sift_down(PerfSource *s, size_t i) {
-        for (;;) {
-                size_t l = 2 * i + 1, m = i;
-
-                if (l < s->n_heap && heap_less(s, l, m))
-                        m = l;
-                if (l + 1 < s->n_heap && heap_less(s, l + 1, m))
-                        m = l + 1;
-                if (m == i)
-                        return;
-                heap_swap(s, i, m);
-                i = m;
-        }
-}
-
-static void heap_push(PerfSource *s, PerfRing *r) {
-        size_t i = s->n_heap++;
-
-        s->heap[i] = r;
-        while (i > 0 && heap_less(s, i, (i - 1) / 2)) {
-                heap_swap(s, i, (i - 1) / 2);
-                i = (i - 1) / 2;
-        }
-}
+static const MergeOps ring_merge_ops = {
+        .peek = ring_merge_peek,
+        .consume = ring_merge_consume,
+};
 
 /*
  * Delivers up to budget records from all rings merged in timestamp order; returns true if deliverable
@@ -606,29 +470,18 @@ static void heap_push(PerfSource *s, PerfRing *r) {
  * free was published before the cut and is in this round. Later records wait for the next round.
  */
 static bool source_drain(PerfSource *s, uint64_t budget) {
-        uint64_t cut = now_nsec(), n = 0;
+        uint64_t cut = now_nsec();
         bool more;
 
-        s->n_heap = 0;
+        merge_begin(&s->merge);
         for (size_t i = 0; i < s->n_rings; i++) {
                 PerfRing *r = &s->rings[i];
 
                 r->head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
                 r->tail = r->meta->data_tail;
-                if (ring_peek(r))
-                        heap_push(s, r);
+                merge_add(&s->merge, r);
         }
-
-        while (s->n_heap > 0 && n < budget && s->heap[0]->next_nsec < cut) {
-                PerfRing *r = s->heap[0];
-
-                ring_consume(r);
-                n++;
-                if (!ring_peek(r))
-                        s->heap[0] = s->heap[--s->n_heap];
-                heap_sift_down(s, 0);
-        }
-        more = s->n_heap > 0 && s->heap[0]->next_nsec < cut;
+        more = merge_run(&s->merge, cut, budget);
 
         /* Everything before each tail is consumed: the kernel may overwrite it. */
         for (size_t i = 0; i < s->n_rings; i++)
@@ -688,7 +541,7 @@ static PerfSource *perf_source_free(PerfSource *s) {
         s->defer_source = sd_event_source_disable_unref(s->defer_source);
         for (size_t i = s->n_rings; i > 0; i--)
                 ring_done(&s->rings[i - 1]);
-        free(s->heap);
+        merge_done(&s->merge);
         free(s->rings);
         s->event = sd_event_unref(s->event);
         free(s->lost_per_cpu);
@@ -752,7 +605,7 @@ static int perf_source_start(EventSource *es, sd_event *event, const MsEventSink
          * which the consumer tolerates, rather than not at all. Its baseline may include pages also
          * reported as allocations; the window is the length of this scan.
          */
-        seed_tasks(s);
+        s->records += proc_seed_tasks(PROC_ROOT_DEFAULT, s->self, &s->sink);
         log_debug("Perf source started on %zu CPUs.", s->n_rings);
         return 0;
 }
@@ -808,7 +661,7 @@ static int log_open_error(int error, TracepointKind kind, unsigned cpu, const Pe
                                        "(kernel.perf_event_paranoid=%s): run as root or with CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8).",
                                        what, perf_event_paranoid(buf, sizeof(buf)));
         case -EOVERFLOW:
-                if (read_int_file("/proc/sys/kernel/perf_event_max_stack", &v) < 0)
+                if (read_file_long("/proc/sys/kernel/perf_event_max_stack", &v) < 0)
                         v = -1;
                 return log_error_errno(error, "Call chain depth %u exceeds kernel.perf_event_max_stack=%ld.",
                                        c->depth, v);
@@ -944,7 +797,7 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
                 return log_oom();
         s->source.ops = &perf_source_ops;
         s->config = *config;
-        s->self = getpid();
+        s->self = config->self > 0 ? config->self : getpid();
         /* A quarter, not half: the headroom after a wakeup is what absorbs the daemon's scheduling delay. */
         if (s->config.wakeup_bytes == 0)
                 s->config.wakeup_bytes = (size_t) s->config.buffer_pages * page_size / 4;
@@ -954,7 +807,7 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
                 if (!s->tracefs)
                         return log_oom();
         } else {
-                r = tracepoint_find_tracefs(&s->tracefs);
+                r = tracefs_find(&s->tracefs);
                 if (r < 0)
                         return log_error_errno(r, "Failed to find or mount tracefs (at /sys/kernel/tracing): "
                                                "%m");
@@ -987,7 +840,7 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         online = malloc(SOURCE_MAX_CPUS * 5 + 1);
         if (!online)
                 return log_oom();
-        n = read_small("/sys/devices/system/cpu/online", online, SOURCE_MAX_CPUS * 5 + 1);
+        n = read_file_small("/sys/devices/system/cpu/online", online, SOURCE_MAX_CPUS * 5 + 1);
         if (n < 0)
                 return log_error_errno((int) n, "Failed to read /sys/devices/system/cpu/online: %m");
         r = parse_cpu_list(online, &cpus, &n_cpus);
@@ -1001,8 +854,8 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         s->n_cpus = cpus[n_cpus - 1] + 1;
         s->lost_per_cpu = calloc(s->n_cpus, sizeof(*s->lost_per_cpu));
         s->rings = calloc(n_cpus, sizeof(*s->rings));
-        s->heap = calloc(n_cpus, sizeof(*s->heap));
-        if (!s->frames || !s->bounce || !s->cmdline || !s->lost_per_cpu || !s->rings || !s->heap)
+        if (!s->frames || !s->bounce || !s->cmdline || !s->lost_per_cpu || !s->rings ||
+            merge_init(&s->merge, n_cpus, &ring_merge_ops) < 0)
                 return log_oom();
         for (size_t i = 0; i < n_cpus; i++)
                 for (size_t k = 0; k < N_ATTACHED; k++)
@@ -1021,3 +874,37 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         *ret = &TAKE_PTR(s)->source;
         return 0;
 }
+
+/* Without perf events the kernel has no perf_event_paranoid; everything else is for opening to report. */
+static int perf_source_probe(const SourceOptions *options, const char **ret_reason) {
+        assert(ret_reason);
+
+        if (access("/proc/sys/kernel/perf_event_paranoid", F_OK) < 0) {
+                *ret_reason = "the kernel has no perf events (no /proc/sys/kernel/perf_event_paranoid)";
+                return -EOPNOTSUPP;
+        }
+        return 0;
+}
+
+static int perf_source_new_from_options(const SourceOptions *options, EventSource **ret) {
+        PerfConfig c;
+
+        assert(options);
+
+        perf_config_init(&c);
+        c.tracefs = options->tracefs;
+        c.depth = options->depth;
+        c.user_stacks = options->user_stacks;
+        c.buffer_pages = options->buffer_pages;
+        c.wakeup_bytes = options->wakeup_bytes;
+        c.self = options->self;
+        return perf_source_new(&c, ret);
+}
+
+const SourceType perf_source_type = {
+        .name = "perf",
+        .description = "the kernel's page tracepoints through perf events (needs root or CAP_PERFMON)",
+        .automatic = true,
+        .probe = perf_source_probe,
+        .new = perf_source_new_from_options,
+};

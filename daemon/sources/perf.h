@@ -31,20 +31,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "source.h"
 
-/* Frames per allocation call chain (kernel and user together): page allocations are 10 to 40 kernel
- * frames deep in practice, 64 leaves room for user frames while bounding a sample to ~600 bytes. */
-#define PERF_DEPTH_DEFAULT 64u
-#define PERF_DEPTH_MAX 1024u
-/* Data pages per CPU ring (4 MiB with 4 KiB pages). The default watermark is a quarter of it: about 30
- * wakeups/s at full speed, and three quarters of the ring left to absorb the daemon's scheduling delay.
- * With both CPUs of the reference machine saturated by the load, half-ring watermarks lost records up to
- * 512 pages, quarter-ring ones none from 256 pages up; 1024 keeps a margin (docs/performance.md).
- * Memory cost: this times the number of CPUs, locked. */
-#define PERF_BUFFER_PAGES_DEFAULT 1024u
-#define PERF_BUFFER_PAGES_MAX (1u << 20)
+/* Frames per allocation call chain and data pages per CPU ring: the generic defaults (source.h). */
+#define PERF_DEPTH_DEFAULT SOURCE_DEPTH_DEFAULT
+#define PERF_DEPTH_MAX SOURCE_DEPTH_MAX
+#define PERF_BUFFER_PAGES_DEFAULT SOURCE_BUFFER_PAGES_DEFAULT
+#define PERF_BUFFER_PAGES_MAX SOURCE_BUFFER_PAGES_MAX
 /* Records decoded per dispatch before other event sources get their turn. */
 #define PERF_DRAIN_BUDGET_DEFAULT 4096u
 /* Arguments of an exec'd task, joined by spaces, at most this many bytes with the NUL. */
@@ -57,6 +52,7 @@ typedef struct PerfConfig {
         unsigned buffer_pages;          /* data pages per CPU ring, a power of two */
         size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: a quarter of the ring */
         unsigned drain_budget;          /* records per dispatch, > 0 */
+        pid_t self;                     /* whose allocations are dropped; 0: getpid() */
 } PerfConfig;
 
 /* Fills in the defaults above. */
@@ -73,3 +69,6 @@ void perf_config_init(PerfConfig *ret);
  * -ENOMEM, or the errno of another failing call. On success *ret is freed with event_source_free().
  */
 int perf_source_new(const PerfConfig *config, EventSource **ret);
+
+/* The registry's entry (source.c): "perf", automatic, probing that the kernel has perf events at all. */
+extern const SourceType perf_source_type;

@@ -4,17 +4,50 @@
 /*
  * An event source: something that turns kernel page events into MsEvents (perf today; ftrace,
  * page_owner import and eBPF later). The manager only sees this vtable, so backends are swappable.
+ *
+ * The registry (source.c) maps names to SourceTypes; the manager asks it for a source by name, or for
+ * "auto": the first source in registry order that is meant for automatic use and whose probe says it can
+ * run here. Every source gets the same generic SourceOptions and takes what applies to it. Adding a
+ * source: one file defining `const SourceType NAME_source_type`, one line in the registry.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <systemd/sd-event.h>
 
 #include "event.h" /* MsEvent, MsEventSink, EventSourceStats */
 
 #define SOURCE_MAX_CPUS 4096
+
+/* Frames per allocation call chain (kernel and user together): page allocations are 10 to 40 kernel
+ * frames deep in practice, 64 leaves room for user frames while bounding a sample to ~600 bytes. */
+#define SOURCE_DEPTH_DEFAULT 64u
+#define SOURCE_DEPTH_MAX 1024u
+/* Data pages per CPU buffer (4 MiB with 4 KiB pages). For perf the default wakeup watermark is a quarter
+ * of it: about 30 wakeups/s at full speed, and three quarters of the ring left to absorb the daemon's
+ * scheduling delay. With both CPUs of the reference machine saturated by the load, half-ring watermarks
+ * lost records up to 512 pages, quarter-ring ones none from 256 pages up; 1024 keeps a margin
+ * (docs/performance.md). Memory cost: this times the number of CPUs, locked. */
+#define SOURCE_BUFFER_PAGES_DEFAULT 1024u
+#define SOURCE_BUFFER_PAGES_MAX (1u << 20)
+
+/* What the daemon tells any source; each takes what applies to it and ignores the rest. Strings are
+ * borrowed: a source copies what it keeps. */
+typedef struct SourceOptions {
+        const char *tracefs;            /* tracefs mount point; NULL: find it, mounting it if needed */
+        const char *input;              /* a file of events, for sources that read one; NULL: none */
+        unsigned depth;                 /* frames per allocation call chain, 0 (none) ..SOURCE_DEPTH_MAX */
+        bool user_stacks;               /* also record user frames */
+        unsigned buffer_pages;          /* data pages per CPU buffer, a power of two */
+        size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: the source's choice */
+        pid_t self;                     /* whose allocations are dropped (the daemon's); 0: getpid() */
+} SourceOptions;
+
+/* Fills in the defaults above. */
+void source_options_init(SourceOptions *ret);
 
 typedef struct EventSource EventSource;
 
@@ -37,3 +70,30 @@ static inline EventSource *event_source_free(EventSource *s) {
                 s->ops->free(s);
         return NULL;
 }
+
+typedef struct SourceType {
+        const char *name;               /* what --source= takes */
+        const char *description;        /* one line for --help */
+        bool automatic;                 /* "auto" may pick it (false for test-only sources) */
+        /* Whether it can run here: 0, or -errno with the reason in *ret_reason (a static string). Cheap and
+         * silent: opening the source says the rest. NULL: it can always run. */
+        int (*probe)(const SourceOptions *options, const char **ret_reason);
+        /* Builds the source (not started); logs the reason once on failure. */
+        int (*new)(const SourceOptions *options, EventSource **ret);
+} SourceType;
+
+/* The registered source called name, or NULL. */
+const SourceType *source_type_find(const char *name);
+/* The i-th registered source, in registry order; NULL past the end. */
+const SourceType *source_type_get(size_t i);
+/* Every registered name joined by sep, into buf (size bytes, cut if too small); returns buf. */
+const char *source_type_names(const char *sep, char *buf, size_t size);
+
+/*
+ * Builds the source called name; NULL or "auto" picks the first automatic source whose probe passes.
+ * Returns -ENOENT (logged) for an unknown name, -EOPNOTSUPP (logged, with each probe's reason) when no
+ * source can run here, or what the source's constructor returned. On success *ret_type (if not NULL) is
+ * the type chosen.
+ */
+int source_new(const char *name, const SourceOptions *options, EventSource **ret,
+                const SourceType **ret_type);

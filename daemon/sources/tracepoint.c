@@ -2,22 +2,17 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <mntent.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <traceevent/event-parse.h>
 
 #include "log.h"
 #include "macro.h"
+#include "read-file.h"
 #include "tracepoint.h"
-
-#define TRACEFS_DEFAULT "/sys/kernel/tracing"
 
 /* Formats are a few KiB (mm_page_alloc's print fmt is the largest); anything bigger is not a format. */
 #define FORMAT_SIZE_MAX (1024u * 1024u)
@@ -72,121 +67,6 @@ bool tracepoint_kind_is_required(TracepointKind kind) {
         if (kind < 0 || kind >= _TRACEPOINT_KIND_MAX)
                 return false;
         return tracepoint_info[kind].required;
-}
-
-static bool is_dir(const char *path) {
-        struct stat st;
-
-        return stat(path, &st) >= 0 && S_ISDIR(st.st_mode);
-}
-
-static int strdup_to(const char *s, char **ret) {
-        char *copy = strdup(s);
-
-        if (!copy)
-                return -ENOMEM;
-        *ret = copy;
-        return 0;
-}
-
-int tracepoint_find_tracefs(char **ret_path) {
-        _cleanup_free_ char *tracefs = NULL, *debugfs = NULL;
-        struct mntent *m;
-        FILE *f;
-        int r;
-
-        assert(ret_path);
-
-        f = setmntent("/proc/mounts", "re");
-        if (!f)
-                return negative_errno();
-        while ((m = getmntent(f))) {
-                if (streq(m->mnt_type, "tracefs")) {
-                        /* The canonical place wins over wherever else it is mounted too. */
-                        if (!tracefs || streq(m->mnt_dir, TRACEFS_DEFAULT)) {
-                                free(tracefs);
-                                tracefs = strdup(m->mnt_dir);
-                                if (!tracefs)
-                                        break;
-                        }
-                } else if (streq(m->mnt_type, "debugfs") && !debugfs) {
-                        debugfs = strdup(m->mnt_dir);
-                        if (!debugfs)
-                                break;
-                }
-        }
-        (void) endmntent(f);
-        if (m)
-                return -ENOMEM;
-
-        if (tracefs)
-                return strdup_to(tracefs, ret_path);
-
-        /* Older systems only mount debugfs; it mounts tracefs below itself when it is accessed. */
-        if (debugfs) {
-                _cleanup_free_ char *p = NULL, *events = NULL;
-
-                if (asprintf(&p, "%s/tracing", debugfs) < 0)
-                        return -ENOMEM;
-                if (asprintf(&events, "%s/events", p) < 0)
-                        return -ENOMEM;
-                if (is_dir(events)) {
-                        *ret_path = TAKE_PTR(p);
-                        return 0;
-                }
-        }
-
-        if (mount("nodev", TRACEFS_DEFAULT, "tracefs", 0, NULL) < 0) {
-                r = negative_errno();
-                log_debug_errno(r, "Failed to mount tracefs at " TRACEFS_DEFAULT ": %m");
-                /* No mount point or no such file system type: tracefs is simply not there. */
-                return r == -ENOENT || r == -ENODEV ? -ENOENT : r;
-        }
-        r = strdup_to(TRACEFS_DEFAULT, ret_path);
-        if (r < 0)
-                return r;
-        return 1;
-}
-
-/* Reads a whole small file into a NUL-terminated buffer. */
-static int read_small_file(const char *path, char **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, allocated = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-
-        for (;;) {
-                ssize_t n;
-
-                if (allocated - size < 2) {
-                        size_t want = MAX(allocated * 2, (size_t) 8192);
-                        char *p;
-
-                        if (want > FORMAT_SIZE_MAX)
-                                return -EFBIG;
-                        p = realloc(buf, want);
-                        if (!p)
-                                return -ENOMEM;
-                        buf = p;
-                        allocated = want;
-                }
-                n = read(fd, buf + size, allocated - size - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        break;
-                size += (size_t) n;
-        }
-        buf[size] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
 }
 
 /* tep_read_number_field() only reads these sizes. */
@@ -263,7 +143,7 @@ static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
 
         if (asprintf(&path, "%s/events/%s/%s/format", tracefs, info->system, info->event) < 0)
                 return -ENOMEM;
-        r = read_small_file(path, &buf, &size);
+        r = read_file_full(path, FORMAT_SIZE_MAX, &buf, &size);
         if (r == -ENOENT) {
                 log_debug("%s not found: the kernel has no %s tracepoint.", path, info->path);
                 return -ENOENT;

@@ -54,15 +54,6 @@ const char *tracepoint_kind_to_string(TracepointKind kind);
 bool tracepoint_kind_is_required(TracepointKind kind);
 
 /*
- * Finds the mounted tracefs: the first tracefs mount in /proc/mounts, preferring /sys/kernel/tracing, and
- * /sys/kernel/debug/tracing when only debugfs is there. When none is mounted, mounts tracefs at
- * /sys/kernel/tracing. On success *ret_path is a new string the caller frees; returns 1 if this call
- * mounted tracefs (the caller should say so), 0 if it was mounted already. -ENOENT when tracefs is
- * neither mounted nor mountable (mount's own error when it is more telling, e.g. -EPERM).
- */
-int tracepoint_find_tracefs(char **ret_path);
-
-/*
  * Loads the formats of every kind from <tracefs>/events. A missing optional event is not an error
  * (tracepoint_id() then returns -ENOENT for it). Returns -ENOENT when the events directory or a required
  * event is missing, -EACCES/-EPERM when the events directory may not be read, and -EBADMSG when a format

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "log.h"
+#include "macro.h"
+#include "proc-seed.h"
+#include "read-file.h"
+
+#define COMM_MAX 64u                    /* TASK_COMM_LEN is 16; /proc/PID/comm adds a newline */
+#define STATM_MAX (7u * 21u + 1u)       /* seven decimal u64s and separators */
+
+static uint64_t now_nsec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+/* <proc>/PID/FILE into path (PATH_MAX bytes); false if it does not fit. */
+static bool proc_path(char *path, const char *proc, long pid, const char *file) {
+        int n = snprintf(path, PATH_MAX, "%s/%ld/%s", proc, pid, file);
+
+        return n > 0 && n < PATH_MAX;
+}
+
+const char *proc_read_cmdline(const char *proc, int32_t pid, char *buf, size_t size) {
+        char path[PATH_MAX];
+        ssize_t n;
+
+        assert(proc);
+        assert(buf);
+        assert(size > 0);
+
+        if (!proc_path(path, proc, pid, "cmdline"))
+                return NULL;
+        n = read_file_small(path, buf, size);
+        if (n <= 0)
+                return NULL;
+        while (n > 0 && buf[n - 1] == '\0')
+                n--;
+        for (ssize_t i = 0; i < n; i++)
+                if (buf[i] == '\0')
+                        buf[i] = ' ';
+        buf[n] = '\0';
+        return n > 0 ? buf : NULL;
+}
+
+uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_free_ char *cmdline = NULL;
+        uint64_t n = 0;
+        struct dirent *de;
+
+        assert(proc);
+        assert(sink && sink->event);
+
+        cmdline = malloc(PROC_CMDLINE_MAX);
+        if (!cmdline) {
+                log_oom();
+                return 0;
+        }
+        d = opendir(proc);
+        if (!d) {
+                log_warning_errno(errno, "Failed to open %s, tasks alive before tracing stay unnamed: %m", proc);
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                char path[PATH_MAX], comm[COMM_MAX], statm[STATM_MAX];
+                unsigned long long size_pages, resident_pages;
+                MsEvent ev;
+                char *end;
+                long pid;
+                ssize_t k;
+
+                errno = 0;
+                pid = strtol(de->d_name, &end, 10);
+                if (errno != 0 || end == de->d_name || *end != '\0' || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                if (pid == self)
+                        continue;
+
+                /* A task that exits meanwhile is skipped: its EXIT record follows in the ring. */
+                if (!proc_path(path, proc, pid, "comm"))
+                        continue;
+                k = read_file_small(path, comm, sizeof(comm));
+                if (k < 0)
+                        continue;
+                if (k > 0 && comm[k - 1] == '\n')
+                        comm[k - 1] = '\0';
+
+                if (!proc_path(path, proc, pid, "statm") || read_file_small(path, statm, sizeof(statm)) < 0 ||
+                    sscanf(statm, "%llu %llu", &size_pages, &resident_pages) != 2)
+                        resident_pages = 0;
+
+                ev = (MsEvent) {
+                        .type = MS_EVENT_TASK_NEW,
+                        .pid = (int32_t) pid,
+                        .tid = (int32_t) pid,
+                        .timestamp_nsec = now_nsec(),
+                        .task = {
+                                .name = comm,
+                                .cmdline = proc_read_cmdline(proc, (int32_t) pid, cmdline, PROC_CMDLINE_MAX),
+                                .baseline_pages = resident_pages,
+                        },
+                };
+                sink->event(sink->userdata, &ev);
+                n++;
+        }
+        log_debug("Seeded %" PRIu64 " tasks from %s.", n, proc);
+        return n;
+}

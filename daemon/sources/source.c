@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "source.h"
+
+/*
+ * The registry: one line per source, in the order "auto" tries them. X(NAME) names the
+ * `const SourceType NAME_source_type` its file defines.
+ */
+#define SOURCE_REGISTRY(X)                                                                              \
+        X(perf)                                                                                         \
+        X(replay)                                                                                       \
+        /* end of the registry */
+
+#define SOURCE_DECLARE(n) extern const SourceType n##_source_type;
+SOURCE_REGISTRY(SOURCE_DECLARE)
+
+#define SOURCE_ENTRY(n) &n##_source_type,
+static const SourceType *const source_types[] = {
+        SOURCE_REGISTRY(SOURCE_ENTRY)
+};
+
+void source_options_init(SourceOptions *ret) {
+        assert(ret);
+        *ret = (SourceOptions) {
+                .depth = SOURCE_DEPTH_DEFAULT,
+                .buffer_pages = SOURCE_BUFFER_PAGES_DEFAULT,
+        };
+}
+
+const SourceType *source_type_get(size_t i) {
+        return i < ELEMENTSOF(source_types) ? source_types[i] : NULL;
+}
+
+const SourceType *source_type_find(const char *name) {
+        if (!name)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(source_types); i++)
+                if (streq(source_types[i]->name, name))
+                        return source_types[i];
+        return NULL;
+}
+
+const char *source_type_names(const char *sep, char *buf, size_t size) {
+        size_t n = 0;
+
+        assert(sep);
+        assert(buf);
+        assert(size > 0);
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(source_types) && n < size; i++) {
+                int k = snprintf(buf + n, size - n, "%s%s", i > 0 ? sep : "", source_types[i]->name);
+
+                if (k < 0)
+                        break;
+                n += (size_t) k;
+        }
+        return buf;
+}
+
+static int source_pick(const SourceOptions *options, const SourceType **ret) {
+        char reasons[512] = "";
+        size_t n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(source_types); i++) {
+                const SourceType *t = source_types[i];
+                const char *reason = NULL;
+                int r;
+
+                if (!t->automatic)
+                        continue;
+                r = t->probe ? t->probe(options, &reason) : 0;
+                if (r >= 0) {
+                        *ret = t;
+                        return 0;
+                }
+                log_debug_errno(r, "Event source %s cannot run here: %s", t->name, reason ?: "(no reason)");
+                if (n < sizeof(reasons)) {
+                        int k = snprintf(reasons + n, sizeof(reasons) - n, "%s%s: %s", n > 0 ? "; " : "",
+                                         t->name, reason ?: "(no reason)");
+                        if (k > 0)
+                                n += (size_t) k;
+                }
+        }
+        return log_error_errno(EOPNOTSUPP, "No event source can run here (%s).",
+                               n > 0 ? reasons : "none is registered for automatic use");
+}
+
+int source_new(const char *name, const SourceOptions *options, EventSource **ret,
+                const SourceType **ret_type) {
+        const SourceType *t = NULL;
+        int r;
+
+        assert(options);
+        assert(ret);
+
+        if (!name || streq(name, "auto")) {
+                r = source_pick(options, &t);
+                if (r < 0)
+                        return r;
+                log_debug("Automatic event source: %s.", t->name);
+        } else {
+                char names[128];
+
+                t = source_type_find(name);
+                if (!t)
+                        return log_error_errno(ENOENT, "Unknown event source '%s' (known: auto, %s).", name,
+                                               source_type_names(", ", names, sizeof(names)));
+        }
+
+        r = t->new(options, ret);
+        if (r < 0)
+                return r;
+        if (ret_type)
+                *ret_type = t;
+        return 0;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "read-file.h"
+
+/* Reads from fd until EOF or size bytes; returns the count or -errno. */
+static ssize_t read_loop(int fd, char *buf, size_t size) {
+        size_t n = 0;
+
+        while (n < size) {
+                ssize_t k = read(fd, buf + n, size - n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        return (ssize_t) n;
+}
+
+ssize_t read_file_small(const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        assert(path);
+        assert(buf);
+        assert(size > 0);
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        n = read_loop(fd, buf, size - 1);
+        if (n < 0)
+                return n;
+        buf[n] = '\0';
+        return n;
+}
+
+int read_file_full(const char *path, size_t max_size, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 0;
+
+        assert(path);
+        assert(ret);
+        assert(ret_size);
+        assert(max_size < SIZE_MAX / 2);
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+
+        for (;;) {
+                /* Room for max_size bytes, one more to tell a bigger file, and the NUL. */
+                size_t want = MIN(MAX(allocated * 2, (size_t) 8192), max_size + 2);
+                ssize_t n;
+                char *p;
+
+                p = realloc(buf, want);
+                if (!p)
+                        return -ENOMEM;
+                buf = p;
+                allocated = want;
+
+                n = read_loop(fd, buf + size, allocated - 1 - size);
+                if (n < 0)
+                        return (int) n;
+                size += (size_t) n;
+                if (size > max_size)
+                        return -EFBIG;
+                if (size < allocated - 1)
+                        break;          /* read_loop stops short only at EOF */
+        }
+        buf[size] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+int read_file_long(const char *path, long *ret) {
+        char buf[32];
+        char *end;
+        ssize_t n;
+        long v;
+
+        assert(ret);
+
+        n = read_file_small(path, buf, sizeof(buf));
+        if (n < 0)
+                return (int) n;
+        errno = 0;
+        v = strtol(buf, &end, 10);
+        if (errno != 0 || end == buf || (*end != '\0' && *end != '\n'))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The replay source (daemon/sources/replay.c) through the whole daemon: memstrackd --source=replay reads
+# events from a text file and memstrackctl's answers count exactly those. No kernel tracing, no root.
+#
+# Usage: test-replay-source.sh MEMSTRACKD MEMSTRACKCTL
+set -uo pipefail
+
+D=${1:?memstrackd}
+CTL=${2:?memstrackctl}
+work=$(mktemp -d /tmp/test-replay-source.XXXXXX)
+daemon=
+trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait; rm -rf "$work"' EXIT
+chmod 755 "$work"
+
+fail() {
+    echo "FAIL: $*" >&2
+    [ -f "$work/log" ] && { echo "--- memstrackd log:" >&2; cat "$work/log" >&2; }
+    exit 1
+}
+
+cat >"$work/events" <<'END'
+# 4242 keeps an order-2 block and frees a page; 4300 keeps an order-3 block.
+task 4242 replayed-a /usr/bin/replayed-a --flag
+task 4300 replayed-b
+alloc 4242 0x1000 2 0xffffffff81000000 0xffffffff81000010
+alloc 4242 0x2000 0
+free 0x2000 0
+
+alloc 4300 0x3000 3
+END
+
+# The group of whoever runs the test may connect, root or not.
+"$D" --foreground --source=replay --source-input="$work/events" --socket="$work/sock" --group="$(id -gn)" \
+    >"$work/log" 2>&1 &
+daemon=$!
+for _ in $(seq 600); do
+    "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && break
+    kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited"
+    sleep 0.1
+done
+"$CTL" --address "unix:$work/sock" tasks --all --json=short >"$work/tasks" 2>"$work/err" ||
+    fail "memstrackctl tasks: $(cat "$work/err")"
+"$CTL" --address "unix:$work/sock" status --json=short >"$work/status" 2>"$work/err" ||
+    fail "memstrackctl status: $(cat "$work/err")"
+
+python3 - "$work/tasks" "$work/status" <<'END' || fail "answers differ from the replayed events"
+import json, sys
+tasks = {t["pid"]: t for t in json.load(open(sys.argv[1]))["tasks"]}
+status = json.load(open(sys.argv[2]))
+want = {4242: ("replayed-a", "/usr/bin/replayed-a --flag", 4, 5, 2, 1), 4300: ("replayed-b", None, 8, 8, 1, 0)}
+ok = sorted(tasks) == sorted(want)
+for pid, (comm, cmdline, cur, peak, allocs, frees) in want.items():
+    t = tasks.get(pid, {})
+    got = (t.get("comm"), t.get("cmdline"), t.get("currentPages"), t.get("peakPages"), t.get("allocs"), t.get("frees"))
+    if got != (comm, cmdline, cur, peak, allocs, frees):
+        print(f"task {pid}: {got}, expected {(comm, cmdline, cur, peak, allocs, frees)}", file=sys.stderr)
+        ok = False
+print(json.dumps(status), file=sys.stderr) if not ok else None
+sys.exit(0 if ok else 1)
+END
+grep -q '"backend": *"replay"' "$work/status" || fail "status does not name the replay backend: $(cat "$work/status")"
+kill "$daemon"
+wait "$daemon"
+daemon=
+
+# A line that is not an event stops the start, naming the line; so does a missing input.
+printf 'task 1 a\nalloc 1 0x10 99\n' >"$work/bad"
+"$D" --foreground --no-socket --source=replay --source-input="$work/bad" >"$work/log" 2>&1
+status=$?
+[ $status = 1 ] || fail "a bad replay file: exit $status"
+grep -q "bad:2: not a replay event" "$work/log" || fail "a bad replay file: $(cat "$work/log")"
+"$D" --foreground --no-socket --source=replay >"$work/log" 2>&1
+status=$?
+[ $status = 1 ] || fail "no replay file: exit $status"
+grep -q "source-input" "$work/log" || fail "no replay file: $(cat "$work/log")"
+
+echo "the replayed events are what memstrackd reports"
