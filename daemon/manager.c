@@ -15,18 +15,13 @@
 #include "log.h"
 #include "manager.h"
 #include "summary.h"
+#include "time-util.h"
 #include "utf8.h"
 
 #define STATUS_INTERVAL_USEC 1000000
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 uint64_t manager_uptime_usec(const Manager *m) {
-        return m->start_usec ? monotonic_usec() - m->start_usec : 0;
+        return m->start_usec ? now_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
 }
 
 double manager_events_per_second(const Manager *m) {
@@ -51,7 +46,7 @@ static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         manager_flush(m);
         accounting_get_stats(m->accounting, &st);
         m->rate_events[m->rate_next] = st.events;
-        m->rate_usec[m->rate_next] = monotonic_usec();
+        m->rate_usec[m->rate_next] = now_usec(CLOCK_MONOTONIC);
         m->rate_next = (m->rate_next + 1) % EVENT_RATE_SAMPLES;
 
         usage_get_stats(accounting_usage(m->accounting), &us);
@@ -75,7 +70,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         /* What can change at run time: the log level from the configuration file, and the symbol table.
          * MONOTONIC_USEC lets systemd >= 253 tell this reload from an earlier one (Type=notify-reload). */
-        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
         if (m->config.reload_config)
                 (void) m->config.reload_config(); /* logs why it failed, and keeps the current settings */
         r = manager_reload_ksym(m);
@@ -216,7 +211,7 @@ int manager_start(Manager *m) {
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL);
         if (r < 0)
                 return r; /* logged with the reason */
-        m->start_usec = monotonic_usec();
+        m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);

@@ -24,6 +24,7 @@
 #include "perf.h"
 #include "proc-seed.h"
 #include "read-file.h"
+#include "time-util.h"
 #include "tracefs.h"
 #include "tracepoint.h"
 
@@ -108,13 +109,6 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
         long r = syscall(__NR_perf_event_open, attr, pid, cpu, group_fd, flags);
 
         return r < 0 ? negative_errno() : (int) r;
-}
-
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }
 
 /* kernel.perf_event_paranoid as text for messages ("unknown" if unreadable); buf of at least 24 bytes. */
@@ -470,7 +464,7 @@ static const MergeOps ring_merge_ops = {
  * free was published before the cut and is in this round. Later records wait for the next round.
  */
 static bool source_drain(PerfSource *s, uint64_t budget) {
-        uint64_t cut = now_nsec();
+        uint64_t cut = now_nsec(CLOCK_MONOTONIC);
         bool more;
 
         merge_begin(&s->merge);

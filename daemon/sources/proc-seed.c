@@ -14,16 +14,10 @@
 #include "macro.h"
 #include "proc-seed.h"
 #include "read-file.h"
+#include "time-util.h"
 
 #define COMM_MAX 64u                    /* TASK_COMM_LEN is 16; /proc/PID/comm adds a newline */
 #define STATM_MAX (7u * 21u + 1u)       /* seven decimal u64s and separators */
-
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
-}
 
 static void closedirp(DIR **d) {
         if (*d)
@@ -110,7 +104,7 @@ uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) 
                         .type = MS_EVENT_TASK_NEW,
                         .pid = (int32_t) pid,
                         .tid = (int32_t) pid,
-                        .timestamp_nsec = now_nsec(),
+                        .timestamp_nsec = now_nsec(CLOCK_MONOTONIC),
                         .task = {
                                 .name = comm,
                                 .cmdline = proc_read_cmdline(proc, (int32_t) pid, cmdline, PROC_CMDLINE_MAX),

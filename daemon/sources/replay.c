@@ -28,6 +28,7 @@
 #include "macro.h"
 #include "read-file.h"
 #include "source.h"
+#include "time-util.h"
 
 #define REPLAY_FILE_MAX (16u * 1024u * 1024u)
 #define REPLAY_FIELDS_MAX 64u
@@ -39,13 +40,6 @@ typedef struct ReplaySource {
         size_t size;
         uint64_t records;
 } ReplaySource;
-
-static uint64_t now_nsec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
-}
 
 static int parse_number(const char *s, uint64_t max, uint64_t *ret) {
         unsigned long long v;
@@ -65,7 +59,7 @@ static int parse_number(const char *s, uint64_t max, uint64_t *ret) {
 static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *sink) {
         uint64_t frames[REPLAY_FIELDS_MAX], a = 0, b = 0, c = 0;
         char cmdline[4096] = "";
-        MsEvent ev = { .timestamp_nsec = now_nsec() };
+        MsEvent ev = { .timestamp_nsec = now_nsec(CLOCK_MONOTONIC) };
         const char *verb = f[0];
         int r = 0;
 
