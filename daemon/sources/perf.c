@@ -869,12 +869,32 @@ int perf_source_new(const PerfConfig *config, EventSource **ret) {
         return 0;
 }
 
-/* Without perf events the kernel has no perf_event_paranoid; everything else is for opening to report. */
+/*
+ * Whether the kernel has perf events at all: a disabled dummy software event on ourselves opens
+ * without privileges; only ENOSYS means there is no perf_event_open(). Any other failure is left to
+ * the real open, which says what is missing (privileges, paranoia, a tracepoint). No /proc/sys file is
+ * consulted: the unit's sandbox (ProtectKernelTunables=, ProcSubset=pid) hides them.
+ */
 static int perf_source_probe(const SourceOptions *options, const char **ret_reason) {
+        struct perf_event_attr attr = {
+                .type = PERF_TYPE_SOFTWARE,
+                .size = sizeof(attr),
+                .config = PERF_COUNT_SW_DUMMY,
+                .disabled = 1,
+                .exclude_kernel = 1,
+                .exclude_hv = 1,
+        };
+        int fd;
+
         assert(ret_reason);
 
-        if (access("/proc/sys/kernel/perf_event_paranoid", F_OK) < 0) {
-                *ret_reason = "the kernel has no perf events (no /proc/sys/kernel/perf_event_paranoid)";
+        fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd >= 0) {
+                (void) close(fd);
+                return 0;
+        }
+        if (fd == -ENOSYS) {
+                *ret_reason = "the kernel has no perf events (perf_event_open() is not implemented)";
                 return -EOPNOTSUPP;
         }
         return 0;
