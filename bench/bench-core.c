@@ -9,6 +9,10 @@
  * ~1M live pages held steady (90 % order 0, the rest orders 1..3), frees by a task other than the
  * allocator half of the time. Each measured step frees one live block and allocates another, so the
  * table stays at its working size. Usage: bench-core [EVENTS] [LIVE_PAGES]
+ *
+ * Then the aggregated-sample path (MS_EVENT_SAMPLE, what a source that counts in the kernel delivers):
+ * "task T, stack S: +n or -n pages" on the same stacks and processes, negative deltas never taking more
+ * than (T, S) holds, so the core's sampled pages must equal the trace's and none be untracked.
  */
 
 #include <inttypes.h>
@@ -208,6 +212,109 @@ static int run(const char *label, uint64_t n_events, uint64_t live_target, bool 
         return 0;
 }
 
+/* One precomputed aggregated sample. */
+typedef struct SampleEvent {
+        int32_t pid;
+        uint16_t stack;
+        int8_t delta;
+        uint8_t peak;
+} SampleEvent;
+
+/* n samples on random (process, stack) pairs, as pick_stack() chooses them; held[] is what each pair holds
+ * (N_PIDS * N_STACKS entries), kept up to date so a negative delta takes at most that. positive_only for the
+ * warm-up. */
+static SampleEvent *make_samples(size_t n, uint32_t *held, bool positive_only, uint64_t *total) {
+        SampleEvent *v = malloc(MAX(n, (size_t) 1) * sizeof(SampleEvent));
+        if (!v)
+                abort();
+        for (size_t i = 0; i < n; i++) {
+                int32_t pid = (int32_t) (rng() % N_PIDS) + 1000;
+                unsigned stack = pick_stack(pid);
+                uint32_t *h = &held[(size_t) (pid - 1000) * N_STACKS + stack];
+                int delta;
+
+                if (!positive_only && *h > 0 && rng() % 2)
+                        delta = -(int) MIN(*h, (uint32_t) (1 + rng() % 8));
+                else
+                        delta = (int) (1 + rng() % 8);
+                *h = (uint32_t) ((int64_t) *h + delta);
+                *total = (uint64_t) ((int64_t) *total + delta);
+                /* A rise at least the delta itself when it is positive, a small one between samples else. */
+                int peak = delta > 0 ? delta + (int) (rng() % 4) : (int) (rng() % 2);
+                v[i] = (SampleEvent) { .pid = pid, .stack = (uint16_t) stack, .delta = (int8_t) delta,
+                                       .peak = (uint8_t) peak };
+        }
+        return v;
+}
+
+static void replay_samples(Accounting *a, const SampleEvent *v, size_t n, uint64_t *ts) {
+        MsEvent e = {
+                .type = MS_EVENT_SAMPLE,
+                .sample = { .stack = { .n_frames = DEPTH, .n_kernel_frames = DEPTH }, .unit = LEDGER_PAGES },
+        };
+
+        for (size_t i = 0; i < n; i++) {
+                e.pid = e.tid = v[i].pid;
+                e.sample.stack.frames = stacks[v[i].stack];
+                e.sample.delta = v[i].delta;
+                e.sample.peak = v[i].peak;
+                e.timestamp_nsec = (*ts)++;
+                accounting_handle_event(a, &e);
+        }
+}
+
+static int run_samples(const char *label, uint64_t n_events, bool per_process) {
+        AccountingConfig config = ACCOUNTING_CONFIG_DEFAULT;
+        size_t n_warmup = N_PIDS * 64 * 4;
+        uint64_t ts = 1, total = 0;
+        Accounting *a = NULL;
+        int r;
+
+        uint32_t *held = calloc((size_t) N_PIDS * N_STACKS, sizeof(uint32_t));
+        if (!held)
+                abort();
+        SampleEvent *warmup = make_samples(n_warmup, held, true, &total);
+        SampleEvent *steps = make_samples(n_events, held, false, &total);
+
+        config.per_process_stacks = per_process;
+        r = accounting_new(&config, NULL, &a);
+        if (r < 0) {
+                fprintf(stderr, "accounting_new: %d\n", r);
+                return 1;
+        }
+        replay_samples(a, warmup, n_warmup, &ts);
+
+        uint64_t start = now_nsec(CLOCK_MONOTONIC);
+        replay_samples(a, steps, n_events, &ts);
+        uint64_t elapsed = now_nsec(CLOCK_MONOTONIC) - start;
+
+        AccountingStats s;
+        accounting_get_stats(a, &s);
+        StackTreeStats st;
+        stacktree_get_stats(accounting_stacktree(a), &st);
+        if (s.samples != n_warmup + n_events || s.sampled_pages != total || s.sample_untracked_pages != 0 ||
+            s.current_pages != total) {
+                fprintf(stderr, "bench-core: accounting disagrees with the samples: %" PRIu64 " samples, %"
+                        PRIu64 " sampled pages (trace: %" PRIu64 "), %" PRIu64 " untracked, %" PRIu64
+                        " alloc failures\n",
+                        s.samples, s.sampled_pages, total, s.sample_untracked_pages, s.alloc_failures);
+                return 1;
+        }
+
+        printf("%s\n", label);
+        printf("  events            %" PRIu64 "\n", n_events);
+        printf("  events/s          %.2f M (%.1f ns/event)\n", n_events / (elapsed / 1e9) / 1e6,
+               (double) elapsed / n_events);
+        printf("  sampled pages     %" PRIu64 " (%zu stack nodes, %zu in process trees)\n", s.sampled_pages,
+               st.n_nodes, st.n_process_nodes);
+
+        free(held);
+        free(warmup);
+        free(steps);
+        accounting_free(a);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         uint64_t n_events = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
         uint64_t live_target = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
@@ -230,5 +337,8 @@ int main(int argc, char **argv) {
         if (run("default config; worst case, uniformly random pfns for every alloc and free:", n_events,
                 live_target, false, false) != 0)
                 return 1;
-        return run("per-process stack trees on; LIFO page reuse:", n_events, live_target, true, true);
+        if (run("per-process stack trees on; LIFO page reuse:", n_events, live_target, true, true) != 0)
+                return 1;
+        return run_samples("aggregated samples (MS_EVENT_SAMPLE), default config; +-1..8 pages per "
+                           "(task, stack):", n_events, false);
 }

@@ -46,6 +46,15 @@ static void print_status(json_t *s) {
         if (reply_count(s, "invalidEvents") > 0)
                 printf(" Invalid events: %" PRIu64 " (impossible page orders, not applied)\n",
                        reply_count(s, "invalidEvents"));
+        /* Only from sources that aggregate in the kernel. */
+        if (reply_count(s, "samples") > 0 || reply_count(s, "sampleUntrackedPages") > 0)
+                printf("        Samples: %" PRIu64 " (%s held through them now; %" PRIu64 " pages taken off "
+                       "that no sample had charged)\n", reply_count(s, "samples"),
+                       format_pages(a, sizeof(a), reply_count(s, "sampledPages"), page_size),
+                       reply_count(s, "sampleUntrackedPages"));
+        if (reply_count(s, "unsupportedEvents") > 0)
+                printf("    Unsupported: %" PRIu64 " events of a kind not applied yet (slab objects)\n",
+                       reply_count(s, "unsupportedEvents"));
         printf("    Stack nodes: %" PRIu64 " of %" PRIu64 ", %" PRIu64 " stacks truncated",
                reply_count(s, "stackNodes"), reply_count(s, "stackNodeBudget"), reply_count(s, "stacksTruncated"));
         if (reply_count(s, "stacksTruncated") > 0)

@@ -470,7 +470,7 @@ static int reload_config(void) {
 }
 
 static int run(void) {
-        Manager *m = NULL;
+        _cleanup_(manager_freep) Manager *m = NULL;
         int r;
 
         r = parse_config(false);
@@ -509,7 +509,7 @@ static int run(void) {
                 return r;
         r = manager_start(m);
         if (r < 0)
-                goto finish;
+                return r;
 
         (void) sd_notify(false, "READY=1\nSTATUS=Tracing.");
         r = sd_event_loop(m->event);
@@ -517,8 +517,6 @@ static int run(void) {
                 log_error_errno(r, "Event loop failed: %m");
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Writing the summary.");
         manager_finish(m);
-finish:
-        manager_free(m);
         return r;
 }
 

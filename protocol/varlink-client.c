@@ -51,8 +51,8 @@ int varlink_address_to_path(const char *address, char **ret_path) {
 }
 
 int varlink_client_new_from_fd(int fd, VarlinkClient **ret) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         _cleanup_close_ int sfd = fd;
-        VarlinkClient *c;
         int flags, r;
 
         assert(ret);
@@ -68,13 +68,12 @@ int varlink_client_new_from_fd(int fd, VarlinkClient **ret) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->fd = -EBADF;
         r = varlink_framer_new(0, &c->framer);
-        if (r < 0) {
-                free(c);
+        if (r < 0)
                 return r;
-        }
         c->fd = TAKE_FD(sfd);
-        *ret = c;
+        *ret = TAKE_PTR(c);
         return 0;
 }
 

@@ -11,7 +11,8 @@
  *                   task PID    -> "pid=PID comm=C parent=P seeded=0|1 baseline_pages=B exited=0|1 cmdline=..."
  *                   stats       -> "records=R lost=L wakeups=W alloc_pages=A freed_pages=F ..."
  *                   quit        -> exit
- * Source options: --tracefs DIR --buffer-pages N --wakeup-bytes B --depth D --user-stacks --budget N.
+ * Source options: --tracefs DIR --buffer-pages N --wakeup-bytes B --depth D --user-stacks, the generic
+ * SourceOptions: the probe opens "perf" through the registry (source_new()), as memstrackd does.
  * Exits non-zero when the source cannot be opened; the reason is on stderr.
  */
 
@@ -35,12 +36,11 @@
 #include "log.h"
 #include "macro.h"
 #include "parse-util.h"
-#include "perf.h"
 #include "source.h"
 
 static uint64_t arg_seconds;
 static bool arg_commands;
-static PerfConfig arg_config;
+static SourceOptions arg_options;
 
 /* An open-addressing map from a nonzero u64 key to a u64 value; backward-shift deletion. */
 typedef struct U64Map {
@@ -386,7 +386,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
 
 static int parse_argv(int argc, char *argv[]) {
         enum {
-                ARG_TRACEFS = 0x100, ARG_BUFFER_PAGES, ARG_WAKEUP_BYTES, ARG_DEPTH, ARG_USER_STACKS, ARG_BUDGET,
+                ARG_TRACEFS = 0x100, ARG_BUFFER_PAGES, ARG_WAKEUP_BYTES, ARG_DEPTH, ARG_USER_STACKS,
                 ARG_SECONDS, ARG_COMMANDS, ARG_LOG_LEVEL,
         };
         static const struct option options[] = {
@@ -395,7 +395,6 @@ static int parse_argv(int argc, char *argv[]) {
                 { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
                 { "depth",        required_argument, NULL, ARG_DEPTH        },
                 { "user-stacks",  no_argument,       NULL, ARG_USER_STACKS  },
-                { "budget",       required_argument, NULL, ARG_BUDGET       },
                 { "seconds",      required_argument, NULL, ARG_SECONDS      },
                 { "commands",     no_argument,       NULL, ARG_COMMANDS     },
                 { "log-level",    required_argument, NULL, ARG_LOG_LEVEL    },
@@ -404,32 +403,28 @@ static int parse_argv(int argc, char *argv[]) {
         uint64_t v;
         int c;
 
-        perf_config_init(&arg_config);
+        source_options_init(&arg_options);
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
                 int r = 0;
 
                 switch (c) {
                 case ARG_TRACEFS:
-                        arg_config.tracefs = optarg;
+                        arg_options.tracefs = optarg;
                         break;
                 case ARG_BUFFER_PAGES:
                         r = parse_uint64(optarg, 0, UINT32_MAX, &v);
-                        arg_config.buffer_pages = (unsigned) v;
+                        arg_options.buffer_pages = (unsigned) v;
                         break;
                 case ARG_WAKEUP_BYTES:
                         r = parse_uint64(optarg, 0, UINT32_MAX, &v);
-                        arg_config.wakeup_bytes = (size_t) v;
+                        arg_options.wakeup_bytes = (size_t) v;
                         break;
                 case ARG_DEPTH:
                         r = parse_uint64(optarg, 0, UINT32_MAX, &v);
-                        arg_config.depth = (unsigned) v;
+                        arg_options.depth = (unsigned) v;
                         break;
                 case ARG_USER_STACKS:
-                        arg_config.user_stacks = true;
-                        break;
-                case ARG_BUDGET:
-                        r = parse_uint64(optarg, 0, UINT32_MAX, &v);
-                        arg_config.drain_budget = (unsigned) v;
+                        arg_options.user_stacks = true;
                         break;
                 case ARG_SECONDS:
                         r = parse_uint64(optarg, 0, UINT32_MAX, &arg_seconds);
@@ -472,7 +467,7 @@ int main(int argc, char *argv[]) {
         (void) sigaddset(&mask, SIGTERM);
         (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 
-        r = perf_source_new(&arg_config, &p.source);
+        r = source_new("perf", &arg_options, &p.source, NULL);
         if (r < 0)
                 return EXIT_FAILURE;    /* logged */
 

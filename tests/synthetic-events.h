@@ -60,6 +60,25 @@ static inline void synthetic_lost(Accounting *a, uint32_t cpu, uint64_t n) {
         synthetic_feed(a, (MsEvent) { .type = MS_EVENT_LOST, .cpu = cpu, .lost.n_lost = n });
 }
 
+/* An aggregated sample of pages: pid's pages through the chain changed by delta, rising at most peak. */
+static inline void synthetic_sample(Accounting *a, int32_t pid, int64_t delta, uint64_t peak, SyntheticChain chain) {
+        const uint64_t *frames = chain == SYNTHETIC_EXT4 ? synthetic_chain_ext4 :
+                                 chain == SYNTHETIC_XFS ? synthetic_chain_xfs : synthetic_chain_kernel;
+        uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) :
+                     chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
+
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_SAMPLE, .pid = pid, .tid = pid,
+                                      .sample = { .stack = { .frames = frames, .n_frames = n, .n_kernel_frames = n },
+                                                  .unit = LEDGER_PAGES, .delta = delta, .peak = peak } });
+}
+
+/* A slab object allocation (bytes > 0) or free (bytes == 0) at ptr. */
+static inline void synthetic_object(Accounting *a, int32_t pid, uint64_t ptr, uint64_t bytes) {
+        synthetic_feed(a, (MsEvent) { .type = bytes > 0 ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE,
+                                      .pid = pid, .tid = pid,
+                                      .object = { .ptr = ptr, .bytes_requested = bytes, .bytes_allocated = bytes } });
+}
+
 /*
  * The scene the API tests start from (pages of any size):
  *   100 alpha  8 pages through the kernel chain (vmlinux)

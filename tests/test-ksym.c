@@ -105,6 +105,142 @@ static void test_errors(void) {
         unlink(path);
 }
 
+/* Names back to addresses (tests/data/kallsyms-names): the same name in the image and two modules, two
+ * static functions with one name, aliases at one address, a data symbol that is not text. */
+static void test_lookup_name(void) {
+        Ksym *k = load("data/kallsyms-names");
+        uint64_t a = 0;
+
+        ASSERT_OK(ksym_lookup_name(k, "__alloc_pages", NULL, &a));
+        ASSERT_EQ(a, 0xffffffff81001100);
+        ASSERT_OK(ksym_lookup_name(k, "__alloc_pages", "", &a));
+        ASSERT_EQ(a, 0xffffffff81001100);
+        ASSERT_OK(ksym_lookup_name(k, "__alloc_pages", NULL, NULL));
+
+        /* One name in the image and in two modules: the module picks. */
+        ASSERT_OK(ksym_lookup_name(k, "module_helper", NULL, &a));
+        ASSERT_EQ(a, 0xffffffff81002600);
+        ASSERT_OK(ksym_lookup_name(k, "module_helper", "ext4", &a));
+        ASSERT_EQ(a, 0xffffffffc0001000);
+        ASSERT_OK(ksym_lookup_name(k, "module_helper", "xfs", &a));
+        ASSERT_EQ(a, 0xffffffffc0002000);
+        ASSERT_EQ(ksym_lookup_name(k, "module_helper", "btrfs", &a), -ENOENT);
+
+        /* A module's symbol is not the image's, and the reverse. */
+        ASSERT_EQ(ksym_lookup_name(k, "xfs_fs_fill_super", NULL, &a), -ENOENT);
+        ASSERT_EQ(ksym_lookup_name(k, "__alloc_pages", "xfs", &a), -ENOENT);
+
+        /* Two static functions with one name: no name alone says which. */
+        a = 42;
+        ASSERT_EQ(ksym_lookup_name(k, "init_once", NULL, &a), -ENOTUNIQ);
+        ASSERT_EQ(a, 42);
+
+        /* One function listed twice at one address is one symbol. */
+        ASSERT_OK(ksym_lookup_name(k, "alias_a", NULL, &a));
+        ASSERT_EQ(a, 0xffffffff81002500);
+        ASSERT_OK(ksym_lookup_name(k, "alias_b", NULL, &a));
+        ASSERT_EQ(a, 0xffffffff81002500);
+
+        /* Unknown names, and a data symbol, which stacks never point into. */
+        ASSERT_EQ(ksym_lookup_name(k, "no_such_function", NULL, &a), -ENOENT);
+        ASSERT_EQ(ksym_lookup_name(k, "init_once_data", NULL, &a), -ENOENT);
+        ASSERT_EQ(ksym_lookup_name(k, "", NULL, &a), -ENOENT);
+        ASSERT_EQ(ksym_lookup_name(k, "zzz_after_every_name", NULL, &a), -ENOENT);
+        ASSERT_EQ(ksym_lookup_name(k, "_", NULL, &a), -ENOENT);
+        ASSERT_EQ(a, 0xffffffff81002500);
+        ksym_free(k);
+}
+
+static void test_index_memory(void) {
+        Ksym *k = load("data/kallsyms-names");
+        size_t before = ksym_memory_bytes(k);
+
+        /* Built on the first lookup by name, not at load: 4 bytes per symbol. */
+        ASSERT_OK(ksym_lookup_name(k, "end_of_text", NULL, NULL));
+        ASSERT_EQ(ksym_memory_bytes(k), before + ksym_count(k) * sizeof(uint32_t));
+        ksym_free(k);
+}
+
+static void test_parse_frame(void) {
+        Ksym *k = load("data/kallsyms-names");
+        uint64_t a = 0;
+
+        ASSERT_OK(ksym_parse_frame(k, "__alloc_pages+0x1a4/0xf00", &a));
+        ASSERT_EQ(a, 0xffffffff810012a4);
+        /* As ftrace and page_owner print it: leading blanks, a newline. */
+        ASSERT_OK(ksym_parse_frame(k, "  __alloc_pages+0x1a4/0xf00\n", &a));
+        ASSERT_EQ(a, 0xffffffff810012a4);
+        /* As ksym_format() prints it: no size. And a bare name. */
+        ASSERT_OK(ksym_parse_frame(k, "__alloc_pages+0x10", &a));
+        ASSERT_EQ(a, 0xffffffff81001110);
+        ASSERT_OK(ksym_parse_frame(k, "__alloc_pages", &a));
+        ASSERT_EQ(a, 0xffffffff81001100);
+
+        /* Modules, with and without a build id. */
+        ASSERT_OK(ksym_parse_frame(k, "xfs_fs_fill_super+0x10/0x7c0 [xfs]", &a));
+        ASSERT_EQ(a, 0xffffffffc0002050);
+        ASSERT_OK(ksym_parse_frame(k, "module_helper+0x8/0x80 [ext4]", &a));
+        ASSERT_EQ(a, 0xffffffffc0001008);
+        ASSERT_OK(ksym_parse_frame(k, "module_helper+0x8/0x80 [ext4 0123456789abcdef]", &a));
+        ASSERT_EQ(a, 0xffffffffc0001008);
+        ASSERT_OK(ksym_parse_frame(k, "module_helper+0x8/0x100", &a));
+        ASSERT_EQ(a, 0xffffffff81002608);
+        ASSERT_EQ(ksym_parse_frame(k, "module_helper+0x8/0x80 [btrfs]", &a), -ENOENT);
+
+        /* Same-named static functions: the stated size picks the one whose extent it is; the second one's
+         * extent runs past the data symbol to the next text symbol. No size, or a size neither has: which? */
+        ASSERT_OK(ksym_parse_frame(k, "init_once+0x10/0x100", &a));
+        ASSERT_EQ(a, 0xffffffff81001010);
+        ASSERT_OK(ksym_parse_frame(k, "init_once+0x10/0x300", &a));
+        ASSERT_EQ(a, 0xffffffff81002010);
+        ASSERT_EQ(ksym_parse_frame(k, "init_once+0x10", &a), -ENOTUNIQ);
+        ASSERT_EQ(ksym_parse_frame(k, "init_once+0x10/0xf0", &a), -ENOTUNIQ);
+        /* Same name and same size: nothing tells them apart. */
+        ASSERT_EQ(ksym_parse_frame(k, "same_size+0x10/0x100", &a), -ENOTUNIQ);
+
+        /* Offsets at or past the stated size, and past the symbol in this table (another kernel's text). */
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0xf00/0xf00", &a), -ERANGE);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x2000/0x1000", &a), -ERANGE);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0xf00/0x1000", &a), -ERANGE);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0xf00", &a), -ERANGE);
+        ASSERT_OK(ksym_parse_frame(k, "__alloc_pages+0xeff/0x1000", &a));
+        ASSERT_EQ(a, 0xffffffff81001fff);
+
+        /* What the kernel could not name, it prints as an address. */
+        ASSERT_OK(ksym_parse_frame(k, "0xffffffffc0badbad", &a));
+        ASSERT_EQ(a, 0xffffffffc0badbad);
+
+        /* Unknown names. */
+        ASSERT_EQ(ksym_parse_frame(k, "no_such_function+0x10/0x20", &a), -ENOENT);
+
+        /* Not frames: nothing is written. */
+        a = 42;
+        ASSERT_EQ(ksym_parse_frame(k, "", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "   ", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "+0x10/0x20", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+10/0x20", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x/0x20", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x10/", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x10/0x20 [xfs", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x10/0x20 []", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x10/0x20 trailing", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x10/0x20 [xfs] trailing", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "0xffffffff81001100 trailing", &a), -EINVAL);
+        ASSERT_EQ(ksym_parse_frame(k, "__alloc_pages+0x100000000000000000/0x20", &a), -ERANGE);
+        ASSERT_EQ(a, 42);
+        ksym_free(k);
+}
+
+static void test_lookup_name_hidden(void) {
+        Ksym *k = load("data/kallsyms-hidden");
+        uint64_t a = 42;
+
+        ASSERT_EQ(ksym_lookup_name(k, "do_anonymous_page", NULL, &a), -EADDRNOTAVAIL);
+        ASSERT_EQ(ksym_parse_frame(k, "do_anonymous_page+0x10/0x100", &a), -EADDRNOTAVAIL);
+        ASSERT_EQ(a, 42);
+        ksym_free(k);
+}
+
 /* Whether the running kernel shows this process addresses in /proc/kallsyms: any non-zero one. */
 static bool kallsyms_shows_addresses(void) {
         _cleanup_fclose_ FILE *f = fopen("/proc/kallsyms", "re");
@@ -116,6 +252,86 @@ static bool kallsyms_shows_addresses(void) {
                 if (sscanf(line, "%llx", &a) == 1 && a != 0)
                         return true;
         return false;
+}
+
+/* Every text symbol of a copy of the running kernel's table is found by its name, unless another symbol in
+ * its module has that name too, and its printed frame parses back to the address; the kernel's own frames of
+ * this process, as it prints them, parse (when it lets us read them). */
+static void test_live_names(void) {
+        /* KSYM_NAME_LEN is 512: room for a line with the longest name and module. */
+        char path[] = "/tmp/test-ksym-live-XXXXXX", buf[1200];
+        size_t n_back = 0, n_ambiguous = 0;
+        _cleanup_fclose_ FILE *in = NULL, *out = NULL;
+        Ksym *k = NULL;
+        int fd;
+
+        /* A copy, so modules and bpf programs coming and going do not change the table under the check. */
+        fd = mkstemp(path);
+        ASSERT_GE(fd, 0);
+        out = fdopen(fd, "w");
+        ASSERT_NOT_NULL(out);
+        in = fopen("/proc/kallsyms", "re");
+        ASSERT_NOT_NULL(in);
+        while (fgets(buf, sizeof(buf), in))
+                ASSERT_GE(fputs(buf, out), 0);
+        ASSERT_EQ(fclose(TAKE_PTR(out)), 0);
+        ASSERT_OK(ksym_load(path, &k));
+        (void) fclose(TAKE_PTR(in));
+        in = fopen(path, "re");
+        ASSERT_NOT_NULL(in);
+
+        while (fgets(buf, sizeof(buf), in)) {
+                char type, name[513], module[513] = "";
+                unsigned long long a;
+                uint64_t b = 0;
+                int e;
+
+                if (sscanf(buf, "%llx %c %512s [%512[^]]]", &a, &type, name, module) < 3 ||
+                    !strchr("tTwW", type))
+                        continue;
+                e = ksym_lookup_name(k, name, module, &b);
+                if (e == -ENOTUNIQ) {
+                        n_ambiguous++;
+                        continue;
+                }
+                ASSERT_OK(e);
+                ASSERT_EQ(b, a);
+                /* Printed back with the name ksym_lookup() picks, which may be another alias at a. */
+                e = ksym_parse_frame(k, ksym_format(k, a + 1, buf, sizeof(buf)), &b);
+                if (e == -ENOTUNIQ)
+                        continue;
+                ASSERT_OK(e);
+                ASSERT_EQ(b, a + 1);
+                n_back++;
+        }
+        fprintf(stderr, "%zu of %zu symbols back from their names, %zu share their name\n", n_back,
+                ksym_count(k), n_ambiguous);
+        ASSERT_GT(n_back, 0);
+        unlink(path);
+
+        (void) fclose(TAKE_PTR(in));
+        in = fopen("/proc/self/stack", "re");
+        if (!in)
+                fprintf(stderr, "SKIP: the kernel's frames: /proc/self/stack: %m\n");
+        else {
+                size_t n_frames = 0;
+
+                while (fgets(buf, sizeof(buf), in)) {
+                        /* "[<0>] do_syscall_64+0x82/0x190": the address hidden, the symbol as %pS
+                         * prints it. */
+                        char *frame = strstr(buf, "] ");
+                        uint64_t b;
+                        int e;
+
+                        ASSERT_NOT_NULL(frame);
+                        e = ksym_parse_frame(k, frame + 2, &b);
+                        if (e != -ENOTUNIQ)
+                                ASSERT_OK(e);
+                        n_frames++;
+                }
+                fprintf(stderr, "%zu frames of /proc/self/stack parsed\n", n_frames);
+        }
+        ksym_free(k);
 }
 
 /* The running kernel's table loads, says whether the kernel hides addresses from us as the kernel
@@ -150,8 +366,16 @@ int main(void) {
         TEST(test_lookup_modules);
         TEST(test_hidden_addresses);
         TEST(test_errors);
+        TEST(test_lookup_name);
+        TEST(test_index_memory);
+        TEST(test_parse_frame);
+        TEST(test_lookup_name_hidden);
         /* Last: the other cases pass or fail whatever the kernel; a kernel without kallsyms makes a skip. */
         fprintf(stderr, "== test_live_kallsyms\n");
         live = test_live_kallsyms();
+        if (live && !kallsyms_shows_addresses())
+                fprintf(stderr, "SKIP: the live names: /proc/kallsyms hides addresses\n");
+        else if (live)
+                TEST(test_live_names);
         return live ? EXIT_SUCCESS : EXIT_TEST_SKIP;
 }

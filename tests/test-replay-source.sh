@@ -28,6 +28,15 @@ alloc 4242 0x2000 0
 free 0x2000 0
 
 alloc 4300 0x3000 3
+
+# 4500's pages come as aggregated samples (an alloc and a free for the task): +3, then -5, of
+# which 2 no sample had charged.
+task 4500 sampled
+sample 4500 3 3 0xffffffff81000000
+sample 4500 -5 0 0xffffffff81000000
+# Slab objects: counted, not applied.
+object 4300 0xffff888000001000 192
+object-free 0xffff888000001000
 END
 
 # The group of whoever runs the test may connect, root or not.
@@ -43,13 +52,20 @@ done
     fail "memstrackctl tasks: $(cat "$work/err")"
 "$CTL" --address "unix:$work/sock" status --json=short >"$work/status" 2>"$work/err" ||
     fail "memstrackctl status: $(cat "$work/err")"
+"$CTL" --address "unix:$work/sock" status >"$work/status.txt" 2>"$work/err" ||
+    fail "memstrackctl status: $(cat "$work/err")"
 
 python3 - "$work/tasks" "$work/status" <<'END' || fail "answers differ from the replayed events"
 import json, sys
 tasks = {t["pid"]: t for t in json.load(open(sys.argv[1]))["tasks"]}
 status = json.load(open(sys.argv[2]))
-want = {4242: ("replayed-a", "/usr/bin/replayed-a --flag", 4, 5, 2, 1), 4300: ("replayed-b", None, 8, 8, 1, 0)}
+want = {4242: ("replayed-a", "/usr/bin/replayed-a --flag", 4, 5, 2, 1), 4300: ("replayed-b", None, 8, 8, 1, 0),
+        4500: ("sampled", None, 0, 3, 1, 1)}
 ok = sorted(tasks) == sorted(want)
+counts = {k: status.get(k) for k in ("samples", "sampledPages", "sampleUntrackedPages", "unsupportedEvents")}
+if counts != {"samples": 2, "sampledPages": 0, "sampleUntrackedPages": 2, "unsupportedEvents": 2}:
+    print(f"status: {counts}", file=sys.stderr)
+    ok = False
 for pid, (comm, cmdline, cur, peak, allocs, frees) in want.items():
     t = tasks.get(pid, {})
     got = (t.get("comm"), t.get("cmdline"), t.get("currentPages"), t.get("peakPages"), t.get("allocs"), t.get("frees"))
@@ -60,6 +76,10 @@ print(json.dumps(status), file=sys.stderr) if not ok else None
 sys.exit(0 if ok else 1)
 END
 grep -q '"backend": *"replay"' "$work/status" || fail "status does not name the replay backend: $(cat "$work/status")"
+grep -q '^ *Samples: 2 (.*; 2 pages taken off that no sample had charged)$' "$work/status.txt" ||
+    fail "status does not show the samples: $(cat "$work/status.txt")"
+grep -q '^ *Unsupported: 2 events' "$work/status.txt" ||
+    fail "status does not show the unsupported events: $(cat "$work/status.txt")"
 kill "$daemon"
 wait "$daemon"
 daemon=

@@ -229,6 +229,12 @@ static void test_status_and_summary(void) {
         /* Only root sees kernel addresses (and the table loaded from the file has them). */
         ASSERT_EQ(json_is_true(json_object_get(st, "kernelAddressesHidden")), !f.root);
         expect_invalid(&f, "io.memstrack.Status", "{\"bogus\": 1}", "bogus");
+        /* The scene has page records only. */
+        ASSERT_EQ(get_int(st, "invalidEvents"), 0);
+        ASSERT_EQ(get_int(st, "samples"), 0);
+        ASSERT_EQ(get_int(st, "sampledPages"), 0);
+        ASSERT_EQ(get_int(st, "sampleUntrackedPages"), 0);
+        ASSERT_EQ(get_int(st, "unsupportedEvents"), 0);
 
         json_auto_t *sum = call_ok(&f, "io.memstrack.Summary", "{\"limit\": 2}");
         ASSERT_EQ(get_int(json_object_get(sum, "pages"), "current"), 15);
@@ -243,6 +249,22 @@ static void test_status_and_summary(void) {
         expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": 10001}", "limit");
         expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": \"ten\"}", "limit");
         expect_invalid(&f, "io.memstrack.Summary", "{\"bogus\": true}", "bogus");
+
+        /* Samples: alpha +6 (peak 9) through the kernel chain; gamma, holding nothing through it, -2 of
+         * which no sample had charged any. Objects: counted, not applied. */
+        synthetic_sample(f.accounting, 100, 6, 9, SYNTHETIC_KERNEL);
+        synthetic_sample(f.accounting, 300, -2, 0, SYNTHETIC_KERNEL);
+        synthetic_object(f.accounting, 200, 0xffff888000001000, 192);
+        synthetic_object(f.accounting, 200, 0xffff888000001000, 0);
+        synthetic_object(f.accounting, 100, 0xffff888000002000, 64);
+        json_auto_t *st2 = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_EQ(get_int(st2, "samples"), 2);
+        ASSERT_EQ(get_int(st2, "sampledPages"), 6);
+        ASSERT_EQ(get_int(st2, "sampleUntrackedPages"), 2);
+        ASSERT_EQ(get_int(st2, "unsupportedEvents"), 3);
+        ASSERT_EQ(get_int(st2, "invalidEvents"), 0);
+        ASSERT_EQ(get_int(st2, "trackedPages"), 21);
+        ASSERT_EQ(get_int(st2, "peakTrackedPages"), 30);
         fixture_done(&f);
 }
 

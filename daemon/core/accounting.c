@@ -37,8 +37,10 @@ static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
         return USAGE_MODULE_NONE;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(Accounting *, accounting_free);
+
 int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting **ret) {
-        _cleanup_free_ Accounting *a = calloc(1, sizeof(Accounting));
+        _cleanup_(accounting_freep) Accounting *a = calloc(1, sizeof(Accounting));
         if (!a)
                 return -ENOMEM;
 
@@ -49,15 +51,13 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->stacks = stacktree_new(config->max_stack_nodes, config->per_process_stacks, classify_frame, a);
         a->usage = usage_new(config->track_threads, config->max_exited_tasks);
         a->index = chargeindex_new();
-        if (!a->pages || !a->stacks || !a->usage || !a->index) {
-                pagemap_free(a->pages);
-                stacktree_free(a->stacks);
-                usage_free(a->usage);
-                chargeindex_free(a->index);
+        if (!a->pages || !a->stacks || !a->usage || !a->index)
                 return -ENOMEM;
-        }
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
         a->loading_module = usage_module_intern(a->usage, ACCOUNTING_LOADING_MODULE);
+        /* On an empty table interning fails only for lack of memory. */
+        if (a->kernel_module == USAGE_MODULE_NONE || a->loading_module == USAGE_MODULE_NONE)
+                return -ENOMEM;
         *ret = TAKE_PTR(a);
         return 0;
 }

@@ -11,19 +11,29 @@
 #define NONE CHARGE_CELL_NONE
 #define MODULES 2048u           /* module ids fit 11 bits (pagemap.h) */
 
+/* Every cell is on two doubly linked lists, one code for both: the cells of its process, of its module. */
+typedef enum CellList {
+        CELL_LIST_PROCESS,
+        CELL_LIST_MODULE,
+        _CELL_LIST_MAX,
+} CellList;
+
+typedef struct CellLink {
+        uint32_t prev, next;            /* cell indexes, NONE at either end */
+} CellLink;
+
 /* 32 bytes: pages and module share a word (2^53 pages of 4 KiB are 32 EiB). */
 typedef struct Cell {
         uint32_t process, leaf;         /* leaf: the stack node charged */
         uint64_t pages:53;
         uint64_t module:11;
-        uint32_t process_prev, process_next;    /* cells of the same process */
-        uint32_t module_prev, module_next;      /* cells of the same module */
+        CellLink link[_CELL_LIST_MAX];  /* per CellList */
 } Cell;
 
 _Static_assert(sizeof(Cell) == 32, "a cell is half a cache line");
 
 struct ChargeIndex {
-        Cell *cells;                    /* owned; free cells are chained through process_next */
+        Cell *cells;                    /* owned; free cells chain through link[CELL_LIST_PROCESS].next */
         size_t n_cells, n_allocated;
         uint32_t free_cell;
 
@@ -103,6 +113,34 @@ static int grow_slots(ChargeIndex *ci) {
         return 0;
 }
 
+/* The head of x's list l: its process's or its module's. */
+static uint32_t *list_head(ChargeIndex *ci, CellList l, const Cell *x) {
+        return l == CELL_LIST_PROCESS ? &ci->process_head[x->process] : &ci->module_head[x->module];
+}
+
+/* Puts cell c first on its list l (the head for its process or module as they are now). */
+static void list_push(ChargeIndex *ci, CellList l, uint32_t c) {
+        Cell *x = &ci->cells[c];
+        uint32_t *head = list_head(ci, l, x);
+
+        x->link[l] = (CellLink) { .prev = NONE, .next = *head };
+        if (*head != NONE)
+                ci->cells[*head].link[l].prev = c;
+        *head = c;
+}
+
+/* Takes cell c off its list l; call before changing what list_head() reads (module, process). */
+static void list_unlink(ChargeIndex *ci, CellList l, uint32_t c) {
+        const Cell *x = &ci->cells[c];
+
+        if (x->link[l].prev != NONE)
+                ci->cells[x->link[l].prev].link[l].next = x->link[l].next;
+        else
+                *list_head(ci, l, x) = x->link[l].next;
+        if (x->link[l].next != NONE)
+                ci->cells[x->link[l].next].link[l].prev = x->link[l].prev;
+}
+
 static int ensure_process_head(ChargeIndex *ci, uint32_t process) {
         if (process < ci->n_process_heads)
                 return 0;
@@ -120,7 +158,7 @@ static int ensure_process_head(ChargeIndex *ci, uint32_t process) {
 static uint32_t new_cell(ChargeIndex *ci) {
         if (ci->free_cell != NONE) {
                 uint32_t c = ci->free_cell;
-                ci->free_cell = ci->cells[c].process_next;
+                ci->free_cell = ci->cells[c].link[CELL_LIST_PROCESS].next;
                 return c;
         }
         if (ci->n_cells == ci->n_allocated) {
@@ -176,17 +214,9 @@ uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint1
                 .leaf = node,
                 .module = module,
                 .pages = pages,
-                .process_prev = NONE,
-                .process_next = ci->process_head[process],
-                .module_prev = NONE,
-                .module_next = ci->module_head[module],
         };
-        if (ci->process_head[process] != NONE)
-                ci->cells[ci->process_head[process]].process_prev = c;
-        ci->process_head[process] = c;
-        if (ci->module_head[module] != NONE)
-                ci->cells[ci->module_head[module]].module_prev = c;
-        ci->module_head[module] = c;
+        for (CellList l = 0; l < _CELL_LIST_MAX; l++)
+                list_push(ci, l, c);
         ci->slots[i] = c;
         ci->n_used++;
         return c;
@@ -195,21 +225,10 @@ uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint1
 static void unlink_cell(ChargeIndex *ci, uint32_t c) {
         Cell *x = &ci->cells[c];
 
-        if (x->process_prev != NONE)
-                ci->cells[x->process_prev].process_next = x->process_next;
-        else
-                ci->process_head[x->process] = x->process_next;
-        if (x->process_next != NONE)
-                ci->cells[x->process_next].process_prev = x->process_prev;
+        for (CellList l = 0; l < _CELL_LIST_MAX; l++)
+                list_unlink(ci, l, c);
 
-        if (x->module_prev != NONE)
-                ci->cells[x->module_prev].module_next = x->module_next;
-        else
-                ci->module_head[x->module] = x->module_next;
-        if (x->module_next != NONE)
-                ci->cells[x->module_next].module_prev = x->module_prev;
-
-        x->process_next = ci->free_cell;
+        x->link[CELL_LIST_PROCESS].next = ci->free_cell;
         x->leaf = NONE; /* no key matches a free cell: a stale hint misses */
         ci->free_cell = c;
 }
@@ -268,19 +287,9 @@ int chargeindex_relabel(ChargeIndex *ci, uint32_t cell, uint16_t module) {
 
         /* Out of the old key's slot and module list, into the new ones; the process list stays. */
         remove_slot(ci, find(ci, x->process, x->module, x->leaf));
-        if (x->module_prev != NONE)
-                ci->cells[x->module_prev].module_next = x->module_next;
-        else
-                ci->module_head[x->module] = x->module_next;
-        if (x->module_next != NONE)
-                ci->cells[x->module_next].module_prev = x->module_prev;
-
+        list_unlink(ci, CELL_LIST_MODULE, cell);
         x->module = module;
-        x->module_prev = NONE;
-        x->module_next = ci->module_head[module];
-        if (ci->module_head[module] != NONE)
-                ci->cells[ci->module_head[module]].module_prev = cell;
-        ci->module_head[module] = cell;
+        list_push(ci, CELL_LIST_MODULE, cell);
         ci->slots[find(ci, x->process, module, x->leaf)] = cell;
         return 0;
 }
@@ -290,7 +299,7 @@ void chargeindex_foreach_cell_of_process(const ChargeIndex *ci, uint32_t process
         if (process >= ci->n_process_heads)
                 return;
         /* fn may relabel the cell (the process list does not change), not add or remove cells. */
-        for (uint32_t c = ci->process_head[process]; c != NONE; c = ci->cells[c].process_next)
+        for (uint32_t c = ci->process_head[process]; c != NONE; c = ci->cells[c].link[CELL_LIST_PROCESS].next)
                 fn(userdata, c);
 }
 
@@ -305,14 +314,14 @@ uint32_t chargeindex_process(const ChargeIndex *ci, uint32_t cell) {
 void chargeindex_foreach_process(const ChargeIndex *ci, uint32_t process, ChargeIndexFn fn, void *userdata) {
         if (process >= ci->n_process_heads)
                 return;
-        for (uint32_t c = ci->process_head[process]; c != NONE; c = ci->cells[c].process_next)
+        for (uint32_t c = ci->process_head[process]; c != NONE; c = ci->cells[c].link[CELL_LIST_PROCESS].next)
                 fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
 }
 
 void chargeindex_foreach_module(const ChargeIndex *ci, uint16_t module, ChargeIndexFn fn, void *userdata) {
         if (module >= MODULES)
                 return;
-        for (uint32_t c = ci->module_head[module]; c != NONE; c = ci->cells[c].module_next)
+        for (uint32_t c = ci->module_head[module]; c != NONE; c = ci->cells[c].link[CELL_LIST_MODULE].next)
                 fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
 }
 

@@ -91,8 +91,10 @@ static void init_roots(StackTree *t) {
         t->n_children = 0;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(StackTree *, stacktree_free);
+
 StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn module_fn, void *userdata) {
-        _cleanup_(freep) StackTree *t = calloc(1, sizeof(StackTree));
+        _cleanup_(stacktree_freep) StackTree *t = calloc(1, sizeof(StackTree));
         if (!t)
                 return NULL;
 
@@ -112,14 +114,8 @@ StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn modul
         t->children_capacity = 2048;
         t->children = malloc(t->children_capacity * sizeof(ChildSlot));
         t->cache = calloc(CACHE_SLOTS, sizeof(CacheSlot));
-        if (!t->nodes || !t->pages || !t->up || !t->children || !t->cache) {
-                free(t->nodes);
-                free(t->pages);
-                free(t->up);
-                free(t->children);
-                free(t->cache);
+        if (!t->nodes || !t->pages || !t->up || !t->children || !t->cache)
                 return NULL;
-        }
         memset(t->children, 0xff, t->children_capacity * sizeof(ChildSlot));
         init_roots(t);
         return TAKE_PTR(t);

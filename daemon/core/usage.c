@@ -149,8 +149,10 @@ static void init_evicted_record(Usage *u) {
         u->n_tasks = 1;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(Usage *, usage_free);
+
 Usage *usage_new(bool track_threads, size_t max_exited) {
-        _cleanup_free_ Usage *u = calloc(1, sizeof(Usage));
+        _cleanup_(usage_freep) Usage *u = calloc(1, sizeof(Usage));
         if (!u)
                 return NULL;
 
@@ -161,11 +163,8 @@ Usage *usage_new(bool track_threads, size_t max_exited) {
         u->tasks = malloc(u->n_allocated * sizeof(Task));
         if (!u->tasks)
                 return NULL;
-        if (idmap_init(&u->processes) < 0 || idmap_init(&u->threads) < 0) {
-                free(u->processes.slots);
-                free(u->tasks);
+        if (idmap_init(&u->processes) < 0 || idmap_init(&u->threads) < 0)
                 return NULL;
-        }
         init_evicted_record(u);
         return TAKE_PTR(u);
 }

@@ -11,6 +11,11 @@
  *   alloc PID PFN ORDER [FRAME...]   PID allocated 2^ORDER pages at PFN; kernel frames, innermost first
  *   free PFN ORDER                   the block at PFN was freed
  *   lost CPU N                       N records were lost on CPU
+ *   sample PID DELTA PEAK [FRAME...] an aggregated sample: PID's pages through this chain changed by DELTA
+ *                                    (negative with a leading -), having risen at most PEAK above where
+ *                                    they stood (MsSampleEvent)
+ *   object PID PTR BYTES             PID allocated a BYTES-byte slab object at PTR
+ *   object-free PTR                  the object at PTR was freed
  *
  * The whole file is read and checked when the source is built, so a bad line fails the start with its
  * line number; start() delivers every event at once, stamped with the time of delivery.
@@ -19,6 +24,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +58,19 @@ static int parse_number(const char *s, uint64_t max, uint64_t *ret) {
         if (errno != 0 || *end != '\0' || v > max)
                 return -EINVAL;
         *ret = v;
+        return 0;
+}
+
+/* A number as parse_number() takes it, negative with a leading '-'. */
+static int parse_signed(const char *s, int64_t *ret) {
+        bool negative = *s == '-';
+        uint64_t v;
+        int r;
+
+        r = parse_number(s + negative, INT64_MAX, &v);
+        if (r < 0)
+                return r;
+        *ret = negative ? -(int64_t) v : (int64_t) v;
         return 0;
 }
 
@@ -114,6 +133,37 @@ static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *s
                 ev.type = MS_EVENT_LOST;
                 ev.cpu = (uint32_t) a;
                 ev.lost.n_lost = b;
+        } else if (streq(verb, "sample") && n >= 4) {
+                int64_t delta = 0;
+
+                r = parse_number(f[1], INT32_MAX, &a);
+                if (r >= 0)
+                        r = parse_signed(f[2], &delta);
+                if (r >= 0)
+                        r = parse_number(f[3], INT64_MAX, &c);
+                for (size_t i = 4; i < n && r >= 0; i++)
+                        r = parse_number(f[i], UINT64_MAX, &frames[i - 4]);
+                ev.type = MS_EVENT_SAMPLE;
+                ev.pid = ev.tid = (int32_t) a;
+                ev.sample.unit = LEDGER_PAGES;
+                ev.sample.delta = delta;
+                ev.sample.peak = c;
+                ev.sample.stack.frames = frames;
+                ev.sample.stack.n_frames = ev.sample.stack.n_kernel_frames = (uint32_t) (n - 4);
+        } else if (streq(verb, "object") && n == 4) {
+                r = parse_number(f[1], INT32_MAX, &a);
+                if (r >= 0)
+                        r = parse_number(f[2], UINT64_MAX, &b);
+                if (r >= 0)
+                        r = parse_number(f[3], UINT64_MAX, &c);
+                ev.type = MS_EVENT_OBJECT_ALLOC;
+                ev.pid = ev.tid = (int32_t) a;
+                ev.object.ptr = b;
+                ev.object.bytes_requested = ev.object.bytes_allocated = c;
+        } else if (streq(verb, "object-free") && n == 2) {
+                r = parse_number(f[1], UINT64_MAX, &b);
+                ev.type = MS_EVENT_OBJECT_FREE;
+                ev.object.ptr = b;
         } else
                 return -EBADMSG;
         if (r < 0)

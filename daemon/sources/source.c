@@ -12,11 +12,14 @@
 /*
  * The registry: one line per source, in the order "auto" tries them. X(NAME) names the
  * `const SourceType NAME_source_type` its file defines.
+ * (tests/test-source.c defines a registry of fake sources before it includes this file.)
  */
+#ifndef SOURCE_REGISTRY
 #define SOURCE_REGISTRY(X)                                                                              \
         X(perf)                                                                                         \
         X(replay)                                                                                       \
         /* end of the registry */
+#endif
 
 #define SOURCE_DECLARE(n) extern const SourceType n##_source_type;
 SOURCE_REGISTRY(SOURCE_DECLARE)

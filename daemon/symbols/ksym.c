@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,6 +25,11 @@ struct Ksym {
         char *strings;          /* NUL-separated names; entries refer to them by offset */
         size_t strings_size, strings_allocated;
         bool hidden;
+
+        /* The name index: positions in entries, sorted by (name, module, address); owned. Built on the
+         * first lookup by name (most daemons never look names up), so a reload, which makes a new Ksym,
+         * rebuilds it. */
+        uint32_t *by_name;
 };
 
 static int append_string(Ksym *k, const char *s, size_t len, uint32_t *ret) {
@@ -51,6 +58,7 @@ static int compare_entries(const void *a, const void *b) {
 Ksym *ksym_free(Ksym *k) {
         if (!k)
                 return NULL;
+        free(k->by_name);
         free(k->entries);
         free(k->strings);
         free(k);
@@ -204,7 +212,8 @@ size_t ksym_count(const Ksym *k) {
 }
 
 size_t ksym_memory_bytes(const Ksym *k) {
-        return sizeof(Ksym) + k->n_allocated * sizeof(KsymEntry) + k->strings_allocated;
+        return sizeof(Ksym) + k->n_allocated * sizeof(KsymEntry) + k->strings_allocated +
+                (k->by_name ? k->n_entries * sizeof(uint32_t) : 0);
 }
 
 uint64_t ksym_address_of(const Ksym *k, const char *name) {
@@ -225,4 +234,225 @@ char *ksym_format(const Ksym *k, uint64_t addr, char *buf, size_t size) {
         } else
                 (void) snprintf(buf, size, "0x%" PRIx64, addr);
         return buf;
+}
+
+/* Module name of an entry for ordering and matching: "" for the kernel image, which no module is named. */
+static const char *entry_module(const Ksym *k, const KsymEntry *e) {
+        return e->module == NO_MODULE ? "" : k->strings + e->module;
+}
+
+static int compare_by_name(const void *a, const void *b, void *userdata) {
+        const Ksym *k = userdata;
+        const KsymEntry *x = &k->entries[*(const uint32_t *) a], *y = &k->entries[*(const uint32_t *) b];
+        int c;
+
+        c = strcmp(k->strings + x->name, k->strings + y->name);
+        if (c != 0)
+                return c;
+        c = strcmp(entry_module(k, x), entry_module(k, y));
+        if (c != 0)
+                return c;
+        return x->address < y->address ? -1 : x->address > y->address;
+}
+
+static int build_name_index(Ksym *k) {
+        if (k->by_name || k->n_entries == 0)
+                return 0;
+        if (k->n_entries > UINT32_MAX)
+                return -E2BIG;
+
+        uint32_t *index = malloc(k->n_entries * sizeof(uint32_t));
+        if (!index)
+                return -ENOMEM;
+        for (size_t i = 0; i < k->n_entries; i++)
+                index[i] = (uint32_t) i;
+        qsort_r(index, k->n_entries, sizeof(uint32_t), compare_by_name, k);
+        k->by_name = index;
+        return 0;
+}
+
+/* Orders the entry at index position i against (name, module). */
+static int compare_key(const Ksym *k, size_t i, const char *name, const char *module) {
+        const KsymEntry *e = &k->entries[k->by_name[i]];
+        int c;
+
+        c = strcmp(k->strings + e->name, name);
+        if (c != 0)
+                return c;
+        return strcmp(entry_module(k, e), module);
+}
+
+/* The bytes from entry pos to the next higher symbol start: how far an offset into it can reach before the
+ * address belongs to another symbol. UINT64_MAX for the last symbol. */
+static uint64_t entry_extent(const Ksym *k, size_t pos) {
+        uint64_t start = k->entries[pos].address;
+
+        for (size_t i = pos + 1; i < k->n_entries; i++)
+                if (k->entries[i].address > start)
+                        return k->entries[i].address - start;
+        return UINT64_MAX;
+}
+
+/* Finds the symbols named name in module ("" for the kernel image): index range [*ret_first, *ret_end). */
+static void name_range(const Ksym *k, const char *name, const char *module,
+                size_t *ret_first, size_t *ret_end) {
+        size_t lo = 0, hi = k->n_entries;
+
+        /* First position not ordered before the key. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (compare_key(k, mid, name, module) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_first = lo;
+        while (lo < k->n_entries && compare_key(k, lo, name, module) == 0)
+                lo++;
+        *ret_end = lo;
+}
+
+/* The one symbol called name in module whose extent is size (any extent when size is 0). */
+static int lookup_name_sized(Ksym *k, const char *name, const char *module, uint64_t size, size_t *ret_pos) {
+        size_t first, end, found = SIZE_MAX;
+        int r;
+
+        assert(k);
+        assert(name);
+
+        if (k->hidden)
+                return -EADDRNOTAVAIL;
+        r = build_name_index(k);
+        if (r < 0)
+                return r;
+
+        name_range(k, name, module ?: "", &first, &end);
+        if (first == end)
+                return -ENOENT;
+
+        for (size_t i = first; i < end; i++) {
+                size_t pos = k->by_name[i];
+
+                /* An alias at the address of the previous match is the same function, not a second one. */
+                if (found != SIZE_MAX && k->entries[pos].address == k->entries[found].address)
+                        continue;
+                if (size != 0 && entry_extent(k, pos) != size)
+                        continue;
+                if (found != SIZE_MAX)
+                        return -ENOTUNIQ;
+                found = pos;
+        }
+        if (found == SIZE_MAX)
+                return -ENOTUNIQ; /* none has the stated size: the caller may retry without it */
+
+        *ret_pos = found;
+        return 0;
+}
+
+int ksym_lookup_name(Ksym *k, const char *name, const char *module, uint64_t *ret_address) {
+        size_t pos;
+        int r;
+
+        r = lookup_name_sized(k, name, module, 0, &pos);
+        if (r < 0)
+                return r;
+        if (ret_address)
+                *ret_address = k->entries[pos].address;
+        return 0;
+}
+
+/* Parses "0x<hex>" at *p: the digits must be there and fit. Advances *p past them. */
+static int parse_hex(const char **p, uint64_t *ret) {
+        char *end;
+
+        if (strncmp(*p, "0x", 2) != 0 || !isxdigit((unsigned char) (*p)[2]))
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(*p + 2, &end, 16);
+        if (errno != 0)
+                return -ERANGE;
+        *p = end;
+        *ret = v;
+        return 0;
+}
+
+int ksym_parse_frame(Ksym *k, const char *text, uint64_t *ret_address) {
+        _cleanup_free_ char *name = NULL, *module = NULL;
+        uint64_t offset = 0, size = 0;
+        const char *p;
+        size_t pos;
+        int r;
+
+        assert(k);
+        assert(text);
+
+        p = text + strspn(text, " \t");
+
+        /* The kernel prints a raw address for what it could not resolve: take it as it is. */
+        if (strncmp(p, "0x", 2) == 0) {
+                uint64_t address;
+
+                r = parse_hex(&p, &address);
+                if (r < 0)
+                        return r;
+                if (p[strspn(p, " \t\n")] != '\0')
+                        return -EINVAL;
+                if (ret_address)
+                        *ret_address = address;
+                return 0;
+        }
+
+        size_t len = strcspn(p, "+ \t\n[");
+        if (len == 0)
+                return -EINVAL;
+        name = strndup(p, len);
+        if (!name)
+                return -ENOMEM;
+        p += len;
+
+        if (*p == '+') {
+                p++;
+                r = parse_hex(&p, &offset);
+                if (r < 0)
+                        return r;
+                if (*p == '/') {
+                        p++;
+                        r = parse_hex(&p, &size);
+                        if (r < 0)
+                                return r;
+                        /* The text contradicts itself: no offset lies at or past the end of its symbol. */
+                        if (offset >= size)
+                                return -ERANGE;
+                }
+        }
+
+        p += strspn(p, " \t");
+        if (*p == '[') {
+                p++;
+                /* "[module]", or "[module buildid]" when the kernel prints build ids (%pSb). */
+                len = strcspn(p, " ]");
+                if (len == 0 || !strchr(p, ']'))
+                        return -EINVAL;
+                module = strndup(p, len);
+                if (!module)
+                        return -ENOMEM;
+                p = strchr(p, ']') + 1;
+        }
+        if (p[strspn(p, " \t\n")] != '\0')
+                return -EINVAL;
+
+        /* Static functions share names; the stated size tells them apart when only one has it. */
+        r = lookup_name_sized(k, name, module, size, &pos);
+        if (r == -ENOTUNIQ && size != 0)
+                r = lookup_name_sized(k, name, module, 0, &pos);
+        if (r < 0)
+                return r;
+
+        /* An offset that would land in the next symbol means this table is not the one the text came from. */
+        if (offset >= entry_extent(k, pos))
+                return -ERANGE;
+
+        if (ret_address)
+                *ret_address = k->entries[pos].address + offset;
+        return 0;
 }

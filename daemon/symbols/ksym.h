@@ -38,5 +38,24 @@ size_t ksym_memory_bytes(const Ksym *k);
 /* Looks a symbol up by name (linear; for tests and rare start-up checks). Returns 0 if absent. */
 uint64_t ksym_address_of(const Ksym *k, const char *name);
 
+/*
+ * The name index, for stacks that arrive as text (page_owner dumps, ftrace): built on the first call, a
+ * sorted array of 4 bytes per symbol, so each lookup is a binary search. A reload makes a new Ksym and with
+ * it a new index. Takes a non-const Ksym because the first call builds the index.
+ */
+
+/* Looks up the text symbol name in module (NULL or "" for the kernel image). Aliases at one address count
+ * as one symbol. 0 and *ret_address (may be NULL) on success; -ENOENT if there is none, -ENOTUNIQ if several
+ * symbols there have that name (static functions), -EADDRNOTAVAIL if addresses are hidden, -ENOMEM. */
+int ksym_lookup_name(Ksym *k, const char *name, const char *module, uint64_t *ret_address);
+
+/* Parses one frame as the kernel prints it with %pS/%pSb, "func+0xoff/0xsize [module]" ("+0xoff", "/0xsize"
+ * and " [module]" optional; surrounding blanks ignored; "0xaddr" is taken as the address itself), into the
+ * address it names. When several static functions share the name, the one whose extent (distance to the
+ * next symbol) equals the stated size is chosen. Returns 0 and *ret_address (may be NULL); -EINVAL if the
+ * text is not a frame, -ERANGE if the offset is at or past the stated size or past the symbol in this table
+ * (the text came from another kernel), or ksym_lookup_name()'s errors. */
+int ksym_parse_frame(Ksym *k, const char *text, uint64_t *ret_address);
+
 /* Formats "name+0xoff [module]" or "0xaddr" into buf. Returns buf. */
 char *ksym_format(const Ksym *k, uint64_t addr, char *buf, size_t size);

@@ -27,9 +27,11 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(Debounce *, debounce_free);
+
 int debounce_new(sd_event *e, const char *description, uint64_t delay_usec, uint64_t max_delay_usec,
                 DebounceFn fn, void *userdata, Debounce **ret) {
-        _cleanup_free_ Debounce *d = calloc(1, sizeof(Debounce));
+        _cleanup_(debounce_freep) Debounce *d = calloc(1, sizeof(Debounce));
         int r;
 
         if (!d)
@@ -41,10 +43,8 @@ int debounce_new(sd_event *e, const char *description, uint64_t delay_usec, uint
                 return r;
         (void) sd_event_source_set_description(d->timer, description);
         r = sd_event_source_set_enabled(d->timer, SD_EVENT_OFF);
-        if (r < 0) {
-                sd_event_source_disable_unref(d->timer);
+        if (r < 0)
                 return r;
-        }
         *ret = TAKE_PTR(d);
         return 0;
 }

@@ -488,6 +488,8 @@ static Connection *connection_free(Connection *c) {
         return NULL;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(Connection *, connection_free);
+
 static bool connection_wants_input(const Connection *c) {
         return !c->dead && !c->call && !c->read_eof && !c->close_after_flush && !c->backlog;
 }
@@ -1057,10 +1059,10 @@ static int server_find_slot(VarlinkServer *s, int fd, uid_t uid) {
 
 /* Takes fd in all cases. */
 static int server_add_connection(VarlinkServer *s, int fd) {
+        _cleanup_(connection_freep) Connection *c = NULL;
         _cleanup_close_ int cfd = fd;
         struct ucred cred = {};
         socklen_t len = sizeof(cred);
-        Connection *c;
         int r;
 
         if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
@@ -1091,45 +1093,43 @@ static int server_add_connection(VarlinkServer *s, int fd) {
 
         r = varlink_framer_new(s->cfg.max_request_bytes, &c->framer);
         if (r < 0)
-                goto fail;
+                return r;
         r = sd_event_add_io(s->event, &c->io_source, c->fd, EPOLLIN, connection_io_handler, c);
         if (r < 0)
-                goto fail;
+                return r;
         (void) sd_event_source_set_description(c->io_source, "varlink-connection");
         r = sd_event_source_set_priority(c->io_source, s->cfg.priority);
         if (r < 0)
-                goto fail;
+                return r;
         r = sd_event_add_defer(s->event, &c->defer_source, connection_defer_handler, c);
         if (r < 0)
-                goto fail;
+                return r;
         (void) sd_event_source_set_description(c->defer_source, "varlink-connection-defer");
         r = sd_event_source_set_priority(c->defer_source, s->cfg.priority);
         if (r < 0)
-                goto fail;
+                return r;
         r = sd_event_source_set_enabled(c->defer_source, SD_EVENT_OFF);
         if (r < 0)
-                goto fail;
+                return r;
         r = sd_event_add_time(s->event, &c->timer_source, CLOCK_MONOTONIC, c->accept_usec, DEADLINE_ACCURACY_USEC,
                         connection_timer_handler, c);
         if (r < 0)
-                goto fail;
+                return r;
         (void) sd_event_source_set_description(c->timer_source, "varlink-connection-deadline");
         r = sd_event_source_set_priority(c->timer_source, s->cfg.priority);
         if (r < 0)
-                goto fail;
+                return r;
         connection_update_timer(c);
         if (c->dead) {
                 r = -ENOMEM;
-                goto fail;
+                return r;
         }
 
         log_debug("varlink: connection from uid %u pid %d (%s)", (unsigned) c->uid, (int) c->pid,
                         c->allowed ? "allowed" : "refused");
+        /* The server's list owns it now. */
+        TAKE_PTR(c);
         return 0;
-
-fail:
-        connection_free(c);
-        return r;
 }
 
 static int server_accept_retry_handler(sd_event_source *source, uint64_t usec, void *userdata) {

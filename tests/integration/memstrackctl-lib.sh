@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-# Shared by the memstrackctl integration tests: skip checks, a memstrackd on a private socket, loadgen
-# driven line by line, and bounded polling. Source it after setting MEMSTRACKD, MEMSTRACKCTL, LOADGEN.
+# Shared by the live-kernel integration tests: the start every one makes (lib_init), skip checks, a
+# memstrackd on a private socket, loadgen driven line by line, and bounded polling. Source it after
+# setting MEMSTRACKD, MEMSTRACKCTL, LOADGEN (those that use them).
 # Nothing here sleeps to let time pass as an assertion: each wait polls for a condition, bounded.
 
 WAIT=${WAIT:-120}       # seconds any one condition may take; a bound, not a measurement
@@ -18,7 +19,7 @@ fail() {
 }
 
 require_live_kernel() {
-    [ "$(id -u)" -eq 0 ] || skip "needs root to run memstrackd"
+    [ "$(id -u)" -eq 0 ] || skip "needs root to trace page events system-wide"
     [ -e /proc/sys/kernel/perf_event_paranoid ] || skip "the kernel has no perf events"
     local d
     for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
@@ -28,7 +29,7 @@ require_live_kernel() {
     [ -d /sys/kernel/tracing/events/kmem/mm_page_alloc ] || skip "no tracefs with kmem tracepoints"
 }
 
-pids=()
+pids=()         # processes lib_cleanup stops
 lib_cleanup() {
     exec 5>&- 6<&- 2>/dev/null
     for p in "${pids[@]}"; do
@@ -36,6 +37,17 @@ lib_cleanup() {
     done
     wait 2>/dev/null
     [ -n "${work:-}" ] && rm -rf "$work"
+}
+
+# The start every test makes, after its own skip checks: skip unless the kernel can be traced, then a
+# work directory $work named after $1, which as_nobody's user can enter, removed at exit by lib_cleanup
+# with every process in pids. A test with more to undo sets its own EXIT trap afterwards and calls
+# lib_cleanup from it.
+lib_init() {
+    require_live_kernel
+    work=$(mktemp -d "/tmp/$1.XXXXXX") || fail "cannot make a work directory in /tmp"
+    chmod 0755 "$work"
+    trap lib_cleanup EXIT
 }
 
 # Runs "$@" as uid and gid 65534 without supplementary groups (python3, which the tests need anyway,

@@ -13,10 +13,7 @@ LOADGEN=${3:?loadgen}
 TESTS=${4:?tests dir}
 . "$TESTS/integration/memstrackctl-lib.sh"
 
-require_live_kernel
-work=$(mktemp -d /tmp/test-memstrackctl.XXXXXX)
-chmod 0755 "$work"
-trap lib_cleanup EXIT
+lib_init test-memstrackctl
 
 # Errors before any daemon runs: nothing at the address is 3, bad usage is 2.
 test_no_daemon() {

@@ -10,39 +10,13 @@ set -uo pipefail
 PROBE=${1:?probe}
 LOADGEN=${2:?loadgen}
 DATA=${3:?data dir}
-PAGES=16384
-WAIT=120        # seconds a side may take to answer; a bound, not a measurement
+# skip, fail, the live-kernel checks, $work, pids, WAIT and PAGES.
+. "$(dirname "${BASH_SOURCE[0]}")/memstrackctl-lib.sh"
 
-skip() {
-    echo "SKIP: $*" >&2
-    exit 77
-}
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root to trace page events system-wide"
-[ -e /proc/sys/kernel/perf_event_paranoid ] || skip "the kernel has no perf events"
-tracefs=
-for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-    [ -d "$d/events/kmem" ] && tracefs=$d && break
-done
-if [ -z "$tracefs" ]; then
-    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && tracefs=/sys/kernel/tracing
-fi
-[ -n "$tracefs" ] && [ -d "$tracefs/events/kmem/mm_page_alloc" ] || skip "no tracefs with kmem tracepoints"
-
-work=$(mktemp -d /tmp/test-perf-source.XXXXXX)
-pids=()
+lib_init test-perf-source
 cleanup() {
-    exec 3>&- 4<&- 5>&- 6<&- 2>/dev/null
-    for p in "${pids[@]}"; do
-        kill "$p" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -rf "$work"
+    exec 3>&- 4<&- 2>/dev/null
+    lib_cleanup
 }
 trap cleanup EXIT
 
@@ -70,6 +44,7 @@ stop_probe() {
 }
 
 # Starts loadgen in command mode, commands on fd 5, answers on fd 6; sets $lg_pid (the allocating pid).
+# Not the lib's start_loadgen: the cases here need loadgen without --child and its exact command line.
 start_loadgen() {
     rm -f "$work/lg.in" "$work/lg.out"
     mkfifo "$work/lg.in" "$work/lg.out"

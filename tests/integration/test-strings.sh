@@ -16,9 +16,7 @@ LOADGEN=${3:?loadgen}
 TESTS=${4:?tests dir}
 . "$TESTS/integration/memstrackctl-lib.sh"
 
-require_live_kernel
-work=$(mktemp -d /tmp/test-strings.XXXXXX)
-chmod 0755 "$work"
+lib_init test-strings
 server=memstrack-strings-$$
 skipped=()      # cases that cannot run here, with the reason
 cleanup() {

@@ -16,8 +16,7 @@ WAIT=60
 . "$TESTS/integration/memstrackctl-lib.sh"
 
 command -v tmux >/dev/null || skip "tmux is not installed"
-require_live_kernel
-work=$(mktemp -d /tmp/test-top-tmux.XXXXXX)
+lib_init test-top-tmux
 server=memstrack-test-$$
 tmux_() {
     tmux -L "$server" "$@"
