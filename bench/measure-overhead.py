@@ -410,7 +410,9 @@ def main():
                       f"{r['pages']} pages of load", flush=True)
             raw.append({"round": rnd, "config": t.label, **r})
             raw.append({"round": rnd, "config": None, **after})
-            cpu = f"{r['us_per_event']:.3f} us CPU/event" if r["us_per_event"] is not None else "CPU/event n/a"
+            cpu = "CPU/event n/a"
+            if r["us_per_event"] is not None:
+                cpu = f"{r['us_per_event']:.3f} us CPU/event"
             print(f"round {rnd + 1}: {t.label} {r['cpu_us_per_page']:.3f} us CPU ({r['added_cpu']:+.3f}), "
                   f"{wall_us_per_page(r):.3f} us wall ({r['added_wall']:+.3f}) per page; tracer {cpu}, "
                   f"lost {describe_lost([r])}; then untraced {after['cpu_us_per_page']:.3f} us CPU, "
@@ -457,7 +459,8 @@ def main():
           f"({min(cpu_base):.3f} to {max(cpu_base):.3f}), {statistics.median(wall_base):.3f} us wall "
           f"({min(wall_base):.3f} to {max(wall_base):.3f}) per page")
     print()
-    print(f"| configuration | added CPU us/page, median (range) of {args.rounds} rounds | added wall us/page | "
+    print(f"| configuration | added CPU us/page, median (range) of {args.rounds} rounds | "
+          f"added wall us/page | "
           f"load's speed | tracer CPU/event | lost | lost at full speed, {ncpu} CPUs | BPF ns/run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for t in tracers:
@@ -466,8 +469,9 @@ def main():
             continue
         rs = runs[t.label]
         if not rs:
-            print(f"| {t.label} | no valid run: the tracer saw fewer than {args.min_events_per_page:g} events "
-                  f"per page of load in all {left_out[t.label]} | | | | | | |")
+            print(f"| {t.label} | no valid run: the tracer saw fewer than "
+                  f"{args.min_events_per_page:g} events per page of load in all {left_out[t.label]} "
+                  f"| | | | | | |")
             continue
         cpu = [r["us_per_event"] for r in rs if r["us_per_event"] is not None]
         cpu = f"{statistics.median(cpu):.3f} us/event, " if cpu else ""
@@ -486,7 +490,8 @@ def main():
     for label, n in left_out.items():
         if n:
             print(f"\n{label}: {n} of {args.rounds} runs left out, the tracer saw fewer than "
-                  f"{args.min_events_per_page:g} events per page of load (--min-events-per-page 0 keeps them)")
+                  f"{args.min_events_per_page:g} events per page of load "
+                  f"(--min-events-per-page 0 keeps them)")
     if full:
         print(f"\nfull speed, untraced: {full['untraced']['rate'] / 1e3:.0f} k pages/s on {ncpu} threads")
     print(f"\n# took {time.monotonic() - started:.0f} s")
