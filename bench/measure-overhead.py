@@ -120,6 +120,7 @@ class Memstrackd:
         self.stderr = os.path.join(work, f"{label}.stderr")
         self.proc = None
         self.backend = None
+        self.details = {}
 
     def describe(self):
         return f"{self.exe} {' '.join(shlex.quote(a) for a in self.args)}".strip()
@@ -151,7 +152,11 @@ class Memstrackd:
             if self.proc.poll() is not None:
                 raise Unavailable(error_line(self.stderr))
             try:
-                self.backend = self.call("io.memstrack.Status").get("backend")
+                status = self.call("io.memstrack.Status")
+                self.backend = status.get("backend")
+                # What says which mode a source runs in (a stack sampling interval, why auto chose it).
+                self.details = {k: v for k, v in status.items()
+                                if any(w in k.lower() for w in ("sampl", "source", "reason"))}
                 return
             except (FileNotFoundError, ConnectionRefusedError):
                 pass
@@ -182,6 +187,7 @@ class Bpftrace:
         self.stderr = os.path.join(work, f"{label}.stderr")
         self.proc = None
         self.backend = "bpftrace"
+        self.details = {}
 
     def describe(self):
         return f"bpftrace -e '{self.program}'"
@@ -373,7 +379,8 @@ def main():
     for t in tracers:
         try:
             t.start()
-            print(f"# {t.label}: {t.describe()} (backend {t.backend})", flush=True)
+            details = "".join(f", {k} {json.dumps(v)}" for k, v in t.details.items())
+            print(f"# {t.label}: {t.describe()} (backend {t.backend}{details})", flush=True)
         except Unavailable as e:
             unavailable[t.label] = str(e)
             print(f"# {t.label}: not available: {e}", flush=True)
@@ -394,7 +401,13 @@ def main():
         print(f"round {rnd + 1}: untraced {before['cpu_us_per_page']:.3f} us CPU, "
               f"{wall_us_per_page(before):.3f} us wall per page", flush=True)
         for t in order:
-            r = traced_run(t, args.build, args.seconds, chunk_pages)
+            try:
+                r = traced_run(t, args.build, args.seconds, chunk_pages)
+            except (Unavailable, OSError, RuntimeError) as e:
+                # A tracer that started in the first check and fails now: reported, the run goes on.
+                left_out[t.label] += 1
+                print(f"round {rnd + 1}: {t.label} left out: {e}", flush=True)
+                continue
             after = loadgen(args.build, args.seconds, chunk_pages)
             untraced.append(after)
             r["added_cpu"] = r["cpu_us_per_page"] - (before["cpu_us_per_page"] + after["cpu_us_per_page"]) / 2
@@ -437,7 +450,11 @@ def main():
             full["untraced"] = loadgen(args.build, args.full_speed_seconds, chunk_pages, ncpu)
             raw.append({"phase": "full-speed", "config": None, **full["untraced"]})
             for t in live:
-                r = traced_run(t, args.build, args.full_speed_seconds, chunk_pages, ncpu)
+                try:
+                    r = traced_run(t, args.build, args.full_speed_seconds, chunk_pages, ncpu)
+                except (Unavailable, OSError, RuntimeError) as e:
+                    print(f"full speed: {t.label} failed: {e}", flush=True)
+                    continue
                 full[t.label] = r
                 raw.append({"phase": "full-speed", "config": t.label, **r})
                 print(f"full speed: {t.label} {r['rate'] / 1e3:.0f} k pages/s, lost {describe_lost([r])}",
@@ -469,9 +486,8 @@ def main():
             continue
         rs = runs[t.label]
         if not rs:
-            print(f"| {t.label} | no valid run: the tracer saw fewer than "
-                  f"{args.min_events_per_page:g} events per page of load in all {left_out[t.label]} "
-                  f"| | | | | | |")
+            print(f"| {t.label} | no valid run: all {left_out[t.label]} failed or saw fewer than "
+                  f"{args.min_events_per_page:g} events per page of load | | | | | | |")
             continue
         cpu = [r["us_per_event"] for r in rs if r["us_per_event"] is not None]
         cpu = f"{statistics.median(cpu):.3f} us/event, " if cpu else ""
@@ -489,9 +505,9 @@ def main():
               f"{full_lost} | {ns} |")
     for label, n in left_out.items():
         if n:
-            print(f"\n{label}: {n} of {args.rounds} runs left out, the tracer saw fewer than "
-                  f"{args.min_events_per_page:g} events per page of load "
-                  f"(--min-events-per-page 0 keeps them)")
+            print(f"\n{label}: {n} of {args.rounds} runs left out (failed, or the tracer saw fewer than "
+                  f"{args.min_events_per_page:g} events per page of load; --min-events-per-page 0 keeps "
+                  f"those)")
     if full:
         print(f"\nfull speed, untraced: {full['untraced']['rate'] / 1e3:.0f} k pages/s on {ncpu} threads")
     print(f"\n# took {time.monotonic() - started:.0f} s")
