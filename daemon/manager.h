@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "accounting.h"
+#include "cgroupnames.h"
 #include "debounce.h"
 #include "ksym.h"
 #include "service.h"
@@ -49,6 +50,8 @@ typedef struct Manager {
         EventSource *source;            /* owned */
         Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
+        CgroupNames *cgroups;           /* owned: names the core's cgroups; NULL without a cgroup2 mount */
+        Debounce *cgroup_resolve;       /* owned: names new cgroups a moment after they appear */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
         sd_event_source *sigusr1, *sighup;
@@ -77,6 +80,9 @@ void manager_finish(Manager *m);
 void manager_log_summary(Manager *m, const char *reason);
 double manager_events_per_second(const Manager *m);
 uint64_t manager_uptime_usec(const Manager *m);
+/* Names the core's pending cgroups (units.h) from the cgroup2 tree, walking it again once if one is
+ * not in the last walk; then marks which known cgroups are gone. */
+void manager_resolve_cgroups(Manager *m);
 /* Re-reads kallsyms (SIGHUP; after module loads via ksym_reload). */
 int manager_reload_ksym(Manager *m);
 
@@ -85,3 +91,8 @@ int manager_reload_ksym(Manager *m);
  * burst of loads would stall the drain for seconds. */
 #define KSYM_RELOAD_DELAY_USEC 200000
 #define KSYM_RELOAD_MAX_DELAY_USEC 2000000
+/* New cgroups are named this long after the last new one of a burst (a walk of the cgroup tree costs a
+ * few milliseconds per thousand cgroups), at most CGROUP_RESOLVE_MAX_DELAY_USEC after the first: soon
+ * enough to find a short-lived unit's cgroup before it is removed. Queries name them at once. */
+#define CGROUP_RESOLVE_DELAY_USEC 50000
+#define CGROUP_RESOLVE_MAX_DELAY_USEC 500000
