@@ -7,7 +7,7 @@ Needs root, perf events, the kmem tracepoints and a writable cgroup2 hierarchy (
 /sys/fs/cgroup/unified on hybrid hosts); exits 77 (skip) otherwise, saying why. No timing: every wait
 polls for a condition and gives up after a bound.
 
-Usage: test-units-live.py MEMSTRACKD LOADGEN
+Usage: test-units-live.py MEMSTRACKD LOADGEN MEMSTRACKCTL
 """
 
 import json
@@ -24,7 +24,7 @@ PAGE_TABLES = PAGES // 512 + 1  # PTE pages mapping them, plus a PMD page
 WAIT = 120                      # seconds any one condition may take: a bound, not a measurement
 CGROUP2_SUPER_MAGIC = 0x63677270
 
-MEMSTRACKD, LOADGEN = sys.argv[1:3]
+MEMSTRACKD, LOADGEN, MEMSTRACKCTL = sys.argv[1:4]
 WORK = tempfile.mkdtemp(prefix="test-units-live.")
 children = []
 
@@ -195,6 +195,13 @@ def run(root, home, cgroup, name):
     _, tree = call(sock, "io.memstrack.StackTree", {"unit": name})
     if tree["totalPages"] != u["currentPages"]:
         fail(f"StackTree of {name} holds {tree['totalPages']} pages, Units says {u['currentPages']}")
+    # memstrackctl units: the row of the unit, its pages in the PAGES column.
+    out = subprocess.run([MEMSTRACKCTL, "--address", sock, "--no-legend", "units", "--limit", "10000"],
+                         capture_output=True, text=True, timeout=WAIT)
+    rows = [line.split() for line in out.stdout.splitlines() if line.split()[:1] == [name]]
+    if out.returncode != 0 or len(rows) != 1:
+        fail(f"memstrackctl units: exit {out.returncode}, no single row for {name}:\n{out.stdout}{out.stderr}")
+    near(int(rows[0][3]), PAGES, f"memstrackctl units' PAGES of {name}", PAGE_TABLES)
 
     # Moved out, then freed: the pages leave the cgroup that allocated them.
     move(lg.pid, home)
