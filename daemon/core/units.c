@@ -89,11 +89,16 @@ static int grow_slots(Units *u) {
         return 0;
 }
 
-/* An unused unit slot (a unit all of whose cgroups joined others), else a new one. */
+/* An unused unit slot (a unit all of whose cgroups joined others), emptied, else a new one. */
 static uint32_t unit_new(Units *u) {
         for (size_t i = 1; i < u->n_units; i++)
-                if (u->units[i].n_cgroups == 0)
+                if (u->units[i].n_cgroups == 0) {
+                        /* A slot left unused by a failed resolve may still hold its strings. */
+                        free(u->units[i].name);
+                        free(u->units[i].cgroup);
+                        u->units[i] = (UnitUsage) {};
                         return (uint32_t) i;
+                }
         if (grow((void **) &u->units, &u->n_units_allocated, u->n_units, sizeof(UnitUsage)) < 0)
                 return UNITS_NONE;
         u->units[u->n_units] = (UnitUsage) {};
