@@ -341,6 +341,15 @@ static void test_units(void) {
         json_t *frames = json_object_get(json_array_get(stacks, 0), "frames");
         ASSERT_EQ(json_array_size(frames), ELEMENTSOF(synthetic_chain_ext4));
         ASSERT_STREQ(json_string_value(json_array_get(frames, 0)), "__alloc_pages+0x10");
+        /* Every unit's stacks from one walk: each gets its own biggest. */
+        json_auto_t *every = call_ok(&f, "io.memstrack.Units", "{\"stacks\": 1}");
+        ASSERT_EQ(json_array_size(json_object_get(every, "units")), 3);
+        int64_t expected_stack[] = { 8, 4, 1 };
+        for (size_t i = 0; i < 3; i++) {
+                json_t *st = json_object_get(unit_at(every, i), "topStacks");
+                ASSERT_EQ(json_array_size(st), 1);
+                ASSERT_EQ(get_int(json_array_get(st, 0), "currentPages"), expected_stack[i]);
+        }
         json_auto_t *limited = call_ok(&f, "io.memstrack.Units", "{\"name\": \"web.service\", \"stacks\": 1}");
         ASSERT_EQ(json_array_size(json_object_get(unit_at(limited, 0), "topStacks")), 1);
 

@@ -585,18 +585,31 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-/* A unit's current pages per global stack leaf, as (leaf, pages) pairs. */
+/* Current pages per (listed unit, global stack leaf): what Unit.topStacks is chosen from. */
 typedef struct LeafPages {
+        uint32_t rank;                  /* the unit's place in the reply */
         uint32_t leaf;
         uint64_t pages;
 } LeafPages;
 
 typedef struct LeafList {
         const StackTree *tree;
+        const Units *units;
+        const uint32_t *rank_of;        /* per unit index: its place in the reply, UINT32_MAX if not listed */
+        size_t n_units;
+        uint32_t rank;                  /* of the cell just matched */
         LeafPages *items;               /* owned */
         size_t n, n_allocated;
         int error;
 } LeafList;
+
+static bool leaf_list_match(void *userdata, uint32_t cgroup) {
+        LeafList *l = userdata;
+        uint32_t unit = units_unit_of(l->units, cgroup);
+
+        l->rank = unit < l->n_units ? l->rank_of[unit] : UINT32_MAX;
+        return l->rank != UINT32_MAX;
+}
 
 static void leaf_list_add(void *userdata, uint32_t leaf, uint64_t pages) {
         LeafList *l = userdata;
@@ -616,22 +629,59 @@ static void leaf_list_add(void *userdata, uint32_t leaf, uint64_t pages) {
                 l->items = p;
                 l->n_allocated = n;
         }
-        l->items[l->n++] = (LeafPages) { leaf, pages };
+        l->items[l->n++] = (LeafPages) { l->rank, leaf, pages };
 }
 
-static int compare_leaf(const void *a, const void *b) {
+static int compare_rank_leaf(const void *a, const void *b) {
         const LeafPages *x = a, *y = b;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
         return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
 }
 
-static int compare_leaf_pages(const void *a, const void *b) {
+/* Per unit, biggest first; ties by leaf, so replies are deterministic. */
+static int compare_rank_pages(const void *a, const void *b) {
         const LeafPages *x = a, *y = b;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
         if (x->pages != y->pages)
                 return x->pages > y->pages ? -1 : 1;
-        return compare_leaf(a, b);
+        return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
 }
 
-/* StackPages of one leaf: its frames from the leaf up to (not including) the root, as StackNode.frame. */
+/*
+ * The (unit, leaf) pairs of the listed units, one per pair, sorted by unit and then pages: one walk of
+ * the charge cells for all of them, so a reply with stacks costs one walk whatever its limit. Returns the
+ * number of pairs in *ret (owned by the caller).
+ */
+static int listed_unit_leaves(Accounting *a, const uint32_t *rank_of, size_t n_units, LeafPages **ret,
+                size_t *ret_n) {
+        LeafList l = { .tree = accounting_stacktree(a), .units = accounting_units(a), .rank_of = rank_of,
+                       .n_units = n_units };
+        size_t n = 0;
+
+        chargeindex_foreach_cgroup(accounting_chargeindex(a), leaf_list_match, leaf_list_add, &l);
+        if (l.error < 0) {
+                free(l.items);
+                return l.error;
+        }
+        /* Cells of several processes, modules and cgroups of a unit share leaves. */
+        if (l.n > 0) {
+                qsort(l.items, l.n, sizeof(LeafPages), compare_rank_leaf);
+                for (size_t i = 0; i < l.n; i++)
+                        if (n > 0 && l.items[n - 1].rank == l.items[i].rank && l.items[n - 1].leaf == l.items[i].leaf)
+                                l.items[n - 1].pages += l.items[i].pages;
+                        else
+                                l.items[n++] = l.items[i];
+                qsort(l.items, n, sizeof(LeafPages), compare_rank_pages);
+        }
+        *ret = l.items;
+        *ret_n = n;
+        return 0;
+}
+
+/* StackPages of one leaf: its frames from the leaf up, as StackNode.frame, without roots and the
+ * [pid N comm] node, which are not frames of the stack. */
 static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         json_auto_t *frames = json_array();
         size_t depth = 0;
@@ -644,7 +694,6 @@ static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
                         v->user_process = user_process_of(v, stacktree_node(v->tree, i));
                         break;
                 }
-        /* The roots and the process node are not frames of the stack. */
         for (uint32_t i = leaf; i != STACK_NODE_NONE && depth < 512; i = stacktree_node(v->tree, i)->parent, depth++) {
                 StackFrameKind kind = stacktree_node(v->tree, i)->kind;
                 if (kind == STACK_FRAME_ROOT || kind == STACK_FRAME_PROCESS)
@@ -659,53 +708,17 @@ static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         return json_pack("{s:O, s:I}", "frames", frames, "currentPages", (json_int_t) pages);
 }
 
-/* [StackPages...]: the unit's n biggest stacks by current pages. */
-static int unit_stacks_json(Accounting *a, const QueryUnits *q, uint32_t unit, json_t **ret) {
-        StackTree *tree = accounting_stacktree(a);
-        LeafList l = { .tree = tree };
-        UnitCells uc = { .units = accounting_units(a), .unit = unit, .fn = leaf_list_add, .userdata = &l };
-        QueryStackTree sq = { .show_addresses = q->show_addresses, .usym = q->usym };
-        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
-        json_auto_t *list = json_array();
-        size_t n = 0;
-
-        if (!list)
-                return -ENOMEM;
-        chargeindex_foreach_cgroup(accounting_chargeindex(a), unit_cell_matches, unit_cell_add, &uc);
-        if (l.error < 0) {
-                free(l.items);
-                return l.error;
-        }
-        /* One entry per leaf (cells of several processes and modules share leaves), then the biggest. */
-        if (l.n > 0) {
-                qsort(l.items, l.n, sizeof(LeafPages), compare_leaf);
-                for (size_t i = 0; i < l.n; i++)
-                        if (n > 0 && l.items[n - 1].leaf == l.items[i].leaf)
-                                l.items[n - 1].pages += l.items[i].pages;
-                        else
-                                l.items[n++] = l.items[i];
-                qsort(l.items, n, sizeof(LeafPages), compare_leaf_pages);
-        }
-        for (size_t i = 0; i < n && i < q->stacks; i++) {
-                json_t *o = stack_pages_json(&v, l.items[i].leaf, l.items[i].pages);
-                if (!o || json_array_append_new(list, o) < 0) {
-                        free(l.items);
-                        return -ENOMEM;
-                }
-        }
-        free(l.items);
-        *ret = TAKE_PTR(list);
-        return 0;
-}
-
 int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
         Units *un = accounting_units(a);
         Usage *u = accounting_usage(a);
         size_t n_units = units_unit_count(un), n = 0, limit = MIN(q->limit ?: 50, (size_t) QUERY_LIMIT_MAX);
         _cleanup_free_ SortItem *items = malloc(n_units * sizeof(SortItem));
         _cleanup_free_ uint32_t *tasks = calloc(n_units, sizeof(uint32_t));
+        _cleanup_free_ LeafPages *leaves = NULL;
+        size_t n_leaves = 0, next_leaf = 0;
         json_auto_t *list = json_array();
         uint32_t only = UNITS_NONE;
+        int r;
 
         if (q->sort != QUERY_SORT_CURRENT && q->sort != QUERY_SORT_PEAK)
                 return -EINVAL;
@@ -737,17 +750,38 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
                 items[n++] = (SortItem) { key, 0, i };
         }
         qsort(items, n, sizeof(SortItem), compare_items);
+        n = MIN(n, limit);
 
-        for (size_t i = 0; i < n && i < limit; i++) {
+        if (q->stacks > 0 && n > 0) {
+                _cleanup_free_ uint32_t *rank_of = malloc(n_units * sizeof(uint32_t));
+                if (!rank_of)
+                        return -ENOMEM;
+                memset(rank_of, 0xff, n_units * sizeof(uint32_t));
+                for (size_t i = 0; i < n; i++)
+                        rank_of[items[i].idx] = (uint32_t) i;
+                r = listed_unit_leaves(a, rank_of, n_units, &leaves, &n_leaves);
+                if (r < 0)
+                        return r;
+        }
+
+        StackTree *tree = accounting_stacktree(a);
+        QueryStackTree sq = { .show_addresses = q->show_addresses, .usym = q->usym };
+        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
+        for (size_t i = 0; i < n; i++) {
                 const UnitUsage *x = units_unit(un, items[i].idx);
-                json_auto_t *stacks = NULL;
-                if (q->stacks > 0) {
-                        int r = unit_stacks_json(a, q, items[i].idx, &stacks);
-                        if (r < 0)
-                                return r;
+                json_auto_t *stacks = q->stacks > 0 ? json_array() : json_null();
+                if (!stacks)
+                        return -ENOMEM;
+                /* This unit's leaves are next in the list, biggest first. */
+                for (unsigned k = 0; next_leaf < n_leaves && leaves[next_leaf].rank == i; next_leaf++, k++) {
+                        if (k >= q->stacks)
+                                continue;
+                        json_t *o = stack_pages_json(&v, leaves[next_leaf].leaf, leaves[next_leaf].pages);
+                        if (!o || json_array_append_new(stacks, o) < 0)
+                                return -ENOMEM;
                 }
                 /* Cgroup and unit names are the kernel's bytes, as module names are. */
-                json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:b, s:O?}",
+                json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:b, s:O}",
                                       "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
                                       "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
                                       "currentPages", (json_int_t) x->ledger.current,
@@ -756,8 +790,6 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
                                       "live", x->n_live > 0,
                                       "topStacks", stacks);
                 if (!o || json_array_append_new(list, o) < 0)
-                        return -ENOMEM;
-                if (!stacks && json_object_set_new(o, "topStacks", json_null()) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(list);

@@ -66,8 +66,8 @@ typedef struct QueryUnits {
 
 /*
  * [Unit...] sorted, at most limit. Units whose pages were never above 0 are left out unless asked for by
- * name. A unit's stacks come from the charge index (cells of its cgroups, one walk of the cells), the
- * biggest by current pages, innermost frame first.
+ * name. The listed units' stacks come from the charge index (cells of their cgroups: one walk of all
+ * cells, whatever the limit), the biggest by current pages, innermost frame first.
  */
 int query_units(Accounting *a, const QueryUnits *q, json_t **ret);
 
