@@ -93,6 +93,10 @@ static void on_event(void *userdata, const MsEvent *e) {
         /* A cached symbol session belongs to one process image: not past its exit or exec. */
         if (_unlikely_(e->type == MS_EVENT_TASK_EXIT || e->type == MS_EVENT_TASK_COMM) && e->tid == e->pid)
                 usym_forget(m->usym, e->pid);
+        /* A process exited: its cgroup may be removed next (a unit stopped). Seen by a walk a few seconds
+         * after the last exit of a burst. */
+        if (_unlikely_(e->type == MS_EVENT_TASK_EXIT) && e->tid == e->pid && m->cgroups)
+                (void) debounce_request(m->cgroup_recheck);
         if (_unlikely_(e->type == MS_EVENT_MODULE_LOAD)) {
                 /* Not now: a moment after the last load of a burst. Nodes created until then are
                  * classified again by the reload (accounting_set_ksym()). */
@@ -120,6 +124,23 @@ static bool lookup_cgroup(Manager *m, uint64_t id, char **ret_name, const char *
         return true;
 }
 
+/* Walks the cgroup tree again and marks which named cgroups are gone, or back. */
+static int walk_cgroups(Manager *m) {
+        Units *u = accounting_units(m->accounting);
+        int r;
+
+        r = cgroupnames_walk(m->cgroups);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to walk the cgroup tree at %s, ignoring: %m",
+                                         cgroupnames_root(m->cgroups));
+        for (uint32_t i = 1; i < units_cgroup_count(u); i++) {
+                const CgroupUsage *c = units_cgroup(u, i);
+                if (c->id != 0 && !c->pending)
+                        units_cgroup_set_removed(u, i, !cgroupnames_path(m->cgroups, c->id));
+        }
+        return 0;
+}
+
 void manager_resolve_cgroups(Manager *m) {
         Units *u = accounting_units(m->accounting);
         bool walked = false;
@@ -145,10 +166,7 @@ void manager_resolve_cgroups(Manager *m) {
                 if (!found && !walked) {
                         /* Made since the last walk: one walk for all the cgroups missing now. */
                         walked = true;
-                        r = cgroupnames_walk(m->cgroups);
-                        if (r < 0)
-                                log_warning_errno(r, "Failed to walk the cgroup tree at %s, ignoring: %m",
-                                                  cgroupnames_root(m->cgroups));
+                        (void) walk_cgroups(m);
                         found = lookup_cgroup(m, c->id, &name, &path);
                 }
                 if (found && !name)
@@ -156,19 +174,21 @@ void manager_resolve_cgroups(Manager *m) {
                 r = units_cgroup_resolve(u, i, name, found ? path : NULL);
                 if (r < 0)
                         return (void) log_debug_errno(r, "Failed to name cgroup %" PRIu64 ": %m", c->id);
+                /* Gone before it could be named. */
+                if (!found)
+                        units_cgroup_set_removed(u, i, true);
         }
-
-        /* What the walk tells about the cgroups named before: which are gone, which are back. */
-        if (walked)
-                for (uint32_t i = 1; i < units_cgroup_count(u); i++) {
-                        const CgroupUsage *c = units_cgroup(u, i);
-                        if (c->id != 0 && !c->pending)
-                                units_cgroup_set_removed(u, i, !cgroupnames_path(m->cgroups, c->id));
-                }
 }
 
 static void resolve_cgroups_deferred(void *userdata) {
         manager_resolve_cgroups(userdata);
+}
+
+static void recheck_cgroups_deferred(void *userdata) {
+        Manager *m = userdata;
+
+        (void) walk_cgroups(m);
+        manager_resolve_cgroups(m);
 }
 
 static void reload_ksym_deferred(void *userdata) {
@@ -224,6 +244,10 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                          resolve_cgroups_deferred, m, &m->cgroup_resolve);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the cgroup naming timer: %m");
+        r = debounce_new(m->event, "cgroup-recheck", CGROUP_RECHECK_DELAY_USEC, CGROUP_RECHECK_MAX_DELAY_USEC,
+                         recheck_cgroups_deferred, m, &m->cgroup_recheck);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the cgroup recheck timer: %m");
         r = cgroupnames_new(NULL, &m->cgroups);
         if (r == -ENOMEDIUM)
                 log_notice("No cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified: pages per unit "
@@ -251,6 +275,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sighup);
         debounce_free(m->ksym_reload);
         debounce_free(m->cgroup_resolve);
+        debounce_free(m->cgroup_recheck);
         cgroupnames_free(m->cgroups);
         event_source_free(m->source);
         usym_free(m->usym);

@@ -52,6 +52,7 @@ typedef struct Manager {
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         CgroupNames *cgroups;           /* owned: names the core's cgroups; NULL without a cgroup2 mount */
         Debounce *cgroup_resolve;       /* owned: names new cgroups a moment after they appear */
+        Debounce *cgroup_recheck;       /* owned: notices removed cgroups a while after processes exit */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
         sd_event_source *sigusr1, *sighup;
@@ -81,7 +82,7 @@ void manager_log_summary(Manager *m, const char *reason);
 double manager_events_per_second(const Manager *m);
 uint64_t manager_uptime_usec(const Manager *m);
 /* Names the core's pending cgroups (units.h) from the cgroup2 tree, walking it again once if one is
- * not in the last walk; then marks which known cgroups are gone. */
+ * not in the last walk (a walk also marks which known cgroups are gone). */
 void manager_resolve_cgroups(Manager *m);
 /* Re-reads kallsyms (SIGHUP; after module loads via ksym_reload). */
 int manager_reload_ksym(Manager *m);
@@ -96,3 +97,8 @@ int manager_reload_ksym(Manager *m);
  * enough to find a short-lived unit's cgroup before it is removed. Queries name them at once. */
 #define CGROUP_RESOLVE_DELAY_USEC 50000
 #define CGROUP_RESOLVE_MAX_DELAY_USEC 500000
+/* Process exits make the cgroup tree be walked again this long after the last exit of a burst, at most
+ * CGROUP_RECHECK_MAX_DELAY_USEC after the first: a unit whose cgroups are gone shows as not live within
+ * seconds, and a machine whose processes exit all the time walks the tree every ten seconds at most. */
+#define CGROUP_RECHECK_DELAY_USEC 2000000
+#define CGROUP_RECHECK_MAX_DELAY_USEC 10000000

@@ -213,6 +213,16 @@ def run(root, home, cgroup, name):
     lg.proc.wait(WAIT)
     print(f"ok {name}: 64 MiB charged to it by name, uncharged after the move", file=sys.stderr)
 
+    # The cgroup removed: the unit stays, not live, once the daemon walked the tree again (a few seconds
+    # after processes exit; each poll starts and ends one).
+    os.rmdir(cgroup)
+
+    def gone():
+        subprocess.run(["true"])
+        return not unit()["live"]
+    wait_for(f"{name} to be shown as not live after its cgroup was removed", gone)
+    print(f"ok {name}: not live once removed", file=sys.stderr)
+
     daemon.terminate()
     if daemon.wait(WAIT) != 0:
         log.seek(0)
