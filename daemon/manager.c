@@ -248,7 +248,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                          recheck_cgroups_deferred, m, &m->cgroup_recheck);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the cgroup recheck timer: %m");
-        r = cgroupnames_new(NULL, &m->cgroups);
+        r = cgroupnames_new(config->cgroup_root, &m->cgroups);
         if (r == -ENOMEDIUM)
                 log_notice("No cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified: pages per unit "
                            "are counted by cgroup id, without names.");

@@ -30,6 +30,7 @@ typedef struct ManagerConfig {
         SourceOptions source_options;
         AccountingConfig accounting;
         const char *kallsyms;           /* NULL: /proc/kallsyms */
+        const char *cgroup_root;        /* the cgroup2 tree that names cgroups; NULL: found (cgroupnames.h) */
         const char *socket_path;        /* NULL: the default */
         const char *group;              /* NULL: the default; "" root only */
         bool serve;                     /* listen on the varlink socket */
