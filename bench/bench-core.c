@@ -5,7 +5,7 @@
  * prints events per second and bytes per live page.
  *
  * Mix: 10k distinct 20-frame kernel chains (shared outer frames, skewed popularity, each process mostly
- * within a working set of its own), 200 processes,
+ * within a working set of its own), 200 processes in 40 cgroups (units),
  * ~1M live pages held steady (90 % order 0, the rest orders 1..3), frees by a task other than the
  * allocator half of the time. Each measured step frees one live block and allocates another, so the
  * table stays at its working size. Usage: bench-core [EVENTS] [LIVE_PAGES]
@@ -27,6 +27,7 @@
 #define DEPTH 20
 #define N_STACKS 10000
 #define N_PIDS 200
+#define N_CGROUPS 40
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15;
 
@@ -154,6 +155,7 @@ static void replay(Accounting *a, const Trace *t, uint64_t *ts) {
                 const TraceEvent *te = &t->events[i];
                 e.type = te->is_free ? MS_EVENT_PAGE_FREE : MS_EVENT_PAGE_ALLOC;
                 e.pid = e.tid = te->pid;
+                e.cgroup_id = 5000 + (uint64_t) (te->pid % N_CGROUPS);
                 e.page.pfn = te->pfn;
                 e.page.order = te->order;
                 e.page.stack.frames = stacks[te->stack];

@@ -55,12 +55,14 @@ extern const char *arg_output;
 extern const char *arg_from;
 extern const char *arg_file;
 extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
+extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
 int verb_reset(int argc, char *argv[]);
 int verb_tasks(int argc, char *argv[]);
 int verb_modules(int argc, char *argv[]);
+int verb_units(int argc, char *argv[]);
 int verb_stacks(int argc, char *argv[]);
 int verb_snapshot(int argc, char *argv[]);
 int verb_diff(int argc, char *argv[]);

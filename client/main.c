@@ -37,6 +37,7 @@ const char *arg_output = NULL;
 const char *arg_from = NULL;
 const char *arg_file = NULL;
 bool arg_offsets = false;
+uint64_t arg_stacks = 0;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -55,6 +56,7 @@ typedef enum VerbOption {
         OPTION_FROM       = 1 << 12,
         OPTION_FILE       = 1 << 13,
         OPTION_OFFSETS    = 1 << 14,
+        OPTION_STACKS     = 1 << 15,
 } VerbOption;
 
 typedef struct Verb {
@@ -68,6 +70,7 @@ static const Verb verbs[] = {
         { "status",   0, 0, 0, verb_status },
         { "tasks",    0, 0, OPTION_SORT | OPTION_LIMIT | OPTION_ALL, verb_tasks },
         { "modules",  0, 0, OPTION_SORT | OPTION_LIMIT, verb_modules },
+        { "units",    0, 0, OPTION_SORT | OPTION_LIMIT | OPTION_ALL | OPTION_STACKS, verb_units },
         { "stacks",   0, 0, OPTION_TASK | OPTION_MODULE | OPTION_DEPTH | OPTION_SORT | OPTION_LIMIT, verb_stacks },
         { "top",      0, 0, OPTION_BATCH | OPTION_ITERATIONS | OPTION_DELAY | OPTION_SORT | OPTION_LIMIT |
                             OPTION_ALL, verb_top },
@@ -86,6 +89,7 @@ static void help(void) {
                "  status                     The daemon's health, totals and losses\n"
                "  tasks                      Tasks by pages held\n"
                "  modules                    Kernel modules by pages allocated through them\n"
+               "  units                      systemd units by pages their tasks allocated\n"
                "  stacks                     The merged allocation call-stack tree\n"
                "  top                        Live view (ncurses; text with --batch or when piped)\n"
                "  reset [peaks|all]          Restart peaks, or all counters (root)\n"
@@ -105,7 +109,9 @@ static void help(void) {
                "     --sort=KEY              current, peak (or allocs for tasks/top)\n"
                "     --limit=N               Entries to show (children per node for stacks)\n"
                "     --all                   tasks: include exited tasks and tasks holding nothing;\n"
-               "                             top: include tasks holding nothing\n"
+               "                             top: include tasks holding nothing;\n"
+               "                             units: include units holding nothing\n"
+               "     --stacks=N              units: each unit's N biggest call stacks\n"
                "     --task=PID              stacks/report: one task only\n"
                "     --module=NAME           stacks/report: stacks through one module only\n"
                "     --depth=N               stacks/report: levels below the root\n"
@@ -139,7 +145,7 @@ static int usage_error(const char *format, ...) {
 /* The option's name for messages, in VerbOption bit order. */
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
-        "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets",
+        "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -163,6 +169,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_FROM,
                 ARG_FILE,
                 ARG_OFFSETS,
+                ARG_STACKS,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -186,6 +193,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "from", required_argument, NULL, ARG_FROM },
                 { "file", required_argument, NULL, ARG_FILE },
                 { "offsets", no_argument, NULL, ARG_OFFSETS },
+                { "stacks", required_argument, NULL, ARG_STACKS },
                 {}
         };
         VerbOption seen = 0;
@@ -290,6 +298,11 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 case ARG_OFFSETS:
                         arg_offsets = true;
                         seen |= OPTION_OFFSETS;
+                        break;
+                case ARG_STACKS:
+                        if (parse_uint64(optarg, 0, 100, &arg_stacks) < 0)
+                                return usage_error("--stacks takes a number from 0 to 100, not '%s'.", optarg);
+                        seen |= OPTION_STACKS;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

@@ -20,6 +20,7 @@ static const char *arg_source = NULL;  /* NULL: auto */
 static SourceOptions arg_source_options;
 static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
+static const char *arg_cgroup_root = NULL;
 static const char *arg_socket = NULL;
 static const char *arg_group = NULL;
 static bool arg_serve = true;
@@ -44,6 +45,7 @@ enum {
         ARG_BUFFER_PAGES,
         ARG_WAKEUP_BYTES,
         ARG_KALLSYMS,
+        ARG_CGROUP_ROOT,
         ARG_TRACEFS,
         ARG_SOCKET,
         ARG_GROUP,
@@ -73,6 +75,7 @@ static const struct option options[] = {
         { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
         { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
+        { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
         { "socket", required_argument, NULL, ARG_SOCKET },
         { "group", required_argument, NULL, ARG_GROUP },
@@ -110,6 +113,7 @@ static void help(void) {
                "     --buffer-pages=N       Ring pages per CPU, a power of two (default %u)\n"
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
                "     --kallsyms=PATH        Kernel symbols (default /proc/kallsyms)\n"
+               "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
                "     --socket=PATH          varlink socket (default " MEMSTRACK_SOCKET_DEFAULT ")\n"
                "     --group=NAME           Group allowed to query besides root (default " MEMSTRACK_GROUP_DEFAULT ")\n"
@@ -254,6 +258,9 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_KALLSYMS:
                 arg_kallsyms = value;
+                break;
+        case ARG_CGROUP_ROOT:
+                arg_cgroup_root = value;
                 break;
         case ARG_TRACEFS:
                 arg_source_options.tracefs = value;
@@ -495,6 +502,7 @@ static int run(void) {
                 .source_options = arg_source_options,
                 .accounting = arg_accounting,
                 .kallsyms = arg_kallsyms,
+                .cgroup_root = arg_cgroup_root,
                 .socket_path = arg_socket,
                 .group = arg_group,
                 .serve = arg_serve,

@@ -84,9 +84,19 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void on_event(void *userdata, const MsEvent *e) {
         Manager *m = userdata;
         accounting_handle_event(m->accounting, e);
+        /* A cgroup seen for the first time: named a moment later, a burst of new ones with one walk. */
+        if (_unlikely_(units_pending(accounting_units(m->accounting)) > 0) && !debounce_pending(m->cgroup_resolve)) {
+                int r = debounce_request(m->cgroup_resolve);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to schedule naming new cgroups, naming them at the next query: %m");
+        }
         /* A cached symbol session belongs to one process image: not past its exit or exec. */
         if (_unlikely_(e->type == MS_EVENT_TASK_EXIT || e->type == MS_EVENT_TASK_COMM) && e->tid == e->pid)
                 usym_forget(m->usym, e->pid);
+        /* A process exited: its cgroup may be removed next (a unit stopped). Seen by a walk a few seconds
+         * after the last exit of a burst. */
+        if (_unlikely_(e->type == MS_EVENT_TASK_EXIT) && e->tid == e->pid && m->cgroups)
+                (void) debounce_request(m->cgroup_recheck);
         if (_unlikely_(e->type == MS_EVENT_MODULE_LOAD)) {
                 /* Not now: a moment after the last load of a burst. Nodes created until then are
                  * classified again by the reload (accounting_set_ksym()). */
@@ -99,6 +109,86 @@ static void on_event(void *userdata, const MsEvent *e) {
                                           name ?: "a module");
                 }
         }
+}
+
+/* The unit name and path of a cgroup id, if the last walk saw it. */
+static bool lookup_cgroup(Manager *m, uint64_t id, char **ret_name, const char **ret_path) {
+        const char *path = cgroupnames_path(m->cgroups, id);
+        size_t n;
+
+        if (!path)
+                return false;
+        const char *name = cgroupnames_unit_name(path, &n);
+        *ret_name = strndup(name, n);
+        *ret_path = path;
+        return true;
+}
+
+/* Walks the cgroup tree again and marks which named cgroups are gone, or back. */
+static int walk_cgroups(Manager *m) {
+        Units *u = accounting_units(m->accounting);
+        int r;
+
+        r = cgroupnames_walk(m->cgroups);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to walk the cgroup tree at %s, ignoring: %m",
+                                         cgroupnames_root(m->cgroups));
+        for (uint32_t i = 1; i < units_cgroup_count(u); i++) {
+                const CgroupUsage *c = units_cgroup(u, i);
+                if (c->id != 0 && !c->pending)
+                        units_cgroup_set_removed(u, i, !cgroupnames_path(m->cgroups, c->id));
+        }
+        return 0;
+}
+
+void manager_resolve_cgroups(Manager *m) {
+        Units *u = accounting_units(m->accounting);
+        bool walked = false;
+        int r;
+
+        if (units_pending(u) == 0)
+                return;
+        for (uint32_t i = 1; i < units_cgroup_count(u) && units_pending(u) > 0; i++) {
+                const CgroupUsage *c = units_cgroup(u, i);
+                _cleanup_free_ char *name = NULL;
+                const char *path = NULL;
+
+                if (!c->pending)
+                        continue;
+                if (!m->cgroups) {
+                        /* No cgroup2 tree to look in: nameless, as if removed. */
+                        r = units_cgroup_resolve(u, i, NULL, NULL);
+                        if (r < 0)
+                                return (void) log_debug_errno(r, "Failed to name cgroup %" PRIu64 ": %m", c->id);
+                        continue;
+                }
+                bool found = lookup_cgroup(m, c->id, &name, &path);
+                if (!found && !walked) {
+                        /* Made since the last walk: one walk for all the cgroups missing now. */
+                        walked = true;
+                        (void) walk_cgroups(m);
+                        found = lookup_cgroup(m, c->id, &name, &path);
+                }
+                if (found && !name)
+                        return (void) log_debug_errno(ENOMEM, "Failed to name cgroup %" PRIu64 ": %m", c->id);
+                r = units_cgroup_resolve(u, i, name, found ? path : NULL);
+                if (r < 0)
+                        return (void) log_debug_errno(r, "Failed to name cgroup %" PRIu64 ": %m", c->id);
+                /* Gone before it could be named. */
+                if (!found)
+                        units_cgroup_set_removed(u, i, true);
+        }
+}
+
+static void resolve_cgroups_deferred(void *userdata) {
+        manager_resolve_cgroups(userdata);
+}
+
+static void recheck_cgroups_deferred(void *userdata) {
+        Manager *m = userdata;
+
+        (void) walk_cgroups(m);
+        manager_resolve_cgroups(m);
 }
 
 static void reload_ksym_deferred(void *userdata) {
@@ -150,6 +240,26 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                          reload_ksym_deferred, m, &m->ksym_reload);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the symbol reload timer: %m");
+        r = debounce_new(m->event, "cgroup-resolve", CGROUP_RESOLVE_DELAY_USEC, CGROUP_RESOLVE_MAX_DELAY_USEC,
+                         resolve_cgroups_deferred, m, &m->cgroup_resolve);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the cgroup naming timer: %m");
+        r = debounce_new(m->event, "cgroup-recheck", CGROUP_RECHECK_DELAY_USEC, CGROUP_RECHECK_MAX_DELAY_USEC,
+                         recheck_cgroups_deferred, m, &m->cgroup_recheck);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the cgroup recheck timer: %m");
+        r = cgroupnames_new(config->cgroup_root, &m->cgroups);
+        if (r == -ENOMEDIUM)
+                log_notice("No cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified: pages per unit "
+                           "are counted by cgroup id, without names.");
+        else if (r < 0)
+                return log_error_errno(r, "Failed to set up cgroup naming: %m");
+        else {
+                r = cgroupnames_walk(m->cgroups);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to walk the cgroup tree at %s, ignoring: %m",
+                                          cgroupnames_root(m->cgroups));
+        }
         if (sd_pid_get_unit(0, &m->unit) < 0)
                 m->unit = NULL;
         *ret = TAKE_PTR(m);
@@ -164,6 +274,9 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigusr1);
         sd_event_source_disable_unref(m->sighup);
         debounce_free(m->ksym_reload);
+        debounce_free(m->cgroup_resolve);
+        debounce_free(m->cgroup_recheck);
+        cgroupnames_free(m->cgroups);
         event_source_free(m->source);
         usym_free(m->usym);
         accounting_free(m->accounting);
@@ -275,6 +388,9 @@ void manager_flush(Manager *m) {
         int r = m->source->ops->flush(m->source);
         if (r < 0)
                 log_debug_errno(r, "Failed to flush the event source, answering with what arrived: %m");
+        /* Answers name every unit they show. */
+        if (units_pending(accounting_units(m->accounting)) > 0)
+                manager_resolve_cgroups(m);
 }
 
 void manager_finish(Manager *m) {

@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "accounting.h"
+#include "cgroupnames.h"
 #include "debounce.h"
 #include "ksym.h"
 #include "service.h"
@@ -29,6 +30,7 @@ typedef struct ManagerConfig {
         SourceOptions source_options;
         AccountingConfig accounting;
         const char *kallsyms;           /* NULL: /proc/kallsyms */
+        const char *cgroup_root;        /* the cgroup2 tree that names cgroups; NULL: found (cgroupnames.h) */
         const char *socket_path;        /* NULL: the default */
         const char *group;              /* NULL: the default; "" root only */
         bool serve;                     /* listen on the varlink socket */
@@ -49,6 +51,9 @@ typedef struct Manager {
         EventSource *source;            /* owned */
         Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
+        CgroupNames *cgroups;           /* owned: names the core's cgroups; NULL without a cgroup2 mount */
+        Debounce *cgroup_resolve;       /* owned: names new cgroups a moment after they appear */
+        Debounce *cgroup_recheck;       /* owned: notices removed cgroups a while after processes exit */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
         sd_event_source *sigusr1, *sighup;
@@ -77,6 +82,9 @@ void manager_finish(Manager *m);
 void manager_log_summary(Manager *m, const char *reason);
 double manager_events_per_second(const Manager *m);
 uint64_t manager_uptime_usec(const Manager *m);
+/* Names the core's pending cgroups (units.h) from the cgroup2 tree, walking it again once if one is
+ * not in the last walk (a walk also marks which known cgroups are gone). */
+void manager_resolve_cgroups(Manager *m);
 /* Re-reads kallsyms (SIGHUP; after module loads via ksym_reload). */
 int manager_reload_ksym(Manager *m);
 
@@ -85,3 +93,13 @@ int manager_reload_ksym(Manager *m);
  * burst of loads would stall the drain for seconds. */
 #define KSYM_RELOAD_DELAY_USEC 200000
 #define KSYM_RELOAD_MAX_DELAY_USEC 2000000
+/* New cgroups are named this long after the last new one of a burst (a walk of the cgroup tree costs a
+ * few milliseconds per thousand cgroups), at most CGROUP_RESOLVE_MAX_DELAY_USEC after the first: soon
+ * enough to find a short-lived unit's cgroup before it is removed. Queries name them at once. */
+#define CGROUP_RESOLVE_DELAY_USEC 50000
+#define CGROUP_RESOLVE_MAX_DELAY_USEC 500000
+/* Process exits make the cgroup tree be walked again this long after the last exit of a burst, at most
+ * CGROUP_RECHECK_MAX_DELAY_USEC after the first: a unit whose cgroups are gone shows as not live within
+ * seconds, and a machine whose processes exit all the time walks the tree every ten seconds at most. */
+#define CGROUP_RECHECK_DELAY_USEC 2000000
+#define CGROUP_RECHECK_MAX_DELAY_USEC 10000000

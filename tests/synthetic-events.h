@@ -40,6 +40,39 @@ static inline void synthetic_exit(Accounting *a, int32_t pid) {
         synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid });
 }
 
+/* The cgroup id of a pid's allocations: 100 in 1001, 200 and 300 in 1002, 400 in 1003, others none (0). */
+static inline uint64_t synthetic_cgroup_of(int32_t pid) {
+        switch (pid) {
+        case 100:
+                return 1001;
+        case 200:
+        case 300:
+                return 1002;
+        case 400:
+                return 1003;
+        default:
+                return 0;
+        }
+}
+
+/* Names the pending cgroups as the daemon's resolver would (manager_resolve_cgroups()). */
+static inline void synthetic_name_units(Accounting *a) {
+        static const struct {
+                uint64_t id;
+                const char *path, *name;
+        } names[] = {
+                { 1001, "/system.slice/alpha.service", "alpha.service" },
+                { 1002, "/system.slice/web.service", "web.service" },
+                { 1003, "/user.slice/user-1000.slice/session-3.scope", "session-3.scope" },
+        };
+        Units *u = accounting_units(a);
+
+        for (uint32_t c = 1; c < units_cgroup_count(u); c++)
+                for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                        if (units_cgroup(u, c)->pending && units_cgroup(u, c)->id == names[i].id)
+                                (void) units_cgroup_resolve(u, c, names[i].name, names[i].path);
+}
+
 static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order, SyntheticChain chain) {
         const uint64_t *frames = chain == SYNTHETIC_EXT4 ? synthetic_chain_ext4 :
                                  chain == SYNTHETIC_XFS ? synthetic_chain_xfs : synthetic_chain_kernel;
@@ -47,6 +80,7 @@ static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uin
                      chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
 
         synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid,
+                                      .cgroup_id = synthetic_cgroup_of(pid),
                                       .page = { .pfn = pfn, .order = order, .migrate_type = -1,
                                                 .stack = { .frames = frames, .n_frames = n, .n_kernel_frames = n } } });
 }
@@ -86,6 +120,8 @@ static inline void synthetic_object(Accounting *a, int32_t pid, uint64_t ptr, ui
  *   300 gamma  16 pages allocated and freed: 0 now, peak 16
  *   400 delta  1 page (vmlinux), then exited
  * Tracked now 15, peak 30; vmlinux 9 now, peak 24; 3 events lost on cpu 1.
+ * Units: web.service (200, 300) 6 now, peak 22; alpha.service (100) 8, peak 8; session-3.scope (400) 1,
+ * peak 1, no live task.
  */
 static inline void synthetic_scene(Accounting *a) {
         synthetic_task(a, 100, "alpha");
@@ -100,4 +136,5 @@ static inline void synthetic_scene(Accounting *a) {
         synthetic_alloc(a, 400, 0x5000, 0, SYNTHETIC_KERNEL);
         synthetic_exit(a, 400);
         synthetic_lost(a, 1, 3);
+        synthetic_name_units(a);
 }

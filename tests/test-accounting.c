@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,11 +46,15 @@ static Accounting *new_accounting(const Ksym *k, bool threads) {
         return a;
 }
 
+/* The cgroup id the next allocations and samples carry. */
+static uint64_t cgroup_id;
+
 static void alloc_chain(Accounting *a, int32_t pid, int32_t tid, uint64_t pfn, unsigned order, const uint64_t *frames,
                 size_t n) {
         static uint64_t now = 1000;
         MsEvent e = {
                 .type = MS_EVENT_PAGE_ALLOC,
+                .cgroup_id = cgroup_id,
                 .pid = pid,
                 .tid = tid,
                 .timestamp_nsec = now++,
@@ -76,6 +81,7 @@ static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t de
         static uint64_t now = 1000000;
         MsEvent e = {
                 .type = MS_EVENT_SAMPLE,
+                .cgroup_id = cgroup_id,
                 .pid = pid,
                 .tid = pid,
                 .timestamp_nsec = now++,
@@ -138,6 +144,33 @@ static void add_pages(void *userdata, uint32_t leaf, uint64_t pages) {
         *sum += pages;
 }
 
+typedef struct CgroupCells {
+        uint32_t cgroup;
+        uint64_t pages;
+} CgroupCells;
+
+static bool match_cgroup(void *userdata, uint32_t cgroup) {
+        return ((CgroupCells *) userdata)->cgroup == cgroup;
+}
+
+static void add_cgroup_pages(void *userdata, uint32_t leaf, uint64_t pages) {
+        ((CgroupCells *) userdata)->pages += pages;
+}
+
+/* The unit of a cgroup id, named "cg<id>" if it was pending. */
+static const UnitUsage *unit_of(Accounting *a, uint64_t id) {
+        Units *u = accounting_units(a);
+        uint32_t c = units_cgroup_intern(u, id);
+        ASSERT_NE(c, UNITS_NONE);
+        if (units_cgroup(u, c)->pending) {
+                char name[32], path[64];
+                (void) snprintf(name, sizeof(name), "cg%" PRIu64 ".service", id);
+                (void) snprintf(path, sizeof(path), "/system.slice/%s", name);
+                ASSERT_OK(units_cgroup_resolve(u, c, name, path));
+        }
+        return units_unit(u, units_unit_of(u, c));
+}
+
 /* Every view of current pages must agree: tasks, both stack trees, modules, page table, totals, the
  * charge index. */
 static void check_invariants(Accounting *a) {
@@ -193,6 +226,23 @@ static void check_invariants(Accounting *a) {
         ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, s.current_pages);
         ASSERT_EQ(stacktree_pages(st, STACK_NODE_PROCESSES).current, s.current_pages);
         ASSERT_LE(s.current_pages, s.peak_pages);
+
+        /* Units and cgroups add up, and each cgroup's cells hold what it does. */
+        Units *un = accounting_units(a);
+        uint64_t by_unit = 0, by_cgroup = 0;
+        for (uint32_t i = 1; i < units_unit_count(un); i++)
+                if (units_unit(un, i)) {
+                        by_unit += units_unit(un, i)->ledger.current;
+                        ASSERT_LE(units_unit(un, i)->ledger.current, units_unit(un, i)->ledger.peak);
+                }
+        for (uint32_t i = 1; i < units_cgroup_count(un); i++) {
+                CgroupCells cc = { .cgroup = i };
+                chargeindex_foreach_cgroup(ci, match_cgroup, add_cgroup_pages, &cc);
+                ASSERT_EQ(cc.pages, units_cgroup(un, i)->current_pages);
+                by_cgroup += cc.pages;
+        }
+        ASSERT_EQ(by_unit, s.current_pages);
+        ASSERT_EQ(by_cgroup, s.current_pages);
 }
 
 static void test_orders_and_untracked(void) {
@@ -766,10 +816,107 @@ static void test_object_events_ignored(void) {
         accounting_free(a);
 }
 
+/* A task that moves to another cgroup leaves what it allocated before charged to the old one: frees (by
+ * anyone) take the pages off the cgroup that allocated them. */
+static void test_cgroup_move(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+
+        cgroup_id = 100;
+        alloc(a, 10, 0x1000, 2);                /* 4 pages in cgroup 100 */
+        cgroup_id = 200;
+        alloc(a, 10, 0x2000, 0);                /* moved: 1 page in cgroup 200 */
+        alloc(a, 11, 0x3000, 1);                /* another task: 2 pages in cgroup 200 */
+        ASSERT_EQ(unit_of(a, 100)->ledger.current, 4);
+        ASSERT_EQ(unit_of(a, 200)->ledger.current, 3);
+        check_invariants(a);
+
+        free_pages_(a, 11, 0x1000, 1);          /* another task frees half the first block */
+        ASSERT_EQ(unit_of(a, 100)->ledger.current, 2);
+        ASSERT_EQ(unit_of(a, 100)->ledger.peak, 4);
+        ASSERT_EQ(unit_of(a, 200)->ledger.current, 3);
+        check_invariants(a);
+
+        /* Samples follow the same rule: the move sends later samples elsewhere, and a negative sample of
+         * the chain takes the pages the old cgroup holds too. */
+        cgroup_id = 300;
+        sample(a, 12, 6, 6, write_chain);
+        cgroup_id = 400;
+        sample(a, 12, 2, 2, write_chain);
+        sample(a, 12, -5, 0, write_chain);
+        ASSERT_EQ(unit_of(a, 300)->ledger.current + unit_of(a, 400)->ledger.current, 3);
+        ASSERT_EQ(unit_of(a, 300)->ledger.peak, 6);
+        check_invariants(a);
+
+        /* Peaks restart from the current values; reset-all zeroes the counts and keeps the names. */
+        accounting_reset(a, ACCOUNTING_RESET_PEAKS);
+        ASSERT_EQ(unit_of(a, 100)->ledger.peak, 2);
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        ASSERT_EQ(unit_of(a, 100)->ledger.current, 0);
+        ASSERT_EQ(unit_of(a, 100)->ledger.peak, 0);
+        ASSERT_STREQ(unit_of(a, 100)->name, "cg100.service");
+        check_invariants(a);
+        cgroup_id = 0;
+        alloc(a, 10, 0x5000, 0);
+        ASSERT_STREQ(unit_of(a, 0)->name, UNITS_UNKNOWN_NAME);
+        ASSERT_EQ(unit_of(a, 0)->ledger.current, 1);
+        check_invariants(a);
+
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* Two cgroups of one name (a restarted service) are one unit: resolving the second merges it. */
+static void test_cgroup_merge(void) {
+        Accounting *a = new_accounting(NULL, false);
+        Units *u = accounting_units(a);
+
+        cgroup_id = 500;
+        alloc(a, 10, 0x1000, 3);                /* 8 pages */
+        ASSERT_STREQ(unit_of(a, 500)->name, "cg500.service");
+        cgroup_id = 501;
+        alloc(a, 11, 0x2000, 1);                /* 2 pages, still pending */
+        uint32_t c = units_cgroup_intern(u, 501);
+        ASSERT_TRUE(units_cgroup(u, c)->pending);
+        ASSERT_EQ(units_pending(u), 1);
+        ASSERT_OK(units_cgroup_resolve(u, c, "cg500.service", "/system.slice/cg500.service"));
+        ASSERT_EQ(units_pending(u), 0);
+        ASSERT_EQ(unit_of(a, 500)->ledger.current, 10);
+        ASSERT_EQ(unit_of(a, 500)->ledger.peak, 10);
+        ASSERT_EQ(unit_of(a, 500)->n_cgroups, 2);
+        ASSERT_TRUE(unit_of(a, 500) == unit_of(a, 501));
+        check_invariants(a);
+
+        /* Frees leave the merged unit through either cgroup. */
+        free_pages_(a, 1, 0x1000, 3);
+        ASSERT_EQ(unit_of(a, 501)->ledger.current, 2);
+        ASSERT_EQ(unit_of(a, 501)->ledger.peak, 10);
+        /* Liveness: the unit lives while one of its cgroups does. */
+        units_cgroup_set_removed(u, units_cgroup_intern(u, 500), true);
+        ASSERT_EQ(unit_of(a, 501)->n_live, 1);
+        units_cgroup_set_removed(u, c, true);
+        ASSERT_EQ(unit_of(a, 501)->n_live, 0);
+
+        /* A cgroup nobody could name joins "[removed]"; bad calls change nothing. */
+        cgroup_id = 502;
+        alloc(a, 12, 0x3000, 0);
+        uint32_t d = units_cgroup_intern(u, 502);
+        ASSERT_OK(units_cgroup_resolve(u, d, NULL, NULL));
+        ASSERT_STREQ(units_unit(u, units_unit_of(u, d))->name, UNITS_REMOVED_NAME);
+        ASSERT_NULL(units_unit(u, units_unit_of(u, d))->cgroup);
+        ASSERT_EQ(units_cgroup_resolve(u, UNITS_NONE, "x.service", "/x.service"), -EINVAL);
+        ASSERT_EQ(units_cgroup_resolve(u, 9999, "x.service", "/x.service"), -EINVAL);
+        ASSERT_EQ(units_cgroup_resolve(u, d, "", "/"), -EINVAL);
+        ASSERT_EQ(units_find(u, "x.service"), UNITS_NONE);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 static void test_random_against_model(void) {
-        enum { SPACE = 1 << 14, PIDS = 16 };
+        enum { SPACE = 1 << 14, PIDS = 16, CGROUPS = 4 };
         static int16_t owner[SPACE];
-        uint64_t current[PIDS] = {}, peak[PIDS] = {};
+        static int8_t owner_cgroup[SPACE];
+        uint64_t current[PIDS] = {}, peak[PIDS] = {}, cg_current[CGROUPS] = {}, cg_peak[CGROUPS] = {};
         Ksym *k = fixture_ksym();
         Accounting *a = new_accounting(k, false);
         const uint64_t *chains[] = { fault_chain, write_chain, ext4_chain };
@@ -788,19 +935,31 @@ static void test_random_against_model(void) {
                         free_range = free_range && owner[p] < 0;
                 if (free_range && rand() % 3 != 0) {
                         unsigned c = (unsigned) rand() % 3;
+                        /* Tasks move between cgroups now and then. */
+                        int cg = (pid + (int) (step / 20000)) % CGROUPS;
+                        cgroup_id = 1000 + (uint64_t) cg;
                         alloc_chain(a, pid + 1, pid + 1, pfn, order, chains[c], lens[c]);
-                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                        for (uint64_t p = pfn; p < pfn + (1u << order); p++) {
                                 owner[p] = (int16_t) pid;
+                                owner_cgroup[p] = (int8_t) cg;
+                        }
                         current[pid] += 1u << order;
                         peak[pid] = MAX(peak[pid], current[pid]);
+                        cg_current[cg] += 1u << order;
+                        cg_peak[cg] = MAX(cg_peak[cg], cg_current[cg]);
                 } else {
                         free_pages_(a, rand() % PIDS + 1, pfn, order);
                         for (uint64_t p = pfn; p < pfn + (1u << order); p++)
                                 if (owner[p] >= 0) {
                                         current[owner[p]]--;
+                                        cg_current[owner_cgroup[p]]--;
                                         owner[p] = -1;
                                 }
                 }
+                /* Name the cgroups early, so their units' peaks are their own from the start. */
+                if (step == 0)
+                        for (int cg = 0; cg < CGROUPS; cg++)
+                                (void) unit_of(a, 1000 + (uint64_t) cg);
         }
         Usage *u = accounting_usage(a);
         StackTree *st = accounting_stacktree(a);
@@ -813,7 +972,12 @@ static void test_random_against_model(void) {
                 ASSERT_EQ(stacktree_pages(st, scope).current, current[pid]);
                 ASSERT_EQ(stacktree_pages(st, scope).peak, peak[pid]);
         }
+        for (int cg = 0; cg < CGROUPS; cg++) {
+                ASSERT_EQ(unit_of(a, 1000 + (uint64_t) cg)->ledger.current, cg_current[cg]);
+                ASSERT_EQ(unit_of(a, 1000 + (uint64_t) cg)->ledger.peak, cg_peak[cg]);
+        }
         check_invariants(a);
+        cgroup_id = 0;
         accounting_free(a);
         ksym_free(k);
 }
@@ -833,6 +997,8 @@ int main(void) {
         TEST(test_sample_peaks_not_summed);
         TEST(test_sample_bytes);
         TEST(test_object_events_ignored);
+        TEST(test_cgroup_move);
+        TEST(test_cgroup_merge);
         TEST(test_random_against_model);
         return 0;
 }

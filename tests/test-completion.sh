@@ -53,7 +53,10 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff modules report reset snapshot snapshots stacks status tasks top" memstrackctl --address /x ""
+expect "diff modules report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "--sort --stacks" memstrackctl units --s
+expect "current peak" memstrackctl units --sort ""
+expect "" memstrackctl units --stacks ""
 expect "snapshot snapshots stacks status" memstrackctl --address /run/x.sock s
 expect "snapshot snapshots stacks status" memstrackctl --json = short s
 expect "--limit" memstrackctl tasks --li

@@ -55,6 +55,8 @@ verbs=(
     "status"
     "tasks"
     "modules"
+    "units"
+    "units --stacks 2"
     "stacks"
     "stacks --task 1"
     "top --batch -n 1"
@@ -95,6 +97,8 @@ check_error io.memstrack.NoSuchTask '{"pid": 999999}' 1 \
     "No task with pid 999999 is known to memstrackd (memstrackctl tasks --all lists them)."
 check_error io.memstrack.NoSuchModule '{"name": "ext4"}' 1 \
     "No module 'ext4' is known to memstrackd (memstrackctl modules lists them)."
+check_error io.memstrack.NoSuchUnit '{"name": "nope.service"}' 1 \
+    "No unit 'nope.service' is known to memstrackd (memstrackctl units --all lists them)."
 check_error io.memstrack.NoSuchSnapshot '{"name": "before"}' 1 \
     "No snapshot 'before' is saved in memstrackd (save one with: memstrackctl snapshot before)."
 check_error io.memstrack.PermissionDenied '{"reason": "not in the group"}' 4 \

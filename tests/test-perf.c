@@ -125,6 +125,29 @@ static void w_alloc(Writer *w, uint32_t pid, uint64_t time, uint64_t pfn, unsign
         w_end(w);
 }
 
+/* An mm_page_alloc sample without a call chain, with PERF_SAMPLE_CGROUP after the raw data (n_cgroup
+ * bytes of it: 8, or 0 for a truncated record). */
+static void w_alloc_cgroup(Writer *w, uint32_t pid, uint64_t time, uint64_t pfn, uint64_t cgroup_id, size_t n_cgroup) {
+        uint8_t raw[36] = {};
+        uint16_t type = ID_ALLOC;
+        int32_t mt = 1;
+
+        w_begin(w, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_KERNEL);
+        w_u64(w, EV_ALLOC);
+        w_u32(w, pid);
+        w_u32(w, pid);
+        w_u64(w, time);
+        w_u32(w, w->ring->cpu);
+        w_u32(w, 0);
+        memcpy(raw, &type, sizeof(type));
+        memcpy(raw + 8, &pfn, sizeof(pfn));
+        memcpy(raw + 32, &mt, sizeof(mt));
+        w_u32(w, sizeof(raw));  /* 4 + 36: already 8-byte aligned */
+        w_put(w, raw, sizeof(raw));
+        w_put(w, &cgroup_id, n_cgroup);
+        w_end(w);
+}
+
 static void w_free(Writer *w, uint32_t pid, uint64_t time, uint64_t pfn, unsigned order) {
         uint8_t raw[20] = {};
         uint16_t type = ID_FREE;
@@ -292,6 +315,28 @@ static void test_callchain_and_wrap(void) {
         ASSERT_TRUE(seen[0].frames[1] == 0xffffffff81000002);
         ASSERT_EQ(seen[0].frames[2], 0x401000);
         ASSERT_EQ(seen[0].frames[3], 0x402000);
+        fixture_done(&f);
+}
+
+/* With PERF_SAMPLE_CGROUP, allocations carry the cgroup id that follows the raw data; frees have none.
+ * A sample too short for it is counted as malformed. */
+static void test_cgroup(void) {
+        Fixture f;
+
+        fixture_init(&f);
+        f.s->config.depth = 0;
+        f.s->cgroups = true;
+        w_alloc_cgroup(&f.w[0], 100, 10, 0x50, 0x1234567890, 8);
+        w_free(&f.w[0], 101, 11, 0x50, 0);
+        w_alloc_cgroup(&f.w[0], 100, 12, 0x60, 0x77, 0);
+        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_EQ(n_seen, 2);
+        ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_ALLOC);
+        ASSERT_EQ(seen[0].ev.page.pfn, 0x50);
+        ASSERT_EQ(seen[0].ev.cgroup_id, 0x1234567890);
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_EQ(seen[1].ev.cgroup_id, 0);
+        ASSERT_EQ(f.s->bad_records, 1);
         fixture_done(&f);
 }
 
@@ -476,6 +521,7 @@ int main(void) {
         TEST(test_budget);
         TEST(test_callchain_and_wrap);
         TEST(test_self);
+        TEST(test_cgroup);
         TEST(test_side_band);
         TEST(test_malformed);
         return 0;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The replay source (daemon/sources/replay.c) through the whole daemon: memstrackd --source=replay reads
-# events from a text file and memstrackctl's answers count exactly those. No kernel tracing, no root.
+# events from a text file and memstrackctl's answers count exactly those, per task and per unit (cgroups
+# named from a fake cgroup tree, --cgroup-root). No kernel tracing, no root.
 #
 # Usage: test-replay-source.sh MEMSTRACKD MEMSTRACKCTL
 set -uo pipefail
@@ -80,6 +81,64 @@ grep -q '^ *Samples: 2 (.*; 2 pages taken off that no sample had charged)$' "$wo
     fail "status does not show the samples: $(cat "$work/status.txt")"
 grep -q '^ *Unsupported: 2 events' "$work/status.txt" ||
     fail "status does not show the unsupported events: $(cat "$work/status.txt")"
+kill "$daemon"
+wait "$daemon"
+daemon=
+
+# Pages per unit without a kernel: cgroup ids are the inode numbers of a fake cgroup tree (--cgroup-root).
+# 4242 allocates in replay.service, moves to session-7.scope and allocates there; freeing its first block
+# takes the pages off replay.service. A cgroup id the tree does not have is "[removed]".
+cg=$work/cgroup
+mkdir -p "$cg/system.slice/replay.service" "$cg/user.slice/user-1000.slice/session-7.scope"
+service=$(stat -c %i "$cg/system.slice/replay.service")
+session=$(stat -c %i "$cg/user.slice/user-1000.slice/session-7.scope")
+cat >"$work/units-events" <<END
+task 4242 replayed-a
+cgroup $service
+alloc 4242 0x1000 2 0xffffffff81000000
+alloc 4242 0x1100 1 0xffffffff81000000
+cgroup $session
+alloc 4242 0x2000 3 0xffffffff81000010
+free 0x1000 2
+cgroup 999999999
+alloc 4242 0x3000 0
+END
+"$D" --foreground --source=replay --source-input="$work/units-events" --socket="$work/sock" --group="$(id -gn)" \
+    --cgroup-root="$cg" >"$work/log" 2>&1 &
+daemon=$!
+for _ in $(seq 600); do
+    "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && break
+    kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited"
+    sleep 0.1
+done
+"$CTL" --address "unix:$work/sock" units --all --stacks 1 --json=short >"$work/units" 2>"$work/err" ||
+    fail "memstrackctl units: $(cat "$work/err")"
+python3 - "$work/units" <<'END' || fail "units differ from the replayed events: $(cat "$work/units")"
+import json, sys
+units = {u["name"]: u for u in json.load(open(sys.argv[1]))["units"]}
+# 4242 allocated last in the cgroup nobody could find: its one task is counted there.
+want = {"session-7.scope": ("/user.slice/user-1000.slice/session-7.scope", 8, 8, 0),
+        "replay.service": ("/system.slice/replay.service", 2, 6, 0),
+        "[removed]": (None, 1, 1, 1)}
+ok = sorted(units) == sorted(want)
+for name, (cgroup, cur, peak, tasks) in want.items():
+    u = units.get(name, {})
+    got = (u.get("cgroup"), u.get("currentPages"), u.get("peakPages"), u.get("tasks"))
+    if got != (cgroup, cur, peak, tasks):
+        print(f"unit {name}: {got}, expected {(cgroup, cur, peak, tasks)}", file=sys.stderr)
+        ok = False
+if units.get("[removed]", {}).get("live") is not False or units.get("replay.service", {}).get("live") is not True:
+    print("live: [removed] must not be, replay.service must", file=sys.stderr)
+    ok = False
+stacks = units.get("session-7.scope", {}).get("topStacks") or [{}]
+if stacks[0].get("currentPages") != 8 or len(stacks[0].get("frames", [])) != 1:
+    print(f"session-7.scope's stack: {stacks}", file=sys.stderr)
+    ok = False
+sys.exit(0 if ok else 1)
+END
+"$CTL" --address "unix:$work/sock" units --no-legend >"$work/units.txt" 2>&1 || fail "memstrackctl units (text)"
+awk '$1 == "session-7.scope" && $4 == 8 { f = 1 } END { exit !f }' "$work/units.txt" ||
+    fail "memstrackctl units does not list session-7.scope with 8 pages: $(cat "$work/units.txt")"
 kill "$daemon"
 wait "$daemon"
 daemon=

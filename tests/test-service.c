@@ -245,6 +245,9 @@ static void test_status_and_summary(void) {
         _cleanup_free_ char *m = names(json_object_get(sum, "topModules"));
         ASSERT_STREQ(m, "vmlinux ext4");
         ASSERT_TRUE(json_is_object(json_object_get(sum, "evicted")));
+        _cleanup_free_ char *u = names(json_object_get(sum, "topUnits"));
+        ASSERT_STREQ(u, "alpha.service web.service");
+        ASSERT_TRUE(json_is_null(json_object_get(json_array_get(json_object_get(sum, "topUnits"), 0), "topStacks")));
         expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": 0}", "limit");
         expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": 10001}", "limit");
         expect_invalid(&f, "io.memstrack.Summary", "{\"limit\": \"ten\"}", "limit");
@@ -316,6 +319,102 @@ static void test_tasks_and_modules(void) {
         expect_invalid(&f, "io.memstrack.Modules", "{\"limit\": 0}", "limit");
         expect_invalid(&f, "io.memstrack.Modules", "{\"limit\": 10001}", "limit");
         expect_invalid(&f, "io.memstrack.Modules", "{\"bogus\": 1}", "bogus");
+        fixture_done(&f);
+}
+
+static json_t *unit_at(json_t *reply, size_t i) {
+        return json_array_get(json_object_get(reply, "units"), i);
+}
+
+/* Units: the scene's three units, sorted, filtered by name, with stacks; and every error path. */
+static void test_units(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *all = call_ok(&f, "io.memstrack.Units", NULL);
+        _cleanup_free_ char *n = names(json_object_get(all, "units"));
+        ASSERT_STREQ(n, "alpha.service web.service session-3.scope");
+        json_t *alpha = unit_at(all, 0), *web = unit_at(all, 1), *session = unit_at(all, 2);
+        ASSERT_STREQ(json_string_value(json_object_get(alpha, "cgroup")), "/system.slice/alpha.service");
+        ASSERT_EQ(get_int(alpha, "currentPages"), 8);
+        ASSERT_EQ(get_int(alpha, "peakPages"), 8);
+        ASSERT_EQ(get_int(alpha, "tasks"), 1);
+        ASSERT_TRUE(json_is_true(json_object_get(alpha, "live")));
+        ASSERT_TRUE(json_is_null(json_object_get(alpha, "topStacks")));
+        ASSERT_EQ(get_int(web, "currentPages"), 6);
+        ASSERT_EQ(get_int(web, "peakPages"), 22);
+        ASSERT_EQ(get_int(web, "tasks"), 2);
+        /* Its only process exited. */
+        ASSERT_EQ(get_int(session, "tasks"), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(session, "cgroup")),
+                     "/user.slice/user-1000.slice/session-3.scope");
+
+        json_auto_t *peak = call_ok(&f, "io.memstrack.Units", "{\"sortBy\": \"peak\", \"limit\": 2}");
+        _cleanup_free_ char *np = names(json_object_get(peak, "units"));
+        ASSERT_STREQ(np, "web.service alpha.service");
+
+        /* One unit by name, with its two biggest stacks, innermost frame first. */
+        json_auto_t *one = call_ok(&f, "io.memstrack.Units", "{\"name\": \"web.service\", \"stacks\": 5}");
+        ASSERT_EQ(json_array_size(json_object_get(one, "units")), 1);
+        json_t *stacks = json_object_get(unit_at(one, 0), "topStacks");
+        ASSERT_EQ(json_array_size(stacks), 2);
+        ASSERT_EQ(get_int(json_array_get(stacks, 0), "currentPages"), 4);
+        ASSERT_EQ(get_int(json_array_get(stacks, 1), "currentPages"), 2);
+        json_t *frames = json_object_get(json_array_get(stacks, 0), "frames");
+        ASSERT_EQ(json_array_size(frames), ELEMENTSOF(synthetic_chain_ext4));
+        ASSERT_STREQ(json_string_value(json_array_get(frames, 0)), "__alloc_pages+0x10");
+        /* Every unit's stacks from one walk: each gets its own biggest. */
+        json_auto_t *every = call_ok(&f, "io.memstrack.Units", "{\"stacks\": 1}");
+        ASSERT_EQ(json_array_size(json_object_get(every, "units")), 3);
+        int64_t expected_stack[] = { 8, 4, 1 };
+        for (size_t i = 0; i < 3; i++) {
+                json_t *st = json_object_get(unit_at(every, i), "topStacks");
+                ASSERT_EQ(json_array_size(st), 1);
+                ASSERT_EQ(get_int(json_array_get(st, 0), "currentPages"), expected_stack[i]);
+        }
+        json_auto_t *limited = call_ok(&f, "io.memstrack.Units", "{\"name\": \"web.service\", \"stacks\": 1}");
+        ASSERT_EQ(json_array_size(json_object_get(unit_at(limited, 0), "topStacks")), 1);
+
+        /* A unit whose pages all went: listed, unless hideZero. */
+        synthetic_free(f.accounting, 1, 0x5000, 0);
+        json_auto_t *hz = call_ok(&f, "io.memstrack.Units", "{\"hideZero\": true}");
+        _cleanup_free_ char *nh = names(json_object_get(hz, "units"));
+        ASSERT_STREQ(nh, "alpha.service web.service");
+        json_auto_t *shown = call_ok(&f, "io.memstrack.Units", "{\"name\": \"session-3.scope\", \"hideZero\": true}");
+        ASSERT_EQ(get_int(unit_at(shown, 0), "currentPages"), 0);
+        ASSERT_EQ(get_int(unit_at(shown, 0), "peakPages"), 1);
+
+        json_auto_t *nsu = call_error(&f, "io.memstrack.Units", "{\"name\": \"nope.service\"}",
+                                      MEMSTRACK_ERROR_NO_SUCH_UNIT);
+        ASSERT_STREQ(json_string_value(json_object_get(nsu, "name")), "nope.service");
+        expect_invalid(&f, "io.memstrack.Units", "{\"sortBy\": \"allocs\"}", "sortBy");
+        expect_invalid(&f, "io.memstrack.Units", "{\"limit\": 0}", "limit");
+        expect_invalid(&f, "io.memstrack.Units", "{\"limit\": 10001}", "limit");
+        expect_invalid(&f, "io.memstrack.Units", "{\"stacks\": -1}", "stacks");
+        expect_invalid(&f, "io.memstrack.Units", "{\"stacks\": 101}", "stacks");
+        expect_invalid(&f, "io.memstrack.Units", "{\"name\": 3}", "name");
+        expect_invalid(&f, "io.memstrack.Units", "{\"hideZero\": 1}", "hideZero");
+        expect_invalid(&f, "io.memstrack.Units", "{\"bogus\": 1}", "bogus");
+
+        /* The stack tree of one unit: its tasks' chains only. */
+        json_auto_t *tree = call_ok(&f, "io.memstrack.StackTree", "{\"unit\": \"web.service\"}");
+        ASSERT_EQ(get_int(tree, "totalPages"), 6);
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(tree, "root"), "frame")), "[unit web.service]");
+        ASSERT_TRUE(json_is_null(json_object_get(json_object_get(tree, "root"), "peakPages")));
+        json_auto_t *tree_a = call_ok(&f, "io.memstrack.StackTree", "{\"unit\": \"alpha.service\"}");
+        ASSERT_EQ(get_int(tree_a, "totalPages"), 8);
+        json_auto_t *nsu2 = call_error(&f, "io.memstrack.StackTree", "{\"unit\": \"nope.service\"}",
+                                       MEMSTRACK_ERROR_NO_SUCH_UNIT);
+        ASSERT_STREQ(json_string_value(json_object_get(nsu2, "name")), "nope.service");
+        /* pid, unit and module exclude each other. */
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"pid\": 200, \"unit\": \"web.service\"}", "unit");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"unit\": \"web.service\", \"module\": \"ext4\"}", "module");
+        expect_invalid(&f, "io.memstrack.StackTree", "{\"unit\": 1}", "unit");
+
+        /* Top carries the units, cut to the limit. */
+        json_auto_t *top = call_ok(&f, "io.memstrack.Top", "{\"limit\": 1, \"sortBy\": \"peak\"}");
+        _cleanup_free_ char *nt = names(json_object_get(top, "units"));
+        ASSERT_STREQ(nt, "web.service");
         fixture_done(&f);
 }
 
@@ -588,6 +687,7 @@ int main(void) {
         TEST(test_status_and_summary);
         TEST(test_tasks_and_modules);
         TEST(test_stack_tree);
+        TEST(test_units);
         TEST(test_top);
         TEST(test_marks);
         TEST(test_root_only);

@@ -74,8 +74,8 @@ static void test_scene(void) {
         ASSERT_NOT_NULL(text);
         fprintf(stderr, "%s\n", text);
 
-        /* Totals, then lost per CPU (only the CPUs that lost), 4 tasks, 3 modules. */
-        ASSERT_EQ(count_lines(text), 1 + 1 + 1 + 4 + 1 + 3);
+        /* Totals, then lost per CPU (only the CPUs that lost), 4 tasks, 3 modules, 3 units. */
+        ASSERT_EQ(count_lines(text), 1 + 1 + 1 + 4 + 1 + 3 + 1 + 3);
         _cleanup_free_ char *first = NULL;
         char cur[32], peak[32];
         ASSERT_TRUE(asprintf(&first, "memstrack summary (SIGUSR1) after 7.0 s: tracking %s (15 pages), peak %s "
@@ -102,6 +102,13 @@ static void test_scene(void) {
         expect_line_has(text, 9, "(4 pages), now 4 pages");
         expect_line_has(text, 10, "  xfs");
         expect_line_has(text, 10, "(2 pages), now 2 pages");
+        expect_line(text, 11, "Top units by peak:");
+        expect_line_has(text, 12, "  web.service");
+        expect_line_has(text, 12, "(22 pages), now 6 pages");
+        expect_line_has(text, 13, "  alpha.service");
+        expect_line_has(text, 13, "(8 pages), now 8 pages");
+        expect_line_has(text, 14, "  session-3.scope");
+        expect_line_has(text, 14, "(1 pages), now 1 pages");
 
         /* No source, or one that lost nothing: no lost-per-CPU line. The reason is the caller's. */
         in.source = NULL;
@@ -157,8 +164,8 @@ static void test_top_cut_escape_and_evicted(void) {
         _cleanup_free_ char *text = summary_format(&in);
         ASSERT_NOT_NULL(text);
         fprintf(stderr, "%s\n", text);
-        /* Totals, header, 5 tasks, evicted, header, vmlinux. */
-        ASSERT_EQ(count_lines(text), 1 + 1 + 5 + 1 + 1 + 1);
+        /* Totals, header, 5 tasks, evicted, header, vmlinux, header, "[unknown]" (no cgroup ids). */
+        ASSERT_EQ(count_lines(text), 1 + 1 + 5 + 1 + 1 + 1 + 1 + 1);
         /* Pages 2^(pid % 4): by peak, ties in the order first seen; 4 and 8 (1 page) are cut. */
         expect_line_has(text, 2, "      3 worker");
         expect_line_has(text, 2, "(8 pages), now 8 pages");
@@ -169,6 +176,9 @@ static void test_top_cut_escape_and_evicted(void) {
         expect_line_has(text, 6, "      9 worker");
         expect_line_has(text, 7, "(6 pages) still held by 2 evicted exited tasks");
         expect_line(text, 8, "Top modules by peak:");
+        expect_line(text, 10, "Top units by peak:");
+        expect_line_has(text, 11, "  [unknown]");
+        expect_line_has(text, 11, "(32 pages), now 32 pages");
         accounting_free(a);
 }
 
@@ -180,9 +190,10 @@ static void test_empty(void) {
         SummaryInput in = { .accounting = a, .reason = "shutdown", .page_size = 4096 };
         _cleanup_free_ char *text = summary_format(&in);
         ASSERT_NOT_NULL(text);
-        ASSERT_EQ(count_lines(text), 3);
+        ASSERT_EQ(count_lines(text), 4);
         expect_line(text, 1, "Top tasks by peak:");
         expect_line(text, 2, "Top modules by peak:");
+        expect_line(text, 3, "Top units by peak:");
         accounting_free(a);
 }
 

@@ -488,6 +488,34 @@ done:
         return 0;
 }
 
+/* The unit of a name as clients were shown it (a pending unit has none). */
+static uint32_t find_unit(const Units *un, const char *name) {
+        for (uint32_t i = 1; i < units_unit_count(un); i++) {
+                const UnitUsage *x = units_unit(un, i);
+                if (x && x->name && utf8_escaped_streq(x->name, name))
+                        return i;
+        }
+        return UNITS_NONE;
+}
+
+/* A walk of the charge index's cells for one unit: fn gets the cells of the unit's cgroups. */
+typedef struct UnitCells {
+        const Units *units;
+        uint32_t unit;
+        ChargeIndexFn fn;
+        void *userdata;
+} UnitCells;
+
+static bool unit_cell_matches(void *userdata, uint32_t cgroup) {
+        const UnitCells *uc = userdata;
+        return units_unit_of(uc->units, cgroup) == uc->unit;
+}
+
+static void unit_cell_add(void *userdata, uint32_t leaf, uint64_t pages) {
+        const UnitCells *uc = userdata;
+        uc->fn(uc->userdata, leaf, pages);
+}
+
 int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
         StackTree *tree = accounting_stacktree(a);
         Usage *u = accounting_usage(a);
@@ -510,6 +538,13 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                 if (scope != STACK_NODE_NONE)
                         start = scope;
         }
+        uint32_t unit = UNITS_NONE;
+        if (q->unit) {
+                unit = find_unit(accounting_units(a), q->unit);
+                if (unit == UNITS_NONE)
+                        return -ENXIO;
+                (void) snprintf(root_name, sizeof(root_name), "[unit %s]", q->unit);
+        }
         if (q->module) {
                 for (uint16_t id = 1; id <= usage_module_count(u); id++)
                         if (utf8_escaped_streq(usage_module(u, id)->name, q->module))
@@ -521,10 +556,14 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
 
         /* A subset without a tree of its own: its cells of the charge index, summed up to the root. */
         Subset subset = { .tree = tree };
-        if (start == STACK_NODE_ROOT && (process != USAGE_TASK_NONE || module != USAGE_MODULE_NONE)) {
+        UnitCells uc = { .units = accounting_units(a), .unit = unit, .fn = subset_add_leaf, .userdata = &subset };
+        if (start == STACK_NODE_ROOT &&
+            (process != USAGE_TASK_NONE || module != USAGE_MODULE_NONE || unit != UNITS_NONE)) {
                 const ChargeIndex *ci = accounting_chargeindex(a);
                 if (process != USAGE_TASK_NONE)
                         chargeindex_foreach_process(ci, process, subset_add_leaf, &subset);
+                else if (unit != UNITS_NONE)
+                        chargeindex_foreach_cgroup(ci, unit_cell_matches, unit_cell_add, &uc);
                 else
                         chargeindex_foreach_module(ci, module, subset_add_leaf, &subset);
                 if (subset.error >= 0)
@@ -544,4 +583,215 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                 return r;
         *ret = json_pack("{s:o, s:I}", "root", root, "totalPages", (json_int_t) total);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* Current pages per (listed unit, global stack leaf): what Unit.topStacks is chosen from. */
+typedef struct LeafPages {
+        uint32_t rank;                  /* the unit's place in the reply */
+        uint32_t leaf;
+        uint64_t pages;
+} LeafPages;
+
+typedef struct LeafList {
+        const StackTree *tree;
+        const Units *units;
+        const uint32_t *rank_of;        /* per unit index: its place in the reply, UINT32_MAX if not listed */
+        size_t n_units;
+        uint32_t rank;                  /* of the cell just matched */
+        LeafPages *items;               /* owned */
+        size_t n, n_allocated;
+        int error;
+} LeafList;
+
+static bool leaf_list_match(void *userdata, uint32_t cgroup) {
+        LeafList *l = userdata;
+        uint32_t unit = units_unit_of(l->units, cgroup);
+
+        l->rank = unit < l->n_units ? l->rank_of[unit] : UINT32_MAX;
+        return l->rank != UINT32_MAX;
+}
+
+static void leaf_list_add(void *userdata, uint32_t leaf, uint64_t pages) {
+        LeafList *l = userdata;
+
+        if (l->error < 0)
+                return;
+        /* A process-tree leaf stands for its twin in the global tree, as in stack views. */
+        if (stacktree_node(l->tree, leaf)->twin != STACK_NODE_NONE)
+                leaf = stacktree_node(l->tree, leaf)->twin;
+        if (l->n == l->n_allocated) {
+                size_t n = MAX(l->n_allocated * 2, (size_t) 64);
+                LeafPages *p = realloc(l->items, n * sizeof(LeafPages));
+                if (!p) {
+                        l->error = -ENOMEM;
+                        return;
+                }
+                l->items = p;
+                l->n_allocated = n;
+        }
+        l->items[l->n++] = (LeafPages) { l->rank, leaf, pages };
+}
+
+static int compare_rank_leaf(const void *a, const void *b) {
+        const LeafPages *x = a, *y = b;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
+        return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
+}
+
+/* Per unit, biggest first; ties by leaf, so replies are deterministic. */
+static int compare_rank_pages(const void *a, const void *b) {
+        const LeafPages *x = a, *y = b;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
+        if (x->pages != y->pages)
+                return x->pages > y->pages ? -1 : 1;
+        return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
+}
+
+/*
+ * The (unit, leaf) pairs of the listed units, one per pair, sorted by unit and then pages: one walk of
+ * the charge cells for all of them, so a reply with stacks costs one walk whatever its limit. Returns the
+ * number of pairs in *ret (owned by the caller).
+ */
+static int listed_unit_leaves(Accounting *a, const uint32_t *rank_of, size_t n_units, LeafPages **ret,
+                size_t *ret_n) {
+        LeafList l = { .tree = accounting_stacktree(a), .units = accounting_units(a), .rank_of = rank_of,
+                       .n_units = n_units };
+        size_t n = 0;
+
+        chargeindex_foreach_cgroup(accounting_chargeindex(a), leaf_list_match, leaf_list_add, &l);
+        if (l.error < 0) {
+                free(l.items);
+                return l.error;
+        }
+        /* Cells of several processes, modules and cgroups of a unit share leaves. */
+        if (l.n > 0) {
+                qsort(l.items, l.n, sizeof(LeafPages), compare_rank_leaf);
+                for (size_t i = 0; i < l.n; i++)
+                        if (n > 0 && l.items[n - 1].rank == l.items[i].rank && l.items[n - 1].leaf == l.items[i].leaf)
+                                l.items[n - 1].pages += l.items[i].pages;
+                        else
+                                l.items[n++] = l.items[i];
+                qsort(l.items, n, sizeof(LeafPages), compare_rank_pages);
+        }
+        *ret = l.items;
+        *ret_n = n;
+        return 0;
+}
+
+/* StackPages of one leaf: its frames from the leaf up, as StackNode.frame, without roots and the
+ * [pid N comm] node, which are not frames of the stack. */
+static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
+        json_auto_t *frames = json_array();
+        size_t depth = 0;
+
+        if (!frames)
+                return NULL;
+        /* User frames need the session of their process, whose node is above them. */
+        for (uint32_t i = leaf; i != STACK_NODE_NONE; i = stacktree_node(v->tree, i)->parent)
+                if (stacktree_node(v->tree, i)->kind == STACK_FRAME_PROCESS) {
+                        v->user_process = user_process_of(v, stacktree_node(v->tree, i));
+                        break;
+                }
+        for (uint32_t i = leaf; i != STACK_NODE_NONE && depth < 512; i = stacktree_node(v->tree, i)->parent, depth++) {
+                StackFrameKind kind = stacktree_node(v->tree, i)->kind;
+                if (kind == STACK_FRAME_ROOT || kind == STACK_FRAME_PROCESS)
+                        continue;
+                json_auto_t *f = frame_json(v, i, NULL);
+                if (!f || json_array_append(frames, json_object_get(f, "frame")) < 0) {
+                        v->user_process = NULL;
+                        return NULL;
+                }
+        }
+        v->user_process = NULL;
+        return json_pack("{s:O, s:I}", "frames", frames, "currentPages", (json_int_t) pages);
+}
+
+int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
+        Units *un = accounting_units(a);
+        Usage *u = accounting_usage(a);
+        size_t n_units = units_unit_count(un), n = 0, limit = MIN(q->limit ?: 50, (size_t) QUERY_LIMIT_MAX);
+        _cleanup_free_ SortItem *items = malloc(n_units * sizeof(SortItem));
+        _cleanup_free_ uint32_t *tasks = calloc(n_units, sizeof(uint32_t));
+        _cleanup_free_ LeafPages *leaves = NULL;
+        size_t n_leaves = 0, next_leaf = 0;
+        json_auto_t *list = json_array();
+        uint32_t only = UNITS_NONE;
+        int r;
+
+        if (q->sort != QUERY_SORT_CURRENT && q->sort != QUERY_SORT_PEAK)
+                return -EINVAL;
+        if (!items || !tasks || !list)
+                return -ENOMEM;
+        if (q->name) {
+                only = find_unit(un, q->name);
+                if (only == UNITS_NONE)
+                        return -ENXIO;
+        }
+
+        /* Live processes by the unit of the cgroup they last allocated in. */
+        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
+                const Task *t = usage_task(u, i);
+                if (t && !t->is_thread && !t->exited && !t->evicted && t->cgroup != UNITS_NONE) {
+                        uint32_t unit = units_unit_of(un, t->cgroup);
+                        if (unit < n_units)
+                                tasks[unit]++;
+                }
+        }
+
+        for (uint32_t i = 1; i < n_units; i++) {
+                const UnitUsage *x = units_unit(un, i);
+                if (!x || (only != UNITS_NONE && i != only))
+                        continue;
+                uint64_t key = counter_key(&x->ledger, x->allocs, q->sort);
+                if (only == UNITS_NONE && (x->ledger.peak == 0 || (q->hide_zero && key == 0)))
+                        continue;
+                items[n++] = (SortItem) { key, 0, i };
+        }
+        qsort(items, n, sizeof(SortItem), compare_items);
+        n = MIN(n, limit);
+
+        if (q->stacks > 0 && n > 0) {
+                _cleanup_free_ uint32_t *rank_of = malloc(n_units * sizeof(uint32_t));
+                if (!rank_of)
+                        return -ENOMEM;
+                memset(rank_of, 0xff, n_units * sizeof(uint32_t));
+                for (size_t i = 0; i < n; i++)
+                        rank_of[items[i].idx] = (uint32_t) i;
+                r = listed_unit_leaves(a, rank_of, n_units, &leaves, &n_leaves);
+                if (r < 0)
+                        return r;
+        }
+
+        StackTree *tree = accounting_stacktree(a);
+        QueryStackTree sq = { .show_addresses = q->show_addresses, .usym = q->usym };
+        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
+        for (size_t i = 0; i < n; i++) {
+                const UnitUsage *x = units_unit(un, items[i].idx);
+                json_auto_t *stacks = q->stacks > 0 ? json_array() : json_null();
+                if (!stacks)
+                        return -ENOMEM;
+                /* This unit's leaves are next in the list, biggest first. */
+                for (unsigned k = 0; next_leaf < n_leaves && leaves[next_leaf].rank == i; next_leaf++, k++) {
+                        if (k >= q->stacks)
+                                continue;
+                        json_t *o = stack_pages_json(&v, leaves[next_leaf].leaf, leaves[next_leaf].pages);
+                        if (!o || json_array_append_new(stacks, o) < 0)
+                                return -ENOMEM;
+                }
+                /* Cgroup and unit names are the kernel's bytes, as module names are. */
+                json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:b, s:O}",
+                                      "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
+                                      "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
+                                      "currentPages", (json_int_t) x->ledger.current,
+                                      "peakPages", (json_int_t) x->ledger.peak,
+                                      "tasks", (json_int_t) tasks[items[i].idx],
+                                      "live", x->n_live > 0,
+                                      "topStacks", stacks);
+                if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
 }

@@ -7,7 +7,7 @@
  *
  * Every function bounds its work: lists are cut at their limit (and QUERY_LIMIT_MAX), a stack tree at
  * QUERY_STACK_NODES_MAX rendered nodes. They return -errno: -ENOMEM, -ESRCH (no such task), -ENOENT
- * (no such module), -EINVAL (bad parameter). On success *ret is a new reference.
+ * (no such module), -ENXIO (no such unit), -EINVAL (bad parameter). On success *ret is a new reference.
  */
 
 #include <stdbool.h>
@@ -52,8 +52,28 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret);
 /* The Task object of one record (threads not filled). */
 json_t *query_task_json(const Task *t);
 
+#define QUERY_UNIT_STACKS_MAX 100
+
+typedef struct QueryUnits {
+        QuerySort sort;         /* current or peak */
+        size_t limit;
+        const char *name;       /* NULL: every unit; else only this one (as shown), -ENXIO if unknown */
+        unsigned stacks;        /* Unit.topStacks: this many stacks per unit (<= QUERY_UNIT_STACKS_MAX); 0: null */
+        bool hide_zero;         /* leave out units whose sort key is 0 */
+        bool show_addresses;    /* raw kernel addresses in frames (root callers only) */
+        UserSymbols *usym;      /* symbolizes user frames of live processes; NULL: raw addresses */
+} QueryUnits;
+
+/*
+ * [Unit...] sorted, at most limit. Units whose pages were never above 0 are left out unless asked for by
+ * name. The listed units' stacks come from the charge index (cells of their cgroups: one walk of all
+ * cells, whatever the limit), the biggest by current pages, innermost frame first.
+ */
+int query_units(Accounting *a, const QueryUnits *q, json_t **ret);
+
 typedef struct QueryStackTree {
         int32_t pid;            /* < 0: all tasks */
+        const char *unit;       /* NULL: all units */
         const char *module;     /* NULL: all modules */
         unsigned max_depth;
         uint64_t min_pages;

@@ -183,7 +183,7 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
         const VarlinkField fields[] = {
                 { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
         };
-        json_auto_t *tasks = NULL, *modules = NULL, *reply = NULL;
+        json_auto_t *tasks = NULL, *modules = NULL, *units = NULL, *reply = NULL;
         AccountingStats s;
         UsageStats us;
         int r;
@@ -198,11 +198,15 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
         r = query_modules(sv->accounting, QUERY_SORT_CURRENT, (size_t) limit, &modules);
         if (r < 0)
                 return r;
+        r = query_units(sv->accounting, &(QueryUnits) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit,
+                                                         .hide_zero = true }, &units);
+        if (r < 0)
+                return r;
 
         accounting_get_stats(sv->accounting, &s);
         usage_get_stats(accounting_usage(sv->accounting), &us);
         ServiceLive live = service_live(sv);
-        reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O}",
+        reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O, s:O}",
                           "backend", live.backend,
                           "uptimeUsec", (json_int_t) live.uptime_usec,
                           "pages", "current", (json_int_t) s.current_pages, "peak", (json_int_t) s.peak_pages,
@@ -214,6 +218,7 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
                           "moduleCount", (json_int_t) json_array_size(modules),
                           "topTasks", json_object_get(tasks, "tasks"),
                           "topModules", modules,
+                          "topUnits", units,
                           "evicted", json_object_get(tasks, "evicted"));
         if (!reply)
                 return -ENOMEM;
@@ -278,12 +283,54 @@ static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata)
         return varlink_call_reply(call, reply);
 }
 
+static int reply_no_such_unit(VarlinkCall *call, const char *name) {
+        json_auto_t *p = json_pack("{s:s}", "name", name);
+        return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_UNIT, p);
+}
+
+static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *sort = NULL, *name = NULL;
+        int64_t limit = 50, stacks = 0;
+        bool hide_zero = false;
+        const VarlinkField fields[] = {
+                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices_pages },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name },
+                { .name = "stacks", .type = VARLINK_FIELD_INT, .ret = &stacks, .min = 0, .max = QUERY_UNIT_STACKS_MAX },
+                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
+        };
+        json_auto_t *units = NULL, *reply = NULL;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        QueryUnits q = {
+                .sort = query_sort_from_string(sort),
+                .limit = (size_t) limit,
+                .name = name,
+                .stacks = (unsigned) stacks,
+                .hide_zero = hide_zero,
+                .show_addresses = varlink_call_peer_is_root(call),
+                .usym = sv->usym,
+        };
+        int r = query_units(sv->accounting, &q, &units);
+        if (r == -ENXIO)
+                return reply_no_such_unit(call, name);
+        if (r < 0)
+                return r;
+        reply = json_pack("{s:O}", "units", units);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
 static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *module = NULL, *sort = NULL;
+        const char *module = NULL, *unit = NULL, *sort = NULL;
         int64_t pid = -1, max_depth = 32, min_pages = 1, max_children = 16;
         const VarlinkField fields[] = {
                 { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
+                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &unit },
                 { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
                 { .name = "maxDepth", .type = VARLINK_FIELD_INT, .ret = &max_depth, .min = 0, .max = 255 },
                 { .name = "minPages", .type = VARLINK_FIELD_INT, .ret = &min_pages, .min = 0, .max = INT64_MAX },
@@ -294,11 +341,15 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        if (pid >= 0 && module)
+        /* pid, unit and module exclude each other: the later one named is the wrong one. */
+        if (pid >= 0 && unit)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        if ((pid >= 0 || unit) && module)
                 return varlink_call_error_invalid_parameter(call, "module");
 
         QueryStackTree q = {
                 .pid = (int32_t) pid,
+                .unit = unit,
                 .module = module,
                 .max_depth = (unsigned) max_depth,
                 .min_pages = (uint64_t) min_pages,
@@ -316,15 +367,17 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 json_auto_t *p = json_pack("{s:s}", "name", module);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
         }
+        if (r == -ENXIO)
+                return reply_no_such_unit(call, unit);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
 }
 
 /* One Top frame: totals and the first limit tasks (without those holding nothing if hide_zero) and
- * modules in sort order. */
+ * modules and units in sort order. */
 static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero, json_t **ret) {
-        json_auto_t *tasks = NULL, *modules = NULL;
+        json_auto_t *tasks = NULL, *modules = NULL, *units = NULL;
         AccountingStats s;
         StackTreeStats st;
         int r;
@@ -337,10 +390,14 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
                           &modules);
         if (r < 0)
                 return r;
+        r = query_units(sv->accounting, &(QueryUnits) { .sort = sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : sort,
+                                                         .limit = (size_t) limit, .hide_zero = hide_zero }, &units);
+        if (r < 0)
+                return r;
         accounting_get_stats(sv->accounting, &s);
         stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
         ServiceLive live = service_live(sv);
-        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O}",
+        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O}",
                          "timestampUsec", (json_int_t) now_usec(CLOCK_MONOTONIC),
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
@@ -350,7 +407,8 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "tasks", json_object_get(tasks, "tasks"),
                          "evicted", json_object_get(tasks, "evicted"),
-                         "modules", modules);
+                         "modules", modules,
+                         "units", units);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -372,7 +430,8 @@ static json_t *top_frame_cut(json_t *frame, int64_t limit) {
 
         if (!cut ||
             json_object_set_new(cut, "tasks", array_prefix(json_object_get(frame, "tasks"), (size_t) limit)) < 0 ||
-            json_object_set_new(cut, "modules", array_prefix(json_object_get(frame, "modules"), (size_t) limit)) < 0)
+            json_object_set_new(cut, "modules", array_prefix(json_object_get(frame, "modules"), (size_t) limit)) < 0 ||
+            json_object_set_new(cut, "units", array_prefix(json_object_get(frame, "units"), (size_t) limit)) < 0)
                 return NULL;
         return TAKE_PTR(cut);
 }
@@ -623,6 +682,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Summary", method_summary, 0 },
         { "io.memstrack.Tasks", method_tasks, 0 },
         { "io.memstrack.Modules", method_modules, 0 },
+        { "io.memstrack.Units", method_units, 0 },
         { "io.memstrack.StackTree", method_stack_tree, 0 },
         { "io.memstrack.Top", method_top, 0 },
         { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },

@@ -40,6 +40,23 @@ static uint64_t module_peak(void *userdata, uint32_t idx) {
         return usage_module(userdata, (uint16_t) idx)->ledger[LEDGER_PAGES].peak;
 }
 
+static uint64_t unit_peak(void *userdata, uint32_t idx) {
+        return units_unit(userdata, idx)->ledger.peak;
+}
+
+/* The units with pages at some point, and how many they are. */
+static size_t find_top_units(Units *un, Top *units) {
+        size_t n = 0;
+
+        *units = (Top) {};
+        for (uint32_t i = 1; i < units_unit_count(un); i++)
+                if (units_unit(un, i) && units_unit(un, i)->ledger.peak > 0) {
+                        top_offer(units, i, units_unit(un, i)->ledger.peak, unit_peak, un);
+                        n++;
+                }
+        return n;
+}
+
 static void find_tops(Usage *u, Top *tasks, Top *modules) {
         *tasks = (Top) {};
         *modules = (Top) {};
@@ -57,12 +74,19 @@ static void find_tops(Usage *u, Top *tasks, Top *modules) {
 /* What one summary says, gathered once for both its text and its journal fields. */
 typedef struct Summary {
         AccountingStats stats;
-        Top tasks, modules;
+        Top tasks, modules, units;
+        size_t n_units;
 } Summary;
 
 static void summary_gather(const SummaryInput *in, Summary *ret) {
         accounting_get_stats(in->accounting, &ret->stats);
         find_tops(accounting_usage(in->accounting), &ret->tasks, &ret->modules);
+        ret->n_units = find_top_units(accounting_units(in->accounting), &ret->units);
+}
+
+/* A unit's name as shown: a pending unit has none yet. */
+static const char *unit_name(const UnitUsage *x) {
+        return x->name ?: UNITS_UNKNOWN_NAME;
 }
 
 static char *summary_text(const SummaryInput *in, const Summary *sum) {
@@ -118,6 +142,16 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                 fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages", name ?: "", a,
                         m->ledger[LEDGER_PAGES].peak, m->ledger[LEDGER_PAGES].current);
         }
+        fprintf(f, "\nTop units by peak:");
+        Units *un = accounting_units(in->accounting);
+        for (size_t i = 0; i < sum->units.n && !oom; i++) {
+                const UnitUsage *x = units_unit(un, sum->units.idx[i]);
+                _cleanup_free_ char *name = utf8_escape(unit_name(x), UTF8_ESCAPE_CONTROL);
+                oom = !name;
+                format_pages(a, sizeof(a), x->ledger.peak, (uint64_t) in->page_size);
+                fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", name ?: "", a,
+                        x->ledger.peak, x->ledger.current, x->n_live > 0 ? "" : ", removed");
+        }
         if (fclose(f) != 0 || oom) {
                 free(text);
                 return NULL;
@@ -152,7 +186,9 @@ int summary_log(const SummaryInput *in, bool journal) {
         /* Fields a reader matches on: the same encoding as in the replies and the text. */
         _cleanup_free_ char *top_comm = utf8_escape(top_task ? top_task->comm : "", UTF8_ESCAPE_CONTROL);
         _cleanup_free_ char *top_name = utf8_escape(top_module ? top_module->name : "", UTF8_ESCAPE_CONTROL);
-        if (!top_comm || !top_name)
+        const UnitUsage *top_unit = sum.units.n > 0 ? units_unit(accounting_units(in->accounting), sum.units.idx[0]) : NULL;
+        _cleanup_free_ char *top_unit_name = utf8_escape(top_unit ? unit_name(top_unit) : "", UTF8_ESCAPE_CONTROL);
+        if (!top_comm || !top_name || !top_unit_name)
                 return -ENOMEM;
 
         /* OBJECT_SYSTEMD_UNIT makes "journalctl -u" find the entry even when journald cannot map a
@@ -175,6 +211,10 @@ int summary_log(const SummaryInput *in, bool journal) {
                                 "MEMSTRACK_TOP_MODULE=%s", top_name,
                                 "MEMSTRACK_TOP_MODULE_PEAK_PAGES=%" PRIu64,
                                 top_module ? top_module->ledger[LEDGER_PAGES].peak : 0,
+                                "MEMSTRACK_TOP_UNIT=%s", top_unit_name,
+                                "MEMSTRACK_TOP_UNIT_PEAK_PAGES=%" PRIu64, top_unit ? top_unit->ledger.peak : 0,
+                                "MEMSTRACK_TOP_UNIT_CURRENT_PAGES=%" PRIu64, top_unit ? top_unit->ledger.current : 0,
+                                "MEMSTRACK_UNITS=%zu", sum.n_units,
                                 "MEMSTRACK_PAGE_SIZE=%ld", in->page_size,
                                 NULL);
         return r < 0 ? r : 0;

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The summary memstrackd writes on SIGUSR1 and when it stops: top tasks and modules by peak, totals,
+ * The summary memstrackd writes on SIGUSR1 and when it stops: top tasks, modules and units by peak, totals,
  * lost events, uptime. As text for a person, and as one structured journal entry whose fields scripts
  * can query (journalctl MESSAGE_ID=... -o json).
  */

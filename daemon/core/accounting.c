@@ -12,7 +12,8 @@ struct Accounting {
         PageMap *pages;                 /* owned: pfn -> (task, stack leaf, module) */
         StackTree *stacks;              /* owned */
         Usage *usage;                   /* owned: tasks and modules */
-        ChargeIndex *index;             /* owned: pages per (process, module, global leaf) */
+        ChargeIndex *index;             /* owned: pages per (process, module, global leaf, cgroup) */
+        Units *units;                   /* owned: pages per cgroup and unit */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
@@ -51,7 +52,8 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->stacks = stacktree_new(config->max_stack_nodes, config->per_process_stacks, classify_frame, a);
         a->usage = usage_new(config->track_threads, config->max_exited_tasks);
         a->index = chargeindex_new();
-        if (!a->pages || !a->stacks || !a->usage || !a->index)
+        a->units = units_new();
+        if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units)
                 return -ENOMEM;
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
         a->loading_module = usage_module_intern(a->usage, ACCOUNTING_LOADING_MODULE);
@@ -69,6 +71,7 @@ Accounting *accounting_free(Accounting *a) {
         stacktree_free(a->stacks);
         usage_free(a->usage);
         chargeindex_free(a->index);
+        units_free(a->units);
         free(a);
         return NULL;
 }
@@ -83,6 +86,7 @@ static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
         usage_task_charge(a->usage, o->task, LEDGER_PAGES, pages);
         stacktree_charge(a->stacks, chargeindex_node(a->index, o->node), pages);
         usage_module_charge(a->usage, o->module, LEDGER_PAGES, pages);
+        units_charge(a->units, chargeindex_cgroup(a->index, o->node), pages);
         a->stats.current_pages += pages;
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
 }
@@ -95,6 +99,8 @@ static void release(void *userdata, const PageOwner *o, uint64_t pages) {
         stacktree_uncharge(a->stacks, chargeindex_node(a->index, o->node), pages);
         /* The cell's module, not the block's copy: a relabeled cell took its blocks along. */
         usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
+        /* The cell's cgroup: where the pages were allocated, wherever the task is now. */
+        units_uncharge(a->units, chargeindex_cgroup(a->index, o->node), pages);
         chargeindex_sub(a->index, o->node, pages);
         a->stats.current_pages -= MIN(pages, a->stats.current_pages);
 }
@@ -111,6 +117,20 @@ static uint16_t owner_module(Accounting *a, const StackNode *node, uint32_t proc
         return module ?: a->kernel_module;
 }
 
+/* The cgroup record of the event's cgroup, cached in the process record: one compare per event. */
+static uint32_t event_cgroup(Accounting *a, uint32_t process, uint64_t cgroup_id) {
+        Task *p = usage_task(a->usage, process);
+
+        if (_likely_(p->cgroup != UNITS_NONE && p->cgroup_id == cgroup_id))
+                return p->cgroup;
+        uint32_t c = units_cgroup_intern(a->units, cgroup_id);
+        if (c != UNITS_NONE) {
+                p->cgroup = c;
+                p->cgroup_id = cgroup_id;
+        }
+        return c;
+}
+
 static void handle_alloc(Accounting *a, const MsEvent *e) {
         uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
         if (task == USAGE_TASK_NONE) {
@@ -124,11 +144,16 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
                                          e->page.stack.n_kernel_frames, process);
         uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
         uint64_t pages = UINT64_C(1) << e->page.order;
+        uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
+        if (cgroup == UNITS_NONE) {
+                a->stats.alloc_failures++;
+                return;
+        }
 
         /* The cell takes the pages first: a stale block of the same cell released by the insert must not
          * empty (and remove) it. */
         Task *t = usage_task(a->usage, task);
-        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, pages);
+        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, cgroup, pages);
         if (cell == CHARGE_CELL_NONE) {
                 a->stats.alloc_failures++;
                 return;
@@ -152,40 +177,40 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
 typedef struct CellSearch {
         const ChargeIndex *index;
         uint32_t leaf;
-        uint16_t skip_module;
+        uint32_t skip;                  /* the cell already taken from */
         uint32_t found;
 } CellSearch;
 
 static void find_leaf_cell(void *userdata, uint32_t cell) {
         CellSearch *c = userdata;
 
-        if (c->found == CHARGE_CELL_NONE && chargeindex_node(c->index, cell) == c->leaf &&
-            chargeindex_module(c->index, cell) != c->skip_module)
+        if (c->found == CHARGE_CELL_NONE && cell != c->skip && chargeindex_node(c->index, cell) == c->leaf)
                 c->found = cell;
 }
 
 /*
  * Takes up to budget pages of (process, leaf) off the charge index for a negative sample: first from the
- * cell of the chain's module now, then from cells of the same chain under other modules (a symbol
- * reload re-classified the chain after earlier samples charged it; those pages leave the module they
- * were charged to, uncharged here). Sets *ret_module_delta to minus what leaves module itself (0 if
- * nothing does). Returns the pages taken.
+ * cell of the chain's module and the task's cgroup now, then from cells of the same chain under other
+ * modules or cgroups (a symbol reload re-classified the chain after earlier samples charged it, or the
+ * task moved: those pages leave the module and the cgroup they were charged to, uncharged here). Sets
+ * *ret_delta to minus what leaves (module, cgroup) themselves (0 if nothing does). Returns the pages
+ * taken.
  */
-static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf, uint64_t budget,
-                int64_t *ret_module_delta) {
-        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf);
+static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf,
+                uint32_t cgroup, uint64_t budget, int64_t *ret_delta) {
+        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup);
         uint64_t taken = 0;
 
         if (cell != CHARGE_CELL_NONE) {
                 taken = MIN(chargeindex_pages(a->index, cell), budget);
                 chargeindex_sub(a->index, cell, taken);
         }
-        *ret_module_delta = -(int64_t) taken;
+        *ret_delta = -(int64_t) taken;
 
-        /* Rare: one walk of the process's cells per other module holding the chain. */
+        /* Rare: one walk of the process's cells per other (module, cgroup) holding the chain. */
         while (taken < budget) {
                 CellSearch c = {
-                        .index = a->index, .leaf = leaf, .skip_module = module, .found = CHARGE_CELL_NONE,
+                        .index = a->index, .leaf = leaf, .skip = cell, .found = CHARGE_CELL_NONE,
                 };
 
                 chargeindex_foreach_cell_of_process(a->index, process, find_leaf_cell, &c);
@@ -193,6 +218,7 @@ static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t mod
                         break;
                 uint64_t n = MIN(chargeindex_pages(a->index, c.found), budget - taken);
                 usage_module_uncharge(a->usage, chargeindex_module(a->index, c.found), LEDGER_PAGES, n);
+                units_uncharge(a->units, chargeindex_cgroup(a->index, c.found), n);
                 chargeindex_sub(a->index, c.found, n);
                 taken += n;
         }
@@ -235,6 +261,11 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
         int64_t delta = s->delta, module_delta = delta;
         uint64_t rise = MAX(s->peak, delta > 0 ? (uint64_t) delta : 0);
+        uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
+        if (cgroup == UNITS_NONE) {
+                a->stats.alloc_failures++;
+                return;
+        }
 
         a->stats.samples++;
         if (s->unit != LEDGER_PAGES) {
@@ -244,7 +275,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         }
 
         if (delta > 0) {
-                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, (uint64_t) delta) ==
+                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, (uint64_t) delta) ==
                     CHARGE_CELL_NONE) {
                         a->stats.alloc_failures++;
                         return;
@@ -252,7 +283,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
                 a->stats.sampled_pages += (uint64_t) delta;
         } else if (delta < 0) {
                 uint64_t want = (uint64_t) -delta, budget = MIN(want, a->stats.sampled_pages);
-                uint64_t taken = take_sampled_pages(a, process, module, leaf, budget, &module_delta);
+                uint64_t taken = take_sampled_pages(a, process, module, leaf, cgroup, budget, &module_delta);
 
                 a->stats.sample_untracked_pages += want - taken;
                 a->stats.sampled_pages -= taken;
@@ -262,6 +293,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         usage_task_apply(a->usage, task, LEDGER_PAGES, rise, delta);
         stacktree_apply(a->stacks, leaf, rise, delta);
         usage_module_apply(a->usage, module, LEDGER_PAGES, rise, module_delta);
+        units_apply(a->units, cgroup, rise, module_delta);
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages + rise);
         a->stats.current_pages = (uint64_t) ((int64_t) a->stats.current_pages + delta);
 }
@@ -283,7 +315,8 @@ static void handle_free(Accounting *a, const MsEvent *e) {
 static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t module) {
         uint64_t pages = UINT64_C(1) << order;
         uint32_t cell = chargeindex_add(a->index, CHARGE_CELL_NONE, chargeindex_process(a->index, o->node), module,
-                                        chargeindex_node(a->index, o->node), pages);
+                                        chargeindex_node(a->index, o->node), chargeindex_cgroup(a->index, o->node),
+                                        pages);
 
         /* Without a cell for the new module the block stays where it is: every count stays balanced. */
         if (cell == CHARGE_CELL_NONE)
@@ -481,6 +514,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
         case ACCOUNTING_RESET_PEAKS:
                 usage_reset_peaks(a->usage);
                 stacktree_reset_peaks(a->stacks);
+                units_reset_peaks(a->units);
                 a->stats.peak_pages = a->stats.current_pages;
                 break;
         case ACCOUNTING_RESET_ALL: {
@@ -492,6 +526,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 if (a->stale_from != STACK_NODE_NONE)
                         a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
+                units_clear(a->units);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid, .resets = resets + 1 };
                 break;
@@ -509,6 +544,10 @@ StackTree *accounting_stacktree(Accounting *a) {
         return a->stacks;
 }
 
+Units *accounting_units(Accounting *a) {
+        return a->units;
+}
+
 const ChargeIndex *accounting_chargeindex(const Accounting *a) {
         return a->index;
 }
@@ -523,5 +562,5 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
-               usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index);
+               usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units);
 }

@@ -3,7 +3,8 @@
 
 /*
  * Accounting: the core. Consumes MsEvents from any source and keeps, live, who owns every tracked page
- * (PageMap), pages per task and module (Usage) and per call-chain node (StackTree), each a Ledger of its
+ * (PageMap), pages per task and module (Usage), per cgroup and unit (Units) and per call-chain node
+ * (StackTree), each a Ledger of its
  * unit (ledger.h). Page records charge through the PageMap; aggregated samples (MS_EVENT_SAMPLE) charge
  * the same counters by +n/-n with a known peak (see handle_sample() for what their peaks mean). Knows
  * nothing of perf, tracefs, JSON or sockets; the query layer reads it through the accessors below.
@@ -11,7 +12,9 @@
  * Invariants (tested in tests/test-accounting.c):
  *   - sum of current pages over processes == over stack leaves == tracked pages in the PageMap +
  *     sampled_pages;
- *   - a free takes pages off the task/node/module that allocated them, whoever frees;
+ *   - a free takes pages off the task/node/module/cgroup that allocated them, whoever frees, wherever the
+ *     allocating task has moved since;
+ *   - sum of current pages over units == over processes;
  *   - every peak is the maximum its current value reached, never a sum of other peaks;
  *   - a free of pages never seen allocated is counted (untracked_*), never an error;
  *   - the ChargeIndex cells of a process (module) add up to its current pages;
@@ -28,6 +31,7 @@
 #include "ksym.h"
 #include "pagemap.h"
 #include "stacktree.h"
+#include "units.h"
 #include "usage.h"
 
 /* Module records every Accounting has: the kernel image, and module loads not yet named by the kernel. */
@@ -108,8 +112,11 @@ void accounting_reset(Accounting *a, AccountingReset what);
 
 Usage *accounting_usage(Accounting *a);
 StackTree *accounting_stacktree(Accounting *a);
+/* Pages per cgroup and unit; the daemon names pending cgroups through it (units_cgroup_resolve()). */
+Units *accounting_units(Accounting *a);
 PageMap *accounting_pagemap(Accounting *a);
-/* Current pages per (process, module, global stack leaf), for stack views of one task or module. */
+/* Current pages per (process, module, global stack leaf, cgroup), for stack views of one task, module or
+ * unit. */
 const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
 /* Heap bytes held by the core's tables. */

@@ -22,15 +22,16 @@ typedef struct CellLink {
         uint32_t prev, next;            /* cell indexes, NONE at either end */
 } CellLink;
 
-/* 32 bytes: pages and module share a word (2^53 pages of 4 KiB are 32 EiB). */
+/* 40 bytes: pages and module share a word (2^53 pages of 4 KiB are 32 EiB). */
 typedef struct Cell {
         uint32_t process, leaf;         /* leaf: the stack node charged */
         uint64_t pages:53;
         uint64_t module:11;
         CellLink link[_CELL_LIST_MAX];  /* per CellList */
+        uint32_t cgroup;                /* the cgroup the pages are charged to (units.h) */
 } Cell;
 
-_Static_assert(sizeof(Cell) == 32, "a cell is half a cache line");
+_Static_assert(sizeof(Cell) == 40, "a cell is five words");
 
 struct ChargeIndex {
         Cell *cells;                    /* owned; free cells chain through link[CELL_LIST_PROCESS].next */
@@ -47,9 +48,9 @@ struct ChargeIndex {
         size_t n_used;
 };
 
-static size_t home(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf) {
+static size_t home(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf, uint32_t cgroup) {
         uint64_t h = ((uint64_t) process << 32 | leaf) * UINT64_C(0x9E3779B97F4A7C15);
-        h ^= (uint64_t) module * UINT64_C(0xC2B2AE3D27D4EB4F);
+        h ^= ((uint64_t) cgroup << 11 | module) * UINT64_C(0xC2B2AE3D27D4EB4F);
         h ^= h >> 31;
         return (size_t) h & (ci->capacity - 1);
 }
@@ -84,13 +85,13 @@ ChargeIndex *chargeindex_free(ChargeIndex *ci) {
         return NULL;
 }
 
-static size_t find(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf) {
-        for (size_t i = home(ci, process, module, leaf);; i = (i + 1) & (ci->capacity - 1)) {
+static size_t find(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf, uint32_t cgroup) {
+        for (size_t i = home(ci, process, module, leaf, cgroup);; i = (i + 1) & (ci->capacity - 1)) {
                 uint32_t c = ci->slots[i];
                 if (c == NONE)
                         return i;
                 const Cell *x = &ci->cells[c];
-                if (x->process == process && x->leaf == leaf && x->module == module)
+                if (x->process == process && x->leaf == leaf && x->module == module && x->cgroup == cgroup)
                         return i;
         }
 }
@@ -107,7 +108,7 @@ static int grow_slots(ChargeIndex *ci) {
         for (size_t i = 0; i < old_capacity; i++)
                 if (old[i] != NONE) {
                         const Cell *x = &ci->cells[old[i]];
-                        s[find(ci, x->process, x->module, x->leaf)] = old[i];
+                        s[find(ci, x->process, x->module, x->leaf, x->cgroup)] = old[i];
                 }
         free(old);
         return 0;
@@ -174,24 +175,25 @@ static uint32_t new_cell(ChargeIndex *ci) {
         return (uint32_t) ci->n_cells++;
 }
 
-uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node) {
-        return ci->slots[find(ci, process, MIN(module, (uint16_t) (MODULES - 1)), node)];
+uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node,
+                uint32_t cgroup) {
+        return ci->slots[find(ci, process, MIN(module, (uint16_t) (MODULES - 1)), node, cgroup)];
 }
 
 uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
-                uint64_t pages) {
+                uint32_t cgroup, uint64_t pages) {
         module = MIN(module, (uint16_t) (MODULES - 1));
         /* The hint is the caller's last cell: a task allocating through the same chain again skips the
          * hash probe. */
         if (hint < ci->n_cells) {
                 Cell *x = &ci->cells[hint];
-                if (x->leaf == node && x->process == process && x->module == module) {
+                if (x->leaf == node && x->process == process && x->module == module && x->cgroup == cgroup) {
                         x->pages += pages;
                         return hint;
                 }
         }
 
-        size_t i = find(ci, process, module, node);
+        size_t i = find(ci, process, module, node, cgroup);
 
         if (_likely_(ci->slots[i] != NONE)) {
                 ci->cells[ci->slots[i]].pages += pages;
@@ -201,7 +203,7 @@ uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint1
         if ((ci->n_used + 1) * 2 > ci->capacity) {
                 if (grow_slots(ci) < 0)
                         return NONE;
-                i = find(ci, process, module, node);
+                i = find(ci, process, module, node, cgroup);
         }
         if (ensure_process_head(ci, process) < 0)
                 return NONE;
@@ -213,6 +215,7 @@ uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint1
                 .process = process,
                 .leaf = node,
                 .module = module,
+                .cgroup = cgroup,
                 .pages = pages,
         };
         for (CellList l = 0; l < _CELL_LIST_MAX; l++)
@@ -238,7 +241,7 @@ static size_t probe_home(const void *table, size_t i) {
         if (ci->slots[i] == NONE)
                 return PROBE_EMPTY;
         const Cell *x = &ci->cells[ci->slots[i]];
-        return home(ci, x->process, x->module, x->leaf);
+        return home(ci, x->process, x->module, x->leaf, x->cgroup);
 }
 
 static void probe_move(void *table, size_t to, size_t from) {
@@ -263,7 +266,7 @@ void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages) {
                 x->pages -= pages;
                 return;
         }
-        remove_slot(ci, find(ci, x->process, x->module, x->leaf));
+        remove_slot(ci, find(ci, x->process, x->module, x->leaf, x->cgroup));
         unlink_cell(ci, cell);
         ci->n_used--;
 }
@@ -282,15 +285,15 @@ int chargeindex_relabel(ChargeIndex *ci, uint32_t cell, uint16_t module) {
         module = MIN(module, (uint16_t) (MODULES - 1));
         if (module == x->module)
                 return 0;
-        if (ci->slots[find(ci, x->process, module, x->leaf)] != NONE)
+        if (ci->slots[find(ci, x->process, module, x->leaf, x->cgroup)] != NONE)
                 return -EEXIST;
 
         /* Out of the old key's slot and module list, into the new ones; the process list stays. */
-        remove_slot(ci, find(ci, x->process, x->module, x->leaf));
+        remove_slot(ci, find(ci, x->process, x->module, x->leaf, x->cgroup));
         list_unlink(ci, CELL_LIST_MODULE, cell);
         x->module = module;
         list_push(ci, CELL_LIST_MODULE, cell);
-        ci->slots[find(ci, x->process, module, x->leaf)] = cell;
+        ci->slots[find(ci, x->process, module, x->leaf, x->cgroup)] = cell;
         return 0;
 }
 
@@ -311,6 +314,10 @@ uint32_t chargeindex_process(const ChargeIndex *ci, uint32_t cell) {
         return ci->cells[cell].process;
 }
 
+uint32_t chargeindex_cgroup(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].cgroup;
+}
+
 void chargeindex_foreach_process(const ChargeIndex *ci, uint32_t process, ChargeIndexFn fn, void *userdata) {
         if (process >= ci->n_process_heads)
                 return;
@@ -323,6 +330,14 @@ void chargeindex_foreach_module(const ChargeIndex *ci, uint16_t module, ChargeIn
                 return;
         for (uint32_t c = ci->module_head[module]; c != NONE; c = ci->cells[c].link[CELL_LIST_MODULE].next)
                 fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
+}
+
+void chargeindex_foreach_cgroup(const ChargeIndex *ci, bool (*match)(void *userdata, uint32_t cgroup),
+                ChargeIndexFn fn, void *userdata) {
+        /* Free cells have leaf NONE; a cell in use never has. */
+        for (size_t c = 0; c < ci->n_cells; c++)
+                if (ci->cells[c].leaf != NONE && match(userdata, ci->cells[c].cgroup))
+                        fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
 }
 
 void chargeindex_clear(ChargeIndex *ci) {

@@ -2,14 +2,16 @@
 #pragma once
 
 /*
- * ChargeIndex: current pages per (process, module, stack leaf), kept on every charge and release, and
- * listed per process or per module. A stack view filtered by task or module is built from its cells, so
+ * ChargeIndex: current pages per (process, module, stack leaf, cgroup), kept on every charge and release,
+ * and listed per process, per module or per cgroup. The cgroup is part of the key so that the pages a
+ * task allocated before it moved to another cgroup stay charged to the old one: a page owner names its
+ * cell, so it costs no byte per page. A stack view filtered by task or module is built from its cells, so
  * it costs what the answer holds instead of a walk of the page table.
  *
- * One cell per triple holding pages: a cell whose pages go to zero is removed. Cells of one process and
+ * One cell per key holding pages: a cell whose pages go to zero is removed. Cells of one process and
  * of one module are chained in two doubly linked lists. Lookups hash the triple (open addressing, backward
  * shift deletion); processes are task indices (usage.h), modules module ids (< 2048), nodes the stack
- * leaves pages are charged to (stacktree.h). Page owners name their cell, so a release costs no lookup
+ * leaves pages are charged to (stacktree.h), cgroups indices of units.h. Page owners name their cell, so a release costs no lookup
  * and an allocation one probe.
  */
 
@@ -25,20 +27,22 @@ ChargeIndex *chargeindex_free(ChargeIndex *ci);
 #define CHARGE_CELL_NONE UINT32_MAX
 
 /*
- * Adds pages to the cell of (process, module, node), creating it, and returns its id: stable while it
+ * Adds pages to the cell of (process, module, node, cgroup), creating it, and returns its id: stable while it
  * holds pages, so a page owner can name it and its release needs no lookup. hint is a cell id that may
  * be it (any value, e.g. the caller's last result or CHARGE_CELL_NONE): checked, then used without a
  * hash probe. CHARGE_CELL_NONE on OOM.
  */
 uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
-                uint64_t pages);
-/* The cell of (process, module, node), or CHARGE_CELL_NONE if it holds no pages. */
-uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node);
+                uint32_t cgroup, uint64_t pages);
+/* The cell of (process, module, node, cgroup), or CHARGE_CELL_NONE if it holds no pages. */
+uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node,
+                uint32_t cgroup);
 /* Takes pages off a cell (clamped at what it holds), removing it at zero. */
 void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages);
 /* What a cell is for. */
 uint32_t chargeindex_node(const ChargeIndex *ci, uint32_t cell);
 uint32_t chargeindex_process(const ChargeIndex *ci, uint32_t cell);
+uint32_t chargeindex_cgroup(const ChargeIndex *ci, uint32_t cell);
 uint64_t chargeindex_pages(const ChargeIndex *ci, uint32_t cell);
 /* The module a cell's pages are charged to: page owners follow their cell when it is relabeled. */
 uint16_t chargeindex_module(const ChargeIndex *ci, uint32_t cell);
@@ -55,6 +59,11 @@ typedef void (*ChargeIndexFn)(void *userdata, uint32_t node, uint64_t pages);
 /* Calls fn with the node and pages of each cell of the process (or module): O(its cells). */
 void chargeindex_foreach_process(const ChargeIndex *ci, uint32_t process, ChargeIndexFn fn, void *userdata);
 void chargeindex_foreach_module(const ChargeIndex *ci, uint16_t module, ChargeIndexFn fn, void *userdata);
+
+/* Calls fn with the node and pages of each cell whose cgroup match() accepts: a walk of every cell, for
+ * queries (a unit's stacks), never the event path. */
+void chargeindex_foreach_cgroup(const ChargeIndex *ci, bool (*match)(void *userdata, uint32_t cgroup),
+                ChargeIndexFn fn, void *userdata);
 
 void chargeindex_clear(ChargeIndex *ci);
 size_t chargeindex_cells(const ChargeIndex *ci);

@@ -38,6 +38,8 @@ typedef struct Task {
         uint64_t exit_nsec;
         uint32_t n_threads;             /* process: its thread records not yet recycled (they name it) */
         uint32_t charge_hint;           /* the core's last charge cell for this task: a hint, maybe stale */
+        uint32_t cgroup;                /* process: the cgroup record (units.h) of its last allocation, 0 none */
+        uint64_t cgroup_id;             /* process: the kernel's id of that cgroup */
         uint16_t loading_module;        /* module this task is loading (insmod/modprobe), or none */
         bool is_thread:1;
         bool seeded:1;                  /* existed before tracing began */

@@ -16,6 +16,7 @@
  *                                    they stood (MsSampleEvent)
  *   object PID PTR BYTES             PID allocated a BYTES-byte slab object at PTR
  *   object-free PTR                  the object at PTR was freed
+ *   cgroup ID                        the allocations below carry cgroup id ID (0, the start: none)
  *
  * The whole file is read and checked when the source is built, so a bad line fails the start with its
  * line number; start() delivers every event at once, stamped with the time of delivery.
@@ -45,6 +46,7 @@ typedef struct ReplaySource {
         char *text;                     /* owned: the file, NUL-terminated */
         size_t size;
         uint64_t records;
+        uint64_t cgroup_id;             /* what the next allocations carry (a "cgroup" line sets it) */
 } ReplaySource;
 
 static int parse_number(const char *s, uint64_t max, uint64_t *ret) {
@@ -119,6 +121,7 @@ static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *s
                 ev.page.migrate_type = -1;
                 ev.page.stack.frames = frames;
                 ev.page.stack.n_frames = ev.page.stack.n_kernel_frames = (uint32_t) (n - 4);
+                ev.cgroup_id = s->cgroup_id;
         } else if (streq(verb, "free") && n == 3) {
                 r = parse_number(f[1], UINT64_MAX, &b);
                 if (r >= 0)
@@ -126,6 +129,13 @@ static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *s
                 ev.type = MS_EVENT_PAGE_FREE;
                 ev.page.pfn = b;
                 ev.page.order = (uint32_t) c;
+        } else if (streq(verb, "cgroup") && n == 2) {
+                /* No event: state for the allocations that follow. */
+                r = parse_number(f[1], UINT64_MAX, &a);
+                if (r < 0)
+                        return -EBADMSG;
+                s->cgroup_id = a;
+                return 0;
         } else if (streq(verb, "lost") && n == 3) {
                 r = parse_number(f[1], SOURCE_MAX_CPUS - 1, &a);
                 if (r >= 0)
@@ -186,6 +196,7 @@ static int replay_all(ReplaySource *s, const MsEventSink *sink) {
         copy = strdup(s->text);
         if (!copy)
                 return log_oom();
+        s->cgroup_id = 0;
         for (p = copy; p; p = next) {
                 char *f[REPLAY_FIELDS_MAX + 4], *save = NULL, *tok;
                 size_t n = 0;

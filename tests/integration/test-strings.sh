@@ -203,6 +203,7 @@ test_text_verbs() {
         "$work/out.txt" || fail "tasks has no row '$lg_pid $BAD_TEXT'"
     ctl_text tasks --all --sort peak
     ctl_text modules --limit 10000
+    ctl_text units --all --stacks 3 --limit 10000
     ctl_text stacks --task "$lg_pid" --depth 3
     has "[pid $lg_pid $BAD_TEXT]" "stacks --task: the root"
     ctl_text stacks --task "$b_pid" --depth 3
@@ -214,7 +215,7 @@ test_text_verbs() {
     ctl_text top --batch -n 1 --limit 10000
     has "$BAD_TEXT" "top --batch: the comm"
     has "$CUT_TEXT" "top --batch: the cut comm"
-    echo "ok status, tasks, modules, stacks, diff, top --batch print the encoded names, no control characters"
+    echo "ok status, tasks, modules, units, stacks, diff, top --batch print the encoded names, no control characters"
 }
 
 test_json_verbs() {
@@ -227,12 +228,13 @@ test_json_verbs() {
     ctl --json=short top --batch -n 1 --limit 10000 >"$work/top.json" || fail "--json top --batch failed"
     check ctl_json "$work/top.json" "$lg_pid" "$b_pid" || fail "--json top lacks the names as received"
     local args
-    for args in "status" "modules --limit 10000" "stacks --task $lg_pid" "stacks --task $b_pid"; do
+    for args in "status" "modules --limit 10000" "units --stacks 3 --limit 10000" "stacks --task $lg_pid" \
+                "stacks --task $b_pid"; do
         # shellcheck disable=SC2086
         ctl --json=short $args >"$work/out.json" || fail "--json $args failed"
         assert_json "$work/out.json" "--json $args"
     done
-    echo "ok --json tasks, diff, top, status, modules, stacks keep the strings as received"
+    echo "ok --json tasks, diff, top, status, modules, units, stacks keep the strings as received"
 }
 
 # Every report format, from the daemon ($1 = "") or from a snapshot file ($1 = --from FILE).

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+
+/* memstrackctl units: the Units reply as a table, and with --stacks the biggest stacks of each unit. */
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "connection.h"
+#include "ctl.h"
+#include "format.h"
+#include "reply.h"
+
+static int units_print_table(json_t *units, uint64_t page_size, FILE *f, size_t width) {
+        static const TableColumn columns[] = {
+                { .header = "UNIT", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 12 },
+                { .header = "CURRENT", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "TASKS", .align = TABLE_ALIGN_RIGHT },
+                { .header = "STATE", .align = TABLE_ALIGN_LEFT },
+                { .header = "CGROUP", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 10 },
+        };
+        _cleanup_(table_freep) Table *t = NULL;
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+        json_t *u;
+        size_t i;
+        int r;
+
+        r = table_new(columns, ELEMENTSOF(columns), &t);
+        if (r < 0)
+                return r;
+        table_set_header(t, arg_legend);
+        json_array_foreach(units, i, u) {
+                uint64_t cur = reply_count(u, "currentPages"), peak = reply_count(u, "peakPages");
+                const char *cgroup = reply_string(u, "cgroup");
+                if ((r = table_add_cell(t, reply_string(u, "name"))) < 0 ||
+                    (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
+                    (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, reply_count(u, "tasks"))) < 0 ||
+                    /* Live while one of its cgroups exists; its pages may outlive them all. */
+                    (r = table_add_cell(t, reply_bool(u, "live", true) ? "live" : "removed")) < 0 ||
+                    (r = table_add_cell(t, cgroup && *cgroup ? cgroup : "-")) < 0)
+                        return r;
+        }
+        return table_print(t, f, width);
+}
+
+/* Each unit's stacks: a line with its pages, then its frames innermost first, indented. */
+static void units_print_stacks(json_t *units, uint64_t page_size, FILE *f) {
+        char a[FORMAT_BUFFER_MAX];
+        json_t *u, *s, *frame;
+        size_t i, j, k;
+
+        json_array_foreach(units, i, u) {
+                json_t *stacks = reply_array(u, "topStacks");
+                /* Names are the kernel's bytes: no escape sequence reaches the terminal (format.h). */
+                _cleanup_free_ char *name = format_sanitize(reply_string(u, "name"));
+                fprintf(f, "\n%s: %zu biggest stacks\n", name ?: "?", json_array_size(stacks));
+                json_array_foreach(stacks, j, s) {
+                        uint64_t pages = reply_count(s, "currentPages");
+                        fprintf(f, "  %s (%" PRIu64 " pages)\n", format_pages(a, sizeof(a), pages, page_size), pages);
+                        json_array_foreach(reply_array(s, "frames"), k, frame) {
+                                _cleanup_free_ char *text = format_sanitize(json_string_value(frame) ?: "?");
+                                fprintf(f, "      %s\n", text ?: "?");
+                        }
+                }
+        }
+}
+
+int verb_units(int argc, char *argv[]) {
+        json_auto_t *params = json_object(), *reply = NULL;
+        uint64_t page_size = 4096;
+        int r;
+
+        if (!params)
+                return -ENOMEM;
+        if (arg_sort) {
+                if (streq(arg_sort, "allocs")) {
+                        fprintf(stderr, "memstrackctl: units sort by current or peak.\n");
+                        return CTL_EXIT_USAGE;
+                }
+                if (json_object_set_new(params, "sortBy", json_string(arg_sort)) < 0)
+                        return -ENOMEM;
+        }
+        if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
+                return -ENOMEM;
+        if (arg_stacks > 0 && json_object_set_new(params, "stacks", json_integer((json_int_t) arg_stacks)) < 0)
+                return -ENOMEM;
+        /* Without --all, units holding nothing by the sort key are left out, before the limit. */
+        if (!arg_all && json_object_set_new(params, "hideZero", json_true()) < 0)
+                return -ENOMEM;
+
+        r = ctl_query("io.memstrack.Units", params, &reply, &page_size);
+        if (r != 0 || !reply)
+                return r;
+        json_t *units = reply_array(reply, "units");
+        r = units_print_table(units, page_size, stdout, format_terminal_columns());
+        if (r < 0)
+                return r;
+        if (json_array_size(units) == 0 && arg_legend)
+                printf("(none)\n");
+        if (arg_stacks > 0)
+                units_print_stacks(units, page_size, stdout);
+        return 0;
+}
