@@ -32,6 +32,7 @@
 #define MEMSTRACK_ERROR_PERMISSION_DENIED "io.memstrack.PermissionDenied" /* reason: string */
 #define MEMSTRACK_ERROR_NO_SUCH_TASK      "io.memstrack.NoSuchTask"       /* pid: int */
 #define MEMSTRACK_ERROR_NO_SUCH_MODULE    "io.memstrack.NoSuchModule"     /* name: string */
+#define MEMSTRACK_ERROR_NO_SUCH_UNIT      "io.memstrack.NoSuchUnit"       /* name: string */
 #define MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT  "io.memstrack.NoSuchSnapshot"   /* name: string */
 #define MEMSTRACK_ERROR_NOT_TRACING       "io.memstrack.NotTracing"       /* reason: string */
 #define MEMSTRACK_ERROR_LIMIT_EXCEEDED    "io.memstrack.LimitExceeded"    /* limit: string, value: int */
