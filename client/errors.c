@@ -44,6 +44,11 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
                 if (!name)
                         return NULL;
                 r = asprintf(&m, "No module '%s' is known to memstrackd (memstrackctl modules lists them).", name);
+        } else if (streq(error, MEMSTRACK_ERROR_NO_SUCH_UNIT)) {
+                _cleanup_free_ char *name = param_string(parameters, "name", "?");
+                if (!name)
+                        return NULL;
+                r = asprintf(&m, "No unit '%s' is known to memstrackd (memstrackctl units lists them).", name);
         } else if (streq(error, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT)) {
                 _cleanup_free_ char *name = param_string(parameters, "name", "?");
                 if (!name)
