@@ -48,7 +48,7 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
                 _cleanup_free_ char *name = param_string(parameters, "name", "?");
                 if (!name)
                         return NULL;
-                r = asprintf(&m, "No unit '%s' is known to memstrackd (memstrackctl units lists them).", name);
+                r = asprintf(&m, "No unit '%s' is known to memstrackd (memstrackctl units --all lists them).", name);
         } else if (streq(error, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT)) {
                 _cleanup_free_ char *name = param_string(parameters, "name", "?");
                 if (!name)

@@ -33,8 +33,8 @@ static void test_messages(void) {
         /* A name from the kernel or the command line cannot steer the terminal. */
         check(MEMSTRACK_ERROR_NO_SUCH_MODULE, "{\"name\": \"x\\u001b[2J\"}",
               "No module 'x\\x1b[2J' is known to memstrackd (memstrackctl modules lists them).");
-        check(MEMSTRACK_ERROR_NO_SUCH_UNIT, "{\"name\": \"gone.service\"}",
-              "No unit 'gone.service' is known to memstrackd (memstrackctl units lists them).");
+        check(MEMSTRACK_ERROR_NO_SUCH_UNIT, "{\"name\": \"web\\u001b.service\"}",
+              "No unit 'web\\x1b.service' is known to memstrackd (memstrackctl units --all lists them).");
         check(MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, "{\"name\": \"before\"}",
               "No snapshot 'before' is saved in memstrackd (save one with: memstrackctl snapshot before).");
         check(MEMSTRACK_ERROR_PERMISSION_DENIED, "{\"reason\": \"Reset is for root only\"}",
