@@ -151,6 +151,11 @@ tmux_cases() {
     expect_screen '^UNIT +\[CURRENT\] +PAGES +PEAK +TASKS +STATE' "the units header after 4"
     expect_screen '^loadgen-test\.service +64\.0 MiB +16384 +64\.0 MiB +1 +live' "loadgen-test.service's row"
     expect_screen '^backup\.service +1\.7 MiB +440 +3\.5 MiB +0 +removed' "the removed unit's row"
+    # In 80 columns a whole row still fits, the state included.
+    tmux_ resize-window -t top -x 80 -y 24
+    expect_screen '^backup\.service +1\.7 MiB +440 +3\.5 MiB +0 +removed$' "the whole row at 80 columns"
+    screen | awk 'length($0) > 80 { exit 1 }' || fail "a line is wider than 80 columns"
+    tmux_ resize-window -t top -x 120 -y 30
     echo "ok units view (4)"
 
     keys s

@@ -156,8 +156,8 @@ static char *module_header(TopModel *m) {
 }
 
 /* Unit names are kernel strings (cgroup paths for cgroups outside systemd's naming): escaped, and cut to
- * their column so the numbers after them stay aligned. */
-#define TOP_UNIT_NAME_WIDTH 32
+ * their column so the numbers after them stay aligned; 28 columns keep a whole row within 80. */
+#define TOP_UNIT_NAME_WIDTH 28
 
 static char *unit_row(size_t index, void *userdata) {
         TopModel *m = userdata;

@@ -120,10 +120,10 @@ case $units_answer in
 units)
     expect_screen 'UNIT +\[CURRENT\] +PAGES +PEAK +TASKS +STATE' "the units header after 4"
     # loadgen's unit holds at least loadgen's 64 MiB (16384 pages); its PAGES column says so. Names over
-    # the 32 columns of the UNIT column end in an ellipsis: compare what is left of them.
+    # the 28 columns of the UNIT column end in an ellipsis: compare what is left of them.
     deadline=$((SECONDS + WAIT))
     shown="$lg_unit "
-    [ ${#lg_unit} -gt 32 ] && shown=${lg_unit:0:31}
+    [ ${#lg_unit} -gt 28 ] && shown=${lg_unit:0:27}
     until screen | awk -v u="$shown" 'substr($0, 1, length(u)) == u && $(NF - 4) >= 16384 { found = 1 }
                                       END { exit !found }'; do
         [ $SECONDS -lt $deadline ] || { screen >&2; fail "no row for loadgen's unit $lg_unit with 16384 pages or more"; }
