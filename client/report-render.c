@@ -424,8 +424,9 @@ static int text_unit_summary(json_t *doc, const ReportOptions *o, FILE *f) {
                         return -ENOMEM;
                 uint64_t tasks = reply_count(e, "tasks");
                 fprintf(f, "Unit %s using %.1fMB (%" PRIu64 " pages), peak usage %.1fMB (%" PRIu64 " pages), "
-                        "%" PRIu64 " task%s%s\n", name, megabytes(cur, page_size), cur, megabytes(peak, page_size),
-                        peak, tasks, tasks == 1 ? "" : "s", reply_bool(e, "live", true) ? "" : " (removed)");
+                        "%" PRIu64 " task%s%s\n", name, megabytes(cur, page_size), cur,
+                        megabytes(peak, page_size), peak, tasks, tasks == 1 ? "" : "s",
+                        reply_bool(e, "live", true) ? "" : " (removed)");
         }
         return 0;
 }
@@ -731,7 +732,8 @@ static int json_unit_list(json_t *doc, const ReportOptions *o, bool with_stacks,
                 return r;
         for (size_t i = 0; i < n; i++) {
                 json_t *e = items[i].json;
-                json_auto_t *entry = json_pack("{s:O, s:I, s:I, s:I, s:b}", "name", or_null(json_object_get(e, "name")),
+                json_auto_t *entry = json_pack("{s:O, s:I, s:I, s:I, s:b}",
+                                               "name", or_null(json_object_get(e, "name")),
                                                "currentPages", (json_int_t) reply_count(e, "currentPages"),
                                                "peakPages", (json_int_t) reply_count(e, "peakPages"),
                                                "tasks", (json_int_t) reply_count(e, "tasks"),
@@ -750,9 +752,10 @@ static int json_unit_list(json_t *doc, const ReportOptions *o, bool with_stacks,
                                 return r;
                         for (size_t k = 0; k < n_stacks; k++) {
                                 json_t *frames = reply_array(stacks[k].json, "frames");
+                                json_int_t pages = (json_int_t) reply_count(stacks[k].json, "currentPages");
                                 if (json_array_append_new(kept, json_pack("{s:o, s:I}", "frames",
-                                                          frames ? json_incref(frames) : json_array(), "currentPages",
-                                                          (json_int_t) reply_count(stacks[k].json, "currentPages"))) < 0)
+                                                          frames ? json_incref(frames) : json_array(),
+                                                          "currentPages", pages)) < 0)
                                         return -ENOMEM;
                         }
                         if (json_object_set(entry, "topStacks", kept) < 0)

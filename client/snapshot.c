@@ -64,7 +64,8 @@ static int fetch_units(VarlinkClient *c, json_t **ret) {
         json_auto_t *params = NULL, *reply = NULL;
         int r;
 
-        params = json_pack("{s:i, s:i, s:s}", "limit", 10000, "stacks", SNAPSHOT_UNIT_STACKS, "sortBy", "current");
+        params = json_pack("{s:i, s:i, s:s}", "limit", 10000, "stacks", SNAPSHOT_UNIT_STACKS,
+                           "sortBy", "current");
         if (!params)
                 return -ENOMEM;
         r = varlink_client_call(c, "io.memstrack.Units", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
@@ -105,8 +106,8 @@ static bool list_has(json_t *list, const char *key, json_t *value) {
 }
 
 int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
-        json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *units = NULL, *tree = NULL, *params = NULL;
-        json_auto_t *doc = NULL;
+        json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
+        json_auto_t *units = NULL, *doc = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
         json_t *e;
         size_t i, n;

@@ -185,8 +185,8 @@ static void test_stacks(void) {
 }
 
 static json_t *unit(const char *name, int current, int peak, int tasks) {
-        return json_pack("{s:s, s:s, s:i, s:i, s:i, s:b}", "name", name, "cgroup", name, "currentPages", current,
-                         "peakPages", peak, "tasks", tasks, "live", true);
+        return json_pack("{s:s, s:s, s:i, s:i, s:i, s:b}", "name", name, "cgroup", name,
+                         "currentPages", current, "peakPages", peak, "tasks", tasks, "live", true);
 }
 
 static void test_units(void) {
@@ -204,7 +204,8 @@ static void test_units(void) {
 
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
         ASSERT_OK(json_object_set_new(r, "units", json_pack("[o, o, o]", unit("sshd.service", 100, 900, 1),
-                                      unit("db.service", 500, 500, 2), unit("session-2.scope", 300, 300, 7))));
+                                      unit("db.service", 500, 500, 2),
+                                      unit("session-2.scope", 300, 300, 7))));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
         ASSERT_TRUE(m->have_units);

@@ -113,7 +113,8 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
         } else if (error) {
                 /* The same sentence the verbs print (errors.h), with what to do here. */
                 _cleanup_free_ char *m = ctl_error_message(error, reply);
-                bool gone = streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE) ||
+                bool gone = streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
+                            streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE) ||
                             streq(error, MEMSTRACK_ERROR_NO_SUCH_UNIT);
                 set_status(t, "%s%s", m ?: error, gone ? " Press a for all stacks." : "");
         } else if (done == SIDE_STACKS) {

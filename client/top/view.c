@@ -243,7 +243,9 @@ static void draw_header(TopScreen *s, TopModel *m) {
         panel_print_line(0, 0, s->cols, line ?: "memstrack top - waiting for memstrackd...", A_BOLD);
 
         /* Tabs, then the view's sort, filter and pause state. */
-        static const char *const names[_TOP_VIEW_MAX] = { " 1 Tasks ", " 2 Modules ", " 3 Stacks ", " 4 Units " };
+        static const char *const names[_TOP_VIEW_MAX] = {
+                " 1 Tasks ", " 2 Modules ", " 3 Stacks ", " 4 Units ",
+        };
         int x = 0;
         move(1, 0);
         for (size_t v = 0; v < _TOP_VIEW_MAX && x < s->cols; v++) {
@@ -307,9 +309,8 @@ void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connect
                                    unit_row, m);
                         /* An older memstrackd sends no units at all: not the same as none holding pages. */
                         if (m->have_data && !m->have_units && s->rows > TOP_HEADER_LINES + 2)
-                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols,
-                                                 "  memstrackd does not report units (a version without them)",
-                                                 A_NORMAL);
+                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  memstrackd does not "
+                                                 "report units (a version without them)", A_NORMAL);
                         break;
                 default:
                         header = stack_header(m);
