@@ -39,6 +39,10 @@ UNITS = [
      "peakPages": 900, "tasks": 0, "live": False, "stacks": []},
 ]
 
+# In Top's units only: a unit gone by the time the client asks for its stacks (StackTree: NoSuchUnit).
+GHOST = {"name": "ghost.service", "cgroup": "/system.slice/ghost.service", "currentPages": 10, "peakPages": 10,
+         "tasks": 0, "live": False, "stacks": []}
+
 
 def unit_json(u, stacks):
     j = {k: v for k, v in u.items() if k != "stacks"}
@@ -89,7 +93,7 @@ class Fake:
              "eventsPerSecond": 100.0, "lostEvents": 0, "uptimeUsec": 5000000, "stacksTruncated": 0,
              "tasks": TASKS, "evicted": {"tasks": 0, "currentPages": 0, "peakPages": 0}, "modules": MODULES}
         if self.units:
-            t["units"] = [unit_json(u, 0) for u in UNITS]
+            t["units"] = [unit_json(u, 0) for u in UNITS + [GHOST]]
         return t
 
     def answer(self, method, p):

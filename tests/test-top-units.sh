@@ -70,7 +70,7 @@ text_cases() {
     grep -qE '^backup\.service +1\.7 MiB +440 +3\.5 MiB +900 +0 +removed' <<<"$out" ||
         fail "top --batch lacks the removed backup.service: $out"
     "$CTL" --address "$work/units.sock" --json=short top --batch -n 1 -d 0.2 |
-        python3 -c 'import json, sys; u = json.load(sys.stdin)["units"]; assert [x["name"] for x in u] == ["loadgen-test.service", "postgresql.service", "backup.service"], u' ||
+        python3 -c 'import json, sys; u = json.load(sys.stdin)["units"]; assert [x["name"] for x in u] == ["loadgen-test.service", "postgresql.service", "backup.service", "ghost.service"], u' ||
         fail "top --batch --json lacks the units"
     echo "ok top --batch shows units"
 
@@ -182,6 +182,13 @@ tmux_cases() {
     keys Down Right
     expect_screen '\[-\] ksys_write\+0x66' "the unit's stack opened"
     echo "ok Enter opens a unit's stacks"
+
+    # A unit gone between the Top update and the StackTree call: the daemon's sentence and what to do.
+    keys 4 End Enter
+    expect_screen "^No unit 'ghost\.service' is known to memstrackd .* Press a for all stacks\." "NoSuchUnit on the last line"
+    keys a
+    expect_screen '\[-\] \[all\]' "all stacks after a"
+    echo "ok a unit gone meanwhile"
 
     keys 4 /
     keys -l backup
