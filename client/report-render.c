@@ -16,6 +16,8 @@ static const char *const format_names[_REPORT_FORMAT_MAX] = {
         [REPORT_TASK_TOP] = "task_top",
         [REPORT_MODULE_SUMMARY] = "module_summary",
         [REPORT_MODULE_TOP] = "module_top",
+        [REPORT_UNIT_SUMMARY] = "unit_summary",
+        [REPORT_UNIT_TOP] = "unit_top",
         [REPORT_STACK_TREE] = "stack_tree",
         [REPORT_FOLDED] = "folded",
         [REPORT_FLAMEGRAPH] = "flamegraph",
@@ -100,7 +102,8 @@ static int compare_items(const void *a, const void *b) {
         return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* current or peak pages of a Task, Module or StackNode; a peak the daemon did not know reads as current. */
+/* current or peak pages of a Task, Module, Unit, StackNode or StackPages; a peak the daemon did not know
+ * (or a StackPages, which has none) reads as current. */
 static uint64_t sort_key(const json_t *j, ReportSort sort) {
         int64_t peak = reply_node_peak(j);
 
@@ -208,6 +211,12 @@ static json_t *doc_modules(json_t *doc) {
         return reply_array(reply_object(doc, "modules"), "modules");
 }
 
+/* The units, or NULL when the document has none: taken from a memstrackd without Units, or by an
+ * earlier memstrackctl. Not the same as an empty list. */
+static json_t *doc_units(json_t *doc) {
+        return reply_array(reply_object(doc, "units"), "units");
+}
+
 /* The StackTree reply kept for a task (key "pid") or module (key "name"), or NULL. */
 static json_t *doc_scoped_tree(json_t *doc, const char *list, const char *key, json_t *value) {
         json_t *e;
@@ -294,6 +303,8 @@ static int doc_select(json_t *doc, const ReportOptions *o, bool tasks, Item **re
 }
 
 /* ---- Text ------------------------------------------------------------------------------------------- */
+
+#define REPORT_NO_UNITS "(no units: memstrackd did not report them when the snapshot was taken)\n"
 
 static double megabytes(uint64_t pages, uint64_t page_size) {
         return (double) pages * (double) page_size / 1024.0 / 1024.0;
@@ -387,6 +398,80 @@ static int text_top(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
                 r = print_memstrack_tree(f, pruned, 2);
                 if (r < 0)
                         return r;
+        }
+        return 0;
+}
+
+/* Units, as the task and module summaries: those with pages making up the throttle share. */
+static int text_unit_summary(json_t *doc, const ReportOptions *o, FILE *f) {
+        _cleanup_free_ Item *items = NULL;
+        uint64_t page_size = doc_page_size(doc);
+        size_t n;
+        int r;
+
+        if (!doc_units(doc)) {
+                fputs(REPORT_NO_UNITS, f);
+                return 0;
+        }
+        r = select_items(doc_units(doc), o, &items, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = items[i].json;
+                uint64_t cur = reply_count(e, "currentPages"), peak = reply_count(e, "peakPages");
+                _cleanup_free_ char *name = format_sanitize(reply_string(e, "name") ?: "?");
+                if (!name)
+                        return -ENOMEM;
+                uint64_t tasks = reply_count(e, "tasks");
+                fprintf(f, "Unit %s using %.1fMB (%" PRIu64 " pages), peak usage %.1fMB (%" PRIu64 " pages), "
+                        "%" PRIu64 " task%s%s\n", name, megabytes(cur, page_size), cur,
+                        megabytes(peak, page_size), peak, tasks, tasks == 1 ? "" : "s",
+                        reply_bool(e, "live", true) ? "" : " (removed)");
+        }
+        return 0;
+}
+
+/* Each unit's biggest stacks as the daemon sent them (flat, innermost frame first, as a backtrace), the
+ * stacks too cut at the throttle share of the unit's stacks. */
+static int text_unit_top(json_t *doc, const ReportOptions *o, FILE *f) {
+        _cleanup_free_ Item *items = NULL;
+        uint64_t page_size = doc_page_size(doc);
+        size_t n;
+        int r;
+
+        if (!doc_units(doc)) {
+                fputs(REPORT_NO_UNITS, f);
+                return 0;
+        }
+        r = select_items(doc_units(doc), o, &items, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *name = format_sanitize(reply_string(items[i].json, "name") ?: "?");
+                _cleanup_free_ Item *stacks = NULL;
+                size_t n_stacks;
+
+                if (!name)
+                        return -ENOMEM;
+                fprintf(f, "Top stacks of unit %s:\n", name);
+                r = select_items(reply_array(items[i].json, "topStacks"), o, &stacks, &n_stacks);
+                if (r < 0)
+                        return r;
+                if (n_stacks == 0)
+                        fprintf(f, "  (no stacks recorded)\n");
+                for (size_t k = 0; k < n_stacks; k++) {
+                        uint64_t pages = reply_count(stacks[k].json, "currentPages");
+                        json_t *frame;
+                        size_t j;
+
+                        fprintf(f, "  Pages: %" PRIu64 " (%.1fMB)\n", pages, megabytes(pages, page_size));
+                        json_array_foreach(reply_array(stacks[k].json, "frames"), j, frame) {
+                                _cleanup_free_ char *clean = format_sanitize(json_string_value(frame) ?: "?");
+                                if (!clean)
+                                        return -ENOMEM;
+                                fprintf(f, "    %s\n", clean);
+                        }
+                }
         }
         return 0;
 }
@@ -559,6 +644,12 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
                 case REPORT_MODULE_TOP:
                         r = text_top(doc, o, format == REPORT_TASK_TOP, f);
                         break;
+                case REPORT_UNIT_SUMMARY:
+                        r = text_unit_summary(doc, o, f);
+                        break;
+                case REPORT_UNIT_TOP:
+                        r = text_unit_top(doc, o, f);
+                        break;
                 case REPORT_STACK_TREE:
                         r = text_stack_tree(doc, o, f);
                         break;
@@ -622,6 +713,61 @@ static int json_list(json_t *doc, const ReportOptions *o, bool tasks, bool with_
         return 0;
 }
 
+/* Units as a list (with their selected stacks for unit_top), or null when the document has none. */
+static int json_unit_list(json_t *doc, const ReportOptions *o, bool with_stacks, json_t **ret) {
+        _cleanup_free_ Item *items = NULL;
+        json_auto_t *list = NULL;
+        size_t n;
+        int r;
+
+        if (!doc_units(doc)) {
+                *ret = json_null();
+                return 0;
+        }
+        list = json_array();
+        if (!list)
+                return -ENOMEM;
+        r = select_items(doc_units(doc), o, &items, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = items[i].json;
+                json_auto_t *entry = json_pack("{s:O, s:I, s:I, s:I, s:b}",
+                                               "name", or_null(json_object_get(e, "name")),
+                                               "currentPages", (json_int_t) reply_count(e, "currentPages"),
+                                               "peakPages", (json_int_t) reply_count(e, "peakPages"),
+                                               "tasks", (json_int_t) reply_count(e, "tasks"),
+                                               "live", reply_bool(e, "live", true));
+                if (!entry)
+                        return -ENOMEM;
+                if (with_stacks) {
+                        _cleanup_free_ Item *stacks = NULL;
+                        json_auto_t *kept = json_array();
+                        size_t n_stacks;
+
+                        if (!kept)
+                                return -ENOMEM;
+                        r = select_items(reply_array(e, "topStacks"), o, &stacks, &n_stacks);
+                        if (r < 0)
+                                return r;
+                        for (size_t k = 0; k < n_stacks; k++) {
+                                json_t *frames = reply_array(stacks[k].json, "frames");
+                                json_int_t pages = (json_int_t) reply_count(stacks[k].json, "currentPages");
+                                if (json_array_append_new(kept, json_pack("{s:o, s:I}", "frames",
+                                                          frames ? json_incref(frames) : json_array(),
+                                                          "currentPages", pages)) < 0)
+                                        return -ENOMEM;
+                        }
+                        if (json_object_set(entry, "topStacks", kept) < 0)
+                                return -ENOMEM;
+                }
+                if (json_array_append(list, entry) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
+}
+
 static int json_tree(json_t *doc, const ReportOptions *o, bool by_function, json_t **ret) {
         int r;
 
@@ -656,6 +802,10 @@ int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
                 case REPORT_TASK_TOP:
                 case REPORT_MODULE_TOP:
                         r = json_list(doc, o, format == REPORT_TASK_TOP, true, &part);
+                        break;
+                case REPORT_UNIT_SUMMARY:
+                case REPORT_UNIT_TOP:
+                        r = json_unit_list(doc, o, format == REPORT_UNIT_TOP, &part);
                         break;
                 case REPORT_STACK_TREE:
                 case REPORT_FLAMEGRAPH:

@@ -109,7 +109,8 @@ int verb_report(int argc, char *argv[]) {
         r = report_parse_formats(arg_format ?: REPORT_FORMAT_DEFAULT, &o, &bad);
         if (r == -EINVAL) {
                 fprintf(stderr, "memstrackctl: unknown report format '%s'; known: task_summary, task_top, "
-                        "module_summary, module_top, stack_tree, folded, flamegraph.\n", bad ?: "");
+                        "module_summary, module_top, unit_summary, unit_top, stack_tree, folded, "
+                        "flamegraph.\n", bad ?: "");
                 return CTL_EXIT_USAGE;
         }
         if (r < 0)

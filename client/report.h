@@ -19,6 +19,8 @@ typedef enum ReportFormat {
         REPORT_TASK_TOP,
         REPORT_MODULE_SUMMARY,
         REPORT_MODULE_TOP,
+        REPORT_UNIT_SUMMARY,
+        REPORT_UNIT_TOP,
         REPORT_STACK_TREE,
         REPORT_FOLDED,
         REPORT_FLAMEGRAPH,

@@ -56,6 +56,31 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
         return 0;
 }
 
+/* Calls Units with each unit's biggest stacks. A memstrackd from before units answers MethodNotFound (or,
+ * declaring it without serving it, MethodNotImplemented): 0 and NULL, so the document just has no units
+ * (reports say so) and the rest still works. */
+static int fetch_units(VarlinkClient *c, json_t **ret) {
+        _cleanup_free_ char *error = NULL;
+        json_auto_t *params = NULL, *reply = NULL;
+        int r;
+
+        params = json_pack("{s:i, s:i, s:s}", "limit", 10000, "stacks", SNAPSHOT_UNIT_STACKS,
+                           "sortBy", "current");
+        if (!params)
+                return -ENOMEM;
+        r = varlink_client_call(c, "io.memstrack.Units", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
+        if (r >= 0 && error && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
+                                streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED))) {
+                *ret = NULL;
+                return 0;
+        }
+        r = ctl_reply_result(r, error, reply);
+        if (r != 0)
+                return r;
+        *ret = TAKE_PTR(reply);
+        return 0;
+}
+
 /* Appends {key: value, "stackTree": tree} to list unless the tree could not be had. */
 static int add_scoped_tree(VarlinkClient *c, const SnapshotFetch *f, json_t *list, const char *param,
                 const char *key, json_t *value, bool required) {
@@ -82,6 +107,7 @@ static bool list_has(json_t *list, const char *key, json_t *value) {
 
 int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
+        json_auto_t *units = NULL, *doc = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
         json_t *e;
         size_t i, n;
@@ -107,6 +133,9 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         if (!params)
                 return -ENOMEM;
         r = ctl_call(c, "io.memstrack.Modules", params, &modules);
+        if (r != 0)
+                return r;
+        r = fetch_units(c, &units);
         if (r != 0)
                 return r;
         r = fetch_tree(c, f, NULL, NULL, true, &tree);
@@ -161,18 +190,24 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         char host[HOST_NAME_MAX + 1] = "";
         (void) gethostname(host, sizeof(host) - 1);
 
-        *ret = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:O, s:O, s:O, s:O}",
-                         "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
-                         "generator", "memstrackctl " PACKAGE_VERSION,
-                         "host", host[0] ? json_string(host) : NULL,
-                         "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
-                         "status", status,
-                         "tasks", tasks,
-                         "modules", modules,
-                         "stackTree", tree,
-                         "taskStacks", task_stacks,
-                         "moduleStacks", module_stacks);
-        return *ret ? 0 : -ENOMEM;
+        doc = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:O, s:O, s:O, s:O}",
+                        "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
+                        "generator", "memstrackctl " PACKAGE_VERSION,
+                        "host", host[0] ? json_string(host) : NULL,
+                        "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
+                        "status", status,
+                        "tasks", tasks,
+                        "modules", modules,
+                        "stackTree", tree,
+                        "taskStacks", task_stacks,
+                        "moduleStacks", module_stacks);
+        if (!doc)
+                return -ENOMEM;
+        /* Left out, not null, when the daemon has no units: as in files from before units. */
+        if (units && json_object_set(doc, "units", units) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(doc);
+        return 0;
 }
 
 int snapshot_load(const char *path, json_t **ret) {

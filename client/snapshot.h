@@ -11,7 +11,9 @@
  *     "status": <Status reply>, "tasks": <Tasks reply>, "modules": <Modules reply>,
  *     "stackTree": <StackTree reply>,
  *     "taskStacks": [ { "pid": N, "stackTree": <StackTree reply for pid N> }, ... ],
- *     "moduleStacks": [ { "name": NAME, "stackTree": <StackTree reply for module NAME> }, ... ] }
+ *     "moduleStacks": [ { "name": NAME, "stackTree": <StackTree reply for module NAME> }, ... ],
+ *     "units": <Units reply, with each unit's SNAPSHOT_UNIT_STACKS biggest stacks> (optional: left out
+ *     when memstrackd does not know Units, and in files from earlier versions) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
  */
@@ -27,6 +29,8 @@
 #define SNAPSHOT_TASK_STACKS_MAX 32
 /* Per-module stack trees kept. */
 #define SNAPSHOT_MODULE_STACKS_MAX 64
+/* Stacks kept per unit (Units' stacks parameter): a unit's top stacks, not a tree. */
+#define SNAPSHOT_UNIT_STACKS 8
 #define SNAPSHOT_STACK_DEPTH_DEFAULT 64
 #define SNAPSHOT_STACK_CHILDREN 64
 

@@ -105,6 +105,41 @@ int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t wid
         return table_print(t, f, width);
 }
 
+int units_print_table(json_t *units, uint64_t page_size, FILE *f, size_t width) {
+        static const TableColumn columns[] = {
+                { .header = "UNIT", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 16 },
+                { .header = "CURRENT", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK PAGES", .align = TABLE_ALIGN_RIGHT },
+                { .header = "TASKS", .align = TABLE_ALIGN_RIGHT },
+                /* "removed": every cgroup of the unit is gone, its pages are still held. */
+                { .header = "STATE", .align = TABLE_ALIGN_LEFT },
+        };
+        _cleanup_(table_freep) Table *t = NULL;
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+        json_t *u;
+        size_t i;
+        int r;
+
+        r = table_new(columns, ELEMENTSOF(columns), &t);
+        if (r < 0)
+                return r;
+        table_set_header(t, arg_legend);
+        json_array_foreach(units, i, u) {
+                uint64_t cur = reply_count(u, "currentPages"), peak = reply_count(u, "peakPages");
+                if ((r = table_add_cell(t, reply_string(u, "name"))) < 0 ||
+                    (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
+                    (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, reply_count(u, "tasks"))) < 0 ||
+                    (r = table_add_cell(t, reply_bool(u, "live", true) ? "live" : "removed")) < 0)
+                        return r;
+        }
+        return table_print(t, f, width);
+}
+
 /* Calls method with the verb's --sort/--limit and prints the table (or the JSON reply). */
 static int list_verb(const char *method, const char *list, bool tasks) {
         json_auto_t *params = json_object(), *reply = NULL;

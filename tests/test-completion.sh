@@ -71,6 +71,8 @@ expect "current peak" memstrackctl modules --sort ""
 expect "peak" memstrackctl tasks --sort = pe
 expect "flamegraph folded" memstrackctl report --format f
 expect "module_summary,module_top" memstrackctl report --format module_summary,module_t
+expect "unit_summary unit_top" memstrackctl report --format unit_
+expect "task_summary,unit_top" memstrackctl report --format task_summary,unit_t
 expect "all peaks" memstrackctl reset ""
 expect "" memstrackctl reset peaks ""
 expect "" memstrackctl tasks --limit ""
@@ -93,6 +95,15 @@ for o in $options; do
     grep -qE -- "$o([^a-z-]|$)" "$ZSH_COMPLETION" || fail "the zsh completion lacks $o"
 done
 echo "ok $(wc -w <<<"$verbs") verbs and $(wc -w <<<"$options") options in both scripts"
+# Every report format --help names is offered by both.
+formats=$(sed -n '/--format=LIST/,/(default/p' <<<"$help" | sed 's/.*report://; s/(default.*//' | tr ',' '\n' |
+          awk 'NF { print $1 }' | sort -u)
+[ "$(wc -w <<<"$formats")" -ge 9 ] || fail "found only these report formats in --help: $formats"
+for f in $formats; do
+    grep -qE -- "[ \"]$f([ \"]|$)" "$BASH_COMPLETION" || fail "the bash completion lacks the format $f"
+    grep -qE -- " $f( |'|$)" "$ZSH_COMPLETION" || fail "the zsh completion lacks the format $f"
+done
+echo "ok $(wc -w <<<"$formats") report formats in both scripts"
 
 if ! command -v zsh >/dev/null; then
     # scripts/deps installs zsh; without it the zsh script goes unchecked, so say so.

@@ -41,6 +41,11 @@ cases=(
     "module_top-module      --format module_top --module nf_conntrack"
     "json                   --format task_summary,task_top,module_summary,module_top,stack_tree,folded,flamegraph --json=pretty"
     "json-throttle          --format module_top,folded --throttle 50 --json=short"
+    "unit_summary           --format unit_summary"
+    "unit_top               --format unit_top"
+    "unit_summary-peak      --format unit_summary --sort peak --throttle 90"
+    "unit_top-throttle      --format unit_top --throttle 80"
+    "json-units             --format unit_summary,unit_top,module_summary --json=pretty"
 )
 
 check() {
@@ -156,6 +161,20 @@ PY
 "$CTL" report --from "$SNAP" --format folded,stack_tree --output "$work/fg.svg" 2>"$work/file.err"
 [ $? -eq 2 ] && grep -q "names a directory" "$work/file.err" || { echo "FAIL several formats into a file"; failed=1; }
 cmp -s "$work/fg.svg" "$GOLDEN/report-flamegraph.txt" || { echo "FAIL a refused --output was overwritten"; failed=1; }
+
+# A snapshot without units (from a memstrackd without the Units method, or an earlier memstrackctl): the
+# unit formats say so (JSON: null, not an empty list), and every other format is the same bytes.
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); del d["units"]; json.dump(d, open(sys.argv[2], "w"))' \
+    "$SNAP" "$work/no-units.json"
+"$CTL" report --from "$work/no-units.json" --format unit_summary,unit_top >"$work/no-units.out" 2>&1 &&
+    [ "$(grep -c '^(no units: memstrackd did not report them' "$work/no-units.out")" -eq 2 ] ||
+    { echo "FAIL unit formats of a snapshot without units: $(cat "$work/no-units.out")"; failed=1; }
+"$CTL" report --from "$work/no-units.json" --format unit_summary,unit_top --json=short >"$work/no-units.json.out" &&
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d == {"unit_summary": None, "unit_top": None}, d' \
+    "$work/no-units.json.out" || { echo "FAIL --json unit formats without units"; failed=1; }
+"$CTL" report --from "$work/no-units.json" --format task_summary,task_top,module_summary,module_top,stack_tree,folded \
+    >"$work/no-units-all.out" && cmp -s "$work/no-units-all.out" "$GOLDEN/report-all.txt" ||
+    { echo "FAIL the other formats changed without units"; failed=1; }
 
 # Errors: unknown format (usage, 2), unknown task (1), not a snapshot (1).
 "$CTL" report --from "$SNAP" --format nope >/dev/null 2>&1; [ $? -eq 2 ] || { echo "FAIL unknown format"; failed=1; }

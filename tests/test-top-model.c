@@ -184,9 +184,105 @@ static void test_stacks(void) {
         top_model_free(m);
 }
 
+static json_t *unit(const char *name, int current, int peak, int tasks) {
+        return json_pack("{s:s, s:s, s:i, s:i, s:i, s:b}", "name", name, "cgroup", name,
+                         "currentPages", current, "peakPages", peak, "tasks", tasks, "live", true);
+}
+
+static void test_units(void) {
+        TopModel *m;
+        json_t *r, *p;
+        char buf[64];
+
+        ASSERT_OK(top_model_new(4096, &m));
+        /* A memstrackd without units: the reply is still good, the units view is empty and says why. */
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_TRUE(!m->have_units);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 0);
+
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(json_object_set_new(r, "units", json_pack("[o, o, o]", unit("sshd.service", 100, 900, 1),
+                                      unit("db.service", 500, 500, 2),
+                                      unit("session-2.scope", 300, 300, 7))));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_TRUE(m->have_units);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 3);
+        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "db.service");
+        ASSERT_EQ(top_model_unit_row(m, 0)->tasks, 2);
+        ASSERT_EQ(top_model_unit_row(m, 0)->peak_pages, 500);
+
+        /* The key 4 (view number 3) shows the units; its sort columns are its own. */
+        top_model_set_view(m, TOP_VIEW_UNITS);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "current");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "peak");
+        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "sshd.service");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "tasks");
+        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "session-2.scope");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "name");
+        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "db.service");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "current");
+        /* The tasks view kept its own sort. */
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "current");
+
+        /* The selection follows the unit when it moves in the list. */
+        top_model_move(m, 1);
+        ASSERT_STREQ(top_model_unit_row(m, top_model_selected(m, TOP_VIEW_UNITS))->name, "session-2.scope");
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(json_object_set_new(r, "units", json_pack("[o, o, o]", unit("session-2.scope", 800, 800, 7),
+                                      unit("db.service", 500, 500, 2), unit("sshd.service", 100, 900, 1))));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_selected(m, TOP_VIEW_UNITS), 0);
+        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "session-2.scope");
+
+        /* The filter of the units view matches unit names, and only there. */
+        ASSERT_OK(top_model_set_filter(m, "SSHD"));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 1);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 1);
+        ASSERT_OK(top_model_set_filter(m, NULL));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 3);
+        /* The unit the filter left selected stays selected without it. */
+        ASSERT_STREQ(top_model_unit_row(m, top_model_selected(m, TOP_VIEW_UNITS))->name, "sshd.service");
+
+        /* Enter on a unit: its stacks, asked for with StackTree(unit: NAME) and nothing else. */
+        top_model_move(m, -1);
+        ASSERT_EQ(top_model_open_stacks(m), 1);
+        ASSERT_EQ(m->view, TOP_VIEW_STACKS);
+        p = top_model_stacks_parameters(m);
+        ASSERT_STREQ(json_string_value(json_object_get(p, "unit")), "db.service");
+        ASSERT_NULL(json_object_get(p, "pid"));
+        ASSERT_NULL(json_object_get(p, "module"));
+        json_decref(p);
+        ASSERT_STREQ(top_model_scope_label(m, buf, sizeof(buf)), "[unit db.service]");
+
+        /* A task's stacks after a unit's: the unit is dropped from the call. */
+        top_model_set_view(m, TOP_VIEW_TASKS);
+        ASSERT_EQ(top_model_open_stacks(m), 1);
+        p = top_model_stacks_parameters(m);
+        ASSERT_NULL(json_object_get(p, "unit"));
+        ASSERT_EQ(json_integer_value(json_object_get(p, "pid")), 10);
+        json_decref(p);
+
+        /* The same unit again from the units view is a new scope once more. */
+        top_model_set_view(m, TOP_VIEW_UNITS);
+        ASSERT_EQ(top_model_open_stacks(m), 1);
+        ASSERT_EQ(top_model_open_stacks(m), 0);
+        ASSERT_EQ(top_model_scope_all(m), 1);
+        ASSERT_STREQ(top_model_scope_label(m, buf, sizeof(buf)), "[all]");
+        top_model_free(m);
+}
+
 int main(void) {
         TEST(test_selection_survives_refresh);
         TEST(test_sort_and_filter);
         TEST(test_stacks);
+        TEST(test_units);
         return 0;
 }

@@ -19,6 +19,7 @@ static const char *const task_column_names[_TOP_TASK_COLUMN_MAX] = {
 };
 static const char *const module_column_names[_TOP_MODULE_COLUMN_MAX] = { "name", "current", "peak" };
 static const char *const stack_column_names[_TOP_STACK_COLUMN_MAX] = { "current", "peak" };
+static const char *const unit_column_names[_TOP_UNIT_COLUMN_MAX] = { "name", "current", "peak", "tasks" };
 
 static void stack_node_done(TopStackNode *n) {
         for (size_t i = 0; i < n->n_children; i++)
@@ -45,6 +46,11 @@ static void clear_data(TopModel *m) {
                 free(m->modules[i].name);
         m->modules = mfree_ptr(m->modules);
         m->n_modules = 0;
+        for (size_t i = 0; i < m->n_units; i++)
+                free(m->units[i].name);
+        m->units = mfree_ptr(m->units);
+        m->n_units = 0;
+        m->have_units = false;
 }
 
 static void clear_stack_rows(TopModel *m) {
@@ -65,6 +71,7 @@ int top_model_new(uint64_t page_size, TopModel **ret) {
         m->sort[TOP_VIEW_TASKS] = TOP_TASK_CURRENT;
         m->sort[TOP_VIEW_MODULES] = TOP_MODULE_CURRENT;
         m->sort[TOP_VIEW_STACKS] = TOP_STACK_CURRENT;
+        m->sort[TOP_VIEW_UNITS] = TOP_UNIT_CURRENT;
         *ret = m;
         return 0;
 }
@@ -73,16 +80,19 @@ TopModel *top_model_free(TopModel *m) {
         if (!m)
                 return NULL;
         clear_stack_rows(m);
+        free(m->unit_rows);
         free(m->module_rows);
         free(m->task_rows);
         for (size_t i = 0; i < m->n_expanded; i++)
                 free(m->expanded[i]);
         free(m->expanded);
         free(m->selected_path);
+        free(m->selected_unit);
         free(m->selected_module);
         free(m->filter_edit);
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
                 free(m->filter[v]);
+        free(m->scope_unit);
         free(m->scope_module);
         stack_node_free(m->stack_root);
         clear_data(m);
@@ -100,6 +110,8 @@ static int dup_or_null(const char *s, char **ret) {
 
 int top_model_update(TopModel *m, json_t *reply) {
         json_t *tasks = reply_array(reply, "tasks"), *modules = reply_array(reply, "modules"), *e;
+        /* Optional: a memstrackd from before units sends none, and the units view says so. */
+        json_t *units = reply_array(reply, "units");
         size_t i;
         int r;
 
@@ -113,7 +125,8 @@ int top_model_update(TopModel *m, json_t *reply) {
         clear_data(m);
         m->tasks = calloc(MAX(json_array_size(tasks), (size_t) 1), sizeof(TopTask));
         m->modules = calloc(MAX(json_array_size(modules), (size_t) 1), sizeof(TopModule));
-        if (!m->tasks || !m->modules)
+        m->units = calloc(MAX(json_array_size(units), (size_t) 1), sizeof(TopUnit));
+        if (!m->tasks || !m->modules || !m->units)
                 return -ENOMEM;
         json_array_foreach(tasks, i, e) {
                 TopTask *t = &m->tasks[m->n_tasks++];
@@ -140,6 +153,19 @@ int top_model_update(TopModel *m, json_t *reply) {
                 if (r < 0)
                         return r;
         }
+        json_array_foreach(units, i, e) {
+                TopUnit *u = &m->units[m->n_units++];
+                *u = (TopUnit) {
+                        .current_pages = reply_count(e, "currentPages"),
+                        .peak_pages = reply_count(e, "peakPages"),
+                        .tasks = reply_count(e, "tasks"),
+                        .live = reply_bool(e, "live", true),
+                };
+                r = dup_or_null(reply_string(e, "name") ?: "?", &u->name);
+                if (r < 0)
+                        return r;
+        }
+        m->have_units = units != NULL;
         m->tracked_pages = reply_count(reply, "trackedPages");
         m->peak_tracked_pages = reply_count(reply, "peakTrackedPages");
         m->lost_events = reply_count(reply, "lostEvents");
@@ -208,6 +234,8 @@ json_t *top_model_stacks_parameters(const TopModel *m) {
                 return json_decref(p), NULL;
         if (m->scope_module && json_object_set_new(p, "module", json_string(m->scope_module)) < 0)
                 return json_decref(p), NULL;
+        if (m->scope_unit && json_object_set_new(p, "unit", json_string(m->scope_unit)) < 0)
+                return json_decref(p), NULL;
         return p;
 }
 
@@ -220,6 +248,8 @@ const char *top_model_scope_label(const TopModel *m, char *buf, size_t size) {
                 (void) snprintf(buf, size, "[pid %" PRIi64 "%s%s]", m->scope_pid, comm ? " " : "", comm ?: "");
         } else if (m->scope_module)
                 (void) snprintf(buf, size, "[module %s]", m->scope_module);
+        else if (m->scope_unit)
+                (void) snprintf(buf, size, "[unit %s]", m->scope_unit);
         else
                 (void) snprintf(buf, size, "[all]");
         return buf;
@@ -233,6 +263,8 @@ size_t top_model_rows(const TopModel *m, TopView v) {
                 return m->n_module_rows;
         case TOP_VIEW_STACKS:
                 return m->n_stack_rows;
+        case TOP_VIEW_UNITS:
+                return m->n_unit_rows;
         default:
                 return 0;
         }
@@ -248,6 +280,10 @@ const TopTask *top_model_task_row(const TopModel *m, size_t row) {
 
 const TopModule *top_model_module_row(const TopModel *m, size_t row) {
         return row < m->n_module_rows ? &m->modules[m->module_rows[row]] : NULL;
+}
+
+const TopUnit *top_model_unit_row(const TopModel *m, size_t row) {
+        return row < m->n_unit_rows ? &m->units[m->unit_rows[row]] : NULL;
 }
 
 const TopStackRow *top_model_stack_row(const TopModel *m, size_t row) {
@@ -317,6 +353,29 @@ static int compare_module_rows(const void *a, const void *b, void *userdata) {
         default:
                 c = compare_u64_desc(x->current_pages, y->current_pages);
         }
+        return c ?: strcmp(x->name, y->name);
+}
+
+static int compare_unit_rows(const void *a, const void *b, void *userdata) {
+        const TopModel *sorting = userdata;
+        const TopUnit *x = &sorting->units[*(const size_t *) a], *y = &sorting->units[*(const size_t *) b];
+        int c;
+
+        switch (sorting->sort[TOP_VIEW_UNITS]) {
+        case TOP_UNIT_NAME:
+                c = strcmp(x->name, y->name);
+                break;
+        case TOP_UNIT_PEAK:
+                c = compare_u64_desc(x->peak_pages, y->peak_pages);
+                break;
+        case TOP_UNIT_TASKS:
+                c = compare_u64_desc(x->tasks, y->tasks);
+                break;
+        default:
+                c = compare_u64_desc(x->current_pages, y->current_pages);
+        }
+        if (c == 0)
+                c = compare_u64_desc(x->current_pages, y->current_pages);
         return c ?: strcmp(x->name, y->name);
 }
 
@@ -414,10 +473,18 @@ static size_t find_selection(size_t n_rows, size_t old, ssize_t found) {
 static int remember_selection(TopModel *m) {
         const TopTask *t = top_model_task_row(m, m->selected[TOP_VIEW_TASKS]);
         const TopModule *mod = top_model_module_row(m, m->selected[TOP_VIEW_MODULES]);
+        const TopUnit *u = top_model_unit_row(m, m->selected[TOP_VIEW_UNITS]);
         const TopStackRow *s = top_model_stack_row(m, m->selected[TOP_VIEW_STACKS]);
 
         if (t)
                 m->selected_pid = t->pid;
+        if (u) {
+                char *name = strdup(u->name);
+                if (!name)
+                        return -ENOMEM;
+                free(m->selected_unit);
+                m->selected_unit = name;
+        }
         if (mod) {
                 char *name = strdup(mod->name);
                 if (!name)
@@ -473,6 +540,22 @@ int top_model_rebuild(TopModel *m) {
                         found = (ssize_t) i;
         m->selected[TOP_VIEW_MODULES] = find_selection(m->n_module_rows, m->selected[TOP_VIEW_MODULES], found);
 
+        /* Unit rows. */
+        free(m->unit_rows);
+        m->n_unit_rows = 0;
+        m->unit_rows = calloc(MAX(m->n_units, (size_t) 1), sizeof(size_t));
+        if (!m->unit_rows)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_units; i++)
+                if (matches(m, TOP_VIEW_UNITS, m->units[i].name))
+                        m->unit_rows[m->n_unit_rows++] = i;
+        qsort_r(m->unit_rows, m->n_unit_rows, sizeof(size_t), compare_unit_rows, m);
+        found = -1;
+        for (size_t i = 0; i < m->n_unit_rows && m->selected_unit; i++)
+                if (streq(m->units[m->unit_rows[i]].name, m->selected_unit))
+                        found = (ssize_t) i;
+        m->selected[TOP_VIEW_UNITS] = find_selection(m->n_unit_rows, m->selected[TOP_VIEW_UNITS], found);
+
         /* Stack rows. */
         clear_stack_rows(m);
         if (m->stack_root) {
@@ -517,7 +600,8 @@ void top_model_move(TopModel *m, int64_t delta) {
 
 static unsigned n_sort_columns(TopView v) {
         return v == TOP_VIEW_TASKS ? _TOP_TASK_COLUMN_MAX :
-               v == TOP_VIEW_MODULES ? _TOP_MODULE_COLUMN_MAX : _TOP_STACK_COLUMN_MAX;
+               v == TOP_VIEW_MODULES ? _TOP_MODULE_COLUMN_MAX :
+               v == TOP_VIEW_UNITS ? _TOP_UNIT_COLUMN_MAX : _TOP_STACK_COLUMN_MAX;
 }
 
 void top_model_sort_next(TopModel *m, int direction) {
@@ -533,6 +617,8 @@ const char *top_model_sort_name(const TopModel *m, TopView v) {
                 return task_column_names[m->sort[v] % _TOP_TASK_COLUMN_MAX];
         case TOP_VIEW_MODULES:
                 return module_column_names[m->sort[v] % _TOP_MODULE_COLUMN_MAX];
+        case TOP_VIEW_UNITS:
+                return unit_column_names[m->sort[v] % _TOP_UNIT_COLUMN_MAX];
         default:
                 return stack_column_names[m->sort[TOP_VIEW_STACKS] % _TOP_STACK_COLUMN_MAX];
         }
@@ -637,16 +723,22 @@ int top_model_toggle(TopModel *m) {
         return row->expanded ? top_model_collapse(m) : top_model_expand(m);
 }
 
-static int set_scope(TopModel *m, int64_t pid, const char *module) {
-        char *copy = NULL;
+static bool same_name(const char *a, const char *b) {
+        return (!a && !b) || (a && b && streq(a, b));
+}
 
-        if (pid == m->scope_pid && ((!module && !m->scope_module) ||
-                                    (module && m->scope_module && streq(module, m->scope_module))))
+/* At most one of pid (>= 0), module and unit is set; none: all stacks. */
+static int set_scope(TopModel *m, int64_t pid, const char *module, const char *unit) {
+        _cleanup_free_ char *module_copy = NULL, *unit_copy = NULL;
+
+        if (pid == m->scope_pid && same_name(module, m->scope_module) && same_name(unit, m->scope_unit))
                 return 0;
-        if (module && !(copy = strdup(module)))
+        if ((module && !(module_copy = strdup(module))) || (unit && !(unit_copy = strdup(unit))))
                 return -ENOMEM;
         free(m->scope_module);
-        m->scope_module = copy;
+        m->scope_module = TAKE_PTR(module_copy);
+        free(m->scope_unit);
+        m->scope_unit = TAKE_PTR(unit_copy);
         m->scope_pid = pid;
         /* Another tree: the old one must not show under the new title. */
         stack_node_free(m->stack_root);
@@ -663,11 +755,15 @@ int top_model_open_stacks(TopModel *m) {
         if (m->view == TOP_VIEW_TASKS) {
                 const TopTask *t = top_model_task_row(m, m->selected[TOP_VIEW_TASKS]);
                 if (t && t->pid >= 0)
-                        r = set_scope(m, t->pid, NULL);
+                        r = set_scope(m, t->pid, NULL, NULL);
         } else if (m->view == TOP_VIEW_MODULES) {
                 const TopModule *mod = top_model_module_row(m, m->selected[TOP_VIEW_MODULES]);
                 if (mod)
-                        r = set_scope(m, -1, mod->name);
+                        r = set_scope(m, -1, mod->name, NULL);
+        } else if (m->view == TOP_VIEW_UNITS) {
+                const TopUnit *u = top_model_unit_row(m, m->selected[TOP_VIEW_UNITS]);
+                if (u)
+                        r = set_scope(m, -1, NULL, u->name);
         } else
                 return top_model_toggle(m);
         if (r >= 0)
@@ -676,5 +772,5 @@ int top_model_open_stacks(TopModel *m) {
 }
 
 int top_model_scope_all(TopModel *m) {
-        return set_scope(m, -1, NULL);
+        return set_scope(m, -1, NULL, NULL);
 }

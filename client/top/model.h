@@ -5,7 +5,7 @@
  * The live view's model: the latest Top snapshot and stack tree, and what the user chose to look at
  * (view, sort column, filter, selection, expanded stack nodes). No curses and no socket here: the event
  * loop (top.c) feeds replies in, the widgets (view.c) read rows out, the key actions (actions.c) change
- * the choices. The selection is kept by identity (a pid, a module name, a stack path), so it stays on
+ * the choices. The selection is kept by identity (a pid, a module or unit name, a stack path), so it stays on
  * the same row when a refresh reorders or filters the lists.
  */
 
@@ -21,6 +21,7 @@ typedef enum TopView {
         TOP_VIEW_TASKS,
         TOP_VIEW_MODULES,
         TOP_VIEW_STACKS,
+        TOP_VIEW_UNITS,         /* after stacks, so the keys 1-3 keep their meaning */
         _TOP_VIEW_MAX,
         _TOP_VIEW_INVALID = -EINVAL,
 } TopView;
@@ -43,6 +44,14 @@ typedef enum TopModuleColumn {
         TOP_MODULE_PEAK,
         _TOP_MODULE_COLUMN_MAX,
 } TopModuleColumn;
+
+typedef enum TopUnitColumn {
+        TOP_UNIT_NAME,
+        TOP_UNIT_CURRENT,
+        TOP_UNIT_PEAK,
+        TOP_UNIT_TASKS,
+        _TOP_UNIT_COLUMN_MAX,
+} TopUnitColumn;
 
 typedef enum TopStackColumn {
         TOP_STACK_CURRENT,
@@ -74,6 +83,12 @@ typedef struct TopModule {
         bool loaded;
 } TopModule;
 
+typedef struct TopUnit {
+        char *name;             /* owned */
+        uint64_t current_pages, peak_pages, tasks;
+        bool live;
+} TopUnit;
+
 typedef struct TopStackNode {
         char *label;            /* owned: "frame [module]" */
         uint64_t current_pages;
@@ -102,22 +117,27 @@ typedef struct TopModel {
         size_t n_tasks;
         TopModule *modules;             /* owned */
         size_t n_modules;
+        TopUnit *units;                 /* owned */
+        size_t n_units;
+        bool have_units;                /* the reply had units: false from a memstrackd without them */
 
         /* The latest StackTree reply, for the scope below. */
         TopStackNode *stack_root;       /* owned, NULL until fetched */
         int64_t scope_pid;              /* -1: not a task */
-        char *scope_module;             /* owned, NULL: not a module; neither: all stacks */
+        char *scope_module;             /* owned, NULL: not a module */
+        char *scope_unit;               /* owned, NULL: not a unit; none of the three: all stacks */
 
         /* The user's choices. */
         TopView view;
         TopMode mode;
         unsigned sort[_TOP_VIEW_MAX];   /* column per view */
         char *filter[_TOP_VIEW_MAX];    /* owned, per view, NULL for none; case-insensitive substring of the
-                                         * comm, module name or frame */
+                                         * comm, module or unit name, or frame */
         char *filter_edit;              /* owned, the text being typed in TOP_MODE_FILTER */
         bool paused;
         int64_t selected_pid;           /* -1: none yet */
         char *selected_module;          /* owned */
+        char *selected_unit;            /* owned */
         char *selected_path;            /* owned */
         char **expanded;                /* owned set of expanded stack paths */
         size_t n_expanded;
@@ -127,6 +147,8 @@ typedef struct TopModel {
         size_t n_task_rows;
         size_t *module_rows;            /* owned */
         size_t n_module_rows;
+        size_t *unit_rows;              /* owned */
+        size_t n_unit_rows;
         TopStackRow *stack_rows;        /* owned */
         size_t n_stack_rows;
         size_t selected[_TOP_VIEW_MAX]; /* row index of the selection per view */
@@ -146,14 +168,15 @@ int top_model_update_stacks(TopModel *m, json_t *reply);
 
 /* The StackTree call parameters for the current scope (new reference), NULL on OOM. */
 json_t *top_model_stacks_parameters(const TopModel *m);
-/* "[all]", "[pid 42 comm]" or "[module ext4]" for the title: written into buf. */
+/* "[all]", "[pid 42 comm]", "[module ext4]" or "[unit sshd.service]" for the title: written into buf. */
 const char *top_model_scope_label(const TopModel *m, char *buf, size_t size);
 
 size_t top_model_rows(const TopModel *m, TopView v);
 size_t top_model_selected(const TopModel *m, TopView v);
-/* The task/module behind a visible row (NULL if out of range). */
+/* The task/module/unit behind a visible row (NULL if out of range). */
 const TopTask *top_model_task_row(const TopModel *m, size_t row);
 const TopModule *top_model_module_row(const TopModel *m, size_t row);
+const TopUnit *top_model_unit_row(const TopModel *m, size_t row);
 const TopStackRow *top_model_stack_row(const TopModel *m, size_t row);
 
 void top_model_set_view(TopModel *m, TopView v);
@@ -175,7 +198,8 @@ int top_model_expand(TopModel *m);
 int top_model_collapse(TopModel *m);
 int top_model_toggle(TopModel *m);
 
-/* Opens the stacks view for the selected task or module (or of everything from the stacks view). Returns
+/* Opens the stacks view for the selected task, module or unit (in the stacks view: opens or closes the
+ * selected node; top_model_scope_all(): everything). Returns
  * 1 if the scope changed (the stacks must be fetched again), 0 if not, -ENOMEM. */
 int top_model_open_stacks(TopModel *m);
 int top_model_scope_all(TopModel *m);

@@ -113,7 +113,9 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
         } else if (error) {
                 /* The same sentence the verbs print (errors.h), with what to do here. */
                 _cleanup_free_ char *m = ctl_error_message(error, reply);
-                bool gone = streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE);
+                bool gone = streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) ||
+                            streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE) ||
+                            streq(error, MEMSTRACK_ERROR_NO_SUCH_UNIT);
                 set_status(t, "%s%s", m ?: error, gone ? " Press a for all stacks." : "");
         } else if (done == SIDE_STACKS) {
                 r = top_model_update_stacks(t->model, reply);
@@ -432,6 +434,13 @@ static int print_batch(json_t *reply, uint64_t page_size, uint64_t iteration) {
         r = modules_print_table(reply_array(reply, "modules"), page_size, stdout, width);
         if (r < 0)
                 return r;
+        /* A memstrackd from before units sends none: no table rather than an empty one. */
+        if (reply_array(reply, "units")) {
+                printf("\n");
+                r = units_print_table(reply_array(reply, "units"), page_size, stdout, width);
+                if (r < 0)
+                        return r;
+        }
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 

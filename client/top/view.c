@@ -155,6 +155,46 @@ static char *module_header(TopModel *m) {
         return s;
 }
 
+/* Unit names are kernel strings (cgroup paths for cgroups outside systemd's naming): escaped, and cut to
+ * their column so the numbers after them stay aligned; 28 columns keep a whole row within 80. */
+#define TOP_UNIT_NAME_WIDTH 28
+
+static char *unit_row(size_t index, void *userdata) {
+        TopModel *m = userdata;
+        const TopUnit *u = top_model_unit_row(m, index);
+        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
+        _cleanup_free_ char *clean = NULL, *name = NULL;
+        char *s;
+
+        if (!u)
+                return NULL;
+        clean = format_sanitize(u->name);
+        name = clean ? format_ellipsize(clean, TOP_UNIT_NAME_WIDTH) : NULL;
+        if (!name)
+                return NULL;
+        if (asprintf(&s, "%s%*s %10s %10" PRIu64 " %10s %7" PRIu64 " %s", name,
+                     (int) (TOP_UNIT_NAME_WIDTH - format_text_width(name)), "",
+                     format_pages(cur, sizeof(cur), u->current_pages, m->page_size), u->current_pages,
+                     format_pages(peak, sizeof(peak), u->peak_pages, m->page_size), u->tasks,
+                     u->live ? "live" : "removed") < 0)
+                return NULL;
+        return s;
+}
+
+static char *unit_header(TopModel *m) {
+        unsigned sorted = m->sort[TOP_VIEW_UNITS];
+        char a[16], b[16], c[16], d[16];
+        char *s;
+
+        if (asprintf(&s, "%-*s %10s %10s %10s %7s %s", TOP_UNIT_NAME_WIDTH,
+                     column(a, sizeof(a), "UNIT", sorted == TOP_UNIT_NAME),
+                     column(b, sizeof(b), "CURRENT", sorted == TOP_UNIT_CURRENT), "PAGES",
+                     column(c, sizeof(c), "PEAK", sorted == TOP_UNIT_PEAK),
+                     column(d, sizeof(d), "TASKS", sorted == TOP_UNIT_TASKS), "STATE") < 0)
+                return NULL;
+        return s;
+}
+
 static char *stack_row(size_t index, void *userdata) {
         TopModel *m = userdata;
         const TopStackRow *row = top_model_stack_row(m, index);
@@ -203,7 +243,9 @@ static void draw_header(TopScreen *s, TopModel *m) {
         panel_print_line(0, 0, s->cols, line ?: "memstrack top - waiting for memstrackd...", A_BOLD);
 
         /* Tabs, then the view's sort, filter and pause state. */
-        static const char *const names[_TOP_VIEW_MAX] = { " 1 Tasks ", " 2 Modules ", " 3 Stacks " };
+        static const char *const names[_TOP_VIEW_MAX] = {
+                " 1 Tasks ", " 2 Modules ", " 3 Stacks ", " 4 Units ",
+        };
         int x = 0;
         move(1, 0);
         for (size_t v = 0; v < _TOP_VIEW_MAX && x < s->cols; v++) {
@@ -260,6 +302,15 @@ void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connect
                         header = module_header(m);
                         panel_draw(&s->panels[m->view], header ?: "", m->n_module_rows, m->selected[m->view],
                                    module_row, m);
+                        break;
+                case TOP_VIEW_UNITS:
+                        header = unit_header(m);
+                        panel_draw(&s->panels[m->view], header ?: "", m->n_unit_rows, m->selected[m->view],
+                                   unit_row, m);
+                        /* An older memstrackd sends no units at all: not the same as none holding pages. */
+                        if (m->have_data && !m->have_units && s->rows > TOP_HEADER_LINES + 2)
+                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  memstrackd does not "
+                                                 "report units (a version without them)", A_NORMAL);
                         break;
                 default:
                         header = stack_header(m);

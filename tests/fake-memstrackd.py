@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# A stand-in memstrackd for client tests that need no kernel and no root: it serves fixed io.memstrack
+# answers (Status, Tasks, Modules, StackTree, Units, Top with "more", Reset) on a unix socket, with
+# varlink's NUL-terminated JSON framing. Units can be switched off (--no-units): Units then answers
+# MethodNotFound and Top leaves "units" out, as a memstrackd from before units does. Every call is
+# appended to --log as one JSON line, so a test can check what the client asked for.
+#
+# Usage: fake-memstrackd.py --socket PATH --log FILE [--no-units]
+# Prints READY once it listens; ends on SIGTERM.
+
+import argparse
+import json
+import os
+import socket
+import threading
+import time
+
+PAGE_SIZE = 4096
+
+TASKS = [
+    {"pid": 4242, "comm": "loadgen", "cmdline": "loadgen --pages 16384", "currentPages": 16384,
+     "peakPages": 16384, "allocs": 16400, "frees": 16, "baselinePages": 0, "exited": False},
+    {"pid": 812, "comm": "postgres", "cmdline": "postgres: writer", "currentPages": 2048, "peakPages": 4096,
+     "allocs": 9000, "frees": 6952, "baselinePages": 0, "exited": False},
+]
+MODULES = [
+    {"name": "vmlinux", "currentPages": 18000, "peakPages": 19000, "loaded": True},
+    {"name": "ext4", "currentPages": 432, "peakPages": 500, "loaded": True},
+]
+UNITS = [
+    {"name": "loadgen-test.service", "cgroup": "/system.slice/loadgen-test.service", "currentPages": 16384,
+     "peakPages": 16384, "tasks": 1, "live": True,
+     "stacks": [(["__alloc_pages+0x1a1", "do_anonymous_page+0x12c", "asm_exc_page_fault+0x22"], 16384)]},
+    {"name": "postgresql.service", "cgroup": "/system.slice/postgresql.service", "currentPages": 2048,
+     "peakPages": 4096, "tasks": 3, "live": True,
+     "stacks": [(["__alloc_pages+0x1a1", "ext4_write_begin+0x10b", "ksys_write+0x66"], 2048)]},
+    {"name": "backup.service", "cgroup": "/system.slice/backup.service", "currentPages": 440,
+     "peakPages": 900, "tasks": 0, "live": False, "stacks": []},
+]
+
+# In Top's units only: a unit gone by the time the client asks for its stacks (StackTree: NoSuchUnit).
+GHOST = {"name": "ghost.service", "cgroup": "/system.slice/ghost.service", "currentPages": 10, "peakPages": 10,
+         "tasks": 0, "live": False, "stacks": []}
+
+
+def unit_json(u, stacks):
+    j = {k: v for k, v in u.items() if k != "stacks"}
+    if stacks > 0:
+        j["topStacks"] = [{"frames": f, "currentPages": p} for f, p in u["stacks"][:stacks]]
+    return j
+
+
+def node(frame, pages, children=()):
+    return {"frame": frame, "module": None, "address": None, "currentPages": pages, "peakPages": None,
+            "children": list(children), "truncatedChildren": 0}
+
+
+def tree_from_stacks(label, stacks):
+    """A StackNode tree (callers first) from flat stacks (innermost first)."""
+    root = node(label, sum(p for _, p in stacks))
+    for frames, pages in stacks:
+        parent = root
+        for f in reversed(frames):
+            child = next((c for c in parent["children"] if c["frame"] == f), None)
+            if child is None:
+                child = node(f, 0)
+                parent["children"].append(child)
+            child["currentPages"] += pages
+            parent = child
+    return root
+
+
+class Fake:
+    def __init__(self, args):
+        self.units = not args.no_units
+        self.log = open(args.log, "a", buffering=1)
+        self.lock = threading.Lock()
+
+    def record(self, call):
+        with self.lock:
+            self.log.write(json.dumps(call) + "\n")
+
+    def status(self):
+        return {"backend": "fake", "version": "0.0.0", "uptimeUsec": 5000000, "eventsPerSecond": 100.0,
+                "events": 1000, "lostEvents": 0, "lostPerCpu": [0], "trackedPages": 18872,
+                "peakTrackedPages": 20000, "untrackedFrees": 0, "untrackedFreePages": 0,
+                "daemonMemoryBytes": 1 << 20, "stackNodes": 10, "stackNodeBudget": 1000, "stacksTruncated": 0,
+                "tasksEvicted": 0, "kernelAddressesHidden": False, "pageSize": PAGE_SIZE}
+
+    def top(self):
+        t = {"timestampUsec": int(time.monotonic() * 1e6), "trackedPages": 18872, "peakTrackedPages": 20000,
+             "eventsPerSecond": 100.0, "lostEvents": 0, "uptimeUsec": 5000000, "stacksTruncated": 0,
+             "tasks": TASKS, "evicted": {"tasks": 0, "currentPages": 0, "peakPages": 0}, "modules": MODULES}
+        if self.units:
+            t["units"] = [unit_json(u, 0) for u in UNITS + [GHOST]]
+        return t
+
+    def answer(self, method, p):
+        """(error name or None, parameters)."""
+        if method == "io.memstrack.Status":
+            return None, self.status()
+        if method == "io.memstrack.Tasks":
+            return None, {"tasks": TASKS, "evicted": {"tasks": 0, "currentPages": 0, "peakPages": 0}}
+        if method == "io.memstrack.Modules":
+            return None, {"modules": MODULES}
+        if method == "io.memstrack.Units" and self.units:
+            units = [unit_json(u, p.get("stacks", 0)) for u in UNITS]
+            if "name" in p:
+                units = [u for u in units if u["name"] == p["name"]]
+                if not units:
+                    return "io.memstrack.NoSuchUnit", {"name": p["name"]}
+            return None, {"units": units}
+        if method == "io.memstrack.StackTree":
+            if "unit" in p:
+                if not self.units:
+                    return "org.varlink.service.InvalidParameter", {"parameter": "unit"}
+                u = next((u for u in UNITS if u["name"] == p["unit"]), None)
+                if u is None:
+                    return "io.memstrack.NoSuchUnit", {"name": p["unit"]}
+                root = tree_from_stacks("[unit %s]" % u["name"], u["stacks"])
+            else:
+                root = tree_from_stacks("[all]", [s for u in UNITS for s in u["stacks"]])
+            return None, {"root": root, "totalPages": root["currentPages"]}
+        if method == "io.memstrack.Reset":
+            return None, {}
+        if method == "io.memstrack.Top":
+            return None, self.top()
+        return "org.varlink.service.MethodNotFound", {"method": method}
+
+    def serve(self, c):
+        buf = b""
+        with c:
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    return
+                buf += data
+                while b"\0" in buf:
+                    raw, buf = buf.split(b"\0", 1)
+                    call = json.loads(raw)
+                    self.record(call)
+                    method, p = call.get("method", ""), call.get("parameters") or {}
+                    error, params = self.answer(method, p)
+                    if error:
+                        c.sendall(json.dumps({"error": error, "parameters": params}).encode() + b"\0")
+                        continue
+                    if method == "io.memstrack.Top" and call.get("more"):
+                        # A stream until the client goes; nothing else is read on this connection.
+                        interval = max(p.get("intervalUsec", 1000000), 100000) / 1e6
+                        try:
+                            while True:
+                                reply = {"parameters": self.top(), "continues": True}
+                                c.sendall(json.dumps(reply).encode() + b"\0")
+                                time.sleep(interval)
+                        except OSError:
+                            return
+                    c.sendall(json.dumps({"parameters": params}).encode() + b"\0")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--socket", required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--no-units", action="store_true")
+    args = ap.parse_args()
+    fake = Fake(args)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(args.socket + ".tmp")
+    os.rename(args.socket + ".tmp", args.socket)
+    s.listen(16)
+    print("READY", flush=True)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=fake.serve, args=(c,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
