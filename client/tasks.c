@@ -105,9 +105,9 @@ int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t wid
         return table_print(t, f, width);
 }
 
-int units_print_table(json_t *units, uint64_t page_size, FILE *f, size_t width) {
+int units_print_table(json_t *units, uint64_t page_size, bool cgroup_column, FILE *f, size_t width) {
         static const TableColumn columns[] = {
-                { .header = "UNIT", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 16 },
+                { .header = "UNIT", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 12 },
                 { .header = "CURRENT", .align = TABLE_ALIGN_RIGHT },
                 { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
                 { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
@@ -115,6 +115,8 @@ int units_print_table(json_t *units, uint64_t page_size, FILE *f, size_t width) 
                 { .header = "TASKS", .align = TABLE_ALIGN_RIGHT },
                 /* "removed": every cgroup of the unit is gone, its pages are still held. */
                 { .header = "STATE", .align = TABLE_ALIGN_LEFT },
+                /* Last, so it can be left out. */
+                { .header = "CGROUP", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 10 },
         };
         _cleanup_(table_freep) Table *t = NULL;
         char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
@@ -122,19 +124,21 @@ int units_print_table(json_t *units, uint64_t page_size, FILE *f, size_t width) 
         size_t i;
         int r;
 
-        r = table_new(columns, ELEMENTSOF(columns), &t);
+        r = table_new(columns, ELEMENTSOF(columns) - !cgroup_column, &t);
         if (r < 0)
                 return r;
         table_set_header(t, arg_legend);
         json_array_foreach(units, i, u) {
                 uint64_t cur = reply_count(u, "currentPages"), peak = reply_count(u, "peakPages");
+                const char *cgroup = reply_string(u, "cgroup");
                 if ((r = table_add_cell(t, reply_string(u, "name"))) < 0 ||
                     (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
                     (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(u, "tasks"))) < 0 ||
-                    (r = table_add_cell(t, reply_bool(u, "live", true) ? "live" : "removed")) < 0)
+                    (r = table_add_cell(t, reply_bool(u, "live", true) ? "live" : "removed")) < 0 ||
+                    (cgroup_column && (r = table_add_cell(t, cgroup && *cgroup ? cgroup : "-")) < 0))
                         return r;
         }
         return table_print(t, f, width);

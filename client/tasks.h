@@ -3,6 +3,7 @@
 
 /* Task, module and unit tables, shared by the tasks/modules verbs, top --batch and diff. */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -17,8 +18,9 @@ const char *tasks_state(const json_t *task);
 /* Print an array of Task / Module objects (borrowed) as tables at most width columns wide. -ENOMEM. */
 int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width);
 int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t width);
-/* Unit objects (borrowed) as a table: name, current and peak, live tasks, state. -ENOMEM. */
-int units_print_table(json_t *units, uint64_t page_size, FILE *f, size_t width);
+/* Unit objects (borrowed) as a table: name, current and peak, live tasks, state, and the cgroup path if
+ * cgroup_column. -ENOMEM. */
+int units_print_table(json_t *units, uint64_t page_size, bool cgroup_column, FILE *f, size_t width);
 /* One line about the pages of tasks evicted from the daemon's table (an EvictedTasks object, borrowed;
  * NULL or nothing held: no line). */
 void tasks_print_evicted(const json_t *evicted, uint64_t page_size, FILE *f);

@@ -11,44 +11,7 @@
 #include "ctl.h"
 #include "format.h"
 #include "reply.h"
-
-static int units_print_table(json_t *units, uint64_t page_size, FILE *f, size_t width) {
-        static const TableColumn columns[] = {
-                { .header = "UNIT", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 12 },
-                { .header = "CURRENT", .align = TABLE_ALIGN_RIGHT },
-                { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
-                { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
-                { .header = "PEAK PAGES", .align = TABLE_ALIGN_RIGHT },
-                { .header = "TASKS", .align = TABLE_ALIGN_RIGHT },
-                { .header = "STATE", .align = TABLE_ALIGN_LEFT },
-                { .header = "CGROUP", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 10 },
-        };
-        _cleanup_(table_freep) Table *t = NULL;
-        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
-        json_t *u;
-        size_t i;
-        int r;
-
-        r = table_new(columns, ELEMENTSOF(columns), &t);
-        if (r < 0)
-                return r;
-        table_set_header(t, arg_legend);
-        json_array_foreach(units, i, u) {
-                uint64_t cur = reply_count(u, "currentPages"), peak = reply_count(u, "peakPages");
-                const char *cgroup = reply_string(u, "cgroup");
-                if ((r = table_add_cell(t, reply_string(u, "name"))) < 0 ||
-                    (r = table_add_cell(t, format_pages(a, sizeof(a), cur, page_size))) < 0 ||
-                    (r = table_add_cellf(t, "%" PRIu64, cur)) < 0 ||
-                    (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
-                    (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
-                    (r = table_add_cellf(t, "%" PRIu64, reply_count(u, "tasks"))) < 0 ||
-                    /* Live while one of its cgroups exists; its pages may outlive them all. */
-                    (r = table_add_cell(t, reply_bool(u, "live", true) ? "live" : "removed")) < 0 ||
-                    (r = table_add_cell(t, cgroup && *cgroup ? cgroup : "-")) < 0)
-                        return r;
-        }
-        return table_print(t, f, width);
-}
+#include "tasks.h"
 
 /* Each unit's stacks: a line with its pages, then its frames innermost first, indented. */
 static void units_print_stacks(json_t *units, uint64_t page_size, FILE *f) {
@@ -99,7 +62,7 @@ int verb_units(int argc, char *argv[]) {
         if (r != 0 || !reply)
                 return r;
         json_t *units = reply_array(reply, "units");
-        r = units_print_table(units, page_size, stdout, format_terminal_columns());
+        r = units_print_table(units, page_size, true, stdout, format_terminal_columns());
         if (r < 0)
                 return r;
         if (json_array_size(units) == 0 && arg_legend)

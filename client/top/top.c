@@ -437,7 +437,7 @@ static int print_batch(json_t *reply, uint64_t page_size, uint64_t iteration) {
         /* A memstrackd from before units sends none: no table rather than an empty one. */
         if (reply_array(reply, "units")) {
                 printf("\n");
-                r = units_print_table(reply_array(reply, "units"), page_size, stdout, width);
+                r = units_print_table(reply_array(reply, "units"), page_size, false, stdout, width);
                 if (r < 0)
                         return r;
         }
