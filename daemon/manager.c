@@ -169,6 +169,7 @@ Manager *manager_free(Manager *m) {
         accounting_free(m->accounting);
         ksym_free(m->ksym);
         sd_event_unref(m->event);
+        free(m->source_reason);
         free(m->unit);
         free(m);
         return NULL;
@@ -208,7 +209,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
 
-        r = source_new(m->config.source, &m->config.source_options, &m->source, NULL);
+        r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
         m->start_usec = now_usec(CLOCK_MONOTONIC);
