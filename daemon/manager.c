@@ -185,6 +185,7 @@ static void service_get_live(void *userdata, ServiceLive *ret) {
 
         *ret = (ServiceLive) {
                 .backend = m->source ? m->source->ops->name : "none",
+                .backend_reason = m->source_reason,
                 .uptime_usec = manager_uptime_usec(m),
                 .events_per_second = manager_events_per_second(m),
         };

@@ -583,6 +583,9 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
                                        options->stack_sample_interval, SOURCE_STACK_SAMPLE_INTERVAL_MAX);
 
         (void) libbpf_set_print(libbpf_log);
+        if (access(options->btf ?: SOURCE_BTF_DEFAULT, R_OK) < 0)
+                return log_error_errno(errno, "No kernel BTF at %s, which the eBPF source needs: %m",
+                                       options->btf ?: SOURCE_BTF_DEFAULT);
 
         s = calloc(1, sizeof(*s));
         if (!s)

@@ -114,7 +114,8 @@ static __always_inline bool sample_this(__u32 order) {
 
 static __always_inline int page_alloc_sampled(void *ctx, __u64 pid_tgid, __u64 pfn, __u32 order, __u64 gfp,
                 __s32 migrate_type) {
-        __u32 zero = 0, size = sizeof(MsBpfPage);
+        __u32 zero = 0;
+        __u64 size = sizeof(MsBpfPage);
         struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
         MsBpfStats *st = stats_get();
         MsBpfPage *rec;
@@ -149,8 +150,11 @@ static __always_inline int page_alloc_sampled(void *ctx, __u64 pid_tgid, __u64 p
                 } else
                         size += rec->n_kernel * 8;
         }
+        /* One register for the check and the call: clang would bound a copy the verifier does not see. */
+        barrier_var(size);
         if (size > sizeof(*sc))
                 size = sizeof(*sc);
+        barrier_var(size);
         if (bpf_ringbuf_output(&events, rec, size, wakeup_flag()) < 0 && st)
                 st->ring_full++;
         return 0;
