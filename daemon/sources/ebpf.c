@@ -17,10 +17,14 @@
  * memoryless (each page independently), so the expected share of every stack is its true share. The
  * held stacks live in a table keyed by thread id, dropped when the thread exits.
  *
+ * Page keys are struct page indexes, a constant away from the pfn (see page_key() in the BPF program):
+ * the same ownership rules as the perf source's pfns, other numbers.
+ *
  * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST
- * with their CPU), recursion misses (a program that did not run because another BPF program was running
- * on that CPU: the kernel's per-program recursion_misses, emitted as MS_EVENT_LOST on CPU 0), and stack
- * failures (the allocation is counted, its stack held as if unsampled).
+ * with their CPU), recursion misses (an event nested in a running program of the same kind on that CPU,
+ * which its *_nested twin did not catch either: the kernel's per-program recursion_misses minus the
+ * twins' records, emitted as MS_EVENT_LOST on CPU 0), and stack failures (the allocation is counted, its
+ * stack held as if unsampled).
  *
  * The daemon's own allocations are dropped in the kernel, its frees kept (as perf does). Tasks alive at
  * start are seeded from /proc after the programs are attached (proc-seed.h).
@@ -37,6 +41,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <systemd/sd-event.h>
 
@@ -76,6 +81,7 @@ typedef struct EbpfSource {
         unsigned depth;                 /* kernel (and user) frames per stack, 0: none */
         unsigned user_at;               /* first user frame in a record */
         size_t ring_bytes, wakeup_bytes;
+        uint64_t struct_page_size;      /* the kernel's sizeof(struct page), from its BTF */
 
         struct memstrack_bpf *skel;     /* owned */
         struct ring_buffer *ring;       /* owned */
@@ -109,6 +115,7 @@ typedef struct EbpfSource {
         uint64_t bad_records;
         uint64_t held_pages;            /* pages charged to a held stack */
         uint64_t unsampled_pages;       /* pages charged to "[not sampled]" */
+        uint64_t nested_records;        /* events the nested twins recorded (bpf/memstrack.bpf.c) */
 } EbpfSource;
 
 static EbpfSource *ebpf_source_from(EventSource *es) {
@@ -237,11 +244,23 @@ static void event_reset(EbpfSource *s, MsEventType type, const MsBpfHead *h) {
         };
 }
 
+/*
+ * The page's key from its struct page's address (what the BPF program records): the struct page's index in
+ * the address space, cut to 48 bits (the core's limit). With the page array linear in memory (vmemmap,
+ * flatmem, and within a sparsemem section, which a buddy block never crosses) the index is the pfn plus a
+ * constant, so the pages of a block have consecutive keys and each page one key for good, which is all
+ * the pfn ownership rules need, without reading a kernel variable (vmemmap_base) for the constant. 64-bit
+ * kernels keep struct pages in the top 2^54 bytes of the address space, so the cut never splits the array.
+ */
+static uint64_t page_key(const EbpfSource *s, uint64_t address) {
+        return (address / s->struct_page_size) & ((UINT64_C(1) << 48) - 1);
+}
+
 static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
         bool alloc = p->head.type == MS_BPF_PAGE_ALLOC;
 
         event_reset(s, alloc ? MS_EVENT_PAGE_ALLOC : MS_EVENT_PAGE_FREE, &p->head);
-        s->ev.page.pfn = p->pfn;
+        s->ev.page.pfn = page_key(s, p->pfn);
         s->ev.page.order = p->order;
         if (!alloc) {
                 emit(s);
@@ -384,7 +403,7 @@ static void emit_lost(EbpfSource *s, uint32_t cpu, uint64_t n) {
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
         struct bpf_program *prog;
-        uint64_t misses = 0, stack_failed = 0;
+        uint64_t misses = 0, stack_failed = 0, nested = 0;
         uint32_t zero = 0;
 
         now = calloc(s->n_possible_cpus, sizeof(*now));
@@ -399,19 +418,26 @@ static void poll_losses(EbpfSource *s) {
                                 emit_lost(s, (uint32_t) c, d);
                         }
                         stack_failed += now[c].stack_failed;
+                        nested += now[c].nested;
                         s->cpu_stats[c] = now[c];
                 }
                 s->losses[EBPF_LOSS_STACK].count = stack_failed;
         }
 
+        /* The nested programs' own misses are events their twin recorded; the twins' misses minus what
+         * the nested programs recorded for them are the events nobody recorded. */
         bpf_object__for_each_program(prog, s->skel->obj) {
                 struct bpf_prog_info info = {};
                 uint32_t len = sizeof(info);
                 int fd = bpf_program__fd(prog);
 
+                if (prog == s->skel->progs.page_alloc_nested || prog == s->skel->progs.page_free_nested)
+                        continue;
                 if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
                         misses += info.recursion_misses;
         }
+        s->nested_records = nested;
+        misses = misses > nested ? misses - nested : 0;
         if (misses > s->recursion_misses) {
                 /* The kernel does not say on which CPU: charged to CPU 0's losses. */
                 s->losses[EBPF_LOSS_RECURSION].count += misses - s->recursion_misses;
@@ -460,8 +486,9 @@ static EbpfSource *ebpf_source_free(EbpfSource *s) {
         if (!s)
                 return NULL;
         log_debug("eBPF source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
-                  " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " bad records.",
-                  s->records, s->lost_records, s->wakeups, s->held_pages, s->unsampled_pages, s->bad_records);
+                  " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " nested events caught, %"
+                  PRIu64 " bad records.", s->records, s->lost_records, s->wakeups, s->held_pages,
+                  s->unsampled_pages, s->nested_records, s->bad_records);
         s->defer_source = sd_event_source_disable_unref(s->defer_source);
         s->io_source = sd_event_source_disable_unref(s->io_source);
         ring_buffer__free(s->ring);
@@ -494,7 +521,11 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         if (s->event)
                 return -EBUSY;
 
-        r = sd_event_add_io(event, &s->io_source, ring_buffer__epoll_fd(s->ring), EPOLLIN, ring_io_handler, s);
+        /* The map itself, not libbpf's epoll fd: nothing calls epoll_wait() on that one, so it would stay
+         * readable forever and spin the loop. Edge-triggered: only the program's forced wakeups count,
+         * and a drain that ran out of budget goes on from the defer source. */
+        r = sd_event_add_io(event, &s->io_source, bpf_map__fd(s->skel->maps.events), EPOLLIN | EPOLLET,
+                            ring_io_handler, s);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the eBPF ring buffer: %m");
         (void) sd_event_source_set_description(s->io_source, "ebpf-ring");
@@ -568,6 +599,26 @@ static void sample_thresholds(unsigned interval, __u64 *ret) {
         }
 }
 
+/* sizeof(struct page) of the kernel whose BTF is at path. */
+static int struct_page_size(const char *path, uint64_t *ret) {
+        struct btf *btf = btf__parse(path, NULL);
+        const struct btf_type *t;
+        uint32_t size = 0;
+        int id;
+
+        if (!btf)
+                return -errno;
+        id = btf__find_by_name_kind(btf, "page", BTF_KIND_STRUCT);
+        t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+        if (t)
+                size = t->size;
+        btf__free(btf);
+        if (size == 0)
+                return -ENOENT;
+        *ret = size;
+        return 0;
+}
+
 static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         _cleanup_(ebpf_source_freep) EbpfSource *s = NULL;
         LIBBPF_OPTS(bpf_object_open_opts, open_opts);
@@ -624,6 +675,11 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->cmdline = malloc(PROC_CMDLINE_MAX);
         if (!s->cpu_stats || !s->lost_per_cpu || !s->frames || !s->cmdline)
                 return log_oom();
+
+        r = struct_page_size(options->btf ?: SOURCE_BTF_DEFAULT, &s->struct_page_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to find the size of struct page in the kernel BTF at %s: %m",
+                                       options->btf ?: SOURCE_BTF_DEFAULT);
 
         open_opts.btf_custom_path = options->btf;
         s->skel = memstrack_bpf__open_opts(&open_opts);

@@ -13,9 +13,8 @@
  * 1 - (1 - 1/interval)^(2^order), a threshold per order ebpf.c computes. Unsampled records carry no
  * frames; ebpf.c charges them to their thread's last sampled stack.
  *
- * Page events come from the classic kmem tracepoints: their pfn field is the kernel's own page_to_pfn(),
- * the same pfn the perf source reads, on every memory model. Task and module events are rare and use BTF
- * tracepoints (tp_btf), whose typed arguments need no probe reads for ids.
+ * All programs are BTF tracepoints (tp_btf): typed arguments, no trace buffer filled for nothing, and a
+ * recursion guard per program rather than one for all tracing programs on the CPU (see page_alloc_nested).
  *
  * Nothing here allocates or loops; a record that does not fit is counted per CPU, never retried.
  * GPL-compatible license: bpf_get_stack() and bpf_probe_read_kernel_str() are GPL-only helpers.
@@ -63,7 +62,7 @@ struct scratch {
 
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
+        __uint(max_entries, 2);         /* 0: page_alloc, 1: page_alloc_nested, which may interrupt it */
         __type(key, __u32);
         __type(value, struct scratch);
 } scratch SEC(".maps");
@@ -112,12 +111,18 @@ static __always_inline bool sample_this(__u32 order) {
         return bpf_get_prandom_u32() < threshold;
 }
 
-static __always_inline int page_alloc_sampled(void *ctx, __u64 pid_tgid, __u64 pfn, __u32 order, __u64 gfp,
-                __s32 migrate_type) {
-        __u32 zero = 0;
+/*
+ * A tp_btf program sees the struct page, not the pfn, and the verifier allows no arithmetic on its
+ * address: the record carries the address, ebpf.c turns it into a key (page_key() there).
+ */
+static __always_inline __u64 page_key(const struct page *page) {
+        return (__u64) page;
+}
+
+static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_tgid, __u64 key, __u32 order,
+                __u64 gfp, __s32 migrate_type, MsBpfStats *st) {
         __u64 size = sizeof(MsBpfPage);
-        struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-        MsBpfStats *st = stats_get();
+        struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
         MsBpfPage *rec;
         long n;
 
@@ -125,7 +130,7 @@ static __always_inline int page_alloc_sampled(void *ctx, __u64 pid_tgid, __u64 p
                 return 0;
         rec = (MsBpfPage *) sc->data;
         head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid);
-        rec->pfn = pfn;
+        rec->pfn = key;
         rec->gfp_flags = gfp;
         rec->migrate_type = migrate_type;
         rec->order = (__u8) order;
@@ -160,34 +165,32 @@ static __always_inline int page_alloc_sampled(void *ctx, __u64 pid_tgid, __u64 p
         return 0;
 }
 
-SEC("tp/kmem/mm_page_alloc")
-int page_alloc(struct trace_event_raw_mm_page_alloc *ctx) {
-        __u64 pid_tgid = bpf_get_current_pid_tgid(), pfn = ctx->pfn;
-        __u32 order = ctx->order;
+static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct page *page, __u32 order, __u64 gfp,
+                __s32 migrate_type, MsBpfStats *st) {
+        __u64 pid_tgid = bpf_get_current_pid_tgid();
         MsBpfPage *rec;
 
         /* A failed allocation: no page to account. */
-        if (pfn == (__u64) -1)
+        if (!page)
                 return 0;
         if ((__u32) (pid_tgid >> 32) == self_tgid) {
-                MsBpfStats *st = stats_get();
-
                 if (st)
                         st->self_dropped++;
                 return 0;
         }
         if (sample_this(order))
-                return page_alloc_sampled(ctx, pid_tgid, pfn, order, ctx->gfp_flags, ctx->migratetype);
+                return page_alloc_sampled(ctx, slot, pid_tgid, page_key(page), order, gfp, migrate_type, st);
 
         rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
         if (!rec) {
-                count_ring_full();
+                if (st)
+                        st->ring_full++;
                 return 0;
         }
         head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid);
-        rec->pfn = pfn;
-        rec->gfp_flags = ctx->gfp_flags;
-        rec->migrate_type = ctx->migratetype;
+        rec->pfn = page_key(page);
+        rec->gfp_flags = gfp;
+        rec->migrate_type = migrate_type;
         rec->order = (__u8) order;
         rec->flags = 0;
         rec->n_kernel = 0;
@@ -196,24 +199,78 @@ int page_alloc(struct trace_event_raw_mm_page_alloc *ctx) {
         return 0;
 }
 
-SEC("tp/kmem/mm_page_free")
-int page_free(struct trace_event_raw_mm_page_free *ctx) {
+static __always_inline int page_free_event(struct page *page, __u32 order, MsBpfStats *st) {
         MsBpfPage *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
 
         if (!rec) {
-                count_ring_full();
+                if (st)
+                        st->ring_full++;
                 return 0;
         }
         head_fill(&rec->head, MS_BPF_PAGE_FREE, bpf_get_current_pid_tgid());
-        rec->pfn = ctx->pfn;
+        rec->pfn = page_key(page);
         rec->gfp_flags = 0;
         rec->migrate_type = -1;
-        rec->order = (__u8) ctx->order;
+        rec->order = (__u8) order;
         rec->flags = 0;
         rec->n_kernel = 0;
         rec->n_user = 0;
         bpf_ringbuf_submit(rec, wakeup_flag());
         return 0;
+}
+
+/*
+ * Each page event has two programs. The kernel does not run a tracing program again on a CPU where it is
+ * still running: an interrupt that allocates or frees a page while page_alloc runs would be missed
+ * (recursion_misses), and interrupts free pages often (RCU callbacks, network buffers): ~0.1 % of all
+ * events on a busy machine. So page_alloc says on its CPU that it runs, and page_alloc_nested, attached
+ * to the same tracepoint, records only the events page_alloc misses that way; when page_alloc ran, it
+ * returns at once. Whichever runs first, each event is recorded once; only an event nested twice (an NMI
+ * in an interrupt in page_alloc) is lost, and counted: page_alloc's misses minus the nested program's
+ * records. The two use separate scratch slots.
+ */
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
+        MsBpfStats *st = stats_get();
+
+        if (st)
+                st->busy_alloc = 1;
+        page_alloc_event(ctx, 0, page, order, gfp_flags, migratetype, st);
+        if (st)
+                st->busy_alloc = 0;
+        return 0;
+}
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
+        MsBpfStats *st = stats_get();
+
+        if (!st || !st->busy_alloc)
+                return 0;
+        st->nested++;
+        return page_alloc_event(ctx, 1, page, order, gfp_flags, migratetype, st);
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(page_free, struct page *page, unsigned int order) {
+        MsBpfStats *st = stats_get();
+
+        if (st)
+                st->busy_free = 1;
+        page_free_event(page, order, st);
+        if (st)
+                st->busy_free = 0;
+        return 0;
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
+        MsBpfStats *st = stats_get();
+
+        if (!st || !st->busy_free)
+                return 0;
+        st->nested++;
+        return page_free_event(page, order, st);
 }
 
 SEC("tp_btf/sched_process_fork")
