@@ -109,6 +109,13 @@ test_text_verbs() {
     grep -q "Tracked pages:" "$work/status.txt" || fail "status lacks the tracked pages"
     ctl modules | grep -q "^vmlinux" || fail "modules lacks vmlinux"
     ctl stacks --task "$lg_pid" --depth 3 | grep -q "\[pid $lg_pid loadgen\]" || fail "stacks --task lacks the root"
+    # How stacks are taken, in status and, when they are sampled (the eBPF source's default), under stacks.
+    grep -qE "^ *Stacks: (every allocation's stack|stacks sampled 1 in [0-9]+ pages, scaled to exact counts)$" \
+        "$work/status.txt" || fail "status does not say how stacks are taken"
+    if grep -q "Backend: ebpf" "$work/status.txt"; then
+        ctl stacks --depth 1 | grep -q "^stacks sampled 1 in 64 pages, scaled to exact counts$" ||
+            fail "stacks does not say its stacks are sampled"
+    fi
     ctl top --batch -n 2 -d 0.2 >"$work/top.txt" || fail "top --batch failed"
     [ "$(grep -c '^memstrack top' "$work/top.txt")" -eq 2 ] || fail "top --batch -n 2 did not print 2 snapshots"
     grep -qE "^ *$lg_pid +loadgen" "$work/top.txt" || fail "top --batch does not list loadgen"

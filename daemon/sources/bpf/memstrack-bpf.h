@@ -41,7 +41,7 @@ enum {
 
 typedef struct MsBpfHead {
         __u64 timestamp_nsec;   /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
-        __u64 cgroup_id;        /* bpf_get_current_cgroup_id() */
+        __u64 cgroup_id;        /* bpf_get_current_cgroup_id(); 0 in PAGE_FREE */
         __u32 pid;              /* thread group id */
         __u32 tid;
         __u16 type;

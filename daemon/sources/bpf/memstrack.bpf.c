@@ -86,9 +86,11 @@ static __always_inline __u64 wakeup_flag(void) {
                                                                             : BPF_RB_NO_WAKEUP;
 }
 
+/* Frees carry no cgroup id: the page goes back to its owner's account whoever frees it, and reading the
+ * id is four dependent loads. */
 static __always_inline void head_fill(MsBpfHead *h, __u16 type, __u64 pid_tgid) {
         h->timestamp_nsec = bpf_ktime_get_ns();
-        h->cgroup_id = bpf_get_current_cgroup_id();
+        h->cgroup_id = type == MS_BPF_PAGE_FREE ? 0 : bpf_get_current_cgroup_id();
         h->pid = (__u32) (pid_tgid >> 32);
         h->tid = (__u32) pid_tgid;
         h->type = type;
