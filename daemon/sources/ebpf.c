@@ -123,6 +123,7 @@ static EbpfSource *ebpf_source_from(EventSource *es) {
 }
 
 /* libbpf's messages (a verifier log is many lines): debug only, the caller logs what failed once. */
+static int libbpf_log(enum libbpf_print_level level, const char *format, va_list ap) _printf_(2, 0);
 static int libbpf_log(enum libbpf_print_level level, const char *format, va_list ap) {
         _cleanup_free_ char *text = NULL;
         char *line, *save = NULL;
