@@ -692,6 +692,11 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->skel->rodata->user_depth_bytes = options->user_stacks ? s->depth * 8 : 0;
         s->skel->rodata->user_at = s->user_at;
         s->skel->rodata->wakeup_bytes = s->wakeup_bytes;
+        /* Every 64th page record per CPU checks the watermark, if 64 of the largest records per CPU fit
+         * twice above it; else every record does (tiny rings, tests). */
+        if (s->ring_bytes - s->wakeup_bytes >=
+            2 * 64 * (sizeof(MsBpfPage) + 2 * MS_BPF_FRAMES_MAX * 8 + 8) * (size_t) s->n_possible_cpus)
+                s->skel->rodata->wakeup_check_mask = 63;
         sample_thresholds(options->stack_sample_interval, s->skel->rodata->sample_threshold);
         r = bpf_map__set_max_entries(s->skel->maps.events, (uint32_t) MIN(s->ring_bytes, (size_t) 1 << 30));
         if (r < 0)

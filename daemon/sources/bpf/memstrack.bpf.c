@@ -41,6 +41,7 @@ const volatile __u32 user_at = 0;               /* the first user frame's index 
 const volatile __u64 sample_threshold[MS_BPF_ORDERS] = {};
 /* Buffered bytes above which a record wakes the reader; below it records wait (BPF_RB_NO_WAKEUP). */
 const volatile __u64 wakeup_bytes = 0;
+const volatile __u64 wakeup_check_mask = 0;
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -84,6 +85,16 @@ static __always_inline void count_ring_full(void) {
 static __always_inline __u64 wakeup_flag(void) {
         return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
                                                                             : BPF_RB_NO_WAKEUP;
+}
+
+/* The page programs ask only every (wakeup_check_mask + 1)th record per CPU: the query reads the
+ * consumer's position, a cache line the reader writes, and the watermark does not need to be met to the
+ * record. ebpf.c makes the mask 0 (ask every time) when the ring above the watermark could fill before
+ * some CPU asks: a full ring takes no record, so nothing would wake the reader then. */
+static __always_inline __u64 page_wakeup_flag(MsBpfStats *st) {
+        if (st && (++st->records & wakeup_check_mask) != 0)
+                return BPF_RB_NO_WAKEUP;
+        return wakeup_flag();
 }
 
 /* Frees carry no cgroup id: the page goes back to its owner's account whoever frees it, and reading the
@@ -162,7 +173,7 @@ static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
         if (size > sizeof(*sc))
                 size = sizeof(*sc);
         barrier_var(size);
-        if (bpf_ringbuf_output(&events, rec, size, wakeup_flag()) < 0 && st)
+        if (bpf_ringbuf_output(&events, rec, size, page_wakeup_flag(st)) < 0 && st)
                 st->ring_full++;
         return 0;
 }
@@ -197,7 +208,7 @@ static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct page *
         rec->flags = 0;
         rec->n_kernel = 0;
         rec->n_user = 0;
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
         return 0;
 }
 
@@ -217,7 +228,7 @@ static __always_inline int page_free_event(struct page *page, __u32 order, MsBpf
         rec->flags = 0;
         rec->n_kernel = 0;
         rec->n_user = 0;
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
         return 0;
 }
 
