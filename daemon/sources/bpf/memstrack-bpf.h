@@ -81,6 +81,4 @@ typedef struct MsBpfStats {
         __u64 self_dropped;     /* the daemon's own allocations, not recorded */
         __u64 nested;           /* events the *_nested programs recorded for their busy twin */
         __u64 records;          /* page records written on this CPU (see page_wakeup_flag()) */
-        __u32 busy_alloc;       /* page_alloc runs on this CPU now */
-        __u32 busy_free;        /* page_free runs on this CPU now */
 } MsBpfStats;

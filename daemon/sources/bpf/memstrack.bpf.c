@@ -242,47 +242,58 @@ static __always_inline int page_free_event(struct page *page, __u32 order, MsBpf
  * in an interrupt in page_alloc) is lost, and counted: page_alloc's misses minus the nested program's
  * records. The two use separate scratch slots.
  */
+/* Which main page program runs on each CPU now: a plain global array, so that setting the flag is the
+ * program's first store (no map lookup before it) and the window in which a nested event finds neither
+ * program is only the kernel's few instructions around the call. */
+#define BUSY_CPUS 4096  /* a power of two; CPUs beyond it share flags, which costs only rescues */
+__u8 busy_alloc[BUSY_CPUS] = {};
+__u8 busy_free[BUSY_CPUS] = {};
+
+static __always_inline __u32 busy_slot(void) {
+        return bpf_get_smp_processor_id() & (BUSY_CPUS - 1);
+}
+
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
-        MsBpfStats *st = stats_get();
+        __u32 cpu = busy_slot();
 
-        if (st)
-                st->busy_alloc = 1;
-        page_alloc_event(ctx, 0, page, order, gfp_flags, migratetype, st);
-        if (st)
-                st->busy_alloc = 0;
+        busy_alloc[cpu] = 1;
+        page_alloc_event(ctx, 0, page, order, gfp_flags, migratetype, stats_get());
+        busy_alloc[cpu] = 0;
         return 0;
 }
 
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
-        MsBpfStats *st = stats_get();
+        MsBpfStats *st;
 
-        if (!st || !st->busy_alloc)
+        if (!busy_alloc[busy_slot()])
                 return 0;
-        st->nested++;
+        st = stats_get();
+        if (st)
+                st->nested++;
         return page_alloc_event(ctx, 1, page, order, gfp_flags, migratetype, st);
 }
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free, struct page *page, unsigned int order) {
-        MsBpfStats *st = stats_get();
+        __u32 cpu = busy_slot();
 
-        if (st)
-                st->busy_free = 1;
-        page_free_event(page, order, st);
-        if (st)
-                st->busy_free = 0;
+        busy_free[cpu] = 1;
+        page_free_event(page, order, stats_get());
+        busy_free[cpu] = 0;
         return 0;
 }
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
-        MsBpfStats *st = stats_get();
+        MsBpfStats *st;
 
-        if (!st || !st->busy_free)
+        if (!busy_free[busy_slot()])
                 return 0;
-        st->nested++;
+        st = stats_get();
+        if (st)
+                st->nested++;
         return page_free_event(page, order, st);
 }
 
