@@ -471,7 +471,8 @@ def main():
         if events <= 0:
             fail("no events traced under load")
         if lost != 0:
-            fail(f"{lost} records lost while hostile clients hammered the socket (per CPU {after['lostPerCpu']})")
+            fail(f"{lost} records lost while hostile clients hammered the socket (per CPU {after['lostPerCpu']}, "
+                 f"by reason {after.get('lostByReason')}, {after.get('backend')} source)")
         if sanitized:
             print("sanitized build: RSS bound not checked (ASan keeps freed memory)", file=sys.stderr)
         elif hwm > rss_before + CLIENT_BOUND_BYTES:
