@@ -636,6 +636,12 @@ def ebpf_missing():
         return "memstrackd was built without the eBPF source (meson -Debpf, needs clang, bpftool, libbpf, BTF)"
     if not os.path.exists(BTF):
         return f"the kernel has no BTF ({BTF})"
+    # BPF itself (a kernel without BPF ring buffers, a sandbox without bpf()): auto says what is missing.
+    d = Daemon()
+    status = d.call("io.memstrack.Status")
+    d.stop()
+    if status["backend"] != "ebpf":
+        return f"the eBPF source cannot run here ({status['backendReason']})"
     return None
 
 
