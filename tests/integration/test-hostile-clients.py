@@ -463,7 +463,13 @@ def main():
 
         load.wait(WAIT)
         after = call(sock, "io.memstrack.Status")
-        lost = after["lostEvents"] - before["lostEvents"]
+        # Records the daemon did not drain in time: all lost records but the eBPF source's recursion
+        # misses, which are the kernel skipping a program an interrupt nested in (no client can cause
+        # them; they are counted and reported on their own, docs/performance.md).
+        def undrained(status):
+            misses = sum(r["count"] for r in status.get("lostByReason", []) if r["reason"] == "recursionMiss")
+            return status["lostEvents"] - misses
+        lost = undrained(after) - undrained(before)
         events = after["events"] - before["events"]
         hwm = proc_status(daemon.pid, "VmHWM")
         print(f"{events} events, {lost} lost while the clients hammered; RSS before {rss_before // 1024} KiB, "
