@@ -58,11 +58,11 @@ char *format_stack_sampling(char *buf, size_t size, uint64_t interval) {
         assert(buf);
 
         if (interval == 0)
-                (void) snprintf(buf, size, "no stacks recorded");
+                (void) snprintf(buf, size, "none");
         else if (interval == 1)
-                (void) snprintf(buf, size, "every allocation's stack");
+                (void) snprintf(buf, size, "every allocation");
         else
-                (void) snprintf(buf, size, "stacks sampled 1 in %" PRIu64 " pages, scaled to exact counts", interval);
+                (void) snprintf(buf, size, "1 in %" PRIu64 " pages, scaled to exact counts", interval);
         return buf;
 }
 

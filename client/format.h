@@ -25,8 +25,8 @@ char *format_duration(char *buf, size_t size, uint64_t usec);
 
 /* Room for format_stack_sampling(). */
 #define FORMAT_STACK_SAMPLING_MAX 80
-/* What Status/StackTree stackSampleInterval means, one short phrase: "every allocation's stack", "stacks
- * sampled 1 in 64 pages, scaled to exact counts", "no stacks recorded". */
+/* Which allocations' stacks are taken, from Status/StackTree stackSampleInterval, one short phrase:
+ * "every allocation", "1 in 64 pages, scaled to exact counts", "none". */
 char *format_stack_sampling(char *buf, size_t size, uint64_t interval);
 
 /* Display width of UTF-8 text, one column per code point (jansson only hands out valid UTF-8). */

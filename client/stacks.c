@@ -91,7 +91,7 @@ int verb_stacks(int argc, char *argv[]) {
         /* Sampled stacks are an estimate: said under the table, with the legend. */
         if (r >= 0 && arg_legend && reply_count(reply, "stackSampleInterval") > 1) {
                 char buf[FORMAT_STACK_SAMPLING_MAX];
-                printf("\n%s\n", format_stack_sampling(buf, sizeof(buf),
+                printf("\nStacks sampled: %s\n", format_stack_sampling(buf, sizeof(buf),
                                                         reply_count(reply, "stackSampleInterval")));
         }
         return r;

@@ -61,7 +61,7 @@ static void print_status(json_t *s) {
                 printf(" Invalid events: %" PRIu64 " (impossible page orders, not applied)\n",
                        reply_count(s, "invalidEvents"));
         if (json_object_get(s, "stackSampleInterval"))
-                printf("         Stacks: %s\n", format_stack_sampling(sampling, sizeof(sampling),
+                printf("   Stacks taken: %s\n", format_stack_sampling(sampling, sizeof(sampling),
                                                                     reply_count(s, "stackSampleInterval")));
         printf("    Stack nodes: %" PRIu64 " of %" PRIu64 ", %" PRIu64 " stacks truncated",
                reply_count(s, "stackNodes"), reply_count(s, "stackNodeBudget"), reply_count(s, "stacksTruncated"));
