@@ -38,6 +38,10 @@ enum {
 /* The longest module name (the kernel's MODULE_NAME_LEN on 64-bit). */
 #define MS_BPF_MODULE_NAME_MAX 56
 #define MS_BPF_COMM_MAX 16
+/* CPUs with a busy flag of their own (a power of two). Two CPUs sharing one would make the nested
+ * programs record events the main ones recorded too, so ebpf.c leaves the nested programs out on a
+ * machine with more possible CPUs. */
+#define MS_BPF_BUSY_CPUS 8192
 
 typedef struct MsBpfHead {
         __u64 timestamp_nsec;   /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -79,6 +83,6 @@ typedef struct MsBpfStats {
         __u64 stack_failed;     /* sampled allocations whose bpf_get_stack() failed */
         __u64 sampled;          /* allocations whose stack was taken */
         __u64 self_dropped;     /* the daemon's own allocations, not recorded */
-        __u64 nested;           /* events the *_nested programs recorded for their busy twin */
+        __u64 nested;           /* events the *_nested programs recorded for their busy main program */
         __u64 records;          /* page records written on this CPU (see page_wakeup_flag()) */
 } MsBpfStats;

@@ -238,19 +238,19 @@ static __always_inline int page_free_event(struct page *page, __u32 order, MsBpf
  * (recursion_misses), and interrupts free pages often (RCU callbacks, network buffers): ~0.1 % of all
  * events on a busy machine. So page_alloc says on its CPU that it runs, and page_alloc_nested, attached
  * to the same tracepoint, records only the events page_alloc misses that way; when page_alloc ran, it
- * returns at once. Whichever runs first, each event is recorded once; only an event nested twice (an NMI
- * in an interrupt in page_alloc) is lost, and counted: page_alloc's misses minus the nested program's
- * records. The two use separate scratch slots.
+ * returns at once. Whichever runs first, each event is recorded once. Lost, and counted (page_alloc's
+ * misses minus the nested program's records), are only events nested in the kernel's few instructions
+ * around page_alloc, where it counts as running but its flag is not set yet or no longer (about 5 in a
+ * million events, docs/performance.md). The two use separate scratch slots.
  */
 /* Which main page program runs on each CPU now: a plain global array, so that setting the flag is the
  * program's first store (no map lookup before it) and the window in which a nested event finds neither
  * program is only the kernel's few instructions around the call. */
-#define BUSY_CPUS 4096  /* a power of two; CPUs beyond it share flags, which costs only rescues */
-__u8 busy_alloc[BUSY_CPUS] = {};
-__u8 busy_free[BUSY_CPUS] = {};
+__u8 busy_alloc[MS_BPF_BUSY_CPUS] = {};
+__u8 busy_free[MS_BPF_BUSY_CPUS] = {};
 
 static __always_inline __u32 busy_slot(void) {
-        return bpf_get_smp_processor_id() & (BUSY_CPUS - 1);
+        return bpf_get_smp_processor_id() & (MS_BPF_BUSY_CPUS - 1);
 }
 
 SEC("tp_btf/mm_page_alloc")
