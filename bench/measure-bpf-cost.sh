@@ -6,7 +6,7 @@
 # other way to keep exact counts. Also the end-to-end figure: loadgen's pages/s untraced and traced,
 # interleaved, as added µs per page. docs/performance.md has the results.
 #
-# Usage: bench/measure-bpf-cost.sh BUILDDIR [ROUNDS]   (root; bpftool; bpftrace for the aggregation case)
+# Usage: [THREADS=N] bench/measure-bpf-cost.sh BUILDDIR [ROUNDS]   (root; bpftool; bpftrace for the aggregation case)
 set -euo pipefail
 
 build=${1:?usage: $0 BUILDDIR [ROUNDS]}
@@ -14,7 +14,7 @@ rounds=${2:-3}
 memstrackd=$build/daemon/memstrackd
 loadgen=$build/bench/loadgen
 seconds=4
-threads=2
+threads=${THREADS:-2}       # loadgen threads: 2 saturates both CPUs of the reference VM
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; sysctl -q kernel.bpf_stats_enabled=$old_stats; rm -rf "$work"' EXIT
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
