@@ -709,13 +709,6 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
                 (void) bpf_program__set_autoload(s->skel->progs.module_free, false);
         }
 
-        if (s->n_possible_cpus > MS_BPF_BUSY_CPUS) {
-                log_info("More than %d possible CPUs: page events nested in the eBPF program are counted as lost, "
-                         "not recorded.", MS_BPF_BUSY_CPUS);
-                (void) bpf_program__set_autoload(s->skel->progs.page_alloc_nested, false);
-                (void) bpf_program__set_autoload(s->skel->progs.page_free_nested, false);
-        }
-
         r = memstrack_bpf__load(s->skel);
         if (r == -EPERM || r == -EACCES)
                 return log_error_errno(r, "Not allowed to load the eBPF program: run as root or with CAP_BPF and "

@@ -38,10 +38,6 @@ enum {
 /* The longest module name (the kernel's MODULE_NAME_LEN on 64-bit). */
 #define MS_BPF_MODULE_NAME_MAX 56
 #define MS_BPF_COMM_MAX 16
-/* CPUs with a busy flag of their own (a power of two). Two CPUs sharing one would make the nested
- * programs record events the main ones recorded too, so ebpf.c leaves the nested programs out on a
- * machine with more possible CPUs. */
-#define MS_BPF_BUSY_CPUS 8192
 
 typedef struct MsBpfHead {
         __u64 timestamp_nsec;   /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */

@@ -243,31 +243,45 @@ static __always_inline int page_free_event(struct page *page, __u32 order, MsBpf
  * around page_alloc, where it counts as running but its flag is not set yet or no longer (about 5 in a
  * million events, docs/performance.md). The two use separate scratch slots.
  */
-/* Which main page program runs on each CPU now: a plain global array, so that setting the flag is the
- * program's first store (no map lookup before it) and the window in which a nested event finds neither
- * program is only the kernel's few instructions around the call. */
-__u8 busy_alloc[MS_BPF_BUSY_CPUS] = {};
-__u8 busy_free[MS_BPF_BUSY_CPUS] = {};
+/* Which main page program runs on this CPU now. A per-CPU map: each CPU writes its own cache line on
+ * every event (a plain array indexed by CPU would put neighbouring CPUs' flags in one line, written by
+ * both), and the kernel inlines the lookup of a per-CPU array, so setting the flag is still among the
+ * program's first instructions. */
+typedef struct Busy {
+        __u8 alloc, free;
+} Busy;
 
-static __always_inline __u32 busy_slot(void) {
-        return bpf_get_smp_processor_id() & (MS_BPF_BUSY_CPUS - 1);
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, Busy);
+} busy SEC(".maps");
+
+static __always_inline Busy *busy_get(void) {
+        __u32 zero = 0;
+
+        return bpf_map_lookup_elem(&busy, &zero);
 }
 
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
-        __u32 cpu = busy_slot();
+        Busy *b = busy_get();
 
-        busy_alloc[cpu] = 1;
+        if (b)
+                b->alloc = 1;
         page_alloc_event(ctx, 0, page, order, gfp_flags, migratetype, stats_get());
-        busy_alloc[cpu] = 0;
+        if (b)
+                b->alloc = 0;
         return 0;
 }
 
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
+        Busy *b = busy_get();
         MsBpfStats *st;
 
-        if (!busy_alloc[busy_slot()])
+        if (!b || !b->alloc)
                 return 0;
         st = stats_get();
         if (st)
@@ -277,19 +291,22 @@ int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free, struct page *page, unsigned int order) {
-        __u32 cpu = busy_slot();
+        Busy *b = busy_get();
 
-        busy_free[cpu] = 1;
+        if (b)
+                b->free = 1;
         page_free_event(page, order, stats_get());
-        busy_free[cpu] = 0;
+        if (b)
+                b->free = 0;
         return 0;
 }
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
+        Busy *b = busy_get();
         MsBpfStats *st;
 
-        if (!busy_free[busy_slot()])
+        if (!b || !b->free)
                 return 0;
         st = stats_get();
         if (st)
