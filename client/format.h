@@ -23,6 +23,12 @@ int format_parse_seconds(const char *s, uint64_t *ret_usec);
 /* "45s", "12min 3s", "3h 02min", "2d 04h". */
 char *format_duration(char *buf, size_t size, uint64_t usec);
 
+/* Room for format_stack_sampling(). */
+#define FORMAT_STACK_SAMPLING_MAX 80
+/* Which allocations' stacks are taken, from Status/StackTree stackSampleInterval, one short phrase:
+ * "every allocation", "1 in 64 pages, scaled to exact counts", "none". */
+char *format_stack_sampling(char *buf, size_t size, uint64_t interval);
+
 /* Display width of UTF-8 text, one column per code point (jansson only hands out valid UTF-8). */
 size_t format_text_width(const char *s);
 /* A copy of s safe to print on a terminal: control characters (C0, DEL, C1: ESC, \r, \n, \b, ...) and bytes

@@ -87,5 +87,12 @@ int verb_stacks(int argc, char *argv[]) {
         r = add_rows(t, reply_object(reply, "root"), 0, page_size);
         if (r < 0)
                 return r;
-        return table_print(t, stdout, format_terminal_columns());
+        r = table_print(t, stdout, format_terminal_columns());
+        /* Sampled stacks are an estimate: said under the table, with the legend. */
+        if (r >= 0 && arg_legend && reply_count(reply, "stackSampleInterval") > 1) {
+                char buf[FORMAT_STACK_SAMPLING_MAX];
+                printf("\nStacks sampled: %s\n", format_stack_sampling(buf, sizeof(buf),
+                                                        reply_count(reply, "stackSampleInterval")));
+        }
+        return r;
 }

@@ -13,13 +13,16 @@
 #include "reply.h"
 
 static void print_status(json_t *s) {
-        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX], sampling[FORMAT_STACK_SAMPLING_MAX];
         uint64_t page_size = reply_count(s, "pageSize");
         json_t *lost_per_cpu = reply_array(s, "lostPerCpu");
         uint64_t lost = reply_count(s, "lostEvents");
 
         printf("        Backend: %s (memstrackd %s)\n", reply_string(s, "backend") ?: "?",
                reply_string(s, "version") ?: "?");
+        /* Older daemons do not say: nothing printed. */
+        if (reply_string(s, "backendReason") && *reply_string(s, "backendReason"))
+                printf("  Backend chosen: %s\n", reply_string(s, "backendReason"));
         printf("         Uptime: %s\n", format_duration(a, sizeof(a), reply_count(s, "uptimeUsec")));
         printf("  Tracked pages: %s (%" PRIu64 " pages of %s), peak %s (%" PRIu64 " pages)\n",
                format_pages(a, sizeof(a), reply_count(s, "trackedPages"), page_size),
@@ -32,14 +35,25 @@ static void print_status(json_t *s) {
                reply_count(s, "baselinePages"), reply_count(s, "baselineTasks"));
         printf("         Events: %" PRIu64 " (%.1f/s)\n", reply_count(s, "events"),
                reply_double(s, "eventsPerSecond", 0));
-        printf("    Lost events: %" PRIu64 "%s", lost, lost > 0 ? " (counts are lower bounds; per CPU:" : "\n");
+        printf("    Lost events: %" PRIu64 "%s", lost, lost > 0 ? " (counts are lower bounds; per CPU:" : "");
         if (lost > 0) {
                 size_t i;
                 json_t *v;
                 json_array_foreach(lost_per_cpu, i, v)
                         printf(" %" JSON_INTEGER_FORMAT, json_integer_value(v));
-                printf(")\n");
+                printf(")");
         }
+        /* Every reason the source watches, so a 0 says it is watched: "ringFull 0, recursionMiss 0". */
+        json_t *reasons = reply_array(s, "lostByReason");
+        if (json_array_size(reasons) > 0) {
+                size_t i;
+                json_t *v;
+                printf(" by reason:");
+                json_array_foreach(reasons, i, v)
+                        printf("%s %s %" PRIu64, i > 0 ? "," : "", reply_string(v, "reason") ?: "?",
+                               reply_count(v, "count"));
+        }
+        printf("\n");
         printf("Untracked frees: %" PRIu64 " (%" PRIu64 " pages allocated before tracing or lost)\n",
                reply_count(s, "untrackedFrees"), reply_count(s, "untrackedFreePages"));
         /* Only when it happened: a corrupt record from the kernel is rare and worth seeing. */
@@ -55,6 +69,9 @@ static void print_status(json_t *s) {
         if (reply_count(s, "unsupportedEvents") > 0)
                 printf("    Unsupported: %" PRIu64 " events of a kind not applied yet (slab objects)\n",
                        reply_count(s, "unsupportedEvents"));
+        if (json_object_get(s, "stackSampleInterval"))
+                printf("   Stacks taken: %s\n", format_stack_sampling(sampling, sizeof(sampling),
+                                                                    reply_count(s, "stackSampleInterval")));
         printf("    Stack nodes: %" PRIu64 " of %" PRIu64 ", %" PRIu64 " stacks truncated",
                reply_count(s, "stackNodes"), reply_count(s, "stackNodeBudget"), reply_count(s, "stacksTruncated"));
         if (reply_count(s, "stacksTruncated") > 0)

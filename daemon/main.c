@@ -44,6 +44,8 @@ enum {
         ARG_USER_STACKS,
         ARG_BUFFER_PAGES,
         ARG_WAKEUP_BYTES,
+        ARG_STACK_SAMPLE_INTERVAL,
+        ARG_BTF,
         ARG_KALLSYMS,
         ARG_CGROUP_ROOT,
         ARG_TRACEFS,
@@ -74,6 +76,8 @@ static const struct option options[] = {
         { "user-stacks", no_argument, NULL, ARG_USER_STACKS },
         { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
         { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
+        { "stack-sample-interval", required_argument, NULL, ARG_STACK_SAMPLE_INTERVAL },
+        { "btf", required_argument, NULL, ARG_BTF },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
@@ -112,6 +116,9 @@ static void help(void) {
                "     --user-stacks          Also record user-space frames\n"
                "     --buffer-pages=N       Ring pages per CPU, a power of two (default %u)\n"
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
+               "     --stack-sample-interval=N  eBPF: a stack per N pages on average, 1 for every\n"
+               "                            allocation; counts stay exact (default %u)\n"
+               "     --btf=PATH             eBPF: kernel BTF (default " SOURCE_BTF_DEFAULT ")\n"
                "     --kallsyms=PATH        Kernel symbols (default /proc/kallsyms)\n"
                "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
@@ -127,6 +134,7 @@ static void help(void) {
                "     --idle-timeout=SEC     Close clients idle this long between calls (300)\n"
                "     --output-timeout=SEC   Close clients that leave replies unread this long (30)\n",
                SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT,
+               SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
 
         printf("\nEvent sources, in the order auto tries them:\n");
@@ -255,6 +263,15 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 if (r < 0)
                         return r;
                 arg_source_options.wakeup_bytes = (size_t) v;
+                break;
+        case ARG_STACK_SAMPLE_INTERVAL:
+                r = parse_uint(value, 1, SOURCE_STACK_SAMPLE_INTERVAL_MAX, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_source_options.stack_sample_interval = (unsigned) v;
+                break;
+        case ARG_BTF:
+                arg_source_options.btf = value;
                 break;
         case ARG_KALLSYMS:
                 arg_kallsyms = value;

@@ -282,6 +282,7 @@ Manager *manager_free(Manager *m) {
         accounting_free(m->accounting);
         ksym_free(m->ksym);
         sd_event_unref(m->event);
+        free(m->source_reason);
         free(m->unit);
         free(m);
         return NULL;
@@ -297,6 +298,7 @@ static void service_get_live(void *userdata, ServiceLive *ret) {
 
         *ret = (ServiceLive) {
                 .backend = m->source ? m->source->ops->name : "none",
+                .backend_reason = m->source_reason,
                 .uptime_usec = manager_uptime_usec(m),
                 .events_per_second = manager_events_per_second(m),
         };
@@ -321,7 +323,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
 
-        r = source_new(m->config.source, &m->config.source_options, &m->source, NULL);
+        r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
         m->start_usec = now_usec(CLOCK_MONOTONIC);

@@ -49,6 +49,7 @@ typedef struct Manager {
         Debounce *ksym_reload;          /* owned: one kallsyms reload per burst of module loads */
         Accounting *accounting;         /* owned */
         EventSource *source;            /* owned */
+        char *source_reason;            /* owned: why this source runs (Status backendReason) */
         Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         CgroupNames *cgroups;           /* owned: names the core's cgroups; NULL without a cgroup2 mount */

@@ -467,7 +467,7 @@ int main(int argc, char *argv[]) {
         (void) sigaddset(&mask, SIGTERM);
         (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 
-        r = source_new("perf", &arg_options, &p.source, NULL);
+        r = source_new("perf", &arg_options, &p.source, NULL, NULL);
         if (r < 0)
                 return EXIT_FAILURE;    /* logged */
 

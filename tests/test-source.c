@@ -125,7 +125,7 @@ static int source_new_logged(const char *name, const SourceOptions *o, EventSour
         ASSERT_GE(saved, 0);
         ASSERT_GE(dup2(fd, STDERR_FILENO), 0);
 
-        r = source_new(name, o, ret, ret_type);
+        r = source_new(name, o, ret, ret_type, NULL);
 
         ASSERT_EQ(fflush(stderr), 0);
         ASSERT_GE(dup2(saved, STDERR_FILENO), 0);
@@ -145,8 +145,14 @@ static void test_auto_skips_failed_probe(void) {
         source_options_init(&o);
         fakes_reset();
 
-        /* broken's probe fails, manual is not for auto: fine is the one, and later is never asked. */
-        ASSERT_OK(source_new("auto", &o, &s, &t));
+        /* broken's probe fails, manual is not for auto: fine is the one, and later is never asked. The
+         * reason (Status backendReason) names what auto passed over and why. */
+        _cleanup_free_ char *why = NULL;
+        ASSERT_OK(source_new("auto", &o, &s, &t, &why));
+        ASSERT_NOT_NULL(why);
+        ASSERT_NOT_NULL(strstr(why, "auto: "));
+        ASSERT_NOT_NULL(strstr(why, "broken: the broken device is missing"));
+        ASSERT_NULL(strstr(why, "manual"));
         ASSERT_NOT_NULL(s);
         ASSERT_TRUE(t == &fine_source_type);
         ASSERT_TRUE(((FakeSource *) s)->fake == fake_find("fine"));
@@ -165,7 +171,7 @@ static void test_auto_skips_failed_probe(void) {
         /* NULL means auto too; and when fine cannot run either, the next one runs. */
         fakes_reset();
         fake_find("fine")->can_run = false;
-        ASSERT_OK(source_new(NULL, &o, &s, &t));
+        ASSERT_OK(source_new(NULL, &o, &s, &t, NULL));
         ASSERT_TRUE(t == &later_source_type);
         ASSERT_EQ(fake_find("broken")->probed, 1);
         ASSERT_EQ(fake_find("fine")->probed, 1);
@@ -211,12 +217,14 @@ static void test_named(void) {
         fakes_reset();
 
         /* A source that is not for auto runs when named. */
-        ASSERT_OK(source_new("manual", &o, &s, &t));
+        _cleanup_free_ char *why = NULL;
+        ASSERT_OK(source_new("manual", &o, &s, &t, &why));
+        ASSERT_TRUE(why && streq(why, "asked for"));
         ASSERT_TRUE(t == &manual_source_type);
         s = event_source_free(s);
 
         /* Named, a source is built without its probe: its constructor says what exactly is missing. */
-        ASSERT_OK(source_new("broken", &o, &s, NULL));
+        ASSERT_OK(source_new("broken", &o, &s, NULL, NULL));
         ASSERT_EQ(fake_find("broken")->probed, 0);
         ASSERT_EQ(fake_find("broken")->built, 1);
         s = event_source_free(s);

@@ -53,6 +53,37 @@ static void expect_line_has(const char *text, size_t i, const char *part) {
         ASSERT_NOT_NULL(strstr(l, part));
 }
 
+/* A source that names its losses: one more line after the per-CPU one, every reason with its count. */
+static void test_lost_by_reason(void) {
+        uint64_t lost_per_cpu[] = { 4, 3 };
+        EventSourceLoss losses[] = { { "ringFull", 4 }, { "recursionMiss", 3 }, { "stackFailed", 1 } };
+        EventSourceStats source = { .lost_records = 7, .n_cpus = 2, .lost_per_cpu = lost_per_cpu,
+                                    .losses = losses, .n_losses = ELEMENTSOF(losses) };
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+        Ksym *k = NULL;
+
+        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
+        ASSERT_OK(accounting_new(&c, k, &a));
+        synthetic_scene(a);
+        SummaryInput in = { .accounting = a, .source = &source, .uptime_usec = 7000000, .reason = "SIGUSR1",
+                            .page_size = 4096 };
+        _cleanup_free_ char *text = summary_format(&in);
+        ASSERT_NOT_NULL(text);
+        expect_line(text, 1, "Lost per CPU: cpu0=4 cpu1=3");
+        expect_line(text, 2, "Lost by reason: ringFull=4 recursionMiss=3 stackFailed=1");
+        expect_line(text, 3, "Top tasks by peak:");
+
+        /* All zero: no line. */
+        losses[0].count = losses[1].count = losses[2].count = 0;
+        source.lost_records = 0;
+        _cleanup_free_ char *quiet = summary_format(&in);
+        ASSERT_NOT_NULL(quiet);
+        ASSERT_NULL(strstr(quiet, "Lost by reason"));
+        accounting_free(a);
+        ksym_free(k);
+}
+
 static void test_scene(void) {
         uint64_t lost_per_cpu[] = { 0, 5, 0, 2 };
         EventSourceStats source = { .lost_records = 7, .n_cpus = 4, .lost_per_cpu = lost_per_cpu };
@@ -199,6 +230,7 @@ static void test_empty(void) {
 
 int main(void) {
         TEST(test_scene);
+        TEST(test_lost_by_reason);
         TEST(test_top_cut_escape_and_evicted);
         TEST(test_empty);
         return 0;

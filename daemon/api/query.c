@@ -379,7 +379,9 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
 
         switch (n->kind) {
         case STACK_FRAME_KERNEL:
-                if (v->ksym && ksym_lookup(v->ksym, n->ip, &sym)) {
+                if (n->ip == MS_FRAME_NOT_SAMPLED)
+                        (void) snprintf(name, sizeof(name), "[not sampled]");
+                else if (v->ksym && ksym_lookup(v->ksym, n->ip, &sym)) {
                         (void) snprintf(name, sizeof(name), "%s+0x%" PRIx64, sym.name, sym.offset);
                         module = sym.module;
                 } else

@@ -167,12 +167,38 @@ static int status_add_event_counts(Service *sv, json_t *status) {
         return 0;
 }
 
+/* Status lostByReason: [{reason, count}], one per way the source can lose data. NULL on OOM. */
+static json_t *lost_by_reason_json(const EventSourceStats *src) {
+        json_auto_t *a = json_array();
+
+        for (size_t i = 0; a && i < src->n_losses; i++)
+                if (json_array_append_new(a, json_pack("{s:s, s:I}", "reason", src->losses[i].reason,
+                                                       "count", (json_int_t) src->losses[i].count)) < 0)
+                        return NULL;
+        return TAKE_PTR(a);
+}
+
+/* The whole Status reply: the core's counts, the source's, and how it was chosen. NULL on OOM. */
+static json_t *status_json_full(Service *sv, bool peer_is_root) {
+        json_auto_t *o = status_json(sv, peer_is_root);
+        ServiceLive live = service_live(sv);
+
+        if (!o ||
+            json_object_set_new(o, "backendReason", json_string(live.backend_reason ?: "")) < 0 ||
+            json_object_set_new(o, "stackSampleInterval",
+                                json_integer((json_int_t) live.source.stack_sample_interval)) < 0 ||
+            json_object_set_new(o, "lostByReason", lost_by_reason_json(&live.source)) < 0 ||
+            status_add_event_counts(sv, o) < 0)
+                return NULL;
+        return TAKE_PTR(o);
+}
+
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        json_auto_t *reply = status_json(sv, varlink_call_peer_is_root(call));
-        if (!reply || status_add_event_counts(sv, reply) < 0)
+        json_auto_t *reply = status_json_full(sv, varlink_call_peer_is_root(call));
+        if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
@@ -371,6 +397,10 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 return reply_no_such_unit(call, unit);
         if (r < 0)
                 return r;
+        ServiceLive live = service_live(sv);
+        if (json_object_set_new(reply, "stackSampleInterval",
+                                json_integer((json_int_t) live.source.stack_sample_interval)) < 0)
+                return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
 

@@ -22,6 +22,7 @@ typedef struct Service Service;
 /* What the owner knows at the moment of a call. */
 typedef struct ServiceLive {
         const char *backend;            /* the event source's name; "none" without a source */
+        const char *backend_reason;     /* why it runs (source_new()); NULL: unknown */
         EventSourceStats source;        /* zeros without a source */
         uint64_t uptime_usec;
         double events_per_second;

@@ -113,6 +113,18 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                         if (in->source->lost_per_cpu[i] > 0)
                                 fprintf(f, " cpu%zu=%" PRIu64, i, in->source->lost_per_cpu[i]);
         }
+        if (in->source) {
+                uint64_t any = 0;
+
+                for (size_t i = 0; i < in->source->n_losses; i++)
+                        any += in->source->losses[i].count;
+                if (any > 0) {
+                        fprintf(f, "\nLost by reason:");
+                        for (size_t i = 0; i < in->source->n_losses; i++)
+                                fprintf(f, " %s=%" PRIu64, in->source->losses[i].reason,
+                                        in->source->losses[i].count);
+                }
+        }
         /* Names are the kernel's bytes: escaped (utf8.h), control characters too, so that journalctl shows
          * the text instead of "[blob data]" and a name cannot start a line of its own on stderr. */
         fprintf(f, "\nTop tasks by peak:");
@@ -190,6 +202,17 @@ int summary_log(const SummaryInput *in, bool journal) {
         _cleanup_free_ char *top_unit_name = utf8_escape(top_unit ? unit_name(top_unit) : "", UTF8_ESCAPE_CONTROL);
         if (!top_comm || !top_name || !top_unit_name)
                 return -ENOMEM;
+        /* "ringFull=0 recursionMiss=0 stackFailed=0": every reason the source watches, losses or not. */
+        _cleanup_free_ char *lost_by_reason = NULL;
+        size_t lost_by_reason_size = 0;
+        FILE *lf = open_memstream(&lost_by_reason, &lost_by_reason_size);
+        if (!lf)
+                return -ENOMEM;
+        for (size_t i = 0; in->source && i < in->source->n_losses; i++)
+                fprintf(lf, "%s%s=%" PRIu64, i > 0 ? " " : "", in->source->losses[i].reason,
+                        in->source->losses[i].count);
+        if (fclose(lf) != 0 || !lost_by_reason)
+                return -ENOMEM;
 
         /* OBJECT_SYSTEMD_UNIT makes "journalctl -u" find the entry even when journald cannot map a
          * datagram sent just before exit to our cgroup any more (it honours it from root senders). */
@@ -204,6 +227,7 @@ int summary_log(const SummaryInput *in, bool journal) {
                                 "MEMSTRACK_PEAK_PAGES=%" PRIu64, s.peak_pages,
                                 "MEMSTRACK_EVENTS=%" PRIu64, s.events,
                                 "MEMSTRACK_LOST=%" PRIu64, s.lost_events,
+                                "MEMSTRACK_LOST_BY_REASON=%s", lost_by_reason,
                                 "MEMSTRACK_UNTRACKED_FREES=%" PRIu64, s.untracked_frees,
                                 "MEMSTRACK_TOP_TASK=%s", top_comm,
                                 "MEMSTRACK_TOP_TASK_PID=%d", top_task ? (int) top_task->pid : 0,

@@ -44,6 +44,12 @@ typedef enum MsEventType {
  * frames[n_kernel_frames .. n_frames) user addresses of process pid (what followed perf's user-context
  * marker).
  */
+/*
+ * A kernel frame no kernel has: the whole stack of allocations a source counted without taking their
+ * stack, before it had sampled any stack of the allocating thread (see ebpf.c). Shown as "[not sampled]".
+ */
+#define MS_FRAME_NOT_SAMPLED UINT64_C(1)
+
 typedef struct MsStack {
         const uint64_t *frames;
         uint32_t n_frames;
@@ -126,6 +132,12 @@ typedef struct MsEventSink {
         void *userdata;
 } MsEventSink;
 
+/* One way a source loses data, and how often it did (Status lostByReason). */
+typedef struct EventSourceLoss {
+        const char *reason;             /* "ringFull", "recursionMiss", "stackFailed", "perfLost": static */
+        uint64_t count;
+} EventSourceLoss;
+
 /* What a source counts about its own delivery: in the summary and Status replies, beside the core's counts. */
 typedef struct EventSourceStats {
         uint64_t records;               /* records decoded into events */
@@ -133,4 +145,12 @@ typedef struct EventSourceStats {
         uint64_t wakeups;               /* times the source was woken up to drain */
         size_t n_cpus;
         uint64_t *lost_per_cpu;         /* n_cpus entries, owned by the source, valid until it is freed */
+        /* Every reason the source lost data for, with its count (0 included, so readers see what is
+         * watched): n_losses entries, owned by the source, valid until it is freed. lost_records are
+         * among them; stack failures are not records lost (the counts stay exact). */
+        const EventSourceLoss *losses;
+        size_t n_losses;
+        /* Pages per allocation stack taken: 1 every allocation's stack, N about one in N pages (the
+         * stacks the others are charged to are estimated), 0 no stacks. */
+        unsigned stack_sample_interval;
 } EventSourceStats;

@@ -155,6 +155,7 @@ struct PerfSource {
         uint64_t bad_records;           /* malformed or unknown: skipped */
         bool cgroups;                   /* allocation samples carry the task's cgroup id (PERF_SAMPLE_CGROUP) */
         uint64_t throttles;
+        EventSourceLoss loss;           /* "perfLost": lost_records, for Status lostByReason */
 };
 
 static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
@@ -681,12 +682,16 @@ static void perf_source_get_stats(EventSource *es, EventSourceStats *ret) {
 
         assert(s);
         assert(ret);
+        s->loss = (EventSourceLoss) { .reason = "perfLost", .count = s->lost_records };
         *ret = (EventSourceStats) {
                 .records = s->records,
                 .lost_records = s->lost_records,
                 .wakeups = s->wakeups,
                 .n_cpus = s->n_cpus,
                 .lost_per_cpu = s->lost_per_cpu,
+                .losses = &s->loss,
+                .n_losses = 1,
+                .stack_sample_interval = s->config.depth > 0 ? 1 : 0,
         };
 }
 

@@ -3,7 +3,10 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "config.h"
 
 #include "log.h"
 #include "macro.h"
@@ -15,7 +18,13 @@
  * (tests/test-source.c defines a registry of fake sources before it includes this file.)
  */
 #ifndef SOURCE_REGISTRY
+#if HAVE_EBPF
+#  define SOURCE_REGISTRY_EBPF(X) X(ebpf)
+#else
+#  define SOURCE_REGISTRY_EBPF(X)
+#endif
 #define SOURCE_REGISTRY(X)                                                                              \
+        SOURCE_REGISTRY_EBPF(X)                                                                         \
         X(perf)                                                                                         \
         X(replay)                                                                                       \
         /* end of the registry */
@@ -34,6 +43,7 @@ void source_options_init(SourceOptions *ret) {
         *ret = (SourceOptions) {
                 .depth = SOURCE_DEPTH_DEFAULT,
                 .buffer_pages = SOURCE_BUFFER_PAGES_DEFAULT,
+                .stack_sample_interval = SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT,
         };
 }
 
@@ -68,10 +78,11 @@ const char *source_type_names(const char *sep, char *buf, size_t size) {
         return buf;
 }
 
-static int source_pick(const SourceOptions *options, const SourceType **ret) {
-        char reasons[512] = "";
+/* Picks the first automatic source whose probe passes; *reasons gets what the skipped ones lacked. */
+static int source_pick(const SourceOptions *options, const SourceType **ret, char *reasons, size_t size) {
         size_t n = 0;
 
+        reasons[0] = '\0';
         for (size_t i = 0; i < ELEMENTSOF(source_types); i++) {
                 const SourceType *t = source_types[i];
                 const char *reason = NULL;
@@ -85,8 +96,8 @@ static int source_pick(const SourceOptions *options, const SourceType **ret) {
                         return 0;
                 }
                 log_debug_errno(r, "Event source %s cannot run here: %s", t->name, reason ?: "(no reason)");
-                if (n < sizeof(reasons)) {
-                        int k = snprintf(reasons + n, sizeof(reasons) - n, "%s%s: %s", n > 0 ? "; " : "",
+                if (n < size) {
+                        int k = snprintf(reasons + n, size - n, "%s%s: %s", n > 0 ? "; " : "",
                                          t->name, reason ?: "(no reason)");
                         if (k > 0)
                                 n += (size_t) k;
@@ -97,18 +108,28 @@ static int source_pick(const SourceOptions *options, const SourceType **ret) {
 }
 
 int source_new(const char *name, const SourceOptions *options, EventSource **ret,
-                const SourceType **ret_type) {
+                const SourceType **ret_type, char **ret_reason) {
+        _cleanup_free_ char *why = NULL;
         const SourceType *t = NULL;
+        char reasons[512];
         int r;
 
         assert(options);
         assert(ret);
 
         if (!name || streq(name, "auto")) {
-                r = source_pick(options, &t);
+                r = source_pick(options, &t, reasons, sizeof(reasons));
                 if (r < 0)
                         return r;
-                log_debug("Automatic event source: %s.", t->name);
+                if (reasons[0] != '\0') {
+                        /* The one line a machine without the preferred source gets. */
+                        log_notice("Event source auto: %s; using %s.", reasons, t->name);
+                        if (asprintf(&why, "auto: %s", reasons) < 0)
+                                return log_oom();
+                } else {
+                        log_debug("Automatic event source: %s.", t->name);
+                        why = strdup("auto");
+                }
         } else {
                 char names[128];
 
@@ -116,12 +137,17 @@ int source_new(const char *name, const SourceOptions *options, EventSource **ret
                 if (!t)
                         return log_error_errno(ENOENT, "Unknown event source '%s' (known: auto, %s).", name,
                                                source_type_names(", ", names, sizeof(names)));
+                why = strdup("asked for");
         }
+        if (!why)
+                return log_oom();
 
         r = t->new(options, ret);
         if (r < 0)
                 return r;
         if (ret_type)
                 *ret_type = t;
+        if (ret_reason)
+                *ret_reason = TAKE_PTR(why);
         return 0;
 }

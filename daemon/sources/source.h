@@ -33,6 +33,13 @@
  * (docs/performance.md). Memory cost: this times the number of CPUs, locked. */
 #define SOURCE_BUFFER_PAGES_DEFAULT 1024u
 #define SOURCE_BUFFER_PAGES_MAX (1u << 20)
+/* Pages per allocation stack taken, for sources that sample stacks (eBPF): 1 takes every allocation's
+ * stack ("full mode"). 64 costs a stack unwind on ~1.6 % of order-0 allocations; the counts stay exact
+ * whatever it is (docs/performance.md has the figures). */
+#define SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT 64u
+#define SOURCE_STACK_SAMPLE_INTERVAL_MAX (1u << 24)
+/* Kernel BTF, which the eBPF source needs to relocate its program to the running kernel. */
+#define SOURCE_BTF_DEFAULT "/sys/kernel/btf/vmlinux"
 
 /* What the daemon tells any source; each takes what applies to it and ignores the rest. Strings are
  * borrowed: a source copies what it keeps. */
@@ -44,6 +51,8 @@ typedef struct SourceOptions {
         unsigned buffer_pages;          /* data pages per CPU buffer, a power of two */
         size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: the source's choice */
         pid_t self;                     /* whose allocations are dropped (the daemon's); 0: getpid() */
+        unsigned stack_sample_interval; /* pages per stack taken, 1..SOURCE_STACK_SAMPLE_INTERVAL_MAX */
+        const char *btf;                /* kernel BTF for the eBPF source; NULL: SOURCE_BTF_DEFAULT */
 } SourceOptions;
 
 /* Fills in the defaults above. */
@@ -91,9 +100,11 @@ const char *source_type_names(const char *sep, char *buf, size_t size);
 
 /*
  * Builds the source called name; NULL or "auto" picks the first automatic source whose probe passes.
- * Returns -ENOENT (logged) for an unknown name, -EOPNOTSUPP (logged, with each probe's reason) when no
- * source can run here, or what the source's constructor returned. On success *ret_type (if not NULL) is
- * the type chosen.
+ * When auto passes over a source, one notice line says which and why. Returns -ENOENT (logged) for an
+ * unknown name, -EOPNOTSUPP (logged, with each probe's reason) when no source can run here, or what the
+ * source's constructor returned. On success *ret_type (if not NULL) is the type chosen and *ret_reason
+ * (if not NULL) a new string saying why (Status backendReason): "asked for", "auto", or "auto: NAME:
+ * REASON; ..." naming the sources auto passed over; the caller frees it.
  */
 int source_new(const char *name, const SourceOptions *options, EventSource **ret,
-                const SourceType **ret_type);
+                const SourceType **ret_type, char **ret_reason);

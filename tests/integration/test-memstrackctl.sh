@@ -106,6 +106,14 @@ test_text_verbs() {
     grep -q "Tracked pages:" "$work/status.txt" || fail "status lacks the tracked pages"
     ctl modules | grep -q "^vmlinux" || fail "modules lacks vmlinux"
     ctl stacks --task "$lg_pid" --depth 3 | grep -q "\[pid $lg_pid loadgen\]" || fail "stacks --task lacks the root"
+    # How stacks are taken, in status and, when they are sampled (the eBPF source's default), under stacks.
+    grep -qE "^ *Stacks taken: (every allocation|1 in [0-9]+ pages, scaled to exact counts)$" \
+        "$work/status.txt" || fail "status does not say how stacks are taken"
+    if grep -q "Backend: ebpf" "$work/status.txt"; then
+        ctl stacks --depth 1 >"$work/stacks-sampled.txt" || fail "stacks failed"
+        grep -q "^Stacks sampled: 1 in 64 pages, scaled to exact counts$" "$work/stacks-sampled.txt" ||
+            fail "stacks does not say its stacks are sampled"
+    fi
     ctl top --batch -n 2 -d 0.2 >"$work/top.txt" || fail "top --batch failed"
     [ "$(grep -c '^memstrack top' "$work/top.txt")" -eq 2 ] || fail "top --batch -n 2 did not print 2 snapshots"
     grep -qE "^ *$lg_pid +loadgen" "$work/top.txt" || fail "top --batch does not list loadgen"
@@ -382,10 +390,12 @@ PY
 }
 
 # A daemon with a tiny stack budget and exited-task table: the budget fills at once and short-lived
-# writers leave page cache behind when they are forgotten.
+# writers leave page cache behind when they are forgotten. Every allocation's stack (the eBPF source
+# samples 1 in 64 pages by default, which interns few stacks and leaves "[truncated]" a page or two that
+# may be gone by the next call).
 test_truncated_and_evicted() {
     stop_daemon
-    start_daemon --max-stack-nodes=300 --max-exited-tasks=2
+    start_daemon --max-stack-nodes=300 --max-exited-tasks=2 --stack-sample-interval=1
     local i
     for i in $(seq 1 40); do
         dd if=/dev/zero of="$work/cache.$i" bs=64k count=4 status=none conv=fsync 2>/dev/null

@@ -5,6 +5,10 @@
 Needs root, perf events and the kmem tracepoints; exits 77 (skip) otherwise, saying why. Nothing here
 depends on timing: every wait polls for a condition and gives up after a bound.
 
+The accuracy cases run once per event source (perf, and ebpf unless this memstrackd was built without it
+or the kernel has no BTF; then those runs are skipped, saying why, and the test exits 77 after the rest).
+Cases without a source named run whatever --source=auto picks (ebpf where it works).
+
 Usage: test-memstrackd-live.py MEMSTRACKD LOADGEN DATADIR [CASE...]
 """
 
@@ -33,6 +37,8 @@ WORK = tempfile.mkdtemp(prefix="test-memstrackd-live.")
 # directory only its owner can enter (a clone in a 0700 home).
 os.chmod(WORK, 0o755)
 children = []
+BTF = "/sys/kernel/btf/vmlinux"
+EBPF_REASONS = ("no BTF", "BPF", "bpf()")  # words of the eBPF source's refusals (ebpf.c)
 skipped = []    # cases that could not run here, with the reason: the test then exits 77 after the rest
 
 # The summary memstrackd writes when it stops; its lost count, and per CPU where any were lost.
@@ -200,10 +206,10 @@ def check_64mib(d, *extra, warm_up=False):
     return held
 
 
-def test_64mib_ten_times():
+def test_64mib_ten_times(source):
     """A process touching exactly 64 MiB is charged 16384 pages, falls back after the free, and its
     peak is 16384, not more; ten runs in a row."""
-    d = Daemon()
+    d = Daemon("--source", source)
     for run in range(10):
         check_64mib(d)
     d.stop()
@@ -219,10 +225,10 @@ def test_no_call_chains():
     d.stop()
 
 
-def test_four_threads():
+def test_four_threads(source):
     """Four threads touching disjoint quarters of the 64 MiB: one process, the same numbers. The peak
     is checked against the start of the measured round, after a warm-up round created the threads."""
-    d = Daemon()
+    d = Daemon("--source", source)
     lg_task = check_64mib(d, "--threads", "4", warm_up=True)
     tasks = d.call("io.memstrack.Tasks", {"includeExited": True, "comm": "loadgen", "limit": 1000})["tasks"]
     if sum(1 for t in tasks if t["pid"] == lg_task["pid"]) != 1:
@@ -253,8 +259,9 @@ def test_page_fault_stack():
 
 def test_user_stacks_symbolized():
     """With --user-stacks, user frames below the process node are named from the process's ELF files:
-    loadgen's touch_pages(), where its page faults happen, in the file loadgen."""
-    d = Daemon("--user-stacks")
+    loadgen's touch_pages(), where its page faults happen, in the file loadgen. Every allocation's stack
+    (--stack-sample-interval 1), so the pages below touch_pages can be counted exactly."""
+    d = Daemon("--user-stacks", "--stack-sample-interval", "1")
     lg = Loadgen()
     lg.do("alloc", "allocated")
     tree = d.call("io.memstrack.StackTree", {"pid": lg.pid, "maxDepth": 64})
@@ -276,10 +283,10 @@ def test_user_stacks_symbolized():
     d.stop()
 
 
-def test_memfd_freed_by_another_process():
+def test_memfd_freed_by_another_process(source):
     """Pages of a memfd allocated by one process and freed when another drops the last reference are
     taken off the allocator's count."""
-    d = Daemon()
+    d = Daemon("--source", source)
     lg = Loadgen("--memfd")
     start = wait_for("loadgen's task", lambda: d.task(lg.pid))["currentPages"]
     lg.do("alloc", "allocated")
@@ -297,10 +304,10 @@ def test_memfd_freed_by_another_process():
     d.stop()
 
 
-def test_lost_events_counted():
-    """A one-page ring under heavy load loses records: counted per CPU, reported, and the daemon stays
-    consistent and alive."""
-    d = Daemon("--buffer-pages", "1", "--wakeup-bytes", "4000")
+def test_lost_events_counted(source):
+    """A one-page ring under heavy load loses records: counted per CPU and by reason, reported, and the
+    daemon stays consistent and alive."""
+    d = Daemon("--source", source, "--buffer-pages", "1", "--wakeup-bytes", "4000")
     load = subprocess.Popen([LOADGEN, "--seconds", "3", "--threads", "2"], stdout=subprocess.DEVNULL)
     children.append(load)
     load.wait(WAIT)
@@ -309,6 +316,12 @@ def test_lost_events_counted():
         fail(f"no lost events reported with a one-page ring under load: {status}")
     if sum(status["lostPerCpu"]) != status["lostEvents"]:
         fail(f"lost per CPU {status['lostPerCpu']} does not add up to {status['lostEvents']}")
+    # Records lost are ring overflows and recursion misses; stack failures lose no record.
+    by_reason = {r["reason"]: r["count"] for r in status["lostByReason"]}
+    lost_records = sum(n for reason, n in by_reason.items() if reason != "stackFailed")
+    if lost_records != status["lostEvents"] or by_reason.get("ringFull", by_reason.get("perfLost", 0)) <= 0:
+        fail(f"lostByReason {status['lostByReason']} does not account for {status['lostEvents']} lost "
+             f"with a full ring")
     for t in d.call("io.memstrack.Tasks", {"includeExited": True, "limit": 10000})["tasks"]:
         if not 0 <= t["currentPages"] <= t["peakPages"]:
             fail(f"inconsistent task after losses: {t}")
@@ -320,9 +333,10 @@ def test_lost_events_counted():
 
 
 def test_own_allocations_filtered():
-    """The daemon's own allocations are filtered in the kernel (no call chain, no ring space), not only
-    dropped when read: its log counts none dropped, unless the kernel refused the filter and it says so."""
-    d = Daemon("--log-level", "debug", "--user-stacks")
+    """The perf source filters the daemon's own allocations in the kernel (no call chain, no ring space),
+    not only dropped when read: its log counts none dropped, unless the kernel refused the filter and it
+    says so. (The eBPF program drops them before it writes anything, by construction.)"""
+    d = Daemon("--source", "perf", "--log-level", "debug", "--user-stacks")
     lg = Loadgen()
     lg.do("alloc", "allocated")
     # The daemon's tables grew to hold 64 MiB of pages: it allocated pages of its own meanwhile.
@@ -475,6 +489,91 @@ def test_hostile_client_does_not_starve_status():
     d.stop()
 
 
+def tree_frames(node):
+    """Every node of a StackTree reply, depth first."""
+    yield node
+    for child in node["children"]:
+        yield from tree_frames(child)
+
+
+def test_sampled_stacks_sum_to_exact_counts():
+    """eBPF exact mode with sampled stacks (the default interval): the stack tree's totals are the exact
+    counts, for the process and for everything; the interval is in Status and in the StackTree reply."""
+    d = Daemon("--source", "ebpf")
+    status = d.call("io.memstrack.Status")
+    if status["backend"] != "ebpf" or status["stackSampleInterval"] <= 1:
+        fail(f"--source ebpf: backend {status['backend']}, stackSampleInterval {status['stackSampleInterval']}")
+    lg = Loadgen()
+    lg.do("alloc", "allocated")
+    task = d.task(lg.pid)
+    tree = d.call("io.memstrack.StackTree", {"pid": lg.pid})
+    if tree["stackSampleInterval"] != status["stackSampleInterval"]:
+        fail(f"StackTree says a stack per {tree['stackSampleInterval']} pages, Status {status['stackSampleInterval']}")
+    if tree["totalPages"] != task["currentPages"]:
+        fail(f"the process's stack tree holds {tree['totalPages']} pages, the process {task['currentPages']}")
+    lg.do("free", "freed")
+    lg.exit()
+    d.stop()
+
+
+def test_full_mode_stacks():
+    """--stack-sample-interval 1: every allocation's own stack, so no "[not sampled]" frame for a process
+    that started after the daemon, and Status says 1."""
+    d = Daemon("--source", "ebpf", "--stack-sample-interval", "1")
+    if d.call("io.memstrack.Status")["stackSampleInterval"] != 1:
+        fail("full mode: Status stackSampleInterval is not 1")
+    lg = Loadgen()
+    lg.do("alloc", "allocated")
+    tree = d.call("io.memstrack.StackTree", {"pid": lg.pid, "maxDepth": 64})
+    if tree["stackSampleInterval"] != 1:
+        fail(f"full mode: StackTree stackSampleInterval {tree['stackSampleInterval']}")
+    unsampled = [f for f in tree_frames(tree["root"]) if f["frame"] == "[not sampled]"]
+    if unsampled:
+        fail(f"full mode charged {unsampled[0]['currentPages']} pages to [not sampled]")
+    if tree["totalPages"] < PAGES:
+        fail(f"full mode: the process's stack tree holds {tree['totalPages']} pages, expected >= {PAGES}")
+    lg.exit()
+    d.stop()
+
+
+def test_auto_picks_ebpf():
+    """--source auto runs the eBPF source where it works, and Status says so and why; every loss reason
+    it watches is listed, at 0 or more."""
+    d = Daemon()
+    status = d.call("io.memstrack.Status")
+    if status["backend"] != "ebpf" or status["backendReason"] != "auto":
+        fail(f"auto picked {status['backend']} ({status['backendReason']!r}), expected ebpf")
+    reasons = {r["reason"] for r in status["lostByReason"]}
+    if reasons != {"ringFull", "recursionMiss", "stackFailed"}:
+        fail(f"lostByReason lists {sorted(reasons)}")
+    d.stop()
+    d = Daemon("--source", "perf")
+    status = d.call("io.memstrack.Status")
+    if status["backend"] != "perf" or status["backendReason"] != "asked for" or \
+            [r["reason"] for r in status["lostByReason"]] != ["perfLost"] or status["stackSampleInterval"] != 1:
+        fail(f"--source perf: {status['backend']} ({status['backendReason']!r}), lostByReason "
+             f"{status['lostByReason']}, stackSampleInterval {status['stackSampleInterval']}")
+    d.stop()
+
+
+def test_ebpf_probe_failure_falls_back():
+    """A BTF file that is not there: auto says in one line what the eBPF source lacks and runs perf, and
+    Status gives the same reason; --source ebpf refuses to start, naming it."""
+    missing = os.path.join(WORK, "no-btf")
+    d = Daemon("--btf", missing)
+    status = d.call("io.memstrack.Status")
+    expected = f"auto: ebpf: no BTF at {missing}"
+    if status["backend"] != "perf" or status["backendReason"] != expected:
+        fail(f"with no BTF auto ran {status['backend']} ({status['backendReason']!r}), expected perf ({expected!r})")
+    _, log = d.stop()
+    lines = [x for x in log.splitlines() if missing in x]
+    if len(lines) != 1 or "perf" not in lines[0]:
+        fail(f"expected one line naming the missing BTF and perf, got {lines}")
+    out = run_failing("--source", "ebpf", "--btf", missing)
+    if missing not in out:
+        fail(f"--source ebpf without BTF does not name the missing file: {out}")
+
+
 def run_failing(*args, **kwargs):
     r = subprocess.run([MEMSTRACKD, "--foreground", "--no-socket", *args], capture_output=True, text=True,
                        timeout=WAIT, **kwargs)
@@ -485,10 +584,11 @@ def run_failing(*args, **kwargs):
 
 def test_bad_environment():
     """No tracefs, a tracepoint missing, tracefs unmounted and not mountable: a clear error, exit != 0."""
-    out = run_failing("--tracefs", os.path.join(WORK, "nowhere"))
+    # These are the perf source's failures: it is the one that reads tracefs.
+    out = run_failing("--source", "perf", "--tracefs", os.path.join(WORK, "nowhere"))
     if "nowhere" not in out:
         fail(f"the error does not name the missing tracefs: {out}")
-    out = run_failing("--tracefs", os.path.join(DATA, "tracefs-partial"))
+    out = run_failing("--source", "perf", "--tracefs", os.path.join(DATA, "tracefs-partial"))
     if "mm_page_free" not in out:
         fail(f"the error does not name the missing tracepoint: {out}")
     for tool in ("setpriv", "unshare"):
@@ -509,7 +609,7 @@ def test_bad_environment():
     script = ("for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; do "
               "umount -l $m 2>/dev/null; done; "
               "exec setpriv --bounding-set -sys_admin --inh-caps -sys_admin " + MEMSTRACKD +
-              " --foreground --no-socket")
+              " --foreground --no-socket --source perf")
     r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
                        capture_output=True, text=True, timeout=WAIT)
     out = r.stdout + r.stderr
@@ -517,9 +617,32 @@ def test_bad_environment():
         fail(f"without a mountable tracefs: exit {r.returncode}, output: {out}")
 
 
-CASES = [test_64mib_ten_times, test_no_call_chains, test_four_threads, test_page_fault_stack, test_user_stacks_symbolized,
-         test_memfd_freed_by_another_process, test_lost_events_counted, test_own_allocations_filtered,
-         test_summary_biggest, test_hostile_client_does_not_starve_status, test_bad_environment]
+# (case, source): a source runs the case once with --source=SOURCE, None once with the default (auto).
+SOURCES = ("perf", "ebpf")
+CASES = [(test_64mib_ten_times, s) for s in SOURCES] + [(test_four_threads, s) for s in SOURCES] + \
+        [(test_memfd_freed_by_another_process, s) for s in SOURCES] + \
+        [(test_lost_events_counted, s) for s in SOURCES] + \
+        [(c, None) for c in (test_no_call_chains, test_page_fault_stack, test_user_stacks_symbolized,
+                             test_own_allocations_filtered, test_summary_biggest,
+                             test_hostile_client_does_not_starve_status, test_bad_environment)] + \
+        [(c, "ebpf") for c in (test_sampled_stacks_sum_to_exact_counts, test_full_mode_stacks, test_auto_picks_ebpf,
+                               test_ebpf_probe_failure_falls_back)]
+
+
+def ebpf_missing():
+    """Why this memstrackd cannot run the eBPF source here, or None if it can."""
+    out = subprocess.run([MEMSTRACKD, "--help"], capture_output=True, text=True, timeout=WAIT).stdout
+    if not re.search(r"^  ebpf ", out, re.M):
+        return "memstrackd was built without the eBPF source (meson -Debpf, needs clang, bpftool, libbpf, BTF)"
+    if not os.path.exists(BTF):
+        return f"the kernel has no BTF ({BTF})"
+    # BPF itself (a kernel without BPF ring buffers, a sandbox without bpf()): auto says what is missing.
+    d = Daemon()
+    status = d.call("io.memstrack.Status")
+    d.stop()
+    if status["backend"] != "ebpf":
+        return f"the eBPF source cannot run here ({status['backendReason']})"
+    return None
 
 
 def main():
@@ -530,12 +653,21 @@ def main():
         print("SKIP: the kernel has no perf events", file=sys.stderr)
         return 77
     wanted = sys.argv[4:]
+    no_ebpf = ebpf_missing()
     try:
-        for case in CASES:
-            if wanted and case.__name__ not in wanted:
+        for case, source in CASES:
+            name = case.__name__ + (f"[{source}]" if source else "")
+            if wanted and case.__name__ not in wanted and name not in wanted:
                 continue
-            print(f"== {case.__name__}", file=sys.stderr)
-            case()
+            if source == "ebpf" and no_ebpf:
+                skipped.append(f"{name}: {no_ebpf}")
+                continue
+            print(f"== {name}", file=sys.stderr)
+            if case in (test_64mib_ten_times, test_four_threads, test_memfd_freed_by_another_process,
+                        test_lost_events_counted):
+                case(source)
+            else:
+                case()
     finally:
         for p in children:
             if p.poll() is None:

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0-only */
+
+/*
+ * The kernel half of the eBPF source (ebpf.c is the other): one record per page allocation and free, and
+ * per task fork, rename, exec and exit and module load and free, into one ring buffer shared by all CPUs.
+ * The ring is multi-producer and hands records out in the order they were reserved, so a page freed on
+ * one CPU and reused on another arrives free first without a merge: the free reserves its record before
+ * the page reaches a free list, the reuse after it left one.
+ *
+ * Counts stay exact: every allocation gets a record. Stacks are taken for a random subset, each page with
+ * probability 1/interval (Bernoulli per page, so the gaps between sampled pages are geometric, as heap
+ * profilers sample bytes): an allocation of 2^order pages is sampled with probability
+ * 1 - (1 - 1/interval)^(2^order), a threshold per order ebpf.c computes. Unsampled records carry no
+ * frames; ebpf.c charges them to their thread's last sampled stack.
+ *
+ * All programs are BTF tracepoints (tp_btf): typed arguments, no trace buffer filled for nothing, and a
+ * recursion guard per program rather than one for all tracing programs on the CPU (see page_alloc_nested).
+ *
+ * Nothing here allocates or loops; a record that does not fit is counted per CPU, never retried.
+ * GPL-compatible license: bpf_get_stack() and bpf_probe_read_kernel_str() are GPL-only helpers.
+ */
+
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "memstrack-bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set by ebpf.c before loading. Read-only once loaded, so the verifier knows their values and drops
+ * the branches they switch off. */
+const volatile __u32 self_tgid = 0;             /* the daemon: its allocations are not recorded */
+const volatile __u32 kernel_depth_bytes = 0;    /* kernel frames per stack * 8; 0: no stacks at all */
+const volatile __u32 user_depth_bytes = 0;      /* user frames per stack * 8; 0: kernel frames only */
+const volatile __u32 user_at = 0;               /* the first user frame's index in MsBpfPage.frames */
+/* An allocation of 2^order pages is sampled when bpf_get_prandom_u32() < sample_threshold[order]; a
+ * threshold above UINT32_MAX samples every allocation without drawing. */
+const volatile __u64 sample_threshold[MS_BPF_ORDERS] = {};
+/* Buffered bytes above which a record wakes the reader; below it records wait (BPF_RB_NO_WAKEUP). */
+const volatile __u64 wakeup_bytes = 0;
+const volatile __u64 wakeup_check_mask = 0;
+
+struct {
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, 1 << 22);   /* ebpf.c sets the size */
+} events SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, MsBpfStats);
+} stats SEC(".maps");
+
+/* A sampled allocation's record is built here, then copied into the ring at its real size: reserving
+ * the largest size for every sample would waste the ring on short stacks. */
+struct scratch {
+        __u64 data[(sizeof(MsBpfPage) / 8) + 2 * MS_BPF_FRAMES_MAX];  /* an MsBpfPage and its frames */
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 2);         /* 0: page_alloc, 1: page_alloc_nested, which may interrupt it */
+        __type(key, __u32);
+        __type(value, struct scratch);
+} scratch SEC(".maps");
+
+static __always_inline MsBpfStats *stats_get(void) {
+        __u32 zero = 0;
+
+        return bpf_map_lookup_elem(&stats, &zero);
+}
+
+static __always_inline void count_ring_full(void) {
+        MsBpfStats *s = stats_get();
+
+        if (s)
+                s->ring_full++;
+}
+
+/* Wakes the reader only once enough is buffered: a wakeup per record would cost more than the record. */
+static __always_inline __u64 wakeup_flag(void) {
+        return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                            : BPF_RB_NO_WAKEUP;
+}
+
+/* The page programs ask only every (wakeup_check_mask + 1)th record per CPU: the query reads the
+ * consumer's position, a cache line the reader writes, and the watermark does not need to be met to the
+ * record. ebpf.c makes the mask 0 (ask every time) when the ring above the watermark could fill before
+ * some CPU asks: a full ring takes no record, so nothing would wake the reader then. */
+static __always_inline __u64 page_wakeup_flag(MsBpfStats *st) {
+        if (st && (++st->records & wakeup_check_mask) != 0)
+                return BPF_RB_NO_WAKEUP;
+        return wakeup_flag();
+}
+
+/* Frees carry no cgroup id: the page goes back to its owner's account whoever frees it, and reading the
+ * id is four dependent loads. */
+static __always_inline void head_fill(MsBpfHead *h, __u16 type, __u64 pid_tgid) {
+        h->timestamp_nsec = bpf_ktime_get_ns();
+        h->cgroup_id = type == MS_BPF_PAGE_FREE ? 0 : bpf_get_current_cgroup_id();
+        h->pid = (__u32) (pid_tgid >> 32);
+        h->tid = (__u32) pid_tgid;
+        h->type = type;
+        h->cpu = (__u16) bpf_get_smp_processor_id();
+        h->aux = 0;
+}
+
+static __always_inline bool sample_this(__u32 order) {
+        __u64 threshold;
+
+        if (kernel_depth_bytes == 0)
+                return false;
+        if (order >= MS_BPF_ORDERS)
+                order = MS_BPF_ORDERS - 1;
+        /* Keeps clang from merging the clamp into the index: the verifier needs the bound it sees. */
+        barrier_var(order);
+        threshold = sample_threshold[order & (MS_BPF_ORDERS - 1)];
+        if (threshold > 0xffffffffULL)
+                return true;
+        return bpf_get_prandom_u32() < threshold;
+}
+
+/*
+ * A tp_btf program sees the struct page, not the pfn, and the verifier allows no arithmetic on its
+ * address: the record carries the address, ebpf.c turns it into a key (page_key() there).
+ */
+static __always_inline __u64 page_key(const struct page *page) {
+        return (__u64) page;
+}
+
+static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_tgid, __u64 key, __u32 order,
+                __u64 gfp, __s32 migrate_type, MsBpfStats *st) {
+        __u64 size = sizeof(MsBpfPage);
+        struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+        MsBpfPage *rec;
+        long n;
+
+        if (!sc)
+                return 0;
+        rec = (MsBpfPage *) sc->data;
+        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid);
+        rec->pfn = key;
+        rec->gfp_flags = gfp;
+        rec->migrate_type = migrate_type;
+        rec->order = (__u8) order;
+        rec->n_kernel = 0;
+        rec->n_user = 0;
+
+        n = bpf_get_stack(ctx, rec->frames, kernel_depth_bytes, 0);
+        if (n < 0) {
+                rec->flags = MS_BPF_STACK_FAILED;
+                if (st)
+                        st->stack_failed++;
+        } else {
+                rec->flags = MS_BPF_STACK;
+                rec->n_kernel = (__u8) ((__u64) n / 8);
+                if (st)
+                        st->sampled++;
+                if (user_depth_bytes > 0) {
+                        n = bpf_get_stack(ctx, &rec->frames[user_at], user_depth_bytes, BPF_F_USER_STACK);
+                        /* Kernel threads have no user stack: not a failure. */
+                        rec->n_user = n > 0 ? (__u8) ((__u64) n / 8) : 0;
+                        size += (user_at + rec->n_user) * 8;
+                } else
+                        size += rec->n_kernel * 8;
+        }
+        /* One register for the check and the call: clang would bound a copy the verifier does not see. */
+        barrier_var(size);
+        if (size > sizeof(*sc))
+                size = sizeof(*sc);
+        barrier_var(size);
+        if (bpf_ringbuf_output(&events, rec, size, page_wakeup_flag(st)) < 0 && st)
+                st->ring_full++;
+        return 0;
+}
+
+static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct page *page, __u32 order, __u64 gfp,
+                __s32 migrate_type, MsBpfStats *st) {
+        __u64 pid_tgid = bpf_get_current_pid_tgid();
+        MsBpfPage *rec;
+
+        /* A failed allocation: no page to account. */
+        if (!page)
+                return 0;
+        if ((__u32) (pid_tgid >> 32) == self_tgid) {
+                if (st)
+                        st->self_dropped++;
+                return 0;
+        }
+        if (sample_this(order))
+                return page_alloc_sampled(ctx, slot, pid_tgid, page_key(page), order, gfp, migrate_type, st);
+
+        rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+        if (!rec) {
+                if (st)
+                        st->ring_full++;
+                return 0;
+        }
+        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid);
+        rec->pfn = page_key(page);
+        rec->gfp_flags = gfp;
+        rec->migrate_type = migrate_type;
+        rec->order = (__u8) order;
+        rec->flags = 0;
+        rec->n_kernel = 0;
+        rec->n_user = 0;
+        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
+        return 0;
+}
+
+static __always_inline int page_free_event(struct page *page, __u32 order, MsBpfStats *st) {
+        MsBpfPage *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+        if (!rec) {
+                if (st)
+                        st->ring_full++;
+                return 0;
+        }
+        head_fill(&rec->head, MS_BPF_PAGE_FREE, bpf_get_current_pid_tgid());
+        rec->pfn = page_key(page);
+        rec->gfp_flags = 0;
+        rec->migrate_type = -1;
+        rec->order = (__u8) order;
+        rec->flags = 0;
+        rec->n_kernel = 0;
+        rec->n_user = 0;
+        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
+        return 0;
+}
+
+/*
+ * Each page event has two programs. The kernel does not run a tracing program again on a CPU where it is
+ * still running: an interrupt that allocates or frees a page while page_alloc runs would be missed
+ * (recursion_misses), and interrupts free pages often (RCU callbacks, network buffers): ~0.1 % of all
+ * events on a busy machine. So page_alloc says on its CPU that it runs, and page_alloc_nested, attached
+ * to the same tracepoint, records only the events page_alloc misses that way; when page_alloc ran, it
+ * returns at once. Whichever runs first, each event is recorded once. Lost, and counted (page_alloc's
+ * misses minus the nested program's records), are only events nested in the kernel's few instructions
+ * around page_alloc, where it counts as running but its flag is not set yet or no longer (about 5 in a
+ * million events, docs/performance.md). The two use separate scratch slots.
+ */
+/* Which main page program runs on this CPU now. A per-CPU map: each CPU writes its own cache line on
+ * every event (a plain array indexed by CPU would put neighbouring CPUs' flags in one line, written by
+ * both), and the kernel inlines the lookup of a per-CPU array, so setting the flag is still among the
+ * program's first instructions. */
+typedef struct Busy {
+        __u8 alloc, free;
+} Busy;
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, Busy);
+} busy SEC(".maps");
+
+static __always_inline Busy *busy_get(void) {
+        __u32 zero = 0;
+
+        return bpf_map_lookup_elem(&busy, &zero);
+}
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
+        Busy *b = busy_get();
+
+        if (b)
+                b->alloc = 1;
+        page_alloc_event(ctx, 0, page, order, gfp_flags, migratetype, stats_get());
+        if (b)
+                b->alloc = 0;
+        return 0;
+}
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
+        Busy *b = busy_get();
+        MsBpfStats *st;
+
+        if (!b || !b->alloc)
+                return 0;
+        st = stats_get();
+        if (st)
+                st->nested++;
+        return page_alloc_event(ctx, 1, page, order, gfp_flags, migratetype, st);
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(page_free, struct page *page, unsigned int order) {
+        Busy *b = busy_get();
+
+        if (b)
+                b->free = 1;
+        page_free_event(page, order, stats_get());
+        if (b)
+                b->free = 0;
+        return 0;
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
+        Busy *b = busy_get();
+        MsBpfStats *st;
+
+        if (!b || !b->free)
+                return 0;
+        st = stats_get();
+        if (st)
+                st->nested++;
+        return page_free_event(page, order, st);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child) {
+        MsBpfHead *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+        if (!rec) {
+                count_ring_full();
+                return 0;
+        }
+        head_fill(rec, MS_BPF_TASK_FORK, bpf_get_current_pid_tgid());
+        rec->pid = (__u32) child->tgid;
+        rec->tid = (__u32) child->pid;
+        rec->aux = (__u32) parent->tgid;
+        bpf_ringbuf_submit(rec, wakeup_flag());
+        return 0;
+}
+
+/* prctl(PR_SET_NAME) and exec both rename through here; exec says more below. */
+SEC("tp_btf/task_rename")
+int BPF_PROG(task_rename, struct task_struct *task, const char *comm) {
+        MsBpfTask *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+        if (!rec) {
+                count_ring_full();
+                return 0;
+        }
+        head_fill(&rec->head, MS_BPF_TASK_COMM, bpf_get_current_pid_tgid());
+        rec->head.pid = (__u32) task->tgid;
+        rec->head.tid = (__u32) task->pid;
+        if (bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm) < 0)
+                rec->comm[0] = '\0';
+        bpf_ringbuf_submit(rec, wakeup_flag());
+        return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(task_exec, struct task_struct *task, pid_t old_pid) {
+        MsBpfTask *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+        if (!rec) {
+                count_ring_full();
+                return 0;
+        }
+        head_fill(&rec->head, MS_BPF_TASK_EXEC, bpf_get_current_pid_tgid());
+        rec->head.aux = (__u32) old_pid;
+        if (bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
+                rec->comm[0] = '\0';
+        bpf_ringbuf_submit(rec, wakeup_flag());
+        return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(task_exit, struct task_struct *task) {
+        MsBpfHead *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+        if (!rec) {
+                count_ring_full();
+                return 0;
+        }
+        head_fill(rec, MS_BPF_TASK_EXIT, bpf_get_current_pid_tgid());
+        rec->pid = (__u32) task->tgid;
+        rec->tid = (__u32) task->pid;
+        bpf_ringbuf_submit(rec, wakeup_flag());
+        return 0;
+}
+
+static __always_inline int module_event(struct module *mod, __u16 type) {
+        MsBpfModule *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+        if (!rec) {
+                count_ring_full();
+                return 0;
+        }
+        head_fill(&rec->head, type, bpf_get_current_pid_tgid());
+        if (bpf_probe_read_kernel_str(rec->name, sizeof(rec->name), mod->name) < 0)
+                rec->name[0] = '\0';
+        bpf_ringbuf_submit(rec, wakeup_flag());
+        return 0;
+}
+
+SEC("tp_btf/module_load")
+int BPF_PROG(module_load, struct module *mod) {
+        return module_event(mod, MS_BPF_MODULE_LOAD);
+}
+
+SEC("tp_btf/module_free")
+int BPF_PROG(module_free, struct module *mod) {
+        return module_event(mod, MS_BPF_MODULE_FREE);
+}

@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The eBPF event source: the only module that knows libbpf. Its kernel half (bpf/memstrack.bpf.c, built
+ * into the skeleton memstrack.skel.h) writes one record per page allocation and free into one ring buffer
+ * shared by all CPUs; this half turns them into MsEvents.
+ *
+ * Why one ring and not per-CPU rings or in-kernel aggregation: the BPF ring buffer is multi-producer and
+ * delivers records in the order they were reserved, so the pfn ownership rules of the perf source hold
+ * without a merge (a free is reserved before its page can be reused), and exact counts need every page
+ * anyway. docs/performance.md has the measurements behind the choice.
+ *
+ * Stacks are sampled in the kernel (a stack for about one page in stack_sample_interval, see the BPF
+ * program); counts are exact. The stack tree's totals stay equal to the exact counts by sample-and-hold:
+ * an allocation without a stack is charged to its thread's most recently sampled stack, and before a
+ * thread's first sample to the single frame MS_FRAME_NOT_SAMPLED ("[not sampled]"). Sampling is
+ * memoryless (each page independently), so the expected share of every stack is its true share. The
+ * held stacks live in a table keyed by thread id, dropped when the thread exits.
+ *
+ * Page keys are struct page indexes, a constant away from the pfn (see page_key() in the BPF program):
+ * the same ownership rules as the perf source's pfns, other numbers.
+ *
+ * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST
+ * with their CPU), recursion misses (an event nested in a running program of the same kind on that CPU,
+ * which its *_nested twin did not catch either: the kernel's per-program recursion_misses minus the
+ * twins' records, emitted as MS_EVENT_LOST on CPU 0), and stack failures (the allocation is counted, its
+ * stack held as if unsampled).
+ *
+ * The daemon's own allocations are dropped in the kernel, its frees kept (as perf does). Tasks alive at
+ * start are seeded from /proc after the programs are attached (proc-seed.h).
+ */
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <systemd/sd-event.h>
+
+#include "log.h"
+#include "macro.h"
+#include "memstrack-bpf.h"
+#include "memstrack.skel.h"
+#include "probe.h"
+#include "proc-seed.h"
+#include "source.h"
+
+/* Records handled per dispatch before other event sources get their turn. */
+#define EBPF_DRAIN_BUDGET 4096u
+/* A kernel and a user stack of up to this many frames each (kernel.perf_event_max_stack's default). */
+#define EBPF_DEPTH_MAX (MS_BPF_FRAMES_MAX - 1u)
+/* Returned by the ring callback to stop a drain that used its budget. */
+#define EBPF_BUDGET_SPENT (-EAGAIN)
+
+/* Loss reasons, in the order Status lists them. */
+enum {
+        EBPF_LOSS_RING_FULL,
+        EBPF_LOSS_RECURSION,
+        EBPF_LOSS_STACK,
+        _EBPF_LOSS_MAX,
+};
+
+/* A thread's most recently sampled stack: what its unsampled allocations are charged to. */
+typedef struct HeldStack {
+        int32_t tid;                    /* 0: an empty slot */
+        uint32_t n_frames, n_kernel;
+        uint64_t *frames;               /* owned, n_frames entries */
+} HeldStack;
+
+typedef struct EbpfSource {
+        EventSource source;             /* first, so the vtable's EventSource* is this */
+        SourceOptions options;          /* strings not kept */
+        unsigned depth;                 /* kernel (and user) frames per stack, 0: none */
+        unsigned user_at;               /* first user frame in a record */
+        size_t ring_bytes, wakeup_bytes;
+        uint64_t struct_page_size;      /* the kernel's sizeof(struct page), from its BTF */
+
+        struct memstrack_bpf *skel;     /* owned */
+        struct ring_buffer *ring;       /* owned */
+        sd_event *event;                /* a reference once started */
+        sd_event_source *io_source;     /* owned: the ring's wakeups */
+        sd_event_source *defer_source;  /* owned: continues a drain that ran out of budget */
+        MsEventSink sink;
+        pid_t self;
+
+        /* Sample-and-hold: tid -> HeldStack, open addressing with linear probing, power-of-two size. */
+        HeldStack *held;
+        size_t n_held, held_size;
+
+        /* Reused for every record, so the hot path allocates nothing. */
+        MsEvent ev;
+        uint64_t *frames;               /* owned, 2 * EBPF_DEPTH_MAX entries */
+        char *cmdline;                  /* owned, PROC_CMDLINE_MAX bytes */
+        uint64_t not_sampled_frame;
+        uint64_t budget;                /* records left in this dispatch */
+
+        /* Losses as last read from the kernel, to emit the differences. */
+        int n_possible_cpus;
+        MsBpfStats *cpu_stats;          /* owned, n_possible_cpus entries: the stats map's last values */
+        uint64_t *lost_per_cpu;         /* owned, n_possible_cpus entries */
+        uint64_t recursion_misses;
+        EventSourceLoss losses[_EBPF_LOSS_MAX];
+
+        uint64_t records;               /* events delivered to the sink */
+        uint64_t lost_records;          /* ring full + recursion misses */
+        uint64_t wakeups;
+        uint64_t bad_records;
+        uint64_t held_pages;            /* pages charged to a held stack */
+        uint64_t unsampled_pages;       /* pages charged to "[not sampled]" */
+        uint64_t nested_records;        /* events the nested twins recorded (bpf/memstrack.bpf.c) */
+} EbpfSource;
+
+static EbpfSource *ebpf_source_from(EventSource *es) {
+        return (EbpfSource *) es;
+}
+
+/* libbpf's messages (a verifier log is many lines): debug only, the caller logs what failed once. */
+static int libbpf_log(enum libbpf_print_level level, const char *format, va_list ap) _printf_(2, 0);
+static int libbpf_log(enum libbpf_print_level level, const char *format, va_list ap) {
+        _cleanup_free_ char *text = NULL;
+        char *line, *save = NULL;
+
+        if (log_get_max_level() < LOG_DEBUG || vasprintf(&text, format, ap) < 0)
+                return 0;
+        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                log_debug("libbpf: %s", line);
+        return 0;
+}
+
+/* Thread ids are dense and sequential: a multiplicative hash spreads them. */
+static size_t held_home(const EbpfSource *s, int32_t tid) {
+        return (size_t) (((uint32_t) tid * UINT32_C(2654435761)) & (s->held_size - 1));
+}
+
+static HeldStack *held_find(EbpfSource *s, int32_t tid) {
+        if (s->held_size == 0)
+                return NULL;
+        for (size_t i = held_home(s, tid);; i = (i + 1) & (s->held_size - 1)) {
+                if (s->held[i].tid == tid)
+                        return &s->held[i];
+                if (s->held[i].tid == 0)
+                        return NULL;
+        }
+}
+
+static int held_grow(EbpfSource *s) {
+        size_t size = s->held_size ? s->held_size * 2 : 256;
+        HeldStack *old = s->held, *t = calloc(size, sizeof(*t));
+        size_t old_size = s->held_size;
+
+        if (!t)
+                return -ENOMEM;
+        s->held = t;
+        s->held_size = size;
+        for (size_t i = 0; i < old_size; i++) {
+                size_t j;
+
+                if (old[i].tid == 0)
+                        continue;
+                for (j = held_home(s, old[i].tid); t[j].tid != 0; j = (j + 1) & (size - 1))
+                        ;
+                t[j] = old[i];
+        }
+        free(old);
+        return 0;
+}
+
+/* Remembers the stack in s->ev for its thread. Out of memory, the thread keeps its older stack. */
+static void held_store(EbpfSource *s) {
+        const MsStack *st = &s->ev.page.stack;
+        int32_t tid = s->ev.tid;
+        HeldStack *h;
+
+        if (tid == 0)   /* the idle task: allocations in interrupts, no thread to hold for */
+                return;
+        h = held_find(s, tid);
+        if (!h) {
+                size_t i;
+
+                if ((s->n_held + 1) * 4 > s->held_size * 3 && held_grow(s) < 0)
+                        return;
+                for (i = held_home(s, tid); s->held[i].tid != 0; i = (i + 1) & (s->held_size - 1))
+                        ;
+                h = &s->held[i];
+                h->frames = malloc(2 * EBPF_DEPTH_MAX * sizeof(uint64_t));
+                if (!h->frames)
+                        return;
+                h->tid = tid;
+                s->n_held++;
+        }
+        memcpy(h->frames, st->frames, st->n_frames * sizeof(uint64_t));
+        h->n_frames = st->n_frames;
+        h->n_kernel = st->n_kernel_frames;
+}
+
+static size_t held_home_fn(const void *table, size_t i) {
+        const EbpfSource *s = table;
+
+        return s->held[i].tid == 0 ? PROBE_EMPTY : held_home(s, s->held[i].tid);
+}
+
+static void held_move_fn(void *table, size_t to, size_t from) {
+        EbpfSource *s = table;
+
+        s->held[to] = s->held[from];
+}
+
+static void held_clear_fn(void *table, size_t i) {
+        EbpfSource *s = table;
+
+        s->held[i] = (HeldStack) {};
+}
+
+static void held_forget(EbpfSource *s, int32_t tid) {
+        HeldStack *h = held_find(s, tid);
+
+        if (!h)
+                return;
+        free(h->frames);
+        s->n_held--;
+        probe_delete(s, s->held_size, (size_t) (h - s->held), held_home_fn, held_move_fn, held_clear_fn);
+}
+
+static void emit(EbpfSource *s) {
+        s->records++;
+        s->sink.event(s->sink.userdata, &s->ev);
+}
+
+static void event_reset(EbpfSource *s, MsEventType type, const MsBpfHead *h) {
+        s->ev = (MsEvent) {
+                .type = type,
+                .cpu = h->cpu,
+                .pid = (int32_t) h->pid,
+                .tid = (int32_t) h->tid,
+                .timestamp_nsec = h->timestamp_nsec,
+                .cgroup_id = h->cgroup_id,
+        };
+}
+
+/*
+ * The page's key from its struct page's address (what the BPF program records): the struct page's index in
+ * the address space, cut to 48 bits (the core's limit). With the page array linear in memory (vmemmap,
+ * flatmem, and within a sparsemem section, which a buddy block never crosses) the index is the pfn plus a
+ * constant, so the pages of a block have consecutive keys and each page one key for good, which is all
+ * the pfn ownership rules need, without reading a kernel variable (vmemmap_base) for the constant. 64-bit
+ * kernels keep struct pages in the top 2^54 bytes of the address space, so the cut never splits the array.
+ */
+static uint64_t page_key(const EbpfSource *s, uint64_t address) {
+        return (address / s->struct_page_size) & ((UINT64_C(1) << 48) - 1);
+}
+
+static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
+        bool alloc = p->head.type == MS_BPF_PAGE_ALLOC;
+
+        event_reset(s, alloc ? MS_EVENT_PAGE_ALLOC : MS_EVENT_PAGE_FREE, &p->head);
+        s->ev.page.pfn = page_key(s, p->pfn);
+        s->ev.page.order = p->order;
+        if (!alloc) {
+                emit(s);
+                return;
+        }
+        s->ev.page.migrate_type = p->migrate_type;
+        s->ev.page.gfp_flags = p->gfp_flags;
+        if (s->depth == 0) {
+                emit(s);
+                return;
+        }
+
+        if (p->flags & MS_BPF_STACK) {
+                size_t n_kernel = MIN((size_t) p->n_kernel, (size_t) s->depth);
+                size_t n_user = MIN((size_t) p->n_user, (size_t) s->depth);
+                size_t user_at = s->options.user_stacks ? s->user_at : n_kernel;
+
+                if (size < sizeof(*p) + (user_at + n_user) * sizeof(uint64_t)) {
+                        s->bad_records++;
+                        return;
+                }
+                memcpy(s->frames, p->frames, n_kernel * sizeof(uint64_t));
+                memcpy(s->frames + n_kernel, p->frames + user_at, n_user * sizeof(uint64_t));
+                s->ev.page.stack = (MsStack) {
+                        .frames = s->frames,
+                        .n_frames = (uint32_t) (n_kernel + n_user),
+                        .n_kernel_frames = (uint32_t) n_kernel,
+                };
+                held_store(s);
+        } else {
+                const HeldStack *h = held_find(s, s->ev.tid);
+
+                if (h) {
+                        s->ev.page.stack = (MsStack) {
+                                .frames = h->frames,
+                                .n_frames = h->n_frames,
+                                .n_kernel_frames = h->n_kernel,
+                        };
+                        s->held_pages += UINT64_C(1) << p->order;
+                } else {
+                        s->ev.page.stack = (MsStack) {
+                                .frames = &s->not_sampled_frame,
+                                .n_frames = 1,
+                                .n_kernel_frames = 1,
+                        };
+                        s->unsampled_pages += UINT64_C(1) << p->order;
+                }
+        }
+        emit(s);
+}
+
+static void handle_task(EbpfSource *s, const MsBpfTask *t) {
+        char comm[MS_BPF_COMM_MAX + 1];
+
+        memcpy(comm, t->comm, MS_BPF_COMM_MAX);
+        comm[MS_BPF_COMM_MAX] = '\0';
+        event_reset(s, MS_EVENT_TASK_COMM, &t->head);
+        s->ev.task.name = comm;
+        if (t->head.type == MS_BPF_TASK_EXEC)
+                s->ev.task.cmdline = proc_read_cmdline(PROC_ROOT_DEFAULT, s->ev.pid, s->cmdline,
+                                                      PROC_CMDLINE_MAX);
+        emit(s);
+}
+
+static void handle_module(EbpfSource *s, const MsBpfModule *m) {
+        char name[MS_BPF_MODULE_NAME_MAX + 1];
+
+        memcpy(name, m->name, MS_BPF_MODULE_NAME_MAX);
+        name[MS_BPF_MODULE_NAME_MAX] = '\0';
+        event_reset(s, m->head.type == MS_BPF_MODULE_LOAD ? MS_EVENT_MODULE_LOAD : MS_EVENT_MODULE_FREE,
+                    &m->head);
+        s->ev.module.name = name;
+        emit(s);
+}
+
+/* One ring record; the ring hands them out in the order the kernel reserved them. */
+static int ring_record(void *userdata, void *data, size_t size) {
+        EbpfSource *s = userdata;
+        const MsBpfHead *h = data;
+
+        if (size < sizeof(*h)) {
+                s->bad_records++;
+                goto next;
+        }
+        switch (h->type) {
+        case MS_BPF_PAGE_ALLOC:
+        case MS_BPF_PAGE_FREE:
+                if (size < sizeof(MsBpfPage)) {
+                        s->bad_records++;
+                        break;
+                }
+                handle_page(s, data, size);
+                break;
+        case MS_BPF_TASK_FORK:
+                event_reset(s, MS_EVENT_TASK_FORK, h);
+                s->ev.task.parent_pid = (int32_t) h->aux;
+                emit(s);
+                break;
+        case MS_BPF_TASK_COMM:
+        case MS_BPF_TASK_EXEC:
+                if (size < sizeof(MsBpfTask)) {
+                        s->bad_records++;
+                        break;
+                }
+                handle_task(s, data);
+                break;
+        case MS_BPF_TASK_EXIT:
+                event_reset(s, MS_EVENT_TASK_EXIT, h);
+                held_forget(s, s->ev.tid);
+                emit(s);
+                break;
+        case MS_BPF_MODULE_LOAD:
+        case MS_BPF_MODULE_FREE:
+                if (size < sizeof(MsBpfModule)) {
+                        s->bad_records++;
+                        break;
+                }
+                handle_module(s, data);
+                break;
+        default:
+                s->bad_records++;
+        }
+next:
+        if (--s->budget == 0)
+                return EBPF_BUDGET_SPENT;
+        return 0;
+}
+
+static void emit_lost(EbpfSource *s, uint32_t cpu, uint64_t n) {
+        s->ev = (MsEvent) {
+                .type = MS_EVENT_LOST,
+                .cpu = cpu,
+                .lost.n_lost = n,
+        };
+        s->lost_records += n;
+        emit(s);
+}
+
+/* Reads the kernel's loss counters and emits what grew since the last read. A few syscalls per drain. */
+static void poll_losses(EbpfSource *s) {
+        _cleanup_free_ MsBpfStats *now = NULL;
+        struct bpf_program *prog;
+        uint64_t misses = 0, stack_failed = 0, nested = 0;
+        uint32_t zero = 0;
+
+        now = calloc(s->n_possible_cpus, sizeof(*now));
+        if (now && bpf_map__lookup_elem(s->skel->maps.stats, &zero, sizeof(zero), now,
+                                        s->n_possible_cpus * sizeof(*now), 0) == 0) {
+                for (int c = 0; c < s->n_possible_cpus; c++) {
+                        uint64_t d = now[c].ring_full - s->cpu_stats[c].ring_full;
+
+                        if (d > 0) {
+                                s->lost_per_cpu[c] += d;
+                                s->losses[EBPF_LOSS_RING_FULL].count += d;
+                                emit_lost(s, (uint32_t) c, d);
+                        }
+                        stack_failed += now[c].stack_failed;
+                        nested += now[c].nested;
+                        s->cpu_stats[c] = now[c];
+                }
+                s->losses[EBPF_LOSS_STACK].count = stack_failed;
+        }
+
+        /* The nested programs' own misses are events their twin recorded; the twins' misses minus what
+         * the nested programs recorded for them are the events nobody recorded. */
+        bpf_object__for_each_program(prog, s->skel->obj) {
+                struct bpf_prog_info info = {};
+                uint32_t len = sizeof(info);
+                int fd = bpf_program__fd(prog);
+
+                if (prog == s->skel->progs.page_alloc_nested || prog == s->skel->progs.page_free_nested)
+                        continue;
+                if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+                        misses += info.recursion_misses;
+        }
+        s->nested_records = nested;
+        misses = misses > nested ? misses - nested : 0;
+        if (misses > s->recursion_misses) {
+                /* The kernel does not say on which CPU: charged to CPU 0's losses. */
+                s->losses[EBPF_LOSS_RECURSION].count += misses - s->recursion_misses;
+                s->lost_per_cpu[0] += misses - s->recursion_misses;
+                emit_lost(s, 0, misses - s->recursion_misses);
+                s->recursion_misses = misses;
+        }
+}
+
+/* Delivers up to budget records; returns true if more may remain. */
+static bool source_drain(EbpfSource *s, uint64_t budget) {
+        int r;
+
+        s->budget = budget;
+        r = ring_buffer__consume(s->ring);
+        if (r < 0 && r != EBPF_BUDGET_SPENT)
+                log_debug_errno(r, "Failed to read the eBPF ring buffer, retrying at the next wakeup: %m");
+        poll_losses(s);
+        return r == EBPF_BUDGET_SPENT;
+}
+
+static void source_drain_some(EbpfSource *s) {
+        int k;
+
+        if (!source_drain(s, EBPF_DRAIN_BUDGET))
+                return;
+        k = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
+        if (k < 0)
+                log_debug_errno(k, "Failed to schedule more draining, waiting for the next wakeup: %m");
+}
+
+static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        EbpfSource *s = userdata;
+
+        s->wakeups++;
+        source_drain_some(s);
+        return 0;
+}
+
+static int source_defer_handler(sd_event_source *es, void *userdata) {
+        source_drain_some(userdata);
+        return 0;
+}
+
+static EbpfSource *ebpf_source_free(EbpfSource *s) {
+        if (!s)
+                return NULL;
+        log_debug("eBPF source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
+                  " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " nested events caught, %"
+                  PRIu64 " bad records.", s->records, s->lost_records, s->wakeups, s->held_pages,
+                  s->unsampled_pages, s->nested_records, s->bad_records);
+        s->defer_source = sd_event_source_disable_unref(s->defer_source);
+        s->io_source = sd_event_source_disable_unref(s->io_source);
+        ring_buffer__free(s->ring);
+        memstrack_bpf__destroy(s->skel);
+        s->event = sd_event_unref(s->event);
+        for (size_t i = 0; i < s->held_size; i++)
+                free(s->held[i].frames);
+        free(s->held);
+        free(s->lost_per_cpu);
+        free(s->cpu_stats);
+        free(s->cmdline);
+        free(s->frames);
+        free(s);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(EbpfSource *, ebpf_source_free);
+
+static void ebpf_source_free_op(EventSource *es) {
+        ebpf_source_free(ebpf_source_from(es));
+}
+
+static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
+        EbpfSource *s = ebpf_source_from(es);
+        int r;
+
+        assert(s);
+        assert(event);
+        assert(sink && sink->event);
+
+        if (s->event)
+                return -EBUSY;
+
+        /* The map itself, not libbpf's epoll fd: nothing calls epoll_wait() on that one, so it would stay
+         * readable forever and spin the loop. Edge-triggered: only the program's forced wakeups count,
+         * and a drain that ran out of budget goes on from the defer source. */
+        r = sd_event_add_io(event, &s->io_source, bpf_map__fd(s->skel->maps.events), EPOLLIN | EPOLLET,
+                            ring_io_handler, s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the eBPF ring buffer: %m");
+        (void) sd_event_source_set_description(s->io_source, "ebpf-ring");
+        r = sd_event_add_defer(event, &s->defer_source, source_defer_handler, s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the eBPF drain source: %m");
+        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->defer_source, "ebpf-drain");
+
+        s->event = sd_event_ref(event);
+        s->sink = *sink;
+
+        r = memstrack_bpf__attach(s->skel);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the eBPF programs: %m");
+
+        /* Seeded after attaching, as perf does: a task born in between shows up twice rather than never. */
+        s->records += proc_seed_tasks(PROC_ROOT_DEFAULT, s->self, &s->sink);
+        log_debug("eBPF source started.");
+        return 0;
+}
+
+static int ebpf_source_flush(EventSource *es) {
+        EbpfSource *s = ebpf_source_from(es);
+
+        assert(s);
+        (void) source_drain(s, UINT64_MAX);
+        return 0;
+}
+
+static void ebpf_source_get_stats(EventSource *es, EventSourceStats *ret) {
+        EbpfSource *s = ebpf_source_from(es);
+
+        assert(s);
+        assert(ret);
+        *ret = (EventSourceStats) {
+                .records = s->records,
+                .lost_records = s->lost_records,
+                .wakeups = s->wakeups,
+                .n_cpus = (size_t) s->n_possible_cpus,
+                .lost_per_cpu = s->lost_per_cpu,
+                .losses = s->losses,
+                .n_losses = _EBPF_LOSS_MAX,
+                .stack_sample_interval = s->depth > 0 ? s->options.stack_sample_interval : 0,
+        };
+}
+
+static const EventSourceOps ebpf_source_ops = {
+        .name = "ebpf",
+        .start = ebpf_source_start,
+        .flush = ebpf_source_flush,
+        .get_stats = ebpf_source_get_stats,
+        .free = ebpf_source_free_op,
+};
+
+/*
+ * The sampling thresholds: each page is sampled with probability p = 1/interval, so a block of 2^order
+ * pages is sampled with probability 1 - (1 - p)^(2^order), as a threshold on a uniform 32-bit draw.
+ * Interval 1 samples every allocation without drawing (a threshold above UINT32_MAX).
+ */
+static void sample_thresholds(unsigned interval, __u64 *ret) {
+        for (unsigned order = 0; order < MS_BPF_ORDERS; order++) {
+                double q;
+
+                if (interval <= 1) {
+                        ret[order] = UINT64_C(1) << 32 | 1;
+                        continue;
+                }
+                q = 1.0 - pow(1.0 - 1.0 / interval, (double) (UINT64_C(1) << order));
+                ret[order] = q >= 1.0 ? UINT64_C(1) << 32 | 1 : (uint64_t) llround(q * 4294967296.0);
+        }
+}
+
+/* sizeof(struct page) of the kernel whose BTF is at path. */
+static int struct_page_size(const char *path, uint64_t *ret) {
+        struct btf *btf = btf__parse(path, NULL);
+        const struct btf_type *t;
+        uint32_t size = 0;
+        int id;
+
+        if (!btf)
+                return -errno;
+        id = btf__find_by_name_kind(btf, "page", BTF_KIND_STRUCT);
+        t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+        if (t)
+                size = t->size;
+        btf__free(btf);
+        if (size == 0)
+                return -ENOENT;
+        *ret = size;
+        return 0;
+}
+
+static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = NULL;
+        LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+        long page_size = sysconf(_SC_PAGESIZE), n_online = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t ring;
+        int r;
+
+        assert(options);
+        assert(ret);
+
+        if (options->stack_sample_interval < 1 || options->stack_sample_interval > SOURCE_STACK_SAMPLE_INTERVAL_MAX)
+                return log_error_errno(EINVAL, "Stack sample interval %u out of range 1..%u.",
+                                       options->stack_sample_interval, SOURCE_STACK_SAMPLE_INTERVAL_MAX);
+
+        (void) libbpf_set_print(libbpf_log);
+        if (access(options->btf ?: SOURCE_BTF_DEFAULT, R_OK) < 0)
+                return log_error_errno(errno, "No kernel BTF at %s, which the eBPF source needs: %m",
+                                       options->btf ?: SOURCE_BTF_DEFAULT);
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return log_oom();
+        s->source.ops = &ebpf_source_ops;
+        s->options = *options;
+        s->options.tracefs = s->options.input = s->options.btf = NULL;
+        s->self = options->self > 0 ? options->self : getpid();
+        s->depth = MIN(options->depth, EBPF_DEPTH_MAX);
+        if (options->depth > EBPF_DEPTH_MAX)
+                log_info("The eBPF source takes at most %u frames per stack, not %u.", EBPF_DEPTH_MAX,
+                         options->depth);
+        s->user_at = s->depth;
+        s->not_sampled_frame = MS_FRAME_NOT_SAMPLED;
+        s->losses[EBPF_LOSS_RING_FULL].reason = "ringFull";
+        s->losses[EBPF_LOSS_RECURSION].reason = "recursionMiss";
+        s->losses[EBPF_LOSS_STACK].reason = "stackFailed";
+
+        /* As much memory as the perf source's per-CPU rings together, in one ring of a power of two. */
+        ring = (size_t) options->buffer_pages * (size_t) page_size * (size_t) MAX(n_online, 1L);
+        s->ring_bytes = (size_t) page_size;
+        while (s->ring_bytes < ring && s->ring_bytes < (SIZE_MAX >> 2))
+                s->ring_bytes <<= 1;
+        s->wakeup_bytes = options->wakeup_bytes > 0 ? options->wakeup_bytes : s->ring_bytes / 4;
+        if (s->wakeup_bytes >= s->ring_bytes)
+                return log_error_errno(EINVAL, "Wakeup watermark of %zu bytes does not fit a ring of %zu bytes.",
+                                       s->wakeup_bytes, s->ring_bytes);
+
+        s->n_possible_cpus = libbpf_num_possible_cpus();
+        if (s->n_possible_cpus <= 0)
+                return log_error_errno(s->n_possible_cpus < 0 ? s->n_possible_cpus : -EINVAL,
+                                       "Failed to count the possible CPUs: %m");
+        s->cpu_stats = calloc(s->n_possible_cpus, sizeof(*s->cpu_stats));
+        s->lost_per_cpu = calloc(s->n_possible_cpus, sizeof(*s->lost_per_cpu));
+        s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
+        s->cmdline = malloc(PROC_CMDLINE_MAX);
+        if (!s->cpu_stats || !s->lost_per_cpu || !s->frames || !s->cmdline)
+                return log_oom();
+
+        r = struct_page_size(options->btf ?: SOURCE_BTF_DEFAULT, &s->struct_page_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to find the size of struct page in the kernel BTF at %s: %m",
+                                       options->btf ?: SOURCE_BTF_DEFAULT);
+
+        open_opts.btf_custom_path = options->btf;
+        s->skel = memstrack_bpf__open_opts(&open_opts);
+        if (!s->skel)
+                return log_error_errno(errno, "Failed to open the eBPF program: %m");
+
+        s->skel->rodata->self_tgid = (uint32_t) s->self;
+        s->skel->rodata->kernel_depth_bytes = s->depth * 8;
+        s->skel->rodata->user_depth_bytes = options->user_stacks ? s->depth * 8 : 0;
+        s->skel->rodata->user_at = s->user_at;
+        s->skel->rodata->wakeup_bytes = s->wakeup_bytes;
+        /* Every 64th page record per CPU checks the watermark, if 64 of the largest records per CPU fit
+         * twice above it; else every record does (tiny rings, tests). */
+        if (s->ring_bytes - s->wakeup_bytes >=
+            2 * 64 * (sizeof(MsBpfPage) + 2 * MS_BPF_FRAMES_MAX * 8 + 8) * (size_t) s->n_possible_cpus)
+                s->skel->rodata->wakeup_check_mask = 63;
+        sample_thresholds(options->stack_sample_interval, s->skel->rodata->sample_threshold);
+        r = bpf_map__set_max_entries(s->skel->maps.events, (uint32_t) MIN(s->ring_bytes, (size_t) 1 << 30));
+        if (r < 0)
+                return log_error_errno(r, "Failed to size the eBPF ring buffer to %zu bytes: %m", s->ring_bytes);
+        /* A kernel without modules has no module tracepoints: leave them out rather than fail. */
+        if (libbpf_find_vmlinux_btf_id("module_load", BPF_TRACE_RAW_TP) < 0 ||
+            libbpf_find_vmlinux_btf_id("module_free", BPF_TRACE_RAW_TP) < 0) {
+                log_debug("No module tracepoints: module loads are not tracked.");
+                (void) bpf_program__set_autoload(s->skel->progs.module_load, false);
+                (void) bpf_program__set_autoload(s->skel->progs.module_free, false);
+        }
+
+        r = memstrack_bpf__load(s->skel);
+        if (r == -EPERM || r == -EACCES)
+                return log_error_errno(r, "Not allowed to load the eBPF program: run as root or with CAP_BPF and "
+                                       "CAP_PERFMON: %m");
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the eBPF program (libbpf says why with "
+                                       "--log-level=debug): %m");
+
+        s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.events), ring_record, s, NULL);
+        if (!s->ring)
+                return log_error_errno(errno, "Failed to map the eBPF ring buffer: %m");
+
+        log_debug("eBPF source: %zu-byte ring, wakeup at %zu bytes, depth %u%s, a stack per %u pages.",
+                  s->ring_bytes, s->wakeup_bytes, s->depth, options->user_stacks ? " with user frames" : "",
+                  options->stack_sample_interval);
+        *ret = &TAKE_PTR(s)->source;
+        return 0;
+}
+
+/* The reason a probe gives is static (source.h); one source probes at a time. */
+static char probe_reason[256];
+
+/*
+ * Whether BPF with BTF can work here: the BTF file is readable, the kernel has BPF ring buffers and we
+ * may load a tracepoint program. Cheap: one map and one tiny program, created and closed.
+ */
+static int ebpf_source_probe(const SourceOptions *options, const char **ret_reason) {
+        const char *btf = options->btf ?: SOURCE_BTF_DEFAULT;
+        int r;
+
+        assert(ret_reason);
+
+        if (access(btf, R_OK) < 0) {
+                r = negative_errno();
+                (void) snprintf(probe_reason, sizeof(probe_reason), r == -ENOENT ? "no BTF at %s" :
+                                "BTF at %s not readable", btf);
+                *ret_reason = probe_reason;
+                return r;
+        }
+        (void) libbpf_set_print(libbpf_log);
+        r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+        if (r == 0) {
+                *ret_reason = "the kernel has no BPF ring buffer (Linux 5.8 or later)";
+                return -EOPNOTSUPP;
+        }
+        if (r == -EPERM || r == -EACCES) {
+                *ret_reason = "not allowed to use bpf() (needs root, or CAP_BPF with CAP_PERFMON)";
+                return r;
+        }
+        if (r == -ENOSYS) {
+                *ret_reason = "the kernel has no bpf()";
+                return r;
+        }
+        if (r < 0) {
+                (void) snprintf(probe_reason, sizeof(probe_reason), "bpf() failed: %s", strerror(-r));
+                *ret_reason = probe_reason;
+                return r;
+        }
+        r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACEPOINT, NULL);
+        if (r <= 0) {
+                *ret_reason = "not allowed to load BPF tracepoint programs (needs root, or CAP_BPF with CAP_PERFMON)";
+                return r < 0 ? r : -EOPNOTSUPP;
+        }
+        return 0;
+}
+
+const SourceType ebpf_source_type = {
+        .name = "ebpf",
+        .description = "the page tracepoints through an eBPF program (needs BTF; root or CAP_BPF+CAP_PERFMON)",
+        .automatic = true,
+        .probe = ebpf_source_probe,
+        .new = ebpf_source_new,
+};

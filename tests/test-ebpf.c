@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The eBPF source's user-space half without a kernel: the sampling thresholds, and ring records built in
+ * memory as the BPF program writes them, checked for what the sink receives (page keys, sample and hold,
+ * "[not sampled]", task and module events, malformed records, the drain budget). ebpf.c is included rather
+ * than linked, because its record handling is (rightly) static; the tests construct an EbpfSource the way
+ * ebpf_source_new() would before loading the program.
+ */
+
+#include "../daemon/sources/ebpf.c"
+
+#include "tests.h"
+
+#define DEPTH 8
+#define MAX_SEEN 16
+
+typedef struct Seen {
+        MsEvent ev;
+        uint64_t frames[DEPTH * 2];
+        char name[64];
+} Seen;
+
+static Seen seen[MAX_SEEN];
+static size_t n_seen;
+
+static void sink_event(void *userdata, const MsEvent *ev) {
+        Seen *s;
+
+        ASSERT_LT(n_seen, MAX_SEEN);
+        s = &seen[n_seen++];
+        s->ev = *ev;
+        if (ev->type == MS_EVENT_PAGE_ALLOC)
+                for (size_t i = 0; i < ev->page.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
+                        s->frames[i] = ev->page.stack.frames[i];
+        if ((ev->type == MS_EVENT_TASK_COMM) && ev->task.name)
+                (void) snprintf(s->name, sizeof(s->name), "%s", ev->task.name);
+        if ((ev->type == MS_EVENT_MODULE_LOAD || ev->type == MS_EVENT_MODULE_FREE) && ev->module.name)
+                (void) snprintf(s->name, sizeof(s->name), "%s", ev->module.name);
+}
+
+static EbpfSource *source_fake(bool user_stacks) {
+        EbpfSource *s = calloc(1, sizeof(*s));
+
+        ASSERT_NOT_NULL(s);
+        s->source.ops = &ebpf_source_ops;
+        source_options_init(&s->options);
+        s->options.user_stacks = user_stacks;
+        s->depth = DEPTH;
+        s->user_at = DEPTH;
+        s->struct_page_size = 64;
+        s->not_sampled_frame = MS_FRAME_NOT_SAMPLED;
+        s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
+        s->cmdline = malloc(PROC_CMDLINE_MAX);
+        ASSERT_TRUE(s->frames && s->cmdline);
+        s->sink = (MsEventSink) { .event = sink_event };
+        s->budget = UINT64_MAX;
+        n_seen = 0;
+        return s;
+}
+
+/* A page record of the given type, with n_kernel kernel frames 0xffffffff81000000 + i and n_user user
+ * frames 0x400000 + i at the user area when sampled. Returns its size. */
+static size_t page_record(uint64_t *buf, size_t buf_size, uint16_t type, uint32_t tid, uint64_t address,
+                unsigned order, bool sampled, unsigned n_kernel, unsigned n_user, unsigned user_at) {
+        MsBpfPage *p = (MsBpfPage *) buf;
+        size_t size = sizeof(*p);
+
+        memset(buf, 0, buf_size);
+        *p = (MsBpfPage) {
+                .head = { .timestamp_nsec = 1000 + tid, .cgroup_id = 77, .pid = 100, .tid = tid, .type = type,
+                          .cpu = 1 },
+                .pfn = address,
+                .order = (uint8_t) order,
+                .flags = sampled ? MS_BPF_STACK : 0,
+                .n_kernel = (uint8_t) n_kernel,
+                .n_user = (uint8_t) n_user,
+        };
+        if (sampled) {
+                for (unsigned i = 0; i < n_kernel; i++)
+                        p->frames[i] = UINT64_C(0xffffffff81000000) + i;
+                for (unsigned i = 0; i < n_user; i++)
+                        p->frames[user_at + i] = UINT64_C(0x400000) + i;
+                size += (n_user > 0 ? user_at + n_user : n_kernel) * sizeof(uint64_t);
+        }
+        return size;
+}
+
+static void test_thresholds(void) {
+        __u64 t[MS_BPF_ORDERS];
+
+        /* Full mode: every allocation, without a draw. */
+        sample_thresholds(1, t);
+        for (unsigned o = 0; o < MS_BPF_ORDERS; o++)
+                ASSERT_GT(t[o], UINT32_MAX);
+
+        /* 1 in 64 pages: an order-0 block with probability 1/64, larger blocks more often, never more
+         * than every time, and a block of 2^10 pages almost surely. */
+        sample_thresholds(64, t);
+        ASSERT_EQ(t[0], UINT64_C(1) << 26);
+        for (unsigned o = 1; o < MS_BPF_ORDERS; o++) {
+                if (o <= 8)
+                        ASSERT_GT(t[o], t[o - 1]);
+                ASSERT_GE(t[o], t[o - 1]);
+                ASSERT_LE(t[o], (UINT64_C(1) << 32) + 1);
+        }
+        /* 1 - (63/64)^2 = 0.031 */
+        ASSERT_EQ(t[1], (uint64_t) llround((1.0 - (63.0 / 64) * (63.0 / 64)) * 4294967296.0));
+        ASSERT_GT(t[10], UINT64_C(4294967296) - 4096);
+}
+
+static void test_sample_and_hold(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
+        size_t size;
+
+        /* Before the thread's first sample: the one "[not sampled]" frame. */
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 5000, 0, false, 0, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(n_seen, 1u);
+        ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_ALLOC);
+        ASSERT_EQ(seen[0].ev.page.pfn, 5000u);
+        ASSERT_EQ(seen[0].ev.cgroup_id, 77u);
+        ASSERT_EQ(seen[0].ev.tid, 10);
+        ASSERT_EQ(seen[0].ev.page.stack.n_frames, 1u);
+        ASSERT_EQ(seen[0].ev.page.stack.n_kernel_frames, 1u);
+        ASSERT_EQ(seen[0].frames[0], MS_FRAME_NOT_SAMPLED);
+        ASSERT_EQ(s->unsampled_pages, 1u);
+
+        /* A sampled allocation: its own stack, held for the thread. */
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 6000, 2, true, 3, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[1].ev.page.order, 2u);
+        ASSERT_EQ(seen[1].ev.page.stack.n_frames, 3u);
+        ASSERT_EQ(seen[1].frames[2], UINT64_C(0xffffffff81000002));
+
+        /* Unsampled allocations of that thread carry it; another thread's do not. */
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 7000, 1, false, 0, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[2].ev.page.stack.n_frames, 3u);
+        ASSERT_EQ(seen[2].frames[0], UINT64_C(0xffffffff81000000));
+        ASSERT_EQ(s->held_pages, 2u);
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 11, 64 * 7100, 0, false, 0, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[3].frames[0], MS_FRAME_NOT_SAMPLED);
+
+        /* A free: the key of the same struct page, no stack. */
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_FREE, 12, 64 * 6000, 2, false, 0, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[4].ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_EQ(seen[4].ev.page.pfn, 6000u);
+        ASSERT_EQ(seen[4].ev.page.order, 2u);
+
+        /* The thread exits: its stack is forgotten; a new thread of that id starts unsampled. */
+        MsBpfHead exit_rec = { .pid = 100, .tid = 10, .type = MS_BPF_TASK_EXIT };
+        ASSERT_EQ(ring_record(s, &exit_rec, sizeof(exit_rec)), 0);
+        ASSERT_EQ(seen[5].ev.type, MS_EVENT_TASK_EXIT);
+        ASSERT_EQ(s->n_held, 0u);
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 8000, 0, false, 0, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[6].frames[0], MS_FRAME_NOT_SAMPLED);
+
+        /* A sampled allocation whose stack failed is held like an unsampled one. */
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 11, 64 * 8100, 0, false, 0, 0, 0);
+        ((MsBpfPage *) buf)->flags = MS_BPF_STACK_FAILED;
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[7].frames[0], MS_FRAME_NOT_SAMPLED);
+        ASSERT_EQ(s->bad_records, 0u);
+}
+
+static void test_user_frames(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(true);
+        uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
+        size_t size;
+
+        /* Kernel frames first, then the user frames from their fixed area after the kernel's. */
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 20, 64, 0, true, 2, 3, DEPTH);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[0].ev.page.stack.n_frames, 5u);
+        ASSERT_EQ(seen[0].ev.page.stack.n_kernel_frames, 2u);
+        ASSERT_EQ(seen[0].frames[1], UINT64_C(0xffffffff81000001));
+        ASSERT_EQ(seen[0].frames[2], UINT64_C(0x400000));
+        ASSERT_EQ(seen[0].frames[4], UINT64_C(0x400002));
+
+        /* A record shorter than the frames it claims is skipped and counted. */
+        ASSERT_EQ(ring_record(s, buf, size - 8), 0);
+        ASSERT_EQ(n_seen, 1u);
+        ASSERT_EQ(s->bad_records, 1u);
+}
+
+static void test_other_records(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        MsBpfHead fork_rec = { .pid = 300, .tid = 301, .type = MS_BPF_TASK_FORK, .aux = 200 };
+        MsBpfTask comm_rec = { .head = { .pid = 300, .tid = 300, .type = MS_BPF_TASK_COMM } };
+        MsBpfModule mod_rec = { .head = { .pid = 1, .tid = 1, .type = MS_BPF_MODULE_LOAD } };
+        MsBpfHead bogus = { .type = 99 };
+        uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
+
+        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
+        ASSERT_EQ(seen[0].ev.type, MS_EVENT_TASK_FORK);
+        ASSERT_EQ(seen[0].ev.pid, 300);
+        ASSERT_EQ(seen[0].ev.tid, 301);
+        ASSERT_EQ(seen[0].ev.task.parent_pid, 200);
+
+        /* A comm filling all 16 bytes, no NUL: cut, never read past. */
+        memcpy(comm_rec.comm, "0123456789abcdef", MS_BPF_COMM_MAX);
+        ASSERT_EQ(ring_record(s, &comm_rec, sizeof(comm_rec)), 0);
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_TASK_COMM);
+        ASSERT_STREQ(seen[1].name, "0123456789abcdef");
+        ASSERT_NULL(seen[1].ev.task.cmdline);
+
+        memcpy(mod_rec.name, "ext4", 5);
+        ASSERT_EQ(ring_record(s, &mod_rec, sizeof(mod_rec)), 0);
+        ASSERT_EQ(seen[2].ev.type, MS_EVENT_MODULE_LOAD);
+        ASSERT_STREQ(seen[2].name, "ext4");
+
+        /* Unknown types and records shorter than their type's body are skipped and counted. */
+        ASSERT_EQ(ring_record(s, &bogus, sizeof(bogus)), 0);
+        ASSERT_EQ(ring_record(s, &comm_rec, sizeof(MsBpfHead)), 0);
+        ASSERT_EQ(ring_record(s, buf, 4), 0);
+        ASSERT_EQ(n_seen, 3u);
+        ASSERT_EQ(s->bad_records, 3u);
+
+        /* The budget: the record that spends it still counts, then the drain stops. */
+        s->budget = 2;
+        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
+        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), EBPF_BUDGET_SPENT);
+        ASSERT_EQ(n_seen, 5u);
+}
+
+/* Many threads sampled and exiting in another order: the held table grows and deletes exactly. */
+static void test_held_table(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
+
+        for (uint32_t tid = 1; tid <= 5000; tid++) {
+                size_t size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, tid, 64 * tid, 0, true, 1, 0, 0);
+
+                ((MsBpfPage *) buf)->frames[0] = tid;
+                ASSERT_EQ(ring_record(s, buf, size), 0);
+                n_seen = 0;
+        }
+        ASSERT_EQ(s->n_held, 5000u);
+        for (uint32_t tid = 2; tid <= 5000; tid += 2)
+                held_forget(s, (int32_t) tid);
+        ASSERT_EQ(s->n_held, 2500u);
+        for (uint32_t tid = 1; tid <= 5000; tid++) {
+                const HeldStack *h = held_find(s, (int32_t) tid);
+
+                if (tid % 2 == 0)
+                        ASSERT_NULL(h);
+                else {
+                        ASSERT_NOT_NULL(h);
+                        ASSERT_EQ(h->frames[0], tid);
+                }
+        }
+}
+
+int main(void) {
+        test_thresholds();
+        test_sample_and_hold();
+        test_user_frames();
+        test_other_records();
+        test_held_table();
+        printf("test-ebpf: all passed\n");
+        return 0;
+}
