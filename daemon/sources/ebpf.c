@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -620,6 +621,24 @@ static int struct_page_size(const char *path, uint64_t *ret) {
         return 0;
 }
 
+/* The inode of the initial PID namespace (PROC_PID_INIT_INO in the kernel): the same on every boot. */
+#define PID_NS_INIT_INO UINT64_C(0xeffffffc)
+
+/*
+ * memstrackd's PID namespace, for the BPF program to report pids as the daemon sees them (its /proc, its
+ * own pid): the nsfs device and inode of /proc/self/ns/pid; *ret_translate false in the initial one.
+ */
+static int pid_namespace(bool *ret_translate, uint64_t *ret_dev, uint64_t *ret_ino) {
+        struct stat st;
+
+        if (stat("/proc/self/ns/pid", &st) < 0)
+                return -errno;
+        *ret_dev = (uint64_t) st.st_dev;
+        *ret_ino = (uint64_t) st.st_ino;
+        *ret_translate = (uint64_t) st.st_ino != PID_NS_INIT_INO;
+        return 0;
+}
+
 static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         _cleanup_(ebpf_source_freep) EbpfSource *s = NULL;
         LIBBPF_OPTS(bpf_object_open_opts, open_opts);
@@ -687,6 +706,16 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         if (!s->skel)
                 return log_error_errno(errno, "Failed to open the eBPF program: %m");
 
+        bool pidns_translate = false;
+        uint64_t pidns_dev = 0, pidns_ino = 0;
+        r = pid_namespace(&pidns_translate, &pidns_dev, &pidns_ino);
+        if (r < 0)
+                return log_error_errno(r, "Failed to find memstrackd's PID namespace: %m");
+        if (pidns_translate)
+                log_debug("In a PID namespace of its own: pids as it sees them, 0 for tasks outside it.");
+        s->skel->rodata->pidns_translate = pidns_translate;
+        s->skel->rodata->pidns_dev = pidns_dev;
+        s->skel->rodata->pidns_ino = pidns_ino;
         s->skel->rodata->self_tgid = (uint32_t) s->self;
         s->skel->rodata->kernel_depth_bytes = s->depth * 8;
         s->skel->rodata->user_depth_bytes = options->user_stacks ? s->depth * 8 : 0;

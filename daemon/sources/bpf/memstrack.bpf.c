@@ -42,6 +42,12 @@ const volatile __u64 sample_threshold[MS_BPF_ORDERS] = {};
 /* Buffered bytes above which a record wakes the reader; below it records wait (BPF_RB_NO_WAKEUP). */
 const volatile __u64 wakeup_bytes = 0;
 const volatile __u64 wakeup_check_mask = 0;
+/* memstrackd's PID namespace, when it is not the initial one (a container): pids are reported as that
+ * namespace sees them, and 0 for tasks outside it, as perf does; the daemon looks them up in its /proc.
+ * pidns_translate 0: the initial namespace, the kernel's pids as they are (and no cost). */
+const volatile __u32 pidns_translate = 0;
+const volatile __u64 pidns_dev = 0;
+const volatile __u64 pidns_ino = 0;
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -95,6 +101,45 @@ static __always_inline __u64 page_wakeup_flag(MsBpfStats *st) {
         if (st && (++st->records & wakeup_check_mask) != 0)
                 return BPF_RB_NO_WAKEUP;
         return wakeup_flag();
+}
+
+/* The current task's tgid << 32 | pid, in memstrackd's PID namespace (see pidns_level); 0 outside it. */
+static __always_inline __u64 current_pid_tgid(void) {
+        struct bpf_pidns_info ns;
+
+        if (!pidns_translate)
+                return bpf_get_current_pid_tgid();
+        if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) < 0)
+                return 0;
+        return (__u64) ns.tgid << 32 | ns.pid;
+}
+
+/* Levels of nested PID namespaces looked through (the kernel allows 32; containers use a few). */
+#define PIDNS_LEVELS_MAX 8
+
+/* A task's pid (or its thread group's: group) in memstrackd's PID namespace; 0 outside it. A pid has one
+ * number per namespace level from the initial one down to the task's own, numbers[i] in namespace i. */
+static __always_inline __u32 task_pid_in_ns(struct task_struct *t, bool group) {
+        struct pid *p;
+        unsigned int level;
+
+        if (!pidns_translate)
+                return group ? (__u32) t->tgid : (__u32) t->pid;
+        p = group ? BPF_CORE_READ(t, group_leader, thread_pid) : BPF_CORE_READ(t, thread_pid);
+        if (!p)
+                return 0;
+        level = BPF_CORE_READ(p, level);
+        for (unsigned int i = 1; i < PIDNS_LEVELS_MAX; i++) {
+                struct upid up;
+
+                if (i > level)
+                        break;
+                if (bpf_probe_read_kernel(&up, sizeof(up), &p->numbers[i]) < 0 || !up.ns)
+                        return 0;
+                if (BPF_CORE_READ(up.ns, ns.inum) == pidns_ino)
+                        return (__u32) up.nr;
+        }
+        return 0;
 }
 
 /* Frees carry no cgroup id: the page goes back to its owner's account whoever frees it, and reading the
@@ -180,7 +225,7 @@ static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
 
 static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct page *page, __u32 order, __u64 gfp,
                 __s32 migrate_type, MsBpfStats *st) {
-        __u64 pid_tgid = bpf_get_current_pid_tgid();
+        __u64 pid_tgid = current_pid_tgid();
         MsBpfPage *rec;
 
         /* A failed allocation: no page to account. */
@@ -220,7 +265,7 @@ static __always_inline int page_free_event(struct page *page, __u32 order, MsBpf
                         st->ring_full++;
                 return 0;
         }
-        head_fill(&rec->head, MS_BPF_PAGE_FREE, bpf_get_current_pid_tgid());
+        head_fill(&rec->head, MS_BPF_PAGE_FREE, current_pid_tgid());
         rec->pfn = page_key(page);
         rec->gfp_flags = 0;
         rec->migrate_type = -1;
@@ -322,10 +367,10 @@ int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(rec, MS_BPF_TASK_FORK, bpf_get_current_pid_tgid());
-        rec->pid = (__u32) child->tgid;
-        rec->tid = (__u32) child->pid;
-        rec->aux = (__u32) parent->tgid;
+        head_fill(rec, MS_BPF_TASK_FORK, current_pid_tgid());
+        rec->pid = task_pid_in_ns(child, true);
+        rec->tid = task_pid_in_ns(child, false);
+        rec->aux = task_pid_in_ns(parent, true);
         bpf_ringbuf_submit(rec, wakeup_flag());
         return 0;
 }
@@ -339,9 +384,9 @@ int BPF_PROG(task_rename, struct task_struct *task, const char *comm) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(&rec->head, MS_BPF_TASK_COMM, bpf_get_current_pid_tgid());
-        rec->head.pid = (__u32) task->tgid;
-        rec->head.tid = (__u32) task->pid;
+        head_fill(&rec->head, MS_BPF_TASK_COMM, current_pid_tgid());
+        rec->head.pid = task_pid_in_ns(task, true);
+        rec->head.tid = task_pid_in_ns(task, false);
         if (bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm) < 0)
                 rec->comm[0] = '\0';
         bpf_ringbuf_submit(rec, wakeup_flag());
@@ -356,7 +401,7 @@ int BPF_PROG(task_exec, struct task_struct *task, pid_t old_pid) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(&rec->head, MS_BPF_TASK_EXEC, bpf_get_current_pid_tgid());
+        head_fill(&rec->head, MS_BPF_TASK_EXEC, current_pid_tgid());
         rec->head.aux = (__u32) old_pid;
         if (bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
                 rec->comm[0] = '\0';
@@ -372,9 +417,9 @@ int BPF_PROG(task_exit, struct task_struct *task) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(rec, MS_BPF_TASK_EXIT, bpf_get_current_pid_tgid());
-        rec->pid = (__u32) task->tgid;
-        rec->tid = (__u32) task->pid;
+        head_fill(rec, MS_BPF_TASK_EXIT, current_pid_tgid());
+        rec->pid = task_pid_in_ns(task, true);
+        rec->tid = task_pid_in_ns(task, false);
         bpf_ringbuf_submit(rec, wakeup_flag());
         return 0;
 }
@@ -386,7 +431,7 @@ static __always_inline int module_event(struct module *mod, __u16 type) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(&rec->head, type, bpf_get_current_pid_tgid());
+        head_fill(&rec->head, type, current_pid_tgid());
         if (bpf_probe_read_kernel_str(rec->name, sizeof(rec->name), mod->name) < 0)
                 rec->name[0] = '\0';
         bpf_ringbuf_submit(rec, wakeup_flag());

@@ -1,0 +1,77 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# memstrackd inside a PID namespace of its own (a container): each source reports tasks by the pids the
+# daemon sees, so loadgen's pages are charged to the pid its /proc shows, with its command line, and
+# tasks outside the namespace to pid 0, never to a stranger's pid. The kernel's pids differ from the
+# namespace's, so a source that passed them through would fail here.
+# Needs root, unshare(1) and a live tracing source; skips (77) otherwise.
+#
+# Usage: test-pidns.sh MEMSTRACKD MEMSTRACKCTL LOADGEN
+set -uo pipefail
+
+MEMSTRACKD=$(realpath "${1:?memstrackd}")
+MEMSTRACKCTL=$(realpath "${2:?memstrackctl}")
+LOADGEN=$(realpath "${3:?loadgen}")
+PAGES=8192
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (PID namespaces, tracing)"; exit 77; }
+command -v unshare >/dev/null || { echo "SKIP: no unshare(1)"; exit 77; }
+unshare -p -f --mount-proc true 2>/dev/null || { echo "SKIP: cannot make a PID namespace here"; exit 77; }
+
+work=$(mktemp -d /tmp/test-pidns.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail=0
+
+# The whole case runs inside the namespace; it prints one verdict line.
+inside() {
+    local source=$1 sock=$work/$1.sock lg i pages=0
+    "$MEMSTRACKD" --foreground --source "$source" --socket "$sock" >"$work/$source.log" 2>&1 &
+    for i in $(seq 100); do "$MEMSTRACKCTL" --address "$sock" status >/dev/null 2>&1 && break; sleep 0.1; done
+    if ! "$MEMSTRACKCTL" --address "$sock" status >/dev/null 2>&1; then
+        echo "SKIP $source: memstrackd did not start: $(tail -3 "$work/$source.log")"
+        return
+    fi
+    "$LOADGEN" --pages $PAGES --hold-until-signal >/dev/null &
+    lg=$!
+    for i in $(seq 100); do
+        pages=$("$MEMSTRACKCTL" --address "$sock" --json=short tasks --pid "$lg" 2>/dev/null |
+                python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"]; print(t[0]["currentPages"] if t else 0)' 2>/dev/null)
+        [ "${pages:-0}" -ge $PAGES ] && break
+        sleep 0.2
+    done
+    "$MEMSTRACKCTL" --address "$sock" --json=short tasks --all --limit 10000 >"$work/$source.json"
+    # Checked while loadgen lives, so that every live pid listed can be looked up here.
+    python3 - "$work/$source.json" "$lg" "$PAGES" "$source" <<'PY'
+import json, os, sys
+tasks = {t["pid"]: t for t in json.load(open(sys.argv[1]))["tasks"]}
+lg, pages, source = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+t = tasks.get(lg)
+ok = t is not None and t["currentPages"] >= pages and t["comm"] == "loadgen" and "loadgen" in (t["cmdline"] or "")
+# Every live pid shown other than 0 is one this namespace has (the memstrackctl that asked has exited
+# since, unseen by the reply).
+strangers = [p for p, x in tasks.items()
+             if p > 0 and not x["exited"] and x["comm"] != "memstrackctl" and not os.path.exists(f"/proc/{p}")]
+if ok and not strangers:
+    print(f"ok {source}: loadgen (pid {lg} here) holds {t['currentPages']} pages; no pid from outside")
+else:
+    print(f"FAIL {source}: loadgen {t}; pids that are not this namespace's: {[tasks[p] for p in strangers[:3]]}")
+PY
+    kill -USR1 "$lg"; wait "$lg"
+    kill %1; wait
+}
+export -f inside
+export MEMSTRACKD MEMSTRACKCTL LOADGEN PAGES work
+
+ran=0
+for source in ebpf perf; do
+    line=$(unshare -p -f --mount-proc bash -c "inside $source")
+    echo "$line"
+    case $line in
+        ok*) ran=$((ran + 1)) ;;
+        SKIP*) ;;
+        *) fail=1 ;;
+    esac
+done
+[ $fail = 0 ] || exit 1
+[ $ran -gt 0 ] || { echo "SKIP: no source could run in a PID namespace"; exit 77; }
+exit 0
