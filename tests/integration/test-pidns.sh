@@ -39,6 +39,9 @@ inside() {
         [ "${pages:-0}" -ge $PAGES ] && break
         sleep 0.2
     done
+    # The polling above ran short-lived processes: give their exits time to reach the daemon (it may lag
+    # on a loaded machine), so that only a wrong pid can look alive and absent from /proc.
+    sleep 3
     "$MEMSTRACKCTL" --address "$sock" --json=short tasks --all --limit 10000 >"$work/$source.json"
     # Checked while loadgen lives, so that every live pid listed can be looked up here.
     python3 - "$work/$source.json" "$lg" "$PAGES" "$source" <<'PY'
