@@ -228,6 +228,40 @@ static void test_other_records(void) {
         ASSERT_EQ(n_seen, 5u);
 }
 
+/* Page records without a time (all but every 64th per CPU) get the latest time before them in ring order;
+ * a record stamped earlier than one before it does not take the stream's time back. */
+static void test_record_time(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        MsBpfHead fork_rec = { .timestamp_nsec = 5000, .pid = 300, .tid = 301, .type = MS_BPF_TASK_FORK };
+        uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
+        MsBpfPage *p = (MsBpfPage *) buf;
+        size_t size;
+
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 1, 0x1000, 0, false, 0, 0, 0);
+        p->head.timestamp_nsec = 0;
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[0].ev.timestamp_nsec, 0u);       /* nothing seen yet */
+
+        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
+        ASSERT_EQ(seen[1].ev.timestamp_nsec, 5000u);
+
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_FREE, 1, 0x1000, 0, false, 0, 0, 0);
+        p->head.timestamp_nsec = 0;
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[2].ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_EQ(seen[2].ev.timestamp_nsec, 5000u);
+
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 1, 0x1000, 0, false, 0, 0, 0);
+        p->head.timestamp_nsec = 4000;                  /* stamped, then reserved after the fork */
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[3].ev.timestamp_nsec, 5000u);
+
+        p->head.timestamp_nsec = 7000;
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[4].ev.timestamp_nsec, 7000u);
+        ASSERT_EQ(n_seen, 5u);
+}
+
 /* Many threads sampled and exiting in another order: the held table grows and deletes exactly. */
 static void test_held_table(void) {
         _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
@@ -261,6 +295,7 @@ int main(void) {
         test_sample_and_hold();
         test_user_frames();
         test_other_records();
+        test_record_time();
         test_held_table();
         printf("test-ebpf: all passed\n");
         return 0;

@@ -110,6 +110,7 @@ typedef struct EbpfSource {
         EventSourceLoss losses[_EBPF_LOSS_MAX];
 
         uint64_t records;               /* events delivered to the sink */
+        uint64_t last_nsec;             /* the latest record time, in ring order (see event_reset()) */
         uint64_t lost_records;          /* ring full + recursion misses */
         uint64_t wakeups;
         uint64_t bad_records;
@@ -234,13 +235,16 @@ static void emit(EbpfSource *s) {
         s->sink.event(s->sink.userdata, &s->ev);
 }
 
+/* Most page records carry no time (page_time() in bpf/memstrack.bpf.c): they get the latest time seen before
+ * them in ring order, so times never go back along the stream the core sees. */
 static void event_reset(EbpfSource *s, MsEventType type, const MsBpfHead *h) {
+        s->last_nsec = MAX(s->last_nsec, h->timestamp_nsec);
         s->ev = (MsEvent) {
                 .type = type,
                 .cpu = h->cpu,
                 .pid = (int32_t) h->pid,
                 .tid = (int32_t) h->tid,
-                .timestamp_nsec = h->timestamp_nsec,
+                .timestamp_nsec = s->last_nsec,
                 .cgroup_id = h->cgroup_id,
         };
 }

@@ -35,12 +35,15 @@ enum {
 #define MS_BPF_FRAMES_MAX 128
 /* Orders with their own sampling threshold; larger blocks use the last. */
 #define MS_BPF_ORDERS 16
+/* Page records take the time every (MS_BPF_TIME_MASK + 1)th record per CPU. */
+#define MS_BPF_TIME_MASK 63
 /* The longest module name (the kernel's MODULE_NAME_LEN on 64-bit). */
 #define MS_BPF_MODULE_NAME_MAX 56
 #define MS_BPF_COMM_MAX 16
 
 typedef struct MsBpfHead {
-        __u64 timestamp_nsec;   /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+        __u64 timestamp_nsec;   /* bpf_ktime_get_ns(): CLOCK_MONOTONIC; page records: 0 but every
+                                 * (MS_BPF_TIME_MASK + 1)th per CPU (see page_time()) */
         __u64 cgroup_id;        /* bpf_get_current_cgroup_id(); 0 in PAGE_FREE */
         __u32 pid;              /* thread group id */
         __u32 tid;

@@ -98,15 +98,29 @@ static __always_inline __u64 page_wakeup_flag(MsBpfStats *st) {
 }
 
 /* Frees carry no cgroup id: the page goes back to its owner's account whoever frees it, and reading the
- * id is four dependent loads. */
-static __always_inline void head_fill(MsBpfHead *h, __u16 type, __u64 pid_tgid) {
-        h->timestamp_nsec = bpf_ktime_get_ns();
+ * id is four dependent loads (~20 ns). */
+static __always_inline void head_fill(MsBpfHead *h, __u16 type, __u64 pid_tgid, __u64 timestamp_nsec) {
+        h->timestamp_nsec = timestamp_nsec;
         h->cgroup_id = type == MS_BPF_PAGE_FREE ? 0 : bpf_get_current_cgroup_id();
         h->pid = (__u32) (pid_tgid >> 32);
         h->tid = (__u32) pid_tgid;
         h->type = type;
         h->cpu = (__u16) bpf_get_smp_processor_id();
         h->aux = 0;
+}
+
+/*
+ * The time is the dearest field of a page record (~32 ns a read of this VM's clock source, measured with
+ * bpf_stats_enabled; docs/performance.md), and page records do not need it for their order: the ring hands
+ * them out in the order they were reserved. The owner's account needs no time either; the daemon only
+ * dates a task it first meets through an allocation. So a page record takes the time only every
+ * (MS_BPF_TIME_MASK + 1)th record per CPU and carries 0 otherwise; ebpf.c gives those the last time it saw
+ * in ring order. (The coarse clock, a few ns, is not allowed in tracing programs.)
+ */
+static __always_inline __u64 page_time(const MsBpfStats *st) {
+        if (st && (st->records & MS_BPF_TIME_MASK) != 0)
+                return 0;
+        return bpf_ktime_get_ns();
 }
 
 static __always_inline bool sample_this(__u32 order) {
@@ -142,7 +156,7 @@ static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
         if (!sc)
                 return 0;
         rec = (MsBpfPage *) sc->data;
-        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid);
+        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid, page_time(st));
         rec->pfn = key;
         rec->gfp_flags = gfp;
         rec->migrate_type = migrate_type;
@@ -200,7 +214,7 @@ static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct page *
                         st->ring_full++;
                 return 0;
         }
-        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid);
+        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid, page_time(st));
         rec->pfn = page_key(page);
         rec->gfp_flags = gfp;
         rec->migrate_type = migrate_type;
@@ -220,7 +234,7 @@ static __always_inline int page_free_event(struct page *page, __u32 order, MsBpf
                         st->ring_full++;
                 return 0;
         }
-        head_fill(&rec->head, MS_BPF_PAGE_FREE, bpf_get_current_pid_tgid());
+        head_fill(&rec->head, MS_BPF_PAGE_FREE, bpf_get_current_pid_tgid(), page_time(st));
         rec->pfn = page_key(page);
         rec->gfp_flags = 0;
         rec->migrate_type = -1;
@@ -322,7 +336,7 @@ int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(rec, MS_BPF_TASK_FORK, bpf_get_current_pid_tgid());
+        head_fill(rec, MS_BPF_TASK_FORK, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
         rec->pid = (__u32) child->tgid;
         rec->tid = (__u32) child->pid;
         rec->aux = (__u32) parent->tgid;
@@ -339,7 +353,7 @@ int BPF_PROG(task_rename, struct task_struct *task, const char *comm) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(&rec->head, MS_BPF_TASK_COMM, bpf_get_current_pid_tgid());
+        head_fill(&rec->head, MS_BPF_TASK_COMM, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
         rec->head.pid = (__u32) task->tgid;
         rec->head.tid = (__u32) task->pid;
         if (bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm) < 0)
@@ -356,7 +370,7 @@ int BPF_PROG(task_exec, struct task_struct *task, pid_t old_pid) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(&rec->head, MS_BPF_TASK_EXEC, bpf_get_current_pid_tgid());
+        head_fill(&rec->head, MS_BPF_TASK_EXEC, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
         rec->head.aux = (__u32) old_pid;
         if (bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
                 rec->comm[0] = '\0';
@@ -372,7 +386,7 @@ int BPF_PROG(task_exit, struct task_struct *task) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(rec, MS_BPF_TASK_EXIT, bpf_get_current_pid_tgid());
+        head_fill(rec, MS_BPF_TASK_EXIT, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
         rec->pid = (__u32) task->tgid;
         rec->tid = (__u32) task->pid;
         bpf_ringbuf_submit(rec, wakeup_flag());
@@ -386,7 +400,7 @@ static __always_inline int module_event(struct module *mod, __u16 type) {
                 count_ring_full();
                 return 0;
         }
-        head_fill(&rec->head, type, bpf_get_current_pid_tgid());
+        head_fill(&rec->head, type, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
         if (bpf_probe_read_kernel_str(rec->name, sizeof(rec->name), mod->name) < 0)
                 rec->name[0] = '\0';
         bpf_ringbuf_submit(rec, wakeup_flag());
