@@ -86,6 +86,16 @@ static size_t page_record(uint64_t *buf, size_t buf_size, uint16_t type, uint32_
         return size;
 }
 
+/* A free record (MsBpfFree); returns its size. */
+static size_t free_record(uint64_t *buf, size_t buf_size, uint64_t address, unsigned order, uint64_t nsec) {
+        MsBpfFree *f = (MsBpfFree *) buf;
+
+        memset(buf, 0, buf_size);
+        *f = (MsBpfFree) { .type = MS_BPF_PAGE_FREE, .order = (uint8_t) order, .timestamp_nsec = nsec,
+                           .pfn = address };
+        return sizeof(*f);
+}
+
 static void test_thresholds(void) {
         __u64 t[MS_BPF_ORDERS];
 
@@ -145,7 +155,8 @@ static void test_sample_and_hold(void) {
         ASSERT_EQ(seen[3].frames[0], MS_FRAME_NOT_SAMPLED);
 
         /* A free: the key of the same struct page, no stack. */
-        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_FREE, 12, 64 * 6000, 2, false, 0, 0, 0);
+        size = free_record(buf, sizeof(buf), 64 * 6000, 2, 1012);
+        ASSERT_EQ(size, 24u);
         ASSERT_EQ(ring_record(s, buf, size), 0);
         ASSERT_EQ(seen[4].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(seen[4].ev.page.pfn, 6000u);
@@ -218,8 +229,10 @@ static void test_other_records(void) {
         ASSERT_EQ(ring_record(s, &bogus, sizeof(bogus)), 0);
         ASSERT_EQ(ring_record(s, &comm_rec, sizeof(MsBpfHead)), 0);
         ASSERT_EQ(ring_record(s, buf, 4), 0);
+        free_record(buf, sizeof(buf), 0x1000, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, sizeof(MsBpfFree) - 8), 0);        /* a free cut short */
         ASSERT_EQ(n_seen, 3u);
-        ASSERT_EQ(s->bad_records, 3u);
+        ASSERT_EQ(s->bad_records, 4u);
 
         /* The budget: the record that spends it still counts, then the drain stops. */
         s->budget = 2;
@@ -245,11 +258,12 @@ static void test_record_time(void) {
         ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
         ASSERT_EQ(seen[1].ev.timestamp_nsec, 5000u);
 
-        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_FREE, 1, 0x1000, 0, false, 0, 0, 0);
-        p->head.timestamp_nsec = 0;
+        size = free_record(buf, sizeof(buf), 64 * 9, 1, 0);
         ASSERT_EQ(ring_record(s, buf, size), 0);
         ASSERT_EQ(seen[2].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(seen[2].ev.timestamp_nsec, 5000u);
+        ASSERT_EQ(seen[2].ev.page.pfn, 9u);
+        ASSERT_EQ(seen[2].ev.page.order, 1u);
 
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 1, 0x1000, 0, false, 0, 0, 0);
         p->head.timestamp_nsec = 4000;                  /* stamped, then reserved after the fork */
