@@ -86,6 +86,16 @@ static size_t page_record(uint64_t *buf, size_t buf_size, uint16_t type, uint32_
         return size;
 }
 
+/* A free record (MsBpfFree); returns its size. */
+static size_t free_record(uint64_t *buf, size_t buf_size, uint64_t address, unsigned order, uint64_t nsec) {
+        MsBpfFree *f = (MsBpfFree *) buf;
+
+        memset(buf, 0, buf_size);
+        *f = (MsBpfFree) { .type = MS_BPF_PAGE_FREE, .order = (uint8_t) order, .timestamp_nsec = nsec,
+                           .pfn = address };
+        return sizeof(*f);
+}
+
 static void test_thresholds(void) {
         __u64 t[MS_BPF_ORDERS];
 
@@ -145,7 +155,8 @@ static void test_sample_and_hold(void) {
         ASSERT_EQ(seen[3].frames[0], MS_FRAME_NOT_SAMPLED);
 
         /* A free: the key of the same struct page, no stack. */
-        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_FREE, 12, 64 * 6000, 2, false, 0, 0, 0);
+        size = free_record(buf, sizeof(buf), 64 * 6000, 2, 1012);
+        ASSERT_EQ(size, 24u);
         ASSERT_EQ(ring_record(s, buf, size), 0);
         ASSERT_EQ(seen[4].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(seen[4].ev.page.pfn, 6000u);
@@ -218,13 +229,50 @@ static void test_other_records(void) {
         ASSERT_EQ(ring_record(s, &bogus, sizeof(bogus)), 0);
         ASSERT_EQ(ring_record(s, &comm_rec, sizeof(MsBpfHead)), 0);
         ASSERT_EQ(ring_record(s, buf, 4), 0);
+        free_record(buf, sizeof(buf), 0x1000, 0, 0);
+        ASSERT_EQ(ring_record(s, buf, sizeof(MsBpfFree) - 8), 0);        /* a free cut short */
         ASSERT_EQ(n_seen, 3u);
-        ASSERT_EQ(s->bad_records, 3u);
+        ASSERT_EQ(s->bad_records, 4u);
 
         /* The budget: the record that spends it still counts, then the drain stops. */
         s->budget = 2;
         ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
         ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), EBPF_BUDGET_SPENT);
+        ASSERT_EQ(n_seen, 5u);
+}
+
+/* Page records without a time (all but every 64th per CPU) get the latest time before them in ring order;
+ * a record stamped earlier than one before it does not take the stream's time back. */
+static void test_record_time(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        MsBpfHead fork_rec = { .timestamp_nsec = 5000, .pid = 300, .tid = 301, .type = MS_BPF_TASK_FORK };
+        uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
+        MsBpfPage *p = (MsBpfPage *) buf;
+        size_t size;
+
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 1, 0x1000, 0, false, 0, 0, 0);
+        p->head.timestamp_nsec = 0;
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[0].ev.timestamp_nsec, 0u);       /* nothing seen yet */
+
+        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
+        ASSERT_EQ(seen[1].ev.timestamp_nsec, 5000u);
+
+        size = free_record(buf, sizeof(buf), 64 * 9, 1, 0);
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[2].ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_EQ(seen[2].ev.timestamp_nsec, 5000u);
+        ASSERT_EQ(seen[2].ev.page.pfn, 9u);
+        ASSERT_EQ(seen[2].ev.page.order, 1u);
+
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 1, 0x1000, 0, false, 0, 0, 0);
+        p->head.timestamp_nsec = 4000;                  /* stamped, then reserved after the fork */
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[3].ev.timestamp_nsec, 5000u);
+
+        p->head.timestamp_nsec = 7000;
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(seen[4].ev.timestamp_nsec, 7000u);
         ASSERT_EQ(n_seen, 5u);
 }
 
@@ -261,6 +309,7 @@ int main(void) {
         test_sample_and_hold();
         test_user_frames();
         test_other_records();
+        test_record_time();
         test_held_table();
         printf("test-ebpf: all passed\n");
         return 0;

@@ -111,6 +111,7 @@ typedef struct EbpfSource {
         EventSourceLoss losses[_EBPF_LOSS_MAX];
 
         uint64_t records;               /* events delivered to the sink */
+        uint64_t last_nsec;             /* the latest record time, in ring order (see event_reset()) */
         uint64_t lost_records;          /* ring full + recursion misses */
         uint64_t wakeups;
         uint64_t bad_records;
@@ -235,13 +236,16 @@ static void emit(EbpfSource *s) {
         s->sink.event(s->sink.userdata, &s->ev);
 }
 
+/* Most page records carry no time (page_time() in bpf/memstrack.bpf.c): they get the latest time seen before
+ * them in ring order, so times never go back along the stream the core sees. */
 static void event_reset(EbpfSource *s, MsEventType type, const MsBpfHead *h) {
+        s->last_nsec = MAX(s->last_nsec, h->timestamp_nsec);
         s->ev = (MsEvent) {
                 .type = type,
                 .cpu = h->cpu,
                 .pid = (int32_t) h->pid,
                 .tid = (int32_t) h->tid,
-                .timestamp_nsec = h->timestamp_nsec,
+                .timestamp_nsec = s->last_nsec,
                 .cgroup_id = h->cgroup_id,
         };
 }
@@ -258,16 +262,22 @@ static uint64_t page_key(const EbpfSource *s, uint64_t address) {
         return (address / s->struct_page_size) & ((UINT64_C(1) << 48) - 1);
 }
 
-static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
-        bool alloc = p->head.type == MS_BPF_PAGE_ALLOC;
+/* A free carries no task, cpu or cgroup: the page goes back to its owner's account whoever frees it. */
+static void handle_free(EbpfSource *s, const MsBpfFree *f) {
+        s->last_nsec = MAX(s->last_nsec, f->timestamp_nsec);
+        s->ev = (MsEvent) {
+                .type = MS_EVENT_PAGE_FREE,
+                .timestamp_nsec = s->last_nsec,
+        };
+        s->ev.page.pfn = page_key(s, f->pfn);
+        s->ev.page.order = f->order;
+        emit(s);
+}
 
-        event_reset(s, alloc ? MS_EVENT_PAGE_ALLOC : MS_EVENT_PAGE_FREE, &p->head);
+static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
+        event_reset(s, MS_EVENT_PAGE_ALLOC, &p->head);
         s->ev.page.pfn = page_key(s, p->pfn);
         s->ev.page.order = p->order;
-        if (!alloc) {
-                emit(s);
-                return;
-        }
         s->ev.page.migrate_type = p->migrate_type;
         s->ev.page.gfp_flags = p->gfp_flags;
         if (s->depth == 0) {
@@ -343,13 +353,17 @@ static int ring_record(void *userdata, void *data, size_t size) {
         EbpfSource *s = userdata;
         const MsBpfHead *h = data;
 
+        /* Frees are shorter than the head every other record starts with: the type first. */
+        if (size >= sizeof(MsBpfFree) && h->type == MS_BPF_PAGE_FREE) {
+                handle_free(s, data);
+                goto next;
+        }
         if (size < sizeof(*h)) {
                 s->bad_records++;
                 goto next;
         }
         switch (h->type) {
         case MS_BPF_PAGE_ALLOC:
-        case MS_BPF_PAGE_FREE:
                 if (size < sizeof(MsBpfPage)) {
                         s->bad_records++;
                         break;
