@@ -144,6 +144,20 @@ int units_print_table(json_t *units, uint64_t page_size, bool cgroup_column, FIL
         return table_print(t, f, width);
 }
 
+int list_params_sort_limit(json_t *params, const char *what, bool allocs) {
+        if (arg_sort) {
+                if (!allocs && streq(arg_sort, "allocs")) {
+                        fprintf(stderr, "memstrackctl: %s sort by current or peak.\n", what);
+                        return CTL_EXIT_USAGE;
+                }
+                if (json_object_set_new(params, "sortBy", json_string(arg_sort)) < 0)
+                        return -ENOMEM;
+        }
+        if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 /* Calls method with the verb's --sort/--limit and prints the table (or the JSON reply). */
 static int list_verb(const char *method, const char *list, bool tasks) {
         json_auto_t *params = json_object(), *reply = NULL;
@@ -152,16 +166,9 @@ static int list_verb(const char *method, const char *list, bool tasks) {
 
         if (!params)
                 return -ENOMEM;
-        if (arg_sort) {
-                if (!tasks && streq(arg_sort, "allocs")) {
-                        fprintf(stderr, "memstrackctl: modules sort by current or peak.\n");
-                        return CTL_EXIT_USAGE;
-                }
-                if (json_object_set_new(params, "sortBy", json_string(arg_sort)) < 0)
-                        return -ENOMEM;
-        }
-        if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
-                return -ENOMEM;
+        r = list_params_sort_limit(params, list, tasks);
+        if (r != 0)
+                return r;
         /* Without --all, exited tasks and tasks at 0 for the sort key (kernel threads, mostly) are left
          * out by the daemon, before the limit. */
         if (tasks && json_object_set_new(params, arg_all ? "includeExited" : "hideZero", json_true()) < 0)

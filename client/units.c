@@ -42,16 +42,9 @@ int verb_units(int argc, char *argv[]) {
 
         if (!params)
                 return -ENOMEM;
-        if (arg_sort) {
-                if (streq(arg_sort, "allocs")) {
-                        fprintf(stderr, "memstrackctl: units sort by current or peak.\n");
-                        return CTL_EXIT_USAGE;
-                }
-                if (json_object_set_new(params, "sortBy", json_string(arg_sort)) < 0)
-                        return -ENOMEM;
-        }
-        if (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0)
-                return -ENOMEM;
+        r = list_params_sort_limit(params, "units", false);
+        if (r != 0)
+                return r;
         if (arg_stacks > 0 && json_object_set_new(params, "stacks", json_integer((json_int_t) arg_stacks)) < 0)
                 return -ENOMEM;
         /* Without --all, units holding nothing by the sort key are left out, before the limit. */
