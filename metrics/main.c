@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * memstrack-metrics: memstrackd's counters as an OpenMetrics / Prometheus endpoint.
+ *
+ * A program of its own so that memstrackd never opens a network port: this one only ever serves the
+ * listening socket systemd passes it (memstrackd-metrics.socket, off until enabled), and asks memstrackd
+ * over its varlink socket, as memstrackctl does, once per scrape. libmicrohttpd serves HTTP from one
+ * internal thread, so scrapes run one after the other and nothing is shared with the main thread, which
+ * only waits for SIGTERM. docs/metrics.md lists every metric.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "config.h"
+#include "macro.h"
+#include "parse-util.h"
+#include "render.h"
+#include "varlink.h"
+
+/* One scrape's calls each: well inside Prometheus' default scrape timeout of 10 s. */
+#define CALL_TIMEOUT_USEC (8ULL * 1000000ULL)
+
+static const char *arg_address = MEMSTRACK_SOCKET_DEFAULT;
+static size_t arg_top = METRICS_TOP_DEFAULT;
+
+static int call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        json_auto_t *reply = NULL;
+        int r;
+
+        r = varlink_client_call(c, method, parameters, CALL_TIMEOUT_USEC, &reply, &error);
+        if (r < 0)
+                return r;
+        if (error) {
+                *ret_error = TAKE_PTR(error);
+                return -EBADE;
+        }
+        *ret = TAKE_PTR(reply);
+        return 0;
+}
+
+/*
+ * Asks memstrackd for one scrape: Status (health), Top (the biggest tasks and units and the total, all
+ * from one moment, so the "[other]" remainder is exact) and Modules (all of them). On failure *ret_error
+ * says why, for the log; the caller frees it. Fills in (new references) what it got.
+ */
+static int collect(MetricsInput *in, char **ret_error) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *top_parameters = NULL, *module_parameters = NULL;
+        int r;
+
+        r = varlink_client_connect(arg_address, &c);
+        if (r < 0)
+                return r;
+        r = call(c, "io.memstrack.Status", NULL, &in->status, ret_error);
+        if (r < 0)
+                return r;
+        top_parameters = json_pack("{s:I, s:b}", "limit", (json_int_t) arg_top, "hideZero", 1);
+        module_parameters = json_pack("{s:I}", "limit", (json_int_t) METRICS_MODULES_MAX);
+        if (!top_parameters || !module_parameters)
+                return -ENOMEM;
+        r = call(c, "io.memstrack.Top", top_parameters, &in->top, ret_error);
+        if (r < 0)
+                return r;
+        return call(c, "io.memstrack.Modules", module_parameters, &in->modules, ret_error);
+}
+
+static void input_done(MetricsInput *in) {
+        json_decref(in->status);
+        json_decref(in->top);
+        json_decref(in->modules);
+}
+
+/* Logs when memstrackd stops or starts answering, not on every scrape. Only the HTTP thread calls it. */
+static void log_reachable(int r, const char *error) {
+        static bool was_down = false;
+
+        if (r < 0 && !was_down) {
+                if (error)
+                        fprintf(stderr, SD_WARNING "memstrackd at %s answered %s, reporting memstrack_up 0.\n",
+                                arg_address, error);
+                else
+                        fprintf(stderr, SD_WARNING "Cannot query memstrackd at %s: %s, reporting memstrack_up 0.\n",
+                                arg_address, strerror(-r));
+        } else if (r >= 0 && was_down)
+                fprintf(stderr, SD_NOTICE "memstrackd at %s answers again.\n", arg_address);
+        was_down = r < 0;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *content_type,
+                char *body, size_t size) {
+        struct MHD_Response *response;
+        enum MHD_Result ret;
+
+        response = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
+        if (!response) {
+                free(body);
+                return MHD_NO;
+        }
+        if (MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) == MHD_NO) {
+                MHD_destroy_response(response);
+                return MHD_NO;
+        }
+        ret = MHD_queue_response(conn, status, response);
+        MHD_destroy_response(response);
+        return ret;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *text) {
+        char *body = strdup(text);
+
+        return body ? respond(conn, status, "text/plain; charset=utf-8", body, strlen(body)) : MHD_NO;
+}
+
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
+                const char *method, const char *version, const char *upload_data, size_t *upload_data_size,
+                void **req_cls) {
+        _cleanup_(input_done) MetricsInput in = {};
+        _cleanup_free_ char *error = NULL;
+        MetricsFormat format;
+        char *body = NULL;
+        size_t size;
+        int r;
+
+        if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+                return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD.\n");
+        /* A GET has no body: answer at once rather than on a second call. */
+        if (streq(url, "/"))
+                return respond_text(conn, MHD_HTTP_OK, "memstrack-metrics: the metrics are at /metrics.\n");
+        if (!streq(url, "/metrics"))
+                return respond_text(conn, MHD_HTTP_NOT_FOUND, "Not found: the metrics are at /metrics.\n");
+
+        format = metrics_format_from_accept(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                                        MHD_HTTP_HEADER_ACCEPT));
+        r = collect(&in, &error);
+        log_reachable(r, error);
+        if (r < 0) {
+                /* Up 0 and nothing else: a half answer would look like pages freed. */
+                input_done(&in);
+                in = (MetricsInput) {};
+        }
+        r = metrics_render(&in, format, arg_top, &body, &size);
+        if (r < 0) {
+                fprintf(stderr, SD_ERR "Cannot render the metrics: %s\n", strerror(-r));
+                return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "Cannot render the metrics.\n");
+        }
+        return respond(conn, MHD_HTTP_OK, metrics_content_type(format), body, size);
+}
+
+static void help(void) {
+        printf("memstrack-metrics [OPTIONS...]\n\n"
+               "Serves memstrackd's counters as OpenMetrics / Prometheus text at /metrics, on the listening\n"
+               "socket systemd passes (memstrackd-metrics.socket); it opens none itself.\n\n"
+               "  -h --help          Show this help\n"
+               "     --version       Show the version\n"
+               "     --address=ADDR  memstrackd's socket (default " MEMSTRACK_SOCKET_DEFAULT ")\n"
+               "     --top=N         Tasks and units listed by name, the rest summed as [other]\n"
+               "                     (1..%d, default %d)\n"
+               "\nSee memstrack-metrics(8).\n", METRICS_TOP_MAX, METRICS_TOP_DEFAULT);
+}
+
+/* 0 to go on, else an exit status (help, version: 0 after printing; usage errors: 2) + 1000. */
+static int parse_argv(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100, ARG_ADDRESS, ARG_TOP };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "top", required_argument, NULL, ARG_TOP },
+                {}
+        };
+        uint64_t n;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 1000;
+                case ARG_VERSION:
+                        printf("memstrack-metrics %s\n", PACKAGE_VERSION);
+                        return 1000;
+                case ARG_ADDRESS:
+                        if (!optarg[0]) {
+                                fprintf(stderr, "--address needs a socket path.\n");
+                                return 1002;
+                        }
+                        arg_address = optarg;
+                        break;
+                case ARG_TOP:
+                        if (parse_uint64(optarg, 1, METRICS_TOP_MAX, &n) < 0) {
+                                fprintf(stderr, "Invalid --top '%s': expected 1..%d.\n", optarg, METRICS_TOP_MAX);
+                                return 1002;
+                        }
+                        arg_top = (size_t) n;
+                        break;
+                default:
+                        return 1002;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "Unexpected argument '%s'.\n", argv[optind]);
+                return 1002;
+        }
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        struct MHD_Daemon *httpd;
+        sigset_t mask;
+        int n, sig, r;
+
+        r = parse_argv(argc, argv);
+        if (r > 0)
+                return r - 1000;
+
+        n = sd_listen_fds(true);
+        if (n < 0) {
+                fprintf(stderr, SD_ERR "Cannot read the sockets passed: %s\n", strerror(-n));
+                return EXIT_FAILURE;
+        }
+        if (n != 1) {
+                fprintf(stderr, SD_ERR "Expected one listening socket from systemd, got %d: start memstrack-metrics "
+                        "through memstrackd-metrics.socket (or systemd-socket-activate --listen=ADDRESS).\n", n);
+                return 2;
+        }
+        r = sd_is_socket(SD_LISTEN_FDS_START, 0, SOCK_STREAM, 1);
+        if (r <= 0) {
+                fprintf(stderr, SD_ERR "The socket passed is not a listening stream socket.\n");
+                return 2;
+        }
+
+        /* Blocked before the HTTP thread starts, so it inherits the mask and the signals come here. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+                fprintf(stderr, SD_ERR "Cannot set up signals: %m\n");
+                return EXIT_FAILURE;
+        }
+
+        httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                 handle_request, NULL,
+                                 MHD_OPTION_LISTEN_SOCKET, (MHD_socket) SD_LISTEN_FDS_START,
+                                 /* Scrapers are few; a slow or idle client must not hold a slot. */
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) 32,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30,
+                                 MHD_OPTION_END);
+        if (!httpd) {
+                fprintf(stderr, SD_ERR "Cannot start the HTTP server on the socket passed.\n");
+                return EXIT_FAILURE;
+        }
+        (void) sd_notify(false, "READY=1");
+
+        for (;;) {
+                r = sigwait(&mask, &sig);
+                if (r == 0 && sig != SIGHUP)
+                        break;
+        }
+        (void) sd_notify(false, "STOPPING=1");
+        MHD_stop_daemon(httpd);
+        return EXIT_SUCCESS;
+}

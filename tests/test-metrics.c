@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * memstrack-metrics' renderer on fixed replies: format negotiation, escaping of names that are not
+ * text, the top-N bound, the "[other]" remainder adding up to the total, and the framing each format
+ * wants (# UNIT and # EOF for OpenMetrics only).
+ *
+ * With --write DIR it also writes the fixture's exposition in both formats to DIR/fixture.prom and
+ * DIR/fixture.om, for test-metrics-promtool.sh to give to promtool.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "macro.h"
+#include "render.h"
+#include "tests.h"
+
+/* pageSize 4096. Tasks: six holders (one listed twice, one holding nothing) whose names need escaping.
+ * Tracked 1000 pages: the listed tasks hold 100+50+30+20+10 = 210 of them (in order of the reply). */
+static const char STATUS_JSON[] =
+        "{\"backend\": \"perf\", \"backendReason\": \"asked for\", \"version\": \"0.1.0\", \"uptimeUsec\": 93000001,"
+        " \"events\": 4100000, \"lostEvents\": 7, \"lostByReason\": [{\"reason\": \"perfLost\", \"count\": 7},"
+        " {\"reason\": \"stackFailed\", \"count\": 2}, {\"reason\": \"perfLost\", \"count\": 9}],"
+        " \"trackedPages\": 990, \"peakTrackedPages\": 1500, \"baselinePages\": 300, \"untrackedFrees\": 11,"
+        " \"invalidEvents\": 0, \"daemonMemoryBytes\": 15000000, \"stackNodes\": 1234, \"stackNodeBudget\": 1048576,"
+        " \"stacksTruncated\": 3, \"tasksEvicted\": 4, \"pageSize\": 4096}";
+
+static const char TOP_JSON[] =
+        "{\"timestampUsec\": 1, \"trackedPages\": 1000, \"peakTrackedPages\": 1500, \"uptimeUsec\": 1,"
+        " \"eventsPerSecond\": 1.5, \"lostEvents\": 7, \"stacksTruncated\": 3,"
+        " \"tasks\": ["
+        "  {\"pid\": 10, \"comm\": \"say \\\"hi\\\"\", \"currentPages\": 100, \"peakPages\": 120},"
+        "  {\"pid\": 11, \"comm\": \"back\\\\slash\", \"currentPages\": 50, \"peakPages\": 50},"
+        "  {\"pid\": 12, \"comm\": \"two\\nlines\", \"currentPages\": 30, \"peakPages\": 30},"
+        "  {\"pid\": 13, \"comm\": \"bad\\\\xff\\u001b[31m\", \"currentPages\": 20, \"peakPages\": 20},"
+        "  {\"pid\": 10, \"comm\": \"say \\\"hi\\\"\", \"currentPages\": 10, \"peakPages\": 10},"
+        "  {\"pid\": 14, \"comm\": \"idle\", \"currentPages\": 0, \"peakPages\": 5},"
+        "  {\"pid\": 15, \"comm\": \"beyond the limit\", \"currentPages\": 5, \"peakPages\": 5}],"
+        " \"evicted\": {\"tasks\": 0, \"currentPages\": 0, \"peakPages\": 0},"
+        " \"modules\": [],"
+        " \"units\": ["
+        "  {\"name\": \"sshd.service\", \"cgroup\": \"/system.slice/sshd.service\", \"currentPages\": 600},"
+        "  {\"name\": \"[unknown]\", \"cgroup\": null, \"currentPages\": 300}]}";
+
+static const char MODULES_JSON[] =
+        "{\"modules\": [{\"name\": \"vmlinux\", \"currentPages\": 900, \"peakPages\": 1400, \"loaded\": true},"
+        " {\"name\": \"ext4\", \"currentPages\": 200, \"peakPages\": 250, \"loaded\": true},"
+        " {\"name\": \"gone\", \"currentPages\": 0, \"peakPages\": 9, \"loaded\": false}]}";
+
+/* How many of the fixture's task entries the tests pass as top: the reply is cut after the fifth. */
+#define FIXTURE_TOP 5
+
+typedef struct Fixture {
+        json_t *status, *top, *modules;
+} Fixture;
+
+static json_t *load(const char *s) {
+        json_error_t e;
+        json_t *j = json_loads(s, 0, &e);
+
+        if (!j)
+                fprintf(stderr, "fixture: %s at %d:%d\n", e.text, e.line, e.column);
+        ASSERT_NOT_NULL(j);
+        return j;
+}
+
+static Fixture fixture_new(void) {
+        return (Fixture) { load(STATUS_JSON), load(TOP_JSON), load(MODULES_JSON) };
+}
+
+static void fixture_done(Fixture *f) {
+        json_decref(f->status);
+        json_decref(f->top);
+        json_decref(f->modules);
+}
+
+static char *render(const Fixture *f, MetricsFormat format, size_t top) {
+        MetricsInput in = { f->status, f->top, f->modules };
+        char *out = NULL;
+        size_t size = 0;
+
+        ASSERT_EQ(metrics_render(&in, format, top, &out, &size), 0);
+        ASSERT_NOT_NULL(out);
+        ASSERT_EQ(strlen(out), size);
+        return out;
+}
+
+/* Whether text has this whole line. */
+static bool has_line(const char *text, const char *line) {
+        size_t len = strlen(line);
+
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, line, len) == 0 && (p[len] == '\n' || p[len] == 0))
+                        return true;
+        return false;
+}
+
+/* Sum and count of the samples whose line starts with prefix (the value is the line's last field). */
+static uint64_t sum_samples(const char *text, const char *prefix, size_t *ret_n) {
+        uint64_t sum = 0;
+        size_t n = 0, len = strlen(prefix);
+
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+                if (strncmp(p, prefix, len) != 0)
+                        continue;
+                const char *end = strchr(p, '\n');
+                const char *space = memrchr(p, ' ', (size_t) (end - p));
+                ASSERT_NOT_NULL(space);
+                sum += strtoull(space + 1, NULL, 10);
+                n++;
+        }
+        if (ret_n)
+                *ret_n = n;
+        return sum;
+}
+
+static void test_accept(void) {
+        ASSERT_EQ(metrics_format_from_accept(NULL), METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept(""), METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept("*/*"), METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept("text/plain;version=0.0.4"), METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept("application/openmetrics-text;version=1.0.0"), METRICS_FORMAT_OPENMETRICS);
+        ASSERT_EQ(metrics_format_from_accept("application/openmetrics-text"), METRICS_FORMAT_OPENMETRICS);
+        /* What Prometheus 2.x sends. */
+        ASSERT_EQ(metrics_format_from_accept("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                                             "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+                  METRICS_FORMAT_OPENMETRICS);
+        ASSERT_EQ(metrics_format_from_accept("Application/OpenMetrics-Text ; Version=1.0.0 ; q=0.9, text/plain"),
+                  METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept("text/plain;q=0.5, application/openmetrics-text; q=0.6"),
+                  METRICS_FORMAT_OPENMETRICS);
+        /* A version we do not write, or q=0, is not accepted. */
+        ASSERT_EQ(metrics_format_from_accept("application/openmetrics-text;version=2.0.0"), METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept("application/openmetrics-text;q=0"), METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept("application/openmetrics-text;q=0.000"), METRICS_FORMAT_PROMETHEUS);
+        ASSERT_EQ(metrics_format_from_accept(",,;;=,application/openmetrics-text;=;q"), METRICS_FORMAT_OPENMETRICS);
+        ASSERT_EQ(metrics_format_from_accept(";"), METRICS_FORMAT_PROMETHEUS);
+
+        ASSERT_STREQ(metrics_content_type(METRICS_FORMAT_PROMETHEUS), "text/plain; version=0.0.4; charset=utf-8");
+        ASSERT_STREQ(metrics_content_type(METRICS_FORMAT_OPENMETRICS),
+                     "application/openmetrics-text; version=1.0.0; charset=utf-8");
+}
+
+static void test_escaping(void) {
+        Fixture f = fixture_new();
+        _cleanup_free_ char *om = render(&f, METRICS_FORMAT_OPENMETRICS, FIXTURE_TOP);
+
+        /* Quotes and backslashes escaped; the newline and ESC as memstrackctl shows them (\x0a, \x1b),
+         * backslash-escaped again for the format; the daemon's \xff text stays text. */
+        ASSERT_TRUE(has_line(om, "memstrack_task_bytes{pid=\"10\",comm=\"say \\\"hi\\\"\"} 450560"));
+        ASSERT_TRUE(has_line(om, "memstrack_task_bytes{pid=\"11\",comm=\"back\\\\slash\"} 204800"));
+        ASSERT_TRUE(has_line(om, "memstrack_task_bytes{pid=\"12\",comm=\"two\\\\x0alines\"} 122880"));
+        ASSERT_TRUE(has_line(om, "memstrack_task_bytes{pid=\"13\",comm=\"bad\\\\xff\\\\x1b[31m\"} 81920"));
+        /* No raw control character anywhere but the line ends. */
+        for (const char *p = om; *p; p++)
+                ASSERT_TRUE(*p == '\n' || (unsigned char) *p >= 0x20);
+        fixture_done(&f);
+}
+
+static void test_bounds_and_other(void) {
+        Fixture f = fixture_new();
+        _cleanup_free_ char *om = render(&f, METRICS_FORMAT_OPENMETRICS, FIXTURE_TOP);
+        _cleanup_free_ char *two = render(&f, METRICS_FORMAT_OPENMETRICS, 2);
+        size_t n;
+
+        /* Five entries asked for: pid 10 twice (one series holding both), pid 14 with nothing left out,
+         * pid 15 beyond the limit: 4 named series and [other]. */
+        ASSERT_EQ(sum_samples(om, "memstrack_task_bytes{", &n), 1000 * 4096);
+        ASSERT_EQ(n, 5);
+        ASSERT_TRUE(has_line(om, "memstrack_task_bytes{pid=\"[other]\",comm=\"[other]\"} 3235840"));
+        ASSERT_TRUE(!strstr(om, "pid=\"14\""));
+        ASSERT_TRUE(!strstr(om, "pid=\"15\""));
+        /* The totals are Top's (1000 pages), not Status' (990): the lists add up to them. */
+        ASSERT_TRUE(has_line(om, "memstrack_tracked_bytes 4096000"));
+
+        ASSERT_EQ(sum_samples(two, "memstrack_task_bytes{", &n), 1000 * 4096);
+        ASSERT_EQ(n, 3);
+        ASSERT_EQ(sum_samples(two, "memstrack_unit_bytes{", &n), 1000 * 4096);
+        ASSERT_EQ(n, 3);
+        ASSERT_TRUE(has_line(two, "memstrack_unit_bytes{unit=\"[other]\"} 409600"));
+
+        /* Every module holding pages, peaks beside them; a page counts in each module, so no remainder. */
+        ASSERT_TRUE(has_line(om, "memstrack_module_bytes{module=\"vmlinux\"} 3686400"));
+        ASSERT_TRUE(has_line(om, "memstrack_module_bytes{module=\"ext4\"} 819200"));
+        ASSERT_TRUE(has_line(om, "memstrack_module_peak_bytes{module=\"ext4\"} 1024000"));
+        ASSERT_TRUE(!strstr(om, "module=\"gone\""));
+
+        /* A reason listed twice is one series (the first). */
+        ASSERT_TRUE(has_line(om, "memstrack_lost_events_total{reason=\"perfLost\"} 7"));
+        ASSERT_EQ(sum_samples(om, "memstrack_lost_events_total{", &n), 9);
+        ASSERT_EQ(n, 2);
+
+        /* A Top reply that lists more than it should is cut at top all the same. */
+        json_t *tasks = json_object_get(f.top, "tasks");
+        for (int i = 0; i < 3000; i++)
+                ASSERT_EQ(json_array_append_new(tasks, json_pack("{s:i, s:s, s:i}", "pid", 1000 + i, "comm", "many",
+                                                                 "currentPages", 0)), 0);
+        for (size_t i = 0; i < json_array_size(tasks); i++)
+                ASSERT_EQ(json_object_set_new(json_array_get(tasks, i), "currentPages", json_integer(1)), 0);
+        _cleanup_free_ char *many = render(&f, METRICS_FORMAT_PROMETHEUS, 20);
+        ASSERT_EQ(sum_samples(many, "memstrack_task_bytes{", &n), 1000 * 4096);
+        ASSERT_EQ(n, 20); /* the first 20 entries: 19 pids (10 twice) and [other] */
+        _cleanup_free_ char *most = render(&f, METRICS_FORMAT_PROMETHEUS, METRICS_TOP_MAX);
+        ASSERT_EQ(sum_samples(most, "memstrack_task_bytes{", &n), 1000 * 4096);
+        ASSERT_EQ(n, METRICS_TOP_MAX); /* 999 distinct pids (pid 10 twice) and [other] */
+
+        /* More listed than the total (it cannot happen in one Top reply): [other] is 0, not negative. */
+        ASSERT_EQ(json_object_set_new(f.top, "trackedPages", json_integer(2)), 0);
+        _cleanup_free_ char *over = render(&f, METRICS_FORMAT_PROMETHEUS, 20);
+        ASSERT_TRUE(has_line(over, "memstrack_task_bytes{pid=\"[other]\",comm=\"[other]\"} 0"));
+
+        MetricsInput in = { f.status, f.top, f.modules };
+        char *out = NULL;
+        size_t size;
+        ASSERT_EQ(metrics_render(&in, METRICS_FORMAT_PROMETHEUS, 0, &out, &size), -EINVAL);
+        ASSERT_EQ(metrics_render(&in, METRICS_FORMAT_PROMETHEUS, METRICS_TOP_MAX + 1, &out, &size), -EINVAL);
+        ASSERT_NULL(out);
+        fixture_done(&f);
+}
+
+static void test_framing(void) {
+        Fixture f = fixture_new();
+        _cleanup_free_ char *om = render(&f, METRICS_FORMAT_OPENMETRICS, FIXTURE_TOP);
+        _cleanup_free_ char *prom = render(&f, METRICS_FORMAT_PROMETHEUS, FIXTURE_TOP);
+        size_t len = strlen(om);
+
+        ASSERT_TRUE(len > 6 && streq(om + len - 6, "# EOF\n"));
+        ASSERT_TRUE(strstr(om, "# EOF") == om + len - 6);
+        ASSERT_TRUE(has_line(om, "# TYPE memstrack_events counter"));
+        ASSERT_TRUE(has_line(om, "memstrack_events_total 4100000"));
+        ASSERT_TRUE(has_line(om, "# TYPE memstrack_tracked_bytes gauge"));
+        ASSERT_TRUE(has_line(om, "# UNIT memstrack_tracked_bytes bytes"));
+        ASSERT_TRUE(has_line(om, "# TYPE memstrack_source info"));
+        ASSERT_TRUE(has_line(om, "memstrack_source_info{backend=\"perf\"} 1"));
+        ASSERT_TRUE(has_line(om, "# UNIT memstrack_uptime_seconds seconds"));
+        ASSERT_TRUE(has_line(om, "memstrack_uptime_seconds 93.000001"));
+        ASSERT_TRUE(has_line(om, "memstrack_up 1"));
+
+        ASSERT_TRUE(!strstr(prom, "# EOF"));
+        ASSERT_TRUE(!strstr(prom, "# UNIT"));
+        ASSERT_TRUE(!strstr(prom, " info\n"));
+        ASSERT_TRUE(has_line(prom, "# TYPE memstrack_events_total counter"));
+        ASSERT_TRUE(has_line(prom, "memstrack_events_total 4100000"));
+        ASSERT_TRUE(has_line(prom, "# TYPE memstrack_source_info gauge"));
+        ASSERT_TRUE(has_line(prom, "memstrack_source_info{backend=\"perf\"} 1"));
+        ASSERT_TRUE(has_line(prom, "memstrack_evicted_tasks_total 4"));
+        fixture_done(&f);
+}
+
+static void test_down(void) {
+        MetricsInput in = {};
+        _cleanup_free_ char *om = NULL, *prom = NULL;
+        size_t size;
+
+        /* memstrackd did not answer: up 0 and nothing else. */
+        ASSERT_EQ(metrics_render(&in, METRICS_FORMAT_OPENMETRICS, 20, &om, &size), 0);
+        ASSERT_STREQ(om, "# TYPE memstrack_up gauge\n"
+                         "# HELP memstrack_up 1 if memstrackd answered this scrape, else 0 (and no other metric is written)\n"
+                         "memstrack_up 0\n"
+                         "# EOF\n");
+        ASSERT_EQ(metrics_render(&in, METRICS_FORMAT_PROMETHEUS, 20, &prom, &size), 0);
+        ASSERT_TRUE(has_line(prom, "memstrack_up 0"));
+        ASSERT_TRUE(!strstr(prom, "memstrack_events"));
+
+        /* A Status without its fields, and no Top: what is there, nothing made up. */
+        json_auto_t *status = json_pack("{s:i}", "pageSize", 4096);
+        _cleanup_free_ char *bare = NULL;
+        in.status = status;
+        ASSERT_EQ(metrics_render(&in, METRICS_FORMAT_OPENMETRICS, 20, &bare, &size), 0);
+        ASSERT_TRUE(has_line(bare, "memstrack_up 1"));
+        ASSERT_TRUE(!strstr(bare, "memstrack_task_bytes"));
+        ASSERT_TRUE(!strstr(bare, "memstrack_events"));
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+        _cleanup_free_ char *path = NULL;
+        FILE *f;
+
+        ASSERT_TRUE(asprintf(&path, "%s/%s", dir, name) >= 0);
+        f = fopen(path, "we");
+        ASSERT_NOT_NULL(f);
+        ASSERT_TRUE(fputs(text, f) >= 0);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+int main(int argc, char *argv[]) {
+        if (argc == 3 && streq(argv[1], "--write")) {
+                Fixture f = fixture_new();
+                _cleanup_free_ char *om = render(&f, METRICS_FORMAT_OPENMETRICS, FIXTURE_TOP);
+                _cleanup_free_ char *prom = render(&f, METRICS_FORMAT_PROMETHEUS, FIXTURE_TOP);
+                write_file(argv[2], "fixture.om", om);
+                write_file(argv[2], "fixture.prom", prom);
+                fixture_done(&f);
+                return 0;
+        }
+        TEST(test_accept);
+        TEST(test_escaping);
+        TEST(test_bounds_and_other);
+        TEST(test_framing);
+        TEST(test_down);
+        return 0;
+}
