@@ -32,6 +32,7 @@ ALLOWED = {
                    "daemon/api", "daemon/varlink"},
         "client": {"protocol"},
         "client/top": {"protocol", "client"},
+        "metrics": {"protocol"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
