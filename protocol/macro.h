@@ -88,3 +88,4 @@ static inline int negative_errno(void) {
 #define MIN(a, b) MS_MINMAX_(a, b, <, __COUNTER__)
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+#define startswith(s, prefix) (strncmp((s), (prefix), strlen(prefix)) == 0)

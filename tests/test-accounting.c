@@ -22,6 +22,9 @@
 #define M_EXT4_ALLOC    0xffffffffc0002010
 #define M_EXT4_WRITE    0xffffffffc0001010
 #define M_XFS_BUF       0xffffffffc0100010
+#define K_BPF_TRACE_RUN 0xffffffff81010080
+#define K_TRACEITER     0xffffffff81011040
+#define BPF_PROG        0xffffffffc0200010
 
 static const uint64_t fault_chain[] = { K_ALLOC_PAGES, K_ANON_PAGE, K_MM_FAULT, K_PAGE_FAULT };
 static const uint64_t write_chain[] = { K_ALLOC_PAGES, K_VFS_WRITE, K_SYSCALL };
@@ -982,6 +985,56 @@ static void test_random_against_model(void) {
         ksym_free(k);
 }
 
+/* A chain that bpf_get_stack() took from inside the BPF program: the program, bpf_trace_run4 and the
+ * tracepoint's iterator are dropped, and the allocation is charged where perf's chain would be. */
+static void test_tracer_frames_dropped(void) {
+        static const uint64_t bpf_chain[] = { BPF_PROG, K_BPF_TRACE_RUN, K_TRACEITER, K_ALLOC_PAGES, K_ANON_PAGE,
+                                              K_MM_FAULT, K_PAGE_FAULT };
+        static const uint64_t prog_only[] = { BPF_PROG, K_ALLOC_PAGES, K_ANON_PAGE, K_MM_FAULT, K_PAGE_FAULT };
+        static const uint64_t tracer_only[] = { BPF_PROG, K_BPF_TRACE_RUN, K_TRACEITER };
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        StackTree *st = accounting_stacktree(a);
+
+        alloc_chain(a, 10, 10, 100, 0, fault_chain, ELEMENTSOF(fault_chain));
+        size_t n = stacktree_size(st);
+        alloc_chain(a, 10, 10, 101, 0, bpf_chain, ELEMENTSOF(bpf_chain));
+        alloc_chain(a, 10, 10, 102, 1, bpf_chain, ELEMENTSOF(bpf_chain));
+        ASSERT_EQ(stacktree_size(st), n);
+        uint32_t leaf = STACK_NODE_ROOT;
+        for (size_t i = ELEMENTSOF(fault_chain); i > 0; i--)
+                leaf = stacktree_find_child(st, leaf, STACK_FRAME_KERNEL, fault_chain[i - 1]);
+        ASSERT_TRUE(leaf != STACK_NODE_NONE);
+        ASSERT_EQ(stacktree_pages(st, leaf).current, 4);
+
+        /* Only a named tracer function marks the tracer's part: without one, nothing is dropped. */
+        alloc_chain(a, 10, 10, 104, 0, prog_only, ELEMENTSOF(prog_only));
+        uint32_t prog = stacktree_find_child(st, leaf, STACK_FRAME_KERNEL, BPF_PROG);
+        ASSERT_TRUE(prog != STACK_NODE_NONE);
+        ASSERT_EQ(stacktree_pages(st, prog).current, 1);
+        ASSERT_EQ(stacktree_pages(st, leaf).current, 5);
+        /* Nothing but the tracer: the root's own pages. */
+        n = stacktree_size(st);
+        alloc_chain(a, 10, 10, 105, 0, tracer_only, ELEMENTSOF(tracer_only));
+        ASSERT_EQ(stacktree_size(st), n);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, 6);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 6);
+        check_invariants(a);
+        accounting_free(a);
+
+        /* Without symbols no frame can be told apart: every frame stays. */
+        a = new_accounting(NULL, false);
+        st = accounting_stacktree(a);
+        alloc_chain(a, 10, 10, 100, 0, bpf_chain, ELEMENTSOF(bpf_chain));
+        leaf = STACK_NODE_ROOT;
+        for (size_t i = ELEMENTSOF(bpf_chain); i > 0 && leaf != STACK_NODE_NONE; i--)
+                leaf = stacktree_find_child(st, leaf, STACK_FRAME_KERNEL, bpf_chain[i - 1]);
+        ASSERT_TRUE(leaf != STACK_NODE_NONE);
+        ASSERT_EQ(stacktree_pages(st, leaf).current, 1);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 int main(void) {
         TEST(test_orders_and_untracked);
         TEST(test_invalid_order);
@@ -991,6 +1044,7 @@ int main(void) {
         TEST(test_exited_tasks);
         TEST(test_eviction_churn);
         TEST(test_module_attribution);
+        TEST(test_tracer_frames_dropped);
         TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
         TEST(test_samples);

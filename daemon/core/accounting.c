@@ -6,6 +6,16 @@
 #include "accounting.h"
 #include "macro.h"
 
+/* How far into a chain the tracer's own frames may reach: the BPF program, bpf_trace_runN, the
+ * tracepoint's probe stub and iterator are the innermost three or four. */
+#define TRACER_FRAMES_MAX 8u
+#define TRACER_CACHE_SLOTS 256u
+
+typedef struct TracerFrameSlot {
+        uint64_t ip;                    /* 0: empty */
+        bool tracer;
+} TracerFrameSlot;
+
 struct Accounting {
         AccountingConfig config;
         const Ksym *ksym;               /* borrowed */
@@ -17,6 +27,7 @@ struct Accounting {
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
+        TracerFrameSlot tracer_cache[TRACER_CACHE_SLOTS]; /* is a chain's innermost frame the tracer's? */
         AccountingStats stats;
 };
 
@@ -36,6 +47,45 @@ static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
                         if (streq(sym.name, module_loader_functions[i]))
                                 *flags |= STACK_NODE_MODULE_LOADER;
         return USAGE_MODULE_NONE;
+}
+
+/* Functions that run a tracepoint's probes: what lies inside them in a chain is the tracer, not the
+ * allocation. bpf_get_stack() unwinds from the BPF program, so its chains start with these; perf's start
+ * at the tracepoint's caller and have none. */
+static bool is_tracer_function(const char *name) {
+        return startswith(name, "__traceiter_") || startswith(name, "__bpf_trace_") ||
+               startswith(name, "bpf_trace_run") || startswith(name, "perf_trace_") ||
+               startswith(name, "trace_event_raw_event_");
+}
+
+static bool tracer_frame(Accounting *a, uint64_t ip) {
+        TracerFrameSlot *slot = &a->tracer_cache[(ip ^ (ip >> 12)) % TRACER_CACHE_SLOTS];
+        if (slot->ip != ip) {
+                KsymResult sym;
+                *slot = (TracerFrameSlot) {
+                        .ip = ip,
+                        .tracer = a->ksym && ksym_lookup(a->ksym, ip, &sym) && !sym.module &&
+                                  is_tracer_function(sym.name),
+                };
+        }
+        return slot->tracer;
+}
+
+/* How many innermost kernel frames belong to the tracer: up to the outermost tracepoint-running
+ * function among the first few, so the BPF program's own frame (named or not) goes with it. */
+static size_t tracer_frames(Accounting *a, const MsStack *stack) {
+        size_t n = MIN(MIN((size_t) stack->n_kernel_frames, (size_t) stack->n_frames), (size_t) TRACER_FRAMES_MAX);
+        for (size_t i = n; i > 0; i--)
+                if (tracer_frame(a, stack->frames[i - 1]))
+                        return i;
+        return 0;
+}
+
+/* The leaf to charge for a chain, without the tracer's frames. */
+static uint32_t intern_chain(Accounting *a, const MsStack *stack, uint32_t process) {
+        size_t skip = stack->n_frames > 0 ? tracer_frames(a, stack) : 0;
+        return stacktree_intern(a->stacks, stack->frames + skip, stack->n_frames - skip,
+                                stack->n_kernel_frames - skip, process);
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Accounting *, accounting_free);
@@ -140,8 +190,7 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
 
         /* Scoped by process record, not pid: a reused pid is another process. */
         uint32_t process = usage_task(a->usage, task)->process;
-        uint32_t leaf = stacktree_intern(a->stacks, e->page.stack.frames, e->page.stack.n_frames,
-                                         e->page.stack.n_kernel_frames, process);
+        uint32_t leaf = intern_chain(a, &e->page.stack, process);
         uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
         uint64_t pages = UINT64_C(1) << e->page.order;
         uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
@@ -256,8 +305,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
                 return;
         }
         uint32_t process = usage_task(a->usage, task)->process;
-        uint32_t leaf = stacktree_intern(a->stacks, s->stack.frames, s->stack.n_frames, s->stack.n_kernel_frames,
-                                         process);
+        uint32_t leaf = intern_chain(a, &s->stack, process);
         uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
         int64_t delta = s->delta, module_delta = delta;
         uint64_t rise = MAX(s->peak, delta > 0 ? (uint64_t) delta : 0);
@@ -481,6 +529,7 @@ static void reattribute_block(void *userdata, uint64_t pfn, unsigned order, Page
 
 void accounting_set_ksym(Accounting *a, const Ksym *ksym) {
         a->ksym = ksym;
+        memset(a->tracer_cache, 0, sizeof(a->tracer_cache));
         if (a->stale_from == STACK_NODE_NONE)
                 return;
 

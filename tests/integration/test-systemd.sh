@@ -49,7 +49,7 @@ skip() {
 # source; perf falls back on CAP_SYS_ADMIN).
 SYSBOX_NAME=memstrack-$(printf %s "$WORK" | sha256sum | cut -c1-8)
 export SYSBOX_NAME
-export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,libbpf1,procps,man-db
+export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,libbpf1,libmicrohttpd12,procps,man-db,curl
 export SYSBOX_NSPAWN_ARGS=--capability=CAP_SYSLOG,CAP_BPF,CAP_PERFMON
 export SYSBOX_BIND_RO="$WORK/stage:/opt/memstrack-stage $WORK/tools:/opt/memstrack-test"
 
@@ -341,6 +341,28 @@ test_units_holder() {
     fi
     jq -e '(.MESSAGE | test("Top units by peak")) and (.MEMSTRACK_UNITS | tonumber) > 0 and
            (.MEMSTRACK_TOP_UNIT | length) > 0' <<<"$fields" >/dev/null || bad "no units in the summary: $fields"
+}
+
+# The metrics endpoint (docs/metrics.md): off until its socket is enabled; the first scrape starts the
+# service, which runs as a dynamic user in a private network namespace and still reaches memstrackd.
+test_metrics_socket() {
+    local port out
+    ! ct systemctl is-enabled --quiet memstrackd-metrics.socket || bad "the metrics socket is enabled by installing" ||
+        return 1
+    ct ss -Hltn 2>/dev/null | grep -q ':19773 ' && bad "something listens on 19773 before the socket is started" &&
+        return 1
+    ct systemctl start memstrackd-metrics.socket || bad "the metrics socket does not start" || return 1
+    port=$(ct systemctl show -p Listen --value memstrackd-metrics.socket)
+    [ "$port" = "127.0.0.1:19773 (Stream)" ] || bad "the socket listens on '$port', expected loopback 19773" ||
+        return 1
+    out=$(ct curl -sS --max-time 20 http://127.0.0.1:19773/metrics 2>&1) || bad "scrape failed: $out" || return 1
+    grep -qx 'memstrack_up 1' <<<"$out" || bad "memstrack_up is not 1: $(head -c 600 <<<"$out")" || return 1
+    grep -q '^memstrack_task_current_bytes{' <<<"$out" || grep -q '^memstrack_.*_bytes' <<<"$out" ||
+        bad "no byte metrics in the scrape: $(head -c 600 <<<"$out")" || return 1
+    [ "$(show memstrackd-metrics.service DynamicUser)" = yes ] &&
+        [ "$(show memstrackd-metrics.service PrivateNetwork)" = yes ] ||
+        bad "the metrics service is not a dynamic user in a private network" || return 1
+    ct systemctl stop memstrackd-metrics.socket memstrackd-metrics.service
 }
 
 test_watchdog() {
@@ -659,6 +681,7 @@ run_case test_status_line
 run_case test_loadgen_pages
 run_case test_units_holder
 run_case test_memory_max
+run_case test_metrics_socket
 run_case test_watchdog
 run_case test_reload_config
 run_case test_sigusr1_summary
