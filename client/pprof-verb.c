@@ -65,12 +65,14 @@ static int load_file(json_t **ret_doc, PprofSource *s) {
                 return CTL_EXIT_FAILURE;
         }
         json_t *status = reply_object(doc, "status");
-        s->page_size = (uint64_t) reply_int(status, "pageSize", 4096) ?: 4096;
+        s->page_size = reply_count(status, "pageSize") ?: 4096;
         /* Files from before StackTree carried it: Status's is the same number. */
         s->sample_interval = reply_int(s->tree, "stackSampleInterval", reply_int(status, "stackSampleInterval", -2));
         if (s->sample_interval == -2)
                 s->sample_interval = -1;
-        s->time_nanos = reply_int(doc, "realtimeUsec", 0) * 1000;
+        /* An edited file's nonsense is "unknown", not an overflow. */
+        int64_t usec = reply_int(doc, "realtimeUsec", 0);
+        s->time_nanos = usec > 0 && usec <= INT64_MAX / 1000 ? usec * 1000 : 0;
         *ret_doc = TAKE_PTR(doc);
         return 0;
 }

@@ -419,7 +419,8 @@ static int build(Builder *b, const PprofSource *s) {
         p->period_type = value_type_new(b, "space", "bytes");
         if (!p->period_type)
                 return -ENOMEM;
-        p->period = (int64_t) (s->page_size * (uint64_t) MAX(interval, (int64_t) 1));
+        uint64_t every = (uint64_t) MAX(interval, (int64_t) 1);
+        p->period = every > (uint64_t) INT64_MAX / s->page_size ? INT64_MAX : (int64_t) (every * s->page_size);
         p->time_nanos = s->time_nanos;
 
         /* The kernel image is the main binary: mapping[0], as readers take it to name the profile. */

@@ -110,6 +110,19 @@ for m in vmlinux ext4 nf_conntrack loadgen libc.so.6; do
 done
 echo "ok comments and mappings"
 
+# An edited file with nonsense where numbers belong: defaults (4096-byte pages, time unknown), no crash.
+python3 - "$SNAP" "$work/odd.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["status"]["pageSize"] = -5
+doc["realtimeUsec"] = 9 * 10**18
+doc["stackTree"]["stackSampleInterval"] = "often"
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+"$CTL" pprof --from "$work/odd.json" --output "$work/odd.pb.gz" 2>"$work/err" || fail "an odd file failed: $(cat "$work/err")"
+go tool pprof -top -unit=B "$work/odd.pb.gz" 2>&1 | grep -q "of $((20000 * 4096))B total" || fail "an odd file's total is wrong"
+echo "ok odd file"
+
 # Usage and file errors.
 r=0; "$CTL" pprof --from "$SNAP" >/dev/null 2>"$work/err" || r=$?
 [ $r -eq 2 ] && grep -q -- "--output" "$work/err" || fail "pprof without --output exited $r: $(cat "$work/err")"

@@ -347,6 +347,16 @@ static void test_odd_trees(void) {
         ASSERT_EQ(p->sample[0]->value[1], INT64_MAX);
         perftools__profiles__profile__free_unpacked(p, NULL);
         free(data);
+        data = NULL;
+
+        /* So does the period, for a sample interval no daemon sends. */
+        s.sample_interval = INT64_MAX / 2;
+        ASSERT_EQ(pprof_encode(&s, &data, &size, NULL), 0);
+        p = perftools__profiles__profile__unpack(NULL, size, data);
+        ASSERT_NOT_NULL(p);
+        ASSERT_EQ(p->period, INT64_MAX);
+        perftools__profiles__profile__free_unpacked(p, NULL);
+        free(data);
 }
 
 /* The file is gzip: zlib's reader gives back the bytes. Errors come back as -errno. */
