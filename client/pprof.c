@@ -94,10 +94,11 @@ static int64_t intern(Builder *b, const char *s) {
         copy = strdup(s);
         if (!copy)
                 return -ENOMEM;
-        p->string_table[p->n_string_table] = copy;
-        if (json_object_set_new_nocheck(b->string_ids, s, json_integer((json_int_t) p->n_string_table)) < 0)
-                return -ENOMEM;         /* copy is in the table already: freed with it */
-        return (int64_t) p->n_string_table++;
+        /* In the table first, so that it is freed with the table if the index cannot be added. */
+        p->string_table[p->n_string_table++] = copy;
+        if (json_object_set_new_nocheck(b->string_ids, s, json_integer((json_int_t) p->n_string_table - 1)) < 0)
+                return -ENOMEM;
+        return (int64_t) p->n_string_table - 1;
 }
 
 static int add_comment(Builder *b, const char *text) {
