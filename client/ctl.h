@@ -56,6 +56,7 @@ extern const char *arg_from;
 extern const char *arg_file;
 extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
 extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */
+extern const char *arg_unit;            /* pprof: one unit's stacks (NULL: none) */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -69,3 +70,4 @@ int verb_diff(int argc, char *argv[]);
 int verb_snapshots(int argc, char *argv[]);
 int verb_report(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);
+int verb_pprof(int argc, char *argv[]);

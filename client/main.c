@@ -38,6 +38,7 @@ const char *arg_from = NULL;
 const char *arg_file = NULL;
 bool arg_offsets = false;
 uint64_t arg_stacks = 0;
+const char *arg_unit = NULL;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -57,6 +58,7 @@ typedef enum VerbOption {
         OPTION_FILE       = 1 << 13,
         OPTION_OFFSETS    = 1 << 14,
         OPTION_STACKS     = 1 << 15,
+        OPTION_UNIT       = 1 << 16,
 } VerbOption;
 
 typedef struct Verb {
@@ -80,6 +82,7 @@ static const Verb verbs[] = {
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
+        { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
 };
 
 static void help(void) {
@@ -97,7 +100,8 @@ static void help(void) {
                "  snapshot --file FILE       Save everything needed for reports to FILE\n"
                "  snapshots                  List the snapshots saved in the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
-               "  report                     Reports as memstrack prints them\n\n"
+               "  report                     Reports as memstrack prints them\n"
+               "  pprof --output FILE        The stack tree as a gzipped pprof profile\n\n"
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
@@ -112,8 +116,9 @@ static void help(void) {
                "                             top: include tasks holding nothing;\n"
                "                             units: include units holding nothing\n"
                "     --stacks=N              units: each unit's N biggest call stacks\n"
-               "     --task=PID              stacks/report: one task only\n"
-               "     --module=NAME           stacks/report: stacks through one module only\n"
+               "     --task=PID              stacks/report/pprof: one task only\n"
+               "     --unit=NAME             pprof: one unit's tasks only\n"
+               "     --module=NAME           stacks/report/pprof: stacks through one module only\n"
                "     --depth=N               stacks/report: levels below the root\n"
                "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
                "  -n --iterations=N          top: stop after N refreshes\n"
@@ -123,8 +128,9 @@ static void help(void) {
                "                             unit_summary,unit_top,stack_tree,folded,flamegraph\n"
                "                             (default module_summary,module_top)\n"
                "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"
-               "     --output=FILE           report: write to FILE (a directory for several formats)\n"
-               "     --from=FILE             report: read a snapshot file instead of asking the daemon\n"
+               "     --output=FILE           report: write to FILE (a directory for several formats);\n"
+               "                             pprof: the profile's file\n"
+               "     --from=FILE             report/pprof: read a snapshot file instead of asking the daemon\n"
                "     --offsets               report: flame graph frames apart by offset, not merged\n"
                "     --file=FILE             snapshot: write a snapshot file\n\n"
                "See memstrackctl(1).\n",
@@ -147,6 +153,7 @@ static int usage_error(const char *format, ...) {
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
         "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
+        "--unit",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -171,6 +178,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_FILE,
                 ARG_OFFSETS,
                 ARG_STACKS,
+                ARG_UNIT,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -195,6 +203,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "file", required_argument, NULL, ARG_FILE },
                 { "offsets", no_argument, NULL, ARG_OFFSETS },
                 { "stacks", required_argument, NULL, ARG_STACKS },
+                { "unit", required_argument, NULL, ARG_UNIT },
                 {}
         };
         VerbOption seen = 0;
@@ -305,6 +314,10 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                                 return usage_error("--stacks takes a number from 0 to 100, not '%s'.", optarg);
                         seen |= OPTION_STACKS;
                         break;
+                case ARG_UNIT:
+                        arg_unit = optarg;
+                        seen |= OPTION_UNIT;
+                        break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);
                 default:
@@ -343,8 +356,8 @@ int main(int argc, char *argv[]) {
         for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
                 if (seen & ~verb->options & (1u << i))
                         return usage_error("'%s' does not take %s.", verb->name, option_names[i]);
-        if (arg_task >= 0 && arg_module)
-                return usage_error("--task and --module exclude each other.");
+        if ((arg_task >= 0) + !!arg_module + !!arg_unit > 1)
+                return usage_error("--task, --unit and --module exclude each other.");
 
         r = verb->run(argc - optind, argv + optind);
         if (r < 0) {

@@ -53,7 +53,7 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff modules report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "--sort --stacks" memstrackctl units --s
 expect "current peak" memstrackctl units --sort ""
 expect "" memstrackctl units --stacks ""
@@ -73,6 +73,9 @@ expect "flamegraph folded" memstrackctl report --format f
 expect "module_summary,module_top" memstrackctl report --format module_summary,module_t
 expect "unit_summary unit_top" memstrackctl report --format unit_
 expect "task_summary,unit_top" memstrackctl report --format task_summary,unit_t
+expect "--output" memstrackctl pprof --o
+expect "--unit" memstrackctl pprof --u
+expect "--from" memstrackctl pprof --fr
 expect "all peaks" memstrackctl reset ""
 expect "" memstrackctl reset peaks ""
 expect "" memstrackctl tasks --limit ""

@@ -67,6 +67,8 @@ verbs=(
     "diff before"
     "report"
     "report --format flamegraph --task 1"
+    "pprof --output $work/profile.pb.gz"
+    "pprof --unit nope.service --output $work/profile.pb.gz"
 )
 
 # error name, parameters, exit status, the sentence.
