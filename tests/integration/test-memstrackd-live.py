@@ -5,7 +5,7 @@
 Needs root, perf events and the kmem tracepoints; exits 77 (skip) otherwise, saying why. Nothing here
 depends on timing: every wait polls for a condition and gives up after a bound.
 
-The accuracy cases run once per event source (perf, and ebpf unless this memstrackd was built without it
+The accuracy cases run once per event source (perf, ftrace, and ebpf unless this memstrackd was built without it
 or the kernel has no BTF; then those runs are skipped, saying why, and the test exits 77 after the rest).
 Cases without a source named run whatever --source=auto picks (ebpf where it works).
 
@@ -618,7 +618,7 @@ def test_bad_environment():
 
 
 # (case, source): a source runs the case once with --source=SOURCE, None once with the default (auto).
-SOURCES = ("perf", "ebpf")
+SOURCES = ("perf", "ebpf", "ftrace")
 CASES = [(test_64mib_ten_times, s) for s in SOURCES] + [(test_four_threads, s) for s in SOURCES] + \
         [(test_memfd_freed_by_another_process, s) for s in SOURCES] + \
         [(test_lost_events_counted, s) for s in SOURCES] + \
