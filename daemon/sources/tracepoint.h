@@ -3,7 +3,8 @@
 
 /*
  * Tracepoints: the page and module tracepoints memstrack listens to, described by the kernel's tracefs
- * "format" files. The only module that knows libtraceevent; everything it hands out is plain C.
+ * "format" files. The only module that knows libtraceevent's event parser (ftrace.c uses its kbuffer
+ * reader for the ring pages); everything it hands out is plain C.
  *
  * Formats are parsed once at load time and the field handles of every event are resolved then, so
  * decoding a raw record is a dispatch on its common_type plus a few fixed-offset reads: no name lookup
