@@ -5,22 +5,25 @@
  * read from its per-CPU trace_pipe_raw, parsed with libtraceevent's kbuffer. For kernels where perf is
  * unavailable or its call chains are broken; not picked by "auto" (eBPF and perf are cheaper per page).
  *
- * The instance, instances/memstrackd-PID, is the only thing it changes in tracefs: the top-level
- * instance's settings (tracing_on, current_tracer, trace_clock, options, enabled events, buffer size) are
- * never written. In the instance: trace_clock "mono", so times compare with CLOCK_MONOTONIC like every
- * other source's; overwrite off, so a full ring drops new records (counted from per_cpu/cpuN/stats) rather
- * than silently eating old ones; buffer_size_kb and buffer_percent from the ring size and wakeup watermark;
- * a filter dropping the daemon's own allocations; and the events: kmem:mm_page_alloc, kmem:mm_page_free,
- * sched:sched_process_fork/exec/exit, task:task_newtask and task:task_rename where the kernel has them, and
- * module:module_load/free where it has modules. kmem:mm_page_free_batched is not enabled, for the reason
- * perf.c gives: every batched free is also an mm_page_free. The instance is removed when the source is
- * freed; one left by a daemon that died (SIGKILL, a crash) is removed by the next start.
+ * Its instances, instances/memstrackd-PID and (with stacks) memstrackd-PID-stacks, are the only things it
+ * changes in tracefs: the top-level instance's settings (tracing_on, current_tracer, trace_clock,
+ * options, enabled events, buffer size) are never written. In each instance: trace_clock "mono", so times
+ * compare with CLOCK_MONOTONIC like every other source's; overwrite off, so a full buffer drops new
+ * records (counted from per_cpu/cpuN/stats) rather than silently eating old ones; buffer_size_kb and
+ * buffer_percent from the ring size and wakeup watermark. The events: kmem:mm_page_free,
+ * sched:sched_process_fork/exec/exit, task:task_newtask and task:task_rename where the kernel has them,
+ * and module:module_load/free where it has modules, in memstrackd-PID; kmem:mm_page_alloc, filtered to
+ * drop the daemon's own, in memstrackd-PID-stacks, whose "stacktrace" option is on (the option stacks
+ * every event of an instance: apart, frees cost no stack walk). Without stacks everything goes into
+ * memstrackd-PID. kmem:mm_page_free_batched is not enabled, for the reason perf.c gives: every batched
+ * free is also an mm_page_free. The instances are removed when the source is freed; those left by a
+ * daemon that died (SIGKILL, a crash) are removed by the next start.
  *
- * Stacks: the instance's "stacktrace" option makes the kernel write a kernel_stack record after every
- * event, on the same CPU. An event and its stack are separated only by the records of an interrupt that
- * came in between, which are themselves followed by their stacks: so each stack belongs to the most
+ * Stacks: the "stacktrace" option makes the kernel write a kernel_stack record after every event of the
+ * instance, on the same CPU. An event and its stack are separated only by the records of an interrupt
+ * that came in between, which are themselves followed by their stacks: so each stack belongs to the most
  * recent event of its CPU still waiting for one. Allocations wait (PENDING_MAX at most per CPU) and are
- * delivered with their stack; other events are delivered at once and leave a marker that their stack
+ * delivered with their stack; the daemon's own and failed allocations leave a marker that their stack
  * takes. A kernel without the option runs without stacks and says so once (Status stackSampleInterval 0).
  *
  * Tasks: trace records carry the running thread's tid (common_pid), not its process. The source keeps a
@@ -68,6 +71,7 @@
 #define PENDING_MAX 8u
 /* The instance's name: this prefix and the daemon's pid. */
 #define INSTANCE_PREFIX "memstrackd-"
+#define INSTANCE_STACKS_SUFFIX "-stacks"
 /* pid_max's ceiling (PID_MAX_LIMIT on 64-bit): the tid -> tgid table is this long at most, and only its
  * touched pages are resident. */
 #define TID_MAX_LIMIT (4u * 1024u * 1024u)
@@ -100,8 +104,22 @@ typedef struct Pending {
         MsEvent ev;
 } Pending;
 
+/* A tracefs instance of ours: its directory and whether its events come with stacks. */
+typedef struct Instance {
+        char *path;                     /* owned, NULL until made */
+        bool stacks;
+} Instance;
+
+enum {
+        INSTANCE_EVENTS,                /* memstrackd-PID: frees, tasks, modules; allocations without stacks */
+        INSTANCE_STACKS,                /* memstrackd-PID-stacks: allocations, each followed by its stack */
+        _INSTANCE_MAX,
+};
+
+/* One CPU's buffer of one instance. */
 typedef struct FtraceCpu {
         FtraceSource *source;
+        Instance *instance;             /* borrowed */
         unsigned cpu;
         int fd;                         /* owned: per_cpu/cpuN/trace_pipe_raw, non-blocking */
         char *stats_path;               /* owned: per_cpu/cpuN/stats */
@@ -119,14 +137,14 @@ typedef struct FtraceCpu {
 struct FtraceSource {
         EventSource source;             /* first, so the vtable's EventSource* is this */
         char *tracefs;                  /* owned */
-        char *instance;                 /* owned: <tracefs>/instances/memstrackd-PID, NULL until made */
+        Instance instances[_INSTANCE_MAX];
         Tracepoints *tracepoints;       /* owned */
         unsigned depth;
         bool stacks;                    /* the instance records a kernel stack after each event */
         size_t page_size;
         unsigned buffer_percent;
 
-        FtraceCpu *cpus;                /* owned */
+        FtraceCpu *cpus;                /* owned: each instance's CPUs, the events instance's first */
         size_t n_cpus_open;
         size_t n_cpus;                  /* highest CPU + 1: the size of lost_per_cpu */
         uint64_t *lost_per_cpu;         /* owned */
@@ -203,7 +221,7 @@ static void pending_flush(FtraceSource *s, FtraceCpu *c) {
 
 /* Queues what the next kernel_stack record of this CPU belongs to: ev (an allocation), or a marker. */
 static void pending_push(FtraceSource *s, FtraceCpu *c, const MsEvent *ev) {
-        if (!s->stacks) {
+        if (!c->instance->stacks) {
                 if (ev)
                         emit(s, ev);
                 return;
@@ -482,12 +500,12 @@ static int source_defer_handler(sd_event_source *es, void *userdata) {
 }
 
 /* Writes value into <instance>/<file>; -errno. */
-static int instance_write(FtraceSource *s, const char *file, const char *value) {
+static int instance_write(const Instance *inst, const char *file, const char *value) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
         size_t len = strlen(value);
 
-        if (asprintf(&path, "%s/%s", s->instance, file) < 0)
+        if (asprintf(&path, "%s/%s", inst->path, file) < 0)
                 return -ENOMEM;
         fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd < 0)
@@ -495,6 +513,12 @@ static int instance_write(FtraceSource *s, const char *file, const char *value) 
         if (write(fd, value, len) != (ssize_t) len)
                 return log_debug_errno(errno ?: EIO, "Failed to write \"%s\" to %s: %m", value, path);
         return 0;
+}
+
+/* The instance that records kind: allocations go where stacks are taken, the rest where they are not. */
+static const Instance *kind_instance(const FtraceSource *s, TracepointKind kind) {
+        return kind == TRACEPOINT_PAGE_ALLOC && s->stacks ? &s->instances[INSTANCE_STACKS]
+                                                          : &s->instances[INSTANCE_EVENTS];
 }
 
 /* Whether a memstrackd with this pid is alive: a pid that is gone, or reused by another program, is not. */
@@ -532,7 +556,8 @@ static void instances_clean_stale(const char *tracefs, pid_t self) {
                         continue;
                 errno = 0;
                 pid = strtol(de->d_name + strlen(INSTANCE_PREFIX), &end, 10);
-                if (errno != 0 || *end != '\0' || pid <= 0 || pid > INT32_MAX)
+                if (errno != 0 || (*end != '\0' && !streq(end, INSTANCE_STACKS_SUFFIX)) || pid <= 0 ||
+                    pid > INT32_MAX)
                         continue;
                 if (pid != self && instance_owner_alive((pid_t) pid))
                         continue;
@@ -570,11 +595,14 @@ static FtraceSource *ftrace_source_free(FtraceSource *s) {
                 cpu_done(&s->cpus[i - 1]);
         free(s->cpus);
         merge_done(&s->merge);
-        /* With its files closed, the instance goes with its events and buffers. */
-        if (s->instance && rmdir(s->instance) < 0)
-                log_warning_errno(errno, "Failed to remove the trace instance %s: %m", s->instance);
+        /* With their files closed, the instances go with their events and buffers. */
+        for (size_t i = 0; i < _INSTANCE_MAX; i++) {
+                if (s->instances[i].path && rmdir(s->instances[i].path) < 0)
+                        log_warning_errno(errno, "Failed to remove the trace instance %s: %m",
+                                          s->instances[i].path);
+                free(s->instances[i].path);
+        }
         s->event = sd_event_unref(s->event);
-        free(s->instance);
         free(s->lost_per_cpu);
         free(s->tgids);
         free(s->frames);
@@ -611,7 +639,8 @@ static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSi
 
                 r = sd_event_add_io(event, &c->io_source, c->fd, EPOLLIN, cpu_io_handler, c);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to watch the trace buffer of CPU %u: %m", c->cpu);
+                        return log_error_errno(r, "Failed to watch the trace buffer of CPU %u in %s: %m", c->cpu,
+                                               c->instance->path);
                 (void) snprintf(description, sizeof(description), "ftrace-cpu%u", c->cpu);
                 (void) sd_event_source_set_description(c->io_source, description);
         }
@@ -632,10 +661,10 @@ static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSi
                         continue;
                 if (asprintf(&file, "events/%s/enable", tracepoint_kind_to_string(k)) < 0)
                         return log_oom();
-                r = instance_write(s, file, "1");
+                r = instance_write(kind_instance(s, k), file, "1");
                 if (r < 0 && kind_is_required(k))
                         return log_error_errno(r, "Failed to enable %s in %s: %m", tracepoint_kind_to_string(k),
-                                               s->instance);
+                                               kind_instance(s, k)->path);
                 if (r < 0)
                         log_debug_errno(r, "Failed to enable %s, going without it: %m",
                                         tracepoint_kind_to_string(k));
@@ -643,7 +672,9 @@ static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSi
 
         /* Seeded after enabling, as perf does: a task born in between shows up twice rather than never. */
         s->records += proc_seed_tasks(PROC_ROOT_DEFAULT, s->self, &s->sink);
-        log_debug("Ftrace source started on %zu CPUs in %s.", s->n_cpus_open, s->instance);
+        log_debug("Ftrace source started: %zu CPU buffers in %s%s%s.", s->n_cpus_open,
+                  s->instances[INSTANCE_EVENTS].path, s->stacks ? " and " : "",
+                  s->stacks ? s->instances[INSTANCE_STACKS].path : "");
         return 0;
 }
 
@@ -682,13 +713,14 @@ static const EventSourceOps ftrace_source_ops = {
         .free = ftrace_source_free_op,
 };
 
-static int cpu_open(FtraceSource *s, FtraceCpu *c, unsigned cpu) {
+static int cpu_open(FtraceSource *s, FtraceCpu *c, Instance *inst, unsigned cpu) {
         _cleanup_free_ char *path = NULL;
 
         c->source = s;
+        c->instance = inst;
         c->cpu = cpu;
-        if (asprintf(&path, "%s/per_cpu/cpu%u/trace_pipe_raw", s->instance, cpu) < 0 ||
-            asprintf(&c->stats_path, "%s/per_cpu/cpu%u/stats", s->instance, cpu) < 0)
+        if (asprintf(&path, "%s/per_cpu/cpu%u/trace_pipe_raw", inst->path, cpu) < 0 ||
+            asprintf(&c->stats_path, "%s/per_cpu/cpu%u/stats", inst->path, cpu) < 0)
                 return log_oom();
         c->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (c->fd < 0)
@@ -761,54 +793,92 @@ static int log_tracepoint_error(int r, const char *tracefs, const char *missing)
                                tracefs);
 }
 
-/* Sets the instance up: everything but enabling the events, which start() does. */
-static int instance_setup(FtraceSource *s, const SourceOptions *o) {
+/* Makes <tracefs>/instances/memstrackd-PID<suffix> and sets what every instance of ours has: the mono
+ * clock, no overwriting, the buffer size and wakeup fill. Events are enabled by start(). */
+static int instance_make(FtraceSource *s, Instance *inst, const char *suffix, const SourceOptions *o) {
+        _cleanup_free_ char *path = NULL;
         char value[64];
         int r;
 
-        r = instance_write(s, "trace_clock", "mono");
+        if (asprintf(&path, "%s/instances/" INSTANCE_PREFIX "%d%s", s->tracefs, (int) s->self, suffix) < 0)
+                return log_oom();
+        if (mkdir(path, 0700) < 0) {
+                r = negative_errno();
+                if (r == -ENOENT)
+                        return log_error_errno(r, "%s/instances is missing: this kernel's tracefs has no "
+                                               "instances (Linux 3.15).", s->tracefs);
+                return log_error_errno(r, "Failed to create the trace instance %s: %m", path);
+        }
+        inst->path = TAKE_PTR(path);
+
+        r = instance_write(inst, "trace_clock", "mono");
         if (r < 0)
-                return log_error_errno(r, "Failed to set the trace clock of %s to mono: %m", s->instance);
-        r = instance_write(s, "options/overwrite", "0");
+                return log_error_errno(r, "Failed to set the trace clock of %s to mono: %m", inst->path);
+        r = instance_write(inst, "options/overwrite", "0");
         if (r < 0)
-                return log_error_errno(r, "Failed to turn off overwriting in %s: %m", s->instance);
+                return log_error_errno(r, "Failed to turn off overwriting in %s: %m", inst->path);
         (void) snprintf(value, sizeof(value), "%zu", (size_t) o->buffer_pages * s->page_size / 1024);
-        r = instance_write(s, "buffer_size_kb", value);
+        r = instance_write(inst, "buffer_size_kb", value);
         if (r < 0)
                 return log_error_errno(r, "Failed to size the trace buffers of %s to %s KiB per CPU: %m",
-                                       s->instance, value);
+                                       inst->path, value);
         /* Wakeups when this full; older kernels lack the file and wake at every page. */
         (void) snprintf(value, sizeof(value), "%u", s->buffer_percent);
-        r = instance_write(s, "buffer_percent", value);
+        r = instance_write(inst, "buffer_percent", value);
         if (r < 0 && r != -ENOENT)
                 log_debug_errno(r, "Failed to set buffer_percent, waking up at every page: %m");
+        return 0;
+}
 
-        (void) snprintf(value, sizeof(value), "common_pid != %d", (int) s->self);
-        r = instance_write(s, "events/kmem/mm_page_alloc/filter", value);
+/*
+ * The instances: memstrackd-PID always; with stacks, memstrackd-PID-stacks for the allocations alone,
+ * with the "stacktrace" option on. The option is per instance and stacks every event of it, so keeping
+ * frees and task events apart saves a kernel stack walk per free: about half the cost of stacks.
+ */
+static int instances_setup(FtraceSource *s, const SourceOptions *o) {
+        Instance *stacks = &s->instances[INSTANCE_STACKS];
+        char value[64];
+        int r;
+
+        r = instance_make(s, &s->instances[INSTANCE_EVENTS], "", o);
         if (r < 0)
-                log_debug_errno(r, "Failed to filter our own allocations, dropping them when read instead: %m");
+                return r;
 
         if (s->depth > 0) {
                 if (tracepoint_id(s->tracepoints, TRACEPOINT_KERNEL_STACK) < 0)
                         r = -ENOENT;
-                else
-                        r = instance_write(s, "options/stacktrace", "1");
-                if (r < 0)
+                else {
+                        r = instance_make(s, stacks, INSTANCE_STACKS_SUFFIX, o);
+                        if (r < 0)
+                                return r;
+                        r = instance_write(stacks, "options/stacktrace", "1");
+                }
+                if (r < 0) {
                         log_notice("The kernel cannot record stacks in trace instances (options/stacktrace, "
                                    "ftrace/kernel_stack): running without allocation stacks.");
-                s->stacks = r >= 0;
+                        if (stacks->path && rmdir(stacks->path) < 0)
+                                log_warning_errno(errno, "Failed to remove the trace instance %s: %m",
+                                                  stacks->path);
+                        free(stacks->path);
+                        stacks->path = NULL;
+                } else
+                        s->stacks = stacks->stacks = true;
         }
         if (o->user_stacks)
                 log_notice("The ftrace source records kernel stacks only: --user-stacks is ignored.");
+
+        (void) snprintf(value, sizeof(value), "common_pid != %d", (int) s->self);
+        r = instance_write(kind_instance(s, TRACEPOINT_PAGE_ALLOC), "events/kmem/mm_page_alloc/filter", value);
+        if (r < 0)
+                log_debug_errno(r, "Failed to filter our own allocations, dropping them when read instead: %m");
         return 0;
 }
 
 static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
         _cleanup_(ftrace_source_freep) FtraceSource *s = NULL;
         _cleanup_free_ unsigned *cpus = NULL;
-        _cleanup_free_ char *instance = NULL;
         const char *missing = NULL;
-        size_t n_cpus, buffer_bytes;
+        size_t n_cpus, n_instances, buffer_bytes;
         long pid_max;
         int r;
 
@@ -864,24 +934,14 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
                 log_info("Page tracepoints record struct page pointers: pages are keyed by pointer, not pfn.");
 
         instances_clean_stale(s->tracefs, s->self);
-        if (asprintf(&instance, "%s/instances/" INSTANCE_PREFIX "%d", s->tracefs, (int) s->self) < 0)
-                return log_oom();
-        if (mkdir(instance, 0700) < 0) {
-                r = negative_errno();
-                if (r == -ENOENT)
-                        return log_error_errno(r, "%s/instances is missing: this kernel's tracefs has no "
-                                               "instances (Linux 3.15).", s->tracefs);
-                return log_error_errno(r, "Failed to create the trace instance %s: %m", instance);
-        }
-        s->instance = TAKE_PTR(instance);
-
-        r = instance_setup(s, o);
+        r = instances_setup(s, o);
         if (r < 0)
                 return r;
 
-        r = list_cpus(s->instance, &cpus, &n_cpus);
+        r = list_cpus(s->instances[INSTANCE_EVENTS].path, &cpus, &n_cpus);
         if (r < 0)
-                return log_error_errno(r, "Failed to list the CPU buffers of %s: %m", s->instance);
+                return log_error_errno(r, "Failed to list the CPU buffers of %s: %m",
+                                       s->instances[INSTANCE_EVENTS].path);
 
         if (read_file_long("/proc/sys/kernel/pid_max", &pid_max) < 0 || pid_max <= 0 ||
             pid_max > (long) TID_MAX_LIMIT)
@@ -892,22 +952,27 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
         s->cmdline = malloc(PROC_CMDLINE_MAX);
         s->n_cpus = cpus[n_cpus - 1] + 1;
         s->lost_per_cpu = calloc(s->n_cpus, sizeof(*s->lost_per_cpu));
-        s->cpus = calloc(n_cpus, sizeof(*s->cpus));
+        n_instances = s->stacks ? 2 : 1;
+        s->cpus = calloc(n_cpus * n_instances, sizeof(*s->cpus));
         if (!s->tgids || !s->frames || !s->cmdline || !s->lost_per_cpu || !s->cpus ||
-            merge_init(&s->merge, n_cpus, &cpu_merge_ops) < 0)
+            merge_init(&s->merge, n_cpus * n_instances, &cpu_merge_ops) < 0)
                 return log_oom();
-        for (size_t i = 0; i < n_cpus; i++)
+        for (size_t i = 0; i < n_cpus * n_instances; i++)
                 s->cpus[i].fd = -EBADF;
-        s->n_cpus_open = n_cpus;
-        for (size_t i = 0; i < n_cpus; i++) {
-                r = cpu_open(s, &s->cpus[i], cpus[i]);
-                if (r < 0)
-                        return r;
-        }
+        /* The events instance's buffers first: on equal timestamps the merge delivers a free before an
+         * allocation. */
+        for (size_t k = 0; k < n_instances; k++)
+                for (size_t i = 0; i < n_cpus; i++) {
+                        s->n_cpus_open++;
+                        r = cpu_open(s, &s->cpus[k * n_cpus + i], &s->instances[k], cpus[i]);
+                        if (r < 0)
+                                return r;
+                }
 
-        log_debug("Ftrace source: %zu CPUs, %zu KiB buffers, wakeup at %u %%, depth %u%s, in %s.", n_cpus,
-                  buffer_bytes / 1024, s->buffer_percent, s->depth, s->stacks ? "" : " (no stacks)",
-                  s->instance);
+        log_debug("Ftrace source: %zu CPUs, %zu KiB buffers per instance, wakeup at %u %%, depth %u%s, in %s.",
+                  n_cpus, buffer_bytes / 1024, s->buffer_percent, s->depth,
+                  s->stacks ? " with stacks from a second instance" : " (no stacks)",
+                  s->instances[INSTANCE_EVENTS].path);
         *ret = &TAKE_PTR(s)->source;
         return 0;
 }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """memstrackd --source ftrace leaves the top-level tracing settings as they were, byte for byte.
 
-It traces in a tracefs instance of its own (instances/memstrackd-PID). The test snapshots the top-level
+It traces in tracefs instances of its own (instances/memstrackd-PID, and memstrackd-PID-stacks for the
+allocations when it takes stacks). The test snapshots the top-level
 settings (tracing_on, current_tracer, trace_clock, buffer_size_kb, buffer_percent, set_event, every
 options/* file, and the enable, filter and trigger files of the events the source uses) and compares them
 after: a run stopped with SIGTERM (which removes its instance), a run killed with SIGKILL (which cannot,
@@ -81,6 +82,11 @@ def instance(pid):
     return f"{TRACEFS}/instances/memstrackd-{pid}"
 
 
+def instances(pid):
+    """The instances of memstrackd pid that exist: memstrackd-PID, and memstrackd-PID-stacks with stacks."""
+    return [p for p in (instance(pid), instance(pid) + "-stacks") if os.path.isdir(p)]
+
+
 def call(sock_path, method):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(WAIT)
@@ -115,6 +121,8 @@ class Daemon:
             fail(f"backend {status['backend']}, expected ftrace")
         if not os.path.isdir(instance(self.proc.pid)):
             fail(f"no instance {instance(self.proc.pid)} while memstrackd runs")
+        if status["stackSampleInterval"] == 1 and len(instances(self.proc.pid)) != 2:
+            fail(f"stacks are taken but there is no {instance(self.proc.pid)}-stacks")
 
     def text(self):
         self.log.seek(0)
@@ -145,8 +153,8 @@ def main():
         d.proc.terminate()
         if d.proc.wait(WAIT) != 0:
             fail(f"memstrackd exited with {d.proc.returncode} on SIGTERM:\n{d.text()}")
-        if os.path.exists(instance(d.proc.pid)):
-            fail(f"{instance(d.proc.pid)} is still there after SIGTERM")
+        if instances(d.proc.pid):
+            fail(f"{instances(d.proc.pid)} still there after SIGTERM")
         compare(before, "after SIGTERM")
 
         # SIGKILL leaves the instance; the next start removes it.
@@ -154,20 +162,22 @@ def main():
         d.traced_something()
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait(WAIT)
-        stale = instance(d.proc.pid)
-        if not os.path.isdir(stale):
-            fail(f"{stale} vanished after SIGKILL: the test cannot tell whether a restart cleans it")
+        stale = instances(d.proc.pid)
+        if instance(d.proc.pid) not in stale:
+            fail(f"{instance(d.proc.pid)} vanished after SIGKILL: the test cannot tell whether a restart cleans it")
         compare(before, "after SIGKILL")
         d = Daemon(2)
-        if os.path.exists(stale):
-            fail(f"a restarted memstrackd left the stale instance {stale}:\n{d.text()}")
-        if "left by a memstrackd that is gone" not in d.text():
-            fail(f"the restart does not say it removed {stale}:\n{d.text()}")
+        left = [p for p in stale if os.path.exists(p)]
+        if left:
+            fail(f"a restarted memstrackd left the stale instances {left}:\n{d.text()}")
+        for p in stale:
+            if f"Removed the trace instance {p}," not in d.text():
+                fail(f"the restart does not say it removed {p}:\n{d.text()}")
         d.proc.terminate()
         if d.proc.wait(WAIT) != 0:
             fail(f"memstrackd exited with {d.proc.returncode} on SIGTERM:\n{d.text()}")
-        if os.path.exists(instance(d.proc.pid)):
-            fail(f"{instance(d.proc.pid)} is still there after SIGTERM")
+        if instances(d.proc.pid):
+            fail(f"{instances(d.proc.pid)} still there after SIGTERM")
         compare(before, "after a restart that cleaned the stale instance")
     finally:
         for p in children:
@@ -176,8 +186,8 @@ def main():
                 p.wait()
         # Whatever a failed run left: not ours to keep.
         for p in children:
-            if os.path.isdir(instance(p.pid)):
-                os.rmdir(instance(p.pid))
+            for path in instances(p.pid):
+                os.rmdir(path)
         subprocess.run(["rm", "-rf", WORK])
     print("all cases passed", file=sys.stderr)
     return 0
