@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * The ftrace event source: the page and task tracepoints recorded into a tracefs instance of its own and
- * read from its per-CPU trace_pipe_raw, parsed with libtraceevent's kbuffer. For kernels where perf is
- * unavailable or its call chains are broken; not picked by "auto" (eBPF and perf are cheaper per page).
+ * The ftrace event source: the page and task tracepoints recorded into tracefs instances of its own and
+ * read from their per-CPU trace_pipe_raw, parsed with libtraceevent's kbuffer. For kernels where perf is
+ * unavailable or its call chains are broken; not picked by "auto" (see ftrace_source_type).
  *
  * Its instances, instances/memstrackd-PID and (with stacks) memstrackd-PID-stacks, are the only things it
  * changes in tracefs: the top-level instance's settings (tracing_on, current_tracer, trace_clock,
@@ -1045,8 +1045,9 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
 const SourceType ftrace_source_type = {
         .name = "ftrace",
         .description = "the kernel's page tracepoints through a tracefs instance of its own (needs root)",
-        /* Not for auto: per page it costs more than eBPF and perf, which auto tries first anyway, and it
-         * leaves a directory in tracefs while it runs. */
+        /* Not for auto: it gives less than perf (no cgroups, so no units; no user frames; pids of the
+         * initial PID namespace only), its daemon spends more CPU per event, it leaves directories in
+         * tracefs while it runs, and a kernel without perf events rarely has tracefs instances. */
         .automatic = false,
         .new = ftrace_source_new,
 };
