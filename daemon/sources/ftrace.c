@@ -1046,8 +1046,8 @@ const SourceType ftrace_source_type = {
         .name = "ftrace",
         .description = "the kernel's page tracepoints through a tracefs instance of its own (needs root)",
         /* Not for auto: it gives less than perf (no cgroups, so no units; no user frames; pids of the
-         * initial PID namespace only), its daemon spends more CPU per event, it leaves directories in
-         * tracefs while it runs, and a kernel without perf events rarely has tracefs instances. */
+         * initial PID namespace only), its daemon spends more CPU per event, it needs root (instances are
+         * root's directories), and it leaves directories in tracefs while it runs. */
         .automatic = false,
         .new = ftrace_source_new,
 };

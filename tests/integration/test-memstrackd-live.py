@@ -595,6 +595,13 @@ def test_bad_environment():
     out = run_failing("--source", "perf", "--tracefs", os.path.join(DATA, "tracefs-partial"))
     if "mm_page_free" not in out:
         fail(f"the error does not name the missing tracepoint: {out}")
+    # The ftrace source's: formats but no instances (the fixture), and a required event missing.
+    out = run_failing("--source", "ftrace", "--tracefs", os.path.join(DATA, "tracefs-6.18"))
+    if "instances is missing" not in out:
+        fail(f"--source ftrace on a tracefs without instances does not say so: {out}")
+    out = run_failing("--source", "ftrace", "--tracefs", os.path.join(DATA, "tracefs-partial"))
+    if "mm_page_free" not in out:
+        fail(f"--source ftrace does not name the missing tracepoint: {out}")
     for tool in ("setpriv", "unshare"):
         if not shutil.which(tool):
             skipped.append(f"test_bad_environment: unprivileged and unmountable cases need {tool} (util-linux)")
