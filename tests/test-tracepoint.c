@@ -27,6 +27,12 @@
 #define ID_ALLOC 653
 #define ID_FREE 655
 #define ID_FREE_BATCHED 654
+#define ID_SCHED_FORK 366
+#define ID_SCHED_EXEC 365
+#define ID_SCHED_EXIT 369
+#define ID_NEWTASK 205
+#define ID_RENAME 204
+#define ID_KERNEL_STACK 4
 #define ID_OLD_ALLOC 383
 #define ID_OLD_FREE 380
 #define ID_OLD_FREE_BATCHED 381
@@ -256,6 +262,115 @@ static void check_old_records(bool big) {
         ASSERT_STREQ(ev.module.name, "xfs");
 }
 
+/* The task and stack events the ftrace source reads, as this kernel (6.18) lays them out. */
+static void test_task_and_stack(bool big) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        TracepointTask task;
+        uint64_t frames[4];
+        uint8_t rec[128];
+        int32_t pid;
+        size_t n;
+
+        ASSERT_OK(tracepoint_load(TREE_NEW, big ? TRACEPOINT_BYTE_ORDER_BIG : TRACEPOINT_BYTE_ORDER_LITTLE,
+                                  &t, NULL));
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_SCHED_FORK), ID_SCHED_FORK);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KERNEL_STACK), ID_KERNEL_STACK);
+
+        /* sched_process_fork: parent_comm@8 (data_loc), parent_pid@12, child_comm@16 (data_loc),
+         * child_pid@20, strings after the fixed part. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, ID_SCHED_FORK, 100, big);
+        put(rec, 8, 4, (5u << 16) | 24u, big);
+        put(rec, 12, 4, 100, big);
+        put(rec, 16, 4, (20u << 16) | 29u, big);
+        put(rec, 20, 4, 101, big);
+        memcpy(rec + 24, "bash", 5);
+        memcpy(rec + 29, "a-name-too-long-for-comm", 20);
+        rec[48] = '\0';
+        ASSERT_EQ(tracepoint_kind_of(t, rec, 49, &pid), TRACEPOINT_SCHED_FORK);
+        ASSERT_EQ(pid, 100);
+        ASSERT_EQ(tracepoint_decode_task(t, rec, 49, &task), TRACEPOINT_SCHED_FORK);
+        ASSERT_EQ(task.pid, 101);
+        ASSERT_EQ(task.parent_pid, 100);
+        ASSERT_STREQ(task.comm, "a-name-too-long-");
+        /* Not an MsEvent: tracepoint_decode() leaves it alone. */
+        MsEvent ev;
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 49, &ev), -ENOENT);
+        /* The child's name runs past the record: rejected. */
+        ASSERT_EQ(tracepoint_decode_task(t, rec, 40, &task), -EBADMSG);
+
+        /* sched_process_exec: filename@8 (data_loc), pid@12, old_pid@16. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, ID_SCHED_EXEC, 7, big);
+        put(rec, 8, 4, (13u << 16) | 20u, big);
+        put(rec, 12, 4, 7, big);
+        put(rec, 16, 4, 9, big);
+        memcpy(rec + 20, "/usr/bin/env", 13);
+        ASSERT_EQ(tracepoint_decode_task(t, rec, 33, &task), TRACEPOINT_SCHED_EXEC);
+        ASSERT_EQ(task.pid, 7);
+        ASSERT_EQ(task.old_pid, 9);
+        ASSERT_STREQ(task.filename, "/usr/bin/env");
+
+        /* sched_process_exit: comm[16]@8, pid@24, prio@28, group_dead@32. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, ID_SCHED_EXIT, 8, big);
+        memcpy(rec + 8, "0123456789abcdef", 16);   /* not terminated inside the field */
+        put(rec, 24, 4, 8, big);
+        rec[32] = 1;
+        ASSERT_EQ(tracepoint_decode_task(t, rec, 33, &task), TRACEPOINT_SCHED_EXIT);
+        ASSERT_EQ(task.pid, 8);
+        ASSERT_EQ(task.group_dead, 1);
+        ASSERT_STREQ(task.comm, "0123456789abcdef");
+        ASSERT_EQ(tracepoint_decode_task(t, rec, 32, &task), -EBADMSG);
+
+        /* task_newtask: pid@8, comm[16]@12, clone_flags@32. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, ID_NEWTASK, 8, big);
+        put(rec, 8, 4, 12, big);
+        memcpy(rec + 12, "worker", 7);
+        put(rec, 32, 8, 0x3d0f00, big);
+        ASSERT_EQ(tracepoint_decode_task(t, rec, 42, &task), TRACEPOINT_TASK_NEWTASK);
+        ASSERT_EQ(task.pid, 12);
+        ASSERT_TRUE(task.clone_flags == 0x3d0f00);
+        ASSERT_STREQ(task.comm, "worker");
+
+        /* task_rename: pid@8, oldcomm@12, newcomm@28. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, ID_RENAME, 8, big);
+        put(rec, 8, 4, 8, big);
+        memcpy(rec + 12, "old", 4);
+        memcpy(rec + 28, "new", 4);
+        ASSERT_EQ(tracepoint_decode_task(t, rec, 46, &task), TRACEPOINT_TASK_RENAME);
+        ASSERT_STREQ(task.comm, "new");
+
+        /* kernel_stack: size@8 (entries), caller[]@16, as long as the record. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, ID_KERNEL_STACK, 8, big);
+        put(rec, 8, 4, 6, big);
+        for (unsigned i = 0; i < 6; i++)
+                put(rec, 16 + i * 8, 8, UINT64_C(0xffffffff81000000) + i, big);
+        ASSERT_EQ(tracepoint_decode_stack(t, rec, 64, frames, ELEMENTSOF(frames), &n), TRACEPOINT_KERNEL_STACK);
+        ASSERT_EQ(n, 4);       /* cut at max */
+        ASSERT_TRUE(frames[0] == UINT64_C(0xffffffff81000000));
+        ASSERT_TRUE(frames[3] == UINT64_C(0xffffffff81000003));
+        /* More entries than the record holds: rejected. */
+        ASSERT_EQ(tracepoint_decode_stack(t, rec, 63, frames, ELEMENTSOF(frames), &n), -EBADMSG);
+        /* Another kind. */
+        ASSERT_EQ(tracepoint_decode_stack(t, rec, 64, frames, 0, &n), TRACEPOINT_KERNEL_STACK);
+        ASSERT_EQ(n, 0);
+        put_common(rec, ID_RENAME, 8, big);
+        ASSERT_EQ(tracepoint_decode_stack(t, rec, 64, frames, ELEMENTSOF(frames), &n), -ENOENT);
+}
+
+static void test_task_little(void) {
+        test_task_and_stack(false);
+}
+
+static void test_task_big(void) {
+        test_task_and_stack(true);
+}
+
 static void test_old_little(void) {
         check_old_records(false);
 }
@@ -379,6 +494,8 @@ int main(void) {
         TEST(test_new_little);
         TEST(test_new_big);
         TEST(test_byte_order_matters);
+        TEST(test_task_little);
+        TEST(test_task_big);
         TEST(test_old_little);
         TEST(test_old_big);
         TEST(test_missing);

@@ -26,6 +26,7 @@
 #define SOURCE_REGISTRY(X)                                                                              \
         SOURCE_REGISTRY_EBPF(X)                                                                         \
         X(perf)                                                                                         \
+        X(ftrace)                                                                                       \
         X(replay)                                                                                       \
         /* end of the registry */
 #endif

@@ -33,7 +33,17 @@ static const TracepointInfo tracepoint_info[_TRACEPOINT_KIND_MAX] = {
         [TRACEPOINT_PAGE_FREE_BATCHED] = { "kmem", "mm_page_free_batched", "kmem/mm_page_free_batched", false },
         [TRACEPOINT_MODULE_LOAD]       = { "module", "module_load", "module/module_load", false },
         [TRACEPOINT_MODULE_FREE]       = { "module", "module_free", "module/module_free", false },
+        [TRACEPOINT_SCHED_FORK]        = { "sched", "sched_process_fork", "sched/sched_process_fork", false },
+        [TRACEPOINT_SCHED_EXEC]        = { "sched", "sched_process_exec", "sched/sched_process_exec", false },
+        [TRACEPOINT_SCHED_EXIT]        = { "sched", "sched_process_exit", "sched/sched_process_exit", false },
+        [TRACEPOINT_TASK_NEWTASK]      = { "task", "task_newtask", "task/task_newtask", false },
+        [TRACEPOINT_TASK_RENAME]       = { "task", "task_rename", "task/task_rename", false },
+        [TRACEPOINT_KERNEL_STACK]      = { "ftrace", "kernel_stack", "ftrace/kernel_stack", false },
 };
+
+static bool kind_is_task(TracepointKind kind) {
+        return kind >= TRACEPOINT_SCHED_FORK && kind <= TRACEPOINT_TASK_RENAME;
+}
 
 /* One event's resolved fields. Handles are borrowed from the tep_handle and live as long as it does. */
 typedef struct TracepointFormat {
@@ -47,12 +57,18 @@ typedef struct TracepointFormat {
         struct tep_format_field *gfp_flags;     /* NULL: 0 */
         struct tep_format_field *migrate_type;  /* NULL: -1 */
         struct tep_format_field *name;          /* __data_loc or __rel_loc char[] */
+        /* Task events: pid, parent_pid / old_pid, clone_flags, group_dead, comm (fixed or dynamic),
+         * filename (dynamic). Stack: size (entries), caller (the array). NULL where absent. */
+        struct tep_format_field *pid, *other_pid, *clone_flags, *group_dead, *comm, *filename;
+        struct tep_format_field *stack_size, *caller;
 } TracepointFormat;
 
 struct Tracepoints {
         struct tep_handle *tep;                 /* owns every event and field below */
         size_t type_offset;                     /* common_type, the same in every event */
         size_t type_size;
+        size_t pid_offset;                      /* common_pid, the same in every event */
+        size_t pid_size;
         bool surrogate;
         TracepointFormat formats[_TRACEPOINT_KIND_MAX];
 };
@@ -131,6 +147,79 @@ static int resolve_module_fields(TracepointFormat *fmt, struct tep_event *event,
         return 0;
 }
 
+static bool field_is_string(const struct tep_format_field *f) {
+        if (!f)
+                return false;
+        if (f->flags & TEP_FIELD_IS_DYNAMIC)
+                return f->size == 4;
+        return (f->flags & TEP_FIELD_IS_ARRAY) && f->size > 0;
+}
+
+/* Resolves the fields of a task or stack event. Fields the ftrace source cannot do without are checked;
+ * the rest stay NULL when a kernel lacks them. */
+static int resolve_task_fields(TracepointFormat *fmt, struct tep_event *event, TracepointKind kind) {
+        static const struct {
+                TracepointKind kind;
+                const char *pid, *other_pid, *comm, *filename;
+        } names[] = {
+                { TRACEPOINT_SCHED_FORK, "child_pid", "parent_pid", "child_comm", NULL },
+                { TRACEPOINT_SCHED_EXEC, "pid", "old_pid", NULL, "filename" },
+                { TRACEPOINT_SCHED_EXIT, "pid", NULL, "comm", NULL },
+                { TRACEPOINT_TASK_NEWTASK, "pid", NULL, "comm", NULL },
+                { TRACEPOINT_TASK_RENAME, "pid", NULL, "newcomm", NULL },
+        };
+
+        if (kind == TRACEPOINT_KERNEL_STACK) {
+                fmt->stack_size = tep_find_field(event, "size");
+                fmt->caller = tep_find_field(event, "caller");
+                if (!fmt->stack_size || !field_size_ok(fmt->stack_size) || !fmt->caller ||
+                    !(fmt->caller->flags & TEP_FIELD_IS_ARRAY) ||
+                    (fmt->caller->elementsize != 4 && fmt->caller->elementsize != 8)) {
+                        log_debug("Format of %s has no usable size and caller fields.", tracepoint_info[kind].path);
+                        return -EBADMSG;
+                }
+                /* The caller array is as long as the record: the format's 8 entries are nominal. */
+                extend_min_size(fmt, fmt->stack_size);
+                fmt->min_size = MAX(fmt->min_size, (size_t) fmt->caller->offset);
+                return 0;
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                if (names[i].kind != kind)
+                        continue;
+                fmt->pid = tep_find_field(event, names[i].pid);
+                fmt->other_pid = names[i].other_pid ? tep_find_field(event, names[i].other_pid) : NULL;
+                fmt->comm = names[i].comm ? tep_find_field(event, names[i].comm) : NULL;
+                fmt->filename = names[i].filename ? tep_find_field(event, names[i].filename) : NULL;
+                break;
+        }
+        if (kind == TRACEPOINT_TASK_NEWTASK)
+                fmt->clone_flags = tep_find_field(event, "clone_flags");
+        if (kind == TRACEPOINT_SCHED_EXIT)
+                fmt->group_dead = tep_find_field(event, "group_dead");
+
+        struct tep_format_field *numbers[] = { fmt->pid, fmt->other_pid, fmt->clone_flags, fmt->group_dead };
+        if (!fmt->pid || (kind == TRACEPOINT_SCHED_FORK && !fmt->other_pid) ||
+            (kind == TRACEPOINT_TASK_NEWTASK && !fmt->clone_flags)) {
+                log_debug("Format of %s lacks a pid field.", tracepoint_info[kind].path);
+                return -EBADMSG;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(numbers); i++) {
+                if (!numbers[i])
+                        continue;
+                if (!field_size_ok(numbers[i]))
+                        return -EBADMSG;
+                extend_min_size(fmt, numbers[i]);
+        }
+        if (fmt->comm && !field_is_string(fmt->comm))
+                fmt->comm = NULL;
+        if (fmt->filename && !field_is_string(fmt->filename))
+                fmt->filename = NULL;
+        extend_min_size(fmt, fmt->comm);
+        extend_min_size(fmt, fmt->filename);
+        return 0;
+}
+
 static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
         const TracepointInfo *info = &tracepoint_info[kind];
         TracepointFormat *fmt = &t->formats[kind];
@@ -175,11 +264,21 @@ static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
                 log_debug("Format %s places common_type differently from the others.", path);
                 return -EBADMSG;
         }
+        if (t->pid_size == 0) {
+                struct tep_format_field *pid = tep_find_common_field(event, "common_pid");
+
+                if (pid && pid->size == 4) {
+                        t->pid_offset = (size_t) pid->offset;
+                        t->pid_size = (size_t) pid->size;
+                }
+        }
 
         fmt->id = event->id;
         fmt->min_size = (size_t) type->offset + (size_t) type->size;
         if (kind == TRACEPOINT_MODULE_LOAD || kind == TRACEPOINT_MODULE_FREE)
                 r = resolve_module_fields(fmt, event, kind);
+        else if (kind_is_task(kind) || kind == TRACEPOINT_KERNEL_STACK)
+                r = resolve_task_fields(fmt, event, kind);
         else
                 r = resolve_page_fields(fmt, event, kind);
         if (r < 0)
@@ -187,7 +286,7 @@ static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
 
         fmt->present = true;
         log_debug("Tracepoint %s: id %d, %s field, records >= %zu bytes.", info->path, fmt->id,
-                  fmt->pfn_is_page ? "page" : fmt->pfn ? "pfn" : "name", fmt->min_size);
+                  fmt->pfn_is_page ? "page" : fmt->pfn ? "pfn" : fmt->name ? "name" : "task", fmt->min_size);
         return 0;
 }
 
@@ -324,31 +423,35 @@ static int decode_page(const TracepointFormat *fmt, TracepointKind kind, const u
         return kind;
 }
 
-static int decode_module(const TracepointFormat *fmt, TracepointKind kind, const uint8_t *raw, size_t size,
-                MsEvent *ev) {
-        uint64_t loc = read_unsigned(fmt->name, raw);
+/* A __data_loc or __rel_loc string of the record, NUL-terminated inside it; NULL if it is not. */
+static const char *read_dynamic_string(const struct tep_format_field *f, const uint8_t *raw, size_t size) {
+        uint64_t loc = read_unsigned((struct tep_format_field *) f, raw);
         size_t offset = (size_t) (loc & 0xffff), len = (size_t) (loc >> 16);
 
         /* __rel_loc counts from the end of the field itself, __data_loc from the start of the record. */
-        if (fmt->name->flags & TEP_FIELD_IS_RELATIVE)
-                offset += (size_t) fmt->name->offset + (size_t) fmt->name->size;
+        if (f->flags & TEP_FIELD_IS_RELATIVE)
+                offset += (size_t) f->offset + (size_t) f->size;
         if (len == 0 || offset > size || len > size - offset)
-                return -EBADMSG;
+                return NULL;
         if (!memchr(raw + offset, '\0', len))
-                return -EBADMSG;
+                return NULL;
+        return (const char *) raw + offset;
+}
 
+static int decode_module(const TracepointFormat *fmt, TracepointKind kind, const uint8_t *raw, size_t size,
+                MsEvent *ev) {
+        const char *name = read_dynamic_string(fmt->name, raw, size);
+
+        if (!name)
+                return -EBADMSG;
         ev->type = kind == TRACEPOINT_MODULE_LOAD ? MS_EVENT_MODULE_LOAD : MS_EVENT_MODULE_FREE;
-        ev->module.name = (const char *) raw + offset;
+        ev->module.name = name;
         return kind;
 }
 
-int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEvent *ev) {
-        const uint8_t *p = raw;
+/* The kind of a record whose size was checked against its format. */
+static int record_kind(const Tracepoints *t, const uint8_t *p, size_t size) {
         unsigned long long type;
-
-        assert(t);
-        assert(raw || size == 0);
-        assert(ev);
 
         if (size < t->type_offset + t->type_size)
                 return -EBADMSG;
@@ -361,9 +464,130 @@ int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEven
                         continue;
                 if (size < fmt->min_size)
                         return -EBADMSG;
-                if (fmt->name)
-                        return decode_module(fmt, k, p, size, ev);
-                return decode_page(fmt, k, p, ev);
+                return k;
         }
         return -ENOENT;
+}
+
+int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEvent *ev) {
+        const uint8_t *p = raw;
+        int k;
+
+        assert(t);
+        assert(raw || size == 0);
+        assert(ev);
+
+        k = record_kind(t, p, size);
+        if (k < 0)
+                return k;
+        if (kind_is_task(k) || k == TRACEPOINT_KERNEL_STACK)
+                return -ENOENT;
+        if (t->formats[k].name)
+                return decode_module(&t->formats[k], k, p, size, ev);
+        return decode_page(&t->formats[k], k, p, ev);
+}
+
+int tracepoint_kind_of(const Tracepoints *t, const void *raw, size_t size, int32_t *ret_common_pid) {
+        int k;
+
+        assert(t);
+        assert(raw || size == 0);
+
+        k = record_kind(t, raw, size);
+        if (k < 0)
+                return k;
+        if (ret_common_pid) {
+                if (t->pid_size == 0 || size < t->pid_offset + t->pid_size)
+                        *ret_common_pid = -1;
+                else
+                        *ret_common_pid = (int32_t) tep_read_number(t->tep, (const uint8_t *) raw + t->pid_offset,
+                                                                    (int) t->pid_size);
+        }
+        return k;
+}
+
+int tracepoint_decode_task(const Tracepoints *t, const void *raw, size_t size, TracepointTask *ret) {
+        const uint8_t *p = raw;
+        const TracepointFormat *fmt;
+        int k;
+
+        assert(t);
+        assert(raw || size == 0);
+        assert(ret);
+
+        k = record_kind(t, p, size);
+        if (k < 0)
+                return k;
+        if (!kind_is_task(k))
+                return -ENOENT;
+        fmt = &t->formats[k];
+
+        *ret = (TracepointTask) {
+                .pid = (int32_t) read_signed(fmt->pid, p),
+                .group_dead = fmt->group_dead ? read_unsigned(fmt->group_dead, p) != 0 : -1,
+        };
+        if (k == TRACEPOINT_SCHED_FORK)
+                ret->parent_pid = (int32_t) read_signed(fmt->other_pid, p);
+        else if (k == TRACEPOINT_SCHED_EXEC)
+                ret->old_pid = fmt->other_pid ? (int32_t) read_signed(fmt->other_pid, p) : ret->pid;
+        if (fmt->clone_flags)
+                ret->clone_flags = read_unsigned(fmt->clone_flags, p);
+        if (fmt->comm) {
+                const char *s;
+                size_t n;
+
+                if (fmt->comm->flags & TEP_FIELD_IS_DYNAMIC) {
+                        s = read_dynamic_string(fmt->comm, p, size);
+                        if (!s)
+                                return -EBADMSG;
+                        n = strlen(s);
+                } else {
+                        s = (const char *) p + fmt->comm->offset;
+                        n = strnlen(s, (size_t) fmt->comm->size);
+                }
+                n = MIN(n, sizeof(ret->comm) - 1);
+                memcpy(ret->comm, s, n);
+                ret->comm[n] = '\0';
+        }
+        if (fmt->filename) {
+                ret->filename = read_dynamic_string(fmt->filename, p, size);
+                if (!ret->filename)
+                        return -EBADMSG;
+        }
+        return k;
+}
+
+int tracepoint_decode_stack(const Tracepoints *t, const void *raw, size_t size, uint64_t *frames, size_t max,
+                size_t *ret_n) {
+        const uint8_t *p = raw;
+        const TracepointFormat *fmt;
+        size_t n, width, room;
+        int64_t entries;
+        int k;
+
+        assert(t);
+        assert(raw || size == 0);
+        assert(frames || max == 0);
+        assert(ret_n);
+
+        k = record_kind(t, p, size);
+        if (k < 0)
+                return k;
+        if (k != TRACEPOINT_KERNEL_STACK)
+                return -ENOENT;
+        fmt = &t->formats[k];
+
+        entries = read_signed(fmt->stack_size, p);
+        width = (size_t) fmt->caller->elementsize;
+        room = (size - (size_t) fmt->caller->offset) / width;
+        if (entries < 0 || (uint64_t) entries > room)
+                return -EBADMSG;
+        n = MIN((size_t) entries, max);
+        for (size_t i = 0; i < n; i++) {
+                unsigned long long v = tep_read_number(t->tep, p + fmt->caller->offset + i * width, (int) width);
+
+                frames[i] = (uint64_t) v;
+        }
+        *ret_n = n;
+        return k;
 }

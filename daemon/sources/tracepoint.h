@@ -3,7 +3,8 @@
 
 /*
  * Tracepoints: the page and module tracepoints memstrack listens to, described by the kernel's tracefs
- * "format" files. The only module that knows libtraceevent; everything it hands out is plain C.
+ * "format" files. The only module that knows libtraceevent's event parser (ftrace.c uses its kbuffer
+ * reader for the ring pages); everything it hands out is plain C.
  *
  * Formats are parsed once at load time and the field handles of every event are resolved then, so
  * decoding a raw record is a dispatch on its common_type plus a few fixed-offset reads: no name lookup
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "event.h"
 #include "macro.h"
@@ -34,6 +36,15 @@ typedef enum TracepointKind {
         TRACEPOINT_PAGE_FREE_BATCHED,   /* kmem/mm_page_free_batched, optional */
         TRACEPOINT_MODULE_LOAD,         /* module/module_load, optional (kernels without modules lack it) */
         TRACEPOINT_MODULE_FREE,         /* module/module_free, optional */
+        /* The task and stack events the ftrace source reads (perf has side-band records instead): all
+         * optional here; the ftrace source says which it needs. tracepoint_decode() does not decode them:
+         * tracepoint_decode_task() and tracepoint_decode_stack() do. */
+        TRACEPOINT_SCHED_FORK,          /* sched/sched_process_fork */
+        TRACEPOINT_SCHED_EXEC,          /* sched/sched_process_exec */
+        TRACEPOINT_SCHED_EXIT,          /* sched/sched_process_exit */
+        TRACEPOINT_TASK_NEWTASK,        /* task/task_newtask: the clone flags of a new task */
+        TRACEPOINT_TASK_RENAME,         /* task/task_rename: comm changes (exec, prctl) */
+        TRACEPOINT_KERNEL_STACK,        /* ftrace/kernel_stack: what the "stacktrace" option records */
         _TRACEPOINT_KIND_MAX,
         _TRACEPOINT_KIND_INVALID = -EINVAL,
 } TracepointKind;
@@ -82,3 +93,28 @@ bool tracepoint_pfn_is_surrogate(const Tracepoints *t);
  * too short or its string is not terminated inside it.
  */
 int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEvent *ev);
+
+/* The kind of a raw record and its common_pid (the thread that was running: a tid, not a tgid).
+ * -ENOENT for an event this set does not know, -EBADMSG for a record too short for its kind. */
+int tracepoint_kind_of(const Tracepoints *t, const void *raw, size_t size, int32_t *ret_common_pid);
+
+/* The fields of a task event, as the kernel recorded them (pids are tids of the initial namespace). */
+typedef struct TracepointTask {
+        int32_t pid;                    /* FORK: the child; EXEC, EXIT, NEWTASK, RENAME: the task */
+        int32_t parent_pid;             /* FORK: the parent thread */
+        int32_t old_pid;                /* EXEC: the tid before exec (a thread that exec'd takes the
+                                         * leader's) */
+        uint64_t clone_flags;           /* NEWTASK */
+        int group_dead;                 /* EXIT: 1 the last thread of its process, 0 not, -1 not recorded */
+        char comm[17];                  /* FORK: child, EXIT: comm, NEWTASK: comm, RENAME: the new comm */
+        const char *filename;           /* EXEC: borrowed from raw */
+} TracepointTask;
+
+/* Decodes a record of a task kind (SCHED_*, TASK_*) into *ret; returns its kind. -ENOENT for another
+ * kind, -EBADMSG for a malformed record. */
+int tracepoint_decode_task(const Tracepoints *t, const void *raw, size_t size, TracepointTask *ret);
+
+/* Decodes a kernel_stack record: up to max frames, innermost first, into frames; *ret_n how many.
+ * -ENOENT for another kind, -EBADMSG for a malformed record. */
+int tracepoint_decode_stack(const Tracepoints *t, const void *raw, size_t size, uint64_t *frames, size_t max,
+                size_t *ret_n);

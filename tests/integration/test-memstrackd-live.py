@@ -5,7 +5,7 @@
 Needs root, perf events and the kmem tracepoints; exits 77 (skip) otherwise, saying why. Nothing here
 depends on timing: every wait polls for a condition and gives up after a bound.
 
-The accuracy cases run once per event source (perf, and ebpf unless this memstrackd was built without it
+The accuracy cases run once per event source (perf, ftrace, and ebpf unless this memstrackd was built without it
 or the kernel has no BTF; then those runs are skipped, saying why, and the test exits 77 after the rest).
 Cases without a source named run whatever --source=auto picks (ebpf where it works).
 
@@ -236,9 +236,10 @@ def test_four_threads(source):
     d.stop()
 
 
-def test_page_fault_stack():
-    """The heaviest stack of the process goes through the page-fault path, symbolized."""
-    d = Daemon()
+def test_page_fault_stack(source=None):
+    """The heaviest stack of the process goes through the page-fault path, symbolized; with ftrace, whose
+    stacks begin inside the tracing code, it ends in the allocator."""
+    d = Daemon(*(("--source", source) if source else ()))
     lg = Loadgen()
     lg.do("alloc", "allocated")
     tree = d.call("io.memstrack.StackTree", {"pid": lg.pid, "maxChildren": 1, "maxDepth": 64})
@@ -253,6 +254,9 @@ def test_page_fault_stack():
         fail(f"no page-fault frame on the heaviest path: {frames}")
     if any(f.startswith("0x") or f == "[unknown]" for f in frames):
         fail(f"raw addresses on the heaviest path: {frames}")
+    # (The eBPF source's stacks still end in __traceiter_mm_page_alloc and the BPF program.)
+    if source == "ftrace" and any(f.startswith(("trace_event_raw_event_", "__traceiter_")) for f in frames):
+        fail(f"the tracing code's frames on the heaviest path: {frames}")
     lg.exit()
     d.stop()
 
@@ -591,6 +595,13 @@ def test_bad_environment():
     out = run_failing("--source", "perf", "--tracefs", os.path.join(DATA, "tracefs-partial"))
     if "mm_page_free" not in out:
         fail(f"the error does not name the missing tracepoint: {out}")
+    # The ftrace source's: formats but no instances (the fixture), and a required event missing.
+    out = run_failing("--source", "ftrace", "--tracefs", os.path.join(DATA, "tracefs-6.18"))
+    if "instances is missing" not in out:
+        fail(f"--source ftrace on a tracefs without instances does not say so: {out}")
+    out = run_failing("--source", "ftrace", "--tracefs", os.path.join(DATA, "tracefs-partial"))
+    if "mm_page_free" not in out:
+        fail(f"--source ftrace does not name the missing tracepoint: {out}")
     for tool in ("setpriv", "unshare"):
         if not shutil.which(tool):
             skipped.append(f"test_bad_environment: unprivileged and unmountable cases need {tool} (util-linux)")
@@ -618,13 +629,14 @@ def test_bad_environment():
 
 
 # (case, source): a source runs the case once with --source=SOURCE, None once with the default (auto).
-SOURCES = ("perf", "ebpf")
+SOURCES = ("perf", "ebpf", "ftrace")
 CASES = [(test_64mib_ten_times, s) for s in SOURCES] + [(test_four_threads, s) for s in SOURCES] + \
         [(test_memfd_freed_by_another_process, s) for s in SOURCES] + \
         [(test_lost_events_counted, s) for s in SOURCES] + \
         [(c, None) for c in (test_no_call_chains, test_page_fault_stack, test_user_stacks_symbolized,
                              test_own_allocations_filtered, test_summary_biggest,
                              test_hostile_client_does_not_starve_status, test_bad_environment)] + \
+        [(test_page_fault_stack, "ftrace")] + \
         [(c, "ebpf") for c in (test_sampled_stacks_sum_to_exact_counts, test_full_mode_stacks, test_auto_picks_ebpf,
                                test_ebpf_probe_failure_falls_back)]
 
@@ -664,7 +676,7 @@ def main():
                 continue
             print(f"== {name}", file=sys.stderr)
             if case in (test_64mib_ten_times, test_four_threads, test_memfd_freed_by_another_process,
-                        test_lost_events_counted):
+                        test_lost_events_counted) or source == "ftrace":
                 case(source)
             else:
                 case()
