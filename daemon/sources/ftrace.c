@@ -77,14 +77,6 @@
 #define TID_MAX_LIMIT (4u * 1024u * 1024u)
 #define CLONE_THREAD_FLAG UINT64_C(0x00010000)
 #define TASK_COMM_MAX 16u
-/* The tracing code's frames innermost in a kernel_stack of mm_page_alloc, which the stack walk leaves
- * in: the event's trace function and the tracepoint's iterator. Dropped so stacks end where perf's do,
- * in the allocator. */
-#define TRACE_FRAMES_MAX 2u
-static const char *const trace_frame_names[TRACE_FRAMES_MAX] = {
-        "trace_event_raw_event_mm_page_alloc",
-        "__traceiter_mm_page_alloc",
-};
 
 /* The events enabled in the instance; the optional ones where the kernel has them. */
 static const TracepointKind enabled_kinds[] = {
@@ -167,10 +159,7 @@ struct FtraceSource {
         pid_t self;
 
         MsEvent ev;
-        uint64_t *frames;               /* owned, depth + TRACE_FRAMES_MAX entries */
-        /* The tracing code's own frames at the top of every allocation stack, [start, end) each:
-         * trace_event_raw_event_mm_page_alloc and __traceiter_mm_page_alloc. Zeros: none known. */
-        uint64_t trace_frames[TRACE_FRAMES_MAX][2];
+        uint64_t *frames;               /* owned, depth entries */
         char *cmdline;                  /* owned, PROC_CMDLINE_MAX bytes */
 
         uint64_t records;
@@ -243,50 +232,6 @@ static void pending_push(FtraceSource *s, FtraceCpu *c, const MsEvent *ev) {
         c->pending[c->n_pending++] = (Pending) { .alloc = ev != NULL, .ev = ev ? *ev : (MsEvent) {} };
 }
 
-static bool is_trace_frame(const FtraceSource *s, uint64_t ip) {
-        for (size_t i = 0; i < TRACE_FRAMES_MAX; i++)
-                if (ip >= s->trace_frames[i][0] && ip < s->trace_frames[i][1])
-                        return true;
-        return false;
-}
-
-/*
- * Finds the tracing code's functions in /proc/kallsyms: each one's start, and as its end the next
- * symbol's address (the kernel image's symbols are listed in address order). Where addresses are hidden
- * (kptr_restrict, no CAP_SYSLOG) they read as 0 and nothing is dropped.
- */
-static void trace_frames_find(FtraceSource *s) {
-        _cleanup_fclose_ FILE *f = NULL;
-        char line[512];
-        ssize_t open_range = -1;
-
-        f = fopen("/proc/kallsyms", "re");
-        if (!f)
-                return;
-        while (fgets(line, sizeof(line), f)) {
-                unsigned long long addr;
-                char type, name[256];
-
-                if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
-                        continue;
-                if (open_range >= 0 && addr > s->trace_frames[open_range][0]) {
-                        s->trace_frames[open_range][1] = addr;
-                        open_range = -1;
-                }
-                if (addr == 0)
-                        continue;
-                for (size_t i = 0; i < TRACE_FRAMES_MAX; i++)
-                        if (streq(name, trace_frame_names[i]) && s->trace_frames[i][0] == 0) {
-                                s->trace_frames[i][0] = addr;
-                                open_range = (ssize_t) i;
-                        }
-        }
-        /* A start without an end: no range. */
-        for (size_t i = 0; i < TRACE_FRAMES_MAX; i++)
-                if (s->trace_frames[i][1] == 0)
-                        s->trace_frames[i][0] = 0;
-}
-
 static void handle_stack(FtraceSource *s, FtraceCpu *c, const void *rec, size_t size) {
         Pending *p;
         size_t n = 0, kept = 0;
@@ -296,22 +241,14 @@ static void handle_stack(FtraceSource *s, FtraceCpu *c, const void *rec, size_t 
         p = &c->pending[--c->n_pending];
         if (!p->alloc)
                 return;
-        if (tracepoint_decode_stack(s->tracepoints, rec, size, s->frames, s->depth + TRACE_FRAMES_MAX, &n) < 0) {
+        if (tracepoint_decode_stack(s->tracepoints, rec, size, s->frames, s->depth, &n) < 0) {
                 s->bad_records++;
                 n = 0;
         }
-        /* Old kernels end the array with ULONG_MAX; no frame is 0. The tracing code's frames go. */
-        for (size_t i = 0; i < n; i++) {
-                uint64_t ip = s->frames[i];
-
-                if (ip == 0 || ip == UINT64_MAX || ip == UINT32_MAX)
-                        continue;
-                if (kept == 0 && is_trace_frame(s, ip))
-                        continue;
-                if (kept == s->depth)
-                        break;
-                s->frames[kept++] = ip;
-        }
+        /* Old kernels end the array with ULONG_MAX; no frame is 0. */
+        for (size_t i = 0; i < n; i++)
+                if (s->frames[i] != 0 && s->frames[i] != UINT64_MAX && s->frames[i] != UINT32_MAX)
+                        s->frames[kept++] = s->frames[i];
         p->ev.page.stack = (MsStack) { .frames = s->frames, .n_frames = (uint32_t) kept,
                                        .n_kernel_frames = (uint32_t) kept };
         emit(s, &p->ev);
@@ -1011,9 +948,7 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
                 pid_max = TID_MAX_LIMIT;
         s->n_tgids = (size_t) pid_max + 1;
         s->tgids = calloc(s->n_tgids, sizeof(*s->tgids));
-        s->frames = calloc(s->depth + TRACE_FRAMES_MAX, sizeof(*s->frames));
-        if (s->stacks)
-                trace_frames_find(s);
+        s->frames = calloc(MAX(s->depth, 1u), sizeof(*s->frames));
         s->cmdline = malloc(PROC_CMDLINE_MAX);
         s->n_cpus = cpus[n_cpus - 1] + 1;
         s->lost_per_cpu = calloc(s->n_cpus, sizeof(*s->lost_per_cpu));
