@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "flamegraph.h"
-#include "format.h"
+#include "format-text.h"
+#include "format-util.h"
 #include "macro.h"
 #include "reply.h"
 #include "report.h"
