@@ -247,6 +247,17 @@ MEMSTRACK_SLABINFO=$work/none "$CTL" report --from "$SNAP" --format proc_slab_st
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))["proc_slab_static"]; assert d["error"] == "No such file or directory", d' \
     "$work/noslab.json" || { echo "FAIL --json without slabinfo"; failed=1; }
 
+# A SLAB_DEBUG kernel's slabinfo: "(statistics)" in the header and more columns after slabdata.
+{
+    echo "slabinfo - version: 2.1 (statistics)"
+    echo "# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail> : globalstat <listallocs> <maxobjs> <grown> <reaped> <error> <maxfreeable> <nodeallocs> <remotefrees> <alienoverflow> : cpustat <allochit> <allocmiss> <freehit> <freemiss>"
+    echo "kmalloc-64     1024   1024     64   64    1 : tunables  120   60    8 : slabdata     16     16      0 : globalstat    1200    1024    16    0    0    1    0    0    0 : cpustat   9000   100   8000    50"
+    echo "size-4096        10     12   4096    1    1 : tunables   24   12    8 : slabdata     10     12      0 : globalstat      40      12    12    0    0    0    0    0    0 : cpustat     30    12     20     4"
+} >"$work/slabinfo-stats"
+MEMSTRACK_SLABINFO=$work/slabinfo-stats "$CTL" report --from "$SNAP" --format proc_slab_static >"$work/stats.out" &&
+    printf 'Top Slab Usage:\n       kmalloc-64: 0.1 MB\n        size-4096: 0.0 MB\n' | cmp -s - "$work/stats.out" ||
+    { echo "FAIL slabinfo with statistics: $(cat "$work/stats.out")"; failed=1; }
+
 # Errors: unknown format (usage, 2), unknown task (1), not a snapshot (1).
 "$CTL" report --from "$SNAP" --format nope >/dev/null 2>&1; [ $? -eq 2 ] || { echo "FAIL unknown format"; failed=1; }
 "$CTL" report --from "$SNAP" --format task_top --task 1 >/dev/null 2>&1; [ $? -eq 1 ] || { echo "FAIL unknown task"; failed=1; }
