@@ -11,7 +11,6 @@
 
 #include "format.h"
 #include "parse-util.h"
-#include "utf8.h"
 
 int format_parse_seconds(const char *s, uint64_t *ret_usec) {
         uint64_t whole, frac = 0, scale = 1000000;
@@ -80,56 +79,6 @@ char *format_duration(char *buf, size_t size, uint64_t usec) {
         else
                 (void) snprintf(buf, size, "%" PRIu64 "d %02" PRIu64 "h", s / 86400, s / 3600 % 24);
         return buf;
-}
-
-static bool is_continuation(unsigned char c) {
-        return (c & 0xc0) == 0x80;
-}
-
-size_t format_text_width(const char *s) {
-        size_t w = 0;
-
-        for (; s && *s; s++)
-                if (!is_continuation((unsigned char) *s))
-                        w++;
-        return w;
-}
-
-char *format_sanitize(const char *s) {
-        return utf8_escape(s, UTF8_ESCAPE_CONTROL);
-}
-
-/* Byte length of the first n code points of s (or all of it). */
-static size_t prefix_bytes(const char *s, size_t n) {
-        size_t i = 0, cps = 0;
-
-        while (s[i]) {
-                if (!is_continuation((unsigned char) s[i])) {
-                        if (cps == n)
-                                break;
-                        cps++;
-                }
-                i++;
-        }
-        return i;
-}
-
-char *format_ellipsize(const char *s, size_t width) {
-        size_t w = format_text_width(s);
-        char *out;
-
-        if (w <= width)
-                return strdup(s ?: "");
-        if (width < 4)
-                return strndup(s, prefix_bytes(s, width));
-
-        size_t keep = prefix_bytes(s, width - 3);
-        out = malloc(keep + 4);
-        if (!out)
-                return NULL;
-        memcpy(out, s, keep);
-        memcpy(out + keep, "...", 4);
-        return out;
 }
 
 size_t format_terminal_columns(void) {

@@ -11,11 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "format-text.h"
 #include "format-util.h"
 #include "macro.h"
-
-/* Big enough for every format_*() result below. */
-#define FORMAT_BUFFER_MAX 32
 
 /* Parses seconds such as "2", "0.5" or "1.25" into microseconds, at least 1. -EINVAL, -ERANGE. */
 int format_parse_seconds(const char *s, uint64_t *ret_usec);
@@ -29,14 +27,6 @@ char *format_duration(char *buf, size_t size, uint64_t usec);
  * "every allocation", "1 in 64 pages, scaled to exact counts", "none". */
 char *format_stack_sampling(char *buf, size_t size, uint64_t interval);
 
-/* Display width of UTF-8 text, one column per code point (jansson only hands out valid UTF-8). */
-size_t format_text_width(const char *s);
-/* A copy of s safe to print on a terminal: control characters (C0, DEL, C1: ESC, \r, \n, \b, ...) and bytes
- * that are not UTF-8 become \xNN per byte (utf8.h), so "\033[2J" shows as \x1b[2J. Every name, frame and
- * command line memstrackctl prints as text passes here (tables do it for their cells). NULL on OOM. */
-char *format_sanitize(const char *s);
-/* A copy of s cut to at most width columns; "..." marks a cut when width allows. NULL on OOM. */
-char *format_ellipsize(const char *s, size_t width);
 
 /* Columns to format for: $COLUMNS if set and valid, else the terminal's width if stdout is a TTY, else
  * SIZE_MAX (piped output is never cut). */

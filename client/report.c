@@ -24,13 +24,6 @@
 
 #define REPORT_FORMAT_DEFAULT "module_summary,module_top"
 
-static bool has_format(const ReportOptions *o, ReportFormat f) {
-        for (size_t i = 0; i < o->n_formats; i++)
-                if (o->formats[i] == f)
-                        return true;
-        return false;
-}
-
 /* The formats of o to out as text, or as one JSON object keyed by format name. With part, only the
  * value of that format (o then holds that one format). 0 or -errno (-ESRCH, -ENOENT as report_render()). */
 static int write_report(json_t *doc, const ReportOptions *o, FILE *out, bool part) {
@@ -43,7 +36,7 @@ static int write_report(json_t *doc, const ReportOptions *o, FILE *out, bool par
         r = report_render_json(doc, o, &j);
         if (r < 0)
                 return r;
-        json_t *value = part ? json_object_get(j, report_format_to_string(o->formats[0])) : j;
+        json_t *value = part ? json_object_get(j, report_format_to_string(o->formats[0].format)) : j;
         if (out == stdout)
                 return ctl_print_json(value);
         size_t flags = arg_json == CTL_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
@@ -88,9 +81,9 @@ static int write_directory(json_t *doc, const ReportOptions *o, const char *dir)
 
                 one.formats[0] = o->formats[i];
                 one.n_formats = 1;
-                if (asprintf(&path, "%s/%s.%s", dir, report_format_to_string(o->formats[i]),
+                if (asprintf(&path, "%s/%s.%s", dir, report_format_to_string(o->formats[i].format),
                              arg_json != CTL_JSON_OFF ? "json" :
-                             o->formats[i] == REPORT_FLAMEGRAPH ? "svg" : "txt") < 0)
+                             o->formats[i].format == REPORT_FLAMEGRAPH ? "svg" : "txt") < 0)
                         return -ENOMEM;
                 r = write_file(doc, &one, path, true);
                 if (r < 0)
@@ -101,16 +94,14 @@ static int write_directory(json_t *doc, const ReportOptions *o, const char *dir)
 
 int verb_report(int argc, char *argv[]) {
         ReportOptions o = REPORT_OPTIONS_DEFAULT;
-        _cleanup_free_ char *bad = NULL;
+        _cleanup_free_ char *message = NULL;
         json_auto_t *doc = NULL;
         bool directory;
         int r;
 
-        r = report_parse_formats(arg_format ?: REPORT_FORMAT_DEFAULT, &o, &bad);
+        r = report_parse_formats(arg_format ?: REPORT_FORMAT_DEFAULT, &o, &message);
         if (r == -EINVAL) {
-                fprintf(stderr, "memstrackctl: unknown report format '%s'; known: task_summary, task_top, "
-                        "module_summary, module_top, unit_summary, unit_top, stack_tree, folded, "
-                        "flamegraph.\n", bad ?: "");
+                fprintf(stderr, "memstrackctl: %s\n", message ?: "invalid --format.");
                 return CTL_EXIT_USAGE;
         }
         if (r < 0)
@@ -128,7 +119,7 @@ int verb_report(int argc, char *argv[]) {
 
         /* Usage first, before asking the daemon for anything. */
         directory = arg_output && o.n_formats > 1;
-        if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF && has_format(&o, REPORT_FLAMEGRAPH)) {
+        if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF && report_has_format(&o, REPORT_FLAMEGRAPH)) {
                 fprintf(stderr, "memstrackctl: a flame graph cannot share standard output with other formats; "
                         "ask for it alone, or give --output DIRECTORY for one file per format.\n");
                 return CTL_EXIT_USAGE;
@@ -149,7 +140,8 @@ int verb_report(int argc, char *argv[]) {
         } else {
                 _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
                 SnapshotFetch f = {
-                        .sort = o.sort == REPORT_SORT_PEAK ? "peak" : "current",
+                        /* The trees come cut at their biggest children: by peak if a format sorts so. */
+                        .sort = report_wants_peak(&o) ? "peak" : "current",
                         .max_depth = arg_depth >= 0 ? (unsigned) arg_depth : 0,
                         .pid = arg_task,
                         .module = arg_module,

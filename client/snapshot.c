@@ -64,7 +64,7 @@ static int fetch_units(VarlinkClient *c, json_t **ret) {
         json_auto_t *params = NULL, *reply = NULL;
         int r;
 
-        params = json_pack("{s:i, s:i, s:s}", "limit", 10000, "stacks", SNAPSHOT_UNIT_STACKS,
+        params = json_pack("{s:i, s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "stacks", SNAPSHOT_UNIT_STACKS,
                            "sortBy", "current");
         if (!params)
                 return -ENOMEM;
@@ -122,14 +122,14 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         r = ctl_call(c, "io.memstrack.Status", NULL, &status);
         if (r != 0)
                 return r;
-        params = json_pack("{s:i, s:b, s:s}", "limit", 10000, "includeExited", true, "sortBy", "current");
+        params = json_pack("{s:i, s:b, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "includeExited", true, "sortBy", "current");
         if (!params)
                 return -ENOMEM;
         r = ctl_call(c, "io.memstrack.Tasks", params, &tasks);
         if (r != 0)
                 return r;
         json_decref(params);
-        params = json_pack("{s:i, s:s}", "limit", 10000, "sortBy", "current");
+        params = json_pack("{s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "sortBy", "current");
         if (!params)
                 return -ENOMEM;
         r = ctl_call(c, "io.memstrack.Modules", params, &modules);

@@ -2,37 +2,16 @@
 #pragma once
 
 /*
- * Snapshot documents: everything a report needs, in one JSON object, whether fetched from the daemon
- * now or read from a file that `memstrackctl snapshot --file` wrote earlier:
- *
- *   { "memstrackSnapshot": 1, "generator": "memstrackctl VERSION",
- *     "host": HOSTNAME or null, "realtimeUsec": CLOCK_REALTIME when it was taken (both optional:
- *     files from earlier versions lack them),
- *     "status": <Status reply>, "tasks": <Tasks reply>, "modules": <Modules reply>,
- *     "stackTree": <StackTree reply>,
- *     "taskStacks": [ { "pid": N, "stackTree": <StackTree reply for pid N> }, ... ],
- *     "moduleStacks": [ { "name": NAME, "stackTree": <StackTree reply for module NAME> }, ... ],
- *     "units": <Units reply, with each unit's SNAPSHOT_UNIT_STACKS biggest stacks> (optional: left out
- *     when memstrackd does not know Units, and in files from earlier versions) }
- *
- * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
+ * Snapshot documents (snapshot-document.h): fetched from the daemon now, or read from a file that
+ * `memstrackctl snapshot --file` wrote earlier.
  */
 
 #include <stdint.h>
 
 #include <jansson.h>
 
+#include "snapshot-document.h"
 #include "varlink.h"
-
-#define SNAPSHOT_FORMAT_VERSION 1
-/* Per-task stack trees kept: the biggest tasks by current pages. */
-#define SNAPSHOT_TASK_STACKS_MAX 32
-/* Per-module stack trees kept. */
-#define SNAPSHOT_MODULE_STACKS_MAX 64
-/* Stacks kept per unit (Units' stacks parameter): a unit's top stacks, not a tree. */
-#define SNAPSHOT_UNIT_STACKS 8
-#define SNAPSHOT_STACK_DEPTH_DEFAULT 64
-#define SNAPSHOT_STACK_CHILDREN 64
 
 typedef struct SnapshotFetch {
         const char *sort;       /* StackTree sortBy: "current" (NULL) or "peak" */

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "manager.h"
 #include "parse-util.h"
+#include "report.h"
 
 static const char *arg_source = NULL;  /* NULL: auto */
 static SourceOptions arg_source_options;
@@ -31,6 +32,9 @@ static uint64_t arg_first_message_timeout_usec = 0;
 static uint64_t arg_request_timeout_usec = 0;
 static uint64_t arg_idle_timeout_usec = 0;
 static uint64_t arg_output_timeout_usec = 0;
+static const char *arg_report = NULL;   /* memstrack's report list, written at exit */
+static const char *arg_output = NULL;   /* the report's file; NULL: standard output */
+static ReportOptions arg_report_options; /* arg_report parsed (parse_report()) */
 
 enum {
         _ARG_FIRST = 0x100,
@@ -60,6 +64,8 @@ enum {
         ARG_REQUEST_TIMEOUT,
         ARG_IDLE_TIMEOUT,
         ARG_OUTPUT_TIMEOUT,
+        ARG_REPORT,
+        ARG_OUTPUT,
         _ARG_MAX,
 };
 
@@ -92,6 +98,8 @@ static const struct option options[] = {
         { "request-timeout", required_argument, NULL, ARG_REQUEST_TIMEOUT },
         { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
         { "output-timeout", required_argument, NULL, ARG_OUTPUT_TIMEOUT },
+        { "report", required_argument, NULL, ARG_REPORT },
+        { "output", required_argument, NULL, ARG_OUTPUT },
         {}
 };
 
@@ -132,7 +140,10 @@ static void help(void) {
                "     --first-message-timeout=SEC  Close clients silent this long after connecting (5)\n"
                "     --request-timeout=SEC  Close clients that take longer to send one message (10)\n"
                "     --idle-timeout=SEC     Close clients idle this long between calls (300)\n"
-               "     --output-timeout=SEC   Close clients that leave replies unread this long (30)\n",
+               "     --output-timeout=SEC   Close clients that leave replies unread this long (30)\n"
+               "     --report=LIST          memstrack's reports to write when stopping, e.g.\n"
+               "                            module_summary,module_top:top=5:sort_by_peak\n"
+               "     --output=FILE          The file of --report (default: standard output)\n",
                SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT,
                SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
@@ -309,6 +320,12 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                         return r;
                 arg_accounting.max_exited_tasks = (size_t) v;
                 break;
+        case ARG_REPORT:
+                arg_report = value;     /* checked once all options are known (parse_report()) */
+                break;
+        case ARG_OUTPUT:
+                arg_output = value;
+                break;
         case ARG_FIRST_MESSAGE_TIMEOUT:
         case ARG_REQUEST_TIMEOUT:
         case ARG_IDLE_TIMEOUT:
@@ -328,6 +345,35 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         default:
                 (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "nothing");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/*
+ * Parses --report into arg_report_options, and checks --output goes with it. -EINVAL with what is wrong
+ * in *ret_message (a new string, NULL if that failed too), -ENOMEM.
+ */
+static int parse_report(char **ret_message) {
+        _cleanup_free_ char *message = NULL;
+        int r;
+
+        if (!arg_report) {
+                if (!arg_output)
+                        return 0;
+                *ret_message = strdup("--output names the file of --report, and no --report is given.");
+                return -EINVAL;
+        }
+        arg_report_options = REPORT_OPTIONS_DEFAULT;
+        r = report_parse_formats(arg_report, &arg_report_options, &message);
+        if (r == -EINVAL && asprintf(ret_message, "--report: %s", message ?: "invalid.") < 0)
+                *ret_message = NULL;
+        if (r < 0)
+                return r;
+        /* As memstrackctl refuses it on standard output: an SVG framed by text lines is no SVG. */
+        if (arg_report_options.n_formats > 1 && report_has_format(&arg_report_options, REPORT_FLAMEGRAPH)) {
+                *ret_message = strdup("--report: a flame graph cannot share the report with other formats; "
+                                      "ask for it alone.");
                 return -EINVAL;
         }
         return 0;
@@ -382,6 +428,13 @@ static int parse_argv(int argc, char *argv[]) {
 
         if (optind < argc)
                 return usage_error("Unexpected argument '%s': memstrackd takes only options.", argv[optind]);
+        /* A bad --report is a usage error now, not a failure when stopping. */
+        _cleanup_free_ char *message = NULL;
+        r = parse_report(&message);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return usage_error("%s", message ?: "--report is invalid.");
         return 1;
 }
 
@@ -502,6 +555,13 @@ static int run(void) {
                 return r;
         if (arg_foreground)
                 log_set_target_journal(false);
+        /* The configuration file may have named the report. */
+        _cleanup_free_ char *message = NULL;
+        r = parse_report(&message);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "%s", message ?: "--report is invalid.");
 
         /* Signals become sd-event sources; block them before anything can be delivered. */
         sigset_t mask;
@@ -528,6 +588,8 @@ static int run(void) {
                 .idle_timeout_usec = arg_idle_timeout_usec,
                 .output_timeout_usec = arg_output_timeout_usec,
                 .reload_config = reload_config,
+                .report = arg_report ? &arg_report_options : NULL,
+                .report_output = arg_output,
         };
         r = manager_new(&config, &m);
         if (r < 0)
@@ -541,8 +603,8 @@ static int run(void) {
         if (r < 0)
                 log_error_errno(r, "Event loop failed: %m");
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Writing the summary.");
-        manager_finish(m);
-        return r;
+        int k = manager_finish(m);
+        return r < 0 ? r : k;
 }
 
 int main(int argc, char *argv[]) {

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-login.h>
 
+#include "document.h"
 #include "format-util.h"
 #include "log.h"
 #include "manager.h"
@@ -395,7 +396,28 @@ void manager_flush(Manager *m) {
                 manager_resolve_cgroups(m);
 }
 
-void manager_finish(Manager *m) {
+/* memstrack's reports from the state at exit, as memstrackctl report would render them now. */
+static int write_reports(Manager *m) {
+        const char *output = m->config.report_output;
+        ServiceLive live;
+        int r;
+
+        service_get_live(m, &live);
+        DocumentInput in = {
+                .accounting = m->accounting,
+                .usym = m->usym,
+                .live = &live,
+                .page_size = m->page_size,
+                .sort_by_peak = report_wants_peak(m->config.report),
+        };
+        r = document_write_reports(&in, m->config.report, output);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write the report to %s: %m", output ?: "standard output");
+        log_info("Wrote the report to %s.", output ?: "standard output");
+        return 0;
+}
+
+int manager_finish(Manager *m) {
         manager_flush(m);
         /* The summary names the modules loaded just before the end too. */
         if (m->ksym_reload)
@@ -403,4 +425,5 @@ void manager_finish(Manager *m) {
         /* A stream line right before the summary keeps journald's record of our unit fresh (log.h). */
         log_stderr(LOG_INFO, "Stopping after %.1f s, writing the summary.", manager_uptime_usec(m) / 1e6);
         manager_log_summary(m, "shutdown");
+        return m->config.report ? write_reports(m) : 0;
 }

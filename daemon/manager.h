@@ -4,7 +4,8 @@
 /*
  * Manager: the one owner of memstrackd's state. It wires an event source into the accounting core,
  * serves io.memstrack over varlink, keeps systemd informed (READY, STATUS, watchdog) and writes the
- * summary on SIGUSR1 and at exit. All work happens on one sd-event loop.
+ * summary on SIGUSR1 and at exit, and the reports asked for with --report at exit. All work happens on
+ * one sd-event loop.
  */
 
 #include <stdbool.h>
@@ -16,6 +17,7 @@
 #include "cgroupnames.h"
 #include "debounce.h"
 #include "ksym.h"
+#include "report.h"
 #include "service.h"
 #include "source.h"
 #include "usym.h"
@@ -37,6 +39,8 @@ typedef struct ManagerConfig {
         /* Client deadlines (ServiceConfig); 0: the server's defaults. */
         uint64_t first_message_timeout_usec, request_timeout_usec, idle_timeout_usec, output_timeout_usec;
         int (*reload_config)(void);     /* SIGHUP: re-reads the configuration file; may be NULL */
+        const ReportOptions *report;    /* memstrack's reports to write when stopping (--report); NULL: none */
+        const char *report_output;      /* their file (--output); NULL: standard output */
 } ManagerConfig;
 
 #define EVENT_RATE_SAMPLES 6            /* one per second: rates average over the last 5 s */
@@ -77,8 +81,9 @@ int manager_start(Manager *m);
 /* Delivers what the source buffers below its wakeup watermark, so an answer reflects everything the
  * kernel reported up to now. Cheap when little is buffered; every query calls it first. */
 void manager_flush(Manager *m);
-/* Delivers what the source still buffers and writes the final summary. */
-void manager_finish(Manager *m);
+/* Delivers what the source still buffers, writes the final summary and the reports of config.report.
+ * 0, or -errno when the reports could not be written (logged). */
+int manager_finish(Manager *m);
 
 void manager_log_summary(Manager *m, const char *reason);
 double manager_events_per_second(const Manager *m);

@@ -88,4 +88,9 @@ static inline int negative_errno(void) {
 #define MIN(a, b) MS_MINMAX_(a, b, <, __COUNTER__)
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
-#define startswith(s, prefix) (strncmp((s), (prefix), strlen(prefix)) == 0)
+
+/* The rest of s after prefix, or NULL if s does not start with it. */
+static inline const char *startswith(const char *s, const char *prefix) {
+        size_t n = strlen(prefix);
+        return strncmp(s, prefix, n) == 0 ? s + n : NULL;
+}

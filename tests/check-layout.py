@@ -22,16 +22,17 @@ import tempfile
 # keep it in step with the include_directories of each folder's meson.build and with docs/layout.md.
 ALLOWED = {
         "protocol": set(),
+        "report": {"protocol"},
         "daemon/util": {"protocol"},
         "daemon/symbols": {"protocol", "daemon/util"},
         "daemon/core": {"protocol", "daemon/symbols"},
         "daemon/sources": {"protocol", "daemon/util", "daemon/core"},
         "daemon/varlink": {"protocol", "daemon/util"},
-        "daemon/api": {"protocol", "daemon/util", "daemon/core", "daemon/symbols", "daemon/varlink"},
-        "daemon": {"protocol", "daemon/util", "daemon/core", "daemon/symbols", "daemon/sources",
+        "daemon/api": {"protocol", "report", "daemon/util", "daemon/core", "daemon/symbols", "daemon/varlink"},
+        "daemon": {"protocol", "report", "daemon/util", "daemon/core", "daemon/symbols", "daemon/sources",
                    "daemon/api", "daemon/varlink"},
-        "client": {"protocol"},
-        "client/top": {"protocol", "client"},
+        "client": {"protocol", "report"},
+        "client/top": {"protocol", "report", "client"},
         "metrics": {"protocol"},
 }
 

@@ -72,6 +72,8 @@ expect "peak" memstrackctl tasks --sort = pe
 expect "flamegraph folded" memstrackctl report --format f
 expect "module_summary,module_top" memstrackctl report --format module_summary,module_t
 expect "unit_summary unit_top" memstrackctl report --format unit_
+expect "task_summary task_top task_top_json" memstrackctl report --format task_
+expect "module_top,proc_slab_static" memstrackctl report --format module_top,pr
 expect "task_summary,unit_top" memstrackctl report --format task_summary,unit_t
 expect "--output" memstrackctl pprof --o
 expect "--unit" memstrackctl pprof --u

@@ -14,6 +14,8 @@ UPDATE=${3:-}
 DATA=$TESTS/data
 SNAP=$DATA/report-snapshot.json
 GOLDEN=$DATA/golden
+# proc_slab_static reads this fixture instead of the machine's /proc/slabinfo.
+export MEMSTRACK_SLABINFO=$DATA/slabinfo.txt
 failed=0
 # check-flamegraph.py runs the graph's script in node (scripts/deps installs nodejs).
 command -v node >/dev/null || command -v nodejs >/dev/null ||
@@ -46,6 +48,20 @@ cases=(
     "unit_summary-peak      --format unit_summary --sort peak --throttle 90"
     "unit_top-throttle      --format unit_top --throttle 80"
     "json-units             --format unit_summary,unit_top,module_summary --json=pretty"
+    "task_top_json          --format task_top_json"
+    "task_top_json-sub      --format task_top_json:top=1:throttle=90"
+    "task_top-top           --format task_top:top=1"
+    "module_top-top-peak    --format module_top:top=1:sort_by_peak"
+    "module_top-top5-peak   --format module_top:top=5:sort_by_peak"
+    "summaries-sub          --format task_summary:top=2:sort_by_peak,module_summary:throttle=90 --throttle 50"
+    "task_summary-alloc     --format task_summary:sort_by_alloc --sort peak"
+    "stack_tree-top         --format stack_tree:top=1"
+    "unit_top-top           --format unit_top:top=1"
+    "proc_slab_static       --format proc_slab_static"
+    "proc_slab_static-top   --format proc_slab_static:top=3"
+    "proc_slab_static-throttle --format proc_slab_static:throttle=80"
+    "initramfs              --format task_summary,module_summary,module_top:top=2 --throttle 80"
+    "json-sub               --format task_top_json,proc_slab_static:top=2,module_summary:sort_by_peak --json=pretty"
 )
 
 check() {
@@ -175,6 +191,72 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d == {"un
 "$CTL" report --from "$work/no-units.json" --format task_summary,task_top,module_summary,module_top,stack_tree,folded \
     >"$work/no-units-all.out" && cmp -s "$work/no-units-all.out" "$GOLDEN/report-all.txt" ||
     { echo "FAIL the other formats changed without units"; failed=1; }
+
+# task_top_json is JSON as it is: the same tasks, pids (strings, as memstrack wrote them) and counts as
+# task_top's source, and equal to its own --json value.
+"$CTL" report --from "$SNAP" --format task_top_json:top=1 >"$work/ttj.txt" &&
+"$CTL" report --from "$SNAP" --format task_top_json:top=1 --json=short >"$work/ttj.json" &&
+python3 - "$work/ttj.txt" "$work/ttj.json" "$SNAP" <<'PY' || { echo "FAIL task_top_json is not the JSON it says"; failed=1; }
+import json, sys
+text, wrapped, snap = (json.load(open(p)) for p in sys.argv[1:])
+assert text == wrapped["task_top_json"], (text, wrapped)
+tasks = {t["pid"]: t for t in snap["tasks"]["tasks"]}
+assert [t["pid"] for t in text] == ["4242", "812", "1301", "77", "5150"], [t["pid"] for t in text]
+for t in text:
+    s = tasks[int(t["pid"])]
+    assert (t["task_name"], t["pages_alloc"], t["pages_alloc_peak"]) == (s["comm"], s["currentPages"], s["peakPages"])
+    node = t
+    while node.get("tracenodes"):
+        assert len(node["tracenodes"]) <= 1, node    # top=1: one child per level
+        node = next(iter(node["tracenodes"].values()))
+PY
+
+# Sub-argument errors are usage errors (2) that name the format and what is wrong, before any output.
+sub_error() {
+    local want=$1; shift
+    "$CTL" report --from "$SNAP" --format "$1" >"$work/sub.out" 2>"$work/sub.err"
+    local rc=$?
+    if [ $rc -ne 2 ] || [ -s "$work/sub.out" ] || ! grep -qF -- "$want" "$work/sub.err"; then
+        echo "FAIL --format $1: exit $rc, $(cat "$work/sub.err"), expected '$want'"
+        failed=1
+    fi
+}
+sub_error "module_top: unknown sub-argument 'bogus'; known: top=N, throttle=PERCENT, sort_by_alloc, sort_by_peak." \
+    module_top:top=5:sort_by_peak:bogus
+sub_error "module_top: top= takes a number from 1 to 1000000, not '0'." module_top:top=0
+sub_error "task_top: top= takes a number from 1 to 1000000, not '3x'." task_top:top=3x
+sub_error "task_top: top= takes a number from 1 to 1000000, not ''." task_top:top=
+sub_error "task_summary: throttle= takes a percentage from 1 to 100, not '101'." task_summary:throttle=101
+sub_error "task_summary: throttle= takes a percentage from 1 to 100, not '-5'." task_summary:throttle=-5
+sub_error "module_top: sort_by_alloc and sort_by_peak exclude each other." module_top:sort_by_alloc:sort_by_peak
+sub_error "module_top: empty sub-argument." module_top::top=1
+sub_error "module_top is asked for twice, with different sub-arguments." module_top,module_top:top=2
+sub_error "unknown report format 'nope'; known: task_summary," nope:top=1
+# The same format twice with the same sub-arguments is one format.
+"$CTL" report --from "$SNAP" --format module_top:top=1:sort_by_peak,module_top:top=1:sort_by_peak >"$work/twice.out" &&
+    cmp -s "$work/twice.out" "$GOLDEN/report-module_top-top-peak.txt" || { echo "FAIL a repeated format"; failed=1; }
+
+# proc_slab_static says in its section what it cannot read, and the other formats are still written.
+MEMSTRACK_SLABINFO=$work/none "$CTL" report --from "$SNAP" --format proc_slab_static,module_summary >"$work/noslab.out" &&
+    grep -qx "(cannot read $work/none: No such file or directory)" "$work/noslab.out" &&
+    grep -q "^Module vmlinux using" "$work/noslab.out" || { echo "FAIL no slabinfo: $(cat "$work/noslab.out")"; failed=1; }
+MEMSTRACK_SLABINFO=$SNAP "$CTL" report --from "$SNAP" --format proc_slab_static >"$work/badslab.out" &&
+    grep -qx "(cannot read $SNAP: not a slabinfo file of version 2.x)" "$work/badslab.out" ||
+    { echo "FAIL a file that is not slabinfo: $(cat "$work/badslab.out")"; failed=1; }
+MEMSTRACK_SLABINFO=$work/none "$CTL" report --from "$SNAP" --format proc_slab_static --json=short >"$work/noslab.json" &&
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))["proc_slab_static"]; assert d["error"] == "No such file or directory", d' \
+    "$work/noslab.json" || { echo "FAIL --json without slabinfo"; failed=1; }
+
+# A SLAB_DEBUG kernel's slabinfo: "(statistics)" in the header and more columns after slabdata.
+{
+    echo "slabinfo - version: 2.1 (statistics)"
+    echo "# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail> : globalstat <listallocs> <maxobjs> <grown> <reaped> <error> <maxfreeable> <nodeallocs> <remotefrees> <alienoverflow> : cpustat <allochit> <allocmiss> <freehit> <freemiss>"
+    echo "kmalloc-64     1024   1024     64   64    1 : tunables  120   60    8 : slabdata     16     16      0 : globalstat    1200    1024    16    0    0    1    0    0    0 : cpustat   9000   100   8000    50"
+    echo "size-4096        10     12   4096    1    1 : tunables   24   12    8 : slabdata     10     12      0 : globalstat      40      12    12    0    0    0    0    0    0 : cpustat     30    12     20     4"
+} >"$work/slabinfo-stats"
+MEMSTRACK_SLABINFO=$work/slabinfo-stats "$CTL" report --from "$SNAP" --format proc_slab_static >"$work/stats.out" &&
+    printf 'Top Slab Usage:\n       kmalloc-64: 0.1 MB\n        size-4096: 0.0 MB\n' | cmp -s - "$work/stats.out" ||
+    { echo "FAIL slabinfo with statistics: $(cat "$work/stats.out")"; failed=1; }
 
 # Errors: unknown format (usage, 2), unknown task (1), not a snapshot (1).
 "$CTL" report --from "$SNAP" --format nope >/dev/null 2>&1; [ $? -eq 2 ] || { echo "FAIL unknown format"; failed=1; }

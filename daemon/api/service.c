@@ -99,30 +99,29 @@ static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField 
 static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
 static const char *const sort_choices_pages[] = { "current", "peak", NULL };
 
-static json_t *status_json(Service *sv, bool peer_is_root) {
+static json_t *status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
         AccountingStats s;
         StackTreeStats st;
         UsageStats us;
 
-        accounting_get_stats(sv->accounting, &s);
-        stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
-        usage_get_stats(accounting_usage(sv->accounting), &us);
-        ServiceLive live = service_live(sv);
-        const EventSourceStats *src = &live.source;
+        accounting_get_stats(a, &s);
+        stacktree_get_stats(accounting_stacktree(a), &st);
+        usage_get_stats(accounting_usage(a), &us);
+        const EventSourceStats *src = &live->source;
 
         json_t *lost = json_array();
         for (size_t i = 0; lost && i < src->n_cpus; i++)
                 (void) json_array_append_new(lost, json_integer((json_int_t) src->lost_per_cpu[i]));
 
         size_t baseline_tasks;
-        uint64_t baseline = usage_baseline_pages(accounting_usage(sv->accounting), &baseline_tasks);
-        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(sv->accounting));
+        uint64_t baseline = usage_baseline_pages(accounting_usage(a), &baseline_tasks);
+        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(a));
 
         return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
-                         "backend", live.backend,
+                         "backend", live->backend,
                          "version", PACKAGE_VERSION,
-                         "uptimeUsec", (json_int_t) live.uptime_usec,
-                         "eventsPerSecond", live.events_per_second,
+                         "uptimeUsec", (json_int_t) live->uptime_usec,
+                         "eventsPerSecond", live->events_per_second,
                          "events", (json_int_t) s.events,
                          "resets", (json_int_t) s.resets,
                          "lostEvents", (json_int_t) MAX(s.lost_events, src->lost_records),
@@ -140,17 +139,17 @@ static json_t *status_json(Service *sv, bool peer_is_root) {
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "truncatedPages", (json_int_t) truncated_pages,
                          "tasksEvicted", (json_int_t) us.tasks_evicted,
-                         "kernelAddressesHidden", !peer_is_root || !accounting_ksym(sv->accounting) ||
-                                                  ksym_addresses_hidden(accounting_ksym(sv->accounting)),
-                         "pageSize", (int) sv->page_size);
+                         "kernelAddressesHidden", !peer_is_root || !accounting_ksym(a) ||
+                                                  ksym_addresses_hidden(accounting_ksym(a)),
+                         "pageSize", (int) page_size);
 }
 
 /* Status's counts of the events that are not page records: aggregated samples, and events of a kind the
  * core does not apply yet. Added to status after invalidEvents (the interface's order). */
-static int status_add_event_counts(Service *sv, json_t *status) {
+static int status_add_event_counts(Accounting *a, json_t *status) {
         AccountingStats s;
 
-        accounting_get_stats(sv->accounting, &s);
+        accounting_get_stats(a, &s);
         const struct {
                 const char *key;
                 uint64_t value;
@@ -178,17 +177,15 @@ static json_t *lost_by_reason_json(const EventSourceStats *src) {
         return TAKE_PTR(a);
 }
 
-/* The whole Status reply: the core's counts, the source's, and how it was chosen. NULL on OOM. */
-static json_t *status_json_full(Service *sv, bool peer_is_root) {
-        json_auto_t *o = status_json(sv, peer_is_root);
-        ServiceLive live = service_live(sv);
+json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
+        json_auto_t *o = status_json(a, live, page_size, peer_is_root);
 
         if (!o ||
-            json_object_set_new(o, "backendReason", json_string(live.backend_reason ?: "")) < 0 ||
+            json_object_set_new(o, "backendReason", json_string(live->backend_reason ?: "")) < 0 ||
             json_object_set_new(o, "stackSampleInterval",
-                                json_integer((json_int_t) live.source.stack_sample_interval)) < 0 ||
-            json_object_set_new(o, "lostByReason", lost_by_reason_json(&live.source)) < 0 ||
-            status_add_event_counts(sv, o) < 0)
+                                json_integer((json_int_t) live->source.stack_sample_interval)) < 0 ||
+            json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
+            status_add_event_counts(a, o) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -197,7 +194,9 @@ static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) 
         Service *sv = userdata;
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        json_auto_t *reply = status_json_full(sv, varlink_call_peer_is_root(call));
+        ServiceLive live = service_live(sv);
+        json_auto_t *reply = service_status_json(sv->accounting, &live, sv->page_size,
+                                                 varlink_call_peer_is_root(call));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);

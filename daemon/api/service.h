@@ -12,6 +12,8 @@
 
 #include <systemd/sd-event.h>
 
+#include <jansson.h>
+
 #include "accounting.h"
 #include "event.h"
 #include "macro.h"
@@ -45,6 +47,11 @@ typedef struct ServiceConfig {
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
 } ServiceConfig;
+
+/* The Status reply (io.memstrack.varlink) for accounting a and what its owner knows now; kernel addresses
+ * count as hidden unless peer_is_root. New reference, NULL on OOM. Used by Status and by the snapshot
+ * document memstrackd writes its reports from (document.h). */
+json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root);
 
 /* Listens (or takes the socket-activated fd) and serves until freed. Logs its failures. */
 int service_new(const ServiceConfig *config, Service **ret);

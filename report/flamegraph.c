@@ -8,7 +8,8 @@
 #include <time.h>
 
 #include "flamegraph.h"
-#include "format.h"
+#include "format-text.h"
+#include "format-util.h"
 #include "macro.h"
 #include "reply.h"
 

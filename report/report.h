@@ -24,6 +24,8 @@ typedef enum ReportFormat {
         REPORT_STACK_TREE,
         REPORT_FOLDED,
         REPORT_FLAMEGRAPH,
+        REPORT_TASK_TOP_JSON,
+        REPORT_PROC_SLAB_STATIC,
         _REPORT_FORMAT_MAX,
         _REPORT_FORMAT_INVALID = -EINVAL,
 } ReportFormat;
@@ -35,15 +37,33 @@ typedef enum ReportSort {
         _REPORT_SORT_INVALID = -EINVAL,
 } ReportSort;
 
+/* top=N takes 1 to this. */
+#define REPORT_TOP_MAX 1000000
+
+/*
+ * One format as asked for, with memstrack's sub-arguments ("module_top:top=5:sort_by_peak"). Those not
+ * given are 0 / _REPORT_SORT_INVALID and take the value of the report's options (ReportOptions), as
+ * memstrack's take its --throttle.
+ */
+typedef struct ReportFormatSpec {
+        ReportFormat format;
+        unsigned top;           /* top=N */
+        unsigned throttle;      /* throttle=PERCENT */
+        ReportSort sort;        /* sort_by_alloc (current pages: memstrack's pages_alloc), sort_by_peak */
+} ReportFormatSpec;
+
 typedef struct ReportOptions {
-        ReportFormat formats[_REPORT_FORMAT_MAX];       /* in the order asked for, no repeats */
+        ReportFormatSpec formats[_REPORT_FORMAT_MAX];   /* in the order asked for, no format twice */
         size_t n_formats;
         unsigned throttle;      /* percent 1..100: only the biggest entries making up this share */
+        unsigned top;           /* at most this many entries per list and children per stack node (0: all) */
         ReportSort sort;        /* order of lists and children; peaks fall back to current if unknown */
         int64_t pid;            /* focus on one task (-1: all) */
         const char *module;     /* focus on one module (NULL: all) */
         int64_t max_depth;      /* tree levels below the root to show (-1: all there are) */
         bool offsets;           /* flamegraph: keep frames apart by offset instead of merging by function */
+        /* proc_slab_static reads this when it renders; NULL: $MEMSTRACK_SLABINFO, else /proc/slabinfo. */
+        const char *slabinfo_path;
 } ReportOptions;
 
 #define REPORT_OPTIONS_DEFAULT \
@@ -53,14 +73,26 @@ ReportFormat report_format_from_string(const char *s);
 const char *report_format_to_string(ReportFormat f);
 ReportSort report_sort_from_string(const char *s);
 
-/* Parses "task_summary,module_top,...". -EINVAL with *reterr_bad pointing at the first bad name (a new
- * string the caller frees), -ENOMEM. */
-int report_parse_formats(const char *list, ReportOptions *o, char **reterr_bad);
+/*
+ * Parses memstrack's report list, "FORMAT[:SUBARG]...[,FORMAT[:SUBARG]...]...", into o->formats, with
+ * the sub-arguments top=N, throttle=PERCENT, sort_by_alloc and sort_by_peak. A format named twice counts
+ * once if its sub-arguments are the same. -EINVAL with *reterr_message saying what is wrong in a
+ * sentence for the user (a new string the caller frees; NULL if that failed), -ENOMEM.
+ */
+int report_parse_formats(const char *list, ReportOptions *o, char **reterr_message);
+
+/* Whether o asks for format f, and whether any of its formats sorts by peak. */
+bool report_has_format(const ReportOptions *o, ReportFormat f);
+bool report_wants_peak(const ReportOptions *o);
+
+/* The options format i of o renders with: its sub-arguments over o's. */
+ReportOptions report_options_for(const ReportOptions *o, size_t i);
 
 /*
  * Renders every format of o from doc (borrowed) to f. With more than one format each is framed by
  * "======== Report format NAME: ========" and "... END ========" lines, as memstrack does; a single
- * format is printed alone so that folded and flamegraph output can be used as it is.
+ * format is printed alone so that folded, flamegraph and task_top_json output can be used as it is.
+ * proc_slab_static says in its section when the slabinfo file cannot be read.
  * Returns 0, -ESRCH when o->pid is not in doc, -ENOENT when o->module is not, -ENOMEM, -EIO.
  */
 int report_render(json_t *doc, const ReportOptions *o, FILE *f);
@@ -69,6 +101,6 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f);
 int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret);
 
 /* A copy of a StackNode tree with children sorted by o->sort, cut at o->throttle percent of each node's
- * pages and at o->max_depth levels; each node gets "selfPages", its current pages not held by any child
+ * pages, at o->top children per node and at o->max_depth levels; each node gets "selfPages", its current pages not held by any child
  * the daemon sent. New reference, NULL on OOM. */
 json_t *report_prune_tree(const json_t *node, const ReportOptions *o);

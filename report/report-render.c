@@ -6,72 +6,12 @@
 #include <string.h>
 
 #include "flamegraph.h"
-#include "format.h"
+#include "format-text.h"
+#include "format-util.h"
 #include "macro.h"
 #include "reply.h"
 #include "report.h"
-
-static const char *const format_names[_REPORT_FORMAT_MAX] = {
-        [REPORT_TASK_SUMMARY] = "task_summary",
-        [REPORT_TASK_TOP] = "task_top",
-        [REPORT_MODULE_SUMMARY] = "module_summary",
-        [REPORT_MODULE_TOP] = "module_top",
-        [REPORT_UNIT_SUMMARY] = "unit_summary",
-        [REPORT_UNIT_TOP] = "unit_top",
-        [REPORT_STACK_TREE] = "stack_tree",
-        [REPORT_FOLDED] = "folded",
-        [REPORT_FLAMEGRAPH] = "flamegraph",
-};
-
-ReportFormat report_format_from_string(const char *s) {
-        for (size_t i = 0; s && i < _REPORT_FORMAT_MAX; i++)
-                if (streq(s, format_names[i]))
-                        return (ReportFormat) i;
-        return _REPORT_FORMAT_INVALID;
-}
-
-const char *report_format_to_string(ReportFormat f) {
-        return f >= 0 && f < _REPORT_FORMAT_MAX ? format_names[f] : NULL;
-}
-
-ReportSort report_sort_from_string(const char *s) {
-        if (!s || streq(s, "current"))
-                return REPORT_SORT_CURRENT;
-        if (streq(s, "peak"))
-                return REPORT_SORT_PEAK;
-        return _REPORT_SORT_INVALID;
-}
-
-int report_parse_formats(const char *list, ReportOptions *o, char **reterr_bad) {
-        _cleanup_free_ char *copy = strdup(list);
-        char *state = NULL;
-
-        assert(o);
-
-        if (!copy)
-                return -ENOMEM;
-        o->n_formats = 0;
-        for (char *name = strtok_r(copy, ",", &state); name; name = strtok_r(NULL, ",", &state)) {
-                ReportFormat f = report_format_from_string(name);
-                bool dup = false;
-
-                if (f < 0) {
-                        if (reterr_bad)
-                                *reterr_bad = strdup(name);
-                        return -EINVAL;
-                }
-                for (size_t i = 0; i < o->n_formats; i++)
-                        dup = dup || o->formats[i] == f;
-                if (!dup)
-                        o->formats[o->n_formats++] = f;
-        }
-        if (o->n_formats == 0) {
-                if (reterr_bad)
-                        *reterr_bad = strdup(list);
-                return -EINVAL;
-        }
-        return 0;
-}
+#include "slabinfo.h"
 
 /* Levels below the root any tree is cut at; the daemon sends at most 255. */
 #define REPORT_DEPTH_MAX 255
@@ -119,10 +59,10 @@ static uint64_t throttle_limit(uint64_t total, unsigned percent) {
 
 /*
  * The entries of array with a non-zero key, biggest first, cut at o->throttle percent of their sum the
- * way memstrack's --throttle cuts: entries are taken while the ones taken so far hold less than the
- * limit. *ret is malloc'ed.
+ * way memstrack's --throttle cuts (entries are taken while the ones taken so far hold less than the
+ * limit), and at max entries unless max is 0. *ret is malloc'ed.
  */
-static int select_items(json_t *array, const ReportOptions *o, Item **ret, size_t *ret_n) {
+static int select_items(json_t *array, const ReportOptions *o, unsigned max, Item **ret, size_t *ret_n) {
         _cleanup_free_ Item *items = calloc(MAX(json_array_size(array), (size_t) 1), sizeof(Item));
         uint64_t total = 0, taken = 0, limit;
         size_t n = 0, kept = 0, i;
@@ -140,7 +80,7 @@ static int select_items(json_t *array, const ReportOptions *o, Item **ret, size_
         qsort(items, n, sizeof(Item), compare_items);
 
         limit = throttle_limit(total, o->throttle);
-        for (kept = 0; kept < n && taken < limit; kept++)
+        for (kept = 0; kept < n && taken < limit && (max == 0 || kept < max); kept++)
                 taken += items[kept].key;
         *ret_n = kept;
         *ret = TAKE_PTR(items);
@@ -166,8 +106,9 @@ static json_t *prune(const json_t *node, const ReportOptions *o, int64_t depth) 
         qsort(items, n, sizeof(Item), compare_items);
 
         uint64_t limit = throttle_limit(sort_key(node, o->sort), o->throttle);
+        size_t n_kept = 0;
         for (i = 0; i < n && !cut_here; i++) {
-                if (items[i].key == 0 || taken >= limit) {
+                if (items[i].key == 0 || taken >= limit || (o->top > 0 && n_kept >= o->top)) {
                         dropped++;
                         continue;
                 }
@@ -175,6 +116,7 @@ static json_t *prune(const json_t *node, const ReportOptions *o, int64_t depth) 
                 if (!child || json_array_append_new(kept, child) < 0)
                         return NULL;
                 taken += items[i].key;
+                n_kept++;
         }
         if (cut_here)
                 dropped = n;
@@ -278,8 +220,8 @@ static int doc_pruned_tree(json_t *doc, const ReportOptions *o, bool by_function
 }
 
 /* The tasks (or modules) a *_summary / *_top report lists, as items: the focused one, or those with pages
- * that make up the throttle share. */
-static int doc_select(json_t *doc, const ReportOptions *o, bool tasks, Item **ret, size_t *ret_n) {
+ * that make up the throttle share, at most max of them (0: no limit). */
+static int doc_select(json_t *doc, const ReportOptions *o, bool tasks, unsigned max, Item **ret, size_t *ret_n) {
         json_t *focus = NULL;
 
         if (tasks && o->pid >= 0) {
@@ -292,7 +234,7 @@ static int doc_select(json_t *doc, const ReportOptions *o, bool tasks, Item **re
                         return -ENOENT;
         }
         if (!focus)
-                return select_items(tasks ? doc_tasks(doc) : doc_modules(doc), o, ret, ret_n);
+                return select_items(tasks ? doc_tasks(doc) : doc_modules(doc), o, max, ret, ret_n);
 
         *ret = calloc(1, sizeof(Item));
         if (!*ret)
@@ -346,7 +288,7 @@ static int text_summary(json_t *doc, const ReportOptions *o, bool tasks, FILE *f
         size_t n;
         int r;
 
-        r = doc_select(doc, o, tasks, &items, &n);
+        r = doc_select(doc, o, tasks, o->top, &items, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -373,7 +315,7 @@ static int text_top(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
         size_t n;
         int r;
 
-        r = doc_select(doc, o, tasks, &items, &n);
+        r = doc_select(doc, o, tasks, 0, &items, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -413,7 +355,7 @@ static int text_unit_summary(json_t *doc, const ReportOptions *o, FILE *f) {
                 fputs(REPORT_NO_UNITS, f);
                 return 0;
         }
-        r = select_items(doc_units(doc), o, &items, &n);
+        r = select_items(doc_units(doc), o, o->top, &items, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -443,7 +385,7 @@ static int text_unit_top(json_t *doc, const ReportOptions *o, FILE *f) {
                 fputs(REPORT_NO_UNITS, f);
                 return 0;
         }
-        r = select_items(doc_units(doc), o, &items, &n);
+        r = select_items(doc_units(doc), o, 0, &items, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -454,7 +396,7 @@ static int text_unit_top(json_t *doc, const ReportOptions *o, FILE *f) {
                 if (!name)
                         return -ENOMEM;
                 fprintf(f, "Top stacks of unit %s:\n", name);
-                r = select_items(reply_array(items[i].json, "topStacks"), o, &stacks, &n_stacks);
+                r = select_items(reply_array(items[i].json, "topStacks"), o, o->top, &stacks, &n_stacks);
                 if (r < 0)
                         return r;
                 if (n_stacks == 0)
@@ -624,6 +566,281 @@ static int text_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
         return flamegraph_write(pruned, &info, f);
 }
 
+/* ---- task_top_json ---------------------------------------------------------------------------------- */
+
+/* A StackNode's children as memstrack's "tracenodes": an object keyed by frame, each {"pages_alloc",
+ * "pages_alloc_peak" (null when the daemon does not know it), "tracenodes" if it has children}. Two
+ * siblings with one label (hand-edited files) get " #2", " #3"... so no key is lost. NULL on OOM. */
+static json_t *tracenodes_json(const json_t *node) {
+        json_auto_t *nodes = json_object();
+        json_t *child;
+        size_t i;
+
+        if (!nodes)
+                return NULL;
+        json_array_foreach(reply_array(node, "children"), i, child) {
+                _cleanup_free_ char *label = reply_frame_label(child);
+                int64_t peak = reply_node_peak(child);
+                json_auto_t *entry = NULL;
+
+                if (!label)
+                        return NULL;
+                for (unsigned n = 2; json_object_get(nodes, label); n++) {
+                        _cleanup_free_ char *base = TAKE_PTR(label);
+                        char *end = strrchr(base, '#');
+                        if (end && end > base && end[-1] == ' ' && n > 2)
+                                end[-1] = '\0';
+                        if (asprintf(&label, "%s #%u", base, n) < 0)
+                                return NULL;
+                }
+                entry = json_pack("{s:I, s:o}", "pages_alloc", (json_int_t) reply_count(child, "currentPages"),
+                                  "pages_alloc_peak", peak >= 0 ? json_integer((json_int_t) peak) : json_null());
+                if (!entry)
+                        return NULL;
+                if (json_array_size(reply_array(child, "children")) > 0 &&
+                    json_object_set_new(entry, "tracenodes", tracenodes_json(child)) < 0)
+                        return NULL;
+                if (json_object_set(nodes, label, entry) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(nodes);
+}
+
+/* memstrack's task_top_json as JSON: [{"task_name", "pid" (a string, as memstrack writes it),
+ * "pages_alloc", "pages_alloc_peak", "tracenodes"}], the tasks task_top lists, each with its pruned
+ * stack tree (none recorded: no tracenodes). */
+static int task_top_json(json_t *doc, const ReportOptions *o, json_t **ret) {
+        _cleanup_free_ Item *items = NULL;
+        json_auto_t *list = json_array();
+        size_t n;
+        int r;
+
+        if (!list)
+                return -ENOMEM;
+        r = doc_select(doc, o, true, 0, &items, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = items[i].json;
+                json_t *tree = doc_scoped_tree(doc, "taskStacks", "pid", json_object_get(e, "pid"));
+                json_auto_t *pruned = tree ? report_prune_tree(reply_object(tree, "root"), o) : NULL;
+                _cleanup_free_ char *pid = NULL;
+
+                if (tree && !pruned)
+                        return -ENOMEM;
+                if (asprintf(&pid, "%" PRIi64, reply_int(e, "pid", -1)) < 0)
+                        return -ENOMEM;
+                json_t *entry = json_pack("{s:s, s:s, s:I, s:I, s:o}",
+                                          "task_name", reply_string(e, "comm") ?: "?",
+                                          "pid", pid,
+                                          "pages_alloc", (json_int_t) reply_count(e, "currentPages"),
+                                          "pages_alloc_peak", (json_int_t) reply_count(e, "peakPages"),
+                                          "tracenodes", pruned ? tracenodes_json(pruned) : json_object());
+                if (json_array_append_new(list, entry) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
+}
+
+/* A JSON string with its quotes and escapes. */
+static int print_json_string(FILE *f, const char *s) {
+        json_auto_t *j = json_string(s);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+
+        if (!text)
+                return -ENOMEM;
+        fputs(text, f);
+        return 0;
+}
+
+/* One tracenode in memstrack's layout: the key indented by indent + 1, its members one further. */
+static int print_tracenode_json(FILE *f, const char *key, json_t *node, unsigned indent) {
+        json_t *peak = json_object_get(node, "pages_alloc_peak"), *children = json_object_get(node, "tracenodes");
+        const char *child_key;
+        json_t *child;
+        bool first = true;
+        int pad = (int) indent + 1, r;
+
+        fprintf(f, "%*s", pad, "");
+        r = print_json_string(f, key);
+        if (r < 0)
+                return r;
+        fprintf(f, ": {\n%*s \"pages_alloc\": %" PRIu64, pad, "", reply_count(node, "pages_alloc"));
+        if (json_is_integer(peak))
+                fprintf(f, ",\n%*s \"pages_alloc_peak\": %" PRIi64, pad, "", (int64_t) json_integer_value(peak));
+        else
+                fprintf(f, ",\n%*s \"pages_alloc_peak\": null", pad, "");
+        if (children) {
+                fprintf(f, ",\n%*s \"tracenodes\": {\n", pad, "");
+                json_object_foreach(children, child_key, child) {
+                        if (!first)
+                                fputs(",\n", f);
+                        first = false;
+                        r = print_tracenode_json(f, child_key, child, indent + 2);
+                        if (r < 0)
+                                return r;
+                }
+                fprintf(f, "\n%*s }\n", pad, "");
+        } else
+                fputc('\n', f);
+        fprintf(f, "%*s}", pad, "");
+        return 0;
+}
+
+/* task_top_json as memstrack prints it, byte for byte where memstrack writes valid JSON: one member per
+ * line, two columns more per level, '"pid" :"N"'. memstrack could end the list with a stray comma when
+ * its throttle cut it; here a comma only separates tasks. */
+static int text_task_top_json(json_t *doc, const ReportOptions *o, FILE *f) {
+        json_auto_t *list = NULL;
+        const char *key;
+        json_t *task, *node;
+        size_t i;
+        int r;
+
+        r = task_top_json(doc, o, &list);
+        if (r < 0)
+                return r;
+        fputs("[\n", f);
+        json_array_foreach(list, i, task) {
+                bool first = true;
+
+                fputs(" {\n  \"task_name\": ", f);
+                r = print_json_string(f, reply_string(task, "task_name"));
+                if (r < 0)
+                        return r;
+                fprintf(f, ",\n  \"pid\" :\"%s\",\n", reply_string(task, "pid"));
+                fprintf(f, "  \"pages_alloc\": %" PRIu64 ",\n", reply_count(task, "pages_alloc"));
+                fprintf(f, "  \"pages_alloc_peak\": %" PRIu64 ",\n", reply_count(task, "pages_alloc_peak"));
+                fputs("  \"tracenodes\": {\n", f);
+                json_object_foreach(json_object_get(task, "tracenodes"), key, node) {
+                        if (!first)
+                                fputs(",\n", f);
+                        first = false;
+                        r = print_tracenode_json(f, key, node, 2);
+                        if (r < 0)
+                                return r;
+                }
+                fputs("\n  }\n }", f);
+                fputs(i + 1 < json_array_size(list) ? ",\n" : "\n", f);
+        }
+        fputs("]\n", f);
+        return 0;
+}
+
+/* ---- proc_slab_static ------------------------------------------------------------------------------- */
+
+static const char *slabinfo_path(const ReportOptions *o) {
+        return o->slabinfo_path ?: getenv("MEMSTRACK_SLABINFO") ?: "/proc/slabinfo";
+}
+
+static int compare_caches(const void *a, const void *b) {
+        const SlabCache *x = a, *y = b;
+        uint64_t px = slab_cache_pages(x), py = slab_cache_pages(y);
+
+        if (px != py)
+                return px > py ? -1 : 1;
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The caches to show, biggest first, cut at o->throttle percent of all slab pages and at o->top caches;
+ * their count in *ret_n and all slab pages in *ret_total. -errno from reading (slabinfo_read()). */
+static int slab_select(const ReportOptions *o, SlabInfo **ret, size_t *ret_n, uint64_t *ret_total) {
+        _cleanup_(slabinfo_freep) SlabInfo *s = NULL;
+        uint64_t total = 0, taken = 0, limit;
+        size_t kept;
+        int r;
+
+        r = slabinfo_read(slabinfo_path(o), &s);
+        if (r < 0)
+                return r;
+        qsort(s->caches, s->n_caches, sizeof(SlabCache), compare_caches);
+        for (size_t i = 0; i < s->n_caches; i++)
+                total += slab_cache_pages(&s->caches[i]);
+        limit = throttle_limit(total, o->throttle);
+        for (kept = 0; kept < s->n_caches && (o->top == 0 || kept < o->top); kept++) {
+                /* memstrack lists empty caches too; the throttle stops once its share is there. */
+                if (o->throttle < 100 && taken >= limit)
+                        break;
+                taken += slab_cache_pages(&s->caches[kept]);
+        }
+        *ret_n = kept;
+        *ret_total = total;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static const char *slab_error(int r) {
+        return r == -EBADMSG ? "not a slabinfo file of version 2.x" : strerror(-r);
+}
+
+/* memstrack's "Top Slab Usage:", a "%17s: %.1f MB" line per cache. What cannot be read is said in the
+ * section, so that the other formats of a report are still written. */
+static int text_slab(json_t *doc, const ReportOptions *o, FILE *f) {
+        _cleanup_(slabinfo_freep) SlabInfo *s = NULL;
+        uint64_t page_size = doc_page_size(doc), total;
+        size_t n;
+        int r;
+
+        r = slab_select(o, &s, &n, &total);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                fprintf(f, "(cannot read %s: %s)\n", slabinfo_path(o), slab_error(r));
+                return 0;
+        }
+        fputs("Top Slab Usage:\n", f);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *name = format_sanitize(s->caches[i].name);
+                if (!name)
+                        return -ENOMEM;
+                fprintf(f, "%17s: %.1f MB\n", name, megabytes(slab_cache_pages(&s->caches[i]), page_size));
+        }
+        if (s->n_bad_lines > 0)
+                fprintf(f, "(%zu line%s not understood, skipped; the first is line %u)\n", s->n_bad_lines,
+                        s->n_bad_lines == 1 ? "" : "s", s->first_bad_line);
+        return 0;
+}
+
+/* {"totalPages", "pageSize", "caches": [{name, pages, ...}], "badLines"}, or {"path", "error"}. */
+static int json_slab(json_t *doc, const ReportOptions *o, json_t **ret) {
+        _cleanup_(slabinfo_freep) SlabInfo *s = NULL;
+        json_auto_t *caches = NULL;
+        uint64_t total;
+        size_t n;
+        int r;
+
+        r = slab_select(o, &s, &n, &total);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                *ret = json_pack("{s:s, s:s}", "path", slabinfo_path(o), "error", slab_error(r));
+                return *ret ? 0 : -ENOMEM;
+        }
+        caches = json_array();
+        if (!caches)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const SlabCache *c = &s->caches[i];
+                _cleanup_free_ char *name = format_sanitize(c->name);
+                if (!name || json_array_append_new(caches, json_pack(
+                                "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name", name,
+                                "pages", (json_int_t) slab_cache_pages(c),
+                                "activeObjects", (json_int_t) c->active_objects,
+                                "objects", (json_int_t) c->objects,
+                                "objectSize", (json_int_t) c->object_size,
+                                "objectsPerSlab", (json_int_t) c->objects_per_slab,
+                                "pagesPerSlab", (json_int_t) c->pages_per_slab,
+                                "activeSlabs", (json_int_t) c->active_slabs,
+                                "slabs", (json_int_t) c->slabs)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = json_pack("{s:I, s:I, s:O, s:I}", "totalPages", (json_int_t) total,
+                         "pageSize", (json_int_t) doc_page_size(doc), "caches", caches,
+                         "badLines", (json_int_t) s->n_bad_lines);
+        return *ret ? 0 : -ENOMEM;
+}
+
 int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
         int r = 0;
 
@@ -632,32 +849,39 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
         assert(f);
 
         for (size_t i = 0; i < o->n_formats; i++) {
-                ReportFormat format = o->formats[i];
+                ReportOptions one = report_options_for(o, i);
+                ReportFormat format = one.formats[0].format;
                 if (o->n_formats > 1)
                         fprintf(f, "======== Report format %s: ========\n", report_format_to_string(format));
                 switch (format) {
                 case REPORT_TASK_SUMMARY:
                 case REPORT_MODULE_SUMMARY:
-                        r = text_summary(doc, o, format == REPORT_TASK_SUMMARY, f);
+                        r = text_summary(doc, &one, format == REPORT_TASK_SUMMARY, f);
                         break;
                 case REPORT_TASK_TOP:
                 case REPORT_MODULE_TOP:
-                        r = text_top(doc, o, format == REPORT_TASK_TOP, f);
+                        r = text_top(doc, &one, format == REPORT_TASK_TOP, f);
                         break;
                 case REPORT_UNIT_SUMMARY:
-                        r = text_unit_summary(doc, o, f);
+                        r = text_unit_summary(doc, &one, f);
                         break;
                 case REPORT_UNIT_TOP:
-                        r = text_unit_top(doc, o, f);
+                        r = text_unit_top(doc, &one, f);
                         break;
                 case REPORT_STACK_TREE:
-                        r = text_stack_tree(doc, o, f);
+                        r = text_stack_tree(doc, &one, f);
                         break;
                 case REPORT_FOLDED:
-                        r = folded(doc, o, folded_print_line, f);
+                        r = folded(doc, &one, folded_print_line, f);
                         break;
                 case REPORT_FLAMEGRAPH:
-                        r = text_flamegraph(doc, o, f);
+                        r = text_flamegraph(doc, &one, f);
+                        break;
+                case REPORT_TASK_TOP_JSON:
+                        r = text_task_top_json(doc, &one, f);
+                        break;
+                case REPORT_PROC_SLAB_STATIC:
+                        r = text_slab(doc, &one, f);
                         break;
                 default:
                         assert(false);
@@ -682,7 +906,7 @@ static int json_list(json_t *doc, const ReportOptions *o, bool tasks, bool with_
 
         if (!list)
                 return -ENOMEM;
-        r = doc_select(doc, o, tasks, &items, &n);
+        r = doc_select(doc, o, tasks, with_trees ? 0 : o->top, &items, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -727,7 +951,7 @@ static int json_unit_list(json_t *doc, const ReportOptions *o, bool with_stacks,
         list = json_array();
         if (!list)
                 return -ENOMEM;
-        r = select_items(doc_units(doc), o, &items, &n);
+        r = select_items(doc_units(doc), o, with_stacks ? 0 : o->top, &items, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -747,7 +971,7 @@ static int json_unit_list(json_t *doc, const ReportOptions *o, bool with_stacks,
 
                         if (!kept)
                                 return -ENOMEM;
-                        r = select_items(reply_array(e, "topStacks"), o, &stacks, &n_stacks);
+                        r = select_items(reply_array(e, "topStacks"), o, o->top, &stacks, &n_stacks);
                         if (r < 0)
                                 return r;
                         for (size_t k = 0; k < n_stacks; k++) {
@@ -791,31 +1015,38 @@ int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
         if (!out)
                 return -ENOMEM;
         for (size_t i = 0; i < o->n_formats; i++) {
-                ReportFormat format = o->formats[i];
+                ReportOptions one = report_options_for(o, i);
+                ReportFormat format = one.formats[0].format;
                 json_t *part = NULL;
 
                 switch (format) {
                 case REPORT_TASK_SUMMARY:
                 case REPORT_MODULE_SUMMARY:
-                        r = json_list(doc, o, format == REPORT_TASK_SUMMARY, false, &part);
+                        r = json_list(doc, &one, format == REPORT_TASK_SUMMARY, false, &part);
                         break;
                 case REPORT_TASK_TOP:
                 case REPORT_MODULE_TOP:
-                        r = json_list(doc, o, format == REPORT_TASK_TOP, true, &part);
+                        r = json_list(doc, &one, format == REPORT_TASK_TOP, true, &part);
                         break;
                 case REPORT_UNIT_SUMMARY:
                 case REPORT_UNIT_TOP:
-                        r = json_unit_list(doc, o, format == REPORT_UNIT_TOP, &part);
+                        r = json_unit_list(doc, &one, format == REPORT_UNIT_TOP, &part);
                         break;
                 case REPORT_STACK_TREE:
                 case REPORT_FLAMEGRAPH:
-                        r = json_tree(doc, o, format == REPORT_FLAMEGRAPH, &part);
+                        r = json_tree(doc, &one, format == REPORT_FLAMEGRAPH, &part);
                         break;
                 case REPORT_FOLDED:
                         part = json_array();
                         if (!part)
                                 return -ENOMEM;
-                        r = folded(doc, o, folded_json_line, part);
+                        r = folded(doc, &one, folded_json_line, part);
+                        break;
+                case REPORT_TASK_TOP_JSON:
+                        r = task_top_json(doc, &one, &part);
+                        break;
+                case REPORT_PROC_SLAB_STATIC:
+                        r = json_slab(doc, &one, &part);
                         break;
                 default:
                         assert(false);

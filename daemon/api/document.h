@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The snapshot document (snapshot-document.h) built from memstrackd's own state, the same document
+ * memstrackctl assembles from Status, Tasks, Modules, Units and StackTree calls; and memstack's reports
+ * rendered from it into a file, which is what `memstrackd --report LIST --output FILE` writes when it
+ * stops (an initramfs has nobody left to ask the daemon by then).
+ */
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "accounting.h"
+#include "report.h"
+#include "service.h"
+#include "usym.h"
+
+typedef struct DocumentInput {
+        Accounting *accounting;         /* borrowed */
+        UserSymbols *usym;              /* borrowed; NULL: user frames as raw addresses */
+        const ServiceLive *live;        /* what the owner knows now (backend, uptime, source counters) */
+        long page_size;
+        bool sort_by_peak;              /* the stack trees keep their biggest children by peak, not current */
+} DocumentInput;
+
+/* The document, with kernel addresses as root sees them. 0 with a new reference in *ret, or -ENOMEM. */
+int document_build(const DocumentInput *in, json_t **ret);
+
+/*
+ * Builds the document and writes the reports of o (report_render()) to path: a regular file (or a new
+ * one) is replaced whole by a rename, so a reader never sees half a report; anything else (/dev/console,
+ * a FIFO) is written in place. NULL path: standard output. 0 or -errno.
+ */
+int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path);
