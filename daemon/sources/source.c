@@ -27,6 +27,7 @@
         SOURCE_REGISTRY_EBPF(X)                                                                         \
         X(perf)                                                                                         \
         X(replay)                                                                                       \
+        X(page_owner)                                                                                   \
         /* end of the registry */
 #endif
 

@@ -133,18 +133,14 @@ static int parse_line(Ksym *k, const char *line, uint32_t *last_module, char *la
         return 0;
 }
 
-int ksym_load(const char *path, Ksym **ret) {
+/* Reads a table in kallsyms format from f. */
+static int ksym_load_file(FILE *f, Ksym **ret) {
         _cleanup_(ksym_freep) Ksym *k = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
         char last_module_name[256] = "";
         uint32_t last_module = NO_MODULE;
         size_t line_size = 0, n_lines = 0, n_nonzero = 0;
         int r;
-
-        f = fopen(path ?: "/proc/kallsyms", "re");
-        if (!f)
-                return negative_errno();
 
         k = calloc(1, sizeof(Ksym));
         if (!k)
@@ -174,6 +170,28 @@ int ksym_load(const char *path, Ksym **ret) {
         qsort(k->entries, k->n_entries, sizeof(KsymEntry), compare_entries);
         *ret = TAKE_PTR(k);
         return 0;
+}
+
+int ksym_load(const char *path, Ksym **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+
+        f = fopen(path ?: "/proc/kallsyms", "re");
+        if (!f)
+                return negative_errno();
+        return ksym_load_file(f, ret);
+}
+
+int ksym_load_text(const char *text, Ksym **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+
+        assert(text);
+
+        if (text[0] == '\0')
+                return -EBADMSG;        /* fmemopen() refuses an empty buffer */
+        f = fmemopen((void *) text, strlen(text), "r");
+        if (!f)
+                return negative_errno();
+        return ksym_load_file(f, ret);
 }
 
 static bool is_pseudo_module(const char *m) {

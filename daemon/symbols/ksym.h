@@ -26,6 +26,9 @@ typedef struct KsymResult {
 /* Loads path, or /proc/kallsyms when path is NULL. -errno on failure (-ENOENT, -EACCES, -ENOMEM, -EBADMSG
  * if the file has no parsable line). */
 int ksym_load(const char *path, Ksym **ret);
+/* The same from text in that format (the table an event source made for its
+ * frames: EventSourceOps.symbols). */
+int ksym_load_text(const char *text, Ksym **ret);
 Ksym *ksym_free(Ksym *k);
 
 /* The symbol containing addr: the nearest start at or below it. False if none or addresses are hidden. */
