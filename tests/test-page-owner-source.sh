@@ -23,8 +23,13 @@ fail() {
     exit 1
 }
 
-# Starts memstrackd on the log $1 (read from standard input when $2 is "stdin") and waits for it.
+# Starts memstrackd on the log $1 and waits for it. $2: "stdin" reads it from standard input, "crlf" with
+# CRLF line ends and blanks on the empty lines.
 start() {
+    if [ "${2:-}" = crlf ]; then
+        sed 's/$/\r/; s/^\r$/ \t \r/' "$1" >"$work/crlf.txt"
+        set -- "$work/crlf.txt"
+    fi
     if [ "${2:-}" = stdin ]; then
         cat "$1" | "$D" --foreground --source=page-owner --source-input=- --socket="$work/sock" \
             --group="$(id -gn)" >"$work/log" 2>&1 &
@@ -86,7 +91,7 @@ END
 
 # The current format (6.10 on): threads of one process (2000) under their own names, a name with ") b), ts",
 # one that is not UTF-8, module frames with build ids, orders 9 and 10, migration, slab and memcg notes.
-for how in file stdin; do
+for how in file crlf stdin; do
     start "$DATA/current.txt" $how
     check "current ($how)" \
         '{1001: ("systemd-journal", 2), 2000: ("Web Content", 516), 3003: ("a) b), ts 1 (x", 1024), 4004: ("bad\\xff\\xfename", 1)}' \

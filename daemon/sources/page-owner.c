@@ -631,7 +631,8 @@ static int page_owner_all(PageOwnerSource *s, const MsEventSink *sink) {
                 newline = line[k - 1] == '\n';
                 if (newline)
                         line[--k] = '\0';
-                if (k > 0 && line[k - 1] == '\r')
+                /* CRLF, and lines of blanks only, which an editor may leave between records. */
+                while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t' || line[k - 1] == '\r'))
                         line[--k] = '\0';
                 if ((size_t) k != strlen(line)) {
                         if (!rec->open)
