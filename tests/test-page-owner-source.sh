@@ -84,7 +84,11 @@ differ("outermost frames", {c["frame"] + (f" [{c['module']}]" if c["module"] els
 status = load("status")
 differ("tracked pages", status["trackedPages"], total)
 differ("bad records", {l["reason"]: l["count"] for l in status["lostByReason"]}, {"badRecord": bad})
+differ("lost events", status["lostEvents"], bad)
 differ("backend", status["backend"], "page-owner")
+# The addresses that name the log's functions are made up: shown to no one, root included.
+differ("addresses", [c["address"] for c in root["children"] if c["address"] is not None], [])
+differ("kernelAddressesHidden", status["kernelAddressesHidden"], True)
 sys.exit(0 if ok else 1)
 END
 }
@@ -140,6 +144,9 @@ stop
 start "$DATA/corrupt.txt"
 check "corrupt" '{10: ("good", 1), 11: ("good too", 4), 12: ("third", 2)}' '{"vmlinux": 4, "xfs": 1, "ext4": 2}' \
     '{"xfs_buf_alloc_pages+0x55 [xfs]": 1, "copy_process+0x1c1": 4, "ext4_alloc_da_blocks+0x1f [ext4]": 2}' 7 4
+"$CTL" --address "unix:$work/sock" status >"$work/status.txt" 2>&1 || fail "corrupt: memstrackctl status"
+grep -q '^ *Lost events: 4 (counts are lower bounds) by reason: badRecord 4$' "$work/status.txt" ||
+    fail "corrupt: status does not show the bad records: $(cat "$work/status.txt")"
 stop
 for want in "corrupt.txt:9: not a page_owner record (a garbled 'Page allocated' line)" \
             "corrupt.txt:28: not a page_owner record (a garbled frame)" \

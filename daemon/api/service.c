@@ -99,6 +99,14 @@ static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField 
 static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
 static const char *const sort_choices_pages[] = { "current", "peak", NULL };
 
+/* Raw addresses in stacks go to root only, and never the made-up ones of a source that names its own
+ * frames (an imported page_owner log): they are no kernel's. */
+static bool show_addresses(Service *sv, bool peer_is_root) {
+        const Ksym *k = accounting_ksym(sv->accounting);
+
+        return peer_is_root && !(k && ksym_addresses_synthetic(k));
+}
+
 static json_t *status_json(Service *sv, bool peer_is_root) {
         AccountingStats s;
         StackTreeStats st;
@@ -109,6 +117,8 @@ static json_t *status_json(Service *sv, bool peer_is_root) {
         usage_get_stats(accounting_usage(sv->accounting), &us);
         ServiceLive live = service_live(sv);
         const EventSourceStats *src = &live.source;
+        const Ksym *k = accounting_ksym(sv->accounting);
+        bool addresses_hidden = !show_addresses(sv, peer_is_root) || !k || ksym_addresses_hidden(k);
 
         json_t *lost = json_array();
         for (size_t i = 0; lost && i < src->n_cpus; i++)
@@ -140,8 +150,7 @@ static json_t *status_json(Service *sv, bool peer_is_root) {
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "truncatedPages", (json_int_t) truncated_pages,
                          "tasksEvicted", (json_int_t) us.tasks_evicted,
-                         "kernelAddressesHidden", !peer_is_root || !accounting_ksym(sv->accounting) ||
-                                                  ksym_addresses_hidden(accounting_ksym(sv->accounting)),
+                         "kernelAddressesHidden", addresses_hidden,
                          "pageSize", (int) sv->page_size);
 }
 
@@ -336,7 +345,7 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .name = name,
                 .stacks = (unsigned) stacks,
                 .hide_zero = hide_zero,
-                .show_addresses = varlink_call_peer_is_root(call),
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
                 .usym = sv->usym,
         };
         int r = query_units(sv->accounting, &q, &units);
@@ -381,7 +390,7 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 .min_pages = (uint64_t) min_pages,
                 .max_children = (unsigned) max_children,
                 .sort = query_sort_from_string(sort),
-                .show_addresses = varlink_call_peer_is_root(call),
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
                 .usym = sv->usym,
         };
         int r = query_stacktree(sv->accounting, &q, &reply);

@@ -722,6 +722,15 @@ static int page_owner_source_start(EventSource *es, sd_event *event, const MsEve
         r = page_owner_all(s, sink);
         if (r < 0)
                 return r;
+        if (s->bad_records > 0) {
+                /* Pages of the skipped records are missing: the counts are lower bounds, as after a loss. */
+                MsEvent ev = {
+                        .type = MS_EVENT_LOST,
+                        .timestamp_nsec = now_nsec(CLOCK_MONOTONIC),
+                        .lost.n_lost = s->bad_records,
+                };
+                sink->event(sink->userdata, &ev);
+        }
         log_info("Imported %" PRIu64 " page_owner records (%" PRIu64 " pages) from %s; %" PRIu64
                  " bad records skipped.", s->records, s->pages, s->path, s->bad_records);
         return 0;
@@ -737,6 +746,7 @@ static void page_owner_source_get_stats(EventSource *es, EventSourceStats *ret) 
         s->losses[0] = (EventSourceLoss) { .reason = "badRecord", .count = s->bad_records };
         *ret = (EventSourceStats) {
                 .records = s->records,
+                .lost_records = s->bad_records,
                 .losses = s->losses,
                 .stack_sample_interval = 1,     /* every record has its stack */
                 .n_losses = ELEMENTSOF(s->losses),

@@ -25,6 +25,7 @@ struct Ksym {
         char *strings;          /* NUL-separated names; entries refer to them by offset */
         size_t strings_size, strings_allocated;
         bool hidden;
+        bool synthetic;         /* made by ksym_load_text(): its addresses are no kernel's */
 
         /* The name index: positions in entries, sorted by (name, module, address); owned. Built on the
          * first lookup by name (most daemons never look names up), so a reload, which makes a new Ksym,
@@ -183,6 +184,8 @@ int ksym_load(const char *path, Ksym **ret) {
 
 int ksym_load_text(const char *text, Ksym **ret) {
         _cleanup_fclose_ FILE *f = NULL;
+        Ksym *k = NULL;
+        int r;
 
         assert(text);
 
@@ -191,7 +194,16 @@ int ksym_load_text(const char *text, Ksym **ret) {
         f = fmemopen((void *) text, strlen(text), "r");
         if (!f)
                 return negative_errno();
-        return ksym_load_file(f, ret);
+        r = ksym_load_file(f, &k);
+        if (r < 0)
+                return r;
+        k->synthetic = true;
+        *ret = k;
+        return 0;
+}
+
+bool ksym_addresses_synthetic(const Ksym *k) {
+        return k->synthetic;
 }
 
 static bool is_pseudo_module(const char *m) {
