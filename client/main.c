@@ -80,6 +80,8 @@ static const Verb verbs[] = {
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
+        { "import",   1, 2, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
+                            OPTION_OUTPUT | OPTION_DEPTH | OPTION_OFFSETS | OPTION_FILE, verb_import },
 };
 
 static void help(void) {
@@ -97,7 +99,8 @@ static void help(void) {
                "  snapshot --file FILE       Save everything needed for reports to FILE\n"
                "  snapshots                  List the snapshots saved in the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
-               "  report                     Reports as memstrack prints them\n\n"
+               "  report                     Reports as memstrack prints them\n"
+               "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n\n"
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
@@ -126,7 +129,7 @@ static void help(void) {
                "     --output=FILE           report: write to FILE (a directory for several formats)\n"
                "     --from=FILE             report: read a snapshot file instead of asking the daemon\n"
                "     --offsets               report: flame graph frames apart by offset, not merged\n"
-               "     --file=FILE             snapshot: write a snapshot file\n\n"
+               "     --file=FILE             snapshot, import: write a snapshot file\n\n"
                "See memstrackctl(1).\n",
                MEMSTRACK_SOCKET_DEFAULT);
 }

@@ -226,11 +226,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = ksym_load(config->kallsyms, &m->ksym);
         if (r < 0)
                 return log_error_errno(r, "Failed to read kernel symbols from %s: %m", config->kallsyms ?: "/proc/kallsyms");
-        if (ksym_addresses_hidden(m->ksym))
-                log_warning("Kernel addresses are hidden (kernel.kptr_restrict, or no CAP_SYSLOG): stacks will show raw "
-                            "addresses and pages cannot be charged to modules.");
-        else
-                log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));
+        /* Whether addresses are hidden matters once the source is known (manager_start()): one that names
+         * its own frames does not need them. */
+        log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));
 
         r = accounting_new(&config->accounting, m->ksym, &m->accounting);
         if (r < 0)
@@ -354,6 +352,9 @@ int manager_start(Manager *m) {
         r = use_source_symbols(m);
         if (r < 0)
                 return r;
+        if (!m->source_symbols && ksym_addresses_hidden(m->ksym))
+                log_warning("Kernel addresses are hidden (kernel.kptr_restrict, or no CAP_SYSLOG): stacks will show raw "
+                            "addresses and pages cannot be charged to modules.");
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
         if (r < 0)

@@ -53,7 +53,7 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff modules report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff import modules report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "--sort --stacks" memstrackctl units --s
 expect "current peak" memstrackctl units --sort ""
 expect "" memstrackctl units --stacks ""
@@ -73,6 +73,8 @@ expect "flamegraph folded" memstrackctl report --format f
 expect "module_summary,module_top" memstrackctl report --format module_summary,module_t
 expect "unit_summary unit_top" memstrackctl report --format unit_
 expect "task_summary,unit_top" memstrackctl report --format task_summary,unit_t
+expect "page-owner" memstrackctl import ""
+expect "--file --format" memstrackctl import --f
 expect "all peaks" memstrackctl reset ""
 expect "" memstrackctl reset peaks ""
 expect "" memstrackctl tasks --limit ""
