@@ -11,7 +11,7 @@
  *     Page allocated via order N, mask 0xM(FLAGS)[, pid P[, tgid T (COMM)], ts N ns[, free_ts N ns]]
  *     PFN N type ... Block N type ... Flags ...        (decimal PFN in older kernels, 0x-hex today)
  *      frame                                          (one per line: " func+0xoff/0xsize [module]")
- *     Page has been migrated, last migrate reason: ... / Slab cache page / Charged ... memcg ...
+ *     Page has been migrated, last migrate reason: ... / Slab cache page / Charged ... memcg ... / handle: N
  *   page_owner_sort's output: "N times[, M pages][, allocated by ...]:" and a record without its PFN
  *     line; culled by task or stack: "N times, M pages[, PID P][, TGID T][, task_comm_name: C]..." and,
  *     culled by stack, ":" and the frames;
@@ -604,8 +604,8 @@ static int record_line(PageOwnerSource *s, PoRecord *rec, const char *line, unsi
         } else if ((rec->header || rec->counted) && rec->n_frames > 0 &&
                    (startswith(line, "Page has been migrated") || startswith(line, "page has been migrated") ||
                     startswith(line, "page last ") || streq(line, "Slab cache page") ||
-                    startswith(line, "Charged "))) {
-                /* Migration, slab and memcg notes: nothing to charge. */
+                    startswith(line, "Charged ") || startswith(line, "handle: "))) {
+                /* Migration, slab, memcg and stack depot notes: nothing to charge. */
         } else
                 record_fail(rec, n, rec->stacks_only ? "an unknown line in a stack" : "an unknown line");
         return 0;
