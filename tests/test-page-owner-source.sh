@@ -23,8 +23,8 @@ fail() {
     exit 1
 }
 
-# Starts memstrackd on the log $1 and waits for it. $2: "stdin" reads it from standard input, "crlf" with
-# CRLF line ends and blanks on the empty lines.
+# Starts memstrackd on the log $1 and waits for it. $2: "stdin" reads it from standard input, "pipe" from
+# a pipe's path, "crlf" with CRLF line ends and blanks on the empty lines.
 start() {
     if [ "${2:-}" = crlf ]; then
         sed 's/$/\r/; s/^\r$/ \t \r/' "$1" >"$work/crlf.txt"
@@ -32,6 +32,10 @@ start() {
     fi
     if [ "${2:-}" = stdin ]; then
         cat "$1" | "$D" --foreground --source=page-owner --source-input=- --socket="$work/sock" \
+            --group="$(id -gn)" >"$work/log" 2>&1 &
+    elif [ "${2:-}" = pipe ]; then
+        # A path that cannot be read twice, as /sys/kernel/debug/page_owner cannot.
+        "$D" --foreground --source=page-owner --source-input=<(cat "$1") --socket="$work/sock" \
             --group="$(id -gn)" >"$work/log" 2>&1 &
     else
         "$D" --foreground --source=page-owner --source-input="$1" --socket="$work/sock" --group="$(id -gn)" \
@@ -95,7 +99,7 @@ END
 
 # The current format (6.10 on): threads of one process (2000) under their own names, a name with ") b), ts",
 # one that is not UTF-8, module frames with build ids, orders 9 and 10, migration, slab and memcg notes.
-for how in file crlf stdin; do
+for how in file crlf pipe stdin; do
     start "$DATA/current.txt" $how
     check "current ($how)" \
         '{1001: ("systemd-journal", 2), 2000: ("Web Content", 516), 3003: ("a) b), ts 1 (x", 1024), 4004: ("bad\\xff\\xfename", 1)}' \
@@ -155,6 +159,15 @@ for want in "corrupt.txt:9: not a page_owner record (a garbled 'Page allocated' 
             "Imported 3 page_owner records (7 pages) from .*corrupt.txt; 4 bad records skipped"; do
     grep -q "$want" "$work/log" || fail "corrupt: the log does not say '$want'"
 done
+
+# A garbled one-liner of page_owner_sort --cull takes none of the lines after it.
+printf '%s\n' "7 times, 7 pages, TGID 900, task_comm_name: cron" "5 apples" \
+    "1 times, 2 pages, PID 901, task_comm_name: cron" >"$work/culled.txt"
+start "$work/culled.txt"
+check "culled" '{900: ("cron", 7), 901: ("cron", 2)}' '{"vmlinux": 9}' '{}' 9 1
+stop
+grep -q "culled.txt:2: not a page_owner record (a garbled 'N times' line)" "$work/log" ||
+    fail "culled: the log does not name line 2"
 
 # A file cut at the end of a line: the record it cuts is the bad one.
 head -n 38 "$DATA/corrupt.txt" >"$work/cut.txt"

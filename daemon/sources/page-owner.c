@@ -28,10 +28,11 @@
  * the file has them.
  *
  * The file is read twice: once when the source is built, to check it and name every function, and once
- * by start(), which delivers every event at once, stamped with the time of delivery. Standard input, which
- * cannot be read twice, is copied to a temporary file first. A record that cannot be read (a garbled
- * line, a truncated end) is skipped with a warning naming its line, counted (Status lostByReason
- * "badRecord"), and everything else is imported; a file with no record at all is refused.
+ * by start(), which delivers every event at once, stamped with the time of delivery. What cannot be read
+ * twice the same (standard input, a pipe, the debugfs file itself) is copied to a temporary file first.
+ * A record that cannot be read (a garbled line, a truncated end) is skipped with a warning naming its
+ * line, counted (Status lostByReason "badRecord"), and everything else is imported; a file with no
+ * record at all is refused.
  */
 
 #include <assert.h>
@@ -41,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "log.h"
@@ -93,6 +95,7 @@ typedef struct PageOwnerSource {
         uint32_t *symbol_slots;         /* owned: open-addressing table of symbol index + 1 (0: empty) */
         size_t n_symbol_slots;
         char *kallsyms;                 /* owned: the symbols as kallsyms text, once the file is checked */
+        size_t n_table_symbols;         /* how many symbols kallsyms names */
 
         uint32_t *tgid_slots;           /* owned: tgid + 1 of the processes already named (0: empty) */
         size_t n_tgid_slots, n_tgids;
@@ -313,13 +316,14 @@ static int parse_count(PoRecord *rec, const char *line) {
         uint64_t v;
         int r;
 
+        /* Known first, so that a garbled one-liner ends with its line and takes no others with it. */
+        rec->counted = true;
+        rec->one_line = !(len > 0 && line[len - 1] == ':');
         r = parse_uint(&p, UINT64_MAX, &rec->times);
         if (r >= 0)
                 r = expect(&p, " times");
         if (r < 0)
                 return r;
-        rec->counted = true;
-        rec->one_line = !(len > 0 && line[len - 1] == ':');
         if (startswith(p, ", ") && p[2] >= '0' && p[2] <= '9') {
                 p += 2;
                 r = parse_uint(&p, UINT64_MAX, &rec->pages);
@@ -430,6 +434,9 @@ static int parse_frame(PageOwnerSource *s, const char *text, uint64_t *ret) {
         r = symbol_intern(s, name, module, &idx);
         if (r < 0)
                 return r;
+        /* A function the check did not see: the file changed since. */
+        if (s->kallsyms && idx >= s->n_table_symbols)
+                return -ESTALE;
         *ret = PO_SYMBOL_BASE + idx * PO_SYMBOL_STRIDE + offset;
         return 0;
 }
@@ -576,7 +583,9 @@ static int record_line(PageOwnerSource *s, PoRecord *rec, const char *line, unsi
                 r = parse_frame(s, line, &rec->frames[rec->n_frames]);
                 if (r == -ENOMEM || r == -E2BIG)
                         return r;
-                if (r < 0)
+                if (r == -ESTALE)
+                        record_fail(rec, n, "a frame the file did not have when it was checked");
+                else if (r < 0)
                         record_fail(rec, n, "a garbled frame");
                 else
                         rec->n_frames++;
@@ -686,6 +695,7 @@ static int build_kallsyms(PageOwnerSource *s) {
         if (fclose(f) != 0)
                 return -ENOMEM;
         s->kallsyms = TAKE_PTR(buf);
+        s->n_table_symbols = s->n_symbols;
         return 0;
 }
 
@@ -756,7 +766,7 @@ static void page_owner_source_get_stats(EventSource *es, EventSourceStats *ret) 
 static const char *page_owner_source_symbols(EventSource *es) {
         PageOwnerSource *s = (PageOwnerSource *) es;
 
-        return s->n_symbols > 0 ? s->kallsyms : NULL;
+        return s->kallsyms;     /* empty when no record has frames: still no kernel's symbols */
 }
 
 static const EventSourceOps page_owner_source_ops = {
@@ -768,18 +778,18 @@ static const EventSourceOps page_owner_source_ops = {
         .symbols = page_owner_source_symbols,
 };
 
-/* Standard input copied to a temporary file, which can be read twice. */
-static int copy_stdin(FILE **ret) {
+/* in copied to a temporary file, which can be read twice and stays as it was. */
+static int copy_input(FILE *in, FILE **ret) {
         _cleanup_fclose_ FILE *f = tmpfile();
         char buf[65536];
         size_t k;
 
         if (!f)
                 return negative_errno();
-        while ((k = fread(buf, 1, sizeof(buf), stdin)) > 0)
+        while ((k = fread(buf, 1, sizeof(buf), in)) > 0)
                 if (fwrite(buf, 1, k, f) != k)
                         return negative_errno();
-        if (ferror(stdin) || fflush(f) != 0)
+        if (ferror(in) || fflush(f) != 0)
                 return -EIO;
         *ret = TAKE_PTR(f);
         return 0;
@@ -803,13 +813,24 @@ static int page_owner_source_new(const SourceOptions *options, EventSource **ret
         if (!s->path)
                 return log_oom();
         if (streq(options->input, "-")) {
-                r = copy_stdin(&s->file);
+                r = copy_input(stdin, &s->file);
                 if (r < 0)
                         return log_error_errno(r, "Failed to read the page_owner log from standard input: %m");
         } else {
-                s->file = fopen(options->input, "re");
-                if (!s->file)
+                _cleanup_fclose_ FILE *f = fopen(options->input, "re");
+                struct stat st;
+
+                if (!f || fstat(fileno(f), &st) < 0)
                         return log_error_errno(errno, "Failed to open the page_owner log %s: %m", s->path);
+                /* /sys/kernel/debug/page_owner itself (size 0, new content at every read), a pipe: read once
+                 * into a copy. A plain file is read where it is. */
+                if (S_ISREG(st.st_mode) && st.st_size > 0)
+                        s->file = TAKE_PTR(f);
+                else {
+                        r = copy_input(f, &s->file);
+                        if (r < 0)
+                                return log_error_errno(r, "Failed to read the page_owner log %s: %m", s->path);
+                }
         }
 
         r = page_owner_all(s, NULL);

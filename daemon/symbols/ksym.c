@@ -189,14 +189,20 @@ int ksym_load_text(const char *text, Ksym **ret) {
 
         assert(text);
 
-        if (text[0] == '\0')
-                return -EBADMSG;        /* fmemopen() refuses an empty buffer */
-        f = fmemopen((void *) text, strlen(text), "r");
-        if (!f)
-                return negative_errno();
-        r = ksym_load_file(f, &k);
-        if (r < 0)
-                return r;
+        if (text[0] == '\0') {
+                /* A source whose events name no function: a table without symbols (fmemopen() refuses an
+                 * empty buffer anyway). */
+                k = calloc(1, sizeof(Ksym));
+                if (!k)
+                        return -ENOMEM;
+        } else {
+                f = fmemopen((void *) text, strlen(text), "r");
+                if (!f)
+                        return negative_errno();
+                r = ksym_load_file(f, &k);
+                if (r < 0)
+                        return r;
+        }
         k->synthetic = true;
         *ret = k;
         return 0;

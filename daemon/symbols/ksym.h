@@ -27,7 +27,8 @@ typedef struct KsymResult {
  * if the file has no parsable line). */
 int ksym_load(const char *path, Ksym **ret);
 /* The same from text in that format: the table an event source made for its frames
- * (EventSourceOps.symbols), whose addresses are synthetic (ksym_addresses_synthetic()). */
+ * (EventSourceOps.symbols), whose addresses are synthetic (ksym_addresses_synthetic()). Empty text is
+ * an empty table. */
 int ksym_load_text(const char *text, Ksym **ret);
 Ksym *ksym_free(Ksym *k);
 
