@@ -69,5 +69,6 @@ int verb_snapshot(int argc, char *argv[]);
 int verb_diff(int argc, char *argv[]);
 int verb_snapshots(int argc, char *argv[]);
 int verb_report(int argc, char *argv[]);
+int verb_import(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);
 int verb_pprof(int argc, char *argv[]);

@@ -83,6 +83,8 @@ static const Verb verbs[] = {
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
         { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
+        { "import",   1, 2, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
+                            OPTION_OUTPUT | OPTION_DEPTH | OPTION_OFFSETS | OPTION_FILE, verb_import },
 };
 
 static void help(void) {
@@ -101,7 +103,8 @@ static void help(void) {
                "  snapshots                  List the snapshots saved in the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
                "  report                     Reports as memstrack prints them\n"
-               "  pprof --output FILE        The stack tree as a gzipped pprof profile\n\n"
+               "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
+               "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n\n"
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
@@ -134,7 +137,7 @@ static void help(void) {
                "                             pprof: the profile's file\n"
                "     --from=FILE             report/pprof: read a snapshot file instead of asking the daemon\n"
                "     --offsets               report: flame graph frames apart by offset, not merged\n"
-               "     --file=FILE             snapshot: write a snapshot file\n\n"
+               "     --file=FILE             snapshot, import: write a snapshot file\n\n"
                "See memstrackctl(1).\n",
                MEMSTRACK_SOCKET_DEFAULT);
 }

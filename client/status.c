@@ -35,10 +35,13 @@ static void print_status(json_t *s) {
                reply_count(s, "baselinePages"), reply_count(s, "baselineTasks"));
         printf("         Events: %" PRIu64 " (%.1f/s)\n", reply_count(s, "events"),
                reply_double(s, "eventsPerSecond", 0));
-        printf("    Lost events: %" PRIu64 "%s", lost, lost > 0 ? " (counts are lower bounds; per CPU:" : "");
+        printf("    Lost events: %" PRIu64 "%s", lost, lost > 0 ? " (counts are lower bounds" : "");
         if (lost > 0) {
                 size_t i;
                 json_t *v;
+                /* A source without CPUs (an imported log) has no per-CPU counts. */
+                if (json_array_size(lost_per_cpu) > 0)
+                        printf("; per CPU:");
                 json_array_foreach(lost_per_cpu, i, v)
                         printf(" %" JSON_INTEGER_FORMAT, json_integer_value(v));
                 printf(")");

@@ -200,7 +200,12 @@ static void reload_ksym_deferred(void *userdata) {
 
 int manager_reload_ksym(Manager *m) {
         Ksym *k = NULL;
-        int r = ksym_load(m->config.kallsyms, &k);
+        int r;
+
+        /* A source that names its own frames (an imported log) has nothing to reload. */
+        if (m->source_symbols)
+                return 0;
+        r = ksym_load(m->config.kallsyms, &k);
         if (r < 0)
                 return r;
         accounting_set_ksym(m->accounting, k);
@@ -222,11 +227,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = ksym_load(config->kallsyms, &m->ksym);
         if (r < 0)
                 return log_error_errno(r, "Failed to read kernel symbols from %s: %m", config->kallsyms ?: "/proc/kallsyms");
-        if (ksym_addresses_hidden(m->ksym))
-                log_warning("Kernel addresses are hidden (kernel.kptr_restrict, or no CAP_SYSLOG): stacks will show raw "
-                            "addresses and pages cannot be charged to modules.");
-        else
-                log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));
+        /* Whether addresses are hidden matters once the source is known (manager_start()): one that names
+         * its own frames does not need them. */
+        log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));
 
         r = accounting_new(&config->accounting, m->ksym, &m->accounting);
         if (r < 0)
@@ -307,6 +310,26 @@ static void service_get_live(void *userdata, ServiceLive *ret) {
                 m->source->ops->get_stats(m->source, &ret->source);
 }
 
+/* Takes the source's own symbol table, if it has one, in place of the kernel's: before any event. */
+static int use_source_symbols(Manager *m) {
+        const char *text = m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL;
+        Ksym *k = NULL;
+        int r;
+
+        if (!text)
+                return 0;
+        r = ksym_load_text(text, &k);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the symbol table of the %s event source: %m",
+                                       m->source->ops->name);
+        accounting_set_ksym(m->accounting, k);
+        ksym_free(m->ksym);
+        m->ksym = k;
+        m->source_symbols = true;
+        log_debug("Using the %zu symbols of the %s event source.", ksym_count(k), m->source->ops->name);
+        return 0;
+}
+
 int manager_start(Manager *m) {
         MsEventSink sink = { .event = on_event, .userdata = m };
         int r;
@@ -327,6 +350,12 @@ int manager_start(Manager *m) {
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
+        r = use_source_symbols(m);
+        if (r < 0)
+                return r;
+        if (!m->source_symbols && ksym_addresses_hidden(m->ksym))
+                log_warning("Kernel addresses are hidden (kernel.kptr_restrict, or no CAP_SYSLOG): stacks will show raw "
+                            "addresses and pages cannot be charged to modules.");
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
         if (r < 0)

@@ -50,6 +50,7 @@ typedef struct Manager {
         ManagerConfig config;           /* strings borrowed from the caller (arg_* globals) */
 
         Ksym *ksym;                     /* owned; replaced a moment after module loads */
+        bool source_symbols;            /* ksym is the source's own table (EventSourceOps.symbols): kept */
         Debounce *ksym_reload;          /* owned: one kallsyms reload per burst of module loads */
         Accounting *accounting;         /* owned */
         EventSource *source;            /* owned */

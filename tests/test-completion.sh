@@ -53,7 +53,7 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff import modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "--sort --stacks" memstrackctl units --s
 expect "current peak" memstrackctl units --sort ""
 expect "" memstrackctl units --stacks ""
@@ -78,6 +78,8 @@ expect "task_summary,unit_top" memstrackctl report --format task_summary,unit_t
 expect "--output" memstrackctl pprof --o
 expect "--unit" memstrackctl pprof --u
 expect "--from" memstrackctl pprof --fr
+expect "page-owner" memstrackctl import ""
+expect "--file --format" memstrackctl import --f
 expect "all peaks" memstrackctl reset ""
 expect "" memstrackctl reset peaks ""
 expect "" memstrackctl tasks --limit ""

@@ -76,6 +76,34 @@ static void test_lookup_modules(void) {
         ksym_free(k);
 }
 
+/* A table an event source made (the page-owner source's synthetic symbols), read from memory. */
+static void test_load_text(void) {
+        Ksym *k = NULL;
+        KsymResult r;
+
+        ASSERT_OK(ksym_load_text("ffff000000000000 t post_alloc_hook\n"
+                                 "ffff000001000000 t xfs_file_buffered_read\t[xfs]\n"
+                                 "ffff000002000000 t kvm_arch_vcpu_ioctl_run\t[kvm]\n", &k));
+        ASSERT_EQ(ksym_count(k), 3);
+        ASSERT_TRUE(ksym_lookup(k, 0xffff00000100008c, &r));
+        ASSERT_STREQ(r.name, "xfs_file_buffered_read");
+        ASSERT_EQ(r.offset, 0x8c);
+        ASSERT_STREQ(r.module, "xfs");
+        ASSERT_TRUE(r.real_module);
+        ASSERT_TRUE(ksym_lookup(k, 0xffff0000000001c1, &r));
+        ASSERT_NULL(r.module);
+        ksym_free(k);
+
+        /* A source whose events name no function has an empty table of its own. */
+        ASSERT_OK(ksym_load_text("", &k));
+        ASSERT_EQ(ksym_count(k), 0);
+        ASSERT_TRUE(ksym_addresses_synthetic(k));
+        ASSERT_TRUE(!ksym_lookup(k, 0xffff0000000001c1, &r));
+        ksym_free(k);
+        k = NULL;
+        ASSERT_EQ(ksym_load_text("not a symbol table\n", &k), -EBADMSG);
+}
+
 static void test_hidden_addresses(void) {
         Ksym *k = load("data/kallsyms-hidden");
         KsymResult r;
@@ -364,6 +392,7 @@ int main(void) {
 
         TEST(test_lookup_kernel);
         TEST(test_lookup_modules);
+        TEST(test_load_text);
         TEST(test_hidden_addresses);
         TEST(test_errors);
         TEST(test_lookup_name);

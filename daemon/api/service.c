@@ -99,6 +99,18 @@ static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField 
 static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
 static const char *const sort_choices_pages[] = { "current", "peak", NULL };
 
+/* Raw addresses in stacks go to root only, and never the made-up ones of a source that names its own
+ * frames (an imported page_owner log): they are no kernel's. */
+static bool addresses_shown(const Accounting *a, bool peer_is_root) {
+        const Ksym *k = accounting_ksym(a);
+
+        return peer_is_root && !(k && ksym_addresses_synthetic(k));
+}
+
+static bool show_addresses(Service *sv, bool peer_is_root) {
+        return addresses_shown(sv->accounting, peer_is_root);
+}
+
 static json_t *status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
         AccountingStats s;
         StackTreeStats st;
@@ -108,6 +120,8 @@ static json_t *status_json(Accounting *a, const ServiceLive *live, long page_siz
         stacktree_get_stats(accounting_stacktree(a), &st);
         usage_get_stats(accounting_usage(a), &us);
         const EventSourceStats *src = &live->source;
+        const Ksym *k = accounting_ksym(a);
+        bool addresses_hidden = !addresses_shown(a, peer_is_root) || !k || ksym_addresses_hidden(k);
 
         json_t *lost = json_array();
         for (size_t i = 0; lost && i < src->n_cpus; i++)
@@ -139,8 +153,7 @@ static json_t *status_json(Accounting *a, const ServiceLive *live, long page_siz
                          "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
                          "truncatedPages", (json_int_t) truncated_pages,
                          "tasksEvicted", (json_int_t) us.tasks_evicted,
-                         "kernelAddressesHidden", !peer_is_root || !accounting_ksym(a) ||
-                                                  ksym_addresses_hidden(accounting_ksym(a)),
+                         "kernelAddressesHidden", addresses_hidden,
                          "pageSize", (int) page_size);
 }
 
@@ -335,7 +348,7 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .name = name,
                 .stacks = (unsigned) stacks,
                 .hide_zero = hide_zero,
-                .show_addresses = varlink_call_peer_is_root(call),
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
                 .usym = sv->usym,
         };
         int r = query_units(sv->accounting, &q, &units);
@@ -380,7 +393,7 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 .min_pages = (uint64_t) min_pages,
                 .max_children = (unsigned) max_children,
                 .sort = query_sort_from_string(sort),
-                .show_addresses = varlink_call_peer_is_root(call),
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
                 .usym = sv->usym,
         };
         int r = query_stacktree(sv->accounting, &q, &reply);

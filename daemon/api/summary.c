@@ -107,7 +107,8 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                    " pages); %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " untracked frees.",
                 in->reason, in->uptime_usec / 1e6, a, s.current_pages, b, s.peak_pages, s.events,
                 s.lost_events, s.untracked_frees);
-        if (in->source && in->source->lost_records > 0) {
+        /* Not for a source without CPUs (an imported log): its losses are in "Lost by reason". */
+        if (in->source && in->source->lost_records > 0 && in->source->n_cpus > 0) {
                 fprintf(f, "\nLost per CPU:");
                 for (size_t i = 0; i < in->source->n_cpus; i++)
                         if (in->source->lost_per_cpu[i] > 0)

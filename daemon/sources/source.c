@@ -28,6 +28,7 @@
         X(perf)                                                                                         \
         X(ftrace)                                                                                       \
         X(replay)                                                                                       \
+        X(page_owner)                                                                                   \
         /* end of the registry */
 #endif
 

@@ -68,6 +68,11 @@ typedef struct EventSourceOps {
         int (*flush)(EventSource *s);
         void (*get_stats)(EventSource *s, EventSourceStats *ret);
         void (*free)(EventSource *s);
+        /* Optional: the symbol table, in /proc/kallsyms format, that names the kernel frames of this
+         * source's events, for a source whose frames are not the running kernel's addresses (a page_owner
+         * log from another machine). Borrowed; valid until the source is freed. NULL (op or result): the
+         * running kernel's. */
+        const char *(*symbols)(EventSource *s);
 } EventSourceOps;
 
 struct EventSource {

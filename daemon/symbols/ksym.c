@@ -25,6 +25,7 @@ struct Ksym {
         char *strings;          /* NUL-separated names; entries refer to them by offset */
         size_t strings_size, strings_allocated;
         bool hidden;
+        bool synthetic;         /* made by ksym_load_text(): its addresses are no kernel's */
 
         /* The name index: positions in entries, sorted by (name, module, address); owned. Built on the
          * first lookup by name (most daemons never look names up), so a reload, which makes a new Ksym,
@@ -133,18 +134,14 @@ static int parse_line(Ksym *k, const char *line, uint32_t *last_module, char *la
         return 0;
 }
 
-int ksym_load(const char *path, Ksym **ret) {
+/* Reads a table in kallsyms format from f. */
+static int ksym_load_file(FILE *f, Ksym **ret) {
         _cleanup_(ksym_freep) Ksym *k = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
         char last_module_name[256] = "";
         uint32_t last_module = NO_MODULE;
         size_t line_size = 0, n_lines = 0, n_nonzero = 0;
         int r;
-
-        f = fopen(path ?: "/proc/kallsyms", "re");
-        if (!f)
-                return negative_errno();
 
         k = calloc(1, sizeof(Ksym));
         if (!k)
@@ -174,6 +171,45 @@ int ksym_load(const char *path, Ksym **ret) {
         qsort(k->entries, k->n_entries, sizeof(KsymEntry), compare_entries);
         *ret = TAKE_PTR(k);
         return 0;
+}
+
+int ksym_load(const char *path, Ksym **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+
+        f = fopen(path ?: "/proc/kallsyms", "re");
+        if (!f)
+                return negative_errno();
+        return ksym_load_file(f, ret);
+}
+
+int ksym_load_text(const char *text, Ksym **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        Ksym *k = NULL;
+        int r;
+
+        assert(text);
+
+        if (text[0] == '\0') {
+                /* A source whose events name no function: a table without symbols (fmemopen() refuses an
+                 * empty buffer anyway). */
+                k = calloc(1, sizeof(Ksym));
+                if (!k)
+                        return -ENOMEM;
+        } else {
+                f = fmemopen((void *) text, strlen(text), "r");
+                if (!f)
+                        return negative_errno();
+                r = ksym_load_file(f, &k);
+                if (r < 0)
+                        return r;
+        }
+        k->synthetic = true;
+        *ret = k;
+        return 0;
+}
+
+bool ksym_addresses_synthetic(const Ksym *k) {
+        return k->synthetic;
 }
 
 static bool is_pseudo_module(const char *m) {

@@ -26,12 +26,19 @@ typedef struct KsymResult {
 /* Loads path, or /proc/kallsyms when path is NULL. -errno on failure (-ENOENT, -EACCES, -ENOMEM, -EBADMSG
  * if the file has no parsable line). */
 int ksym_load(const char *path, Ksym **ret);
+/* The same from text in that format: the table an event source made for its frames
+ * (EventSourceOps.symbols), whose addresses are synthetic (ksym_addresses_synthetic()). Empty text is
+ * an empty table. */
+int ksym_load_text(const char *text, Ksym **ret);
 Ksym *ksym_free(Ksym *k);
 
 /* The symbol containing addr: the nearest start at or below it. False if none or addresses are hidden. */
 bool ksym_lookup(const Ksym *k, uint64_t addr, KsymResult *ret);
 
 bool ksym_addresses_hidden(const Ksym *k);
+/* Whether the table came from ksym_load_text(): addresses a source made up to name its frames, which
+ * mean nothing outside this table and are not shown to anyone. */
+bool ksym_addresses_synthetic(const Ksym *k);
 size_t ksym_count(const Ksym *k);
 size_t ksym_memory_bytes(const Ksym *k);
 
