@@ -477,6 +477,9 @@ static void test_module_attribution(void) {
         alloc_chain(a, 10, 10, 200, 0, fault_chain, ELEMENTSOF(fault_chain));
         ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 3);
         ASSERT_EQ(module(a, "xfs")->ledger[LEDGER_PAGES].current, 0);
+        /* Loaded before tracing began: kallsyms lists them, no load event came. */
+        ASSERT_TRUE(module(a, "ext4")->loaded);
+        ASSERT_TRUE(module(a, "xfs")->loaded);
         /* No module frame: the kernel image. */
         ASSERT_EQ(module(a, "vmlinux")->ledger[LEDGER_PAGES].current, 1);
 
@@ -511,6 +514,12 @@ static void test_module_attribution(void) {
         ASSERT_EQ(module(a, "nfs")->ledger[LEDGER_PAGES].current, 1);
         task_event(a, MS_EVENT_MODULE_FREE, 30, "nfs");
         ASSERT_TRUE(!module(a, "nfs")->loaded);
+        /* Unloaded: symbols not reloaded yet still list it, and must not bring it back. */
+        static const uint64_t new_ext4_node[] = { K_ALLOC_PAGES, M_EXT4_WRITE + 0x20, K_VFS_WRITE };
+        task_event(a, MS_EVENT_MODULE_FREE, 30, "ext4");
+        alloc_chain(a, 10, 10, 600, 0, new_ext4_node, ELEMENTSOF(new_ext4_node));
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].current, 2);
+        ASSERT_TRUE(!module(a, "ext4")->loaded);
         check_invariants(a);
         accounting_free(a);
         ksym_free(k);

@@ -40,8 +40,15 @@ static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
 
         if (!a->ksym || !ksym_lookup(a->ksym, ip, &sym))
                 return USAGE_MODULE_NONE;
-        if (sym.real_module)
-                return usage_module_intern(a->usage, sym.module);
+        if (sym.real_module) {
+                uint16_t id = usage_module_intern(a->usage, sym.module);
+                ModuleUsage *m = usage_module(a->usage, id);
+                /* Loaded before tracing began: no load event will say so, but kallsyms lists it. Only the
+                 * first word counts: a free seen since wins over symbols not reloaded yet. */
+                if (m && !m->loaded_known)
+                        m->loaded = m->loaded_known = true;
+                return id;
+        }
         if (!sym.module)
                 for (size_t i = 0; i < ELEMENTSOF(module_loader_functions); i++)
                         if (streq(sym.name, module_loader_functions[i]))
@@ -412,7 +419,7 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         ModuleUsage *m = usage_module(a->usage, id);
         if (!m)
                 return;
-        m->loaded = true;
+        m->loaded = m->loaded_known = true;
 
         uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
         if (task == USAGE_TASK_NONE)
@@ -473,8 +480,10 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 break;
         case MS_EVENT_MODULE_FREE: {
                 ModuleUsage *m = usage_module(a->usage, usage_module_intern(a->usage, e->module.name));
-                if (m)
+                if (m) {
                         m->loaded = false;
+                        m->loaded_known = true;
+                }
                 break;
         }
         case MS_EVENT_LOST:

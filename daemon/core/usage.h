@@ -53,6 +53,7 @@ typedef struct ModuleUsage {
         Ledger ledger[_LEDGER_UNIT_MAX];        /* indexed by LedgerUnit */
         uint64_t allocs, frees;         /* as Task's */
         bool loaded;
+        bool loaded_known;              /* loaded was set by a load or free event, or by kallsyms listing it */
 } ModuleUsage;
 
 typedef struct UsageStats {
