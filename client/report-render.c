@@ -310,6 +310,16 @@ static double megabytes(uint64_t pages, uint64_t page_size) {
         return (double) pages * (double) page_size / 1024.0 / 1024.0;
 }
 
+/* Reports of stacks from sampled ones (Status stackSampleInterval above 1) say so first, as every stack
+ * view does: their pages per stack are an estimate scaled to the exact counts. */
+static void print_stack_sampling(json_t *doc, FILE *f) {
+        uint64_t interval = reply_count(reply_object(doc, "status"), "stackSampleInterval");
+        char buf[FORMAT_STACK_SAMPLING_MAX];
+
+        if (interval > 1)
+                fprintf(f, "Stacks sampled: %s\n", format_stack_sampling(buf, sizeof(buf), interval));
+}
+
 /* One line per node, memstrack's top-stack shape: "frame module (0xaddr) Pages: N (peak: M)". */
 static int print_memstrack_tree(FILE *f, const json_t *node, unsigned indent) {
         _cleanup_free_ char *frame = format_sanitize(reply_string(node, "frame") ?: "[unknown]");
@@ -376,6 +386,7 @@ static int text_top(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
         r = doc_select(doc, o, tasks, &items, &n);
         if (r < 0)
                 return r;
+        print_stack_sampling(doc, f);
         for (size_t i = 0; i < n; i++) {
                 json_t *e = items[i].json, *tree;
                 _cleanup_free_ char *name = format_sanitize(reply_string(e, tasks ? "comm" : "name") ?: "?");
@@ -446,6 +457,7 @@ static int text_unit_top(json_t *doc, const ReportOptions *o, FILE *f) {
         r = select_items(doc_units(doc), o, &items, &n);
         if (r < 0)
                 return r;
+        print_stack_sampling(doc, f);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *name = format_sanitize(reply_string(items[i].json, "name") ?: "?");
                 _cleanup_free_ Item *stacks = NULL;
@@ -526,6 +538,7 @@ static int text_stack_tree(json_t *doc, const ReportOptions *o, FILE *f) {
                 return -ENOMEM;
         fprintf(f, "Total: %s (%" PRIu64 " pages); percentages are of this total\n",
                 format_pages(a, sizeof(a), total, doc_page_size(doc)), total);
+        print_stack_sampling(doc, f);
         return print_percent_tree(f, pruned, total, doc_page_size(doc), prefix, 0, true, true);
 }
 
