@@ -302,9 +302,25 @@ static int doc_select(json_t *doc, const ReportOptions *o, bool tasks, Item **re
         return 0;
 }
 
+/* The units a unit_* report lists, as items: those with pages that make up the throttle share. Returns 1
+ * (nothing in *ret) when the document has no units at all (see doc_units()), which each format says in its
+ * own way; else 0 or -ENOMEM. */
+static int doc_select_units(json_t *doc, const ReportOptions *o, Item **ret, size_t *ret_n) {
+        if (!doc_units(doc))
+                return 1;
+        return select_items(doc_units(doc), o, ret, ret_n);
+}
+
 /* ---- Text ------------------------------------------------------------------------------------------- */
 
-#define REPORT_NO_UNITS "(no units: memstrackd did not report them when the snapshot was taken)\n"
+/* doc_select_units() for the text formats: a document without units gets its line here (and 1 back). */
+static int text_select_units(json_t *doc, const ReportOptions *o, FILE *f, Item **ret, size_t *ret_n) {
+        int r = doc_select_units(doc, o, ret, ret_n);
+
+        if (r > 0)
+                fputs("(no units: memstrackd did not report them when the snapshot was taken)\n", f);
+        return r;
+}
 
 static double megabytes(uint64_t pages, uint64_t page_size) {
         return (double) pages * (double) page_size / 1024.0 / 1024.0;
@@ -420,13 +436,9 @@ static int text_unit_summary(json_t *doc, const ReportOptions *o, FILE *f) {
         size_t n;
         int r;
 
-        if (!doc_units(doc)) {
-                fputs(REPORT_NO_UNITS, f);
-                return 0;
-        }
-        r = select_items(doc_units(doc), o, &items, &n);
-        if (r < 0)
-                return r;
+        r = text_select_units(doc, o, f, &items, &n);
+        if (r != 0)
+                return r < 0 ? r : 0;
         for (size_t i = 0; i < n; i++) {
                 json_t *e = items[i].json;
                 uint64_t cur = reply_count(e, "currentPages"), peak = reply_count(e, "peakPages");
@@ -450,13 +462,9 @@ static int text_unit_top(json_t *doc, const ReportOptions *o, FILE *f) {
         size_t n;
         int r;
 
-        if (!doc_units(doc)) {
-                fputs(REPORT_NO_UNITS, f);
-                return 0;
-        }
-        r = select_items(doc_units(doc), o, &items, &n);
-        if (r < 0)
-                return r;
+        r = text_select_units(doc, o, f, &items, &n);
+        if (r != 0)
+                return r < 0 ? r : 0;
         print_stack_sampling(doc, f);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *name = format_sanitize(reply_string(items[i].json, "name") ?: "?");
@@ -733,16 +741,16 @@ static int json_unit_list(json_t *doc, const ReportOptions *o, bool with_stacks,
         size_t n;
         int r;
 
-        if (!doc_units(doc)) {
+        r = doc_select_units(doc, o, &items, &n);
+        if (r < 0)
+                return r;
+        if (r > 0) {
                 *ret = json_null();
                 return 0;
         }
         list = json_array();
         if (!list)
                 return -ENOMEM;
-        r = select_items(doc_units(doc), o, &items, &n);
-        if (r < 0)
-                return r;
         for (size_t i = 0; i < n; i++) {
                 json_t *e = items[i].json;
                 json_auto_t *entry = json_pack("{s:O, s:I, s:I, s:I, s:b}",
