@@ -344,8 +344,14 @@ class TopStream:
             pass
 
     def close(self):
-        self.sock.close()
+        # shutdown() wakes the reader out of recv(); close() alone does not, and a stream that sends no
+        # more (the refused 17th) kept it there until the socket's WAIT timeout, two minutes of the test.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.thread.join(WAIT)
+        self.sock.close()
 
 
 def test_hostile_client_does_not_starve_status():
