@@ -544,8 +544,11 @@ def test_bad_environment():
     out = r.stdout + r.stderr
     if r.returncode == 0 or not ("perf_event_paranoid" in out or "CAP_PERFMON" in out or "root" in out):
         fail(f"as an unprivileged user: exit {r.returncode}, output: {out}")
-    # A private mount namespace without tracefs, and no CAP_SYS_ADMIN to mount it.
-    script = ("for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; do "
+    # A private mount namespace without tracefs, and no CAP_SYS_ADMIN to mount it. Every tracefs and
+    # debugfs mount goes, not just the usual places: memstrackd takes any tracefs in /proc/mounts, so one
+    # mounted elsewhere meanwhile (another test's, a container's) would let it start and run until WAIT.
+    script = ("for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug "
+              "$(awk '$3 == \"tracefs\" || $3 == \"debugfs\" { print $2 }' /proc/self/mounts); do "
               "umount -l $m 2>/dev/null; done; "
               "exec setpriv --bounding-set -sys_admin --inh-caps -sys_admin " + MEMSTRACKD +
               " --foreground --no-socket --source perf")
