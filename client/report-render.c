@@ -313,15 +313,6 @@ static int doc_select_units(json_t *doc, const ReportOptions *o, Item **ret, siz
 
 /* ---- Text ------------------------------------------------------------------------------------------- */
 
-/* doc_select_units() for the text formats: a document without units gets its line here (and 1 back). */
-static int text_select_units(json_t *doc, const ReportOptions *o, FILE *f, Item **ret, size_t *ret_n) {
-        int r = doc_select_units(doc, o, ret, ret_n);
-
-        if (r > 0)
-                fputs("(no units: memstrackd did not report them when the snapshot was taken)\n", f);
-        return r;
-}
-
 static double megabytes(uint64_t pages, uint64_t page_size) {
         return (double) pages * (double) page_size / 1024.0 / 1024.0;
 }
@@ -429,69 +420,74 @@ static int text_top(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
         return 0;
 }
 
-/* Units, as the task and module summaries: those with pages making up the throttle share. */
-static int text_unit_summary(json_t *doc, const ReportOptions *o, FILE *f) {
-        _cleanup_free_ Item *items = NULL;
-        uint64_t page_size = doc_page_size(doc);
-        size_t n;
+/* unit_summary's line of one unit, as the task and module summaries' lines. */
+static int print_unit_line(FILE *f, const json_t *e, const ReportOptions *o, uint64_t page_size) {
+        uint64_t cur = reply_count(e, "currentPages"), peak = reply_count(e, "peakPages");
+        uint64_t tasks = reply_count(e, "tasks");
+        _cleanup_free_ char *name = format_sanitize(reply_string(e, "name") ?: "?");
+
+        if (!name)
+                return -ENOMEM;
+        fprintf(f, "Unit %s using %.1fMB (%" PRIu64 " pages), peak usage %.1fMB (%" PRIu64 " pages), "
+                "%" PRIu64 " task%s%s\n", name, megabytes(cur, page_size), cur,
+                megabytes(peak, page_size), peak, tasks, tasks == 1 ? "" : "s",
+                reply_bool(e, "live", true) ? "" : " (removed)");
+        return 0;
+}
+
+/* unit_top's part of one unit: its biggest stacks as the daemon sent them (flat, innermost frame first,
+ * as a backtrace), the stacks too cut at the throttle share of the unit's stacks. */
+static int print_unit_stacks(FILE *f, const json_t *e, const ReportOptions *o, uint64_t page_size) {
+        _cleanup_free_ char *name = format_sanitize(reply_string(e, "name") ?: "?");
+        _cleanup_free_ Item *stacks = NULL;
+        size_t n_stacks;
         int r;
 
-        r = text_select_units(doc, o, f, &items, &n);
-        if (r != 0)
-                return r < 0 ? r : 0;
-        for (size_t i = 0; i < n; i++) {
-                json_t *e = items[i].json;
-                uint64_t cur = reply_count(e, "currentPages"), peak = reply_count(e, "peakPages");
-                _cleanup_free_ char *name = format_sanitize(reply_string(e, "name") ?: "?");
-                if (!name)
-                        return -ENOMEM;
-                uint64_t tasks = reply_count(e, "tasks");
-                fprintf(f, "Unit %s using %.1fMB (%" PRIu64 " pages), peak usage %.1fMB (%" PRIu64 " pages), "
-                        "%" PRIu64 " task%s%s\n", name, megabytes(cur, page_size), cur,
-                        megabytes(peak, page_size), peak, tasks, tasks == 1 ? "" : "s",
-                        reply_bool(e, "live", true) ? "" : " (removed)");
+        if (!name)
+                return -ENOMEM;
+        fprintf(f, "Top stacks of unit %s:\n", name);
+        r = select_items(reply_array(e, "topStacks"), o, &stacks, &n_stacks);
+        if (r < 0)
+                return r;
+        if (n_stacks == 0)
+                fprintf(f, "  (no stacks recorded)\n");
+        for (size_t k = 0; k < n_stacks; k++) {
+                uint64_t pages = reply_count(stacks[k].json, "currentPages");
+                json_t *frame;
+                size_t j;
+
+                fprintf(f, "  Pages: %" PRIu64 " (%.1fMB)\n", pages, megabytes(pages, page_size));
+                json_array_foreach(reply_array(stacks[k].json, "frames"), j, frame) {
+                        _cleanup_free_ char *clean = format_sanitize(json_string_value(frame) ?: "?");
+                        if (!clean)
+                                return -ENOMEM;
+                        fprintf(f, "    %s\n", clean);
+                }
         }
         return 0;
 }
 
-/* Each unit's biggest stacks as the daemon sent them (flat, innermost frame first, as a backtrace), the
- * stacks too cut at the throttle share of the unit's stacks. */
-static int text_unit_top(json_t *doc, const ReportOptions *o, FILE *f) {
+/* unit_summary, or with stacks unit_top: the units making up the throttle share, as the task and module
+ * formats list theirs. */
+static int text_units(json_t *doc, const ReportOptions *o, bool with_stacks, FILE *f) {
         _cleanup_free_ Item *items = NULL;
         uint64_t page_size = doc_page_size(doc);
         size_t n;
         int r;
 
-        r = text_select_units(doc, o, f, &items, &n);
-        if (r != 0)
-                return r < 0 ? r : 0;
-        print_stack_sampling(doc, f);
+        r = doc_select_units(doc, o, &items, &n);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                fputs("(no units: memstrackd did not report them when the snapshot was taken)\n", f);
+                return 0;
+        }
+        if (with_stacks)
+                print_stack_sampling(doc, f);
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *name = format_sanitize(reply_string(items[i].json, "name") ?: "?");
-                _cleanup_free_ Item *stacks = NULL;
-                size_t n_stacks;
-
-                if (!name)
-                        return -ENOMEM;
-                fprintf(f, "Top stacks of unit %s:\n", name);
-                r = select_items(reply_array(items[i].json, "topStacks"), o, &stacks, &n_stacks);
+                r = (with_stacks ? print_unit_stacks : print_unit_line)(f, items[i].json, o, page_size);
                 if (r < 0)
                         return r;
-                if (n_stacks == 0)
-                        fprintf(f, "  (no stacks recorded)\n");
-                for (size_t k = 0; k < n_stacks; k++) {
-                        uint64_t pages = reply_count(stacks[k].json, "currentPages");
-                        json_t *frame;
-                        size_t j;
-
-                        fprintf(f, "  Pages: %" PRIu64 " (%.1fMB)\n", pages, megabytes(pages, page_size));
-                        json_array_foreach(reply_array(stacks[k].json, "frames"), j, frame) {
-                                _cleanup_free_ char *clean = format_sanitize(json_string_value(frame) ?: "?");
-                                if (!clean)
-                                        return -ENOMEM;
-                                fprintf(f, "    %s\n", clean);
-                        }
-                }
         }
         return 0;
 }
@@ -666,10 +662,8 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
                         r = text_top(doc, o, format == REPORT_TASK_TOP, f);
                         break;
                 case REPORT_UNIT_SUMMARY:
-                        r = text_unit_summary(doc, o, f);
-                        break;
                 case REPORT_UNIT_TOP:
-                        r = text_unit_top(doc, o, f);
+                        r = text_units(doc, o, format == REPORT_UNIT_TOP, f);
                         break;
                 case REPORT_STACK_TREE:
                         r = text_stack_tree(doc, o, f);
