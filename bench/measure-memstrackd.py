@@ -10,15 +10,16 @@ Tasks(limit: 50), Status and StackTree, a call every 20 ms, round trip measured 
 Usage: bench/measure-memstrackd.py BUILDDIR [SECONDS] [ROUNDS]   (root)
 """
 
-import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import livelib  # noqa: E402
 
 BUILD = sys.argv[1]
 SECONDS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
@@ -30,19 +31,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def call(sock, method, parameters=None):
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.connect(sock)
-        s.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
-        data = b""
-        while not data.endswith(b"\0"):
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-    reply = json.loads(data[:-1])
-    if "error" in reply:
-        raise RuntimeError(reply)
-    return reply["parameters"]
+    return livelib.call(sock, method, parameters, timeout=None)
 
 
 def loadgen_rate(*extra):
@@ -70,17 +59,8 @@ def rss_bytes(pid):
 
 def traced(options, queries=False):
     sock = os.path.join(WORK, "sock")
-    d = subprocess.Popen([MEMSTRACKD, "--foreground", "--socket", sock, *options],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            call(sock, "io.memstrack.Status")
-            break
-        except (FileNotFoundError, ConnectionRefusedError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    d, _ = livelib.start_memstrackd(MEMSTRACKD, sock, *options, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, timeout=60)
     before = call(sock, "io.memstrack.Status")
     cpu0 = cpu_seconds(d.pid)
 

@@ -39,12 +39,14 @@ import random
 import shlex
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import livelib  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -126,44 +128,24 @@ class Memstrackd:
         return f"{self.exe} {' '.join(shlex.quote(a) for a in self.args)}".strip()
 
     def call(self, method):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(30)
-            s.connect(self.sock)
-            s.sendall(json.dumps({"method": method, "parameters": {}}).encode() + b"\0")
-            data = b""
-            while not data.endswith(b"\0"):
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    raise ConnectionError("memstrackd closed the connection")
-                data += chunk
-        reply = json.loads(data[:-1])
-        if "error" in reply:
-            raise RuntimeError(f"{method}: {reply}")
-        return reply["parameters"]
+        return livelib.call(self.sock, method, timeout=30)
 
     def start(self):
         if os.path.exists(self.sock):
             os.unlink(self.sock)
-        with open(self.stderr, "w") as err:
-            self.proc = subprocess.Popen([self.exe, "--foreground", "--socket", self.sock, *self.args],
-                                         stdout=subprocess.DEVNULL, stderr=err)
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            if self.proc.poll() is not None:
-                raise Unavailable(error_line(self.stderr))
-            try:
-                status = self.call("io.memstrack.Status")
-                self.backend = status.get("backend")
-                # What says which mode a source runs in (a stack sampling interval, why auto chose it).
-                self.details = {k: v for k, v in status.items()
-                                if any(w in k.lower() for w in ("sampl", "source", "reason"))}
-                return
-            except (FileNotFoundError, ConnectionRefusedError):
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise Unavailable(f"no answer on {self.sock} within {READY_TIMEOUT} s")
-            time.sleep(0.05)
+        try:
+            with open(self.stderr, "w") as err:
+                self.proc, status = livelib.start_memstrackd(self.exe, self.sock, *self.args,
+                                                             stdout=subprocess.DEVNULL, stderr=err,
+                                                             timeout=READY_TIMEOUT)
+        except livelib.DaemonExited:
+            raise Unavailable(error_line(self.stderr))
+        except TimeoutError:
+            raise Unavailable(f"no answer on {self.sock} within {READY_TIMEOUT} s")
+        self.backend = status.get("backend")
+        # What says which mode a source runs in (a stack sampling interval, why auto chose it).
+        self.details = {k: v for k, v in status.items()
+                        if any(w in k.lower() for w in ("sampl", "source", "reason"))}
 
     def sample(self):
         status = self.call("io.memstrack.Status")

@@ -53,18 +53,6 @@ int format_parse_seconds(const char *s, uint64_t *ret_usec) {
         return 0;
 }
 
-char *format_stack_sampling(char *buf, size_t size, uint64_t interval) {
-        assert(buf);
-
-        if (interval == 0)
-                (void) snprintf(buf, size, "none");
-        else if (interval == 1)
-                (void) snprintf(buf, size, "every allocation");
-        else
-                (void) snprintf(buf, size, "1 in %" PRIu64 " pages, scaled to exact counts", interval);
-        return buf;
-}
-
 char *format_duration(char *buf, size_t size, uint64_t usec) {
         uint64_t s = usec / 1000000;
 

@@ -21,12 +21,6 @@ int format_parse_seconds(const char *s, uint64_t *ret_usec);
 /* "45s", "12min 3s", "3h 02min", "2d 04h". */
 char *format_duration(char *buf, size_t size, uint64_t usec);
 
-/* Room for format_stack_sampling(). */
-#define FORMAT_STACK_SAMPLING_MAX 80
-/* Which allocations' stacks are taken, from Status/StackTree stackSampleInterval, one short phrase:
- * "every allocation", "1 in 64 pages, scaled to exact counts", "none". */
-char *format_stack_sampling(char *buf, size_t size, uint64_t interval);
-
 
 /* Columns to format for: $COLUMNS if set and valid, else the terminal's width if stdout is a TTY, else
  * SIZE_MAX (piped output is never cut). */

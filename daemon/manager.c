@@ -258,12 +258,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                            "are counted by cgroup id, without names.");
         else if (r < 0)
                 return log_error_errno(r, "Failed to set up cgroup naming: %m");
-        else {
-                r = cgroupnames_walk(m->cgroups);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to walk the cgroup tree at %s, ignoring: %m",
-                                          cgroupnames_root(m->cgroups));
-        }
+        else
+                /* The first walk is any later one: no cgroup is known yet to be marked gone. */
+                (void) walk_cgroups(m);
         if (sd_pid_get_unit(0, &m->unit) < 0)
                 m->unit = NULL;
         *ret = TAKE_PTR(m);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <assert.h>
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,4 +58,16 @@ char *format_ellipsize(const char *s, size_t width) {
         memcpy(out, s, keep);
         memcpy(out + keep, "...", 4);
         return out;
+}
+
+char *format_stack_sampling(char *buf, size_t size, uint64_t interval) {
+        assert(buf);
+
+        if (interval == 0)
+                (void) snprintf(buf, size, "none");
+        else if (interval == 1)
+                (void) snprintf(buf, size, "every allocation");
+        else
+                (void) snprintf(buf, size, "1 in %" PRIu64 " pages, scaled to exact counts", interval);
+        return buf;
 }

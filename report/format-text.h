@@ -7,6 +7,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Big enough for every format_*() result that fills a caller's buffer (format-util.h, format.h). */
 #define FORMAT_BUFFER_MAX 32
@@ -19,3 +20,8 @@ size_t format_text_width(const char *s);
 char *format_sanitize(const char *s);
 /* A copy of s cut to at most width columns; "..." marks a cut when width allows. NULL on OOM. */
 char *format_ellipsize(const char *s, size_t width);
+/* Room for format_stack_sampling(). */
+#define FORMAT_STACK_SAMPLING_MAX 80
+/* Which allocations' stacks are taken, from Status/StackTree stackSampleInterval, one short phrase:
+ * "every allocation", "1 in 64 pages, scaled to exact counts", "none". */
+char *format_stack_sampling(char *buf, size_t size, uint64_t interval);

@@ -244,12 +244,29 @@ static int doc_select(json_t *doc, const ReportOptions *o, bool tasks, unsigned 
         return 0;
 }
 
-/* ---- Text ------------------------------------------------------------------------------------------- */
+/* The units a unit_* report lists, as items: those with pages that make up the throttle share. Returns 1
+ * (nothing in *ret) when the document has no units at all (see doc_units()), which each format says in its
+ * own way; else 0 or -ENOMEM. */
+static int doc_select_units(json_t *doc, const ReportOptions *o, unsigned max, Item **ret, size_t *ret_n) {
+        if (!doc_units(doc))
+                return 1;
+        return select_items(doc_units(doc), o, max, ret, ret_n);
+}
 
-#define REPORT_NO_UNITS "(no units: memstrackd did not report them when the snapshot was taken)\n"
+/* ---- Text ------------------------------------------------------------------------------------------- */
 
 static double megabytes(uint64_t pages, uint64_t page_size) {
         return (double) pages * (double) page_size / 1024.0 / 1024.0;
+}
+
+/* Reports of stacks from sampled ones (Status stackSampleInterval above 1) say so first, as every stack
+ * view does: their pages per stack are an estimate scaled to the exact counts. */
+static void print_stack_sampling(json_t *doc, FILE *f) {
+        uint64_t interval = reply_count(reply_object(doc, "status"), "stackSampleInterval");
+        char buf[FORMAT_STACK_SAMPLING_MAX];
+
+        if (interval > 1)
+                fprintf(f, "Stacks sampled: %s\n", format_stack_sampling(buf, sizeof(buf), interval));
 }
 
 /* One line per node, memstrack's top-stack shape: "frame module (0xaddr) Pages: N (peak: M)". */
@@ -318,6 +335,7 @@ static int text_top(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
         r = doc_select(doc, o, tasks, 0, &items, &n);
         if (r < 0)
                 return r;
+        print_stack_sampling(doc, f);
         for (size_t i = 0; i < n; i++) {
                 json_t *e = items[i].json, *tree;
                 _cleanup_free_ char *name = format_sanitize(reply_string(e, tasks ? "comm" : "name") ?: "?");
@@ -344,76 +362,74 @@ static int text_top(json_t *doc, const ReportOptions *o, bool tasks, FILE *f) {
         return 0;
 }
 
-/* Units, as the task and module summaries: those with pages making up the throttle share. */
-static int text_unit_summary(json_t *doc, const ReportOptions *o, FILE *f) {
-        _cleanup_free_ Item *items = NULL;
-        uint64_t page_size = doc_page_size(doc);
-        size_t n;
+/* unit_summary's line of one unit, as the task and module summaries' lines. */
+static int print_unit_line(FILE *f, const json_t *e, const ReportOptions *o, uint64_t page_size) {
+        uint64_t cur = reply_count(e, "currentPages"), peak = reply_count(e, "peakPages");
+        uint64_t tasks = reply_count(e, "tasks");
+        _cleanup_free_ char *name = format_sanitize(reply_string(e, "name") ?: "?");
+
+        if (!name)
+                return -ENOMEM;
+        fprintf(f, "Unit %s using %.1fMB (%" PRIu64 " pages), peak usage %.1fMB (%" PRIu64 " pages), "
+                "%" PRIu64 " task%s%s\n", name, megabytes(cur, page_size), cur,
+                megabytes(peak, page_size), peak, tasks, tasks == 1 ? "" : "s",
+                reply_bool(e, "live", true) ? "" : " (removed)");
+        return 0;
+}
+
+/* unit_top's part of one unit: its biggest stacks as the daemon sent them (flat, innermost frame first,
+ * as a backtrace), the stacks too cut at the throttle share of the unit's stacks. */
+static int print_unit_stacks(FILE *f, const json_t *e, const ReportOptions *o, uint64_t page_size) {
+        _cleanup_free_ char *name = format_sanitize(reply_string(e, "name") ?: "?");
+        _cleanup_free_ Item *stacks = NULL;
+        size_t n_stacks;
         int r;
 
-        if (!doc_units(doc)) {
-                fputs(REPORT_NO_UNITS, f);
-                return 0;
-        }
-        r = select_items(doc_units(doc), o, o->top, &items, &n);
+        if (!name)
+                return -ENOMEM;
+        fprintf(f, "Top stacks of unit %s:\n", name);
+        r = select_items(reply_array(e, "topStacks"), o, o->top, &stacks, &n_stacks);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++) {
-                json_t *e = items[i].json;
-                uint64_t cur = reply_count(e, "currentPages"), peak = reply_count(e, "peakPages");
-                _cleanup_free_ char *name = format_sanitize(reply_string(e, "name") ?: "?");
-                if (!name)
-                        return -ENOMEM;
-                uint64_t tasks = reply_count(e, "tasks");
-                fprintf(f, "Unit %s using %.1fMB (%" PRIu64 " pages), peak usage %.1fMB (%" PRIu64 " pages), "
-                        "%" PRIu64 " task%s%s\n", name, megabytes(cur, page_size), cur,
-                        megabytes(peak, page_size), peak, tasks, tasks == 1 ? "" : "s",
-                        reply_bool(e, "live", true) ? "" : " (removed)");
+        if (n_stacks == 0)
+                fprintf(f, "  (no stacks recorded)\n");
+        for (size_t k = 0; k < n_stacks; k++) {
+                uint64_t pages = reply_count(stacks[k].json, "currentPages");
+                json_t *frame;
+                size_t j;
+
+                fprintf(f, "  Pages: %" PRIu64 " (%.1fMB)\n", pages, megabytes(pages, page_size));
+                json_array_foreach(reply_array(stacks[k].json, "frames"), j, frame) {
+                        _cleanup_free_ char *clean = format_sanitize(json_string_value(frame) ?: "?");
+                        if (!clean)
+                                return -ENOMEM;
+                        fprintf(f, "    %s\n", clean);
+                }
         }
         return 0;
 }
 
-/* Each unit's biggest stacks as the daemon sent them (flat, innermost frame first, as a backtrace), the
- * stacks too cut at the throttle share of the unit's stacks. */
-static int text_unit_top(json_t *doc, const ReportOptions *o, FILE *f) {
+/* unit_summary, or with stacks unit_top: the units making up the throttle share, as the task and module
+ * formats list theirs. */
+static int text_units(json_t *doc, const ReportOptions *o, bool with_stacks, FILE *f) {
         _cleanup_free_ Item *items = NULL;
         uint64_t page_size = doc_page_size(doc);
         size_t n;
         int r;
 
-        if (!doc_units(doc)) {
-                fputs(REPORT_NO_UNITS, f);
-                return 0;
-        }
-        r = select_items(doc_units(doc), o, 0, &items, &n);
+        r = doc_select_units(doc, o, with_stacks ? 0 : o->top, &items, &n);
         if (r < 0)
                 return r;
+        if (r > 0) {
+                fputs("(no units: memstrackd did not report them when the snapshot was taken)\n", f);
+                return 0;
+        }
+        if (with_stacks)
+                print_stack_sampling(doc, f);
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *name = format_sanitize(reply_string(items[i].json, "name") ?: "?");
-                _cleanup_free_ Item *stacks = NULL;
-                size_t n_stacks;
-
-                if (!name)
-                        return -ENOMEM;
-                fprintf(f, "Top stacks of unit %s:\n", name);
-                r = select_items(reply_array(items[i].json, "topStacks"), o, o->top, &stacks, &n_stacks);
+                r = (with_stacks ? print_unit_stacks : print_unit_line)(f, items[i].json, o, page_size);
                 if (r < 0)
                         return r;
-                if (n_stacks == 0)
-                        fprintf(f, "  (no stacks recorded)\n");
-                for (size_t k = 0; k < n_stacks; k++) {
-                        uint64_t pages = reply_count(stacks[k].json, "currentPages");
-                        json_t *frame;
-                        size_t j;
-
-                        fprintf(f, "  Pages: %" PRIu64 " (%.1fMB)\n", pages, megabytes(pages, page_size));
-                        json_array_foreach(reply_array(stacks[k].json, "frames"), j, frame) {
-                                _cleanup_free_ char *clean = format_sanitize(json_string_value(frame) ?: "?");
-                                if (!clean)
-                                        return -ENOMEM;
-                                fprintf(f, "    %s\n", clean);
-                        }
-                }
         }
         return 0;
 }
@@ -468,6 +484,7 @@ static int text_stack_tree(json_t *doc, const ReportOptions *o, FILE *f) {
                 return -ENOMEM;
         fprintf(f, "Total: %s (%" PRIu64 " pages); percentages are of this total\n",
                 format_pages(a, sizeof(a), total, doc_page_size(doc)), total);
+        print_stack_sampling(doc, f);
         return print_percent_tree(f, pruned, total, doc_page_size(doc), prefix, 0, true, true);
 }
 
@@ -863,10 +880,8 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
                         r = text_top(doc, &one, format == REPORT_TASK_TOP, f);
                         break;
                 case REPORT_UNIT_SUMMARY:
-                        r = text_unit_summary(doc, &one, f);
-                        break;
                 case REPORT_UNIT_TOP:
-                        r = text_unit_top(doc, &one, f);
+                        r = text_units(doc, &one, format == REPORT_UNIT_TOP, f);
                         break;
                 case REPORT_STACK_TREE:
                         r = text_stack_tree(doc, &one, f);
@@ -944,16 +959,16 @@ static int json_unit_list(json_t *doc, const ReportOptions *o, bool with_stacks,
         size_t n;
         int r;
 
-        if (!doc_units(doc)) {
+        r = doc_select_units(doc, o, with_stacks ? 0 : o->top, &items, &n);
+        if (r < 0)
+                return r;
+        if (r > 0) {
                 *ret = json_null();
                 return 0;
         }
         list = json_array();
         if (!list)
                 return -ENOMEM;
-        r = select_items(doc_units(doc), o, with_stacks ? 0 : o->top, &items, &n);
-        if (r < 0)
-                return r;
         for (size_t i = 0; i < n; i++) {
                 json_t *e = items[i].json;
                 json_auto_t *entry = json_pack("{s:O, s:I, s:I, s:I, s:b}",

@@ -5,8 +5,10 @@
 # varlink's NUL-terminated JSON framing. Units can be switched off (--no-units): Units then answers
 # MethodNotFound and Top leaves "units" out, as a memstrackd from before units does. Every call is
 # appended to --log as one JSON line, so a test can check what the client asked for.
+# --stack-sample-interval N makes Status and StackTree say stacks are sampled 1 in N pages (the eBPF
+# source's exact mode); without it they say nothing, as a memstrackd from before sampling.
 #
-# Usage: fake-memstrackd.py --socket PATH --log FILE [--no-units]
+# Usage: fake-memstrackd.py --socket PATH --log FILE [--no-units] [--stack-sample-interval N]
 # Prints READY once it listens; ends on SIGTERM.
 
 import argparse
@@ -74,6 +76,7 @@ def tree_from_stacks(label, stacks):
 class Fake:
     def __init__(self, args):
         self.units = not args.no_units
+        self.sample_interval = args.stack_sample_interval
         self.log = open(args.log, "a", buffering=1)
         self.lock = threading.Lock()
 
@@ -81,12 +84,16 @@ class Fake:
         with self.lock:
             self.log.write(json.dumps(call) + "\n")
 
+    def sampling(self):
+        """Status's and StackTree's stackSampleInterval, when asked to report one."""
+        return {} if self.sample_interval is None else {"stackSampleInterval": self.sample_interval}
+
     def status(self):
         return {"backend": "fake", "version": "0.0.0", "uptimeUsec": 5000000, "eventsPerSecond": 100.0,
                 "events": 1000, "lostEvents": 0, "lostPerCpu": [0], "trackedPages": 18872,
                 "peakTrackedPages": 20000, "untrackedFrees": 0, "untrackedFreePages": 0,
                 "daemonMemoryBytes": 1 << 20, "stackNodes": 10, "stackNodeBudget": 1000, "stacksTruncated": 0,
-                "tasksEvicted": 0, "kernelAddressesHidden": False, "pageSize": PAGE_SIZE}
+                "tasksEvicted": 0, "kernelAddressesHidden": False, "pageSize": PAGE_SIZE, **self.sampling()}
 
     def top(self):
         t = {"timestampUsec": int(time.monotonic() * 1e6), "trackedPages": 18872, "peakTrackedPages": 20000,
@@ -121,7 +128,7 @@ class Fake:
                 root = tree_from_stacks("[unit %s]" % u["name"], u["stacks"])
             else:
                 root = tree_from_stacks("[all]", [s for u in UNITS for s in u["stacks"]])
-            return None, {"root": root, "totalPages": root["currentPages"]}
+            return None, {"root": root, "totalPages": root["currentPages"], **self.sampling()}
         if method == "io.memstrack.Reset":
             return None, {}
         if method == "io.memstrack.Top":
@@ -163,6 +170,7 @@ def main():
     ap.add_argument("--socket", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--no-units", action="store_true")
+    ap.add_argument("--stack-sample-interval", type=int)
     args = ap.parse_args()
     fake = Fake(args)
     s = socket.socket(socket.AF_UNIX)

@@ -10,34 +10,10 @@
 
 #include "../daemon/sources/ebpf.c"
 
+#include "test-sink.h"
 #include "tests.h"
 
 #define DEPTH 8
-#define MAX_SEEN 16
-
-typedef struct Seen {
-        MsEvent ev;
-        uint64_t frames[DEPTH * 2];
-        char name[64];
-} Seen;
-
-static Seen seen[MAX_SEEN];
-static size_t n_seen;
-
-static void sink_event(void *userdata, const MsEvent *ev) {
-        Seen *s;
-
-        ASSERT_LT(n_seen, MAX_SEEN);
-        s = &seen[n_seen++];
-        s->ev = *ev;
-        if (ev->type == MS_EVENT_PAGE_ALLOC)
-                for (size_t i = 0; i < ev->page.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
-                        s->frames[i] = ev->page.stack.frames[i];
-        if ((ev->type == MS_EVENT_TASK_COMM) && ev->task.name)
-                (void) snprintf(s->name, sizeof(s->name), "%s", ev->task.name);
-        if ((ev->type == MS_EVENT_MODULE_LOAD || ev->type == MS_EVENT_MODULE_FREE) && ev->module.name)
-                (void) snprintf(s->name, sizeof(s->name), "%s", ev->module.name);
-}
 
 static EbpfSource *source_fake(bool user_stacks) {
         EbpfSource *s = calloc(1, sizeof(*s));
@@ -53,9 +29,9 @@ static EbpfSource *source_fake(bool user_stacks) {
         s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
         s->cmdline = malloc(PROC_CMDLINE_MAX);
         ASSERT_TRUE(s->frames && s->cmdline);
-        s->sink = (MsEventSink) { .event = sink_event };
+        s->sink = test_sink;
         s->budget = UINT64_MAX;
-        n_seen = 0;
+        test_sink_reset();
         return s;
 }
 
@@ -286,7 +262,7 @@ static void test_held_table(void) {
 
                 ((MsBpfPage *) buf)->frames[0] = tid;
                 ASSERT_EQ(ring_record(s, buf, size), 0);
-                n_seen = 0;
+                test_sink_reset();
         }
         ASSERT_EQ(s->n_held, 5000u);
         for (uint32_t tid = 2; tid <= 5000; tid += 2)

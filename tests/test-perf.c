@@ -9,6 +9,7 @@
 
 #include "../daemon/sources/perf.c"
 
+#include "test-sink.h"
 #include "tests.h"
 
 #define ID_ALLOC 653            /* tracepoint ids of tests/data/tracefs-6.18 */
@@ -16,31 +17,6 @@
 #define EV_ALLOC 1001           /* perf event ids (PERF_EVENT_IOC_ID) the fake rings use */
 #define EV_FREE 1002
 #define RING_BYTES 4096u
-#define MAX_SEEN 64
-
-typedef struct Seen {
-        MsEvent ev;
-        uint64_t frames[8];
-        char name[32];
-} Seen;
-
-static Seen seen[MAX_SEEN];
-static size_t n_seen;
-
-static void sink_event(void *userdata, const MsEvent *ev) {
-        Seen *s;
-
-        ASSERT_LT(n_seen, MAX_SEEN);
-        s = &seen[n_seen++];
-        s->ev = *ev;
-        if (ev->type == MS_EVENT_PAGE_ALLOC)
-                for (size_t i = 0; i < ev->page.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
-                        s->frames[i] = ev->page.stack.frames[i];
-        if ((ev->type == MS_EVENT_TASK_NEW || ev->type == MS_EVENT_TASK_COMM) && ev->task.name)
-                (void) snprintf(s->name, sizeof(s->name), "%s", ev->task.name);
-        if ((ev->type == MS_EVENT_MODULE_LOAD || ev->type == MS_EVENT_MODULE_FREE) && ev->module.name)
-                (void) snprintf(s->name, sizeof(s->name), "%s", ev->module.name);
-}
 
 /* A writer for one fake ring: appends records at head, wrapping like the kernel does. */
 typedef struct Writer {
@@ -190,7 +166,7 @@ static void fixture_init(Fixture *f) {
         s->rings = calloc(2, sizeof(PerfRing));
         ASSERT_OK(merge_init(&s->merge, 2, &ring_merge_ops));
         ASSERT_TRUE(s->frames && s->bounce && s->cmdline && s->lost_per_cpu && s->rings);
-        s->sink = (MsEventSink) { .event = sink_event };
+        s->sink = test_sink;
 
         for (unsigned c = 0; c < 2; c++) {
                 PerfRing *r = &s->rings[c];
@@ -214,7 +190,7 @@ static void fixture_init(Fixture *f) {
                 f->w[c] = (Writer) { .ring = r };
         }
         f->s = s;
-        n_seen = 0;
+        test_sink_reset();
 }
 
 static void fixture_done(Fixture *f) {

@@ -14,33 +14,10 @@
 
 #include "macro.h"
 #include "proc-seed.h"
+#include "test-sink.h"
 #include "tests.h"
 
-#define MAX_SEEN 16
-
-typedef struct Seen {
-        MsEvent ev;
-        char name[64];
-        char cmdline[64];
-        bool has_cmdline;
-} Seen;
-
-static Seen seen[MAX_SEEN];
-static size_t n_seen;
 static char root[] = "/tmp/test-proc-seed.XXXXXX";
-
-static void sink_event(void *userdata, const MsEvent *ev) {
-        Seen *s;
-
-        ASSERT_LT(n_seen, MAX_SEEN);
-        s = &seen[n_seen++];
-        s->ev = *ev;
-        ASSERT_NOT_NULL(ev->task.name);
-        (void) snprintf(s->name, sizeof(s->name), "%s", ev->task.name);
-        s->has_cmdline = ev->task.cmdline != NULL;
-        if (ev->task.cmdline)
-                (void) snprintf(s->cmdline, sizeof(s->cmdline), "%s", ev->task.cmdline);
-}
 
 static const Seen *seen_pid(int32_t pid) {
         for (size_t i = 0; i < n_seen; i++)
@@ -92,12 +69,13 @@ static void build_tree(void) {
 }
 
 static void test_seed(void) {
-        const MsEventSink sink = { .event = sink_event };
         const Seen *s;
 
-        n_seen = 0;
-        ASSERT_EQ(proc_seed_tasks(root, 300, &sink), 3);
+        test_sink_reset();
+        ASSERT_EQ(proc_seed_tasks(root, 300, &test_sink), 3);
         ASSERT_EQ(n_seen, 3);
+        for (size_t i = 0; i < n_seen; i++)
+                ASSERT_EQ(seen[i].ev.type, MS_EVENT_TASK_NEW);
 
         s = seen_pid(100);
         ASSERT_NOT_NULL(s);
@@ -127,12 +105,11 @@ static void test_seed(void) {
 }
 
 static void test_seed_missing_root(void) {
-        const MsEventSink sink = { .event = sink_event };
         char missing[sizeof(root) + 16];
 
         (void) snprintf(missing, sizeof(missing), "%s/none", root);
-        n_seen = 0;
-        ASSERT_EQ(proc_seed_tasks(missing, 0, &sink), 0);
+        test_sink_reset();
+        ASSERT_EQ(proc_seed_tasks(missing, 0, &test_sink), 0);
         ASSERT_EQ(n_seen, 0);
 }
 

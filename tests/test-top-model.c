@@ -148,6 +148,8 @@ static void test_stacks(void) {
                            node("b", 400, json_pack("[o, o]", node("b1", 300, NULL), node("b2", 100, NULL))))),
                       "totalPages", 500);
         ASSERT_OK(top_model_update_stacks(m, r));
+        /* A memstrackd from before sampling says nothing: not sampled. */
+        ASSERT_EQ(m->stack_sample_interval, 0);
         /* Root open, children sorted biggest first. */
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 3);
         ASSERT_STREQ(top_model_stack_row(m, 1)->node->label, "b");
@@ -159,8 +161,10 @@ static void test_stacks(void) {
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 5);
         ASSERT_STREQ(top_model_stack_row(m, 4)->node->label, "a2");
 
-        /* The next refresh keeps what is open and what is selected. */
+        /* The next refresh keeps what is open and what is selected, and takes the sampling interval. */
+        ASSERT_EQ(json_object_set_new(r, "stackSampleInterval", json_integer(64)), 0);
         ASSERT_OK(top_model_update_stacks(m, r));
+        ASSERT_EQ(m->stack_sample_interval, 64);
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 5);
         ASSERT_STREQ(top_model_stack_row(m, top_model_selected(m, TOP_VIEW_STACKS))->node->label, "a");
 

@@ -4,8 +4,10 @@
 # Each case runs twice, against a fake that serves units and one that does not (as a memstrackd from
 # before units: Units answers MethodNotFound, Top has no "units"), which must keep working.
 #
-#   text: top --batch and its --json, report unit_summary/unit_top, snapshot --file
-#   tmux: the live view's Units view in a tmux pane, read off the screen (skips, 77, without tmux)
+#   text: top --batch and its --json, report unit_summary/unit_top, snapshot --file; the stack views of
+#         stacks and report say when stacks are sampled (a fake with --stack-sample-interval)
+#   tmux: the live view's Units view in a tmux pane, read off the screen (skips, 77, without tmux), and
+#         its Stacks view's line on sampled stacks
 #
 # Usage: test-top-units.sh MEMSTRACKCTL TESTS_DIR text|tmux
 set -uo pipefail
@@ -108,6 +110,28 @@ text_cases() {
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert "units" not in d and d["tasks"]["tasks"], d.keys()' \
         "$work/old.json" || fail "the snapshot file without units is wrong"
     echo "ok report and snapshot from a memstrackd without units"
+
+    # Sampled stacks (eBPF exact mode): every stack view says so; the other reports and a memstrackd
+    # that takes every stack say nothing.
+    local sampled='Stacks sampled: 1 in 64 pages, scaled to exact counts'
+    start_fake sampled --stack-sample-interval 64
+    out=$("$CTL" --address "$work/sampled.sock" stacks) || fail "stacks exited $?"
+    grep -qxF "$sampled" <<<"$out" || fail "stacks does not say the stacks are sampled: $out"
+    for format in task_top module_top unit_top stack_tree; do
+        out=$("$CTL" --address "$work/sampled.sock" report --format "$format") || fail "report $format exited $?"
+        grep -qxF "$sampled" <<<"$out" || fail "report $format does not say the stacks are sampled: $out"
+    done
+    "$CTL" --address "$work/sampled.sock" snapshot --file "$work/sampled.json" >/dev/null ||
+        fail "snapshot --file exited $?"
+    out=$("$CTL" report --from "$work/sampled.json" --format stack_tree) || fail "report --from exited $?"
+    grep -qxF "$sampled" <<<"$out" || fail "a report from a snapshot file does not say the stacks are sampled: $out"
+    out=$("$CTL" --address "$work/sampled.sock" report --format task_summary,unit_summary,folded) ||
+        fail "report exited $?"
+    grep -q '^Stacks sampled' <<<"$out" && fail "a report without stack views speaks of sampling: $out"
+    out=$("$CTL" --address "$work/units.sock" report --format task_top,module_top,unit_top,stack_tree) ||
+        fail "report exited $?"
+    grep -q '^Stacks sampled' <<<"$out" && fail "unsampled stacks reported as sampled: $out"
+    echo "ok stack views say when stacks are sampled"
 }
 
 tmux_() {
@@ -173,6 +197,13 @@ tmux_cases() {
     expect_screen 'sort: current' "the sort back after < <"
     echo "ok units sort keys"
 
+    # Stacks of every page: the tree's header says nothing of sampling.
+    keys 3
+    expect_screen '\[-\] \[all\]' "all stacks after 3"
+    expect_screen 'PEAK STACK \(callers first' "the stacks header of a memstrackd that takes every stack"
+    keys 4
+    expect_screen '^UNIT +\[CURRENT\]' "back to the units view"
+
     # Enter on the second unit: its stacks, asked for by unit name.
     keys Home Down Enter
     expect_screen '3 Stacks +4 Units +\[unit postgresql\.service\] sort: current' "the unit scope in the tab line"
@@ -210,6 +241,22 @@ tmux_cases() {
     keys q
     expect_screen '^TOP-EXIT=0$' "a clean exit"
     echo "ok units view of a memstrackd without units"
+
+    # Sampled stacks (eBPF exact mode): the Stacks view says so, in 80 columns too, whatever its scope.
+    start_fake sampled --stack-sample-interval 64
+    tmux_ resize-window -t top -x 80 -y 24
+    keys -l "clear; $CTL --address $work/sampled.sock top -d 0.2; echo TOP-EXIT=\$?"
+    keys Enter
+    expect_screen '^ 1 Tasks' "top against a memstrackd sampling stacks"
+    keys 3
+    expect_screen '\[-\] \[all\]' "all stacks"
+    expect_screen 'PEAK STACK sampled 1 in 64 pages, scaled to exact counts;' "the sampling line of all stacks"
+    keys 4 Home Enter
+    expect_screen '\[-\] \[unit loadgen-test\.service\]' "a unit's stacks"
+    expect_screen 'PEAK STACK sampled 1 in 64 pages, scaled to exact counts;' "the sampling line of a unit's stacks"
+    keys q
+    expect_screen '^TOP-EXIT=0$' "a clean exit"
+    echo "ok the stacks view says when stacks are sampled"
 }
 
 case $MODE in

@@ -221,6 +221,7 @@ int top_model_update_stacks(TopModel *m, json_t *reply) {
         }
         stack_node_free(m->stack_root);
         m->stack_root = root;
+        m->stack_sample_interval = reply_count(reply, "stackSampleInterval");
         return top_model_rebuild(m);
 }
 

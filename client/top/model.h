@@ -123,6 +123,8 @@ typedef struct TopModel {
 
         /* The latest StackTree reply, for the scope below. */
         TopStackNode *stack_root;       /* owned, NULL until fetched */
+        uint64_t stack_sample_interval; /* the reply's stackSampleInterval: above 1 the tree is scaled from
+                                         * 1 in N pages' stacks; 0 from a memstrackd that does not say */
         int64_t scope_pid;              /* -1: not a task */
         char *scope_module;             /* owned, NULL: not a module */
         char *scope_unit;               /* owned, NULL: not a unit; none of the three: all stacks */

@@ -216,14 +216,21 @@ static char *stack_row(size_t index, void *userdata) {
         return s;
 }
 
+/* Sampled stacks are an estimate, said first after STACK so that 80 columns still show it. */
 static char *stack_header(TopModel *m) {
         unsigned sorted = m->sort[TOP_VIEW_STACKS];
-        char a[16], b[16];
+        char a[16], b[16], sampling[FORMAT_STACK_SAMPLING_MAX + 16] = "";
         char *s;
 
-        if (asprintf(&s, "%10s %10s %s", column(a, sizeof(a), "CURRENT", sorted == TOP_STACK_CURRENT),
-                     column(b, sizeof(b), "PEAK", sorted == TOP_STACK_PEAK),
-                     "STACK (callers first; Enter/Right open, Left close)") < 0)
+        if (m->stack_sample_interval > 1) {
+                char buf[FORMAT_STACK_SAMPLING_MAX];
+                (void) snprintf(sampling, sizeof(sampling), " sampled %s;",
+                                format_stack_sampling(buf, sizeof(buf), m->stack_sample_interval));
+        }
+        if (asprintf(&s, "%10s %10s STACK%s %s", column(a, sizeof(a), "CURRENT", sorted == TOP_STACK_CURRENT),
+                     column(b, sizeof(b), "PEAK", sorted == TOP_STACK_PEAK), sampling,
+                     sampling[0] ? "callers first; Enter/Right open, Left close" :
+                                   "(callers first; Enter/Right open, Left close)") < 0)
                 return NULL;
         return s;
 }

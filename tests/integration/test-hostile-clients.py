@@ -43,6 +43,10 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import livelib  # noqa: E402
+from livelib import fail  # noqa: E402
+
 WAIT = 60                       # seconds any one condition may take: a bound, not a measurement
 HOSTILE_SECONDS = 20
 USERS = [65531, 65532, 65533, 65534]
@@ -207,11 +211,6 @@ class HostileUser:
 
 # ---- The test ------------------------------------------------------------------------------------------
 
-def fail(message):
-    print(f"FAIL: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
 def as_user(uid, gid):
     def drop():
         os.setgroups([])
@@ -221,16 +220,7 @@ def as_user(uid, gid):
 
 
 def call(sock_path, method, parameters=None):
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(WAIT)
-        s.connect(sock_path)
-        s.sendall(call_bytes(method, parameters))
-        reply = read_message(s, time.monotonic() + WAIT)
-    if reply is None:
-        raise ConnectionError("memstrackd closed the connection")
-    if "error" in reply:
-        raise RuntimeError(f"{reply['error']} {reply.get('parameters')}")
-    return reply["parameters"]
+    return livelib.call(sock_path, method, parameters, timeout=WAIT)
 
 
 def proc_status(pid, key):
@@ -393,26 +383,20 @@ def main():
     users = []
     log = open(os.path.join(work, "memstrackd.log"), "w+")
     try:
-        daemon = subprocess.Popen([memstrackd, "--foreground", "--socket", sock, "--group", GROUP,
-                                   "--first-message-timeout", "2", "--request-timeout", "3",
-                                   "--output-timeout", "3"], stdout=log, stderr=subprocess.STDOUT)
+        try:
+            daemon, _ = livelib.start_memstrackd(memstrackd, sock, "--group", GROUP, "--first-message-timeout",
+                                                 "2", "--request-timeout", "3", "--output-timeout", "3",
+                                                 stdout=log, stderr=subprocess.STDOUT, timeout=WAIT)
+        except livelib.DaemonExited as e:
+            log.seek(0)
+            text = log.read()
+            if "perf_event_open" in text or "tracefs" in text or "tracepoint" in text:
+                print(f"SKIP: memstrackd cannot trace here:\n{text}", file=sys.stderr)
+                return 77
+            fail(f"memstrackd exited with {e.returncode}:\n{text}")
+        except TimeoutError:
+            fail("memstrackd did not answer")
         children.append(daemon)
-        deadline = time.monotonic() + WAIT
-        while True:
-            if daemon.poll() is not None:
-                log.seek(0)
-                text = log.read()
-                if "perf_event_open" in text or "tracefs" in text or "tracepoint" in text:
-                    print(f"SKIP: memstrackd cannot trace here:\n{text}", file=sys.stderr)
-                    return 77
-                fail(f"memstrackd exited with {daemon.returncode}:\n{text}")
-            try:
-                call(sock, "io.memstrack.Status")
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                if time.monotonic() > deadline:
-                    fail("memstrackd did not answer")
-                time.sleep(0.05)
 
         # Paced well below what the daemon drains on a slow machine: a lost record must be the clients'
         # doing, not a load generator outrunning the rings on its own.

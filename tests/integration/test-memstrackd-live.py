@@ -24,11 +24,14 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import livelib  # noqa: E402
+from livelib import WAIT, VarlinkError, call, fail, wait_for  # noqa: E402
+
 PAGES = 16384                   # 64 MiB of 4 KiB pages
 TOLERANCE = PAGES * 5 // 1000   # 0.5 %
 PAGE_TABLES = PAGES // 512 + 1  # PTE pages mapping them, plus a PMD page: "page tables aside"
 FORK = 128                      # what forking the memfd holder costs the parent (page tables, stack)
-WAIT = 120                      # seconds any one condition may take: a bound, not a measurement
 FAULT_PATH = ("handle_mm_fault", "__handle_mm_fault", "do_anonymous_page", "exc_page_fault", "do_user_addr_fault")
 
 MEMSTRACKD, LOADGEN, DATA = sys.argv[1:4]
@@ -47,63 +50,19 @@ SUMMARY = re.compile(r"^memstrack summary \(shutdown\) after [0-9.]+ s: .*; ([0-
 LOST_PER_CPU = re.compile(r"^Lost per CPU:((?: cpu[0-9]+=[0-9]+)+)$", re.M)
 
 
-class VarlinkError(Exception):
-    def __init__(self, name, parameters):
-        super().__init__(f"{name} {json.dumps(parameters)}")
-        self.name = name
-        self.parameters = parameters
-
-
-def call(sock_path, method, parameters=None):
-    """One varlink call on a fresh connection; returns the reply's parameters."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(WAIT)
-        s.connect(sock_path)
-        s.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
-        data = b""
-        while not data.endswith(b"\0"):
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError("memstrackd closed the connection")
-            data += chunk
-    reply = json.loads(data[:-1])
-    if "error" in reply:
-        raise VarlinkError(reply["error"], reply.get("parameters", {}))
-    return reply["parameters"]
-
-
-def fail(message):
-    print(f"FAIL: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def wait_for(what, condition):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    fail(f"timed out waiting for {what}")
-
-
 class Daemon:
     def __init__(self, *extra):
         self.sock = os.path.join(WORK, f"sock-{len(children)}")
         self.log = open(os.path.join(WORK, f"memstrackd-{len(children)}.log"), "w+")
-        self.proc = subprocess.Popen([MEMSTRACKD, "--foreground", "--socket", self.sock, *extra],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            self.proc, _ = livelib.start_memstrackd(MEMSTRACKD, self.sock, *extra, stdout=self.log,
+                                                    stderr=subprocess.STDOUT)
+        except livelib.DaemonExited as e:
+            self.log.seek(0)
+            fail(f"memstrackd exited with {e.returncode}:\n{self.log.read()}")
+        except TimeoutError:
+            fail("timed out waiting for memstrackd to answer")
         children.append(self.proc)
-
-        def ready():
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                fail(f"memstrackd exited with {self.proc.returncode}:\n{self.log.read()}")
-            try:
-                return call(self.sock, "io.memstrack.Status")
-            except (FileNotFoundError, ConnectionRefusedError):
-                return None
-        wait_for("memstrackd to answer", ready)
 
     def call(self, method, parameters=None):
         return call(self.sock, method, parameters)
@@ -135,34 +94,8 @@ class Daemon:
         return lost, text
 
 
-class Loadgen:
-    """loadgen --commands: one command line in, one answer line out, so the test decides when."""
-
-    def __init__(self, *extra, pages=PAGES):
-        self.proc = subprocess.Popen([LOADGEN, "--pages", str(pages), "--commands", *extra],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        children.append(self.proc)
-        self.holder = None
-        self.pid = int(self.expect("pid="))
-
-    def expect(self, prefix):
-        line = self.proc.stdout.readline().strip()
-        # --memfd: the process holding the second reference announces itself when the memfd is made.
-        if line.startswith("holder="):
-            self.holder = int(line[len("holder="):])
-            line = self.proc.stdout.readline().strip()
-        if not line.startswith(prefix):
-            fail(f"loadgen said {line!r}, expected {prefix!r}")
-        return line[len(prefix):]
-
-    def do(self, command, answer):
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        self.expect(answer)
-
-    def exit(self):
-        self.do("exit", "bye")
-        self.proc.wait(WAIT)
+def Loadgen(*extra, pages=PAGES):
+    return livelib.Loadgen(LOADGEN, pages, *extra, children=children)
 
 
 def parse_summary(text):
@@ -416,8 +349,14 @@ class TopStream:
             pass
 
     def close(self):
-        self.sock.close()
+        # shutdown() wakes the reader out of recv(); close() alone does not, and a stream that sends no
+        # more (the refused 17th) kept it there until the socket's WAIT timeout, two minutes of the test.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.thread.join(WAIT)
+        self.sock.close()
 
 
 def test_hostile_client_does_not_starve_status():
@@ -617,8 +556,11 @@ def test_bad_environment():
     out = r.stdout + r.stderr
     if r.returncode == 0 or not ("perf_event_paranoid" in out or "CAP_PERFMON" in out or "root" in out):
         fail(f"as an unprivileged user: exit {r.returncode}, output: {out}")
-    # A private mount namespace without tracefs, and no CAP_SYS_ADMIN to mount it.
-    script = ("for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; do "
+    # A private mount namespace without tracefs, and no CAP_SYS_ADMIN to mount it. Every tracefs and
+    # debugfs mount goes, not just the usual places: memstrackd takes any tracefs in /proc/mounts, so one
+    # mounted elsewhere meanwhile (another test's, a container's) would let it start and run until WAIT.
+    script = ("for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug "
+              "$(awk '$3 == \"tracefs\" || $3 == \"debugfs\" { print $2 }' /proc/self/mounts); do "
               "umount -l $m 2>/dev/null; done; "
               "exec setpriv --bounding-set -sys_admin --inh-caps -sys_admin " + MEMSTRACKD +
               " --foreground --no-socket --source perf")

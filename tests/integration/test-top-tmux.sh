@@ -80,7 +80,15 @@ expect_screen '^vmlinux +[0-9.]+ [KMG]iB' "the vmlinux row"
 echo "ok modules view (Tab)"
 
 keys Tab
-expect_screen 'STACK \(callers first' "the stacks header after the second Tab"
+# The header says so first when the daemon samples stacks (the eBPF source's exact mode), as Status does.
+interval=$(ctl --json=short status | python3 -c 'import json, sys; print(json.load(sys.stdin).get("stackSampleInterval", 1))') ||
+    fail "memstrackctl status --json failed"
+if [ "$interval" -gt 1 ]; then
+    expect_screen "STACK sampled 1 in $interval pages, scaled to exact counts; callers first" \
+        "the stacks header of sampled stacks after the second Tab"
+else
+    expect_screen 'STACK \(callers first' "the stacks header after the second Tab"
+fi
 expect_screen '\[-\] \[all\]' "the open root of all stacks"
 expect_screen '^ +[0-9.]+ [KMG]iB +[0-9.]+ [KMG]iB +\[\+\] ' "closed children under the root"
 keys Down Right

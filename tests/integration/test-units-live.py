@@ -10,18 +10,18 @@ polls for a condition and gives up after a bound.
 Usage: test-units-live.py MEMSTRACKD LOADGEN MEMSTRACKCTL
 """
 
-import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import livelib  # noqa: E402
+from livelib import WAIT, VarlinkError, call, fail, wait_for  # noqa: E402
 
 PAGES = 16384                   # 64 MiB of 4 KiB pages
 TOLERANCE = PAGES * 5 // 1000   # 0.5 %
 PAGE_TABLES = PAGES // 512 + 1  # PTE pages mapping them, plus a PMD page
-WAIT = 120                      # seconds any one condition may take: a bound, not a measurement
 CGROUP2_SUPER_MAGIC = 0x63677270
 
 MEMSTRACKD, LOADGEN, MEMSTRACKCTL = sys.argv[1:4]
@@ -32,38 +32,6 @@ children = []
 def skip(reason):
     print(f"SKIP: {reason}", file=sys.stderr)
     sys.exit(77)
-
-
-def fail(message):
-    print(f"FAIL: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def call(sock_path, method, parameters=None):
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(WAIT)
-        s.connect(sock_path)
-        s.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
-        data = b""
-        while not data.endswith(b"\0"):
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError("memstrackd closed the connection")
-            data += chunk
-    reply = json.loads(data[:-1])
-    if "error" in reply:
-        return reply["error"], reply.get("parameters", {})
-    return None, reply["parameters"]
-
-
-def wait_for(what, condition):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    fail(f"timed out waiting for {what}")
 
 
 def near(value, expected, what, extra=0):
@@ -95,25 +63,6 @@ def own_cgroup(root):
 def move(pid, cgroup_dir):
     with open(os.path.join(cgroup_dir, "cgroup.procs"), "w") as f:
         f.write(str(pid))
-
-
-class Loadgen:
-    def __init__(self):
-        self.proc = subprocess.Popen([LOADGEN, "--pages", str(PAGES), "--commands"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
-        children.append(self.proc)
-        self.pid = int(self.expect("pid="))
-
-    def expect(self, prefix):
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith(prefix):
-            fail(f"loadgen said {line!r}, expected {prefix!r}")
-        return line[len(prefix):]
-
-    def do(self, command, answer):
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        self.expect(answer)
 
 
 def main():
@@ -150,30 +99,26 @@ def main():
 def run(root, home, cgroup, name):
     sock = os.path.join(WORK, "sock")
     log = open(os.path.join(WORK, "memstrackd.log"), "w+")
-    daemon = subprocess.Popen([MEMSTRACKD, "--foreground", "--source", "perf", "--socket", sock],
-                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        daemon, _ = livelib.start_memstrackd(MEMSTRACKD, sock, "--source", "perf", stdout=log,
+                                             stderr=subprocess.STDOUT)
+    except livelib.DaemonExited as e:
+        log.seek(0)
+        fail(f"memstrackd exited with {e.returncode}:\n{log.read()}")
+    except TimeoutError:
+        fail("timed out waiting for memstrackd to answer")
     children.append(daemon)
 
-    def ready():
-        if daemon.poll() is not None:
-            log.seek(0)
-            fail(f"memstrackd exited with {daemon.returncode}:\n{log.read()}")
-        try:
-            return call(sock, "io.memstrack.Status")[1]
-        except (FileNotFoundError, ConnectionRefusedError):
-            return None
-    wait_for("memstrackd to answer", ready)
-
     def unit():
-        error, reply = call(sock, "io.memstrack.Units", {"name": name, "stacks": 3})
-        if error == "io.memstrack.NoSuchUnit":
-            return None
-        if error:
-            fail(f"Units: {error} {reply}")
-        return reply["units"][0]
+        try:
+            return call(sock, "io.memstrack.Units", {"name": name, "stacks": 3})["units"][0]
+        except VarlinkError as e:
+            if e.name == "io.memstrack.NoSuchUnit":
+                return None
+            fail(f"Units: {e}")
 
     # Started here, moved before it allocates: what it allocated before stays where it was.
-    lg = Loadgen()
+    lg = livelib.Loadgen(LOADGEN, PAGES, children=children)
     move(lg.pid, cgroup)
     lg.do("alloc", "allocated")
     u = unit()
@@ -182,7 +127,7 @@ def run(root, home, cgroup, name):
         text = log.read()
         if "PERF_SAMPLE_CGROUP" in text:
             skip("the kernel does not report cgroups in perf samples (Linux < 5.7)")
-        _, units = call(sock, "io.memstrack.Units", {"limit": 20})
+        units = call(sock, "io.memstrack.Units", {"limit": 20})
         fail(f"no unit {name} after loadgen touched 64 MiB in it; units: {units}")
     near(u["currentPages"], PAGES, f"{name} holding loadgen's 64 MiB", PAGE_TABLES)
     if u["cgroup"] != "/" + name:
@@ -192,7 +137,7 @@ def run(root, home, cgroup, name):
     stacks = u["topStacks"]
     if not stacks or stacks[0]["currentPages"] < PAGES - TOLERANCE:
         fail(f"the unit's biggest stack does not hold the 64 MiB: {stacks}")
-    _, tree = call(sock, "io.memstrack.StackTree", {"unit": name})
+    tree = call(sock, "io.memstrack.StackTree", {"unit": name})
     if tree["totalPages"] != u["currentPages"]:
         fail(f"StackTree of {name} holds {tree['totalPages']} pages, Units says {u['currentPages']}")
     # memstrackctl units: the row of the unit, its pages in the PAGES column.
@@ -209,8 +154,7 @@ def run(root, home, cgroup, name):
     u = unit()
     near(u["currentPages"], 0, f"{name} after loadgen moved out and freed", PAGE_TABLES)
     near(u["peakPages"], PAGES, f"{name}'s peak", PAGE_TABLES)
-    lg.do("exit", "bye")
-    lg.proc.wait(WAIT)
+    lg.exit()
     print(f"ok {name}: 64 MiB charged to it by name, uncharged after the move", file=sys.stderr)
 
     # The cgroup removed: the unit stays, not live, once the daemon walked the tree again (a few seconds
