@@ -53,21 +53,26 @@ if [ -d "$base" ] && [ -z "$(find "$base/.complete" -mtime +7 2>/dev/null)" ] &&
         log "cached Debian root $base"
 else
         log "making the Debian root with mmdebstrap ($suite, $packages)"
-        rm -rf "$base" "$base.new"
+        rm -rf --one-file-system "$base.new"
         printf '%s\n' "$dracut_conf" >"$cache/boot-test.conf"
         if ! mmdebstrap --mode=root --variant=minbase --include="$packages" \
                 --essential-hook="mkdir -p \"\$1/etc/dracut.conf.d\" && cp '$cache/boot-test.conf' \"\$1/etc/dracut.conf.d/10-boot-test.conf\"" \
                 "$suite" "$base.new" >"$cache/mmdebstrap.log" 2>&1; then
                 tail -20 "$cache/mmdebstrap.log"
-                rm -rf "$base.new"
+                rm -rf --one-file-system "$base.new"
                 if grep -qE 'Failed to fetch|Could not resolve|Temporary failure|Unable to connect|Network is unreachable' \
                         "$cache/mmdebstrap.log"; then
-                        skip "the Debian mirror cannot be reached"
+                        # A week-old root still boots: better than nothing.
+                        [ -e "$base/.complete" ] || skip "the Debian mirror cannot be reached"
+                        log "the Debian mirror cannot be reached: keeping the older root"
+                else
+                        fail "mmdebstrap failed"
                 fi
-                fail "mmdebstrap failed"
+        else
+                touch "$base.new/.complete"
+                rm -rf --one-file-system "$base"
+                mv "$base.new" "$base"
         fi
-        touch "$base.new/.complete"
-        mv "$base.new" "$base"
         # Older roots (other keys) are dead weight.
         find "$cache" -maxdepth 1 -name 'root-*' ! -name "root-$key" -exec rm -rf {} +
 fi
@@ -77,7 +82,14 @@ kver=$(basename "${kvers[0]}")
 log "guest kernel $kver"
 
 # ---- This build, installed over the cached root (an overlay: the cache stays as it was) --------------
-rm -rf "$work"
+# A run killed in the middle may have left the overlay, or /dev and /sys bound into it: unmount them all
+# before anything is removed, and never remove across a file system boundary.
+if [ -d "$work" ]; then
+        findmnt -rn -o TARGET | grep -F "$(realpath "$work")/" | sort -r | while read -r m; do
+                umount -l "$m"
+        done
+fi
+rm -rf --one-file-system "$work"
 mkdir -p "$work/upper" "$work/ovl" "$work/root"
 mounts=()
 cleanup() {
