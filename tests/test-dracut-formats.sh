@@ -53,7 +53,7 @@ expect "rd.memstrack=1 rd.memstrack=2" "task_summary,module_summary"
 expect "rd.memstrack=x" ""
 
 # An unknown verb is a usage error.
-CMDLINE= MEMSTRACKD_INITRD_DRACUT_LIB=$tmp/dracut-lib.sh sh "$helper" frobnicate 2>/dev/null
+CMDLINE='' MEMSTRACKD_INITRD_DRACUT_LIB=$tmp/dracut-lib.sh sh "$helper" frobnicate 2>/dev/null
 rc=$?
 [ $rc -eq 2 ] || { echo "FAIL: unknown verb exits $rc, want 2"; fails=$((fails + 1)); }
 

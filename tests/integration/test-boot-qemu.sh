@@ -237,7 +237,7 @@ boot_and_check() {
 
         echo "---- $variant initramfs module_summary"
         echo "$initrd_summary"
-        echo "---- loaded modules: $(echo $loaded)"
+        echo "---- loaded modules: $(tr "\n" " " <<<"$loaded")"
 
         # "Module NAME using 1.2MB (300 pages), peak allocation 1.5MB (380 pages)"
         check_summary() {
