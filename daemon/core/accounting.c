@@ -31,8 +31,18 @@ struct Accounting {
         AccountingStats stats;
 };
 
-/* Kernel functions whose presence in a chain means "the module loader is running". */
-static const char *const module_loader_functions[] = { "load_module", "do_init_module" };
+/*
+ * Kernel functions whose presence in a chain means "the module loader is running". load_module() fires
+ * the module_load tracepoint as its very last step before do_init_module() (a tail call, so its own frame
+ * may be gone by then): below load_module() alone, the module being loaded has not been named yet.
+ */
+static const struct {
+        const char *name;
+        unsigned flags;
+} module_loader_functions[] = {
+        { "load_module", STACK_NODE_MODULE_LOADER },
+        { "do_init_module", STACK_NODE_MODULE_LOADER | STACK_NODE_MODULE_INIT },
+};
 
 static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
         Accounting *a = userdata;
@@ -51,8 +61,8 @@ static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
         }
         if (!sym.module)
                 for (size_t i = 0; i < ELEMENTSOF(module_loader_functions); i++)
-                        if (streq(sym.name, module_loader_functions[i]))
-                                *flags |= STACK_NODE_MODULE_LOADER;
+                        if (streq(sym.name, module_loader_functions[i].name))
+                                *flags |= module_loader_functions[i].flags;
         return USAGE_MODULE_NONE;
 }
 
@@ -166,9 +176,12 @@ static void release(void *userdata, const PageOwner *o, uint64_t pages) {
 static uint16_t owner_module(Accounting *a, const StackNode *node, uint32_t process) {
         uint16_t module = node->module;
 
-        /* insmod/modprobe: the loader's own allocations belong to the module it is loading. */
+        /* insmod/modprobe: the loader's own allocations belong to the module it is loading. That is the
+         * module the process last announced only inside do_init_module(); before it, in load_module(),
+         * the next one is on its way (modprobe loads the dependencies first, in one process), so those
+         * pages wait in "[loading]" for its name. */
         if (module == USAGE_MODULE_NONE && (node->flags & STACK_NODE_MODULE_LOADER)) {
-                const Task *p = usage_task(a->usage, process);
+                const Task *p = (node->flags & STACK_NODE_MODULE_INIT) ? usage_task(a->usage, process) : NULL;
                 module = (p ? p->loading_module : USAGE_MODULE_NONE) ?: a->loading_module;
         }
         return module ?: a->kernel_module;

@@ -63,6 +63,7 @@ typedef struct StackNode {
 
 typedef enum StackNodeFlags {
         STACK_NODE_MODULE_LOADER = 1 << 0,      /* the chain passes through the kernel's module loader */
+        STACK_NODE_MODULE_INIT = 1 << 1,        /* ... through do_init_module(): after the module_load event */
 } StackNodeFlags;
 
 /*
