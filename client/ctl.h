@@ -53,6 +53,7 @@ extern const char *arg_format;
 extern unsigned arg_throttle;           /* percent, 1..100 */
 extern const char *arg_output;
 extern const char *arg_from;
+extern bool arg_boot;
 extern const char *arg_file;
 extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
 extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */

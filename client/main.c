@@ -35,6 +35,7 @@ const char *arg_format = NULL;
 unsigned arg_throttle = 100;
 const char *arg_output = NULL;
 const char *arg_from = NULL;
+bool arg_boot = false;
 const char *arg_file = NULL;
 bool arg_offsets = false;
 uint64_t arg_stacks = 0;
@@ -59,6 +60,7 @@ typedef enum VerbOption {
         OPTION_OFFSETS    = 1 << 14,
         OPTION_STACKS     = 1 << 15,
         OPTION_UNIT       = 1 << 16,
+        OPTION_BOOT       = 1 << 17,
 } VerbOption;
 
 typedef struct Verb {
@@ -81,7 +83,7 @@ static const Verb verbs[] = {
         { "snapshots", 0, 0, 0, verb_snapshots },
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
-                            OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
+                            OPTION_OUTPUT | OPTION_FROM | OPTION_BOOT | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
         { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
         { "import",   1, 2, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_DEPTH | OPTION_OFFSETS | OPTION_FILE, verb_import },
@@ -136,6 +138,7 @@ static void help(void) {
                "     --output=FILE           report: write to FILE (a directory for several formats);\n"
                "                             pprof: the profile's file\n"
                "     --from=FILE             report/pprof: read a snapshot file instead of asking the daemon\n"
+               "     --boot                  report: the boot phase, as memstrackd in the initramfs left it\n"
                "     --offsets               report: flame graph frames apart by offset, not merged\n"
                "     --file=FILE             snapshot, import: write a snapshot file\n\n"
                "See memstrackctl(1).\n",
@@ -158,7 +161,7 @@ static int usage_error(const char *format, ...) {
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
         "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
-        "--unit",
+        "--unit", "--boot",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -184,6 +187,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_OFFSETS,
                 ARG_STACKS,
                 ARG_UNIT,
+                ARG_BOOT,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -205,6 +209,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "throttle", required_argument, NULL, ARG_THROTTLE },
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "from", required_argument, NULL, ARG_FROM },
+                { "boot", no_argument, NULL, ARG_BOOT },
                 { "file", required_argument, NULL, ARG_FILE },
                 { "offsets", no_argument, NULL, ARG_OFFSETS },
                 { "stacks", required_argument, NULL, ARG_STACKS },
@@ -306,6 +311,10 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                         arg_from = optarg;
                         seen |= OPTION_FROM;
                         break;
+                case ARG_BOOT:
+                        arg_boot = true;
+                        seen |= OPTION_BOOT;
+                        break;
                 case ARG_FILE:
                         arg_file = optarg;
                         seen |= OPTION_FILE;
@@ -361,6 +370,8 @@ int main(int argc, char *argv[]) {
         for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
                 if (seen & ~verb->options & (1u << i))
                         return usage_error("'%s' does not take %s.", verb->name, option_names[i]);
+        if (arg_from && arg_boot)
+                return usage_error("--from and --boot exclude each other.");
         if ((arg_task >= 0) + !!arg_module + !!arg_unit > 1)
                 return usage_error("--task, --unit and --module exclude each other.");
 

@@ -133,8 +133,8 @@ int verb_report(int argc, char *argv[]) {
                 }
         }
 
-        if (arg_from) {
-                r = snapshot_load(arg_from, &doc);
+        if (arg_from || arg_boot) {
+                r = arg_boot ? snapshot_fetch_boot(&doc) : snapshot_load(arg_from, &doc);
                 if (r != 0)
                         return r;
         } else {
@@ -163,7 +163,7 @@ int verb_report(int argc, char *argv[]) {
 
         /* The daemon knew the task or module (snapshot_fetch() asked for it by name), but the document
          * lists it nowhere a report looks: say it as the daemon's error would be said. */
-        if ((r == -ESRCH || r == -ENOENT) && !arg_from) {
+        if ((r == -ESRCH || r == -ENOENT) && !arg_from && !arg_boot) {
                 json_auto_t *p = r == -ESRCH ? json_pack("{s:I}", "pid", (json_int_t) arg_task) :
                                                json_pack("{s:s}", "name", arg_module);
                 if (!p)
@@ -172,12 +172,13 @@ int verb_report(int argc, char *argv[]) {
                                               MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
         }
         if (r == -ESRCH) {
-                fprintf(stderr, "No task with pid %lld in the snapshot file %s.\n", (long long) arg_task,
-                        arg_from);
+                fprintf(stderr, "No task with pid %lld in %s%s.\n", (long long) arg_task,
+                        arg_boot ? "the boot phase" : "the snapshot file ", arg_boot ? "" : arg_from);
                 return CTL_EXIT_FAILURE;
         }
         if (r == -ENOENT) {
-                fprintf(stderr, "No module '%s' in the snapshot file %s.\n", arg_module, arg_from);
+                fprintf(stderr, "No module '%s' in %s%s.\n", arg_module,
+                        arg_boot ? "the boot phase" : "the snapshot file ", arg_boot ? "" : arg_from);
                 return CTL_EXIT_FAILURE;
         }
         if (r < 0 && arg_output && r != -ENOMEM)

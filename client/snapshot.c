@@ -210,9 +210,29 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         return 0;
 }
 
+/* Whether doc is a snapshot document this memstrackctl reads; says why not, naming it as what. */
+static int snapshot_check(json_t *doc, const char *what) {
+        if (!json_is_object(doc) || !json_is_integer(json_object_get(doc, "memstrackSnapshot"))) {
+                fprintf(stderr, "%s is not a memstrack snapshot file.\n", what);
+                return CTL_EXIT_FAILURE;
+        }
+        if (reply_int(doc, "memstrackSnapshot", 0) != SNAPSHOT_FORMAT_VERSION) {
+                fprintf(stderr, "%s is a snapshot file of version %" PRIi64 "; this memstrackctl reads version %d.\n",
+                        what, reply_int(doc, "memstrackSnapshot", 0), SNAPSHOT_FORMAT_VERSION);
+                return CTL_EXIT_FAILURE;
+        }
+        if (!reply_object(doc, "status") || !reply_object(doc, "tasks") || !reply_object(doc, "modules") ||
+            !reply_object(doc, "stackTree")) {
+                fprintf(stderr, "Snapshot file %s lacks status, tasks, modules or stackTree.\n", what);
+                return CTL_EXIT_FAILURE;
+        }
+        return 0;
+}
+
 int snapshot_load(const char *path, json_t **ret) {
         json_auto_t *doc = NULL;
         json_error_t e;
+        int r;
 
         assert(path);
         assert(ret);
@@ -222,21 +242,27 @@ int snapshot_load(const char *path, json_t **ret) {
                 fprintf(stderr, "Cannot read snapshot file %s: %s (line %d).\n", path, e.text, e.line);
                 return CTL_EXIT_FAILURE;
         }
-        if (!json_is_object(doc) || !json_is_integer(json_object_get(doc, "memstrackSnapshot"))) {
-                fprintf(stderr, "%s is not a memstrack snapshot file.\n", path);
-                return CTL_EXIT_FAILURE;
-        }
-        if (reply_int(doc, "memstrackSnapshot", 0) != SNAPSHOT_FORMAT_VERSION) {
-                fprintf(stderr, "%s is a snapshot file of version %" PRIi64 "; this memstrackctl reads version %d.\n",
-                        path, reply_int(doc, "memstrackSnapshot", 0), SNAPSHOT_FORMAT_VERSION);
-                return CTL_EXIT_FAILURE;
-        }
-        if (!reply_object(doc, "status") || !reply_object(doc, "tasks") || !reply_object(doc, "modules") ||
-            !reply_object(doc, "stackTree")) {
-                fprintf(stderr, "Snapshot file %s lacks status, tasks, modules or stackTree.\n", path);
-                return CTL_EXIT_FAILURE;
-        }
+        r = snapshot_check(doc, path);
+        if (r != 0)
+                return r;
         *ret = TAKE_PTR(doc);
+        return 0;
+}
+
+int snapshot_fetch_boot(json_t **ret) {
+        json_auto_t *reply = NULL;
+        int r;
+
+        assert(ret);
+
+        r = ctl_call_once("io.memstrack.BootPhase", NULL, &reply);
+        if (r != 0)
+                return r;
+        json_t *doc = json_object_get(reply, "snapshot");
+        r = snapshot_check(doc, "The boot phase memstrackd serves");
+        if (r != 0)
+                return r;
+        *ret = json_incref(doc);
         return 0;
 }
 

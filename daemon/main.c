@@ -10,6 +10,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "bootphase.h"
 #include "config-file.h"
 #include "config.h"
 #include "log.h"
@@ -23,6 +24,7 @@ static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
 static const char *arg_socket = NULL;
+static const char *arg_boot_snapshot = NULL;
 static const char *arg_group = NULL;
 static bool arg_serve = true;
 static bool arg_foreground = false;
@@ -54,6 +56,7 @@ enum {
         ARG_CGROUP_ROOT,
         ARG_TRACEFS,
         ARG_SOCKET,
+        ARG_BOOT_SNAPSHOT,
         ARG_GROUP,
         ARG_NO_SOCKET,
         ARG_THREADS,
@@ -88,6 +91,7 @@ static const struct option options[] = {
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
         { "socket", required_argument, NULL, ARG_SOCKET },
+        { "boot-snapshot", required_argument, NULL, ARG_BOOT_SNAPSHOT },
         { "group", required_argument, NULL, ARG_GROUP },
         { "no-socket", no_argument, NULL, ARG_NO_SOCKET },
         { "threads", no_argument, NULL, ARG_THREADS },
@@ -131,6 +135,8 @@ static void help(void) {
                "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
                "     --socket=PATH          varlink socket (default " MEMSTRACK_SOCKET_DEFAULT ")\n"
+               "     --boot-snapshot=PATH   The initramfs's snapshot, served by BootPhase (default\n"
+               "                            " BOOT_PHASE_PATH_DEFAULT "; empty: none)\n"
                "     --group=NAME           Group allowed to query besides root (default " MEMSTRACK_GROUP_DEFAULT ")\n"
                "     --no-socket            Do not listen (summary on SIGUSR1 and at exit only)\n"
                "     --threads              Keep per-thread records besides per-process ones\n"
@@ -295,6 +301,9 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_SOCKET:
                 arg_socket = value;
+                break;
+        case ARG_BOOT_SNAPSHOT:
+                arg_boot_snapshot = value;
                 break;
         case ARG_GROUP:
                 arg_group = value;
@@ -581,6 +590,7 @@ static int run(void) {
                 .kallsyms = arg_kallsyms,
                 .cgroup_root = arg_cgroup_root,
                 .socket_path = arg_socket,
+                .boot_snapshot = arg_boot_snapshot,
                 .group = arg_group,
                 .serve = arg_serve,
                 .first_message_timeout_usec = arg_first_message_timeout_usec,

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-login.h>
 
+#include "bootphase.h"
 #include "document.h"
 #include "format-util.h"
 #include "log.h"
@@ -375,6 +376,9 @@ int manager_start(Manager *m) {
                                         .usym = m->usym,
                                         .page_size = m->page_size,
                                         .socket_path = m->config.socket_path,
+                                        .boot_phase_path = !m->config.boot_snapshot ? BOOT_PHASE_PATH_DEFAULT :
+                                                           m->config.boot_snapshot[0] == 0 ? NULL :
+                                                           m->config.boot_snapshot,
                                         .group = m->config.group,
                                         .first_message_timeout_usec = m->config.first_message_timeout_usec,
                                         .request_timeout_usec = m->config.request_timeout_usec,

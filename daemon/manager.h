@@ -34,6 +34,7 @@ typedef struct ManagerConfig {
         const char *kallsyms;           /* NULL: /proc/kallsyms */
         const char *cgroup_root;        /* the cgroup2 tree that names cgroups; NULL: found (cgroupnames.h) */
         const char *socket_path;        /* NULL: the default */
+        const char *boot_snapshot;      /* the initramfs's snapshot document; NULL: the default, "": none */
         const char *group;              /* NULL: the default; "" root only */
         bool serve;                     /* listen on the varlink socket */
         /* Client deadlines (ServiceConfig); 0: the server's defaults. */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootphase.h"
 #include "config.h"
 #include "list.h"
 #include "log.h"
@@ -38,6 +39,7 @@ struct Service {
 
         VarlinkServer *server;          /* owned */
         Marks *marks;                   /* owned: the named snapshots */
+        json_t *boot_phase;             /* owned: the initramfs's snapshot document, NULL if none */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
         size_t n_top_streams;
         sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
@@ -703,6 +705,22 @@ static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *us
         return varlink_call_reply(call, reply);
 }
 
+static int method_boot_phase(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+
+        if (begin_call(call, parameters, NULL, 0) < 0)
+                return 0;
+        if (!sv->boot_phase) {
+                json_auto_t *e = json_pack("{s:s}", "name", "initramfs");
+                return e ? varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, e) : -ENOMEM;
+        }
+        json_auto_t *doc = boot_phase_for_caller(sv->boot_phase, varlink_call_peer_is_root(call));
+        json_auto_t *reply = doc ? json_pack("{s:O}", "snapshot", doc) : NULL;
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
 static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *userdata) {
         const char *level = NULL;
         const VarlinkField fields[] = {
@@ -731,6 +749,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
+        { "io.memstrack.BootPhase", method_boot_phase, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
 };
 
@@ -747,6 +766,7 @@ Service *service_free(Service *sv) {
                 top_stream_free(sv->top_streams);
         sd_event_source_disable_unref(sv->top_tick);
         marks_free(sv->marks);
+        json_decref(sv->boot_phase);
         free(sv);
         return NULL;
 }
@@ -775,6 +795,9 @@ int service_new(const ServiceConfig *config, Service **ret) {
         sv->marks = marks_new();
         if (!sv->marks)
                 return log_oom();
+        /* Not serving it is no reason not to serve the rest: boot_phase_load() said why. */
+        if (config->boot_phase_path)
+                (void) boot_phase_load(config->boot_phase_path, &sv->boot_phase);
 
         VarlinkServerConfig c = {
                 .socket_path = config->socket_path ?: MEMSTRACK_SOCKET_DEFAULT,

@@ -41,6 +41,7 @@ typedef struct ServiceConfig {
         uint64_t first_message_timeout_usec, request_timeout_usec, idle_timeout_usec, output_timeout_usec;
         int64_t priority;               /* sd-event priority of all client work (server, Top tick) */
         unsigned max_connections_per_uid; /* 0: the server's default (VarlinkServerConfig) */
+        const char *boot_phase_path;    /* the initramfs's snapshot document (bootphase.h); NULL: none */
 
         void *userdata;                 /* passed to the callbacks */
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */

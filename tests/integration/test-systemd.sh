@@ -49,7 +49,7 @@ skip() {
 # source; perf falls back on CAP_SYS_ADMIN).
 SYSBOX_NAME=memstrack-$(printf %s "$WORK" | sha256sum | cut -c1-8)
 export SYSBOX_NAME
-export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,libbpf1,libmicrohttpd12,procps,man-db,curl
+export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,libbpf1,libmicrohttpd12,libprotobuf-c1,zlib1g,procps,man-db,curl
 export SYSBOX_NSPAWN_ARGS=--capability=CAP_SYSLOG,CAP_BPF,CAP_PERFMON
 export SYSBOX_BIND_RO="$WORK/stage:/opt/memstrack-stage $WORK/tools:/opt/memstrack-test"
 
@@ -176,6 +176,7 @@ setup() {
         { cat "$WORK/install.log"; return 1; }
     "$VLGO_BUILD" "$WORK/tools" >/dev/null || return 1
     cp "$BUILD/bench/loadgen" "$WORK/tools/" || return 1
+    cp "$(dirname "$0")/../data/report-snapshot.json" "$WORK/tools/" || return 1
     CTL=
     if [ -x "$WORK/stage/usr/local/bin/memstrackctl" ]; then
         CTL=/usr/local/bin/memstrackctl
@@ -364,6 +365,22 @@ test_metrics_socket() {
         [ "$(show memstrackd-metrics.service PrivateNetwork)" = yes ] ||
         bad "the metrics service is not a dynamic user in a private network" || return 1
     ct systemctl stop memstrackd-metrics.socket memstrackd-metrics.service
+}
+
+# The boot phase: a snapshot left in /run/memstrack by the initramfs is taken over by the sandboxed
+# service at start and served (BootPhase, report --boot), as the dracut module's real root would see it.
+test_boot_phase() {
+    local from boot
+    ct sh -ec 'cp /opt/memstrack-test/report-snapshot.json /run/memstrack/initramfs.snapshot
+               systemctl restart memstrackd.service' || bad "cannot place the boot snapshot" || return 1
+    boot=$(ct /usr/local/bin/memstrackctl report --boot --format module_summary,task_summary 2>&1) ||
+        bad "report --boot failed: $boot" || return 1
+    from=$(ct /usr/local/bin/memstrackctl report --from /opt/memstrack-test/report-snapshot.json \
+        --format module_summary,task_summary 2>&1)
+    [ -n "$boot" ] && [ "$boot" = "$from" ] || bad "report --boot differs from the file: $boot" || return 1
+    ct journalctl -u memstrackd -o cat --no-pager | grep -q "Serving the boot phase recorded in /run/memstrack/initramfs.snapshot" ||
+        bad "memstrackd did not say it serves the boot phase" || return 1
+    ct sh -c 'rm -f /run/memstrack/initramfs.snapshot; systemctl restart memstrackd.service'
 }
 
 test_watchdog() {
@@ -683,6 +700,7 @@ run_case test_loadgen_pages
 run_case test_units_holder
 run_case test_memory_max
 run_case test_metrics_socket
+run_case test_boot_phase
 run_case test_watchdog
 run_case test_reload_config
 run_case test_sigusr1_summary
