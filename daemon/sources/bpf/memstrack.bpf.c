@@ -413,7 +413,11 @@ int BPF_PROG(task_exec, struct task_struct *task, pid_t old_pid) {
                 return 0;
         }
         head_fill(&rec->head, MS_BPF_TASK_EXEC, current_pid_tgid(), bpf_ktime_get_ns());
-        rec->head.aux = (__u32) old_pid;
+        /* The thread id before the exec (a thread that is not the leader takes the leader's id): the
+         * kernel's number, which is memstrackd's only in the initial PID namespace. In another, the old
+         * id is gone with its struct pid by now (de_thread() swapped them), so 0: unknown, never a number
+         * from outside the namespace. */
+        rec->head.aux = pidns_translate ? 0 : (__u32) old_pid;
         if (bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
                 rec->comm[0] = '\0';
         bpf_ringbuf_submit(rec, wakeup_flag());
