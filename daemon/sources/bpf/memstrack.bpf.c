@@ -502,6 +502,18 @@ int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
         return page_free_event(page, order, st);
 }
 
+/*
+ * Sends a task record, or drops it when its task is outside memstrackd's PID namespace (pid 0 there):
+ * such a task has no pid the daemon could name, and records for pid 0 would keep ending and re-creating
+ * one task that stands for all of them (their pages are still charged to pid 0, as perf does).
+ */
+static __always_inline void task_submit(void *rec, __u32 pid) {
+        if (pidns_translate && pid == 0)
+                bpf_ringbuf_discard(rec, 0);
+        else
+                bpf_ringbuf_submit(rec, wakeup_flag());
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child) {
         MsBpfHead *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
@@ -514,7 +526,7 @@ int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child) {
         rec->pid = task_pid_in_ns(child, true);
         rec->tid = task_pid_in_ns(child, false);
         rec->aux = task_pid_in_ns(parent, true);
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->pid);
         return 0;
 }
 
@@ -532,7 +544,7 @@ int BPF_PROG(task_rename, struct task_struct *task, const char *comm) {
         rec->head.tid = task_pid_in_ns(task, false);
         if (bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm) < 0)
                 rec->comm[0] = '\0';
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->head.pid);
         return 0;
 }
 
@@ -552,7 +564,7 @@ int BPF_PROG(task_exec, struct task_struct *task, pid_t old_pid) {
         rec->head.aux = pidns_translate ? 0 : (__u32) old_pid;
         if (bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
                 rec->comm[0] = '\0';
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->head.pid);
         return 0;
 }
 
@@ -567,7 +579,7 @@ int BPF_PROG(task_exit, struct task_struct *task) {
         head_fill(rec, MS_BPF_TASK_EXIT, current_pid_tgid(), bpf_ktime_get_ns());
         rec->pid = task_pid_in_ns(task, true);
         rec->tid = task_pid_in_ns(task, false);
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->pid);
         return 0;
 }
 
