@@ -217,6 +217,39 @@ static void test_other_records(void) {
         ASSERT_EQ(n_seen, 5u);
 }
 
+/* A thread that is not the leader execs and takes the leader's id: its old id (the record's aux) exits then,
+ * held stack and all; a leader's exec, or one whose old id is unknown (0, in a PID namespace), ends no one. */
+static void test_exec_by_thread(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        MsBpfTask exec_rec = { .head = { .pid = 400, .tid = 400, .type = MS_BPF_TASK_EXEC, .aux = 401 } };
+        uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
+        size_t size;
+
+        memcpy(exec_rec.comm, "sh", 3);
+        size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 401, 0x1000, 0, true, 3, 0, 0);
+        ((MsBpfPage *) buf)->head.pid = 400;
+        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_NOT_NULL(held_find(s, 401));
+
+        ASSERT_EQ(ring_record(s, &exec_rec, sizeof(exec_rec)), 0);
+        ASSERT_EQ(n_seen, 3u);
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_TASK_EXIT);
+        ASSERT_EQ(seen[1].ev.pid, 400);
+        ASSERT_EQ(seen[1].ev.tid, 401);
+        ASSERT_EQ(seen[2].ev.type, MS_EVENT_TASK_COMM);
+        ASSERT_EQ(seen[2].ev.tid, 400);
+        ASSERT_STREQ(seen[2].name, "sh");
+        ASSERT_NULL(held_find(s, 401));
+
+        exec_rec.head.aux = 400;
+        ASSERT_EQ(ring_record(s, &exec_rec, sizeof(exec_rec)), 0);
+        exec_rec.head.aux = 0;
+        ASSERT_EQ(ring_record(s, &exec_rec, sizeof(exec_rec)), 0);
+        ASSERT_EQ(n_seen, 5u);
+        ASSERT_EQ(seen[3].ev.type, MS_EVENT_TASK_COMM);
+        ASSERT_EQ(seen[4].ev.type, MS_EVENT_TASK_COMM);
+}
+
 /* Page records without a time (all but every 64th per CPU) get the latest time before them in ring order;
  * a record stamped earlier than one before it does not take the stream's time back. */
 static void test_record_time(void) {
@@ -285,6 +318,7 @@ int main(void) {
         test_sample_and_hold();
         test_user_frames();
         test_other_records();
+        test_exec_by_thread();
         test_record_time();
         test_held_table();
         printf("test-ebpf: all passed\n");

@@ -467,6 +467,14 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 return;
         }
 
+        /* Pid 0 never forks, renames or exits: it is the idle task, or, for a daemon in a PID namespace
+         * of its own, every task outside it. Such records (perf sends them for outside tasks) would end
+         * and re-create one record standing for all of them at every outside fork. Their pages stay
+         * charged to pid 0. */
+        if (e->pid == 0 && (e->type == MS_EVENT_TASK_FORK || e->type == MS_EVENT_TASK_COMM ||
+                            e->type == MS_EVENT_TASK_EXIT))
+                return;
+
         switch (e->type) {
         case MS_EVENT_PAGE_ALLOC:
                 handle_alloc(a, e);

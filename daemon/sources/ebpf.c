@@ -324,8 +324,26 @@ static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
         emit(s);
 }
 
+/*
+ * A thread that is not its process's leader and execs takes the leader's id: its own id ends without an
+ * exit record (the kernel traces the exits of the other threads, not this one's old id). The exec record
+ * names the old id (aux; 0 when unknown, in a PID namespace): its thread exits here, so its held stack
+ * and the core's thread record do not outlive it.
+ */
+static void handle_exec_old_thread(EbpfSource *s, const MsBpfTask *t) {
+        if (t->head.aux == 0 || t->head.aux == t->head.tid || t->head.pid == 0)
+                return;
+        event_reset(s, MS_EVENT_TASK_EXIT, &t->head);
+        s->ev.tid = (int32_t) t->head.aux;
+        held_forget(s, s->ev.tid);
+        emit(s);
+}
+
 static void handle_task(EbpfSource *s, const MsBpfTask *t) {
         char comm[MS_BPF_COMM_MAX + 1];
+
+        if (t->head.type == MS_BPF_TASK_EXEC)
+                handle_exec_old_thread(s, t);
 
         memcpy(comm, t->comm, MS_BPF_COMM_MAX);
         comm[MS_BPF_COMM_MAX] = '\0';

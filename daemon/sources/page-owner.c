@@ -454,10 +454,14 @@ static int emit_task(PageOwnerSource *s, const PoRecord *rec, const MsEventSink 
         if (r < 0)
                 return r;
         if (r == 0 || (rec->pid == rec->tgid && rec->comm[0])) {
-                /* The process takes the first name it is seen with, then its leader's. */
+                /* The process takes the first name it is seen with, then its leader's. The first naming
+                 * is a new task: pid 0 (records without a task) takes no renames in the core. */
                 ev.tid = rec->tgid;
                 ev.task.name = comm;
+                if (r == 0)
+                        ev.type = MS_EVENT_TASK_NEW;
                 sink->event(sink->userdata, &ev);
+                ev.type = MS_EVENT_TASK_COMM;
         }
         if (rec->pid != rec->tgid && rec->comm[0]) {
                 ev.tid = rec->pid;

@@ -20,7 +20,7 @@ enum {
         MS_BPF_PAGE_FREE,       /* MsBpfFree */
         MS_BPF_TASK_FORK,       /* MsBpfHead: pid/tid the child, aux the parent's tgid */
         MS_BPF_TASK_COMM,       /* MsBpfTask: the task renamed itself (prctl) */
-        MS_BPF_TASK_EXEC,       /* MsBpfTask: the task exec'd; aux the thread id before the exec */
+        MS_BPF_TASK_EXEC,       /* MsBpfTask: the task exec'd; aux the thread id before the exec, 0 unknown */
         MS_BPF_TASK_EXIT,       /* MsBpfHead: pid/tid exited */
         MS_BPF_MODULE_LOAD,     /* MsBpfModule */
         MS_BPF_MODULE_FREE,     /* MsBpfModule */

@@ -291,20 +291,48 @@ static __always_inline int page_free_event(struct page *page, __u32 order, MsBpf
 /*
  * Each page event has two programs. The kernel does not run a tracing program again on a CPU where it is
  * still running: an interrupt that allocates or frees a page while page_alloc runs would be missed
- * (recursion_misses), and interrupts free pages often (RCU callbacks, network buffers): ~0.1 % of all
- * events on a busy machine. So page_alloc says on its CPU that it runs, and page_alloc_nested, attached
- * to the same tracepoint, records only the events page_alloc misses that way; when page_alloc ran, it
- * returns at once. Whichever runs first, each event is recorded once. Lost, and counted (page_alloc's
- * misses minus the nested program's records), are only events nested in the kernel's few instructions
- * around page_alloc, where it counts as running but its flag is not set yet or no longer (about 5 in a
- * million events, docs/performance.md). The two use separate scratch slots.
+ * (recursion_misses), and interrupts free pages often (RCU callbacks, network buffers). So
+ * page_alloc_nested, attached to the same tracepoint after page_alloc (a tracepoint calls its programs in
+ * the order they were attached, and the skeleton attaches them in the order this file defines them),
+ * records exactly the events page_alloc did not, by what page_alloc notes first thing, per CPU:
+ *
+ * - The note is the event's page and where the event is: the address of the tracepoint's argument array
+ *   (ctx), which lies in the frame of the kernel function that calls both programs, so the same address
+ *   for both programs of one event, and different for events nested in each other (a nested event's frame
+ *   is deeper on the same stack, or on the interrupt stack).
+ * - Events on the task's own stack (task context) never nest in each other: one note. Events on the
+ *   interrupt stack (softirqs and the hardirqs that interrupt them) keep a list of notes, outermost
+ *   (highest address) first: a note deeper than the current frame belongs to an event that has returned.
+ * - The twin records the event unless a note at its frame holds its page; it drops the note either way.
+ *
+ * An event page_alloc misses is nested in page_alloc's run, anywhere in the window where the kernel counts
+ * it as running (which includes the kernel's code before and after the program: the first version set a
+ * flag inside the program and missed events there, about 5 in a million under mixed load and hundreds a
+ * second with kernel.bpf_stats_enabled, whose clock reads sit in that window; docs/performance.md). Its
+ * frame has no note of its own page: page_alloc did not run for it, and a stale note left at that frame
+ * (by an event whose twin was skipped) names another page, since a page is not allocated or freed twice at
+ * once. The two programs use separate scratch slots.
+ *
+ * Kernels without struct irq_stack in their BTF (not x86-64) fall back to the first version: a flag set
+ * while page_alloc runs.
  */
-/* Which main page program runs on this CPU now. A per-CPU map: each CPU writes its own cache line on
- * every event (a plain array indexed by CPU would put neighbouring CPUs' flags in one line, written by
- * both), and the kernel inlines the lookup of a per-CPU array, so setting the flag is still among the
- * program's first instructions. */
+#define NEST_IRQ_NOTES 8
+
+typedef struct NestNote {
+        __u64 frame, key;
+} NestNote;
+
+typedef struct Nest {
+        NestNote task;                          /* the event in task context; frame 0: none */
+        __u32 n_irq, flag;                      /* flag: the fallback */
+        NestNote irq[NEST_IRQ_NOTES];           /* on the interrupt stack, outermost first */
+} Nest;
+
+/* Per CPU: each CPU writes its own cache lines on every event, and the kernel inlines the lookup of a
+ * per-CPU array, so the note is among the program's first instructions. */
 typedef struct Busy {
-        __u8 alloc, free;
+        __u64 scratch;                          /* turns an address into a number (see frame_of()) */
+        Nest alloc, free;
 } Busy;
 
 struct {
@@ -320,15 +348,119 @@ static __always_inline Busy *busy_get(void) {
         return bpf_map_lookup_elem(&busy, &zero);
 }
 
+static __always_inline bool nest_by_frame(void) {
+        return bpf_core_type_exists(struct irq_stack);
+}
+
+/* The event's frame as a number: the verifier allows no arithmetic on ctx, but a value read back from a
+ * map is a plain number. */
+static __always_inline __u64 frame_of(Busy *b, void *ctx) {
+        b->scratch = (__u64) ctx;
+        return *(volatile __u64 *) &b->scratch;
+}
+
+/* Whether frame is on the current task's stack (task context) rather than an interrupt stack. */
+static __always_inline bool frame_in_task(__u64 frame) {
+        struct task_struct *t = bpf_get_current_task_btf();
+        __u64 base = (__u64) t->stack;
+
+        /* x86-64's task and interrupt stacks have the same size. */
+        return frame - base < bpf_core_type_size(struct irq_stack);
+}
+
+/* How many interrupt-stack notes stay: those above frame (or at it, unless drop_at). */
+static __always_inline __u32 nest_irq_above(const Nest *n, __u64 frame, bool drop_at) {
+        __u32 i = n->n_irq;
+
+        if (i > NEST_IRQ_NOTES)
+                i = NEST_IRQ_NOTES;
+        for (int k = 0; k < NEST_IRQ_NOTES; k++) {
+                __u32 j;
+                __u64 f;
+
+                if (i == 0)
+                        break;
+                j = i - 1;
+                barrier_var(j);
+                f = n->irq[j & (NEST_IRQ_NOTES - 1)].frame;
+                if (f > frame || (f == frame && !drop_at))
+                        break;
+                i--;
+        }
+        return i;
+}
+
+/* The main program's note, first thing. */
+static __always_inline void nest_enter(Busy *b, Nest *n, void *ctx, __u64 key) {
+        __u64 frame;
+        __u32 i;
+
+        if (!nest_by_frame()) {
+                n->flag = 1;
+                return;
+        }
+        frame = frame_of(b, ctx);
+        if (frame_in_task(frame)) {
+                n->task.frame = frame;
+                n->task.key = key;
+                return;
+        }
+        /* Notes at or below this frame are of events that returned. */
+        i = nest_irq_above(n, frame, true);
+        if (i >= NEST_IRQ_NOTES)
+                i = NEST_IRQ_NOTES - 1; /* not reached: events nest two levels deep on this stack */
+        barrier_var(i);
+        i &= NEST_IRQ_NOTES - 1;
+        n->irq[i].frame = frame;
+        n->irq[i].key = key;
+        n->n_irq = i + 1;
+}
+
+static __always_inline void nest_leave(Nest *n) {
+        if (!nest_by_frame())
+                n->flag = 0;
+}
+
+/* Whether the twin must record this event: the main program did not. */
+static __always_inline bool nest_missed(Busy *b, Nest *n, void *ctx, __u64 key) {
+        __u64 frame;
+        bool handled = false;
+        __u32 i;
+
+        if (!nest_by_frame())
+                return n->flag;
+        /* No need to ask which stack the frame is on: the task's note is at this frame only in task
+         * context, and in task context no interrupt runs, so the interrupt stack's notes are all stale. */
+        frame = frame_of(b, ctx);
+        if (n->task.frame == frame) {
+                handled = n->task.key == key;
+                n->task.frame = 0;
+                return !handled;
+        }
+        i = nest_irq_above(n, frame, false);
+        if (i > 0) {
+                __u32 j = i - 1;
+
+                barrier_var(j);
+                j &= NEST_IRQ_NOTES - 1;
+                if (n->irq[j].frame == frame) {
+                        handled = n->irq[j].key == key;
+                        i--;
+                }
+        }
+        n->n_irq = i;
+        return !handled;
+}
+
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
         Busy *b = busy_get();
 
         if (b)
-                b->alloc = 1;
+                nest_enter(b, &b->alloc, ctx, page_key(page));
         page_alloc_event(ctx, 0, page, order, gfp_flags, migratetype, stats_get());
         if (b)
-                b->alloc = 0;
+                nest_leave(&b->alloc);
         return 0;
 }
 
@@ -337,7 +469,7 @@ int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp
         Busy *b = busy_get();
         MsBpfStats *st;
 
-        if (!b || !b->alloc)
+        if (!b || !nest_missed(b, &b->alloc, ctx, page_key(page)))
                 return 0;
         st = stats_get();
         if (st)
@@ -350,10 +482,10 @@ int BPF_PROG(page_free, struct page *page, unsigned int order) {
         Busy *b = busy_get();
 
         if (b)
-                b->free = 1;
+                nest_enter(b, &b->free, ctx, page_key(page));
         page_free_event(page, order, stats_get());
         if (b)
-                b->free = 0;
+                nest_leave(&b->free);
         return 0;
 }
 
@@ -362,12 +494,24 @@ int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
         Busy *b = busy_get();
         MsBpfStats *st;
 
-        if (!b || !b->free)
+        if (!b || !nest_missed(b, &b->free, ctx, page_key(page)))
                 return 0;
         st = stats_get();
         if (st)
                 st->nested++;
         return page_free_event(page, order, st);
+}
+
+/*
+ * Sends a task record, or drops it when its task is outside memstrackd's PID namespace (pid 0 there):
+ * such a task has no pid the daemon could name, and records for pid 0 would keep ending and re-creating
+ * one task that stands for all of them (their pages are still charged to pid 0, as perf does).
+ */
+static __always_inline void task_submit(void *rec, __u32 pid) {
+        if (pidns_translate && pid == 0)
+                bpf_ringbuf_discard(rec, 0);
+        else
+                bpf_ringbuf_submit(rec, wakeup_flag());
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -382,7 +526,7 @@ int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child) {
         rec->pid = task_pid_in_ns(child, true);
         rec->tid = task_pid_in_ns(child, false);
         rec->aux = task_pid_in_ns(parent, true);
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->pid);
         return 0;
 }
 
@@ -400,7 +544,7 @@ int BPF_PROG(task_rename, struct task_struct *task, const char *comm) {
         rec->head.tid = task_pid_in_ns(task, false);
         if (bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm) < 0)
                 rec->comm[0] = '\0';
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->head.pid);
         return 0;
 }
 
@@ -413,10 +557,14 @@ int BPF_PROG(task_exec, struct task_struct *task, pid_t old_pid) {
                 return 0;
         }
         head_fill(&rec->head, MS_BPF_TASK_EXEC, current_pid_tgid(), bpf_ktime_get_ns());
-        rec->head.aux = (__u32) old_pid;
+        /* The thread id before the exec (a thread that is not the leader takes the leader's id): the
+         * kernel's number, which is memstrackd's only in the initial PID namespace. In another, the old
+         * id is gone with its struct pid by now (de_thread() swapped them), so 0: unknown, never a number
+         * from outside the namespace. */
+        rec->head.aux = pidns_translate ? 0 : (__u32) old_pid;
         if (bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
                 rec->comm[0] = '\0';
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->head.pid);
         return 0;
 }
 
@@ -431,7 +579,7 @@ int BPF_PROG(task_exit, struct task_struct *task) {
         head_fill(rec, MS_BPF_TASK_EXIT, current_pid_tgid(), bpf_ktime_get_ns());
         rec->pid = task_pid_in_ns(task, true);
         rec->tid = task_pid_in_ns(task, false);
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        task_submit(rec, rec->pid);
         return 0;
 }
 
