@@ -46,10 +46,12 @@ inside() {
     # on a loaded machine), so that only a wrong pid can look alive and absent from /proc.
     sleep 3
     "$MEMSTRACKCTL" --address "$sock" --json=short tasks --all --limit 10000 >"$work/$source.json"
+    "$MEMSTRACKCTL" --address "$sock" --json=short status >"$work/$source-status.json"
     # Checked while loadgen lives, so that every live pid listed can be looked up here.
-    python3 - "$work/$source.json" "$lg" "$PAGES" "$source" <<'PY'
+    python3 - "$work/$source.json" "$lg" "$PAGES" "$source" "$work/$source-status.json" <<'PY'
 import json, os, sys
 listed = json.load(open(sys.argv[1]))["tasks"]
+lost = json.load(open(sys.argv[5]))["lostEvents"]
 tasks = {t["pid"]: t for t in listed}
 zeros = sum(1 for t in listed if t["pid"] == 0)
 lg, pages, source = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -61,6 +63,9 @@ strangers = [p for p, x in tasks.items()
              if p > 0 and not x["exited"] and x["comm"] != "memstrackctl" and not os.path.exists(f"/proc/{p}")]
 if ok and not strangers and zeros <= 1:
     print(f"ok {source}: loadgen (pid {lg} here) holds {t['currentPages']} pages; no pid from outside")
+elif ok and lost > 0:
+    # A lost exit leaves its task alive: with records lost the strangers prove nothing either way.
+    print(f"LOSSY {source}: {lost} records lost (the machine is busy), {len(strangers)} tasks left alive")
 else:
     print(f"FAIL {source}: loadgen {t}; pids that are not this namespace's: {[tasks[p] for p in strangers[:3]]}; "
           f"{zeros} task records for pid 0 (all of outside)")
@@ -76,19 +81,26 @@ outside_forks() {
     while :; do /bin/true; sleep 0.01; done
 }
 
-ran=0
+ran=0 lossy=()
 for source in ebpf perf; do
-    outside_forks &
-    forker=$!
-    line=$(unshare -p -f --mount-proc bash -c "inside $source")
-    kill $forker; wait $forker 2>/dev/null
-    echo "$line"
-    case $line in
-        ok*) ran=$((ran + 1)) ;;
-        SKIP*) ;;
-        *) fail=1 ;;
-    esac
+    # A run that lost records (a busy machine: the daemon fell behind) is tried again, three times at most.
+    for try in 1 2 3; do
+        outside_forks &
+        forker=$!
+        line=$(unshare -p -f --mount-proc bash -c "inside $source")
+        kill $forker; wait $forker 2>/dev/null
+        echo "$line"
+        case $line in
+            LOSSY*) [ $try = 3 ] && lossy+=("$source"); continue ;;
+            ok*) ran=$((ran + 1)) ;;
+            SKIP*) ;;
+            *) fail=1 ;;
+        esac
+        break
+    done
 done
 [ $fail = 0 ] || exit 1
+[ ${#lossy[@]} = 0 ] ||
+    { echo "SKIP: ${lossy[*]} lost records in each of 3 runs: this machine is too busy to check pids here"; exit 77; }
 [ $ran -gt 0 ] || { echo "SKIP: no source could run in a PID namespace"; exit 77; }
 exit 0
