@@ -342,9 +342,21 @@ static int footprint_add_file(Footprint *fp, Growth *g, const char *path) {
         if (!S_ISREG(st.st_mode))
                 return file_error(path, "not a regular file");
 
-        char magic[SELFMAG];
-        bool elf_magic = pread(fd, magic, sizeof(magic), 0) == (ssize_t) sizeof(magic) &&
-                         memcmp(magic, ELFMAG, SELFMAG) == 0;
+        char magic[8] = {};
+        bool elf_magic = pread(fd, magic, sizeof(magic), 0) >= SELFMAG && memcmp(magic, ELFMAG, SELFMAG) == 0;
+        static const struct {
+                const char *magic, *tool;
+        } compressed[] = {
+                { "\xfd" "7zXZ", "xz -dk" },
+                { "\x28\xb5\x2f\xfd", "zstd -d" },
+                { "\x1f\x8b", "gzip -dk" },
+        };
+        for (size_t i = 0; !elf_magic && i < ELEMENTSOF(compressed); i++)
+                if (memcmp(magic, compressed[i].magic, strlen(compressed[i].magic)) == 0) {
+                        fprintf(stderr, "memstrackctl: %s: compressed; decompress it first (%s)\n", path,
+                                compressed[i].tool);
+                        return CTL_EXIT_FAILURE;
+                }
         elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
         if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
                 return file_error(path, elf_magic ? "truncated or corrupt ELF file (ELF header)" : "not an ELF file");
@@ -392,6 +404,10 @@ static int footprint_add_file(Footprint *fp, Growth *g, const char *path) {
                 if (shdr.sh_type != SHT_NOBITS &&
                     (shdr.sh_offset > (uint64_t) st.st_size || (uint64_t) st.st_size - shdr.sh_offset < shdr.sh_size))
                         return file_error(path, "truncated ELF file (a section past its end)");
+                /* objcopy --only-keep-debug leaves the code's section headers without their bytes. */
+                if ((shdr.sh_flags & SHF_ALLOC) && (shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_type == SHT_NOBITS)
+                        return file_error(path, "a separate debug info file, without the code: give the binary it "
+                                          "belongs to (its debug info is found by build ID or .gnu_debuglink)");
                 s->class = section_class(&shdr);
                 s->size = shdr.sh_size;
                 if (s->class >= 0)

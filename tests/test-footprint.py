@@ -10,12 +10,14 @@ its class totals are `size`'s Berkeley figures (text = text + rodata); --by symb
 (name, size) pairs of `nm --size-sort -S` (absolute symbols aside); --by directory puts each symbol of
 tests/footprint/mm/alloc.c under .../footprint/mm and of fs/ext/file.c under .../footprint/fs/ext, and
 its rows add up to the sections' total. Files without DWARF keep the section and symbol views. Missing,
-non-ELF and truncated files are errors with exit status 1. With --vmlinux, the same section and symbol
+non-ELF, truncated, compressed and debug-only (objcopy --only-keep-debug) files are errors with exit
+status 1. With --vmlinux, the same section and symbol
 checks on /usr/lib/debug/boot/vmlinux-* (linux-image-amd64-dbg), or 77 when it is not installed.
 """
 import collections
 import glob
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -176,6 +178,13 @@ def check_errors(ctl, good):
             with open(p, "wb") as f:
                 f.write(data[:cut])
             cases.append((f"truncated to {cut} bytes", p, "truncated"))
+        packed = os.path.join(tmp, "packed.ko.xz")
+        with open(packed, "wb") as f:
+            f.write(lzma.compress(data))
+        cases.append(("xz-compressed", packed, "decompress it first"))
+        debug = os.path.join(tmp, "only-debug")
+        if subprocess.run(["objcopy", "--only-keep-debug", good, debug]).returncode == 0:
+            cases.append(("objcopy --only-keep-debug", debug, "separate debug info file"))
         for what, p, words in cases:
             r = footprint(ctl, good, p, check=False)
             if r.returncode != 1 or words not in r.stderr or p not in r.stderr:
