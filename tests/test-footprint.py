@@ -19,6 +19,7 @@ import glob
 import json
 import lzma
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -178,6 +179,19 @@ def check_errors(ctl, good):
             with open(p, "wb") as f:
                 f.write(data[:cut])
             cases.append((f"truncated to {cut} bytes", p, "truncated"))
+        # Whole headers, but a section's bytes said to lie past the end (ELF64 little-endian offsets).
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+        cut = bytearray(data)
+        for i in range(1, shnum):
+            h = shoff + i * shentsize
+            if struct.unpack_from("<I", cut, h + 4)[0] == 1 and struct.unpack_from("<Q", cut, h + 0x20)[0] > 0:
+                struct.pack_into("<Q", cut, h + 0x18, len(data) - 4)
+                break
+        p = os.path.join(tmp, "section-past-end")
+        with open(p, "wb") as f:
+            f.write(cut)
+        cases.append(("a section past the end", p, "a section past its end"))
         packed = os.path.join(tmp, "packed.ko.xz")
         with open(packed, "wb") as f:
             f.write(lzma.compress(data))
