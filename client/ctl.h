@@ -58,6 +58,7 @@ extern const char *arg_file;
 extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
 extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */
 extern const char *arg_unit;            /* pprof: one unit's stacks (NULL: none) */
+extern const char *arg_by;              /* footprint: directory, symbol or section (NULL: directory) */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -73,3 +74,4 @@ int verb_report(int argc, char *argv[]);
 int verb_import(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);
 int verb_pprof(int argc, char *argv[]);
+int verb_footprint(int argc, char *argv[]);

@@ -40,6 +40,7 @@ const char *arg_file = NULL;
 bool arg_offsets = false;
 uint64_t arg_stacks = 0;
 const char *arg_unit = NULL;
+const char *arg_by = NULL;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -61,6 +62,7 @@ typedef enum VerbOption {
         OPTION_STACKS     = 1 << 15,
         OPTION_UNIT       = 1 << 16,
         OPTION_BOOT       = 1 << 17,
+        OPTION_BY         = 1 << 18,
 } VerbOption;
 
 typedef struct Verb {
@@ -87,6 +89,7 @@ static const Verb verbs[] = {
         { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
         { "import",   1, 2, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_DEPTH | OPTION_OFFSETS | OPTION_FILE, verb_import },
+        { "footprint", 1, 4096, OPTION_BY | OPTION_DEPTH | OPTION_LIMIT, verb_footprint },
 };
 
 static void help(void) {
@@ -106,7 +109,8 @@ static void help(void) {
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
                "  report                     Reports as memstrack prints them\n"
                "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
-               "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n\n"
+               "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n"
+               "  footprint VMLINUX [KO...]  A built kernel's text/rodata/data/bss (no daemon)\n\n"
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
@@ -124,7 +128,7 @@ static void help(void) {
                "     --task=PID              stacks/report/pprof: one task only\n"
                "     --unit=NAME             pprof: one unit's tasks only\n"
                "     --module=NAME           stacks/report/pprof: stacks through one module only\n"
-               "     --depth=N               stacks/report: levels below the root\n"
+               "     --depth=N               stacks/report: levels below the root; footprint: directory levels\n"
                "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
                "  -n --iterations=N          top: stop after N refreshes\n"
                "     --batch                 top: text snapshots instead of the TUI (the default\n"
@@ -140,7 +144,8 @@ static void help(void) {
                "     --from=FILE             report/pprof: read a snapshot file instead of asking the daemon\n"
                "     --boot                  report: the boot phase, as memstrackd in the initramfs left it\n"
                "     --offsets               report: flame graph frames apart by offset, not merged\n"
-               "     --file=FILE             snapshot, import: write a snapshot file\n\n"
+               "     --file=FILE             snapshot, import: write a snapshot file\n"
+               "     --by=KEY                footprint: directory (default), symbol or section\n\n"
                "See memstrackctl(1).\n",
                MEMSTRACK_SOCKET_DEFAULT);
 }
@@ -161,7 +166,7 @@ static int usage_error(const char *format, ...) {
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
         "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
-        "--unit", "--boot",
+        "--unit", "--boot", "--by",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -188,6 +193,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_STACKS,
                 ARG_UNIT,
                 ARG_BOOT,
+                ARG_BY,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -214,6 +220,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "offsets", no_argument, NULL, ARG_OFFSETS },
                 { "stacks", required_argument, NULL, ARG_STACKS },
                 { "unit", required_argument, NULL, ARG_UNIT },
+                { "by", required_argument, NULL, ARG_BY },
                 {}
         };
         VerbOption seen = 0;
@@ -331,6 +338,10 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 case ARG_UNIT:
                         arg_unit = optarg;
                         seen |= OPTION_UNIT;
+                        break;
+                case ARG_BY:
+                        arg_by = optarg;
+                        seen |= OPTION_BY;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

@@ -53,7 +53,10 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff import modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff footprint import modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "directory section symbol" memstrackctl footprint --by ""
+expect "--depth" memstrackctl footprint --d
+expect "--by" memstrackctl footprint --b
 expect "--sort --stacks" memstrackctl units --s
 expect "current peak" memstrackctl units --sort ""
 expect "" memstrackctl units --stacks ""
