@@ -494,13 +494,8 @@ static bool source_drain(EbpfSource *s, uint64_t budget) {
 }
 
 static void source_drain_some(EbpfSource *s) {
-        int k;
-
-        if (!source_drain(s, EBPF_DRAIN_BUDGET))
-                return;
-        k = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
-        if (k < 0)
-                log_debug_errno(k, "Failed to schedule more draining, waiting for the next wakeup: %m");
+        if (source_drain(s, EBPF_DRAIN_BUDGET))
+                source_drain_later(s->defer_source);
 }
 
 static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
@@ -563,11 +558,9 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the eBPF ring buffer: %m");
         (void) sd_event_source_set_description(s->io_source, "ebpf-ring");
-        r = sd_event_add_defer(event, &s->defer_source, source_defer_handler, s);
+        r = source_add_drain_later(event, &s->defer_source, source_defer_handler, s, "ebpf-drain");
         if (r < 0)
                 return log_error_errno(r, "Failed to add the eBPF drain source: %m");
-        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(s->defer_source, "ebpf-drain");
 
         s->event = sd_event_ref(event);
         s->sink = *sink;

@@ -473,13 +473,8 @@ static bool source_drain(FtraceSource *s, uint64_t budget, bool check_lost) {
 }
 
 static void source_drain_some(FtraceSource *s, bool check_lost) {
-        int k;
-
-        if (!source_drain(s, FTRACE_DRAIN_BUDGET, check_lost))
-                return;
-        k = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
-        if (k < 0)
-                log_debug_errno(k, "Failed to schedule more draining, waiting for the next wakeup: %m");
+        if (source_drain(s, FTRACE_DRAIN_BUDGET, check_lost))
+                source_drain_later(s->defer_source);
 }
 
 static int cpu_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
@@ -644,11 +639,9 @@ static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSi
                 (void) snprintf(description, sizeof(description), "ftrace-cpu%u", c->cpu);
                 (void) sd_event_source_set_description(c->io_source, description);
         }
-        r = sd_event_add_defer(event, &s->defer_source, source_defer_handler, s);
+        r = source_add_drain_later(event, &s->defer_source, source_defer_handler, s, "ftrace-drain");
         if (r < 0)
                 return log_error_errno(r, "Failed to add the ftrace drain source: %m");
-        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(s->defer_source, "ftrace-drain");
 
         s->event = sd_event_ref(event);
         s->sink = *sink;

@@ -549,14 +549,8 @@ static bool source_drain(PerfSource *s, uint64_t budget) {
 }
 
 static void source_drain_some(PerfSource *s) {
-        int k;
-
-        if (!source_drain(s, s->config.drain_budget))
-                return;
-        /* Continue in a later iteration, after the loop's other pending sources had their turn. */
-        k = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
-        if (k < 0)
-                log_debug_errno(k, "Failed to schedule more draining, waiting for the next wakeup: %m");
+        if (source_drain(s, s->config.drain_budget))
+                source_drain_later(s->defer_source);
 }
 
 static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
@@ -640,11 +634,9 @@ static int perf_source_start(EventSource *es, sd_event *event, const MsEventSink
                 (void) sd_event_source_set_description(ring->io_source, description);
         }
 
-        r = sd_event_add_defer(event, &s->defer_source, source_defer_handler, s);
+        r = source_add_drain_later(event, &s->defer_source, source_defer_handler, s, "perf-drain");
         if (r < 0)
                 return log_error_errno(r, "Failed to add the perf drain source: %m");
-        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(s->defer_source, "perf-drain");
 
         s->event = sd_event_ref(event);
         s->sink = *sink;

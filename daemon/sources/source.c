@@ -153,3 +153,19 @@ int source_new(const char *name, const SourceOptions *options, EventSource **ret
                 *ret_reason = TAKE_PTR(why);
         return 0;
 }
+
+int source_add_drain_later(sd_event *event, sd_event_source **ret, sd_event_handler_t handler, void *userdata,
+                const char *description) {
+        int r = sd_event_add_defer(event, ret, handler, userdata);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(*ret, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(*ret, description);
+        return 0;
+}
+
+void source_drain_later(sd_event_source *s) {
+        int r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_debug_errno(r, "Failed to schedule more draining, waiting for the next wakeup: %m");
+}

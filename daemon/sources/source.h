@@ -58,6 +58,12 @@ typedef struct SourceOptions {
 /* Fills in the defaults above. */
 void source_options_init(SourceOptions *ret);
 
+/* A drain that spent its budget goes on in a later loop iteration, after the loop's other pending
+ * sources had their turn: a defer source, off until source_drain_later() arms it once. */
+int source_add_drain_later(sd_event *event, sd_event_source **ret, sd_event_handler_t handler, void *userdata,
+                const char *description);
+void source_drain_later(sd_event_source *s);
+
 typedef struct EventSource EventSource;
 
 typedef struct EventSourceOps {
