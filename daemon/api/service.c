@@ -35,6 +35,7 @@ struct Service {
         void *userdata;
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
+        OomLog *oom;                    /* borrowed, may be NULL */
 
         VarlinkServer *server;          /* owned */
         Marks *marks;                   /* owned: the named snapshots */
@@ -203,6 +204,15 @@ json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_si
         return TAKE_PTR(o);
 }
 
+int service_status_add_oom(json_t *status, const OomLog *oom) {
+        const char *reason = oom ? oomlog_reason(oom) : "not started";
+
+        if (json_object_set_new(status, "oomWatching", json_boolean(oom && oomlog_watching(oom))) < 0 ||
+            json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         if (begin_call(call, parameters, NULL, 0) < 0)
@@ -210,7 +220,7 @@ static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) 
         ServiceLive live = service_live(sv);
         json_auto_t *reply = service_status_json(sv->accounting, &live, sv->page_size,
                                                  varlink_call_peer_is_root(call));
-        if (!reply)
+        if (!reply || service_status_add_oom(reply, sv->oom) < 0)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
@@ -719,6 +729,24 @@ static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *use
         return varlink_call_reply(call, NULL);
 }
 
+static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, NULL, 0) < 0)
+                return 0;
+        if (sv->oom)
+                reply = oomlog_json(sv->oom);
+        else {
+                _cleanup_(oomlog_freep) OomLog *empty = oomlog_new();
+                if (empty && oomlog_set_watching(empty, false, "not started") >= 0)
+                        reply = oomlog_json(empty);
+        }
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
 static const VarlinkMethod methods[] = {
         { "io.memstrack.Status", method_status, 0 },
         { "io.memstrack.Summary", method_summary, 0 },
@@ -732,6 +760,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
+        { "io.memstrack.OomKills", method_oom_kills, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {
@@ -771,6 +800,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .userdata = config->userdata,
                 .flush = config->flush,
                 .get_live = config->get_live,
+                .oom = config->oom,
         };
         sv->marks = marks_new();
         if (!sv->marks)

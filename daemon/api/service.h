@@ -17,6 +17,7 @@
 #include "accounting.h"
 #include "event.h"
 #include "macro.h"
+#include "oomlog.h"
 #include "usym.h"
 
 typedef struct Service Service;
@@ -41,6 +42,7 @@ typedef struct ServiceConfig {
         uint64_t first_message_timeout_usec, request_timeout_usec, idle_timeout_usec, output_timeout_usec;
         int64_t priority;               /* sd-event priority of all client work (server, Top tick) */
         unsigned max_connections_per_uid; /* 0: the server's default (VarlinkServerConfig) */
+        OomLog *oom;                    /* borrowed: OomKills; NULL: kills are not watched */
 
         void *userdata;                 /* passed to the callbacks */
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */
@@ -52,6 +54,8 @@ typedef struct ServiceConfig {
  * count as hidden unless peer_is_root. New reference, NULL on OOM. Used by Status and by the snapshot
  * document memstrackd writes its reports from (document.h). */
 json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root);
+/* Adds Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
+int service_status_add_oom(json_t *status, const OomLog *oom);
 
 /* Listens (or takes the socket-activated fd) and serves until freed. Logs its failures. */
 int service_new(const ServiceConfig *config, Service **ret);
