@@ -53,7 +53,7 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff import modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff import modules oom pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "--sort --stacks" memstrackctl units --s
 expect "current peak" memstrackctl units --sort ""
 expect "" memstrackctl units --stacks ""
