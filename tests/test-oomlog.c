@@ -273,11 +273,15 @@ static void test_ring_bounds(void) {
 static void test_peaks(void) {
         _cleanup_(oomlog_freep) OomLog *l = oomlog_new();
         Ksym *ksym = NULL;
-        Accounting *a = scene(&ksym);           /* current 23, peak 38 (gamma's 16 came and went) */
+        Accounting *a = scene(&ksym);           /* current 23, below the peak: gamma's 16 came and went */
         uint64_t t0 = 100000000;
 
         /* Below the global peak: no snapshot. */
         ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0), 0);
+        /* Callers offer again at the next new peak only. */
+        AccountingStats st;
+        accounting_get_stats(a, &st);
+        ASSERT_EQ(oomlog_peak_threshold(l), st.peak_pages);
         /* A new peak: 23 + 64 = 87 > 38. */
         synthetic_alloc(a, 100, 0x100000, 6, SYNTHETIC_KERNEL);
         ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0), 1);
@@ -285,6 +289,8 @@ static void test_peaks(void) {
         /* Higher within the interval: held back. */
         synthetic_alloc(a, 100, 0x200000, 6, SYNTHETIC_KERNEL);
         ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0 + 1000000), 0);
+        /* Offered again 1 % higher, not at every page. */
+        ASSERT_EQ(oomlog_peak_threshold(l), accounting_current_pages(a) + accounting_current_pages(a) / 100);
         /* After it: taken. */
         ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0 + OOMLOG_PEAK_INTERVAL_USEC), 1);
         /* Later, but less than 10 % above the last: not taken. */

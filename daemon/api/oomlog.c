@@ -29,9 +29,9 @@ struct OomLog {
         char *reason;                   /* owned: why kills are not watched */
         uint64_t lost;
         Ring kills, peaks;
-        uint64_t peak_threshold_pages;  /* a new peak at or above this may take a snapshot */
+        uint64_t growth_pages;          /* a snapshot needs a total at least this: the last one's + 10 % */
+        uint64_t peak_threshold_pages;  /* callers offer totals at or above this (oomlog_peak_threshold()) */
         uint64_t last_peak_usec;        /* CLOCK_MONOTONIC of the last peak snapshot, 0 none */
-        uint64_t last_peak_pages;       /* its total */
 };
 
 static void ring_add(Ring *r, json_t *record) {
@@ -70,7 +70,7 @@ OomLog *oomlog_new(void) {
                 return NULL;
         l->kills.max = OOMLOG_KILLS_MAX;
         l->peaks.max = OOMLOG_PEAKS_MAX;
-        l->peak_threshold_pages = 1;
+        l->growth_pages = l->peak_threshold_pages = 1;
         return l;
 }
 
@@ -298,11 +298,17 @@ int oomlog_offer_peak(OomLog *l, Accounting *a, UserSymbols *usym, uint64_t curr
         AccountingStats s;
         int r;
 
+        /* Not due: the threshold moves to where it may be, so the per-event check stays one compare. */
         accounting_get_stats(a, &s);
-        if (current_pages < l->peak_threshold_pages || current_pages < s.peak_pages)
+        if (current_pages < l->growth_pages || current_pages < s.peak_pages) {
+                l->peak_threshold_pages = MAX(l->growth_pages, s.peak_pages);
                 return 0;
-        if (l->last_peak_usec != 0 && usec < l->last_peak_usec + OOMLOG_PEAK_INTERVAL_USEC)
+        }
+        if (l->last_peak_usec != 0 && usec < l->last_peak_usec + OOMLOG_PEAK_INTERVAL_USEC) {
+                /* Too soon: asked again 1 % higher, so a growing total is not timed at every page. */
+                l->peak_threshold_pages = current_pages + MAX(current_pages / 100, (uint64_t) 1);
                 return 0;
+        }
         r = holders_json(a, usym, &holders);
         if (r < 0)
                 return r;
@@ -314,8 +320,8 @@ int oomlog_offer_peak(OomLog *l, Accounting *a, UserSymbols *usym, uint64_t curr
                 return -ENOMEM;
         ring_add(&l->peaks, TAKE_PTR(o));
         l->last_peak_usec = usec;
-        l->last_peak_pages = current_pages;
-        l->peak_threshold_pages = current_pages + MAX(current_pages * OOMLOG_PEAK_GROWTH_PERCENT / 100, (uint64_t) 1);
+        l->growth_pages = current_pages + MAX(current_pages * OOMLOG_PEAK_GROWTH_PERCENT / 100, (uint64_t) 1);
+        l->peak_threshold_pages = l->growth_pages;
         return 1;
 }
 

@@ -166,7 +166,9 @@ def main():
     # Without journald (--foreground, no JOURNAL_STREAM) the kill is a line on stderr.
     wait_for("the kill's log line", lambda: f"OOM killer picked pid {lg.pid} (oomvictim)" in read(log_path), 30)
     daemon.send_signal(signal.SIGTERM)
-    daemon.wait(livelib.WAIT)
+    rc = daemon.wait(livelib.WAIT)
+    if rc != 0:
+        fail(f"memstrackd exited with {rc} after SIGTERM (sanitizer report?): {read(log_path)[-2000:]}")
     print(f"ok: pid {lg.pid} killed in a {kind} cgroup, held {victim['currentPages']} pages at the kill")
 
 
