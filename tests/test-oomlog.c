@@ -99,6 +99,28 @@ static size_t record_new(uint8_t *raw, size_t size, int32_t pid, const char *com
         return 72 + strlen(comm) + 1;
 }
 
+/* What oomlog_log_kill() writes on stderr without journald. */
+static char *logged(const json_t *rec) {
+        char path[] = "/tmp/test-oomlog-stderr-XXXXXX";
+        int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+        char *text = calloc(1, 4096);
+
+        ASSERT_NOT_NULL(text);
+        ASSERT_GE(fd, 0);
+        fflush(stderr);
+        ASSERT_GE(dup2(fd, STDERR_FILENO), 0);
+        int r = oomlog_log_kill(rec, false, NULL, 4096);
+        fflush(stderr);
+        ASSERT_GE(dup2(saved, STDERR_FILENO), 0);
+        close(saved);
+        ASSERT_EQ(r, 0);
+        ASSERT_GE(pread(fd, text, 4095, 0), 0);
+        close(fd);
+        unlink(path);
+        fprintf(stderr, "logged: %s", text);
+        return text;
+}
+
 static Accounting *scene(Ksym **ret_ksym) {
         AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
         Accounting *a = NULL;
@@ -178,21 +200,7 @@ static void test_decode_and_snapshot(void) {
         ASSERT_EQ(json_integer_value(json_object_get(json_array_get(stacks, 0), "currentPages")), 8 + 1 + 8);
 
         /* The log line without journald: on stderr, naming the victim and the top task. */
-        char path[] = "/tmp/test-oomlog-stderr-XXXXXX";
-        int fd = mkstemp(path), saved = dup(STDERR_FILENO);
-        ASSERT_GE(fd, 0);
-        fflush(stderr);
-        ASSERT_GE(dup2(fd, STDERR_FILENO), 0);
-        int r = oomlog_log_kill(rec, false, NULL, 4096);
-        fflush(stderr);
-        ASSERT_GE(dup2(saved, STDERR_FILENO), 0);
-        close(saved);
-        ASSERT_EQ(r, 0);
-        char text[4096] = {};
-        ASSERT_GE(pread(fd, text, sizeof(text) - 1, 0), 0);
-        close(fd);
-        unlink(path);
-        fprintf(stderr, "logged: %s", text);
+        _cleanup_free_ char *text = logged(rec);
         ASSERT_NOT_NULL(strstr(text, "OOM killer picked pid 200 (beta) in web.service"));
         ASSERT_NOT_NULL(strstr(text, "top tasks: 100 alpha"));
 
@@ -226,6 +234,14 @@ static void test_pid_only(void) {
         ASSERT_STREQ(json_string_value(json_object_get(rec, "unit")), "alpha.service");
         ASSERT_TRUE(json_is_null(json_object_get(rec, "anonRssBytes")));
         ASSERT_TRUE(json_is_null(json_object_get(rec, "uid")));
+
+        /* A comm with a newline stays on its line in the log. */
+        OomKill bad = { .pid = 100, .fields = OOM_KILL_HAS_COMM };
+        strcpy(bad.comm, "bad\nname");
+        ASSERT_OK(oomlog_record_kill(l, a, NULL, &bad, 4096, &rec));
+        _cleanup_free_ char *text = logged(rec);
+        ASSERT_NOT_NULL(strstr(text, "(bad\\x0aname)"));
+        ASSERT_NULL(strchr(text, '\n') == text + strlen(text) - 1 ? NULL : strchr(text, '\n'));
 
         /* A pid memstrack never saw: no victim record, no unit, no comm. */
         k.pid = 999999;

@@ -203,6 +203,13 @@ static const char *str_or(const json_t *o, const char *key, const char *fallback
         return s ?: fallback;
 }
 
+/* A name of a record for text and journal fields: control characters escaped too (utf8.h), so a name
+ * cannot start a line of its own. Never NULL: "" on OOM. */
+static char *text_of(const json_t *o, const char *key, const char *fallback) {
+        char *t = utf8_escape(str_or(o, key, fallback), UTF8_ESCAPE_CONTROL);
+        return t ?: strdup("");
+}
+
 static json_int_t int_of(const json_t *o, const char *key) {
         return json_integer_value(json_object_get(o, key));
 }
@@ -214,21 +221,22 @@ static void print_list(FILE *f, const json_t *list, bool tasks, long page_size) 
         char b[32];
 
         json_array_foreach(list, i, x) {
+                _cleanup_free_ char *name = text_of(x, tasks ? "comm" : "name", "?");
                 format_pages(b, sizeof(b), (uint64_t) int_of(x, "currentPages"), (uint64_t) page_size);
                 if (tasks)
-                        fprintf(f, "%s%d %s %s", i > 0 ? ", " : "", (int) int_of(x, "pid"),
-                                str_or(x, "comm", "?"), b);
+                        fprintf(f, "%s%d %s %s", i > 0 ? ", " : "", (int) int_of(x, "pid"), name ?: "", b);
                 else
-                        fprintf(f, "%s%s %s", i > 0 ? ", " : "", str_or(x, "name", "?"), b);
+                        fprintf(f, "%s%s %s", i > 0 ? ", " : "", name ?: "", b);
         }
         if (i == 0)
                 fputs("none", f);
 }
 
-/* The innermost named frame of the biggest stack, "" if none. */
-static const char *top_frame(const json_t *holders) {
+/* The innermost frame of the biggest stack, escaped as text_of(); "" if none. */
+static char *top_frame(const json_t *holders) {
         const json_t *frames = json_object_get(json_array_get(json_object_get(holders, "stacks"), 0), "frames");
-        return json_string_value(json_array_get(frames, 0)) ?: "";
+        char *t = utf8_escape(json_string_value(json_array_get(frames, 0)) ?: "", UTF8_ESCAPE_CONTROL);
+        return t ?: strdup("");
 }
 
 int oomlog_log_kill(const json_t *record, bool journal, const char *unit, long page_size) {
@@ -238,7 +246,10 @@ int oomlog_log_kill(const json_t *record, bool journal, const char *unit, long p
         const json_t *top_task = json_array_get(tasks, 0), *top_unit = json_array_get(units, 0);
         const json_t *top_module = json_array_get(modules, 0);
         const json_t *victim = json_object_get(record, "victim");
-        _cleanup_free_ char *text = NULL, *fields = NULL;
+        _cleanup_free_ char *text = NULL, *fields = NULL, *frame = top_frame(holders);
+        _cleanup_free_ char *comm = text_of(record, "comm", "?"), *unit_name = text_of(record, "unit", "");
+        _cleanup_free_ char *task = text_of(top_task, "comm", ""), *top_unit_name = text_of(top_unit, "name", "");
+        _cleanup_free_ char *module = text_of(top_module, "name", "");
         size_t size = 0;
         char b[32];
 
@@ -248,15 +259,15 @@ int oomlog_log_kill(const json_t *record, bool journal, const char *unit, long p
         format_pages(b, sizeof(b), (uint64_t) int_of(victim, "currentPages"), (uint64_t) page_size);
         /* Names in records are escaped already (utf8_json_string()). */
         fprintf(f, "OOM killer picked pid %d (%s) in %s, holding %s; top tasks: ", (int) int_of(record, "pid"),
-                str_or(record, "comm", "?"), str_or(record, "unit", "an unknown unit"),
+                comm ?: "", unit_name && *unit_name ? unit_name : "an unknown unit",
                 json_is_object(victim) ? b : "nothing tracked");
         print_list(f, tasks, true, page_size);
         fputs("; top units: ", f);
         print_list(f, units, false, page_size);
         fputs("; top modules: ", f);
         print_list(f, modules, false, page_size);
-        if (*top_frame(holders))
-                fprintf(f, "; top stack at %s", top_frame(holders));
+        if (frame && *frame)
+                fprintf(f, "; top stack at %s", frame);
         if (fclose(f) != 0 || !text)
                 return -ENOMEM;
         if (!journal) {
@@ -272,16 +283,16 @@ int oomlog_log_kill(const json_t *record, bool journal, const char *unit, long p
                                 "SYSLOG_IDENTIFIER=memstrackd",
                                 "OBJECT_SYSTEMD_UNIT=%s", unit ?: "memstrackd.service",
                                 "MEMSTRACK_OOM_VICTIM_PID=%d", (int) int_of(record, "pid"),
-                                "MEMSTRACK_OOM_VICTIM_COMM=%s", str_or(record, "comm", ""),
-                                "MEMSTRACK_OOM_VICTIM_UNIT=%s", str_or(record, "unit", ""),
+                                "MEMSTRACK_OOM_VICTIM_COMM=%s", json_is_string(json_object_get(record, "comm")) ? comm : "",
+                                "MEMSTRACK_OOM_VICTIM_UNIT=%s", unit_name ?: "",
                                 "MEMSTRACK_OOM_VICTIM_PAGES=%" PRIi64, (int64_t) int_of(victim, "currentPages"),
-                                "MEMSTRACK_OOM_TOP_TASK=%s", str_or(top_task, "comm", ""),
+                                "MEMSTRACK_OOM_TOP_TASK=%s", task ?: "",
                                 "MEMSTRACK_OOM_TOP_TASK_PID=%d", (int) int_of(top_task, "pid"),
                                 "MEMSTRACK_OOM_TOP_TASK_PAGES=%" PRIi64, (int64_t) int_of(top_task, "currentPages"),
-                                "MEMSTRACK_OOM_TOP_UNIT=%s", str_or(top_unit, "name", ""),
+                                "MEMSTRACK_OOM_TOP_UNIT=%s", top_unit_name ?: "",
                                 "MEMSTRACK_OOM_TOP_UNIT_PAGES=%" PRIi64, (int64_t) int_of(top_unit, "currentPages"),
-                                "MEMSTRACK_OOM_TOP_MODULE=%s", str_or(top_module, "name", ""),
-                                "MEMSTRACK_OOM_TOP_STACK=%s", top_frame(holders),
+                                "MEMSTRACK_OOM_TOP_MODULE=%s", module ?: "",
+                                "MEMSTRACK_OOM_TOP_STACK=%s", frame ?: "",
                                 "MEMSTRACK_OOM_TRACKED_PAGES=%" PRIi64, (int64_t) int_of(holders, "trackedPages"),
                                 "MEMSTRACK_OOM_RECORD=%s", fields,
                                 "MEMSTRACK_PAGE_SIZE=%ld", page_size,
