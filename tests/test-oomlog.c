@@ -293,13 +293,14 @@ static void test_peaks(void) {
         uint64_t t0 = 100000000;
 
         /* Below the global peak: no snapshot. */
-        ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0), 0);
+        ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0 - OOMLOG_PEAK_INTERVAL_USEC), 0);
         /* Callers offer again at the next new peak only. */
         AccountingStats st;
         accounting_get_stats(a, &st);
         ASSERT_EQ(oomlog_peak_threshold(l), st.peak_pages);
-        /* A new peak: 23 + 64 = 87 > 38. */
+        /* A new peak: 23 + 64 = 87 > 38; in the first interval (from the first offer) it is held back. */
         synthetic_alloc(a, 100, 0x100000, 6, SYNTHETIC_KERNEL);
+        ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0 - 1), 0);
         ASSERT_EQ(oomlog_offer_peak(l, a, NULL, accounting_current_pages(a), t0), 1);
         ASSERT_EQ(oomlog_peak_threshold(l), 87u + 8u);
         /* Higher within the interval: held back. */

@@ -31,7 +31,8 @@ struct OomLog {
         Ring kills, peaks;
         uint64_t growth_pages;          /* a snapshot needs a total at least this: the last one's + 10 % */
         uint64_t peak_threshold_pages;  /* callers offer totals at or above this (oomlog_peak_threshold()) */
-        uint64_t last_peak_usec;        /* CLOCK_MONOTONIC of the last peak snapshot, 0 none */
+        uint64_t last_peak_usec;        /* CLOCK_MONOTONIC of the last peak snapshot, or of the first offer */
+        bool offered;
 };
 
 static void ring_add(Ring *r, json_t *record) {
@@ -309,13 +310,19 @@ int oomlog_offer_peak(OomLog *l, Accounting *a, UserSymbols *usym, uint64_t curr
         AccountingStats s;
         int r;
 
+        /* The first interval starts with the first offer (the first allocation): the totals of the first
+         * seconds of tracing are no peaks worth a snapshot. */
+        if (!l->offered) {
+                l->offered = true;
+                l->last_peak_usec = usec;
+        }
         /* Not due: the threshold moves to where it may be, so the per-event check stays one compare. */
         accounting_get_stats(a, &s);
         if (current_pages < l->growth_pages || current_pages < s.peak_pages) {
                 l->peak_threshold_pages = MAX(l->growth_pages, s.peak_pages);
                 return 0;
         }
-        if (l->last_peak_usec != 0 && usec < l->last_peak_usec + OOMLOG_PEAK_INTERVAL_USEC) {
+        if (usec < l->last_peak_usec + OOMLOG_PEAK_INTERVAL_USEC) {
                 /* Too soon: asked again 1 % higher, so a growing total is not timed at every page. */
                 l->peak_threshold_pages = current_pages + MAX(current_pages / 100, (uint64_t) 1);
                 return 0;

@@ -12,7 +12,8 @@
  * Peak snapshots are rate-limited: one when the tracked total reaches a new peak at least
  * OOMLOG_PEAK_GROWTH_PERCENT above the last snapshot's, at most one per OOMLOG_PEAK_INTERVAL_USEC; a
  * peak reached within the interval is taken at the first new peak after it (within 1 %). A peak the
- * total falls back from within the interval gets no snapshot of its own.
+ * total falls back from within the interval gets no snapshot of its own. The first interval starts at the
+ * first offer: no snapshot in the first OOMLOG_PEAK_INTERVAL_USEC of tracing.
  */
 
 #include <stdbool.h>

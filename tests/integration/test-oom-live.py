@@ -162,6 +162,10 @@ def main():
     text = subprocess.run([MEMSTRACKCTL, "--address", "unix:" + sock, "oom"], capture_output=True, text=True)
     if text.returncode != 0 or f"pid {lg.pid} (oomvictim)" not in text.stdout:
         fail(f"memstrackctl oom does not name the victim: {text.stdout!r} {text.stderr!r}")
+    print(text.stdout)
+    st = subprocess.run([MEMSTRACKCTL, "--address", "unix:" + sock, "status"], capture_output=True, text=True)
+    if "OOM kills: watched" not in st.stdout:
+        fail(f"memstrackctl status does not say OOM kills are watched: {st.stdout!r}")
 
     # Without journald (--foreground, no JOURNAL_STREAM) the kill is a line on stderr.
     wait_for("the kill's log line", lambda: f"OOM killer picked pid {lg.pid} (oomvictim)" in read(log_path), 30)
