@@ -119,7 +119,7 @@ static void on_oom_kill(void *userdata, const OomKill *kill) {
         manager_flush(m);
         if (m->oom_pending)
                 oom_snapshot(m);
-        oomlog_add_lost(m->oom, oomwatch_lost(m->oom_watch));
+        oomlog_set_lost(m->oom, oomwatch_lost(m->oom_watch));
 }
 
 /* Every event passes here on its way to the core, so module loads can refresh symbols. */
@@ -356,6 +356,7 @@ static void service_get_live(void *userdata, ServiceLive *ret) {
                 .backend_reason = m->source_reason,
                 .uptime_usec = manager_uptime_usec(m),
                 .events_per_second = manager_events_per_second(m),
+                .oom = m->oom,
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);
@@ -450,7 +451,6 @@ int manager_start(Manager *m) {
                                         .userdata = m,
                                         .flush = service_flush,
                                         .get_live = service_get_live,
-                                        .oom = m->oom,
                                 }, &m->service);
                 if (r < 0)
                         return r; /* logged */

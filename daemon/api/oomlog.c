@@ -104,7 +104,7 @@ const char *oomlog_reason(const OomLog *l) {
         return l->reason;
 }
 
-void oomlog_add_lost(OomLog *l, uint64_t n) {
+void oomlog_set_lost(OomLog *l, uint64_t n) {
         l->lost = n;
 }
 

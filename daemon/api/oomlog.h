@@ -44,8 +44,8 @@ int oomlog_set_watching(OomLog *l, bool watching, const char *reason);
 bool oomlog_watching(const OomLog *l);
 const char *oomlog_reason(const OomLog *l);
 
-/* Kills the watcher heard of (more than are kept), and kill records it lost. */
-void oomlog_add_lost(OomLog *l, uint64_t n);
+/* Kill records the watcher lost so far (oomwatch_lost()). */
+void oomlog_set_lost(OomLog *l, uint64_t n);
 
 /*
  * Takes the snapshot of kill k from a now (the caller brought it up to the kill's time; cgroups named)

@@ -35,7 +35,6 @@ struct Service {
         void *userdata;
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
-        OomLog *oom;                    /* borrowed, may be NULL */
 
         VarlinkServer *server;          /* owned */
         Marks *marks;                   /* owned: the named snapshots */
@@ -191,6 +190,16 @@ static json_t *lost_by_reason_json(const EventSourceStats *src) {
         return TAKE_PTR(a);
 }
 
+/* Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
+static int status_add_oom(json_t *status, const OomLog *oom) {
+        const char *reason = oom ? oomlog_reason(oom) : "not started";
+
+        if (json_object_set_new(status, "oomWatching", json_boolean(oom && oomlog_watching(oom))) < 0 ||
+            json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
         json_auto_t *o = status_json(a, live, page_size, peer_is_root);
 
@@ -199,18 +208,10 @@ json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_si
             json_object_set_new(o, "stackSampleInterval",
                                 json_integer((json_int_t) live->source.stack_sample_interval)) < 0 ||
             json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
-            status_add_event_counts(a, o) < 0)
+            status_add_event_counts(a, o) < 0 ||
+            status_add_oom(o, live->oom) < 0)
                 return NULL;
         return TAKE_PTR(o);
-}
-
-int service_status_add_oom(json_t *status, const OomLog *oom) {
-        const char *reason = oom ? oomlog_reason(oom) : "not started";
-
-        if (json_object_set_new(status, "oomWatching", json_boolean(oom && oomlog_watching(oom))) < 0 ||
-            json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
-                return -ENOMEM;
-        return 0;
 }
 
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -220,7 +221,7 @@ static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) 
         ServiceLive live = service_live(sv);
         json_auto_t *reply = service_status_json(sv->accounting, &live, sv->page_size,
                                                  varlink_call_peer_is_root(call));
-        if (!reply || service_status_add_oom(reply, sv->oom) < 0)
+        if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
@@ -735,8 +736,9 @@ static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdat
 
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
-        if (sv->oom)
-                reply = oomlog_json(sv->oom);
+        ServiceLive live = service_live(sv);
+        if (live.oom)
+                reply = oomlog_json(live.oom);
         else {
                 _cleanup_(oomlog_freep) OomLog *empty = oomlog_new();
                 if (empty && oomlog_set_watching(empty, false, "not started") >= 0)
@@ -800,7 +802,6 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .userdata = config->userdata,
                 .flush = config->flush,
                 .get_live = config->get_live,
-                .oom = config->oom,
         };
         sv->marks = marks_new();
         if (!sv->marks)

@@ -29,6 +29,7 @@ typedef struct ServiceLive {
         EventSourceStats source;        /* zeros without a source */
         uint64_t uptime_usec;
         double events_per_second;
+        const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
 } ServiceLive;
 
 typedef struct ServiceConfig {
@@ -42,7 +43,6 @@ typedef struct ServiceConfig {
         uint64_t first_message_timeout_usec, request_timeout_usec, idle_timeout_usec, output_timeout_usec;
         int64_t priority;               /* sd-event priority of all client work (server, Top tick) */
         unsigned max_connections_per_uid; /* 0: the server's default (VarlinkServerConfig) */
-        OomLog *oom;                    /* borrowed: OomKills; NULL: kills are not watched */
 
         void *userdata;                 /* passed to the callbacks */
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */
@@ -54,8 +54,7 @@ typedef struct ServiceConfig {
  * count as hidden unless peer_is_root. New reference, NULL on OOM. Used by Status and by the snapshot
  * document memstrackd writes its reports from (document.h). */
 json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root);
-/* Adds Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
-int service_status_add_oom(json_t *status, const OomLog *oom);
+
 
 /* Listens (or takes the socket-activated fd) and serves until freed. Logs its failures. */
 int service_new(const ServiceConfig *config, Service **ret);
