@@ -84,6 +84,7 @@ static const Verb verbs[] = {
         { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
         { "snapshots", 0, 0, 0, verb_snapshots },
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
+        { "oom",      0, 0, 0, verb_oom },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_BOOT | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
         { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
@@ -107,6 +108,7 @@ static void help(void) {
                "  snapshot --file FILE       Save everything needed for reports to FILE\n"
                "  snapshots                  List the snapshots saved in the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
+               "  oom                        OOM kills and new peaks, with who held the memory\n"
                "  report                     Reports as memstrack prints them\n"
                "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
                "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n"

@@ -84,6 +84,14 @@ static void print_status(json_t *s) {
         printf("  Tasks evicted: %" PRIu64 "\n", reply_count(s, "tasksEvicted"));
         printf("  Daemon memory: %s\n", format_bytes(a, sizeof(a), reply_count(s, "daemonMemoryBytes")));
         printf("Kernel addresses: %s\n", reply_bool(s, "kernelAddressesHidden", true) ? "hidden" : "shown");
+        /* Older daemons do not say: nothing printed. */
+        if (json_object_get(s, "oomWatching")) {
+                _cleanup_free_ char *why = format_sanitize(reply_string(s, "oomWatchReason") ?: "unknown reason");
+                if (reply_bool(s, "oomWatching", false))
+                        printf("      OOM kills: watched (memstrackctl oom)\n");
+                else
+                        printf("      OOM kills: not watched: %s\n", why ?: "?");
+        }
 }
 
 int verb_status(int argc, char *argv[]) {

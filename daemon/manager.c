@@ -82,10 +82,58 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* The snapshot of the pending kill, from the core as it is now. */
+static void oom_snapshot(Manager *m) {
+        const json_t *record = NULL;
+        int r;
+
+        m->oom_pending = false;
+        /* The victim's unit by name. */
+        if (units_pending(accounting_units(m->accounting)) > 0)
+                manager_resolve_cgroups(m);
+        r = oomlog_record_kill(m->oom, m->accounting, m->usym, &m->oom_pending_kill, m->page_size, &record);
+        if (r < 0)
+                return (void) log_warning_errno(r, "Failed to take the snapshot of the OOM kill of pid %d: %m",
+                                                (int) m->oom_pending_kill.pid);
+        r = oomlog_log_kill(record, m->journal, m->unit, m->page_size);
+        if (r < 0)
+                log_warning_errno(r, "Failed to log the OOM kill of pid %d: %m", (int) m->oom_pending_kill.pid);
+}
+
+/* A new global peak high enough above the last snapshot's: maybe a snapshot (rate-limited). */
+static void offer_peak(Manager *m, uint64_t current) {
+        int r = oomlog_offer_peak(m->oom, m->accounting, m->usym, current, now_usec(CLOCK_MONOTONIC));
+        if (r < 0)
+                log_debug_errno(r, "Failed to take a peak snapshot: %m");
+        m->peak_threshold_pages = oomlog_peak_threshold(m->oom);
+}
+
+/* The OOM killer picked a victim. The snapshot is of that moment: the page records up to the kill are
+ * delivered first, and on_event() takes it before applying the first record after it. */
+static void on_oom_kill(void *userdata, const OomKill *kill) {
+        Manager *m = userdata;
+
+        if (m->oom_pending)
+                oom_snapshot(m);        /* two kills at once: the first one's moment is now */
+        m->oom_pending_kill = *kill;
+        m->oom_pending = true;
+        manager_flush(m);
+        if (m->oom_pending)
+                oom_snapshot(m);
+        oomlog_set_lost(m->oom, oomwatch_lost(m->oom_watch));
+}
+
 /* Every event passes here on its way to the core, so module loads can refresh symbols. */
 static void on_event(void *userdata, const MsEvent *e) {
         Manager *m = userdata;
+        if (_unlikely_(m->oom_pending) && e->timestamp_nsec > m->oom_pending_kill.timestamp_nsec)
+                oom_snapshot(m);
         accounting_handle_event(m->accounting, e);
+        if ((e->type == MS_EVENT_PAGE_ALLOC || e->type == MS_EVENT_SAMPLE)) {
+                uint64_t current = accounting_current_pages(m->accounting);
+                if (_unlikely_(current >= m->peak_threshold_pages))
+                        offer_peak(m, current);
+        }
         /* A cgroup seen for the first time: named a moment later, a burst of new ones with one walk. */
         if (_unlikely_(units_pending(accounting_units(m->accounting)) > 0) && !debounce_pending(m->cgroup_resolve)) {
                 int r = debounce_request(m->cgroup_resolve);
@@ -264,6 +312,10 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 (void) walk_cgroups(m);
         if (sd_pid_get_unit(0, &m->unit) < 0)
                 m->unit = NULL;
+        m->oom = oomlog_new();
+        if (!m->oom)
+                return log_oom();
+        m->peak_threshold_pages = oomlog_peak_threshold(m->oom);
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -272,6 +324,8 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         service_free(m->service);
+        oomwatch_free(m->oom_watch);
+        oomlog_free(m->oom);
         sd_event_source_disable_unref(m->status_timer);
         sd_event_source_disable_unref(m->sigusr1);
         sd_event_source_disable_unref(m->sighup);
@@ -303,6 +357,7 @@ static void service_get_live(void *userdata, ServiceLive *ret) {
                 .backend_reason = m->source_reason,
                 .uptime_usec = manager_uptime_usec(m),
                 .events_per_second = manager_events_per_second(m),
+                .oom = m->oom,
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);
@@ -330,6 +385,7 @@ static int use_source_symbols(Manager *m) {
 
 int manager_start(Manager *m) {
         MsEventSink sink = { .event = on_event, .userdata = m };
+        const char *reason = NULL;
         int r;
 
         r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
@@ -358,6 +414,17 @@ int manager_start(Manager *m) {
         r = m->source->ops->start(m->source, m->event, &sink);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+
+        r = oomwatch_new(m->event, m->config.source_options.tracefs, on_oom_kill, m, &m->oom_watch, &reason);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                log_notice("Not watching OOM kills: %s.", reason ?: "oom:mark_victim could not be opened");
+        else
+                log_debug("Watching OOM kills (oom:mark_victim).");
+        r = oomlog_set_watching(m->oom, r >= 0, r >= 0 ? NULL : reason);
+        if (r < 0)
+                return log_oom();
 
         r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, STATUS_INTERVAL_USEC, 0,
                                        status_timer, m);

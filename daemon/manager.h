@@ -17,6 +17,8 @@
 #include "cgroupnames.h"
 #include "debounce.h"
 #include "ksym.h"
+#include "oom-watch.h"
+#include "oomlog.h"
 #include "report.h"
 #include "service.h"
 #include "source.h"
@@ -61,6 +63,13 @@ typedef struct Manager {
         CgroupNames *cgroups;           /* owned: names the core's cgroups; NULL without a cgroup2 mount */
         Debounce *cgroup_resolve;       /* owned: names new cgroups a moment after they appear */
         Debounce *cgroup_recheck;       /* owned: notices removed cgroups a while after processes exit */
+
+        OomWatch *oom_watch;            /* owned: oom:mark_victim; NULL when it could not be opened */
+        OomLog *oom;                    /* owned: the last kills and peak snapshots (OomKills) */
+        /* A kill heard of whose snapshot waits for the page records up to its time (manager.c). */
+        bool oom_pending;
+        OomKill oom_pending_kill;
+        uint64_t peak_threshold_pages;  /* oomlog_peak_threshold(), cached for the per-event check */
 
         sd_event_source *status_timer;  /* owned: once a second, rate samples and sd_notify STATUS */
         sd_event_source *sigusr1, *sighup;

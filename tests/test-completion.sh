@@ -53,7 +53,7 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff footprint import modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff footprint import modules oom pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "directory section symbol" memstrackctl footprint --by ""
 expect "--depth" memstrackctl footprint --d
 expect "--by" memstrackctl footprint --b

@@ -55,6 +55,7 @@ typedef struct Fixture {
         unsigned flushes;
         uint64_t lost_per_cpu[2];
         bool root;
+        OomLog *oom;                    /* what get_live hands out; NULL: kills not watched */
 } Fixture;
 
 static void fixture_flush(void *userdata) {
@@ -69,6 +70,7 @@ static void fixture_get_live(void *userdata, ServiceLive *ret) {
                 .source = { .records = 42, .lost_records = 5, .n_cpus = 2, .lost_per_cpu = f->lost_per_cpu },
                 .uptime_usec = 7000000,
                 .events_per_second = 2.5,
+                .oom = f->oom,
         };
 }
 
@@ -594,6 +596,41 @@ static void test_marks(void) {
         fixture_done(&f);
 }
 
+/* OomKills and Status's oomWatching: not watched without an OOM log, then a kill recorded. */
+static void test_oom_kills(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *off = call_ok(&f, "io.memstrack.OomKills", NULL);
+        ASSERT_TRUE(json_is_false(json_object_get(off, "watching")));
+        ASSERT_STREQ(json_string_value(json_object_get(off, "reason")), "not started");
+        ASSERT_EQ(json_array_size(json_object_get(off, "kills")), 0);
+        json_auto_t *status_off = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_TRUE(json_is_false(json_object_get(status_off, "oomWatching")));
+
+        f.oom = oomlog_new();
+        ASSERT_NOT_NULL(f.oom);
+        ASSERT_OK(oomlog_set_watching(f.oom, true, NULL));
+        OomKill k = { .pid = 200, .timestamp_nsec = 9000000, .fields = OOM_KILL_HAS_COMM, .comm = "beta" };
+        ASSERT_OK(oomlog_record_kill(f.oom, f.accounting, NULL, &k, 4096, NULL));
+        json_auto_t *on = call_ok(&f, "io.memstrack.OomKills", NULL);
+        ASSERT_TRUE(json_is_true(json_object_get(on, "watching")));
+        ASSERT_TRUE(json_is_null(json_object_get(on, "reason")));
+        ASSERT_EQ(get_int(on, "killsSeen"), 1);
+        json_t *kill = json_array_get(json_object_get(on, "kills"), 0);
+        ASSERT_EQ(get_int(kill, "pid"), 200);
+        ASSERT_STREQ(json_string_value(json_object_get(kill, "unit")), "web.service");
+        ASSERT_EQ(get_int(json_object_get(kill, "victim"), "currentPages"), 6);
+        /* Exited 400 is no holder of note: as in Tasks without includeExited. */
+        expect_pids(json_object_get(kill, "holders"), "tasks", "100 200");
+        json_auto_t *status_on = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_TRUE(json_is_true(json_object_get(status_on, "oomWatching")));
+        ASSERT_TRUE(json_is_null(json_object_get(status_on, "oomWatchReason")));
+        expect_invalid(&f, "io.memstrack.OomKills", "{\"bogus\": 1}", "bogus");
+        fixture_done(&f);
+        oomlog_free(f.oom);
+}
+
 /* PermissionDenied for a caller that is not root, from root: a child becomes nobody (keeping group 0,
  * the allowed one, so it gets in) and calls method. Returns the child's verdict. */
 static void expect_denied_from_child(Fixture *f, const char *method, const char *params) {
@@ -690,6 +727,7 @@ int main(void) {
         TEST(test_units);
         TEST(test_top);
         TEST(test_marks);
+        TEST(test_oom_kills);
         TEST(test_root_only);
         return 0;
 }

@@ -797,3 +797,29 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
         *ret = TAKE_PTR(list);
         return 0;
 }
+
+int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbols *usym, json_t **ret) {
+        size_t n_units = units_unit_count(accounting_units(a)), n_leaves = 0;
+        _cleanup_free_ uint32_t *rank_of = calloc(MAX(n_units, (size_t) 1), sizeof(uint32_t));
+        _cleanup_free_ LeafPages *leaves = NULL;
+        json_auto_t *list = json_array();
+        int r;
+
+        if (!rank_of || !list)
+                return -ENOMEM;
+        /* Every unit (and no unit) at rank 0: the leaves of all cells, summed over cgroups. */
+        r = listed_unit_leaves(a, rank_of, MAX(n_units, (size_t) 1), &leaves, &n_leaves);
+        if (r < 0)
+                return r;
+        QueryStackTree sq = { .show_addresses = show_addresses, .usym = usym };
+        StackView v = { .a = a, .tree = accounting_stacktree(a), .ksym = accounting_ksym(a), .q = &sq };
+        for (size_t i = 0; i < n_leaves && i < MIN(limit, (size_t) QUERY_LIMIT_MAX); i++) {
+                if (leaves[i].pages == 0)
+                        break;
+                json_t *o = stack_pages_json(&v, leaves[i].leaf, leaves[i].pages);
+                if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
+}

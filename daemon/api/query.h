@@ -85,3 +85,7 @@ typedef struct QueryStackTree {
 
 /* {"root": StackNode, "totalPages": N} */
 int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret);
+
+/* [StackPages...]: the limit biggest stacks by current pages over every task and unit (Unit.topStacks'
+ * shape), from one walk of the charge cells. */
+int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbols *usym, json_t **ret);

@@ -192,6 +192,16 @@ static json_t *lost_by_reason_json(const EventSourceStats *src) {
         return TAKE_PTR(a);
 }
 
+/* Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
+static int status_add_oom(json_t *status, const OomLog *oom) {
+        const char *reason = oom ? oomlog_reason(oom) : "not started";
+
+        if (json_object_set_new(status, "oomWatching", json_boolean(oom && oomlog_watching(oom))) < 0 ||
+            json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
         json_auto_t *o = status_json(a, live, page_size, peer_is_root);
 
@@ -200,7 +210,8 @@ json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_si
             json_object_set_new(o, "stackSampleInterval",
                                 json_integer((json_int_t) live->source.stack_sample_interval)) < 0 ||
             json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
-            status_add_event_counts(a, o) < 0)
+            status_add_event_counts(a, o) < 0 ||
+            status_add_oom(o, live->oom) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -737,6 +748,25 @@ static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *use
         return varlink_call_reply(call, NULL);
 }
 
+static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, NULL, 0) < 0)
+                return 0;
+        ServiceLive live = service_live(sv);
+        if (live.oom)
+                reply = oomlog_json(live.oom);
+        else {
+                _cleanup_(oomlog_freep) OomLog *empty = oomlog_new();
+                if (empty && oomlog_set_watching(empty, false, "not started") >= 0)
+                        reply = oomlog_json(empty);
+        }
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
 static const VarlinkMethod methods[] = {
         { "io.memstrack.Status", method_status, 0 },
         { "io.memstrack.Summary", method_summary, 0 },
@@ -751,6 +781,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
         { "io.memstrack.BootPhase", method_boot_phase, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
+        { "io.memstrack.OomKills", method_oom_kills, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {

@@ -17,6 +17,7 @@
 #include "accounting.h"
 #include "event.h"
 #include "macro.h"
+#include "oomlog.h"
 #include "usym.h"
 
 typedef struct Service Service;
@@ -28,6 +29,7 @@ typedef struct ServiceLive {
         EventSourceStats source;        /* zeros without a source */
         uint64_t uptime_usec;
         double events_per_second;
+        const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
 } ServiceLive;
 
 typedef struct ServiceConfig {
@@ -53,6 +55,7 @@ typedef struct ServiceConfig {
  * count as hidden unless peer_is_root. New reference, NULL on OOM. Used by Status and by the snapshot
  * document memstrackd writes its reports from (document.h). */
 json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root);
+
 
 /* Listens (or takes the socket-activated fd) and serves until freed. Logs its failures. */
 int service_new(const ServiceConfig *config, Service **ret);

@@ -643,3 +643,7 @@ size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
                usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units);
 }
+
+uint64_t accounting_current_pages(const Accounting *a) {
+        return a->stats.current_pages;
+}

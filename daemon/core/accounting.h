@@ -119,5 +119,7 @@ PageMap *accounting_pagemap(Accounting *a);
  * unit. */
 const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
+/* AccountingStats.current_pages alone: cheap enough to check per event. */
+uint64_t accounting_current_pages(const Accounting *a);
 /* Heap bytes held by the core's tables. */
 size_t accounting_memory_bytes(const Accounting *a);

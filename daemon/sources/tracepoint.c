@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -590,4 +591,137 @@ int tracepoint_decode_stack(const Tracepoints *t, const void *raw, size_t size, 
         }
         *ret_n = n;
         return k;
+}
+
+/* oom:mark_victim, on a tep_handle of its own. Field handles are borrowed from it; NULL where the kernel
+ * does not record the field. */
+struct TracepointOom {
+        struct tep_handle *tep;
+        int id;
+        struct tep_format_field *type, *pid, *comm;
+        struct tep_format_field *total_vm, *anon_rss, *file_rss, *shmem_rss, *uid, *pgtables, *oom_score_adj;
+        size_t min_size;
+};
+
+int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
+        _cleanup_(tracepoint_oom_freep) TracepointOom *t = NULL;
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        struct tep_event *event = NULL;
+        size_t size;
+        int r;
+
+        assert(tracefs);
+        assert(ret);
+
+        if (asprintf(&path, "%s/events/oom/mark_victim/format", tracefs) < 0)
+                return -ENOMEM;
+        r = read_file_full(path, FORMAT_SIZE_MAX, &buf, &size);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to read %s: %m", path);
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->tep = tep_alloc();
+        if (!t->tep)
+                return -ENOMEM;
+        tep_set_file_bigendian(t->tep, host_is_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+        tep_set_local_bigendian(t->tep, host_is_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+        if (tep_parse_format(t->tep, &event, buf, size, "oom") != 0 && !event)
+                return log_debug_errno(EBADMSG, "Failed to parse %s.", path);
+
+        t->id = event->id;
+        t->type = tep_find_common_field(event, "common_type");
+        t->pid = tep_find_field(event, "pid");
+        if (!t->type || !field_size_ok(t->type) || !t->pid || !field_size_ok(t->pid))
+                return log_debug_errno(EBADMSG, "%s has no usable common_type and pid fields.", path);
+        t->comm = tep_find_field(event, "comm");
+        if (!field_is_string(t->comm))
+                t->comm = NULL;
+        struct {
+                struct tep_format_field **field;
+                const char *name;
+        } numbers[] = {
+                { &t->total_vm, "total_vm" }, { &t->anon_rss, "anon_rss" }, { &t->file_rss, "file_rss" },
+                { &t->shmem_rss, "shmem_rss" }, { &t->uid, "uid" }, { &t->pgtables, "pgtables" },
+                { &t->oom_score_adj, "oom_score_adj" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(numbers); i++) {
+                struct tep_format_field *f = tep_find_field(event, numbers[i].name);
+                *numbers[i].field = f && field_size_ok(f) ? f : NULL;
+        }
+        struct tep_format_field *all[] = { t->type, t->pid, t->comm, t->total_vm, t->anon_rss, t->file_rss,
+                                           t->shmem_rss, t->uid, t->pgtables, t->oom_score_adj };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                if (all[i])
+                        t->min_size = MAX(t->min_size, (size_t) all[i]->offset + (size_t) all[i]->size);
+        log_debug("Tracepoint oom/mark_victim: id %d, %s, records >= %zu bytes.", t->id,
+                  t->comm ? "with comm and sizes" : "pid only", t->min_size);
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+TracepointOom *tracepoint_oom_free(TracepointOom *t) {
+        if (!t)
+                return NULL;
+        if (t->tep)
+                tep_free(t->tep);
+        free(t);
+        return NULL;
+}
+
+int tracepoint_oom_id(const TracepointOom *t) {
+        assert(t);
+        return t->id;
+}
+
+int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, OomKill *ret) {
+        const uint8_t *p = raw;
+        OomKill k = {};
+
+        assert(t);
+        assert(ret);
+
+        if (!raw || size < t->min_size)
+                return -EBADMSG;
+        if (read_unsigned(t->type, p) != (uint64_t) t->id)
+                return -ENOENT;
+        k.pid = (int32_t) read_signed(t->pid, p);
+        if (t->comm) {
+                const char *comm = NULL;
+
+                if (t->comm->flags & TEP_FIELD_IS_DYNAMIC)
+                        comm = read_dynamic_string(t->comm, p, size);
+                else if (memchr(p + t->comm->offset, '\0', (size_t) t->comm->size))
+                        comm = (const char *) p + t->comm->offset;
+                if (comm) {
+                        snprintf(k.comm, sizeof(k.comm), "%s", comm);
+                        k.fields |= OOM_KILL_HAS_COMM;
+                }
+        }
+        const struct {
+                struct tep_format_field *field;
+                uint64_t *ret;
+                OomKillField flag;
+        } sizes[] = {
+                { t->total_vm, &k.total_vm_kib, OOM_KILL_HAS_TOTAL_VM },
+                { t->anon_rss, &k.anon_rss_kib, OOM_KILL_HAS_ANON_RSS },
+                { t->file_rss, &k.file_rss_kib, OOM_KILL_HAS_FILE_RSS },
+                { t->shmem_rss, &k.shmem_rss_kib, OOM_KILL_HAS_SHMEM_RSS },
+                { t->pgtables, &k.pgtables_kib, OOM_KILL_HAS_PGTABLES },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++)
+                if (sizes[i].field) {
+                        *sizes[i].ret = read_unsigned(sizes[i].field, p);
+                        k.fields |= sizes[i].flag;
+                }
+        if (t->uid) {
+                k.uid = (uint32_t) read_unsigned(t->uid, p);
+                k.fields |= OOM_KILL_HAS_UID;
+        }
+        if (t->oom_score_adj) {
+                k.oom_score_adj = (int32_t) read_signed(t->oom_score_adj, p);
+                k.fields |= OOM_KILL_HAS_OOM_SCORE_ADJ;
+        }
+        *ret = k;
+        return 0;
 }

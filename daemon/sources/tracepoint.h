@@ -29,6 +29,7 @@
 
 #include "event.h"
 #include "macro.h"
+#include "oomkill.h"
 
 typedef enum TracepointKind {
         TRACEPOINT_PAGE_ALLOC,          /* kmem/mm_page_alloc, required */
@@ -118,3 +119,19 @@ int tracepoint_decode_task(const Tracepoints *t, const void *raw, size_t size, T
  * -ENOENT for another kind, -EBADMSG for a malformed record. */
 int tracepoint_decode_stack(const Tracepoints *t, const void *raw, size_t size, uint64_t *frames, size_t max,
                 size_t *ret_n);
+
+/*
+ * oom:mark_victim, apart from the set above: memstrackd watches it beside any event source (oom-watch.c).
+ * Its fields are found by name, so a kernel that records the pid only works too (oomkill.h).
+ */
+typedef struct TracepointOom TracepointOom;
+
+/* -ENOENT when the kernel has no oom:mark_victim, -EBADMSG when its format has no pid, else as
+ * tracepoint_load(). */
+int tracepoint_oom_load(const char *tracefs, TracepointOom **ret);
+TracepointOom *tracepoint_oom_free(TracepointOom *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(TracepointOom *, tracepoint_oom_free);
+int tracepoint_oom_id(const TracepointOom *t);
+/* Decodes a raw mark_victim record into *ret (timestamp_nsec left 0). -ENOENT for a record of another
+ * event, -EBADMSG for one too short for its fields. */
+int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, OomKill *ret);
