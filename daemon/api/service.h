@@ -14,6 +14,7 @@
 
 #include "accounting.h"
 #include "event.h"
+#include "history.h"
 #include "macro.h"
 #include "usym.h"
 
@@ -32,6 +33,7 @@ typedef struct ServiceConfig {
         sd_event *event;                /* borrowed */
         Accounting *accounting;         /* borrowed; its Ksym tells whether kernel addresses are hidden */
         UserSymbols *usym;              /* borrowed: names user frames in StackTree replies */
+        History *history;               /* borrowed: answers History */
         long page_size;
         const char *socket_path;        /* NULL: MEMSTRACK_SOCKET_DEFAULT (copied) */
         const char *group;              /* NULL: MEMSTRACK_GROUP_DEFAULT; "" root only (copied) */

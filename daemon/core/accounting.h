@@ -119,5 +119,8 @@ PageMap *accounting_pagemap(Accounting *a);
  * unit. */
 const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
+/* The most current_pages reached since the last call (ledger_interval_take() for the total), and the
+ * current pages in *ret_current_pages. */
+uint64_t accounting_interval_take(Accounting *a, uint64_t *ret_current_pages);
 /* Heap bytes held by the core's tables. */
 size_t accounting_memory_bytes(const Accounting *a);
