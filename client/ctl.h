@@ -56,7 +56,8 @@ extern const char *arg_from;
 extern const char *arg_file;
 extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
 extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */
-extern const char *arg_unit;            /* pprof: one unit's stacks (NULL: none) */
+extern const char *arg_unit;            /* pprof, history: one unit (NULL: none) */
+extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -71,3 +72,6 @@ int verb_snapshots(int argc, char *argv[]);
 int verb_report(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);
 int verb_pprof(int argc, char *argv[]);
+int verb_history(int argc, char *argv[]);
+/* "90", "90s", "10m", "2h", "1d" into seconds. -EINVAL, -ERANGE. */
+int history_parse_duration(const char *s, uint64_t *ret_seconds);

@@ -39,6 +39,7 @@ const char *arg_file = NULL;
 bool arg_offsets = false;
 uint64_t arg_stacks = 0;
 const char *arg_unit = NULL;
+int64_t arg_since_seconds = -1;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -59,6 +60,7 @@ typedef enum VerbOption {
         OPTION_OFFSETS    = 1 << 14,
         OPTION_STACKS     = 1 << 15,
         OPTION_UNIT       = 1 << 16,
+        OPTION_SINCE      = 1 << 17,
 } VerbOption;
 
 typedef struct Verb {
@@ -83,6 +85,7 @@ static const Verb verbs[] = {
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
         { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
+        { "history",  0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_SINCE, verb_history },
 };
 
 static void help(void) {
@@ -101,7 +104,8 @@ static void help(void) {
                "  snapshots                  List the snapshots saved in the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
                "  report                     Reports as memstrack prints them\n"
-               "  pprof --output FILE        The stack tree as a gzipped pprof profile\n\n"
+               "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
+               "  history                    Current and peak pages over time\n\n"
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
@@ -116,9 +120,10 @@ static void help(void) {
                "                             top: include tasks holding nothing;\n"
                "                             units: include units holding nothing\n"
                "     --stacks=N              units: each unit's N biggest call stacks\n"
-               "     --task=PID              stacks/report/pprof: one task only\n"
-               "     --unit=NAME             pprof: one unit's tasks only\n"
-               "     --module=NAME           stacks/report/pprof: stacks through one module only\n"
+               "     --task=PID              stacks/report/pprof/history: one task only\n"
+               "     --unit=NAME             pprof/history: one unit's tasks only\n"
+               "     --module=NAME           stacks/report/pprof/history: stacks through one module only\n"
+               "     --since=DURATION        history: only the last DURATION (90, 90s, 10m, 2h, 1d)\n"
                "     --depth=N               stacks/report: levels below the root\n"
                "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
                "  -n --iterations=N          top: stop after N refreshes\n"
@@ -153,7 +158,7 @@ static int usage_error(const char *format, ...) {
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
         "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
-        "--unit",
+        "--unit", "--since",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -179,6 +184,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_OFFSETS,
                 ARG_STACKS,
                 ARG_UNIT,
+                ARG_SINCE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -204,6 +210,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "offsets", no_argument, NULL, ARG_OFFSETS },
                 { "stacks", required_argument, NULL, ARG_STACKS },
                 { "unit", required_argument, NULL, ARG_UNIT },
+                { "since", required_argument, NULL, ARG_SINCE },
                 {}
         };
         VerbOption seen = 0;
@@ -317,6 +324,13 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 case ARG_UNIT:
                         arg_unit = optarg;
                         seen |= OPTION_UNIT;
+                        break;
+                case ARG_SINCE:
+                        if (history_parse_duration(optarg, &v) < 0)
+                                return usage_error("--since takes a duration such as 90, 90s, 10m, 2h or 1d, not '%s'.",
+                                                   optarg);
+                        arg_since_seconds = (int64_t) v;
+                        seen |= OPTION_SINCE;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

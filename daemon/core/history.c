@@ -155,6 +155,8 @@ HistorySeries *history_track(History *h, HistoryKind kind, int32_t pid, const ch
                 return NULL;
         if (kind != HISTORY_TASK && (!name || strlen(name) >= HISTORY_NAME_MAX))
                 return NULL;
+        if (kind == HISTORY_TASK && name && strlen(name) >= HISTORY_NAME_MAX)
+                return NULL;
         first = kind_first(h, kind, &n);
         for (size_t i = 0; i < n; i++) {
                 if (!first[i].used) {
@@ -209,8 +211,12 @@ static void tick_begin(TickState *t, History *h, HistoryKind kind, uint64_t now_
 
 static void tick_consider(TickState *t, int32_t pid, const char *name, uint64_t current, uint64_t peak) {
         HistorySeries *s = history_find(t->h, t->kind, pid, name);
-        if (s)
+        if (s) {
                 history_series_put(s, t->now_usec, current, peak);
+                /* A task's name is its comm when last seen. */
+                if (t->kind == HISTORY_TASK)
+                        snprintf(s->name, sizeof(s->name), "%s", name);
+        }
         if (current == 0)
                 return;
         if (t->n_top == HISTORY_TOP_N && current <= t->top[HISTORY_TOP_N - 1].current)
@@ -258,10 +264,7 @@ void history_tick(History *h, Accounting *a, uint64_t now_usec) {
                 /* A pid of an exited record and of its live successor: the one a query by pid finds. */
                 if (task->exited && usage_find_process(u, task->pid) != i)
                         continue;
-                tick_consider(&t, task->pid, NULL, l->current, peak);
-                HistorySeries *s = history_find(h, HISTORY_TASK, task->pid, NULL);
-                if (s)
-                        snprintf(s->name, sizeof(s->name), "%s", task->comm);
+                tick_consider(&t, task->pid, task->comm, l->current, peak);
         }
         tick_end(&t);
 
