@@ -414,7 +414,9 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                                 json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
                                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
                         }
-                        series = history_track(sv->history, kind, (int32_t) pid, NULL);
+                        Usage *u = accounting_usage(sv->accounting);
+                        Task *t = usage_task(u, usage_find_process(u, (int32_t) pid));
+                        series = history_track(sv->history, kind, (int32_t) pid, t ? t->comm : NULL);
                 }
         } else if (unit || module) {
                 kind = unit ? HISTORY_UNIT : HISTORY_MODULE;
