@@ -53,7 +53,7 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff history modules pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "--sort --stacks" memstrackctl units --s
 expect "current peak" memstrackctl units --sort ""
 expect "" memstrackctl units --stacks ""
@@ -76,6 +76,8 @@ expect "task_summary,unit_top" memstrackctl report --format task_summary,unit_t
 expect "--output" memstrackctl pprof --o
 expect "--unit" memstrackctl pprof --u
 expect "--from" memstrackctl pprof --fr
+expect "--since" memstrackctl history --si
+expect "10m 1h" memstrackctl history --since 1
 expect "all peaks" memstrackctl reset ""
 expect "" memstrackctl reset peaks ""
 expect "" memstrackctl tasks --limit ""
