@@ -57,8 +57,9 @@ extern bool arg_boot;
 extern const char *arg_file;
 extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
 extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */
-extern const char *arg_unit;            /* pprof: one unit's stacks (NULL: none) */
+extern const char *arg_unit;            /* pprof, history: one unit (NULL: none) */
 extern const char *arg_by;              /* footprint: directory, symbol or section (NULL: directory) */
+extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -76,3 +77,6 @@ int verb_import(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);
 int verb_pprof(int argc, char *argv[]);
 int verb_footprint(int argc, char *argv[]);
+int verb_history(int argc, char *argv[]);
+/* "90", "90s", "10m", "2h", "1d" into seconds. -EINVAL, -ERANGE. */
+int history_parse_duration(const char *s, uint64_t *ret_seconds);

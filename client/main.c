@@ -41,6 +41,7 @@ bool arg_offsets = false;
 uint64_t arg_stacks = 0;
 const char *arg_unit = NULL;
 const char *arg_by = NULL;
+int64_t arg_since_seconds = -1;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -63,6 +64,7 @@ typedef enum VerbOption {
         OPTION_UNIT       = 1 << 16,
         OPTION_BOOT       = 1 << 17,
         OPTION_BY         = 1 << 18,
+        OPTION_SINCE      = 1 << 19,
 } VerbOption;
 
 typedef struct Verb {
@@ -91,6 +93,7 @@ static const Verb verbs[] = {
         { "import",   1, 2, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_DEPTH | OPTION_OFFSETS | OPTION_FILE, verb_import },
         { "footprint", 1, 4096, OPTION_BY | OPTION_DEPTH | OPTION_LIMIT, verb_footprint },
+        { "history",  0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_SINCE, verb_history },
 };
 
 static void help(void) {
@@ -112,7 +115,8 @@ static void help(void) {
                "  report                     Reports as memstrack prints them\n"
                "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
                "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n"
-               "  footprint VMLINUX [KO...]  A built kernel's text/rodata/data/bss (no daemon)\n\n"
+               "  footprint VMLINUX [KO...]  A built kernel's text/rodata/data/bss (no daemon)\n"
+               "  history                    Current and peak pages over time\n\n"
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
@@ -127,9 +131,10 @@ static void help(void) {
                "                             top: include tasks holding nothing;\n"
                "                             units: include units holding nothing\n"
                "     --stacks=N              units: each unit's N biggest call stacks\n"
-               "     --task=PID              stacks/report/pprof: one task only\n"
-               "     --unit=NAME             pprof: one unit's tasks only\n"
-               "     --module=NAME           stacks/report/pprof: stacks through one module only\n"
+               "     --task=PID              stacks/report/pprof/history: one task only\n"
+               "     --unit=NAME             pprof/history: one unit's tasks only\n"
+               "     --module=NAME           stacks/report/pprof/history: stacks through one module only\n"
+               "     --since=DURATION        history: only the last DURATION (90, 90s, 10m, 2h, 1d)\n"
                "     --depth=N               stacks/report: levels below the root; footprint: directory levels\n"
                "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
                "  -n --iterations=N          top: stop after N refreshes\n"
@@ -168,7 +173,7 @@ static int usage_error(const char *format, ...) {
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
         "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
-        "--unit", "--boot", "--by",
+        "--unit", "--boot", "--by", "--since",
 };
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
@@ -196,6 +201,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_UNIT,
                 ARG_BOOT,
                 ARG_BY,
+                ARG_SINCE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -223,6 +229,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "stacks", required_argument, NULL, ARG_STACKS },
                 { "unit", required_argument, NULL, ARG_UNIT },
                 { "by", required_argument, NULL, ARG_BY },
+                { "since", required_argument, NULL, ARG_SINCE },
                 {}
         };
         VerbOption seen = 0;
@@ -344,6 +351,13 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 case ARG_BY:
                         arg_by = optarg;
                         seen |= OPTION_BY;
+                        break;
+                case ARG_SINCE:
+                        if (history_parse_duration(optarg, &v) < 0)
+                                return usage_error("--since takes a duration such as 90, 90s, 10m, 2h or 1d, not '%s'.",
+                                                   optarg);
+                        arg_since_seconds = (int64_t) v;
+                        seen |= OPTION_SINCE;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

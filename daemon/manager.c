@@ -38,6 +38,54 @@ double manager_events_per_second(const Manager *m) {
                (double) (m->rate_usec[newest] - m->rate_usec[oldest]);
 }
 
+void manager_save_history(Manager *m) {
+        m->history_saved_usec = now_usec(CLOCK_MONOTONIC);
+        if (!m->history_path)
+                return;
+        int r = history_save(m->history, m->history_path);
+        if (r < 0)
+                log_warning_errno(r, "Failed to write the history to %s, ignoring: %m", m->history_path);
+        else
+                log_debug("Wrote the history to %s.", m->history_path);
+}
+
+/* Where the history is kept, and what it held before a restart. A corrupt file is logged and replaced. */
+static int manager_setup_history(Manager *m) {
+        const char *dir = m->config.state_directory;
+        _cleanup_free_ char *env_dir = NULL;
+        int r;
+
+        m->history = history_new();
+        if (!m->history)
+                return log_oom();
+        if (!dir) {
+                /* systemd's StateDirectory=: a colon-separated list, ours first. */
+                const char *e = getenv("STATE_DIRECTORY");
+                if (e && *e) {
+                        env_dir = strndup(e, strcspn(e, ":"));
+                        if (!env_dir)
+                                return log_oom();
+                        dir = env_dir;
+                }
+        }
+        if (!dir || !*dir)
+                return 0;
+        if (asprintf(&m->history_path, "%s/history", dir) < 0) {
+                m->history_path = NULL;
+                return log_oom();
+        }
+        r = history_load(m->history, m->history_path);
+        if (r == -EBADMSG)
+                log_warning("The history in %s is corrupt or of another version, starting a new one.",
+                            m->history_path);
+        else if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Failed to read the history from %s, starting a new one: %m", m->history_path);
+        else if (r == 0)
+                log_info("Read the history from %s.", m->history_path);
+        m->history_saved_usec = now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
 static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         AccountingStats st;
@@ -50,6 +98,10 @@ static int status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         m->rate_events[m->rate_next] = st.events;
         m->rate_usec[m->rate_next] = now_usec(CLOCK_MONOTONIC);
         m->rate_next = (m->rate_next + 1) % EVENT_RATE_SAMPLES;
+
+        history_tick(m->history, m->accounting, now_usec(CLOCK_REALTIME));
+        if (m->history_path && now_usec(CLOCK_MONOTONIC) - m->history_saved_usec >= HISTORY_SAVE_INTERVAL_USEC)
+                manager_save_history(m);
 
         usage_get_stats(accounting_usage(m->accounting), &us);
         format_pages(size, sizeof(size), st.current_pages, (uint64_t) m->page_size);
@@ -286,6 +338,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
         if (!m->usym)
                 return log_oom();
+        r = manager_setup_history(m);
+        if (r < 0)
+                return r;
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the event loop: %m");
@@ -333,6 +388,8 @@ Manager *manager_free(Manager *m) {
         debounce_free(m->cgroup_resolve);
         debounce_free(m->cgroup_recheck);
         cgroupnames_free(m->cgroups);
+        history_free(m->history);
+        free(m->history_path);
         event_source_free(m->source);
         usym_free(m->usym);
         accounting_free(m->accounting);
@@ -441,6 +498,7 @@ int manager_start(Manager *m) {
                                         .event = m->event,
                                         .accounting = m->accounting,
                                         .usym = m->usym,
+                                        .history = m->history,
                                         .page_size = m->page_size,
                                         .socket_path = m->config.socket_path,
                                         .boot_phase_path = !m->config.boot_snapshot ? BOOT_PHASE_PATH_DEFAULT :
@@ -522,5 +580,8 @@ int manager_finish(Manager *m) {
         /* A stream line right before the summary keeps journald's record of our unit fresh (log.h). */
         log_stderr(LOG_INFO, "Stopping after %.1f s, writing the summary.", manager_uptime_usec(m) / 1e6);
         manager_log_summary(m, "shutdown");
+        /* The last second too. */
+        history_tick(m->history, m->accounting, now_usec(CLOCK_REALTIME));
+        manager_save_history(m);
         return m->config.report ? write_reports(m) : 0;
 }

@@ -16,6 +16,7 @@
 #include "accounting.h"
 #include "cgroupnames.h"
 #include "debounce.h"
+#include "history.h"
 #include "ksym.h"
 #include "oom-watch.h"
 #include "oomlog.h"
@@ -35,6 +36,7 @@ typedef struct ManagerConfig {
         AccountingConfig accounting;
         const char *kallsyms;           /* NULL: /proc/kallsyms */
         const char *cgroup_root;        /* the cgroup2 tree that names cgroups; NULL: found (cgroupnames.h) */
+        const char *state_directory;    /* keeps the history; NULL: $STATE_DIRECTORY's first; "": none */
         const char *socket_path;        /* NULL: the default */
         const char *boot_snapshot;      /* the initramfs's snapshot document; NULL: the default, "": none */
         const char *group;              /* NULL: the default; "" root only */
@@ -63,6 +65,9 @@ typedef struct Manager {
         CgroupNames *cgroups;           /* owned: names the core's cgroups; NULL without a cgroup2 mount */
         Debounce *cgroup_resolve;       /* owned: names new cgroups a moment after they appear */
         Debounce *cgroup_recheck;       /* owned: notices removed cgroups a while after processes exit */
+        History *history;               /* owned: sampled by the status timer */
+        char *history_path;             /* owned: where the history is kept; NULL: not kept */
+        uint64_t history_saved_usec;    /* CLOCK_MONOTONIC of the last save */
 
         OomWatch *oom_watch;            /* owned: oom:mark_victim; NULL when it could not be opened */
         OomLog *oom;                    /* owned: the last kills and peak snapshots (OomKills) */
@@ -97,6 +102,8 @@ void manager_flush(Manager *m);
 int manager_finish(Manager *m);
 
 void manager_log_summary(Manager *m, const char *reason);
+/* Writes the history to the state directory, if it is kept there; logs a failure. */
+void manager_save_history(Manager *m);
 double manager_events_per_second(const Manager *m);
 uint64_t manager_uptime_usec(const Manager *m);
 /* Names the core's pending cgroups (units.h) from the cgroup2 tree, walking it again once if one is
@@ -113,6 +120,8 @@ int manager_reload_ksym(Manager *m);
 /* New cgroups are named this long after the last new one of a burst (a walk of the cgroup tree costs a
  * few milliseconds per thousand cgroups), at most CGROUP_RESOLVE_MAX_DELAY_USEC after the first: soon
  * enough to find a short-lived unit's cgroup before it is removed. Queries name them at once. */
+/* The history is written this often and at exit, if it is kept. */
+#define HISTORY_SAVE_INTERVAL_USEC (UINT64_C(5) * 60 * 1000000)
 #define CGROUP_RESOLVE_DELAY_USEC 50000
 #define CGROUP_RESOLVE_MAX_DELAY_USEC 500000
 /* Process exits make the cgroup tree be walked again this long after the last exit of a burst, at most

@@ -53,7 +53,7 @@ expect() {
 
 expect "tasks" memstrackctl ta
 expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff footprint import modules oom pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "diff footprint history import modules oom pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "directory section symbol" memstrackctl footprint --by ""
 expect "--depth" memstrackctl footprint --d
 expect "--by" memstrackctl footprint --b
@@ -83,6 +83,8 @@ expect "--unit" memstrackctl pprof --u
 expect "--from" memstrackctl pprof --fr
 expect "page-owner" memstrackctl import ""
 expect "--file --format" memstrackctl import --f
+expect "--since" memstrackctl history --si
+expect "10m 1h" memstrackctl history --since 1
 expect "all peaks" memstrackctl reset ""
 expect "" memstrackctl reset peaks ""
 expect "" memstrackctl tasks --limit ""

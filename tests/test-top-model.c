@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "graph.h"
 #include "model.h"
 #include "tests.h"
 
@@ -283,10 +284,86 @@ static void test_units(void) {
         top_model_free(m);
 }
 
+/* The graph of the selected row: what it asks for, and the sparkline with the peak marked. */
+static void test_graph(void) {
+        TopGraph g = {};
+        TopModel *m;
+        json_t *r, *p;
+        char *key = NULL, *line = NULL;
+        int col;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o, o]", task(10, "big", 500, 500, 600), task(20, "mid", 300, 900, 400)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        top_model_move(m, 1);
+        p = top_graph_parameters(m, &key);
+        ASSERT_NOT_NULL(p);
+        ASSERT_STREQ(key, "pid 20");
+        ASSERT_EQ(json_integer_value(json_object_get(p, "pid")), 20);
+        ASSERT_EQ(json_integer_value(json_object_get(p, "seconds")), TOP_GRAPH_SECONDS);
+        json_decref(p);
+
+        /* Nothing yet: no line. */
+        ASSERT_OK(top_graph_line(&g, 4096, 80, true, &line, &col));
+        ASSERT_NULL(line);
+
+        /* 0, 4, 8 pages with a peak of 16 in the middle bucket: scaled to 16, the peak column marked. */
+        r = json_pack("{s:s, s:s, s:i, s:[i, i], s:[{s:i, s:i, s:i}, {s:i, s:i, s:i}, {s:i, s:i, s:i}]}",
+                      "what", "task", "name", "mid", "resolution", 1, "resolutions", 1, 60, "points",
+                      "timestampUsec", 1, "current", 0, "peak", 0,
+                      "timestampUsec", 2, "current", 4, "peak", 16,
+                      "timestampUsec", 3, "current", 8, "peak", 8);
+        ASSERT_OK(top_graph_update(&g, key, r));
+        json_decref(r);
+        ASSERT_TRUE(top_graph_is_for(&g, "pid 20"));
+        ASSERT_TRUE(!top_graph_is_for(&g, "pid 10"));
+        ASSERT_OK(top_graph_line(&g, 4096, 80, true, &line, &col));
+        ASSERT_NOT_NULL(line);
+        /* "pid 20 " is 7 columns; the peak is the second bucket. */
+        ASSERT_STREQ(line, "pid 20 \u2581\u2583\u2585 peak 64.0 KiB now 32.0 KiB");
+        ASSERT_EQ(col, 8);
+        free(line);
+        /* A terminal without UTF-8: ASCII levels, the same columns. */
+        ASSERT_OK(top_graph_line(&g, 4096, 80, false, &line, &col));
+        ASSERT_STREQ(line, "pid 20 _:= peak 64.0 KiB now 32.0 KiB");
+        ASSERT_EQ(col, 8);
+        free(line);
+
+        /* Narrow screens show the newest buckets only, at most half the width. */
+        ASSERT_OK(top_graph_line(&g, 4096, 20, true, &line, &col));
+        ASSERT_NOT_NULL(line);
+        free(line);
+        ASSERT_OK(top_graph_line(&g, 4096, 19, true, &line, &col));
+        ASSERT_NULL(line);
+
+        /* Modules, units and, in the stacks view, the scope (all: the total). */
+        top_model_set_view(m, TOP_VIEW_MODULES);
+        free(key);
+        p = top_graph_parameters(m, &key);
+        ASSERT_STREQ(key, "module vmlinux");
+        ASSERT_STREQ(json_string_value(json_object_get(p, "module")), "vmlinux");
+        json_decref(p);
+        top_model_set_view(m, TOP_VIEW_STACKS);
+        free(key);
+        p = top_graph_parameters(m, &key);
+        ASSERT_STREQ(key, "total");
+        ASSERT_NULL(json_object_get(p, "pid"));
+        json_decref(p);
+        free(key);
+
+        top_graph_clear(&g);
+        ASSERT_OK(top_graph_line(&g, 4096, 80, true, &line, &col));
+        ASSERT_NULL(line);
+        top_graph_done(&g);
+        top_model_free(m);
+}
+
 int main(void) {
         TEST(test_selection_survives_refresh);
         TEST(test_sort_and_filter);
         TEST(test_stacks);
         TEST(test_units);
+        TEST(test_graph);
         return 0;
 }

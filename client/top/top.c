@@ -26,6 +26,7 @@
 #include "ctl.h"
 #include "errors.h"
 #include "format.h"
+#include "graph.h"
 #include "model.h"
 #include "reply.h"
 #include "tasks.h"
@@ -39,6 +40,7 @@ typedef enum SideRequest {
         SIDE_NONE,
         SIDE_STACKS,
         SIDE_RESET,
+        SIDE_HISTORY,
 } SideRequest;
 
 typedef struct Top {
@@ -52,6 +54,8 @@ typedef struct Top {
         sd_event_source *side_source;
         SideRequest side_request;               /* the call in flight on side */
         bool stacks_wanted;                     /* fetch the tree again once side is free */
+        TopGraph graph;                         /* the selection's history, above the status line */
+        char *graph_key;                        /* owned: what the History call in flight is for */
 
         sd_event_source *reconnect_timer;
         sd_event_source *stdin_source;
@@ -70,13 +74,14 @@ static void set_status(Top *t, const char *format, ...) {
 }
 
 static void draw(Top *t) {
-        top_screen_draw(&t->screen, t->model, t->status[0] ? t->status : NULL, t->connected);
+        top_screen_draw(&t->screen, t->model, &t->graph, t->status[0] ? t->status : NULL, t->connected);
 }
 
 static void side_close(Top *t) {
         t->side_source = sd_event_source_disable_unref(t->side_source);
         t->side = varlink_client_free(t->side);
         t->side_request = SIDE_NONE;
+        t->graph_key = mfree_ptr(t->graph_key);
 }
 
 static void stream_close(Top *t) {
@@ -96,6 +101,9 @@ static void lost_daemon(Top *t, const char *why) {
         draw(t);
 }
 
+static void fetch_stacks(Top *t);
+static void fetch_graph(Top *t);
+
 static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Top *t = userdata;
         _cleanup_free_ char *error = NULL;
@@ -107,6 +115,19 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
                 return 0;
         SideRequest done = t->side_request;
         t->side_request = SIDE_NONE;
+        if (r >= 0 && done == SIDE_HISTORY) {
+                /* The graph says nothing on its own: an error (the task is gone, a memstrackd without
+                 * History) only empties it. */
+                _cleanup_free_ char *key = TAKE_PTR(t->graph_key);
+                if (error && streq(error, VARLINK_ERROR_METHOD_NOT_FOUND))
+                        t->graph.unsupported = true;
+                if (error || !key || top_graph_update(&t->graph, key, reply) < 0)
+                        top_graph_clear(&t->graph);
+                if (t->stacks_wanted)
+                        fetch_stacks(t);
+                draw(t);
+                return 0;
+        }
         if (r < 0) {
                 side_close(t);
                 set_status(t, "Lost the query connection: %s", strerror(-r));
@@ -123,6 +144,9 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
                         set_status(t, "Cannot show the stack tree: %s", strerror(-r));
         } else if (done == SIDE_RESET)
                 set_status(t, "Peaks reset.");
+        /* The graph waits for the side connection behind the stack tree. */
+        if (done == SIDE_STACKS)
+                fetch_graph(t);
         draw(t);
         return 0;
 }
@@ -152,6 +176,23 @@ static int side_send(Top *t, SideRequest what, const char *method, json_t *param
         }
         t->side_request = what;
         return 0;
+}
+
+/* Asks for the selection's history when the side connection is free; skipped otherwise (the next
+ * update asks again). */
+static void fetch_graph(Top *t) {
+        json_auto_t *params = NULL;
+        _cleanup_free_ char *key = NULL;
+
+        if (t->graph.unsupported || t->model->paused || !t->connected || t->side_request != SIDE_NONE)
+                return;
+        params = top_graph_parameters(t->model, &key);
+        if (!params)
+                return;
+        if (side_send(t, SIDE_HISTORY, "io.memstrack.History", params) < 0)
+                return;
+        free(t->graph_key);
+        t->graph_key = TAKE_PTR(key);
 }
 
 static void fetch_stacks(Top *t) {
@@ -211,6 +252,7 @@ static int stream_handler(sd_event_source *s, int fd, uint32_t revents, void *us
                 return sd_event_exit(t->event, 0);
         if (t->stacks_wanted || t->model->view == TOP_VIEW_STACKS)
                 fetch_stacks(t);
+        fetch_graph(t);
         draw(t);
         return 0;
 }
@@ -341,6 +383,7 @@ static void top_done(Top *t) {
         t->reconnect_timer = sd_event_source_disable_unref(t->reconnect_timer);
         stream_close(t);
         side_close(t);
+        top_graph_done(&t->graph);
         t->model = top_model_free(t->model);
         t->event = sd_event_unref(t->event);
 }

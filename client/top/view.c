@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <inttypes.h>
+#include <langinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,9 @@
 #include "macro.h"
 #include "view.h"
 
-/* Screen lines above and below the panel: totals, tabs; status. */
+/* Screen lines above and below the panel: totals, tabs; the history graph, status. */
 #define TOP_HEADER_LINES 2
-#define TOP_FOOTER_LINES 1
+#define TOP_FOOTER_LINES 2
 
 static void layout(TopScreen *s) {
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
@@ -290,7 +291,22 @@ static void draw_help(TopScreen *s) {
                 panel_print_line(y++, 0, s->cols, "", A_NORMAL);
 }
 
-void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connected) {
+/* The line above the status line: the selection's history, the highest peak in reverse video. */
+static void draw_graph(TopScreen *s, const TopModel *m, const TopGraph *graph) {
+        _cleanup_free_ char *line = NULL;
+        int peak_col = -1;
+
+        if (s->rows < TOP_HEADER_LINES + TOP_FOOTER_LINES + 1)
+                return;
+        if (graph && top_graph_line(graph, m->page_size, (size_t) s->cols, streq(nl_langinfo(CODESET), "UTF-8"), &line, &peak_col) >= 0 && line) {
+                panel_print_line(s->rows - 2, 0, s->cols, line, A_NORMAL);
+                if (peak_col >= 0 && peak_col < s->cols)
+                        mvchgat(s->rows - 2, peak_col, 1, A_REVERSE | A_BOLD, 0, NULL);
+        } else
+                panel_print_line(s->rows - 2, 0, s->cols, "", A_NORMAL);
+}
+
+void top_screen_draw(TopScreen *s, TopModel *m, const TopGraph *graph, const char *status, bool connected) {
         _cleanup_free_ char *header = NULL, *prompt = NULL;
 
         if (!s->active || s->rows <= 0 || s->cols <= 0)
@@ -329,6 +345,8 @@ void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connect
                 }
         }
 
+        if (m->mode != TOP_MODE_HELP)
+                draw_graph(s, m, graph);
         /* Bottom line: a prompt, a message, or the key hints. */
         if (m->mode == TOP_MODE_FILTER) {
                 if (asprintf(&prompt, "Filter: %s_   (Enter keeps, Esc clears)", m->filter_edit ?: "") >= 0)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "curses.h"
+#include "graph.h"
 #include "model.h"
 #include "panel.h"
 
@@ -33,5 +34,6 @@ int top_screen_read_key(TopScreen *s);
 /* Rows one page of the current view has. */
 size_t top_screen_page_rows(const TopScreen *s, TopView v);
 
-/* Draws the model; status is the bottom line's message (NULL: key hints). */
-void top_screen_draw(TopScreen *s, TopModel *m, const char *status, bool connected);
+/* Draws the model, and the history graph of the selection above the bottom line (graph may be NULL);
+ * status is the bottom line's message (NULL: key hints). */
+void top_screen_draw(TopScreen *s, TopModel *m, const TopGraph *graph, const char *status, bool connected);

@@ -13,12 +13,15 @@
 
 #include "bootphase.h"
 #include "config.h"
+#include "history.h"
 #include "list.h"
 #include "log.h"
 #include "marks.h"
 #include "query.h"
 #include "service.h"
 #include "time-util.h"
+#include "units.h"
+#include "utf8.h"
 #include "varlink-server.h"
 #include "varlink.h"
 
@@ -31,6 +34,7 @@ struct Service {
         sd_event *event;
         Accounting *accounting;
         UserSymbols *usym;
+        History *history;
         long page_size;
         int64_t priority;
         void *userdata;
@@ -370,6 +374,124 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (r < 0)
                 return r;
         reply = json_pack("{s:O}", "units", units);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply);
+}
+
+/* The raw name (as the core keeps it) of a unit or module named as in replies; NULL if unknown. */
+static const char *history_owner_name(Accounting *a, HistoryKind kind, const char *name) {
+        if (kind == HISTORY_UNIT) {
+                Units *un = accounting_units(a);
+                for (uint32_t i = 1; i < units_unit_count(un); i++) {
+                        const UnitUsage *x = units_unit(un, i);
+                        if (x && x->name && utf8_escaped_streq(x->name, name))
+                                return x->name;
+                }
+        } else {
+                Usage *u = accounting_usage(a);
+                for (uint16_t id = 1; id <= usage_module_count(u); id++)
+                        if (utf8_escaped_streq(usage_module(u, id)->name, name))
+                                return usage_module(u, id)->name;
+        }
+        return NULL;
+}
+
+static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *unit = NULL, *module = NULL, *name = NULL;
+        int64_t pid = -1, seconds = -1, resolution = -1;
+        const VarlinkField fields[] = {
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
+                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &unit },
+                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
+                { .name = "seconds", .type = VARLINK_FIELD_INT, .ret = &seconds, .min = 0, .max = INT32_MAX },
+                { .name = "resolution", .type = VARLINK_FIELD_INT, .ret = &resolution, .min = 1, .max = INT32_MAX },
+        };
+        _cleanup_free_ HistorySample *samples = NULL;
+        json_auto_t *points = NULL, *resolutions = NULL, *reply = NULL;
+        HistoryKind kind = HISTORY_TOTAL;
+        unsigned level = 0;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        if (pid >= 0 && unit)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        if ((pid >= 0 || unit) && module)
+                return varlink_call_error_invalid_parameter(call, "module");
+        if (resolution > 0) {
+                while (level < HISTORY_LEVELS &&
+                       history_levels[level].resolution_usec != (uint64_t) resolution * USEC_PER_SEC)
+                        level++;
+                if (level == HISTORY_LEVELS)
+                        return varlink_call_error_invalid_parameter(call, "resolution");
+        } else if (seconds >= 0)
+                level = history_level_for((uint64_t) seconds);
+        if (!sv->history)
+                return -EOPNOTSUPP;
+
+        HistorySeries *series;
+        if (pid >= 0) {
+                kind = HISTORY_TASK;
+                series = history_find(sv->history, kind, (int32_t) pid, NULL);
+                if (!series) {
+                        if (usage_find_process(accounting_usage(sv->accounting), (int32_t) pid) == USAGE_TASK_NONE) {
+                                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+                        }
+                        Usage *u = accounting_usage(sv->accounting);
+                        Task *t = usage_task(u, usage_find_process(u, (int32_t) pid));
+                        series = history_track(sv->history, kind, (int32_t) pid, t ? t->comm : NULL);
+                }
+        } else if (unit || module) {
+                kind = unit ? HISTORY_UNIT : HISTORY_MODULE;
+                const char *asked = unit ?: module;
+                const char *raw = history_owner_name(sv->accounting, kind, asked);
+                series = history_find(sv->history, kind, 0, raw ?: asked);
+                if (!series) {
+                        if (!raw) {
+                                if (unit)
+                                        return reply_no_such_unit(call, unit);
+                                json_auto_t *p = json_pack("{s:s}", "name", module);
+                                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
+                        }
+                        series = history_track(sv->history, kind, 0, raw);
+                }
+        } else
+                series = history_find(sv->history, kind, 0, NULL);
+        if (!series)
+                return -ENOSPC; /* every series of the kind is among the biggest: cannot be (history.h) */
+        name = series->name;
+
+        samples = calloc(history_levels[level].n_buckets, sizeof(HistorySample));
+        if (!samples)
+                return -ENOMEM;
+        uint64_t since = 0;
+        if (seconds >= 0) {
+                uint64_t now = now_usec(CLOCK_REALTIME), back = (uint64_t) seconds * USEC_PER_SEC;
+                since = now > back ? now - back : 0;
+        }
+        size_t n = history_series_read(series, level, since, samples);
+        points = json_array();
+        resolutions = json_array();
+        if (!points || !resolutions)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (json_array_append_new(points, json_pack("{s:I, s:I, s:I}",
+                                                            "timestampUsec", (json_int_t) samples[i].time_usec,
+                                                            "current", (json_int_t) samples[i].current_pages,
+                                                            "peak", (json_int_t) samples[i].peak_pages)) < 0)
+                        return -ENOMEM;
+        for (unsigned l = 0; l < HISTORY_LEVELS; l++)
+                if (json_array_append_new(resolutions, json_integer((json_int_t) (history_levels[l].resolution_usec /
+                                                                                  USEC_PER_SEC))) < 0)
+                        return -ENOMEM;
+        reply = json_pack("{s:s, s:o, s:I, s:O, s:O}",
+                          "what", history_kind_to_string(kind),
+                          "name", kind == HISTORY_TOTAL ? json_string("") : utf8_json_string(name),
+                          "resolution", (json_int_t) (history_levels[level].resolution_usec / USEC_PER_SEC),
+                          "resolutions", resolutions,
+                          "points", points);
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
@@ -773,6 +895,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Tasks", method_tasks, 0 },
         { "io.memstrack.Modules", method_modules, 0 },
         { "io.memstrack.Units", method_units, 0 },
+        { "io.memstrack.History", method_history, 0 },
         { "io.memstrack.StackTree", method_stack_tree, 0 },
         { "io.memstrack.Top", method_top, 0 },
         { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
@@ -817,6 +940,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .event = config->event,
                 .accounting = config->accounting,
                 .usym = config->usym,
+                .history = config->history,
                 .page_size = config->page_size,
                 .priority = config->priority,
                 .userdata = config->userdata,

@@ -16,6 +16,7 @@
 
 #include "accounting.h"
 #include "event.h"
+#include "history.h"
 #include "macro.h"
 #include "oomlog.h"
 #include "usym.h"
@@ -36,6 +37,7 @@ typedef struct ServiceConfig {
         sd_event *event;                /* borrowed */
         Accounting *accounting;         /* borrowed; its Ksym tells whether kernel addresses are hidden */
         UserSymbols *usym;              /* borrowed: names user frames in StackTree replies */
+        History *history;               /* borrowed: answers History */
         long page_size;
         const char *socket_path;        /* NULL: MEMSTRACK_SOCKET_DEFAULT (copied) */
         const char *group;              /* NULL: MEMSTRACK_GROUP_DEFAULT; "" root only (copied) */

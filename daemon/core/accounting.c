@@ -29,6 +29,7 @@ struct Accounting {
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
         TracerFrameSlot tracer_cache[TRACER_CACHE_SLOTS]; /* is a chain's innermost frame the tracer's? */
         AccountingStats stats;
+        uint64_t interval_peak_pages;   /* the most current_pages reached since the last take (ledger_mark()) */
 };
 
 /*
@@ -156,6 +157,7 @@ static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
         units_charge(a->units, chargeindex_cgroup(a->index, o->node), pages);
         a->stats.current_pages += pages;
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
+        a->interval_peak_pages = MAX(a->interval_peak_pages, a->stats.current_pages);
 }
 
 /* PageReleaseFn: pages leave whoever allocated them. */
@@ -363,6 +365,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         usage_module_apply(a->usage, module, LEDGER_PAGES, rise, module_delta);
         units_apply(a->units, cgroup, rise, module_delta);
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages + rise);
+        a->interval_peak_pages = MAX(a->interval_peak_pages, a->stats.current_pages + rise);
         a->stats.current_pages = (uint64_t) ((int64_t) a->stats.current_pages + delta);
 }
 
@@ -608,6 +611,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 units_clear(a->units);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid, .resets = resets + 1 };
+                a->interval_peak_pages = 0;
                 break;
         }
         default:
@@ -646,4 +650,11 @@ size_t accounting_memory_bytes(const Accounting *a) {
 
 uint64_t accounting_current_pages(const Accounting *a) {
         return a->stats.current_pages;
+}
+
+uint64_t accounting_interval_take(Accounting *a, uint64_t *ret_current_pages) {
+        uint64_t p = MAX(a->interval_peak_pages, a->stats.current_pages);
+        a->interval_peak_pages = a->stats.current_pages;
+        *ret_current_pages = a->stats.current_pages;
+        return p;
 }

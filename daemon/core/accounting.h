@@ -121,5 +121,8 @@ const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
 /* AccountingStats.current_pages alone: cheap enough to check per event. */
 uint64_t accounting_current_pages(const Accounting *a);
+/* The most current_pages reached since the last call (ledger_interval_take() for the total), and the
+ * current pages in *ret_current_pages. */
+uint64_t accounting_interval_take(Accounting *a, uint64_t *ret_current_pages);
 /* Heap bytes held by the core's tables. */
 size_t accounting_memory_bytes(const Accounting *a);

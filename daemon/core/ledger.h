@@ -71,3 +71,29 @@ static inline bool ledger_apply(Ledger *l, uint64_t rise, int64_t delta) {
 static inline void ledger_reset_peak(Ledger *l) {
         l->peak = l->current;
 }
+
+/*
+ * An interval peak: the most a ledger's current value reached since the last ledger_interval_take(), for
+ * history buckets (history.h). The ledger's own peak cannot give it: it only rises, so a bucket in which
+ * the value climbed back to below an older peak would not see its maximum. It is a counter beside the
+ * ledger, not in it (a stack node keeps none), raised by the owner's charge path after ledger_add(): one
+ * compare on a cache line the charge already wrote. Releases never raise it.
+ */
+static inline void ledger_mark(const Ledger *l, uint64_t *interval_peak) {
+        if (l->current > *interval_peak)
+                *interval_peak = l->current;
+}
+
+/* As ledger_raise() for the interval peak: the value stood rise above current at some moment. */
+static inline void ledger_mark_rise(const Ledger *l, uint64_t rise, uint64_t *interval_peak) {
+        if (l->current + rise > *interval_peak)
+                *interval_peak = l->current + rise;
+}
+
+/* The most the value reached since the last take (at least the current value), and a new interval
+ * starting at the current value. */
+static inline uint64_t ledger_interval_take(const Ledger *l, uint64_t *interval_peak) {
+        uint64_t p = *interval_peak > l->current ? *interval_peak : l->current;
+        *interval_peak = l->current;
+        return p;
+}

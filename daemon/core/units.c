@@ -139,6 +139,7 @@ void units_charge(Units *u, uint32_t cgroup, uint64_t pages) {
 
         c->current_pages += pages;
         ledger_add(&unit->ledger, pages);
+        ledger_mark(&unit->ledger, &unit->interval_peak);
         unit->allocs++;
 }
 
@@ -159,11 +160,18 @@ void units_apply(Units *u, uint32_t cgroup, uint64_t rise, int64_t delta) {
                 c->current_pages += (uint64_t) delta;
         else
                 c->current_pages -= MIN((uint64_t) -(delta + 1) + 1, c->current_pages);
+        ledger_mark_rise(&unit->ledger, rise, &unit->interval_peak);
         (void) ledger_apply(&unit->ledger, rise, delta);
         if (delta > 0)
                 unit->allocs++;
         else if (delta < 0)
                 unit->frees++;
+}
+
+uint64_t units_interval_take(Units *u, uint32_t unit) {
+        if (unit == UNITS_NONE || unit >= u->n_units || u->units[unit].n_cgroups == 0)
+                return 0;
+        return ledger_interval_take(&u->units[unit].ledger, &u->units[unit].interval_peak);
 }
 
 uint32_t units_find(const Units *u, const char *name) {
@@ -230,6 +238,7 @@ int units_cgroup_resolve(Units *u, uint32_t cgroup, const char *name, const char
                 UnitUsage *f = &u->units[from], *t = &u->units[to];
                 (void) ledger_sub(&f->ledger, c->current_pages);
                 ledger_add(&t->ledger, c->current_pages);
+                ledger_mark(&t->ledger, &t->interval_peak);
                 f->n_cgroups--;
                 t->n_cgroups++;
                 if (!c->removed) {
@@ -304,6 +313,7 @@ void units_clear(Units *u) {
                 u->cgroups[i].current_pages = 0;
         for (size_t i = 1; i < u->n_units; i++) {
                 u->units[i].ledger = (Ledger) {};
+                u->units[i].interval_peak = 0;
                 u->units[i].allocs = u->units[i].frees = 0;
         }
 }

@@ -32,6 +32,7 @@ typedef struct UnitUsage {
         char *name;                     /* owned; NULL while none of its cgroups is resolved */
         char *cgroup;                   /* owned: path of the cgroup resolved into it last; NULL if none */
         Ledger ledger;                  /* pages */
+        uint64_t interval_peak;         /* ledger_mark(), for history.h */
         uint64_t allocs, frees;         /* charges and releases of pages */
         uint32_t n_cgroups;             /* cgroup records charged to it; 0: the slot is unused */
         uint32_t n_live;                /* of them, those not known to be removed */
@@ -83,6 +84,8 @@ size_t units_pending(const Units *u);
 
 size_t units_unit_count(const Units *u);
 const UnitUsage *units_unit(const Units *u, uint32_t unit);
+/* ledger_interval_take() of a unit's pages; 0 for an index out of range or unused. */
+uint64_t units_interval_take(Units *u, uint32_t unit);
 /* The unit of this name, or UNITS_NONE. Walks the units: for queries and resolution, not per event. */
 uint32_t units_find(const Units *u, const char *name);
 /* The unit a cgroup record is charged to; UNITS_NONE out of range. */

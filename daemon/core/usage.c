@@ -373,7 +373,9 @@ void usage_task_charge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
                 Task *p = &u->tasks[t->process];
                 ledger_add(&p->ledger[unit], n);
                 p->allocs++;
-        }
+                ledger_mark(&p->ledger[unit], &p->interval_peak[unit]);
+        } else
+                ledger_mark(&t->ledger[unit], &t->interval_peak[unit]);
 }
 
 static void ledger_release(Usage *u, Ledger *l, uint64_t *frees, uint64_t n) {
@@ -431,9 +433,12 @@ void usage_task_uncharge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
 void usage_task_apply(Usage *u, uint32_t task, LedgerUnit unit, uint64_t rise, int64_t delta) {
         Task *t = &u->tasks[task];
 
+        Task *p = &u->tasks[t->process];
+
         ledger_raise(&t->ledger[unit], rise);
         if (t->process != task)
-                ledger_raise(&u->tasks[t->process].ledger[unit], rise);
+                ledger_raise(&p->ledger[unit], rise);
+        ledger_mark_rise(&p->ledger[unit], rise, &p->interval_peak[unit]);
         if (delta > 0)
                 usage_task_charge(u, task, unit, (uint64_t) delta);
         else if (delta < 0)
@@ -593,6 +598,7 @@ void usage_module_charge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n) {
         if (!m)
                 return;
         ledger_add(&m->ledger[unit], n);
+        ledger_mark(&m->ledger[unit], &m->interval_peak[unit]);
         m->allocs++;
 }
 
@@ -607,6 +613,7 @@ void usage_module_apply(Usage *u, uint16_t id, LedgerUnit unit, uint64_t rise, i
         if (!m)
                 return;
         ledger_raise(&m->ledger[unit], rise);
+        ledger_mark_rise(&m->ledger[unit], rise, &m->interval_peak[unit]);
         if (delta > 0)
                 usage_module_charge(u, id, unit, (uint64_t) delta);
         else if (delta < 0)
@@ -626,9 +633,11 @@ void usage_reset_peaks(Usage *u) {
 }
 
 /* Zeroes a record's counts, every unit. */
-static void counts_clear(Ledger *l, uint64_t *allocs, uint64_t *frees) {
-        for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++)
+static void counts_clear(Ledger *l, uint64_t *interval_peak, uint64_t *allocs, uint64_t *frees) {
+        for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++) {
                 l[unit] = (Ledger) {};
+                interval_peak[unit] = 0;
+        }
         *allocs = *frees = 0;
 }
 
@@ -648,7 +657,7 @@ void usage_clear(Usage *u) {
                 for (size_t i = 1; i < u->n_tasks; i++) {
                         Task *t = &u->tasks[i];
 
-                        counts_clear(t->ledger, &t->allocs, &t->frees);
+                        counts_clear(t->ledger, t->interval_peak, &t->allocs, &t->frees);
                         if (t->exited && !t->evicted)
                                 evict_one(u, (uint32_t) i);
                         /* The page table was cleared with us: no page names any slot now. */
@@ -671,12 +680,13 @@ void usage_clear(Usage *u) {
                 for (size_t i = 1; i < u->n_tasks; i++)
                         if (u->tasks[i].is_thread && !u->tasks[i].evicted)
                                 u->tasks[u->tasks[i].process].n_threads++;
-                counts_clear(u->tasks[USAGE_TASK_EVICTED].ledger, &u->tasks[USAGE_TASK_EVICTED].allocs,
+                counts_clear(u->tasks[USAGE_TASK_EVICTED].ledger, u->tasks[USAGE_TASK_EVICTED].interval_peak,
+                             &u->tasks[USAGE_TASK_EVICTED].allocs,
                              &u->tasks[USAGE_TASK_EVICTED].frees);
         }
         u->n_exited = 0;
         for (size_t i = 0; i < u->n_modules; i++)
-                counts_clear(u->modules[i].ledger, &u->modules[i].allocs, &u->modules[i].frees);
+                counts_clear(u->modules[i].ledger, u->modules[i].interval_peak, &u->modules[i].allocs, &u->modules[i].frees);
         u->tasks_evicted = u->tasks_recycled = u->modules_dropped = u->underflows = 0;
         forget_last(u);
 }

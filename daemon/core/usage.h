@@ -31,6 +31,7 @@ typedef struct Task {
         char comm[USAGE_COMM_MAX];
         char *cmdline;                  /* owned; NULL when unknown */
         Ledger ledger[_LEDGER_UNIT_MAX];        /* indexed by LedgerUnit */
+        uint64_t interval_peak[_LEDGER_UNIT_MAX];       /* process: ledger_mark(), for history.h */
         uint64_t allocs;                /* charges (allocation events, positive samples), any unit */
         uint64_t frees;                 /* releases of tracked memory, any unit */
         uint64_t baseline_pages;        /* resident pages it had before tracing began; 0 if not seeded */
@@ -51,6 +52,7 @@ typedef struct Task {
 typedef struct ModuleUsage {
         char *name;                     /* owned */
         Ledger ledger[_LEDGER_UNIT_MAX];        /* indexed by LedgerUnit */
+        uint64_t interval_peak[_LEDGER_UNIT_MAX];       /* ledger_mark(), for history.h */
         uint64_t allocs, frees;         /* as Task's */
         bool loaded;
         bool loaded_known;              /* loaded was set by a load or free event, or by kallsyms listing it */

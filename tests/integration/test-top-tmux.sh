@@ -171,11 +171,21 @@ keys Enter
 expect_screen 'sort: current  filter: loadgen' "the filter in the tab line"
 # Only loadgen's rows are left (the parent that forked the child is a loadgen too).
 deadline=$((SECONDS + WAIT))
-until rows=$(screen | sed -n '4,39p' | grep -v '^ *$') && [ -n "$rows" ] && ! echo "$rows" | grep -vq loadgen; do
+# Lines 4 to 38: the panel; 39 is the history graph, 40 the status line.
+until rows=$(screen | sed -n '4,38p' | grep -v '^ *$') && [ -n "$rows" ] && ! echo "$rows" | grep -vq loadgen; do
     [ $SECONDS -lt $deadline ] || { screen >&2; fail "rows other than loadgen's remain after the filter"; }
     sleep 0.1
 done
 echo "ok filter"
+# Above the status line, the selected task's history: a sparkline, its peak and its current size.
+# The pane runs in the C locale: ASCII levels.
+expect_screen '^pid [0-9]+ [_.:=+*#-]+ peak [0-9.]+ [KMGT]?i?B now [0-9.]+ [KMGT]?i?B' "the selected row's history graph"
+# Its highest peak is marked (reverse video) on that line.
+graph_marked() {
+    tmux_ capture-pane -e -p -t top | sed -n 39p | grep -q $'\e\[[0-9;]*7m'
+}
+wait_for "the graph's peak marked in reverse video" graph_marked
+echo "ok history graph"
 
 # The highlighted row's pid (escape sequences from capture-pane -e: reverse video marks it), below the
 # header lines.
