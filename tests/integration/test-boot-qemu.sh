@@ -9,7 +9,8 @@
 #   - the modules it names are modules the guest kernel really loaded (its /proc/modules, printed by
 #     the real root's init), at least two of them with pages and peaks above zero, among them the
 #     driver of the root disk (virtio_blk) when the kernel has it as a module;
-#   - in the real root, `memstrackctl report --from` reads the snapshot the initramfs left under
+#   - in the real root, memstrackd serves the snapshot the initramfs left (report --boot, equal to
+#     `memstrackctl report --from` of the file) under
 #     /run/memstrack/ and shows the same modules.
 # Usage: test-boot-qemu.sh BUILD_DIR WORK_DIR
 # The Debian root is cached (MEMSTRACK_BOOT_CACHE, default /var/cache/memstrack/boot-test) and made
@@ -39,9 +40,19 @@ command -v mkfs.ext4 >/dev/null || skip "no mkfs.ext4"
 start_time=$(date +%s)
 
 # ---- The Debian root, cached --------------------------------------------------------------------------
-# Only the kernel, dracut, systemd (for a systemd initramfs), udev and the libraries we link. The dracut settings go
-# in before the kernel, so the kernel's own initramfs (built when it is installed) is small and quick too.
-packages=linux-image-amd64,dracut,systemd,udev,kmod,libtraceevent1,libjansson4,libdw1,libelf1,libbpf1,libncursesw6,libsystemd0,libtinfo6
+# Only the kernel, dracut, systemd (for a systemd initramfs), udev and the libraries our binaries link: the
+# packages of what ldd finds, so a new library (libprotobuf-c for pprof once) cannot be missed in the
+# guest. The dracut settings go in before the kernel, so the kernel's own initramfs (built when it is
+# installed) is small and quick too.
+libraries=$(for b in "$build/daemon/memstrackd" "$build/client/memstrackctl"; do ldd "$b"; done |
+        awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
+                dpkg -S "$lib" 2>/dev/null || dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null ||
+                        echo "NONE: $lib"
+        done | cut -d: -f1 | sort -u | paste -sd,)
+case $libraries in
+        *NONE*|"") fail "cannot tell which Debian packages hold the libraries memstrackd and memstrackctl link: $libraries" ;;
+esac
+packages=linux-image-amd64,dracut,systemd,udev,kmod,$libraries
 dracut_conf='hostonly="no"
 hostonly_cmdline="no"
 compress="cat"
@@ -109,8 +120,11 @@ DESTDIR=$root meson install -C "$build" --no-rebuild --quiet >"$work/install.log
         fail "meson install put no dracut module in /usr/lib/dracut/modules.d/99memstrackd"
 ctl=$(cd "$root" && find usr -path '*/bin/memstrackctl' | head -1)
 [ -n "$ctl" ] || fail "no memstrackctl in the installed tree"
+daemon=$(cd "$root" && find usr -path '*/sbin/memstrackd' | head -1)
+[ -n "$daemon" ] || fail "no memstrackd in the installed tree"
 
-# The real root's init: what the kernel loaded, and the initramfs snapshot read back; then power off.
+# The real root's init: what the kernel loaded, and the initramfs snapshot as the real root's memstrackd
+# serves it (BootPhase, report --boot), which must be the file's own report; then power off.
 cat >"$root/sbin/boot-test-init" <<EOF
 #!/bin/sh
 mount -t proc proc /proc
@@ -120,8 +134,16 @@ cat /proc/modules
 echo "==== boot-test /proc/modules END ===="
 echo "==== boot-test snapshot ===="
 ls -l /run/memstrack/
-/$ctl report --from=/run/memstrack/initramfs.snapshot --format=module_summary
-echo "==== boot-test snapshot END rc=\$? ===="
+/$daemon --foreground --group= >/run/boot-test-memstrackd.log 2>&1 &
+i=0
+until /$ctl status >/dev/null 2>&1 || [ \$i -ge 600 ]; do sleep 0.2; i=\$((i + 1)); done
+boot=\$(/$ctl report --boot --format=module_summary)
+rc=\$?
+file=\$(/$ctl report --from=/run/memstrack/initramfs.snapshot --format=module_summary)
+[ "\$boot" = "\$file" ] || { echo "report --boot differs from the file's report:"; echo "\$file"; rc=1; }
+[ \$rc = 0 ] || tail -5 /run/boot-test-memstrackd.log
+echo "\$boot"
+echo "==== boot-test snapshot END rc=\$rc ===="
 sync
 echo o >/proc/sysrq-trigger
 sleep 60
@@ -233,7 +255,7 @@ boot_and_check() {
         [ -n "$initrd_top" ] || fail "$variant: rd.memdebug=5 printed no module_top report"
         [ -n "$loaded" ] || { tail -40 "$console"; fail "$variant: the real root printed no /proc/modules"; }
         grep -q '^==== boot-test snapshot END rc=0 ====' "$console" ||
-                { echo "$snapshot"; fail "$variant: memstrackctl report --from the initramfs snapshot failed in the real root"; }
+                { echo "$snapshot"; fail "$variant: the real root's memstrackd did not serve the initramfs snapshot (report --boot)"; }
 
         echo "---- $variant initramfs module_summary"
         echo "$initrd_summary"
@@ -269,7 +291,7 @@ boot_and_check() {
                         fail "$variant: module_top's tree for $name holds no pages"
         done
         echo "$variant initramfs module_top: a tree for each of:$modules_with_pages"
-        check_summary "$variant: real root, report --from the snapshot" "$snapshot"
+        check_summary "$variant: real root, report --boot" "$snapshot"
         boot_times="$boot_times $variant $((boot_end - boot_start)) s,"
 }
 for variant in $variants; do
