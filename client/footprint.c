@@ -114,14 +114,8 @@ static void footprint_done(Footprint *fp) {
 
 /* Grows *array of *n elements of size to hold one more; returns the new element, zeroed, or NULL. */
 static void *grow(void **array, size_t *n, size_t *allocated, size_t size) {
-        if (*n >= *allocated) {
-                size_t k = *allocated ? *allocated * 2 : 64;
-                void *p = reallocarray(*array, k, size);
-                if (!p)
-                        return NULL;
-                *array = p;
-                *allocated = k;
-        }
+        if (greedy_realloc(array, allocated, *n + 1, size, 64) < 0)
+                return NULL;
         void *e = (char *) *array + (*n)++ * size;
         memset(e, 0, size);
         return e;

@@ -118,14 +118,8 @@ Table *table_free(Table *t) {
 int table_add_cell(Table *t, const char *text) {
         assert(t);
 
-        if (t->n_cells == t->allocated) {
-                size_t n = MAX(t->allocated * 2, (size_t) 64);
-                char **c = reallocarray(t->cells, n, sizeof(char *));
-                if (!c)
-                        return -ENOMEM;
-                t->cells = c;
-                t->allocated = n;
-        }
+        if (greedy_realloc(&t->cells, &t->allocated, t->n_cells + 1, sizeof(char *), 64) < 0)
+                return -ENOMEM;
         char *copy = format_sanitize(text ?: "-");
         if (!copy)
                 return -ENOMEM;

@@ -62,25 +62,6 @@ static void builder_done(Builder *b) {
         free(b->stack);
 }
 
-/* Makes room for need elements of size in *array, which has *alloc. -ENOMEM. */
-static int grow(void *array, size_t *alloc, size_t need, size_t size) {
-        void **a = array;
-        size_t n;
-        void *q;
-
-        if (need <= *alloc)
-                return 0;
-        n = MAX(need, MAX(*alloc * 2, (size_t) 16));
-        if (n > SIZE_MAX / size)
-                return -ENOMEM;
-        q = realloc(*a, n * size);
-        if (!q)
-                return -ENOMEM;
-        *a = q;
-        *alloc = n;
-        return 0;
-}
-
 /* The index of s in the string table, adding it if new. -ENOMEM. */
 static int64_t intern(Builder *b, const char *s) {
         Profile *p = b->p;
@@ -89,7 +70,7 @@ static int64_t intern(Builder *b, const char *s) {
 
         if (id)
                 return json_integer_value(id);
-        if (grow(&p->string_table, &b->strings_alloc, p->n_string_table + 1, sizeof(char *)) < 0)
+        if (greedy_realloc(&p->string_table, &b->strings_alloc, p->n_string_table + 1, sizeof(char *), 16) < 0)
                 return -ENOMEM;
         copy = strdup(s);
         if (!copy)
@@ -107,7 +88,7 @@ static int add_comment(Builder *b, const char *text) {
 
         if (s < 0)
                 return (int) s;
-        if (grow(&p->comment, &b->comments_alloc, p->n_comment + 1, sizeof(int64_t)) < 0)
+        if (greedy_realloc(&p->comment, &b->comments_alloc, p->n_comment + 1, sizeof(int64_t), 16) < 0)
                 return -ENOMEM;
         p->comment[p->n_comment++] = s;
         return 0;
@@ -170,7 +151,7 @@ static int mapping_id(Builder *b, const char *module, bool user, uint64_t *ret_i
         int64_t filename = intern(b, module);
         if (filename < 0)
                 return -ENOMEM;
-        if (grow(&p->mapping, &b->mappings_alloc, p->n_mapping + 1, sizeof(Mapping *)) < 0)
+        if (greedy_realloc(&p->mapping, &b->mappings_alloc, p->n_mapping + 1, sizeof(Mapping *), 16) < 0)
                 return -ENOMEM;
         m = malloc(sizeof(*m));
         if (!m)
@@ -207,7 +188,7 @@ static int function_id(Builder *b, const char *mkey, const char *frame, uint64_t
         int64_t s = intern(b, name);
         if (s < 0)
                 return -ENOMEM;
-        if (grow(&p->function, &b->functions_alloc, p->n_function + 1, sizeof(Function *)) < 0)
+        if (greedy_realloc(&p->function, &b->functions_alloc, p->n_function + 1, sizeof(Function *), 16) < 0)
                 return -ENOMEM;
         fn = malloc(sizeof(*fn));
         if (!fn)
@@ -289,7 +270,7 @@ static int location_id(Builder *b, const json_t *node, bool user, uint64_t *ret)
         r = function_id(b, mkey, frame, &fid);
         if (r < 0)
                 return r;
-        if (grow(&p->location, &b->locations_alloc, p->n_location + 1, sizeof(Location *)) < 0)
+        if (greedy_realloc(&p->location, &b->locations_alloc, p->n_location + 1, sizeof(Location *), 16) < 0)
                 return -ENOMEM;
         loc = malloc(sizeof(*loc));
         if (!loc)
@@ -320,7 +301,7 @@ static int add_sample(Builder *b, uint64_t pages) {
         Profile *p = b->p;
         Sample *s;
 
-        if (grow(&p->sample, &b->samples_alloc, p->n_sample + 1, sizeof(Sample *)) < 0)
+        if (greedy_realloc(&p->sample, &b->samples_alloc, p->n_sample + 1, sizeof(Sample *), 16) < 0)
                 return -ENOMEM;
         s = malloc(sizeof(*s));
         if (!s)
@@ -367,7 +348,7 @@ static int walk(Builder *b, const json_t *node, bool user, unsigned level) {
                 r = location_id(b, child, user && kind != FRAME_KERNEL_IMAGE, &loc);
                 if (r < 0)
                         return r;
-                r = grow(&b->stack, &b->stack_alloc, b->n_stack + 1, sizeof(uint64_t));
+                r = greedy_realloc(&b->stack, &b->stack_alloc, b->n_stack + 1, sizeof(uint64_t), 16);
                 if (r < 0)
                         return r;
                 b->stack[b->n_stack++] = loc;
@@ -443,7 +424,7 @@ static int build(Builder *b, const PprofSource *s) {
                 if (r < 0)
                         return r;
                 b->n_stack = 0;
-                r = grow(&b->stack, &b->stack_alloc, 1, sizeof(uint64_t));
+                r = greedy_realloc(&b->stack, &b->stack_alloc, 1, sizeof(uint64_t), 16);
                 if (r < 0)
                         return r;
                 b->stack[b->n_stack++] = loc;

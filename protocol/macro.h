@@ -7,6 +7,7 @@
  */
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,4 +94,24 @@ static inline int negative_errno(void) {
 static inline const char *startswith(const char *s, const char *prefix) {
         size_t n = strlen(prefix);
         return strncmp(s, prefix, n) == 0 ? s + n : NULL;
+}
+
+/* Makes room for need elements of size bytes in *array (a T **, with *allocated of them), doubling from
+ * at least min so that appending one at a time costs amortized O(1). 0, or -ENOMEM (the array as it was). */
+static inline int greedy_realloc(void *array, size_t *allocated, size_t need, size_t size, size_t min) {
+        void **a = array;
+
+        if (need <= *allocated)
+                return 0;
+        size_t n = need;
+        if (n < min)
+                n = min;
+        if (*allocated <= SIZE_MAX / 2 && n < *allocated * 2)
+                n = *allocated * 2;
+        void *q = reallocarray(*a, n, size);
+        if (!q)
+                return -ENOMEM;
+        *a = q;
+        *allocated = n;
+        return 0;
 }

@@ -87,14 +87,8 @@ int slabinfo_read(const char *path, SlabInfo **ret) {
                 if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
                         continue;       /* the column header */
 
-                if (s->n_caches == allocated) {
-                        size_t a = allocated ? allocated * 2 : 64;
-                        SlabCache *c = reallocarray(s->caches, a, sizeof(SlabCache));
-                        if (!c)
-                                return -ENOMEM;
-                        s->caches = c;
-                        allocated = a;
-                }
+                if (greedy_realloc(&s->caches, &allocated, s->n_caches + 1, sizeof(SlabCache), 64) < 0)
+                        return -ENOMEM;
                 SlabCache *c = &s->caches[s->n_caches];
                 *c = (SlabCache) { .index = s->n_caches };
                 r = parse_cache(line, c);

@@ -432,14 +432,8 @@ static int add_stack_rows(TopModel *m, RowBuilder *b, const TopStackNode *n, con
         bool expanded = depth == 0 || path_expanded(m, path) ||
                         (filter_active(m, TOP_VIEW_STACKS) && !self_matched && n->n_children > 0);
 
-        if (b->n == b->allocated) {
-                size_t k = MAX(b->allocated * 2, (size_t) 64);
-                TopStackRow *rows = reallocarray(b->rows, k, sizeof(TopStackRow));
-                if (!rows)
-                        return -ENOMEM;
-                b->rows = rows;
-                b->allocated = k;
-        }
+        if (greedy_realloc(&b->rows, &b->allocated, b->n + 1, sizeof(TopStackRow), 64) < 0)
+                return -ENOMEM;
         char *row_path = strdup(path);
         if (!row_path)
                 return -ENOMEM;

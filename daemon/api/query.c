@@ -621,15 +621,9 @@ static void leaf_list_add(void *userdata, uint32_t leaf, uint64_t pages) {
         /* A process-tree leaf stands for its twin in the global tree, as in stack views. */
         if (stacktree_node(l->tree, leaf)->twin != STACK_NODE_NONE)
                 leaf = stacktree_node(l->tree, leaf)->twin;
-        if (l->n == l->n_allocated) {
-                size_t n = MAX(l->n_allocated * 2, (size_t) 64);
-                LeafPages *p = realloc(l->items, n * sizeof(LeafPages));
-                if (!p) {
-                        l->error = -ENOMEM;
-                        return;
-                }
-                l->items = p;
-                l->n_allocated = n;
+        if (greedy_realloc(&l->items, &l->n_allocated, l->n + 1, sizeof(LeafPages), 64) < 0) {
+                l->error = -ENOMEM;
+                return;
         }
         l->items[l->n++] = (LeafPages) { l->rank, leaf, pages };
 }

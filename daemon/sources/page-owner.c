@@ -157,15 +157,8 @@ static int symbol_intern(PageOwnerSource *s, const char *name, const char *modul
 
         if (s->n_symbols >= PO_SYMBOLS_MAX)
                 return -E2BIG;
-        if (s->n_symbols == s->n_symbols_allocated) {
-                size_t n = MAX(s->n_symbols_allocated * 2, (size_t) 256);
-                PoSymbol *p = realloc(s->symbols, n * sizeof(PoSymbol));
-
-                if (!p)
-                        return -ENOMEM;
-                s->symbols = p;
-                s->n_symbols_allocated = n;
-        }
+        if (greedy_realloc(&s->symbols, &s->n_symbols_allocated, s->n_symbols + 1, sizeof(PoSymbol), 256) < 0)
+                return -ENOMEM;
         PoSymbol *sym = &s->symbols[s->n_symbols];
         *sym = (PoSymbol) { .name = strdup(name), .module = module ? strdup(module) : NULL };
         if (!sym->name || (module && !sym->module)) {

@@ -84,14 +84,8 @@ const char *cgroupnames_root(const CgroupNames *c) {
 }
 
 static int walk_add(Walk *w, uint64_t id, const char *path) {
-        if (w->n == w->allocated) {
-                size_t n = MAX(w->allocated * 2, (size_t) 64);
-                CgroupEntry *e = realloc(w->entries, n * sizeof(CgroupEntry));
-                if (!e)
-                        return -ENOMEM;
-                w->entries = e;
-                w->allocated = n;
-        }
+        if (greedy_realloc(&w->entries, &w->allocated, w->n + 1, sizeof(CgroupEntry), 64) < 0)
+                return -ENOMEM;
         char *p = strdup(path);
         if (!p)
                 return -ENOMEM;

@@ -116,14 +116,8 @@ static int parse_line(Ksym *k, const char *line, uint32_t *last_module, char *la
                 }
         }
 
-        if (k->n_entries == k->n_allocated) {
-                size_t n = MAX(k->n_allocated * 2, (size_t) 4096);
-                KsymEntry *e = realloc(k->entries, n * sizeof(KsymEntry));
-                if (!e)
-                        return -ENOMEM;
-                k->entries = e;
-                k->n_allocated = n;
-        }
+        if (greedy_realloc(&k->entries, &k->n_allocated, k->n_entries + 1, sizeof(KsymEntry), 4096) < 0)
+                return -ENOMEM;
         KsymEntry *e = &k->entries[k->n_entries];
         r = append_string(k, name, name_len, &e->name);
         if (r < 0)
