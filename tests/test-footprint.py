@@ -124,7 +124,9 @@ def check_directories(ctl, path, symbols):
     name = os.path.basename(path)
     by_name = {}
     for s in symbols["symbols"]:
-        by_name[s["name"].split(".")[0]] = s
+        # A function's static local is "calls.0" from gcc, "mm_alloc_pages.calls" from clang.
+        parts = s["name"].split(".")
+        by_name.setdefault(parts[0] if len(parts) == 1 or parts[-1].isdigit() else parts[-1], s)
     for sym in MM + EXT:
         s = by_name.get(sym)
         want = "footprint/mm" if sym in MM else "footprint/fs/ext"
