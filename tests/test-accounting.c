@@ -1041,12 +1041,21 @@ static void test_tracer_frames_dropped(void) {
         ASSERT_TRUE(prog != STACK_NODE_NONE);
         ASSERT_EQ(stacktree_pages(st, prog).current, 1);
         ASSERT_EQ(stacktree_pages(st, leaf).current, 5);
+        /* A tracer function under the allocation's own frames (an allocation the tracing code made) is
+         * the allocation's path: nothing is dropped. */
+        static const uint64_t through_tracer[] = { K_ALLOC_PAGES, K_ANON_PAGE, K_TRACEITER, K_MM_FAULT };
+        alloc_chain(a, 10, 10, 106, 0, through_tracer, ELEMENTSOF(through_tracer));
+        uint32_t own = STACK_NODE_ROOT;
+        for (size_t i = ELEMENTSOF(through_tracer); i > 0 && own != STACK_NODE_NONE; i--)
+                own = stacktree_find_child(st, own, STACK_FRAME_KERNEL, through_tracer[i - 1]);
+        ASSERT_TRUE(own != STACK_NODE_NONE);
+        ASSERT_EQ(stacktree_pages(st, own).current, 1);
         /* Nothing but the tracer: the root's own pages. */
         n = stacktree_size(st);
         alloc_chain(a, 10, 10, 105, 0, tracer_only, ELEMENTSOF(tracer_only));
         ASSERT_EQ(stacktree_size(st), n);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, 6);
-        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 6);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, 7);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 7);
         check_invariants(a);
         accounting_free(a);
 

@@ -6,9 +6,6 @@
 #include "accounting.h"
 #include "macro.h"
 
-/* How far into a chain the tracer's own frames may reach: the BPF program, bpf_trace_runN, the
- * tracepoint's probe stub and iterator are the innermost three or four. */
-#define TRACER_FRAMES_MAX 8u
 #define TRACER_CACHE_SLOTS 256u
 
 typedef struct TracerFrameSlot {
@@ -89,14 +86,19 @@ static bool tracer_frame(Accounting *a, uint64_t ip) {
         return slot->tracer;
 }
 
-/* How many innermost kernel frames belong to the tracer: up to the outermost tracepoint-running
- * function among the first few, so the BPF program's own frame (named or not) goes with it. */
+/* How many innermost kernel frames belong to the tracer: the run of tracepoint-running functions at the
+ * top of the chain, after the BPF program's own frame (named or not), which may come first. A chain that
+ * starts in the allocator (perf's) costs two lookups; a tracer function further down, under frames of
+ * the allocation itself, is the allocation's own path and stays. */
 static size_t tracer_frames(Accounting *a, const MsStack *stack) {
-        size_t n = MIN(MIN((size_t) stack->n_kernel_frames, (size_t) stack->n_frames), (size_t) TRACER_FRAMES_MAX);
-        for (size_t i = n; i > 0; i--)
-                if (tracer_frame(a, stack->frames[i - 1]))
-                        return i;
-        return 0;
+        size_t n = MIN(stack->n_kernel_frames, stack->n_frames), skip = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (tracer_frame(a, stack->frames[i]))
+                        skip = i + 1;
+                else if (i > 0)
+                        break;
+        }
+        return skip;
 }
 
 /* The leaf to charge for a chain, without the tracer's frames. */
