@@ -13,10 +13,11 @@
 
 #include "log.h"
 #include "oom-watch.h"
+#include "perf-ring.h"
 #include "tracefs.h"
 #include "tracepoint.h"
 
-#define OOM_RING_DATA_PAGES 1
+#define OOM_RING_DATA_PAGES 1   /* a power of two, as perf requires */
 
 typedef struct OomRing {
         OomWatch *watch;
@@ -35,18 +36,9 @@ struct OomWatch {
         uint64_t lost;
 };
 
-static int open_event(struct perf_event_attr *attr, int cpu) {
-        long r = syscall(__NR_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        return r < 0 ? -errno : (int) r;
-}
-
 /* Copies len bytes at offset of the ring's data area, which may wrap. */
 static void ring_copy(const OomRing *r, uint64_t offset, void *dst, size_t len) {
-        const uint8_t *data = (const uint8_t *) r->map + (r->map_size - r->data_size);
-        size_t at = (size_t) (offset % r->data_size), first = MIN(len, r->data_size - at);
-
-        memcpy(dst, data + at, first);
-        memcpy((uint8_t *) dst + first, data, len - first);
+        perf_ring_copy((const uint8_t *) r->map + (r->map_size - r->data_size), r->data_size, offset, dst, len);
 }
 
 static void handle_sample(OomWatch *w, const uint8_t *p, size_t size) {
@@ -130,7 +122,7 @@ static int open_ring(OomWatch *w, sd_event *event, int cpu, OomRing *ring) {
         int r;
 
         ring->watch = w;
-        ring->fd = open_event(&attr, cpu);
+        ring->fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (ring->fd < 0)
                 return ring->fd;
         ring->data_size = OOM_RING_DATA_PAGES * page_size;

@@ -51,6 +51,7 @@
 #include "log.h"
 #include "macro.h"
 #include "merge.h"
+#include "perf-ring.h"
 #include "proc-seed.h"
 #include "read-file.h"
 #include "source.h"
@@ -157,13 +158,6 @@ struct PerfSource {
         uint64_t throttles;
         EventSourceLoss loss;           /* "perfLost": lost_records, for Status lostByReason */
 };
-
-static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
-                unsigned long flags) {
-        long r = syscall(__NR_perf_event_open, attr, pid, cpu, group_fd, flags);
-
-        return r < 0 ? negative_errno() : (int) r;
-}
 
 /* kernel.perf_event_paranoid as text for messages ("unknown" if unreadable); buf of at least 24 bytes. */
 static const char *perf_event_paranoid(char *buf, size_t size) {
@@ -446,10 +440,7 @@ static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
 
 /* Copies len bytes at ring position pos, wrapping around the end of the data area. */
 static void ring_copy(const PerfRing *r, uint64_t pos, void *dst, size_t len) {
-        size_t offset = (size_t) (pos & (r->data_size - 1)), first = MIN(len, (size_t) r->data_size - offset);
-
-        memcpy(dst, r->data + offset, first);
-        memcpy((uint8_t *) dst + first, r->data, len - first);
+        perf_ring_copy(r->data, r->data_size, pos, dst, len);
 }
 
 /*
