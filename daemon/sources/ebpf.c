@@ -565,6 +565,25 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         s->event = sd_event_ref(event);
         s->sink = *sink;
 
+        /* The task programs before the page programs (the skeleton would attach them in the file's
+         * order, pages first): a task whose pages are recorded then has its exit recorded too, where one
+         * that ended while the page programs attached stayed alive in our view for good. */
+        struct {
+                struct bpf_program *program;
+                struct bpf_link **link;
+        } tasks_first[] = {
+                { s->skel->progs.task_fork, &s->skel->links.task_fork },
+                { s->skel->progs.task_rename, &s->skel->links.task_rename },
+                { s->skel->progs.task_exec, &s->skel->links.task_exec },
+                { s->skel->progs.task_exit, &s->skel->links.task_exit },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(tasks_first); i++) {
+                *tasks_first[i].link = bpf_program__attach(tasks_first[i].program);
+                if (!*tasks_first[i].link)
+                        return log_error_errno(negative_errno(), "Failed to attach the eBPF program %s: %m",
+                                               bpf_program__name(tasks_first[i].program));
+        }
+        /* The rest; the skeleton leaves programs that have a link alone. */
         r = memstrack_bpf__attach(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the eBPF programs: %m");
