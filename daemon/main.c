@@ -49,6 +49,7 @@ enum {
         ARG_SOURCE_INPUT,
         ARG_DEPTH,
         ARG_USER_STACKS,
+        ARG_SLAB,
         ARG_BUFFER_PAGES,
         ARG_WAKEUP_BYTES,
         ARG_STACK_SAMPLE_INTERVAL,
@@ -85,6 +86,7 @@ static const struct option options[] = {
         { "source-input", required_argument, NULL, ARG_SOURCE_INPUT },
         { "callchain-depth", required_argument, NULL, ARG_DEPTH },
         { "user-stacks", no_argument, NULL, ARG_USER_STACKS },
+        { "slab", no_argument, NULL, ARG_SLAB },
         { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
         { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
         { "stack-sample-interval", required_argument, NULL, ARG_STACK_SAMPLE_INTERVAL },
@@ -129,6 +131,7 @@ static void help(void) {
                "     --source-input=PATH    File of events, for sources that read one\n"
                "     --callchain-depth=N    Frames per allocation stack, 0 for none (default %u, max %u)\n"
                "     --user-stacks          Also record user-space frames\n"
+               "     --slab                 Also trace slab objects (kmalloc, kmem_cache)\n"
                "     --buffer-pages=N       Ring pages per CPU, a power of two (default %u)\n"
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
                "     --stack-sample-interval=N  eBPF: a stack per N pages on average, 1 for every\n"
@@ -221,6 +224,7 @@ static int apply_option(int c, const char *value, char *ret_expected) {
         switch (c) {
         case ARG_FOREGROUND:
         case ARG_USER_STACKS:
+        case ARG_SLAB:
         case ARG_NO_SOCKET:
         case ARG_THREADS:
         case ARG_PER_PROCESS_STACKS:
@@ -268,6 +272,9 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_USER_STACKS:
                 arg_source_options.user_stacks = flag;
+                break;
+        case ARG_SLAB:
+                arg_source_options.slab = flag;
                 break;
         case ARG_BUFFER_PAGES:
                 r = parse_uint(value, 1, SOURCE_BUFFER_PAGES_MAX, &v, ret_expected);

@@ -48,6 +48,8 @@ typedef struct SourceOptions {
         const char *input;              /* a file of events, for sources that read one; NULL: none */
         unsigned depth;                 /* frames per allocation call chain, 0 (none) ..SOURCE_DEPTH_MAX */
         bool user_stacks;               /* also record user frames */
+        bool slab;                      /* also slab objects (MS_EVENT_OBJECT_*): opt-in, they come at many
+                                         * times the page rate */
         unsigned buffer_pages;          /* data pages per CPU buffer, a power of two */
         size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: the source's choice */
         pid_t self;                     /* whose allocations are dropped (the daemon's); 0: getpid() */
