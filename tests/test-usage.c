@@ -86,6 +86,43 @@ static void test_comm_fork_and_reuse(void) {
         usage_free(u);
 }
 
+/* The sources seed from /proc after they start tracing: a process forked in between is seeded from /proc
+ * and then met again through its fork record, which comes earlier in time. One process: the seeded record
+ * takes the fork, its exec and its exit, and none stays alive unmapped (test-pidns saw such a ghost). */
+static void test_seed_after_fork(void) {
+        Usage *u = usage_new(true, 100);
+
+        uint32_t parent = usage_task_seed(u, 1, "bash", "bash -c x", 10, 50);
+        uint32_t seeded = usage_task_seed(u, 6, "bash", "bash -c x", 90, 50);
+        uint32_t forked = usage_task_fork(u, 1, 6, 6, 40);
+        ASSERT_EQ(forked, seeded);
+        ASSERT_EQ(task(u, seeded)->baseline_pages, 90);
+        usage_task_set_comm(u, 6, 6, "memstrackctl", "memstrackctl status", 60);
+        usage_task_exit(u, 6, 6, 70);
+        ASSERT_TRUE(task(u, seeded)->exited);
+        ASSERT_STREQ(task(u, seeded)->comm, "memstrackctl");
+        ASSERT_TRUE(!task(u, parent)->exited);
+
+        /* A fork after the seed is a new process on a reused pid: the seeded one is gone, though its exit
+         * was never seen. */
+        uint32_t old = usage_task_seed(u, 7, "sleep", "sleep 1", 5, 50);
+        uint32_t fresh = usage_task_fork(u, 1, 7, 7, 80);
+        ASSERT_NE(fresh, old);
+        ASSERT_TRUE(task(u, old)->exited);
+        ASSERT_EQ(task(u, old)->exit_nsec, 80);
+        ASSERT_TRUE(!task(u, fresh)->exited);
+        ASSERT_EQ(usage_find_process(u, 7), fresh);
+
+        /* A thread id that turns up in another process: the old thread is gone. */
+        uint32_t thread = usage_task_lookup(u, 1, 9, 90);
+        ASSERT_TRUE(task(u, thread)->is_thread);
+        uint32_t other = usage_task_lookup(u, 7, 9, 95);
+        ASSERT_NE(other, thread);
+        ASSERT_TRUE(task(u, thread)->exited);
+        ASSERT_TRUE(!task(u, other)->exited);
+        usage_free(u);
+}
+
 static void test_eviction(void) {
         Usage *u = usage_new(false, 8);
         uint32_t owners[64]; /* stands in for page owners: never rewritten */
@@ -288,6 +325,7 @@ int main(void) {
         TEST(test_processes_fold_threads);
         TEST(test_thread_records);
         TEST(test_comm_fork_and_reuse);
+        TEST(test_seed_after_fork);
         TEST(test_eviction);
         TEST(test_threads_evicted_with_process);
         TEST(test_modules);

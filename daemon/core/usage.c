@@ -193,6 +193,16 @@ bool usage_tracks_threads(const Usage *u) {
         return u->track_threads;
 }
 
+static void mark_exited(Usage *u, uint32_t idx, uint64_t now_nsec) {
+        Task *t = &u->tasks[idx];
+
+        if (t->exited)
+                return;
+        t->exited = true;
+        t->exit_nsec = now_nsec;
+        u->n_exited++;
+}
+
 /* A fresh record; USAGE_TASK_NONE on OOM. Reuses evicted slots first. */
 static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, uint64_t now_nsec) {
         uint32_t idx;
@@ -240,8 +250,12 @@ static uint32_t process_get(Usage *u, int32_t pid, uint64_t now_nsec) {
 
 static uint32_t thread_get(Usage *u, int32_t pid, int32_t tid, uint32_t process, uint64_t now_nsec) {
         uint32_t idx = idmap_get(&u->threads, tid);
-        if (idx != USAGE_TASK_NONE && u->tasks[idx].tgid == pid)
-                return idx;
+        if (idx != USAGE_TASK_NONE) {
+                if (u->tasks[idx].tgid == pid)
+                        return idx;
+                /* The id now names a thread of another process: its old thread is gone. */
+                mark_exited(u, idx, now_nsec);
+        }
 
         idx = task_new(u, tid, pid, true, now_nsec);
         if (idx == USAGE_TASK_NONE)
@@ -276,7 +290,18 @@ uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid,
         forget_last(u);
 
         if (pid == tid) {
-                /* A new process: whatever had this pid before is gone (pid reuse). */
+                uint32_t old = idmap_get(&u->processes, pid);
+                if (old != USAGE_TASK_NONE) {
+                        /* Seeded from /proc after this fork happened (the sources seed after they start
+                         * tracing, so a task born in between is met twice): the same process. */
+                        if (u->tasks[old].seeded && !u->tasks[old].exited && u->tasks[old].seeded_nsec >= now_nsec)
+                                return old;
+                        /* Otherwise the pid was reused: whoever had it is gone, even if its exit was never
+                         * seen (lost, or before tracing), and must not stay alive unmapped for good. */
+                        mark_exited(u, old, now_nsec);
+                }
+
+                /* A new process. */
                 uint32_t parent = idmap_get(&u->processes, parent_pid);
                 uint32_t idx = task_new(u, pid, pid, false, now_nsec);
                 if (idx == USAGE_TASK_NONE)
@@ -314,6 +339,7 @@ uint32_t usage_task_seed(Usage *u, int32_t pid, const char *comm, const char *cm
                 t->cmdline = strdup(cmdline);
         }
         t->seeded = true;
+        t->seeded_nsec = now_nsec;
         t->baseline_pages = baseline_pages;
         return idx;
 }
@@ -337,16 +363,6 @@ void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, c
                         set_comm(&u->tasks[thread], comm);
         }
         forget_last(u);
-}
-
-static void mark_exited(Usage *u, uint32_t idx, uint64_t now_nsec) {
-        Task *t = &u->tasks[idx];
-
-        if (t->exited)
-                return;
-        t->exited = true;
-        t->exit_nsec = now_nsec;
-        u->n_exited++;
 }
 
 void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec) {

@@ -36,6 +36,7 @@ typedef struct Task {
         uint64_t frees;                 /* releases of tracked memory, any unit */
         uint64_t baseline_pages;        /* resident pages it had before tracing began; 0 if not seeded */
         uint64_t first_seen_nsec;
+        uint64_t seeded_nsec;           /* when /proc showed it, if seeded */
         uint64_t exit_nsec;
         uint32_t n_threads;             /* process: its thread records not yet recycled (they name it) */
         uint32_t charge_hint;           /* the core's last charge cell for this task: a hint, maybe stale */
