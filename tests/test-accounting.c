@@ -1050,12 +1050,21 @@ static void test_tracer_frames_dropped(void) {
                 own = stacktree_find_child(st, own, STACK_FRAME_KERNEL, through_tracer[i - 1]);
         ASSERT_TRUE(own != STACK_NODE_NONE);
         ASSERT_EQ(stacktree_pages(st, own).current, 1);
+        /* ... also right under the allocation's first frame: only a BPF program's frame may come before
+         * the tracer's run. */
+        static const uint64_t first_then_tracer[] = { K_ANON_PAGE, K_TRACEITER, K_MM_FAULT, K_PAGE_FAULT };
+        alloc_chain(a, 10, 10, 107, 0, first_then_tracer, ELEMENTSOF(first_then_tracer));
+        own = STACK_NODE_ROOT;
+        for (size_t i = ELEMENTSOF(first_then_tracer); i > 0 && own != STACK_NODE_NONE; i--)
+                own = stacktree_find_child(st, own, STACK_FRAME_KERNEL, first_then_tracer[i - 1]);
+        ASSERT_TRUE(own != STACK_NODE_NONE);
+        ASSERT_EQ(stacktree_pages(st, own).current, 1);
         /* Nothing but the tracer: the root's own pages. */
         n = stacktree_size(st);
         alloc_chain(a, 10, 10, 105, 0, tracer_only, ELEMENTSOF(tracer_only));
         ASSERT_EQ(stacktree_size(st), n);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, 7);
-        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 7);
+        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, 8);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 8);
         check_invariants(a);
         accounting_free(a);
 

@@ -102,6 +102,24 @@ static void test_load_text(void) {
         ksym_free(k);
         k = NULL;
         ASSERT_EQ(ksym_load_text("not a symbol table\n", &k), -EBADMSG);
+
+        /* Past the end of the image's text (a BPF program, here) is no function of the image's, however
+         * near _einittext it lies: not found, rather than "_einittext+0x3c82d674". */
+        ASSERT_OK(ksym_load_text("ffffffff81000000 T _stext\n"
+                                 "ffffffff81001000 T vfs_read\n"
+                                 "ffffffff8220bb08 T _etext\n"
+                                 "ffffffff83783000 T early_init\n"
+                                 "ffffffff837f8910 T _einittext\n"
+                                 "ffffffffc0200000 t bpf_prog_6deef7357e7b4530\t[bpf]\n", &k));
+        ASSERT_TRUE(ksym_lookup(k, 0xffffffff81001010, &r));
+        ASSERT_STREQ(r.name, "vfs_read");
+        ASSERT_TRUE(!ksym_lookup(k, 0xffffffff8220bb10, &r));
+        ASSERT_TRUE(ksym_lookup(k, 0xffffffff83783010, &r));
+        ASSERT_STREQ(r.name, "early_init");
+        ASSERT_TRUE(!ksym_lookup(k, 0xffffffffc0000000, &r));
+        ASSERT_TRUE(ksym_lookup(k, 0xffffffffc0200010, &r));
+        ASSERT_STREQ(r.module, "bpf");
+        ksym_free(k);
 }
 
 static void test_hidden_addresses(void) {

@@ -10,7 +10,8 @@
 
 typedef struct TracerFrameSlot {
         uint64_t ip;                    /* 0: empty */
-        bool tracer;
+        bool tracer;                    /* in a function that runs a tracepoint's probes */
+        bool program;                   /* in a BPF program, or in no symbol known (a program loaded later) */
 } TracerFrameSlot;
 
 struct Accounting {
@@ -73,29 +74,31 @@ static bool is_tracer_function(const char *name) {
                startswith(name, "trace_event_raw_event_");
 }
 
-static bool tracer_frame(Accounting *a, uint64_t ip) {
+static const TracerFrameSlot *tracer_frame(Accounting *a, uint64_t ip) {
         TracerFrameSlot *slot = &a->tracer_cache[(ip ^ (ip >> 12)) % TRACER_CACHE_SLOTS];
         if (slot->ip != ip) {
                 KsymResult sym;
+                bool known = a->ksym && ksym_lookup(a->ksym, ip, &sym);
                 *slot = (TracerFrameSlot) {
                         .ip = ip,
-                        .tracer = a->ksym && ksym_lookup(a->ksym, ip, &sym) && !sym.module &&
-                                  is_tracer_function(sym.name),
+                        .tracer = known && !sym.module && is_tracer_function(sym.name),
+                        .program = !known || (sym.module && streq(sym.module, "bpf")),
                 };
         }
-        return slot->tracer;
+        return slot;
 }
 
 /* How many innermost kernel frames belong to the tracer: the run of tracepoint-running functions at the
- * top of the chain, after the BPF program's own frame (named or not), which may come first. A chain that
- * starts in the allocator (perf's) costs two lookups; a tracer function further down, under frames of
- * the allocation itself, is the allocation's own path and stays. */
+ * top of the chain, after the BPF program's own frame, which may come first (named, or not yet in the
+ * symbols). A chain that starts in the allocator (perf's) costs one lookup; a tracer function further
+ * down, under frames of the allocation itself, is the allocation's own path and stays. */
 static size_t tracer_frames(Accounting *a, const MsStack *stack) {
         size_t n = MIN(stack->n_kernel_frames, stack->n_frames), skip = 0;
         for (size_t i = 0; i < n; i++) {
-                if (tracer_frame(a, stack->frames[i]))
+                const TracerFrameSlot *f = tracer_frame(a, stack->frames[i]);
+                if (f->tracer)
                         skip = i + 1;
-                else if (i > 0)
+                else if (i > 0 || !f->program)
                         break;
         }
         return skip;

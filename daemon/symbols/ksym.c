@@ -26,6 +26,10 @@ struct Ksym {
         size_t strings_size, strings_allocated;
         bool hidden;
         bool synthetic;         /* made by ksym_load_text(): its addresses are no kernel's */
+        /* Where the kernel image's text sections end (_etext, _einittext): what lies past one, up to the
+         * next symbol, is not the image's (BPF programs, trampolines, modules not in this table). */
+        uint64_t text_ends[2];
+        size_t n_text_ends;
 
         /* The name index: positions in entries, sorted by (name, module, address); owned. Built on the
          * first lookup by name (most daemons never look names up), so a reload, which makes a new Ksym,
@@ -125,7 +129,20 @@ static int parse_line(Ksym *k, const char *line, uint32_t *last_module, char *la
         e->address = address;
         e->module = module;
         k->n_entries++;
+        if (module == NO_MODULE && k->n_text_ends < ELEMENTSOF(k->text_ends) &&
+            ((name_len == strlen("_etext") && strncmp(name, "_etext", name_len) == 0) ||
+             (name_len == strlen("_einittext") && strncmp(name, "_einittext", name_len) == 0)))
+                k->text_ends[k->n_text_ends++] = address;
         return 0;
+}
+
+static bool is_text_end(const Ksym *k, const KsymEntry *e) {
+        if (e->module != NO_MODULE)
+                return false;
+        for (size_t i = 0; i < k->n_text_ends; i++)
+                if (e->address == k->text_ends[i])
+                        return true;
+        return false;
 }
 
 /* Reads a table in kallsyms format from f. */
@@ -226,6 +243,8 @@ bool ksym_lookup(const Ksym *k, uint64_t addr, KsymResult *ret) {
         }
 
         const KsymEntry *e = &k->entries[lo];
+        if (is_text_end(k, e))
+                return false;
         ret->name = k->strings + e->name;
         ret->offset = addr - e->address;
         ret->module = e->module == NO_MODULE ? NULL : k->strings + e->module;
