@@ -61,6 +61,10 @@ bool tracepoint_kind_is_slab(TracepointKind kind) {
         return kind >= TRACEPOINT_KMALLOC && kind <= TRACEPOINT_KMEM_CACHE_FREE;
 }
 
+bool tracepoint_kind_is_slab_alloc(TracepointKind kind) {
+        return kind >= TRACEPOINT_KMALLOC && kind <= TRACEPOINT_KMEM_CACHE_ALLOC_NODE;
+}
+
 static bool slab_kind_is_free(TracepointKind kind) {
         return kind == TRACEPOINT_KFREE || kind == TRACEPOINT_KMEM_CACHE_FREE;
 }
@@ -430,6 +434,34 @@ int tracepoint_id(const Tracepoints *t, TracepointKind kind) {
         if (!t->formats[kind].present)
                 return -ENOENT;
         return t->formats[kind].id;
+}
+
+const char *tracepoint_slab_missing(const Tracepoints *t, char *buf, size_t size) {
+        static const struct {
+                TracepointKind kind, twin;
+        } groups[] = {
+                { TRACEPOINT_KMALLOC, TRACEPOINT_KMALLOC_NODE },
+                { TRACEPOINT_KMEM_CACHE_ALLOC, TRACEPOINT_KMEM_CACHE_ALLOC_NODE },
+                { TRACEPOINT_KFREE, TRACEPOINT_KFREE },
+                { TRACEPOINT_KMEM_CACHE_FREE, TRACEPOINT_KMEM_CACHE_FREE },
+        };
+        size_t n = 0;
+
+        assert(t);
+        assert(buf && size > 0);
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(groups); i++) {
+                int w;
+
+                if (t->formats[groups[i].kind].present || t->formats[groups[i].twin].present)
+                        continue;
+                w = snprintf(buf + n, size - n, "%s%s", n > 0 ? ", " : "", tracepoint_info[groups[i].kind].path);
+                if (w < 0 || (size_t) w >= size - n)
+                        break;
+                n += (size_t) w;
+        }
+        return buf;
 }
 
 bool tracepoint_pfn_is_surrogate(const Tracepoints *t) {
