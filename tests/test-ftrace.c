@@ -14,6 +14,7 @@
 
 #include "../daemon/sources/ftrace.c"
 
+#include "slab-live.h"
 #include "tests.h"
 
 #define ID_ALLOC 653            /* tracepoint ids of tests/data/tracefs-6.18 */
@@ -366,5 +367,6 @@ int main(void) {
         TEST(test_stack_never_comes);
         TEST(test_tasks);
         TEST(test_stale_instances);
-        return 0;
+        /* Last: needs root and the kernel's slab tracepoints, else skips. */
+        return slab_live_test(&ftrace_source_type);
 }
