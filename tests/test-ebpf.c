@@ -10,6 +10,7 @@
 
 #include "../daemon/sources/ebpf.c"
 
+#include "slab-live.h"
 #include "test-sink.h"
 #include "tests.h"
 
@@ -313,6 +314,75 @@ static void test_held_table(void) {
         }
 }
 
+/* Slab records: an unsampled object before any sample ("[not sampled]"), a sampled one held apart from the
+ * thread's page stack, an unsampled one charged to it, a free, and a cache name filling its field. */
+static void test_objects(void) {
+        EbpfSource *s = source_fake(false);
+        uint64_t buf[64];
+        MsBpfObject *o = (MsBpfObject *) buf;
+        MsBpfObjectFree f = { .type = MS_BPF_OBJECT_FREE, .cpu = 1, .timestamp_nsec = 3000, .ptr = 0xffff888000000040,
+                              .call_site = 0xffffffff81000900 };
+        uint64_t page[64];
+
+        /* A page stack of thread 7 held first: objects must not take it. */
+        ASSERT_OK(ring_record(s, page, page_record(page, sizeof(page), MS_BPF_PAGE_ALLOC, 7, 0x1000, 0, true, 3, 0,
+                                                    DEPTH)));
+        for (unsigned i = 0; i < 3; i++) {
+                bool sampled = i == 1;
+
+                memset(buf, 0, sizeof(buf));
+                *o = (MsBpfObject) {
+                        .head = { .type = MS_BPF_OBJECT_ALLOC, .cpu = 0, .pid = 100, .tid = 7,
+                                  .timestamp_nsec = 2000 + i, .cgroup_id = 5 },
+                        .ptr = 0xffff888000000040 + i * 64,
+                        .call_site = 0xffffffff81000800,
+                        .bytes_requested = 48,
+                        .bytes_allocated = 64,
+                        .flags = sampled ? MS_BPF_STACK : 0,
+                        .n_kernel = sampled ? 2 : 0,
+                };
+                if (i == 2)
+                        memset(o->cache, 'c', MS_BPF_CACHE_NAME_MAX);   /* no NUL: cut, not overrun */
+                o->frames[0] = 0xffffffff81000a00;
+                o->frames[1] = 0xffffffff81000a01;
+                ASSERT_OK(ring_record(s, buf, sizeof(*o) + (sampled ? 2 * sizeof(uint64_t) : 0)));
+        }
+        ASSERT_OK(ring_record(s, &f, sizeof(f)));
+
+        ASSERT_EQ(n_seen, 5u);
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_OBJECT_ALLOC);
+        ASSERT_EQ(seen[1].ev.object.ptr, 0xffff888000000040u);
+        ASSERT_EQ(seen[1].ev.object.call_site, 0xffffffff81000800u);
+        ASSERT_EQ(seen[1].ev.object.bytes_requested, 48u);
+        ASSERT_EQ(seen[1].ev.object.bytes_allocated, 64u);
+        ASSERT_EQ(seen[1].ev.cgroup_id, 5u);
+        ASSERT_NULL(seen[1].ev.object.cache);
+        ASSERT_EQ(seen[1].ev.object.stack.n_frames, 1u);
+        ASSERT_EQ(seen[1].frames[0], MS_FRAME_NOT_SAMPLED);
+        ASSERT_EQ(seen[2].ev.object.stack.n_frames, 2u);
+        ASSERT_EQ(seen[2].frames[1], 0xffffffff81000a01u);
+        ASSERT_EQ(seen[3].ev.object.stack.n_frames, 2u);
+        ASSERT_EQ(seen[3].frames[0], 0xffffffff81000a00u);
+        ASSERT_EQ(strlen(seen[3].name), (size_t) MS_BPF_CACHE_NAME_MAX);
+        ASSERT_EQ(s->held_objects, 1u);
+        ASSERT_EQ(s->unsampled_objects, 1u);
+        ASSERT_EQ(seen[4].ev.type, MS_EVENT_OBJECT_FREE);
+        ASSERT_EQ(seen[4].ev.object.ptr, 0xffff888000000040u);
+        ASSERT_EQ(seen[4].ev.object.call_site, 0xffffffff81000900u);
+        ASSERT_EQ(seen[4].ev.cpu, 1u);
+        /* The thread's exit drops both its stacks. */
+        held_forget(s, 7);
+        ASSERT_EQ(s->n_held, 0u);
+        /* A sampled object whose frames run past the record is malformed. */
+        memset(buf, 0, sizeof(buf));
+        *o = (MsBpfObject) { .head = { .type = MS_BPF_OBJECT_ALLOC, .tid = 8 }, .ptr = 0x100, .flags = MS_BPF_STACK,
+                             .n_kernel = 4 };
+        ASSERT_OK(ring_record(s, buf, sizeof(*o) + sizeof(uint64_t)));
+        ASSERT_EQ(s->bad_records, 1u);
+        ASSERT_EQ(n_seen, 5u);
+        ebpf_source_free(s);
+}
+
 int main(void) {
         test_thresholds();
         test_sample_and_hold();
@@ -321,6 +391,8 @@ int main(void) {
         test_exec_by_thread();
         test_record_time();
         test_held_table();
+        test_objects();
         printf("test-ebpf: all passed\n");
-        return 0;
+        /* Last: needs root, BTF and the kernel's slab tracepoints, else skips. */
+        return slab_live_test(&ebpf_source_type);
 }
