@@ -468,6 +468,16 @@ static void test_slab_old(void) {
         ASSERT_NULL(ev.object.cache);
         ASSERT_TRUE(tracepoint_kind_is_slab(TRACEPOINT_KFREE));
         ASSERT_TRUE(!tracepoint_kind_is_slab(TRACEPOINT_PAGE_ALLOC));
+
+        /* What a source names under --slab: kmalloc counts as there through its twin; a buffer too small
+         * cuts at a whole name. */
+        char buf[128];
+        ASSERT_STREQ(tracepoint_slab_missing(t, buf, sizeof(buf)),
+                     "kmem/kmem_cache_alloc, kmem/kfree, kmem/kmem_cache_free");
+        ASSERT_STREQ(tracepoint_slab_missing(t, buf, 30), "kmem/kmem_cache_alloc");
+        t = tracepoint_free(t);
+        ASSERT_OK(tracepoint_load(TREE_NEW, TRACEPOINT_BYTE_ORDER_HOST, &t, NULL));
+        ASSERT_STREQ(tracepoint_slab_missing(t, buf, sizeof(buf)), "");
 }
 
 static void test_task_little(void) {

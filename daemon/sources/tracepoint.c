@@ -457,8 +457,10 @@ const char *tracepoint_slab_missing(const Tracepoints *t, char *buf, size_t size
                 if (t->formats[groups[i].kind].present || t->formats[groups[i].twin].present)
                         continue;
                 w = snprintf(buf + n, size - n, "%s%s", n > 0 ? ", " : "", tracepoint_info[groups[i].kind].path);
-                if (w < 0 || (size_t) w >= size - n)
+                if (w < 0 || (size_t) w >= size - n) {
+                        buf[n] = '\0';        /* cut at a whole name */
                         break;
+                }
                 n += (size_t) w;
         }
         return buf;

@@ -94,8 +94,8 @@ bool tracepoint_kind_is_slab(TracepointKind kind);
 /* Whether kind is a slab allocation (KMALLOC, KMEM_CACHE_ALLOC and their *_node twins). */
 bool tracepoint_kind_is_slab_alloc(TracepointKind kind);
 /* The slab events this set lacks, for the one log line a source writes under --slab: their names joined
- * by ", " into buf (size bytes, cut if too small), "" when none is missing; returns buf. A kind and its
- * *_node twin count as one, missing only when both are (6.1 removed the twins). */
+ * by ", " into buf (size bytes; names that do not fit are left out), "" when none is missing; returns
+ * buf. A kind and its *_node twin count as one, missing only when both are (6.1 removed the twins). */
 const char *tracepoint_slab_missing(const Tracepoints *t, char *buf, size_t size);
 /* True when pfn values are surrogate keys derived from struct page pointers (see above). */
 bool tracepoint_pfn_is_surrogate(const Tracepoints *t);
