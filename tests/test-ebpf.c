@@ -383,6 +383,73 @@ static void test_objects(void) {
         ebpf_source_free(s);
 }
 
+/* Adds typedef btf_trace_EVENT: a pointer to void (void *, ARGS...), where args names each argument's
+ * type: 'u' unsigned long, 'p' const void *, 'c' struct kmem_cache *, 'P' struct page *, 'z' size_t,
+ * 'g' gfp_t, 'i' int. */
+static void add_trace_proto(struct btf *btf, const char *event, const char *args) {
+        int ulong = btf__find_by_name_kind(btf, "unsigned long", BTF_KIND_INT);
+        int uint = btf__find_by_name_kind(btf, "unsigned int", BTF_KIND_INT);
+        int sint = btf__find_by_name_kind(btf, "int", BTF_KIND_INT);
+        int cache = btf__find_by_name_kind(btf, "kmem_cache", BTF_KIND_STRUCT);
+        int page = btf__find_by_name_kind(btf, "page", BTF_KIND_STRUCT);
+        int voidp = btf__add_ptr(btf, 0), cvoidp = btf__add_ptr(btf, btf__add_const(btf, 0));
+        int cachep = btf__add_ptr(btf, cache), pagep = btf__add_ptr(btf, page), size_t_id = btf__add_typedef(btf, "size_t", ulong);
+        int gfp = btf__add_typedef(btf, "gfp_t", uint), proto;
+        char name[64];
+
+        ASSERT_TRUE(ulong > 0 && uint > 0 && sint > 0 && cache > 0 && page > 0);
+        proto = btf__add_func_proto(btf, 0);
+        ASSERT_OK(proto);
+        ASSERT_OK(btf__add_func_param(btf, "__data", voidp));
+        for (const char *a = args; *a; a++)
+                ASSERT_OK(btf__add_func_param(btf, "", *a == 'u' ? ulong : *a == 'p' ? cvoidp : *a == 'c' ? cachep :
+                                                       *a == 'P' ? pagep : *a == 'z' ? size_t_id : *a == 'g' ? gfp : sint));
+        (void) snprintf(name, sizeof(name), "btf_trace_%s", event);
+        ASSERT_OK(btf__add_typedef(btf, name, btf__add_ptr(btf, proto)));
+}
+
+/* The slab tracepoints' prototypes over the kernel versions, as the kernel's BTF gives them. */
+static void test_slab_layouts(void) {
+        struct btf *btf = btf__new_empty();
+        uint32_t layout = UINT32_MAX;
+
+        ASSERT_NOT_NULL(btf);
+        ASSERT_OK(btf__add_int(btf, "unsigned long", 8, 0));
+        ASSERT_OK(btf__add_int(btf, "unsigned int", 4, 0));
+        ASSERT_OK(btf__add_int(btf, "int", 4, BTF_INT_SIGNED));
+        ASSERT_OK(btf__add_struct(btf, "kmem_cache", 64));
+        ASSERT_OK(btf__add_struct(btf, "page", 64));
+        /* To 5.19: kmalloc and kmem_cache_alloc (call_site, ptr, bytes_req, bytes_alloc, gfp), *_node + node. */
+        add_trace_proto(btf, "old_kmalloc", "upzzg");
+        add_trace_proto(btf, "old_kmalloc_node", "upzzgi");
+        /* 6.0: the cache before the sizes. */
+        add_trace_proto(btf, "v60_kmem_cache_alloc", "upczzg");
+        add_trace_proto(btf, "v60_kmem_cache_alloc_node", "upczzgi");
+        /* 6.1 on: kmalloc with node, kmem_cache_alloc with the cache and no sizes. */
+        add_trace_proto(btf, "kmalloc", "upzzgi");
+        add_trace_proto(btf, "kmem_cache_alloc", "upcgi");
+        /* Something else: a struct pointer that is no cache, too few arguments. */
+        add_trace_proto(btf, "odd", "upPzg");
+        add_trace_proto(btf, "short", "upz");
+
+        ASSERT_OK(slab_layout_of(btf, "old_kmalloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "old_kmalloc_node", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "v60_kmem_cache_alloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_CACHE_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "v60_kmem_cache_alloc_node", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_CACHE_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "kmalloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "kmem_cache_alloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_CACHE);
+        ASSERT_EQ(slab_layout_of(btf, "odd", &layout), -EBADMSG);
+        ASSERT_EQ(slab_layout_of(btf, "short", &layout), -EBADMSG);
+        ASSERT_EQ(slab_layout_of(btf, "kmalloc_node", &layout), -ENOENT);
+        btf__free(btf);
+}
+
 int main(void) {
         test_thresholds();
         test_sample_and_hold();
@@ -392,6 +459,7 @@ int main(void) {
         test_record_time();
         test_held_table();
         test_objects();
+        test_slab_layouts();
         printf("test-ebpf: all passed\n");
         /* Last: needs root, BTF and the kernel's slab tracepoints, else skips. */
         return slab_live_test(&ebpf_source_type);
