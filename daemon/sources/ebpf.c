@@ -876,8 +876,11 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
                 present[i] = true;
         }
         for (size_t i = 0; i < ELEMENTSOF(free_progs); i++) {
-                if (btf__find_by_name_kind(btf, free_progs[i].event[1] == 'f' ? "btf_trace_kfree" :
-                                           "btf_trace_kmem_cache_free", BTF_KIND_TYPEDEF) < 0) {
+                char name[64];
+
+                /* Every version's free events start (call_site, ptr): their presence is all to check. */
+                (void) snprintf(name, sizeof(name), "btf_trace_%s", free_progs[i].event);
+                if (btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) < 0) {
                         log_notice("--slab: the kernel has no kmem:%s tracepoint, no slab events from it.",
                                    free_progs[i].event);
                         continue;
