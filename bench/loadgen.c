@@ -17,6 +17,10 @@
  *                       --rate) for S seconds, per thread; prints pages and pages/s at the end
  * The process that allocates first prints "pid=PID" (with --child a forked child, whose pid it is);
  * with --memfd the process holding the second reference prints "holder=PID".
+ *   --eventfds N        with --seconds: slab objects instead of pages, one thread: rounds of opening N
+ *                       eventfds and closing them (each eventfd is a kmalloc'd context and a struct file
+ *                       from its kmem_cache, both freed at close) for S seconds; prints eventfds and
+ *                       eventfds/s at the end
  * --comm NAME renames the process first (PR_SET_NAME): NAME is taken as raw bytes, so a test can give it
  * bytes that are not UTF-8 or control characters (bash $'bad\xff'); the kernel keeps its first 15 bytes.
  */
@@ -33,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -58,6 +63,7 @@ static unsigned arg_threads = 1;
 static uint64_t arg_rate;               /* pages per second over all threads, 0: unlimited */
 static uint64_t arg_repeat = 1;
 static uint64_t arg_seconds;
+static uint64_t arg_eventfds;
 static bool arg_memfd;
 static bool arg_commands;
 static const char *arg_comm;
@@ -348,10 +354,42 @@ static int run_seconds(void) {
         return 0;
 }
 
+/* --eventfds: open and close arg_eventfds eventfds per round until the deadline. */
+static int run_eventfds(void) {
+        uint64_t start = now_nsec(CLOCK_MONOTONIC), end = start + arg_seconds * UINT64_C(1000000000), n = 0;
+        uint64_t elapsed;
+        _cleanup_free_ int *fds = calloc(arg_eventfds, sizeof(int));
+
+        if (!fds)
+                return log_oom();
+        do {
+                for (uint64_t i = 0; i < arg_eventfds; i++) {
+                        fds[i] = eventfd(0, EFD_CLOEXEC);
+                        if (fds[i] < 0) {
+                                int r = -errno;
+
+                                for (uint64_t j = 0; j < i; j++)
+                                        (void) close(fds[j]);
+                                return log_error_errno(r, "Failed to create an eventfd: %m");
+                        }
+                }
+                for (uint64_t i = 0; i < arg_eventfds; i++)
+                        (void) close(fds[i]);
+                n += arg_eventfds;
+        } while (now_nsec(CLOCK_MONOTONIC) < end);
+        elapsed = now_nsec(CLOCK_MONOTONIC) - start;
+        (void) printf("eventfds=%" PRIu64 " seconds=%.3f eventfds_per_sec=%.0f\n", n, (double) elapsed / 1e9,
+                      (double) n * 1e9 / (double) elapsed);
+        (void) fflush(stdout);
+        return 0;
+}
+
 static int run(void) {
         (void) printf("pid=%d\n", (int) getpid());
         (void) fflush(stdout);
 
+        if (arg_seconds > 0 && arg_eventfds > 0)
+                return run_eventfds();
         if (arg_seconds > 0)
                 return run_seconds();
         if (arg_commands)
@@ -370,6 +408,7 @@ static void help(void) {
                       "  --rate PAGES_PER_SEC   pace the touching\n"
                       "  --repeat K             allocate, hold and free K times\n"
                       "  --seconds S            benchmark: alloc/touch/free rounds for S seconds\n"
+                      "  --eventfds N           with --seconds: open and close N eventfds per round instead\n"
                       "  --memfd                allocate in a memfd, a second process holds the last reference\n"
                       "  --commands             take alloc/free/release/exit commands on stdin\n"
                       "  --comm NAME            rename the process to NAME's bytes (the kernel keeps 15)\n",
@@ -379,7 +418,7 @@ static void help(void) {
 static int parse_argv(int argc, char *argv[]) {
         enum {
                 ARG_PAGES = 0x100, ARG_HOLD_MS, ARG_HOLD_UNTIL_SIGNAL, ARG_CHILD, ARG_THREADS, ARG_RATE,
-                ARG_REPEAT, ARG_SECONDS, ARG_MEMFD, ARG_COMMANDS, ARG_COMM,
+                ARG_REPEAT, ARG_SECONDS, ARG_MEMFD, ARG_COMMANDS, ARG_COMM, ARG_EVENTFDS,
         };
         static const struct option options[] = {
                 { "help",              no_argument,       NULL, 'h'                   },
@@ -394,6 +433,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "memfd",             no_argument,       NULL, ARG_MEMFD             },
                 { "commands",          no_argument,       NULL, ARG_COMMANDS          },
                 { "comm",              required_argument, NULL, ARG_COMM              },
+                { "eventfds",          required_argument, NULL, ARG_EVENTFDS          },
                 {}
         };
         uint64_t v;
@@ -440,6 +480,9 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_COMM:
                         arg_comm = optarg;
                         break;
+                case ARG_EVENTFDS:
+                        r = parse_uint64(optarg, 1, 4096, &arg_eventfds);
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -451,6 +494,8 @@ static int parse_argv(int argc, char *argv[]) {
         }
         if (optind < argc)
                 return log_error_errno(EINVAL, "Unexpected argument: %s", argv[optind]);
+        if (arg_eventfds > 0 && (arg_seconds == 0 || arg_threads > 1 || arg_child))
+                return log_error_errno(EINVAL, "--eventfds needs --seconds, and runs one thread in this process.");
         if (arg_seconds > 0 && arg_pages == 0)
                 arg_pages = SECONDS_PAGES_DEFAULT;
         if (arg_pages == 0)

@@ -27,7 +27,15 @@ the daemon refuses is reported as not available with the daemon's error line. Wh
 installed, two built-in configurations are added: bpftrace-kstack (a count per kernel stack of
 mm_page_alloc, as issue 11 measured) and bpftrace-count (a count only); --no-bpftrace leaves them out.
 
-Usage: bench/measure-overhead.py [--build DIR] [--seconds S] [--rounds N] [LABEL=ARGS ...]   (root)
+--load eventfds measures slab object events instead (memstrackd --slab): the load opens and closes
+eventfds (loadgen --eventfds 64: per eventfd a kmalloc'd context and a struct file, each allocated and
+freed), "page" reads "eventfd" throughout, and a last table divides each configuration's added CPU per
+eventfd by the events its tracer saw per eventfd: the cost per slab event. The all-CPU phase is not run
+(loadgen's eventfd load is one thread), and no run is left out for seeing few events (without --slab a
+tracer sees almost none).
+
+Usage: bench/measure-overhead.py [--build DIR] [--seconds S] [--rounds N] [--load pages|eventfds]
+                                 [LABEL=ARGS ...]   (root)
 The defaults (2 s runs, 6 rounds) take about 4 minutes with four memstrackd configurations and
 bpftrace's two.
 """
@@ -210,10 +218,20 @@ class Bpftrace:
         return counted
 
 
+# What the load allocates: "page" (loadgen's pages) or "eventfd" (--load eventfds); set by main().
+UNIT = "page"
+EVENTFDS_PER_ROUND = 64
+
+
 def loadgen(build, seconds, chunk_pages, threads=1):
-    """Runs loadgen; returns its pages, pages per second and CPU seconds (user + system, from wait4)."""
-    cmd = [os.path.join(build, "bench", "loadgen"), "--seconds", str(seconds),
-           "--pages", str(chunk_pages * threads), "--threads", str(threads)]
+    """Runs loadgen; returns its pages (or eventfds, see UNIT), those per second and CPU seconds (user +
+    system, from wait4) per one, in the keys named for pages."""
+    if UNIT == "eventfd":
+        cmd = [os.path.join(build, "bench", "loadgen"), "--seconds", str(seconds),
+               "--eventfds", str(EVENTFDS_PER_ROUND)]
+    else:
+        cmd = [os.path.join(build, "bench", "loadgen"), "--seconds", str(seconds),
+               "--pages", str(chunk_pages * threads), "--threads", str(threads)]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         p = subprocess.Popen(cmd, stdout=out, stderr=err)
         _, status, usage = os.wait4(p.pid, 0)
@@ -223,6 +241,8 @@ def loadgen(build, seconds, chunk_pages, threads=1):
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().strip()}")
         fields = dict(word.split("=", 1) for word in out.read().split() if "=" in word)
+    if UNIT == "eventfd":
+        fields = {"pages": fields["eventfds"], "pages_per_sec": fields["eventfds_per_sec"]}
     pages = int(fields["pages"])
     return {"pages": pages, "rate": float(fields["pages_per_sec"]),
             "cpu_us_per_page": (usage.ru_utime + usage.ru_stime) / pages * 1e6}
@@ -304,6 +324,8 @@ def parse_args():
     p.add_argument("--no-bpftrace", action="store_true", help="leave out the bpftrace configurations")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
     p.add_argument("--json", metavar="FILE", help="write every run's raw figures to FILE")
+    p.add_argument("--load", choices=("pages", "eventfds"), default="pages",
+                   help="what the load allocates: pages (default), or slab objects through eventfds")
     args = p.parse_args()
     if args.seconds <= 0 or args.rounds < 1 or args.chunk_mib < 1:
         p.error("--seconds, --rounds and --chunk-mib must be positive")
@@ -323,7 +345,12 @@ def parse_args():
 
 
 def main():
+    global UNIT
     args = parse_args()
+    if args.load == "eventfds":
+        UNIT = "eventfd"
+        args.full_speed_seconds = 0
+        args.min_events_per_page = 0
     if os.geteuid() != 0:
         print("measure-overhead: needs root (memstrackd and bpftrace open tracepoints)", file=sys.stderr)
         return 77
@@ -351,8 +378,12 @@ def main():
         model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
     print(f"# {os.uname().release}, {ncpu} CPUs ({model}), load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"# loadgen --seconds {args.seconds:g} --pages {chunk_pages} ({args.chunk_mib} MiB chunks), "
-          f"{args.rounds} rounds, order seed {seed}")
+    if UNIT == "eventfd":
+        print(f"# loadgen --seconds {args.seconds:g} --eventfds {EVENTFDS_PER_ROUND}, {args.rounds} rounds, "
+              f"order seed {seed}")
+    else:
+        print(f"# loadgen --seconds {args.seconds:g} --pages {chunk_pages} ({args.chunk_mib} MiB chunks), "
+              f"{args.rounds} rounds, order seed {seed}")
     for note in notes:
         print(f"# {note}")
 
@@ -381,7 +412,7 @@ def main():
         untraced.append(before)
         raw.append({"round": rnd, "config": None, **before})
         print(f"round {rnd + 1}: untraced {before['cpu_us_per_page']:.3f} us CPU, "
-              f"{wall_us_per_page(before):.3f} us wall per page", flush=True)
+              f"{wall_us_per_page(before):.3f} us wall per {UNIT}", flush=True)
         for t in order:
             try:
                 r = traced_run(t, args.build, args.seconds, chunk_pages)
@@ -409,7 +440,7 @@ def main():
             if r["us_per_event"] is not None:
                 cpu = f"{r['us_per_event']:.3f} us CPU/event"
             print(f"round {rnd + 1}: {t.label} {r['cpu_us_per_page']:.3f} us CPU ({r['added_cpu']:+.3f}), "
-                  f"{wall_us_per_page(r):.3f} us wall ({r['added_wall']:+.3f}) per page; tracer {cpu}, "
+                  f"{wall_us_per_page(r):.3f} us wall ({r['added_wall']:+.3f}) per {UNIT}; tracer {cpu}, "
                   f"lost {describe_lost([r])}; then untraced {after['cpu_us_per_page']:.3f} us CPU, "
                   f"{wall_us_per_page(after):.3f} us wall", flush=True)
             before = after
@@ -456,10 +487,10 @@ def main():
     print()
     print(f"untraced, median (range) of {len(untraced)} runs: {statistics.median(cpu_base):.3f} us CPU "
           f"({min(cpu_base):.3f} to {max(cpu_base):.3f}), {statistics.median(wall_base):.3f} us wall "
-          f"({min(wall_base):.3f} to {max(wall_base):.3f}) per page")
+          f"({min(wall_base):.3f} to {max(wall_base):.3f}) per {UNIT}")
     print()
-    print(f"| configuration | added CPU us/page, median (range) of {args.rounds} rounds | "
-          f"added wall us/page | "
+    print(f"| configuration | added CPU us/{UNIT}, median (range) of {args.rounds} rounds | "
+          f"added wall us/{UNIT} | "
           f"load's speed | tracer CPU/event | lost | lost at full speed, {ncpu} CPUs | BPF ns/run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for t in tracers:
@@ -473,7 +504,7 @@ def main():
             continue
         cpu = [r["us_per_event"] for r in rs if r["us_per_event"] is not None]
         cpu = f"{statistics.median(cpu):.3f} us/event, " if cpu else ""
-        cpu += f"{statistics.median(r['tracer_us_per_page'] for r in rs):.3f} us/page"
+        cpu += f"{statistics.median(r['tracer_us_per_page'] for r in rs):.3f} us/{UNIT}"
         f = full.get(t.label)
         if f:
             full_lost = describe_lost([f])
@@ -490,6 +521,24 @@ def main():
             print(f"\n{label}: {n} of {args.rounds} runs left out (failed, or the tracer saw fewer than "
                   f"{args.min_events_per_page:g} events per page of load; --min-events-per-page 0 keeps "
                   f"those)")
+    if UNIT == "eventfd":
+        # The cost per slab event: what tracing added per eventfd over the events the tracer saw per
+        # eventfd (its own and the rest of the machine's, which on a quiet machine are few).
+        print()
+        print("| configuration | events per eventfd seen by the tracer | added CPU ns per event, median (range) |")
+        print("| --- | --- | --- |")
+        for t in tracers:
+            rs = [r for r in runs.get(t.label, []) if r["events"]]
+            if not rs:
+                print(f"| {t.label} | none | n/a |")
+                continue
+            per_op = [r["events"] / r["pages"] for r in rs]
+            if statistics.median(per_op) < 0.5:
+                print(f"| {t.label} | {statistics.median(per_op):.2f} | n/a (no slab events) |")
+                continue
+            ns = [1000 * r["added_cpu"] / (r["events"] / r["pages"]) for r in rs]
+            print(f"| {t.label} | {statistics.median(per_op):.2f} | {statistics.median(ns):.0f} "
+                  f"({min(ns):.0f} to {max(ns):.0f}) |")
     if full:
         print(f"\nfull speed, untraced: {full['untraced']['rate'] / 1e3:.0f} k pages/s on {ncpu} threads")
     print(f"\n# took {time.monotonic() - started:.0f} s")

@@ -10,6 +10,7 @@
 
 #include "../daemon/sources/ebpf.c"
 
+#include "slab-live.h"
 #include "test-sink.h"
 #include "tests.h"
 
@@ -313,6 +314,142 @@ static void test_held_table(void) {
         }
 }
 
+/* Slab records: an unsampled object before any sample ("[not sampled]"), a sampled one held apart from the
+ * thread's page stack, an unsampled one charged to it, a free, and a cache name filling its field. */
+static void test_objects(void) {
+        EbpfSource *s = source_fake(false);
+        uint64_t buf[64];
+        MsBpfObject *o = (MsBpfObject *) buf;
+        MsBpfObjectFree f = { .type = MS_BPF_OBJECT_FREE, .cpu = 1, .timestamp_nsec = 3000, .ptr = 0xffff888000000040,
+                              .call_site = 0xffffffff81000900 };
+        uint64_t page[64];
+
+        /* A page stack of thread 7 held first: objects must not take it. */
+        ASSERT_OK(ring_record(s, page, page_record(page, sizeof(page), MS_BPF_PAGE_ALLOC, 7, 0x1000, 0, true, 3, 0,
+                                                    DEPTH)));
+        for (unsigned i = 0; i < 3; i++) {
+                bool sampled = i == 1;
+
+                memset(buf, 0, sizeof(buf));
+                *o = (MsBpfObject) {
+                        .head = { .type = MS_BPF_OBJECT_ALLOC, .cpu = 0, .pid = 100, .tid = 7,
+                                  .timestamp_nsec = 2000 + i, .cgroup_id = 5 },
+                        .ptr = 0xffff888000000040 + i * 64,
+                        .call_site = 0xffffffff81000800,
+                        .bytes_requested = 48,
+                        .bytes_allocated = 64,
+                        .flags = sampled ? MS_BPF_STACK : 0,
+                        .n_kernel = sampled ? 2 : 0,
+                };
+                if (i == 2)
+                        memset(o->cache, 'c', MS_BPF_CACHE_NAME_MAX);   /* no NUL: cut, not overrun */
+                o->frames[0] = 0xffffffff81000a00;
+                o->frames[1] = 0xffffffff81000a01;
+                ASSERT_OK(ring_record(s, buf, sizeof(*o) + (sampled ? 2 * sizeof(uint64_t) : 0)));
+        }
+        ASSERT_OK(ring_record(s, &f, sizeof(f)));
+
+        ASSERT_EQ(n_seen, 5u);
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_OBJECT_ALLOC);
+        ASSERT_EQ(seen[1].ev.object.ptr, 0xffff888000000040u);
+        ASSERT_EQ(seen[1].ev.object.call_site, 0xffffffff81000800u);
+        ASSERT_EQ(seen[1].ev.object.bytes_requested, 48u);
+        ASSERT_EQ(seen[1].ev.object.bytes_allocated, 64u);
+        ASSERT_EQ(seen[1].ev.cgroup_id, 5u);
+        ASSERT_NULL(seen[1].ev.object.cache);
+        ASSERT_EQ(seen[1].ev.object.stack.n_frames, 1u);
+        ASSERT_EQ(seen[1].frames[0], MS_FRAME_NOT_SAMPLED);
+        ASSERT_EQ(seen[2].ev.object.stack.n_frames, 2u);
+        ASSERT_EQ(seen[2].frames[1], 0xffffffff81000a01u);
+        ASSERT_EQ(seen[3].ev.object.stack.n_frames, 2u);
+        ASSERT_EQ(seen[3].frames[0], 0xffffffff81000a00u);
+        ASSERT_EQ(strlen(seen[3].name), (size_t) MS_BPF_CACHE_NAME_MAX);
+        ASSERT_EQ(s->held_objects, 1u);
+        ASSERT_EQ(s->unsampled_objects, 1u);
+        ASSERT_EQ(seen[4].ev.type, MS_EVENT_OBJECT_FREE);
+        ASSERT_EQ(seen[4].ev.object.ptr, 0xffff888000000040u);
+        ASSERT_EQ(seen[4].ev.object.call_site, 0xffffffff81000900u);
+        ASSERT_EQ(seen[4].ev.cpu, 1u);
+        /* The thread's exit drops both its stacks. */
+        held_forget(s, 7);
+        ASSERT_EQ(s->n_held, 0u);
+        /* A sampled object whose frames run past the record is malformed. */
+        memset(buf, 0, sizeof(buf));
+        *o = (MsBpfObject) { .head = { .type = MS_BPF_OBJECT_ALLOC, .tid = 8 }, .ptr = 0x100, .flags = MS_BPF_STACK,
+                             .n_kernel = 4 };
+        ASSERT_OK(ring_record(s, buf, sizeof(*o) + sizeof(uint64_t)));
+        ASSERT_EQ(s->bad_records, 1u);
+        ASSERT_EQ(n_seen, 5u);
+        ebpf_source_free(s);
+}
+
+/* Adds typedef btf_trace_EVENT: a pointer to void (void *, ARGS...), where args names each argument's
+ * type: 'u' unsigned long, 'p' const void *, 'c' struct kmem_cache *, 'P' struct page *, 'z' size_t,
+ * 'g' gfp_t, 'i' int. */
+static void add_trace_proto(struct btf *btf, const char *event, const char *args) {
+        int ulong = btf__find_by_name_kind(btf, "unsigned long", BTF_KIND_INT);
+        int uint = btf__find_by_name_kind(btf, "unsigned int", BTF_KIND_INT);
+        int sint = btf__find_by_name_kind(btf, "int", BTF_KIND_INT);
+        int cache = btf__find_by_name_kind(btf, "kmem_cache", BTF_KIND_STRUCT);
+        int page = btf__find_by_name_kind(btf, "page", BTF_KIND_STRUCT);
+        int voidp = btf__add_ptr(btf, 0), cvoidp = btf__add_ptr(btf, btf__add_const(btf, 0));
+        int cachep = btf__add_ptr(btf, cache), pagep = btf__add_ptr(btf, page), size_t_id = btf__add_typedef(btf, "size_t", ulong);
+        int gfp = btf__add_typedef(btf, "gfp_t", uint), proto;
+        char name[64];
+
+        ASSERT_TRUE(ulong > 0 && uint > 0 && sint > 0 && cache > 0 && page > 0);
+        proto = btf__add_func_proto(btf, 0);
+        ASSERT_OK(proto);
+        ASSERT_OK(btf__add_func_param(btf, "__data", voidp));
+        for (const char *a = args; *a; a++)
+                ASSERT_OK(btf__add_func_param(btf, "", *a == 'u' ? ulong : *a == 'p' ? cvoidp : *a == 'c' ? cachep :
+                                                       *a == 'P' ? pagep : *a == 'z' ? size_t_id : *a == 'g' ? gfp : sint));
+        (void) snprintf(name, sizeof(name), "btf_trace_%s", event);
+        ASSERT_OK(btf__add_typedef(btf, name, btf__add_ptr(btf, proto)));
+}
+
+/* The slab tracepoints' prototypes over the kernel versions, as the kernel's BTF gives them. */
+static void test_slab_layouts(void) {
+        struct btf *btf = btf__new_empty();
+        uint32_t layout = UINT32_MAX;
+
+        ASSERT_NOT_NULL(btf);
+        ASSERT_OK(btf__add_int(btf, "unsigned long", 8, 0));
+        ASSERT_OK(btf__add_int(btf, "unsigned int", 4, 0));
+        ASSERT_OK(btf__add_int(btf, "int", 4, BTF_INT_SIGNED));
+        ASSERT_OK(btf__add_struct(btf, "kmem_cache", 64));
+        ASSERT_OK(btf__add_struct(btf, "page", 64));
+        /* To 5.19: kmalloc and kmem_cache_alloc (call_site, ptr, bytes_req, bytes_alloc, gfp), *_node + node. */
+        add_trace_proto(btf, "old_kmalloc", "upzzg");
+        add_trace_proto(btf, "old_kmalloc_node", "upzzgi");
+        /* 6.0: the cache before the sizes. */
+        add_trace_proto(btf, "v60_kmem_cache_alloc", "upczzg");
+        add_trace_proto(btf, "v60_kmem_cache_alloc_node", "upczzgi");
+        /* 6.1 on: kmalloc with node, kmem_cache_alloc with the cache and no sizes. */
+        add_trace_proto(btf, "kmalloc", "upzzgi");
+        add_trace_proto(btf, "kmem_cache_alloc", "upcgi");
+        /* Something else: a struct pointer that is no cache, too few arguments. */
+        add_trace_proto(btf, "odd", "upPzg");
+        add_trace_proto(btf, "short", "upz");
+
+        ASSERT_OK(slab_layout_of(btf, "old_kmalloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "old_kmalloc_node", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "v60_kmem_cache_alloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_CACHE_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "v60_kmem_cache_alloc_node", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_CACHE_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "kmalloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_SIZES);
+        ASSERT_OK(slab_layout_of(btf, "kmem_cache_alloc", &layout));
+        ASSERT_EQ(layout, MS_BPF_SLAB_CACHE);
+        ASSERT_EQ(slab_layout_of(btf, "odd", &layout), -EBADMSG);
+        ASSERT_EQ(slab_layout_of(btf, "short", &layout), -EBADMSG);
+        ASSERT_EQ(slab_layout_of(btf, "kmalloc_node", &layout), -ENOENT);
+        btf__free(btf);
+}
+
 int main(void) {
         test_thresholds();
         test_sample_and_hold();
@@ -321,6 +458,9 @@ int main(void) {
         test_exec_by_thread();
         test_record_time();
         test_held_table();
+        test_objects();
+        test_slab_layouts();
         printf("test-ebpf: all passed\n");
-        return 0;
+        /* Last: needs root, BTF and the kernel's slab tracepoints, else skips. */
+        return slab_live_test(&ebpf_source_type);
 }

@@ -14,6 +14,7 @@
 
 #include "../daemon/sources/ftrace.c"
 
+#include "slab-live.h"
 #include "tests.h"
 
 #define ID_ALLOC 653            /* tracepoint ids of tests/data/tracefs-6.18 */
@@ -28,6 +29,7 @@
 typedef struct Seen {
         MsEvent ev;
         uint64_t frames[8];
+        char cache[64];                 /* OBJECT_ALLOC: the cache name as it was during the call */
 } Seen;
 
 static Seen seen[MAX_SEEN];
@@ -42,6 +44,11 @@ static void sink_event(void *userdata, const MsEvent *ev) {
         if (ev->type == MS_EVENT_PAGE_ALLOC)
                 for (size_t i = 0; i < ev->page.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
                         s->frames[i] = ev->page.stack.frames[i];
+        if (ev->type == MS_EVENT_OBJECT_ALLOC) {
+                for (size_t i = 0; i < ev->object.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
+                        s->frames[i] = ev->object.stack.frames[i];
+                (void) snprintf(s->cache, sizeof(s->cache), "%s", ev->object.cache ?: "");
+        }
 }
 
 static void put(uint8_t *rec, size_t offset, size_t n, uint64_t v) {
@@ -166,6 +173,64 @@ static void test_stacks_paired(void) {
         stack(f.allocs, 100, inner, 1);
         ASSERT_EQ(n_seen, 3);
         ASSERT_EQ(f.s->stack_failed, 0);
+        fixture_done(&f);
+}
+
+/* kmem_cache_alloc (id 659 in tests/data/tracefs-6.18): call_site@8, ptr@16, name@24 (data_loc),
+ * bytes_req@32, bytes_alloc@40; the name at 64. */
+static void cache_alloc(FtraceCpu *c, int32_t tid, uint64_t ptr, uint8_t *rec) {
+        memset(rec, 0, 72);
+        put_common(rec, 659, tid);
+        put(rec, 8, 8, UINT64_C(0xffffffff81000300));
+        put(rec, 16, 8, ptr);
+        put(rec, 24, 4, (5u << 16) | 64u);
+        put(rec, 32, 8, 184);
+        put(rec, 40, 8, 192);
+        memcpy(rec + 64, "filp", 5);
+        cpu_handle_record(c, rec, 72, 1000);
+}
+
+/* Slab objects: an allocation waits for its stack like a page's and keeps its cache name though its
+ * record is read over meanwhile; the daemon's own leaves a marker; a kfree comes at once, kfree(NULL)
+ * not at all. */
+static void test_slab(void) {
+        static const uint64_t frames[] = { 0xffffffff81000040, 0xffffffff81000041 };
+        uint8_t rec[72], free_rec[24] = {};
+        Fixture f;
+
+        fixture_init(&f);
+        cache_alloc(f.allocs, 100, UINT64_C(0xffff888000005000), rec);
+        memset(rec, 0xee, sizeof(rec));         /* the reader's page, reused before the stack comes */
+        ASSERT_EQ(n_seen, 0);
+        stack(f.allocs, 100, frames, 2);
+        ASSERT_EQ(n_seen, 1);
+        ASSERT_EQ(seen[0].ev.type, MS_EVENT_OBJECT_ALLOC);
+        ASSERT_EQ(seen[0].ev.pid, 100);
+        ASSERT_TRUE(seen[0].ev.object.ptr == UINT64_C(0xffff888000005000));
+        ASSERT_TRUE(seen[0].ev.object.call_site == UINT64_C(0xffffffff81000300));
+        ASSERT_EQ(seen[0].ev.object.bytes_requested, 184);
+        ASSERT_EQ(seen[0].ev.object.bytes_allocated, 192);
+        ASSERT_STREQ(seen[0].cache, "filp");
+        ASSERT_EQ(seen[0].ev.object.stack.n_frames, 2);
+        ASSERT_TRUE(seen[0].frames[1] == frames[1]);
+
+        cache_alloc(f.allocs, SELF, UINT64_C(0xffff888000006000), rec);
+        stack(f.allocs, SELF, frames, 2);
+        ASSERT_EQ(n_seen, 1);
+        ASSERT_EQ(f.s->self_samples, 1);
+
+        /* kfree (id 657): call_site@8, ptr@16. */
+        put_common(free_rec, 657, SELF);
+        put(free_rec, 8, 8, UINT64_C(0xffffffff81000400));
+        put(free_rec, 16, 8, UINT64_C(0xffff888000005000));
+        cpu_handle_record(f.events, free_rec, sizeof(free_rec), 1002);
+        put(free_rec, 16, 8, 0);
+        cpu_handle_record(f.events, free_rec, sizeof(free_rec), 1003);
+        ASSERT_EQ(n_seen, 2);
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_OBJECT_FREE);
+        ASSERT_TRUE(seen[1].ev.object.ptr == UINT64_C(0xffff888000005000));
+        ASSERT_EQ(f.s->failed_allocs, 0);
+        ASSERT_EQ(f.s->bad_records, 0);
         fixture_done(&f);
 }
 
@@ -366,5 +431,7 @@ int main(void) {
         TEST(test_stack_never_comes);
         TEST(test_tasks);
         TEST(test_stale_instances);
-        return 0;
+        TEST(test_slab);
+        /* Last: needs root and the kernel's slab tracepoints, else skips. */
+        return slab_live_test(&ftrace_source_type);
 }

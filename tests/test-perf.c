@@ -9,6 +9,7 @@
 
 #include "../daemon/sources/perf.c"
 
+#include "slab-live.h"
 #include "test-sink.h"
 #include "tests.h"
 
@@ -443,6 +444,105 @@ static void test_malformed(void) {
         fixture_done(&f);
 }
 
+/* Slab samples: an allocation with its call chain and cache name, the daemon's own allocation dropped
+ * (in the kernel by the filter; here as when the filter could not be set), a kfree, a kfree(NULL). */
+static void test_slab_samples(void) {
+        static const uint64_t chain[] = { (uint64_t) PERF_CONTEXT_KERNEL, 0xffffffff81000001, 0xffffffff81000002 };
+        size_t k_cache = 0, k_kfree = 0;
+        Writer *w;
+        Fixture f;
+
+        fixture_init(&f);
+        for (size_t k = 0; k < N_ATTACHED; k++) {
+                if (attached_kinds[k] == TRACEPOINT_KMEM_CACHE_ALLOC)
+                        k_cache = k;
+                if (attached_kinds[k] == TRACEPOINT_KFREE)
+                        k_kfree = k;
+        }
+        ASSERT_GT(k_cache, 0);
+        ASSERT_GT(k_kfree, 0);
+        f.s->rings[0].fds[k_cache] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        f.s->rings[0].fds[k_kfree] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        f.s->rings[0].ids[k_cache] = 1003;
+        f.s->rings[0].ids[k_kfree] = 1004;
+        w = &f.w[0];
+
+        for (uint32_t pid = 100; pid <= 4242; pid += 4142) {
+                /* kmem_cache_alloc (id 659): call_site@8, ptr@16, name@24 (data_loc), bytes_req@32,
+                 * bytes_alloc@40, gfp@48, node@56, accounted@60, the name at 64. */
+                uint8_t raw[72] = {};
+                uint16_t type = 659;
+                uint64_t v;
+                uint32_t loc = (5u << 16) | 64u;
+
+                memcpy(raw, &type, sizeof(type));
+                v = 0xffffffff81000100;
+                memcpy(raw + 8, &v, 8);
+                v = 0xffff888000004000 + pid;
+                memcpy(raw + 16, &v, 8);
+                memcpy(raw + 24, &loc, 4);
+                v = 184;
+                memcpy(raw + 32, &v, 8);
+                v = 192;
+                memcpy(raw + 40, &v, 8);
+                memcpy(raw + 64, "filp", 5);
+                w_begin(w, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_KERNEL);
+                w_u64(w, 1003);
+                w_u32(w, pid);
+                w_u32(w, pid);
+                w_u64(w, 10 + pid);
+                w_u32(w, 0);
+                w_u32(w, 0);
+                w_u64(w, ELEMENTSOF(chain));
+                for (size_t i = 0; i < ELEMENTSOF(chain); i++)
+                        w_u64(w, chain[i]);
+                w_u32(w, sizeof(raw));
+                w_put(w, raw, sizeof(raw));
+                w_end(w);
+        }
+        for (uint64_t ptr = 0xffff888000004064; ptr != UINT64_MAX; ptr = ptr ? 0 : UINT64_MAX) {
+                /* kfree (id 657): call_site@8, ptr@16; ptr 0 is kfree(NULL). */
+                uint8_t raw[24] = {};
+                uint16_t type = 657;
+                uint64_t v = 0xffffffff81000200;
+
+                memcpy(raw, &type, sizeof(type));
+                memcpy(raw + 8, &v, 8);
+                memcpy(raw + 16, &ptr, 8);
+                w_begin(w, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_KERNEL);
+                w_u64(w, 1004);
+                w_u32(w, 4242);
+                w_u32(w, 4242);
+                w_u64(w, 5000 + (ptr ? 0 : 1));
+                w_u32(w, 0);
+                w_u32(w, 0);
+                w_u32(w, sizeof(raw) + 4);
+                w_put(w, raw, sizeof(raw));
+                w_u32(w, 0);
+                w_end(w);
+        }
+        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_EQ(n_seen, 2);
+        ASSERT_EQ(seen[0].ev.type, MS_EVENT_OBJECT_ALLOC);
+        ASSERT_EQ(seen[0].ev.pid, 100);
+        ASSERT_EQ(seen[0].ev.object.ptr, 0xffff888000004064);
+        ASSERT_EQ(seen[0].ev.object.call_site, 0xffffffff81000100);
+        ASSERT_EQ(seen[0].ev.object.bytes_requested, 184);
+        ASSERT_EQ(seen[0].ev.object.bytes_allocated, 192);
+        ASSERT_STREQ(seen[0].name, "filp");
+        ASSERT_EQ(seen[0].ev.object.stack.n_frames, 2);
+        ASSERT_EQ(seen[0].ev.object.stack.n_kernel_frames, 2);
+        ASSERT_EQ(seen[0].frames[1], 0xffffffff81000002);
+        /* The daemon's (4242) allocation dropped, its free kept; kfree(NULL) is neither failure nor event. */
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_OBJECT_FREE);
+        ASSERT_EQ(seen[1].ev.object.ptr, 0xffff888000004064);
+        ASSERT_EQ(seen[1].ev.object.call_site, 0xffffffff81000200);
+        ASSERT_EQ(f.s->self_samples, 1);
+        ASSERT_EQ(f.s->failed_allocs, 0);
+        ASSERT_EQ(f.s->bad_records, 0);
+        fixture_done(&f);
+}
+
 static void test_parse_cpu_list(void) {
         unsigned *cpus = NULL;
         size_t n = 0;
@@ -500,5 +600,7 @@ int main(void) {
         TEST(test_cgroup);
         TEST(test_side_band);
         TEST(test_malformed);
-        return 0;
+        TEST(test_slab_samples);
+        /* Last: needs root and the kernel's slab tracepoints, else skips. */
+        return slab_live_test(&perf_source_type);
 }

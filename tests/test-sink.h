@@ -21,7 +21,8 @@
 typedef struct Seen {
         MsEvent ev;                     /* pointers in it are stale: read the copies below */
         uint64_t frames[16];            /* ALLOC: the first frames of the stack */
-        char name[64];                  /* TASK_NEW, TASK_COMM: the task's; MODULE_*: the module's */
+        char name[64];                  /* TASK_NEW, TASK_COMM: the task's; MODULE_*: the module's;
+                                         * OBJECT_ALLOC: the cache's, "" when NULL */
         char cmdline[64];               /* TASK_NEW, TASK_COMM, when has_cmdline */
         bool has_cmdline;
 } Seen;
@@ -39,6 +40,12 @@ static void test_sink_event(void *userdata, const MsEvent *ev) {
         case MS_EVENT_PAGE_ALLOC:
                 for (size_t i = 0; i < ev->page.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
                         s->frames[i] = ev->page.stack.frames[i];
+                break;
+        case MS_EVENT_OBJECT_ALLOC:
+                for (size_t i = 0; i < ev->object.stack.n_frames && i < ELEMENTSOF(s->frames); i++)
+                        s->frames[i] = ev->object.stack.frames[i];
+                if (ev->object.cache)
+                        (void) snprintf(s->name, sizeof(s->name), "%s", ev->object.cache);
                 break;
         case MS_EVENT_TASK_NEW:
         case MS_EVENT_TASK_COMM:

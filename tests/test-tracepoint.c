@@ -363,6 +363,123 @@ static void test_task_and_stack(bool big) {
         ASSERT_EQ(tracepoint_decode_stack(t, rec, 64, frames, ELEMENTSOF(frames), &n), -ENOENT);
 }
 
+/* Slab events: kmem_cache_alloc with its cache name (__data_loc), kmalloc without, kfree, and the
+ * pointers that are no object. 6.18 layouts: call_site@8, ptr@16, then name@24 (kmem_cache_*) or
+ * bytes_req@24, bytes_alloc@32 (kmalloc); kmem_cache_alloc has bytes_req@32, bytes_alloc@40. */
+static void check_slab_records(bool big) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        uint8_t rec[80];
+        MsEvent ev;
+
+        ASSERT_OK(tracepoint_load(TREE_NEW, big ? TRACEPOINT_BYTE_ORDER_BIG : TRACEPOINT_BYTE_ORDER_LITTLE,
+                                  &t, NULL));
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMALLOC), 658);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMEM_CACHE_ALLOC), 659);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KFREE), 657);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMEM_CACHE_FREE), 656);
+        /* Folded into the others since 6.1. */
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMALLOC_NODE), -ENOENT);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMEM_CACHE_ALLOC_NODE), -ENOENT);
+
+        /* kmem_cache_alloc of "filp": 61 bytes of data_loc'd name at offset 64. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, 659, 77, big);
+        put(rec, 8, 8, UINT64_C(0xffffffff81234567), big);
+        put(rec, 16, 8, UINT64_C(0xffff888012345600), big);
+        put(rec, 24, 4, (5u << 16) | 64u, big);
+        put(rec, 32, 8, 184, big);
+        put(rec, 40, 8, 192, big);
+        memcpy(rec + 64, "filp", 5);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 69, &ev), TRACEPOINT_KMEM_CACHE_ALLOC);
+        ASSERT_EQ(ev.type, MS_EVENT_OBJECT_ALLOC);
+        ASSERT_EQ(ev.object.ptr, UINT64_C(0xffff888012345600));
+        ASSERT_EQ(ev.object.call_site, UINT64_C(0xffffffff81234567));
+        ASSERT_EQ(ev.object.bytes_requested, 184);
+        ASSERT_EQ(ev.object.bytes_allocated, 192);
+        ASSERT_STREQ(ev.object.cache, "filp");
+        /* A name running past the record is malformed. */
+        ASSERT_EQ(tracepoint_decode(t, rec, 66, &ev), -EBADMSG);
+
+        /* kmalloc: no cache name. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, 658, 77, big);
+        put(rec, 8, 8, UINT64_C(0xffffffff81000010), big);
+        put(rec, 16, 8, UINT64_C(0xffff888000001000), big);
+        put(rec, 24, 8, 100, big);
+        put(rec, 32, 8, 128, big);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 56, &ev), TRACEPOINT_KMALLOC);
+        ASSERT_EQ(ev.type, MS_EVENT_OBJECT_ALLOC);
+        ASSERT_EQ(ev.object.bytes_requested, 100);
+        ASSERT_EQ(ev.object.bytes_allocated, 128);
+        ASSERT_NULL(ev.object.cache);
+        /* A failed kmalloc (NULL) and kmalloc(0) (ZERO_SIZE_PTR) are no objects. */
+        put(rec, 16, 8, 0, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 56, &ev), -ENODATA);
+        put(rec, 16, 8, 16, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 56, &ev), -ENODATA);
+        /* Too short for bytes_alloc. */
+        ASSERT_EQ(tracepoint_decode(t, rec, 36, &ev), -EBADMSG);
+
+        /* kfree: the pointer and the caller; kfree(NULL) is no object. */
+        memset(rec, 0, sizeof(rec));
+        put_common(rec, 657, 77, big);
+        put(rec, 8, 8, UINT64_C(0xffffffff81000020), big);
+        put(rec, 16, 8, UINT64_C(0xffff888000001000), big);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 24, &ev), TRACEPOINT_KFREE);
+        ASSERT_EQ(ev.type, MS_EVENT_OBJECT_FREE);
+        ASSERT_EQ(ev.object.ptr, UINT64_C(0xffff888000001000));
+        ASSERT_EQ(ev.object.call_site, UINT64_C(0xffffffff81000020));
+        put(rec, 16, 8, 0, big);
+        ASSERT_EQ(tracepoint_decode(t, rec, 24, &ev), -ENODATA);
+}
+
+static void test_slab_little(void) {
+        check_slab_records(false);
+}
+
+static void test_slab_big(void) {
+        check_slab_records(true);
+}
+
+/* A pre-6.1 tree: kmalloc_node is there, and a kmem_cache_free whose format lacks ptr is absent, not a
+ * failed load (page tracing goes on without it). */
+static void test_slab_old(void) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        uint8_t rec[48] = {};
+        MsEvent ev;
+
+        ASSERT_OK(tracepoint_load(TREE_OLD, TRACEPOINT_BYTE_ORDER_LITTLE, &t, NULL));
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMALLOC_NODE), 390);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMEM_CACHE_FREE), -ENOENT);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMALLOC), -ENOENT);
+        put_common(rec, 390, 5, false);
+        put(rec, 8, 8, UINT64_C(0xffffffff81000030), false);
+        put(rec, 16, 8, UINT64_C(0xffff888000002000), false);
+        put(rec, 24, 8, 24, false);
+        put(rec, 32, 8, 32, false);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, 48, &ev), TRACEPOINT_KMALLOC_NODE);
+        ASSERT_EQ(ev.type, MS_EVENT_OBJECT_ALLOC);
+        ASSERT_EQ(ev.object.bytes_requested, 24);
+        ASSERT_EQ(ev.object.bytes_allocated, 32);
+        ASSERT_NULL(ev.object.cache);
+        ASSERT_TRUE(tracepoint_kind_is_slab(TRACEPOINT_KFREE));
+        ASSERT_TRUE(!tracepoint_kind_is_slab(TRACEPOINT_PAGE_ALLOC));
+
+        /* What a source names under --slab: kmalloc counts as there through its twin; a buffer too small
+         * cuts at a whole name. */
+        char buf[128];
+        ASSERT_STREQ(tracepoint_slab_missing(t, buf, sizeof(buf)),
+                     "kmem/kmem_cache_alloc, kmem/kfree, kmem/kmem_cache_free");
+        ASSERT_STREQ(tracepoint_slab_missing(t, buf, 30), "kmem/kmem_cache_alloc");
+        t = tracepoint_free(t);
+        ASSERT_OK(tracepoint_load(TREE_NEW, TRACEPOINT_BYTE_ORDER_HOST, &t, NULL));
+        ASSERT_STREQ(tracepoint_slab_missing(t, buf, sizeof(buf)), "");
+}
+
 static void test_task_little(void) {
         test_task_and_stack(false);
 }
@@ -494,6 +611,9 @@ int main(void) {
         TEST(test_new_little);
         TEST(test_new_big);
         TEST(test_byte_order_matters);
+        TEST(test_slab_little);
+        TEST(test_slab_big);
+        TEST(test_slab_old);
         TEST(test_task_little);
         TEST(test_task_big);
         TEST(test_old_little);

@@ -20,10 +20,15 @@
  * Page keys are struct page indexes, a constant away from the pfn (see page_key() in the BPF program):
  * the same ownership rules as the perf source's pfns, other numbers.
  *
+ * With --slab (options.slab) also slab objects: one record per kmalloc, kmem_cache_alloc (and their *_node
+ * twins before 6.1), kfree and kmem_cache_free, through the same ring, stacks sampled per object and held
+ * per thread apart from its page stack. Without it the slab programs are not even loaded.
+ *
  * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST
  * with their CPU), recursion misses (an event nested in a running program of the same kind on that CPU,
  * which its *_nested twin did not catch either: the kernel's per-program recursion_misses minus the
- * twins' records, emitted as MS_EVENT_LOST on CPU 0), and stack failures (the allocation is counted, its
+ * twins' records, emitted as MS_EVENT_LOST on CPU 0; those of the slab programs, which have no twins, apart
+ * as slabRecursionMiss), and stack failures (the allocation is counted, its
  * stack held as if unsampled).
  *
  * The daemon's own allocations are dropped in the kernel, its frees kept (as perf does). Tasks alive at
@@ -66,10 +71,14 @@ enum {
         EBPF_LOSS_RING_FULL,
         EBPF_LOSS_RECURSION,
         EBPF_LOSS_STACK,
+        EBPF_LOSS_SLAB_RECURSION,       /* slab events nested in a slab program (no twins catch those);
+                                         * last: listed with --slab only */
         _EBPF_LOSS_MAX,
 };
 
-/* A thread's most recently sampled stack: what its unsampled allocations are charged to. */
+/* A thread's most recently sampled stack: what its unsampled allocations are charged to. Pages hold under
+ * the thread id, slab objects apart under its negation (held_key()): an unsampled kmalloc is not charged
+ * to a page stack. */
 typedef struct HeldStack {
         int32_t tid;                    /* 0: an empty slot */
         uint32_t n_frames, n_kernel;
@@ -118,6 +127,10 @@ typedef struct EbpfSource {
         uint64_t held_pages;            /* pages charged to a held stack */
         uint64_t unsampled_pages;       /* pages charged to "[not sampled]" */
         uint64_t nested_records;        /* events the nested twins recorded (bpf/memstrack.bpf.c) */
+        uint64_t held_objects;          /* objects charged to a held stack */
+        uint64_t unsampled_objects;     /* objects charged to "[not sampled]" */
+        uint64_t slab_recursion_misses; /* as last read: the slab programs' recursion_misses */
+        char cache[MS_BPF_CACHE_NAME_MAX + 1];  /* the current object's cache name */
 } EbpfSource;
 
 static EbpfSource *ebpf_source_from(EventSource *es) {
@@ -175,10 +188,13 @@ static int held_grow(EbpfSource *s) {
         return 0;
 }
 
-/* Remembers the stack in s->ev for its thread. Out of memory, the thread keeps its older stack. */
-static void held_store(EbpfSource *s) {
-        const MsStack *st = &s->ev.page.stack;
-        int32_t tid = s->ev.tid;
+/* The held table's key of thread tid's page stack, or its object stack. */
+static int32_t held_key(int32_t tid, bool object) {
+        return object ? -tid : tid;
+}
+
+/* Remembers stack st for key (held_key()). Out of memory, the thread keeps its older stack. */
+static void held_store(EbpfSource *s, int32_t tid, const MsStack *st) {
         HeldStack *h;
 
         if (tid == 0)   /* the idle task: allocations in interrupts, no thread to hold for */
@@ -221,14 +237,20 @@ static void held_clear_fn(void *table, size_t i) {
         s->held[i] = (HeldStack) {};
 }
 
-static void held_forget(EbpfSource *s, int32_t tid) {
-        HeldStack *h = held_find(s, tid);
+static void held_forget_key(EbpfSource *s, int32_t key) {
+        HeldStack *h = held_find(s, key);
 
         if (!h)
                 return;
         free(h->frames);
         s->n_held--;
         probe_delete(s, s->held_size, (size_t) (h - s->held), held_home_fn, held_move_fn, held_clear_fn);
+}
+
+/* Drops the stacks thread tid holds, its page and its object stack. */
+static void held_forget(EbpfSource *s, int32_t tid) {
+        held_forget_key(s, held_key(tid, false));
+        held_forget_key(s, held_key(tid, true));
 }
 
 static void emit(EbpfSource *s) {
@@ -274,7 +296,45 @@ static void handle_free(EbpfSource *s, const MsBpfFree *f) {
         emit(s);
 }
 
+/*
+ * The stack of an allocation record (a page's or an object's): its own frames when sampled, held for its
+ * thread (under key); else the thread's held stack, or "[not sampled]". *ret_held says which of the two
+ * an unsampled one got. -EBADMSG when the frames run past the record.
+ */
+static int record_stack(EbpfSource *s, int32_t key, uint8_t flags, uint8_t n_kernel_rec, uint8_t n_user_rec,
+                const __u64 *frames, size_t frames_bytes, MsStack *ret, bool *ret_held) {
+        *ret_held = false;
+        if (flags & MS_BPF_STACK) {
+                size_t n_kernel = MIN((size_t) n_kernel_rec, (size_t) s->depth);
+                size_t n_user = MIN((size_t) n_user_rec, (size_t) s->depth);
+                size_t user_at = s->options.user_stacks ? s->user_at : n_kernel;
+
+                if (frames_bytes < (user_at + n_user) * sizeof(uint64_t))
+                        return -EBADMSG;
+                memcpy(s->frames, frames, n_kernel * sizeof(uint64_t));
+                memcpy(s->frames + n_kernel, frames + user_at, n_user * sizeof(uint64_t));
+                *ret = (MsStack) {
+                        .frames = s->frames,
+                        .n_frames = (uint32_t) (n_kernel + n_user),
+                        .n_kernel_frames = (uint32_t) n_kernel,
+                };
+                if (key != 0)
+                        held_store(s, key, ret);
+                return 0;
+        }
+
+        const HeldStack *h = key != 0 ? held_find(s, key) : NULL;
+        if (h) {
+                *ret = (MsStack) { .frames = h->frames, .n_frames = h->n_frames, .n_kernel_frames = h->n_kernel };
+                *ret_held = true;
+        } else
+                *ret = (MsStack) { .frames = &s->not_sampled_frame, .n_frames = 1, .n_kernel_frames = 1 };
+        return 0;
+}
+
 static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
+        bool held;
+
         event_reset(s, MS_EVENT_PAGE_ALLOC, &p->head);
         s->ev.page.pfn = page_key(s, p->pfn);
         s->ev.page.order = p->order;
@@ -284,43 +344,59 @@ static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
                 emit(s);
                 return;
         }
+        if (record_stack(s, held_key(s->ev.tid, false), p->flags, p->n_kernel, p->n_user, p->frames,
+                         size - sizeof(*p), &s->ev.page.stack, &held) < 0) {
+                s->bad_records++;
+                return;
+        }
+        if (!(p->flags & MS_BPF_STACK)) {
+                if (held)
+                        s->held_pages += UINT64_C(1) << p->order;
+                else
+                        s->unsampled_pages += UINT64_C(1) << p->order;
+        }
+        emit(s);
+}
 
-        if (p->flags & MS_BPF_STACK) {
-                size_t n_kernel = MIN((size_t) p->n_kernel, (size_t) s->depth);
-                size_t n_user = MIN((size_t) p->n_user, (size_t) s->depth);
-                size_t user_at = s->options.user_stacks ? s->user_at : n_kernel;
+/* A slab object: sampled and held like pages, by objects (see the BPF program). */
+static void handle_object(EbpfSource *s, const MsBpfObject *o, size_t size) {
+        bool held;
 
-                if (size < sizeof(*p) + (user_at + n_user) * sizeof(uint64_t)) {
+        event_reset(s, MS_EVENT_OBJECT_ALLOC, &o->head);
+        memcpy(s->cache, o->cache, MS_BPF_CACHE_NAME_MAX);
+        s->cache[MS_BPF_CACHE_NAME_MAX] = '\0';
+        s->ev.object = (MsObjectEvent) {
+                .ptr = o->ptr,
+                .call_site = o->call_site,
+                .bytes_requested = o->bytes_requested,
+                .bytes_allocated = o->bytes_allocated,
+                .cache = s->cache[0] ? s->cache : NULL,
+        };
+        if (s->depth > 0) {
+                if (record_stack(s, held_key(s->ev.tid, true), o->flags, o->n_kernel, o->n_user, o->frames,
+                                 size - sizeof(*o), &s->ev.object.stack, &held) < 0) {
                         s->bad_records++;
                         return;
                 }
-                memcpy(s->frames, p->frames, n_kernel * sizeof(uint64_t));
-                memcpy(s->frames + n_kernel, p->frames + user_at, n_user * sizeof(uint64_t));
-                s->ev.page.stack = (MsStack) {
-                        .frames = s->frames,
-                        .n_frames = (uint32_t) (n_kernel + n_user),
-                        .n_kernel_frames = (uint32_t) n_kernel,
-                };
-                held_store(s);
-        } else {
-                const HeldStack *h = held_find(s, s->ev.tid);
-
-                if (h) {
-                        s->ev.page.stack = (MsStack) {
-                                .frames = h->frames,
-                                .n_frames = h->n_frames,
-                                .n_kernel_frames = h->n_kernel,
-                        };
-                        s->held_pages += UINT64_C(1) << p->order;
-                } else {
-                        s->ev.page.stack = (MsStack) {
-                                .frames = &s->not_sampled_frame,
-                                .n_frames = 1,
-                                .n_kernel_frames = 1,
-                        };
-                        s->unsampled_pages += UINT64_C(1) << p->order;
+                if (!(o->flags & MS_BPF_STACK)) {
+                        if (held)
+                                s->held_objects++;
+                        else
+                                s->unsampled_objects++;
                 }
         }
+        emit(s);
+}
+
+static void handle_object_free(EbpfSource *s, const MsBpfObjectFree *f) {
+        s->last_nsec = MAX(s->last_nsec, f->timestamp_nsec);
+        s->ev = (MsEvent) {
+                .type = MS_EVENT_OBJECT_FREE,
+                .cpu = f->cpu,
+                .timestamp_nsec = s->last_nsec,
+        };
+        s->ev.object.ptr = f->ptr;
+        s->ev.object.call_site = f->call_site;
         emit(s);
 }
 
@@ -376,6 +452,10 @@ static int ring_record(void *userdata, void *data, size_t size) {
                 handle_free(s, data);
                 goto next;
         }
+        if (size >= sizeof(MsBpfObjectFree) && h->type == MS_BPF_OBJECT_FREE) {
+                handle_object_free(s, data);
+                goto next;
+        }
         if (size < sizeof(*h)) {
                 s->bad_records++;
                 goto next;
@@ -387,6 +467,13 @@ static int ring_record(void *userdata, void *data, size_t size) {
                         break;
                 }
                 handle_page(s, data, size);
+                break;
+        case MS_BPF_OBJECT_ALLOC:
+                if (size < sizeof(MsBpfObject)) {
+                        s->bad_records++;
+                        break;
+                }
+                handle_object(s, data, size);
                 break;
         case MS_BPF_TASK_FORK:
                 event_reset(s, MS_EVENT_TASK_FORK, h);
@@ -433,11 +520,19 @@ static void emit_lost(EbpfSource *s, uint32_t cpu, uint64_t n) {
         emit(s);
 }
 
+static bool program_is_slab(const EbpfSource *s, const struct bpf_program *prog) {
+        const struct memstrack_bpf *k = s->skel;
+
+        return prog == k->progs.slab_kmalloc || prog == k->progs.slab_kmalloc_node ||
+               prog == k->progs.slab_cache_alloc || prog == k->progs.slab_cache_alloc_node ||
+               prog == k->progs.slab_kfree || prog == k->progs.slab_cache_free;
+}
+
 /* Reads the kernel's loss counters and emits what grew since the last read. A few syscalls per drain. */
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
         struct bpf_program *prog;
-        uint64_t misses = 0, stack_failed = 0, nested = 0;
+        uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0;
         uint32_t zero = 0;
 
         now = calloc(s->n_possible_cpus, sizeof(*now));
@@ -467,8 +562,18 @@ static void poll_losses(EbpfSource *s) {
 
                 if (prog == s->skel->progs.page_alloc_nested || prog == s->skel->progs.page_free_nested)
                         continue;
-                if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+                if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+                        continue;
+                if (program_is_slab(s, prog))
+                        slab_misses += info.recursion_misses;
+                else
                         misses += info.recursion_misses;
+        }
+        if (slab_misses > s->slab_recursion_misses) {
+                s->losses[EBPF_LOSS_SLAB_RECURSION].count += slab_misses - s->slab_recursion_misses;
+                s->lost_per_cpu[0] += slab_misses - s->slab_recursion_misses;
+                emit_lost(s, 0, slab_misses - s->slab_recursion_misses);
+                s->slab_recursion_misses = slab_misses;
         }
         s->nested_records = nested;
         misses = misses > nested ? misses - nested : 0;
@@ -515,9 +620,10 @@ static EbpfSource *ebpf_source_free(EbpfSource *s) {
         if (!s)
                 return NULL;
         log_debug("eBPF source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
-                  " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " nested events caught, %"
-                  PRIu64 " bad records.", s->records, s->lost_records, s->wakeups, s->held_pages,
-                  s->unsampled_pages, s->nested_records, s->bad_records);
+                  " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " objects on held stacks, %"
+                  PRIu64 " before a first sample, %" PRIu64 " nested events caught, %" PRIu64 " bad records.",
+                  s->records, s->lost_records, s->wakeups, s->held_pages, s->unsampled_pages, s->held_objects,
+                  s->unsampled_objects, s->nested_records, s->bad_records);
         s->defer_source = sd_event_source_disable_unref(s->defer_source);
         s->io_source = sd_event_source_disable_unref(s->io_source);
         ring_buffer__free(s->ring);
@@ -614,7 +720,8 @@ static void ebpf_source_get_stats(EventSource *es, EventSourceStats *ret) {
                 .n_cpus = (size_t) s->n_possible_cpus,
                 .lost_per_cpu = s->lost_per_cpu,
                 .losses = s->losses,
-                .n_losses = _EBPF_LOSS_MAX,
+                /* The slab reason only where slab events are traced: without --slab, as before. */
+                .n_losses = s->options.slab ? _EBPF_LOSS_MAX : EBPF_LOSS_SLAB_RECURSION,
                 .stack_sample_interval = s->depth > 0 ? s->options.stack_sample_interval : 0,
         };
 }
@@ -662,6 +769,131 @@ static int struct_page_size(const char *path, uint64_t *ret) {
         if (size == 0)
                 return -ENOENT;
         *ret = size;
+        return 0;
+}
+
+/* The struct a BTF type names, through pointers, typedefs and qualifiers; NULL if it is no struct pointer. */
+static const char *btf_pointee_struct(const struct btf *btf, uint32_t id) {
+        const struct btf_type *t = btf__type_by_id(btf, id);
+
+        if (!t || !btf_is_ptr(t))
+                return NULL;
+        t = btf__type_by_id(btf, btf__resolve_type(btf, t->type));
+        if (!t || !btf_is_struct(t))
+                return NULL;
+        return btf__name_by_offset(btf, t->name_off);
+}
+
+/*
+ * The prototype of slab allocation tracepoint event (MS_BPF_SLAB_* layout) from the kernel's BTF: its
+ * typedef btf_trace_EVENT is a pointer to void (void *data, call_site, ptr, ...). -ENOENT when the kernel
+ * has no such tracepoint, -EBADMSG for a prototype none of the layouts fits.
+ */
+static int slab_layout_of(const struct btf *btf, const char *event, uint32_t *ret) {
+        char name[64];
+        const struct btf_type *t;
+        const struct btf_param *params;
+        unsigned n;
+        int id;
+
+        (void) snprintf(name, sizeof(name), "btf_trace_%s", event);
+        id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+        if (id < 0)
+                return -ENOENT;
+        t = btf__type_by_id(btf, btf__resolve_type(btf, (uint32_t) id));
+        if (!t || !btf_is_ptr(t))
+                return -EBADMSG;
+        t = btf__type_by_id(btf, t->type);
+        if (!t || !btf_is_func_proto(t))
+                return -EBADMSG;
+        params = btf_params(t);
+        n = btf_vlen(t);
+        /* data, call_site, ptr, and at least two more. */
+        if (n < 5)
+                return -EBADMSG;
+        const char *third = btf_pointee_struct(btf, params[3].type);
+        if (!third)
+                *ret = MS_BPF_SLAB_SIZES;
+        else if (!streq(third, "kmem_cache"))
+                return -EBADMSG;
+        else if (n == 6)
+                *ret = MS_BPF_SLAB_CACHE;
+        else
+                *ret = MS_BPF_SLAB_CACHE_SIZES;
+        return 0;
+}
+
+/*
+ * The slab programs: loaded only with --slab (without it the kernel runs nothing more than before), and
+ * then each only where the kernel has its tracepoint with a prototype we know, which it logs once. Sets
+ * the programs' layouts. -errno only for a BTF that cannot be read.
+ */
+static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
+        struct memstrack_bpf *k = s->skel;
+        static const char *const alloc_events[MS_BPF_SLAB_ALLOCS] = {
+                [MS_BPF_SLAB_KMALLOC] = "kmalloc",
+                [MS_BPF_SLAB_KMALLOC_NODE] = "kmalloc_node",
+                [MS_BPF_SLAB_CACHE_ALLOC] = "kmem_cache_alloc",
+                [MS_BPF_SLAB_CACHE_ALLOC_NODE] = "kmem_cache_alloc_node",
+        };
+        struct bpf_program *alloc_progs[MS_BPF_SLAB_ALLOCS] = {
+                [MS_BPF_SLAB_KMALLOC] = k->progs.slab_kmalloc,
+                [MS_BPF_SLAB_KMALLOC_NODE] = k->progs.slab_kmalloc_node,
+                [MS_BPF_SLAB_CACHE_ALLOC] = k->progs.slab_cache_alloc,
+                [MS_BPF_SLAB_CACHE_ALLOC_NODE] = k->progs.slab_cache_alloc_node,
+        };
+        const struct {
+                struct bpf_program *prog;
+                const char *event;
+        } free_progs[] = {
+                { k->progs.slab_kfree, "kfree" },
+                { k->progs.slab_cache_free, "kmem_cache_free" },
+        };
+        struct btf *btf;
+        bool present[MS_BPF_SLAB_ALLOCS] = {};
+
+        for (size_t i = 0; i < MS_BPF_SLAB_ALLOCS; i++)
+                (void) bpf_program__set_autoload(alloc_progs[i], false);
+        for (size_t i = 0; i < ELEMENTSOF(free_progs); i++)
+                (void) bpf_program__set_autoload(free_progs[i].prog, false);
+        if (!slab)
+                return 0;
+
+        btf = btf__parse(btf_path, NULL);
+        if (!btf)
+                return log_error_errno(negative_errno(), "Failed to read the kernel BTF at %s: %m", btf_path);
+        for (size_t i = 0; i < MS_BPF_SLAB_ALLOCS; i++) {
+                uint32_t layout;
+                int r = slab_layout_of(btf, alloc_events[i], &layout);
+
+                if (r == -EBADMSG)
+                        log_notice("--slab: the kmem:%s tracepoint has a prototype memstrackd does not know, no "
+                                   "slab events from it.", alloc_events[i]);
+                if (r < 0)
+                        continue;
+                s->skel->rodata->slab_layout[i] = layout;
+                (void) bpf_program__set_autoload(alloc_progs[i], true);
+                present[i] = true;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(free_progs); i++) {
+                char name[64];
+
+                /* Every version's free events start (call_site, ptr): their presence is all to check. */
+                (void) snprintf(name, sizeof(name), "btf_trace_%s", free_progs[i].event);
+                if (btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) < 0) {
+                        log_notice("--slab: the kernel has no kmem:%s tracepoint, no slab events from it.",
+                                   free_progs[i].event);
+                        continue;
+                }
+                (void) bpf_program__set_autoload(free_progs[i].prog, true);
+        }
+        btf__free(btf);
+        /* A kind and its *_node twin are one: Linux 6.1 folded the twins in. */
+        if (!present[MS_BPF_SLAB_KMALLOC] && !present[MS_BPF_SLAB_KMALLOC_NODE])
+                log_notice("--slab: the kernel has no usable kmem:kmalloc tracepoint, no slab events from it.");
+        if (!present[MS_BPF_SLAB_CACHE_ALLOC] && !present[MS_BPF_SLAB_CACHE_ALLOC_NODE])
+                log_notice("--slab: the kernel has no usable kmem:kmem_cache_alloc tracepoint, no slab events "
+                           "from it.");
         return 0;
 }
 
@@ -718,6 +950,7 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->losses[EBPF_LOSS_RING_FULL].reason = "ringFull";
         s->losses[EBPF_LOSS_RECURSION].reason = "recursionMiss";
         s->losses[EBPF_LOSS_STACK].reason = "stackFailed";
+        s->losses[EBPF_LOSS_SLAB_RECURSION].reason = "slabRecursionMiss";
 
         /* As much memory as the perf source's per-CPU rings together, in one ring of a power of two. */
         ring = (size_t) options->buffer_pages * (size_t) page_size * (size_t) MAX(n_online, 1L);
@@ -781,6 +1014,10 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
                 (void) bpf_program__set_autoload(s->skel->progs.module_load, false);
                 (void) bpf_program__set_autoload(s->skel->progs.module_free, false);
         }
+
+        r = slab_programs_setup(s, options->btf ?: SOURCE_BTF_DEFAULT, options->slab);
+        if (r < 0)
+                return r;
 
         r = memstrack_bpf__load(s->skel);
         if (r == -EPERM || r == -EACCES)

@@ -13,7 +13,9 @@
  * buffer_percent from the ring size and wakeup watermark. The events: kmem:mm_page_free,
  * sched:sched_process_fork/exec/exit, task:task_newtask and task:task_rename where the kernel has them,
  * and module:module_load/free where it has modules, in memstrackd-PID; kmem:mm_page_alloc, filtered to
- * drop the daemon's own, in memstrackd-PID-stacks, whose "stacktrace" option is on (the option stacks
+ * drop the daemon's own, in memstrackd-PID-stacks, and with --slab kmem:kfree and kmem:kmem_cache_free
+ * beside the frees, kmem:kmalloc and kmem:kmem_cache_alloc (their *_node twins before 6.1) beside the
+ * allocations, filtered alike, each where the kernel has it, whose "stacktrace" option is on (the option stacks
  * every event of an instance: apart, frees cost no stack walk). Without stacks everything goes into
  * memstrackd-PID. kmem:mm_page_free_batched is not enabled, for the reason perf.c gives: every batched
  * free is also an mm_page_free. The instances are removed when the source is freed; those left by a
@@ -89,7 +91,19 @@ static const TracepointKind enabled_kinds[] = {
         TRACEPOINT_TASK_RENAME,
         TRACEPOINT_MODULE_LOAD,
         TRACEPOINT_MODULE_FREE,
+        /* With --slab only (s->slab). */
+        TRACEPOINT_KMALLOC,
+        TRACEPOINT_KMALLOC_NODE,
+        TRACEPOINT_KMEM_CACHE_ALLOC,
+        TRACEPOINT_KMEM_CACHE_ALLOC_NODE,
+        TRACEPOINT_KFREE,
+        TRACEPOINT_KMEM_CACHE_FREE,
 };
+
+/* The allocations: stacked (in the stacks instance), filtered to drop the daemon's own. */
+static bool kind_is_alloc(TracepointKind k) {
+        return k == TRACEPOINT_PAGE_ALLOC || tracepoint_kind_is_slab_alloc(k);
+}
 
 static bool kind_is_required(TracepointKind k) {
         return k == TRACEPOINT_PAGE_ALLOC || k == TRACEPOINT_PAGE_FREE || k == TRACEPOINT_SCHED_FORK ||
@@ -102,6 +116,9 @@ typedef struct FtraceSource FtraceSource;
 typedef struct Pending {
         bool alloc;
         MsEvent ev;
+        /* An object's cache name, copied: the record it points into may be read over before the stack
+         * comes. Longer names (none in the kernel's caches today) are cut. */
+        char cache[64];
 } Pending;
 
 /* A tracefs instance of ours: its directory and whether its events come with stacks. */
@@ -140,6 +157,7 @@ struct FtraceSource {
         Instance instances[_INSTANCE_MAX];
         Tracepoints *tracepoints;       /* owned */
         unsigned depth;
+        bool slab;                      /* also the slab object events (--slab) */
         bool stacks;                    /* the instance records a kernel stack after each event */
         size_t page_size;
         unsigned buffer_percent;
@@ -229,7 +247,12 @@ static void pending_push(FtraceSource *s, FtraceCpu *c, const MsEvent *ev) {
         /* Stacks that never came (a full ring, a kernel that skipped one): deliver what waits. */
         if (c->n_pending == PENDING_MAX)
                 pending_flush(s, c);
-        c->pending[c->n_pending++] = (Pending) { .alloc = ev != NULL, .ev = ev ? *ev : (MsEvent) {} };
+        Pending *p = &c->pending[c->n_pending++];
+        *p = (Pending) { .alloc = ev != NULL, .ev = ev ? *ev : (MsEvent) {} };
+        if (ev && ev->type == MS_EVENT_OBJECT_ALLOC && ev->object.cache) {
+                (void) snprintf(p->cache, sizeof(p->cache), "%s", ev->object.cache);
+                p->ev.object.cache = p->cache;
+        }
 }
 
 static void handle_stack(FtraceSource *s, FtraceCpu *c, const void *rec, size_t size) {
@@ -249,8 +272,11 @@ static void handle_stack(FtraceSource *s, FtraceCpu *c, const void *rec, size_t 
         for (size_t i = 0; i < n; i++)
                 if (s->frames[i] != 0 && s->frames[i] != UINT64_MAX && s->frames[i] != UINT32_MAX)
                         s->frames[kept++] = s->frames[i];
-        p->ev.page.stack = (MsStack) { .frames = s->frames, .n_frames = (uint32_t) kept,
-                                       .n_kernel_frames = (uint32_t) kept };
+        MsStack stack = { .frames = s->frames, .n_frames = (uint32_t) kept, .n_kernel_frames = (uint32_t) kept };
+        if (p->ev.type == MS_EVENT_OBJECT_ALLOC)
+                p->ev.object.stack = stack;
+        else
+                p->ev.page.stack = stack;
         emit(s, &p->ev);
 }
 
@@ -345,17 +371,25 @@ static void cpu_handle_record(FtraceCpu *c, const void *rec, size_t size, uint64
         case TRACEPOINT_PAGE_ALLOC:
         case TRACEPOINT_PAGE_FREE:
         case TRACEPOINT_MODULE_LOAD:
-        case TRACEPOINT_MODULE_FREE: {
+        case TRACEPOINT_MODULE_FREE:
+        case TRACEPOINT_KMALLOC:
+        case TRACEPOINT_KMALLOC_NODE:
+        case TRACEPOINT_KMEM_CACHE_ALLOC:
+        case TRACEPOINT_KMEM_CACHE_ALLOC_NODE:
+        case TRACEPOINT_KFREE:
+        case TRACEPOINT_KMEM_CACHE_FREE: {
                 int r = tracepoint_decode(s->tracepoints, rec, size, ev);
 
                 ev->pid = tgid_of(s, tid);
-                if (r == -ENODATA)
-                        s->failed_allocs++;
-                else if (r < 0)
+                if (r == -ENODATA) {
+                        /* No page or object; kfree(NULL) is no failure. */
+                        if (kind_is_alloc(k))
+                                s->failed_allocs++;
+                } else if (r < 0)
                         s->bad_records++;
-                else if (k == TRACEPOINT_PAGE_ALLOC && ev->pid == s->self)
+                else if (kind_is_alloc(k) && ev->pid == s->self)
                         s->self_samples++;
-                else if (k == TRACEPOINT_PAGE_ALLOC) {
+                else if (kind_is_alloc(k)) {
                         pending_push(s, c, ev);
                         return;
                 } else
@@ -512,8 +546,7 @@ static int instance_write(const Instance *inst, const char *file, const char *va
 
 /* The instance that records kind: allocations go where stacks are taken, the rest where they are not. */
 static const Instance *kind_instance(const FtraceSource *s, TracepointKind kind) {
-        return kind == TRACEPOINT_PAGE_ALLOC && s->stacks ? &s->instances[INSTANCE_STACKS]
-                                                          : &s->instances[INSTANCE_EVENTS];
+        return kind_is_alloc(kind) && s->stacks ? &s->instances[INSTANCE_STACKS] : &s->instances[INSTANCE_EVENTS];
 }
 
 /* Whether a memstrackd with this pid is alive: a pid that is gone, or reused by another program, is not. */
@@ -651,6 +684,8 @@ static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSi
                 _cleanup_free_ char *file = NULL;
 
                 if (tracepoint_id(s->tracepoints, k) < 0)
+                        continue;
+                if (tracepoint_kind_is_slab(k) && !s->slab)
                         continue;
                 if (asprintf(&file, "events/%s/enable", tracepoint_kind_to_string(k)) < 0)
                         return log_oom();
@@ -861,9 +896,20 @@ static int instances_setup(FtraceSource *s, const SourceOptions *o) {
                 log_notice("The ftrace source records kernel stacks only: --user-stacks is ignored.");
 
         (void) snprintf(value, sizeof(value), "common_pid != %d", (int) s->self);
-        r = instance_write(kind_instance(s, TRACEPOINT_PAGE_ALLOC), "events/kmem/mm_page_alloc/filter", value);
-        if (r < 0)
-                log_debug_errno(r, "Failed to filter our own allocations, dropping them when read instead: %m");
+        for (size_t i = 0; i < ELEMENTSOF(enabled_kinds); i++) {
+                TracepointKind k = enabled_kinds[i];
+                _cleanup_free_ char *file = NULL;
+
+                if (!kind_is_alloc(k) || tracepoint_id(s->tracepoints, k) < 0 ||
+                    (tracepoint_kind_is_slab(k) && !s->slab))
+                        continue;
+                if (asprintf(&file, "events/%s/filter", tracepoint_kind_to_string(k)) < 0)
+                        return log_oom();
+                r = instance_write(kind_instance(s, k), file, value);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to filter our own allocations from %s, dropping them when "
+                                        "read instead: %m", tracepoint_kind_to_string(k));
+        }
         return 0;
 }
 
@@ -891,6 +937,7 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
         s->source.ops = &ftrace_source_ops;
         s->self = o->self > 0 ? o->self : getpid();
         s->depth = o->depth;
+        s->slab = o->slab;
         s->page_size = (size_t) sysconf(_SC_PAGESIZE);
         buffer_bytes = (size_t) o->buffer_pages * s->page_size;
         if (o->wakeup_bytes >= buffer_bytes)
@@ -925,6 +972,13 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
                 log_info("No task/task_newtask tracepoint: new threads are told from processes by /proc.");
         if (tracepoint_pfn_is_surrogate(s->tracepoints))
                 log_info("Page tracepoints record struct page pointers: pages are keyed by pointer, not pfn.");
+        if (s->slab) {
+                char missing_slab[128];
+
+                if (*tracepoint_slab_missing(s->tracepoints, missing_slab, sizeof(missing_slab)))
+                        log_notice("--slab: the kernel has no usable %s tracepoint, no slab events from it.",
+                                   missing_slab);
+        }
 
         instances_clean_stale(s->tracefs, s->self);
         r = instances_setup(s, o);

@@ -10,6 +10,11 @@
  * frees of a CPU arrive in the order they happened, and it alone carries the COMM/FORK/EXIT side-band
  * records. No file descriptors beyond the events themselves.
  *
+ * With --slab (config.slab) also kmem:kmalloc, kmem:kmem_cache_alloc (and their *_node twins before 6.1),
+ * kmem:kfree and kmem:kmem_cache_free, each where the kernel has it, into the same ring: allocations with
+ * call chains and the cgroup like pages, the daemon's own filtered out like its pages. Without it they are
+ * not opened, so the kernel runs no slab hook for us and page tracing costs what it did.
+ *
  * Any ring's wakeup (a large watermark: few wakeups) drains all rings, merged by timestamp up to a cut
  * taken when the round starts, because a page freed on one CPU may be reused on another. At most
  * drain_budget records per dispatch; the rest follows from a deferred source after other sources ran.
@@ -75,6 +80,7 @@ typedef struct PerfConfig {
         const char *tracefs;            /* tracefs mount point; NULL: find it, mounting it if needed */
         unsigned depth;                 /* frames per allocation call chain, 0 (none) ..PERF_DEPTH_MAX */
         bool user_stacks;               /* also record user frames (frame-pointer unwinding) */
+        bool slab;                      /* also the slab object events */
         unsigned buffer_pages;          /* data pages per CPU ring, a power of two */
         size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: a quarter of the ring */
         unsigned drain_budget;          /* records per dispatch, > 0 */
@@ -95,12 +101,19 @@ typedef struct PerfConfig {
 /* Context markers the kernel may put into a chain beyond the frames we ask for. */
 #define CALLCHAIN_MARKERS_MAX 16u
 
-/* Events attached per CPU. PAGE_ALLOC comes first: it owns the ring and carries the side-band. */
+/* Events attached per CPU. PAGE_ALLOC comes first: it owns the ring and carries the side-band. The slab
+ * events only with --slab (config.slab), each where the kernel has it. */
 static const TracepointKind attached_kinds[] = {
         TRACEPOINT_PAGE_ALLOC,
         TRACEPOINT_PAGE_FREE,
         TRACEPOINT_MODULE_LOAD,
         TRACEPOINT_MODULE_FREE,
+        TRACEPOINT_KMALLOC,
+        TRACEPOINT_KMALLOC_NODE,
+        TRACEPOINT_KMEM_CACHE_ALLOC,
+        TRACEPOINT_KMEM_CACHE_ALLOC_NODE,
+        TRACEPOINT_KFREE,
+        TRACEPOINT_KMEM_CACHE_FREE,
 };
 #define N_ATTACHED ELEMENTSOF(attached_kinds)
 
@@ -152,7 +165,7 @@ struct PerfSource {
         uint64_t lost_records;
         uint64_t wakeups;
         uint64_t self_samples;          /* the daemon's own allocations, dropped */
-        uint64_t failed_allocs;         /* mm_page_alloc without a page */
+        uint64_t failed_allocs;         /* mm_page_alloc without a page, slab allocations without an object */
         uint64_t bad_records;           /* malformed or unknown: skipped */
         bool cgroups;                   /* allocation samples carry the task's cgroup id (PERF_SAMPLE_CGROUP) */
         uint64_t throttles;
@@ -251,8 +264,14 @@ static uint64_t get_u64(const uint8_t *p) {
         return v;
 }
 
+/* Whether samples of kind carry a call chain and the cgroup, and are dropped when they are the daemon's:
+ * the allocations. */
+static bool kind_is_alloc(TracepointKind kind) {
+        return kind == TRACEPOINT_PAGE_ALLOC || tracepoint_kind_is_slab_alloc(kind);
+}
+
 /* Copies a call chain into s->frames without perf's context markers: kernel frames first, then user. */
-static void strip_callchain(PerfSource *s, const uint8_t *ips, uint64_t nr) {
+static MsStack strip_callchain(PerfSource *s, const uint8_t *ips, uint64_t nr) {
         enum { CTX_NONE, CTX_KERNEL, CTX_USER, CTX_OTHER } ctx = CTX_NONE;
         uint32_t n = 0, n_kernel = 0;
 
@@ -273,13 +292,14 @@ static void strip_callchain(PerfSource *s, const uint8_t *ips, uint64_t nr) {
                         s->frames[n++] = ip;
                 /* Hypervisor and guest frames, or frames before any marker, are not ours to resolve. */
         }
-        s->ev.page.stack = (MsStack) { .frames = s->frames, .n_frames = n, .n_kernel_frames = n_kernel };
+        return (MsStack) { .frames = s->frames, .n_frames = n, .n_kernel_frames = n_kernel };
 }
 
 static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
         PerfSource *s = r->source;
         const uint8_t *p = rec + sizeof(struct perf_event_header), *end = rec + size;
         TracepointKind kind;
+        MsStack stack = {};
         uint32_t raw_size;
         int k;
 
@@ -295,7 +315,7 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
         s->ev.timestamp_nsec = get_u64(p + 16);
         p += SAMPLE_HEAD_SIZE;
 
-        if (kind == TRACEPOINT_PAGE_ALLOC) {
+        if (kind_is_alloc(kind)) {
                 uint64_t nr;
 
                 if (s->ev.pid == s->self) {
@@ -313,7 +333,7 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
                                 s->bad_records++;
                                 return;
                         }
-                        strip_callchain(s, p, nr);
+                        stack = strip_callchain(s, p, nr);
                         p += nr * 8;
                 }
         }
@@ -331,7 +351,7 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
 
         /* PERF_SAMPLE_CGROUP follows the raw data, which the kernel pads to keep it 8-byte aligned. */
         uint64_t cgroup_id = 0;
-        if (kind == TRACEPOINT_PAGE_ALLOC && s->cgroups) {
+        if (kind_is_alloc(kind) && s->cgroups) {
                 if ((size_t) (end - p) - raw_size < sizeof(uint64_t)) {
                         s->bad_records++;
                         return;
@@ -341,7 +361,9 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
 
         k = tracepoint_decode(s->tracepoints, p, raw_size, &s->ev);
         if (k == -ENODATA) {
-                s->failed_allocs++;
+                /* No page or object; kfree(NULL) is no failure, just nothing. */
+                if (kind_is_alloc(kind))
+                        s->failed_allocs++;
                 return;
         }
         if (k < 0) {
@@ -349,6 +371,11 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
                 return;
         }
         s->ev.cgroup_id = cgroup_id;
+        /* Set after decoding, which fills the body of the event's type. */
+        if (s->ev.type == MS_EVENT_PAGE_ALLOC)
+                s->ev.page.stack = stack;
+        else if (s->ev.type == MS_EVENT_OBJECT_ALLOC)
+                s->ev.object.stack = stack;
         emit(s);
 }
 
@@ -745,23 +772,27 @@ static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_si
 
                 if (id < 0)
                         continue;       /* an optional tracepoint this kernel lacks */
+                if (tracepoint_kind_is_slab(kind) && !c->slab)
+                        continue;       /* opt-in: without --slab the kernel runs no slab hook for us */
                 attr.config = (uint64_t) id;
                 attr.wakeup_watermark = (uint32_t) c->wakeup_bytes;
-                if (kind == TRACEPOINT_PAGE_ALLOC) {
+                if (kind_is_alloc(kind)) {
                         /* Depth 0: no call chains at all, the kernel's cheapest sample. */
                         if (c->depth > 0) {
                                 attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
                                 attr.sample_max_stack = (uint16_t) c->depth;
                                 attr.exclude_callchain_user = !c->user_stacks;
                         }
+                        /* The allocating task's cgroup, for pages and objects per unit: 8 bytes copied
+                         * per sample, no lookup. Frees need none: memory leaves whoever allocated it. */
+                        if (s->cgroups)
+                                attr.sample_type |= PERF_SAMPLE_CGROUP;
+                }
+                if (kind == TRACEPOINT_PAGE_ALLOC) {
                         /* Side-band on the ring owner only, so each record comes once, in order. */
                         attr.comm = 1;
                         attr.comm_exec = 1;
                         attr.task = 1;
-                        /* The allocating task's cgroup, for pages per unit: 8 bytes copied per sample, no
-                         * lookup. Frees need none: pages leave whoever allocated them. */
-                        if (s->cgroups)
-                                attr.sample_type |= PERF_SAMPLE_CGROUP;
                 }
 
                 fd = perf_event_open(&attr, -1, (int) cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -787,7 +818,7 @@ static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_si
                  * page faults were a quarter of its CPU time with --user-stacks, just when the stack
                  * tree fills and every record is dear. Frees stay: reclaim in our context frees other
                  * tasks' pages. */
-                if (kind == TRACEPOINT_PAGE_ALLOC) {
+                if (kind_is_alloc(kind)) {
                         char filter[sizeof("common_pid != ") + 3 * sizeof(pid_t)];
                         (void) snprintf(filter, sizeof(filter), "common_pid != %d", (int) s->self);
                         if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0)
@@ -906,6 +937,13 @@ static int perf_source_new(const PerfConfig *config, EventSource **ret) {
                 if (tracepoint_id(s->tracepoints, k) < 0)
                         log_debug("No %s tracepoint: module loads are not tracked.",
                                   tracepoint_kind_to_string(k));
+        if (s->config.slab) {
+                char missing_slab[128];
+
+                if (*tracepoint_slab_missing(s->tracepoints, missing_slab, sizeof(missing_slab)))
+                        log_notice("--slab: the kernel has no usable %s tracepoint, no slab events from it.",
+                                   missing_slab);
+        }
 
         /* "0-3,5" and so on: at most SOURCE_MAX_CPUS numbers of up to 4 digits and a separator each. */
         online = malloc(SOURCE_MAX_CPUS * 5 + 1);
@@ -939,9 +977,10 @@ static int perf_source_new(const PerfConfig *config, EventSource **ret) {
                         return r;
         }
 
-        log_debug("Perf source: %zu CPUs, %u-page rings, wakeup at %zu bytes, depth %u%s, budget %u.",
+        log_debug("Perf source: %zu CPUs, %u-page rings, wakeup at %zu bytes, depth %u%s%s, budget %u.",
                   s->n_rings, s->config.buffer_pages, s->config.wakeup_bytes, s->config.depth,
-                  s->config.user_stacks ? " with user frames" : "", s->config.drain_budget);
+                  s->config.user_stacks ? " with user frames" : "", s->config.slab ? ", slab objects" : "",
+                  s->config.drain_budget);
         *ret = &TAKE_PTR(s)->source;
         return 0;
 }
@@ -986,6 +1025,7 @@ static int perf_source_new_from_options(const SourceOptions *options, EventSourc
         c.tracefs = options->tracefs;
         c.depth = options->depth;
         c.user_stacks = options->user_stacks;
+        c.slab = options->slab;
         c.buffer_pages = options->buffer_pages;
         c.wakeup_bytes = options->wakeup_bytes;
         c.self = options->self;

@@ -40,10 +40,33 @@ static const TracepointInfo tracepoint_info[_TRACEPOINT_KIND_MAX] = {
         [TRACEPOINT_TASK_NEWTASK]      = { "task", "task_newtask", "task/task_newtask", false },
         [TRACEPOINT_TASK_RENAME]       = { "task", "task_rename", "task/task_rename", false },
         [TRACEPOINT_KERNEL_STACK]      = { "ftrace", "kernel_stack", "ftrace/kernel_stack", false },
+        [TRACEPOINT_KMALLOC]           = { "kmem", "kmalloc", "kmem/kmalloc", false },
+        [TRACEPOINT_KMALLOC_NODE]      = { "kmem", "kmalloc_node", "kmem/kmalloc_node", false },
+        [TRACEPOINT_KMEM_CACHE_ALLOC]  = { "kmem", "kmem_cache_alloc", "kmem/kmem_cache_alloc", false },
+        [TRACEPOINT_KMEM_CACHE_ALLOC_NODE] = { "kmem", "kmem_cache_alloc_node", "kmem/kmem_cache_alloc_node",
+                                               false },
+        [TRACEPOINT_KFREE]             = { "kmem", "kfree", "kmem/kfree", false },
+        [TRACEPOINT_KMEM_CACHE_FREE]   = { "kmem", "kmem_cache_free", "kmem/kmem_cache_free", false },
 };
+
+/* ZERO_SIZE_PTR: what kmalloc(0) returns and kfree() accepts. A pointer at or below it (NULL included) is
+ * no object. */
+#define SLAB_ZERO_SIZE_PTR 16u
 
 static bool kind_is_task(TracepointKind kind) {
         return kind >= TRACEPOINT_SCHED_FORK && kind <= TRACEPOINT_TASK_RENAME;
+}
+
+bool tracepoint_kind_is_slab(TracepointKind kind) {
+        return kind >= TRACEPOINT_KMALLOC && kind <= TRACEPOINT_KMEM_CACHE_FREE;
+}
+
+bool tracepoint_kind_is_slab_alloc(TracepointKind kind) {
+        return kind >= TRACEPOINT_KMALLOC && kind <= TRACEPOINT_KMEM_CACHE_ALLOC_NODE;
+}
+
+static bool slab_kind_is_free(TracepointKind kind) {
+        return kind == TRACEPOINT_KFREE || kind == TRACEPOINT_KMEM_CACHE_FREE;
 }
 
 /* One event's resolved fields. Handles are borrowed from the tep_handle and live as long as it does. */
@@ -62,6 +85,9 @@ typedef struct TracepointFormat {
          * filename (dynamic). Stack: size (entries), caller (the array). NULL where absent. */
         struct tep_format_field *pid, *other_pid, *clone_flags, *group_dead, *comm, *filename;
         struct tep_format_field *stack_size, *caller;
+        /* Slab events: ptr, call_site; allocations bytes_req, bytes_alloc; name when the kernel records the
+         * cache's (kept in cache, not name, which marks module events). */
+        struct tep_format_field *ptr, *call_site, *bytes_req, *bytes_alloc, *cache;
 } TracepointFormat;
 
 struct Tracepoints {
@@ -221,6 +247,33 @@ static int resolve_task_fields(TracepointFormat *fmt, struct tep_event *event, T
         return 0;
 }
 
+/* Resolves the fields of a slab event; -EBADMSG when one it needs is missing or of an odd size. */
+static int resolve_slab_fields(TracepointFormat *fmt, struct tep_event *event, TracepointKind kind) {
+        fmt->ptr = tep_find_field(event, "ptr");
+        fmt->call_site = tep_find_field(event, "call_site");
+        if (!slab_kind_is_free(kind)) {
+                fmt->bytes_req = tep_find_field(event, "bytes_req");
+                fmt->bytes_alloc = tep_find_field(event, "bytes_alloc");
+        }
+        struct tep_format_field *numbers[] = { fmt->ptr, fmt->call_site, fmt->bytes_req, fmt->bytes_alloc };
+        for (size_t i = 0; i < ELEMENTSOF(numbers); i++) {
+                if (i >= 2 && slab_kind_is_free(kind))
+                        break;
+                if (!numbers[i] || !field_size_ok(numbers[i])) {
+                        log_debug("Format of %s has no usable ptr, call_site, bytes_req and bytes_alloc.",
+                                  tracepoint_info[kind].path);
+                        return -EBADMSG;
+                }
+                extend_min_size(fmt, numbers[i]);
+        }
+        /* The cache name: a __data_loc string on recent kernels' kmem_cache_* events, absent elsewhere. */
+        fmt->cache = tep_find_field(event, "name");
+        if (fmt->cache && (!(fmt->cache->flags & TEP_FIELD_IS_DYNAMIC) || fmt->cache->size != 4))
+                fmt->cache = NULL;
+        extend_min_size(fmt, fmt->cache);
+        return 0;
+}
+
 static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
         const TracepointInfo *info = &tracepoint_info[kind];
         TracepointFormat *fmt = &t->formats[kind];
@@ -280,6 +333,8 @@ static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
                 r = resolve_module_fields(fmt, event, kind);
         else if (kind_is_task(kind) || kind == TRACEPOINT_KERNEL_STACK)
                 r = resolve_task_fields(fmt, event, kind);
+        else if (tracepoint_kind_is_slab(kind))
+                r = resolve_slab_fields(fmt, event, kind);
         else
                 r = resolve_page_fields(fmt, event, kind);
         if (r < 0)
@@ -287,7 +342,8 @@ static int load_one(Tracepoints *t, const char *tracefs, TracepointKind kind) {
 
         fmt->present = true;
         log_debug("Tracepoint %s: id %d, %s field, records >= %zu bytes.", info->path, fmt->id,
-                  fmt->pfn_is_page ? "page" : fmt->pfn ? "pfn" : fmt->name ? "name" : "task", fmt->min_size);
+                  fmt->pfn_is_page ? "page" : fmt->pfn ? "pfn" : fmt->name ? "name" : fmt->ptr ? "ptr" : "task",
+                  fmt->min_size);
         return 0;
 }
 
@@ -334,6 +390,12 @@ int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepo
                 r = load_one(t, tracefs, k);
                 if (r == -ENOENT && !tracepoint_info[k].required)
                         continue;
+                /* Slab events are opt-in extras: one this module cannot read is absent, not fatal for the
+                 * page tracing everyone gets. */
+                if (r == -EBADMSG && tracepoint_kind_is_slab(k)) {
+                        t->formats[k] = (TracepointFormat) {};
+                        continue;
+                }
                 if (r < 0) {
                         if (reterr_what && r != -ENOMEM)
                                 *reterr_what = tracepoint_info[k].path;
@@ -372,6 +434,36 @@ int tracepoint_id(const Tracepoints *t, TracepointKind kind) {
         if (!t->formats[kind].present)
                 return -ENOENT;
         return t->formats[kind].id;
+}
+
+const char *tracepoint_slab_missing(const Tracepoints *t, char *buf, size_t size) {
+        static const struct {
+                TracepointKind kind, twin;
+        } groups[] = {
+                { TRACEPOINT_KMALLOC, TRACEPOINT_KMALLOC_NODE },
+                { TRACEPOINT_KMEM_CACHE_ALLOC, TRACEPOINT_KMEM_CACHE_ALLOC_NODE },
+                { TRACEPOINT_KFREE, TRACEPOINT_KFREE },
+                { TRACEPOINT_KMEM_CACHE_FREE, TRACEPOINT_KMEM_CACHE_FREE },
+        };
+        size_t n = 0;
+
+        assert(t);
+        assert(buf && size > 0);
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(groups); i++) {
+                int w;
+
+                if (t->formats[groups[i].kind].present || t->formats[groups[i].twin].present)
+                        continue;
+                w = snprintf(buf + n, size - n, "%s%s", n > 0 ? ", " : "", tracepoint_info[groups[i].kind].path);
+                if (w < 0 || (size_t) w >= size - n) {
+                        buf[n] = '\0';        /* cut at a whole name */
+                        break;
+                }
+                n += (size_t) w;
+        }
+        return buf;
 }
 
 bool tracepoint_pfn_is_surrogate(const Tracepoints *t) {
@@ -450,6 +542,32 @@ static int decode_module(const TracepointFormat *fmt, TracepointKind kind, const
         return kind;
 }
 
+static int decode_slab(const TracepointFormat *fmt, TracepointKind kind, const uint8_t *raw, size_t size,
+                MsEvent *ev) {
+        uint64_t ptr = read_unsigned(fmt->ptr, raw);
+
+        /* A failed allocation, kmalloc(0), kfree(NULL): no object to account. */
+        if (ptr <= SLAB_ZERO_SIZE_PTR)
+                return -ENODATA;
+        ev->object = (MsObjectEvent) {
+                .ptr = ptr,
+                .call_site = read_unsigned(fmt->call_site, raw),
+        };
+        if (slab_kind_is_free(kind)) {
+                ev->type = MS_EVENT_OBJECT_FREE;
+                return kind;
+        }
+        ev->type = MS_EVENT_OBJECT_ALLOC;
+        ev->object.bytes_requested = read_unsigned(fmt->bytes_req, raw);
+        ev->object.bytes_allocated = read_unsigned(fmt->bytes_alloc, raw);
+        if (fmt->cache) {
+                ev->object.cache = read_dynamic_string(fmt->cache, raw, size);
+                if (!ev->object.cache)
+                        return -EBADMSG;
+        }
+        return kind;
+}
+
 /* The kind of a record whose size was checked against its format. */
 static int record_kind(const Tracepoints *t, const uint8_t *p, size_t size) {
         unsigned long long type;
@@ -483,6 +601,8 @@ int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEven
                 return k;
         if (kind_is_task(k) || k == TRACEPOINT_KERNEL_STACK)
                 return -ENOENT;
+        if (tracepoint_kind_is_slab(k))
+                return decode_slab(&t->formats[k], k, p, size, ev);
         if (t->formats[k].name)
                 return decode_module(&t->formats[k], k, p, size, ev);
         return decode_page(&t->formats[k], k, p, ev);

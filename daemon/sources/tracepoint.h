@@ -46,6 +46,16 @@ typedef enum TracepointKind {
         TRACEPOINT_TASK_NEWTASK,        /* task/task_newtask: the clone flags of a new task */
         TRACEPOINT_TASK_RENAME,         /* task/task_rename: comm changes (exec, prctl) */
         TRACEPOINT_KERNEL_STACK,        /* ftrace/kernel_stack: what the "stacktrace" option records */
+        /* Slab objects (--slab), all optional: a kernel lacking one, or whose format lacks ptr, call_site or
+         * the sizes, has it absent. Linux 6.1 folded the *_node events into the others (a node field); 6.0
+         * added accounted, later kernels the cache name on the kmem_cache ones. Only ptr, call_site, the
+         * sizes and the name are read. */
+        TRACEPOINT_KMALLOC,             /* kmem/kmalloc */
+        TRACEPOINT_KMALLOC_NODE,        /* kmem/kmalloc_node, before 6.1 */
+        TRACEPOINT_KMEM_CACHE_ALLOC,    /* kmem/kmem_cache_alloc */
+        TRACEPOINT_KMEM_CACHE_ALLOC_NODE, /* kmem/kmem_cache_alloc_node, before 6.1 */
+        TRACEPOINT_KFREE,               /* kmem/kfree */
+        TRACEPOINT_KMEM_CACHE_FREE,     /* kmem/kmem_cache_free */
         _TRACEPOINT_KIND_MAX,
         _TRACEPOINT_KIND_INVALID = -EINVAL,
 } TracepointKind;
@@ -79,6 +89,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Tracepoints *, tracepoint_free);
 
 /* The kernel's event id of kind (perf_event_attr.config for PERF_TYPE_TRACEPOINT), or -ENOENT. */
 int tracepoint_id(const Tracepoints *t, TracepointKind kind);
+/* Whether kind is one of the slab object events (TRACEPOINT_KMALLOC .. TRACEPOINT_KMEM_CACHE_FREE). */
+bool tracepoint_kind_is_slab(TracepointKind kind);
+/* Whether kind is a slab allocation (KMALLOC, KMEM_CACHE_ALLOC and their *_node twins). */
+bool tracepoint_kind_is_slab_alloc(TracepointKind kind);
+/* The slab events this set lacks, for the one log line a source writes under --slab: their names joined
+ * by ", " into buf (size bytes; names that do not fit are left out), "" when none is missing; returns
+ * buf. A kind and its *_node twin count as one, missing only when both are (6.1 removed the twins). */
+const char *tracepoint_slab_missing(const Tracepoints *t, char *buf, size_t size);
 /* True when pfn values are surrogate keys derived from struct page pointers (see above). */
 bool tracepoint_pfn_is_surrogate(const Tracepoints *t);
 
@@ -89,8 +107,11 @@ bool tracepoint_pfn_is_surrogate(const Tracepoints *t);
  *   PAGE_FREE    -> MS_EVENT_PAGE_FREE: pfn, order
  *   PAGE_FREE_BATCHED -> MS_EVENT_PAGE_FREE: pfn, order 0
  *   MODULE_LOAD/MODULE_FREE -> MS_EVENT_MODULE_*: name, borrowed from raw (valid as long as raw is)
+ *   KMALLOC*, KMEM_CACHE_ALLOC* -> MS_EVENT_OBJECT_ALLOC: ptr, call_site, bytes_requested,
+ *                  bytes_allocated, cache (borrowed from raw; NULL for kmalloc or a kernel without name)
+ *   KFREE, KMEM_CACHE_FREE -> MS_EVENT_OBJECT_FREE: ptr, call_site
  * Returns the kind on success; -ENODATA for a well-formed failed allocation (no page: the allocator
- * returned NULL), -ENOENT for a record of an event this set does not know, -EBADMSG when the record is
+ * returned NULL; no object: NULL or ZERO_SIZE_PTR, also kfree(NULL)), -ENOENT for a record of an event this set does not know, -EBADMSG when the record is
  * too short or its string is not terminated inside it.
  */
 int tracepoint_decode(const Tracepoints *t, const void *raw, size_t size, MsEvent *ev);

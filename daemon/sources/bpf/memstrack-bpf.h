@@ -24,6 +24,32 @@ enum {
         MS_BPF_TASK_EXIT,       /* MsBpfHead: pid/tid exited */
         MS_BPF_MODULE_LOAD,     /* MsBpfModule */
         MS_BPF_MODULE_FREE,     /* MsBpfModule */
+        MS_BPF_OBJECT_ALLOC,    /* MsBpfObject, frames when flags has MS_BPF_STACK */
+        MS_BPF_OBJECT_FREE,     /* MsBpfObjectFree */
+};
+
+/* The slab allocation tracepoints, each a program of its own (the *_node ones before Linux 6.1): the
+ * index of their slab_layout entry and scratch slot (MS_BPF_SLAB_SCRATCH + it). */
+enum {
+        MS_BPF_SLAB_KMALLOC,
+        MS_BPF_SLAB_KMALLOC_NODE,
+        MS_BPF_SLAB_CACHE_ALLOC,
+        MS_BPF_SLAB_CACHE_ALLOC_NODE,
+        MS_BPF_SLAB_ALLOCS,
+};
+#define MS_BPF_SLAB_SCRATCH 2
+
+/*
+ * Where a slab allocation tracepoint's prototype has its sizes (ebpf.c reads it from the kernel's BTF):
+ * arguments after call_site and ptr, which every version has first.
+ */
+enum {
+        MS_BPF_SLAB_SIZES,              /* (call_site, ptr, bytes_req, bytes_alloc, gfp[, node]): to 5.19;
+                                         * kmalloc and kmalloc_node since 6.1 */
+        MS_BPF_SLAB_CACHE_SIZES,        /* (call_site, ptr, struct kmem_cache *, bytes_req, bytes_alloc, gfp
+                                         * [, node]): 6.0 */
+        MS_BPF_SLAB_CACHE,              /* (call_site, ptr, struct kmem_cache *, gfp, node): kmem_cache_alloc
+                                         * since 6.1, the sizes are the cache's object_size and size */
 };
 
 /* MsBpfPage.flags */
@@ -38,6 +64,8 @@ enum {
 #define MS_BPF_ORDERS 16
 /* Page records take the time every (MS_BPF_TIME_MASK + 1)th record per CPU. */
 #define MS_BPF_TIME_MASK 63
+/* Bytes of a cache name kept, with its NUL; longer names are cut. */
+#define MS_BPF_CACHE_NAME_MAX 32
 /* The longest module name (the kernel's MODULE_NAME_LEN on 64-bit). */
 #define MS_BPF_MODULE_NAME_MAX 56
 #define MS_BPF_COMM_MAX 16
@@ -77,6 +105,31 @@ typedef struct MsBpfPage {
          * the kernel frames take a fixed area of the configured depth and the user frames follow it. */
         __u64 frames[];
 } MsBpfPage;
+
+/* A slab object allocation. flags, n_kernel, n_user and frames as MsBpfPage's. */
+typedef struct MsBpfObject {
+        MsBpfHead head;
+        __u64 ptr;
+        __u64 call_site;
+        __u64 bytes_requested;
+        __u64 bytes_allocated;
+        char cache[MS_BPF_CACHE_NAME_MAX];      /* the kmem_cache's name, "" for kmalloc or unknown */
+        __u8 flags;
+        __u8 n_kernel;
+        __u8 n_user;
+        __u8 pad[5];
+        __u64 frames[];
+} MsBpfObject;
+
+/* A slab object free: the pointer, who freed it and where (the core counts frees from another CPU). */
+typedef struct MsBpfObjectFree {
+        __u16 type;             /* MS_BPF_OBJECT_FREE, where MsBpfHead has it */
+        __u16 cpu;
+        __u32 pad;
+        __u64 timestamp_nsec;   /* as MsBpfHead's */
+        __u64 ptr;
+        __u64 call_site;
+} MsBpfObjectFree;
 
 typedef struct MsBpfTask {
         MsBpfHead head;

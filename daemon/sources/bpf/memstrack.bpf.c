@@ -48,6 +48,9 @@ const volatile __u64 wakeup_check_mask = 0;
 const volatile __u32 pidns_translate = 0;
 const volatile __u64 pidns_dev = 0;
 const volatile __u64 pidns_ino = 0;
+/* Prototype of each slab allocation tracepoint (MS_BPF_SLAB_SIZES and so on), by MS_BPF_SLAB_*. The slab
+ * programs load only with --slab (ebpf.c turns their autoload off otherwise). */
+const volatile __u32 slab_layout[MS_BPF_SLAB_ALLOCS] = {};
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -64,12 +67,15 @@ struct {
 /* A sampled allocation's record is built here, then copied into the ring at its real size: reserving
  * the largest size for every sample would waste the ring on short stacks. */
 struct scratch {
-        __u64 data[(sizeof(MsBpfPage) / 8) + 2 * MS_BPF_FRAMES_MAX];  /* an MsBpfPage and its frames */
+        __u64 data[(sizeof(MsBpfObject) / 8) + 2 * MS_BPF_FRAMES_MAX]; /* an MsBpfPage or MsBpfObject and
+                                                                         * its frames */
 };
 
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 2);         /* 0: page_alloc, 1: page_alloc_nested, which may interrupt it */
+        /* 0: page_alloc, 1: page_alloc_nested, which may interrupt it; then one per slab allocation
+         * program (MS_BPF_SLAB_SCRATCH + MS_BPF_SLAB_*), since any may interrupt another. */
+        __uint(max_entries, MS_BPF_SLAB_SCRATCH + MS_BPF_SLAB_ALLOCS);
         __type(key, __u32);
         __type(value, struct scratch);
 } scratch SEC(".maps");
@@ -500,6 +506,173 @@ int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
         if (st)
                 st->nested++;
         return page_free_event(page, order, st);
+}
+
+/*
+ * Slab objects (--slab): one record per allocation and free, as for pages, through the same ring, with the
+ * same counters. Stacks are sampled by objects, not bytes: each allocation with probability 1/interval
+ * (the order-0 threshold, whatever its size), since an object's size says little about how often a stack
+ * is worth taking. Failed allocations (NULL), kmalloc(0) (ZERO_SIZE_PTR) and kfree(NULL) are no objects.
+ *
+ * The tracepoints' prototypes changed over time (see the MS_BPF_SLAB_* layouts); ebpf.c reads which one
+ * this kernel has from its BTF, and the verifier, knowing slab_layout, drops the branches for the others,
+ * including their reads of arguments this kernel's tracepoint does not have. Nested events (an interrupt
+ * that frees an object while a slab program runs on its CPU) are missed and counted (the kernel's
+ * recursion_misses of these programs, "slabRecursionMiss" in ebpf.c); they have no twins as pages do.
+ */
+#define SLAB_ZERO_SIZE_PTR 16
+
+static __always_inline void slab_object_fill(MsBpfObject *rec, __u64 pid_tgid, __u64 call_site, __u64 ptr,
+                __u64 req, __u64 alloc, const struct kmem_cache *cache, MsBpfStats *st) {
+        head_fill(&rec->head, MS_BPF_OBJECT_ALLOC, pid_tgid, page_time(st));
+        rec->ptr = ptr;
+        rec->call_site = call_site;
+        rec->bytes_requested = req;
+        rec->bytes_allocated = alloc;
+        rec->cache[0] = '\0';
+        if (cache && bpf_probe_read_kernel_str(rec->cache, sizeof(rec->cache), BPF_CORE_READ(cache, name)) < 0)
+                rec->cache[0] = '\0';
+        rec->flags = 0;
+        rec->n_kernel = 0;
+        rec->n_user = 0;
+        __builtin_memset(rec->pad, 0, sizeof(rec->pad));
+}
+
+static __always_inline int slab_alloc_sampled(void *ctx, __u32 slot, __u64 pid_tgid, __u64 call_site,
+                __u64 ptr, __u64 req, __u64 alloc, const struct kmem_cache *cache, MsBpfStats *st) {
+        __u64 size = sizeof(MsBpfObject);
+        struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+        MsBpfObject *rec;
+        long n;
+
+        if (!sc)
+                return 0;
+        rec = (MsBpfObject *) sc->data;
+        slab_object_fill(rec, pid_tgid, call_site, ptr, req, alloc, cache, st);
+        n = bpf_get_stack(ctx, rec->frames, kernel_depth_bytes, 0);
+        if (n < 0) {
+                rec->flags = MS_BPF_STACK_FAILED;
+                if (st)
+                        st->stack_failed++;
+        } else {
+                rec->flags = MS_BPF_STACK;
+                rec->n_kernel = (__u8) ((__u64) n / 8);
+                if (st)
+                        st->sampled++;
+                if (user_depth_bytes > 0) {
+                        n = bpf_get_stack(ctx, &rec->frames[user_at], user_depth_bytes, BPF_F_USER_STACK);
+                        rec->n_user = n > 0 ? (__u8) ((__u64) n / 8) : 0;
+                        size += (user_at + rec->n_user) * 8;
+                } else
+                        size += rec->n_kernel * 8;
+        }
+        barrier_var(size);
+        if (size > sizeof(*sc))
+                size = sizeof(*sc);
+        barrier_var(size);
+        if (bpf_ringbuf_output(&events, rec, size, page_wakeup_flag(st)) < 0 && st)
+                st->ring_full++;
+        return 0;
+}
+
+/* which: MS_BPF_SLAB_*, a constant in each program, so slab_layout[which] is known to the verifier. */
+static __always_inline int slab_alloc_event(__u64 *ctx, __u32 which) {
+        __u64 pid_tgid = current_pid_tgid();
+        const struct kmem_cache *cache = NULL;
+        __u64 call_site = ctx[0], ptr = ctx[1], req, alloc;
+        MsBpfStats *st = stats_get();
+        MsBpfObject *rec;
+        __u32 layout = slab_layout[which];
+
+        if (ptr <= SLAB_ZERO_SIZE_PTR)
+                return 0;
+        if ((__u32) (pid_tgid >> 32) == self_tgid) {
+                if (st)
+                        st->self_dropped++;
+                return 0;
+        }
+        if (layout == MS_BPF_SLAB_CACHE) {
+                cache = (const struct kmem_cache *) ctx[2];
+                req = BPF_CORE_READ(cache, object_size);
+                alloc = BPF_CORE_READ(cache, size);
+        } else if (layout == MS_BPF_SLAB_CACHE_SIZES) {
+                cache = (const struct kmem_cache *) ctx[2];
+                req = ctx[3];
+                alloc = ctx[4];
+        } else {
+                req = ctx[2];
+                alloc = ctx[3];
+        }
+        /* kmalloc's cache is the size class's, which perf and ftrace do not name either. */
+        if (which == MS_BPF_SLAB_KMALLOC || which == MS_BPF_SLAB_KMALLOC_NODE)
+                cache = NULL;
+
+        if (sample_this(0))
+                return slab_alloc_sampled(ctx, MS_BPF_SLAB_SCRATCH + which, pid_tgid, call_site, ptr, req, alloc,
+                                          cache, st);
+        rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+        if (!rec) {
+                if (st)
+                        st->ring_full++;
+                return 0;
+        }
+        slab_object_fill(rec, pid_tgid, call_site, ptr, req, alloc, cache, st);
+        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
+        return 0;
+}
+
+static __always_inline int slab_free_event(__u64 *ctx) {
+        MsBpfStats *st;
+        MsBpfObjectFree *rec;
+        __u64 ptr = ctx[1];
+
+        if (ptr <= SLAB_ZERO_SIZE_PTR)
+                return 0;
+        st = stats_get();
+        rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+        if (!rec) {
+                if (st)
+                        st->ring_full++;
+                return 0;
+        }
+        rec->type = MS_BPF_OBJECT_FREE;
+        rec->cpu = (__u16) bpf_get_smp_processor_id();
+        rec->pad = 0;
+        rec->timestamp_nsec = page_time(st);
+        rec->ptr = ptr;
+        rec->call_site = ctx[0];
+        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
+        return 0;
+}
+
+SEC("tp_btf/kmalloc")
+int slab_kmalloc(__u64 *ctx) {
+        return slab_alloc_event(ctx, MS_BPF_SLAB_KMALLOC);
+}
+
+SEC("tp_btf/kmalloc_node")
+int slab_kmalloc_node(__u64 *ctx) {
+        return slab_alloc_event(ctx, MS_BPF_SLAB_KMALLOC_NODE);
+}
+
+SEC("tp_btf/kmem_cache_alloc")
+int slab_cache_alloc(__u64 *ctx) {
+        return slab_alloc_event(ctx, MS_BPF_SLAB_CACHE_ALLOC);
+}
+
+SEC("tp_btf/kmem_cache_alloc_node")
+int slab_cache_alloc_node(__u64 *ctx) {
+        return slab_alloc_event(ctx, MS_BPF_SLAB_CACHE_ALLOC_NODE);
+}
+
+SEC("tp_btf/kfree")
+int slab_kfree(__u64 *ctx) {
+        return slab_free_event(ctx);
+}
+
+SEC("tp_btf/kmem_cache_free")
+int slab_cache_free(__u64 *ctx) {
+        return slab_free_event(ctx);
 }
 
 /*
