@@ -2,7 +2,10 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "frame-text.h"
+#include "macro.h"
 #include "parse-util.h"
 #include "tests.h"
 
@@ -31,7 +34,46 @@ static void test_parse_uint64(void) {
         ASSERT_EQ(v, 7);
 }
 
+static void test_frame_text(void) {
+        FrameText f;
+
+        ASSERT_OK(frame_text_parse(" __alloc_pages+0x1a4/0xf00\n", &f));
+        ASSERT_TRUE(!f.raw);
+        ASSERT_EQ(f.name_len, strlen("__alloc_pages"));
+        ASSERT_TRUE(strncmp(f.name, "__alloc_pages", f.name_len) == 0);
+        ASSERT_EQ(f.offset, 0x1a4);
+        ASSERT_EQ(f.size, 0xf00);
+        ASSERT_NULL(f.module);
+
+        ASSERT_OK(frame_text_parse("do_syscall_64", &f));
+        ASSERT_EQ(f.offset, 0);
+        ASSERT_EQ(f.size, 0);
+        ASSERT_OK(frame_text_parse("ext4_readdir+0x10 [ext4 0123456789abcdef]", &f));
+        ASSERT_EQ(f.module_len, strlen("ext4"));
+        ASSERT_TRUE(strncmp(f.module, "ext4", f.module_len) == 0);
+        ASSERT_EQ(f.offset, 0x10);
+        ASSERT_EQ(f.size, 0);
+
+        ASSERT_OK(frame_text_parse("0xffffffffc0badbad", &f));
+        ASSERT_TRUE(f.raw);
+        ASSERT_EQ(f.address, 0xffffffffc0badbad);
+        ASSERT_EQ(f.name_len, strlen("0xffffffffc0badbad"));
+
+        /* Not one frame. */
+        static const char *const bad[] = {
+                "", "   ", "+0x10/0x20", "f+10/0x20", "f+0x/0x20", "f+0x10/", "f+0x10/0x20 [xfs", "f+0x10 []",
+                "f+0x10 trailing", "f [xfs] trailing", "0xffff trailing", "0x", "bad\x01name", "a]b+0x1",
+                "a/b", "f [x\x01]",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ASSERT_EQ(frame_text_parse(bad[i], &f), -EINVAL);
+        /* Self-contradicting or overflowing numbers. */
+        ASSERT_EQ(frame_text_parse("f+0xf00/0xf00", &f), -ERANGE);
+        ASSERT_EQ(frame_text_parse("f+0x100000000000000000/0x20", &f), -ERANGE);
+}
+
 int main(void) {
         TEST(test_parse_uint64);
+        TEST(test_frame_text);
         return 0;
 }

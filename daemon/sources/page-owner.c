@@ -45,6 +45,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "frame-text.h"
 #include "log.h"
 #include "macro.h"
 #include "source.h"
@@ -368,57 +369,24 @@ static int parse_count(PoRecord *rec, const char *line) {
  * buildid]" with build ids), or a bare "0xaddr". Interned, its address into *ret. */
 static int parse_frame(PageOwnerSource *s, const char *text, uint64_t *ret) {
         _cleanup_free_ char *name = NULL, *module = NULL;
-        uint64_t offset = 0, size = 0;
-        const char *p = text + strspn(text, " \t");
         uint32_t idx;
-        size_t len;
+        FrameText f;
         int r;
 
-        len = strcspn(p, "+ \t[");
-        if (len == 0)
-                return -EINVAL;
-        for (size_t i = 0; i < len; i++)
-                if ((unsigned char) p[i] < 0x21 || p[i] == 0x7f || p[i] == ']' || p[i] == '/')
-                        return -EINVAL;
-        name = strndup(p, len);
+        r = frame_text_parse(text, &f);
+        if (r < 0)
+                return r;
+        /* Another machine's raw address names nothing here: it stands for itself, as a name. */
+        if (f.offset >= PO_SYMBOL_STRIDE)
+                return -ERANGE;
+        name = strndup(f.name, f.name_len);
         if (!name)
                 return -ENOMEM;
-        p += len;
-        if (*p == '+') {
-                p++;
-                if (!startswith(p, "0x"))
-                        return -EINVAL;
-                r = parse_uint(&p, UINT64_MAX, &offset);
-                if (r < 0)
-                        return r;
-                if (*p == '/') {
-                        p++;
-                        if (!startswith(p, "0x"))
-                                return -EINVAL;
-                        r = parse_uint(&p, UINT64_MAX, &size);
-                        if (r < 0)
-                                return r;
-                        if (offset >= size)
-                                return -ERANGE;
-                }
-        }
-        if (offset >= PO_SYMBOL_STRIDE)
-                return -ERANGE;
-        if (*p == ' ' && p[1] == '[') {
-                p += 2;
-                len = strcspn(p, " ]");
-                if (len == 0 || !strchr(p, ']'))
-                        return -EINVAL;
-                for (size_t i = 0; i < len; i++)
-                        if ((unsigned char) p[i] < 0x21 || p[i] == 0x7f || p[i] == '[')
-                                return -EINVAL;
-                module = strndup(p, len);
+        if (f.module) {
+                module = strndup(f.module, f.module_len);
                 if (!module)
                         return -ENOMEM;
-                p = strchr(p, ']') + 1;
         }
-        if (p[strspn(p, " \t")] != '\0')
-                return -EINVAL;
 
         r = symbol_intern(s, name, module, &idx);
         if (r < 0)
@@ -426,7 +394,7 @@ static int parse_frame(PageOwnerSource *s, const char *text, uint64_t *ret) {
         /* A function the check did not see: the file changed since. */
         if (s->kallsyms && idx >= s->n_table_symbols)
                 return -ESTALE;
-        *ret = PO_SYMBOL_BASE + idx * PO_SYMBOL_STRIDE + offset;
+        *ret = PO_SYMBOL_BASE + idx * PO_SYMBOL_STRIDE + f.offset;
         return 0;
 }
 

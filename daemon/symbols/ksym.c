@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <assert.h>
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame-text.h"
 #include "ksym.h"
 #include "macro.h"
 
@@ -410,98 +410,45 @@ int ksym_lookup_name(Ksym *k, const char *name, const char *module, uint64_t *re
         return 0;
 }
 
-/* Parses "0x<hex>" at *p: the digits must be there and fit. Advances *p past them. */
-static int parse_hex(const char **p, uint64_t *ret) {
-        char *end;
-
-        if (strncmp(*p, "0x", 2) != 0 || !isxdigit((unsigned char) (*p)[2]))
-                return -EINVAL;
-        errno = 0;
-        unsigned long long v = strtoull(*p + 2, &end, 16);
-        if (errno != 0)
-                return -ERANGE;
-        *p = end;
-        *ret = v;
-        return 0;
-}
-
 int ksym_parse_frame(Ksym *k, const char *text, uint64_t *ret_address) {
         _cleanup_free_ char *name = NULL, *module = NULL;
-        uint64_t offset = 0, size = 0;
-        const char *p;
+        FrameText f;
         size_t pos;
         int r;
 
         assert(k);
         assert(text);
 
-        p = text + strspn(text, " \t");
-
+        r = frame_text_parse(text, &f);
+        if (r < 0)
+                return r;
         /* The kernel prints a raw address for what it could not resolve: take it as it is. */
-        if (strncmp(p, "0x", 2) == 0) {
-                uint64_t address;
-
-                r = parse_hex(&p, &address);
-                if (r < 0)
-                        return r;
-                if (p[strspn(p, " \t\n")] != '\0')
-                        return -EINVAL;
+        if (f.raw) {
                 if (ret_address)
-                        *ret_address = address;
+                        *ret_address = f.address;
                 return 0;
         }
-
-        size_t len = strcspn(p, "+ \t\n[");
-        if (len == 0)
-                return -EINVAL;
-        name = strndup(p, len);
+        name = strndup(f.name, f.name_len);
         if (!name)
                 return -ENOMEM;
-        p += len;
-
-        if (*p == '+') {
-                p++;
-                r = parse_hex(&p, &offset);
-                if (r < 0)
-                        return r;
-                if (*p == '/') {
-                        p++;
-                        r = parse_hex(&p, &size);
-                        if (r < 0)
-                                return r;
-                        /* The text contradicts itself: no offset lies at or past the end of its symbol. */
-                        if (offset >= size)
-                                return -ERANGE;
-                }
-        }
-
-        p += strspn(p, " \t");
-        if (*p == '[') {
-                p++;
-                /* "[module]", or "[module buildid]" when the kernel prints build ids (%pSb). */
-                len = strcspn(p, " ]");
-                if (len == 0 || !strchr(p, ']'))
-                        return -EINVAL;
-                module = strndup(p, len);
+        if (f.module) {
+                module = strndup(f.module, f.module_len);
                 if (!module)
                         return -ENOMEM;
-                p = strchr(p, ']') + 1;
         }
-        if (p[strspn(p, " \t\n")] != '\0')
-                return -EINVAL;
 
         /* Static functions share names; the stated size tells them apart when only one has it. */
-        r = lookup_name_sized(k, name, module, size, &pos);
-        if (r == -ENOTUNIQ && size != 0)
+        r = lookup_name_sized(k, name, module, f.size, &pos);
+        if (r == -ENOTUNIQ && f.size != 0)
                 r = lookup_name_sized(k, name, module, 0, &pos);
         if (r < 0)
                 return r;
 
         /* An offset that would land in the next symbol means this table is not the one the text came from. */
-        if (offset >= entry_extent(k, pos))
+        if (f.offset >= entry_extent(k, pos))
                 return -ERANGE;
 
         if (ret_address)
-                *ret_address = k->entries[pos].address + offset;
+                *ret_address = k->entries[pos].address + f.offset;
         return 0;
 }
