@@ -156,7 +156,7 @@ int oomlog_record_kill(OomLog *l, Accounting *a, UserSymbols *usym, const OomKil
         r = holders_json(a, usym, &holders);
         if (r < 0)
                 return r;
-        uint32_t idx = usage_find_process(u, k->pid);
+        uint32_t idx = k->pid > 0 ? usage_find_process(u, k->pid) : USAGE_TASK_NONE;
         const Task *t = idx != USAGE_TASK_NONE ? usage_task(u, idx) : NULL;
         if (t) {
                 json_decref(victim);

@@ -22,7 +22,8 @@ typedef enum OomKillField {
 
 typedef struct OomKill {
         uint64_t timestamp_nsec;        /* CLOCK_MONOTONIC, as MsEvent's */
-        int32_t pid;                    /* the victim's tgid */
+        int32_t pid;                    /* the victim's tgid; 0: it has no pid memstrackd can tell */
+        int32_t current_pid;            /* the kernel's pid of the task that ran the OOM killer; -1: unknown */
         unsigned fields;                /* OOM_KILL_HAS_* */
         char comm[17];                  /* "" without OOM_KILL_HAS_COMM */
         /* In KiB, as the kernel records them. */

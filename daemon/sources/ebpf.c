@@ -897,24 +897,6 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
         return 0;
 }
 
-/* The inode of the initial PID namespace (PROC_PID_INIT_INO in the kernel): the same on every boot. */
-#define PID_NS_INIT_INO UINT64_C(0xeffffffc)
-
-/*
- * memstrackd's PID namespace, for the BPF program to report pids as the daemon sees them (its /proc, its
- * own pid): the nsfs device and inode of /proc/self/ns/pid; *ret_translate false in the initial one.
- */
-static int pid_namespace(bool *ret_translate, uint64_t *ret_dev, uint64_t *ret_ino) {
-        struct stat st;
-
-        if (stat("/proc/self/ns/pid", &st) < 0)
-                return -errno;
-        *ret_dev = (uint64_t) st.st_dev;
-        *ret_ino = (uint64_t) st.st_ino;
-        *ret_translate = (uint64_t) st.st_ino != PID_NS_INIT_INO;
-        return 0;
-}
-
 static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         _cleanup_(ebpf_source_freep) EbpfSource *s = NULL;
         LIBBPF_OPTS(bpf_object_open_opts, open_opts);
@@ -983,11 +965,13 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         if (!s->skel)
                 return log_error_errno(errno, "Failed to open the eBPF program: %m");
 
-        bool pidns_translate = false;
+        /* The BPF program reports pids as the daemon sees them (its /proc, its own pid). */
+        bool pidns_initial = true;
         uint64_t pidns_dev = 0, pidns_ino = 0;
-        r = pid_namespace(&pidns_translate, &pidns_dev, &pidns_ino);
+        r = proc_pid_namespace(&pidns_dev, &pidns_ino, &pidns_initial);
         if (r < 0)
                 return log_error_errno(r, "Failed to find memstrackd's PID namespace: %m");
+        bool pidns_translate = !pidns_initial;
         if (pidns_translate)
                 log_debug("In a PID namespace of its own: pids as it sees them, 0 for tasks outside it.");
         s->skel->rodata->pidns_translate = pidns_translate;

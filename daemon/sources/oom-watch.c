@@ -14,6 +14,7 @@
 #include "log.h"
 #include "oom-watch.h"
 #include "perf-ring.h"
+#include "proc-seed.h"
 #include "tracefs.h"
 #include "tracepoint.h"
 
@@ -34,6 +35,7 @@ struct OomWatch {
         OomWatchHandler handler;
         void *userdata;
         uint64_t lost;
+        bool translate_pids;            /* memstrackd is in a PID namespace of its own */
 };
 
 /* Copies len bytes at offset of the ring's data area, which may wrap. */
@@ -41,15 +43,31 @@ static void ring_copy(const OomRing *r, uint64_t offset, void *dst, size_t len) 
         perf_ring_copy((const uint8_t *) r->map + (r->map_size - r->data_size), r->data_size, offset, dst, len);
 }
 
+/*
+ * The record names the victim by the kernel's pid, which is memstrackd's only in the initial PID namespace;
+ * perf gives the sample's task (the one that ran the OOM killer) as memstrackd's namespace sees it. In
+ * another namespace (a container) the victim's number there is known when it is that task, as when a
+ * memory cgroup's limit stops its own allocation (the record's common_pid is the victim's pid); else 0.
+ */
+static int32_t victim_pid(const OomWatch *w, const OomKill *kill, uint32_t sample_pid) {
+        if (!w->translate_pids)
+                return kill->pid;
+        return kill->current_pid == kill->pid ? (int32_t) sample_pid : 0;
+}
+
 static void handle_sample(OomWatch *w, const uint8_t *p, size_t size) {
+        uint32_t pid_tid[2], raw_size;
         uint64_t time;
-        uint32_t raw_size;
         OomKill kill;
         int r;
 
-        /* PERF_SAMPLE_TIME, then PERF_SAMPLE_RAW: u32 size and the trace entry. */
-        if (size < sizeof(time) + sizeof(raw_size))
+        /* PERF_SAMPLE_TID (u32 pid, u32 tid), PERF_SAMPLE_TIME, then PERF_SAMPLE_RAW: u32 size and the
+         * trace entry. */
+        if (size < sizeof(pid_tid) + sizeof(time) + sizeof(raw_size))
                 return;
+        memcpy(pid_tid, p, sizeof(pid_tid));
+        p += sizeof(pid_tid);
+        size -= sizeof(pid_tid);
         memcpy(&time, p, sizeof(time));
         memcpy(&raw_size, p + sizeof(time), sizeof(raw_size));
         if (raw_size > size - sizeof(time) - sizeof(raw_size))
@@ -60,6 +78,7 @@ static void handle_sample(OomWatch *w, const uint8_t *p, size_t size) {
                 return;
         }
         kill.timestamp_nsec = time;
+        kill.pid = victim_pid(w, &kill, pid_tid[0]);
         w->handler(w->userdata, &kill);
 }
 
@@ -114,7 +133,7 @@ static int open_ring(OomWatch *w, sd_event *event, int cpu, OomRing *ring) {
                 .size = sizeof(attr),
                 .config = (uint64_t) tracepoint_oom_id(w->format),
                 .sample_period = 1,
-                .sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW,
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW,
                 .wakeup_events = 1,
                 .use_clockid = 1,
                 .clockid = CLOCK_MONOTONIC,
@@ -165,6 +184,11 @@ int oomwatch_new(sd_event *event, const char *tracefs, OomWatchHandler handler, 
                 return -ENOMEM;
         w->handler = handler;
         w->userdata = userdata;
+        bool initial = true;
+        r = proc_pid_namespace(NULL, NULL, &initial);
+        if (r < 0)
+                log_debug_errno(r, "Cannot tell memstrackd's PID namespace, taking the initial one: %m");
+        w->translate_pids = !initial;
         r = tracepoint_oom_load(tracefs, &w->format);
         if (r < 0) {
                 if (reterr_reason)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "log.h"
@@ -51,6 +52,23 @@ const char *proc_read_cmdline(const char *proc, int32_t pid, char *buf, size_t s
                         buf[i] = ' ';
         buf[n] = '\0';
         return n > 0 ? buf : NULL;
+}
+
+/* The inode of the initial PID namespace (PROC_PID_INIT_INO in the kernel): the same on every boot. */
+#define PID_NS_INIT_INO UINT64_C(0xeffffffc)
+
+int proc_pid_namespace(uint64_t *ret_dev, uint64_t *ret_ino, bool *ret_initial) {
+        struct stat st;
+
+        if (stat("/proc/self/ns/pid", &st) < 0)
+                return -errno;
+        if (ret_dev)
+                *ret_dev = (uint64_t) st.st_dev;
+        if (ret_ino)
+                *ret_ino = (uint64_t) st.st_ino;
+        if (ret_initial)
+                *ret_initial = (uint64_t) st.st_ino == PID_NS_INIT_INO;
+        return 0;
 }
 
 uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) {

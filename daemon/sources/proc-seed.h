@@ -10,6 +10,7 @@
  */
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,3 +35,7 @@ const char *proc_read_cmdline(const char *proc, int32_t pid, char *buf, size_t s
  * number of events emitted.
  */
 uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink);
+
+/* memstrackd's PID namespace: the nsfs device and inode of /proc/self/ns/pid, and whether it is the
+ * initial one (whose pids the kernel's tracepoint fields carry). -errno if it cannot be read. */
+int proc_pid_namespace(uint64_t *ret_dev, uint64_t *ret_ino, bool *ret_initial);

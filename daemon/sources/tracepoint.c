@@ -718,7 +718,7 @@ int tracepoint_decode_stack(const Tracepoints *t, const void *raw, size_t size, 
 struct TracepointOom {
         struct tep_handle *tep;
         int id;
-        struct tep_format_field *type, *pid, *comm;
+        struct tep_format_field *type, *common_pid, *pid, *comm;
         struct tep_format_field *total_vm, *anon_rss, *file_rss, *shmem_rss, *uid, *pgtables, *oom_score_adj;
         size_t min_size;
 };
@@ -751,6 +751,9 @@ int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
 
         t->id = event->id;
         t->type = tep_find_common_field(event, "common_type");
+        t->common_pid = tep_find_common_field(event, "common_pid");
+        if (t->common_pid && !field_size_ok(t->common_pid))
+                t->common_pid = NULL;
         t->pid = tep_find_field(event, "pid");
         if (!t->type || !field_size_ok(t->type) || !t->pid || !field_size_ok(t->pid))
                 return log_debug_errno(EBADMSG, "%s has no usable common_type and pid fields.", path);
@@ -769,7 +772,7 @@ int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
                 struct tep_format_field *f = tep_find_field(event, numbers[i].name);
                 *numbers[i].field = f && field_size_ok(f) ? f : NULL;
         }
-        struct tep_format_field *all[] = { t->type, t->pid, t->comm, t->total_vm, t->anon_rss, t->file_rss,
+        struct tep_format_field *all[] = { t->type, t->common_pid, t->pid, t->comm, t->total_vm, t->anon_rss, t->file_rss,
                                            t->shmem_rss, t->uid, t->pgtables, t->oom_score_adj };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 if (all[i])
@@ -806,6 +809,7 @@ int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, 
         if (read_unsigned(t->type, p) != (uint64_t) t->id)
                 return -ENOENT;
         k.pid = (int32_t) read_signed(t->pid, p);
+        k.current_pid = t->common_pid ? (int32_t) read_signed(t->common_pid, p) : -1;
         if (t->comm) {
                 const char *comm = NULL;
 

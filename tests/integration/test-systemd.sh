@@ -21,6 +21,7 @@ BUILD=${3:?build dir}
 WORK=${4:?work dir}
 SOCK=/run/memstrack/io.memstrack
 SUMMARY_ID=8f3c1b2e6a7d4c59b0e4a1d2c3f4e5a6
+OOM_ID=3d1f9a6c0b8e4f27a5c2e7d4b1906f38   # OOMLOG_MESSAGE_ID, daemon/api/oomlog.h
 PAGES=16384             # loadgen's pages (64 MiB with 4 KiB pages)
 # systemd-analyze security of memstrackd.service; lower is better. It was 1.2 until the service started
 # at boot: for a unit with DefaultDependencies=no ("special boot phase") the analyzer no longer credits
@@ -57,8 +58,45 @@ pass=0 fail=0
 failed=()
 t_start=$SECONDS
 
+# MemoryMax= needs the memory controller in the container. Where the host binds it to cgroup v1 (a hybrid
+# host like the reference VM), nspawn mounts that hierarchy read-only inside, rooted at the cgroup nspawn
+# started in: the suite moves into a v1 memory cgroup of its own before booting and makes that mount
+# writable once the container runs, so that the container's systemd applies MemoryMax= (as
+# memory.limit_in_bytes). On a cgroup2 host nspawn delegates the controller and nothing needs doing.
+MEMCG_V1=
+MEMCG_SETUP="the memory controller is cgroup2's"
+memcg_v1_enter() {
+    local hierarchy
+    hierarchy=$(awk '$1 == "memory" {print $2}' /proc/cgroups)
+    [ "${hierarchy:-0}" != 0 ] || return 0
+    if [ "$(stat -fc %T /sys/fs/cgroup/memory 2>/dev/null)" != cgroupfs ]; then
+        MEMCG_SETUP="the memory controller is on cgroup v1 but not mounted at /sys/fs/cgroup/memory"
+        return 0
+    fi
+    MEMCG_V1=/sys/fs/cgroup/memory/$SYSBOX_NAME
+    if ! { mkdir -p "$MEMCG_V1" && echo $$ >"$MEMCG_V1/cgroup.procs"; }; then
+        MEMCG_SETUP="the memory controller is on cgroup v1 and $MEMCG_V1 cannot be entered"
+        MEMCG_V1=
+        return 0
+    fi
+    MEMCG_SETUP="the memory controller is on cgroup v1: the container runs in $MEMCG_V1"
+}
+memcg_v1_leave() {
+    [ -n "$MEMCG_V1" ] || return 0
+    local try
+    echo $$ >/sys/fs/cgroup/memory/cgroup.procs
+    # The container's last processes may still be leaving it.
+    for try in $(seq 50); do
+        find "$MEMCG_V1" -depth -type d -exec rmdir {} + 2>/dev/null
+        [ -d "$MEMCG_V1" ] || return 0
+        sleep 0.1
+    done
+    echo "could not remove $MEMCG_V1" >&2
+}
+
 cleanup() {
     "$SYSBOX" destroy >/dev/null 2>&1
+    memcg_v1_leave
 }
 trap cleanup EXIT
 
@@ -142,6 +180,11 @@ boot_container() {
     done
     tail -1 "$WORK/boot.log"
     BOOT_SECONDS=$((SECONDS - t1))
+    # systemd decides at start which controllers it can use: it starts over (daemon-reexec) to take it up.
+    if [ -n "$MEMCG_V1" ]; then
+        ct mount -o remount,bind,rw /sys/fs/cgroup/memory && ct systemctl daemon-reexec ||
+            bad "cannot make /sys/fs/cgroup/memory writable for the container's systemd"
+    fi
 }
 
 # Copies the container's /etc/systemd/system (what systemctl enable made) to the host directory $1, for a
@@ -186,6 +229,8 @@ setup() {
     echo "client: ${CTL:-vlgo}"
 
     "$SYSBOX" create >"$WORK/create.log" 2>&1 || { cat "$WORK/create.log"; return 1; }
+    memcg_v1_enter
+    echo "memory controller: $MEMCG_SETUP"
     boot_container || return 1
     ct sh -ec 'cp -a /opt/memstrack-stage/. /
                systemd-sysusers
@@ -620,6 +665,55 @@ test_memory_max() {
     echo "  no memory controller for the unit in this container: the kernel limit is not checked"
 }
 
+# The kernel's OOM killer inside a unit's own limit: a transient unit with MemoryMax= runs loadgen asking for
+# twice that. memstrackd's OomKills names the victim (pid, comm, unit) with the top holders at that moment,
+# and the journal has the kill under its own MESSAGE_ID with the victim's and its unit's fields.
+test_oom_kill() {
+    local limit=$((64 << 20)) page pages pid file enforced="" kill entry result
+    local unit=memstrack-oomvictim.service
+    page=$(ct getconf PAGESIZE)
+    pages=$((2 * limit / page))
+    client status >/dev/null || bad "memstrackd does not answer" || return 1
+    ct systemd-run --quiet --unit=$unit -p Type=exec -p MemoryMax=$limit -p MemorySwapMax=0 \
+        /opt/memstrack-test/loadgen --pages $pages --hold-until-signal || bad "cannot start loadgen" || return 1
+    pid=$(show $unit MainPID)
+    if ! wait_for sh -c "! systemctl is-active --quiet $unit"; then
+        # Why not: the limit is the kernel's (cgroup v2 memory.max, v1 memory.limit_in_bytes) or nothing.
+        for file in /sys/fs/cgroup/system.slice/$unit/memory.max \
+                    /sys/fs/cgroup/memory/system.slice/$unit/memory.limit_in_bytes; do
+            enforced=$(ct cat "$file" 2>/dev/null) && { enforced="$file is $enforced"; break; }
+        done
+        ct systemctl stop $unit
+        bad "$unit outlived its MemoryMax: ${enforced:-it has no memory cgroup} ($MEMCG_SETUP)"
+        return 1
+    fi
+    result="$(show $unit Result) $(show $unit ExecMainStatus)"
+    echo "  $unit (pid $pid) ended: Result ExecMainStatus = $result"
+    ct systemctl reset-failed $unit 2>/dev/null
+    # systemd says oom-kill where it reads the kernel's cgroup2 memory.events; on v1 it sees SIGKILL.
+    [[ $result == "oom-kill "* || $result == "signal 9" ]] || bad "$unit ended with $result, not killed" || return 1
+    vl OomKills '{}' >"$WORK/oomkills.json"
+    kill=$(jq -c --argjson pid "$pid" '.kills[] | select(.pid == $pid)' "$WORK/oomkills.json")
+    [ -n "$kill" ] || bad "OomKills has no kill of pid $pid: $(jq -c '.kills | map({pid, comm, unit})' "$WORK/oomkills.json")" ||
+        return 1
+    echo "  OomKills: $(jq -c '{pid, comm, unit, victimPages: .victim.currentPages,
+                              topTask: .holders.tasks[0].comm, topUnit: .holders.units[0].name}' <<<"$kill")"
+    jq -e --arg unit $unit --argjson lo $((limit / page / 2)) --argjson hi $pages \
+        '.comm == "loadgen" and .unit == $unit and .victim.currentPages >= $lo and .victim.currentPages <= $hi and
+         (.holders.tasks | length) > 0 and (.holders.units | map(.name) | index($unit)) != null' <<<"$kill" \
+        >/dev/null || bad "OomKills does not name pid $pid of $unit with its pages: ${kill:-nothing}" || return 1
+    if [ -n "$CTL" ]; then
+        ct "$CTL" oom | grep -q "pid $pid (loadgen)" || bad "memstrackctl oom does not name pid $pid" || return 1
+    fi
+    entry=$(ct journalctl -u memstrackd "MESSAGE_ID=$OOM_ID" "MEMSTRACK_OOM_VICTIM_PID=$pid" -o json --no-pager)
+    echo "  journal: $(jq -c '{MEMSTRACK_OOM_VICTIM_COMM, MEMSTRACK_OOM_VICTIM_UNIT, MEMSTRACK_OOM_VICTIM_PAGES,
+                               MEMSTRACK_OOM_TOP_UNIT}' <<<"$entry" 2>/dev/null)"
+    jq -e --arg unit $unit '.MEMSTRACK_OOM_VICTIM_COMM == "loadgen" and .MEMSTRACK_OOM_VICTIM_UNIT == $unit and
+                            (.MEMSTRACK_OOM_VICTIM_PAGES | tonumber) > 0' <<<"$entry" >/dev/null ||
+        bad "no journal entry naming pid $pid of $unit: ${entry:-nothing}"
+}
+
+
 # systemctl enable memstrackd: the service at boot (sysinit.target) and, through Also=, the socket. A
 # unit of the test, enabled too, holds a known load from boot on, ordered after memstrackd.
 test_enable_at_boot() {
@@ -699,6 +793,7 @@ run_case test_status_line
 run_case test_loadgen_pages
 run_case test_units_holder
 run_case test_memory_max
+run_case test_oom_kill
 run_case test_metrics_socket
 run_case test_boot_phase
 run_case test_watchdog
