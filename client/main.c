@@ -87,6 +87,7 @@ static const Verb verbs[] = {
         { "snapshots", 0, 0, 0, verb_snapshots },
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "oom",      0, 0, 0, verb_oom },
+        { "slab",     0, 0, OPTION_BY | OPTION_LIMIT, verb_slab },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_BOOT | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
         { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
@@ -112,6 +113,7 @@ static void help(void) {
                "  snapshots                  List the snapshots saved in the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
                "  oom                        OOM kills and new peaks, with who held the memory\n"
+               "  slab                       Live slab objects by call site, cache, task or unit\n"
                "  report                     Reports as memstrack prints them\n"
                "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
                "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n"
@@ -152,7 +154,8 @@ static void help(void) {
                "     --boot                  report: the boot phase, as memstrackd in the initramfs left it\n"
                "     --offsets               report: flame graph frames apart by offset, not merged\n"
                "     --file=FILE             snapshot, import: write a snapshot file\n"
-               "     --by=KEY                footprint: directory (default), symbol or section\n\n"
+               "     --by=KEY                footprint: directory (default), symbol or section;\n"
+               "                             slab: callsite (default), cache, task or unit\n\n"
                "See memstrackctl(1).\n",
                MEMSTRACK_SOCKET_DEFAULT);
 }

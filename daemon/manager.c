@@ -332,7 +332,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
          * its own frames does not need them. */
         log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));
 
-        r = accounting_new(&config->accounting, m->ksym, &m->accounting);
+        AccountingConfig accounting = config->accounting;
+        accounting.slab = config->source_options.slab;
+        r = accounting_new(&accounting, m->ksym, &m->accounting);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up accounting: %m");
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);

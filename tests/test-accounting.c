@@ -808,43 +808,110 @@ static void test_sample_bytes(void) {
         ksym_free(k);
 }
 
-/* No source emits object events yet: the core counts them and changes nothing else, whatever they carry. */
-static void test_object_events_ignored(void) {
-        Accounting *a = new_accounting(NULL, true);
+static void object_event(Accounting *a, MsEventType type, int32_t pid, uint32_t cpu, uint64_t ptr, uint64_t requested,
+                uint64_t allocated, const char *cache, uint64_t call_site) {
+        MsEvent e = {
+                .type = type, .pid = pid, .tid = pid, .cpu = cpu, .cgroup_id = cgroup_id,
+                .object = { .ptr = ptr, .bytes_requested = requested, .bytes_allocated = allocated, .cache = cache,
+                            .call_site = call_site },
+        };
+        accounting_handle_event(a, &e);
+}
+
+/* Slab objects: kept by pointer and charged to their task's bytes, per call site and cache; a free by
+ * anyone releases the allocating task; a lost free (the pointer comes again) and an unknown pointer are
+ * counted; page counts do not move. */
+static void test_object_events(void) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
         AccountingStats s;
 
+        c.max_slab_objects = 3;
+        ASSERT_OK(accounting_new(&c, NULL, &a));
+        Slab *slab = accounting_slab(a);
         alloc(a, 10, 4096, 1);
-        MsEvent alloc_obj = {
-                .type = MS_EVENT_OBJECT_ALLOC,
-                .pid = 10,
-                .tid = 11,
-                .cgroup_id = 1234,
-                .object = {
-                        .ptr = UINT64_MAX,
-                        .bytes_requested = UINT64_MAX,
-                        .bytes_allocated = 64,
-                        .cache = "kmalloc-64",
-                        .call_site = K_VFS_WRITE,
-                },
-        };
-        MsEvent free_obj = { .type = MS_EVENT_OBJECT_FREE, .pid = 10, .tid = 10, .object.ptr = 42 };
-        MsEvent no_cache = alloc_obj;
-        no_cache.object.cache = NULL;
-        accounting_handle_event(a, &alloc_obj);
-        accounting_handle_event(a, &no_cache);
-        accounting_handle_event(a, &free_obj);
+        cgroup_id = 1234;
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xa000, 100, 128, "kmalloc-128", K_VFS_WRITE);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xb000, 60, 64, "kmalloc-64", K_VFS_WRITE);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 11, 1, 0xc000, 200, 0, NULL, K_SYSCALL);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 192);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_BYTES].current, 200);      /* allocated < requested: requested */
+        const SlabStats *st = slab_stats(slab);
+        ASSERT_EQ(st->live_objects, 3);
+        ASSERT_EQ(st->live_requested, 360);
+        ASSERT_EQ(st->live_allocated.current, 392);
+        ASSERT_EQ(slab_site_count(slab), 2);
+        ASSERT_EQ(slab_cache_count(slab), 2);
+        const SlabGroup *vfs = slab_site(slab, 0);
+        ASSERT_EQ(vfs->address, K_VFS_WRITE);
+        ASSERT_EQ(vfs->live_objects, 2);
+        ASSERT_EQ(vfs->live_requested, 160);
+        ASSERT_EQ(vfs->live_allocated.current, 192);
 
+        /* The table holds 3: a fourth is dropped, charged to no one. */
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xd000, 8, 8, "kmalloc-8", K_VFS_WRITE);
+        ASSERT_EQ(st->dropped, 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 192);
+
+        /* Task 11 frees task 10's object on another CPU: task 10's bytes drop, a remote free. */
+        object_event(a, MS_EVENT_OBJECT_FREE, 11, 1, 0xa000, 0, 0, NULL, K_SYSCALL);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 64);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].peak, 192);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_BYTES].current, 200);
+        ASSERT_EQ(vfs->live_objects, 1);
+        ASSERT_EQ(vfs->frees, 1);
+        ASSERT_EQ(vfs->remote_frees, 1);
+        ASSERT_EQ(vfs->live_allocated.peak, 192);
+        ASSERT_EQ(slab_cache(slab, 0)->live_objects, 0);
+        /* Unknown pointer, then a pointer allocated again without its free: counted, the old one released. */
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0x42, 0, 0, NULL, 0);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xc000, 16, 16, "kmalloc-16", 0);
+        ASSERT_EQ(st->unknown_frees, 1);
+        ASSERT_EQ(st->replaced, 1);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_BYTES].current, 0);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 80);
+        ASSERT_EQ(st->live_objects, 2);
+        ASSERT_EQ(st->live_allocated.current, 80);
+        ASSERT_EQ(st->live_allocated.peak, 392);
+        /* Per cgroup: everything was in one. */
+        ASSERT_EQ(slab_cgroup_bytes(slab, units_cgroup_intern(accounting_units(a), 1234))->current, 80);
+
+        /* Pages and their counts did not move; object events count as events. */
         accounting_get_stats(a, &s);
-        ASSERT_EQ(s.unsupported_events, 3);
-        ASSERT_EQ(s.events, 4);
+        ASSERT_EQ(s.unsupported_events, 0);
         ASSERT_EQ(s.allocs, 1);
         ASSERT_EQ(s.current_pages, 2);
-        ASSERT_EQ(s.invalid_events, 0);
-        ASSERT_EQ(s.untracked_frees, 0);
-        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 0);
         ASSERT_EQ(process(a, 10)->allocs, 1);
+        ASSERT_EQ(process(a, 10)->frees, 0);
+
+        accounting_reset(a, ACCOUNTING_RESET_PEAKS);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->live_allocated.peak, 80);
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->live_objects, 0);
+        cgroup_id = 0;
         check_invariants(a);
         accounting_free(a);
+}
+
+/* Many objects in and out: the table's deletion keeps every live one findable. */
+static void test_object_table(void) {
+        Slab *s = slab_new(100000);
+        SlabObject o;
+
+        ASSERT_NOT_NULL(s);
+        for (uint64_t i = 1; i <= 50000; i++)
+                ASSERT_OK(slab_alloc(s, i * 64, 0xffffffff81000000 + (i % 7), NULL, 1, SLAB_NONE, 32, 64, 0, i, &o));
+        for (uint64_t i = 1; i <= 50000; i += 2)
+                ASSERT_TRUE(slab_release(s, i * 64, 0, &o));
+        for (uint64_t i = 2; i <= 50000; i += 2) {
+                ASSERT_TRUE(slab_release(s, i * 64, 1, &o));
+                ASSERT_EQ(o.time_nsec, i);
+        }
+        ASSERT_EQ(slab_stats(s)->live_objects, 0);
+        ASSERT_EQ(slab_stats(s)->unknown_frees, 0);
+        ASSERT_EQ(slab_site_count(s), 7);
+        ASSERT_TRUE(!slab_release(s, 64, 0, &o));
+        slab_free(s);
 }
 
 /* A task that moves to another cgroup leaves what it allocated before charged to the old one: frees (by
@@ -1096,7 +1163,8 @@ int main(void) {
         TEST(test_samples);
         TEST(test_sample_peaks_not_summed);
         TEST(test_sample_bytes);
-        TEST(test_object_events_ignored);
+        TEST(test_object_events);
+        TEST(test_object_table);
         TEST(test_cgroup_move);
         TEST(test_cgroup_merge);
         TEST(test_random_against_model);

@@ -52,16 +52,17 @@ expect() {
 }
 
 expect "tasks" memstrackctl ta
-expect "snapshot snapshots stacks status" memstrackctl s
-expect "diff footprint history import modules oom pprof report reset snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "slab snapshot snapshots stacks status" memstrackctl s
+expect "cache callsite" memstrackctl slab --by c
+expect "diff footprint history import modules oom pprof report reset slab snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "directory section symbol" memstrackctl footprint --by ""
 expect "--depth" memstrackctl footprint --d
 expect "--by" memstrackctl footprint --b
 expect "--sort --stacks" memstrackctl units --s
 expect "current peak" memstrackctl units --sort ""
 expect "" memstrackctl units --stacks ""
-expect "snapshot snapshots stacks status" memstrackctl --address /run/x.sock s
-expect "snapshot snapshots stacks status" memstrackctl --json = short s
+expect "slab snapshot snapshots stacks status" memstrackctl --address /run/x.sock s
+expect "slab snapshot snapshots stacks status" memstrackctl --json = short s
 expect "--limit" memstrackctl tasks --li
 expect "--address --all" memstrackctl tasks --a
 expect "--batch" memstrackctl top --b

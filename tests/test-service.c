@@ -256,7 +256,7 @@ static void test_status_and_summary(void) {
         expect_invalid(&f, "io.memstrack.Summary", "{\"bogus\": true}", "bogus");
 
         /* Samples: alpha +6 (peak 9) through the kernel chain; gamma, holding nothing through it, -2 of
-         * which no sample had charged any. Objects: counted, not applied. */
+         * which no sample had charged any. Objects: one freed, one live (Slab). */
         synthetic_sample(f.accounting, 100, 6, 9, SYNTHETIC_KERNEL);
         synthetic_sample(f.accounting, 300, -2, 0, SYNTHETIC_KERNEL);
         synthetic_object(f.accounting, 200, 0xffff888000001000, 192);
@@ -266,10 +266,31 @@ static void test_status_and_summary(void) {
         ASSERT_EQ(get_int(st2, "samples"), 2);
         ASSERT_EQ(get_int(st2, "sampledPages"), 6);
         ASSERT_EQ(get_int(st2, "sampleUntrackedPages"), 2);
-        ASSERT_EQ(get_int(st2, "unsupportedEvents"), 3);
+        ASSERT_EQ(get_int(st2, "unsupportedEvents"), 0);
         ASSERT_EQ(get_int(st2, "invalidEvents"), 0);
         ASSERT_EQ(get_int(st2, "trackedPages"), 21);
         ASSERT_EQ(get_int(st2, "peakTrackedPages"), 30);
+
+        /* Slab: by call site (unknown: the synthetic events have none), by task, by cache (none named). */
+        json_auto_t *slab = call_ok(&f, "io.memstrack.Slab", NULL);
+        ASSERT_EQ(get_int(slab, "liveObjects"), 1);
+        ASSERT_EQ(get_int(slab, "liveBytesAllocated"), 64);
+        ASSERT_EQ(get_int(slab, "peakLiveBytes"), 192);
+        ASSERT_EQ(get_int(slab, "allocs"), 2);
+        ASSERT_EQ(get_int(slab, "frees"), 1);
+        ASSERT_TRUE(json_is_false(json_object_get(slab, "tracing")));
+        json_t *row = json_array_get(json_object_get(slab, "rows"), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(row, "name")), "[unknown]");
+        ASSERT_EQ(get_int(row, "remoteFrees"), 0);
+        json_auto_t *by_task = call_ok(&f, "io.memstrack.Slab", "{\"by\": \"task\"}");
+        row = json_array_get(json_object_get(by_task, "rows"), 0);
+        ASSERT_EQ(get_int(row, "pid"), 100);
+        ASSERT_EQ(get_int(row, "liveBytesAllocated"), 64);
+        ASSERT_EQ(json_array_size(json_object_get(by_task, "rows")), 1);
+        json_auto_t *by_cache = call_ok(&f, "io.memstrack.Slab", "{\"by\": \"cache\"}");
+        ASSERT_EQ(json_array_size(json_object_get(by_cache, "rows")), 0);
+        expect_invalid(&f, "io.memstrack.Slab", "{\"by\": \"pfn\"}", "by");
+        expect_invalid(&f, "io.memstrack.Slab", "{\"limit\": 0}", "limit");
         fixture_done(&f);
 }
 

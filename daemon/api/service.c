@@ -19,6 +19,7 @@
 #include "marks.h"
 #include "query.h"
 #include "service.h"
+#include "slabquery.h"
 #include "time-util.h"
 #include "units.h"
 #include "utf8.h"
@@ -870,6 +871,27 @@ static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *use
         return varlink_call_reply(call, NULL);
 }
 
+static const char *const slab_by_choices[] = { "callsite", "cache", "task", "unit", NULL };
+
+static int method_slab(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *by = NULL;
+        int64_t limit = 50;
+        const VarlinkField fields[] = {
+                { .name = "by", .type = VARLINK_FIELD_STRING, .ret = &by, .choices = slab_by_choices },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+        };
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        int r = slab_query_json(sv->accounting, by ? slab_by_from_string(by) : SLAB_BY_CALLSITE, (size_t) limit,
+                                show_addresses(sv, varlink_call_peer_is_root(call)), &reply);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         json_auto_t *reply = NULL;
@@ -905,6 +927,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.BootPhase", method_boot_phase, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.OomKills", method_oom_kills, 0 },
+        { "io.memstrack.Slab", method_slab, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {

@@ -22,6 +22,7 @@ struct Accounting {
         Usage *usage;                   /* owned: tasks and modules */
         ChargeIndex *index;             /* owned: pages per (process, module, global leaf, cgroup) */
         Units *units;                   /* owned: pages per cgroup and unit */
+        Slab *slab;                     /* owned: live slab objects */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
@@ -126,7 +127,8 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->usage = usage_new(config->track_threads, config->max_exited_tasks);
         a->index = chargeindex_new();
         a->units = units_new();
-        if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units)
+        a->slab = slab_new(config->max_slab_objects);
+        if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab)
                 return -ENOMEM;
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
         a->loading_module = usage_module_intern(a->usage, ACCOUNTING_LOADING_MODULE);
@@ -145,6 +147,7 @@ Accounting *accounting_free(Accounting *a) {
         usage_free(a->usage);
         chargeindex_free(a->index);
         units_free(a->units);
+        slab_free(a->slab);
         free(a);
         return NULL;
 }
@@ -248,6 +251,34 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         charge(a, &owner, pages);
         a->stats.allocs++;
         a->stats.alloc_pages += pages;
+}
+
+/* A slab object: charged to its task's bytes (LEDGER_BYTES) and kept by pointer, so that its free releases
+ * it from the same owner whoever frees it. */
+static void handle_object_alloc(Accounting *a, const MsEvent *e) {
+        uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
+        if (task == USAGE_TASK_NONE) {
+                a->stats.alloc_failures++;
+                return;
+        }
+        uint32_t cgroup = event_cgroup(a, usage_task(a->usage, task)->process, e->cgroup_id);
+        SlabObject old;
+        int r = slab_alloc(a->slab, e->object.ptr, e->object.call_site, e->object.cache, task,
+                           cgroup == UNITS_NONE ? SLAB_NONE : cgroup, e->object.bytes_requested,
+                           e->object.bytes_allocated, e->cpu, e->timestamp_nsec, &old);
+        if (old.site != SLAB_NONE)
+                usage_task_uncharge(a->usage, old.task, LEDGER_BYTES, old.allocated);
+        if (r < 0)
+                return;
+        usage_task_charge(a->usage, task, LEDGER_BYTES,
+                          slab_object_bytes(e->object.bytes_requested, e->object.bytes_allocated));
+}
+
+static void handle_object_free(Accounting *a, const MsEvent *e) {
+        SlabObject o;
+
+        if (slab_release(a->slab, e->object.ptr, e->cpu, &o))
+                usage_task_uncharge(a->usage, o.task, LEDGER_BYTES, o.allocated);
 }
 
 typedef struct CellSearch {
@@ -522,9 +553,10 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 handle_sample(a, e);
                 break;
         case MS_EVENT_OBJECT_ALLOC:
+                handle_object_alloc(a, e);
+                break;
         case MS_EVENT_OBJECT_FREE:
-                /* No ledger keys objects by pointer yet: counted, not applied. */
-                a->stats.unsupported_events++;
+                handle_object_free(a, e);
                 break;
         default:
                 break;
@@ -602,6 +634,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 usage_reset_peaks(a->usage);
                 stacktree_reset_peaks(a->stacks);
                 units_reset_peaks(a->units);
+                slab_reset_peaks(a->slab);
                 a->stats.peak_pages = a->stats.current_pages;
                 break;
         case ACCOUNTING_RESET_ALL: {
@@ -614,6 +647,12 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                         a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
                 units_clear(a->units);
+                /* Its objects name tasks and cgroups that are gone now. */
+                Slab *slab = slab_new(a->config.max_slab_objects);
+                if (slab) {
+                        slab_free(a->slab);
+                        a->slab = slab;
+                }
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid, .resets = resets + 1 };
                 a->interval_peak_pages = 0;
@@ -636,6 +675,14 @@ Units *accounting_units(Accounting *a) {
         return a->units;
 }
 
+bool accounting_traces_slab(const Accounting *a) {
+        return a->config.slab;
+}
+
+Slab *accounting_slab(Accounting *a) {
+        return a->slab;
+}
+
 const ChargeIndex *accounting_chargeindex(const Accounting *a) {
         return a->index;
 }
@@ -650,7 +697,8 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
-               usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units);
+               usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units) +
+               slab_memory_bytes(a->slab);
 }
 
 uint64_t accounting_current_pages(const Accounting *a) {

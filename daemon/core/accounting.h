@@ -32,6 +32,7 @@
 #include "pagemap.h"
 #include "stacktree.h"
 #include "units.h"
+#include "slab.h"
 #include "usage.h"
 
 /* Module records every Accounting has: the kernel image, and module loads not yet named by the kernel. */
@@ -46,6 +47,8 @@ typedef struct AccountingConfig {
         bool per_process_stacks;        /* a stack tree per process (true peaks per task and chain) besides
                                          * the global one; costs a second path walk per event and nodes per
                                          * (process, chain), so it is opt-in */
+        bool slab;                      /* slab object events are traced (memstrackd --slab) */
+        size_t max_slab_objects;        /* live slab objects kept; more are dropped and counted */
 } AccountingConfig;
 
 #define ACCOUNTING_CONFIG_DEFAULT                                                                       \
@@ -53,6 +56,7 @@ typedef struct AccountingConfig {
                 .max_stack_nodes = 1u << 20,                                                            \
                 .max_exited_tasks = 4096,                                                               \
                 .expected_pages = 1u << 18,                                                             \
+                .max_slab_objects = 1u << 20,                                                           \
         })
 
 typedef struct AccountingStats {
@@ -100,6 +104,8 @@ MsEventSink accounting_sink(Accounting *a);
  */
 void accounting_symbols_stale(Accounting *a);
 bool accounting_symbols_are_stale(const Accounting *a);
+/* Whether slab objects are traced (AccountingConfig.slab). */
+bool accounting_traces_slab(const Accounting *a);
 /*
  * Replaces the symbol table (e.g. after a module load). New stack nodes use it; nodes created since
  * accounting_symbols_stale() are classified again and, if one's module changed, the blocks allocated
@@ -114,6 +120,8 @@ Usage *accounting_usage(Accounting *a);
 StackTree *accounting_stacktree(Accounting *a);
 /* Pages per cgroup and unit; the daemon names pending cgroups through it (units_cgroup_resolve()). */
 Units *accounting_units(Accounting *a);
+/* Slab objects (slab.h): task and cgroup indexes are Usage's and Units'. */
+Slab *accounting_slab(Accounting *a);
 PageMap *accounting_pagemap(Accounting *a);
 /* Current pages per (process, module, global stack leaf, cgroup), for stack views of one task, module or
  * unit. */

@@ -383,12 +383,15 @@ void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec) {
 void usage_task_charge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
         Task *t = &u->tasks[task];
 
+        /* allocs and frees count page allocations: slab objects have their own counts (slab.h). */
+        bool pages = unit == LEDGER_PAGES;
+
         ledger_add(&t->ledger[unit], n);
-        t->allocs++;
+        t->allocs += pages;
         if (t->process != task) {
                 Task *p = &u->tasks[t->process];
                 ledger_add(&p->ledger[unit], n);
-                p->allocs++;
+                p->allocs += pages;
                 ledger_mark(&p->ledger[unit], &p->interval_peak[unit]);
         } else
                 ledger_mark(&t->ledger[unit], &t->interval_peak[unit]);
@@ -397,7 +400,8 @@ void usage_task_charge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
 static void ledger_release(Usage *u, Ledger *l, uint64_t *frees, uint64_t n) {
         if (!ledger_sub(l, n))
                 u->underflows++;
-        (*frees)++;
+        if (frees)
+                (*frees)++;
 }
 
 static bool holds_nothing(const Task *t) {
@@ -429,9 +433,11 @@ void usage_task_uncharge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
         Task *t = &u->tasks[task];
         uint32_t process = t->process;
 
-        ledger_release(u, &t->ledger[unit], &t->frees, n);
+        bool pages = unit == LEDGER_PAGES;
+
+        ledger_release(u, &t->ledger[unit], pages ? &t->frees : NULL, n);
         if (process != task)
-                ledger_release(u, &u->tasks[process].ledger[unit], &u->tasks[process].frees, n);
+                ledger_release(u, &u->tasks[process].ledger[unit], pages ? &u->tasks[process].frees : NULL, n);
         if (_likely_(!t->evicted && !u->tasks[process].evicted))
                 return;
 
@@ -439,7 +445,7 @@ void usage_task_uncharge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
          * evicted records keep counting their own, so a slot is reused only once nothing names it. */
         if (u->tasks[process].evicted) {
                 Task *evicted = &u->tasks[USAGE_TASK_EVICTED];
-                ledger_release(u, &evicted->ledger[unit], &evicted->frees, n);
+                ledger_release(u, &evicted->ledger[unit], pages ? &evicted->frees : NULL, n);
         }
         maybe_recycle(u, task);
         if (process != task)

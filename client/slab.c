@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+
+/* memstrackctl slab: the Slab reply, live slab objects by call site, cache, task or unit. */
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "connection.h"
+#include "ctl.h"
+#include "format.h"
+#include "macro.h"
+#include "reply.h"
+
+static const char *const slab_by_names[] = { "callsite", "cache", "task", "unit" };
+
+static int slab_print_table(json_t *rows, const char *by, FILE *f, size_t width) {
+        const bool task = streq(by, "task"), groups = streq(by, "callsite") || streq(by, "cache");
+        const TableColumn columns[] = {
+                { .header = task ? "PID" : "", .align = TABLE_ALIGN_RIGHT },
+                { .header = streq(by, "callsite") ? "CALL SITE" : streq(by, "cache") ? "CACHE" :
+                            task ? "COMMAND" : "UNIT", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 12 },
+                { .header = "OBJECTS", .align = TABLE_ALIGN_RIGHT },
+                { .header = "ALLOCATED", .align = TABLE_ALIGN_RIGHT },
+                { .header = "REQUESTED", .align = TABLE_ALIGN_RIGHT },
+                { .header = "WASTE", .align = TABLE_ALIGN_RIGHT },
+                { .header = "PEAK", .align = TABLE_ALIGN_RIGHT },
+                { .header = groups ? "ALLOCS" : "", .align = TABLE_ALIGN_RIGHT },
+                { .header = groups ? "FREES" : "", .align = TABLE_ALIGN_RIGHT },
+                { .header = groups ? "REMOTE" : "", .align = TABLE_ALIGN_RIGHT },
+        };
+        /* The first column is the task's pid, the last three the call site's or cache's counts. */
+        size_t first = task ? 0 : 1, n = groups ? ELEMENTSOF(columns) : ELEMENTSOF(columns) - 3;
+        _cleanup_(table_freep) Table *t = NULL;
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        json_t *row;
+        size_t i;
+        int r;
+
+        r = table_new(columns + first, n - first, &t);
+        if (r < 0)
+                return r;
+        table_set_header(t, arg_legend);
+        json_array_foreach(rows, i, row) {
+                json_t *peak = json_object_get(row, "peakLiveBytes");
+                if ((task && (r = table_add_cellf(t, "%" PRIi64, reply_int(row, "pid", -1))) < 0) ||
+                    (r = table_add_cell(t, reply_string(row, "name"))) < 0 ||
+                    (r = table_add_cellf(t, "%" PRIu64, reply_count(row, "liveObjects"))) < 0 ||
+                    (r = table_add_cell(t, format_bytes(a, sizeof(a), reply_count(row, "liveBytesAllocated")))) < 0 ||
+                    (r = table_add_cell(t, format_bytes(b, sizeof(b), reply_count(row, "liveBytesRequested")))) < 0 ||
+                    (r = table_add_cellf(t, "%.1f%%", json_number_value(json_object_get(row, "wastePercent")))) < 0 ||
+                    (r = table_add_cell(t, json_is_integer(peak) ?
+                                                   format_bytes(c, sizeof(c), (uint64_t) json_integer_value(peak)) :
+                                                   NULL)) < 0)
+                        return r;
+                if (groups &&
+                    ((r = table_add_cellf(t, "%" PRIu64, reply_count(row, "allocs"))) < 0 ||
+                     (r = table_add_cellf(t, "%" PRIu64, reply_count(row, "frees"))) < 0 ||
+                     (r = table_add_cellf(t, "%" PRIu64, reply_count(row, "remoteFrees"))) < 0))
+                        return r;
+        }
+        return table_print(t, f, width);
+}
+
+int verb_slab(int argc, char *argv[]) {
+        json_auto_t *params = json_object(), *reply = NULL;
+        const char *by = arg_by ?: "callsite";
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        bool known = false;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(slab_by_names); i++)
+                known = known || streq(by, slab_by_names[i]);
+        if (!known) {
+                fprintf(stderr, "memstrackctl: slab: --by takes callsite, cache, task or unit, not '%s'.\n", by);
+                return CTL_EXIT_USAGE;
+        }
+        if (!params || json_object_set_new(params, "by", json_string(by)) < 0 ||
+            (arg_limit > 0 && json_object_set_new(params, "limit", json_integer((json_int_t) arg_limit)) < 0))
+                return -ENOMEM;
+        uint64_t page_size;
+        r = ctl_query("io.memstrack.Slab", params, &reply, &page_size);
+        if (r != 0 || !reply)
+                return r;
+        if (!json_is_true(json_object_get(reply, "tracing")))
+                printf("memstrackd does not trace slab objects: start it with --slab (Slab= in its configuration).\n");
+        if (arg_legend)
+                printf("Live slab objects: %" PRIu64 ", %s allocated for %s requested (waste %.1f%%), peak %s; "
+                       "allocs %" PRIu64 ", frees %" PRIu64 ", unknown frees %" PRIu64 ", lost frees %" PRIu64
+                       ", dropped %" PRIu64 "\n\n",
+                       reply_count(reply, "liveObjects"), format_bytes(a, sizeof(a), reply_count(reply, "liveBytesAllocated")),
+                       format_bytes(b, sizeof(b), reply_count(reply, "liveBytesRequested")),
+                       json_number_value(json_object_get(reply, "wastePercent")),
+                       format_bytes(c, sizeof(c), reply_count(reply, "peakLiveBytes")), reply_count(reply, "allocs"),
+                       reply_count(reply, "frees"), reply_count(reply, "unknownFrees"), reply_count(reply, "lostFrees"),
+                       reply_count(reply, "droppedObjects"));
+        json_t *rows = reply_array(reply, "rows");
+        r = slab_print_table(rows, by, stdout, format_terminal_columns());
+        if (r < 0)
+                return r;
+        if (json_array_size(rows) == 0 && arg_legend)
+                printf("(none)\n");
+        return 0;
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "slabquery.h"
+#include "utf8.h"
+
+static const char *const slab_by_table[_SLAB_BY_MAX] = {
+        [SLAB_BY_CALLSITE] = "callsite",
+        [SLAB_BY_CACHE] = "cache",
+        [SLAB_BY_TASK] = "task",
+        [SLAB_BY_UNIT] = "unit",
+};
+
+const char *slab_by_to_string(SlabBy by) {
+        return by >= 0 && by < _SLAB_BY_MAX ? slab_by_table[by] : NULL;
+}
+
+SlabBy slab_by_from_string(const char *s) {
+        for (SlabBy by = 0; s && by < _SLAB_BY_MAX; by++)
+                if (streq(s, slab_by_table[by]))
+                        return by;
+        return _SLAB_BY_INVALID;
+}
+
+/* One row before it is rendered: call sites and caches have their SlabGroup, tasks and units are summed
+ * from the live objects. */
+typedef struct Row {
+        uint32_t owner;                 /* site, cache, process or unit index */
+        uint64_t objects, requested, allocated;
+        const SlabGroup *group;         /* call sites and caches */
+} Row;
+
+typedef struct Rows {
+        Row *rows;
+        size_t n, allocated;
+        uint32_t *slot_of;              /* owner index -> rows index + 1, 0: none yet */
+        size_t n_slots;
+        Usage *usage;
+        Units *units;
+        SlabBy by;
+        int error;
+} Rows;
+
+static Row *row_of(Rows *r, uint32_t owner) {
+        if (owner >= r->n_slots) {
+                size_t n = MAX((size_t) owner + 1, r->n_slots * 2);
+                uint32_t *s = realloc(r->slot_of, n * sizeof(uint32_t));
+                if (!s)
+                        return NULL;
+                memset(s + r->n_slots, 0, (n - r->n_slots) * sizeof(uint32_t));
+                r->slot_of = s;
+                r->n_slots = n;
+        }
+        if (r->slot_of[owner] == 0) {
+                if (greedy_realloc(&r->rows, &r->allocated, r->n + 1, sizeof(Row), 64) < 0)
+                        return NULL;
+                r->rows[r->n] = (Row) { .owner = owner };
+                r->slot_of[owner] = (uint32_t) ++r->n;
+        }
+        return &r->rows[r->slot_of[owner] - 1];
+}
+
+static void sum_object(void *userdata, uint64_t ptr, const SlabObject *o) {
+        Rows *r = userdata;
+        uint32_t owner;
+
+        (void) ptr;
+        if (r->by == SLAB_BY_TASK)
+                owner = usage_task(r->usage, o->task)->process;
+        else {
+                owner = o->cgroup != SLAB_NONE ? units_unit_of(r->units, o->cgroup) : UNITS_NONE;
+                if (owner == UNITS_NONE)
+                        owner = 0;      /* the "[unknown]" unit of units.h */
+        }
+        Row *row = row_of(r, owner);
+        if (!row) {
+                r->error = -ENOMEM;
+                return;
+        }
+        row->objects++;
+        row->requested += o->requested;
+        row->allocated += o->allocated;
+}
+
+static int compare_rows(const void *x, const void *y) {
+        const Row *a = x, *b = y;
+        if (a->allocated != b->allocated)
+                return a->allocated < b->allocated ? 1 : -1;
+        return a->owner < b->owner ? -1 : a->owner > b->owner;
+}
+
+static double waste_percent(uint64_t requested, uint64_t allocated) {
+        return allocated > 0 ? 100.0 * (double) (allocated - MIN(requested, allocated)) / (double) allocated : 0.0;
+}
+
+static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addresses) {
+        json_t *name = NULL, *address = json_null(), *pid = json_null(), *peak = json_null();
+        char buf[256];
+
+        switch (by) {
+        case SLAB_BY_CALLSITE:
+                if (row->group->address == 0)
+                        name = json_string("[unknown]");
+                else {
+                        const Ksym *k = accounting_ksym(a);
+                        name = utf8_json_string(k ? ksym_format(k, row->group->address, buf, sizeof(buf)) :
+                                                        (snprintf(buf, sizeof(buf), "0x%" PRIx64, row->group->address), buf));
+                        if (show_addresses) {
+                                (void) snprintf(buf, sizeof(buf), "0x%" PRIx64, row->group->address);
+                                address = json_string(buf);
+                        }
+                }
+                peak = json_integer((json_int_t) row->group->live_allocated.peak);
+                break;
+        case SLAB_BY_CACHE:
+                name = utf8_json_string(row->group->name);
+                peak = json_integer((json_int_t) row->group->live_allocated.peak);
+                break;
+        case SLAB_BY_TASK: {
+                Task *t = usage_task(accounting_usage(a), row->owner);
+                name = utf8_json_string(t->comm);
+                pid = json_integer(t->pid);
+                peak = json_integer((json_int_t) t->ledger[LEDGER_BYTES].peak);
+                break;
+        }
+        case SLAB_BY_UNIT: {
+                const UnitUsage *u = units_unit(accounting_units(a), row->owner);
+                name = utf8_json_string(u && u->name ? u->name : "[unknown]");
+                break;
+        }
+        default:
+                return NULL;
+        }
+        json_t *o = json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:f, s:o}",
+                              "name", name ?: json_null(),
+                              "address", address ?: json_null(),
+                              "pid", pid ?: json_null(),
+                              "liveObjects", (json_int_t) row->objects,
+                              "liveBytesRequested", (json_int_t) row->requested,
+                              "liveBytesAllocated", (json_int_t) row->allocated,
+                              "wastePercent", waste_percent(row->requested, row->allocated),
+                              "peakLiveBytes", peak ?: json_null());
+        if (o && row->group &&
+            (json_object_set_new(o, "allocs", json_integer((json_int_t) row->group->allocs)) < 0 ||
+             json_object_set_new(o, "frees", json_integer((json_int_t) row->group->frees)) < 0 ||
+             json_object_set_new(o, "remoteFrees", json_integer((json_int_t) row->group->remote_frees)) < 0)) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses, json_t **ret) {
+        Slab *slab = accounting_slab(a);
+        const SlabStats *st = slab_stats(slab);
+        Rows r = { .usage = accounting_usage(a), .units = accounting_units(a), .by = by };
+        json_auto_t *rows = json_array(), *reply = NULL;
+        int err = 0;
+
+        assert(ret);
+
+        if (!rows)
+                return -ENOMEM;
+        if (by == SLAB_BY_CALLSITE || by == SLAB_BY_CACHE) {
+                size_t n = by == SLAB_BY_CALLSITE ? slab_site_count(slab) : slab_cache_count(slab);
+                for (uint32_t i = 0; i < n; i++) {
+                        const SlabGroup *g = by == SLAB_BY_CALLSITE ? slab_site(slab, i) : slab_cache(slab, i);
+                        Row *row = g->live_objects > 0 ? row_of(&r, i) : NULL;
+                        if (g->live_objects > 0 && !row) {
+                                err = -ENOMEM;
+                                goto finish;
+                        }
+                        if (row)
+                                *row = (Row) { .owner = i, .objects = g->live_objects, .requested = g->live_requested,
+                                               .allocated = g->live_allocated.current, .group = g };
+                }
+        } else {
+                slab_foreach(slab, sum_object, &r);
+                if (r.error < 0) {
+                        err = r.error;
+                        goto finish;
+                }
+        }
+        if (r.n > 0)
+                qsort(r.rows, r.n, sizeof(Row), compare_rows);
+        for (size_t i = 0; i < MIN(r.n, limit); i++) {
+                json_t *row = row_json(a, by, &r.rows[i], show_addresses);
+                if (!row || json_array_append_new(rows, row) < 0) {
+                        err = -ENOMEM;
+                        goto finish;
+                }
+        }
+        reply = json_pack("{s:b, s:s, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+                          "tracing", accounting_traces_slab(a),
+                          "by", slab_by_to_string(by),
+                          "rows", rows,
+                          "liveObjects", (json_int_t) st->live_objects,
+                          "liveBytesRequested", (json_int_t) st->live_requested,
+                          "liveBytesAllocated", (json_int_t) st->live_allocated.current,
+                          "peakLiveBytes", (json_int_t) st->live_allocated.peak,
+                          "allocs", (json_int_t) st->allocs,
+                          "frees", (json_int_t) st->frees,
+                          "unknownFrees", (json_int_t) st->unknown_frees,
+                          "lostFrees", (json_int_t) st->replaced,
+                          "droppedObjects", (json_int_t) st->dropped,
+                          "wastePercent", waste_percent(st->live_requested, st->live_allocated.current));
+        if (!reply)
+                err = -ENOMEM;
+        else
+                *ret = TAKE_PTR(reply);
+finish:
+        free(r.rows);
+        free(r.slot_of);
+        return err;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The Slab method's reply: live slab objects by call site, cache, task or unit (slab.h keeps them). */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "accounting.h"
+
+typedef enum SlabBy {
+        SLAB_BY_CALLSITE,
+        SLAB_BY_CACHE,
+        SLAB_BY_TASK,
+        SLAB_BY_UNIT,
+        _SLAB_BY_MAX,
+        _SLAB_BY_INVALID = -EINVAL,
+} SlabBy;
+
+const char *slab_by_to_string(SlabBy by);
+SlabBy slab_by_from_string(const char *s);
+
+/* The rows with the most live bytes first, at most limit; raw call-site addresses only with
+ * show_addresses. -ENOMEM. */
+int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses, json_t **ret);
