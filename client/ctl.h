@@ -60,6 +60,7 @@ extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */
 extern const char *arg_unit;            /* pprof, history: one unit (NULL: none) */
 extern const char *arg_by;              /* footprint: directory, symbol or section (NULL: directory) */
 extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
+extern int64_t arg_min_age_seconds;     /* leaks: the youngest object shown, -1: the daemon's default */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -69,6 +70,7 @@ int verb_modules(int argc, char *argv[]);
 int verb_units(int argc, char *argv[]);
 int verb_oom(int argc, char *argv[]);
 int verb_slab(int argc, char *argv[]);
+int verb_leaks(int argc, char *argv[]);
 int verb_stacks(int argc, char *argv[]);
 int verb_snapshot(int argc, char *argv[]);
 int verb_diff(int argc, char *argv[]);

@@ -42,6 +42,7 @@ uint64_t arg_stacks = 0;
 const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
+int64_t arg_min_age_seconds = -1;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -65,6 +66,7 @@ typedef enum VerbOption {
         OPTION_BOOT       = 1 << 17,
         OPTION_BY         = 1 << 18,
         OPTION_SINCE      = 1 << 19,
+        OPTION_MIN_AGE    = 1 << 20,
 } VerbOption;
 
 typedef struct Verb {
@@ -88,6 +90,7 @@ static const Verb verbs[] = {
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "oom",      0, 0, 0, verb_oom },
         { "slab",     0, 0, OPTION_BY | OPTION_LIMIT, verb_slab },
+        { "leaks",    0, 0, OPTION_MIN_AGE | OPTION_TASK | OPTION_LIMIT, verb_leaks },
         { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
                             OPTION_OUTPUT | OPTION_FROM | OPTION_BOOT | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
         { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
@@ -114,6 +117,7 @@ static void help(void) {
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
                "  oom                        OOM kills and new peaks, with who held the memory\n"
                "  slab                       Live slab objects by call site, cache, task or unit\n"
+               "  leaks                      Old live slab objects by call site, and their growth\n"
                "  report                     Reports as memstrack prints them\n"
                "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
                "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n"
@@ -137,6 +141,7 @@ static void help(void) {
                "     --unit=NAME             pprof/history: one unit's tasks only\n"
                "     --module=NAME           stacks/report/pprof/history: stacks through one module only\n"
                "     --since=DURATION        history: only the last DURATION (90, 90s, 10m, 2h, 1d)\n"
+               "     --min-age=DURATION      leaks: only objects at least this old (default 60s)\n"
                "     --depth=N               stacks/report: levels below the root; footprint: directory levels\n"
                "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
                "  -n --iterations=N          top: stop after N refreshes\n"
@@ -205,6 +210,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_BOOT,
                 ARG_BY,
                 ARG_SINCE,
+                ARG_MIN_AGE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -233,6 +239,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "unit", required_argument, NULL, ARG_UNIT },
                 { "by", required_argument, NULL, ARG_BY },
                 { "since", required_argument, NULL, ARG_SINCE },
+                { "min-age", required_argument, NULL, ARG_MIN_AGE },
                 {}
         };
         VerbOption seen = 0;
@@ -361,6 +368,13 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                                                    optarg);
                         arg_since_seconds = (int64_t) v;
                         seen |= OPTION_SINCE;
+                        break;
+                case ARG_MIN_AGE:
+                        if (history_parse_duration(optarg, &v) < 0)
+                                return usage_error("--min-age takes a duration such as 90, 90s, 10m, 2h or 1d, not '%s'.",
+                                                   optarg);
+                        arg_min_age_seconds = (int64_t) v;
+                        seen |= OPTION_MIN_AGE;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

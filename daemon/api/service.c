@@ -892,6 +892,37 @@ static int method_slab(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
+#define LEAKS_INTERVALS_MAX 60
+
+static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        int64_t min_age = 60, interval = 10, intervals = 6, pid = 0, limit = 20;
+        const VarlinkField fields[] = {
+                { .name = "minAgeSeconds", .type = VARLINK_FIELD_INT, .ret = &min_age, .min = 0, .max = INT32_MAX },
+                { .name = "intervalSeconds", .type = VARLINK_FIELD_INT, .ret = &interval, .min = 1, .max = INT32_MAX },
+                { .name = "intervals", .type = VARLINK_FIELD_INT, .ret = &intervals, .min = 1,
+                  .max = LEAKS_INTERVALS_MAX },
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+        };
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        LeaksQuery q = {
+                .now_nsec = now_nsec(CLOCK_MONOTONIC),
+                .min_age_nsec = (uint64_t) min_age * UINT64_C(1000000000),
+                .interval_nsec = (uint64_t) interval * UINT64_C(1000000000),
+                .intervals = (unsigned) intervals,
+                .pid = (int32_t) pid,
+                .limit = (size_t) limit,
+        };
+        int r = leaks_query_json(sv->accounting, &q, show_addresses(sv, varlink_call_peer_is_root(call)), &reply);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         json_auto_t *reply = NULL;
@@ -928,6 +959,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.OomKills", method_oom_kills, 0 },
         { "io.memstrack.Slab", method_slab, 0 },
+        { "io.memstrack.Leaks", method_leaks, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {

@@ -3,8 +3,10 @@
 """Slab objects end to end on the live kernel: memstrackd --slab, a child holding N eventfds (each one
 kmalloc of the kernel's eventfd context), then memstrackctl slab --json: the eventfd call site holds N more
 live objects of one size (allocated >= requested, the allocator's rounding), the child's task row holds
-them, and after the child closes them the call site is back where it was. Run for each source that can
-run here (ebpf, perf); a memstrackd without --slab says it does not trace them. Needs root and a live
+them, and after the child closes them the call site is back where it was. Leaks: a child that keeps
+opening eventfds and closes none is listed at that call site, growing in every recent interval; one that
+opens and closes them all the time is not. Run for each source that can run here (ebpf, perf); a
+memstrackd without --slab says it does not trace them. Needs root and a live
 tracing source; exits 77 (skip) otherwise, saying why. No timing: waits poll a condition with a bound.
 
 Usage: test-slab-live.py MEMSTRACKD MEMSTRACKCTL
@@ -42,6 +44,46 @@ def slab(sock, by="callsite"):
     if out.returncode != 0:
         fail(f"memstrackctl slab --by {by} failed ({out.returncode}): {out.stderr}")
     return json.loads(out.stdout)
+
+
+LEAKER = """
+import os, sys, time
+fds = []
+while True:
+    fds.append(os.eventfd(0))
+    time.sleep(0.05)
+"""
+STEADY = """
+import os, time
+while True:
+    os.close(os.eventfd(0))
+    time.sleep(0.01)
+"""
+
+
+def check_leaks(source, sock):
+    """The leaker's eventfds are old and grow in each of 3 one-second intervals; the steady child's none."""
+    leaker = subprocess.Popen([sys.executable, "-c", LEAKER])
+    steady = subprocess.Popen([sys.executable, "-c", STEADY])
+    try:
+        def leaks(pid):
+            return livelib.call(sock, "io.memstrack.Leaks", {"minAgeSeconds": 1, "intervalSeconds": 1,
+                                                              "intervals": 3, "pid": pid})["rows"]
+
+        def growing():
+            rows = [r for r in leaks(leaker.pid) if r["name"].split("+")[0].endswith("eventfd")]
+            return rows if rows and all(n > 0 for n in rows[0]["growth"]) else None
+        row = wait_for(f"{source}: Leaks to list the leaking child's eventfds in every interval", growing)[0]
+        if row["objects"] <= 0 or row["oldestAgeUsec"] < 1000000:
+            fail(f"{source}: the leaking child's row: {row}")
+        steady_rows = [r for r in leaks(steady.pid) if r["name"].split("+")[0].endswith("eventfd")]
+        if steady_rows:
+            fail(f"{source}: Leaks lists the steady child, which frees what it allocates: {steady_rows}")
+        return f"growth {row['growth']}, {row['objects']} objects older than 1 s; the steady child not listed"
+    finally:
+        for p in (leaker, steady):
+            p.kill()
+            p.wait()
 
 
 def eventfd_rows(reply):
@@ -92,8 +134,9 @@ def check_source(source):
             r = eventfd_rows(slab(sock)).get(name)
             return (r or {"liveObjects": 0})["liveObjects"] <= base.get(name, 0) + 0 or None
         wait_for(f"{source}: {name} back to its {base.get(name, 0)} live objects after the close", back)
+        leak = check_leaks(source, sock)
         return (f"ok {source}: {name} held {N} eventfd contexts of {site['liveBytesRequested'] // site['liveObjects']}"
-                f" bytes ({site['liveBytesAllocated'] // site['liveObjects']} allocated), all freed")
+                f" bytes ({site['liveBytesAllocated'] // site['liveObjects']} allocated), all freed; leaks: {leak}")
     finally:
         daemon.terminate()
         daemon.wait(livelib.WAIT)
