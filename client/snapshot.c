@@ -81,6 +81,38 @@ static int fetch_units(VarlinkClient *c, json_t **ret) {
         return 0;
 }
 
+/* {"callsites": <Slab by callsite>, "caches": <Slab by cache>}; 0 and NULL from a memstrackd without Slab,
+ * as fetch_units(). */
+static int fetch_slab(VarlinkClient *c, json_t **ret) {
+        json_auto_t *slab = json_object();
+        static const char *const by[][2] = { { "callsites", "callsite" }, { "caches", "cache" } };
+
+        if (!slab)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(by); i++) {
+                _cleanup_free_ char *error = NULL;
+                json_auto_t *params = json_pack("{s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "by", by[i][1]);
+                json_auto_t *reply = NULL;
+                int r;
+
+                if (!params)
+                        return -ENOMEM;
+                r = varlink_client_call(c, "io.memstrack.Slab", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
+                if (r >= 0 && error && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
+                                        streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED))) {
+                        *ret = NULL;
+                        return 0;
+                }
+                r = ctl_reply_result(r, error, reply);
+                if (r != 0)
+                        return r;
+                if (json_object_set(slab, by[i][0], reply) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(slab);
+        return 0;
+}
+
 /* Appends {key: value, "stackTree": tree} to list unless the tree could not be had. */
 static int add_scoped_tree(VarlinkClient *c, const SnapshotFetch *f, json_t *list, const char *param,
                 const char *key, json_t *value, bool required) {
@@ -107,7 +139,7 @@ static bool list_has(json_t *list, const char *key, json_t *value) {
 
 int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
-        json_auto_t *units = NULL, *doc = NULL;
+        json_auto_t *units = NULL, *slab = NULL, *doc = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
         json_t *e;
         size_t i, n;
@@ -136,6 +168,9 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         if (r != 0)
                 return r;
         r = fetch_units(c, &units);
+        if (r != 0)
+                return r;
+        r = fetch_slab(c, &slab);
         if (r != 0)
                 return r;
         r = fetch_tree(c, f, NULL, NULL, true, &tree);
@@ -204,7 +239,7 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         if (!doc)
                 return -ENOMEM;
         /* Left out, not null, when the daemon has no units: as in files from before units. */
-        if (units && json_object_set(doc, "units", units) < 0)
+        if ((units && json_object_set(doc, "units", units) < 0) || (slab && json_object_set(doc, "slab", slab) < 0))
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);
         return 0;

@@ -175,6 +175,33 @@ static void on_oom_kill(void *userdata, const OomKill *kill) {
         oomlog_set_lost(m->oom, oomwatch_lost(m->oom_watch));
 }
 
+/*
+ * A cgroup seen for the first time is named from the task of the event while it lives (its
+ * /proc/PID/cgroup, checked against the id): a unit that lives less than the debounced walk below takes,
+ * or that the walk's timer, starved while the daemon drains a burst, reaches only after its cgroup is
+ * gone, still has its name (an OOM-killed service is such a unit). Misses fall back on the walk.
+ */
+static void name_cgroup_from_task(Manager *m, const MsEvent *e) {
+        Units *u = accounting_units(m->accounting);
+        _cleanup_free_ char *path = NULL, *name = NULL;
+        size_t n;
+
+        if (!m->cgroups || e->pid <= 0 || e->cgroup_id == 0)
+                return;
+        uint32_t cgroup = units_cgroup_intern(u, e->cgroup_id);
+        /* One try per cgroup: a miss (the task moved, or is gone) is the walk's to name. */
+        if (cgroup == UNITS_NONE || !units_cgroup(u, cgroup)->pending || cgroup == m->cgroup_named_last)
+                return;
+        m->cgroup_named_last = cgroup;
+        if (cgroupnames_task_path(m->cgroups, NULL, e->pid, e->cgroup_id, &path) < 0)
+                return;
+        const char *unit = cgroupnames_unit_name(path, &n);
+        name = strndup(unit, n);
+        if (!name || units_cgroup_resolve(u, cgroup, name, path) < 0)
+                log_debug("Failed to name cgroup %" PRIu64 " from pid %d, naming it with the next walk.",
+                          e->cgroup_id, (int) e->pid);
+}
+
 /* Every event passes here on its way to the core, so module loads can refresh symbols. */
 static void on_event(void *userdata, const MsEvent *e) {
         Manager *m = userdata;
@@ -186,7 +213,10 @@ static void on_event(void *userdata, const MsEvent *e) {
                 if (_unlikely_(current >= m->peak_threshold_pages))
                         offer_peak(m, current);
         }
-        /* A cgroup seen for the first time: named a moment later, a burst of new ones with one walk. */
+        /* A cgroup seen for the first time: named from its task now, or a moment later, a burst of new
+         * ones with one walk. */
+        if (_unlikely_(units_pending(accounting_units(m->accounting)) > 0))
+                name_cgroup_from_task(m, e);
         if (_unlikely_(units_pending(accounting_units(m->accounting)) > 0) && !debounce_pending(m->cgroup_resolve)) {
                 int r = debounce_request(m->cgroup_resolve);
                 if (r < 0)

@@ -64,6 +64,7 @@ typedef struct Manager {
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         CgroupNames *cgroups;           /* owned: names the core's cgroups; NULL without a cgroup2 mount */
         Debounce *cgroup_resolve;       /* owned: names new cgroups a moment after they appear */
+        uint32_t cgroup_named_last;     /* the last cgroup name_cgroup_from_task() tried */
         Debounce *cgroup_recheck;       /* owned: notices removed cgroups a while after processes exit */
         History *history;               /* owned: sampled by the status timer */
         char *history_path;             /* owned: where the history is kept; NULL: not kept */

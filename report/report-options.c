@@ -24,6 +24,8 @@ static const char *const format_names[_REPORT_FORMAT_MAX] = {
         [REPORT_FLAMEGRAPH] = "flamegraph",
         [REPORT_TASK_TOP_JSON] = "task_top_json",
         [REPORT_PROC_SLAB_STATIC] = "proc_slab_static",
+        [REPORT_SLAB_CALLSITES] = "slab_callsites",
+        [REPORT_SLAB_CACHES] = "slab_caches",
 };
 
 ReportFormat report_format_from_string(const char *s) {

@@ -858,6 +858,82 @@ static int json_slab(json_t *doc, const ReportOptions *o, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* ---- slab_callsites, slab_caches -------------------------------------------------------------------- */
+
+/* The Slab reply of the document for call sites or caches, or NULL: none taken (an earlier memstrackd or
+ * memstrackctl), or slab objects not traced. */
+static json_t *doc_slab(json_t *doc, bool callsites) {
+        json_t *reply = reply_object(reply_object(doc, "slab"), callsites ? "callsites" : "caches");
+        return json_is_true(json_object_get(reply, "tracing")) ? reply : NULL;
+}
+
+/* How many of the rows (most live bytes first) to show: at most o->top, while those taken hold less than
+ * o->throttle percent of the live bytes, as the page reports cut. */
+static size_t slab_rows_shown(json_t *reply, const ReportOptions *o) {
+        json_t *rows = reply_array(reply, "rows");
+        uint64_t limit = throttle_limit(reply_count(reply, "liveBytesAllocated"), o->throttle), taken = 0;
+        size_t n = 0;
+
+        while (n < json_array_size(rows) && (o->top == 0 || n < o->top) && (n == 0 || taken < limit)) {
+                taken += reply_count(json_array_get(rows, n), "liveBytesAllocated");
+                n++;
+        }
+        return n;
+}
+
+static int text_slab_objects(json_t *doc, const ReportOptions *o, bool callsites, FILE *f) {
+        json_t *reply = doc_slab(doc, callsites);
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+
+        if (!reply) {
+                fputs("(no slab objects in this snapshot: memstrackd traces them with --slab)\n", f);
+                return 0;
+        }
+        fprintf(f, "Slab objects by %s: %" PRIu64 " live, %s allocated for %s requested (waste %.1f%%), peak %s;"
+                " %" PRIu64 " frees of unknown objects, %" PRIu64 " lost frees, %" PRIu64 " dropped\n",
+                callsites ? "call site" : "cache", reply_count(reply, "liveObjects"),
+                format_bytes(a, sizeof(a), reply_count(reply, "liveBytesAllocated")),
+                format_bytes(b, sizeof(b), reply_count(reply, "liveBytesRequested")),
+                json_number_value(json_object_get(reply, "wastePercent")),
+                format_bytes(c, sizeof(c), reply_count(reply, "peakLiveBytes")), reply_count(reply, "unknownFrees"),
+                reply_count(reply, "lostFrees"), reply_count(reply, "droppedObjects"));
+        for (size_t i = 0, n = slab_rows_shown(reply, o); i < n; i++) {
+                json_t *row = json_array_get(reply_array(reply, "rows"), i);
+                _cleanup_free_ char *name = format_sanitize(reply_string(row, "name") ?: "?");
+                if (!name)
+                        return -ENOMEM;
+                fprintf(f, "  %s: %" PRIu64 " objects, %s (%s requested, waste %.1f%%), peak %s, %" PRIu64
+                        " allocs, %" PRIu64 " frees (%" PRIu64 " on another CPU)\n", name,
+                        reply_count(row, "liveObjects"), format_bytes(a, sizeof(a), reply_count(row, "liveBytesAllocated")),
+                        format_bytes(b, sizeof(b), reply_count(row, "liveBytesRequested")),
+                        json_number_value(json_object_get(row, "wastePercent")),
+                        format_bytes(c, sizeof(c), reply_count(row, "peakLiveBytes")), reply_count(row, "allocs"),
+                        reply_count(row, "frees"), reply_count(row, "remoteFrees"));
+        }
+        return 0;
+}
+
+/* The Slab reply with the rows shown, or {"tracing": false} when the document has none. */
+static int json_slab_objects(json_t *doc, const ReportOptions *o, bool callsites, json_t **ret) {
+        json_t *reply = doc_slab(doc, callsites);
+        json_auto_t *copy = NULL, *rows = json_array();
+
+        if (!rows)
+                return -ENOMEM;
+        if (!reply) {
+                *ret = json_pack("{s:b}", "tracing", false);
+                return *ret ? 0 : -ENOMEM;
+        }
+        copy = json_copy(reply);
+        for (size_t i = 0, n = slab_rows_shown(reply, o); i < n; i++)
+                if (json_array_append(rows, json_array_get(reply_array(reply, "rows"), i)) < 0)
+                        return -ENOMEM;
+        if (!copy || json_object_set(copy, "rows", rows) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(copy);
+        return 0;
+}
+
 int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
         int r = 0;
 
@@ -897,6 +973,10 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
                         break;
                 case REPORT_PROC_SLAB_STATIC:
                         r = text_slab(doc, &one, f);
+                        break;
+                case REPORT_SLAB_CALLSITES:
+                case REPORT_SLAB_CACHES:
+                        r = text_slab_objects(doc, &one, format == REPORT_SLAB_CALLSITES, f);
                         break;
                 default:
                         assert(false);
@@ -1062,6 +1142,10 @@ int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
                         break;
                 case REPORT_PROC_SLAB_STATIC:
                         r = json_slab(doc, &one, &part);
+                        break;
+                case REPORT_SLAB_CALLSITES:
+                case REPORT_SLAB_CACHES:
+                        r = json_slab_objects(doc, &one, format == REPORT_SLAB_CALLSITES, &part);
                         break;
                 default:
                         assert(false);

@@ -26,6 +26,8 @@ typedef enum ReportFormat {
         REPORT_FLAMEGRAPH,
         REPORT_TASK_TOP_JSON,
         REPORT_PROC_SLAB_STATIC,
+        REPORT_SLAB_CALLSITES,
+        REPORT_SLAB_CACHES,
         _REPORT_FORMAT_MAX,
         _REPORT_FORMAT_INVALID = -EINVAL,
 } ReportFormat;

@@ -14,7 +14,9 @@
  *     "taskStacks": [ { "pid": N, "stackTree": <StackTree reply for pid N> }, ... ],
  *     "moduleStacks": [ { "name": NAME, "stackTree": <StackTree reply for module NAME> }, ... ],
  *     "units": <Units reply, with each unit's SNAPSHOT_UNIT_STACKS biggest stacks> (optional: left out
- *     when memstrackd does not know Units, and in files from earlier versions) }
+ *     when memstrackd does not know Units, and in files from earlier versions),
+ *     "slab": { "callsites": <Slab reply by callsite>, "caches": <Slab reply by cache> } (optional: left out
+ *     when memstrackd does not know Slab, and in files from earlier versions) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
  */

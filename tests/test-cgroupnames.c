@@ -115,6 +115,55 @@ static void test_walk(void) {
         cgroupnames_free(c);
 }
 
+static void write_text(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+        ASSERT_NOT_NULL(f);
+        ASSERT_GE(fputs(text, f), 0);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+/* A cgroup named from its task's /proc/PID/cgroup (a fake proc here): the cgroup2 line's path, checked
+ * against the id; a task that moved, a record without the line and a missing task are refused. */
+static void test_task_path(void) {
+        char proc[] = "/tmp/test-cgroupnames-proc-XXXXXX", file[PATH_MAX];
+        CgroupNames *c = NULL;
+        char *path = NULL;
+
+        memcpy(root, "/tmp/test-cgroupnames-XXXXXX", sizeof(root));      /* test_walk() used it */
+        ASSERT_NOT_NULL(mkdtemp(root));
+        ASSERT_NOT_NULL(mkdtemp(proc));
+        (void) make_dir("/system.slice");
+        uint64_t victim = make_dir("/system.slice/oomvictim.service");
+        ASSERT_OK(cgroupnames_new(root, &c));
+        (void) snprintf(file, sizeof(file), "%s/42", proc);
+        ASSERT_OK(mkdir(file, 0755) < 0 ? -errno : 0);
+        (void) snprintf(file, sizeof(file), "%s/42/cgroup", proc);
+        write_text(file, "4:memory:/system.slice/oomvictim.service\n0::/system.slice/oomvictim.service\n");
+        ASSERT_OK(cgroupnames_task_path(c, proc, 42, victim, &path));
+        ASSERT_STREQ(path, "/system.slice/oomvictim.service");
+        free(path);
+        path = NULL;
+        /* Not the cgroup of that id (the task moved), no cgroup2 line, no such task. */
+        ASSERT_EQ(cgroupnames_task_path(c, proc, 42, victim + 1, &path), -ESTALE);
+        write_text(file, "0::/system.slice/oomvictim.service");
+        ASSERT_OK(cgroupnames_task_path(c, proc, 42, victim, &path));
+        free(path);
+        path = NULL;
+        write_text(file, "4:memory:/system.slice/oomvictim.service\n");
+        ASSERT_EQ(cgroupnames_task_path(c, proc, 42, victim, &path), -ENOENT);
+        ASSERT_EQ(cgroupnames_task_path(c, proc, 43, victim, &path), -ENOENT);
+        ASSERT_EQ(cgroupnames_task_path(c, proc, 0, victim, &path), -EINVAL);
+        ASSERT_NULL(path);
+        ASSERT_OK(unlink(file) < 0 ? -errno : 0);
+        (void) snprintf(file, sizeof(file), "%s/42", proc);
+        ASSERT_OK(rmdir(file) < 0 ? -errno : 0);
+        ASSERT_OK(rmdir(proc) < 0 ? -errno : 0);
+        remove_dir("/system.slice/oomvictim.service");
+        remove_dir("/system.slice");
+        ASSERT_OK(rmdir(root) < 0 ? -errno : 0);
+        cgroupnames_free(c);
+}
+
 /* The default root: the host's cgroup2 mount, where there is one. */
 static void test_default_root(void) {
         CgroupNames *c = NULL;
@@ -152,6 +201,7 @@ static void test_default_root(void) {
 int main(void) {
         TEST(test_unit_names);
         TEST(test_walk);
+        TEST(test_task_path);
         TEST(test_default_root);
         return 0;
 }

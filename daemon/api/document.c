@@ -14,6 +14,7 @@
 #include "document.h"
 #include "query.h"
 #include "reply.h"
+#include "slabquery.h"
 #include "snapshot-document.h"
 #include "time-util.h"
 
@@ -73,6 +74,7 @@ static int add_scoped_trees(const DocumentInput *in, json_t *entries, bool tasks
 int document_build(const DocumentInput *in, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *units = NULL, *tree = NULL, *doc = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
+        json_auto_t *slab_callsites = NULL, *slab_caches = NULL;
         int r;
 
         assert(in);
@@ -95,6 +97,12 @@ int document_build(const DocumentInput *in, json_t **ret) {
                                                          .usym = in->usym }, &units);
         if (r < 0)
                 return r;
+        r = slab_query_json(in->accounting, SLAB_BY_CALLSITE, SNAPSHOT_LIST_LIMIT, true, &slab_callsites);
+        if (r < 0)
+                return r;
+        r = slab_query_json(in->accounting, SLAB_BY_CACHE, SNAPSHOT_LIST_LIMIT, true, &slab_caches);
+        if (r < 0)
+                return r;
         r = tree_json(in, -1, NULL, &tree);
         if (r < 0)
                 return r;
@@ -107,7 +115,7 @@ int document_build(const DocumentInput *in, json_t **ret) {
 
         char host[HOST_NAME_MAX + 1] = "";
         (void) gethostname(host, sizeof(host) - 1);
-        doc = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:{s:O}, s:O, s:O, s:O, s:{s:O}}",
+        doc = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:{s:O}, s:O, s:O, s:O, s:{s:O}, s:{s:O, s:O}}",
                         "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
                         "generator", "memstrackd " PACKAGE_VERSION,
                         "host", host[0] ? json_string(host) : NULL,
@@ -118,7 +126,8 @@ int document_build(const DocumentInput *in, json_t **ret) {
                         "stackTree", tree,
                         "taskStacks", task_stacks,
                         "moduleStacks", module_stacks,
-                        "units", "units", units);
+                        "units", "units", units,
+                        "slab", "callsites", slab_callsites, "caches", slab_caches);
         if (!doc)
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -213,4 +216,45 @@ const char *cgroupnames_unit_name(const char *path, size_t *ret_len) {
         }
         *ret_len = len;
         return path;
+}
+
+int cgroupnames_task_path(const CgroupNames *c, const char *proc, int32_t pid, uint64_t id, char **ret_path) {
+        char file[64], buf[4096], full[PATH_MAX];
+        struct stat st;
+
+        assert(c);
+        assert(ret_path);
+
+        if (pid <= 0 || (size_t) snprintf(file, sizeof(file), "%s/%d/cgroup", proc ?: "/proc", (int) pid) >= sizeof(file))
+                return -EINVAL;
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        int err = errno;
+        (void) close(fd);
+        if (n < 0)
+                return -err;
+        buf[n] = '\0';
+
+        /* "0::PATH" is the cgroup2 line; v1 hierarchies have lines of their own. */
+        const char *line = startswith(buf, "0::") ? buf : strstr(buf, "\n0::");
+        if (!line)
+                return -ENOENT;
+        line += line == buf ? 3 : 4;
+        size_t len = strcspn(line, "\n");
+        if (len == 0 || line[0] != '/')
+                return -EBADMSG;
+        /* The task may have moved since: the path must still be the cgroup of that id. */
+        if ((size_t) snprintf(full, sizeof(full), "%s%.*s", c->root, (int) len, line) >= sizeof(full))
+                return -ENAMETOOLONG;
+        if (stat(full, &st) < 0)
+                return -errno;
+        if ((uint64_t) st.st_ino != id)
+                return -ESTALE;
+        char *path = strndup(line, len);
+        if (!path)
+                return -ENOMEM;
+        *ret_path = path;
+        return 0;
 }

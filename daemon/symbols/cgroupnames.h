@@ -48,5 +48,10 @@ uint64_t cgroupnames_walks(const CgroupNames *c);
 const char *cgroupnames_path(const CgroupNames *c, uint64_t id);
 size_t cgroupnames_count(const CgroupNames *c);
 
+/* The path of cgroup id read from the task's own record (PROC/PID/cgroup, proc NULL: /proc) rather than
+ * from a walk: a cgroup is named while a task of it lives, even if it is gone by the next walk. -ESTALE if
+ * the task is in another cgroup now, -ENOENT without a cgroup2 line, -errno if it cannot be read. */
+int cgroupnames_task_path(const CgroupNames *c, const char *proc, int32_t pid, uint64_t id, char **ret_path);
+
 /* The unit name in a cgroup path (see above): a pointer into path, *ret_len bytes long. */
 const char *cgroupnames_unit_name(const char *path, size_t *ret_len);

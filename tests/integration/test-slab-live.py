@@ -3,7 +3,7 @@
 """Slab objects end to end on the live kernel: memstrackd --slab, a child holding N eventfds (each one
 kmalloc of the kernel's eventfd context), then memstrackctl slab --json: the eventfd call site holds N more
 live objects of one size (allocated >= requested, the allocator's rounding), the child's task row holds
-them, and after the child closes them the call site is back where it was. Leaks: a child that keeps
+them, report --format slab_callsites lists them, and after the child closes them the call site is back where it was. Leaks: a child that keeps
 opening eventfds and closes none is listed at that call site, growing in every recent interval; one that
 opens and closes them all the time is not. Run for each source that can run here (ebpf, perf); a
 memstrackd without --slab says it does not trace them. Needs root and a live
@@ -124,6 +124,14 @@ def check_source(source):
         mine = [r for r in tasks["rows"] if r["pid"] == holder.pid]
         if not mine or mine[0]["liveObjects"] < N:
             fail(f"{source}: the holder (pid {holder.pid}) is not charged its {N} objects: {mine}")
+
+        # The report format renders the same call site from a snapshot memstrackctl takes.
+        out = subprocess.run([MEMSTRACKCTL, "--address", "unix:" + sock, "report", "--format", "slab_callsites"],
+                             capture_output=True, text=True)
+        line = next((x for x in out.stdout.splitlines() if x.strip().startswith(site["name"] + ":")), "")
+        if out.returncode != 0 or int(line.split(":")[1].split()[0] if line else -1) < N:
+            fail(f"{source}: report --format slab_callsites does not list {site['name']} with {N} objects: "
+                 f"{out.stdout[:600]!r} {out.stderr!r}")
 
         holder.stdin.write("\n")
         holder.stdin.flush()

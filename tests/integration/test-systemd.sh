@@ -676,7 +676,6 @@ test_oom_kill() {
     client status >/dev/null || bad "memstrackd does not answer" || return 1
     ct systemd-run --quiet --unit=$unit -p Type=exec -p MemoryMax=$limit -p MemorySwapMax=0 \
         /opt/memstrack-test/loadgen --pages $pages --hold-until-signal || bad "cannot start loadgen" || return 1
-    pid=$(show $unit MainPID)
     if ! wait_for sh -c "! systemctl is-active --quiet $unit"; then
         # Why not: the limit is the kernel's (cgroup v2 memory.max, v1 memory.limit_in_bytes) or nothing.
         for file in /sys/fs/cgroup/system.slice/$unit/memory.max \
@@ -687,6 +686,8 @@ test_oom_kill() {
         bad "$unit outlived its MemoryMax: ${enforced:-it has no memory cgroup} ($MEMCG_SETUP)"
         return 1
     fi
+    # ExecMainPID, not MainPID: the unit may be over before it could be read.
+    pid=$(show $unit ExecMainPID)
     result="$(show $unit Result) $(show $unit ExecMainStatus)"
     echo "  $unit (pid $pid) ended: Result ExecMainStatus = $result"
     ct systemctl reset-failed $unit 2>/dev/null
