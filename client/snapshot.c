@@ -56,19 +56,17 @@ static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key,
         return 0;
 }
 
-/* Calls Units with each unit's biggest stacks. A memstrackd from before units answers MethodNotFound (or,
- * declaring it without serving it, MethodNotImplemented): 0 and NULL, so the document just has no units
- * (reports say so) and the rest still works. */
-static int fetch_units(VarlinkClient *c, json_t **ret) {
+/* Calls a method a memstrackd of an earlier version may not have: one that answers MethodNotFound (or,
+ * declaring it without serving it, MethodNotImplemented) gives 0 and NULL, so the document just goes
+ * without (reports say so) and the rest still works. Takes params. */
+static int call_optional(VarlinkClient *c, const char *method, json_t *params, json_t **ret) {
         _cleanup_free_ char *error = NULL;
-        json_auto_t *params = NULL, *reply = NULL;
+        json_auto_t *p = params, *reply = NULL;
         int r;
 
-        params = json_pack("{s:i, s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "stacks", SNAPSHOT_UNIT_STACKS,
-                           "sortBy", "current");
-        if (!params)
+        if (!p)
                 return -ENOMEM;
-        r = varlink_client_call(c, "io.memstrack.Units", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
+        r = varlink_client_call(c, method, p, CTL_CALL_TIMEOUT_USEC, &reply, &error);
         if (r >= 0 && error && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
                                 streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED))) {
                 *ret = NULL;
@@ -81,8 +79,15 @@ static int fetch_units(VarlinkClient *c, json_t **ret) {
         return 0;
 }
 
-/* {"callsites": <Slab by callsite>, "caches": <Slab by cache>}; 0 and NULL from a memstrackd without Slab,
- * as fetch_units(). */
+/* Units with each unit's biggest stacks. */
+static int fetch_units(VarlinkClient *c, json_t **ret) {
+        return call_optional(c, "io.memstrack.Units",
+                             json_pack("{s:i, s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "stacks", SNAPSHOT_UNIT_STACKS,
+                                       "sortBy", "current"),
+                             ret);
+}
+
+/* {"callsites": <Slab by callsite>, "caches": <Slab by cache>}, or NULL from a memstrackd without Slab. */
 static int fetch_slab(VarlinkClient *c, json_t **ret) {
         json_auto_t *slab = json_object();
         static const char *const by[][2] = { { "callsites", "callsite" }, { "caches", "cache" } };
@@ -90,22 +95,13 @@ static int fetch_slab(VarlinkClient *c, json_t **ret) {
         if (!slab)
                 return -ENOMEM;
         for (size_t i = 0; i < ELEMENTSOF(by); i++) {
-                _cleanup_free_ char *error = NULL;
-                json_auto_t *params = json_pack("{s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "by", by[i][1]);
                 json_auto_t *reply = NULL;
-                int r;
-
-                if (!params)
-                        return -ENOMEM;
-                r = varlink_client_call(c, "io.memstrack.Slab", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
-                if (r >= 0 && error && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
-                                        streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED))) {
+                int r = call_optional(c, "io.memstrack.Slab",
+                                      json_pack("{s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "by", by[i][1]), &reply);
+                if (r != 0 || !reply) {
                         *ret = NULL;
-                        return 0;
-                }
-                r = ctl_reply_result(r, error, reply);
-                if (r != 0)
                         return r;
+                }
                 if (json_object_set(slab, by[i][0], reply) < 0)
                         return -ENOMEM;
         }

@@ -197,12 +197,46 @@ static __always_inline __u64 page_key(const struct page *page) {
         return (__u64) page;
 }
 
+/*
+ * Takes the allocation's stack into a sampled record (page or slab object: flags, n_kernel, n_user and
+ * frames as MsBpfPage's), size bytes before its frames, and sends it. The record is a scratch slot's.
+ */
+static __always_inline int stack_output(void *ctx, void *rec, __u8 *flags, __u8 *n_kernel, __u8 *n_user,
+                __u64 *frames, __u64 size, MsBpfStats *st) {
+        long n = bpf_get_stack(ctx, frames, kernel_depth_bytes, 0);
+
+        if (n < 0) {
+                *flags = MS_BPF_STACK_FAILED;
+                if (st)
+                        st->stack_failed++;
+        } else {
+                *flags = MS_BPF_STACK;
+                *n_kernel = (__u8) ((__u64) n / 8);
+                if (st)
+                        st->sampled++;
+                if (user_depth_bytes > 0) {
+                        n = bpf_get_stack(ctx, &frames[user_at], user_depth_bytes, BPF_F_USER_STACK);
+                        /* Kernel threads have no user stack: not a failure. */
+                        *n_user = n > 0 ? (__u8) ((__u64) n / 8) : 0;
+                        size += (user_at + *n_user) * 8;
+                } else
+                        size += *n_kernel * 8;
+        }
+        /* One register for the check and the call: clang would bound a copy the verifier does not see. */
+        barrier_var(size);
+        if (size > sizeof(struct scratch))
+                size = sizeof(struct scratch);
+        barrier_var(size);
+        if (bpf_ringbuf_output(&events, rec, size, page_wakeup_flag(st)) < 0 && st)
+                st->ring_full++;
+        return 0;
+}
+
 static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_tgid, __u64 key, __u32 order,
                 __u64 gfp, __s32 migrate_type, MsBpfStats *st) {
         __u64 size = sizeof(MsBpfPage);
         struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
         MsBpfPage *rec;
-        long n;
 
         if (!sc)
                 return 0;
@@ -215,32 +249,7 @@ static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
         rec->n_kernel = 0;
         rec->n_user = 0;
 
-        n = bpf_get_stack(ctx, rec->frames, kernel_depth_bytes, 0);
-        if (n < 0) {
-                rec->flags = MS_BPF_STACK_FAILED;
-                if (st)
-                        st->stack_failed++;
-        } else {
-                rec->flags = MS_BPF_STACK;
-                rec->n_kernel = (__u8) ((__u64) n / 8);
-                if (st)
-                        st->sampled++;
-                if (user_depth_bytes > 0) {
-                        n = bpf_get_stack(ctx, &rec->frames[user_at], user_depth_bytes, BPF_F_USER_STACK);
-                        /* Kernel threads have no user stack: not a failure. */
-                        rec->n_user = n > 0 ? (__u8) ((__u64) n / 8) : 0;
-                        size += (user_at + rec->n_user) * 8;
-                } else
-                        size += rec->n_kernel * 8;
-        }
-        /* One register for the check and the call: clang would bound a copy the verifier does not see. */
-        barrier_var(size);
-        if (size > sizeof(*sc))
-                size = sizeof(*sc);
-        barrier_var(size);
-        if (bpf_ringbuf_output(&events, rec, size, page_wakeup_flag(st)) < 0 && st)
-                st->ring_full++;
-        return 0;
+        return stack_output(ctx, rec, &rec->flags, &rec->n_kernel, &rec->n_user, rec->frames, size, st);
 }
 
 static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct page *page, __u32 order, __u64 gfp,
@@ -543,36 +552,12 @@ static __always_inline int slab_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
         __u64 size = sizeof(MsBpfObject);
         struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
         MsBpfObject *rec;
-        long n;
 
         if (!sc)
                 return 0;
         rec = (MsBpfObject *) sc->data;
         slab_object_fill(rec, pid_tgid, call_site, ptr, req, alloc, cache, st);
-        n = bpf_get_stack(ctx, rec->frames, kernel_depth_bytes, 0);
-        if (n < 0) {
-                rec->flags = MS_BPF_STACK_FAILED;
-                if (st)
-                        st->stack_failed++;
-        } else {
-                rec->flags = MS_BPF_STACK;
-                rec->n_kernel = (__u8) ((__u64) n / 8);
-                if (st)
-                        st->sampled++;
-                if (user_depth_bytes > 0) {
-                        n = bpf_get_stack(ctx, &rec->frames[user_at], user_depth_bytes, BPF_F_USER_STACK);
-                        rec->n_user = n > 0 ? (__u8) ((__u64) n / 8) : 0;
-                        size += (user_at + rec->n_user) * 8;
-                } else
-                        size += rec->n_kernel * 8;
-        }
-        barrier_var(size);
-        if (size > sizeof(*sc))
-                size = sizeof(*sc);
-        barrier_var(size);
-        if (bpf_ringbuf_output(&events, rec, size, page_wakeup_flag(st)) < 0 && st)
-                st->ring_full++;
-        return 0;
+        return stack_output(ctx, rec, &rec->flags, &rec->n_kernel, &rec->n_user, rec->frames, size, st);
 }
 
 /* which: MS_BPF_SLAB_*, a constant in each program, so slab_layout[which] is known to the verifier. */
