@@ -109,7 +109,7 @@ static inline void synthetic_sample(Accounting *a, int32_t pid, int64_t delta, u
 /* A slab object allocation (bytes > 0) or free (bytes == 0) at ptr. */
 static inline void synthetic_object(Accounting *a, int32_t pid, uint64_t ptr, uint64_t bytes) {
         synthetic_feed(a, (MsEvent) { .type = bytes > 0 ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE,
-                                      .pid = pid, .tid = pid,
+                                      .pid = pid, .tid = pid, .cgroup_id = synthetic_cgroup_of(pid),
                                       .object = { .ptr = ptr, .bytes_requested = bytes, .bytes_allocated = bytes } });
 }
 

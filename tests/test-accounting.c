@@ -873,8 +873,22 @@ static void test_object_events(void) {
         ASSERT_EQ(st->live_objects, 2);
         ASSERT_EQ(st->live_allocated.current, 80);
         ASSERT_EQ(st->live_allocated.peak, 392);
-        /* Per cgroup: everything was in one. */
-        ASSERT_EQ(slab_cgroup_bytes(slab, units_cgroup_intern(accounting_units(a), 1234))->current, 80);
+        /* Per unit: everything was in one cgroup, whose unit saw the true peak. */
+        ASSERT_EQ(unit_of(a, 1234)->slab_bytes.current, 80);
+        ASSERT_EQ(unit_of(a, 1234)->slab_bytes.peak, 392);
+        /* A second cgroup of the same unit (a restarted service) brings its bytes along when it is named;
+         * its free leaves the unit through it. */
+        cgroup_id = 1235;
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 12, 0, 0xe000, 1000, 1024, "kmalloc-1k", K_SYSCALL);
+        Units *u = accounting_units(a);
+        ASSERT_OK(units_cgroup_resolve(u, units_cgroup_intern(u, 1235), "cg1234.service", "/system.slice/x"));
+        ASSERT_TRUE(unit_of(a, 1235) == unit_of(a, 1234));
+        ASSERT_EQ(unit_of(a, 1234)->slab_bytes.current, 1104);
+        ASSERT_EQ(unit_of(a, 1234)->slab_bytes.peak, 1104);
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0xe000, 0, 0, NULL, 0);
+        ASSERT_EQ(unit_of(a, 1234)->slab_bytes.current, 80);
+        ASSERT_EQ(process(a, 12)->ledger[LEDGER_BYTES].current, 0);
+        cgroup_id = 1234;
 
         /* Pages and their counts did not move; object events count as events. */
         accounting_get_stats(a, &s);
@@ -886,8 +900,10 @@ static void test_object_events(void) {
 
         accounting_reset(a, ACCOUNTING_RESET_PEAKS);
         ASSERT_EQ(slab_stats(accounting_slab(a))->live_allocated.peak, 80);
+        ASSERT_EQ(unit_of(a, 1234)->slab_bytes.peak, 80);
         accounting_reset(a, ACCOUNTING_RESET_ALL);
         ASSERT_EQ(slab_stats(accounting_slab(a))->live_objects, 0);
+        ASSERT_EQ(unit_of(a, 1234)->slab_bytes.current, 0);
         cgroup_id = 0;
         check_invariants(a);
         accounting_free(a);

@@ -287,6 +287,13 @@ static void test_status_and_summary(void) {
         ASSERT_EQ(get_int(row, "pid"), 100);
         ASSERT_EQ(get_int(row, "liveBytesAllocated"), 64);
         ASSERT_EQ(json_array_size(json_object_get(by_task, "rows")), 1);
+        /* By unit: the live object's unit, with the peak of its own bytes. */
+        json_auto_t *by_unit = call_ok(&f, "io.memstrack.Slab", "{\"by\": \"unit\"}");
+        ASSERT_EQ(json_array_size(json_object_get(by_unit, "rows")), 1);
+        row = json_array_get(json_object_get(by_unit, "rows"), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(row, "name")), "alpha.service");
+        ASSERT_EQ(get_int(row, "liveBytesAllocated"), 64);
+        ASSERT_EQ(get_int(row, "peakLiveBytes"), 64);
         json_auto_t *by_cache = call_ok(&f, "io.memstrack.Slab", "{\"by\": \"cache\"}");
         ASSERT_EQ(json_array_size(json_object_get(by_cache, "rows")), 0);
         expect_invalid(&f, "io.memstrack.Slab", "{\"by\": \"pfn\"}", "by");

@@ -120,6 +120,19 @@ static void test_seed_after_fork(void) {
         ASSERT_NE(other, thread);
         ASSERT_TRUE(task(u, thread)->exited);
         ASSERT_TRUE(!task(u, other)->exited);
+
+        /* A task first met at its exit (older than tracing, gone before the seed): its last frees are
+         * charged to an exited record, not to a live one nobody will ever see exit. */
+        usage_task_exit(u, 30, 30, 100);
+        uint32_t late = usage_task_lookup(u, 30, 30, 101);
+        ASSERT_TRUE(task(u, late)->exited);
+        ASSERT_TRUE(task(u, task(u, late)->process)->exited);
+        ASSERT_EQ(usage_find_process(u, 30), task(u, late)->process);
+        /* The same for a thread of a known process; the process lives on. */
+        usage_task_exit(u, 1, 31, 102);
+        uint32_t late_thread = usage_task_lookup(u, 1, 31, 103);
+        ASSERT_TRUE(task(u, late_thread)->exited);
+        ASSERT_TRUE(!task(u, parent)->exited);
         usage_free(u);
 }
 

@@ -142,6 +142,8 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
         case SLAB_BY_UNIT: {
                 const UnitUsage *u = units_unit(accounting_units(a), row->owner);
                 name = utf8_json_string(u && u->name ? u->name : "[unknown]");
+                if (u)
+                        peak = json_integer((json_int_t) u->slab_bytes.peak);
                 break;
         }
         default:

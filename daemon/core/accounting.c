@@ -253,8 +253,15 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         a->stats.alloc_pages += pages;
 }
 
-/* A slab object: charged to its task's bytes (LEDGER_BYTES) and kept by pointer, so that its free releases
- * it from the same owner whoever frees it. */
+/* A slab object's bytes leave whoever they were charged to. */
+static void release_object(Accounting *a, const SlabObject *o) {
+        usage_task_uncharge(a->usage, o->task, LEDGER_BYTES, o->allocated);
+        if (o->cgroup != SLAB_NONE)
+                units_uncharge_slab(a->units, o->cgroup, o->allocated);
+}
+
+/* A slab object: charged to its task's bytes (LEDGER_BYTES) and its cgroup's unit, and kept by pointer, so
+ * that its free releases it from the same owners whoever frees it. */
 static void handle_object_alloc(Accounting *a, const MsEvent *e) {
         uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
         if (task == USAGE_TASK_NONE) {
@@ -267,18 +274,20 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                            cgroup == UNITS_NONE ? SLAB_NONE : cgroup, e->object.bytes_requested,
                            e->object.bytes_allocated, e->cpu, e->timestamp_nsec, &old);
         if (old.site != SLAB_NONE)
-                usage_task_uncharge(a->usage, old.task, LEDGER_BYTES, old.allocated);
+                release_object(a, &old);
         if (r < 0)
                 return;
-        usage_task_charge(a->usage, task, LEDGER_BYTES,
-                          slab_object_bytes(e->object.bytes_requested, e->object.bytes_allocated));
+        uint32_t bytes = slab_object_bytes(e->object.bytes_requested, e->object.bytes_allocated);
+        usage_task_charge(a->usage, task, LEDGER_BYTES, bytes);
+        if (cgroup != UNITS_NONE)
+                units_charge_slab(a->units, cgroup, bytes);
 }
 
 static void handle_object_free(Accounting *a, const MsEvent *e) {
         SlabObject o;
 
         if (slab_release(a->slab, e->object.ptr, e->cpu, &o))
-                usage_task_uncharge(a->usage, o.task, LEDGER_BYTES, o.allocated);
+                release_object(a, &o);
 }
 
 typedef struct CellSearch {

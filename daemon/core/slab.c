@@ -29,8 +29,6 @@ struct Slab {
         SlabGroup *sites, *caches;
         size_t n_sites, n_sites_allocated, n_caches, n_caches_allocated;
         GroupIndex site_index, cache_index;
-        Ledger *cgroups;                /* by cgroup index */
-        size_t n_cgroups;
         SlabStats stats;
 };
 
@@ -69,7 +67,6 @@ Slab *slab_free(Slab *s) {
         free(s->site_index.groups);
         free(s->cache_index.keys);
         free(s->cache_index.groups);
-        free(s->cgroups);
         free(s);
         return NULL;
 }
@@ -217,23 +214,6 @@ static uint32_t cache_intern(Slab *s, const char *name) {
         return (uint32_t) s->n_caches++;
 }
 
-static Ledger *cgroup_ledger(Slab *s, uint32_t cgroup, bool grow) {
-        if (cgroup == SLAB_NONE)
-                return NULL;
-        if (cgroup >= s->n_cgroups) {
-                if (!grow)
-                        return NULL;
-                size_t n = MAX((size_t) cgroup + 1, s->n_cgroups * 2);
-                Ledger *l = realloc(s->cgroups, n * sizeof(Ledger));
-                if (!l)
-                        return NULL;
-                memset(l + s->n_cgroups, 0, (n - s->n_cgroups) * sizeof(Ledger));
-                s->cgroups = l;
-                s->n_cgroups = n;
-        }
-        return &s->cgroups[cgroup];
-}
-
 static void group_add(SlabGroup *g, const SlabObject *o) {
         g->live_objects++;
         g->live_requested += o->requested;
@@ -256,9 +236,6 @@ static void uncount(Slab *s, const SlabObject *o, uint32_t cpu) {
         group_sub(&s->sites[o->site], o, remote);
         if (o->cache != SLAB_NONE)
                 group_sub(&s->caches[o->cache], o, remote);
-        Ledger *l = cgroup_ledger(s, o->cgroup, false);
-        if (l)
-                (void) ledger_sub(l, o->allocated);
         s->stats.live_objects--;
         s->stats.live_requested -= o->requested;
         (void) ledger_sub(&s->stats.live_allocated, o->allocated);
@@ -300,11 +277,6 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
                 s->stats.dropped++;
                 return -ENOMEM;
         }
-        Ledger *l = cgroup_ledger(s, cgroup, true);
-        if (!l)
-                o.cgroup = SLAB_NONE;
-        else
-                ledger_add(l, o.allocated);
         ObjectSlot *free_slot = object_slot(s, ptr);
         *free_slot = (ObjectSlot) { .ptr = ptr, .o = o };
         s->n_live++;
@@ -339,8 +311,6 @@ void slab_reset_peaks(Slab *s) {
                 s->sites[i].live_allocated.peak = s->sites[i].live_allocated.current;
         for (size_t i = 0; i < s->n_caches; i++)
                 s->caches[i].live_allocated.peak = s->caches[i].live_allocated.current;
-        for (size_t i = 0; i < s->n_cgroups; i++)
-                s->cgroups[i].peak = s->cgroups[i].current;
         s->stats.live_allocated.peak = s->stats.live_allocated.current;
 }
 
@@ -364,10 +334,6 @@ const SlabGroup *slab_cache(const Slab *s, uint32_t cache) {
         return cache < s->n_caches ? &s->caches[cache] : NULL;
 }
 
-const Ledger *slab_cgroup_bytes(const Slab *s, uint32_t cgroup) {
-        return cgroup < s->n_cgroups ? &s->cgroups[cgroup] : NULL;
-}
-
 void slab_foreach(const Slab *s, void (*fn)(void *userdata, uint64_t ptr, const SlabObject *o), void *userdata) {
         for (size_t i = 0; i < s->n_slots; i++)
                 if (s->objects[i].ptr != 0)
@@ -377,6 +343,5 @@ void slab_foreach(const Slab *s, void (*fn)(void *userdata, uint64_t ptr, const 
 size_t slab_memory_bytes(const Slab *s) {
         return sizeof(Slab) + s->n_slots * sizeof(ObjectSlot) +
                 (s->n_sites_allocated + s->n_caches_allocated) * sizeof(SlabGroup) +
-                (s->site_index.n_slots + s->cache_index.n_slots) * (sizeof(uint64_t) + sizeof(uint32_t)) +
-                s->n_cgroups * sizeof(Ledger);
+                (s->site_index.n_slots + s->cache_index.n_slots) * (sizeof(uint64_t) + sizeof(uint32_t));
 }

@@ -71,8 +71,6 @@ size_t slab_site_count(const Slab *s);
 const SlabGroup *slab_site(const Slab *s, uint32_t site);
 size_t slab_cache_count(const Slab *s);
 const SlabGroup *slab_cache(const Slab *s, uint32_t cache);
-/* Live bytes handed out per cgroup index (as given to slab_alloc()), and their peak; NULL if none. */
-const Ledger *slab_cgroup_bytes(const Slab *s, uint32_t cgroup);
 
 /* Calls fn for every live object (in no order). */
 void slab_foreach(const Slab *s, void (*fn)(void *userdata, uint64_t ptr, const SlabObject *o), void *userdata);

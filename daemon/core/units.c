@@ -152,6 +152,20 @@ void units_uncharge(Units *u, uint32_t cgroup, uint64_t pages) {
         unit->frees++;
 }
 
+void units_charge_slab(Units *u, uint32_t cgroup, uint64_t bytes) {
+        CgroupUsage *c = &u->cgroups[cgroup];
+
+        c->current_slab_bytes += bytes;
+        ledger_add(&u->units[c->unit].slab_bytes, bytes);
+}
+
+void units_uncharge_slab(Units *u, uint32_t cgroup, uint64_t bytes) {
+        CgroupUsage *c = &u->cgroups[cgroup];
+
+        c->current_slab_bytes -= MIN(bytes, c->current_slab_bytes);
+        (void) ledger_sub(&u->units[c->unit].slab_bytes, bytes);
+}
+
 void units_apply(Units *u, uint32_t cgroup, uint64_t rise, int64_t delta) {
         CgroupUsage *c = &u->cgroups[cgroup];
         UnitUsage *unit = &u->units[c->unit];
@@ -234,11 +248,13 @@ int units_cgroup_resolve(Units *u, uint32_t cgroup, const char *name, const char
                 if (r < 0)
                         return r;
 
-                /* The cgroup's pages move over; the sum's peak can only be known from here on. */
+                /* The cgroup's pages and bytes move over; the sum's peak can only be known from here on. */
                 UnitUsage *f = &u->units[from], *t = &u->units[to];
                 (void) ledger_sub(&f->ledger, c->current_pages);
                 ledger_add(&t->ledger, c->current_pages);
                 ledger_mark(&t->ledger, &t->interval_peak);
+                (void) ledger_sub(&f->slab_bytes, c->current_slab_bytes);
+                ledger_add(&t->slab_bytes, c->current_slab_bytes);
                 f->n_cgroups--;
                 t->n_cgroups++;
                 if (!c->removed) {
@@ -304,15 +320,17 @@ uint32_t units_unit_of(const Units *u, uint32_t cgroup) {
 }
 
 void units_reset_peaks(Units *u) {
-        for (size_t i = 1; i < u->n_units; i++)
+        for (size_t i = 1; i < u->n_units; i++) {
                 ledger_reset_peak(&u->units[i].ledger);
+                ledger_reset_peak(&u->units[i].slab_bytes);
+        }
 }
 
 void units_clear(Units *u) {
         for (size_t i = 1; i < u->n_cgroups; i++)
-                u->cgroups[i].current_pages = 0;
+                u->cgroups[i].current_pages = u->cgroups[i].current_slab_bytes = 0;
         for (size_t i = 1; i < u->n_units; i++) {
-                u->units[i].ledger = (Ledger) {};
+                u->units[i].ledger = u->units[i].slab_bytes = (Ledger) {};
                 u->units[i].interval_peak = 0;
                 u->units[i].allocs = u->units[i].frees = 0;
         }

@@ -34,6 +34,7 @@ typedef struct UnitUsage {
         Ledger ledger;                  /* pages */
         uint64_t interval_peak;         /* ledger_mark(), for history.h */
         uint64_t allocs, frees;         /* charges and releases of pages */
+        Ledger slab_bytes;              /* live slab objects' bytes (slab.h), and their true peak */
         uint32_t n_cgroups;             /* cgroup records charged to it; 0: the slot is unused */
         uint32_t n_live;                /* of them, those not known to be removed */
 } UnitUsage;
@@ -44,6 +45,7 @@ typedef struct CgroupUsage {
         bool pending:1;                 /* not resolved yet (see units_cgroup_resolve()) */
         bool removed:1;                 /* the cgroup is gone (units_cgroup_set_removed()) */
         uint64_t current_pages;         /* what it holds now, moved along when it joins another unit */
+        uint64_t current_slab_bytes;    /* the same for slab objects' bytes */
 } CgroupUsage;
 
 typedef struct Units Units;
@@ -61,6 +63,9 @@ uint32_t units_cgroup_intern(Units *u, uint64_t id);
 /* Charge and release pages of a cgroup record, and so of its unit. */
 void units_charge(Units *u, uint32_t cgroup, uint64_t pages);
 void units_uncharge(Units *u, uint32_t cgroup, uint64_t pages);
+/* Charge and release bytes of slab objects of a cgroup record, and so of its unit. */
+void units_charge_slab(Units *u, uint32_t cgroup, uint64_t bytes);
+void units_uncharge_slab(Units *u, uint32_t cgroup, uint64_t bytes);
 /* An aggregated change (ledger_raise()): the unit's peak rises to at least current + rise, then delta. */
 void units_apply(Units *u, uint32_t cgroup, uint64_t rise, int64_t delta);
 
@@ -68,7 +73,7 @@ void units_apply(Units *u, uint32_t cgroup, uint64_t rise, int64_t delta);
  * Names a cgroup record: path is its cgroup path ("/system.slice/sshd.service"), name its unit. Both
  * NULL: it could not be found (removed before it was seen), and it joins UNITS_REMOVED_NAME. A record
  * joining a unit that already has a name merges into it: the unit's current rises by what the cgroup
- * holds, its peak to at least that; if the unit was new, the cgroup's unit simply takes the name and
+ * holds (pages and slab bytes), its peak to at least that; if the unit was new, the cgroup's unit simply takes the name and
  * keeps its exact peak. May be called again for a resolved record (a re-walk found it renamed): it then
  * moves to the unit of its new name. -ENOMEM (nothing changed), -EINVAL for a bad record or a name
  * without a path.

@@ -366,18 +366,20 @@ void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, c
 }
 
 void usage_task_exit(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec) {
+        /* A task first met at its exit (it began before tracing and ends before the seed reaches it) gets
+         * its record all the same, exited: what it frees and allocates on its way out must not make a
+         * live ghost of it. The record stays mapped, so stragglers of the same process are still charged
+         * to it, until a fork reuses the pid. */
+        uint32_t process = process_get(u, pid, now_nsec);
+        if (process == USAGE_TASK_NONE)
+                return;
         if (u->track_threads) {
-                uint32_t thread = idmap_get(&u->threads, tid);
-                if (thread != USAGE_TASK_NONE && u->tasks[thread].tgid == pid)
+                uint32_t thread = thread_get(u, pid, tid, process, now_nsec);
+                if (thread != USAGE_TASK_NONE)
                         mark_exited(u, thread, now_nsec);
         }
-        if (tid == pid) {
-                /* The record stays mapped, so stragglers of the same process are still charged to it,
-                 * until a fork reuses the pid. */
-                uint32_t process = idmap_get(&u->processes, pid);
-                if (process != USAGE_TASK_NONE)
-                        mark_exited(u, process, now_nsec);
-        }
+        if (tid == pid)
+                mark_exited(u, process, now_nsec);
 }
 
 void usage_task_charge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n) {
