@@ -20,7 +20,7 @@ static void on_release(void *userdata, const PageOwner *o, uint64_t n) {
 }
 
 /* A compound literal, so tests can pass &owner(n). */
-#define owner(t) ((PageOwner) { .task = (t), .node = 100 + (t), .module = (uint16_t) (t) })
+#define owner(t) ((PageOwner) { .task = (t), .node = 100 + (t), .stamp = 1000 + (t) })
 
 static void test_orders(void) {
         PageMap *m = pagemap_new(0);
@@ -42,7 +42,7 @@ static void test_orders(void) {
         ASSERT_EQ(order, 3);
         ASSERT_EQ(got.task, 1);
         ASSERT_EQ(got.node, 101);
-        ASSERT_EQ(got.module, 1);
+        ASSERT_EQ(got.stamp, 1001);
 
         for (unsigned o = 0; o <= 10; o++)
                 ASSERT_EQ(pagemap_release(m, (uint64_t) (o + 1) << 12, o, on_release, &r), UINT64_C(1) << o);
@@ -133,25 +133,60 @@ static void test_stale_and_range(void) {
 
         ASSERT_EQ(pagemap_insert(m, PAGEMAP_PFN_MAX + 1, 0, &owner(1), on_release, &r), -ERANGE);
         ASSERT_EQ(pagemap_insert(m, 1, PAGEMAP_ORDER_MAX + 1, &owner(1), on_release, &r), -ERANGE);
-        PageOwner big = { .module = PAGEMAP_MODULE_MAX + 1 };
-        ASSERT_EQ(pagemap_insert(m, 1, 0, &big, on_release, &r), -ERANGE);
         ASSERT_EQ(pagemap_release(m, PAGEMAP_PFN_MAX + 1, 0, on_release, &r), 0);
         ASSERT_EQ(pagemap_blocks(m), 1);
 
         /* The largest valid values round-trip through the packed key. */
-        PageOwner max = { .task = UINT32_MAX - 1, .node = UINT32_MAX - 1, .module = PAGEMAP_MODULE_MAX };
+        PageOwner max = { .task = UINT32_MAX - 1, .node = UINT32_MAX - 1, .stamp = PAGEMAP_STAMP_MASK };
         ASSERT_EQ(pagemap_insert(m, PAGEMAP_PFN_MAX, 0, &max, on_release, &r), 0);
         PageOwner got;
         unsigned order;
         ASSERT_TRUE(pagemap_lookup(m, PAGEMAP_PFN_MAX, &got, &order));
         ASSERT_EQ(got.task, UINT32_MAX - 1);
         ASSERT_EQ(got.node, UINT32_MAX - 1);
-        ASSERT_EQ(got.module, PAGEMAP_MODULE_MAX);
+        ASSERT_EQ(got.stamp, PAGEMAP_STAMP_MASK);
         ASSERT_EQ(order, 0);
 
         pagemap_clear(m);
         ASSERT_EQ(pagemap_blocks(m), 0);
         ASSERT_TRUE(!pagemap_lookup(m, 5, NULL, NULL));
+        pagemap_free(m);
+}
+
+/* Allocation times: kept through a split, aged modulo 2^19 stamps, held at most PAGEMAP_STAMP_AGE_MAX old. */
+static void test_stamps(void) {
+        const uint64_t grain = UINT64_C(1) << PAGEMAP_STAMP_SHIFT;
+        PageMap *m = pagemap_new(0);
+        Released r = {};
+        PageOwner got;
+
+        /* Near the wrap of the 19 bits: an age across it is still right. */
+        uint64_t t0 = ((uint64_t) PAGEMAP_STAMP_MASK - 2) * grain;
+        PageOwner o = { .task = 1, .node = 2, .stamp = pagemap_stamp(t0) };
+        ASSERT_EQ(pagemap_insert(m, 64, 3, &o, on_release, &r), 0);
+        ASSERT_EQ(pagemap_stamp_age_nsec(o.stamp, t0 + 10 * grain), 10 * grain);
+        /* Half of the block freed: the buddies kept are as old as the block. */
+        ASSERT_EQ(pagemap_release(m, 64, 0, on_release, &r), 1);
+        ASSERT_TRUE(pagemap_lookup(m, 68, &got, NULL));
+        ASSERT_EQ(got.stamp, o.stamp);
+        ASSERT_TRUE(pagemap_lookup(m, 65, &got, NULL));
+        ASSERT_EQ(got.stamp, o.stamp);
+
+        /* A young block stays as it is; an old one is held at the maximum age, so it never wraps to young. */
+        uint64_t later = t0 + ((uint64_t) PAGEMAP_STAMP_AGE_MAX + 100) * grain;
+        PageOwner young = { .task = 3, .node = 4, .stamp = pagemap_stamp(later - 5 * grain) };
+        ASSERT_EQ(pagemap_insert(m, 128, 0, &young, on_release, &r), 0);
+        pagemap_clamp_ages(m, later);
+        ASSERT_TRUE(pagemap_lookup(m, 68, &got, NULL));
+        ASSERT_EQ(pagemap_stamp_age_nsec(got.stamp, later), (uint64_t) PAGEMAP_STAMP_AGE_MAX * grain);
+        ASSERT_EQ(got.task, 1);
+        ASSERT_TRUE(pagemap_lookup(m, 128, &got, NULL));
+        ASSERT_EQ(pagemap_stamp_age_nsec(got.stamp, later), 5 * grain);
+        /* Clamped at least every AGE_MAX / 2, ages stay below the wrap. */
+        uint64_t next = later + ((uint64_t) PAGEMAP_STAMP_AGE_MAX / 2) * grain;
+        ASSERT_TRUE(pagemap_lookup(m, 68, &got, NULL));
+        ASSERT_TRUE(pagemap_stamp_age_nsec(got.stamp, next) > (uint64_t) PAGEMAP_STAMP_AGE_MAX * grain);
+        ASSERT_EQ(pagemap_pages(m), 8);
         pagemap_free(m);
 }
 
@@ -251,6 +286,7 @@ int main(void) {
         TEST(test_split_frees);
         TEST(test_untracked_and_larger_frees);
         TEST(test_stale_and_range);
+        TEST(test_stamps);
         TEST(test_growth_past_a_million);
         TEST(test_against_model);
         return 0;

@@ -23,6 +23,7 @@ struct Accounting {
         ChargeIndex *index;             /* owned: pages per (process, module, global leaf, cgroup) */
         Units *units;                   /* owned: pages per cgroup and unit */
         Slab *slab;                     /* owned: live slab objects */
+        uint64_t stamp_epoch;           /* pagemap_stamp_epoch() of the last pagemap_clamp_ages() */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
@@ -155,13 +156,12 @@ Accounting *accounting_free(Accounting *a) {
 /*
  * A page owner's node is its charge cell (chargeindex.h): the cell names the stack leaf and the module,
  * and counts the owner's pages per (process, module, leaf) for stack views of one task or module. The
- * cell's module is the one charged: relabeling a cell moves all its blocks at once, so the module copy in
- * the page table's owner may be stale and is never read.
+ * cell's module is the one charged: relabeling a cell moves all its blocks at once.
  */
 static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
         usage_task_charge(a->usage, o->task, LEDGER_PAGES, pages);
         stacktree_charge(a->stacks, chargeindex_node(a->index, o->node), pages);
-        usage_module_charge(a->usage, o->module, LEDGER_PAGES, pages);
+        usage_module_charge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
         units_charge(a->units, chargeindex_cgroup(a->index, o->node), pages);
         a->stats.current_pages += pages;
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
@@ -174,7 +174,7 @@ static void release(void *userdata, const PageOwner *o, uint64_t pages) {
 
         usage_task_uncharge(a->usage, o->task, LEDGER_PAGES, pages);
         stacktree_uncharge(a->stacks, chargeindex_node(a->index, o->node), pages);
-        /* The cell's module, not the block's copy: a relabeled cell took its blocks along. */
+        /* The cell's module: a relabeled cell took its blocks along. */
         usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
         /* The cell's cgroup: where the pages were allocated, wherever the task is now. */
         units_uncharge(a->units, chargeindex_cgroup(a->index, o->node), pages);
@@ -238,7 +238,12 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
                 return;
         }
         t->charge_hint = cell;
-        PageOwner owner = { .task = task, .node = cell, .module = module };
+        /* Ages ride in the page table modulo 39 hours: hold them at most 19.5 (pagemap.h). */
+        if (_unlikely_(pagemap_stamp_epoch(e->timestamp_nsec) != a->stamp_epoch)) {
+                pagemap_clamp_ages(a->pages, e->timestamp_nsec);
+                a->stamp_epoch = pagemap_stamp_epoch(e->timestamp_nsec);
+        }
+        PageOwner owner = { .task = task, .node = cell, .stamp = pagemap_stamp(e->timestamp_nsec) };
         int r = pagemap_insert(a->pages, e->page.pfn, e->page.order, &owner, release, a);
         if (r < 0) {
                 chargeindex_sub(a->index, cell, pages);
@@ -441,7 +446,6 @@ static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t mod
         chargeindex_sub(a->index, o->node, pages);
         usage_module_charge(a->usage, module, LEDGER_PAGES, pages);
         o->node = cell;
-        o->module = module;
 }
 
 typedef struct ModuleMove {

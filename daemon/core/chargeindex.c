@@ -9,7 +9,7 @@
 #include "probe.h"
 
 #define NONE CHARGE_CELL_NONE
-#define MODULES 2048u           /* module ids fit 11 bits (pagemap.h) */
+#define MODULES 2048u           /* module ids fit 11 bits (USAGE_MODULE_ID_MAX) */
 
 /* Every cell is on two doubly linked lists, one code for both: the cells of its process, of its module. */
 typedef enum CellList {

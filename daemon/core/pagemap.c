@@ -9,7 +9,7 @@
 #include "probe.h"
 
 /*
- * A slot is 16 bytes: key packs pfn (48 bits), module (11 bits) and order (5 bits); an empty slot has
+ * A slot is 16 bytes: key packs pfn (40 bits), stamp (19 bits) and order (5 bits); an empty slot has
  * key SLOT_EMPTY, which no valid pfn can produce.
  */
 typedef struct PageSlot {
@@ -19,8 +19,8 @@ typedef struct PageSlot {
 } PageSlot;
 
 #define SLOT_EMPTY UINT64_MAX
-#define KEY_PFN(k) ((k) >> 16)
-#define KEY_MODULE(k) ((uint16_t) (((k) >> 5) & 0x7ff))
+#define KEY_PFN(k) ((k) >> 24)
+#define KEY_STAMP(k) ((uint32_t) (((k) >> 5) & PAGEMAP_STAMP_MASK))
 #define KEY_ORDER(k) ((unsigned) ((k) & 0x1f))
 #define MIN_CAPACITY 1024
 
@@ -33,8 +33,12 @@ struct PageMap {
         unsigned max_order;     /* largest order ever inserted: bounds the search for containing blocks */
 };
 
-static inline uint64_t make_key(uint64_t pfn, unsigned order, uint16_t module) {
-        return pfn << 16 | (uint64_t) module << 5 | order;
+static inline uint64_t make_key(uint64_t pfn, unsigned order, uint32_t stamp) {
+        return pfn << 24 | (uint64_t) (stamp & PAGEMAP_STAMP_MASK) << 5 | order;
+}
+
+static PageOwner owner_of(const PageSlot *s) {
+        return (PageOwner) { .task = s->task, .node = s->node, .stamp = KEY_STAMP(s->key) };
 }
 
 /* Multiplicative hash, then a multiply-shift range reduction so any capacity works (growth is 1.5x). */
@@ -137,13 +141,13 @@ static void remove_slot(PageMap *m, size_t hole) {
         probe_delete(m, m->capacity, hole, probe_home, probe_move, probe_clear);
 }
 
-static int insert_block(PageMap *m, uint64_t pfn, unsigned order, uint32_t task, uint32_t node, uint16_t module) {
+static int insert_block(PageMap *m, uint64_t pfn, unsigned order, const PageOwner *owner) {
         if (m->n_blocks + 1 > m->grow_at) {
                 int r = grow(m);
                 if (r < 0)
                         return r;
         }
-        place(m, make_key(pfn, order, module), task, node);
+        place(m, make_key(pfn, order, owner->stamp), owner->task, owner->node);
         m->n_blocks++;
         m->n_pages += UINT64_C(1) << order;
         m->max_order = MAX(m->max_order, order);
@@ -153,7 +157,7 @@ static int insert_block(PageMap *m, uint64_t pfn, unsigned order, uint32_t task,
 static void take_slot(PageMap *m, size_t i, PageOwner *ret_owner, unsigned *ret_order) {
         const PageSlot *s = &m->slots[i];
 
-        *ret_owner = (PageOwner) { .task = s->task, .node = s->node, .module = KEY_MODULE(s->key) };
+        *ret_owner = owner_of(s);
         *ret_order = KEY_ORDER(s->key);
         m->n_blocks--;
         m->n_pages -= UINT64_C(1) << *ret_order;
@@ -164,7 +168,7 @@ int pagemap_insert(PageMap *m, uint64_t pfn, unsigned order, const PageOwner *ow
                 PageReleaseFn release, void *userdata) {
         int stale = 0;
 
-        if (pfn > PAGEMAP_PFN_MAX || order > PAGEMAP_ORDER_MAX || owner->module > PAGEMAP_MODULE_MAX)
+        if (pfn > PAGEMAP_PFN_MAX || order > PAGEMAP_ORDER_MAX)
                 return -ERANGE;
 
         size_t i = find_slot(m, pfn);
@@ -177,7 +181,7 @@ int pagemap_insert(PageMap *m, uint64_t pfn, unsigned order, const PageOwner *ow
                 stale = 1;
         }
 
-        int r = insert_block(m, pfn, order, owner->task, owner->node, owner->module);
+        int r = insert_block(m, pfn, order, owner);
         if (r < 0)
                 return r;
         return stale;
@@ -198,7 +202,7 @@ static uint64_t split_release(PageMap *m, uint64_t base, unsigned order, const P
                 bool upper = pfn >= base + half;
                 uint64_t keep = upper ? base : base + half;
 
-                if (insert_block(m, keep, order, owner->task, owner->node, owner->module) < 0)
+                if (insert_block(m, keep, order, owner) < 0)
                         released += half;
                 if (upper)
                         base += half;
@@ -275,7 +279,7 @@ bool pagemap_lookup(const PageMap *m, uint64_t pfn, PageOwner *ret_owner, unsign
                 return false;
         const PageSlot *s = &m->slots[i];
         if (ret_owner)
-                *ret_owner = (PageOwner) { .task = s->task, .node = s->node, .module = KEY_MODULE(s->key) };
+                *ret_owner = owner_of(s);
         if (ret_order)
                 *ret_order = KEY_ORDER(s->key);
         return true;
@@ -287,11 +291,20 @@ void pagemap_foreach(PageMap *m, void (*fn)(void *userdata, uint64_t pfn, unsign
                 PageSlot *s = &m->slots[i];
                 if (s->key == SLOT_EMPTY)
                         continue;
-                PageOwner o = { .task = s->task, .node = s->node, .module = KEY_MODULE(s->key) };
+                PageOwner o = owner_of(s);
                 fn(userdata, KEY_PFN(s->key), KEY_ORDER(s->key), &o);
                 s->task = o.task;
                 s->node = o.node;
-                s->key = make_key(KEY_PFN(s->key), KEY_ORDER(s->key), MIN(o.module, (uint16_t) PAGEMAP_MODULE_MAX));
+        }
+}
+
+void pagemap_clamp_ages(PageMap *m, uint64_t now_nsec) {
+        uint32_t now = pagemap_stamp(now_nsec);
+
+        for (size_t i = 0; i < m->capacity; i++) {
+                PageSlot *s = &m->slots[i];
+                if (s->key != SLOT_EMPTY && ((now - KEY_STAMP(s->key)) & PAGEMAP_STAMP_MASK) > PAGEMAP_STAMP_AGE_MAX)
+                        s->key = make_key(KEY_PFN(s->key), KEY_ORDER(s->key), now - PAGEMAP_STAMP_AGE_MAX);
         }
 }
 

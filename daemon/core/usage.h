@@ -21,7 +21,7 @@
 #define USAGE_TASK_NONE UINT32_MAX
 #define USAGE_TASK_EVICTED 0u           /* index of the record that inherits evicted tasks' pages */
 #define USAGE_MODULE_NONE 0u
-#define USAGE_MODULE_ID_MAX 2047         /* fits a page owner, see PAGEMAP_MODULE_MAX */
+#define USAGE_MODULE_ID_MAX 2047         /* fits a charge cell (chargeindex.h) */
 #define USAGE_COMM_MAX 16               /* TASK_COMM_LEN */
 
 typedef struct Task {
