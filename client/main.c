@@ -150,7 +150,7 @@ static void help(void) {
                "     --format=LIST           report: task_summary,task_top,module_summary,module_top,\n"
                "                             unit_summary,unit_top,stack_tree,folded,flamegraph,\n"
                "                             task_top_json,proc_slab_static,slab_callsites,\n"
-               "                             slab_caches\n"
+               "                             slab_caches,leaks\n"
                "                             (default module_summary,module_top); each takes\n"
                "                             :top=N, :throttle=PERCENT, :sort_by_alloc, :sort_by_peak\n"
                "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /* memstrackctl slab and leaks: the Slab reply (live slab objects by call site, cache, task or unit) and the
- * Leaks reply (old live objects by call site, with their growth). */
+ * Leaks reply (old live objects by call site and old pages by process and stack, with their growth). */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include "format.h"
 #include "macro.h"
 #include "reply.h"
+#include "report.h"
 
 static const char *const slab_by_names[] = { "callsite", "cache", "task", "unit" };
 
@@ -106,11 +107,9 @@ int verb_slab(int argc, char *argv[]) {
 }
 
 int verb_leaks(int argc, char *argv[]) {
-        json_auto_t *params = json_object(), *reply = NULL;
-        char a[FORMAT_BUFFER_MAX];
+        json_auto_t *params = json_object(), *reply = NULL, *doc = NULL;
+        ReportOptions o = REPORT_OPTIONS_DEFAULT;
         uint64_t page_size;
-        json_t *row, *n;
-        size_t i, k;
         int r;
 
         if (!params ||
@@ -122,24 +121,11 @@ int verb_leaks(int argc, char *argv[]) {
         r = ctl_query("io.memstrack.Leaks", params, &reply, &page_size);
         if (r != 0 || !reply)
                 return r;
-        if (!json_is_true(json_object_get(reply, "tracing")))
-                printf("memstrackd does not trace slab objects: start it with --slab (Slab= in its configuration).\n");
-        json_t *rows = reply_array(reply, "rows");
-        if (arg_legend)
-                printf("Live slab objects older than %" PRIu64 " s by call site; growth: of its live objects, those "
-                       "allocated in each of the last %" PRIu64 " intervals of %" PRIu64 " s, oldest first.\n\n",
-                       reply_count(reply, "minAgeUsec") / 1000000, reply_count(reply, "intervals"),
-                       reply_count(reply, "intervalUsec") / 1000000);
-        json_array_foreach(rows, i, row) {
-                _cleanup_free_ char *name = format_sanitize(reply_string(row, "name") ?: "?");
-                printf("%s: %" PRIu64 " objects, %s, oldest %" PRIu64 " s; growth", name ?: "?",
-                       reply_count(row, "objects"), format_bytes(a, sizeof(a), reply_count(row, "bytes")),
-                       reply_count(row, "oldestAgeUsec") / 1000000);
-                json_array_foreach(reply_array(row, "growth"), k, n)
-                        printf(" %" JSON_INTEGER_FORMAT, json_integer_value(n));
-                printf("\n");
-        }
-        if (json_array_size(rows) == 0 && arg_legend)
-                printf("(none)\n");
-        return 0;
+        /* Printed as the leaks report prints it: one text for both. */
+        doc = json_pack("{s:O}", "leaks", reply);
+        if (!doc)
+                return -ENOMEM;
+        o.formats[0].format = REPORT_LEAKS;
+        o.n_formats = 1;
+        return report_render(doc, &o, stdout);
 }

@@ -135,7 +135,7 @@ static bool list_has(json_t *list, const char *key, json_t *value) {
 
 int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
-        json_auto_t *units = NULL, *slab = NULL, *doc = NULL;
+        json_auto_t *units = NULL, *slab = NULL, *leaks = NULL, *doc = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
         json_t *e;
         size_t i, n;
@@ -167,6 +167,9 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         if (r != 0)
                 return r;
         r = fetch_slab(c, &slab);
+        if (r != 0)
+                return r;
+        r = call_optional(c, "io.memstrack.Leaks", json_pack("{s:i}", "limit", SNAPSHOT_LEAKS_LIMIT), &leaks);
         if (r != 0)
                 return r;
         r = fetch_tree(c, f, NULL, NULL, true, &tree);
@@ -235,7 +238,8 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         if (!doc)
                 return -ENOMEM;
         /* Left out, not null, when the daemon has no units: as in files from before units. */
-        if ((units && json_object_set(doc, "units", units) < 0) || (slab && json_object_set(doc, "slab", slab) < 0))
+        if ((units && json_object_set(doc, "units", units) < 0) || (slab && json_object_set(doc, "slab", slab) < 0) ||
+            (leaks && json_object_set(doc, "leaks", leaks) < 0))
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);
         return 0;

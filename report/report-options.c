@@ -26,6 +26,7 @@ static const char *const format_names[_REPORT_FORMAT_MAX] = {
         [REPORT_PROC_SLAB_STATIC] = "proc_slab_static",
         [REPORT_SLAB_CALLSITES] = "slab_callsites",
         [REPORT_SLAB_CACHES] = "slab_caches",
+        [REPORT_LEAKS] = "leaks",
 };
 
 ReportFormat report_format_from_string(const char *s) {

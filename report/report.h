@@ -28,6 +28,7 @@ typedef enum ReportFormat {
         REPORT_PROC_SLAB_STATIC,
         REPORT_SLAB_CALLSITES,
         REPORT_SLAB_CACHES,
+        REPORT_LEAKS,
         _REPORT_FORMAT_MAX,
         _REPORT_FORMAT_INVALID = -EINVAL,
 } ReportFormat;

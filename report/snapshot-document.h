@@ -16,7 +16,8 @@
  *     "units": <Units reply, with each unit's SNAPSHOT_UNIT_STACKS biggest stacks> (optional: left out
  *     when memstrackd does not know Units, and in files from earlier versions),
  *     "slab": { "callsites": <Slab reply by callsite>, "caches": <Slab reply by cache> } (optional: left out
- *     when memstrackd does not know Slab, and in files from earlier versions) }
+ *     when memstrackd does not know Slab, and in files from earlier versions),
+ *     "leaks": <Leaks reply with its default ages, SNAPSHOT_LEAKS_LIMIT rows per list> (optional, as slab) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
  */
@@ -30,5 +31,7 @@
 #define SNAPSHOT_MODULE_STACKS_MAX 64
 /* Stacks kept per unit (Units' stacks parameter): a unit's top stacks, not a tree. */
 #define SNAPSHOT_UNIT_STACKS 8
+/* Rows per list of the Leaks reply kept (its ages are the method's defaults). */
+#define SNAPSHOT_LEAKS_LIMIT 100
 #define SNAPSHOT_STACK_DEPTH_DEFAULT 64
 #define SNAPSHOT_STACK_CHILDREN 64

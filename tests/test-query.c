@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "accounting.h"
+#include "leaks.h"
 #include "macro.h"
 #include "query.h"
 #include "synthetic-events.h"
@@ -265,8 +266,103 @@ static void test_tasks_and_modules(void) {
         ksym_free(k);
 }
 
+#define SEC UINT64_C(1000000000)
+
+static void event_at(Accounting *a, MsEvent e, uint64_t t) {
+        e.tid = e.pid;
+        e.timestamp_nsec = t;
+        accounting_handle_event(a, &e);
+}
+
+static void page_at(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, unsigned chain, uint64_t t) {
+        event_at(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid,
+                                .page = { .pfn = pfn, .order = order, .stack = { .frames = chains[chain],
+                                          .n_frames = lens[chain], .n_kernel_frames = kernel_lens[chain] } } }, t);
+}
+
+static void object_at(Accounting *a, int32_t pid, uint64_t ptr, uint64_t bytes, uint64_t t) {
+        event_at(a, (MsEvent) { .type = bytes > 0 ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE, .pid = pid,
+                                .object = { .ptr = ptr, .bytes_requested = bytes, .bytes_allocated = bytes,
+                                            .call_site = K_VFS_WRITE } }, t);
+}
+
+static json_t *row_of_pid(json_t *rows, int pid) {
+        json_t *row;
+        size_t i;
+
+        json_array_foreach(rows, i, row)
+                if (json_integer_value(json_object_get(row, "pid")) == pid)
+                        return row;
+        return NULL;
+}
+
+/* Leaks at 100 s, 60 s and older, growth over three intervals of 10 s: what is old and live, with what its
+ * kind allocated recently and kept; nothing freed, nothing young, and only the asked-for process. */
+static void test_leaks(void) {
+        Ksym *k = NULL;
+        Accounting *a = core_new(8, &k);
+        json_auto_t *reply = NULL, *only = NULL, *one = NULL;
+
+        page_at(a, 10, 0x100, 2, 0, 1 * SEC);           /* 4 old pages through the fault chain */
+        page_at(a, 10, 0x200, 0, 0, 95 * SEC);          /* and 1 + 2 young ones after them */
+        page_at(a, 10, 0x300, 1, 0, 99 * SEC);
+        page_at(a, 10, 0x400, 0, 1, 85 * SEC);          /* 1 young page through the write chain: no row */
+        page_at(a, 11, 0x800, 3, 1, 1 * SEC);           /* 8 old pages, freed */
+        event_at(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = 11, .page = { .pfn = 0x800, .order = 3 } },
+                 2 * SEC);
+        page_at(a, 12, 0x900, 0, 1, 30 * SEC);          /* 1 old page of another process */
+        object_at(a, 10, 0xa000, 64, 1 * SEC);          /* 1 old object, 2 young ones, 1 old one freed */
+        object_at(a, 10, 0xb000, 64, 75 * SEC);
+        object_at(a, 10, 0xc000, 64, 99 * SEC);
+        object_at(a, 12, 0xd000, 64, 1 * SEC);
+        object_at(a, 12, 0xd000, 0, 3 * SEC);
+
+        LeaksQuery q = { .now_nsec = 100 * SEC, .min_age_nsec = 60 * SEC, .interval_nsec = 10 * SEC,
+                         .intervals = 3, .limit = 10 };
+        ASSERT_OK(leaks_query_json(a, &q, &reply));
+        json_t *pages = json_object_get(reply, "pages");
+        ASSERT_EQ(json_array_size(pages), 2);
+        json_t *row = json_array_get(pages, 0);
+        ASSERT_EQ(json_integer_value(json_object_get(row, "pid")), 10);
+        ASSERT_EQ(json_integer_value(json_object_get(row, "pages")), 4);
+        /* Ages are kept to 268 ms: within one grain of 99 s. */
+        json_int_t oldest = json_integer_value(json_object_get(row, "oldestAgeUsec"));
+        ASSERT_TRUE(oldest >= 99000000 - 268435 && oldest <= 99000000 + 268435);
+        _cleanup_free_ char *growth = json_dumps(json_object_get(row, "growth"), JSON_COMPACT);
+        ASSERT_STREQ(growth, "[0,0,3]");
+        ASSERT_TRUE(json_array_size(json_object_get(row, "frames")) == 4);
+        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(row, "frames"), 0)), "__alloc_pages+0x10");
+        ASSERT_NOT_NULL(row_of_pid(pages, 12));
+        ASSERT_NULL(row_of_pid(pages, 11));
+        json_t *objects = json_object_get(reply, "rows");
+        ASSERT_EQ(json_array_size(objects), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(objects, 0), "objects")), 1);
+        _cleanup_free_ char *object_growth = json_dumps(json_object_get(json_array_get(objects, 0), "growth"),
+                                                        JSON_COMPACT);
+        ASSERT_STREQ(object_growth, "[1,0,1]");
+        ASSERT_EQ(json_integer_value(json_object_get(reply, "pageAgeGrainUsec")), 268435);
+
+        /* One process, any age: its one page. */
+        q.pid = 12;
+        q.min_age_nsec = 0;
+        ASSERT_OK(leaks_query_json(a, &q, &only));
+        ASSERT_EQ(json_array_size(json_object_get(only, "pages")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(only, "pages"), 0), "pages")), 1);
+        ASSERT_EQ(json_array_size(json_object_get(only, "rows")), 0);
+
+        /* The limit keeps the biggest. */
+        q.pid = 0;
+        q.limit = 1;
+        ASSERT_OK(leaks_query_json(a, &q, &one));
+        ASSERT_EQ(json_array_size(json_object_get(one, "pages")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(one, "pages"), 0), "pages")), 7);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 int main(void) {
         TEST(test_filtered_views_match_page_table);
         TEST(test_tasks_and_modules);
+        TEST(test_leaks);
         return 0;
 }

@@ -64,6 +64,8 @@ cases=(
     "slab_callsites-top     --format slab_callsites:top=2"
     "slab_caches-throttle   --format slab_caches:throttle=90"
     "json-slab              --format slab_callsites:top=1,slab_caches --json=pretty"
+    "leaks                  --format leaks"
+    "json-leaks             --format leaks:top=1 --json=pretty"
     "initramfs              --format task_summary,module_summary,module_top:top=2 --throttle 80"
     "json-sub               --format task_top_json,proc_slab_static:top=2,module_summary:sort_by_peak --json=pretty"
 )

@@ -177,7 +177,7 @@ static void test_byte_order_matters(void) {
 static void check_old_records(bool big) {
         _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
         const uint64_t page = UINT64_C(0xffffea0001234540);
-        const uint64_t key = (page >> 6) & ((UINT64_C(1) << 47) - 1);
+        const uint64_t key = (page >> 6) & ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1);
         uint8_t rec[64];
         MsEvent ev;
 
@@ -198,7 +198,7 @@ static void check_old_records(bool big) {
         ASSERT_EQ(tracepoint_decode(t, rec, 28, &ev), TRACEPOINT_PAGE_ALLOC);
         ASSERT_EQ(ev.type, MS_EVENT_PAGE_ALLOC);
         ASSERT_TRUE(ev.page.pfn == key);
-        ASSERT_TRUE(ev.page.pfn < (UINT64_C(1) << 47));
+        ASSERT_TRUE(ev.page.pfn < (UINT64_C(1) << MS_PAGE_KEY_BITS));
         ASSERT_EQ(ev.page.order, 1);
         ASSERT_EQ(ev.page.gfp_flags, 0x200d2);
         ASSERT_EQ(ev.page.migrate_type, -2);

@@ -14,6 +14,7 @@
 #include "document.h"
 #include "query.h"
 #include "reply.h"
+#include "leaks.h"
 #include "slabquery.h"
 #include "snapshot-document.h"
 #include "time-util.h"
@@ -74,7 +75,7 @@ static int add_scoped_trees(const DocumentInput *in, json_t *entries, bool tasks
 int document_build(const DocumentInput *in, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *units = NULL, *tree = NULL, *doc = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
-        json_auto_t *slab_callsites = NULL, *slab_caches = NULL;
+        json_auto_t *slab_callsites = NULL, *slab_caches = NULL, *leaks = NULL;
         int r;
 
         assert(in);
@@ -103,6 +104,11 @@ int document_build(const DocumentInput *in, json_t **ret) {
         r = slab_query_json(in->accounting, SLAB_BY_CACHE, SNAPSHOT_LIST_LIMIT, true, &slab_caches);
         if (r < 0)
                 return r;
+        r = leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now_nsec(CLOCK_MONOTONIC),
+                                                                                 SNAPSHOT_LEAKS_LIMIT, in->usym),
+                             &leaks);
+        if (r < 0)
+                return r;
         r = tree_json(in, -1, NULL, &tree);
         if (r < 0)
                 return r;
@@ -115,7 +121,7 @@ int document_build(const DocumentInput *in, json_t **ret) {
 
         char host[HOST_NAME_MAX + 1] = "";
         (void) gethostname(host, sizeof(host) - 1);
-        doc = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:{s:O}, s:O, s:O, s:O, s:{s:O}, s:{s:O, s:O}}",
+        doc = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:{s:O}, s:O, s:O, s:O, s:{s:O}, s:{s:O, s:O}, s:O}",
                         "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
                         "generator", "memstrackd " PACKAGE_VERSION,
                         "host", host[0] ? json_string(host) : NULL,
@@ -127,7 +133,8 @@ int document_build(const DocumentInput *in, json_t **ret) {
                         "taskStacks", task_stacks,
                         "moduleStacks", module_stacks,
                         "units", "units", units,
-                        "slab", "callsites", slab_callsites, "caches", slab_caches);
+                        "slab", "callsites", slab_callsites, "caches", slab_caches,
+                        "leaks", leaks);
         if (!doc)
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);

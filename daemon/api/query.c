@@ -676,9 +676,9 @@ static int listed_unit_leaves(Accounting *a, const uint32_t *rank_of, size_t n_u
         return 0;
 }
 
-/* StackPages of one leaf: its frames from the leaf up, as StackNode.frame, without roots and the
- * [pid N comm] node, which are not frames of the stack. */
-static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
+/* A leaf's frames from the leaf up, as StackNode.frame, without roots and the [pid N comm] node, which
+ * are not frames of the stack. */
+static json_t *leaf_frames_json(StackView *v, uint32_t leaf) {
         json_auto_t *frames = json_array();
         size_t depth = 0;
 
@@ -701,7 +701,19 @@ static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
                 }
         }
         v->user_process = NULL;
-        return json_pack("{s:O, s:I}", "frames", frames, "currentPages", (json_int_t) pages);
+        return TAKE_PTR(frames);
+}
+
+/* StackPages of one leaf. */
+static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
+        json_t *frames = leaf_frames_json(v, leaf);
+        return frames ? json_pack("{s:o, s:I}", "frames", frames, "currentPages", (json_int_t) pages) : NULL;
+}
+
+json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, bool show_addresses, UserSymbols *usym) {
+        QueryStackTree sq = { .show_addresses = show_addresses, .usym = usym };
+        StackView v = { .a = a, .tree = accounting_stacktree(a), .ksym = accounting_ksym(a), .q = &sq };
+        return leaf_frames_json(&v, leaf);
 }
 
 int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {

@@ -89,3 +89,6 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret);
 /* [StackPages...]: the limit biggest stacks by current pages over every task and unit (Unit.topStacks'
  * shape), from one walk of the charge cells. */
 int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbols *usym, json_t **ret);
+
+/* A stack leaf's frames, innermost first, as StackPages.frames; NULL on OOM. */
+json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, bool show_addresses, UserSymbols *usym);

@@ -19,6 +19,7 @@
 #include "marks.h"
 #include "query.h"
 #include "service.h"
+#include "leaks.h"
 #include "slabquery.h"
 #include "time-util.h"
 #include "units.h"
@@ -916,8 +917,10 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .intervals = (unsigned) intervals,
                 .pid = (int32_t) pid,
                 .limit = (size_t) limit,
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .usym = sv->usym,
         };
-        int r = leaks_query_json(sv->accounting, &q, show_addresses(sv, varlink_call_peer_is_root(call)), &reply);
+        int r = leaks_query_json(sv->accounting, &q, &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);

@@ -100,8 +100,7 @@ static double waste_percent(uint64_t requested, uint64_t allocated) {
         return allocated > 0 ? 100.0 * (double) (allocated - MIN(requested, allocated)) / (double) allocated : 0.0;
 }
 
-/* A call site's name (function+offset) and, for root, its address. */
-static void call_site_json(Accounting *a, uint64_t address, bool show_addresses, json_t **ret_name,
+void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, json_t **ret_name,
                            json_t **ret_address) {
         const Ksym *k = accounting_ksym(a);
         char buf[256];
@@ -125,7 +124,7 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
 
         switch (by) {
         case SLAB_BY_CALLSITE:
-                call_site_json(a, row->group->address, show_addresses, &name, &address);
+                slab_call_site_json(a, row->group->address, show_addresses, &name, &address);
                 peak = json_integer((json_int_t) row->group->live_allocated.peak);
                 break;
         case SLAB_BY_CACHE:
@@ -229,106 +228,5 @@ int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses,
 finish:
         free(r.rows);
         free(r.slot_of);
-        return err;
-}
-
-/* Live objects of one call site that are old enough, and when their kind was allocated. */
-typedef struct LeakRow {
-        uint32_t site;
-        uint64_t objects, bytes, oldest_nsec;
-        uint64_t *growth;               /* LeaksQuery.intervals counts, oldest first */
-} LeakRow;
-
-typedef struct Leaks {
-        const LeaksQuery *q;
-        Usage *usage;
-        LeakRow *rows;                  /* by site index */
-        size_t n_sites;
-        uint64_t *growth;               /* n_sites * intervals */
-} Leaks;
-
-static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
-        Leaks *l = userdata;
-        const LeaksQuery *q = l->q;
-
-        (void) ptr;
-        if (o->site >= l->n_sites || o->time_nsec > q->now_nsec)
-                return;
-        if (q->pid > 0 && usage_task(l->usage, usage_task(l->usage, o->task)->process)->pid != q->pid)
-                return;
-        uint64_t age = q->now_nsec - o->time_nsec;
-        LeakRow *row = &l->rows[o->site];
-        if (age >= q->min_age_nsec) {
-                row->objects++;
-                row->bytes += o->allocated;
-                row->oldest_nsec = MAX(row->oldest_nsec, age);
-        }
-        /* Interval k (0 = the newest) holds ages [k * interval, (k + 1) * interval). */
-        uint64_t k = age / q->interval_nsec;
-        if (k < q->intervals)
-                l->growth[(size_t) o->site * q->intervals + (q->intervals - 1 - k)]++;
-}
-
-static int compare_leaks(const void *x, const void *y) {
-        const LeakRow *a = x, *b = y;
-        if (a->bytes != b->bytes)
-                return a->bytes < b->bytes ? 1 : -1;
-        return a->site < b->site ? -1 : a->site > b->site;
-}
-
-int leaks_query_json(Accounting *a, const LeaksQuery *q, bool show_addresses, json_t **ret) {
-        Slab *slab = accounting_slab(a);
-        Leaks l = { .q = q, .usage = accounting_usage(a), .n_sites = slab_site_count(slab) };
-        json_auto_t *rows = json_array(), *reply = NULL;
-        int err = 0;
-
-        assert(q && q->interval_nsec > 0 && q->intervals > 0);
-        assert(ret);
-
-        l.rows = calloc(MAX(l.n_sites, (size_t) 1), sizeof(LeakRow));
-        l.growth = calloc(MAX(l.n_sites, (size_t) 1) * q->intervals, sizeof(uint64_t));
-        if (!rows || !l.rows || !l.growth) {
-                err = -ENOMEM;
-                goto finish;
-        }
-        for (size_t i = 0; i < l.n_sites; i++)
-                l.rows[i] = (LeakRow) { .site = (uint32_t) i, .growth = l.growth + i * q->intervals };
-        slab_foreach(slab, leak_object, &l);
-        qsort(l.rows, l.n_sites, sizeof(LeakRow), compare_leaks);
-        for (size_t i = 0, shown = 0; i < l.n_sites && shown < q->limit && l.rows[i].objects > 0; i++, shown++) {
-                const LeakRow *row = &l.rows[i];
-                json_t *name, *address, *growth = json_array(), *o;
-
-                call_site_json(a, slab_site(slab, row->site)->address, show_addresses, &name, &address);
-                for (unsigned k = 0; growth && k < q->intervals; k++)
-                        if (json_array_append_new(growth, json_integer((json_int_t) row->growth[k])) < 0) {
-                                json_decref(growth);
-                                growth = NULL;
-                        }
-                o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o}",
-                              "name", name ?: json_null(),
-                              "address", address ?: json_null(),
-                              "objects", (json_int_t) row->objects,
-                              "bytes", (json_int_t) row->bytes,
-                              "oldestAgeUsec", (json_int_t) (row->oldest_nsec / 1000),
-                              "growth", growth ?: json_null());
-                if (!o || !growth || json_array_append_new(rows, o) < 0) {
-                        err = -ENOMEM;
-                        goto finish;
-                }
-        }
-        reply = json_pack("{s:b, s:I, s:I, s:i, s:O}",
-                          "tracing", accounting_traces_slab(a),
-                          "minAgeUsec", (json_int_t) (q->min_age_nsec / 1000),
-                          "intervalUsec", (json_int_t) (q->interval_nsec / 1000),
-                          "intervals", (int) q->intervals,
-                          "rows", rows);
-        if (!reply)
-                err = -ENOMEM;
-        else
-                *ret = TAKE_PTR(reply);
-finish:
-        free(l.rows);
-        free(l.growth);
         return err;
 }

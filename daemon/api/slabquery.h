@@ -25,15 +25,6 @@ SlabBy slab_by_from_string(const char *s);
  * show_addresses. -ENOMEM. */
 int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses, json_t **ret);
 
-typedef struct LeaksQuery {
-        uint64_t now_nsec;              /* CLOCK_MONOTONIC, the clock of the events' times */
-        uint64_t min_age_nsec;          /* only objects at least this old */
-        uint64_t interval_nsec;         /* growth: objects still live per interval of this length... */
-        unsigned intervals;             /* ...over this many intervals before now, newest last */
-        int32_t pid;                    /* only this process's objects; 0: every task's */
-        size_t limit;
-} LeaksQuery;
-
-/* The Leaks method's reply: live objects older than min_age by call site, most bytes first, each with
- * how many of its live objects were allocated in each recent interval. -ENOMEM. */
-int leaks_query_json(Accounting *a, const LeaksQuery *q, bool show_addresses, json_t **ret);
+/* A call site's name (function+offset) and, with show_addresses, its address (else JSON null). */
+void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, json_t **ret_name,
+                         json_t **ret_address);

@@ -354,6 +354,10 @@ size_t chargeindex_cells(const ChargeIndex *ci) {
         return ci->n_used;
 }
 
+size_t chargeindex_cell_bound(const ChargeIndex *ci) {
+        return ci->n_cells;
+}
+
 size_t chargeindex_memory_bytes(const ChargeIndex *ci) {
         return sizeof(ChargeIndex) + ci->n_allocated * sizeof(Cell) + ci->capacity * sizeof(uint32_t) +
                ci->n_process_heads * sizeof(uint32_t);

@@ -56,6 +56,11 @@ typedef struct MsStack {
         uint32_t n_kernel_frames;
 } MsStack;
 
+/* Page events' pfns are below 2^MS_PAGE_KEY_BITS (the page table's limit): physical frame numbers of 52-bit
+ * physical addresses with 4 KiB pages, the most x86-64 and arm64 define, or a source's surrogate keys cut
+ * to this width. */
+#define MS_PAGE_KEY_BITS 40
+
 typedef struct MsPageEvent {
         uint64_t pfn;
         uint32_t order;                 /* the block is 2^order pages starting at pfn */

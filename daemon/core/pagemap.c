@@ -10,7 +10,7 @@
 
 /*
  * A slot is 16 bytes: key packs pfn (40 bits), stamp (19 bits) and order (5 bits); an empty slot has
- * key SLOT_EMPTY, which no valid pfn can produce.
+ * key SLOT_EMPTY, all ones, which no valid order (< 31) can produce.
  */
 typedef struct PageSlot {
         uint64_t key;

@@ -14,15 +14,15 @@
  * No allocation per event except when the table grows (amortized, steady state allocates nothing).
  *
  * Limits: pfn < 2^40 (52-bit physical addresses with 4 KiB pages, the most x86-64 and arm64 define),
- * order < 32.
+ * order < 31.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define PAGEMAP_PFN_MAX ((UINT64_C(1) << 40) - 2)
-#define PAGEMAP_ORDER_MAX 31
+#define PAGEMAP_PFN_MAX ((UINT64_C(1) << 40) - 1)       /* MS_PAGE_KEY_BITS of event.h */
+#define PAGEMAP_ORDER_MAX 30
 #define PAGEMAP_MODULE_MAX 2047
 
 typedef struct PageOwner {

@@ -274,14 +274,15 @@ static void event_reset(EbpfSource *s, MsEventType type, const MsBpfHead *h) {
 
 /*
  * The page's key from its struct page's address (what the BPF program records): the struct page's index in
- * the address space, cut to 48 bits (the core's limit). With the page array linear in memory (vmemmap,
+ * the address space, cut to MS_PAGE_KEY_BITS (the core's limit). With the page array linear in memory (vmemmap,
  * flatmem, and within a sparsemem section, which a buddy block never crosses) the index is the pfn plus a
  * constant, so the pages of a block have consecutive keys and each page one key for good, which is all
- * the pfn ownership rules need, without reading a kernel variable (vmemmap_base) for the constant. 64-bit
- * kernels keep struct pages in the top 2^54 bytes of the address space, so the cut never splits the array.
+ * the pfn ownership rules need, without reading a kernel variable (vmemmap_base) for the constant. The cut
+ * keeps keys unique (no array holds 2^40 struct pages) and blocks contiguous: the array starts at a
+ * multiple of 1 GiB at least, so a block (order <= 20) never straddles a multiple of 2^40 keys.
  */
 static uint64_t page_key(const EbpfSource *s, uint64_t address) {
-        return (address / s->struct_page_size) & ((UINT64_C(1) << 48) - 1);
+        return (address / s->struct_page_size) & ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1);
 }
 
 /* A free carries no task, cpu or cgroup: the page goes back to its owner's account whoever frees it. */

@@ -18,8 +18,9 @@
 /* Formats are a few KiB (mm_page_alloc's print fmt is the largest); anything bigger is not a format. */
 #define FORMAT_SIZE_MAX (1024u * 1024u)
 
-/* Surrogate keys from struct page pointers are kept below 2^47, as the page map needs (tracepoint.h). */
-#define SURROGATE_KEY_MASK ((UINT64_C(1) << 47) - 1)
+/* Surrogate keys from struct page pointers are kept below 2^MS_PAGE_KEY_BITS, as the page map needs
+ * (tracepoint.h). */
+#define SURROGATE_KEY_MASK ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1)
 
 typedef struct TracepointInfo {
         const char *system;

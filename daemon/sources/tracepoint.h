@@ -12,10 +12,10 @@
  *
  * Page identity: current kernels record "pfn". Older ones record "page" (a struct page pointer) and the
  * pfn cannot be computed without the kernel's vmemmap base, which userspace does not know. For those a
- * surrogate key is used instead: (page / 2^k) mod 2^47, with 2^k = 64 bytes for 64-bit pointers and 32
+ * surrogate key is used instead: (page / 2^k) mod 2^40 (MS_PAGE_KEY_BITS), with 2^k = 64 bytes for 64-bit pointers and 32
  * for 32-bit ones, the usual sizeof(struct page). It is unique per page whenever the real struct page is
  * at least that big (pointers of consecutive pages then differ by at least 2^k), keeps the pages of one
- * block adjacent when the size matches exactly, and is below 2^47 as the page map requires. It is an
+ * block adjacent when the size matches exactly, and is below 2^40 as the page map requires. It is an
  * identity for matching allocations with frees, not a physical frame number: tracepoint_pfn_is_surrogate()
  * says which one a format set provides.
  *

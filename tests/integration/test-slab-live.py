@@ -3,13 +3,15 @@
 """Slab objects end to end on the live kernel: memstrackd --slab, a child holding N eventfds (each one
 kmalloc of the kernel's eventfd context), then memstrackctl slab --json: the eventfd call site holds N more
 live objects of one size (allocated >= requested, the allocator's rounding), the child's task row holds
-them, report --format slab_callsites lists them, and after the child closes them the call site is back where it was. Leaks: a child that keeps
-opening eventfds and closes none is listed at that call site, growing in every recent interval; one that
-opens and closes them all the time is not. Run for each source that can run here (ebpf, perf); a
-memstrackd without --slab says it does not trace them. Needs root and a live
+them, report --format slab_callsites lists them, and after the child closes them the call site is back
+where it was. Leaks: a child that keeps opening eventfds and closes none is listed at that call site,
+growing in every recent interval; one that opens and closes them all the time is not. The same for pages:
+loadgen touching 50 pages a second and freeing none grows in every interval, loadgen allocating and
+freeing all the time does not, and memstrackctl leaks prints the leaker. Run for each source that can
+run here (ebpf, perf); a memstrackd without --slab says it does not trace objects. Needs root and a live
 tracing source; exits 77 (skip) otherwise, saying why. No timing: waits poll a condition with a bound.
 
-Usage: test-slab-live.py MEMSTRACKD MEMSTRACKCTL
+Usage: test-slab-live.py MEMSTRACKD MEMSTRACKCTL LOADGEN
 """
 
 import json
@@ -23,7 +25,8 @@ import livelib  # noqa: E402
 from livelib import fail, wait_for  # noqa: E402
 
 N = 200
-MEMSTRACKD, MEMSTRACKCTL = sys.argv[1:3]
+MEMSTRACKD, MEMSTRACKCTL, LOADGEN = sys.argv[1:4]
+LEAK_RATE = 100         # pages a second the page leaker touches and keeps
 WORK = tempfile.mkdtemp(prefix="test-slab-live.")
 HOLDER = f"""
 import os, sys
@@ -86,6 +89,53 @@ def check_leaks(source, sock):
             p.wait()
 
 
+def check_page_leaks(source, sock):
+    """loadgen touching LEAK_RATE pages a second grows in each of 3 one-second intervals by about that many
+    pages (ages are kept to 268 ms: at least half of it); loadgen allocating and freeing 16 pages every few
+    ms, once started, grows by less than half an interval of the leaker in the last two together."""
+    leaker = subprocess.Popen([LOADGEN, "--pages", "100000", "--rate", str(LEAK_RATE), "--hold-until-signal"],
+                              stdout=subprocess.DEVNULL)
+    steady = subprocess.Popen([LOADGEN, "--pages", "16", "--hold-ms", "2", "--repeat", "100000000"],
+                              stdout=subprocess.DEVNULL)
+    try:
+        def growth(reply, pid):
+            rows = [r for r in reply["pages"] if r["pid"] == pid]
+            return rows, [sum(r["growth"][k] for r in rows) for k in range(3)]
+
+        def leaks(pid):
+            return livelib.call(sock, "io.memstrack.Leaks", {"minAgeSeconds": 1, "intervalSeconds": 1,
+                                                              "intervals": 3, "pid": pid, "limit": 1000})
+
+        def growing():
+            rows, g = growth(leaks(leaker.pid), leaker.pid)
+            return (rows, g) if all(n >= LEAK_RATE // 2 for n in g) else None
+        rows, g = wait_for(f"{source}: Leaks to list the leaking loadgen's pages in every interval", growing)
+        if sum(r["pages"] for r in rows) < LEAK_RATE // 2 or max(r["oldestAgeUsec"] for r in rows) < 1000000:
+            fail(f"{source}: the leaking loadgen's page rows: {rows}")
+        if rows[0]["comm"] != "loadgen":
+            fail(f"{source}: the leaker's row names {rows[0]['comm']!r}, not loadgen")
+        # The steady one's start (its program, stack and heap) is in the interval it started in: after it,
+        # nothing it allocates stays.
+        steady_rows, sg = growth(leaks(steady.pid), steady.pid)
+        if sum(sg[1:]) >= LEAK_RATE // 2:
+            fail(f"{source}: Leaks has the steady loadgen growing by {sg} pages, the leaker by {g}: {steady_rows}")
+        # memstrackctl leaks prints it as the leaks report does (the snapshot's view is a minute old at least).
+        out = subprocess.run([MEMSTRACKCTL, "--address", "unix:" + sock, "leaks", "--min-age", "1s"],
+                             capture_output=True, text=True)
+        if out.returncode != 0 or f"  {leaker.pid} loadgen: " not in out.stdout:
+            fail(f"{source}: memstrackctl leaks does not list the leaker (pid {leaker.pid}): "
+                 f"{out.stdout[:800]!r} {out.stderr!r}")
+        out = subprocess.run([MEMSTRACKCTL, "--address", "unix:" + sock, "report", "--format", "leaks"],
+                             capture_output=True, text=True)
+        if out.returncode != 0 or "Pages by process and stack:" not in out.stdout:
+            fail(f"{source}: report --format leaks: {out.stdout[:800]!r} {out.stderr!r}")
+        return f"pages: leaker growth {g}, steady {sg}"
+    finally:
+        for p in (leaker, steady):
+            p.kill()
+            p.wait()
+
+
 def eventfd_rows(reply):
     return {r["name"]: r for r in reply["rows"] if r["name"].split("+")[0].endswith("eventfd")}
 
@@ -142,7 +192,7 @@ def check_source(source):
             r = eventfd_rows(slab(sock)).get(name)
             return (r or {"liveObjects": 0})["liveObjects"] <= base.get(name, 0) + 0 or None
         wait_for(f"{source}: {name} back to its {base.get(name, 0)} live objects after the close", back)
-        leak = check_leaks(source, sock)
+        leak = check_leaks(source, sock) + "; " + check_page_leaks(source, sock)
         return (f"ok {source}: {name} held {N} eventfd contexts of {site['liveBytesRequested'] // site['liveObjects']}"
                 f" bytes ({site['liveBytesAllocated'] // site['liveObjects']} allocated), all freed; leaks: {leak}")
     finally:
