@@ -14,10 +14,11 @@
 #include "macro.h"
 #include "reply.h"
 #include "report.h"
+#include "tasks.h"
 
 static const char *const slab_by_names[] = { "callsite", "cache", "task", "unit" };
 
-static int slab_print_table(json_t *rows, const char *by, FILE *f, size_t width) {
+int slab_print_table(json_t *rows, const char *by, FILE *f, size_t width) {
         const bool task = streq(by, "task"), groups = streq(by, "callsite") || streq(by, "cache");
         const TableColumn columns[] = {
                 { .header = task ? "PID" : "", .align = TABLE_ALIGN_RIGHT },

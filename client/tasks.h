@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Task, module and unit tables, shared by the tasks/modules verbs, top --batch and diff. */
+/* Task, module, unit and slab tables, shared by the verbs, top --batch and diff. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,6 +21,9 @@ int modules_print_table(json_t *modules, uint64_t page_size, FILE *f, size_t wid
 /* Unit objects (borrowed) as a table: name, current and peak, live tasks, state, and the cgroup path if
  * cgroup_column. -ENOMEM. */
 int units_print_table(json_t *units, uint64_t page_size, bool cgroup_column, FILE *f, size_t width);
+/* SlabRow objects (borrowed) grouped by by ("callsite", "cache", "task" or "unit") as a table (client/slab.c).
+ * -ENOMEM. */
+int slab_print_table(json_t *rows, const char *by, FILE *f, size_t width);
 /* Adds --sort (as sortBy; "allocs" only if allocs, else a usage error naming what) and --limit to the
  * params of a list method. 0, -ENOMEM or CTL_EXIT_USAGE (the message printed). */
 int list_params_sort_limit(json_t *params, const char *what, bool allocs);

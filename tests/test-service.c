@@ -74,6 +74,9 @@ static void fixture_get_live(void *userdata, ServiceLive *ret) {
         };
 }
 
+/* Set before fixture_setup() for an accounting that traces slab objects (memstrackd --slab). */
+static bool fixture_traces_slab;
+
 static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
         const char *tmp = getenv("TMPDIR") ?: "/tmp";
         struct group *gr;
@@ -92,6 +95,7 @@ static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
         ASSERT_OK(sd_event_new(&f->event));
         ASSERT_OK(ksym_load("data/kallsyms-modules", &f->ksym));
         AccountingConfig ac = ACCOUNTING_CONFIG_DEFAULT;
+        ac.slab = fixture_traces_slab;
         ASSERT_OK(accounting_new(&ac, f->ksym, &f->accounting));
         /* Every case starts from synthetic_scene(): 15 pages tracked, peak 30. */
         synthetic_scene(f->accounting);
@@ -516,6 +520,34 @@ static void top_wait_tracked(Fixture *f, VarlinkClient *c, int64_t tracked) {
         abort();
 }
 
+/* Top's slab field: null without slab tracing; with it, the call sites by live bytes cut to the limit, by
+ * name only (a frame goes to every stream, root's or not). */
+static void test_top_slab(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *off = call_ok(&f, "io.memstrack.Top", NULL);
+        ASSERT_TRUE(json_is_null(json_object_get(off, "slab")));
+        fixture_done(&f);
+
+        fixture_traces_slab = true;
+        fixture_setup(&f, 0);
+        fixture_traces_slab = false;
+        synthetic_object(f.accounting, 100, 0xffff888000001000, 192);
+        synthetic_object(f.accounting, 200, 0xffff888000002000, 64);
+        json_auto_t *on = call_ok(&f, "io.memstrack.Top", "{\"limit\": 1}");
+        json_t *slab = json_object_get(on, "slab");
+        ASSERT_EQ(get_int(slab, "liveObjects"), 2);
+        ASSERT_EQ(get_int(slab, "liveBytesAllocated"), 256);
+        ASSERT_EQ(get_int(slab, "peakLiveBytes"), 256);
+        ASSERT_NULL(json_object_get(slab, "tracing"));
+        ASSERT_EQ(json_array_size(json_object_get(slab, "rows")), 1);
+        json_t *row = json_array_get(json_object_get(slab, "rows"), 0);
+        ASSERT_EQ(get_int(row, "liveObjects"), 2);
+        ASSERT_TRUE(json_is_null(json_object_get(row, "address")));
+        fixture_done(&f);
+}
+
 static void test_top(void) {
         VarlinkClient *streams[16] = {};
         Fixture f;
@@ -754,6 +786,7 @@ int main(void) {
         TEST(test_stack_tree);
         TEST(test_units);
         TEST(test_top);
+        TEST(test_top_slab);
         TEST(test_marks);
         TEST(test_oom_kills);
         TEST(test_root_only);

@@ -284,6 +284,92 @@ static void test_units(void) {
         top_model_free(m);
 }
 
+static json_t *slab_site(const char *name, int objects, int bytes, int requested, int peak, int allocs) {
+        double waste = 100.0 * (bytes - requested) / bytes;
+        return json_pack("{s:s, s:n, s:n, s:i, s:i, s:i, s:f, s:i, s:i, s:i, s:i}", "name", name, "address", "pid",
+                         "liveObjects", objects, "liveBytesRequested", requested, "liveBytesAllocated", bytes,
+                         "wastePercent", waste, "peakLiveBytes", peak, "allocs", allocs, "frees", allocs - objects,
+                         "remoteFrees", 0);
+}
+
+/* Top replies with and without slab objects: the slab view's rows, sorts, filter, selection, and its
+ * state when memstrackd does not trace them. */
+static void test_slab(void) {
+        TopModel *m;
+        json_t *r;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_TRUE(!m->have_slab);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 0);
+
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(json_object_set_new(r, "slab", json_pack(
+                "{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:[o, o, o]}", "liveObjects", 1300,
+                "liveBytesRequested", 90000, "liveBytesAllocated", 100000, "peakLiveBytes", 150000, "allocs", 5000,
+                "frees", 3700, "unknownFrees", 1, "lostFrees", 0, "droppedObjects", 0, "wastePercent", 10.0,
+                "rows", slab_site("do_eventfd+0x34", 200, 12800, 9600, 12800, 200),
+                slab_site("ext4_alloc_inode+0x1a", 100, 80000, 79000, 90000, 900),
+                slab_site("alloc_pipe_info+0x5c", 1000, 7200, 7200, 9000, 3900))));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_TRUE(m->have_slab);
+        ASSERT_EQ(m->slab_bytes, 100000);
+        ASSERT_EQ(m->slab_peak_bytes, 150000);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 3);
+        /* Most live bytes first, then each column in turn. */
+        top_model_set_view(m, TOP_VIEW_SLAB);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "bytes");
+        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "ext4_alloc_inode+0x1a");
+        ASSERT_EQ(top_model_slab_row(m, 0)->requested, 79000);
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "objects");
+        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "alloc_pipe_info+0x5c");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "waste");
+        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "do_eventfd+0x34");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "peak");
+        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "ext4_alloc_inode+0x1a");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "allocs");
+        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "alloc_pipe_info+0x5c");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "site");
+        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "alloc_pipe_info+0x5c");
+        ASSERT_STREQ(top_model_slab_row(m, 2)->name, "ext4_alloc_inode+0x1a");
+        top_model_sort_next(m, 1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "bytes");
+
+        /* The selection stays on its call site across a refresh that reorders them; the filter matches
+         * call-site names. Enter does nothing: call sites have no page stacks. */
+        top_model_move(m, 1);
+        ASSERT_STREQ(top_model_slab_row(m, top_model_selected(m, TOP_VIEW_SLAB))->name, "do_eventfd+0x34");
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(json_object_set_new(r, "slab", json_pack("{s:i, s:i, s:i, s:[o, o]}", "liveObjects", 400,
+                "liveBytesAllocated", 25600, "peakLiveBytes", 150000,
+                "rows", slab_site("do_eventfd+0x34", 400, 25600, 19200, 25600, 400),
+                slab_site("ext4_alloc_inode+0x1a", 10, 8000, 7900, 90000, 900))));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_selected(m, TOP_VIEW_SLAB), 0);
+        ASSERT_OK(top_model_set_filter(m, "EXT4"));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 1);
+        ASSERT_EQ(top_model_open_stacks(m), 0);
+        ASSERT_EQ(m->view, TOP_VIEW_SLAB);
+
+        /* memstrackd stops tracing them (a restart without --slab): the view empties and says so. */
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(json_object_set_new(r, "slab", json_null()));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_TRUE(!m->have_slab);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 0);
+        top_model_free(m);
+}
+
 /* The graph of the selected row: what it asks for, and the sparkline with the peak marked. */
 static void test_graph(void) {
         TopGraph g = {};
@@ -364,6 +450,7 @@ int main(void) {
         TEST(test_sort_and_filter);
         TEST(test_stacks);
         TEST(test_units);
+        TEST(test_slab);
         TEST(test_graph);
         return 0;
 }

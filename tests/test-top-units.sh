@@ -169,7 +169,7 @@ tmux_cases() {
     expect_screen '^prompt\$' "the shell prompt"
     keys -l "$CTL --address $work/units.sock top -d 0.2; echo TOP-EXIT=\$?"
     keys Enter
-    expect_screen '^ 1 Tasks +2 Modules +3 Stacks +4 Units ' "the four view tabs"
+    expect_screen '^ 1 Tasks +2 Modules +3 Stacks +4 Units +5 Slab ' "the five view tabs"
 
     keys 4
     expect_screen '^UNIT +\[CURRENT\] +PAGES +PEAK +TASKS +STATE' "the units header after 4"
@@ -206,7 +206,7 @@ tmux_cases() {
 
     # Enter on the second unit: its stacks, asked for by unit name.
     keys Home Down Enter
-    expect_screen '3 Stacks +4 Units +\[unit postgresql\.service\] sort: current' "the unit scope in the tab line"
+    expect_screen '3 Stacks +4 Units +5 Slab +\[unit postgresql\.service\] sort: current' "the unit scope in the tab line"
     expect_screen '\[-\] \[unit postgresql\.service\]' "the unit's own tree"
     calls units io.memstrack.StackTree | grep -qF '"unit": "postgresql.service"' ||
         fail "StackTree was not asked for unit postgresql.service"

@@ -15,7 +15,7 @@ static const TopKeyHelp help[] = {
         { "Up/Down, PgUp/PgDn", "move the selection" },
         { "Home/End", "first/last row" },
         { "Tab, Shift-Tab", "next/previous view" },
-        { "1 2 3 4", "tasks, modules, stacks, units view" },
+        { "1 2 3 4 5", "tasks, modules, stacks, units, slab view" },
         { "Enter", "stacks of the selected task/module/unit; in stacks: open/close" },
         { "Right/+, Left/-", "stacks: expand, collapse (Left again: go to parent)" },
         { "a", "stacks of everything" },
@@ -153,7 +153,8 @@ static TopReaction act_enter(TopActionContext *c, int key) {
 
         if (r < 0)
                 return TOP_REACT_REDRAW;
-        return TOP_REACT_REDRAW | (before != TOP_VIEW_STACKS ? TOP_REACT_FETCH_STACKS : 0);
+        return TOP_REACT_REDRAW |
+               (before != TOP_VIEW_STACKS && c->model->view == TOP_VIEW_STACKS ? TOP_REACT_FETCH_STACKS : 0);
 }
 
 static TopReaction act_expand(TopActionContext *c, int key) {
@@ -190,6 +191,7 @@ static const TopKeyBinding bindings[] = {
         { '2', act_view_number },
         { '3', act_view_number },
         { '4', act_view_number },
+        { '5', act_view_number },
         { '\n', act_enter },
         { '\r', act_enter },
         { KEY_ENTER, act_enter },

@@ -48,6 +48,8 @@ json_t *top_graph_parameters(const TopModel *m, char **ret_key) {
                 if ((u = top_model_unit_row(m, row)))
                         unit = u->name;
                 break;
+        case TOP_VIEW_SLAB:
+                break;          /* slab objects have no page history: the total's */
         default:
                 pid = m->scope_pid;
                 module = m->scope_module;

@@ -20,6 +20,9 @@ static const char *const task_column_names[_TOP_TASK_COLUMN_MAX] = {
 static const char *const module_column_names[_TOP_MODULE_COLUMN_MAX] = { "name", "current", "peak" };
 static const char *const stack_column_names[_TOP_STACK_COLUMN_MAX] = { "current", "peak" };
 static const char *const unit_column_names[_TOP_UNIT_COLUMN_MAX] = { "name", "current", "peak", "tasks" };
+static const char *const slab_column_names[_TOP_SLAB_COLUMN_MAX] = {
+        "site", "bytes", "objects", "waste", "peak", "allocs",
+};
 
 static void stack_node_done(TopStackNode *n) {
         for (size_t i = 0; i < n->n_children; i++)
@@ -51,6 +54,11 @@ static void clear_data(TopModel *m) {
         m->units = mfree_ptr(m->units);
         m->n_units = 0;
         m->have_units = false;
+        for (size_t i = 0; i < m->n_slab_sites; i++)
+                free(m->slab_sites[i].name);
+        m->slab_sites = mfree_ptr(m->slab_sites);
+        m->n_slab_sites = 0;
+        m->have_slab = false;
 }
 
 static void clear_stack_rows(TopModel *m) {
@@ -72,6 +80,7 @@ int top_model_new(uint64_t page_size, TopModel **ret) {
         m->sort[TOP_VIEW_MODULES] = TOP_MODULE_CURRENT;
         m->sort[TOP_VIEW_STACKS] = TOP_STACK_CURRENT;
         m->sort[TOP_VIEW_UNITS] = TOP_UNIT_CURRENT;
+        m->sort[TOP_VIEW_SLAB] = TOP_SLAB_BYTES;
         *ret = m;
         return 0;
 }
@@ -80,6 +89,7 @@ TopModel *top_model_free(TopModel *m) {
         if (!m)
                 return NULL;
         clear_stack_rows(m);
+        free(m->slab_rows);
         free(m->unit_rows);
         free(m->module_rows);
         free(m->task_rows);
@@ -88,6 +98,7 @@ TopModel *top_model_free(TopModel *m) {
         free(m->expanded);
         free(m->selected_path);
         free(m->selected_unit);
+        free(m->selected_slab_site);
         free(m->selected_module);
         free(m->filter_edit);
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
@@ -106,6 +117,39 @@ static int dup_or_null(const char *s, char **ret) {
                 return 0;
         *ret = strdup(s);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* Top's slab field: absent or null when memstrackd does not trace slab objects. */
+static int update_slab(TopModel *m, json_t *slab) {
+        json_t *rows = reply_array(slab, "rows"), *e;
+        size_t i;
+
+        if (!slab)
+                return 0;
+        m->slab_sites = calloc(MAX(json_array_size(rows), (size_t) 1), sizeof(TopSlabSite));
+        if (!m->slab_sites)
+                return -ENOMEM;
+        json_array_foreach(rows, i, e) {
+                TopSlabSite *site = &m->slab_sites[m->n_slab_sites++];
+                *site = (TopSlabSite) {
+                        .objects = reply_count(e, "liveObjects"),
+                        .bytes = reply_count(e, "liveBytesAllocated"),
+                        .requested = reply_count(e, "liveBytesRequested"),
+                        .peak_bytes = reply_count(e, "peakLiveBytes"),
+                        .allocs = reply_count(e, "allocs"),
+                        .frees = reply_count(e, "frees"),
+                        .waste_percent = reply_double(e, "wastePercent", 0),
+                };
+                int r = dup_or_null(reply_string(e, "name") ?: "?", &site->name);
+                if (r < 0)
+                        return r;
+        }
+        m->have_slab = true;
+        m->slab_objects = reply_count(slab, "liveObjects");
+        m->slab_bytes = reply_count(slab, "liveBytesAllocated");
+        m->slab_peak_bytes = reply_count(slab, "peakLiveBytes");
+        m->slab_waste_percent = reply_double(slab, "wastePercent", 0);
+        return 0;
 }
 
 int top_model_update(TopModel *m, json_t *reply) {
@@ -166,6 +210,9 @@ int top_model_update(TopModel *m, json_t *reply) {
                         return r;
         }
         m->have_units = units != NULL;
+        r = update_slab(m, reply_object(reply, "slab"));
+        if (r < 0)
+                return r;
         m->tracked_pages = reply_count(reply, "trackedPages");
         m->peak_tracked_pages = reply_count(reply, "peakTrackedPages");
         m->lost_events = reply_count(reply, "lostEvents");
@@ -266,6 +313,8 @@ size_t top_model_rows(const TopModel *m, TopView v) {
                 return m->n_stack_rows;
         case TOP_VIEW_UNITS:
                 return m->n_unit_rows;
+        case TOP_VIEW_SLAB:
+                return m->n_slab_rows;
         default:
                 return 0;
         }
@@ -285,6 +334,10 @@ const TopModule *top_model_module_row(const TopModel *m, size_t row) {
 
 const TopUnit *top_model_unit_row(const TopModel *m, size_t row) {
         return row < m->n_unit_rows ? &m->units[m->unit_rows[row]] : NULL;
+}
+
+const TopSlabSite *top_model_slab_row(const TopModel *m, size_t row) {
+        return row < m->n_slab_rows ? &m->slab_sites[m->slab_rows[row]] : NULL;
 }
 
 const TopStackRow *top_model_stack_row(const TopModel *m, size_t row) {
@@ -380,6 +433,35 @@ static int compare_unit_rows(const void *a, const void *b, void *userdata) {
         return c ?: strcmp(x->name, y->name);
 }
 
+static int compare_slab_rows(const void *a, const void *b, void *userdata) {
+        const TopModel *sorting = userdata;
+        const TopSlabSite *x = &sorting->slab_sites[*(const size_t *) a], *y = &sorting->slab_sites[*(const size_t *) b];
+        int c;
+
+        switch (sorting->sort[TOP_VIEW_SLAB]) {
+        case TOP_SLAB_SITE:
+                c = strcmp(x->name, y->name);
+                break;
+        case TOP_SLAB_OBJECTS:
+                c = compare_u64_desc(x->objects, y->objects);
+                break;
+        case TOP_SLAB_WASTE:
+                c = x->waste_percent > y->waste_percent ? -1 : x->waste_percent < y->waste_percent;
+                break;
+        case TOP_SLAB_PEAK:
+                c = compare_u64_desc(x->peak_bytes, y->peak_bytes);
+                break;
+        case TOP_SLAB_ALLOCS:
+                c = compare_u64_desc(x->allocs, y->allocs);
+                break;
+        default:
+                c = compare_u64_desc(x->bytes, y->bytes);
+        }
+        if (c == 0)
+                c = compare_u64_desc(x->bytes, y->bytes);
+        return c ?: strcmp(x->name, y->name);
+}
+
 static int compare_stack_nodes(const void *a, const void *b, void *userdata) {
         const TopModel *sorting = userdata;
         const TopStackNode *x = *(const TopStackNode *const *) a, *y = *(const TopStackNode *const *) b;
@@ -469,6 +551,7 @@ static int remember_selection(TopModel *m) {
         const TopTask *t = top_model_task_row(m, m->selected[TOP_VIEW_TASKS]);
         const TopModule *mod = top_model_module_row(m, m->selected[TOP_VIEW_MODULES]);
         const TopUnit *u = top_model_unit_row(m, m->selected[TOP_VIEW_UNITS]);
+        const TopSlabSite *site = top_model_slab_row(m, m->selected[TOP_VIEW_SLAB]);
         const TopStackRow *s = top_model_stack_row(m, m->selected[TOP_VIEW_STACKS]);
 
         if (t)
@@ -479,6 +562,13 @@ static int remember_selection(TopModel *m) {
                         return -ENOMEM;
                 free(m->selected_unit);
                 m->selected_unit = name;
+        }
+        if (site) {
+                char *name = strdup(site->name);
+                if (!name)
+                        return -ENOMEM;
+                free(m->selected_slab_site);
+                m->selected_slab_site = name;
         }
         if (mod) {
                 char *name = strdup(mod->name);
@@ -551,6 +641,22 @@ int top_model_rebuild(TopModel *m) {
                         found = (ssize_t) i;
         m->selected[TOP_VIEW_UNITS] = find_selection(m->n_unit_rows, m->selected[TOP_VIEW_UNITS], found);
 
+        /* Slab call site rows. */
+        free(m->slab_rows);
+        m->n_slab_rows = 0;
+        m->slab_rows = calloc(MAX(m->n_slab_sites, (size_t) 1), sizeof(size_t));
+        if (!m->slab_rows)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_slab_sites; i++)
+                if (matches(m, TOP_VIEW_SLAB, m->slab_sites[i].name))
+                        m->slab_rows[m->n_slab_rows++] = i;
+        qsort_r(m->slab_rows, m->n_slab_rows, sizeof(size_t), compare_slab_rows, m);
+        found = -1;
+        for (size_t i = 0; i < m->n_slab_rows && m->selected_slab_site; i++)
+                if (streq(m->slab_sites[m->slab_rows[i]].name, m->selected_slab_site))
+                        found = (ssize_t) i;
+        m->selected[TOP_VIEW_SLAB] = find_selection(m->n_slab_rows, m->selected[TOP_VIEW_SLAB], found);
+
         /* Stack rows. */
         clear_stack_rows(m);
         if (m->stack_root) {
@@ -596,7 +702,8 @@ void top_model_move(TopModel *m, int64_t delta) {
 static unsigned n_sort_columns(TopView v) {
         return v == TOP_VIEW_TASKS ? _TOP_TASK_COLUMN_MAX :
                v == TOP_VIEW_MODULES ? _TOP_MODULE_COLUMN_MAX :
-               v == TOP_VIEW_UNITS ? _TOP_UNIT_COLUMN_MAX : _TOP_STACK_COLUMN_MAX;
+               v == TOP_VIEW_UNITS ? _TOP_UNIT_COLUMN_MAX :
+               v == TOP_VIEW_SLAB ? _TOP_SLAB_COLUMN_MAX : _TOP_STACK_COLUMN_MAX;
 }
 
 void top_model_sort_next(TopModel *m, int direction) {
@@ -614,6 +721,8 @@ const char *top_model_sort_name(const TopModel *m, TopView v) {
                 return module_column_names[m->sort[v] % _TOP_MODULE_COLUMN_MAX];
         case TOP_VIEW_UNITS:
                 return unit_column_names[m->sort[v] % _TOP_UNIT_COLUMN_MAX];
+        case TOP_VIEW_SLAB:
+                return slab_column_names[m->sort[v] % _TOP_SLAB_COLUMN_MAX];
         default:
                 return stack_column_names[m->sort[TOP_VIEW_STACKS] % _TOP_STACK_COLUMN_MAX];
         }
@@ -759,7 +868,9 @@ int top_model_open_stacks(TopModel *m) {
                 const TopUnit *u = top_model_unit_row(m, m->selected[TOP_VIEW_UNITS]);
                 if (u)
                         r = set_scope(m, -1, NULL, u->name);
-        } else
+        } else if (m->view == TOP_VIEW_SLAB)
+                return 0;       /* slab objects' call sites have no page stacks */
+        else
                 return top_model_toggle(m);
         if (r >= 0)
                 m->view = TOP_VIEW_STACKS;

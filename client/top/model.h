@@ -22,6 +22,7 @@ typedef enum TopView {
         TOP_VIEW_MODULES,
         TOP_VIEW_STACKS,
         TOP_VIEW_UNITS,         /* after stacks, so the keys 1-3 keep their meaning */
+        TOP_VIEW_SLAB,          /* slab objects by call site (memstrackd --slab) */
         _TOP_VIEW_MAX,
         _TOP_VIEW_INVALID = -EINVAL,
 } TopView;
@@ -52,6 +53,16 @@ typedef enum TopUnitColumn {
         TOP_UNIT_TASKS,
         _TOP_UNIT_COLUMN_MAX,
 } TopUnitColumn;
+
+typedef enum TopSlabColumn {
+        TOP_SLAB_SITE,
+        TOP_SLAB_BYTES,         /* live bytes allocated */
+        TOP_SLAB_OBJECTS,
+        TOP_SLAB_WASTE,
+        TOP_SLAB_PEAK,
+        TOP_SLAB_ALLOCS,
+        _TOP_SLAB_COLUMN_MAX,
+} TopSlabColumn;
 
 typedef enum TopStackColumn {
         TOP_STACK_CURRENT,
@@ -89,6 +100,12 @@ typedef struct TopUnit {
         bool live;
 } TopUnit;
 
+typedef struct TopSlabSite {
+        char *name;             /* owned: function+offset */
+        uint64_t objects, bytes, requested, peak_bytes, allocs, frees;
+        double waste_percent;
+} TopSlabSite;
+
 typedef struct TopStackNode {
         char *label;            /* owned: "frame [module]" */
         uint64_t current_pages;
@@ -120,6 +137,11 @@ typedef struct TopModel {
         TopUnit *units;                 /* owned */
         size_t n_units;
         bool have_units;                /* the reply had units: false from a memstrackd without them */
+        TopSlabSite *slab_sites;        /* owned */
+        size_t n_slab_sites;
+        bool have_slab;                 /* the reply had slab objects: memstrackd traces them (--slab) */
+        uint64_t slab_objects, slab_bytes, slab_peak_bytes;
+        double slab_waste_percent;
 
         /* The latest StackTree reply, for the scope below. */
         TopStackNode *stack_root;       /* owned, NULL until fetched */
@@ -140,6 +162,7 @@ typedef struct TopModel {
         int64_t selected_pid;           /* -1: none yet */
         char *selected_module;          /* owned */
         char *selected_unit;            /* owned */
+        char *selected_slab_site;       /* owned */
         char *selected_path;            /* owned */
         char **expanded;                /* owned set of expanded stack paths */
         size_t n_expanded;
@@ -151,6 +174,8 @@ typedef struct TopModel {
         size_t n_module_rows;
         size_t *unit_rows;              /* owned */
         size_t n_unit_rows;
+        size_t *slab_rows;              /* owned */
+        size_t n_slab_rows;
         TopStackRow *stack_rows;        /* owned */
         size_t n_stack_rows;
         size_t selected[_TOP_VIEW_MAX]; /* row index of the selection per view */
@@ -159,6 +184,9 @@ typedef struct TopModel {
 /* Shown (batch: above the tables; TUI: the bottom line) while the daemon's stack node budget is full. */
 #define TOP_STACK_WARNING                                                                               \
         "Warning: stack node budget full, new stacks go to [truncated] (memstrackctl status; --max-stack-nodes)"
+
+/* The slab view without slab objects in the replies. */
+#define TOP_SLAB_OFF_HINT "memstrackd does not trace slab objects: start it with --slab (Slab= in its configuration)"
 
 int top_model_new(uint64_t page_size, TopModel **ret);
 TopModel *top_model_free(TopModel *m);
@@ -179,6 +207,7 @@ size_t top_model_selected(const TopModel *m, TopView v);
 const TopTask *top_model_task_row(const TopModel *m, size_t row);
 const TopModule *top_model_module_row(const TopModel *m, size_t row);
 const TopUnit *top_model_unit_row(const TopModel *m, size_t row);
+const TopSlabSite *top_model_slab_row(const TopModel *m, size_t row);
 const TopStackRow *top_model_stack_row(const TopModel *m, size_t row);
 
 void top_model_set_view(TopModel *m, TopView v);

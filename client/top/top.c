@@ -484,6 +484,13 @@ static int print_batch(json_t *reply, uint64_t page_size, uint64_t iteration) {
                 if (r < 0)
                         return r;
         }
+        /* Slab objects by call site, when memstrackd traces them. */
+        if (reply_object(reply, "slab")) {
+                printf("\n");
+                r = slab_print_table(reply_array(reply_object(reply, "slab"), "rows"), "callsite", stdout, width);
+                if (r < 0)
+                        return r;
+        }
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 

@@ -196,6 +196,47 @@ static char *unit_header(TopModel *m) {
         return s;
 }
 
+/* Call sites are function+offset: 28 columns hold most, the rest is cut with an ellipsis. */
+#define TOP_SLAB_SITE_WIDTH 28
+
+static char *slab_row(size_t index, void *userdata) {
+        TopModel *m = userdata;
+        const TopSlabSite *site = top_model_slab_row(m, index);
+        char bytes[FORMAT_BUFFER_MAX], requested[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
+        _cleanup_free_ char *clean = NULL, *name = NULL;
+        char *s;
+
+        if (!site)
+                return NULL;
+        clean = format_sanitize(site->name);
+        name = clean ? format_ellipsize(clean, TOP_SLAB_SITE_WIDTH) : NULL;
+        if (!name)
+                return NULL;
+        if (asprintf(&s, "%s%*s %8" PRIu64 " %9s %9s %5.1f%% %9s %9" PRIu64 " %9" PRIu64, name,
+                     (int) (TOP_SLAB_SITE_WIDTH - format_text_width(name)), "", site->objects,
+                     format_bytes(bytes, sizeof(bytes), site->bytes),
+                     format_bytes(requested, sizeof(requested), site->requested), site->waste_percent,
+                     format_bytes(peak, sizeof(peak), site->peak_bytes), site->allocs, site->frees) < 0)
+                return NULL;
+        return s;
+}
+
+static char *slab_header(TopModel *m) {
+        unsigned sorted = m->sort[TOP_VIEW_SLAB];
+        char a[16], b[16], c[16], d[16], e[16], f[16];
+        char *s;
+
+        if (asprintf(&s, "%-*s %8s %9s %9s %6s %9s %9s %9s", TOP_SLAB_SITE_WIDTH,
+                     column(a, sizeof(a), "CALL SITE", sorted == TOP_SLAB_SITE),
+                     column(b, sizeof(b), "OBJECTS", sorted == TOP_SLAB_OBJECTS),
+                     column(c, sizeof(c), "BYTES", sorted == TOP_SLAB_BYTES), "REQUESTED",
+                     column(d, sizeof(d), "WASTE", sorted == TOP_SLAB_WASTE),
+                     column(e, sizeof(e), "PEAK", sorted == TOP_SLAB_PEAK),
+                     column(f, sizeof(f), "ALLOCS", sorted == TOP_SLAB_ALLOCS), "FREES") < 0)
+                return NULL;
+        return s;
+}
+
 static char *stack_row(size_t index, void *userdata) {
         TopModel *m = userdata;
         const TopStackRow *row = top_model_stack_row(m, index);
@@ -252,7 +293,7 @@ static void draw_header(TopScreen *s, TopModel *m) {
 
         /* Tabs, then the view's sort, filter and pause state. */
         static const char *const names[_TOP_VIEW_MAX] = {
-                " 1 Tasks ", " 2 Modules ", " 3 Stacks ", " 4 Units ",
+                " 1 Tasks ", " 2 Modules ", " 3 Stacks ", " 4 Units ", " 5 Slab ",
         };
         int x = 0;
         move(1, 0);
@@ -334,6 +375,13 @@ void top_screen_draw(TopScreen *s, TopModel *m, const TopGraph *graph, const cha
                         if (m->have_data && !m->have_units && s->rows > TOP_HEADER_LINES + 2)
                                 panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  memstrackd does not "
                                                  "report units (a version without them)", A_NORMAL);
+                        break;
+                case TOP_VIEW_SLAB:
+                        header = slab_header(m);
+                        panel_draw(&s->panels[m->view], header ?: "", m->n_slab_rows, m->selected[m->view],
+                                   slab_row, m);
+                        if (m->have_data && !m->have_slab && s->rows > TOP_HEADER_LINES + 2)
+                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  " TOP_SLAB_OFF_HINT, A_NORMAL);
                         break;
                 default:
                         header = stack_header(m);

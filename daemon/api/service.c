@@ -556,7 +556,7 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
 /* One Top frame: totals and the first limit tasks (without those holding nothing if hide_zero) and
  * modules and units in sort order. */
 static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero, json_t **ret) {
-        json_auto_t *tasks = NULL, *modules = NULL, *units = NULL;
+        json_auto_t *tasks = NULL, *modules = NULL, *units = NULL, *slab = NULL;
         AccountingStats s;
         StackTreeStats st;
         int r;
@@ -573,10 +573,16 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
                                                          .limit = (size_t) limit, .hide_zero = hide_zero }, &units);
         if (r < 0)
                 return r;
+        /* Call sites by name only: one frame goes to every stream, root's or not. */
+        if (accounting_traces_slab(sv->accounting)) {
+                r = slab_top_json(sv->accounting, (size_t) limit, &slab);
+                if (r < 0)
+                        return r;
+        }
         accounting_get_stats(sv->accounting, &s);
         stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
         ServiceLive live = service_live(sv);
-        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O}",
+        *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:O?}",
                          "timestampUsec", (json_int_t) now_usec(CLOCK_MONOTONIC),
                          "trackedPages", (json_int_t) s.current_pages,
                          "peakTrackedPages", (json_int_t) s.peak_pages,
@@ -587,7 +593,8 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
                          "tasks", json_object_get(tasks, "tasks"),
                          "evicted", json_object_get(tasks, "evicted"),
                          "modules", modules,
-                         "units", units);
+                         "units", units,
+                         "slab", slab);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -612,6 +619,14 @@ static json_t *top_frame_cut(json_t *frame, int64_t limit) {
             json_object_set_new(cut, "modules", array_prefix(json_object_get(frame, "modules"), (size_t) limit)) < 0 ||
             json_object_set_new(cut, "units", array_prefix(json_object_get(frame, "units"), (size_t) limit)) < 0)
                 return NULL;
+        json_t *slab = json_object_get(frame, "slab");
+        if (json_is_object(slab)) {
+                json_auto_t *slab_cut = json_copy(slab);
+                if (!slab_cut ||
+                    json_object_set_new(slab_cut, "rows", array_prefix(json_object_get(slab, "rows"), (size_t) limit)) < 0 ||
+                    json_object_set(cut, "slab", slab_cut) < 0)
+                        return NULL;
+        }
         return TAKE_PTR(cut);
 }
 

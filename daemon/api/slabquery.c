@@ -230,3 +230,15 @@ finish:
         free(r.slot_of);
         return err;
 }
+
+int slab_top_json(Accounting *a, size_t limit, json_t **ret) {
+        json_t *reply = NULL;
+        int r = slab_query_json(a, SLAB_BY_CALLSITE, limit, false, &reply);
+        if (r < 0)
+                return r;
+        /* TopSlab is the Slab reply by call site without what a stream knows already. */
+        (void) json_object_del(reply, "tracing");
+        (void) json_object_del(reply, "by");
+        *ret = reply;
+        return 0;
+}

@@ -28,3 +28,6 @@ int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses,
 /* A call site's name (function+offset) and, with show_addresses, its address (else JSON null). */
 void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, json_t **ret_name,
                          json_t **ret_address);
+
+/* The Top reply's slab field (TopSlab): the Slab reply by call site, names only. -ENOMEM. */
+int slab_top_json(Accounting *a, size_t limit, json_t **ret);

@@ -69,7 +69,7 @@ keys Enter
 
 # The tasks view with the header, totals and loadgen's row.
 expect_screen '^memstrack top - tracked .* pages\), peak .* events/s - lost [0-9]+ - up' "the header line"
-expect_screen '^ 1 Tasks +2 Modules +3 Stacks +4 Units +sort: current' "the view tabs"
+expect_screen '^ 1 Tasks +2 Modules +3 Stacks +4 Units +5 Slab +sort: current' "the view tabs"
 expect_screen 'PID COMM +\[CURRENT\] +PEAK +ALLOCS +FREES STATE +COMMAND' "the tasks header, sorted by current"
 expect_screen "^ +$lg_pid loadgen +6[4-9]\.[0-9] MiB" "loadgen's row with its 64 MiB"
 echo "ok tasks view"
@@ -139,7 +139,7 @@ units)
     keys /
     keys -l "$lg_unit"
     keys Enter Home Enter
-    expect_screen "3 Stacks +4 Units +\[unit $(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"$lg_unit")\]" "loadgen's unit's stacks after Enter"
+    expect_screen "3 Stacks +4 Units +5 Slab +\[unit $(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"$lg_unit")\]" "loadgen's unit's stacks after Enter"
     keys 4 Escape
     echo "ok units view: $lg_unit holds loadgen's pages, Enter opens its stacks"
     ;;
@@ -151,6 +151,12 @@ org.varlink.service.MethodNotFound|org.varlink.service.MethodNotImplemented)
     fail "memstrackd answered Units with $units_answer"
     ;;
 esac
+
+# The slab view: this memstrackd runs without --slab, and the view says how to turn it on.
+keys 5
+expect_screen 'CALL SITE +OBJECTS +\[BYTES\] +REQUESTED +WASTE +PEAK +ALLOCS +FREES' "the slab view's header after 5"
+expect_screen 'memstrackd does not trace slab objects: start it with --slab' "the slab view's note without --slab"
+echo "ok slab view: its header, and the note without --slab"
 
 keys 1
 expect_screen 'PID COMM +\[CURRENT\]' "the tasks view after 1"
@@ -230,7 +236,7 @@ echo "ok selection kept across refreshes"
 select_pid "$lg_pid"
 keys Enter
 expect_screen "\[-\] \[pid $lg_pid loadgen\]" "loadgen's own stack tree after Enter"
-expect_screen "3 Stacks +4 Units +\[pid $lg_pid loadgen\] sort: current" "the stacks scope in the tab line"
+expect_screen "3 Stacks +4 Units +5 Slab +\[pid $lg_pid loadgen\] sort: current" "the stacks scope in the tab line"
 keys a
 expect_screen '\[-\] \[all\]' "all stacks after a"
 keys 1 Escape
