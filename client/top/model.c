@@ -587,75 +587,90 @@ static int remember_selection(TopModel *m) {
         return 0;
 }
 
+/* A flat view (tasks, modules, units, slab call sites): what its filter matches and what stays selected. */
+typedef struct FlatView {
+        TopView view;
+        size_t n_items;
+        const char *(*name)(const TopModel *m, size_t item);    /* the text the view's filter matches */
+        bool (*is_selected)(const TopModel *m, size_t item);    /* the remembered selection */
+        int (*compare)(const void *a, const void *b, void *model);
+} FlatView;
+
+/* A flat view's visible rows: the items its filter matches, sorted, the selection kept on its item (or
+ * clamped to where it was). */
+static int build_flat_rows(TopModel *m, const FlatView *f, size_t **rows, size_t *n_rows) {
+        ssize_t found = -1;
+
+        free(*rows);
+        *n_rows = 0;
+        *rows = calloc(MAX(f->n_items, (size_t) 1), sizeof(size_t));
+        if (!*rows)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_items; i++)
+                if (matches(m, f->view, f->name(m, i)))
+                        (*rows)[(*n_rows)++] = i;
+        qsort_r(*rows, *n_rows, sizeof(size_t), f->compare, m);
+        for (size_t i = 0; i < *n_rows; i++)
+                if (f->is_selected(m, (*rows)[i]))
+                        found = (ssize_t) i;
+        m->selected[f->view] = find_selection(*n_rows, m->selected[f->view], found);
+        return 0;
+}
+
+static const char *task_name(const TopModel *m, size_t i) {
+        return m->tasks[i].comm;
+}
+
+static bool task_selected(const TopModel *m, size_t i) {
+        return m->selected_pid >= 0 && m->tasks[i].pid == m->selected_pid;
+}
+
+static const char *module_name(const TopModel *m, size_t i) {
+        return m->modules[i].name;
+}
+
+static bool module_selected(const TopModel *m, size_t i) {
+        return m->selected_module && streq(m->modules[i].name, m->selected_module);
+}
+
+static const char *unit_name(const TopModel *m, size_t i) {
+        return m->units[i].name;
+}
+
+static bool unit_selected(const TopModel *m, size_t i) {
+        return m->selected_unit && streq(m->units[i].name, m->selected_unit);
+}
+
+static const char *slab_site_name(const TopModel *m, size_t i) {
+        return m->slab_sites[i].name;
+}
+
+static bool slab_site_selected(const TopModel *m, size_t i) {
+        return m->selected_slab_site && streq(m->slab_sites[i].name, m->selected_slab_site);
+}
+
 int top_model_rebuild(TopModel *m) {
         ssize_t found;
         int r;
 
         assert(m);
 
-        /* Task rows. */
-        free(m->task_rows);
-        m->n_task_rows = 0;
-        m->task_rows = calloc(MAX(m->n_tasks, (size_t) 1), sizeof(size_t));
-        if (!m->task_rows)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_tasks; i++)
-                if (matches(m, TOP_VIEW_TASKS, m->tasks[i].comm))
-                        m->task_rows[m->n_task_rows++] = i;
-        qsort_r(m->task_rows, m->n_task_rows, sizeof(size_t), compare_task_rows, m);
-        found = -1;
-        for (size_t i = 0; i < m->n_task_rows && m->selected_pid >= 0; i++)
-                if (m->tasks[m->task_rows[i]].pid == m->selected_pid)
-                        found = (ssize_t) i;
-        m->selected[TOP_VIEW_TASKS] = find_selection(m->n_task_rows, m->selected[TOP_VIEW_TASKS], found);
-
-        /* Module rows. */
-        free(m->module_rows);
-        m->n_module_rows = 0;
-        m->module_rows = calloc(MAX(m->n_modules, (size_t) 1), sizeof(size_t));
-        if (!m->module_rows)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_modules; i++)
-                if (matches(m, TOP_VIEW_MODULES, m->modules[i].name))
-                        m->module_rows[m->n_module_rows++] = i;
-        qsort_r(m->module_rows, m->n_module_rows, sizeof(size_t), compare_module_rows, m);
-        found = -1;
-        for (size_t i = 0; i < m->n_module_rows && m->selected_module; i++)
-                if (streq(m->modules[m->module_rows[i]].name, m->selected_module))
-                        found = (ssize_t) i;
-        m->selected[TOP_VIEW_MODULES] = find_selection(m->n_module_rows, m->selected[TOP_VIEW_MODULES], found);
-
-        /* Unit rows. */
-        free(m->unit_rows);
-        m->n_unit_rows = 0;
-        m->unit_rows = calloc(MAX(m->n_units, (size_t) 1), sizeof(size_t));
-        if (!m->unit_rows)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_units; i++)
-                if (matches(m, TOP_VIEW_UNITS, m->units[i].name))
-                        m->unit_rows[m->n_unit_rows++] = i;
-        qsort_r(m->unit_rows, m->n_unit_rows, sizeof(size_t), compare_unit_rows, m);
-        found = -1;
-        for (size_t i = 0; i < m->n_unit_rows && m->selected_unit; i++)
-                if (streq(m->units[m->unit_rows[i]].name, m->selected_unit))
-                        found = (ssize_t) i;
-        m->selected[TOP_VIEW_UNITS] = find_selection(m->n_unit_rows, m->selected[TOP_VIEW_UNITS], found);
-
-        /* Slab call site rows. */
-        free(m->slab_rows);
-        m->n_slab_rows = 0;
-        m->slab_rows = calloc(MAX(m->n_slab_sites, (size_t) 1), sizeof(size_t));
-        if (!m->slab_rows)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_slab_sites; i++)
-                if (matches(m, TOP_VIEW_SLAB, m->slab_sites[i].name))
-                        m->slab_rows[m->n_slab_rows++] = i;
-        qsort_r(m->slab_rows, m->n_slab_rows, sizeof(size_t), compare_slab_rows, m);
-        found = -1;
-        for (size_t i = 0; i < m->n_slab_rows && m->selected_slab_site; i++)
-                if (streq(m->slab_sites[m->slab_rows[i]].name, m->selected_slab_site))
-                        found = (ssize_t) i;
-        m->selected[TOP_VIEW_SLAB] = find_selection(m->n_slab_rows, m->selected[TOP_VIEW_SLAB], found);
+        r = build_flat_rows(m, &(FlatView) { TOP_VIEW_TASKS, m->n_tasks, task_name, task_selected, compare_task_rows },
+                            &m->task_rows, &m->n_task_rows);
+        if (r >= 0)
+                r = build_flat_rows(m, &(FlatView) { TOP_VIEW_MODULES, m->n_modules, module_name, module_selected,
+                                                     compare_module_rows },
+                                    &m->module_rows, &m->n_module_rows);
+        if (r >= 0)
+                r = build_flat_rows(m, &(FlatView) { TOP_VIEW_UNITS, m->n_units, unit_name, unit_selected,
+                                                     compare_unit_rows },
+                                    &m->unit_rows, &m->n_unit_rows);
+        if (r >= 0)
+                r = build_flat_rows(m, &(FlatView) { TOP_VIEW_SLAB, m->n_slab_sites, slab_site_name,
+                                                     slab_site_selected, compare_slab_rows },
+                                    &m->slab_rows, &m->n_slab_rows);
+        if (r < 0)
+                return r;
 
         /* Stack rows. */
         clear_stack_rows(m);
