@@ -5,7 +5,8 @@
  * LIVE_PAGES pages between them over 2,000 kernel call chains, then times, each as the best of a few
  * calls: Diff against a snapshot (every task paired with its snapshot record), and StackTree filtered
  * to one small task, to an empty module and to the module holding every page (no symbols here: all is
- * vmlinux), next to the unfiltered tree. Usage: bench-query [TASKS] [LIVE_PAGES]
+ * vmlinux), next to the unfiltered tree, and Leaks of every task and of one small task. Usage:
+ * bench-query [TASKS] [LIVE_PAGES]
  */
 
 #include <inttypes.h>
@@ -16,6 +17,7 @@
 #include <jansson.h>
 
 #include "accounting.h"
+#include "leaks.h"
 #include "macro.h"
 #include "marks.h"
 #include "query.h"
@@ -69,6 +71,13 @@ static int run_tree_all(Accounting *a, Marks *s, int32_t pid) {
         return run_tree(a, s, -1, NULL);
 }
 
+static int run_leaks(Accounting *a, Marks *s, int32_t pid) {
+        LeaksQuery q = { .now_nsec = 120 * UINT64_C(1000000000), .min_age_nsec = 60 * UINT64_C(1000000000),
+                         .interval_nsec = 10 * UINT64_C(1000000000), .intervals = 6, .pid = pid, .limit = 20 };
+        json_auto_t *r = NULL;
+        return leaks_query_json(a, &q, &r);
+}
+
 static void time_query(const char *what, Query q, Accounting *a, Marks *s, int32_t pid) {
         uint64_t best = UINT64_MAX;
 
@@ -120,6 +129,8 @@ int main(int argc, char **argv) {
         time_query("StackTree of an empty module", run_tree_module, a, s, -1);
         time_query("StackTree of vmlinux (every page)", run_tree_all_module, a, s, -1);
         time_query("StackTree, unfiltered", run_tree_all, a, s, -1);
+        time_query("Leaks, every task", run_leaks, a, s, 0);
+        time_query("Leaks of a 3-page task", run_leaks, a, s, n_tasks);
 
         marks_free(s);
         accounting_free(a);

@@ -108,6 +108,30 @@ int ctl_reply_result(int r, const char *error, json_t *parameters) {
         return 0;
 }
 
+/* Waits of a paced method that are worth sitting out, and how many. */
+#define CTL_PACE_WAIT_MAX_USEC (10U * 1000000U)
+#define CTL_PACE_TRIES 4
+
+int ctl_client_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply,
+                    char **ret_error) {
+        int r;
+
+        for (unsigned i = 0;; i++) {
+                r = varlink_client_call(c, method, parameters, CTL_CALL_TIMEOUT_USEC, ret_reply, ret_error);
+                if (r < 0 || !*ret_error || !streq(*ret_error, "io.memstrack.LimitExceeded") ||
+                    !streq(reply_string(*ret_reply, "limit") ?: "", "leaksPace") || i + 1 >= CTL_PACE_TRIES)
+                        return r;
+                uint64_t wait = reply_count(*ret_reply, "value");
+                if (wait > CTL_PACE_WAIT_MAX_USEC)
+                        return r;
+                json_decref(*ret_reply);
+                *ret_reply = NULL;
+                free(*ret_error);
+                *ret_error = NULL;
+                (void) usleep((useconds_t) wait + 1000);
+        }
+}
+
 int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply) {
         _cleanup_free_ char *error = NULL;
         json_auto_t *reply = NULL;
@@ -117,7 +141,7 @@ int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **
         assert(method);
         assert(ret_reply);
 
-        r = varlink_client_call(c, method, parameters, CTL_CALL_TIMEOUT_USEC, &reply, &error);
+        r = ctl_client_call(c, method, parameters, &reply, &error);
         int q = ctl_reply_result(r, error, reply);
         if (q != 0)
                 return q;

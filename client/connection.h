@@ -25,6 +25,10 @@ int ctl_connect(VarlinkClient **ret);
 
 /* One call; *ret_reply gets the reply's parameters (new reference). */
 int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply);
+/* varlink_client_call() with the daemon's pacing of its dearest methods taken care of: a LimitExceeded
+ * "leaksPace" reply (Leaks asked for again too soon) is waited out and the call sent again, a few times. */
+int ctl_client_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply,
+                    char **ret_error);
 
 /* Connects and calls once. */
 int ctl_call_once(const char *method, json_t *parameters, json_t **ret_reply);

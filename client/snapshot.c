@@ -66,7 +66,7 @@ static int call_optional(VarlinkClient *c, const char *method, json_t *params, j
 
         if (!p)
                 return -ENOMEM;
-        r = varlink_client_call(c, method, p, CTL_CALL_TIMEOUT_USEC, &reply, &error);
+        r = ctl_client_call(c, method, p, &reply, &error);
         if (r >= 0 && error && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
                                 streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED))) {
                 *ret = NULL;

@@ -6,7 +6,8 @@
 # MethodNotFound and Top leaves "units" out, as a memstrackd from before units does. Every call is
 # appended to --log as one JSON line, so a test can check what the client asked for.
 # --stack-sample-interval N makes Status and StackTree say stacks are sampled 1 in N pages (the eBPF
-# source's exact mode); without it they say nothing, as a memstrackd from before sampling.
+# source's exact mode); without it they say nothing, as a memstrackd from before sampling. Leaks answers
+# every other call with LimitExceeded "leaksPace" (wait 0.2 s), as memstrackd pacing it does.
 #
 # Usage: fake-memstrackd.py --socket PATH --log FILE [--no-units] [--stack-sample-interval N]
 # Prints READY once it listens; ends on SIGTERM.
@@ -77,6 +78,7 @@ class Fake:
     def __init__(self, args):
         self.units = not args.no_units
         self.sample_interval = args.stack_sample_interval
+        self.leaks_calls = 0
         self.log = open(args.log, "a", buffering=1)
         self.lock = threading.Lock()
 
@@ -133,6 +135,14 @@ class Fake:
             return None, {}
         if method == "io.memstrack.Top":
             return None, self.top()
+        if method == "io.memstrack.Leaks":
+            self.leaks_calls += 1
+            if self.leaks_calls % 2 == 1:
+                return "io.memstrack.LimitExceeded", {"limit": "leaksPace", "value": 200000}
+            return None, {"tracing": False, "minAgeUsec": 60000000, "intervalUsec": 10000000, "intervals": 6,
+                          "rows": [], "pageAgeGrainUsec": 268435,
+                          "pages": [{"pid": 4242, "comm": "loadgen", "frames": ["__alloc_pages+0x1a1"],
+                                     "pages": 16384, "oldestAgeUsec": 61000000, "growth": [0, 0, 0, 0, 0, 0]}]}
         return "org.varlink.service.MethodNotFound", {"method": method}
 
     def serve(self, c):

@@ -48,6 +48,20 @@ def call(sock_path, method, parameters=None, timeout=WAIT):
     return reply["parameters"]
 
 
+def call_paced(sock_path, method, parameters=None):
+    """call(), waiting out memstrackd's pacing of a dear method (LimitExceeded "leaksPace": Leaks asked for
+    again before its share of the daemon's time allows), within WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            return call(sock_path, method, parameters)
+        except VarlinkError as e:
+            if (e.name != "io.memstrack.LimitExceeded" or e.parameters.get("limit") != "leaksPace"
+                    or time.monotonic() > deadline):
+                raise
+            time.sleep(e.parameters.get("value", 0) / 1e6 + 0.001)
+
+
 def wait_for(what, condition, timeout=WAIT):
     """condition()'s first true value, polled; fails the test after timeout seconds."""
     deadline = time.monotonic() + timeout

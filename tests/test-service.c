@@ -74,8 +74,10 @@ static void fixture_get_live(void *userdata, ServiceLive *ret) {
         };
 }
 
-/* Set before fixture_setup() for an accounting that traces slab objects (memstrackd --slab). */
+/* Set before fixture_setup() for an accounting that traces slab objects (memstrackd --slab), and for
+ * another pace of Leaks (ServiceConfig.leaks_pace; 0: the default). */
 static bool fixture_traces_slab;
+static unsigned fixture_leaks_pace;
 
 static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
         const char *tmp = getenv("TMPDIR") ?: "/tmp";
@@ -107,6 +109,7 @@ static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
                 .socket_path = f->socket,
                 .group = gr->gr_name,
                 .max_connections_per_uid = max_connections_per_uid,
+                .leaks_pace = fixture_leaks_pace,
                 .userdata = f,
                 .flush = fixture_flush,
                 .get_live = fixture_get_live,
@@ -548,6 +551,25 @@ static void test_top_slab(void) {
         fixture_done(&f);
 }
 
+/* Leaks answers with pages and objects; asked again before its pace allows, LimitExceeded "leaksPace" with
+ * the microseconds to wait. A pace of a million times the first call's time makes "too soon" certain. */
+static void test_leaks_paced(void) {
+        Fixture f;
+
+        fixture_leaks_pace = 1000000;
+        fixture_setup(&f, 0);
+        fixture_leaks_pace = 0;
+        json_auto_t *first = call_ok(&f, "io.memstrack.Leaks", "{\"minAgeSeconds\": 0}");
+        ASSERT_TRUE(json_array_size(json_object_get(first, "pages")) > 0);
+        ASSERT_TRUE(json_is_array(json_object_get(first, "rows")));
+        json_auto_t *again = call_error(&f, "io.memstrack.Leaks", NULL, "io.memstrack.LimitExceeded");
+        ASSERT_STREQ(json_string_value(json_object_get(again, "limit")), "leaksPace");
+        ASSERT_TRUE(get_int(again, "value") > 0);
+        /* Other methods are not paced. */
+        json_auto_t *status = call_ok(&f, "io.memstrack.Status", NULL);
+        fixture_done(&f);
+}
+
 static void test_top(void) {
         VarlinkClient *streams[16] = {};
         Fixture f;
@@ -787,6 +809,7 @@ int main(void) {
         TEST(test_units);
         TEST(test_top);
         TEST(test_top_slab);
+        TEST(test_leaks_paced);
         TEST(test_marks);
         TEST(test_oom_kills);
         TEST(test_root_only);

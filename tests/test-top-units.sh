@@ -76,6 +76,12 @@ text_cases() {
         fail "top --batch --json lacks the units"
     echo "ok top --batch shows units"
 
+    # memstrackctl leaks waits out memstrackd's pacing of Leaks (LimitExceeded "leaksPace") and asks again.
+    out=$("$CTL" --address "$work/units.sock" leaks) || fail "memstrackctl leaks exited $? on a paced Leaks: $out"
+    grep -qE '^  4242 loadgen: 16384 pages, oldest 61 s' <<<"$out" || fail "memstrackctl leaks after the pace: $out"
+    [ "$(calls units io.memstrack.Leaks | wc -l)" -eq 2 ] || fail "memstrackctl leaks did not ask again once"
+    echo "ok memstrackctl leaks waits out the pace of Leaks"
+
     out=$("$CTL" --address "$work/old.sock" top --batch -n 1 -d 0.2) || fail "top --batch without units exited $?"
     grep -qE '^MODULE ' <<<"$out" || fail "top --batch without units lost the modules: $out"
     grep -q '^UNIT' <<<"$out" && fail "top --batch printed a units table the daemon did not send: $out"

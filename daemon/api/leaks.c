@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyindex.h"
 #include "leaks.h"
 #include "macro.h"
 #include "query.h"
@@ -111,16 +112,17 @@ static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
 
 /*
  * Pages: the page table keeps each block's charge cell and allocation time, so one walk counts the old
- * pages per cell; cells of the same process and stack (they differ by module or cgroup) make one row; a
- * second walk counts the growth of the rows shown only, so memory stays one word or two per cell.
+ * pages per cell; cells of the same process and stack (they differ by module or cgroup) make one row,
+ * merged through a KeyIndex; a second walk counts the growth of the rows shown only. Memory: a few words
+ * per cell, whatever the number of pages.
  */
 typedef struct CellAge {
         uint64_t pages, oldest_nsec;    /* its pages at least min_age old, and the oldest's age */
+        uint32_t row;                   /* its PageRow once merged, ROW_NONE before or without old pages */
 } CellAge;
 
 typedef struct PageRow {
         uint32_t process, leaf;         /* leaf: the global stack node */
-        uint32_t cell;                  /* before the merge: the cell it was made from */
         uint64_t pages, oldest_nsec;
         uint32_t rank;                  /* place among the rows shown, ROW_NONE if not shown */
 } PageRow;
@@ -130,23 +132,38 @@ typedef struct PageLeaks {
         Accounting *a;
         CellAge *cells;
         size_t n_cells;
-        uint32_t *row_of;               /* by cell: its PageRow, or ROW_NONE */
+        uint64_t *wanted;               /* with a pid: a bit per cell, set for the process's cells */
+        uint64_t *shown;                /* a bit per cell, set for the cells of the rows shown */
         PageRow *rows;
         uint64_t *growth;               /* per shown row, intervals counts */
 } PageLeaks;
 
-static bool page_wanted(const PageLeaks *l, uint32_t cell) {
-        const ChargeIndex *ci = accounting_chargeindex(l->a);
-        if (cell >= l->n_cells)
-                return false;
-        return l->q->pid <= 0 || usage_task(accounting_usage(l->a), chargeindex_process(ci, cell))->pid == l->q->pid;
+/* Whether a block of this cell is asked for: a bit test with a pid (the bitmap stays in cache, the cells
+ * would not). */
+static bool bit_test(const uint64_t *bits, uint32_t i) {
+        return bits[i / 64] >> (i % 64) & 1;
+}
+
+static void bit_set(uint64_t *bits, uint32_t i) {
+        bits[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+static bool cell_wanted(const PageLeaks *l, uint32_t cell) {
+        return cell < l->n_cells && (!l->wanted || bit_test(l->wanted, cell));
+}
+
+static void want_cell(void *userdata, uint32_t cell) {
+        PageLeaks *l = userdata;
+
+        if (cell < l->n_cells)
+                bit_set(l->wanted, cell);
 }
 
 static void age_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
         PageLeaks *l = userdata;
 
         (void) pfn;
-        if (!page_wanted(l, o->node))
+        if (!cell_wanted(l, o->node))
                 return;
         uint64_t age = pagemap_stamp_age_nsec(o->stamp, l->q->now_nsec);
         if (age < l->q->min_age_nsec)
@@ -159,28 +176,23 @@ static void grow_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *
         PageLeaks *l = userdata;
 
         (void) pfn;
-        if (o->node >= l->n_cells || l->row_of[o->node] == ROW_NONE)
+        if (o->node >= l->n_cells || !bit_test(l->shown, o->node))
                 return;
-        uint32_t rank = l->rows[l->row_of[o->node]].rank;
+        uint32_t rank = l->rows[l->cells[o->node].row].rank;
         ssize_t k = growth_slot(l->q, pagemap_stamp_age_nsec(o->stamp, l->q->now_nsec));
         if (rank != ROW_NONE && k >= 0)
                 l->growth[(size_t) rank * l->q->intervals + (size_t) k] += UINT64_C(1) << order;
 }
 
-static int compare_row_keys(const void *x, const void *y) {
-        const PageRow *a = x, *b = y;
-        if (a->process != b->process)
-                return a->process < b->process ? -1 : 1;
-        return a->leaf < b->leaf ? -1 : a->leaf > b->leaf;
-}
-
-/* Orders row numbers by their rows' pages. */
+/* Orders row numbers by their rows' pages, then by process and stack. */
 static int compare_row_pages(const void *x, const void *y, void *userdata) {
         const PageRow *rows = userdata;
         const PageRow *a = &rows[*(const uint32_t *) x], *b = &rows[*(const uint32_t *) y];
         if (a->pages != b->pages)
                 return a->pages < b->pages ? 1 : -1;
-        return compare_row_keys(a, b);
+        if (a->process != b->process)
+                return a->process < b->process ? -1 : 1;
+        return a->leaf < b->leaf ? -1 : a->leaf > b->leaf;
 }
 
 static uint32_t global_leaf(Accounting *a, uint32_t leaf) {
@@ -208,66 +220,119 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                          "growth", g);
 }
 
+/* Merges the cells holding old pages into rows by (process, global leaf). -ENOMEM. */
+static int merge_cells(PageLeaks *l, size_t *ret_n_rows) {
+        const ChargeIndex *ci = accounting_chargeindex(l->a);
+        KeyIndex by_key = {};
+        size_t n_rows = 0, allocated = 0;
+        int r = 0;
+
+        for (size_t c = 0; c < l->n_cells; c++) {
+                CellAge *cell = &l->cells[c];
+                cell->row = ROW_NONE;
+                if (cell->pages == 0)
+                        continue;
+                uint32_t process = chargeindex_process(ci, (uint32_t) c);
+                uint32_t leaf = global_leaf(l->a, chargeindex_node(ci, (uint32_t) c));
+                /* Never 0, which KeyIndex does not take. */
+                uint64_t key = ((uint64_t) process << 32 | leaf) + 1;
+                uint32_t row = key_index_get(&by_key, key);
+                if (row == KEY_INDEX_NONE) {
+                        if (greedy_realloc(&l->rows, &allocated, n_rows + 1, sizeof(PageRow), 64) < 0 ||
+                            key_index_put(&by_key, key, (uint32_t) n_rows) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        row = (uint32_t) n_rows++;
+                        l->rows[row] = (PageRow) { .process = process, .leaf = leaf, .rank = ROW_NONE };
+                }
+                l->rows[row].pages += cell->pages;
+                l->rows[row].oldest_nsec = MAX(l->rows[row].oldest_nsec, cell->oldest_nsec);
+                cell->row = row;
+        }
+        key_index_done(&by_key);
+        *ret_n_rows = n_rows;
+        return r;
+}
+
+/* Row numbers of the k rows that compare_row_pages() puts first, in that order, into top (room for k): a
+ * bounded heap with the last of them on top, so the rows are read once in order and only k are sorted. */
+static size_t first_rows(const PageRow *rows, size_t n_rows, size_t k, uint32_t *top) {
+        size_t n = 0;
+
+        for (uint32_t r = 0; r < n_rows && k > 0; r++) {
+                size_t i;
+                if (n < k) {
+                        /* Sift up: parents come after their children in the order. */
+                        for (i = n++; i > 0 && compare_row_pages(&r, &top[(i - 1) / 2], (void *) rows) > 0;
+                             i = (i - 1) / 2)
+                                top[i] = top[(i - 1) / 2];
+                        top[i] = r;
+                        continue;
+                }
+                if (compare_row_pages(&r, &top[0], (void *) rows) >= 0)
+                        continue;       /* not before the last of the k */
+                /* Replace the top and sift down. */
+                for (i = 0;;) {
+                        size_t c = 2 * i + 1;
+                        if (c >= n)
+                                break;
+                        if (c + 1 < n && compare_row_pages(&top[c + 1], &top[c], (void *) rows) > 0)
+                                c++;
+                        if (compare_row_pages(&top[c], &r, (void *) rows) <= 0)
+                                break;
+                        top[i] = top[c];
+                        i = c;
+                }
+                top[i] = r;
+        }
+        qsort_r(top, n, sizeof(uint32_t), compare_row_pages, (void *) rows);
+        return n;
+}
+
 /* [PageLeak]: old live pages by process and stack, most pages first. */
 static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
-        const ChargeIndex *ci = accounting_chargeindex(a);
-        PageLeaks l = { .q = q, .a = a, .n_cells = chargeindex_cell_bound(ci) };
+        PageLeaks l = { .q = q, .a = a, .n_cells = chargeindex_cell_bound(accounting_chargeindex(a)) };
         _cleanup_free_ uint32_t *order = NULL;
         json_auto_t *rows = json_array();
         size_t n_rows = 0, n_shown;
         int r = -ENOMEM;
 
         l.cells = calloc(MAX(l.n_cells, (size_t) 1), sizeof(CellAge));
-        l.row_of = malloc(MAX(l.n_cells, (size_t) 1) * sizeof(uint32_t));
-        if (!rows || !l.cells || !l.row_of)
+        if (!rows || !l.cells)
                 goto finish;
-        pagemap_foreach(accounting_pagemap(a), age_block, &l);
-
-        /* Rows: the cells holding old pages, merged by (process, global leaf). */
-        for (size_t c = 0; c < l.n_cells; c++)
-                n_rows += l.cells[c].pages > 0;
-        l.rows = calloc(MAX(n_rows, (size_t) 1), sizeof(PageRow));
-        order = calloc(MAX(n_rows, (size_t) 1), sizeof(uint32_t));
-        if (!l.rows || !order)
-                goto finish;
-        n_rows = 0;
-        for (size_t c = 0; c < l.n_cells; c++)
-                if (l.cells[c].pages > 0)
-                        l.rows[n_rows++] = (PageRow) {
-                                .process = chargeindex_process(ci, (uint32_t) c),
-                                .leaf = global_leaf(a, chargeindex_node(ci, (uint32_t) c)),
-                                .cell = (uint32_t) c,
-                        };
-        qsort(l.rows, n_rows, sizeof(PageRow), compare_row_keys);
-        for (size_t c = 0; c < l.n_cells; c++)
-                l.row_of[c] = ROW_NONE;
-        size_t merged = 0;
-        for (size_t i = 0; i < n_rows; i++) {
-                uint32_t c = l.rows[i].cell;
-                if (merged == 0 || compare_row_keys(&l.rows[merged - 1], &l.rows[i]) != 0) {
-                        l.rows[merged] = (PageRow) { .process = l.rows[i].process, .leaf = l.rows[i].leaf,
-                                                     .rank = ROW_NONE };
-                        merged++;
-                }
-                PageRow *row = &l.rows[merged - 1];
-                row->pages += l.cells[c].pages;
-                row->oldest_nsec = MAX(row->oldest_nsec, l.cells[c].oldest_nsec);
-                l.row_of[c] = (uint32_t) (merged - 1);
+        if (q->pid > 0) {
+                /* The process's cells, from the charge index's list of them. */
+                uint32_t process = usage_find_process(accounting_usage(a), q->pid);
+                l.wanted = calloc(l.n_cells / 64 + 1, sizeof(uint64_t));
+                if (!l.wanted)
+                        goto finish;
+                if (process != USAGE_TASK_NONE)
+                        chargeindex_foreach_cell_of_process(accounting_chargeindex(a), process, want_cell, &l);
         }
-        n_rows = merged;
+        pagemap_foreach(accounting_pagemap(a), age_block, &l);
+        r = merge_cells(&l, &n_rows);
+        if (r < 0)
+                goto finish;
 
         /* The rows shown: most pages first. A cell that holds only young pages has no row, so its
          * growth is left out: the rows are what may be leaking. */
-        for (size_t i = 0; i < n_rows; i++)
-                order[i] = (uint32_t) i;
-        qsort_r(order, n_rows, sizeof(uint32_t), compare_row_pages, l.rows);
-        n_shown = MIN(n_rows, q->limit);
+        r = -ENOMEM;
+        order = calloc(MAX(MIN(n_rows, q->limit), (size_t) 1), sizeof(uint32_t));
+        if (!order)
+                goto finish;
+        n_shown = first_rows(l.rows, n_rows, q->limit, order);
         for (size_t i = 0; i < n_shown; i++)
                 l.rows[order[i]].rank = (uint32_t) i;
         l.growth = calloc(MAX(n_shown, (size_t) 1) * q->intervals, sizeof(uint64_t));
-        if (!l.growth)
+        l.shown = calloc(l.n_cells / 64 + 1, sizeof(uint64_t));
+        if (!l.growth || !l.shown)
                 goto finish;
-        pagemap_foreach(accounting_pagemap(a), grow_block, &l);
+        for (size_t c = 0; c < l.n_cells; c++)
+                if (l.cells[c].row != ROW_NONE && l.rows[l.cells[c].row].rank != ROW_NONE)
+                        bit_set(l.shown, (uint32_t) c);
+        if (n_shown > 0)
+                pagemap_foreach(accounting_pagemap(a), grow_block, &l);
 
         for (size_t i = 0; i < n_shown; i++) {
                 json_t *o = page_row_json(a, q, &l.rows[order[i]], l.growth + i * q->intervals);
@@ -278,7 +343,8 @@ static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
         r = 0;
 finish:
         free(l.cells);
-        free(l.row_of);
+        free(l.wanted);
+        free(l.shown);
         free(l.rows);
         free(l.growth);
         return r;
@@ -291,8 +357,8 @@ int leaks_query_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
         assert(q && q->interval_nsec > 0 && q->intervals > 0);
         assert(ret);
 
-        /* Ages in the page table are modular: hold them below the wrap before reading them. */
-        pagemap_clamp_ages(accounting_pagemap(a), q->now_nsec);
+        /* Ages in the page table are modular: held below the wrap before they are read. */
+        accounting_clamp_page_ages(a, q->now_nsec);
         r = object_leaks_json(a, q, &objects);
         if (r < 0)
                 return r;

@@ -49,6 +49,8 @@ struct Service {
         TopStream *top_streams;         /* owned list of open Top(more) calls */
         size_t n_top_streams;
         sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
+        unsigned leaks_pace;            /* ServiceConfig's */
+        uint64_t leaks_ready_usec;      /* CLOCK_MONOTONIC time from which Leaks is served again */
 };
 
 /*
@@ -925,6 +927,14 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
+        /* One walk of every tracked page per call (docs/performance.md): paced for all callers together,
+         * so that no client, or all of them, can keep the daemon from its events. */
+        uint64_t start_usec = now_usec(CLOCK_MONOTONIC);
+        if (start_usec < sv->leaks_ready_usec) {
+                json_auto_t *p = json_pack("{s:s, s:I}", "limit", "leaksPace",
+                                           "value", (json_int_t) (sv->leaks_ready_usec - start_usec));
+                return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
+        }
         LeaksQuery q = {
                 .now_nsec = now_nsec(CLOCK_MONOTONIC),
                 .min_age_nsec = (uint64_t) min_age * UINT64_C(1000000000),
@@ -938,6 +948,8 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
         int r = leaks_query_json(sv->accounting, &q, &reply);
         if (r < 0)
                 return r;
+        uint64_t end_usec = now_usec(CLOCK_MONOTONIC);
+        sv->leaks_ready_usec = end_usec + (end_usec - start_usec) * sv->leaks_pace;
         return varlink_call_reply(call, reply);
 }
 
@@ -1019,6 +1031,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .userdata = config->userdata,
                 .flush = config->flush,
                 .get_live = config->get_live,
+                .leaks_pace = config->leaks_pace ?: SERVICE_LEAKS_PACE,
         };
         sv->marks = marks_new();
         if (!sv->marks)

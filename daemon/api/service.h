@@ -33,6 +33,8 @@ typedef struct ServiceLive {
         const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
 } ServiceLive;
 
+#define SERVICE_LEAKS_PACE 9
+
 typedef struct ServiceConfig {
         sd_event *event;                /* borrowed */
         Accounting *accounting;         /* borrowed; its Ksym tells whether kernel addresses are hidden */
@@ -46,6 +48,9 @@ typedef struct ServiceConfig {
         int64_t priority;               /* sd-event priority of all client work (server, Top tick) */
         unsigned max_connections_per_uid; /* 0: the server's default (VarlinkServerConfig) */
         const char *boot_phase_path;    /* the initramfs's snapshot document (bootphase.h); NULL: none */
+        /* Leaks walks every tracked page: after a call that took T, the next waits pace * T (0: the default,
+         * SERVICE_LEAKS_PACE, which keeps Leaks under a tenth of the daemon's time whoever calls it). */
+        unsigned leaks_pace;
 
         void *userdata;                 /* passed to the callbacks */
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */

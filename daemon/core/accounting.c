@@ -211,6 +211,14 @@ static uint32_t event_cgroup(Accounting *a, uint32_t process, uint64_t cgroup_id
         return c;
 }
 
+void accounting_clamp_page_ages(Accounting *a, uint64_t now_nsec) {
+        /* Ages ride in the page table modulo 39 hours: hold them at most 19.5 (pagemap.h). */
+        if (_unlikely_(pagemap_stamp_epoch(now_nsec) != a->stamp_epoch)) {
+                pagemap_clamp_ages(a->pages, now_nsec);
+                a->stamp_epoch = pagemap_stamp_epoch(now_nsec);
+        }
+}
+
 static void handle_alloc(Accounting *a, const MsEvent *e) {
         uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
         if (task == USAGE_TASK_NONE) {
@@ -238,11 +246,7 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
                 return;
         }
         t->charge_hint = cell;
-        /* Ages ride in the page table modulo 39 hours: hold them at most 19.5 (pagemap.h). */
-        if (_unlikely_(pagemap_stamp_epoch(e->timestamp_nsec) != a->stamp_epoch)) {
-                pagemap_clamp_ages(a->pages, e->timestamp_nsec);
-                a->stamp_epoch = pagemap_stamp_epoch(e->timestamp_nsec);
-        }
+        accounting_clamp_page_ages(a, e->timestamp_nsec);
         PageOwner owner = { .task = task, .node = cell, .stamp = pagemap_stamp(e->timestamp_nsec) };
         int r = pagemap_insert(a->pages, e->page.pfn, e->page.order, &owner, release, a);
         if (r < 0) {

@@ -122,6 +122,10 @@ StackTree *accounting_stacktree(Accounting *a);
 Units *accounting_units(Accounting *a);
 /* Slab objects (slab.h): task and cgroup indexes are Usage's and Units'. */
 Slab *accounting_slab(Accounting *a);
+/* Keeps the page table's allocation times from wrapping (pagemap.h): a walk of it when
+ * pagemap_stamp_epoch(now_nsec) changed since the last, else nothing. Allocations call it; so do readers
+ * of the ages. */
+void accounting_clamp_page_ages(Accounting *a, uint64_t now_nsec);
 PageMap *accounting_pagemap(Accounting *a);
 /* Current pages per (process, module, global stack leaf, cgroup), for stack views of one task, module or
  * unit. */

@@ -5,41 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyindex.h"
 #include "macro.h"
 #include "slab.h"
 
 #define TABLE_MIN 1024u                 /* slots of the object table at first; a power of two */
-#define INDEX_MIN 64u                   /* slots of the site and cache indexes at first */
 
 typedef struct ObjectSlot {
         uint64_t ptr;                   /* 0: empty (the kernel hands out no object at 0) */
         SlabObject o;
 } ObjectSlot;
 
-/* Open addressing from a key to a group index; key 0 (or hash 0 for names) marks an empty slot. */
-typedef struct GroupIndex {
-        uint64_t *keys;
-        uint32_t *groups;
-        size_t n_slots, n_used;
-} GroupIndex;
-
 struct Slab {
         ObjectSlot *objects;            /* linear probing, no tombstones: deletion shifts back */
         size_t n_slots, n_live, max_objects;
         SlabGroup *sites, *caches;
         size_t n_sites, n_sites_allocated, n_caches, n_caches_allocated;
-        GroupIndex site_index, cache_index;
+        KeyIndex site_index, cache_index;       /* call site address, cache name hash -> group */
         SlabStats stats;
 };
 
-static uint64_t mix(uint64_t x) {
-        x ^= x >> 33;
-        x *= UINT64_C(0xff51afd7ed558ccd);
-        x ^= x >> 33;
-        return x;
-}
-
-/* FNV-1a; never 0, which marks an empty index slot. */
+/* FNV-1a; never 0, which KeyIndex does not take. */
 static uint64_t name_hash(const char *s) {
         uint64_t h = UINT64_C(0xcbf29ce484222325);
         for (; *s; s++)
@@ -63,16 +49,14 @@ Slab *slab_free(Slab *s) {
         free(s->objects);
         free(s->sites);
         free(s->caches);
-        free(s->site_index.keys);
-        free(s->site_index.groups);
-        free(s->cache_index.keys);
-        free(s->cache_index.groups);
+        key_index_done(&s->site_index);
+        key_index_done(&s->cache_index);
         free(s);
         return NULL;
 }
 
 static size_t object_home(const Slab *s, uint64_t ptr) {
-        return mix(ptr) & (s->n_slots - 1);
+        return key_index_mix(ptr) & (s->n_slots - 1);
 }
 
 static ObjectSlot *object_find(const Slab *s, uint64_t ptr) {
@@ -127,86 +111,36 @@ static void object_delete(Slab *s, ObjectSlot *slot) {
         s->objects[hole].ptr = 0;
 }
 
-static uint32_t index_lookup(const GroupIndex *x, uint64_t key, size_t *ret_slot) {
-        if (x->n_slots == 0) {
-                *ret_slot = SIZE_MAX;
-                return SLAB_NONE;
-        }
-        for (size_t i = mix(key) & (x->n_slots - 1);; i = (i + 1) & (x->n_slots - 1)) {
-                if (x->keys[i] == 0) {
-                        *ret_slot = i;
-                        return SLAB_NONE;
-                }
-                if (x->keys[i] == key) {
-                        *ret_slot = i;
-                        return x->groups[i];
-                }
-        }
-}
-
-static int index_put(GroupIndex *x, uint64_t key, uint32_t group) {
-        size_t slot;
-
-        if ((x->n_used + 1) * 2 > x->n_slots) {
-                size_t n = x->n_slots ? x->n_slots * 2 : INDEX_MIN;
-                GroupIndex bigger = { .keys = calloc(n, sizeof(uint64_t)), .groups = calloc(n, sizeof(uint32_t)),
-                                      .n_slots = n };
-                if (!bigger.keys || !bigger.groups) {
-                        free(bigger.keys);
-                        free(bigger.groups);
-                        return -ENOMEM;
-                }
-                for (size_t i = 0; i < x->n_slots; i++)
-                        if (x->keys[i] != 0) {
-                                (void) index_lookup(&bigger, x->keys[i], &slot);
-                                bigger.keys[slot] = x->keys[i];
-                                bigger.groups[slot] = x->groups[i];
-                                bigger.n_used++;
-                        }
-                free(x->keys);
-                free(x->groups);
-                *x = bigger;
-        }
-        (void) index_lookup(x, key, &slot);
-        x->keys[slot] = key;
-        x->groups[slot] = group;
-        x->n_used++;
-        return 0;
-}
-
 static uint32_t site_intern(Slab *s, uint64_t address) {
-        size_t slot;
         /* Address 0 (a source that does not know the call site) is a site of its own: key 1 never is one. */
         uint64_t key = address ?: 1;
-        uint32_t site = index_lookup(&s->site_index, key, &slot);
-        if (site != SLAB_NONE)
+        uint32_t site = key_index_get(&s->site_index, key);
+        if (site != KEY_INDEX_NONE)
                 return site;
         if (greedy_realloc(&s->sites, &s->n_sites_allocated, s->n_sites + 1, sizeof(SlabGroup), 64) < 0 ||
-            index_put(&s->site_index, key, (uint32_t) s->n_sites) < 0)
+            key_index_put(&s->site_index, key, (uint32_t) s->n_sites) < 0)
                 return SLAB_NONE;
         s->sites[s->n_sites] = (SlabGroup) { .address = address };
         return (uint32_t) s->n_sites++;
 }
 
 static uint32_t cache_intern(Slab *s, const char *name) {
-        size_t slot;
-
         if (!name || !*name)
                 return SLAB_NONE;
         /* A collision of two names' hashes goes on probing: the index keeps hashes, the groups names. */
         uint64_t key = name_hash(name);
         for (;;) {
-                uint32_t cache = index_lookup(&s->cache_index, key, &slot);
-                if (cache == SLAB_NONE)
+                uint32_t cache = key_index_get(&s->cache_index, key);
+                if (cache == KEY_INDEX_NONE)
                         break;
                 if (streq(s->caches[cache].name, name))
                         return cache;
-                key = mix(key) ?: 1;
+                key = key_index_mix(key) ?: 1;
         }
         if (greedy_realloc(&s->caches, &s->n_caches_allocated, s->n_caches + 1, sizeof(SlabGroup), 64) < 0)
                 return SLAB_NONE;
         char *copy = strdup(name);
-        if (!copy || index_put(&s->cache_index, key, (uint32_t) s->n_caches) < 0) {
+        if (!copy || key_index_put(&s->cache_index, key, (uint32_t) s->n_caches) < 0) {
                 free(copy);
                 return SLAB_NONE;
         }
@@ -343,5 +277,5 @@ void slab_foreach(const Slab *s, void (*fn)(void *userdata, uint64_t ptr, const 
 size_t slab_memory_bytes(const Slab *s) {
         return sizeof(Slab) + s->n_slots * sizeof(ObjectSlot) +
                 (s->n_sites_allocated + s->n_caches_allocated) * sizeof(SlabGroup) +
-                (s->site_index.n_slots + s->cache_index.n_slots) * (sizeof(uint64_t) + sizeof(uint32_t));
+                key_index_memory_bytes(&s->site_index) + key_index_memory_bytes(&s->cache_index);
 }

@@ -70,8 +70,8 @@ def check_leaks(source, sock):
     steady = subprocess.Popen([sys.executable, "-c", STEADY])
     try:
         def leaks(pid):
-            return livelib.call(sock, "io.memstrack.Leaks", {"minAgeSeconds": 1, "intervalSeconds": 1,
-                                                              "intervals": 3, "pid": pid})["rows"]
+            return livelib.call_paced(sock, "io.memstrack.Leaks", {"minAgeSeconds": 1, "intervalSeconds": 1,
+                                                                    "intervals": 3, "pid": pid})["rows"]
 
         def growing():
             rows = [r for r in leaks(leaker.pid) if r["name"].split("+")[0].endswith("eventfd")]
@@ -103,8 +103,8 @@ def check_page_leaks(source, sock):
             return rows, [sum(r["growth"][k] for r in rows) for k in range(3)]
 
         def leaks(pid):
-            return livelib.call(sock, "io.memstrack.Leaks", {"minAgeSeconds": 1, "intervalSeconds": 1,
-                                                              "intervals": 3, "pid": pid, "limit": 1000})
+            return livelib.call_paced(sock, "io.memstrack.Leaks", {"minAgeSeconds": 1, "intervalSeconds": 1,
+                                                                    "intervals": 3, "pid": pid, "limit": 1000})
 
         def growing():
             rows, g = growth(leaks(leaker.pid), leaker.pid)
