@@ -567,6 +567,7 @@ static void test_leaks_paced(void) {
         ASSERT_TRUE(get_int(again, "value") > 0);
         /* Other methods are not paced. */
         json_auto_t *status = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_EQ(get_int(status, "trackedPages"), 15);
         fixture_done(&f);
 }
 
