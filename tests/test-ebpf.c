@@ -3,7 +3,8 @@
 /*
  * The eBPF source's user-space half without a kernel: the sampling thresholds, and ring records built in
  * memory as the BPF program writes them, checked for what the sink receives (page keys, sample and hold,
- * "[not sampled]", task and module events, malformed records, the drain budget). ebpf.c is included rather
+ * "[not sampled]", task and module events, batches put in event order, malformed records, the drain budget).
+ * ebpf.c is included rather
  * than linked, because its record handling is (rightly) static; the tests construct an EbpfSource the way
  * ebpf_source_new() would before loading the program.
  */
@@ -15,6 +16,9 @@
 #include "tests.h"
 
 #define DEPTH 8
+
+/* The number the next record takes, as the BPF program's event_seq; each test's source starts at 0. */
+static uint64_t next_seq;
 
 static EbpfSource *source_fake(bool user_stacks) {
         EbpfSource *s = calloc(1, sizeof(*s));
@@ -32,6 +36,9 @@ static EbpfSource *source_fake(bool user_stacks) {
         ASSERT_TRUE(s->frames && s->cmdline);
         s->sink = test_sink;
         s->budget = UINT64_MAX;
+        s->order = seq_order_new(&order_ops, s);
+        ASSERT_NOT_NULL(s->order);
+        next_seq = 0;
         test_sink_reset();
         return s;
 }
@@ -63,37 +70,205 @@ static size_t page_record(uint64_t *buf, size_t buf_size, uint16_t type, uint32_
         return size;
 }
 
-/* A free record (MsBpfFree); returns its size. */
-static size_t free_record(uint64_t *buf, size_t buf_size, uint64_t address, unsigned order, uint64_t nsec) {
-        MsBpfFree *f = (MsBpfFree *) buf;
-
-        memset(buf, 0, buf_size);
-        *f = (MsBpfFree) { .type = MS_BPF_PAGE_FREE, .order = (uint8_t) order, .timestamp_nsec = nsec,
-                           .pfn = address };
-        return sizeof(*f);
+/* Hands a record to the source as the ring would, numbered next as the program numbers it (batches carry
+ * their entries' numbers). */
+static int feed(EbpfSource *s, void *rec, size_t size) {
+        if (((MsBpfHead *) rec)->type != MS_BPF_PAGE_BATCH)
+                ((MsBpfHead *) rec)->seq = next_seq++;
+        return ring_record(s, rec, size);
 }
 
-static void test_thresholds(void) {
-        __u64 t[MS_BPF_ORDERS];
+/* A batch of one free (numbered next), as a nested program sends it; returns its size. */
+static size_t free_record(uint64_t *buf, size_t buf_size, uint64_t address, unsigned order, uint64_t nsec) {
+        MsBpfBatch *b = (MsBpfBatch *) buf;
+
+        memset(buf, 0, buf_size);
+        *b = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .n_words = 2, .timestamp_nsec = nsec };
+        b->words[0] = next_seq++ << MS_BPF_ENTRY_SEQ_SHIFT | order << MS_BPF_ENTRY_ORDER_SHIFT | MS_BPF_ENTRY_FREE;
+        b->words[1] = address;
+        return sizeof(*b) + 2 * sizeof(uint64_t);
+}
+
+/* Appends to a batch an entry numbered seq: a free, or an allocation by tid of thread group 100. */
+static void batch_add(MsBpfBatch *b, uint64_t seq, bool alloc, uint32_t tid, uint64_t address, unsigned order) {
+        __u64 *w = b->words + b->n_words;
+
+        w[0] = seq << MS_BPF_ENTRY_SEQ_SHIFT | order << MS_BPF_ENTRY_ORDER_SHIFT |
+                (alloc ? MS_BPF_ENTRY_ALLOC : MS_BPF_ENTRY_FREE);
+        w[1] = address;
+        if (!alloc) {
+                b->n_words += MS_BPF_ENTRY_FREE_WORDS;
+                return;
+        }
+        w[2] = UINT64_C(100) << 32 | tid;
+        w[3] = 77;
+        w[4] = UINT64_C(0xcc0) << 32 | 1;
+        b->n_words += MS_BPF_ENTRY_ALLOC_WORDS;
+}
+
+static size_t batch_size(const MsBpfBatch *b) {
+        return sizeof(*b) + b->n_words * sizeof(uint64_t);
+}
+
+static void test_sampling(void) {
+        __u32 every, fraction[MS_BPF_LOG2_STEPS];
+        __u64 scale;
 
         /* Full mode: every allocation, without a draw. */
-        sample_thresholds(1, t);
-        for (unsigned o = 0; o < MS_BPF_ORDERS; o++)
-                ASSERT_GT(t[o], UINT32_MAX);
+        sample_setup(1, &every, &scale, fraction);
+        ASSERT_EQ(every, 1u);
 
-        /* 1 in 64 pages: an order-0 block with probability 1/64, larger blocks more often, never more
-         * than every time, and a block of 2^10 pages almost surely. */
-        sample_thresholds(64, t);
-        ASSERT_EQ(t[0], UINT64_C(1) << 26);
-        for (unsigned o = 1; o < MS_BPF_ORDERS; o++) {
-                if (o <= 8)
-                        ASSERT_GT(t[o], t[o - 1]);
-                ASSERT_GE(t[o], t[o - 1]);
-                ASSERT_LE(t[o], (UINT64_C(1) << 32) + 1);
+        /* 1 in 64 pages: a gap is floor(-log2(u) * scale) + 1 with scale = 1 / -log2(63/64) = 44.01. */
+        sample_setup(64, &every, &scale, fraction);
+        ASSERT_EQ(every, 0u);
+        ASSERT_EQ(scale, (uint64_t) llround(65536.0 / -log2(63.0 / 64)));
+        ASSERT_GT(scale, 44 * 65536u);
+        ASSERT_LT(scale, 45 * 65536u);
+        /* log2(1 + (i + 0.5) / 1024): from just above 0 to just below 1, rising. */
+        ASSERT_EQ(fraction[0], (uint32_t) llround(65536.0 * log2(1.0 + 0.5 / 1024)));
+        ASSERT_EQ(fraction[MS_BPF_LOG2_STEPS - 1], (uint32_t) llround(65536.0 * log2(2.0 - 0.5 / 1024)));
+        for (unsigned i = 1; i < MS_BPF_LOG2_STEPS; i++)
+                ASSERT_GT(fraction[i], fraction[i - 1]);
+        /* The largest interval does not overflow a gap: 32 << 16 times the scale fits 64 bits. */
+        sample_setup(SOURCE_STACK_SAMPLE_INTERVAL_MAX, &every, &scale, fraction);
+        ASSERT_LT(scale, UINT64_MAX / (UINT64_C(32) << MS_BPF_LOG2_SHIFT));
+}
+
+/*
+ * The BPF program's own geometric draw (sample_gap(), through its test program) at a stack per 64 pages:
+ * mean 64, a gap of 1 with p = 1/64, beyond 128 with (63/64)^128, over 100,000 draws (the bounds are 5 to 7
+ * standard deviations). Needs root and BPF, else says so and returns.
+ */
+static void test_gap_distribution(void) {
+        struct memstrack_bpf *k = memstrack_bpf__open();
+        const unsigned n = 100000;
+        uint64_t sum = 0, ones = 0, beyond = 0;
+        struct bpf_program *prog;
+        int fd;
+
+        ASSERT_NOT_NULL(k);
+        bpf_object__for_each_program(prog, k->obj)
+                (void) bpf_program__set_autoload(prog, prog == k->progs.sample_gap_draw);
+        sample_setup(64, &k->rodata->sample_every, &k->rodata->sample_gap_scale, k->rodata->log2_fraction);
+        if (memstrack_bpf__load(k) < 0) {
+                printf("test-ebpf: the sampling draw not checked: cannot load BPF here (%m)\n");
+                memstrack_bpf__destroy(k);
+                return;
         }
-        /* 1 - (63/64)^2 = 0.031 */
-        ASSERT_EQ(t[1], (uint64_t) llround((1.0 - (63.0 / 64) * (63.0 / 64)) * 4294967296.0));
-        ASSERT_GT(t[10], UINT64_C(4294967296) - 4096);
+        fd = bpf_program__fd(k->progs.sample_gap_draw);
+        for (unsigned i = 0; i < n; i++) {
+                LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+                ASSERT_OK(bpf_prog_test_run_opts(fd, &opts));
+                ASSERT_GE(opts.retval, 1u);
+                sum += opts.retval;
+                ones += opts.retval == 1;
+                beyond += opts.retval > 128;
+        }
+        printf("test-ebpf: gaps mean %.2f, %" PRIu64 " of 1, %" PRIu64 " beyond 128 in %u draws\n",
+               (double) sum / n, ones, beyond, n);
+        ASSERT_GT(sum, (uint64_t) (62.5 * n));
+        ASSERT_LT(sum, (uint64_t) (65.5 * n));
+        ASSERT_GT(ones, 1562u - 200u);
+        ASSERT_LT(ones, 1562u + 200u);
+        ASSERT_GT(beyond, 13340u - 550u);
+        ASSERT_LT(beyond, 13340u + 550u);
+        memstrack_bpf__destroy(k);
+}
+
+/*
+ * Batches of two CPUs and records sent on their own, in ring order but not in event order: delivered by
+ * number, the entries' fields intact; a number that never comes holds the rest until it is given up on, and
+ * what comes after that is delivered when it comes.
+ */
+static void test_batch_order(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        uint64_t a_buf[64] = {}, b_buf[64] = {}, c_buf[64] = {};
+        MsBpfBatch *a = (MsBpfBatch *) a_buf, *b = (MsBpfBatch *) b_buf, *c = (MsBpfBatch *) c_buf;
+        MsBpfHead fork_rec = { .seq = 4, .pid = 300, .tid = 301, .type = MS_BPF_TASK_FORK, .aux = 100 };
+        SeqOrderStats stats;
+
+        /* CPU 0 allocates page 1 (0), CPU 1 frees page 5 (1), CPU 0 frees page 1 (2), CPU 1 reuses it (3),
+         * a fork (4), CPU 0 allocates an order-3 block (5). */
+        *a = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .cpu = 0, .timestamp_nsec = 100 };
+        batch_add(a, 0, true, 101, 64 * 1, 0);
+        batch_add(a, 2, false, 0, 64 * 1, 0);
+        batch_add(a, 5, true, 101, 64 * 16, 3);
+        *b = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .cpu = 1, .timestamp_nsec = 200 };
+        batch_add(b, 1, false, 0, 64 * 5, 0);
+        batch_add(b, 3, true, 102, 64 * 1, 0);
+
+        ASSERT_OK(ring_record(s, a, batch_size(a)));
+        ASSERT_EQ(n_seen, 1u);                          /* 0; 2 and 5 wait for 1 */
+        ASSERT_OK(ring_record(s, &fork_rec, sizeof(fork_rec)));
+        ASSERT_EQ(n_seen, 1u);
+        ASSERT_OK(ring_record(s, b, batch_size(b)));
+        ASSERT_EQ(n_seen, 6u);
+        ASSERT_EQ(seq_order_next(s->order), 6u);
+
+        ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_ALLOC);
+        ASSERT_EQ(seen[0].ev.pid, 100);
+        ASSERT_EQ(seen[0].ev.tid, 101);
+        ASSERT_EQ(seen[0].ev.cgroup_id, 77u);
+        ASSERT_EQ(seen[0].ev.page.gfp_flags, 0xcc0u);
+        ASSERT_EQ(seen[0].ev.page.migrate_type, 1);
+        ASSERT_EQ(seen[0].ev.page.pfn, 1u);
+        ASSERT_EQ(seen[0].frames[0], MS_FRAME_NOT_SAMPLED);
+        ASSERT_EQ(seen[0].ev.timestamp_nsec, 100u);
+        ASSERT_EQ(seen[1].ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_EQ(seen[1].ev.page.pfn, 5u);
+        ASSERT_EQ(seen[1].ev.timestamp_nsec, 200u);
+        ASSERT_EQ(seen[2].ev.type, MS_EVENT_PAGE_FREE);
+        ASSERT_EQ(seen[2].ev.page.pfn, 1u);
+        ASSERT_EQ(seen[2].ev.timestamp_nsec, 200u);     /* never back in time */
+        ASSERT_EQ(seen[3].ev.type, MS_EVENT_PAGE_ALLOC);
+        ASSERT_EQ(seen[3].ev.tid, 102);
+        ASSERT_EQ(seen[3].ev.cpu, 1u);
+        ASSERT_EQ(seen[4].ev.type, MS_EVENT_TASK_FORK);
+        ASSERT_EQ(seen[5].ev.page.order, 3u);
+        ASSERT_EQ(seen[5].ev.page.pfn, 16u);
+        ASSERT_EQ(s->unsampled_pages, 1u + 1u + 8u);
+
+        /* 6 is lost: 7 and 8 wait, then are delivered once 6 is given up on; 6 arrives late after all. */
+        *c = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .cpu = 1, .timestamp_nsec = 300 };
+        batch_add(c, 7, false, 0, 64 * 16, 3);
+        batch_add(c, 8, true, 101, 64 * 40, 0);
+        ASSERT_OK(ring_record(s, c, batch_size(c)));
+        ASSERT_EQ(n_seen, 6u);
+        seq_order_get_stats(s->order, &stats);
+        ASSERT_EQ(stats.waiting_entries, 2u);
+        ASSERT_EQ(stats.waiting_bytes, batch_size(c));
+        ASSERT_EQ(seq_order_skip(s->order, 7), 1u);
+        ASSERT_EQ(n_seen, 8u);
+        ASSERT_EQ(seen[6].ev.page.pfn, 16u);
+        ASSERT_EQ(seen[7].ev.page.pfn, 40u);
+        *a = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .cpu = 0, .timestamp_nsec = 250 };
+        batch_add(a, 6, true, 101, 64 * 50, 0);
+        ASSERT_OK(ring_record(s, a, batch_size(a)));
+        ASSERT_EQ(n_seen, 9u);
+        ASSERT_EQ(seen[8].ev.page.pfn, 50u);
+        seq_order_get_stats(s->order, &stats);
+        ASSERT_EQ(stats.skipped, 1u);
+        ASSERT_EQ(stats.late, 1u);
+        ASSERT_EQ(stats.waiting_entries, 0u);
+        ASSERT_EQ(stats.waiting_bytes, 0u);
+
+        /* A batch whose entry runs past its words, or has no kind, is cut there; one claiming more words
+         * than the record holds is bad. */
+        *a = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .timestamp_nsec = 400 };
+        batch_add(a, 9, false, 0, 64 * 60, 0);
+        batch_add(a, 10, true, 101, 64 * 61, 0);
+        a->n_words -= 1;
+        ASSERT_OK(ring_record(s, a, batch_size(a)));
+        ASSERT_EQ(n_seen, 10u);
+        a->words[0] &= ~(uint64_t) MS_BPF_ENTRY_KIND_MASK;
+        ASSERT_OK(ring_record(s, a, batch_size(a)));
+        seq_order_get_stats(s->order, &stats);
+        ASSERT_EQ(stats.malformed, 2u);
+        a->n_words = 100;
+        ASSERT_OK(ring_record(s, a, sizeof(a_buf)));
+        ASSERT_EQ(s->bad_records, 1u);
+        ASSERT_EQ(n_seen, 10u);
 }
 
 static void test_sample_and_hold(void) {
@@ -103,7 +278,7 @@ static void test_sample_and_hold(void) {
 
         /* Before the thread's first sample: the one "[not sampled]" frame. */
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 5000, 0, false, 0, 0, 0);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(n_seen, 1u);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_ALLOC);
         ASSERT_EQ(seen[0].ev.page.pfn, 5000u);
@@ -116,42 +291,42 @@ static void test_sample_and_hold(void) {
 
         /* A sampled allocation: its own stack, held for the thread. */
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 6000, 2, true, 3, 0, 0);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[1].ev.page.order, 2u);
         ASSERT_EQ(seen[1].ev.page.stack.n_frames, 3u);
         ASSERT_EQ(seen[1].frames[2], UINT64_C(0xffffffff81000002));
 
         /* Unsampled allocations of that thread carry it; another thread's do not. */
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 7000, 1, false, 0, 0, 0);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[2].ev.page.stack.n_frames, 3u);
         ASSERT_EQ(seen[2].frames[0], UINT64_C(0xffffffff81000000));
         ASSERT_EQ(s->held_pages, 2u);
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 11, 64 * 7100, 0, false, 0, 0, 0);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[3].frames[0], MS_FRAME_NOT_SAMPLED);
 
         /* A free: the key of the same struct page, no stack. */
         size = free_record(buf, sizeof(buf), 64 * 6000, 2, 1012);
-        ASSERT_EQ(size, 24u);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(size, 32u);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[4].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(seen[4].ev.page.pfn, 6000u);
         ASSERT_EQ(seen[4].ev.page.order, 2u);
 
         /* The thread exits: its stack is forgotten; a new thread of that id starts unsampled. */
         MsBpfHead exit_rec = { .pid = 100, .tid = 10, .type = MS_BPF_TASK_EXIT };
-        ASSERT_EQ(ring_record(s, &exit_rec, sizeof(exit_rec)), 0);
+        ASSERT_EQ(feed(s, &exit_rec, sizeof(exit_rec)), 0);
         ASSERT_EQ(seen[5].ev.type, MS_EVENT_TASK_EXIT);
         ASSERT_EQ(s->n_held, 0u);
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 10, 64 * 8000, 0, false, 0, 0, 0);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[6].frames[0], MS_FRAME_NOT_SAMPLED);
 
         /* A sampled allocation whose stack failed is held like an unsampled one. */
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 11, 64 * 8100, 0, false, 0, 0, 0);
         ((MsBpfPage *) buf)->flags = MS_BPF_STACK_FAILED;
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[7].frames[0], MS_FRAME_NOT_SAMPLED);
         ASSERT_EQ(s->bad_records, 0u);
 }
@@ -163,7 +338,7 @@ static void test_user_frames(void) {
 
         /* Kernel frames first, then the user frames from their fixed area after the kernel's. */
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 20, 64, 0, true, 2, 3, DEPTH);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[0].ev.page.stack.n_frames, 5u);
         ASSERT_EQ(seen[0].ev.page.stack.n_kernel_frames, 2u);
         ASSERT_EQ(seen[0].frames[1], UINT64_C(0xffffffff81000001));
@@ -171,7 +346,7 @@ static void test_user_frames(void) {
         ASSERT_EQ(seen[0].frames[4], UINT64_C(0x400002));
 
         /* A record shorter than the frames it claims is skipped and counted. */
-        ASSERT_EQ(ring_record(s, buf, size - 8), 0);
+        ASSERT_EQ(feed(s, buf, size - 8), 0);
         ASSERT_EQ(n_seen, 1u);
         ASSERT_EQ(s->bad_records, 1u);
 }
@@ -184,7 +359,7 @@ static void test_other_records(void) {
         MsBpfHead bogus = { .type = 99 };
         uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
 
-        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
+        ASSERT_EQ(feed(s, &fork_rec, sizeof(fork_rec)), 0);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_TASK_FORK);
         ASSERT_EQ(seen[0].ev.pid, 300);
         ASSERT_EQ(seen[0].ev.tid, 301);
@@ -192,13 +367,13 @@ static void test_other_records(void) {
 
         /* A comm filling all 16 bytes, no NUL: cut, never read past. */
         memcpy(comm_rec.comm, "0123456789abcdef", MS_BPF_COMM_MAX);
-        ASSERT_EQ(ring_record(s, &comm_rec, sizeof(comm_rec)), 0);
+        ASSERT_EQ(feed(s, &comm_rec, sizeof(comm_rec)), 0);
         ASSERT_EQ(seen[1].ev.type, MS_EVENT_TASK_COMM);
         ASSERT_STREQ(seen[1].name, "0123456789abcdef");
         ASSERT_NULL(seen[1].ev.task.cmdline);
 
         memcpy(mod_rec.name, "ext4", 5);
-        ASSERT_EQ(ring_record(s, &mod_rec, sizeof(mod_rec)), 0);
+        ASSERT_EQ(feed(s, &mod_rec, sizeof(mod_rec)), 0);
         ASSERT_EQ(seen[2].ev.type, MS_EVENT_MODULE_LOAD);
         ASSERT_STREQ(seen[2].name, "ext4");
 
@@ -207,14 +382,15 @@ static void test_other_records(void) {
         ASSERT_EQ(ring_record(s, &comm_rec, sizeof(MsBpfHead)), 0);
         ASSERT_EQ(ring_record(s, buf, 4), 0);
         free_record(buf, sizeof(buf), 0x1000, 0, 0);
-        ASSERT_EQ(ring_record(s, buf, sizeof(MsBpfFree) - 8), 0);        /* a free cut short */
+        next_seq--;                                                     /* never delivered */
+        ASSERT_EQ(ring_record(s, buf, sizeof(MsBpfBatch) + 8), 0);      /* a batch cut short */
         ASSERT_EQ(n_seen, 3u);
         ASSERT_EQ(s->bad_records, 4u);
 
         /* The budget: the record that spends it still counts, then the drain stops. */
         s->budget = 2;
-        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
-        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), EBPF_BUDGET_SPENT);
+        ASSERT_EQ(feed(s, &fork_rec, sizeof(fork_rec)), 0);
+        ASSERT_EQ(feed(s, &fork_rec, sizeof(fork_rec)), EBPF_BUDGET_SPENT);
         ASSERT_EQ(n_seen, 5u);
 }
 
@@ -229,10 +405,10 @@ static void test_exec_by_thread(void) {
         memcpy(exec_rec.comm, "sh", 3);
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 401, 0x1000, 0, true, 3, 0, 0);
         ((MsBpfPage *) buf)->head.pid = 400;
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_NOT_NULL(held_find(s, 401));
 
-        ASSERT_EQ(ring_record(s, &exec_rec, sizeof(exec_rec)), 0);
+        ASSERT_EQ(feed(s, &exec_rec, sizeof(exec_rec)), 0);
         ASSERT_EQ(n_seen, 3u);
         ASSERT_EQ(seen[1].ev.type, MS_EVENT_TASK_EXIT);
         ASSERT_EQ(seen[1].ev.pid, 400);
@@ -243,16 +419,16 @@ static void test_exec_by_thread(void) {
         ASSERT_NULL(held_find(s, 401));
 
         exec_rec.head.aux = 400;
-        ASSERT_EQ(ring_record(s, &exec_rec, sizeof(exec_rec)), 0);
+        ASSERT_EQ(feed(s, &exec_rec, sizeof(exec_rec)), 0);
         exec_rec.head.aux = 0;
-        ASSERT_EQ(ring_record(s, &exec_rec, sizeof(exec_rec)), 0);
+        ASSERT_EQ(feed(s, &exec_rec, sizeof(exec_rec)), 0);
         ASSERT_EQ(n_seen, 5u);
         ASSERT_EQ(seen[3].ev.type, MS_EVENT_TASK_COMM);
         ASSERT_EQ(seen[4].ev.type, MS_EVENT_TASK_COMM);
 }
 
-/* Page records without a time (all but every 64th per CPU) get the latest time before them in ring order;
- * a record stamped earlier than one before it does not take the stream's time back. */
+/* Records without a time (slab records but every 64th per CPU) and batch entries (their batch's time) get the
+ * latest time before them; a record stamped earlier than one before it does not take the stream's time back. */
 static void test_record_time(void) {
         _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
         MsBpfHead fork_rec = { .timestamp_nsec = 5000, .pid = 300, .tid = 301, .type = MS_BPF_TASK_FORK };
@@ -262,14 +438,14 @@ static void test_record_time(void) {
 
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 1, 0x1000, 0, false, 0, 0, 0);
         p->head.timestamp_nsec = 0;
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[0].ev.timestamp_nsec, 0u);       /* nothing seen yet */
 
-        ASSERT_EQ(ring_record(s, &fork_rec, sizeof(fork_rec)), 0);
+        ASSERT_EQ(feed(s, &fork_rec, sizeof(fork_rec)), 0);
         ASSERT_EQ(seen[1].ev.timestamp_nsec, 5000u);
 
         size = free_record(buf, sizeof(buf), 64 * 9, 1, 0);
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[2].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(seen[2].ev.timestamp_nsec, 5000u);
         ASSERT_EQ(seen[2].ev.page.pfn, 9u);
@@ -277,11 +453,11 @@ static void test_record_time(void) {
 
         size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, 1, 0x1000, 0, false, 0, 0, 0);
         p->head.timestamp_nsec = 4000;                  /* stamped, then reserved after the fork */
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[3].ev.timestamp_nsec, 5000u);
 
         p->head.timestamp_nsec = 7000;
-        ASSERT_EQ(ring_record(s, buf, size), 0);
+        ASSERT_EQ(feed(s, buf, size), 0);
         ASSERT_EQ(seen[4].ev.timestamp_nsec, 7000u);
         ASSERT_EQ(n_seen, 5u);
 }
@@ -295,7 +471,7 @@ static void test_held_table(void) {
                 size_t size = page_record(buf, sizeof(buf), MS_BPF_PAGE_ALLOC, tid, 64 * tid, 0, true, 1, 0, 0);
 
                 ((MsBpfPage *) buf)->frames[0] = tid;
-                ASSERT_EQ(ring_record(s, buf, size), 0);
+                ASSERT_EQ(feed(s, buf, size), 0);
                 test_sink_reset();
         }
         ASSERT_EQ(s->n_held, 5000u);
@@ -325,7 +501,7 @@ static void test_objects(void) {
         uint64_t page[64];
 
         /* A page stack of thread 7 held first: objects must not take it. */
-        ASSERT_OK(ring_record(s, page, page_record(page, sizeof(page), MS_BPF_PAGE_ALLOC, 7, 0x1000, 0, true, 3, 0,
+        ASSERT_OK(feed(s, page, page_record(page, sizeof(page), MS_BPF_PAGE_ALLOC, 7, 0x1000, 0, true, 3, 0,
                                                     DEPTH)));
         for (unsigned i = 0; i < 3; i++) {
                 bool sampled = i == 1;
@@ -345,9 +521,9 @@ static void test_objects(void) {
                         memset(o->cache, 'c', MS_BPF_CACHE_NAME_MAX);   /* no NUL: cut, not overrun */
                 o->frames[0] = 0xffffffff81000a00;
                 o->frames[1] = 0xffffffff81000a01;
-                ASSERT_OK(ring_record(s, buf, sizeof(*o) + (sampled ? 2 * sizeof(uint64_t) : 0)));
+                ASSERT_OK(feed(s, buf, sizeof(*o) + (sampled ? 2 * sizeof(uint64_t) : 0)));
         }
-        ASSERT_OK(ring_record(s, &f, sizeof(f)));
+        ASSERT_OK(feed(s, &f, sizeof(f)));
 
         ASSERT_EQ(n_seen, 5u);
         ASSERT_EQ(seen[1].ev.type, MS_EVENT_OBJECT_ALLOC);
@@ -377,7 +553,7 @@ static void test_objects(void) {
         memset(buf, 0, sizeof(buf));
         *o = (MsBpfObject) { .head = { .type = MS_BPF_OBJECT_ALLOC, .tid = 8 }, .ptr = 0x100, .flags = MS_BPF_STACK,
                              .n_kernel = 4 };
-        ASSERT_OK(ring_record(s, buf, sizeof(*o) + sizeof(uint64_t)));
+        ASSERT_OK(feed(s, buf, sizeof(*o) + sizeof(uint64_t)));
         ASSERT_EQ(s->bad_records, 1u);
         ASSERT_EQ(n_seen, 5u);
         ebpf_source_free(s);
@@ -451,7 +627,8 @@ static void test_slab_layouts(void) {
 }
 
 int main(void) {
-        test_thresholds();
+        test_sampling();
+        test_batch_order();
         test_sample_and_hold();
         test_user_frames();
         test_other_records();
@@ -460,6 +637,7 @@ int main(void) {
         test_held_table();
         test_objects();
         test_slab_layouts();
+        test_gap_distribution();
         printf("test-ebpf: all passed\n");
         /* Last: needs root, BTF and the kernel's slab tracepoints, else skips. */
         return slab_live_test(&ebpf_source_type);

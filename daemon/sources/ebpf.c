@@ -57,6 +57,7 @@
 #include "memstrack.skel.h"
 #include "probe.h"
 #include "proc-seed.h"
+#include "seqorder.h"
 #include "source.h"
 
 /* Records handled per dispatch before other event sources get their turn. */
@@ -65,12 +66,19 @@
 #define EBPF_DEPTH_MAX (MS_BPF_FRAMES_MAX - 1u)
 /* Returned by the ring callback to stop a drain that used its budget. */
 #define EBPF_BUDGET_SPENT (-EAGAIN)
+/* How long events may wait in a CPU's batch before the daemon asks for them (see order_timer_handler()). */
+#define EBPF_ORDER_WAIT_USEC 10000u
+/* Times the daemon asks every CPU for its batch before a query is answered, if some CPU was busy. */
+#define EBPF_FLUSH_TRIES 4
+/* Bytes of runs waiting for a number before the daemon gives up on it without waiting for the timer. */
+#define EBPF_ORDER_WAITING_MAX (64u << 20)
 
 /* Loss reasons, in the order Status lists them. */
 enum {
         EBPF_LOSS_RING_FULL,
         EBPF_LOSS_RECURSION,
         EBPF_LOSS_STACK,
+        EBPF_LOSS_SEQUENCE,             /* numbered events that never came (see order_timer_handler()) */
         EBPF_LOSS_SLAB_RECURSION,       /* slab events nested in a slab program (no twins catch those);
                                          * last: listed with --slab only */
         _EBPF_LOSS_MAX,
@@ -98,6 +106,12 @@ typedef struct EbpfSource {
         sd_event *event;                /* a reference once started */
         sd_event_source *io_source;     /* owned: the ring's wakeups */
         sd_event_source *defer_source;  /* owned: continues a drain that ran out of budget */
+        sd_event_source *order_timer;   /* owned: asks the CPUs for events that wait in their batches */
+        SeqOrder *order;                /* owned: puts the CPUs' batches in event order */
+        uint64_t order_noted;           /* event_seq when order_timer was armed */
+        unsigned order_stuck;           /* timer rounds in a row that found numbers missing */
+        uint64_t order_lost;            /* numbers skipped that no other count has */
+        uint64_t flushes;               /* batch_flush runs asked for */
         MsEventSink sink;
         pid_t self;
 
@@ -110,7 +124,8 @@ typedef struct EbpfSource {
         uint64_t *frames;               /* owned, 2 * EBPF_DEPTH_MAX entries */
         char *cmdline;                  /* owned, PROC_CMDLINE_MAX bytes */
         uint64_t not_sampled_frame;
-        uint64_t budget;                /* records left in this dispatch */
+        uint64_t budget;                /* events left in this dispatch */
+        const MsBpfBatch *batch;        /* the batch being delivered, borrowed */
 
         /* Losses as last read from the kernel, to emit the differences. */
         int n_possible_cpus;
@@ -258,8 +273,9 @@ static void emit(EbpfSource *s) {
         s->sink.event(s->sink.userdata, &s->ev);
 }
 
-/* Most page records carry no time (page_time() in bpf/memstrack.bpf.c): they get the latest time seen before
- * them in ring order, so times never go back along the stream the core sees. */
+/* Slab records mostly carry no time (slab_time() in bpf/memstrack.bpf.c) and a batch's entries only their
+ * batch's: each gets the latest time seen before it, so times never go back along the stream the core
+ * sees. */
 static void event_reset(EbpfSource *s, MsEventType type, const MsBpfHead *h) {
         s->last_nsec = MAX(s->last_nsec, h->timestamp_nsec);
         s->ev = (MsEvent) {
@@ -283,18 +299,6 @@ static void event_reset(EbpfSource *s, MsEventType type, const MsBpfHead *h) {
  */
 static uint64_t page_key(const EbpfSource *s, uint64_t address) {
         return (address / s->struct_page_size) & ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1);
-}
-
-/* A free carries no task, cpu or cgroup: the page goes back to its owner's account whoever frees it. */
-static void handle_free(EbpfSource *s, const MsBpfFree *f) {
-        s->last_nsec = MAX(s->last_nsec, f->timestamp_nsec);
-        s->ev = (MsEvent) {
-                .type = MS_EVENT_PAGE_FREE,
-                .timestamp_nsec = s->last_nsec,
-        };
-        s->ev.page.pfn = page_key(s, f->pfn);
-        s->ev.page.order = f->order;
-        emit(s);
 }
 
 /*
@@ -333,6 +337,14 @@ static int record_stack(EbpfSource *s, int32_t key, uint8_t flags, uint8_t n_ker
         return 0;
 }
 
+/* An allocation's stack when its record has none: counted by which one it got. */
+static void count_unsampled(EbpfSource *s, unsigned order, bool held) {
+        if (held)
+                s->held_pages += UINT64_C(1) << order;
+        else
+                s->unsampled_pages += UINT64_C(1) << order;
+}
+
 static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
         bool held;
 
@@ -350,11 +362,57 @@ static void handle_page(EbpfSource *s, const MsBpfPage *p, size_t size) {
                 s->bad_records++;
                 return;
         }
-        if (!(p->flags & MS_BPF_STACK)) {
-                if (held)
-                        s->held_pages += UINT64_C(1) << p->order;
-                else
-                        s->unsampled_pages += UINT64_C(1) << p->order;
+        if (!(p->flags & MS_BPF_STACK))
+                count_unsampled(s, p->order, held);
+        emit(s);
+}
+
+/* Words of a batch entry by its kind, 0 for none. */
+static size_t entry_words(uint64_t head) {
+        switch (head & MS_BPF_ENTRY_KIND_MASK) {
+        case MS_BPF_ENTRY_FREE:
+                return MS_BPF_ENTRY_FREE_WORDS;
+        case MS_BPF_ENTRY_ALLOC:
+                return MS_BPF_ENTRY_ALLOC_WORDS;
+        default:
+                return 0;
+        }
+}
+
+/*
+ * A batch's entry: a free (no task, cpu or cgroup: the page goes back to its owner's account whoever frees
+ * it) or an unsampled allocation (its thread's held stack, as handle_page() gives one).
+ */
+static void handle_batch_entry(EbpfSource *s, const MsBpfBatch *b, const uint64_t *w) {
+        unsigned order = (unsigned) ((w[0] >> MS_BPF_ENTRY_ORDER_SHIFT) & MS_BPF_ENTRY_ORDER_MASK);
+        bool held;
+
+        s->last_nsec = MAX(s->last_nsec, b->timestamp_nsec);
+        if ((w[0] & MS_BPF_ENTRY_KIND_MASK) == MS_BPF_ENTRY_FREE) {
+                s->ev = (MsEvent) {
+                        .type = MS_EVENT_PAGE_FREE,
+                        .timestamp_nsec = s->last_nsec,
+                };
+                s->ev.page.pfn = page_key(s, w[1]);
+                s->ev.page.order = order;
+                emit(s);
+                return;
+        }
+        s->ev = (MsEvent) {
+                .type = MS_EVENT_PAGE_ALLOC,
+                .cpu = b->cpu,
+                .pid = (int32_t) (w[2] >> 32),
+                .tid = (int32_t) (uint32_t) w[2],
+                .timestamp_nsec = s->last_nsec,
+                .cgroup_id = w[3],
+        };
+        s->ev.page.pfn = page_key(s, w[1]);
+        s->ev.page.order = order;
+        s->ev.page.gfp_flags = w[4] >> 32;
+        s->ev.page.migrate_type = (int32_t) (uint32_t) w[4];
+        if (s->depth > 0) {
+                (void) record_stack(s, held_key(s->ev.tid, false), 0, 0, 0, NULL, 0, &s->ev.page.stack, &held);
+                count_unsampled(s, order, held);
         }
         emit(s);
 }
@@ -443,38 +501,20 @@ static void handle_module(EbpfSource *s, const MsBpfModule *m) {
         emit(s);
 }
 
-/* One ring record; the ring hands them out in the order the kernel reserved them. */
-static int ring_record(void *userdata, void *data, size_t size) {
-        EbpfSource *s = userdata;
+/* A record other than a batch, in event order. */
+static void deliver_record(EbpfSource *s, const void *data, size_t size) {
         const MsBpfHead *h = data;
 
-        /* Frees are shorter than the head every other record starts with: the type first. */
-        if (size >= sizeof(MsBpfFree) && h->type == MS_BPF_PAGE_FREE) {
-                handle_free(s, data);
-                goto next;
-        }
-        if (size >= sizeof(MsBpfObjectFree) && h->type == MS_BPF_OBJECT_FREE) {
-                handle_object_free(s, data);
-                goto next;
-        }
-        if (size < sizeof(*h)) {
-                s->bad_records++;
-                goto next;
-        }
+        /* ring_record() checked the size for the type. */
         switch (h->type) {
         case MS_BPF_PAGE_ALLOC:
-                if (size < sizeof(MsBpfPage)) {
-                        s->bad_records++;
-                        break;
-                }
                 handle_page(s, data, size);
                 break;
         case MS_BPF_OBJECT_ALLOC:
-                if (size < sizeof(MsBpfObject)) {
-                        s->bad_records++;
-                        break;
-                }
                 handle_object(s, data, size);
+                break;
+        case MS_BPF_OBJECT_FREE:
+                handle_object_free(s, data);
                 break;
         case MS_BPF_TASK_FORK:
                 event_reset(s, MS_EVENT_TASK_FORK, h);
@@ -483,10 +523,6 @@ static int ring_record(void *userdata, void *data, size_t size) {
                 break;
         case MS_BPF_TASK_COMM:
         case MS_BPF_TASK_EXEC:
-                if (size < sizeof(MsBpfTask)) {
-                        s->bad_records++;
-                        break;
-                }
                 handle_task(s, data);
                 break;
         case MS_BPF_TASK_EXIT:
@@ -496,17 +532,106 @@ static int ring_record(void *userdata, void *data, size_t size) {
                 break;
         case MS_BPF_MODULE_LOAD:
         case MS_BPF_MODULE_FREE:
-                if (size < sizeof(MsBpfModule)) {
-                        s->bad_records++;
-                        break;
-                }
                 handle_module(s, data);
                 break;
         default:
                 s->bad_records++;
         }
-next:
-        if (--s->budget == 0)
+}
+
+/* SeqOrderOps: a batch's entries, or a whole record (its number in its head). */
+static bool order_entry(void *userdata, const uint8_t *run, size_t size, size_t offset, uint64_t *ret_seq,
+                size_t *ret_length) {
+        const MsBpfHead *h = (const MsBpfHead *) run;
+        uint64_t head;
+        size_t words;
+
+        if (h->type != MS_BPF_PAGE_BATCH) {
+                *ret_seq = h->seq;
+                *ret_length = size - offset;
+                return true;
+        }
+        if (size - offset < sizeof(uint64_t))
+                return false;
+        memcpy(&head, run + offset, sizeof(head));
+        words = entry_words(head);
+        if (words == 0 || size - offset < words * sizeof(uint64_t))
+                return false;
+        *ret_seq = head >> MS_BPF_ENTRY_SEQ_SHIFT;
+        *ret_length = words * sizeof(uint64_t);
+        return true;
+}
+
+static void order_deliver(void *userdata, const uint8_t *run, size_t size, size_t offset, size_t length) {
+        EbpfSource *s = userdata;
+        const MsBpfHead *h = (const MsBpfHead *) run;
+
+        if (h->type == MS_BPF_PAGE_BATCH)
+                handle_batch_entry(s, (const MsBpfBatch *) run, (const uint64_t *) (const void *) (run + offset));
+        else
+                deliver_record(s, run, size);
+        if (s->budget > 0)
+                s->budget--;
+}
+
+static const SeqOrderOps order_ops = {
+        .entry = order_entry,
+        .deliver = order_deliver,
+};
+
+/* The size a record must have at least, by type; 0 for an unknown type. */
+static size_t record_min_size(uint16_t type) {
+        switch (type) {
+        case MS_BPF_PAGE_ALLOC:
+                return sizeof(MsBpfPage);
+        case MS_BPF_PAGE_BATCH:
+                return sizeof(MsBpfBatch);
+        case MS_BPF_OBJECT_ALLOC:
+                return sizeof(MsBpfObject);
+        case MS_BPF_OBJECT_FREE:
+                return sizeof(MsBpfObjectFree);
+        case MS_BPF_TASK_COMM:
+        case MS_BPF_TASK_EXEC:
+                return sizeof(MsBpfTask);
+        case MS_BPF_MODULE_LOAD:
+        case MS_BPF_MODULE_FREE:
+                return sizeof(MsBpfModule);
+        case MS_BPF_TASK_FORK:
+        case MS_BPF_TASK_EXIT:
+                return sizeof(MsBpfHead);
+        default:
+                return 0;
+        }
+}
+
+/* One ring record: into event order, which delivers what is next. */
+static int ring_record(void *userdata, void *data, size_t size) {
+        EbpfSource *s = userdata;
+        const MsBpfBatch *b = data;
+        size_t min;
+        int r;
+
+        if (size < sizeof(uint16_t)) {
+                s->bad_records++;
+                return 0;
+        }
+        min = record_min_size(b->type);
+        if (min == 0 || size < min) {
+                s->bad_records++;
+                return 0;
+        }
+        if (b->type == MS_BPF_PAGE_BATCH) {
+                if (b->n_words > (size - sizeof(*b)) / sizeof(uint64_t)) {
+                        s->bad_records++;
+                        return 0;
+                }
+                size = sizeof(*b) + b->n_words * sizeof(uint64_t);
+                r = seq_order_add(s->order, data, size, sizeof(*b));
+        } else
+                r = seq_order_add(s->order, data, size, 0);
+        if (r < 0)
+                log_debug_errno(r, "Out of memory for events out of order, dropping a record: %m");
+        if (s->budget == 0)
                 return EBPF_BUDGET_SPENT;
         return 0;
 }
@@ -533,7 +658,8 @@ static bool program_is_slab(const EbpfSource *s, const struct bpf_program *prog)
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
         struct bpf_program *prog;
-        uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0;
+        uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0, numbered_lost = 0;
+        SeqOrderStats order;
         uint32_t zero = 0;
 
         now = calloc(s->n_possible_cpus, sizeof(*now));
@@ -549,9 +675,20 @@ static void poll_losses(EbpfSource *s) {
                         }
                         stack_failed += now[c].stack_failed;
                         nested += now[c].nested;
+                        numbered_lost += now[c].numbered_lost;
                         s->cpu_stats[c] = now[c];
                 }
                 s->losses[EBPF_LOSS_STACK].count = stack_failed;
+        }
+
+        /* Numbers given up on and not come since, but for records the ring refused (counted as ringFull). */
+        seq_order_get_stats(s->order, &order);
+        uint64_t gaps = order.skipped - MIN(order.skipped, order.late + numbered_lost);
+        if (gaps > s->order_lost) {
+                s->losses[EBPF_LOSS_SEQUENCE].count += gaps - s->order_lost;
+                s->lost_per_cpu[0] += gaps - s->order_lost;
+                emit_lost(s, 0, gaps - s->order_lost);
+                s->order_lost = gaps;
         }
 
         /* The nested programs' own misses are events their twin recorded; the twins' misses minus what
@@ -591,17 +728,115 @@ static void poll_losses(EbpfSource *s) {
 static bool source_drain(EbpfSource *s, uint64_t budget) {
         int r;
 
+        SeqOrderStats order;
+        uint64_t first;
+
         s->budget = budget;
         r = ring_buffer__consume(s->ring);
         if (r < 0 && r != EBPF_BUDGET_SPENT)
                 log_debug_errno(r, "Failed to read the eBPF ring buffer, retrying at the next wakeup: %m");
+        /* Memory is the limit on waiting, before the timer's: give up on the first missing number. */
+        seq_order_get_stats(s->order, &order);
+        if (order.waiting_bytes > EBPF_ORDER_WAITING_MAX && seq_order_first_waiting(s->order, &first))
+                (void) seq_order_skip(s->order, first);
         poll_losses(s);
         return r == EBPF_BUDGET_SPENT;
+}
+
+/* The number the next event will take: those below it and above the order's next have not come yet. */
+static uint64_t events_numbered(const EbpfSource *s) {
+        return __atomic_load_n(&s->skel->bss->event_seq, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Asks the CPUs whose batch holds a number below upto to send it (batch_flush, run there by the kernel
+ * through an interrupt). Returns how many were busy (a page program was writing their batch: ask again),
+ * or a negative errno. An offline CPU cannot be asked: what its batch held is skipped in time.
+ */
+static int flush_cpus(EbpfSource *s, uint64_t upto) {
+        _cleanup_free_ MsBpfBatchState *state = NULL;
+        size_t stride = (bpf_map__value_size(s->skel->maps.batch_state) + 7) & ~(size_t) 7;
+        int fd = bpf_program__fd(s->skel->progs.batch_flush), busy = 0;
+        uint32_t zero = 0;
+
+        state = calloc(s->n_possible_cpus, stride);
+        if (!state)
+                return -ENOMEM;
+        if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.batch_state), &zero, state) < 0)
+                return negative_errno();
+        for (int c = 0; c < s->n_possible_cpus; c++) {
+                const MsBpfBatchState *st = (const MsBpfBatchState *) ((const uint8_t *) state + c * stride);
+                LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = (uint32_t) c);
+
+                /* A torn read only asks a CPU for nothing, or asks it next round. */
+                if (st->used == 0 || st->first_seq >= upto)
+                        continue;
+                s->flushes++;
+                if (bpf_prog_test_run_opts(fd, &opts) < 0)
+                        continue;
+                if (opts.retval == MS_BPF_FLUSH_BUSY)
+                        busy++;
+        }
+        return busy;
+}
+
+/*
+ * Events wait in a CPU's batch until it fills, so a CPU that goes quiet holds back every later number. The
+ * timer asks the CPUs holding numbers that were taken EBPF_ORDER_WAIT_USEC ago and still have not come;
+ * when two rounds in a row find them missing though no CPU was busy, they are lost (their record was, or
+ * their CPU went offline) and are given up on, so nothing waits for good.
+ */
+static void order_timer_arm(EbpfSource *s) {
+        int enabled = SD_EVENT_OFF;
+        uint64_t now;
+
+        if (!s->order_timer || events_numbered(s) <= seq_order_next(s->order))
+                return;
+        if (sd_event_source_get_enabled(s->order_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return;
+        s->order_noted = events_numbered(s);
+        if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) < 0 ||
+            sd_event_source_set_time(s->order_timer, now + EBPF_ORDER_WAIT_USEC) < 0 ||
+            sd_event_source_set_enabled(s->order_timer, SD_EVENT_ONESHOT) < 0)
+                log_debug("Failed to arm the eBPF order timer: events may wait until the next batch.");
 }
 
 static void source_drain_some(EbpfSource *s) {
         if (source_drain(s, EBPF_DRAIN_BUDGET))
                 source_drain_later(s->defer_source);
+        else
+                order_timer_arm(s);
+}
+
+static int order_timer_handler(sd_event_source *es, uint64_t usec, void *userdata) {
+        EbpfSource *s = userdata;
+        int busy;
+
+        if (seq_order_next(s->order) < s->order_noted) {
+                busy = flush_cpus(s, s->order_noted);
+                (void) source_drain(s, UINT64_MAX);
+                if (seq_order_next(s->order) >= s->order_noted || busy != 0)
+                        s->order_stuck = 0;
+                else if (++s->order_stuck >= 2) {
+                        uint64_t n = seq_order_skip(s->order, s->order_noted);
+
+                        log_debug("eBPF source: %" PRIu64 " events never came, given up on.", n);
+                        s->order_stuck = 0;
+                        poll_losses(s);
+                }
+        } else
+                s->order_stuck = 0;
+        if (s->order_stuck > 0) {
+                /* Same numbers again: keep order_noted. */
+                uint64_t now;
+
+                if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) >= 0 &&
+                    sd_event_source_set_time(s->order_timer, now + EBPF_ORDER_WAIT_USEC) >= 0)
+                        (void) sd_event_source_set_enabled(s->order_timer, SD_EVENT_ONESHOT);
+                return 0;
+        }
+        order_timer_arm(s);
+        return 0;
 }
 
 static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
@@ -622,10 +857,12 @@ static EbpfSource *ebpf_source_free(EbpfSource *s) {
                 return NULL;
         log_debug("eBPF source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
                   " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " objects on held stacks, %"
-                  PRIu64 " before a first sample, %" PRIu64 " nested events caught, %" PRIu64 " bad records.",
+                  PRIu64 " before a first sample, %" PRIu64 " nested events caught, %" PRIu64 " bad records, %" PRIu64 " batches asked for.",
                   s->records, s->lost_records, s->wakeups, s->held_pages, s->unsampled_pages, s->held_objects,
-                  s->unsampled_objects, s->nested_records, s->bad_records);
+                  s->unsampled_objects, s->nested_records, s->bad_records, s->flushes);
         s->defer_source = sd_event_source_disable_unref(s->defer_source);
+        s->order_timer = sd_event_source_disable_unref(s->order_timer);
+        s->order = seq_order_free(s->order);
         s->io_source = sd_event_source_disable_unref(s->io_source);
         ring_buffer__free(s->ring);
         memstrack_bpf__destroy(s->skel);
@@ -668,6 +905,11 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         r = source_add_drain_later(event, &s->defer_source, source_defer_handler, s, "ebpf-drain");
         if (r < 0)
                 return log_error_errno(r, "Failed to add the eBPF drain source: %m");
+        r = sd_event_add_time(event, &s->order_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, order_timer_handler, s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the eBPF order timer: %m");
+        (void) sd_event_source_set_enabled(s->order_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->order_timer, "ebpf-order");
 
         s->event = sd_event_ref(event);
         s->sink = *sink;
@@ -701,12 +943,22 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         return 0;
 }
 
+/* Everything numbered before the call, delivered (but for a CPU busy every time it was asked). */
 static int ebpf_source_flush(EventSource *es) {
         EbpfSource *s = ebpf_source_from(es);
+        uint64_t upto;
+        int r = 0;
 
         assert(s);
-        (void) source_drain(s, UINT64_MAX);
-        return 0;
+        upto = events_numbered(s);
+        for (unsigned i = 0; i < EBPF_FLUSH_TRIES; i++) {
+                r = flush_cpus(s, upto);
+                (void) source_drain(s, UINT64_MAX);
+                if (r <= 0 || seq_order_next(s->order) >= upto)
+                        break;
+        }
+        order_timer_arm(s);
+        return MIN(r, 0);
 }
 
 static void ebpf_source_get_stats(EventSource *es, EventSourceStats *ret) {
@@ -736,21 +988,17 @@ static const EventSourceOps ebpf_source_ops = {
 };
 
 /*
- * The sampling thresholds: each page is sampled with probability p = 1/interval, so a block of 2^order
- * pages is sampled with probability 1 - (1 - p)^(2^order), as a threshold on a uniform 32-bit draw.
- * Interval 1 samples every allocation without drawing (a threshold above UINT32_MAX).
+ * The sampling parameters of the BPF program (sample_this() there): every allocation for interval 1, else
+ * geometric gaps with p = 1/interval drawn as floor(-log2(u) * scale) + 1, scale = 1 / -log2(1 - p) in
+ * 1/2^MS_BPF_LOG2_SHIFT units, and log2 of the bits after a draw's top one from a table.
  */
-static void sample_thresholds(unsigned interval, __u64 *ret) {
-        for (unsigned order = 0; order < MS_BPF_ORDERS; order++) {
-                double q;
-
-                if (interval <= 1) {
-                        ret[order] = UINT64_C(1) << 32 | 1;
-                        continue;
-                }
-                q = 1.0 - pow(1.0 - 1.0 / interval, (double) (UINT64_C(1) << order));
-                ret[order] = q >= 1.0 ? UINT64_C(1) << 32 | 1 : (uint64_t) llround(q * 4294967296.0);
-        }
+static void sample_setup(unsigned interval, __u32 *ret_every, __u64 *ret_scale, __u32 *ret_log2_fraction) {
+        *ret_every = interval <= 1;
+        *ret_scale = interval <= 1 ? 0 :
+                (__u64) llround(ldexp(1.0 / -log2(1.0 - 1.0 / interval), MS_BPF_LOG2_SHIFT));
+        for (unsigned i = 0; i < MS_BPF_LOG2_STEPS; i++)
+                ret_log2_fraction[i] = (__u32) llround(ldexp(log2(1.0 + (i + 0.5) / MS_BPF_LOG2_STEPS),
+                                                             MS_BPF_LOG2_SHIFT));
 }
 
 /* sizeof(struct page) of the kernel whose BTF is at path. */
@@ -933,6 +1181,7 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->losses[EBPF_LOSS_RING_FULL].reason = "ringFull";
         s->losses[EBPF_LOSS_RECURSION].reason = "recursionMiss";
         s->losses[EBPF_LOSS_STACK].reason = "stackFailed";
+        s->losses[EBPF_LOSS_SEQUENCE].reason = "sequenceGap";
         s->losses[EBPF_LOSS_SLAB_RECURSION].reason = "slabRecursionMiss";
 
         /* As much memory as the perf source's per-CPU rings together, in one ring of a power of two. */
@@ -953,7 +1202,8 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->lost_per_cpu = calloc(s->n_possible_cpus, sizeof(*s->lost_per_cpu));
         s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
         s->cmdline = malloc(PROC_CMDLINE_MAX);
-        if (!s->cpu_stats || !s->lost_per_cpu || !s->frames || !s->cmdline)
+        s->order = seq_order_new(&order_ops, s);
+        if (!s->cpu_stats || !s->lost_per_cpu || !s->frames || !s->cmdline || !s->order)
                 return log_oom();
 
         r = struct_page_size(options->btf ?: SOURCE_BTF_DEFAULT, &s->struct_page_size);
@@ -983,12 +1233,13 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->skel->rodata->user_depth_bytes = options->user_stacks ? s->depth * 8 : 0;
         s->skel->rodata->user_at = s->user_at;
         s->skel->rodata->wakeup_bytes = s->wakeup_bytes;
-        /* Every 64th page record per CPU checks the watermark, if 64 of the largest records per CPU fit
+        /* Every 64th slab record per CPU checks the watermark, if 64 of the largest records per CPU fit
          * twice above it; else every record does (tiny rings, tests). */
         if (s->ring_bytes - s->wakeup_bytes >=
             2 * 64 * (sizeof(MsBpfPage) + 2 * MS_BPF_FRAMES_MAX * 8 + 8) * (size_t) s->n_possible_cpus)
                 s->skel->rodata->wakeup_check_mask = 63;
-        sample_thresholds(options->stack_sample_interval, s->skel->rodata->sample_threshold);
+        sample_setup(options->stack_sample_interval, &s->skel->rodata->sample_every,
+                     &s->skel->rodata->sample_gap_scale, s->skel->rodata->log2_fraction);
         r = bpf_map__set_max_entries(s->skel->maps.events, (uint32_t) MIN(s->ring_bytes, (size_t) 1 << 30));
         if (r < 0)
                 return log_error_errno(r, "Failed to size the eBPF ring buffer to %zu bytes: %m", s->ring_bytes);
@@ -999,6 +1250,11 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
                 (void) bpf_program__set_autoload(s->skel->progs.module_load, false);
                 (void) bpf_program__set_autoload(s->skel->progs.module_free, false);
         }
+
+        (void) bpf_program__set_autoload(s->skel->progs.sample_gap_draw, false);    /* for the tests */
+        /* Without cgroups, no ids to keep fresh (task_cgroup_id() gives 0). */
+        if (libbpf_find_vmlinux_btf_id("cgroup_mkdir", BPF_TRACE_RAW_TP) < 0)
+                (void) bpf_program__set_autoload(s->skel->progs.cgroup_made, false);
 
         r = slab_programs_setup(s, options->btf ?: SOURCE_BTF_DEFAULT, options->slab);
         if (r < 0)

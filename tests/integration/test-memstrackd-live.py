@@ -488,7 +488,7 @@ def test_auto_picks_ebpf():
     if status["backend"] != "ebpf" or status["backendReason"] != "auto":
         fail(f"auto picked {status['backend']} ({status['backendReason']!r}), expected ebpf")
     reasons = {r["reason"] for r in status["lostByReason"]}
-    if reasons != {"ringFull", "recursionMiss", "stackFailed"}:
+    if reasons != {"ringFull", "recursionMiss", "stackFailed", "sequenceGap"}:
         fail(f"lostByReason lists {sorted(reasons)}")
     d.stop()
     d = Daemon("--source", "perf")

@@ -6,9 +6,13 @@
  * between the two halves of the eBPF source, so fixed-size kernel types (__u64) and explicit padding.
  * Both halves are built from the same tree, so there is no versioning.
  *
- * Every record but MsBpfFree starts with MsBpfHead; its type says which body follows. Every record starts
- * with the type (a __u16). Records are 8-byte aligned (the ring's own header is 8 bytes and every
- * record's size is a multiple of 8).
+ * Page events come in batches (MsBpfBatch): each CPU collects its page events in a buffer of its own and
+ * sends the buffer when it is nearly full or when the daemon asks (the batch_flush program), so the ring
+ * sees one record per few hundred events. Batches of different CPUs are not in event order; every event
+ * carries a sequence number from one counter for all CPUs, which the daemon orders them by (seqorder.c).
+ * Every other record starts with MsBpfHead (or, for slab frees, MsBpfObjectFree), which carries its
+ * sequence number; its type says which body follows. Every record starts with the type (a __u16).
+ * Records are 8-byte aligned (the ring's own header is 8 bytes and every record's size is a multiple of 8).
  */
 
 #ifndef __VMLINUX_H__
@@ -16,8 +20,8 @@
 #endif
 
 enum {
-        MS_BPF_PAGE_ALLOC = 1,  /* MsBpfPage, frames when flags has MS_BPF_STACK */
-        MS_BPF_PAGE_FREE,       /* MsBpfFree */
+        MS_BPF_PAGE_ALLOC = 1,  /* MsBpfPage: a sampled allocation, frames when flags has MS_BPF_STACK */
+        MS_BPF_PAGE_BATCH,      /* MsBpfBatch: unsampled page allocations and page frees */
         MS_BPF_TASK_FORK,       /* MsBpfHead: pid/tid the child, aux the parent's tgid */
         MS_BPF_TASK_COMM,       /* MsBpfTask: the task renamed itself (prctl) */
         MS_BPF_TASK_EXEC,       /* MsBpfTask: the task exec'd; aux the thread id before the exec, 0 unknown */
@@ -60,10 +64,43 @@ enum {
 
 /* Frames one bpf_get_stack() call may return: the kernel's default kernel.perf_event_max_stack is 127. */
 #define MS_BPF_FRAMES_MAX 128
-/* Orders with their own sampling threshold; larger blocks use the last. */
-#define MS_BPF_ORDERS 16
-/* Page records take the time every (MS_BPF_TIME_MASK + 1)th record per CPU. */
+/* Slab records take the time every (MS_BPF_TIME_MASK + 1)th record per CPU. */
 #define MS_BPF_TIME_MASK 63
+
+/*
+ * A batch's entries, each a run of 64-bit words whose first (the entry's head) is
+ * seq << MS_BPF_ENTRY_SEQ_SHIFT | order << 2 | kind:
+ * - MS_BPF_ENTRY_FREE: head, the struct page's address;
+ * - MS_BPF_ENTRY_ALLOC: head, the struct page's address, tgid << 32 | tid, cgroup id,
+ *   gfp flags << 32 | migrate type (as a __u32).
+ * The sequence number has 56 bits: 2000 years of events at a million a second.
+ */
+enum {
+        MS_BPF_ENTRY_FREE = 1,
+        MS_BPF_ENTRY_ALLOC = 2,
+};
+#define MS_BPF_ENTRY_KIND_MASK 3
+#define MS_BPF_ENTRY_ORDER_SHIFT 2
+#define MS_BPF_ENTRY_ORDER_MASK 63
+#define MS_BPF_ENTRY_SEQ_SHIFT 8
+#define MS_BPF_ENTRY_FREE_WORDS 2
+#define MS_BPF_ENTRY_ALLOC_WORDS 5
+#define MS_BPF_ENTRY_WORDS_MAX MS_BPF_ENTRY_ALLOC_WORDS
+/* A CPU's buffer: a power of two (the program masks indices with it), sent once it holds
+ * MS_BPF_BATCH_FLUSH words; the rest is room for entries that arrive while a send failed (ring full). */
+#define MS_BPF_BATCH_WORDS 1024
+#define MS_BPF_BATCH_FLUSH (MS_BPF_BATCH_WORDS - 8 * MS_BPF_ENTRY_WORDS_MAX)
+/* batch_flush's return values (the daemon runs it on each CPU) */
+enum {
+        MS_BPF_FLUSH_DONE = 0,          /* sent, or nothing to send */
+        MS_BPF_FLUSH_BUSY = 1,          /* a page program was writing on that CPU: ask again */
+        MS_BPF_FLUSH_RING_FULL = 2,     /* kept for the next send */
+};
+/* The geometric gap to the next sampled page takes log2 of a 32-bit draw: its integer part, and the
+ * fraction from a table of log2(1 + (i + 0.5) / MS_BPF_LOG2_STEPS) in 1/2^MS_BPF_LOG2_SHIFT units. */
+#define MS_BPF_LOG2_STEPS 1024
+#define MS_BPF_LOG2_SHIFT 16
+
 /* Bytes of a cache name kept, with its NUL; longer names are cut. */
 #define MS_BPF_CACHE_NAME_MAX 32
 /* The longest module name (the kernel's MODULE_NAME_LEN on 64-bit). */
@@ -71,26 +108,24 @@ enum {
 #define MS_BPF_COMM_MAX 16
 
 typedef struct MsBpfHead {
-        __u16 type;             /* first in every record, MsBpfFree too */
+        __u16 type;             /* first in every record */
         __u16 cpu;
         __u32 aux;              /* by type, see above */
-        __u64 timestamp_nsec;   /* bpf_ktime_get_ns(): CLOCK_MONOTONIC; page records: 0 but every
-                                 * (MS_BPF_TIME_MASK + 1)th per CPU (see page_time()) */
+        __u64 seq;              /* the event's place among all (see above) */
+        __u64 timestamp_nsec;   /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
         __u64 cgroup_id;        /* bpf_get_current_cgroup_id() */
         __u32 pid;              /* thread group id */
         __u32 tid;
 } MsBpfHead;
 
-/* A page free: only what the owner's account needs (the page goes back to its owner whoever frees it),
- * 32 bytes in the ring with its header against 64 for an MsBpfPage, which saves ~13 ns per free
- * (docs/performance.md): two frees share a cache line of the ring instead of one each. */
-typedef struct MsBpfFree {
-        __u16 type;             /* MS_BPF_PAGE_FREE, where MsBpfHead has it */
-        __u8 order;
-        __u8 pad[5];
-        __u64 timestamp_nsec;   /* as MsBpfHead's */
-        __u64 pfn;              /* the struct page's address, as MsBpfPage's */
-} MsBpfFree;
+/* A CPU's page events (see the entries above). */
+typedef struct MsBpfBatch {
+        __u16 type;             /* MS_BPF_PAGE_BATCH, where MsBpfHead has it */
+        __u16 cpu;
+        __u32 n_words;          /* in words[] */
+        __u64 timestamp_nsec;   /* when its first entry was written */
+        __u64 words[];
+} MsBpfBatch;
 
 typedef struct MsBpfPage {
         MsBpfHead head;
@@ -126,6 +161,7 @@ typedef struct MsBpfObjectFree {
         __u16 type;             /* MS_BPF_OBJECT_FREE, where MsBpfHead has it */
         __u16 cpu;
         __u32 pad;
+        __u64 seq;              /* as MsBpfHead's */
         __u64 timestamp_nsec;   /* as MsBpfHead's */
         __u64 ptr;
         __u64 call_site;
@@ -141,6 +177,15 @@ typedef struct MsBpfModule {
         char name[MS_BPF_MODULE_NAME_MAX];
 } MsBpfModule;
 
+/* A CPU's batch as the daemon sees it (the "batch_state" map): what it holds, to ask only CPUs that hold
+ * numbers it waits for. The program's own fields follow. */
+typedef struct MsBpfBatchState {
+        __u32 depth;            /* a page program is writing the batch (see the program) */
+        __u32 pad;
+        __u64 used;             /* words in the batch, 0: empty */
+        __u64 first_seq;        /* the first entry's number, when used > 0 */
+} MsBpfBatchState;
+
 /* Per-CPU counters of what the program could not deliver (the "stats" map, one entry). */
 typedef struct MsBpfStats {
         __u64 ring_full;        /* records dropped because the ring buffer was full */
@@ -148,5 +193,6 @@ typedef struct MsBpfStats {
         __u64 sampled;          /* allocations whose stack was taken */
         __u64 self_dropped;     /* the daemon's own allocations, not recorded */
         __u64 nested;           /* events the *_nested programs recorded for their busy main program */
-        __u64 records;          /* page records written on this CPU (see page_wakeup_flag()) */
+        __u64 records;          /* slab records written on this CPU (see slab_wakeup_flag()) */
+        __u64 numbered_lost;    /* records lost to a full ring after they took their number */
 } MsBpfStats;

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT OR GPL-2.0-only */
 
 /*
- * The kernel half of the eBPF source (ebpf.c is the other): one record per page allocation and free, and
- * per task fork, rename, exec and exit and module load and free, into one ring buffer shared by all CPUs.
- * The ring is multi-producer and hands records out in the order they were reserved, so a page freed on
- * one CPU and reused on another arrives free first without a merge: the free reserves its record before
- * the page reaches a free list, the reuse after it left one.
+ * The kernel half of the eBPF source (ebpf.c is the other): one entry per page allocation and free, and a
+ * record per task fork, rename, exec and exit and module load and free, into one ring buffer shared by all
+ * CPUs. Page events, the bulk, are collected per CPU and sent in batches (see "Batches" below): a ring
+ * record costs a lock, two helper calls and cache lines the reader shares, per event that was most of the
+ * program's time. Every event takes a number from one counter for all CPUs when it is written, and the
+ * daemon delivers them in that order (seqorder.c): a page freed on one CPU and reused on another is freed
+ * first, since the free takes its number before the page reaches a free list, the reuse after it left one.
  *
- * Counts stay exact: every allocation gets a record. Stacks are taken for a random subset, each page with
- * probability 1/interval (Bernoulli per page, so the gaps between sampled pages are geometric, as heap
- * profilers sample bytes): an allocation of 2^order pages is sampled with probability
- * 1 - (1 - 1/interval)^(2^order), a threshold per order ebpf.c computes. Unsampled records carry no
- * frames; ebpf.c charges them to their thread's last sampled stack.
+ * Counts stay exact: every allocation gets an entry. Stacks are taken for a random subset, each page with
+ * probability 1/interval: a countdown per CPU of pages to the next sampled one, drawn from the geometric
+ * distribution (as heap profilers sample bytes), so an allocation of 2^order pages is sampled with
+ * probability 1 - (1 - 1/interval)^(2^order) and draws a random number only when sampled. Unsampled
+ * entries carry no frames; ebpf.c charges them to their thread's last sampled stack.
  *
  * All programs are BTF tracepoints (tp_btf): typed arguments, no trace buffer filled for nothing, and a
  * recursion guard per program rather than one for all tracing programs on the CPU (see page_alloc_nested).
@@ -36,9 +38,11 @@ const volatile __u32 self_tgid = 0;             /* the daemon: its allocations a
 const volatile __u32 kernel_depth_bytes = 0;    /* kernel frames per stack * 8; 0: no stacks at all */
 const volatile __u32 user_depth_bytes = 0;      /* user frames per stack * 8; 0: kernel frames only */
 const volatile __u32 user_at = 0;               /* the first user frame's index in MsBpfPage.frames */
-/* An allocation of 2^order pages is sampled when bpf_get_prandom_u32() < sample_threshold[order]; a
- * threshold above UINT32_MAX samples every allocation without drawing. */
-const volatile __u64 sample_threshold[MS_BPF_ORDERS] = {};
+/* Sampling (see sample_this()): every allocation, or geometric gaps of mean interval pages, whose
+ * 1 / -log2(1 - 1/interval) is sample_gap_scale / 2^16; log2_fraction as MS_BPF_LOG2_* say. */
+const volatile __u32 sample_every = 0;
+const volatile __u64 sample_gap_scale = 0;
+const volatile __u32 log2_fraction[MS_BPF_LOG2_STEPS] = {};
 /* Buffered bytes above which a record wakes the reader; below it records wait (BPF_RB_NO_WAKEUP). */
 const volatile __u64 wakeup_bytes = 0;
 const volatile __u64 wakeup_check_mask = 0;
@@ -51,6 +55,11 @@ const volatile __u64 pidns_ino = 0;
 /* Prototype of each slab allocation tracepoint (MS_BPF_SLAB_SIZES and so on), by MS_BPF_SLAB_*. The slab
  * programs load only with --slab (ebpf.c turns their autoload off otherwise). */
 const volatile __u32 slab_layout[MS_BPF_SLAB_ALLOCS] = {};
+
+/* The next event's number (see the top); the daemon reads it to know what it has not seen yet. */
+__u64 event_seq = 0;
+/* Grows with every cgroup made: a new cgroup may take a freed one's address (see task_cgroup_id()). */
+__u64 cgroup_generation = 0;
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -99,14 +108,20 @@ static __always_inline __u64 wakeup_flag(void) {
                                                                             : BPF_RB_NO_WAKEUP;
 }
 
-/* The page programs ask only every (wakeup_check_mask + 1)th record per CPU: the query reads the
- * consumer's position, a cache line the reader writes, and the watermark does not need to be met to the
- * record. ebpf.c makes the mask 0 (ask every time) when the ring above the watermark could fill before
- * some CPU asks: a full ring takes no record, so nothing would wake the reader then. */
-static __always_inline __u64 page_wakeup_flag(MsBpfStats *st) {
+/* Slab records ask only every (wakeup_check_mask + 1)th record per CPU: the query reads the consumer's
+ * position, a cache line the reader writes, and the watermark does not need to be met to the record.
+ * ebpf.c makes the mask 0 (ask every time) when the ring above the watermark could fill before some CPU
+ * asks: a full ring takes no record, so nothing would wake the reader then. */
+static __always_inline __u64 slab_wakeup_flag(MsBpfStats *st) {
         if (st && (++st->records & wakeup_check_mask) != 0)
                 return BPF_RB_NO_WAKEUP;
         return wakeup_flag();
+}
+
+/* The number of the event being written (see the top). Taken last, just before the record or entry is
+ * handed over, so that a number is lost only with its record (a full ring), which the daemon skips. */
+static __always_inline __u64 seq_next(void) {
+        return __sync_fetch_and_add(&event_seq, 1);
 }
 
 /* The current task's tgid << 32 | pid, in memstrackd's PID namespace (see pidns_translate); 0 outside it. */
@@ -118,6 +133,13 @@ static __always_inline __u64 current_pid_tgid(void) {
         if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) < 0)
                 return 0;
         return (__u64) ns.tgid << 32 | ns.pid;
+}
+
+/* As current_pid_tgid(), for the page programs that have the task at hand: two loads, not a helper call. */
+static __always_inline __u64 task_pid_tgid(const struct task_struct *t) {
+        if (pidns_translate)
+                return current_pid_tgid();
+        return (__u64) t->tgid << 32 | (__u32) t->pid;
 }
 
 /* Levels of nested PID namespaces looked through (the kernel allows 32; containers use a few). */
@@ -148,8 +170,7 @@ static __always_inline __u32 task_pid_in_ns(struct task_struct *t, bool group) {
         return 0;
 }
 
-/* Frees have a record of their own without it (MsBpfFree); reading the cgroup id is four dependent
- * loads (~20 ns). */
+/* Every record but page batches has it; the page programs fill their entries themselves. */
 static __always_inline void head_fill(MsBpfHead *h, __u16 type, __u64 pid_tgid, __u64 timestamp_nsec) {
         h->timestamp_nsec = timestamp_nsec;
         h->cgroup_id = bpf_get_current_cgroup_id();
@@ -158,35 +179,297 @@ static __always_inline void head_fill(MsBpfHead *h, __u16 type, __u64 pid_tgid, 
         h->type = type;
         h->cpu = (__u16) bpf_get_smp_processor_id();
         h->aux = 0;
+        h->seq = 0;     /* set by seq_next() when sent */
 }
 
 /*
- * The time is the dearest field of a page record (~32 ns a read of this VM's clock source, measured with
- * bpf_stats_enabled; docs/performance.md), and page records do not need it for their order: the ring hands
- * them out in the order they were reserved. The owner's account needs no time either; the daemon only
- * dates a task it first meets through an allocation. So a page record takes the time only every
- * (MS_BPF_TIME_MASK + 1)th record per CPU and carries 0 otherwise; ebpf.c gives those the last time it saw
- * in ring order. (The coarse clock, a few ns, is not allowed in tracing programs.)
+ * The time is the dearest field of a slab record (~32 ns a read of this VM's clock source, measured with
+ * bpf_stats_enabled; docs/performance.md), and the daemon needs it only to date what it first meets. So a
+ * slab record takes the time only every (MS_BPF_TIME_MASK + 1)th record per CPU and carries 0 otherwise;
+ * ebpf.c gives those the last time it saw. (The coarse clock, a few ns, is not allowed in tracing
+ * programs.) Page entries take the time once per batch.
  */
-static __always_inline __u64 page_time(const MsBpfStats *st) {
+static __always_inline __u64 slab_time(const MsBpfStats *st) {
         if (st && (st->records & MS_BPF_TIME_MASK) != 0)
                 return 0;
         return bpf_ktime_get_ns();
 }
 
-static __always_inline bool sample_this(__u32 order) {
-        __u64 threshold;
+/*
+ * Batches. A CPU's page events go into its CpuBatch (a per-CPU map value, so only that CPU writes it, with
+ * plain stores) and the batch into the ring once it holds MS_BPF_BATCH_FLUSH words, or when the daemon
+ * runs batch_flush on that CPU (it does when it misses numbers, see ebpf.c). Programs nest on a CPU: an
+ * interrupt may run a page program while another is writing the batch. depth says a write is under way;
+ * a nested program then sends its event on its own, as a batch of one entry (so do the *_nested twins),
+ * and leaves the batch alone. depth is 0 or 1, set and cleared by the same program; a nested program's
+ * read-modify-write of anything in the batch completes before the interrupted one resumes.
+ */
+typedef struct CpuBatch {
+        MsBpfBatchState state;                  /* first: the daemon reads it */
+        __s64 countdown[2];                     /* pages, objects until the next sampled one */
+        __u64 cgroup, cgroup_id, cgroup_gen;    /* task_cgroup_id()'s last answer */
+} CpuBatch;
+
+/* The batch itself, an MsBpfBatch with room for MS_BPF_BATCH_WORDS. Apart from CpuBatch so that the
+ * daemon's look at every CPU's state copies a few bytes each, not the words. */
+typedef struct BatchBuffer {
+        __u16 type;
+        __u16 cpu;
+        __u32 n_words;
+        __u64 timestamp_nsec;
+        __u64 words[MS_BPF_BATCH_WORDS];
+} BatchBuffer;
+
+_Static_assert(__builtin_offsetof(BatchBuffer, words) == __builtin_offsetof(MsBpfBatch, words),
+               "BatchBuffer is an MsBpfBatch");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, CpuBatch);
+} batch_state SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, BatchBuffer);
+} batches SEC(".maps");
+
+static __always_inline CpuBatch *cpu_batch(void) {
+        __u32 zero = 0;
+
+        return bpf_map_lookup_elem(&batch_state, &zero);
+}
+
+static __always_inline BatchBuffer *batch_buffer(void) {
+        __u32 zero = 0;
+
+        return bpf_map_lookup_elem(&batches, &zero);
+}
+
+/* Sends the batch; false (and the batch kept for the next try) when the ring is full. */
+static __always_inline bool batch_send(CpuBatch *b, BatchBuffer *buf) {
+        __u64 n = b->state.used;
+
+        if (n > MS_BPF_BATCH_WORDS)
+                n = MS_BPF_BATCH_WORDS;
+        buf->type = MS_BPF_PAGE_BATCH;
+        buf->cpu = (__u16) bpf_get_smp_processor_id();
+        buf->n_words = (__u32) n;
+        n = sizeof(MsBpfBatch) + n * 8;
+        /* One register for the check and the call: clang would bound a copy the verifier does not see. */
+        barrier_var(n);
+        if (n > sizeof(BatchBuffer))
+                n = sizeof(BatchBuffer);
+        barrier_var(n);
+        if (bpf_ringbuf_output(&events, buf, n, wakeup_flag()) < 0)
+                return false;
+        b->state.used = 0;
+        return true;
+}
+
+/* Claims the batch for this program's event: false when another page program on this CPU is writing it. */
+static __always_inline bool batch_begin(CpuBatch *b, BatchBuffer *buf) {
+        if (!b || !buf || b->state.depth != 0)
+                return false;
+        b->state.depth = 1;
+        /* An interrupt between the check and here finds depth 0 and may send the batch: read used after. */
+        barrier();
+        return true;
+}
+
+static __always_inline void batch_end(CpuBatch *b, BatchBuffer *buf) {
+        if (b->state.used >= MS_BPF_BATCH_FLUSH)
+                (void) batch_send(b, buf);
+        barrier();
+        b->state.depth = 0;
+}
+
+/* The index of n free words for an entry in the claimed batch, or -1 (counted as lost): the batch is full,
+ * which happens only while the ring is. */
+static __always_inline long batch_room(CpuBatch *b, BatchBuffer *buf, __u64 n, MsBpfStats *st) {
+        __u64 used = b->state.used;
+
+        if (used > MS_BPF_BATCH_WORDS - n) {
+                if (st)
+                        st->ring_full++;
+                return -1;
+        }
+        if (used == 0)
+                buf->timestamp_nsec = bpf_ktime_get_ns();
+        return (long) used;
+}
+
+#define BATCH_AT(buf, i) (buf)->words[(i) & (MS_BPF_BATCH_WORDS - 1)]
+
+static __always_inline __u64 entry_head(__u32 kind, __u32 order) {
+        return seq_next() << MS_BPF_ENTRY_SEQ_SHIFT | (__u64) (order & MS_BPF_ENTRY_ORDER_MASK)
+                << MS_BPF_ENTRY_ORDER_SHIFT | kind;
+}
+
+/* Writes the entry's head (taking its number) at i and closes the entry of n words. */
+static __always_inline void batch_commit(CpuBatch *b, BatchBuffer *buf, long i, __u64 n, __u32 kind,
+                __u32 order) {
+        __u64 head = entry_head(kind, order);
+
+        BATCH_AT(buf, i) = head;
+        if (i == 0)
+                b->state.first_seq = head >> MS_BPF_ENTRY_SEQ_SHIFT;
+        b->state.used = i + n;
+}
+
+/* An event sent on its own: a batch of one entry. */
+typedef struct DirectEntry {
+        __u16 type;
+        __u16 cpu;
+        __u32 n_words;
+        __u64 timestamp_nsec;
+        __u64 words[MS_BPF_ENTRY_WORDS_MAX];
+} DirectEntry;
+
+_Static_assert(__builtin_offsetof(DirectEntry, words) == __builtin_offsetof(MsBpfBatch, words),
+               "DirectEntry is an MsBpfBatch");
+
+static __always_inline void page_free_entry(CpuBatch *b, __u64 key, __u32 order, MsBpfStats *st) {
+        BatchBuffer *buf = batch_buffer();
+        DirectEntry *rec;
+        long i;
+
+        if (batch_begin(b, buf)) {
+                i = batch_room(b, buf, MS_BPF_ENTRY_FREE_WORDS, st);
+                if (i >= 0) {
+                        BATCH_AT(buf, i + 1) = key;
+                        batch_commit(b, buf, i, MS_BPF_ENTRY_FREE_WORDS, MS_BPF_ENTRY_FREE, order);
+                }
+                batch_end(b, buf);
+                return;
+        }
+        rec = bpf_ringbuf_reserve(&events, sizeof(MsBpfBatch) + MS_BPF_ENTRY_FREE_WORDS * 8, 0);
+        if (!rec) {
+                if (st)
+                        st->ring_full++;
+                return;
+        }
+        rec->type = MS_BPF_PAGE_BATCH;
+        rec->cpu = (__u16) bpf_get_smp_processor_id();
+        rec->n_words = MS_BPF_ENTRY_FREE_WORDS;
+        rec->timestamp_nsec = bpf_ktime_get_ns();
+        rec->words[1] = key;
+        rec->words[0] = entry_head(MS_BPF_ENTRY_FREE, order);
+        bpf_ringbuf_submit(rec, wakeup_flag());
+}
+
+static __always_inline void page_alloc_entry(CpuBatch *b, __u64 key, __u32 order, __u64 pid_tgid,
+                __u64 cgroup_id, __u64 gfp, __s32 migrate_type, MsBpfStats *st) {
+        __u64 flags = gfp << 32 | (__u32) migrate_type;
+        BatchBuffer *buf = batch_buffer();
+        DirectEntry *rec;
+        long i;
+
+        if (batch_begin(b, buf)) {
+                i = batch_room(b, buf, MS_BPF_ENTRY_ALLOC_WORDS, st);
+                if (i >= 0) {
+                        BATCH_AT(buf, i + 1) = key;
+                        BATCH_AT(buf, i + 2) = pid_tgid;
+                        BATCH_AT(buf, i + 3) = cgroup_id;
+                        BATCH_AT(buf, i + 4) = flags;
+                        batch_commit(b, buf, i, MS_BPF_ENTRY_ALLOC_WORDS, MS_BPF_ENTRY_ALLOC, order);
+                }
+                batch_end(b, buf);
+                return;
+        }
+        rec = bpf_ringbuf_reserve(&events, sizeof(MsBpfBatch) + MS_BPF_ENTRY_ALLOC_WORDS * 8, 0);
+        if (!rec) {
+                if (st)
+                        st->ring_full++;
+                return;
+        }
+        rec->type = MS_BPF_PAGE_BATCH;
+        rec->cpu = (__u16) bpf_get_smp_processor_id();
+        rec->n_words = MS_BPF_ENTRY_ALLOC_WORDS;
+        rec->timestamp_nsec = bpf_ktime_get_ns();
+        rec->words[1] = key;
+        rec->words[2] = pid_tgid;
+        rec->words[3] = cgroup_id;
+        rec->words[4] = flags;
+        rec->words[0] = entry_head(MS_BPF_ENTRY_ALLOC, order);
+        bpf_ringbuf_submit(rec, wakeup_flag());
+}
+
+/*
+ * The task's cgroup id, as bpf_get_current_cgroup_id() gives it, without its last two loads most of the
+ * time: the kernfs node's id sits on a cache line other CPUs write, ~18 ns a read under page load
+ * (docs/performance.md). Each CPU keeps the last cgroup it saw with its id; a cgroup made since may have
+ * taken a freed one's address, so a new cgroup (cgroup_made) makes every CPU read it again.
+ */
+static __always_inline __u64 task_cgroup_id(CpuBatch *b, struct task_struct *t) {
+        struct cgroup *cg;
+        __u64 gen;
+
+        if (!bpf_core_field_exists(t->cgroups))
+                return 0;
+        cg = t->cgroups->dfl_cgrp;
+        gen = *(volatile __u64 *) &cgroup_generation;
+        if (!b)
+                return cg->kn->id;
+        if ((__u64) cg != b->cgroup || gen != b->cgroup_gen) {
+                b->cgroup_id = cg->kn->id;
+                b->cgroup = (__u64) cg;
+                b->cgroup_gen = gen;
+        }
+        return b->cgroup_id;
+}
+
+/* floor(log2(x)) for 1 <= x < 2^32. */
+static __always_inline __u32 top_bit(__u64 x) {
+        __u32 k = 0;
+
+        if (x >> 16) { x >>= 16; k += 16; }
+        if (x >> 8) { x >>= 8; k += 8; }
+        if (x >> 4) { x >>= 4; k += 4; }
+        if (x >> 2) { x >>= 2; k += 2; }
+        if (x >> 1)
+                k += 1;
+        return k;
+}
+
+/* Pages (objects) from this one to the next sampled one: geometric, 1 with probability p, k with
+ * (1 - p)^(k - 1) p; floor(log(u) / log(1 - p)) + 1 for u uniform in (0, 1]. */
+static __always_inline __s64 sample_gap(void) {
+        __u64 x = (__u64) bpf_get_prandom_u32() + 1;    /* u = x / 2^32 */
+        __u64 neg_log2_u = 0;                            /* -log2(u) = 32 - log2(x), fixed point */
+        __u32 k, i;
+
+        if (x < (1ULL << 32)) {
+                /* log2(x) = k + log2(1 + the bits after the top one), those from the table. */
+                k = top_bit(x);
+                i = (__u32) (k >= 10 ? x >> (k - 10) : x << (10 - k)) & (MS_BPF_LOG2_STEPS - 1);
+                neg_log2_u = ((__u64) (32 - k) << MS_BPF_LOG2_SHIFT) - log2_fraction[i];
+        }
+        return (__s64) ((neg_log2_u * sample_gap_scale) >> (2 * MS_BPF_LOG2_SHIFT)) + 1;
+}
+
+/* Whether an allocation of n pages (objects: which 1) is sampled, moving this CPU's countdown. */
+static __always_inline bool sample_this(CpuBatch *b, __u32 which, __u64 n) {
+        __s64 *countdown;
 
         if (kernel_depth_bytes == 0)
                 return false;
-        if (order >= MS_BPF_ORDERS)
-                order = MS_BPF_ORDERS - 1;
-        /* Keeps clang from merging the clamp into the index: the verifier needs the bound it sees. */
-        barrier_var(order);
-        threshold = sample_threshold[order & (MS_BPF_ORDERS - 1)];
-        if (threshold > 0xffffffffULL)
+        if (sample_every)
                 return true;
-        return bpf_get_prandom_u32() < threshold;
+        if (!b)
+                return false;
+        countdown = &b->countdown[which & 1];
+        if (*countdown > (__s64) n) {
+                *countdown -= (__s64) n;
+                return false;
+        }
+        /* Geometric gaps are memoryless: the next sampled page is as far past this block's end as a
+         * fresh gap says, however many sample points the block held. */
+        *countdown = sample_gap();
+        return true;
 }
 
 /*
@@ -201,8 +484,8 @@ static __always_inline __u64 page_key(const struct page *page) {
  * Takes the allocation's stack into a sampled record (page or slab object: flags, n_kernel, n_user and
  * frames as MsBpfPage's), size bytes before its frames, and sends it. The record is a scratch slot's.
  */
-static __always_inline int stack_output(void *ctx, void *rec, __u8 *flags, __u8 *n_kernel, __u8 *n_user,
-                __u64 *frames, __u64 size, MsBpfStats *st) {
+static __always_inline int stack_output(void *ctx, void *rec, __u64 *seq, __u8 *flags, __u8 *n_kernel,
+                __u8 *n_user, __u64 *frames, __u64 size, MsBpfStats *st) {
         long n = bpf_get_stack(ctx, frames, kernel_depth_bytes, 0);
 
         if (n < 0) {
@@ -227,8 +510,11 @@ static __always_inline int stack_output(void *ctx, void *rec, __u8 *flags, __u8 
         if (size > sizeof(struct scratch))
                 size = sizeof(struct scratch);
         barrier_var(size);
-        if (bpf_ringbuf_output(&events, rec, size, page_wakeup_flag(st)) < 0 && st)
+        *seq = seq_next();
+        if (bpf_ringbuf_output(&events, rec, size, slab_wakeup_flag(st)) < 0 && st) {
                 st->ring_full++;
+                st->numbered_lost++;
+        }
         return 0;
 }
 
@@ -241,7 +527,7 @@ static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
         if (!sc)
                 return 0;
         rec = (MsBpfPage *) sc->data;
-        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid, page_time(st));
+        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid, bpf_ktime_get_ns());
         rec->pfn = key;
         rec->gfp_flags = gfp;
         rec->migrate_type = migrate_type;
@@ -249,57 +535,29 @@ static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
         rec->n_kernel = 0;
         rec->n_user = 0;
 
-        return stack_output(ctx, rec, &rec->flags, &rec->n_kernel, &rec->n_user, rec->frames, size, st);
+        return stack_output(ctx, rec, &rec->head.seq, &rec->flags, &rec->n_kernel, &rec->n_user, rec->frames,
+                            size, st);
 }
 
-static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct page *page, __u32 order, __u64 gfp,
-                __s32 migrate_type, MsBpfStats *st) {
-        __u64 pid_tgid = current_pid_tgid();
-        MsBpfPage *rec;
+/* t: the current task. The stack-taking path is rare (1 in interval pages) and keeps the helpers. */
+static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct task_struct *t, struct page *page,
+                __u32 order, __u64 gfp, __s32 migrate_type, MsBpfStats *st) {
+        __u64 pid_tgid;
+        CpuBatch *b;
 
         /* A failed allocation: no page to account. */
         if (!page)
                 return 0;
+        pid_tgid = task_pid_tgid(t);
         if ((__u32) (pid_tgid >> 32) == self_tgid) {
                 if (st)
                         st->self_dropped++;
                 return 0;
         }
-        if (sample_this(order))
+        b = cpu_batch();
+        if (sample_this(b, 0, 1ULL << (order & 31)))
                 return page_alloc_sampled(ctx, slot, pid_tgid, page_key(page), order, gfp, migrate_type, st);
-
-        rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-        if (!rec) {
-                if (st)
-                        st->ring_full++;
-                return 0;
-        }
-        head_fill(&rec->head, MS_BPF_PAGE_ALLOC, pid_tgid, page_time(st));
-        rec->pfn = page_key(page);
-        rec->gfp_flags = gfp;
-        rec->migrate_type = migrate_type;
-        rec->order = (__u8) order;
-        rec->flags = 0;
-        rec->n_kernel = 0;
-        rec->n_user = 0;
-        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
-        return 0;
-}
-
-static __always_inline int page_free_event(struct page *page, __u32 order, MsBpfStats *st) {
-        MsBpfFree *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-
-        if (!rec) {
-                if (st)
-                        st->ring_full++;
-                return 0;
-        }
-        rec->type = MS_BPF_PAGE_FREE;
-        rec->order = (__u8) order;
-        __builtin_memset(rec->pad, 0, sizeof(rec->pad));
-        rec->timestamp_nsec = page_time(st);
-        rec->pfn = page_key(page);
-        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
+        page_alloc_entry(b, page_key(page), order, pid_tgid, task_cgroup_id(b, t), gfp, migrate_type, st);
         return 0;
 }
 
@@ -375,8 +633,7 @@ static __always_inline __u64 frame_of(Busy *b, void *ctx) {
 }
 
 /* Whether frame is on the current task's stack (task context) rather than an interrupt stack. */
-static __always_inline bool frame_in_task(__u64 frame) {
-        struct task_struct *t = bpf_get_current_task_btf();
+static __always_inline bool frame_in_task(const struct task_struct *t, __u64 frame) {
         __u64 base = (__u64) t->stack;
 
         /* x86-64's task and interrupt stacks have the same size. */
@@ -406,7 +663,7 @@ static __always_inline __u32 nest_irq_above(const Nest *n, __u64 frame, bool dro
 }
 
 /* The main program's note, first thing. */
-static __always_inline void nest_enter(Busy *b, Nest *n, void *ctx, __u64 key) {
+static __always_inline void nest_enter(Busy *b, Nest *n, const struct task_struct *t, void *ctx, __u64 key) {
         __u64 frame;
         __u32 i;
 
@@ -415,7 +672,7 @@ static __always_inline void nest_enter(Busy *b, Nest *n, void *ctx, __u64 key) {
                 return;
         }
         frame = frame_of(b, ctx);
-        if (frame_in_task(frame)) {
+        if (frame_in_task(t, frame)) {
                 n->task.frame = frame;
                 n->task.key = key;
                 return;
@@ -467,13 +724,15 @@ static __always_inline bool nest_missed(Busy *b, Nest *n, void *ctx, __u64 key) 
         return !handled;
 }
 
+/* The current task: a helper call, made once for both the note and the entry. */
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
+        struct task_struct *t = bpf_get_current_task_btf();
         Busy *b = busy_get();
 
         if (b)
-                nest_enter(b, &b->alloc, ctx, page_key(page));
-        page_alloc_event(ctx, 0, page, order, gfp_flags, migratetype, stats_get());
+                nest_enter(b, &b->alloc, t, ctx, page_key(page));
+        page_alloc_event(ctx, 0, t, page, order, gfp_flags, migratetype, stats_get());
         if (b)
                 nest_leave(&b->alloc);
         return 0;
@@ -489,7 +748,7 @@ int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp
         st = stats_get();
         if (st)
                 st->nested++;
-        return page_alloc_event(ctx, 1, page, order, gfp_flags, migratetype, st);
+        return page_alloc_event(ctx, 1, bpf_get_current_task_btf(), page, order, gfp_flags, migratetype, st);
 }
 
 SEC("tp_btf/mm_page_free")
@@ -497,8 +756,8 @@ int BPF_PROG(page_free, struct page *page, unsigned int order) {
         Busy *b = busy_get();
 
         if (b)
-                nest_enter(b, &b->free, ctx, page_key(page));
-        page_free_event(page, order, stats_get());
+                nest_enter(b, &b->free, bpf_get_current_task_btf(), ctx, page_key(page));
+        page_free_entry(cpu_batch(), page_key(page), order, stats_get());
         if (b)
                 nest_leave(&b->free);
         return 0;
@@ -514,7 +773,44 @@ int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
         st = stats_get();
         if (st)
                 st->nested++;
-        return page_free_event(page, order, st);
+        page_free_entry(cpu_batch(), page_key(page), order, st);
+        return 0;
+}
+
+/*
+ * Sends this CPU's batch now: the daemon runs it on every CPU (BPF_F_TEST_RUN_ON_CPU, an interrupt there)
+ * when it misses numbers, and before it answers a query. MS_BPF_FLUSH_BUSY when it interrupted a page
+ * program's write: the daemon asks again.
+ */
+SEC("raw_tp")
+int batch_flush(void *ctx) {
+        CpuBatch *b = cpu_batch();
+        BatchBuffer *buf = batch_buffer();
+        int r;
+
+        if (!b || !buf)
+                return MS_BPF_FLUSH_DONE;
+        if (b->state.depth != 0)
+                return MS_BPF_FLUSH_BUSY;
+        if (b->state.used == 0)
+                return MS_BPF_FLUSH_DONE;
+        b->state.depth = 1;
+        r = batch_send(b, buf) ? MS_BPF_FLUSH_DONE : MS_BPF_FLUSH_RING_FULL;
+        b->state.depth = 0;
+        return r;
+}
+
+/* One draw of sample_gap(), for tests/test-ebpf.c (BPF_PROG_TEST_RUN); memstrackd does not load it. */
+SEC("raw_tp")
+int sample_gap_draw(void *ctx) {
+        return (int) sample_gap();
+}
+
+/* See task_cgroup_id(). */
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(cgroup_made, struct cgroup *cgrp, const char *path) {
+        __sync_fetch_and_add(&cgroup_generation, 1);
+        return 0;
 }
 
 /*
@@ -533,7 +829,7 @@ int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
 
 static __always_inline void slab_object_fill(MsBpfObject *rec, __u64 pid_tgid, __u64 call_site, __u64 ptr,
                 __u64 req, __u64 alloc, const struct kmem_cache *cache, MsBpfStats *st) {
-        head_fill(&rec->head, MS_BPF_OBJECT_ALLOC, pid_tgid, page_time(st));
+        head_fill(&rec->head, MS_BPF_OBJECT_ALLOC, pid_tgid, slab_time(st));
         rec->ptr = ptr;
         rec->call_site = call_site;
         rec->bytes_requested = req;
@@ -557,7 +853,8 @@ static __always_inline int slab_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
                 return 0;
         rec = (MsBpfObject *) sc->data;
         slab_object_fill(rec, pid_tgid, call_site, ptr, req, alloc, cache, st);
-        return stack_output(ctx, rec, &rec->flags, &rec->n_kernel, &rec->n_user, rec->frames, size, st);
+        return stack_output(ctx, rec, &rec->head.seq, &rec->flags, &rec->n_kernel, &rec->n_user, rec->frames,
+                            size, st);
 }
 
 /* which: MS_BPF_SLAB_*, a constant in each program, so slab_layout[which] is known to the verifier. */
@@ -592,7 +889,7 @@ static __always_inline int slab_alloc_event(__u64 *ctx, __u32 which) {
         if (which == MS_BPF_SLAB_KMALLOC || which == MS_BPF_SLAB_KMALLOC_NODE)
                 cache = NULL;
 
-        if (sample_this(0))
+        if (sample_this(cpu_batch(), 1, 1))
                 return slab_alloc_sampled(ctx, MS_BPF_SLAB_SCRATCH + which, pid_tgid, call_site, ptr, req, alloc,
                                           cache, st);
         rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
@@ -602,7 +899,8 @@ static __always_inline int slab_alloc_event(__u64 *ctx, __u32 which) {
                 return 0;
         }
         slab_object_fill(rec, pid_tgid, call_site, ptr, req, alloc, cache, st);
-        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
+        rec->head.seq = seq_next();
+        bpf_ringbuf_submit(rec, slab_wakeup_flag(st));
         return 0;
 }
 
@@ -623,10 +921,11 @@ static __always_inline int slab_free_event(__u64 *ctx) {
         rec->type = MS_BPF_OBJECT_FREE;
         rec->cpu = (__u16) bpf_get_smp_processor_id();
         rec->pad = 0;
-        rec->timestamp_nsec = page_time(st);
+        rec->timestamp_nsec = slab_time(st);
         rec->ptr = ptr;
         rec->call_site = ctx[0];
-        bpf_ringbuf_submit(rec, page_wakeup_flag(st));
+        rec->seq = seq_next();
+        bpf_ringbuf_submit(rec, slab_wakeup_flag(st));
         return 0;
 }
 
@@ -665,11 +964,13 @@ int slab_cache_free(__u64 *ctx) {
  * such a task has no pid the daemon could name, and records for pid 0 would keep ending and re-creating
  * one task that stands for all of them (their pages are still charged to pid 0, as perf does).
  */
-static __always_inline void task_submit(void *rec, __u32 pid) {
-        if (pidns_translate && pid == 0)
+static __always_inline void task_submit(MsBpfHead *rec) {
+        if (pidns_translate && rec->pid == 0) {
                 bpf_ringbuf_discard(rec, 0);
-        else
-                bpf_ringbuf_submit(rec, wakeup_flag());
+                return;
+        }
+        rec->seq = seq_next();
+        bpf_ringbuf_submit(rec, wakeup_flag());
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -684,7 +985,7 @@ int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child) {
         rec->pid = task_pid_in_ns(child, true);
         rec->tid = task_pid_in_ns(child, false);
         rec->aux = task_pid_in_ns(parent, true);
-        task_submit(rec, rec->pid);
+        task_submit(rec);
         return 0;
 }
 
@@ -702,7 +1003,7 @@ int BPF_PROG(task_rename, struct task_struct *task, const char *comm) {
         rec->head.tid = task_pid_in_ns(task, false);
         if (bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm) < 0)
                 rec->comm[0] = '\0';
-        task_submit(rec, rec->head.pid);
+        task_submit(&rec->head);
         return 0;
 }
 
@@ -722,7 +1023,7 @@ int BPF_PROG(task_exec, struct task_struct *task, pid_t old_pid) {
         rec->head.aux = pidns_translate ? 0 : (__u32) old_pid;
         if (bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
                 rec->comm[0] = '\0';
-        task_submit(rec, rec->head.pid);
+        task_submit(&rec->head);
         return 0;
 }
 
@@ -737,7 +1038,7 @@ int BPF_PROG(task_exit, struct task_struct *task) {
         head_fill(rec, MS_BPF_TASK_EXIT, current_pid_tgid(), bpf_ktime_get_ns());
         rec->pid = task_pid_in_ns(task, true);
         rec->tid = task_pid_in_ns(task, false);
-        task_submit(rec, rec->pid);
+        task_submit(rec);
         return 0;
 }
 
@@ -751,6 +1052,7 @@ static __always_inline int module_event(struct module *mod, __u16 type) {
         head_fill(&rec->head, type, current_pid_tgid(), bpf_ktime_get_ns());
         if (bpf_probe_read_kernel_str(rec->name, sizeof(rec->name), mod->name) < 0)
                 rec->name[0] = '\0';
+        rec->head.seq = seq_next();
         bpf_ringbuf_submit(rec, wakeup_flag());
         return 0;
 }
