@@ -271,6 +271,71 @@ static void test_batch_order(void) {
         ASSERT_EQ(n_seen, 10u);
 }
 
+/*
+ * Four CPUs' batches of random sizes (each CPU's events in its own numbers' order, interleaved at random
+ * among the CPUs), sent in a random order: every event delivered once, in number order, nothing left
+ * waiting.
+ */
+typedef struct PfnLog {
+        uint64_t pfns[3000];
+        size_t n;
+} PfnLog;
+
+static void pfn_log_event(void *userdata, const MsEvent *ev) {
+        PfnLog *log = userdata;
+
+        ASSERT_LT(log->n, ELEMENTSOF(log->pfns));
+        log->pfns[log->n++] = ev->page.pfn;
+}
+
+static void test_batch_shuffle(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        enum { N = 3000, CPUS = 4, RUNS_MAX = 2000 };
+        static PfnLog log;
+        static uint64_t runs[RUNS_MAX][2 + 2 * 64];
+        size_t n_runs = 0, order[RUNS_MAX];
+        MsBpfBatch *open_run[CPUS] = {};
+        SeqOrderStats stats;
+
+        s->sink = (MsEventSink) { .event = pfn_log_event, .userdata = &log };
+        srand(11);
+        for (uint64_t seq = 0; seq < N; seq++) {
+                unsigned cpu = (unsigned) rand() % CPUS;
+                MsBpfBatch *b = open_run[cpu];
+
+                if (!b) {
+                        ASSERT_LT(n_runs, (size_t) RUNS_MAX);
+                        b = open_run[cpu] = (MsBpfBatch *) runs[n_runs++];
+                        *b = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .cpu = (uint16_t) cpu };
+                }
+                /* The page is the number: frees only, so the sink sees pfns in delivery order. */
+                batch_add(b, seq, false, 0, 64 * seq, 0);
+                if (b->n_words >= 2 * 64 || rand() % 8 == 0)
+                        open_run[cpu] = NULL;
+        }
+        for (size_t i = 0; i < n_runs; i++)
+                order[i] = i;
+        for (size_t i = n_runs - 1; i > 0; i--) {
+                size_t j = (size_t) rand() % (i + 1), t = order[i];
+
+                order[i] = order[j];
+                order[j] = t;
+        }
+        for (size_t i = 0; i < n_runs; i++) {
+                const MsBpfBatch *b = (const MsBpfBatch *) runs[order[i]];
+
+                ASSERT_OK(ring_record(s, (void *) b, batch_size(b)));
+        }
+        ASSERT_EQ(log.n, (size_t) N);
+        for (size_t i = 0; i < N; i++)
+                ASSERT_EQ(log.pfns[i], (uint64_t) i);
+        seq_order_get_stats(s->order, &stats);
+        ASSERT_EQ(stats.waiting_entries, 0u);
+        ASSERT_EQ(stats.waiting_bytes, 0u);
+        ASSERT_EQ(stats.late, 0u);
+        ASSERT_EQ(seq_order_next(s->order), (uint64_t) N);
+}
+
 static void test_sample_and_hold(void) {
         _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
         uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
@@ -629,6 +694,7 @@ static void test_slab_layouts(void) {
 int main(void) {
         test_sampling();
         test_batch_order();
+        test_batch_shuffle();
         test_sample_and_hold();
         test_user_frames();
         test_other_records();

@@ -70,6 +70,9 @@
 #define EBPF_ORDER_WAIT_USEC 10000u
 /* Times the daemon asks every CPU for its batch before a query is answered, if some CPU was busy. */
 #define EBPF_FLUSH_TRIES 4
+/* Queries closer together than this answer with what arrived: clients cannot make the daemon interrupt
+ * every CPU at their pace. */
+#define EBPF_FLUSH_MIN_USEC 1000u
 /* Bytes of runs waiting for a number before the daemon gives up on it without waiting for the timer. */
 #define EBPF_ORDER_WAITING_MAX (64u << 20)
 
@@ -112,6 +115,8 @@ typedef struct EbpfSource {
         unsigned order_stuck;           /* timer rounds in a row that found numbers missing */
         uint64_t order_lost;            /* numbers skipped that no other count has */
         uint64_t flushes;               /* batch_flush runs asked for */
+        uint64_t last_flush_usec;       /* CLOCK_MONOTONIC of the last query's flush */
+        bool flush_failed;              /* batch_flush failed once: said so */
         MsEventSink sink;
         pid_t self;
 
@@ -772,8 +777,18 @@ static int flush_cpus(EbpfSource *s, uint64_t upto) {
                 if (st->used == 0 || st->first_seq >= upto)
                         continue;
                 s->flushes++;
-                if (bpf_prog_test_run_opts(fd, &opts) < 0)
+                if (bpf_prog_test_run_opts(fd, &opts) < 0) {
+                        /* Offline: nothing runs there. Anything else: count it busy, so that what it
+                         * holds is waited for, not given up on. */
+                        if (errno == ENXIO)
+                                continue;
+                        if (!s->flush_failed)
+                                log_warning_errno(errno, "Failed to ask CPU %d for its page events, waiting "
+                                                  "for them: %m", c);
+                        s->flush_failed = true;
+                        busy++;
                         continue;
+                }
                 if (opts.retval == MS_BPF_FLUSH_BUSY)
                         busy++;
         }
@@ -914,6 +929,15 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         s->event = sd_event_ref(event);
         s->sink = *sink;
 
+        /* Batches need the daemon to ask quiet CPUs for them; where it cannot (a kernel before 5.10), page
+         * events go to the ring one by one. Decided before the page programs write any. */
+        LIBBPF_OPTS(bpf_test_run_opts, probe);
+        if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.batch_flush), &probe) < 0) {
+                log_info_errno(errno, "Cannot run the batch flush program (%m): sending every page event to "
+                               "the ring on its own, which costs more per page.");
+                s->skel->bss->batches_off = 1;
+        }
+
         /* The task programs before the page programs (the skeleton would attach them in the file's
          * order, pages first): a task whose pages are recorded then has its exit recorded too, where one
          * that ended while the page programs attached stayed alive in our view for good. */
@@ -946,11 +970,18 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
 /* Everything numbered before the call, delivered (but for a CPU busy every time it was asked). */
 static int ebpf_source_flush(EventSource *es) {
         EbpfSource *s = ebpf_source_from(es);
-        uint64_t upto;
+        uint64_t upto, now;
         int r = 0;
 
         assert(s);
         upto = events_numbered(s);
+        if (s->event && sd_event_now(s->event, CLOCK_MONOTONIC, &now) >= 0) {
+                if (now < s->last_flush_usec + EBPF_FLUSH_MIN_USEC) {
+                        (void) source_drain(s, UINT64_MAX);
+                        return 0;
+                }
+                s->last_flush_usec = now;
+        }
         for (unsigned i = 0; i < EBPF_FLUSH_TRIES; i++) {
                 r = flush_cpus(s, upto);
                 (void) source_drain(s, UINT64_MAX);

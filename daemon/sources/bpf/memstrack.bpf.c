@@ -58,6 +58,9 @@ const volatile __u32 slab_layout[MS_BPF_SLAB_ALLOCS] = {};
 
 /* The next event's number (see the top); the daemon reads it to know what it has not seen yet. */
 __u64 event_seq = 0;
+/* Set by the daemon when it cannot run batch_flush (a kernel before 5.10, a sandbox): no batches then, every
+ * page event goes to the ring on its own, as a nested one does. */
+__u32 batches_off = 0;
 /* Grows with every cgroup made: a new cgroup may take a freed one's address (see task_cgroup_id()). */
 __u64 cgroup_generation = 0;
 
@@ -272,7 +275,7 @@ static __always_inline bool batch_send(CpuBatch *b, BatchBuffer *buf) {
 
 /* Claims the batch for this program's event: false when another page program on this CPU is writing it. */
 static __always_inline bool batch_begin(CpuBatch *b, BatchBuffer *buf) {
-        if (!b || !buf || b->state.depth != 0)
+        if (!b || !buf || b->state.depth != 0 || batches_off)
                 return false;
         b->state.depth = 1;
         /* An interrupt between the check and here finds depth 0 and may send the batch: read used after. */
