@@ -2,13 +2,19 @@
 
 /*
  * The eBPF event source: the only module that knows libbpf. Its kernel half (bpf/memstrack.bpf.c, built
- * into the skeleton memstrack.skel.h) writes one record per page allocation and free into one ring buffer
- * shared by all CPUs; this half turns them into MsEvents.
+ * into the skeleton memstrack.skel.h) writes every page allocation and free as an entry in its CPU's batch,
+ * and the batch into one ring buffer shared by all CPUs once it fills; task and module events, sampled
+ * allocations and slab objects as records of their own. This half puts them in event order and turns them
+ * into MsEvents.
  *
- * Why one ring and not per-CPU rings or in-kernel aggregation: the BPF ring buffer is multi-producer and
- * delivers records in the order they were reserved, so the pfn ownership rules of the perf source hold
- * without a merge (a free is reserved before its page can be reused), and exact counts need every page
- * anyway. docs/performance.md has the measurements behind the choice.
+ * Why batches in one ring and not a record per event, per-CPU rings or in-kernel aggregation: exact counts
+ * need every page event in user space anyway (an in-kernel pfn -> owner map cost more per event), and a
+ * ring record per event spent most of the program's time on the ring (docs/performance.md has the
+ * figures). Batches of different CPUs arrive out of order, so every event carries a number from one
+ * counter for all CPUs, and seqorder.c delivers by number: the pfn ownership rules of the perf source hold
+ * (a free takes its number before its page can be reused). A CPU that goes quiet would hold its partial
+ * batch, and every later number, for good: the daemon asks the CPUs holding numbers it waits for to send
+ * (the batch_flush program, run there by the kernel) 10 ms after it noticed, and before each query.
  *
  * Stacks are sampled in the kernel (a stack for about one page in stack_sample_interval, see the BPF
  * program); counts are exact. The stack tree's totals stay equal to the exact counts by sample-and-hold:
@@ -25,7 +31,7 @@
  * per thread apart from its page stack. Without it the slab programs are not even loaded.
  *
  * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST
- * with their CPU), recursion misses (an event nested in a running program of the same kind on that CPU,
+ * with their CPU), numbers given up on that no other reason counts (sequenceGap), recursion misses (an event nested in a running program of the same kind on that CPU,
  * which its *_nested twin did not catch either: the kernel's per-program recursion_misses minus the
  * twins' records, emitted as MS_EVENT_LOST on CPU 0; those of the slab programs, which have no twins, apart
  * as slabRecursionMiss), and stack failures (the allocation is counted, its

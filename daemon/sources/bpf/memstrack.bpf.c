@@ -335,6 +335,28 @@ typedef struct DirectEntry {
 _Static_assert(__builtin_offsetof(DirectEntry, words) == __builtin_offsetof(MsBpfBatch, words),
                "DirectEntry is an MsBpfBatch");
 
+/* A batch of one entry of n words (a constant at each call, as the ring's reserve needs), head unset. */
+static __always_inline DirectEntry *direct_reserve(__u32 n, MsBpfStats *st) {
+        DirectEntry *rec = bpf_ringbuf_reserve(&events, sizeof(MsBpfBatch) + n * 8, 0);
+
+        if (!rec) {
+                if (st)
+                        st->ring_full++;
+                return NULL;
+        }
+        rec->type = MS_BPF_PAGE_BATCH;
+        rec->cpu = (__u16) bpf_get_smp_processor_id();
+        rec->n_words = n;
+        rec->timestamp_nsec = bpf_ktime_get_ns();
+        return rec;
+}
+
+/* Numbers the entry last, as seq_next() says, and sends it. */
+static __always_inline void direct_send(DirectEntry *rec, __u32 kind, __u32 order) {
+        rec->words[0] = entry_head(kind, order);
+        bpf_ringbuf_submit(rec, wakeup_flag());
+}
+
 static __always_inline void page_free_entry(CpuBatch *b, __u64 key, __u32 order, MsBpfStats *st) {
         BatchBuffer *buf = batch_buffer();
         DirectEntry *rec;
@@ -349,19 +371,11 @@ static __always_inline void page_free_entry(CpuBatch *b, __u64 key, __u32 order,
                 batch_end(b, buf);
                 return;
         }
-        rec = bpf_ringbuf_reserve(&events, sizeof(MsBpfBatch) + MS_BPF_ENTRY_FREE_WORDS * 8, 0);
-        if (!rec) {
-                if (st)
-                        st->ring_full++;
+        rec = direct_reserve(MS_BPF_ENTRY_FREE_WORDS, st);
+        if (!rec)
                 return;
-        }
-        rec->type = MS_BPF_PAGE_BATCH;
-        rec->cpu = (__u16) bpf_get_smp_processor_id();
-        rec->n_words = MS_BPF_ENTRY_FREE_WORDS;
-        rec->timestamp_nsec = bpf_ktime_get_ns();
         rec->words[1] = key;
-        rec->words[0] = entry_head(MS_BPF_ENTRY_FREE, order);
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        direct_send(rec, MS_BPF_ENTRY_FREE, order);
 }
 
 static __always_inline void page_alloc_entry(CpuBatch *b, __u64 key, __u32 order, __u64 pid_tgid,
@@ -383,22 +397,14 @@ static __always_inline void page_alloc_entry(CpuBatch *b, __u64 key, __u32 order
                 batch_end(b, buf);
                 return;
         }
-        rec = bpf_ringbuf_reserve(&events, sizeof(MsBpfBatch) + MS_BPF_ENTRY_ALLOC_WORDS * 8, 0);
-        if (!rec) {
-                if (st)
-                        st->ring_full++;
+        rec = direct_reserve(MS_BPF_ENTRY_ALLOC_WORDS, st);
+        if (!rec)
                 return;
-        }
-        rec->type = MS_BPF_PAGE_BATCH;
-        rec->cpu = (__u16) bpf_get_smp_processor_id();
-        rec->n_words = MS_BPF_ENTRY_ALLOC_WORDS;
-        rec->timestamp_nsec = bpf_ktime_get_ns();
         rec->words[1] = key;
         rec->words[2] = pid_tgid;
         rec->words[3] = cgroup_id;
         rec->words[4] = flags;
-        rec->words[0] = entry_head(MS_BPF_ENTRY_ALLOC, order);
-        bpf_ringbuf_submit(rec, wakeup_flag());
+        direct_send(rec, MS_BPF_ENTRY_ALLOC, order);
 }
 
 /*
