@@ -336,6 +336,23 @@ static void test_batch_shuffle(void) {
         ASSERT_EQ(seq_order_next(s->order), (uint64_t) N);
 }
 
+/* Clients cannot make the source interrupt the CPUs at their pace: a burst of flushes asks, then they
+ * wait for the rate to allow one again. */
+static void test_flush_rate(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        unsigned allowed = 0;
+        uint64_t start = now_usec(CLOCK_MONOTONIC), took;
+
+        for (unsigned i = 0; i < 10 * EBPF_FLUSH_BURST; i++)
+                allowed += flush_allowed(s);
+        took = now_usec(CLOCK_MONOTONIC) - start;
+        /* The burst, and what the rate gave back while the loop ran (nothing unless the machine stalled). */
+        ASSERT_GE(allowed, EBPF_FLUSH_BURST);
+        ASSERT_LE(allowed, EBPF_FLUSH_BURST + 1 + took * EBPF_FLUSH_RATE / USEC_PER_SEC);
+        ASSERT_OK(usleep(3 * USEC_PER_SEC / EBPF_FLUSH_RATE));
+        ASSERT_TRUE(flush_allowed(s));
+}
+
 static void test_sample_and_hold(void) {
         _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
         uint64_t buf[64 + 2 * MS_BPF_FRAMES_MAX];
@@ -695,6 +712,7 @@ int main(void) {
         test_sampling();
         test_batch_order();
         test_batch_shuffle();
+        test_flush_rate();
         test_sample_and_hold();
         test_user_frames();
         test_other_records();

@@ -65,6 +65,7 @@
 #include "proc-seed.h"
 #include "seqorder.h"
 #include "source.h"
+#include "time-util.h"
 
 /* Records handled per dispatch before other event sources get their turn. */
 #define EBPF_DRAIN_BUDGET 4096u
@@ -76,9 +77,11 @@
 #define EBPF_ORDER_WAIT_USEC 10000u
 /* Times the daemon asks every CPU for its batch before a query is answered, if some CPU was busy. */
 #define EBPF_FLUSH_TRIES 4
-/* Queries closer together than this answer with what arrived: clients cannot make the daemon interrupt
- * every CPU at their pace. */
-#define EBPF_FLUSH_MIN_USEC 1000u
+/* Asking the CPUs interrupts each that holds a partial batch, so clients must not make the daemon do it at
+ * their pace: at most EBPF_FLUSH_RATE rounds a second on average, bursts of EBPF_FLUSH_BURST; a flush beyond
+ * that delivers what arrived. Far above what top, scripts and tests ask. */
+#define EBPF_FLUSH_RATE 200u
+#define EBPF_FLUSH_BURST 20u
 /* Bytes of runs waiting for a number before the daemon gives up on it without waiting for the timer. */
 #define EBPF_ORDER_WAITING_MAX (64u << 20)
 
@@ -121,7 +124,8 @@ typedef struct EbpfSource {
         unsigned order_stuck;           /* timer rounds in a row that found numbers missing */
         uint64_t order_lost;            /* numbers skipped that no other count has */
         uint64_t flushes;               /* batch_flush runs asked for */
-        uint64_t last_flush_usec;       /* CLOCK_MONOTONIC of the last query's flush */
+        double flush_tokens;            /* rounds of asking the CPUs left (see EBPF_FLUSH_RATE) */
+        uint64_t flush_tokens_usec;     /* CLOCK_MONOTONIC when flush_tokens was last topped up */
         bool flush_failed;              /* batch_flush failed once: said so */
         MsEventSink sink;
         pid_t self;
@@ -973,21 +977,36 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         return 0;
 }
 
-/* Everything numbered before the call, delivered (but for a CPU busy every time it was asked). */
+/* Whether a flush may ask the CPUs now (a token bucket, see EBPF_FLUSH_RATE). */
+static bool flush_allowed(EbpfSource *s) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (s->flush_tokens_usec == 0)
+                s->flush_tokens = EBPF_FLUSH_BURST;
+        else
+                s->flush_tokens = MIN((double) EBPF_FLUSH_BURST,
+                                      s->flush_tokens + (double) (now - s->flush_tokens_usec) *
+                                                        EBPF_FLUSH_RATE / USEC_PER_SEC);
+        s->flush_tokens_usec = now;
+        if (s->flush_tokens < 1.0)
+                return false;
+        s->flush_tokens -= 1.0;
+        return true;
+}
+
+/* Everything numbered before the call, delivered (but for a CPU busy every time it was asked, and beyond
+ * EBPF_FLUSH_RATE, where it delivers what arrived). */
 static int ebpf_source_flush(EventSource *es) {
         EbpfSource *s = ebpf_source_from(es);
-        uint64_t upto, now;
+        uint64_t upto;
         int r = 0;
 
         assert(s);
-        upto = events_numbered(s);
-        if (s->event && sd_event_now(s->event, CLOCK_MONOTONIC, &now) >= 0) {
-                if (now < s->last_flush_usec + EBPF_FLUSH_MIN_USEC) {
-                        (void) source_drain(s, UINT64_MAX);
-                        return 0;
-                }
-                s->last_flush_usec = now;
+        if (!flush_allowed(s)) {
+                (void) source_drain(s, UINT64_MAX);
+                return 0;
         }
+        upto = events_numbered(s);
         for (unsigned i = 0; i < EBPF_FLUSH_TRIES; i++) {
                 r = flush_cpus(s, upto);
                 (void) source_drain(s, UINT64_MAX);
