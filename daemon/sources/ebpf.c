@@ -783,8 +783,10 @@ static int flush_cpus(EbpfSource *s, uint64_t upto) {
                 const MsBpfBatchState *st = (const MsBpfBatchState *) ((const uint8_t *) state + c * stride);
                 LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = (uint32_t) c);
 
-                /* A torn read only asks a CPU for nothing, or asks it next round. */
-                if (st->used == 0 || st->first_seq >= upto)
+                /* A program in a write may have taken a number below upto and not yet counted its entry
+                 * in used: it set depth before it took the number (the number's atomic add orders the two),
+                 * so such a CPU is asked too (and says busy). */
+                if (st->depth == 0 && (st->used == 0 || st->first_seq >= upto))
                         continue;
                 s->flushes++;
                 if (bpf_prog_test_run_opts(fd, &opts) < 0) {
@@ -1007,10 +1009,12 @@ static int ebpf_source_flush(EventSource *es) {
                 return 0;
         }
         upto = events_numbered(s);
+        /* Again while numbers below upto are missing: a CPU was busy, or a record sent on its own took its
+         * number just before the ring had it. */
         for (unsigned i = 0; i < EBPF_FLUSH_TRIES; i++) {
                 r = flush_cpus(s, upto);
                 (void) source_drain(s, UINT64_MAX);
-                if (r <= 0 || seq_order_next(s->order) >= upto)
+                if (r < 0 || seq_order_next(s->order) >= upto)
                         break;
         }
         order_timer_arm(s);

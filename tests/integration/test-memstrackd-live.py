@@ -449,8 +449,17 @@ def test_sampled_stacks_sum_to_exact_counts():
         fail(f"--source ebpf: backend {status['backend']}, stackSampleInterval {status['stackSampleInterval']}")
     lg = Loadgen()
     lg.do("alloc", "allocated")
-    task = d.task(lg.pid)
-    tree = d.call("io.memstrack.StackTree", {"pid": lg.pid})
+    # Two queries are two moments: the process (its runtime, a pipe page the test read) may still change
+    # between them, so the tree counts only between two equal readings of the process.
+    for _ in range(5):
+        task = d.task(lg.pid)
+        tree = d.call("io.memstrack.StackTree", {"pid": lg.pid})
+        after = d.task(lg.pid)
+        if after["currentPages"] == task["currentPages"]:
+            break
+        time.sleep(0.2)
+    else:
+        fail(f"the process's pages kept changing: {task['currentPages']}, then {after['currentPages']}")
     if tree["stackSampleInterval"] != status["stackSampleInterval"]:
         fail(f"StackTree says a stack per {tree['stackSampleInterval']} pages, Status {status['stackSampleInterval']}")
     if tree["totalPages"] != task["currentPages"]:

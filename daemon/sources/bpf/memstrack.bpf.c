@@ -199,13 +199,14 @@ static __always_inline __u64 slab_time(const MsBpfStats *st) {
 }
 
 /*
- * Batches. A CPU's page events go into its CpuBatch (a per-CPU map value, so only that CPU writes it, with
- * plain stores) and the batch into the ring once it holds MS_BPF_BATCH_FLUSH words, or when the daemon
- * runs batch_flush on that CPU (it does when it misses numbers, see ebpf.c). Programs nest on a CPU: an
- * interrupt may run a page program while another is writing the batch. depth says a write is under way;
- * a nested program then sends its event on its own, as a batch of one entry (so do the *_nested twins),
- * and leaves the batch alone. depth is 0 or 1, set and cleared by the same program; a nested program's
- * read-modify-write of anything in the batch completes before the interrupted one resumes.
+ * Batches. A CPU's page events go into its BatchBuffer (a per-CPU map value, so only that CPU writes it,
+ * with plain stores; its CpuBatch keeps the state) and the batch into the ring once it holds
+ * MS_BPF_BATCH_FLUSH words, or when the daemon runs batch_flush on that CPU (it does when it misses
+ * numbers, see ebpf.c). Programs nest on a CPU: an interrupt may run a page program while another is
+ * writing the batch. depth says a write is under way; a program that finds it set (a *_nested twin can
+ * too) sends its event on its own, as a batch of one entry, and leaves the batch alone. depth is 0 or 1,
+ * set and cleared by the same program; a nested program's read-modify-write of anything in the batch
+ * completes before the interrupted one resumes.
  */
 typedef struct CpuBatch {
         MsBpfBatchState state;                  /* first: the daemon reads it */
