@@ -53,6 +53,7 @@ enum {
         ARG_BUFFER_PAGES,
         ARG_WAKEUP_BYTES,
         ARG_STACK_SAMPLE_INTERVAL,
+        ARG_NESTED_ALLOCATIONS,
         ARG_BTF,
         ARG_KALLSYMS,
         ARG_CGROUP_ROOT,
@@ -90,6 +91,7 @@ static const struct option options[] = {
         { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
         { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
         { "stack-sample-interval", required_argument, NULL, ARG_STACK_SAMPLE_INTERVAL },
+        { "nested-allocations", required_argument, NULL, ARG_NESTED_ALLOCATIONS },
         { "btf", required_argument, NULL, ARG_BTF },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
@@ -136,6 +138,9 @@ static void help(void) {
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
                "     --stack-sample-interval=N  eBPF: a stack per N pages on average, 1 for every\n"
                "                            allocation; counts stay exact (default %u)\n"
+               "     --nested-allocations=WHEN  eBPF: record allocations made by an interrupt\n"
+               "                            while the allocation program runs from the first one\n"
+               "                            missed (after-miss, default) or from the start (always)\n"
                "     --btf=PATH             eBPF: kernel BTF (default " SOURCE_BTF_DEFAULT ")\n"
                "     --kallsyms=PATH        Kernel symbols (default /proc/kallsyms)\n"
                "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
@@ -298,6 +303,16 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 if (r < 0)
                         return r;
                 arg_source_options.stack_sample_interval = (unsigned) v;
+                break;
+        case ARG_NESTED_ALLOCATIONS:
+                if (streq(value, "always"))
+                        arg_source_options.nested_allocations_always = true;
+                else if (streq(value, "after-miss"))
+                        arg_source_options.nested_allocations_always = false;
+                else {
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "after-miss or always");
+                        return -EINVAL;
+                }
                 break;
         case ARG_BTF:
                 arg_source_options.btf = value;

@@ -708,6 +708,68 @@ static void test_slab_layouts(void) {
         btf__free(btf);
 }
 
+static void ignore_event(void *userdata, const MsEvent *ev) {
+}
+
+/* The tracepoint a program's link is attached to, into tp (size bytes). */
+static void link_tracepoint(struct bpf_link *link, char *tp, uint32_t size) {
+        struct bpf_link_info info = {};
+        uint32_t len = sizeof(info);
+
+        info.raw_tracepoint.tp_name = (uint64_t) (uintptr_t) tp;
+        info.raw_tracepoint.tp_name_len = size;
+        ASSERT_OK(bpf_obj_get_info_by_fd(bpf_link__fd(link), &info, &len));
+}
+
+/*
+ * The twins on the live kernel: the free twin from the start; the allocation twin from page_alloc's first
+ * recursion miss (alloc_twin_update(), fed the count poll_losses() reads), or from the start with
+ * --nested-allocations=always, and attached once.
+ */
+static void test_alloc_twin(void) {
+        for (int always = 0; always <= 1; always++) {
+                _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+                EventSource *source = NULL;
+                struct bpf_link *link;
+                SourceOptions o;
+                EbpfSource *s;
+                char tp[64];
+                int r;
+
+                source_options_init(&o);
+                o.nested_allocations_always = always;
+                r = ebpf_source_type.new(&o, &source);
+                if (r < 0) {
+                        printf("test-ebpf: the twins' attachment not checked: the source cannot run here (%s)\n",
+                               strerror(-r));
+                        return;
+                }
+                s = ebpf_source_from(source);
+                ASSERT_OK(sd_event_new(&event));
+                ASSERT_OK(source->ops->start(source, event, &(MsEventSink) { .event = ignore_event }));
+                ASSERT_NOT_NULL(s->skel->links.page_free_nested);
+                link_tracepoint(s->skel->links.page_free_nested, tp, sizeof(tp));
+                ASSERT_STREQ(tp, "mm_page_free");
+                link = s->skel->links.page_alloc_nested;
+                ASSERT_EQ(link != NULL, always);
+
+                alloc_twin_update(s, 0);
+                ASSERT_TRUE(s->skel->links.page_alloc_nested == link);
+                alloc_twin_update(s, 2);
+                ASSERT_NOT_NULL(s->skel->links.page_alloc_nested);
+                if (always)
+                        ASSERT_TRUE(s->skel->links.page_alloc_nested == link);
+                link = s->skel->links.page_alloc_nested;
+                link_tracepoint(link, tp, sizeof(tp));
+                ASSERT_STREQ(tp, "mm_page_alloc");
+                alloc_twin_update(s, 3);
+                ASSERT_TRUE(s->skel->links.page_alloc_nested == link);
+                ASSERT_EQ(s->alloc_twin_failed, false);
+                event_source_free(source);
+        }
+        printf("test-ebpf: the allocation twin attached at a miss, or at start when told\n");
+}
+
 int main(void) {
         test_sampling();
         test_batch_order();
@@ -722,6 +784,7 @@ int main(void) {
         test_objects();
         test_slab_layouts();
         test_gap_distribution();
+        test_alloc_twin();
         printf("test-ebpf: all passed\n");
         /* Last: needs root, BTF and the kernel's slab tracepoints, else skips. */
         return slab_live_test(&ebpf_source_type);

@@ -55,6 +55,7 @@ usage "--buffer-pages takes a power of two from 1 to 1048576, not '0'." --buffer
 usage "--wakeup-bytes takes a number from 1 to 4294967295, not '0'." --wakeup-bytes=0
 usage "--max-stack-nodes takes a number from 16 to 536870912, not '15'." --max-stack-nodes=15
 usage "--max-exited-tasks takes a number from 0 to 16777216, not '1k'." --max-exited-tasks=1k
+usage "--nested-allocations takes after-miss or always, not 'sometimes'." --nested-allocations=sometimes
 usage "--log-level takes emerg, alert, crit, err, warning, notice, info, debug or 0 to 7, not 'loud'." \
     --log-level=loud
 usage "Unexpected argument 'foo': memstrackd takes only options." --no-socket foo

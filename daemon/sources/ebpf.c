@@ -32,8 +32,8 @@
  *
  * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST
  * with their CPU), numbers given up on that no other reason counts (sequenceGap), recursion misses (an event nested in a running program of the same kind on that CPU,
- * which its *_nested twin did not catch either: the kernel's per-program recursion_misses minus the
- * twins' records, emitted as MS_EVENT_LOST on CPU 0; those of the slab programs, which have no twins, apart
+ * which its *_nested twin did not catch either (page_alloc_nested waits for page_alloc's first miss, see
+ * alloc_twin_update()): the kernel's per-program recursion_misses minus the twins' records, emitted as MS_EVENT_LOST on CPU 0; those of the slab programs, which have no twins, apart
  * as slabRecursionMiss), and stack failures (the allocation is counted, its
  * stack held as if unsampled).
  *
@@ -160,6 +160,7 @@ typedef struct EbpfSource {
         uint64_t held_objects;          /* objects charged to a held stack */
         uint64_t unsampled_objects;     /* objects charged to "[not sampled]" */
         uint64_t slab_recursion_misses; /* as last read: the slab programs' recursion_misses */
+        bool alloc_twin_failed;         /* page_alloc_nested could not be attached: said so */
         char cache[MS_BPF_CACHE_NAME_MAX + 1];  /* the current object's cache name */
 } EbpfSource;
 
@@ -669,6 +670,32 @@ static bool program_is_slab(const EbpfSource *s, const struct bpf_program *prog)
                prog == k->progs.slab_kfree || prog == k->progs.slab_cache_free;
 }
 
+/*
+ * The allocation twin (page_alloc_nested) costs every allocation a second program on its tracepoint, about
+ * 0.07 us per page (docs/performance.md), to catch the allocations an interrupt makes while page_alloc
+ * runs: network buffers refilled in a softirq, say. Frees nest under any load (pages freed by RCU in an
+ * interrupt), so the free twin is always there; allocations nest on few machines (never in any test or
+ * bench run here). So unless told otherwise (--nested-allocations=always) the allocation twin is attached
+ * at page_alloc's first recursion miss: the misses until this poll are counted as recursionMiss, the
+ * nested allocations after it are caught.
+ */
+static void alloc_twin_update(EbpfSource *s, uint64_t page_alloc_misses) {
+        struct memstrack_bpf *k = s->skel;
+
+        if (page_alloc_misses == 0 || k->links.page_alloc_nested || s->alloc_twin_failed)
+                return;
+        k->links.page_alloc_nested = bpf_program__attach(k->progs.page_alloc_nested);
+        if (!k->links.page_alloc_nested) {
+                s->alloc_twin_failed = true;
+                log_warning_errno(negative_errno(), "Failed to attach the program for allocations nested in "
+                                  "interrupts; they stay missed, counted as recursionMiss: %m");
+                return;
+        }
+        log_info("%" PRIu64 " page allocations made by an interrupt while the allocation program ran were "
+                 "missed (counted as recursionMiss); recording such allocations from now on.",
+                 page_alloc_misses);
+}
+
 /* Reads the kernel's loss counters and emits what grew since the last read. A few syscalls per drain. */
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
@@ -721,6 +748,8 @@ static void poll_losses(EbpfSource *s) {
                         slab_misses += info.recursion_misses;
                 else
                         misses += info.recursion_misses;
+                if (prog == s->skel->progs.page_alloc)
+                        alloc_twin_update(s, info.recursion_misses);
         }
         if (slab_misses > s->slab_recursion_misses) {
                 s->losses[EBPF_LOSS_SLAB_RECURSION].count += slab_misses - s->slab_recursion_misses;
@@ -968,7 +997,10 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
                         return log_error_errno(negative_errno(), "Failed to attach the eBPF program %s: %m",
                                                bpf_program__name(tasks_first[i].program));
         }
-        /* The rest; the skeleton leaves programs that have a link alone. */
+        /* The rest; the skeleton leaves programs that have a link alone. The allocation twin waits for
+         * a miss (alloc_twin_update()). */
+        if (!s->options.nested_allocations_always)
+                (void) bpf_program__set_autoattach(s->skel->progs.page_alloc_nested, false);
         r = memstrack_bpf__attach(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the eBPF programs: %m");

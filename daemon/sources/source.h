@@ -54,6 +54,7 @@ typedef struct SourceOptions {
         size_t wakeup_bytes;            /* buffered bytes that wake the daemon; 0: the source's choice */
         pid_t self;                     /* whose allocations are dropped (the daemon's); 0: getpid() */
         unsigned stack_sample_interval; /* pages per stack taken, 1..SOURCE_STACK_SAMPLE_INTERVAL_MAX */
+        bool nested_allocations_always; /* eBPF: the allocation twin from the start, not the first miss */
         const char *btf;                /* kernel BTF for the eBPF source; NULL: SOURCE_BTF_DEFAULT */
 } SourceOptions;
 

@@ -148,6 +148,15 @@ def test_64mib_ten_times(source):
     d.stop()
 
 
+def test_nested_allocations_always():
+    """--nested-allocations=always: the eBPF allocation twin runs from the start (by default it waits for
+    a first missed nested allocation, see test-ebpf); the counts are as exact with it."""
+    d = Daemon("--source", "ebpf", "--nested-allocations", "always")
+    for run in range(3):
+        check_64mib(d)
+    d.stop()
+
+
 def test_no_call_chains():
     """--callchain-depth 0, the cheapest tracing: tasks are charged exactly as with call chains."""
     d = Daemon("--callchain-depth", "0")
@@ -590,7 +599,7 @@ CASES = [(test_64mib_ten_times, s) for s in SOURCES] + [(test_four_threads, s) f
                              test_hostile_client_does_not_starve_status, test_bad_environment)] + \
         [(test_page_fault_stack, "ftrace"), (test_page_fault_stack, "ebpf")] + \
         [(c, "ebpf") for c in (test_sampled_stacks_sum_to_exact_counts, test_full_mode_stacks, test_auto_picks_ebpf,
-                               test_ebpf_probe_failure_falls_back)]
+                               test_ebpf_probe_failure_falls_back, test_nested_allocations_always)]
 
 
 def ebpf_missing():

@@ -577,7 +577,9 @@ static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct task_s
  * (recursion_misses), and interrupts free pages often (RCU callbacks, network buffers). So
  * page_alloc_nested, attached to the same tracepoint after page_alloc (a tracepoint calls its programs in
  * the order they were attached, and the skeleton attaches them in the order this file defines them),
- * records exactly the events page_alloc did not, by what page_alloc notes first thing, per CPU:
+ * records exactly the events page_alloc did not, by what page_alloc notes first thing, per CPU (the
+ * daemon attaches page_alloc_nested late, at page_alloc's first miss, unless told otherwise: ebpf.c,
+ * alloc_twin_update()):
  *
  * - The note is the event's page and where the event is: the address of the tracepoint's argument array
  *   (ctx), which lies in the frame of the kernel function that calls both programs, so the same address
