@@ -708,6 +708,27 @@ static void test_slab_layouts(void) {
         btf__free(btf);
 }
 
+/*
+ * Recursion misses count as lost only when no twin recorded them: a miss read a moment before its
+ * record is not a loss, a miss never recorded is, once a poll sees no more records than new misses.
+ */
+static void test_misses_unrecorded(void) {
+        uint64_t before = 0;
+
+        /* 33 nested frees: the misses read, their records not yet. */
+        ASSERT_EQ(misses_unrecorded(&before, 33, 0), 0U);
+        ASSERT_EQ(misses_unrecorded(&before, 33, 33), 0U);
+        /* 7 missed and never recorded, while another burst is on its way. */
+        ASSERT_EQ(misses_unrecorded(&before, 45, 38), 0U);
+        ASSERT_EQ(misses_unrecorded(&before, 45, 38), 7U);
+        ASSERT_EQ(misses_unrecorded(&before, 45, 38), 7U);
+        /* Twins' records outnumbering misses (a twin attached before its program missed): no loss. */
+        before = 0;
+        ASSERT_EQ(misses_unrecorded(&before, 2, 5), 0U);
+        ASSERT_EQ(misses_unrecorded(&before, 2, 5), 0U);
+        printf("test-ebpf: recursion misses lost only when never recorded\n");
+}
+
 static void ignore_event(void *userdata, const MsEvent *ev) {
 }
 
@@ -784,6 +805,7 @@ int main(void) {
         test_objects();
         test_slab_layouts();
         test_gap_distribution();
+        test_misses_unrecorded();
         test_alloc_twin();
         printf("test-ebpf: all passed\n");
         /* Last: needs root, BTF and the kernel's slab tracepoints, else skips. */

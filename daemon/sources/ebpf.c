@@ -30,12 +30,13 @@
  * twins before 6.1), kfree and kmem_cache_free, through the same ring, stacks sampled per object and held
  * per thread apart from its page stack. Without it the slab programs are not even loaded.
  *
- * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST
- * with their CPU), numbers given up on that no other reason counts (sequenceGap), recursion misses (an event nested in a running program of the same kind on that CPU,
- * which its *_nested twin did not catch either (page_alloc_nested waits for page_alloc's first miss, see
- * alloc_twin_update()): the kernel's per-program recursion_misses minus the twins' records, emitted as MS_EVENT_LOST on CPU 0; those of the slab programs, which have no twins, apart
- * as slabRecursionMiss), and stack failures (the allocation is counted, its
- * stack held as if unsampled).
+ * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST with
+ * their CPU), numbers given up on that no other reason counts (sequenceGap), recursion misses (an event
+ * nested in a running program of the same kind on that CPU, which its *_nested twin did not catch either
+ * (page_alloc_nested waits for page_alloc's first miss, see alloc_twin_update()): the kernel's per-program
+ * recursion_misses minus the twins' records (misses_unrecorded()), emitted as MS_EVENT_LOST on CPU 0; those
+ * of the slab programs, which have no twins, apart as slabRecursionMiss), and stack failures (the allocation
+ * is counted, its stack held as if unsampled).
  *
  * The daemon's own allocations are dropped in the kernel, its frees kept (as perf does). Tasks alive at
  * start are seeded from /proc after the programs are attached (proc-seed.h).
@@ -146,7 +147,8 @@ typedef struct EbpfSource {
         int n_possible_cpus;
         MsBpfStats *cpu_stats;          /* owned, n_possible_cpus entries: the stats map's last values */
         uint64_t *lost_per_cpu;         /* owned, n_possible_cpus entries */
-        uint64_t recursion_misses;
+        uint64_t recursion_misses;      /* page events nobody recorded, as emitted */
+        uint64_t page_misses_read;      /* the page programs' recursion_misses at the last poll */
         EventSourceLoss losses[_EBPF_LOSS_MAX];
 
         uint64_t records;               /* events delivered to the sink */
@@ -696,6 +698,21 @@ static void alloc_twin_update(EbpfSource *s, uint64_t page_alloc_misses) {
                  page_alloc_misses);
 }
 
+/*
+ * The page events nobody recorded, of page_misses (the main programs' recursion_misses, read now) and
+ * nested (the twins' records, read just before). The kernel counts a miss a moment before the twin
+ * records the event, so one read of both can see a miss whose record is still on its way, and a loss
+ * once emitted stays: the misses read at the previous poll (*misses_before) are compared with the records
+ * read now. That never counts a recorded event as lost; a true loss shows at the first poll after which
+ * no twin recorded more than the new misses (nested events come in rare bursts).
+ */
+static uint64_t misses_unrecorded(uint64_t *misses_before, uint64_t page_misses, uint64_t nested) {
+        uint64_t before = *misses_before;
+
+        *misses_before = page_misses;
+        return before > nested ? before - nested : 0;
+}
+
 /* Reads the kernel's loss counters and emits what grew since the last read. A few syscalls per drain. */
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
@@ -758,7 +775,7 @@ static void poll_losses(EbpfSource *s) {
                 s->slab_recursion_misses = slab_misses;
         }
         s->nested_records = nested;
-        misses = misses > nested ? misses - nested : 0;
+        misses = misses_unrecorded(&s->page_misses_read, misses, nested);
         if (misses > s->recursion_misses) {
                 /* The kernel does not say on which CPU: charged to CPU 0's losses. */
                 s->losses[EBPF_LOSS_RECURSION].count += misses - s->recursion_misses;
@@ -912,8 +929,9 @@ static EbpfSource *ebpf_source_free(EbpfSource *s) {
         if (!s)
                 return NULL;
         log_debug("eBPF source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
-                  " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " objects on held stacks, %"
-                  PRIu64 " before a first sample, %" PRIu64 " nested events caught, %" PRIu64 " bad records, %" PRIu64 " batches asked for.",
+                  " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " objects on held "
+                  "stacks, %" PRIu64 " before a first sample, %" PRIu64 " nested events caught, %" PRIu64
+                  " bad records, %" PRIu64 " batches asked for.",
                   s->records, s->lost_records, s->wakeups, s->held_pages, s->unsampled_pages, s->held_objects,
                   s->unsampled_objects, s->nested_records, s->bad_records, s->flushes);
         s->defer_source = sd_event_source_disable_unref(s->defer_source);
