@@ -721,24 +721,26 @@ static void poll_losses(EbpfSource *s) {
         SeqOrderStats order;
         uint32_t zero = 0;
 
+        /* Every count is cumulative: without this read, the next poll does it all. Going on would take
+         * the twins' records and the ring's refusals as 0 and report losses that stay. */
         now = calloc(s->n_possible_cpus, sizeof(*now));
-        if (now && bpf_map__lookup_elem(s->skel->maps.stats, &zero, sizeof(zero), now,
-                                        s->n_possible_cpus * sizeof(*now), 0) == 0) {
-                for (int c = 0; c < s->n_possible_cpus; c++) {
-                        uint64_t d = now[c].ring_full - s->cpu_stats[c].ring_full;
+        if (!now || bpf_map__lookup_elem(s->skel->maps.stats, &zero, sizeof(zero), now,
+                                         s->n_possible_cpus * sizeof(*now), 0) != 0)
+                return;
+        for (int c = 0; c < s->n_possible_cpus; c++) {
+                uint64_t d = now[c].ring_full - s->cpu_stats[c].ring_full;
 
-                        if (d > 0) {
-                                s->lost_per_cpu[c] += d;
-                                s->losses[EBPF_LOSS_RING_FULL].count += d;
-                                emit_lost(s, (uint32_t) c, d);
-                        }
-                        stack_failed += now[c].stack_failed;
-                        nested += now[c].nested;
-                        numbered_lost += now[c].numbered_lost;
-                        s->cpu_stats[c] = now[c];
+                if (d > 0) {
+                        s->lost_per_cpu[c] += d;
+                        s->losses[EBPF_LOSS_RING_FULL].count += d;
+                        emit_lost(s, (uint32_t) c, d);
                 }
-                s->losses[EBPF_LOSS_STACK].count = stack_failed;
+                stack_failed += now[c].stack_failed;
+                nested += now[c].nested;
+                numbered_lost += now[c].numbered_lost;
+                s->cpu_stats[c] = now[c];
         }
+        s->losses[EBPF_LOSS_STACK].count = stack_failed;
 
         /* Numbers given up on and not come since, but for records the ring refused (counted as ringFull). */
         seq_order_get_stats(s->order, &order);
