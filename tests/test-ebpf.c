@@ -722,7 +722,7 @@ static void test_misses_unrecorded(void) {
         ASSERT_EQ(misses_unrecorded(&before, 45, 38), 0U);
         ASSERT_EQ(misses_unrecorded(&before, 45, 38), 7U);
         ASSERT_EQ(misses_unrecorded(&before, 45, 38), 7U);
-        /* Twins' records outnumbering misses (a twin attached before its program missed): no loss. */
+        /* Records read now, of misses newer than the last read, outnumbering the old misses: no loss. */
         before = 0;
         ASSERT_EQ(misses_unrecorded(&before, 2, 5), 0U);
         ASSERT_EQ(misses_unrecorded(&before, 2, 5), 0U);

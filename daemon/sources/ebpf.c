@@ -654,7 +654,10 @@ static int ring_record(void *userdata, void *data, size_t size) {
         return 0;
 }
 
-static void emit_lost(EbpfSource *s, uint32_t cpu, uint64_t n) {
+/* Counts n records lost for reason, on cpu, and tells the sink. */
+static void emit_lost(EbpfSource *s, unsigned reason, uint32_t cpu, uint64_t n) {
+        s->losses[reason].count += n;
+        s->lost_per_cpu[cpu] += n;
         s->ev = (MsEvent) {
                 .type = MS_EVENT_LOST,
                 .cpu = cpu,
@@ -662,6 +665,15 @@ static void emit_lost(EbpfSource *s, uint32_t cpu, uint64_t n) {
         };
         s->lost_records += n;
         emit(s);
+}
+
+/* Emits what a cumulative count of losses the kernel does not place on a CPU (charged to CPU 0) grew by
+ * since *emitted, what was emitted of it so far. */
+static void emit_lost_growth(EbpfSource *s, unsigned reason, uint64_t total, uint64_t *emitted) {
+        if (total <= *emitted)
+                return;
+        emit_lost(s, reason, 0, total - *emitted);
+        *emitted = total;
 }
 
 static bool program_is_slab(const EbpfSource *s, const struct bpf_program *prog) {
@@ -730,11 +742,8 @@ static void poll_losses(EbpfSource *s) {
         for (int c = 0; c < s->n_possible_cpus; c++) {
                 uint64_t d = now[c].ring_full - s->cpu_stats[c].ring_full;
 
-                if (d > 0) {
-                        s->lost_per_cpu[c] += d;
-                        s->losses[EBPF_LOSS_RING_FULL].count += d;
-                        emit_lost(s, (uint32_t) c, d);
-                }
+                if (d > 0)
+                        emit_lost(s, EBPF_LOSS_RING_FULL, (uint32_t) c, d);
                 stack_failed += now[c].stack_failed;
                 nested += now[c].nested;
                 numbered_lost += now[c].numbered_lost;
@@ -744,13 +753,8 @@ static void poll_losses(EbpfSource *s) {
 
         /* Numbers given up on and not come since, but for records the ring refused (counted as ringFull). */
         seq_order_get_stats(s->order, &order);
-        uint64_t gaps = order.skipped - MIN(order.skipped, order.late + numbered_lost);
-        if (gaps > s->order_lost) {
-                s->losses[EBPF_LOSS_SEQUENCE].count += gaps - s->order_lost;
-                s->lost_per_cpu[0] += gaps - s->order_lost;
-                emit_lost(s, 0, gaps - s->order_lost);
-                s->order_lost = gaps;
-        }
+        emit_lost_growth(s, EBPF_LOSS_SEQUENCE, order.skipped - MIN(order.skipped, order.late + numbered_lost),
+                         &s->order_lost);
 
         /* The nested programs' own misses are events their twin recorded; the twins' misses minus what
          * the nested programs recorded for them are the events nobody recorded. */
@@ -770,21 +774,11 @@ static void poll_losses(EbpfSource *s) {
                 if (prog == s->skel->progs.page_alloc)
                         alloc_twin_update(s, info.recursion_misses);
         }
-        if (slab_misses > s->slab_recursion_misses) {
-                s->losses[EBPF_LOSS_SLAB_RECURSION].count += slab_misses - s->slab_recursion_misses;
-                s->lost_per_cpu[0] += slab_misses - s->slab_recursion_misses;
-                emit_lost(s, 0, slab_misses - s->slab_recursion_misses);
-                s->slab_recursion_misses = slab_misses;
-        }
+        /* The kernel does not say on which CPU a program missed. */
+        emit_lost_growth(s, EBPF_LOSS_SLAB_RECURSION, slab_misses, &s->slab_recursion_misses);
         s->nested_records = nested;
-        misses = misses_unrecorded(&s->page_misses_read, misses, nested);
-        if (misses > s->recursion_misses) {
-                /* The kernel does not say on which CPU: charged to CPU 0's losses. */
-                s->losses[EBPF_LOSS_RECURSION].count += misses - s->recursion_misses;
-                s->lost_per_cpu[0] += misses - s->recursion_misses;
-                emit_lost(s, 0, misses - s->recursion_misses);
-                s->recursion_misses = misses;
-        }
+        emit_lost_growth(s, EBPF_LOSS_RECURSION, misses_unrecorded(&s->page_misses_read, misses, nested),
+                         &s->recursion_misses);
 }
 
 /* Delivers up to budget records; returns true if more may remain. */
