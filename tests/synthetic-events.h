@@ -55,7 +55,7 @@ static inline uint64_t synthetic_cgroup_of(int32_t pid) {
         }
 }
 
-/* Names the pending cgroups as the daemon's resolver would (manager_resolve_cgroups()). */
+/* Names the pending cgroups as the daemon's resolver would (cgroup_naming_resolve()). */
 static inline void synthetic_name_units(Accounting *a) {
         static const struct {
                 uint64_t id;
