@@ -43,6 +43,7 @@ extern bool arg_legend;                 /* header and footer lines of tables (--
 extern const char *arg_sort;            /* NULL: the verb's default */
 extern uint64_t arg_limit;              /* 0: the verb's default */
 extern bool arg_all;
+extern const char *arg_comm;            /* tasks: only tasks of this comm, as encoded in replies (NULL: all) */
 extern int64_t arg_task;                /* -1: none */
 extern const char *arg_module;
 extern int64_t arg_depth;               /* -1: the verb's default */

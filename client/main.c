@@ -29,6 +29,7 @@ bool arg_legend = true;
 const char *arg_sort = NULL;
 uint64_t arg_limit = 0;
 bool arg_all = false;
+const char *arg_comm = NULL;
 int64_t arg_task = -1;
 const char *arg_module = NULL;
 int64_t arg_depth = -1;
@@ -185,6 +186,10 @@ static const CmdlineOption options[] = {
                         { CMDLINE_WORDS("top"), "include tasks holding nothing" },
                         { CMDLINE_WORDS("units"), "include units holding nothing" },
                 },
+        }, {
+                .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
+                .parse = cmdline_set_string, .target = &arg_comm,
+                .parts = { { CMDLINE_WORDS("tasks"), "only tasks named NAME, as the COMM column shows it" } },
         }, {
                 .name = "stacks", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
                 .parse = cmdline_set_uint64, .target = &arg_stacks, .min = 0, .max = 100,
