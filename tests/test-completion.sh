@@ -5,11 +5,13 @@
 # `memstrackctl --help` lists (so they cannot drift from main.c); the zsh script parses (zsh -n) and
 # compinit loads it.
 #
-# Usage: test-completion.sh MEMSTRACKCTL SOURCE_ROOT
+# Usage: test-completion.sh MEMSTRACKCTL ROOT
+# ROOT holds shell-completion/bash/memstrackctl and shell-completion/zsh/_memstrackctl: the build tree,
+# where they are generated from memstrackctl's option table.
 set -uo pipefail
 
 CTL=${1:?memstrackctl}
-SRC=${2:?source root}
+SRC=${2:?root}
 BASH_COMPLETION=$SRC/shell-completion/bash/memstrackctl
 ZSH_COMPLETION=$SRC/shell-completion/zsh/_memstrackctl
 failed=0

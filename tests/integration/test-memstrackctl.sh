@@ -77,6 +77,24 @@ PY
     echo "ok loadgen's $PAGES pages in tasks and --json tasks"
 }
 
+# tasks --comm: the tasks of that name only, loadgen among them; a name nobody has lists none.
+test_comm() {
+    ctl --json tasks --comm loadgen --limit 10000 >"$work/comm.json" || fail "tasks --comm loadgen failed"
+    python3 - "$work/comm.json" "$lg_pid" <<'PY' || fail "tasks --comm loadgen: $(head -c 2000 "$work/comm.json")"
+import json, sys
+tasks = json.load(open(sys.argv[1]))["tasks"]
+assert tasks and all(t["comm"] == "loadgen" for t in tasks), [t["comm"] for t in tasks]
+assert any(t["pid"] == int(sys.argv[2]) for t in tasks), "loadgen's pid is not listed"
+PY
+    ctl --json tasks --comm no-such-comm >"$work/comm-none.json" || fail "tasks --comm no-such-comm failed"
+    python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["tasks"] == []' "$work/comm-none.json" ||
+        fail "tasks --comm no-such-comm listed tasks: $(head -c 2000 "$work/comm-none.json")"
+    COLUMNS=200 ctl tasks --comm loadgen >"$work/comm.txt" || fail "tasks --comm loadgen (text) failed"
+    awk -v pid="$lg_pid" '$1 == pid && $2 == "loadgen" { found = 1 } END { exit !found }' "$work/comm.txt" ||
+        fail "tasks --comm loadgen shows no loadgen row: $(cat "$work/comm.txt")"
+    echo "ok tasks --comm"
+}
+
 # Every --json output parses, in both modes.
 test_json_everywhere() {
     local i=0 args
@@ -433,6 +451,7 @@ test_no_daemon
 test_protocol_error
 start_daemon
 test_loadgen_pages
+test_comm
 test_fork_cmdline
 test_json_everywhere
 test_text_verbs
