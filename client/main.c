@@ -188,7 +188,7 @@ static const CmdlineOption options[] = {
                 },
         }, {
                 .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
-                .parse = cmdline_set_string, .target = &arg_comm,
+                .parse = cmdline_set_text, .target = &arg_comm, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
                 .parts = { { CMDLINE_WORDS("tasks"), "only tasks named NAME, as the COMM column shows it" } },
         }, {
                 .name = "stacks", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
@@ -205,12 +205,12 @@ static const CmdlineOption options[] = {
         }, {
                 .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_UNIT, .exclusive = "scope",
-                .parse = cmdline_set_string, .target = &arg_unit,
+                .parse = cmdline_set_text, .target = &arg_unit, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
                 .parts = { { CMDLINE_WORDS("pprof", "history"), "one unit's tasks only" } },
         }, {
                 .name = "module", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_MODULE, .exclusive = "scope",
-                .parse = cmdline_set_string, .target = &arg_module,
+                .parse = cmdline_set_text, .target = &arg_module, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
                 .parts = { { CMDLINE_WORDS("stacks", "report", "pprof", "import", "history"),
                              "stacks through one module only" } },
         }, {

@@ -111,4 +111,18 @@ check_error io.memstrack.InternalError '{"errno": 12, "message": "out of memory"
 check_error org.varlink.service.MethodNotFound '{"method": "io.memstrack.Status"}' 5 \
     "memstrackd does not know io.memstrack.Status: it is another version than memstrackctl $version."
 check_error com.example.Odd '{"a": 1}' 1 "memstrackd replied with error com.example.Odd {\"a\":1}."
+
+# A name with bytes that are not UTF-8 cannot be sent (JSON strings are UTF-8): a usage error that shows
+# the value as memstrackctl shows names, before any daemon is asked.
+for args in "stacks --module" "history --unit" "tasks --comm"; do
+    # shellcheck disable=SC2086
+    "$CTL" --address "$work/none" $args $'bad\xff' >"$work/out" 2>"$work/err"; r=$?
+    opt=${args#* }
+    expected="memstrackctl: $opt takes a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them), not 'bad\\xff'."
+    if [ $r -ne 2 ] || [ "$(head -1 "$work/err")" != "$expected" ]; then
+        echo "FAIL non-UTF-8 $args: exited $r, said '$(head -1 "$work/err")'"
+        failed=1
+    fi
+done
+echo "ok names that are not UTF-8: usage errors"
 exit $failed
