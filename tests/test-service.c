@@ -36,6 +36,7 @@
 #include "synthetic-events.h"
 #include "test-json.h"
 #include "tests.h"
+#include "time-util.h"
 #include "varlink.h"
 
 #define CALL_TIMEOUT_USEC (30U * 1000000U)
@@ -635,6 +636,82 @@ static void test_top(void) {
         fixture_done(&f);
 }
 
+/* Reads the next frame of a Top stream; its timestampUsec. The loop waits for its own sources only (no
+ * short slices that would wake it, and so fire a timer that may still wait, every 10 ms), as the
+ * daemon's does when tracing is quiet. */
+static uint64_t top_frame_time(Fixture *f, VarlinkClient *c) {
+        for (unsigned i = 0; i < 100; i++) {
+                json_auto_t *frame = NULL;
+                _cleanup_free_ char *error = NULL;
+                int r = varlink_client_read_reply(c, 0, &frame, &error);
+
+                if (r == -EAGAIN) {
+                        ASSERT_OK(sd_event_run(f->event, 2 * USEC_PER_SEC));
+                        continue;
+                }
+                ASSERT_EQ(r, 1);
+                ASSERT_NULL(error);
+                return (uint64_t) get_int(frame, "timestampUsec");
+        }
+        fprintf(stderr, "no Top frame after 100 loop iterations\n");
+        abort();
+}
+
+/*
+ * Top keeps the interval asked for. The timer is set for the stream due next (no wakeup every 100 ms for
+ * streams of a second) and may be late by a small part of the shortest interval: sd-event's default
+ * accuracy (250 ms) made 100 ms streams come every 250 ms. The frames' own timestamps then come an
+ * interval apart; the bound on their mean spacing leaves room for a loaded machine and still fails at
+ * 250 ms.
+ */
+static void test_top_interval(void) {
+        _cleanup_(varlink_client_freep) VarlinkClient *slow = NULL, *fast = NULL;
+        uint64_t when = 1, accuracy = 1, slow_when, times[11];
+        json_auto_t *first = NULL;
+        _cleanup_free_ char *error = NULL;
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_EQ(when, 0);
+
+        ASSERT_OK(varlink_client_connect(f.socket, &slow));
+        ASSERT_EQ(call_on(&f, slow, "io.memstrack.Top", "{\"intervalUsec\": 1000000}", VARLINK_CALL_MORE, &first,
+                          &error), 1);
+        /* The stream's next update is a second after its first frame was built, and no wakeup comes
+         * before it. */
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_GE(when, (uint64_t) get_int(first, "timestampUsec") + 1000000);
+        ASSERT_LE(accuracy, 1000000 / 20);
+        slow_when = when;
+
+        ASSERT_OK(varlink_client_connect(f.socket, &fast));
+        {
+                json_auto_t *p = json_pack("{s:i}", "intervalUsec", 100000);
+                ASSERT_OK(varlink_client_send(fast, "io.memstrack.Top", p, VARLINK_CALL_MORE, CALL_TIMEOUT_USEC));
+        }
+        times[0] = top_frame_time(&f, fast);
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_LT(when, slow_when);
+        ASSERT_GE(when, times[0] + 100000);
+        ASSERT_LE(accuracy, 100000 / 20);
+
+        for (size_t i = 1; i < ELEMENTSOF(times); i++)
+                times[i] = top_frame_time(&f, fast);
+        uint64_t mean = (times[ELEMENTSOF(times) - 1] - times[0]) / (ELEMENTSOF(times) - 1);
+        fprintf(stderr, "100 ms Top stream: frames %" PRIu64 " us apart on average\n", mean);
+        ASSERT_GE(mean, 100000 / 2);
+        ASSERT_LE(mean, 175000);
+
+        /* The streams gone, the timer is off. */
+        slow = varlink_client_free(slow);
+        fast = varlink_client_free(fast);
+        drain(&f);
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_EQ(when, 0);
+        fixture_done(&f);
+}
+
 static void test_marks(void) {
         char name[80];
         Fixture f;
@@ -809,6 +886,7 @@ int main(void) {
         TEST(test_stack_tree);
         TEST(test_units);
         TEST(test_top);
+        TEST(test_top_interval);
         TEST(test_top_slab);
         TEST(test_leaks_paced);
         TEST(test_marks);
