@@ -43,6 +43,7 @@ const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
+int64_t arg_uid = -1;
 
 /* Options that only some verbs take. */
 typedef enum VerbOption {
@@ -67,6 +68,7 @@ typedef enum VerbOption {
         OPTION_BY         = 1 << 18,
         OPTION_SINCE      = 1 << 19,
         OPTION_MIN_AGE    = 1 << 20,
+        OPTION_UID        = 1 << 21,
 } VerbOption;
 
 typedef struct Verb {
@@ -86,7 +88,8 @@ static const Verb verbs[] = {
                             OPTION_ALL, verb_top },
         { "reset",    0, 1, 0, verb_reset },
         { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
-        { "snapshots", 0, 0, 0, verb_snapshots },
+        { "snapshots", 0, 0, OPTION_ALL, verb_snapshots },
+        { "delete-snapshot", 1, 64, OPTION_UID, verb_delete_snapshot },
         { "diff",     1, 1, OPTION_LIMIT, verb_diff },
         { "oom",      0, 0, 0, verb_oom },
         { "slab",     0, 0, OPTION_BY | OPTION_LIMIT, verb_slab },
@@ -113,7 +116,8 @@ static void help(void) {
                "  reset [peaks|all]          Restart peaks, or all counters (root)\n"
                "  snapshot NAME              Save the counts in the daemon under NAME\n"
                "  snapshot --file FILE       Save everything needed for reports to FILE\n"
-               "  snapshots                  List the snapshots saved in the daemon\n"
+               "  snapshots                  List your snapshots saved in the daemon\n"
+               "  delete-snapshot NAME...    Delete your snapshots NAME... from the daemon\n"
                "  diff NAME                  Compare now with the saved snapshot NAME\n"
                "  oom                        OOM kills and new peaks, with who held the memory\n"
                "  slab                       Live slab objects by call site, cache, task or unit\n"
@@ -135,7 +139,8 @@ static void help(void) {
                "     --limit=N               Entries to show (children per node for stacks)\n"
                "     --all                   tasks: include exited tasks and tasks holding nothing;\n"
                "                             top: include tasks holding nothing;\n"
-               "                             units: include units holding nothing\n"
+               "                             units: include units holding nothing;\n"
+               "                             snapshots: every user's (root)\n"
                "     --stacks=N              units: each unit's N biggest call stacks\n"
                "     --task=PID              stacks/report/pprof/history: one task only\n"
                "     --unit=NAME             pprof/history: one unit's tasks only\n"
@@ -160,6 +165,7 @@ static void help(void) {
                "     --boot                  report: the boot phase, as memstrackd in the initramfs left it\n"
                "     --offsets               report: flame graph frames apart by offset, not merged\n"
                "     --file=FILE             snapshot, import: write a snapshot file\n"
+               "     --uid=UID               delete-snapshot: that user's snapshots (root)\n"
                "     --by=KEY                footprint: directory (default), symbol or section;\n"
                "                             slab: callsite (default), cache, task or unit\n\n"
                "See memstrackctl(1).\n",
@@ -182,8 +188,10 @@ static int usage_error(const char *format, ...) {
 static const char *const option_names[] = {
         "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
         "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
-        "--unit", "--boot", "--by", "--since",
+        "--unit", "--boot", "--by", "--since", "--min-age", "--uid",
 };
+/* One name per VerbOption bit, or a verb would take an option it was never checked for. */
+_Static_assert(1u << (ELEMENTSOF(option_names) - 1) == OPTION_UID, "option_names and VerbOption differ");
 
 /* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
 static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
@@ -212,6 +220,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 ARG_BY,
                 ARG_SINCE,
                 ARG_MIN_AGE,
+                ARG_UID,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -241,6 +250,7 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                 { "by", required_argument, NULL, ARG_BY },
                 { "since", required_argument, NULL, ARG_SINCE },
                 { "min-age", required_argument, NULL, ARG_MIN_AGE },
+                { "uid", required_argument, NULL, ARG_UID },
                 {}
         };
         VerbOption seen = 0;
@@ -376,6 +386,12 @@ static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
                                                    optarg);
                         arg_min_age_seconds = (int64_t) v;
                         seen |= OPTION_MIN_AGE;
+                        break;
+                case ARG_UID:
+                        if (parse_uint64(optarg, 0, UINT32_MAX - 1, &v) < 0)
+                                return usage_error("--uid takes a user id, not '%s'.", optarg);
+                        arg_uid = (int64_t) v;
+                        seen |= OPTION_UID;
                         break;
                 case ':':
                         return usage_error("Option '%s' needs an argument.", argv[optind - 1]);

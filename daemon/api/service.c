@@ -853,11 +853,12 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_save(sv->marks, name, sv->accounting, now);
+        int r = marks_save(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
-        if (r == -ENOSPC) {
-                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", MARKS_MAX);
+        if (r == -EDQUOT || r == -ENOSPC) {
+                json_auto_t *p = json_pack("{s:s, s:i}", "limit", r == -EDQUOT ? "snapshots" : "snapshotsAllUsers",
+                                           "value", r == -EDQUOT ? MARKS_PER_UID_MAX : MARKS_OTHERS_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         if (r < 0)
@@ -880,7 +881,8 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_diff(sv->marks, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
+        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now_usec(CLOCK_MONOTONIC),
+                           (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -890,16 +892,53 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
+static int reply_not_root(VarlinkCall *call, const char *reason) {
+        json_auto_t *p = json_pack("{s:s}", "reason", reason);
+        return p ? varlink_call_error(call, MEMSTRACK_ERROR_PERMISSION_DENIED, p) : -ENOMEM;
+}
+
 static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
+        bool all_users = false;
+        const VarlinkField fields[] = {
+                { .name = "allUsers", .type = VARLINK_FIELD_BOOL, .ret = &all_users },
+        };
         json_auto_t *reply = NULL;
 
-        if (begin_call(call, parameters, NULL, 0) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_list(sv->marks, sv->accounting, &reply);
+        if (all_users && !varlink_call_peer_is_root(call))
+                return reply_not_root(call, "only root sees other users' snapshots");
+        int r = marks_list(sv->marks, sv->accounting, all_users, varlink_call_get_peer_uid(call), &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
+}
+
+static int method_delete_snapshot(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *name = NULL;
+        int64_t uid = -1;
+        const VarlinkField fields[] = {
+                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
+                { .name = "uid", .type = VARLINK_FIELD_INT, .ret = &uid, .min = 0, .max = UINT32_MAX - 1 },
+        };
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        uid_t caller = varlink_call_get_peer_uid(call);
+        if (uid >= 0 && (uid_t) uid != caller && !varlink_call_peer_is_root(call))
+                return reply_not_root(call, "only root deletes other users' snapshots");
+        int r = marks_delete(sv->marks, uid >= 0 ? (uid_t) uid : caller, name);
+        if (r == -ENOENT) {
+                json_auto_t *p = json_pack("{s:s}", "name", name);
+                return p ? varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p) : -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        if (uid >= 0 && (uid_t) uid != caller)
+                log_notice("Snapshot \"%s\" of uid %u deleted by uid %u.", name, (unsigned) uid, (unsigned) caller);
+        return varlink_call_reply(call, NULL);
 }
 
 static int method_boot_phase(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -1030,6 +1069,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
+        { "io.memstrack.DeleteSnapshot", method_delete_snapshot, 0 },
         { "io.memstrack.BootPhase", method_boot_phase, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.OomKills", method_oom_kills, 0 },
