@@ -912,6 +912,39 @@ static void test_marks_per_uid(void) {
         fixture_done(&f);
 }
 
+static bool stack_tree_shows(json_t *reply, const char *text) {
+        _cleanup_free_ char *s = json_dumps(reply, JSON_COMPACT);
+        ASSERT_NOT_NULL(s);
+        return strstr(s, text);
+}
+
+static void member_sees_no_raw_user_frames(VarlinkClient *c, void *userdata) {
+        json_auto_t *tree = child_call(c, "io.memstrack.StackTree", NULL, NULL);
+        ASSERT_TRUE(!stack_tree_shows(tree, "[user] 0x"));
+        ASSERT_TRUE(stack_tree_shows(tree, "[user] [unknown]"));
+        json_auto_t *units = child_call(c, "io.memstrack.Units", "{\"stacks\": 5}", NULL);
+        ASSERT_TRUE(!stack_tree_shows(units, "[user] 0x"));
+}
+
+/*
+ * With --user-stacks, raw user-space addresses of another user's process are kept from a group member as
+ * kernel addresses are (StackTree, Units' stacks): the caller here is this test's process itself (its
+ * own: shown) and, as root, nobody (root's process: hidden).
+ */
+static void test_user_frames(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        synthetic_alloc_user(f.accounting, (int32_t) getpid(), 0x70000);
+        json_auto_t *tree = call_ok(&f, "io.memstrack.StackTree", NULL);
+        ASSERT_TRUE(stack_tree_shows(tree, "[user] 0x7f3a12345678"));
+        if (f.root)
+                run_as(&f, NOBODY_UID, member_sees_no_raw_user_frames, NULL);
+        else
+                fprintf(stderr, "not root: another user's view of user frames not checked\n");
+        fixture_done(&f);
+}
+
 /* The integer parameters of every method of the embedded interface, as "Method param" lines: read from the
  * IDL, so a parameter added there is covered here. */
 static char *int_parameters_from_idl(void) {
@@ -1135,6 +1168,7 @@ int main(void) {
         TEST(test_marks_per_uid);
         TEST(test_oom_kills);
         TEST(test_huge_integers);
+        TEST(test_user_frames);
         TEST(test_root_only);
         return 0;
 }

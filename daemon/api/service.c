@@ -129,6 +129,12 @@ static bool show_addresses(Service *sv, bool peer_is_root) {
         return addresses_shown(sv->accounting, peer_is_root);
 }
 
+/* User-space addresses: root sees every process's; anyone else only those of its own running processes,
+ * as it could read their maps itself (query.h). */
+static QueryUserAddresses user_addresses(VarlinkCall *call) {
+        return varlink_call_peer_is_root(call) ? QUERY_USER_ADDRESSES_ALL : QUERY_USER_ADDRESSES_OWN;
+}
+
 static json_t *status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
         AccountingStats s;
         StackTreeStats st;
@@ -378,6 +384,8 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .stacks = (unsigned) stacks,
                 .hide_zero = hide_zero,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = query_units(sv->accounting, &q, &units);
@@ -541,6 +549,8 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 .max_children = (unsigned) max_children,
                 .sort = query_sort_from_string(sort),
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = query_stacktree(sv->accounting, &q, &reply);
@@ -1027,6 +1037,8 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .pid = (int32_t) pid,
                 .limit = (size_t) limit,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = leaks_query_json(sv->accounting, &q, &reply);
