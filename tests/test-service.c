@@ -749,6 +749,7 @@ static void test_marks(void) {
         /* Deleting one makes room; it is gone for Diff and DeleteSnapshot. */
         json_decref(call_ok(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"m3\"}"));
         json_auto_t *gone = call_error(&f, "io.memstrack.Diff", "{\"name\": \"m3\"}", MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(gone, "name")), "m3");
         json_auto_t *gone2 = call_error(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"m3\"}",
                                         MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
         ASSERT_STREQ(json_string_value(json_object_get(gone2, "name")), "m3");
@@ -774,6 +775,7 @@ static void test_marks(void) {
         if (!f.root) {
                 json_auto_t *d1 = call_error(&f, "io.memstrack.ListSnapshots", "{\"allUsers\": true}",
                                              MEMSTRACK_ERROR_PERMISSION_DENIED);
+                ASSERT_TRUE(json_is_string(json_object_get(d1, "reason")));
                 json_auto_t *d2 = call_error(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"before\", \"uid\": 0}",
                                              MEMSTRACK_ERROR_PERMISSION_DENIED);
                 ASSERT_TRUE(json_is_string(json_object_get(d2, "reason")));
@@ -835,6 +837,7 @@ static void member_fills_its_marks(VarlinkClient *c, void *userdata) {
         json_auto_t *list = child_call(c, "io.memstrack.ListSnapshots", NULL, NULL);
         ASSERT_EQ(json_array_size(json_object_get(list, "snapshots")), 0);
         json_auto_t *nss = child_call(c, "io.memstrack.Diff", "{\"name\": \"before\"}", MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(nss, "name")), "before");
         json_decref(child_call(c, "io.memstrack.Snapshot", "{\"name\": \"before\"}", NULL));
         for (int i = 1; i < 8; i++) {
                 (void) snprintf(name, sizeof(name), "{\"name\": \"m%d\"}", i);
@@ -849,6 +852,7 @@ static void member_fills_its_marks(VarlinkClient *c, void *userdata) {
                                      MEMSTRACK_ERROR_PERMISSION_DENIED);
         json_auto_t *d2 = child_call(c, "io.memstrack.DeleteSnapshot", "{\"name\": \"before\", \"uid\": 0}",
                                      MEMSTRACK_ERROR_PERMISSION_DENIED);
+        ASSERT_TRUE(json_is_string(json_object_get(d1, "reason")) && json_is_string(json_object_get(d2, "reason")));
         json_auto_t *mine = child_call(c, "io.memstrack.ListSnapshots", NULL, NULL);
         ASSERT_EQ(json_array_size(json_object_get(mine, "snapshots")), 8);
 }
@@ -905,6 +909,7 @@ static void test_marks_per_uid(void) {
         (void) snprintf(name, sizeof(name), "{\"name\": \"before\", \"uid\": %u}", (unsigned) NOBODY_UID);
         json_decref(call_ok(&f, "io.memstrack.DeleteSnapshot", name));
         json_auto_t *nss = call_error(&f, "io.memstrack.DeleteSnapshot", name, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(nss, "name")), "before");
         run_as(&f, NOBODY_UID - 3, member_finds_room_taken, NULL);
         /* Root's own "before" was not touched. */
         json_auto_t *still = call_ok(&f, "io.memstrack.Diff", "{\"name\": \"before\"}");
