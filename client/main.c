@@ -48,6 +48,7 @@ const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
+int64_t arg_uid = -1;
 
 /* What the options that stop the command line ask for; only main() reads them. */
 static bool arg_help = false;
@@ -65,7 +66,8 @@ static const CmdlineVerb verbs[] = {
         { "reset", "[peaks|all]", "Restart peaks, or all counters (root)", 0, 1, verb_reset },
         { "snapshot", "[NAME]", "Save the counts in the daemon under NAME (--file: all, to FILE)", 0, 1,
           verb_snapshot },
-        { "snapshots", NULL, "List the snapshots saved in the daemon", 0, 0, verb_snapshots },
+        { "snapshots", NULL, "List your snapshots saved in the daemon", 0, 0, verb_snapshots },
+        { "delete-snapshot", "NAME...", "Delete your snapshots NAME... from the daemon", 1, 64, verb_delete_snapshot },
         { "diff", "NAME", "Compare now with the saved snapshot NAME", 1, 1, verb_diff },
         { "oom", NULL, "OOM kills and new peaks, with who held the memory", 0, 0, verb_oom },
         { "slab", NULL, "Live slab objects by call site, cache, task or unit", 0, 0, verb_slab },
@@ -185,6 +187,7 @@ static const CmdlineOption options[] = {
                         { CMDLINE_WORDS("tasks"), "include exited tasks and tasks holding nothing" },
                         { CMDLINE_WORDS("top"), "include tasks holding nothing" },
                         { CMDLINE_WORDS("units"), "include units holding nothing" },
+                        { CMDLINE_WORDS("snapshots"), "every user's snapshots, with their owners (root)" },
                 },
         }, {
                 .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
@@ -195,6 +198,11 @@ static const CmdlineOption options[] = {
                 .parse = cmdline_set_uint64, .target = &arg_stacks, .min = 0, .max = 100,
                 .expects = "a number from 0 to 100",
                 .parts = { { CMDLINE_WORDS("units"), "each unit's N biggest call stacks" } },
+        }, {
+                .name = "uid", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "UID",
+                .parse = cmdline_set_int64, .target = &arg_uid, .min = 0, .max = UINT32_MAX - 1,
+                .expects = "a uid",
+                .parts = { { CMDLINE_WORDS("delete-snapshot"), "another user's snapshots (root)" } },
         }, {
                 .name = "task", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PID",
                 .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",

@@ -65,6 +65,10 @@ verbs=(
     "snapshot before"
     "snapshot --file $work/snap.json"
     "diff before"
+    "snapshots"
+    "snapshots --all"
+    "delete-snapshot before"
+    "delete-snapshot --uid 1000 before other"
     "report"
     "report --format flamegraph --task 1"
     "pprof --output $work/profile.pb.gz"
@@ -93,6 +97,19 @@ check_error() {
     done
     echo "ok $name: ${#verbs[@]} verbs, one sentence"
 }
+
+# Usage errors come before any connection: 2, whatever the server would say. Every option is checked
+# against the verb's, the last one of the table too.
+for v in "status --min-age 5" "status --uid 0" "delete-snapshot" "delete-snapshot x --uid nobody" \
+         "delete-snapshot x --uid 4294967295" "snapshots extra"; do
+    # shellcheck disable=SC2086
+    "$CTL" --address "$work/nothing" $v >/dev/null 2>"$work/err"; r=$?
+    if [ $r -ne 2 ]; then
+        echo "FAIL: '$v' exited $r, expected 2: $(cat "$work/err")"
+        failed=1
+    fi
+done
+echo "ok usage errors"
 
 version=$("$CTL" --version | awk '{ print $2 }')
 check_error io.memstrack.NoSuchTask '{"pid": 999999}' 1 \
