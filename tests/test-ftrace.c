@@ -371,8 +371,8 @@ static void test_stale_instances(void) {
 
                 (void) prctl(PR_SET_NAME, "memstrackd");
                 (void) close(pipefd[1]);
-                (void) read(pipefd[0], &c, 1);
-                _exit(0);
+                /* Returns 0 once the parent closes its end. */
+                _exit(read(pipefd[0], &c, 1) < 0);
         }
         (void) close(pipefd[0]);
         /* Wait until it has its name. */
