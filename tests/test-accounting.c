@@ -1190,8 +1190,101 @@ static void test_tracer_frames_dropped(void) {
         ksym_free(k);
 }
 
+static void alloc_kind(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, uint64_t gfp, int32_t migrate_type) {
+        MsEvent e = {
+                .type = MS_EVENT_PAGE_ALLOC,
+                .pid = pid,
+                .tid = pid,
+                .timestamp_nsec = 5000,
+                .page = { .pfn = pfn, .order = order, .gfp_flags = gfp, .migrate_type = migrate_type,
+                          .stack = { .frames = fault_chain, .n_frames = 4, .n_kernel_frames = 4 } },
+        };
+        accounting_handle_event(a, &e);
+}
+
+typedef struct KindSums {
+        const ChargeIndex *ci;
+        uint64_t pages[PAGE_KINDS_MAX];
+        uint64_t total;
+} KindSums;
+
+static void sum_kind(void *userdata, uint32_t cell) {
+        KindSums *k = userdata;
+        k->pages[chargeindex_kind(k->ci, cell)] += chargeindex_pages(k->ci, cell);
+        k->total += chargeindex_pages(k->ci, cell);
+}
+
+/* The pages of each kind of allocation (order, GFP flags, migrate type, zone), summed over the charge cells:
+ * exact through splits, frees and samples, and the same chain under two kinds is two cells. */
+static void test_page_kinds(void) {
+        Accounting *a = new_accounting(NULL, false);
+        PageKinds *pk = accounting_page_kinds(a);
+        const PageZone zones[] = {
+                { .start_pfn = 0x100000, .end_pfn = 0x200000, .node = 1, .name = "Normal" },
+                { .start_pfn = 0x1, .end_pfn = 0x1000, .node = 0, .name = "DMA" },
+                { .start_pfn = 0x1000, .end_pfn = 0x100000, .node = 0, .name = "DMA32" },
+        };
+        const uint64_t user = 0x140cca, kernel = 0xcc0, comp = 0x40dc0;
+
+        ASSERT_OK(page_kinds_set_zones(pk, zones, ELEMENTSOF(zones)));
+        alloc_kind(a, 10, 0x2000, 0, user, 1);          /* DMA32, movable */
+        alloc_kind(a, 10, 0x2001, 0, user, 1);
+        alloc_kind(a, 10, 0x100000, 3, comp, 0);        /* node 1 */
+        alloc_kind(a, 10, 0x10, 0, kernel, 0);          /* DMA */
+        alloc_kind(a, 10, 0x300000, 0, kernel, 0);      /* in no zone */
+        sample(a, 10, 5, 5, fault_chain);               /* no kind: unknown */
+
+        KindSums k = { .ci = accounting_chargeindex(a) };
+        chargeindex_foreach_cell(k.ci, sum_kind, &k);
+        ASSERT_EQ(k.total, accounting_current_pages(a));
+        ASSERT_EQ(k.total, 2 + 8 + 1 + 1 + 5);
+        ASSERT_EQ(k.pages[PAGE_KIND_UNKNOWN], 5);
+        ASSERT_EQ(page_kinds_count(pk), 5);             /* unknown and four kinds */
+        size_t seen = 0;
+        for (uint32_t id = 1; id < page_kinds_count(pk); id++) {
+                const PageKind *x = page_kinds_get(pk, id);
+                const PageZone *z = page_kinds_zone(pk, x->zone);
+                ASSERT_TRUE(x->known);
+                if (x->gfp_flags == user) {
+                        ASSERT_EQ(k.pages[id], 2);
+                        ASSERT_STREQ(z->name, "DMA32");
+                        ASSERT_EQ(x->migrate_type, 1);
+                } else if (x->order == 3) {
+                        ASSERT_EQ(k.pages[id], 8);
+                        ASSERT_EQ(z->node, 1);
+                } else if (z) {
+                        ASSERT_STREQ(z->name, "DMA");
+                        ASSERT_EQ(k.pages[id], 1);
+                } else {
+                        ASSERT_EQ(x->zone, PAGE_ZONE_UNKNOWN);
+                        ASSERT_EQ(k.pages[id], 1);
+                }
+                seen++;
+        }
+        ASSERT_EQ(seen, 4);
+        ASSERT_NULL(page_kinds_get(pk, (uint32_t) page_kinds_count(pk)));
+
+        /* Half of the order-3 block freed: what is left keeps the order it was allocated at. */
+        free_pages_(a, 10, 0x100004, 2);
+        free_pages_(a, 10, 0x2000, 0);
+        memset(k.pages, 0, sizeof(k.pages));
+        k.total = 0;
+        chargeindex_foreach_cell(k.ci, sum_kind, &k);
+        ASSERT_EQ(k.total, accounting_current_pages(a));
+        ASSERT_EQ(k.total, 1 + 4 + 1 + 1 + 5);
+        check_invariants(a);
+
+        /* Flags beyond what a kind keeps are counted and charged as unknown, never lost. */
+        alloc_kind(a, 11, 0x5000, 0, UINT64_C(1) << 50, 0);
+        ASSERT_EQ(pk->dropped, 1);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, 1);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 int main(void) {
         TEST(test_orders_and_untracked);
+        TEST(test_page_kinds);
         TEST(test_invalid_order);
         TEST(test_cross_task_and_split_frees);
         TEST(test_peaks_not_summed);

@@ -23,6 +23,7 @@ struct Accounting {
         ChargeIndex *index;             /* owned: pages per (process, module, global leaf, cgroup) */
         Units *units;                   /* owned: pages per cgroup and unit */
         Slab *slab;                     /* owned: live slab objects */
+        PageKinds kinds;                /* owned: the kinds of page allocation charge cells name */
         uint64_t stamp_epoch;           /* pagemap_stamp_epoch() of the last pagemap_clamp_ages() */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
@@ -129,6 +130,8 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->index = chargeindex_new();
         a->units = units_new();
         a->slab = slab_new(config->max_slab_objects);
+        if (page_kinds_init(&a->kinds) < 0)
+                return -ENOMEM;
         if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab)
                 return -ENOMEM;
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
@@ -149,6 +152,7 @@ Accounting *accounting_free(Accounting *a) {
         chargeindex_free(a->index);
         units_free(a->units);
         slab_free(a->slab);
+        page_kinds_done(&a->kinds);
         free(a);
         return NULL;
 }
@@ -240,7 +244,8 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         /* The cell takes the pages first: a stale block of the same cell released by the insert must not
          * empty (and remove) it. */
         Task *t = usage_task(a->usage, task);
-        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, cgroup, pages);
+        uint32_t kind = page_kinds_intern(&a->kinds, e->page.pfn, e->page.order, e->page.gfp_flags, e->page.migrate_type);
+        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, cgroup, kind, pages);
         if (cell == CHARGE_CELL_NONE) {
                 a->stats.alloc_failures++;
                 return;
@@ -323,7 +328,7 @@ static void find_leaf_cell(void *userdata, uint32_t cell) {
  */
 static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf,
                 uint32_t cgroup, uint64_t budget, int64_t *ret_delta) {
-        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup);
+        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup, PAGE_KIND_UNKNOWN);
         uint64_t taken = 0;
 
         if (cell != CHARGE_CELL_NONE) {
@@ -399,7 +404,8 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         }
 
         if (delta > 0) {
-                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, (uint64_t) delta) ==
+                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, PAGE_KIND_UNKNOWN,
+                                    (uint64_t) delta) ==
                     CHARGE_CELL_NONE) {
                         a->stats.alloc_failures++;
                         return;
@@ -441,7 +447,7 @@ static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t mod
         uint64_t pages = UINT64_C(1) << order;
         uint32_t cell = chargeindex_add(a->index, CHARGE_CELL_NONE, chargeindex_process(a->index, o->node), module,
                                         chargeindex_node(a->index, o->node), chargeindex_cgroup(a->index, o->node),
-                                        pages);
+                                        chargeindex_kind(a->index, o->node), pages);
 
         /* Without a cell for the new module the block stays where it is: every count stays balanced. */
         if (cell == CHARGE_CELL_NONE)
@@ -702,6 +708,10 @@ Slab *accounting_slab(Accounting *a) {
         return a->slab;
 }
 
+PageKinds *accounting_page_kinds(Accounting *a) {
+        return &a->kinds;
+}
+
 const ChargeIndex *accounting_chargeindex(const Accounting *a) {
         return a->index;
 }
@@ -717,7 +727,7 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
                usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units) +
-               slab_memory_bytes(a->slab);
+               slab_memory_bytes(a->slab) + page_kinds_memory_bytes(&a->kinds);
 }
 
 uint64_t accounting_current_pages(const Accounting *a) {

@@ -29,6 +29,7 @@
 #include "chargeindex.h"
 #include "event.h"
 #include "ksym.h"
+#include "pagekinds.h"
 #include "pagemap.h"
 #include "stacktree.h"
 #include "units.h"
@@ -127,8 +128,11 @@ Slab *accounting_slab(Accounting *a);
  * of the ages. */
 void accounting_clamp_page_ages(Accounting *a, uint64_t now_nsec);
 PageMap *accounting_pagemap(Accounting *a);
-/* Current pages per (process, module, global stack leaf, cgroup), for stack views of one task, module or
- * unit. */
+/* The kinds of page allocation (order, GFP flags, migrate type, zone) charge cells name; the daemon sets
+ * its zones (page_kinds_set_zones()) when its source's page keys are pfns. */
+PageKinds *accounting_page_kinds(Accounting *a);
+/* Current pages per (process, module, global stack leaf, cgroup, kind), for stack views of one task, module
+ * or unit, and breakdowns by kind. */
 const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
 /* AccountingStats.current_pages alone: cheap enough to check per event. */
