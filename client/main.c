@@ -43,7 +43,7 @@ const char *arg_from = NULL;
 bool arg_boot = false;
 const char *arg_file = NULL;
 bool arg_offsets = false;
-uint64_t arg_stacks = 0;
+int64_t arg_stacks = -1;
 const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
@@ -79,6 +79,7 @@ static const CmdlineVerb verbs[] = {
         { "footprint", "VMLINUX [KO...]", "A built kernel's text/rodata/data/bss (no daemon)", 1, 4096,
           verb_footprint },
         { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
+        { "explain", "UNIT", "A unit's memory as the kernel counts it, beside who holds it", 1, 1, verb_explain },
 };
 
 static int parse_json(const CmdlineOption *o, const char *value) {
@@ -178,6 +179,7 @@ static const CmdlineOption options[] = {
                 .parts = {
                         { CMDLINE_WORDS("tasks", "modules", "units", "top", "diff", "slab", "leaks",
                                         "footprint"), "entries to show" },
+                        { CMDLINE_WORDS("explain"), "rows per list (default 10)" },
                         { CMDLINE_WORDS("stacks"), "children per frame" },
                 },
         }, {
@@ -195,9 +197,12 @@ static const CmdlineOption options[] = {
                 .parts = { { CMDLINE_WORDS("tasks"), "only tasks named NAME, as the COMM column shows it" } },
         }, {
                 .name = "stacks", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
-                .parse = cmdline_set_uint64, .target = &arg_stacks, .min = 0, .max = 100,
+                .parse = cmdline_set_int64, .target = &arg_stacks, .min = 0, .max = 100,
                 .expects = "a number from 0 to 100",
-                .parts = { { CMDLINE_WORDS("units"), "each unit's N biggest call stacks" } },
+                .parts = {
+                        { CMDLINE_WORDS("units"), "each unit's N biggest call stacks" },
+                        { CMDLINE_WORDS("explain"), "N biggest call stacks per holder (default 5)" },
+                },
         }, {
                 .name = "uid", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "UID",
                 .parse = cmdline_set_int64, .target = &arg_uid, .min = 0, .max = UINT32_MAX - 1,

@@ -23,6 +23,7 @@ static SourceOptions arg_source_options;
 static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
+static const char *arg_memcg_root = NULL;
 static const char *arg_state_directory = NULL;  /* NULL: $STATE_DIRECTORY; "": no persistence */
 static const char *arg_socket = NULL;
 static const char *arg_boot_snapshot = NULL;
@@ -57,6 +58,7 @@ enum {
         ARG_BTF,
         ARG_KALLSYMS,
         ARG_CGROUP_ROOT,
+        ARG_MEMCG_ROOT,
         ARG_STATE_DIRECTORY,
         ARG_TRACEFS,
         ARG_SOCKET,
@@ -95,6 +97,7 @@ static const struct option options[] = {
         { "btf", required_argument, NULL, ARG_BTF },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
+        { "memcg-root", required_argument, NULL, ARG_MEMCG_ROOT },
         { "state-directory", required_argument, NULL, ARG_STATE_DIRECTORY },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
         { "socket", required_argument, NULL, ARG_SOCKET },
@@ -144,6 +147,8 @@ static void help(void) {
                "     --btf=PATH             eBPF: kernel BTF (default " SOURCE_BTF_DEFAULT ")\n"
                "     --kallsyms=PATH        Kernel symbols (default /proc/kallsyms)\n"
                "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
+               "     --memcg-root=PATH      The memory controller's hierarchy, cgroup2 or v1, whose\n"
+               "                            figures Explain shows (default: found)\n"
                "     --state-directory=PATH Keep the history there across restarts (default:\n"
                "                            $STATE_DIRECTORY; empty: not kept)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
@@ -322,6 +327,9 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_CGROUP_ROOT:
                 arg_cgroup_root = value;
+                break;
+        case ARG_MEMCG_ROOT:
+                arg_memcg_root = value;
                 break;
         case ARG_STATE_DIRECTORY:
                 arg_state_directory = value;
@@ -619,6 +627,7 @@ static int run(void) {
                 .accounting = arg_accounting,
                 .kallsyms = arg_kallsyms,
                 .cgroup_root = arg_cgroup_root,
+                .memcg_root = arg_memcg_root,
                 .state_directory = arg_state_directory,
                 .serve = arg_serve,
                 .service = {

@@ -16,6 +16,7 @@
 #include "kernel-symbols.h"
 #include "log.h"
 #include "manager.h"
+#include "memcg.h"
 #include "observer.h"
 #include "oom-moments.h"
 #include "oom-watch.h"
@@ -44,6 +45,8 @@ struct Manager {
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         OomWatch *oom_watch;            /* owned: oom:mark_victim; NULL when it could not be opened */
         OomLog *oom;                    /* owned: the last kills and peak snapshots (OomKills) */
+        Memcg *memcg;                   /* owned: the memory controller's figures; NULL: none */
+        const char *memcg_reason;       /* static: why there is none */
 
         ObserverList observers;         /* owned: the policies told of events (observer.h) */
         /* Observers the Manager also talks to, borrowed from the list. */
@@ -217,6 +220,15 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = accounting_new(&accounting, kernel_symbols_table(m->ksyms), &m->accounting);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up accounting: %m");
+        r = memcg_new(config->cgroup_root, config->memcg_root, &m->memcg);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) {
+                m->memcg_reason = "no memory controller on this host";
+                log_notice("No memory controller found: Explain shows memstrack's figures alone.");
+        } else
+                log_debug("Memory controller: cgroup %s at %s.", memcg_hierarchy_to_string(memcg_hierarchy(m->memcg)),
+                          memcg_root(m->memcg));
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
         m->oom = oomlog_new();
         if (!m->usym || !m->oom)
@@ -240,6 +252,7 @@ Manager *manager_free(Manager *m) {
         /* Observers may hold timers on the loop and borrow the core: before both. */
         observer_list_done(&m->observers);
         oomlog_free(m->oom);
+        memcg_free(m->memcg);
         usym_free(m->usym);
         accounting_free(m->accounting);
         sd_event_unref(m->event);
@@ -259,6 +272,8 @@ static void get_live(void *userdata, ServiceLive *ret) {
                 .uptime_usec = uptime_usec(m),
                 .events_per_second = status_line_events_per_second(m->status),
                 .oom = m->oom,
+                .memcg = m->memcg,
+                .memcg_reason = m->memcg_reason,
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);

@@ -942,7 +942,7 @@ static void test_object_table(void) {
 
         ASSERT_NOT_NULL(s);
         for (uint64_t i = 1; i <= 50000; i++)
-                ASSERT_OK(slab_alloc(s, i * 64, 0xffffffff81000000 + (i % 7), NULL, 1, SLAB_NONE, 32, 64, 0, i, &o));
+                ASSERT_OK(slab_alloc(s, i * 64, 0xffffffff81000000 + (i % 7), NULL, 1, SLAB_NONE, 0, 32, 64, 0, i, &o));
         for (uint64_t i = 1; i <= 50000; i += 2)
                 ASSERT_TRUE(slab_release(s, i * 64, 0, &o));
         for (uint64_t i = 2; i <= 50000; i += 2) {

@@ -745,11 +745,15 @@ static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         return frames ? json_pack("{s:o, s:I}", "frames", frames, "currentPages", (json_int_t) pages) : NULL;
 }
 
-json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view) {
+json_t *query_tree_frames_json(Accounting *a, StackTree *tree, uint32_t leaf, const QueryStackTree *view) {
         QueryStackTree sq = { .show_addresses = view->show_addresses, .user_addresses = view->user_addresses,
                               .caller_uid = view->caller_uid, .usym = view->usym };
-        StackView v = { .a = a, .tree = accounting_stacktree(a), .ksym = accounting_ksym(a), .q = &sq };
+        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
         return leaf_frames_json(&v, leaf);
+}
+
+json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view) {
+        return query_tree_frames_json(a, accounting_stacktree(a), leaf, view);
 }
 
 int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {

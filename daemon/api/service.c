@@ -13,6 +13,7 @@
 
 #include "bootphase.h"
 #include "config.h"
+#include "explain.h"
 #include "history.h"
 #include "list.h"
 #include "log.h"
@@ -1068,6 +1069,45 @@ static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdat
         return varlink_call_reply(call, reply);
 }
 
+static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *name = NULL;
+        int64_t limit = EXPLAIN_LIMIT_DEFAULT, stacks = EXPLAIN_STACKS_DEFAULT;
+        const VarlinkField fields[] = {
+                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "stacks", .type = VARLINK_FIELD_INT, .ret = &stacks, .min = 0, .max = EXPLAIN_STACKS_MAX },
+        };
+        json_auto_t *reply = NULL;
+        AccountingStats s;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        ServiceLive live = service_live(sv);
+        accounting_get_stats(sv->accounting, &s);
+        ExplainQuery q = {
+                .name = name,
+                .limit = (size_t) limit,
+                .stacks = (unsigned) stacks,
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
+                .usym = sv->usym,
+                .memcg = live.memcg,
+                .memcg_reason = live.memcg_reason,
+                .page_size = sv->page_size,
+                .lost_events = MAX(s.lost_events, live.source.lost_records),
+                .stack_sample_interval = live.source.stack_sample_interval,
+                .uptime_usec = live.uptime_usec,
+        };
+        int r = explain_query_json(sv->accounting, &q, &reply);
+        if (r == -ENXIO)
+                return reply_no_such_unit(call, name);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static const VarlinkMethod methods[] = {
         { "io.memstrack.Status", method_status, 0 },
         { "io.memstrack.Summary", method_summary, 0 },
@@ -1087,6 +1127,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.OomKills", method_oom_kills, 0 },
         { "io.memstrack.Slab", method_slab, 0 },
         { "io.memstrack.Leaks", method_leaks, 0 },
+        { "io.memstrack.Explain", method_explain, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {

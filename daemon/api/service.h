@@ -17,6 +17,7 @@
 #include "accounting.h"
 #include "event.h"
 #include "history.h"
+#include "memcg.h"
 #include "macro.h"
 #include "oomlog.h"
 #include "usym.h"
@@ -31,6 +32,8 @@ typedef struct ServiceLive {
         uint64_t uptime_usec;
         double events_per_second;
         const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
+        const Memcg *memcg;             /* the memory controller's figures (Explain); NULL: none */
+        const char *memcg_reason;       /* why there are none; NULL: unknown */
 } ServiceLive;
 
 #define SERVICE_LEAKS_PACE 9

@@ -19,6 +19,7 @@ struct Accounting {
         const Ksym *ksym;               /* borrowed */
         PageMap *pages;                 /* owned: pfn -> (task, stack leaf, module) */
         StackTree *stacks;              /* owned */
+        StackTree *slab_stacks;         /* owned: slab objects' stacks (with --slab only); holds no pages */
         Usage *usage;                   /* owned: tasks and modules */
         ChargeIndex *index;             /* owned: pages per (process, module, global leaf, cgroup) */
         Units *units;                   /* owned: pages per cgroup and unit */
@@ -107,11 +108,15 @@ static size_t tracer_frames(Accounting *a, const MsStack *stack) {
         return skip;
 }
 
-/* The leaf to charge for a chain, without the tracer's frames. */
-static uint32_t intern_chain(Accounting *a, const MsStack *stack, uint32_t process) {
+/* The leaf of tree to charge for a chain, without the tracer's frames. */
+static uint32_t intern_chain_in(Accounting *a, StackTree *tree, const MsStack *stack, uint32_t process) {
         size_t skip = stack->n_frames > 0 ? tracer_frames(a, stack) : 0;
-        return stacktree_intern(a->stacks, stack->frames + skip, stack->n_frames - skip,
-                                stack->n_kernel_frames - skip, process);
+        return stacktree_intern(tree, stack->frames + skip, stack->n_frames - skip, stack->n_kernel_frames - skip,
+                                process);
+}
+
+static uint32_t intern_chain(Accounting *a, const MsStack *stack, uint32_t process) {
+        return intern_chain_in(a, a->stacks, stack, process);
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Accounting *, accounting_free);
@@ -130,6 +135,11 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->index = chargeindex_new();
         a->units = units_new();
         a->slab = slab_new(config->max_slab_objects);
+        /* Objects come at many times the page rate with as many chains: a tree of their own keeps them out
+         * of every page view and the pages' node budget. */
+        if (config->slab && !(a->slab_stacks = stacktree_new(MAX(config->max_stack_nodes / 4, (size_t) 2), false,
+                                                             classify_frame, a)))
+                return -ENOMEM;
         if (page_kinds_init(&a->kinds) < 0)
                 return -ENOMEM;
         if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab)
@@ -148,6 +158,7 @@ Accounting *accounting_free(Accounting *a) {
                 return NULL;
         pagemap_free(a->pages);
         stacktree_free(a->stacks);
+        stacktree_free(a->slab_stacks);
         usage_free(a->usage);
         chargeindex_free(a->index);
         units_free(a->units);
@@ -282,10 +293,12 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                 a->stats.alloc_failures++;
                 return;
         }
-        uint32_t cgroup = event_cgroup(a, usage_task(a->usage, task)->process, e->cgroup_id);
+        uint32_t process = usage_task(a->usage, task)->process;
+        uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
+        uint32_t stack = a->slab_stacks ? intern_chain_in(a, a->slab_stacks, &e->object.stack, process) : STACK_NODE_ROOT;
         SlabObject old;
         int r = slab_alloc(a->slab, e->object.ptr, e->object.call_site, e->object.cache, task,
-                           cgroup == UNITS_NONE ? SLAB_NONE : cgroup, e->object.bytes_requested,
+                           cgroup == UNITS_NONE ? SLAB_NONE : cgroup, stack, e->object.bytes_requested,
                            e->object.bytes_allocated, e->cpu, e->timestamp_nsec, &old);
         if (old.site != SLAB_NONE)
                 release_object(a, &old);
@@ -667,6 +680,8 @@ void accounting_reset(Accounting *a, AccountingReset what) {
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
+                if (a->slab_stacks)
+                        stacktree_clear(a->slab_stacks);
                 chargeindex_clear(a->index);
                 if (a->stale_from != STACK_NODE_NONE)
                         a->stale_from = (uint32_t) stacktree_size(a->stacks);
@@ -694,6 +709,10 @@ Usage *accounting_usage(Accounting *a) {
 
 StackTree *accounting_stacktree(Accounting *a) {
         return a->stacks;
+}
+
+StackTree *accounting_slab_stacktree(Accounting *a) {
+        return a->slab_stacks;
 }
 
 Units *accounting_units(Accounting *a) {
@@ -726,6 +745,7 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
+               (a->slab_stacks ? stacktree_memory_bytes(a->slab_stacks) : 0) +
                usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units) +
                slab_memory_bytes(a->slab) + page_kinds_memory_bytes(&a->kinds);
 }

@@ -119,6 +119,9 @@ void accounting_reset(Accounting *a, AccountingReset what);
 
 Usage *accounting_usage(Accounting *a);
 StackTree *accounting_stacktree(Accounting *a);
+/* The stacks of slab objects (SlabObject.stack names its leaves): a tree of its own, which holds no pages,
+ * with AccountingConfig.slab only; NULL otherwise. */
+StackTree *accounting_slab_stacktree(Accounting *a);
 /* Pages per cgroup and unit; the daemon names pending cgroups through it (units_cgroup_resolve()). */
 Units *accounting_units(Accounting *a);
 /* Slab objects (slab.h): task and cgroup indexes are Usage's and Units'. */

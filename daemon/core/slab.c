@@ -176,7 +176,7 @@ static void uncount(Slab *s, const SlabObject *o, uint32_t cpu) {
 }
 
 int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uint32_t task, uint32_t cgroup,
-               uint64_t requested, uint64_t allocated, uint32_t cpu, uint64_t now_nsec, SlabObject *ret_replaced) {
+               uint32_t stack, uint64_t requested, uint64_t allocated, uint32_t cpu, uint64_t now_nsec, SlabObject *ret_replaced) {
         assert(s);
 
         if (ret_replaced)
@@ -201,6 +201,7 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
                 .cache = cache_intern(s, cache),
                 .task = task,
                 .cgroup = cgroup,
+                .stack = stack,
                 .requested = (uint32_t) MIN(requested, (uint64_t) UINT32_MAX),
                 .allocated = slab_object_bytes(requested, allocated),
                 .cpu = cpu,

@@ -236,7 +236,7 @@ Memcg *memcg_free(Memcg *m) {
         return NULL;
 }
 
-int memcg_new(const char *cgroup2_root, const char *v1_root, Memcg **ret) {
+int memcg_new(const char *cgroup2_root, const char *memory_root, Memcg **ret) {
         _cleanup_(memcg_freep) Memcg *m = calloc(1, sizeof(Memcg));
         int r;
 
@@ -250,9 +250,9 @@ int memcg_new(const char *cgroup2_root, const char *v1_root, Memcg **ret) {
         if (cgroup2_root && !(m->cgroup2_root = strdup(cgroup2_root)))
                 return -ENOMEM;
 
-        if (v1_root) {
-                m->hierarchy = MEMCG_HIERARCHY_V1;
-                m->root = strdup(v1_root);
+        if (memory_root) {
+                m->hierarchy = lists_controller(memory_root, "memory") ? MEMCG_HIERARCHY_V2 : MEMCG_HIERARCHY_V1;
+                m->root = strdup(memory_root);
         } else if (cgroup2_root && lists_controller(cgroup2_root, "memory")) {
                 m->hierarchy = MEMCG_HIERARCHY_V2;
                 m->root = strdup(cgroup2_root);

@@ -92,12 +92,12 @@ static inline bool memcg_figure_known(const MemcgFigures *f, MemcgFigure x) {
 typedef struct Memcg Memcg;
 
 /*
- * Where the memory controller is. v1_root given: the v1 memory hierarchy mounted there. Else cgroup2_root
- * (NULL: /sys/fs/cgroup when it is cgroup2, else /sys/fs/cgroup/unified) when its cgroup.controllers lists
- * "memory"; else the v1 memory hierarchy where /proc/self/mountinfo has it. -ENOMEDIUM when neither has the
- * controller, -ENOMEM. Does not read any cgroup yet.
+ * Where the memory controller is. memory_root given: that mount, cgroup2 when its cgroup.controllers lists
+ * "memory", else the v1 memory hierarchy. Else cgroup2_root (NULL: /sys/fs/cgroup when it is cgroup2, else
+ * /sys/fs/cgroup/unified) when its cgroup.controllers lists "memory"; else the v1 memory hierarchy where
+ * /proc/self/mountinfo has it. -ENOMEDIUM when neither has the controller, -ENOMEM. Reads no cgroup yet.
  */
-int memcg_new(const char *cgroup2_root, const char *v1_root, Memcg **ret);
+int memcg_new(const char *cgroup2_root, const char *memory_root, Memcg **ret);
 Memcg *memcg_free(Memcg *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Memcg *, memcg_free);
 
