@@ -18,6 +18,7 @@
 #include "slabquery.h"
 #include "snapshot-document.h"
 #include "time-util.h"
+#include "varlink.h"
 
 /* A StackTree reply as the method builds it: the tree, and which allocations have stacks. */
 static int tree_json(const DocumentInput *in, int32_t pid, const char *module, json_t **ret) {
@@ -38,7 +39,7 @@ static int tree_json(const DocumentInput *in, int32_t pid, const char *module, j
         if (r < 0)
                 return r;
         if (json_object_set_new(tree, "stackSampleInterval",
-                                json_integer((json_int_t) in->live->source.stack_sample_interval)) < 0)
+                                json_integer(varlink_count(in->live->source.stack_sample_interval))) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(tree);
         return 0;
@@ -125,7 +126,7 @@ int document_build(const DocumentInput *in, json_t **ret) {
                         "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
                         "generator", "memstrackd " PACKAGE_VERSION,
                         "host", host[0] ? json_string(host) : NULL,
-                        "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
+                        "realtimeUsec", varlink_count(now_usec(CLOCK_REALTIME)),
                         "status", status,
                         "tasks", tasks,
                         "modules", "modules", modules,

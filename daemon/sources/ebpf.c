@@ -656,14 +656,14 @@ static int ring_record(void *userdata, void *data, size_t size) {
 
 /* Counts n records lost for reason, on cpu, and tells the sink. */
 static void emit_lost(EbpfSource *s, unsigned reason, uint32_t cpu, uint64_t n) {
-        s->losses[reason].count += n;
-        s->lost_per_cpu[cpu] += n;
+        s->losses[reason].count = count_add(s->losses[reason].count, n);
+        s->lost_per_cpu[cpu] = count_add(s->lost_per_cpu[cpu], n);
         s->ev = (MsEvent) {
                 .type = MS_EVENT_LOST,
                 .cpu = cpu,
                 .lost.n_lost = n,
         };
-        s->lost_records += n;
+        s->lost_records = count_add(s->lost_records, n);
         emit(s);
 }
 
