@@ -446,7 +446,8 @@ static int record_finish(PageOwnerSource *s, PoRecord *rec, const MsEventSink *s
                         record_fail(rec, rec->first_line, "a record without its stack");
                 else if (rec->counted && !rec->has_pages && !rec->header)
                         record_fail(rec, rec->first_line, "a count without pages or an order");
-                else if (rec->counted && !rec->has_pages && rec->times > (UINT64_C(1) << 62) >> rec->order)
+                else if ((rec->has_pages && rec->pages > MS_PAGES_MAX) ||
+                         (rec->counted && !rec->has_pages && rec->times > MS_PAGES_MAX >> rec->order))
                         record_fail(rec, rec->first_line, "more pages than a machine has");
         }
         if (rec->bad_line != 0) {
@@ -491,13 +492,13 @@ static int record_finish(PageOwnerSource *s, PoRecord *rec, const MsEventSink *s
                         ev.sample = (MsSampleEvent) {
                                 .stack = { rec->frames, (uint32_t) rec->n_frames, (uint32_t) rec->n_frames },
                                 .unit = LEDGER_PAGES,
-                                .delta = (int64_t) MIN(pages, (uint64_t) INT64_MAX),
-                                .peak = MIN(pages, (uint64_t) INT64_MAX),
+                                .delta = (int64_t) pages,       /* at most MS_PAGES_MAX */
+                                .peak = pages,
                         };
                 }
                 sink->event(sink->userdata, &ev);
                 s->records++;
-                s->pages += pages;
+                s->pages = count_add(s->pages, pages);
         } else
                 s->checked++;
         *rec = (PoRecord) {};
