@@ -138,6 +138,8 @@ check "samples beyond 2^53" \
 grep -q "^ *Saturated: 3 events" "$work/status.txt" ||
     fail "memstrackctl status does not show the saturation: $(cat "$work/status.txt")"
 stop
+grep -q "^Saturated: 3 events would have taken a count beyond its ceiling" "$work/log" ||
+    fail "the summary does not show the saturation"
 echo "ok samples beyond 2^53 - 1 pages stay at 2^53 - 1"
 
 # Losses: 2^63 - 1 twice, and 5 more, are 2^63 - 1 lost (not 3).
