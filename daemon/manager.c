@@ -13,6 +13,7 @@
 
 #include "bootphase.h"
 #include "document.h"
+#include "file-util.h"
 #include "format-util.h"
 #include "log.h"
 #include "manager.h"
@@ -79,7 +80,8 @@ static int manager_setup_history(Manager *m) {
                 log_warning("The history in %s is corrupt or of another version, starting a new one.",
                             m->history_path);
         else if (r < 0 && r != -ENOENT)
-                log_warning_errno(r, "Failed to read the history from %s, starting a new one: %m", m->history_path);
+                log_warning_errno(r, "Failed to read the history from %s, starting a new one: %s", m->history_path,
+                                  file_error_string(r));
         else if (r == 0)
                 log_info("Read the history from %s.", m->history_path);
         m->history_saved_usec = now_usec(CLOCK_MONOTONIC);
@@ -357,7 +359,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
 
         r = ksym_load(config->kallsyms, &m->ksym);
         if (r < 0)
-                return log_error_errno(r, "Failed to read kernel symbols from %s: %m", config->kallsyms ?: "/proc/kallsyms");
+                return log_error_errno(r, "Failed to read kernel symbols from %s: %s", config->kallsyms ?: "/proc/kallsyms",
+                                       file_error_string(r));
         /* Whether addresses are hidden matters once the source is known (manager_start()): one that names
          * its own frames does not need them. */
         log_debug("Read %zu kernel symbols.", ksym_count(m->ksym));

@@ -536,7 +536,8 @@ static int instance_write(const Instance *inst, const char *file, const char *va
 
         if (asprintf(&path, "%s/%s", inst->path, file) < 0)
                 return -ENOMEM;
-        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO where a tracefs file should be fails instead of waiting for a reader. */
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return log_debug_errno(errno, "Failed to open %s: %m", path);
         if (write(fd, value, len) != (ssize_t) len)

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "file-util.h"
 #include "log.h"
 #include "macro.h"
 #include "read-file.h"
@@ -312,7 +313,7 @@ static int replay_source_new(const SourceOptions *options, EventSource **ret) {
                 return log_oom();
         r = read_file_full(s->path, REPLAY_FILE_MAX, &s->text, &s->size);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the replay file %s: %m", s->path);
+                return log_error_errno(r, "Failed to read the replay file %s: %s", s->path, file_error_string(r));
         if (strlen(s->text) != s->size)
                 return log_error_errno(EBADMSG, "The replay file %s is not text.", s->path);
         r = replay_all(s, NULL);
