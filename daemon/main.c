@@ -637,6 +637,8 @@ static int run(void) {
         if (r < 0)
                 return r;
         r = manager_start(m);
+        if (r == -ECANCELED)
+                return 0;       /* asked to stop before tracing began: nothing to sum up */
         if (r < 0)
                 return r;
 

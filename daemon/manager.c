@@ -493,6 +493,8 @@ int manager_start(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
 
+        /* A source that reads input takes its time here, outside the loop: it stops at SIGTERM or SIGINT
+         * (-ECANCELED, logged), which wait pending until then. */
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
@@ -504,6 +506,8 @@ int manager_start(Manager *m) {
                             "addresses and pages cannot be charged to modules.");
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
+        if (r == -ECANCELED)
+                return r;       /* stopped by a signal, logged */
         if (r < 0)
                 return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
 

@@ -93,7 +93,8 @@ int manager_new(const ManagerConfig *config, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Opens the event source and the socket and attaches everything to the loop. */
+/* Opens the event source and the socket and attaches everything to the loop. -ECANCELED (logged) when
+ * SIGTERM or SIGINT came while the source read its input: a stop, not a failure. */
 int manager_start(Manager *m);
 /* Delivers what the source buffers below its wakeup watermark, so an answer reflects everything the
  * kernel reported up to now. Cheap when little is buffered; every query calls it first. */

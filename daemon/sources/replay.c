@@ -28,6 +28,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #include "macro.h"
 #include "read-file.h"
 #include "source.h"
+#include "stop-signal.h"
 #include "time-util.h"
 
 #define REPLAY_FILE_MAX (16u * 1024u * 1024u)
@@ -231,6 +233,12 @@ static int replay_all(ReplaySource *s, const MsEventSink *sink) {
                 if (next)
                         *next++ = '\0';
                 line++;
+                /* Up to millions of lines, outside the event loop: SIGTERM and SIGINT are looked at. */
+                if (line % 65536 == 0 && stop_signal_pending() != 0) {
+                        log_notice("Stopped by SIG%s while reading the replay file %s.",
+                                   sigabbrev_np(stop_signal_pending()), s->path);
+                        return -ECANCELED;
+                }
                 for (tok = strtok_r(p, " \t\r", &save); tok && n < ELEMENTSOF(f);
                      tok = strtok_r(NULL, " \t\r", &save))
                         f[n++] = tok;
@@ -272,7 +280,7 @@ static int replay_source_start(EventSource *es, sd_event *event, const MsEventSi
 
         r = replay_all(s, sink);
         if (r < 0)
-                return r;
+                return r;       /* logged; -ECANCELED when asked to stop */
         log_debug("Replayed %" PRIu64 " events from %s.", s->records, s->path);
         return 0;
 }
