@@ -605,6 +605,12 @@ static int write_reports(Manager *m) {
                 .sort_by_peak = report_wants_peak(m->config.report),
         };
         r = document_write_reports(&in, m->config.report, output);
+        if (r == -EPIPE)
+                return log_error_errno(r, "Failed to write the report to %s: no process reads it.",
+                                       output ?: "standard output");
+        if (r == -ECANCELED)
+                return log_error_errno(r, "Stopped writing the report to %s at SIGTERM or SIGINT.",
+                                       output ?: "standard output");
         if (r < 0)
                 return log_error_errno(r, "Failed to write the report to %s: %m", output ?: "standard output");
         log_info("Wrote the report to %s.", output ?: "standard output");
