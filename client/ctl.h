@@ -39,10 +39,11 @@ extern CtlJsonMode arg_json;
 extern bool arg_pager;                  /* accepted for compatibility; memstrackctl never pages */
 extern bool arg_legend;                 /* header and footer lines of tables (--no-legend: false) */
 
-/* Verb options; each verb says in main.c's table which ones it takes. */
+/* Verb options; each says in main.c's option table which verbs take it. */
 extern const char *arg_sort;            /* NULL: the verb's default */
 extern uint64_t arg_limit;              /* 0: the verb's default */
 extern bool arg_all;
+extern const char *arg_comm;            /* tasks: only tasks of this comm, as encoded in replies (NULL: all) */
 extern int64_t arg_task;                /* -1: none */
 extern const char *arg_module;
 extern int64_t arg_depth;               /* -1: the verb's default */
@@ -50,7 +51,7 @@ extern bool arg_batch;
 extern uint64_t arg_iterations;         /* 0: forever */
 extern uint64_t arg_delay_usec;
 extern const char *arg_format;
-extern unsigned arg_throttle;           /* percent, 1..100 */
+extern uint64_t arg_throttle;           /* percent, 1..100 */
 extern const char *arg_output;
 extern const char *arg_from;
 extern bool arg_boot;
@@ -61,6 +62,7 @@ extern const char *arg_unit;            /* pprof, history: one unit (NULL: none)
 extern const char *arg_by;              /* footprint: directory, symbol or section (NULL: directory) */
 extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
 extern int64_t arg_min_age_seconds;     /* leaks: the youngest object shown, -1: the daemon's default */
+extern int64_t arg_uid;                 /* delete-snapshot: whose snapshots (root), -1: the caller's own */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -75,6 +77,7 @@ int verb_stacks(int argc, char *argv[]);
 int verb_snapshot(int argc, char *argv[]);
 int verb_diff(int argc, char *argv[]);
 int verb_snapshots(int argc, char *argv[]);
+int verb_delete_snapshot(int argc, char *argv[]);
 int verb_report(int argc, char *argv[]);
 int verb_import(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);

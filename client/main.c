@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * memstrackctl: the command line client of memstrackd. One getopt pass reads every option (global or
- * not, before or after the verb); then the verb table checks the verb, its argument count and that it
- * takes the options given, and runs its handler.
+ * memstrackctl: the command line client of memstrackd. Two tables say everything about its command
+ * line: the verbs, and the options with the verbs that take each. cmdline.c makes of them the getopt
+ * pass (every option, global or not, before or after the verb), the check that the verb takes the
+ * options given, --help (overall and per verb) and the listing the shell completions are generated
+ * from; then the verb's handler runs.
+ *
+ * A new option is one entry in options[] (and the arg_* it sets, in ctl.h).
  */
 
-#include <getopt.h>
 #include <locale.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cmdline.h"
 #include "config.h"
 #include "ctl.h"
 #include "format.h"
-#include "parse-util.h"
 #include "macro.h"
+#include "report.h"
 
 const char *arg_address = NULL;
 CtlJsonMode arg_json = CTL_JSON_OFF;
@@ -25,6 +29,7 @@ bool arg_legend = true;
 const char *arg_sort = NULL;
 uint64_t arg_limit = 0;
 bool arg_all = false;
+const char *arg_comm = NULL;
 int64_t arg_task = -1;
 const char *arg_module = NULL;
 int64_t arg_depth = -1;
@@ -32,7 +37,7 @@ bool arg_batch = false;
 uint64_t arg_iterations = 0;
 uint64_t arg_delay_usec = 1000000;
 const char *arg_format = NULL;
-unsigned arg_throttle = 100;
+uint64_t arg_throttle = 100;
 const char *arg_output = NULL;
 const char *arg_from = NULL;
 bool arg_boot = false;
@@ -43,382 +48,309 @@ const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
+int64_t arg_uid = -1;
 
-/* Options that only some verbs take. */
-typedef enum VerbOption {
-        OPTION_SORT       = 1 << 0,
-        OPTION_LIMIT      = 1 << 1,
-        OPTION_ALL        = 1 << 2,
-        OPTION_TASK       = 1 << 3,
-        OPTION_MODULE     = 1 << 4,
-        OPTION_DEPTH      = 1 << 5,
-        OPTION_BATCH      = 1 << 6,
-        OPTION_ITERATIONS = 1 << 7,
-        OPTION_DELAY      = 1 << 8,
-        OPTION_FORMAT     = 1 << 9,
-        OPTION_THROTTLE   = 1 << 10,
-        OPTION_OUTPUT     = 1 << 11,
-        OPTION_FROM       = 1 << 12,
-        OPTION_FILE       = 1 << 13,
-        OPTION_OFFSETS    = 1 << 14,
-        OPTION_STACKS     = 1 << 15,
-        OPTION_UNIT       = 1 << 16,
-        OPTION_BOOT       = 1 << 17,
-        OPTION_BY         = 1 << 18,
-        OPTION_SINCE      = 1 << 19,
-        OPTION_MIN_AGE    = 1 << 20,
-} VerbOption;
+/* What the options that stop the command line ask for; only main() reads them. */
+static bool arg_help = false;
+static bool arg_version = false;
+static bool arg_list_options = false;
+static bool arg_parse_only = false;
 
-typedef struct Verb {
-        const char *name;
-        unsigned min_args, max_args;    /* positional arguments after the verb */
-        VerbOption options;
-        int (*run)(int argc, char *argv[]);
-} Verb;
-
-static const Verb verbs[] = {
-        { "status",   0, 0, 0, verb_status },
-        { "tasks",    0, 0, OPTION_SORT | OPTION_LIMIT | OPTION_ALL, verb_tasks },
-        { "modules",  0, 0, OPTION_SORT | OPTION_LIMIT, verb_modules },
-        { "units",    0, 0, OPTION_SORT | OPTION_LIMIT | OPTION_ALL | OPTION_STACKS, verb_units },
-        { "stacks",   0, 0, OPTION_TASK | OPTION_MODULE | OPTION_DEPTH | OPTION_SORT | OPTION_LIMIT, verb_stacks },
-        { "top",      0, 0, OPTION_BATCH | OPTION_ITERATIONS | OPTION_DELAY | OPTION_SORT | OPTION_LIMIT |
-                            OPTION_ALL, verb_top },
-        { "reset",    0, 1, 0, verb_reset },
-        { "snapshot", 0, 1, OPTION_FILE, verb_snapshot },
-        { "snapshots", 0, 0, 0, verb_snapshots },
-        { "diff",     1, 1, OPTION_LIMIT, verb_diff },
-        { "oom",      0, 0, 0, verb_oom },
-        { "slab",     0, 0, OPTION_BY | OPTION_LIMIT, verb_slab },
-        { "leaks",    0, 0, OPTION_MIN_AGE | OPTION_TASK | OPTION_LIMIT, verb_leaks },
-        { "report",   0, 0, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
-                            OPTION_OUTPUT | OPTION_FROM | OPTION_BOOT | OPTION_DEPTH | OPTION_OFFSETS, verb_report },
-        { "pprof",    0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_OUTPUT | OPTION_FROM, verb_pprof },
-        { "import",   1, 2, OPTION_FORMAT | OPTION_THROTTLE | OPTION_SORT | OPTION_TASK | OPTION_MODULE |
-                            OPTION_OUTPUT | OPTION_DEPTH | OPTION_OFFSETS | OPTION_FILE, verb_import },
-        { "footprint", 1, 4096, OPTION_BY | OPTION_DEPTH | OPTION_LIMIT, verb_footprint },
-        { "history",  0, 0, OPTION_TASK | OPTION_UNIT | OPTION_MODULE | OPTION_SINCE, verb_history },
+static const CmdlineVerb verbs[] = {
+        { "status", NULL, "The daemon's health, totals and losses", 0, 0, verb_status },
+        { "tasks", NULL, "Tasks by pages held", 0, 0, verb_tasks },
+        { "modules", NULL, "Kernel modules by pages allocated through them", 0, 0, verb_modules },
+        { "units", NULL, "systemd units by pages their tasks allocated", 0, 0, verb_units },
+        { "stacks", NULL, "The merged allocation call-stack tree", 0, 0, verb_stacks },
+        { "top", NULL, "Live view (ncurses; text with --batch or when piped)", 0, 0, verb_top },
+        { "reset", "[peaks|all]", "Restart peaks, or all counters (root)", 0, 1, verb_reset },
+        { "snapshot", "[NAME]", "Save the counts in the daemon under NAME (--file: all, to FILE)", 0, 1,
+          verb_snapshot },
+        { "snapshots", NULL, "List your snapshots saved in the daemon", 0, 0, verb_snapshots },
+        { "delete-snapshot", "NAME...", "Delete your snapshots NAME... from the daemon", 1, 64, verb_delete_snapshot },
+        { "diff", "NAME", "Compare now with the saved snapshot NAME", 1, 1, verb_diff },
+        { "oom", NULL, "OOM kills and new peaks, with who held the memory", 0, 0, verb_oom },
+        { "slab", NULL, "Live slab objects by call site, cache, task or unit", 0, 0, verb_slab },
+        { "leaks", NULL, "Old live slab objects and pages, and their growth", 0, 0, verb_leaks },
+        { "report", NULL, "Reports as memstrack prints them", 0, 0, verb_report },
+        { "pprof", "--output FILE", "The stack tree as a gzipped pprof profile", 0, 0, verb_pprof },
+        { "import", "page-owner [FILE|-]", "Reports (or --file: a snapshot) of a page_owner log", 1, 2,
+          verb_import },
+        { "footprint", "VMLINUX [KO...]", "A built kernel's text/rodata/data/bss (no daemon)", 1, 4096,
+          verb_footprint },
+        { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
 };
 
-static void help(void) {
-        printf("Usage: memstrackctl [OPTIONS] VERB [ARGS]\n\n"
-               "Queries memstrackd, the page allocation tracer.\n\n"
-               "Verbs:\n"
-               "  status                     The daemon's health, totals and losses\n"
-               "  tasks                      Tasks by pages held\n"
-               "  modules                    Kernel modules by pages allocated through them\n"
-               "  units                      systemd units by pages their tasks allocated\n"
-               "  stacks                     The merged allocation call-stack tree\n"
-               "  top                        Live view (ncurses; text with --batch or when piped)\n"
-               "  reset [peaks|all]          Restart peaks, or all counters (root)\n"
-               "  snapshot NAME              Save the counts in the daemon under NAME\n"
-               "  snapshot --file FILE       Save everything needed for reports to FILE\n"
-               "  snapshots                  List the snapshots saved in the daemon\n"
-               "  diff NAME                  Compare now with the saved snapshot NAME\n"
-               "  oom                        OOM kills and new peaks, with who held the memory\n"
-               "  slab                       Live slab objects by call site, cache, task or unit\n"
-               "  leaks                      Old live slab objects by call site, and their growth\n"
-               "  report                     Reports as memstrack prints them\n"
-               "  pprof --output FILE        The stack tree as a gzipped pprof profile\n"
-               "  import page-owner [FILE|-] Reports (or --file: a snapshot file) of a page_owner log\n"
-               "  footprint VMLINUX [KO...]  A built kernel's text/rodata/data/bss (no daemon)\n"
-               "  history                    Current and peak pages over time\n\n"
-               "Options:\n"
-               "  -h --help                  Show this help\n"
-               "     --version               Show the version\n"
-               "     --address=ADDR          Daemon address (default $MEMSTRACK_ADDRESS, else\n"
-               "                             unix:%s)\n"
-               "     --json[=short|pretty]   Print the reply as JSON (pretty on a TTY by default)\n"
-               "     --no-pager              Accepted; memstrackctl never pages\n"
-               "     --no-legend             Tables without header and footer lines\n"
-               "     --sort=KEY              current, peak (or allocs for tasks/top)\n"
-               "     --limit=N               Entries to show (children per node for stacks)\n"
-               "     --all                   tasks: include exited tasks and tasks holding nothing;\n"
-               "                             top: include tasks holding nothing;\n"
-               "                             units: include units holding nothing\n"
-               "     --stacks=N              units: each unit's N biggest call stacks\n"
-               "     --task=PID              stacks/report/pprof/history: one task only\n"
-               "     --unit=NAME             pprof/history: one unit's tasks only\n"
-               "     --module=NAME           stacks/report/pprof/history: stacks through one module only\n"
-               "     --since=DURATION        history: only the last DURATION (90, 90s, 10m, 2h, 1d)\n"
-               "     --min-age=DURATION      leaks: only objects at least this old (default 60s)\n"
-               "     --depth=N               stacks/report: levels below the root; footprint: directory levels\n"
-               "  -d --delay=SECONDS         top: refresh interval (default 1)\n"
-               "  -n --iterations=N          top: stop after N refreshes\n"
-               "     --batch                 top: text snapshots instead of the TUI (the default\n"
-               "                             when standard output is not a terminal)\n"
-               "     --format=LIST           report: task_summary,task_top,module_summary,module_top,\n"
-               "                             unit_summary,unit_top,stack_tree,folded,flamegraph,\n"
-               "                             task_top_json,proc_slab_static,slab_callsites,\n"
-               "                             slab_caches,leaks\n"
-               "                             (default module_summary,module_top); each takes\n"
-               "                             :top=N, :throttle=PERCENT, :sort_by_alloc, :sort_by_peak\n"
-               "     --throttle=PERCENT      report: only what makes up PERCENT of the pages\n"
-               "     --output=FILE           report: write to FILE (a directory for several formats);\n"
-               "                             pprof: the profile's file\n"
-               "     --from=FILE             report/pprof: read a snapshot file instead of asking the daemon\n"
-               "     --boot                  report: the boot phase, as memstrackd in the initramfs left it\n"
-               "     --offsets               report: flame graph frames apart by offset, not merged\n"
-               "     --file=FILE             snapshot, import: write a snapshot file\n"
-               "     --by=KEY                footprint: directory (default), symbol or section;\n"
-               "                             slab: callsite (default), cache, task or unit\n\n"
-               "See memstrackctl(1).\n",
-               MEMSTRACK_SOCKET_DEFAULT);
-}
-
-static int usage_error(const char *format, ...) _printf_(1, 2);
-static int usage_error(const char *format, ...) {
-        va_list ap;
-
-        fputs("memstrackctl: ", stderr);
-        va_start(ap, format);
-        vfprintf(stderr, format, ap);
-        va_end(ap);
-        fputs("\nTry 'memstrackctl --help'.\n", stderr);
-        return CTL_EXIT_USAGE;
-}
-
-/* The option's name for messages, in VerbOption bit order. */
-static const char *const option_names[] = {
-        "--sort", "--limit", "--all", "--task", "--module", "--depth", "--batch", "--iterations",
-        "--delay", "--format", "--throttle", "--output", "--from", "--file", "--offsets", "--stacks",
-        "--unit", "--boot", "--by", "--since",
-};
-
-/* Returns 0 to go on, a positive exit status to stop (help, version, usage error). */
-static int parse_argv(int argc, char *argv[], VerbOption *ret_seen) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_ADDRESS,
-                ARG_JSON,
-                ARG_NO_PAGER,
-                ARG_NO_LEGEND,
-                ARG_SORT,
-                ARG_LIMIT,
-                ARG_ALL,
-                ARG_TASK,
-                ARG_MODULE,
-                ARG_DEPTH,
-                ARG_BATCH,
-                ARG_FORMAT,
-                ARG_THROTTLE,
-                ARG_OUTPUT,
-                ARG_FROM,
-                ARG_FILE,
-                ARG_OFFSETS,
-                ARG_STACKS,
-                ARG_UNIT,
-                ARG_BOOT,
-                ARG_BY,
-                ARG_SINCE,
-                ARG_MIN_AGE,
-        };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "address", required_argument, NULL, ARG_ADDRESS },
-                { "json", optional_argument, NULL, ARG_JSON },
-                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
-                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
-                { "sort", required_argument, NULL, ARG_SORT },
-                { "limit", required_argument, NULL, ARG_LIMIT },
-                { "all", no_argument, NULL, ARG_ALL },
-                { "task", required_argument, NULL, ARG_TASK },
-                { "module", required_argument, NULL, ARG_MODULE },
-                { "depth", required_argument, NULL, ARG_DEPTH },
-                { "delay", required_argument, NULL, 'd' },
-                { "iterations", required_argument, NULL, 'n' },
-                { "batch", no_argument, NULL, ARG_BATCH },
-                { "format", required_argument, NULL, ARG_FORMAT },
-                { "throttle", required_argument, NULL, ARG_THROTTLE },
-                { "output", required_argument, NULL, ARG_OUTPUT },
-                { "from", required_argument, NULL, ARG_FROM },
-                { "boot", no_argument, NULL, ARG_BOOT },
-                { "file", required_argument, NULL, ARG_FILE },
-                { "offsets", no_argument, NULL, ARG_OFFSETS },
-                { "stacks", required_argument, NULL, ARG_STACKS },
-                { "unit", required_argument, NULL, ARG_UNIT },
-                { "by", required_argument, NULL, ARG_BY },
-                { "since", required_argument, NULL, ARG_SINCE },
-                { "min-age", required_argument, NULL, ARG_MIN_AGE },
-                {}
-        };
-        VerbOption seen = 0;
-        uint64_t v;
-        int c;
-
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":hd:n:", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        help();
-                        return -1;
-                case ARG_VERSION:
-                        printf("memstrackctl %s\n", PACKAGE_VERSION);
-                        return -1;
-                case ARG_ADDRESS:
-                        arg_address = optarg;
-                        break;
-                case ARG_JSON:
-                        if (!optarg)
-                                arg_json = CTL_JSON_AUTO;
-                        else if (streq(optarg, "short"))
-                                arg_json = CTL_JSON_SHORT;
-                        else if (streq(optarg, "pretty"))
-                                arg_json = CTL_JSON_PRETTY;
-                        else
-                                return usage_error("--json takes short or pretty, not '%s'.", optarg);
-                        break;
-                case ARG_NO_PAGER:
-                        arg_pager = false;
-                        break;
-                case ARG_NO_LEGEND:
-                        arg_legend = false;
-                        break;
-                case ARG_SORT:
-                        if (!streq(optarg, "current") && !streq(optarg, "peak") && !streq(optarg, "allocs"))
-                                return usage_error("--sort takes current, peak or allocs, not '%s'.", optarg);
-                        arg_sort = optarg;
-                        seen |= OPTION_SORT;
-                        break;
-                case ARG_LIMIT:
-                        if (parse_uint64(optarg, 1, 10000, &arg_limit) < 0)
-                                return usage_error("--limit takes a number from 1 to 10000, not '%s'.", optarg);
-                        seen |= OPTION_LIMIT;
-                        break;
-                case ARG_ALL:
-                        arg_all = true;
-                        seen |= OPTION_ALL;
-                        break;
-                case ARG_TASK:
-                        if (parse_uint64(optarg, 0, INT32_MAX, &v) < 0)
-                                return usage_error("--task takes a pid, not '%s'.", optarg);
-                        arg_task = (int64_t) v;
-                        seen |= OPTION_TASK;
-                        break;
-                case ARG_MODULE:
-                        arg_module = optarg;
-                        seen |= OPTION_MODULE;
-                        break;
-                case ARG_DEPTH:
-                        if (parse_uint64(optarg, 0, 255, &v) < 0)
-                                return usage_error("--depth takes a number from 0 to 255, not '%s'.", optarg);
-                        arg_depth = (int64_t) v;
-                        seen |= OPTION_DEPTH;
-                        break;
-                case 'd':
-                        if (format_parse_seconds(optarg, &arg_delay_usec) < 0 || arg_delay_usec < 100000)
-                                return usage_error("--delay takes seconds, at least 0.1, not '%s'.", optarg);
-                        seen |= OPTION_DELAY;
-                        break;
-                case 'n':
-                        if (parse_uint64(optarg, 1, UINT32_MAX, &arg_iterations) < 0)
-                                return usage_error("--iterations takes a positive number, not '%s'.", optarg);
-                        seen |= OPTION_ITERATIONS;
-                        break;
-                case ARG_BATCH:
-                        arg_batch = true;
-                        seen |= OPTION_BATCH;
-                        break;
-                case ARG_FORMAT:
-                        arg_format = optarg;
-                        seen |= OPTION_FORMAT;
-                        break;
-                case ARG_THROTTLE:
-                        if (parse_uint64(optarg, 1, 100, &v) < 0)
-                                return usage_error("--throttle takes a percentage from 1 to 100, not '%s'.", optarg);
-                        arg_throttle = (unsigned) v;
-                        seen |= OPTION_THROTTLE;
-                        break;
-                case ARG_OUTPUT:
-                        arg_output = optarg;
-                        seen |= OPTION_OUTPUT;
-                        break;
-                case ARG_FROM:
-                        arg_from = optarg;
-                        seen |= OPTION_FROM;
-                        break;
-                case ARG_BOOT:
-                        arg_boot = true;
-                        seen |= OPTION_BOOT;
-                        break;
-                case ARG_FILE:
-                        arg_file = optarg;
-                        seen |= OPTION_FILE;
-                        break;
-                case ARG_OFFSETS:
-                        arg_offsets = true;
-                        seen |= OPTION_OFFSETS;
-                        break;
-                case ARG_STACKS:
-                        if (parse_uint64(optarg, 0, 100, &arg_stacks) < 0)
-                                return usage_error("--stacks takes a number from 0 to 100, not '%s'.", optarg);
-                        seen |= OPTION_STACKS;
-                        break;
-                case ARG_UNIT:
-                        arg_unit = optarg;
-                        seen |= OPTION_UNIT;
-                        break;
-                case ARG_BY:
-                        arg_by = optarg;
-                        seen |= OPTION_BY;
-                        break;
-                case ARG_SINCE:
-                        if (history_parse_duration(optarg, &v) < 0)
-                                return usage_error("--since takes a duration such as 90, 90s, 10m, 2h or 1d, not '%s'.",
-                                                   optarg);
-                        arg_since_seconds = (int64_t) v;
-                        seen |= OPTION_SINCE;
-                        break;
-                case ARG_MIN_AGE:
-                        if (history_parse_duration(optarg, &v) < 0)
-                                return usage_error("--min-age takes a duration such as 90, 90s, 10m, 2h or 1d, not '%s'.",
-                                                   optarg);
-                        arg_min_age_seconds = (int64_t) v;
-                        seen |= OPTION_MIN_AGE;
-                        break;
-                case ':':
-                        return usage_error("Option '%s' needs an argument.", argv[optind - 1]);
-                default:
-                        return usage_error("Unknown option '%s'.", argv[optind - 1]);
-                }
-
-        *ret_seen = seen;
+static int parse_json(const CmdlineOption *o, const char *value) {
+        if (!value)
+                arg_json = CTL_JSON_AUTO;
+        else if (streq(value, "short"))
+                arg_json = CTL_JSON_SHORT;
+        else if (streq(value, "pretty"))
+                arg_json = CTL_JSON_PRETTY;
+        else
+                return -EINVAL;
         return 0;
 }
 
+/* Seconds with a fraction into *(uint64_t *) target in microseconds, at least min. */
+static int parse_seconds(const CmdlineOption *o, const char *value) {
+        uint64_t usec;
+
+        if (format_parse_seconds(value, &usec) < 0 || usec < o->min)
+                return -EINVAL;
+        *(uint64_t *) o->target = usec;
+        return 0;
+}
+
+/* "90", "90s", "10m", "2h", "1d" into *(int64_t *) target in seconds. */
+static int parse_duration(const CmdlineOption *o, const char *value) {
+        uint64_t seconds;
+
+        if (history_parse_duration(value, &seconds) < 0)
+                return -EINVAL;
+        *(int64_t *) o->target = (int64_t) seconds;
+        return 0;
+}
+
+/* The report formats, from report/'s table. */
+static const char *report_format_word(size_t i) {
+        return i < _REPORT_FORMAT_MAX ? report_format_to_string((ReportFormat) i) : NULL;
+}
+
+#define DURATIONS CMDLINE_WORDS("30s", "10m", "1h", "24h")
+
+/*
+ * Every option once, in --help's order. parts say which verbs take it (NULL: every verb) with the help
+ * for them; words are what shells offer for the value (and what cmdline_set_word() accepts).
+ */
+static const CmdlineOption options[] = {
+        {
+                .name = "help", .short_name = 'h', .stops = true,
+                .parse = cmdline_set_true, .target = &arg_help,
+                .parts = { { NULL, "Show this help (after a verb: the verb's options)" } },
+        }, {
+                .name = "version", .stops = true,
+                .parse = cmdline_set_true, .target = &arg_version,
+                .parts = { { NULL, "Show the version" } },
+        }, {
+                .name = "list-options", .stops = true, .hidden = true,
+                .parse = cmdline_set_true, .target = &arg_list_options,
+                .parts = { { NULL, "Print the verb and option tables as JSON, for the completions" } },
+        }, {
+                .name = "parse-only", .hidden = true,
+                .parse = cmdline_set_true, .target = &arg_parse_only,
+                .parts = { { NULL, "Check the command line, then exit without running the verb" } },
+        }, {
+                .name = "address", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "ADDR",
+                .completion = CMDLINE_COMPLETE_FILE,
+                .parse = cmdline_set_string, .target = &arg_address,
+                .parts = { { NULL, "Daemon address (default $MEMSTRACK_ADDRESS, else unix:"
+                                   MEMSTRACK_SOCKET_DEFAULT ")" } },
+        }, {
+                .name = "json", .argument = CMDLINE_OPTIONAL_ARGUMENT, .metavar = "short|pretty",
+                .completion = CMDLINE_COMPLETE_WORD,
+                .parse = parse_json,
+                .parts = { { NULL, "Print the reply as JSON (pretty on a TTY by default)",
+                             CMDLINE_WORDS("short", "pretty") } },
+        }, {
+                .name = "no-pager",
+                .parse = cmdline_set_false, .target = &arg_pager,
+                .parts = { { NULL, "Accepted; memstrackctl never pages" } },
+        }, {
+                .name = "no-legend",
+                .parse = cmdline_set_false, .target = &arg_legend,
+                .parts = { { NULL, "Tables without header and footer lines" } },
+        }, {
+                .name = "sort", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
+                .completion = CMDLINE_COMPLETE_WORD,
+                .parse = cmdline_set_word, .target = &arg_sort,
+                .parts = {
+                        { CMDLINE_WORDS("tasks", "top"), "current, peak or allocs",
+                          CMDLINE_WORDS("current", "peak", "allocs") },
+                        { CMDLINE_WORDS("modules", "units", "stacks", "report", "import"), "current or peak",
+                          CMDLINE_WORDS("current", "peak") },
+                },
+        }, {
+                .name = "limit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
+                .parse = cmdline_set_uint64, .target = &arg_limit, .min = 1, .max = 10000,
+                .expects = "a number from 1 to 10000",
+                .parts = {
+                        { CMDLINE_WORDS("tasks", "modules", "units", "top", "diff", "slab", "leaks",
+                                        "footprint"), "entries to show" },
+                        { CMDLINE_WORDS("stacks"), "children per frame" },
+                },
+        }, {
+                .name = "all",
+                .parse = cmdline_set_true, .target = &arg_all,
+                .parts = {
+                        { CMDLINE_WORDS("tasks"), "include exited tasks and tasks holding nothing" },
+                        { CMDLINE_WORDS("top"), "include tasks holding nothing" },
+                        { CMDLINE_WORDS("units"), "include units holding nothing" },
+                        { CMDLINE_WORDS("snapshots"), "every user's snapshots, with their owners (root)" },
+                },
+        }, {
+                .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
+                .parse = cmdline_set_text, .target = &arg_comm, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
+                .parts = { { CMDLINE_WORDS("tasks"), "only tasks named NAME, as the COMM column shows it" } },
+        }, {
+                .name = "stacks", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
+                .parse = cmdline_set_uint64, .target = &arg_stacks, .min = 0, .max = 100,
+                .expects = "a number from 0 to 100",
+                .parts = { { CMDLINE_WORDS("units"), "each unit's N biggest call stacks" } },
+        }, {
+                .name = "uid", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "UID",
+                .parse = cmdline_set_int64, .target = &arg_uid, .min = 0, .max = UINT32_MAX - 1,
+                .expects = "a uid",
+                .parts = { { CMDLINE_WORDS("delete-snapshot"), "another user's snapshots (root)" } },
+        }, {
+                .name = "task", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PID",
+                .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",
+                .parse = cmdline_set_int64, .target = &arg_task, .min = 0, .max = INT32_MAX,
+                .expects = "a pid",
+                .parts = { { CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history"),
+                             "one task only" } },
+        }, {
+                .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
+                .completion = CMDLINE_COMPLETE_UNIT, .exclusive = "scope",
+                .parse = cmdline_set_text, .target = &arg_unit, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
+                .parts = { { CMDLINE_WORDS("pprof", "history"), "one unit's tasks only" } },
+        }, {
+                .name = "module", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
+                .completion = CMDLINE_COMPLETE_MODULE, .exclusive = "scope",
+                .parse = cmdline_set_text, .target = &arg_module, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
+                .parts = { { CMDLINE_WORDS("stacks", "report", "pprof", "import", "history"),
+                             "stacks through one module only" } },
+        }, {
+                .name = "since", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "DURATION",
+                .completion = CMDLINE_COMPLETE_WORD,
+                .parse = parse_duration, .target = &arg_since_seconds,
+                .expects = "a duration such as 90, 90s, 10m, 2h or 1d",
+                .parts = { { CMDLINE_WORDS("history"), "only the last DURATION (90, 90s, 10m, 2h, 1d)",
+                             DURATIONS } },
+        }, {
+                .name = "min-age", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "DURATION",
+                .completion = CMDLINE_COMPLETE_WORD,
+                .parse = parse_duration, .target = &arg_min_age_seconds,
+                .expects = "a duration such as 90, 90s, 10m, 2h or 1d",
+                .parts = { { CMDLINE_WORDS("leaks"), "only objects and pages at least this old (default 60s)",
+                             DURATIONS } },
+        }, {
+                .name = "depth", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
+                .parse = cmdline_set_int64, .target = &arg_depth, .min = 0, .max = 255,
+                .expects = "a number from 0 to 255",
+                .parts = {
+                        { CMDLINE_WORDS("stacks", "report", "import"), "levels below the root" },
+                        { CMDLINE_WORDS("footprint"), "directory levels" },
+                },
+        }, {
+                .name = "delay", .short_name = 'd',
+                .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "SECONDS",
+                .parse = parse_seconds, .target = &arg_delay_usec, .min = 100000,
+                .expects = "seconds, at least 0.1",
+                .parts = { { CMDLINE_WORDS("top"), "refresh interval (default 1)" } },
+        }, {
+                .name = "iterations", .short_name = 'n',
+                .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
+                .parse = cmdline_set_uint64, .target = &arg_iterations, .min = 1, .max = UINT32_MAX,
+                .expects = "a positive number",
+                .parts = { { CMDLINE_WORDS("top"), "stop after N refreshes" } },
+        }, {
+                .name = "batch",
+                .parse = cmdline_set_true, .target = &arg_batch,
+                .parts = { { CMDLINE_WORDS("top"), "text snapshots instead of the TUI (the default when "
+                                                   "standard output is not a terminal)" } },
+        }, {
+                /* "import" first, so --help reads "import/report: FORMAT,..." ("report:" before the list) */
+                .name = "format", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "LIST",
+                .completion = CMDLINE_COMPLETE_WORD_LIST,
+                .parse = cmdline_set_string, .target = &arg_format,
+                .parts = { { CMDLINE_WORDS("import", "report"),
+                             "(default module_summary,module_top); each takes :top=N, :throttle=PERCENT, "
+                             ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word } },
+        }, {
+                .name = "throttle", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PERCENT",
+                .parse = cmdline_set_uint64, .target = &arg_throttle, .min = 1, .max = 100,
+                .expects = "a percentage from 1 to 100",
+                .parts = { { CMDLINE_WORDS("report", "import"), "only what makes up PERCENT of the pages" } },
+        }, {
+                .name = "output", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
+                .completion = CMDLINE_COMPLETE_FILE,
+                .parse = cmdline_set_string, .target = &arg_output,
+                .parts = {
+                        { CMDLINE_WORDS("report", "import"),
+                          "write to FILE (a directory for several formats)" },
+                        { CMDLINE_WORDS("pprof"), "the profile's file" },
+                },
+        }, {
+                .name = "from", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
+                .completion = CMDLINE_COMPLETE_FILE, .exclusive = "source",
+                .parse = cmdline_set_string, .target = &arg_from,
+                .parts = { { CMDLINE_WORDS("report", "pprof"),
+                             "read a snapshot file instead of asking the daemon" } },
+        }, {
+                .name = "boot", .exclusive = "source",
+                .parse = cmdline_set_true, .target = &arg_boot,
+                .parts = { { CMDLINE_WORDS("report"),
+                             "the boot phase, as memstrackd in the initramfs left it" } },
+        }, {
+                .name = "offsets",
+                .parse = cmdline_set_true, .target = &arg_offsets,
+                .parts = { { CMDLINE_WORDS("report", "import"),
+                             "flame graph frames apart by offset, not merged" } },
+        }, {
+                .name = "file", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
+                .completion = CMDLINE_COMPLETE_FILE,
+                .parse = cmdline_set_string, .target = &arg_file,
+                .parts = { { CMDLINE_WORDS("snapshot", "import"), "write a snapshot file" } },
+        }, {
+                .name = "by", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
+                .completion = CMDLINE_COMPLETE_WORD,
+                .parse = cmdline_set_string, .target = &arg_by,
+                .parts = {
+                        { CMDLINE_WORDS("footprint"), "directory (default), symbol or section",
+                          CMDLINE_WORDS("directory", "symbol", "section") },
+                        { CMDLINE_WORDS("slab"), "callsite (default), cache, task or unit",
+                          CMDLINE_WORDS("callsite", "cache", "task", "unit") },
+                },
+        },
+};
+
+static const Cmdline cmdline = {
+        .program = "memstrackctl",
+        .description = "Queries memstrackd, the page allocation tracer.",
+        .verbs = verbs,
+        .n_verbs = ELEMENTSOF(verbs),
+        .options = options,
+        .n_options = ELEMENTSOF(options),
+};
+
 int main(int argc, char *argv[]) {
-        VerbOption seen = 0;
-        const Verb *verb = NULL;
+        const CmdlineOption *stop = NULL;
+        const CmdlineVerb *verb = NULL;
         int r;
 
         /* For the TUI's wide characters; numbers stay in the C locale's format. */
         (void) setlocale(LC_CTYPE, "");
 
-        r = parse_argv(argc, argv, &seen);
-        if (r != 0)
-                return r < 0 ? CTL_EXIT_SUCCESS : r;
+        r = cmdline_parse(&cmdline, argc, argv, &stop, &verb);
+        if (r < 0) {
+                fprintf(stderr, "memstrackctl: %s\n", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        if (r > 0)
+                return r;
 
-        if (optind >= argc)
-                return usage_error("Missing verb.");
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (streq(verbs[i].name, argv[optind]))
-                        verb = &verbs[i];
-        if (!verb)
-                return usage_error("Unknown verb '%s'.", argv[optind]);
-
-        unsigned n_args = (unsigned) (argc - optind - 1);
-        if (n_args < verb->min_args)
-                return usage_error("Too few arguments for '%s'.", verb->name);
-        if (n_args > verb->max_args)
-                return usage_error("Too many arguments for '%s'.", verb->name);
-        for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
-                if (seen & ~verb->options & (1u << i))
-                        return usage_error("'%s' does not take %s.", verb->name, option_names[i]);
-        if (arg_from && arg_boot)
-                return usage_error("--from and --boot exclude each other.");
-        if ((arg_task >= 0) + !!arg_module + !!arg_unit > 1)
-                return usage_error("--task, --unit and --module exclude each other.");
+        if (stop) {
+                if (arg_version) {
+                        printf("memstrackctl %s\n", PACKAGE_VERSION);
+                        return CTL_EXIT_SUCCESS;
+                }
+                r = arg_list_options ? cmdline_list(&cmdline, stdout) : cmdline_help(&cmdline, verb, stdout);
+                return r < 0 ? CTL_EXIT_FAILURE : CTL_EXIT_SUCCESS;
+        }
+        if (arg_parse_only)
+                return CTL_EXIT_SUCCESS;
 
         r = verb->run(argc - optind, argv + optind);
         if (r < 0) {

@@ -621,14 +621,17 @@ static int run(void) {
                 .kallsyms = arg_kallsyms,
                 .cgroup_root = arg_cgroup_root,
                 .state_directory = arg_state_directory,
-                .socket_path = arg_socket,
-                .boot_snapshot = arg_boot_snapshot,
-                .group = arg_group,
                 .serve = arg_serve,
-                .first_message_timeout_usec = arg_first_message_timeout_usec,
-                .request_timeout_usec = arg_request_timeout_usec,
-                .idle_timeout_usec = arg_idle_timeout_usec,
-                .output_timeout_usec = arg_output_timeout_usec,
+                .service = {
+                        .socket_path = arg_socket,
+                        .group = arg_group,
+                        .first_message_timeout_usec = arg_first_message_timeout_usec,
+                        .request_timeout_usec = arg_request_timeout_usec,
+                        .idle_timeout_usec = arg_idle_timeout_usec,
+                        .output_timeout_usec = arg_output_timeout_usec,
+                        .boot_phase_path = !arg_boot_snapshot ? BOOT_PHASE_PATH_DEFAULT :
+                                           arg_boot_snapshot[0] == 0 ? NULL : arg_boot_snapshot,
+                },
                 .reload_config = reload_config,
                 .report = arg_report ? &arg_report_options : NULL,
                 .report_output = arg_output,
@@ -643,9 +646,7 @@ static int run(void) {
                 return r;
 
         (void) sd_notify(false, "READY=1\nSTATUS=Tracing.");
-        r = sd_event_loop(m->event);
-        if (r < 0)
-                log_error_errno(r, "Event loop failed: %m");
+        r = manager_run(m);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Writing the summary.");
         int k = manager_finish(m);
         return r < 0 ? r : k;

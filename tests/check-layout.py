@@ -21,19 +21,22 @@ import tempfile
 # Folder -> the folders its files may include. A folder may always include itself. Keep it a DAG, and
 # keep it in step with the include_directories of each folder's meson.build and with docs/layout.md.
 ALLOWED = {
-        "protocol": set(),
-        "report": {"protocol"},
-        "daemon/util": {"protocol"},
-        "daemon/symbols": {"protocol", "daemon/util"},
-        "daemon/core": {"protocol", "daemon/symbols"},
-        "daemon/sources": {"protocol", "daemon/util", "daemon/core"},
-        "daemon/varlink": {"protocol", "daemon/util"},
-        "daemon/api": {"protocol", "report", "daemon/util", "daemon/core", "daemon/symbols", "daemon/varlink"},
-        "daemon": {"protocol", "report", "daemon/util", "daemon/core", "daemon/symbols", "daemon/sources",
-                   "daemon/api", "daemon/varlink"},
-        "client": {"protocol", "report"},
-        "client/top": {"protocol", "report", "client"},
-        "metrics": {"protocol"},
+        "common": set(),
+        "protocol": {"common"},
+        "report": {"common"},
+        "daemon/util": {"common"},
+        "daemon/symbols": {"common", "daemon/util"},
+        "daemon/core": {"common", "daemon/symbols"},
+        "daemon/sources": {"common", "daemon/util", "daemon/core"},
+        "daemon/varlink": {"common", "protocol", "daemon/util"},
+        "daemon/api": {"common", "protocol", "report", "daemon/util", "daemon/core", "daemon/symbols",
+                       "daemon/varlink"},
+        "daemon/observers": {"common", "daemon/util", "daemon/core", "daemon/symbols"},
+        "daemon": {"common", "protocol", "report", "daemon/util", "daemon/core", "daemon/symbols",
+                   "daemon/sources", "daemon/api", "daemon/observers", "daemon/varlink"},
+        "client": {"common", "protocol", "report"},
+        "client/top": {"common", "protocol", "report", "client"},
+        "metrics": {"common", "protocol"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -121,7 +124,7 @@ def self_test():
                 return d
 
         base = {
-                "protocol/macro.h": "#pragma once\n",
+                "common/macro.h": "#pragma once\n",
                 "daemon/util/log.h": '#include "macro.h"\n',
                 "daemon/core/accounting.h": '#include "ksym.h"\n#include "event.h"\n#include "config.h"\n',
                 "daemon/core/event.h": "#pragma once\n",

@@ -255,3 +255,15 @@ static int slab_live_test(const SourceType *type) {
         slab_live_done(&l);
         return 0;
 }
+
+/* A source's test program: no argument runs its kernel-free cases (the unit suite), "slab-live" only the
+ * live check above (the live suite), so a machine that cannot trace skips that test alone. Returns -1 for
+ * the kernel-free cases, else the exit status. */
+static int slab_live_mode(int argc, char *argv[], const SourceType *type) {
+        if (argc == 1)
+                return -1;
+        if (argc == 2 && strcmp(argv[1], "slab-live") == 0)
+                return slab_live_test(type);
+        fprintf(stderr, "Usage: %s [slab-live]\n", argv[0]);
+        return EXIT_FAILURE;
+}

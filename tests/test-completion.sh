@@ -5,11 +5,13 @@
 # `memstrackctl --help` lists (so they cannot drift from main.c); the zsh script parses (zsh -n) and
 # compinit loads it.
 #
-# Usage: test-completion.sh MEMSTRACKCTL SOURCE_ROOT
+# Usage: test-completion.sh MEMSTRACKCTL ROOT
+# ROOT holds shell-completion/bash/memstrackctl and shell-completion/zsh/_memstrackctl: the build tree,
+# where they are generated from memstrackctl's option table.
 set -uo pipefail
 
 CTL=${1:?memstrackctl}
-SRC=${2:?source root}
+SRC=${2:?root}
 BASH_COMPLETION=$SRC/shell-completion/bash/memstrackctl
 ZSH_COMPLETION=$SRC/shell-completion/zsh/_memstrackctl
 failed=0
@@ -54,7 +56,13 @@ expect() {
 expect "tasks" memstrackctl ta
 expect "slab snapshot snapshots stacks status" memstrackctl s
 expect "cache callsite" memstrackctl slab --by c
-expect "diff footprint history import leaks modules oom pprof report reset slab snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "delete-snapshot diff footprint history import leaks modules oom pprof report reset slab snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "delete-snapshot diff" memstrackctl d
+expect "--uid" memstrackctl delete-snapshot --u
+expect "" memstrackctl delete-snapshot --uid ""
+expect "--address --all" memstrackctl snapshots --a
+# Snapshot names come from the daemon; none answers here.
+expect "" memstrackctl diff ""
 expect "directory section symbol" memstrackctl footprint --by ""
 expect "--depth" memstrackctl footprint --d
 expect "--by" memstrackctl footprint --b

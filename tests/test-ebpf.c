@@ -791,7 +791,10 @@ static void test_alloc_twin(void) {
         printf("test-ebpf: the allocation twin attached at a miss, or at start when told\n");
 }
 
-int main(void) {
+int main(int argc, char *argv[]) {
+        int r = slab_live_mode(argc, argv, &ebpf_source_type);
+        if (r >= 0)
+                return r;
         test_sampling();
         test_batch_order();
         test_batch_shuffle();
@@ -808,6 +811,5 @@ int main(void) {
         test_misses_unrecorded();
         test_alloc_twin();
         printf("test-ebpf: all passed\n");
-        /* Last: needs root, BTF and the kernel's slab tracepoints, else skips. */
-        return slab_live_test(&ebpf_source_type);
+        return 0;
 }

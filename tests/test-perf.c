@@ -586,9 +586,12 @@ static void test_config(void) {
         ASSERT_EQ(config_check(&c, 4096), -EINVAL);
 }
 
-int main(void) {
+int main(int argc, char *argv[]) {
         /* The expected-failure cases log errors; keep the test output to the assertions. */
         log_set_max_level(LOG_CRIT);
+        int r = slab_live_mode(argc, argv, &perf_source_type);
+        if (r >= 0)
+                return r;
 
         TEST(test_parse_cpu_list);
         TEST(test_config);
@@ -601,6 +604,5 @@ int main(void) {
         TEST(test_side_band);
         TEST(test_malformed);
         TEST(test_slab_samples);
-        /* Last: needs root and the kernel's slab tracepoints, else skips. */
-        return slab_live_test(&perf_source_type);
+        return 0;
 }

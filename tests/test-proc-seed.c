@@ -66,14 +66,27 @@ static void build_tree(void) {
         PUT("-7", "comm", "nope\n");
         PUT("99999999999", "comm", "nope\n");
         PUT("sys", NULL, NULL);
+        /* A zombie: exited before tracing began, only waiting for its parent; no memory. Left out. */
+        PUT("600", "comm", "sleep\n");
+        PUT("600", "stat", "600 (sleep) Z 599 600 599 0 -1 4227084 105 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n");
+        PUT("600", "statm", "0 0 0 0 0 0 0\n");
+        PUT("600", "cmdline", "");
+        /* A zombie leader whose threads still run (and whose comm has a ") Z " in it): its memory is
+         * there, so it is alive. */
+        PUT("700", "comm", "a) Z b\n");
+        PUT("700", "stat", "700 (a) Z b) Z 1 700 700 0 -1 4227084 105 0 0 0 0 0 0 0 20 0 3 0 42 0 0\n");
+        PUT("700", "statm", "5000 400 100 10 0 200 0\n");
+        /* Running, with a state field the check must not misread. */
+        PUT("800", "comm", "(Z)\n");
+        PUT("800", "stat", "800 ((Z)) R 1 800 800 0 -1 4227084 105 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n");
 }
 
 static void test_seed(void) {
         const Seen *s;
 
         test_sink_reset();
-        ASSERT_EQ(proc_seed_tasks(root, 300, &test_sink), 3);
-        ASSERT_EQ(n_seen, 3);
+        ASSERT_EQ(proc_seed_tasks(root, 300, &test_sink), 5);
+        ASSERT_EQ(n_seen, 5);
         for (size_t i = 0; i < n_seen; i++)
                 ASSERT_EQ(seen[i].ev.type, MS_EVENT_TASK_NEW);
 
@@ -102,6 +115,11 @@ static void test_seed(void) {
 
         ASSERT_NULL(seen_pid(300));
         ASSERT_NULL(seen_pid(400));
+        ASSERT_NULL(seen_pid(600));
+        s = seen_pid(700);
+        ASSERT_NOT_NULL(s);
+        ASSERT_EQ(s->ev.task.baseline_pages, 400);
+        ASSERT_NOT_NULL(seen_pid(800));
 }
 
 static void test_seed_missing_root(void) {

@@ -326,8 +326,10 @@ static bool test_unreadable_maps(void) {
 }
 
 int main(int argc, char *argv[]) {
-        if (argc != 3) {
-                fprintf(stderr, "Usage: %s USYM-TARGET USYM-OTHER\n", argv[0]);
+        bool unreadable_maps = argc == 4 && strcmp(argv[3], "unreadable-maps") == 0;
+
+        if (argc != 3 && !unreadable_maps) {
+                fprintf(stderr, "Usage: %s USYM-TARGET USYM-OTHER [unreadable-maps]\n", argv[0]);
                 return EXIT_FAILURE;
         }
         target_path = argv[1];
@@ -335,13 +337,17 @@ int main(int argc, char *argv[]) {
         /* A child that dies early must fail an assertion, not kill us with SIGPIPE. */
         (void) signal(SIGPIPE, SIG_IGN);
 
+        /* A case of its own: it needs the kernel to refuse us a process's maps, which some machines
+         * do not (a skip of this test alone). */
+        if (unreadable_maps) {
+                fprintf(stderr, "== test_unreadable_maps\n");
+                return test_unreadable_maps() ? EXIT_SUCCESS : EXIT_TEST_SKIP;
+        }
         TEST(test_executable_and_libc);
         TEST(test_unknown_addresses);
         TEST(test_exec_invalidates);
         TEST(test_session);
         TEST(test_forget_and_lru);
         TEST(test_deleted_file);
-        /* Last: the others pass or fail on any machine; this one may find nothing to test (a skip). */
-        fprintf(stderr, "== test_unreadable_maps\n");
-        return test_unreadable_maps() ? EXIT_SUCCESS : EXIT_TEST_SKIP;
+        return EXIT_SUCCESS;
 }

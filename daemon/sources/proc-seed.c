@@ -19,6 +19,7 @@
 
 #define COMM_MAX 64u                    /* TASK_COMM_LEN is 16; /proc/PID/comm adds a newline */
 #define STATM_MAX (7u * 21u + 1u)       /* seven decimal u64s and separators */
+#define STAT_MAX 1024u                  /* /proc/PID/stat: 52 fields after a comm of up to 64 bytes */
 
 static void closedirp(DIR **d) {
         if (*d)
@@ -71,6 +72,19 @@ int proc_pid_namespace(uint64_t *ret_dev, uint64_t *ret_ino, bool *ret_initial) 
         return 0;
 }
 
+/* Whether the task has exited and only waits to be reaped (a zombie, state Z, or X): its exit came before
+ * tracing began, so it would stay alive in the accounting for good. A zombie leader whose threads still
+ * run keeps its memory (statm counts it), and is seeded. */
+static bool proc_exited(const char *proc, long pid, uint64_t resident_pages) {
+        char path[PATH_MAX], stat[STAT_MAX];
+
+        if (resident_pages > 0 || !proc_path(path, proc, pid, "stat") || read_file_small(path, stat, sizeof(stat)) < 0)
+                return false;
+        /* "PID (COMM) STATE ...": the comm may hold spaces and parentheses. */
+        const char *paren = strrchr(stat, ')');
+        return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) {
         _cleanup_(closedirp) DIR *d = NULL;
         _cleanup_free_ char *cmdline = NULL;
@@ -117,6 +131,8 @@ uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) 
                 if (!proc_path(path, proc, pid, "statm") || read_file_small(path, statm, sizeof(statm)) < 0 ||
                     sscanf(statm, "%llu %llu", &size_pages, &resident_pages) != 2)
                         resident_pages = 0;
+                if (proc_exited(proc, pid, resident_pages))
+                        continue;
 
                 ev = (MsEvent) {
                         .type = MS_EVENT_TASK_NEW,

@@ -8,7 +8,7 @@
  * (what bpf_get_current_cgroup_id() and perf's PERF_SAMPLE_CGROUP report). A walk stats every directory
  * below the mount and keeps (id, path) sorted by id: lookups are a binary search and do no I/O. A cgroup
  * created after the walk is not found until the next cgroupnames_walk(); the caller decides when (the
- * daemon re-walks a moment after a miss, debounced, see manager.c).
+ * daemon re-walks a moment after a miss, debounced: observers/cgroup-naming.c).
  *
  * The unit name of a path (cgroupnames_unit_name()): the innermost path component that is a systemd
  * unit able to own a cgroup, i.e. ends in ".service", ".scope", ".slice", ".socket", ".mount" or

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * KernelSymbols: the kernel symbol table the core names frames and modules with, kept fresh. A module
+ * load marks the core's symbols stale at once and schedules a reload of kallsyms a moment after the last
+ * load of a burst (reading kallsyms takes tens of milliseconds: per load, udev loading fifty modules at
+ * boot would stall the drain for seconds); SIGHUP reloads at once. A source that names its own frames
+ * (an imported page_owner log) hands over its table instead, and nothing is reloaded.
+ */
+
+#include <systemd/sd-event.h>
+
+#include "accounting.h"
+#include "ksym.h"
+#include "macro.h"
+#include "observer.h"
+
+typedef struct KernelSymbols KernelSymbols;
+
+/* Reads kallsyms (NULL: /proc/kallsyms). -errno, logged. */
+int kernel_symbols_new(sd_event *event, const char *kallsyms, KernelSymbols **ret);
+KernelSymbols *kernel_symbols_free(KernelSymbols *k);
+DEFINE_TRIVIAL_CLEANUP_FUNC(KernelSymbols *, kernel_symbols_free);
+
+/* The table now: valid until the next reload. */
+const Ksym *kernel_symbols_table(const KernelSymbols *k);
+/* The core that borrows the table; it gets every later one. */
+void kernel_symbols_attach(KernelSymbols *k, Accounting *accounting);
+/* The event source is known: takes its own table (kallsyms text, EventSourceOps.symbols; NULL: it has
+ * none) in place of the kernel's, for good, or warns if the kernel's addresses are hidden. source names
+ * the source in logs. -errno, logged. */
+int kernel_symbols_use_source(KernelSymbols *k, const char *text, const char *source);
+/* Whether the table is a source's own (kernel_symbols_use_text()). */
+bool kernel_symbols_from_source(const KernelSymbols *k);
+/* Reads kallsyms again now (a source's own table stays). -errno, the old table kept. */
+int kernel_symbols_reload(KernelSymbols *k);
+
+/* The observer to register with the Manager; it frees k. */
+EventObserver *kernel_symbols_observer(KernelSymbols *k);
