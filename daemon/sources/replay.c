@@ -234,9 +234,9 @@ static int replay_all(ReplaySource *s, const MsEventSink *sink) {
                         *next++ = '\0';
                 line++;
                 /* Up to millions of lines, outside the event loop: SIGTERM and SIGINT are looked at. */
-                if (line % 65536 == 0 && stop_signal_pending() != 0) {
-                        log_notice("Stopped by SIG%s while reading the replay file %s.",
-                                   sigabbrev_np(stop_signal_pending()), s->path);
+                int sig = line % 65536 == 0 ? stop_signal_pending() : 0;
+                if (sig != 0) {
+                        log_notice("Stopped by SIG%s while reading the replay file %s.", sigabbrev_np(sig), s->path);
                         return -ECANCELED;
                 }
                 for (tok = strtok_r(p, " \t\r", &save); tok && n < ELEMENTSOF(f);
