@@ -26,8 +26,8 @@ typedef struct CellLink {
  * padding after the cgroup. */
 typedef struct Cell {
         uint32_t process, leaf;         /* leaf: the stack node charged */
-        uint64_t pages:53;
-        uint64_t module:11;
+        uint64_t pages:CHARGE_CELL_PAGES_BITS;
+        uint64_t module:64 - CHARGE_CELL_PAGES_BITS;
         CellLink link[_CELL_LIST_MAX];  /* per CellList */
         uint32_t cgroup;                /* the cgroup the pages are charged to (units.h) */
         uint32_t kind;                  /* what kind of allocation (pagekinds.h) */
