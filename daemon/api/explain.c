@@ -479,7 +479,8 @@ static int reasons_json(Explain *e, const ExplainQuery *q, const UnitUsage *x, c
                                "memstrack counts what the unit's tasks allocated in the %" PRIu64 " s it has traced; "
                                "what the cgroup was charged before (page cache read earlier, slab objects of "
                                "earlier processes) is in the kernel's figures only.", q->uptime_usec / 1000000);
-        if (r >= 0 && f && (memcg_figure_known(f, MEMCG_FILE) || memcg_figure_known(f, MEMCG_SHMEM)))
+        if (r >= 0 && f && ((memcg_figure_known(f, MEMCG_FILE) && f->value[MEMCG_FILE] > 0) ||
+                            (memcg_figure_known(f, MEMCG_SHMEM) && f->value[MEMCG_SHMEM] > 0)))
                 r = reason_add(list, "first-touch", false, 0,
                                "Page cache and shared memory are charged to the cgroup that first brought a page "
                                "in; memstrack charges the task that allocated it, which is the same task, but "
