@@ -85,5 +85,6 @@ int verb_pprof(int argc, char *argv[]);
 int verb_footprint(int argc, char *argv[]);
 int verb_history(int argc, char *argv[]);
 int verb_explain(int argc, char *argv[]);
+int verb_pages(int argc, char *argv[]);
 /* "90", "90s", "10m", "2h", "1d" into seconds. -EINVAL, -ERANGE. */
 int history_parse_duration(const char *s, uint64_t *ret_seconds);

@@ -79,6 +79,7 @@ static const CmdlineVerb verbs[] = {
         { "footprint", "VMLINUX [KO...]", "A built kernel's text/rodata/data/bss (no daemon)", 1, 4096,
           verb_footprint },
         { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
+        { "pages", "--by KEY", "Pages by allocation order, GFP flags, migrate type or node", 0, 0, verb_pages },
         { "explain", "UNIT", "A unit's memory as the kernel counts it, beside who holds it", 1, 1, verb_explain },
 };
 
@@ -180,6 +181,7 @@ static const CmdlineOption options[] = {
                         { CMDLINE_WORDS("tasks", "modules", "units", "top", "diff", "slab", "leaks",
                                         "footprint"), "entries to show" },
                         { CMDLINE_WORDS("explain"), "rows per list (default 10)" },
+                        { CMDLINE_WORDS("pages"), "rows (the rest as [other])" },
                         { CMDLINE_WORDS("stacks"), "children per frame" },
                 },
         }, {
@@ -213,18 +215,18 @@ static const CmdlineOption options[] = {
                 .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",
                 .parse = cmdline_set_int64, .target = &arg_task, .min = 0, .max = INT32_MAX,
                 .expects = "a pid",
-                .parts = { { CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history"),
+                .parts = { { CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history", "pages"),
                              "one task only" } },
         }, {
                 .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_UNIT, .exclusive = "scope",
                 .parse = cmdline_set_text, .target = &arg_unit, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
-                .parts = { { CMDLINE_WORDS("pprof", "history"), "one unit's tasks only" } },
+                .parts = { { CMDLINE_WORDS("pprof", "history", "pages"), "one unit's tasks only" } },
         }, {
                 .name = "module", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_MODULE, .exclusive = "scope",
                 .parse = cmdline_set_text, .target = &arg_module, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
-                .parts = { { CMDLINE_WORDS("stacks", "report", "pprof", "import", "history"),
+                .parts = { { CMDLINE_WORDS("stacks", "report", "pprof", "import", "history", "pages"),
                              "stacks through one module only" } },
         }, {
                 .name = "since", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "DURATION",
@@ -317,6 +319,8 @@ static const CmdlineOption options[] = {
                           CMDLINE_WORDS("directory", "symbol", "section") },
                         { CMDLINE_WORDS("slab"), "callsite (default), cache, task or unit",
                           CMDLINE_WORDS("callsite", "cache", "task", "unit") },
+                        { CMDLINE_WORDS("pages"), "order, gfp, migratetype or node",
+                          CMDLINE_WORDS("order", "gfp", "migratetype", "node") },
                 },
         },
 };

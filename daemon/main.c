@@ -25,6 +25,7 @@ static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
 static const char *arg_memcg_root = NULL;
+static const char *arg_zoneinfo = NULL;
 static const char *arg_state_directory = NULL;  /* NULL: $STATE_DIRECTORY; "": no persistence */
 static const char *arg_socket = NULL;
 static const char *arg_boot_snapshot = NULL;
@@ -60,6 +61,7 @@ enum {
         ARG_KALLSYMS,
         ARG_CGROUP_ROOT,
         ARG_MEMCG_ROOT,
+        ARG_ZONEINFO,
         ARG_STATE_DIRECTORY,
         ARG_TRACEFS,
         ARG_SOCKET,
@@ -99,6 +101,7 @@ static const struct option options[] = {
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
         { "memcg-root", required_argument, NULL, ARG_MEMCG_ROOT },
+        { "zoneinfo", required_argument, NULL, ARG_ZONEINFO },
         { "state-directory", required_argument, NULL, ARG_STATE_DIRECTORY },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
         { "socket", required_argument, NULL, ARG_SOCKET },
@@ -150,6 +153,7 @@ static void help(void) {
                "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
                "     --memcg-root=PATH      The memory controller's hierarchy, cgroup2 or v1, whose\n"
                "                            figures Explain shows (default: found)\n"
+               "     --zoneinfo=PATH        Memory zones, for pages by node (default /proc/zoneinfo)\n"
                "     --state-directory=PATH Keep the history there across restarts (default:\n"
                "                            $STATE_DIRECTORY; empty: not kept)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
@@ -331,6 +335,9 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_MEMCG_ROOT:
                 arg_memcg_root = value;
+                break;
+        case ARG_ZONEINFO:
+                arg_zoneinfo = value;
                 break;
         case ARG_STATE_DIRECTORY:
                 arg_state_directory = value;
@@ -629,6 +636,7 @@ static int run(void) {
                 .kallsyms = arg_kallsyms,
                 .cgroup_root = arg_cgroup_root,
                 .memcg_root = arg_memcg_root,
+                .zoneinfo = arg_zoneinfo,
                 .state_directory = arg_state_directory,
                 .serve = arg_serve,
                 .service = {

@@ -17,6 +17,9 @@
 #include "log.h"
 #include "manager.h"
 #include "memcg.h"
+#include "tracefs.h"
+#include "tracepoint.h"
+#include "zoneinfo.h"
 #include "observer.h"
 #include "oom-moments.h"
 #include "oom-watch.h"
@@ -297,6 +300,41 @@ static int start_signals(Manager *m) {
         return 0;
 }
 
+/* What breakdowns of pages by kind need from outside the event stream: the running kernel's names of GFP
+ * flags, and zones when the source's page keys are pfns (else, on a machine of one node, node 0 for every
+ * page, zone unknown). Without them the breakdowns show flags in hex and nodes as unknown. */
+static void start_page_kinds(Manager *m) {
+        PageKinds *k = accounting_page_kinds(m->accounting);
+        const char *tracefs = m->config.source_options.tracefs;
+        _cleanup_free_ char *found = NULL;
+        _cleanup_free_ ZoneRange *zones = NULL;
+        EventSourceStats st = {};
+        GfpName *names = NULL;
+        size_t n = 0;
+        unsigned nodes = 0;
+        int r;
+
+        if (!tracefs && tracefs_find(&found) >= 0)
+                tracefs = found;
+        r = tracefs ? tracepoint_gfp_names(tracefs, &names, &n) : -ENOENT;
+        if (r >= 0)
+                page_kinds_set_gfp_names(k, names, n);
+        else
+                log_debug_errno(r, "No GFP flag names, breakdowns show the flags in hex: %m");
+
+        m->source->ops->get_stats(m->source, &st);
+        if (st.pfns) {
+                r = zoneinfo_read(m->config.zoneinfo, &zones, &n);
+                if (r >= 0 && n > 0 && page_kinds_set_zones(k, zones, n) >= 0)
+                        return;
+                log_debug_errno(r, "No zones from %s, nodes of pages unknown: %m", m->config.zoneinfo ?: "/proc/zoneinfo");
+        }
+        if (zoneinfo_node_count(NULL, &nodes) >= 0 && nodes == 1) {
+                const ZoneRange all = { .start_pfn = 0, .end_pfn = PAGEMAP_PFN_MAX + 1, .node = 0 };
+                (void) page_kinds_set_zones(k, &all, 1);
+        }
+}
+
 static int start_oom_watch(Manager *m) {
         const char *reason = NULL;
 
@@ -362,6 +400,7 @@ int manager_start(Manager *m) {
                 return r;       /* stopped by a signal, logged */
         if (r < 0)
                 return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+        start_page_kinds(m);
         r = start_oom_watch(m);
         if (r < 0)
                 return r;

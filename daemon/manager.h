@@ -26,6 +26,7 @@ typedef struct ManagerConfig {
         const char *kallsyms;           /* NULL: /proc/kallsyms */
         const char *cgroup_root;        /* the cgroup2 tree that names cgroups; NULL: found (cgroupnames.h) */
         const char *memcg_root;         /* the memory controller's hierarchy; NULL: found (memcg.h) */
+        const char *zoneinfo;           /* zones for breakdowns by node; NULL: /proc/zoneinfo */
         const char *state_directory;    /* keeps the history; NULL: $STATE_DIRECTORY's first; "": none */
         bool serve;                     /* listen on the varlink socket */
         /* Where and to whom to answer (socket, group, client deadlines, the boot phase's document); the

@@ -1328,7 +1328,7 @@ static void sum_kind(void *userdata, uint32_t cell) {
 static void test_page_kinds(void) {
         Accounting *a = new_accounting(NULL, false);
         PageKinds *pk = accounting_page_kinds(a);
-        const PageZone zones[] = {
+        const ZoneRange zones[] = {
                 { .start_pfn = 0x100000, .end_pfn = 0x200000, .node = 1, .name = "Normal" },
                 { .start_pfn = 0x1, .end_pfn = 0x1000, .node = 0, .name = "DMA" },
                 { .start_pfn = 0x1000, .end_pfn = 0x100000, .node = 0, .name = "DMA32" },
@@ -1352,7 +1352,7 @@ static void test_page_kinds(void) {
         size_t seen = 0;
         for (uint32_t id = 1; id < page_kinds_count(pk); id++) {
                 const PageKind *x = page_kinds_get(pk, id);
-                const PageZone *z = page_kinds_zone(pk, x->zone);
+                const ZoneRange *z = page_kinds_zone(pk, x->zone);
                 ASSERT_TRUE(x->known);
                 if (x->gfp_flags == user) {
                         ASSERT_EQ(k.pages[id], 2);
@@ -1391,8 +1391,32 @@ static void test_page_kinds(void) {
         accounting_free(a);
 }
 
+/* GFP flags named as the kernel prints them: whole masks in order, the rest in hex. */
+static void test_gfp_text(void) {
+        GfpName names[] = {
+                { 0x100cca, (char *) "GFP_HIGHUSER_MOVABLE" },
+                { 0xcc0, (char *) "GFP_KERNEL" },
+                { 0x100, (char *) "__GFP_ZERO" },
+                { 0x40000, (char *) "__GFP_COMP" },
+        };
+        char buf[128];
+
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0xcc0, buf, sizeof(buf)), "GFP_KERNEL");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x40dc0, buf, sizeof(buf)),
+                     "GFP_KERNEL|__GFP_ZERO|__GFP_COMP");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x100cca, buf, sizeof(buf)), "GFP_HIGHUSER_MOVABLE");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x40000cc0, buf, sizeof(buf)),
+                     "GFP_KERNEL|0x40000000");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0, buf, sizeof(buf)), "none");
+        ASSERT_STREQ(gfp_names_format(NULL, 0, 0xcc0, buf, sizeof(buf)), "0xcc0");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x40dc0, buf, 12), "GFP_KERNEL|");
+        ASSERT_STREQ(page_kinds_migrate_type_name(1), "Movable");
+        ASSERT_NULL(page_kinds_migrate_type_name(-1));
+}
+
 int main(void) {
         TEST(test_orders_and_untracked);
+        TEST(test_gfp_text);
         TEST(test_page_kinds);
         TEST(test_invalid_order);
         TEST(test_invalid_pfn);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "breakdown.h"
 #include "explain.h"
 #include "macro.h"
 #include "synthetic-events.h"
@@ -284,12 +285,75 @@ static void test_without_kernel(void) {
         accounting_free(a);
 }
 
+static json_int_t pages_of(const json_t *reply, const char *key) {
+        const json_t *row = row_named(json_object_get(reply, "rows"), "key", key);
+        return row ? int_at(row, "pages") : -1;
+}
+
+/* Pages by kind: exact per unit, task and module, the scopes' errors, zones and flag names when known. */
+static void test_breakdown(void) {
+        Accounting *a = scene();
+        json_t *reply = NULL;
+
+        ASSERT_OK(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_ORDER, .pid = -1,
+                                                              .unit = "holder.service" }, &reply));
+        ASSERT_STREQ(json_string_value(json_object_get(reply, "scope")), "[unit holder.service]");
+        ASSERT_EQ(int_at(reply, "totalPages"), 69);
+        ASSERT_EQ(pages_of(reply, "0"), 65);
+        ASSERT_EQ(pages_of(reply, "2"), 4);
+        ASSERT_EQ(int_at(json_array_get(json_object_get(reply, "rows"), 0), "order"), 0);
+        json_decref(reply);
+
+        /* Without names, flags in hex; the holder's own pages only with its pid. */
+        ASSERT_OK(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_GFP, .pid = 10 }, &reply));
+        ASSERT_EQ(pages_of(reply, "0x140cca"), 64);
+        ASSERT_EQ(pages_of(reply, "0xcc0"), 4);
+        ASSERT_TRUE(json_is_false(json_object_get(reply, "gfpNamesKnown")));
+        json_decref(reply);
+
+        GfpName *names = calloc(2, sizeof(GfpName));
+        ASSERT_NOT_NULL(names);
+        names[0] = (GfpName) { 0x100cca, strdup("GFP_HIGHUSER_MOVABLE") };
+        names[1] = (GfpName) { 0x40000, strdup("__GFP_COMP") };
+        page_kinds_set_gfp_names(accounting_page_kinds(a), names, 2);
+        ASSERT_OK(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_GFP, .pid = -1, .limit = 1 },
+                                       &reply));
+        ASSERT_EQ(json_array_size(json_object_get(reply, "rows")), 1);
+        ASSERT_EQ(pages_of(reply, "GFP_HIGHUSER_MOVABLE|__GFP_COMP"), 64 + 4 + 1);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(reply, "rows"), 0), "gfpFlags")),
+                     "0x140cca");
+        ASSERT_EQ(int_at(reply, "otherPages"), 4 + 1);
+        json_decref(reply);
+
+        ASSERT_OK(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_MIGRATETYPE, .pid = -1 }, &reply));
+        ASSERT_EQ(pages_of(reply, "Movable"), 74);
+        json_decref(reply);
+
+        /* No zones: every page's node is unknown; with them, the pfn says. */
+        ASSERT_OK(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_NODE, .pid = -1 }, &reply));
+        ASSERT_EQ(pages_of(reply, "[unknown]"), 74);
+        ASSERT_TRUE(json_is_false(json_object_get(reply, "zonesKnown")));
+        json_decref(reply);
+
+        ASSERT_OK(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_ORDER, .pid = -1,
+                                                              .module = "vmlinux" }, &reply));
+        ASSERT_EQ(int_at(reply, "totalPages"), 74);
+        json_decref(reply);
+        ASSERT_EQ(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_ORDER, .pid = 999 }, &reply), -ESRCH);
+        ASSERT_EQ(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_ORDER, .pid = -1, .unit = "x" }, &reply),
+                  -ENXIO);
+        ASSERT_EQ(breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_ORDER, .pid = -1, .module = "x" },
+                                       &reply), -ENOENT);
+        accounting_free(a);
+}
+
 int main(void) {
         ASSERT_OK(ksym_load("data/kallsyms-modules", &ksym));
         TEST(test_holders);
         TEST(test_kernel_v2);
         TEST(test_kernel_v1);
         TEST(test_without_kernel);
+        TEST(test_breakdown);
         ksym_free(ksym);
         return 0;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bootphase.h"
+#include "breakdown.h"
 #include "config.h"
 #include "explain.h"
 #include "history.h"
@@ -1112,6 +1113,52 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
         return varlink_call_reply(call, reply);
 }
 
+static const char *const breakdown_by_choices[] = { "order", "gfp", "migratetype", "node", NULL };
+
+static int method_page_breakdown(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *by = NULL, *unit = NULL, *module = NULL;
+        int64_t pid = -1, limit = 0;
+        const VarlinkField fields[] = {
+                { .name = "by", .type = VARLINK_FIELD_STRING, .ret = &by, .mandatory = true,
+                  .choices = breakdown_by_choices },
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
+                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &unit },
+                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+        };
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        /* pid, unit and module exclude each other, as in StackTree. */
+        if (pid >= 0 && unit)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        if ((pid >= 0 || unit) && module)
+                return varlink_call_error_invalid_parameter(call, "module");
+        BreakdownQuery q = {
+                .by = breakdown_by_from_string(by),
+                .pid = (int32_t) pid,
+                .unit = unit,
+                .module = module,
+                .limit = (size_t) limit,
+        };
+        int r = breakdown_query_json(sv->accounting, &q, &reply);
+        if (r == -ESRCH) {
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+        }
+        if (r == -ENXIO)
+                return reply_no_such_unit(call, unit);
+        if (r == -ENOENT) {
+                json_auto_t *p = json_pack("{s:s}", "name", module);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static const VarlinkMethod methods[] = {
         { "io.memstrack.Status", method_status, 0 },
         { "io.memstrack.Summary", method_summary, 0 },
@@ -1132,6 +1179,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Slab", method_slab, 0 },
         { "io.memstrack.Leaks", method_leaks, 0 },
         { "io.memstrack.Explain", method_explain, 0 },
+        { "io.memstrack.PageBreakdown", method_page_breakdown, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {

@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -164,4 +165,7 @@ typedef struct EventSourceStats {
         /* Pages per allocation stack taken: 1 every allocation's stack, N about one in N pages (the
          * stacks the others are charged to are estimated), 0 no stacks. */
         unsigned stack_sample_interval;
+        /* Page events' keys are the kernel's pfns (perf and ftrace on kernels whose tracepoint records
+         * one), so they tell the page's zone and node; false: keys of the source's own. */
+        bool pfns;
 } EventSourceStats;

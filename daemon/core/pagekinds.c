@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,7 @@ int page_kinds_init(PageKinds *k) {
 void page_kinds_done(PageKinds *k) {
         free(k->kinds);
         free(k->zones);
+        gfp_names_free(k->gfp_names, k->n_gfp_names);
         key_index_done(&k->index);
         *k = (PageKinds) {};
 }
@@ -27,7 +30,7 @@ void page_kinds_done(PageKinds *k) {
 static uint16_t zone_of(PageKinds *k, uint64_t pfn) {
         if (k->n_zones == 0)
                 return PAGE_ZONE_UNKNOWN;
-        const PageZone *z = &k->zones[k->last_zone];
+        const ZoneRange *z = &k->zones[k->last_zone];
         if (_likely_(pfn >= z->start_pfn && pfn < z->end_pfn))
                 return (uint16_t) k->last_zone;
         /* The last zone starting at or below pfn. */
@@ -84,20 +87,20 @@ size_t page_kinds_count(const PageKinds *k) {
 }
 
 static int zone_compare(const void *a, const void *b) {
-        const PageZone *x = a, *y = b;
+        const ZoneRange *x = a, *y = b;
         return x->start_pfn < y->start_pfn ? -1 : x->start_pfn > y->start_pfn;
 }
 
-int page_kinds_set_zones(PageKinds *k, const PageZone *zones, size_t n) {
-        PageZone *copy = NULL;
+int page_kinds_set_zones(PageKinds *k, const ZoneRange *zones, size_t n) {
+        ZoneRange *copy = NULL;
 
         n = MIN(n, (size_t) PAGE_ZONES_MAX);
         if (n > 0) {
-                copy = malloc(n * sizeof(PageZone));
+                copy = malloc(n * sizeof(ZoneRange));
                 if (!copy)
                         return -ENOMEM;
-                memcpy(copy, zones, n * sizeof(PageZone));
-                qsort(copy, n, sizeof(PageZone), zone_compare);
+                memcpy(copy, zones, n * sizeof(ZoneRange));
+                qsort(copy, n, sizeof(ZoneRange), zone_compare);
         }
         free(k->zones);
         k->zones = copy;
@@ -106,10 +109,26 @@ int page_kinds_set_zones(PageKinds *k, const PageZone *zones, size_t n) {
         return 0;
 }
 
-const PageZone *page_kinds_zone(const PageKinds *k, uint16_t zone) {
+const ZoneRange *page_kinds_zone(const PageKinds *k, uint16_t zone) {
         return zone < k->n_zones ? &k->zones[zone] : NULL;
 }
 
+void page_kinds_set_gfp_names(PageKinds *k, GfpName *names, size_t n) {
+        gfp_names_free(k->gfp_names, k->n_gfp_names);
+        k->gfp_names = names;
+        k->n_gfp_names = names ? n : 0;
+}
+
+char *page_kinds_gfp_text(const PageKinds *k, uint64_t flags, char *buf, size_t size) {
+        return gfp_names_format(k->gfp_names, k->n_gfp_names, flags, buf, size);
+}
+
+const char *page_kinds_migrate_type_name(int32_t migrate_type) {
+        static const char *const names[] = { "Unmovable", "Movable", "Reclaimable", "HighAtomic", "CMA/Isolate",
+                                             "Isolate" };
+        return migrate_type >= 0 && (size_t) migrate_type < ELEMENTSOF(names) ? names[migrate_type] : NULL;
+}
+
 size_t page_kinds_memory_bytes(const PageKinds *k) {
-        return k->n_allocated * sizeof(PageKind) + k->n_zones * sizeof(PageZone) + key_index_memory_bytes(&k->index);
+        return k->n_allocated * sizeof(PageKind) + k->n_zones * sizeof(ZoneRange) + key_index_memory_bytes(&k->index);
 }

@@ -17,13 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gfpnames.h"
 #include "keyindex.h"
+#include "zoneinfo.h"
 
 #define PAGE_KIND_UNKNOWN 0u            /* aggregated samples, and kinds past the bound: nothing known */
 #define PAGE_KINDS_MAX 4096u
 #define PAGE_ZONE_UNKNOWN 0xffffu
 #define PAGE_ZONES_MAX 1024u
-#define PAGE_ZONE_NAME_MAX 16
 /* GFP flags kept: the kernel uses 26 bits today; a kind with a bit above this is PAGE_KIND_UNKNOWN. */
 #define PAGE_KIND_GFP_BITS 40
 
@@ -35,20 +36,17 @@ typedef struct PageKind {
         bool known;                     /* false for PAGE_KIND_UNKNOWN */
 } PageKind;
 
-typedef struct PageZone {
-        uint64_t start_pfn, end_pfn;    /* [start, end) */
-        int32_t node;
-        char name[PAGE_ZONE_NAME_MAX];  /* "DMA32", "Normal", ... */
-} PageZone;
 
 typedef struct PageKinds {
         PageKind *kinds;                /* owned; [0] is PAGE_KIND_UNKNOWN */
         size_t n_kinds, n_allocated;
         KeyIndex index;                 /* packed kind -> id */
-        PageZone *zones;                /* owned, sorted by start_pfn */
+        ZoneRange *zones;               /* owned, sorted by start_pfn */
         size_t n_zones;
         size_t last_zone;               /* the zone the last lookup found: allocations cluster */
         uint64_t dropped;               /* allocations whose kind did not fit (bound or memory) */
+        GfpName *gfp_names;             /* owned, in the order the kernel tries them; NULL: not known */
+        size_t n_gfp_names;
 } PageKinds;
 
 int page_kinds_init(PageKinds *k);
@@ -61,7 +59,17 @@ const PageKind *page_kinds_get(const PageKinds *k, uint32_t id);
 size_t page_kinds_count(const PageKinds *k);
 
 /* Replaces the zones with a copy of n ranges (any order, not overlapping). -ENOMEM (the old ones stay). */
-int page_kinds_set_zones(PageKinds *k, const PageZone *zones, size_t n);
+int page_kinds_set_zones(PageKinds *k, const ZoneRange *zones, size_t n);
 /* NULL for PAGE_ZONE_UNKNOWN or out of range. */
-const PageZone *page_kinds_zone(const PageKinds *k, uint16_t zone);
+const ZoneRange *page_kinds_zone(const PageKinds *k, uint16_t zone);
+
+/* Takes names (n of them, composite masks first, as the kernel's __print_flags() tries them), freeing the
+ * ones it had. */
+void page_kinds_set_gfp_names(PageKinds *k, GfpName *names, size_t n);
+/* gfp_names_format() with the names set. */
+char *page_kinds_gfp_text(const PageKinds *k, uint64_t flags, char *buf, size_t size);
+/* The kernel's name of a migrate type ("Unmovable", "Movable", "Reclaimable", "HighAtomic", as
+ * /proc/pagetypeinfo has them; the enum has kept this order since Linux 4.4), "CMA/Isolate" for 4 (which
+ * one depends on CONFIG_CMA), "Isolate" for 5, NULL for -1 and others. */
+const char *page_kinds_migrate_type_name(int32_t migrate_type);
 size_t page_kinds_memory_bytes(const PageKinds *k);

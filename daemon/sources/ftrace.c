@@ -731,6 +731,7 @@ static void ftrace_source_get_stats(EventSource *es, EventSourceStats *ret) {
                 .losses = s->losses,
                 .n_losses = ELEMENTSOF(s->losses),
                 .stack_sample_interval = s->stacks ? 1 : 0,
+                .pfns = s->tracepoints && !tracepoint_pfn_is_surrogate(s->tracepoints),
         };
 }
 

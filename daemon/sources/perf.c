@@ -702,6 +702,7 @@ static void perf_source_get_stats(EventSource *es, EventSourceStats *ret) {
                 .losses = &s->loss,
                 .n_losses = 1,
                 .stack_sample_interval = s->config.depth > 0 ? 1 : 0,
+                .pfns = s->tracepoints && !tracepoint_pfn_is_surrogate(s->tracepoints),
         };
 }
 
