@@ -16,6 +16,7 @@
 #include "file-util.h"
 #include "log.h"
 #include "manager.h"
+#include "pressure-watch.h"
 #include "parse-util.h"
 #include "report.h"
 
@@ -26,6 +27,9 @@ static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
 static const char *arg_memcg_root = NULL;
 static const char *arg_zoneinfo = NULL;
+static unsigned arg_pressure_margin = PRESSURE_MARGIN_PERCENT_DEFAULT;
+static const char *arg_pressure_trigger = PRESSURE_TRIGGER_DEFAULT;
+static uint64_t arg_pressure_interval_usec = PRESSURE_INTERVAL_USEC_DEFAULT;
 static const char *arg_state_directory = NULL;  /* NULL: $STATE_DIRECTORY; "": no persistence */
 static const char *arg_socket = NULL;
 static const char *arg_boot_snapshot = NULL;
@@ -62,6 +66,9 @@ enum {
         ARG_CGROUP_ROOT,
         ARG_MEMCG_ROOT,
         ARG_ZONEINFO,
+        ARG_PRESSURE_MARGIN,
+        ARG_PRESSURE_TRIGGER,
+        ARG_PRESSURE_INTERVAL,
         ARG_STATE_DIRECTORY,
         ARG_TRACEFS,
         ARG_SOCKET,
@@ -102,6 +109,9 @@ static const struct option options[] = {
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
         { "memcg-root", required_argument, NULL, ARG_MEMCG_ROOT },
         { "zoneinfo", required_argument, NULL, ARG_ZONEINFO },
+        { "pressure-margin", required_argument, NULL, ARG_PRESSURE_MARGIN },
+        { "pressure-trigger", required_argument, NULL, ARG_PRESSURE_TRIGGER },
+        { "pressure-interval", required_argument, NULL, ARG_PRESSURE_INTERVAL },
         { "state-directory", required_argument, NULL, ARG_STATE_DIRECTORY },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
         { "socket", required_argument, NULL, ARG_SOCKET },
@@ -154,6 +164,11 @@ static void help(void) {
                "     --memcg-root=PATH      The memory controller's hierarchy, cgroup2 or v1, whose\n"
                "                            figures Explain shows (default: found)\n"
                "     --zoneinfo=PATH        Memory zones, for pages by node (default /proc/zoneinfo)\n"
+               "     --pressure-margin=PERCENT  A pressure record when a unit comes this close to\n"
+               "                            its memory limit (default %u; 0: none)\n"
+               "     --pressure-trigger=SPEC  ... or memory pressure passes this PSI trigger\n"
+               "                            (default \"" PRESSURE_TRIGGER_DEFAULT "\"; empty: none)\n"
+               "     --pressure-interval=SEC  At most one pressure record per unit per SEC (60)\n"
                "     --state-directory=PATH Keep the history there across restarts (default:\n"
                "                            $STATE_DIRECTORY; empty: not kept)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
@@ -174,7 +189,7 @@ static void help(void) {
                "                            module_summary,module_top:top=5:sort_by_peak\n"
                "     --output=FILE          The file of --report (default: standard output)\n",
                SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT,
-               SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT,
+               SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT, PRESSURE_MARGIN_PERCENT_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
 
         printf("\nEvent sources, in the order auto tries them:\n");
@@ -338,6 +353,29 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_ZONEINFO:
                 arg_zoneinfo = value;
+                break;
+        case ARG_PRESSURE_MARGIN:
+                r = parse_uint(value, 0, 99, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_pressure_margin = (unsigned) v;
+                break;
+        case ARG_PRESSURE_TRIGGER: {
+                bool full;
+                uint64_t stall, window;
+                if (*value && pressure_trigger_parse(value, &full, &stall, &window) < 0) {
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX,
+                                        "\"some|full STALL_USEC WINDOW_USEC\" (a window of 500000 to 10000000), or \"\"");
+                        return -EINVAL;
+                }
+                arg_pressure_trigger = value;
+                break;
+        }
+        case ARG_PRESSURE_INTERVAL:
+                r = parse_uint(value, 1, 86400, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_pressure_interval_usec = v * UINT64_C(1000000);
                 break;
         case ARG_STATE_DIRECTORY:
                 arg_state_directory = value;
@@ -637,6 +675,9 @@ static int run(void) {
                 .cgroup_root = arg_cgroup_root,
                 .memcg_root = arg_memcg_root,
                 .zoneinfo = arg_zoneinfo,
+                .pressure_margin_percent = arg_pressure_margin,
+                .pressure_trigger = arg_pressure_trigger,
+                .pressure_interval_usec = arg_pressure_interval_usec,
                 .state_directory = arg_state_directory,
                 .serve = arg_serve,
                 .service = {

@@ -24,6 +24,7 @@
 #include "oom-moments.h"
 #include "oom-watch.h"
 #include "oomlog.h"
+#include "pressure-watch.h"
 #include "service.h"
 #include "status-line.h"
 #include "summary.h"
@@ -194,7 +195,31 @@ static int add_observers(Manager *m) {
                 .name_units = observers_flush,
                 .userdata = m,
         });
-        return observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
+        r = observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
+        if (r < 0)
+                return r;
+        PressureWatch *pressure = NULL;
+        r = pressure_watch_new(&(PressureWatchConfig) {
+                .event = m->event,
+                .log = m->oom,
+                .accounting = m->accounting,
+                .usym = m->usym,
+                .memcg = m->memcg,
+                .page_size = m->page_size,
+                .journal = m->journal,
+                .unit = m->unit,
+                .margin_percent = m->config.pressure_margin_percent,
+                .trigger = m->config.pressure_trigger,
+                .interval_usec = m->config.pressure_interval_usec,
+                .flush_source = manager_flush,
+                .name_units = observers_flush,
+                .userdata = m,
+        }, &pressure);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Invalid memory pressure trigger \"%s\".", m->config.pressure_trigger);
+        return observe(m, pressure_watch_observer(pressure));
 }
 
 int manager_new(const ManagerConfig *config, Manager **ret) {

@@ -27,6 +27,9 @@ typedef struct ManagerConfig {
         const char *cgroup_root;        /* the cgroup2 tree that names cgroups; NULL: found (cgroupnames.h) */
         const char *memcg_root;         /* the memory controller's hierarchy; NULL: found (memcg.h) */
         const char *zoneinfo;           /* zones for breakdowns by node; NULL: /proc/zoneinfo */
+        unsigned pressure_margin_percent; /* pressure records within this margin of a limit; 0: none */
+        const char *pressure_trigger;   /* PSI trigger for pressure records; NULL or "": none */
+        uint64_t pressure_interval_usec; /* at most one pressure record per unit per interval; 0: default */
         const char *state_directory;    /* keeps the history; NULL: $STATE_DIRECTORY's first; "": none */
         bool serve;                     /* listen on the varlink socket */
         /* Where and to whom to answer (socket, group, client deadlines, the boot phase's document); the

@@ -71,6 +71,24 @@ static void test_v2(void) {
         ASSERT_EQ(memcg_read(m, "system.slice", &f), -EINVAL);
 }
 
+static void test_limits(void) {
+        _cleanup_(memcg_freep) Memcg *v2 = NULL, *v1 = NULL;
+        uint64_t current, max, high;
+
+        ASSERT_OK(memcg_new("data/memcg/v2", NULL, &v2));
+        ASSERT_OK(memcg_read_limits(v2, HOLDER, &current, &max, &high));
+        ASSERT_EQ(current, 70275072);
+        ASSERT_EQ(max, MEMCG_UNLIMITED);
+        ASSERT_EQ(high, 134217728);
+        ASSERT_EQ(memcg_read_limits(v2, "/system.slice/gone.service", &current, &max, &high), -ENOENT);
+        ASSERT_EQ(memcg_read_limits(v2, "/..", &current, &max, &high), -EINVAL);
+        ASSERT_OK(memcg_new("data/memcg/unified", "data/memcg/v1", &v1));
+        ASSERT_OK(memcg_read_limits(v1, HOLDER, &current, &max, &high));
+        ASSERT_EQ(current, 74964992);
+        ASSERT_EQ(max, 268435456);
+        ASSERT_EQ(high, MEMCG_UNLIMITED);       /* v1 has none */
+}
+
 static void test_v1(void) {
         _cleanup_(memcg_freep) Memcg *m = NULL;
         MemcgFigures f;
@@ -157,6 +175,7 @@ static void test_live(void) {
 int main(void) {
         TEST(test_v2);
         TEST(test_v1);
+        TEST(test_limits);
         TEST(test_v1_unlimited);
         TEST(test_mountinfo);
         TEST(test_live);

@@ -474,11 +474,16 @@ static int reasons_json(Explain *e, const ExplainQuery *q, const UnitUsage *x, c
                                "Socket buffers are charged to the cgroup of their socket; many are allocated in "
                                "interrupt context (packets received), which memstrack charges to whatever task "
                                "was running then.");
-        if (r >= 0)
+        if (r >= 0 && q->uptime_usec > 0)
                 r = reason_add(list, "before-tracing", false, 0,
                                "memstrack counts what the unit's tasks allocated in the %" PRIu64 " s it has traced; "
                                "what the cgroup was charged before (page cache read earlier, slab objects of "
                                "earlier processes) is in the kernel's figures only.", q->uptime_usec / 1000000);
+        else if (r >= 0)
+                r = reason_add(list, "before-tracing", false, 0,
+                               "memstrack counts what the unit's tasks allocated since it began tracing; what the "
+                               "cgroup was charged before (page cache read earlier, slab objects of earlier "
+                               "processes) is in the kernel's figures only.");
         if (r >= 0 && f && ((memcg_figure_known(f, MEMCG_FILE) && f->value[MEMCG_FILE] > 0) ||
                             (memcg_figure_known(f, MEMCG_SHMEM) && f->value[MEMCG_SHMEM] > 0)))
                 r = reason_add(list, "first-touch", false, 0,

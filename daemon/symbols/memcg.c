@@ -428,3 +428,31 @@ int memcg_read(const Memcg *m, const char *path, MemcgFigures *ret) {
         *ret = f;
         return 0;
 }
+
+int memcg_read_limits(const Memcg *m, const char *path, uint64_t *ret_current, uint64_t *ret_max,
+                uint64_t *ret_high) {
+        _cleanup_free_ char *dir = NULL;
+        uint64_t current, limit[2] = { MEMCG_UNLIMITED, MEMCG_UNLIMITED };
+        int r;
+
+        assert(m && path && ret_current && ret_max && ret_high);
+
+        if (!path_is_below(path))
+                return -EINVAL;
+        if (asprintf(&dir, "%s%s", m->root, streq(path, "/") ? "" : path) < 0)
+                return -ENOMEM;
+        r = read_number(dir, figure_source(m->hierarchy, MEMCG_CURRENT)->file, &current);
+        if (r < 0)
+                return r == -ENOENT ? -ENOENT : r;
+        for (size_t i = 0; i < 2; i++) {
+                const FigureSource *s = figure_source(m->hierarchy, i == 0 ? MEMCG_MAX : MEMCG_HIGH);
+                if (s && read_number(dir, s->file, &limit[i]) < 0)
+                        limit[i] = MEMCG_UNLIMITED;
+        }
+        if (m->hierarchy == MEMCG_HIERARCHY_V1 && limit[0] >= MEMCG_V1_UNLIMITED_FROM)
+                limit[0] = MEMCG_UNLIMITED;
+        *ret_current = current;
+        *ret_max = limit[0];
+        *ret_high = limit[1];
+        return 0;
+}

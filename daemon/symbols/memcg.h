@@ -114,6 +114,14 @@ const char *memcg_cgroup2_root(const Memcg *m);
  */
 int memcg_read(const Memcg *m, const char *path, MemcgFigures *ret);
 
+/*
+ * The figures a watcher reads every second, from three small files: current, max and high
+ * (MEMCG_UNLIMITED where there is no limit or the hierarchy has none: high on v1). -ENOENT when the cgroup
+ * has no directory, -EINVAL for a path with "..", -errno when current cannot be read.
+ */
+int memcg_read_limits(const Memcg *m, const char *path, uint64_t *ret_current, uint64_t *ret_max,
+                uint64_t *ret_high);
+
 /* The mount point of the v1 hierarchy with the memory controller, from a mountinfo file (/proc/self/mountinfo).
  * -ENOMEDIUM if it has none, -errno if it cannot be read. */
 int memcg_find_v1_mount(const char *mountinfo, char **ret);

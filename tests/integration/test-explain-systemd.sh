@@ -242,9 +242,44 @@ test_orphaned_slab() {
         bad "memstrackctl explain does not show the dentries: $(cat "$WORK/files.txt")"
 }
 
+# A unit pushed past the margin of its limit (10 % by default) and held there, below the limit: a pressure
+# record names it, with its holders and Explain view, in OomKills, `memstrackctl oom` and the journal under
+# its own MESSAGE_ID, and the kernel killed nothing. cgroup2 takes MemoryHigh= (memory.high); v1 has no
+# such limit, so there MemoryMax= (memory.limit_in_bytes) is the one pushed.
+test_pressure_record() {
+    local limit=$((64 << 20)) pages=$((15000)) property unit=memstrack-tight.service rec entry
+    if [ "$HIERARCHY" = v2 ]; then property=MemoryHigh; else property=MemoryMax; fi
+    echo "  $property=$limit, $pages pages held ($((pages * 4096 * 100 / limit)) % of it), cgroup $HIERARCHY"
+    ct systemd-run --quiet --unit=$unit --collect -p Type=exec -p "$property=$limit" -p MemorySwapMax=0 \
+        /opt/memstrack-test/loadgen --pages $pages --hold-until-signal || bad "cannot start loadgen" || return 1
+    wait_for sh -c "$CTL oom --json=short | grep -q '\"unit\":\"$unit\"'" ||
+        bad "no pressure record of $unit: $(ct "$CTL" oom --json=short | jq -c '{pressureRecords: [.pressureRecords[] | {unit, reason, limit}], pressureWatch}')" || {
+            ct systemctl stop $unit; return 1; }
+    ct "$CTL" oom --json=short >"$WORK/oom.json"
+    ct "$CTL" oom >"$WORK/oom.txt" 2>&1
+    ct systemctl is-active --quiet $unit || bad "$unit is not running: killed?" || return 1
+    ct systemctl kill --kill-who=main -s SIGUSR1 $unit
+    rec=$(jq -c --arg u $unit '[.pressureRecords[] | select(.unit == $u)][0]' "$WORK/oom.json")
+    echo "  record: $(jq -c '{reason, unit, limit, limitBytes, currentBytes, marginPercent,
+        explainAlivePages: .explain.alive.pages, topTask: .holders.tasks[0].comm}' <<<"$rec")"
+    jq -e --argjson l $limit '.reason == "limit" and .limitBytes == $l and .currentBytes >= ($l * 9 / 10) and
+           .currentBytes < $l and .explain.name == .unit and (.explain.alive.tasks | map(.comm) | index("loadgen")) != null
+           and (.holders.tasks | length) > 0' <<<"$rec" >/dev/null || bad "the record does not show $unit near its limit: $rec" || return 1
+    jq -e --arg u $unit '[.kills[] | select(.unit == $u)] | length == 0' "$WORK/oom.json" >/dev/null ||
+        bad "the kernel killed in $unit" || return 1
+    grep -q "Pressure at .*: $unit at " "$WORK/oom.txt" || bad "memstrackctl oom does not show it: $(cat "$WORK/oom.txt")" ||
+        return 1
+    entry=$(ct journalctl --all "MESSAGE_ID=$PRESSURE_ID" "MEMSTRACK_PRESSURE_UNIT=$unit" -o json --no-pager | tail -1)
+    echo "  journal: $(jq -c '{MESSAGE, MEMSTRACK_PRESSURE_LIMIT, MEMSTRACK_PRESSURE_CURRENT_BYTES}' <<<"$entry" 2>/dev/null)"
+    jq -e --arg u $unit '.MEMSTRACK_PRESSURE_UNIT == $u and .MEMSTRACK_PRESSURE_REASON == "limit" and
+                         (.MEMSTRACK_PRESSURE_RECORD | fromjson | .unit) == $u' <<<"$entry" >/dev/null ||
+        bad "no journal entry of the pressure record: ${entry:-nothing}"
+}
+
 setup || { echo "FAIL: setup"; echo "0 passed, 1 failed"; exit 1; }
 run_case test_anon_holder
 run_case test_orphaned_slab
+run_case test_pressure_record
 
 echo "hierarchy: cgroup $HIERARCHY"
 [ $fail = 0 ] || echo "failed: ${failed[*]}"
