@@ -8,6 +8,7 @@
 #include "flamegraph.h"
 #include "format-text.h"
 #include "format-util.h"
+#include "heap-render.h"
 #include "macro.h"
 #include "reply.h"
 #include "report.h"
@@ -1074,6 +1075,10 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
                 case REPORT_LEAKS:
                         r = text_leaks(doc, &one, f);
                         break;
+                case REPORT_HEAP_MAXIMUM:
+                case REPORT_HEAP_LEAKS:
+                        r = heap_render_text(doc, &one, format == REPORT_HEAP_LEAKS, f);
+                        break;
                 default:
                         assert(false);
                 }
@@ -1245,6 +1250,10 @@ int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
                         break;
                 case REPORT_LEAKS:
                         r = json_leaks(doc, &one, &part);
+                        break;
+                case REPORT_HEAP_MAXIMUM:
+                case REPORT_HEAP_LEAKS:
+                        r = heap_render_json(doc, &one, format == REPORT_HEAP_LEAKS, &part);
                         break;
                 default:
                         assert(false);

@@ -29,6 +29,8 @@ typedef enum ReportFormat {
         REPORT_SLAB_CALLSITES,
         REPORT_SLAB_CACHES,
         REPORT_LEAKS,
+        REPORT_HEAP_MAXIMUM,
+        REPORT_HEAP_LEAKS,
         _REPORT_FORMAT_MAX,
         _REPORT_FORMAT_INVALID = -EINVAL,
 } ReportFormat;
