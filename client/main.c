@@ -19,6 +19,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "format.h"
+#include "heap-abi.h"
 #include "macro.h"
 #include "report.h"
 
@@ -48,6 +49,7 @@ const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
+uint64_t arg_sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT;
 
 /* What the options that stop the command line ask for; only main() reads them. */
 static bool arg_help = false;
@@ -77,6 +79,8 @@ static const CmdlineVerb verbs[] = {
         { "footprint", "VMLINUX [KO...]", "A built kernel's text/rodata/data/bss (no daemon)", 1, 4096,
           verb_footprint },
         { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
+        { "record", "-- COMMAND [ARGS...]", "Run COMMAND and report which malloc call sites held its heap",
+          1, 65536, verb_record },
 };
 
 static int parse_json(const CmdlineOption *o, const char *value) {
@@ -200,7 +204,7 @@ static const CmdlineOption options[] = {
                 .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",
                 .parse = cmdline_set_int64, .target = &arg_task, .min = 0, .max = INT32_MAX,
                 .expects = "a pid",
-                .parts = { { CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history"),
+                .parts = { { CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history", "record"),
                              "one task only" } },
         }, {
                 .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
@@ -232,7 +236,7 @@ static const CmdlineOption options[] = {
                 .parse = cmdline_set_int64, .target = &arg_depth, .min = 0, .max = 255,
                 .expects = "a number from 0 to 255",
                 .parts = {
-                        { CMDLINE_WORDS("stacks", "report", "import"), "levels below the root" },
+                        { CMDLINE_WORDS("stacks", "report", "import", "record"), "levels below the root" },
                         { CMDLINE_WORDS("footprint"), "directory levels" },
                 },
         }, {
@@ -259,18 +263,21 @@ static const CmdlineOption options[] = {
                 .parse = cmdline_set_string, .target = &arg_format,
                 .parts = { { CMDLINE_WORDS("import", "report"),
                              "(default module_summary,module_top); each takes :top=N, :throttle=PERCENT, "
-                             ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word } },
+                             ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word },
+                           { CMDLINE_WORDS("record"), "(default heap_maximum,heap_leaks); any report format",
+                             .word_at = report_format_word } },
         }, {
                 .name = "throttle", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PERCENT",
                 .parse = cmdline_set_uint64, .target = &arg_throttle, .min = 1, .max = 100,
                 .expects = "a percentage from 1 to 100",
-                .parts = { { CMDLINE_WORDS("report", "import"), "only what makes up PERCENT of the pages" } },
+                .parts = { { CMDLINE_WORDS("report", "import"), "only what makes up PERCENT of the pages" },
+                           { CMDLINE_WORDS("record"), "only the children making up PERCENT of each frame's bytes" } },
         }, {
                 .name = "output", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
                 .completion = CMDLINE_COMPLETE_FILE,
                 .parse = cmdline_set_string, .target = &arg_output,
                 .parts = {
-                        { CMDLINE_WORDS("report", "import"),
+                        { CMDLINE_WORDS("report", "import", "record"),
                           "write to FILE (a directory for several formats)" },
                         { CMDLINE_WORDS("pprof"), "the profile's file" },
                 },
@@ -294,7 +301,13 @@ static const CmdlineOption options[] = {
                 .name = "file", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
                 .completion = CMDLINE_COMPLETE_FILE,
                 .parse = cmdline_set_string, .target = &arg_file,
-                .parts = { { CMDLINE_WORDS("snapshot", "import"), "write a snapshot file" } },
+                .parts = { { CMDLINE_WORDS("snapshot", "import", "record"), "write a snapshot file" } },
+        }, {
+                .name = "sample-interval", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "BYTES",
+                .parse = cmdline_set_uint64, .target = &arg_sample_interval, .min = 1,
+                .max = HEAP_SAMPLE_INTERVAL_MAX, .expects = "a number of bytes from 1 to 1099511627776",
+                .parts = { { CMDLINE_WORDS("record"), "a stack per BYTES allocated on average (default 524288, "
+                                                      "512 KiB); 1: every call's" } },
         }, {
                 .name = "by", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
                 .completion = CMDLINE_COMPLETE_WORD,

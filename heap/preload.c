@@ -670,13 +670,12 @@ static void initialize(void) {
                 seed = env_uint(HEAP_ENV_SEED, 0) ?: mix64((uint64_t) getpid() ^ (uint64_t) now_msec() << 20);
                 (void) dl_iterate_phdr(find_own_text, (void *) (uintptr_t) &find_own_text);
                 if (connect_daemon(path)) {
-                        next = STATE_RECORDING;
-                        __atomic_store_n(&state, STATE_RECORDING, __ATOMIC_RELEASE);
-                        /* backtrace() loads libgcc's unwinder at its first call, which allocates: do it now,
-                         * inside this call, so those blocks are counted without a stack. */
+                        /* backtrace() loads libgcc's unwinder at its first call, which allocates: that is the
+                         * library's own doing, done now and not recorded (nor is pthread_atfork()'s). */
                         void *warm[4];
                         (void) backtrace(warm, 4);
                         (void) pthread_atfork(NULL, NULL, child_after_fork);
+                        next = STATE_RECORDING;
                 }
         }
         __atomic_store_n(&state, next, __ATOMIC_RELEASE);
