@@ -13,6 +13,8 @@
  *   ring              ring_records HeapAbiRecord, a power of two: sampled allocations and their frees
  *   stack slots       n_stack_slots HeapAbiStackSlot: open addressing from a stack's hash to its frames
  *   frames            n_frames uint64_t: every stack's return addresses, innermost first, appended
+ *   objects           n_objects_max HeapAbiObject: the loaded ELF files' segments, as /proc/PID/maps would
+ *                     show them, republished when a stack has a frame in none of them (dlopen)
  *
  * The daemon trusts nothing in the region: the layout it copies once from the header and checks against
  * the region's size; every record, index and count it reads is bounded again. A process can corrupt only
@@ -53,6 +55,8 @@
 #define HEAP_RING_RECORDS (UINT32_C(1) << 16)
 #define HEAP_STACK_SLOTS (UINT32_C(1) << 17)
 #define HEAP_FRAMES (UINT32_C(1) << 22)
+#define HEAP_OBJECTS 1024u
+#define HEAP_OBJECT_PATH_MAX 224u
 
 typedef enum HeapAbiRecordType {
         HEAP_RECORD_ALLOC = 1,          /* a sampled block: ptr, bytes, stack */
@@ -79,6 +83,15 @@ typedef struct HeapAbiStackSlot {
         uint32_t n_frames;
 } HeapAbiStackSlot;
 
+/* One loadable segment of a loaded ELF file. */
+typedef struct HeapAbiObject {
+        uint64_t start, end;            /* page-aligned addresses */
+        uint64_t offset;                /* in the file, page-aligned */
+        uint32_t flags;                 /* PF_R, PF_W, PF_X */
+        uint32_t reserved;
+        char path[HEAP_OBJECT_PATH_MAX];        /* NUL-terminated; the main program's is /proc/self/exe's */
+} HeapAbiObject;
+
 typedef struct HeapAbiHeader {
         uint64_t magic;
         uint32_t version;
@@ -90,6 +103,8 @@ typedef struct HeapAbiHeader {
         uint64_t n_stack_slots;
         uint64_t frames_offset;
         uint64_t n_frames;
+        uint64_t objects_offset;
+        uint64_t n_objects_max;
         uint64_t sample_interval;       /* bytes per sampled stack on average; 1: every call */
         int32_t pid;
         uint32_t flags;
@@ -116,4 +131,8 @@ typedef struct HeapAbiHeader {
         uint64_t invalid_frees;         /* frees of pointers no allocator hands out (misaligned): not measured */
         uint64_t nested_calls;          /* calls made while another was running on the thread (signal handlers) */
         uint64_t frames_used;           /* of n_frames (the stack table's writer, under its lock) */
+
+        /* The objects, as a sequence lock: odd while they are being rewritten. */
+        _Alignas(64) uint64_t objects_generation;
+        uint64_t n_objects;
 } HeapAbiHeader;

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -112,6 +113,8 @@ static HeapAbiHeader *header;           /* the shared region; NULL unless record
 static HeapAbiRecord *ring;
 static HeapAbiStackSlot *stack_slots;
 static uint64_t *frames;
+static HeapAbiObject *objects;
+static int objects_lock;
 static uint64_t ring_mask, sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT, seed;
 static uintptr_t own_text_start, own_text_end;  /* our code: frames inside it are left out of stacks */
 static int stack_lock;
@@ -147,9 +150,14 @@ static uint64_t mix64(uint64_t x) {
         return x;
 }
 
+static uint64_t threads_seeded;
+
 static uint64_t next_random(void) {
+        /* Each thread its own stream: the seed and the thread's order of first use (reproducible with a
+         * fixed seed, as far as the threads' order is). */
         if (unlikely(rng == 0))
-                rng = mix64(seed ^ ((uint64_t) (uintptr_t) &rng) ^ ((uint64_t) thread_id << 32)) | 1;
+                rng = mix64(seed + __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED) *
+                                           UINT64_C(0x9E3779B97F4A7C15)) | 1;
         /* xorshift64* */
         rng ^= rng >> 12;
         rng ^= rng << 25;
@@ -314,7 +322,7 @@ static bool stack_equal(const HeapAbiStackSlot *s, const uint64_t *f, size_t n) 
 
 /* The id of this stack in the shared table, adding it. Published slots are never changed: a lookup
  * reads them without the lock. */
-static uint32_t stack_id(const uint64_t *f, size_t n, bool nested) {
+static uint32_t stack_id(const uint64_t *f, size_t n, bool nested, bool *ret_new) {
         uint64_t h = stack_hash(f, n), mask = header->n_stack_slots - 1;
         bool locked = false;
         uint32_t id = HEAP_STACK_FULL;
@@ -347,6 +355,7 @@ static uint32_t stack_id(const uint64_t *f, size_t n, bool nested) {
                 s->n_frames = (uint32_t) n;
                 __atomic_store_n(&s->hash, h, __ATOMIC_RELEASE);
                 id = (uint32_t) i + HEAP_STACK_FIRST;
+                *ret_new = true;
                 break;
         }
         if (id == HEAP_STACK_FULL)
@@ -354,6 +363,64 @@ static uint32_t stack_id(const uint64_t *f, size_t n, bool nested) {
         if (locked)
                 lock_release(&stack_lock);
         return id;
+}
+
+/* ---- Loaded objects ------------------------------------------------------------------------------------- */
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
+        uint64_t *n = data;
+        const char *path = info->dlpi_name;
+        char exe[HEAP_OBJECT_PATH_MAX];
+
+        if (!path || !*path) {
+                /* The main program: its name is what /proc/self/exe says. */
+                ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+                if (k <= 0)
+                        return 0;
+                exe[k] = '\0';
+                path = exe;
+        }
+        char resolved[PATH_MAX];
+        /* dlopen("dir/lib.so") keeps the name relative: as the loader found it, from here. */
+        if (path[0] != '/' && strchr(path, '/') && realpath(path, resolved))
+                path = resolved;
+        if (path[0] != '/' || strlen(path) >= HEAP_OBJECT_PATH_MAX)
+                return 0;       /* the vDSO ("linux-vdso.so.1"), or a path too long to keep */
+        for (int i = 0; i < info->dlpi_phnum && *n < header->n_objects_max; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                if (ph->p_type != PT_LOAD)
+                        continue;
+                uint64_t start = info->dlpi_addr + ph->p_vaddr, page = 4096;
+                HeapAbiObject *o = &objects[(*n)++];
+                o->start = start & ~(page - 1);
+                o->end = (start + ph->p_memsz + page - 1) & ~(page - 1);
+                o->offset = ph->p_offset & ~(page - 1);
+                o->flags = ph->p_flags;
+                memcpy(o->path, path, strlen(path) + 1);
+        }
+        return 0;
+}
+
+/* Rewrites the objects from the loader's list. Skipped when another thread does it. */
+static void publish_objects(bool nested) {
+        uint64_t n = 0;
+
+        if (!lock_take(&objects_lock, true))
+                return;
+        (void) nested;
+        __atomic_fetch_add(&header->objects_generation, 1, __ATOMIC_ACQ_REL);      /* odd: being written */
+        (void) dl_iterate_phdr(add_object, &n);
+        __atomic_store_n(&header->n_objects, n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&header->objects_generation, 1, __ATOMIC_RELEASE);     /* even: done */
+        lock_release(&objects_lock);
+}
+
+static bool frame_in_objects(uint64_t ip) {
+        uint64_t n = __atomic_load_n(&header->n_objects, __ATOMIC_RELAXED);
+        for (uint64_t i = 0; i < n && i < header->n_objects_max; i++)
+                if ((objects[i].flags & PF_X) && ip >= objects[i].start && ip < objects[i].end)
+                        return true;
+        return false;
 }
 
 static uint32_t take_stack(void) {
@@ -368,7 +435,16 @@ static uint32_t take_stack(void) {
                 i++;
         for (; i < n && k < HEAP_FRAMES_MAX; i++)
                 f[k++] = (uint64_t) (uintptr_t) raw[i];
-        return stack_id(f, k, false);
+        bool new_stack = false;
+        uint32_t id = stack_id(f, k, false, &new_stack);
+        /* A new stack with a frame in no object known: a library was loaded since (dlopen). */
+        if (new_stack)
+                for (size_t j = 0; j < k; j++)
+                        if (!frame_in_objects(f[j])) {
+                                publish_objects(false);
+                                break;
+                        }
+        return id;
 }
 
 /* ---- Records ------------------------------------------------------------------------------------------ */
@@ -557,8 +633,10 @@ static bool connect_daemon(const char *path) {
         size_t ring_bytes = (size_t) HEAP_RING_RECORDS * sizeof(HeapAbiRecord);
         size_t slots_bytes = (size_t) HEAP_STACK_SLOTS * sizeof(HeapAbiStackSlot);
         size_t frames_bytes = (size_t) HEAP_FRAMES * sizeof(uint64_t);
+        size_t objects_bytes = (size_t) HEAP_OBJECTS * sizeof(HeapAbiObject);
         size_t ring_offset = 4096, slots_offset = ring_offset + ring_bytes, frames_offset = slots_offset + slots_bytes;
-        size_t total = frames_offset + frames_bytes;
+        size_t objects_offset = frames_offset + frames_bytes;
+        size_t total = objects_offset + objects_bytes;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd = -1, sock = -1, error = 0;
         const char *what = "cannot create its shared memory";
@@ -589,13 +667,17 @@ static bool connect_daemon(const char *path) {
                 .n_stack_slots = HEAP_STACK_SLOTS,
                 .frames_offset = frames_offset,
                 .n_frames = HEAP_FRAMES,
+                .objects_offset = objects_offset,
+                .n_objects_max = HEAP_OBJECTS,
                 .sample_interval = sample_interval,
                 .pid = getpid(),
         };
         ring = (HeapAbiRecord *) ((char *) region + ring_offset);
         stack_slots = (HeapAbiStackSlot *) ((char *) region + slots_offset);
         frames = (uint64_t *) ((char *) region + frames_offset);
+        objects = (HeapAbiObject *) ((char *) region + objects_offset);
         ring_mask = HEAP_RING_RECORDS - 1;
+        publish_objects(true);
 
         what = "cannot reach memstrackd's heap socket";
         sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);

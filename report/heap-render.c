@@ -10,6 +10,7 @@
  */
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,12 @@ static int collect_sites(const json_t *node, const json_t *site, const HeapKeys 
                 return add_site(c, site && depth > 0 ? site : node, bytes - child_bytes,
                                 blocks > child_blocks ? blocks - child_blocks : 0);
         return 0;
+}
+
+/* The sampling error the output states for bytes estimated from one stack per interval bytes: three
+ * standard deviations of the Poisson estimate, 3 sqrt(bytes * interval); 0 when every stack is taken. */
+static uint64_t site_error(uint64_t bytes, uint64_t interval) {
+        return interval > 1 ? (uint64_t) (3.0 * sqrt((double) bytes * (double) interval)) : 0;
 }
 
 static int compare_sites(const void *a, const void *b) {
@@ -257,7 +264,8 @@ static int text_one(FILE *f, const json_t *h, bool leaks, const ReportOptions *o
                         return -ENOMEM;
                 }
                 fprintf(f, "  %6.2f%% (", bytes > 0 ? 100.0 * (double) c.sites[i].bytes / (double) bytes : 0.0);
-                print_size(f, c.sites[i].bytes, c.sites[i].blocks, 0);
+                print_size(f, c.sites[i].bytes, c.sites[i].blocks,
+                           site_error(c.sites[i].bytes, reply_count(h, "sampleInterval")));
                 fprintf(f, ") %s\n", clean);
                 shown++;
         }
@@ -329,13 +337,15 @@ int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, json_t **r
                 qsort(c.sites, c.n, sizeof(CallSite), compare_sites);
                 for (size_t j = 0; j < c.n && (o->top == 0 || j < o->top); j++) {
                         const json_t *s = c.sites[j].node;
-                        if (json_array_append_new(sites, json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I}",
+                        if (json_array_append_new(sites, json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:I}",
                                         "frame", json_object_get(s, "frame"),
                                         "function", json_object_get(s, "function"),
                                         "file", json_object_get(s, "file"),
                                         "line", json_object_get(s, "line"),
                                         "bytes", (json_int_t) c.sites[j].bytes,
-                                        "blocks", (json_int_t) c.sites[j].blocks)) < 0) {
+                                        "blocks", (json_int_t) c.sites[j].blocks,
+                                        "errorBytes", (json_int_t) site_error(c.sites[j].bytes,
+                                                        reply_count(h, "sampleInterval")))) < 0) {
                                 free(c.sites);
                                 return -ENOMEM;
                         }

@@ -295,11 +295,14 @@ static int mode_dlopen(const char *plugin) {
 static int mode_closefds(void) {
         for (int fd = 3; fd < 1024; fd++)
                 (void) close(fd);
-        struct rlimit rl = { .rlim_cur = 3, .rlim_max = 3 };
-        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        struct rlimit rl, low;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 2;
+        low = (struct rlimit) { .rlim_cur = 3, .rlim_max = rl.rlim_max };
+        if (setrlimit(RLIMIT_NOFILE, &low) < 0)
                 return 2;
         leak_site();
-        rl = (struct rlimit) { .rlim_cur = 64, .rlim_max = 64 };
+        /* Back up, to write what it expects. */
         (void) setrlimit(RLIMIT_NOFILE, &rl);
         write_expectations();
         return 0;

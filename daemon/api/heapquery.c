@@ -21,6 +21,10 @@ typedef struct HeapView {
         const HeapQuery *q;
 } HeapView;
 
+static json_int_t reply_int_or(const json_t *o, const char *key) {
+        return json_integer_value(json_object_get(o, key));
+}
+
 static const char *end_to_string(MsHeapEnd e) {
         switch (e) {
         case MS_HEAP_END_EXIT:
@@ -176,6 +180,38 @@ static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
         return TAKE_PTR(o);
 }
 
+/*
+ * With sampled stacks a heap can hold bytes while none of its live blocks was sampled (a heap smaller than
+ * a few intervals): nothing to scale. Those bytes go to a "[not sampled]" child of the root, so that the
+ * tree's totals are still the exact counts.
+ */
+static int add_unsampled(json_t *root, uint64_t now_bytes, uint64_t now_blocks, uint64_t max_bytes) {
+        bool now = reply_int_or(root, "currentBytes") == 0 && now_bytes > 0;
+        bool max = reply_int_or(root, "maxBytes") == 0 && max_bytes > 0;
+
+        if (!now && !max)
+                return 0;
+        json_t *child = json_pack("{s:s, s:n, s:n, s:n, s:n, s:n, s:[], s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[], s:I}",
+                                  "frame", "[not sampled]", "module", "address", "function", "file", "line",
+                                  "inlinedInto",
+                                  "currentBytes", (json_int_t) (now ? now_bytes : 0),
+                                  "currentBlocks", (json_int_t) (now ? now_blocks : 0),
+                                  "peakBytes", (json_int_t) max_bytes,
+                                  "maxBytes", (json_int_t) (max ? max_bytes : 0),
+                                  "maxBlocks", (json_int_t) 0,
+                                  "errorBytes", (json_int_t) (now ? now_bytes : 0),
+                                  "maxErrorBytes", (json_int_t) (max ? max_bytes : 0),
+                                  "children", "truncatedChildren", (json_int_t) 0);
+        if (!child || json_array_append_new(json_object_get(root, "children"), child) < 0)
+                return -ENOMEM;
+        if (now && (json_object_set_new(root, "currentBytes", json_integer((json_int_t) now_bytes)) < 0 ||
+                    json_object_set_new(root, "currentBlocks", json_integer((json_int_t) now_blocks)) < 0))
+                return -ENOMEM;
+        if (max && json_object_set_new(root, "maxBytes", json_integer((json_int_t) max_bytes)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
         const Heap *heap = accounting_heap(a);
         const HeapImage *img = heap_image(heap, serial);
@@ -200,13 +236,18 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                 (void) snprintf(label, sizeof(label), "[heap pid %" PRIi32 " %s]", img->pid, img->comm);
                 root = json_pack("{s:o, s:n, s:n, s:n, s:n, s:n, s:[], s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[], s:I}",
                                  "frame", name_json(label), "module", "address", "function", "file", "line",
-                                 "inlinedInto", "currentBytes", (json_int_t) c->live_bytes, "currentBlocks",
-                                 (json_int_t) (c->allocs - MIN(c->frees, c->allocs)), "peakBytes",
-                                 (json_int_t) c->peak_bytes, "maxBytes", (json_int_t) c->peak_bytes, "maxBlocks",
+                                 "inlinedInto", "currentBytes", (json_int_t) 0, "currentBlocks",
+                                 (json_int_t) 0, "peakBytes", (json_int_t) c->peak_bytes, "maxBytes",
+                                 (json_int_t) 0, "maxBlocks",
                                  (json_int_t) 0, "errorBytes", (json_int_t) 0, "maxErrorBytes", (json_int_t) 0,
                                  "children", "truncatedChildren", (json_int_t) 0);
                 if (!root)
                         return NULL;
+        }
+        uint64_t live_blocks = c->allocs - MIN(c->frees, c->allocs);
+        if (add_unsampled(root, c->live_bytes, live_blocks, c->peak_bytes) < 0) {
+                json_decref(root);
+                return NULL;
         }
         return json_pack("{s:i, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
                          "s:I, s:I, s:I, s:I, s:I, s:o}",

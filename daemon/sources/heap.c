@@ -43,15 +43,8 @@
 #define HEAP_PENDING_MAX 64u            /* connections that have not said hello yet */
 #define HEAP_CHANNELS_MAX 4096u         /* heaps read at once */
 #define HEAP_DRAIN_BUDGET (1u << 20)    /* records per channel per poll: the loop stays responsive */
-#define HEAP_MAPS_MAX (16u << 20)       /* /proc/PID/maps read at most */
-#define HEAP_MAPS_REREAD_NSEC (UINT64_C(100) * 1000 * 1000)
 
 typedef struct HeapSource HeapSource;
-
-/* An executable mapping of a file: a frame outside all of them makes the maps be read again. */
-typedef struct HeapRange {
-        uint64_t start, end;
-} HeapRange;
 
 typedef struct HeapPending {
         HeapSource *source;
@@ -80,9 +73,9 @@ typedef struct HeapChannel {
         uint64_t last_peak;             /* the peak as of the last record applied */
         MsHeapCounters counters;        /* as last sent */
         bool sent_counters;
-        HeapRange *ranges;
-        size_t n_ranges;
-        uint64_t maps_nsec;             /* when the maps were last read */
+        HeapAbiObject *objects;
+        uint64_t n_objects_max;
+        uint64_t objects_generation;    /* as last sent */
         uint64_t bad_records, dead_records;
 } HeapChannel;
 
@@ -108,91 +101,69 @@ static MsEvent heap_event(HeapChannel *c, MsEventType type) {
         return (MsEvent) { .type = type, .pid = c->pid, .tid = c->pid, .timestamp_nsec = now_nsec(CLOCK_MONOTONIC) };
 }
 
-/* ---- Maps ----------------------------------------------------------------------------------------------- */
-
-/* The executable file mappings in maps text. */
-static int parse_ranges(const char *maps, HeapRange **ret, size_t *ret_n) {
-        _cleanup_free_ HeapRange *ranges = NULL;
-        size_t n = 0, allocated = 0;
-
-        for (const char *line = maps; line && *line;) {
-                const char *end = strchr(line, '\n');
-                unsigned long long start, stop;
-                char perms[8];
-                int path_at = 0;
-
-                if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &start, &stop, perms, &path_at) >= 3 &&
-                    perms[2] == 'x' && path_at > 0 && line[path_at] == '/') {
-                        if (n == allocated) {
-                                size_t k = allocated ? allocated * 2 : 32;
-                                HeapRange *r = realloc(ranges, k * sizeof(HeapRange));
-                                if (!r)
-                                        return -ENOMEM;
-                                ranges = r;
-                                allocated = k;
-                        }
-                        ranges[n++] = (HeapRange) { start, stop };
-                }
-                line = end ? end + 1 : NULL;
-        }
-        *ret = TAKE_PTR(ranges);
-        *ret_n = n;
-        return 0;
-}
-
-/* Reads the process's maps and sends them (START carries the first ones: ret_text then). */
-static int read_maps(HeapChannel *c, char **ret_text) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        HeapRange *ranges = NULL;
-        size_t size, n;
-        int r;
-
-        c->maps_nsec = now_nsec(CLOCK_MONOTONIC);
-        if (asprintf(&path, "/proc/%" PRIi32 "/maps", c->pid) < 0)
-                return -ENOMEM;
-        r = read_file_full(path, HEAP_MAPS_MAX, &text, &size);
-        if (r < 0)
-                return r;
-        r = parse_ranges(text, &ranges, &n);
-        if (r < 0)
-                return r;
-        free(c->ranges);
-        c->ranges = ranges;
-        c->n_ranges = n;
-        *ret_text = TAKE_PTR(text);
-        return 0;
-}
-
-static bool frame_known(const HeapChannel *c, uint64_t ip) {
-        for (size_t i = 0; i < c->n_ranges; i++)
-                if (ip >= c->ranges[i].start && ip < c->ranges[i].end)
-                        return true;
-        return false;
-}
-
-/* A frame in no mapping known: a library loaded since (dlopen). The maps are read again, at most every
- * HEAP_MAPS_REREAD_NSEC, while the process lives. */
-static void check_frames(HeapChannel *c, const uint64_t *f, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                if (frame_known(c, f[i]))
-                        continue;
-                if (now_nsec(CLOCK_MONOTONIC) - c->maps_nsec < HEAP_MAPS_REREAD_NSEC)
-                        return;
-                _cleanup_free_ char *text = NULL;
-                if (read_maps(c, &text) < 0)
-                        return;
-                MsEvent e = heap_event(c, MS_EVENT_HEAP_MAPS);
-                e.heap.maps = text;
-                emit(c->source, &e);
-                return;
-        }
-}
-
-/* ---- Reading a region --------------------------------------------------------------------------------- */
-
 static uint64_t load(const uint64_t *p) {
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
+
+/* ---- The objects the process has loaded --------------------------------------------------------------- */
+
+static uint64_t path_hash(const char *s) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * UINT64_C(0x100000001b3);
+        return (h & UINT64_C(0x7fffffffffff)) ?: 1;
+}
+
+/*
+ * The process's objects as /proc/PID/maps text (what the symbolizer reads), or NULL when they did not
+ * change since the last call. They are read under the region's sequence lock: a rewrite while we copy
+ * makes us try at the next poll. Inode numbers stand for the paths (libdwfl groups segments by them).
+ */
+static int read_objects(HeapChannel *c, char **ret) {
+        HeapAbiHeader *h = c->header;
+        uint64_t gen = load(&h->objects_generation);
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+
+        *ret = NULL;
+        if (gen % 2 != 0 || gen == c->objects_generation)
+                return 0;
+        uint64_t n = MIN(__atomic_load_n(&h->n_objects, __ATOMIC_RELAXED), c->n_objects_max);
+        _cleanup_fclose_ FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return -ENOMEM;
+        for (uint64_t i = 0; i < n; i++) {
+                HeapAbiObject o;
+                memcpy(&o, &c->objects[i], sizeof(o));
+                o.path[sizeof(o.path) - 1] = '\0';
+                if (o.path[0] != '/' || o.end <= o.start || strpbrk(o.path, "\n"))
+                        continue;
+                fprintf(f, "%" PRIx64 "-%" PRIx64 " %c%c%cp %08" PRIx64 " 00:01 %" PRIu64 " %s\n", o.start, o.end,
+                        o.flags & 4 ? 'r' : '-', o.flags & 2 ? 'w' : '-', o.flags & 1 ? 'x' : '-', o.offset,
+                        path_hash(o.path), o.path);
+        }
+        if (fflush(f) != 0)
+                return -ENOMEM;
+        fclose(TAKE_PTR(f));
+        if (load(&h->objects_generation) != gen)
+                return 0;       /* rewritten meanwhile: next time */
+        c->objects_generation = gen;
+        *ret = TAKE_PTR(text);
+        return 0;
+}
+
+/* Sends the objects when they changed (a library was loaded). */
+static void check_objects(HeapChannel *c) {
+        _cleanup_free_ char *text = NULL;
+
+        if (read_objects(c, &text) < 0 || !text)
+                return;
+        MsEvent e = heap_event(c, MS_EVENT_HEAP_MAPS);
+        e.heap.maps = text;
+        emit(c->source, &e);
+}
+
+/* ---- Reading a region --------------------------------------------------------------------------------- */
 
 /* The frames of stack id, copied out of the region into f; the count. */
 static size_t read_stack(HeapChannel *c, uint32_t id, uint64_t f[static HEAP_FRAMES_MAX]) {
@@ -233,7 +204,6 @@ static void apply_record(HeapChannel *c, const HeapAbiRecord *r) {
         }
         if (r->type == HEAP_RECORD_ALLOC) {
                 size_t n = read_stack(c, r->stack, f);
-                check_frames(c, f, n);
                 e.heap.stack = (MsStack) { .frames = f, .n_frames = (uint32_t) n };
         }
         emit(c->source, &e);
@@ -266,6 +236,8 @@ static uint64_t drain(HeapChannel *c, bool final) {
         HeapSource *s = c->source;
         uint64_t head = load(&c->header->ring_head), n = 0;
 
+        /* Objects first: the records may name frames in a library loaded since. */
+        check_objects(c);
         for (;; c->tail++) {
                 HeapAbiRecord *slot = &c->ring[c->tail & (c->ring_records - 1)];
                 if (load(&slot->commit) != c->tail + 1) {
@@ -313,7 +285,6 @@ static HeapChannel *channel_free(HeapChannel *c) {
         safe_close(c->pidfd);
         if (c->region)
                 (void) munmap(c->region, c->region_bytes);
-        free(c->ranges);
         free(c);
         return NULL;
 }
@@ -379,7 +350,8 @@ static int channel_map(HeapChannel *c, int memfd) {
             h.ring_offset < sizeof(HeapAbiHeader) || h.ring_offset % 64 != 0 ||
             !FITS(h.ring_offset, h.ring_records, sizeof(HeapAbiRecord)) ||
             !FITS(h.stack_slots_offset, h.n_stack_slots, sizeof(HeapAbiStackSlot)) ||
-            !FITS(h.frames_offset, h.n_frames, sizeof(uint64_t)) || h.sample_interval == 0 ||
+            !FITS(h.frames_offset, h.n_frames, sizeof(uint64_t)) ||
+            !FITS(h.objects_offset, h.n_objects_max, sizeof(HeapAbiObject)) || h.sample_interval == 0 ||
             h.sample_interval > HEAP_SAMPLE_INTERVAL_MAX)
                 return -EBADMSG;
 #undef FITS
@@ -390,6 +362,8 @@ static int channel_map(HeapChannel *c, int memfd) {
         c->n_slots = h.n_stack_slots;
         c->frames = (uint64_t *) ((char *) c->region + h.frames_offset);
         c->n_frames = h.n_frames;
+        c->objects = (HeapAbiObject *) ((char *) c->region + h.objects_offset);
+        c->n_objects_max = h.n_objects_max;
         c->sample_interval = h.sample_interval;
         c->tail = load(&c->header->ring_tail);
         return 0;
@@ -469,7 +443,7 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
                 }
 
         read_task(c->pid, comm, &cmdline);
-        (void) read_maps(c, &maps);
+        (void) read_objects(c, &maps);
         MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
         task.task.name = comm;
         task.task.cmdline = cmdline;
