@@ -7,6 +7,8 @@
  * maximum and at exit. It uses no stdio, so that the only allocations are its own and the C library's
  * few (thread descriptors), which the test tells apart by call site.
  *
+ * heap-target-cxx.cc adds C++ call sites (new[] and delete[]).
+ *
  * heap-target MODE: known (the default), double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
  * closefds, sigkill, storm N, hold SECONDS (for record --pid).
  */
@@ -168,6 +170,10 @@ static void *thread_main(void *arg) {
         return NULL;
 }
 
+/* C++ new and delete (heap-target-cxx.cc). */
+void *heap_target_new(size_t n, int *ret_line);
+void heap_target_delete(void *p);
+
 static void *peak_site(int *ret_line) {
         void *p = AT(malloc(8u << 20));
         *ret_line = __LINE__ - 1;
@@ -189,6 +195,10 @@ static int mode_known(void) {
                         abort();
         for (int i = 0; i < THREADS; i++)
                 pthread_join(t[i], NULL);
+        int new_line;
+        void *kept = heap_target_new(3000, &new_line), *dropped = heap_target_new(700, &new_line);
+        took(kept, "heap_target_new", new_line);
+        took(dropped, "heap_target_new", new_line);
 
         /* The maximum: everything above, and 8 MiB more for a moment. */
         void *big = peak_site(&peak_line);
@@ -201,6 +211,8 @@ static int mode_known(void) {
         gave(a.p[0], "aligned_site", a.line[0]);
         gave(a.p[2], "aligned_site", a.line[2]);
         gave(a.p[3], "aligned_site", a.line[3]);
+        uncount(dropped, "heap_target_new", new_line);
+        heap_target_delete(dropped);
         write_expectations();
         return 0;
 }
