@@ -8,11 +8,15 @@
  * within a working set of its own), 200 processes in 40 cgroups (units),
  * ~1M live pages held steady (90 % order 0, the rest orders 1..3), frees by a task other than the
  * allocator half of the time. Each measured step frees one live block and allocates another, so the
- * table stays at its working size. Usage: bench-core [EVENTS] [LIVE_PAGES]
+ * table stays at its working size. Usage: bench-core [EVENTS] [LIVE_PAGES] [exits] ("exits": only the last
+ * part, below)
  *
  * Then the aggregated-sample path (MS_EVENT_SAMPLE, what a source that counts in the kernel delivers):
  * "task T, stack S: +n or -n pages" on the same stacks and processes, negative deltas never taking more
  * than (T, S) holds, so the core's sampled pages must equal the trace's and none be untracked.
+ *
+ * Last, short-lived processes (fork, allocate, exit, the page freed later): the cost of exits and of
+ * evicting exited records past --max-exited-tasks.
  */
 
 #include <inttypes.h>
@@ -317,12 +321,80 @@ static int run_samples(const char *label, uint64_t n_events, bool per_process) {
         return 0;
 }
 
+/*
+ * Short-lived processes: each forks, allocates a page and exits; the page is freed EXIT_FREE_LAG cycles
+ * later by another task, so evicted records still hold pages for a while and their slots are recycled at
+ * the free. Past --max-exited-tasks (the default, 4096) every exit evicts the oldest exited record. Prints
+ * the cost per cycle (four events) and the most exited records held after any event.
+ */
+#define EXIT_FREE_LAG 8192
+
+static int run_exits(const char *label, uint64_t n_cycles) {
+        AccountingConfig config = ACCOUNTING_CONFIG_DEFAULT;
+        MsEvent e = { .page.stack = { .n_frames = DEPTH, .n_kernel_frames = DEPTH } };
+        Accounting *a = NULL;
+        size_t most_exited = 0;
+        uint64_t ts = 1;
+        UsageStats us;
+        int r;
+
+        r = accounting_new(&config, NULL, &a);
+        if (r < 0) {
+                fprintf(stderr, "accounting_new: %d\n", r);
+                return 1;
+        }
+        uint64_t start = now_nsec(CLOCK_MONOTONIC);
+        for (uint64_t i = 0; i < n_cycles; i++) {
+                /* Pids wrap as the kernel's do, so forks also reuse pids of evicted records. */
+                int32_t pid = 2 + (int32_t) (i % 4000000);
+
+                e = (MsEvent) { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .timestamp_nsec = ts++,
+                                .task.parent_pid = 1 };
+                accounting_handle_event(a, &e);
+                e = (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid, .timestamp_nsec = ts++,
+                                .page = { .pfn = 0x100000 + i % (2 * EXIT_FREE_LAG),
+                                          .stack = { .frames = stacks[i % N_STACKS], .n_frames = DEPTH,
+                                                     .n_kernel_frames = DEPTH } } };
+                accounting_handle_event(a, &e);
+                e = (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid, .timestamp_nsec = ts++ };
+                accounting_handle_event(a, &e);
+                if (i >= EXIT_FREE_LAG) {
+                        e = (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = 1, .tid = 1, .timestamp_nsec = ts++,
+                                        .page.pfn = 0x100000 + (i - EXIT_FREE_LAG) % (2 * EXIT_FREE_LAG) };
+                        accounting_handle_event(a, &e);
+                }
+                usage_get_stats(accounting_usage(a), &us);
+                most_exited = MAX(most_exited, us.n_exited);
+        }
+        uint64_t elapsed = now_nsec(CLOCK_MONOTONIC) - start;
+
+        AccountingStats s;
+        accounting_get_stats(a, &s);
+        usage_get_stats(accounting_usage(a), &us);
+        if (s.untracked_frees != 0 || most_exited > config.max_exited_tasks) {
+                fprintf(stderr, "bench-core: %" PRIu64 " untracked frees, %zu exited records held (bound %zu)\n",
+                        s.untracked_frees, most_exited, config.max_exited_tasks);
+                return 1;
+        }
+        printf("%s\n", label);
+        printf("  cycles            %" PRIu64 " (fork, alloc, exit, free)\n", n_cycles);
+        printf("  cycles/s          %.2f M (%.1f ns/cycle)\n", n_cycles / (elapsed / 1e9) / 1e6,
+               (double) elapsed / n_cycles);
+        printf("  exited held       at most %zu (bound %zu); %" PRIu64 " evicted, %" PRIu64 " recycled, "
+               "%zu task slots\n", most_exited, config.max_exited_tasks, us.tasks_evicted, us.tasks_recycled,
+               usage_task_slots(accounting_usage(a)));
+        accounting_free(a);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         uint64_t n_events = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
         uint64_t live_target = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
 
-        if (n_events < 2 || live_target == 0) {
-                fprintf(stderr, "usage: bench-core [EVENTS] [LIVE_PAGES]\n");
+        bool exits_only = argc > 3 && streq(argv[3], "exits");
+
+        if (n_events < 2 || live_target == 0 || (argc > 3 && !exits_only)) {
+                fprintf(stderr, "usage: bench-core [EVENTS] [LIVE_PAGES] [exits]\n");
                 return 2;
         }
 
@@ -333,6 +405,8 @@ int main(int argc, char **argv) {
                         stacks[s][d] = UINT64_C(0xffffffff81000000) + (uint64_t) d * 0x100000 + (s % fanout) * 0x40;
                 }
 
+        if (exits_only)
+                return run_exits("short-lived processes, default config (--max-exited-tasks 4096):", n_events / 4);
         if (run("default config; page reuse like the kernel's per-CPU lists (LIFO), half the frees short-lived:",
                 n_events, live_target, true, false) != 0)
                 return 1;
@@ -341,6 +415,8 @@ int main(int argc, char **argv) {
                 return 1;
         if (run("per-process stack trees on; LIFO page reuse:", n_events, live_target, true, true) != 0)
                 return 1;
-        return run_samples("aggregated samples (MS_EVENT_SAMPLE), default config; +-1..8 pages per "
-                           "(task, stack):", n_events, false);
+        if (run_samples("aggregated samples (MS_EVENT_SAMPLE), default config; +-1..8 pages per "
+                        "(task, stack):", n_events, false) != 0)
+                return 1;
+        return run_exits("short-lived processes, default config (--max-exited-tasks 4096):", n_events / 4);
 }

@@ -45,7 +45,7 @@ typedef int (*Query)(Accounting *a, Marks *s, int32_t pid);
 
 static int run_diff(Accounting *a, Marks *s, int32_t pid) {
         json_auto_t *r = NULL;
-        return marks_diff(s, "bench", a, 2, 50, &r);
+        return marks_diff(s, 0, "bench", a, 2, 50, &r);
 }
 
 static int run_tree(Accounting *a, Marks *s, int32_t pid, const char *module) {
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < 3; i++)
                 alloc(a, n_tasks, pfn++, i);
         /* A module subset: pages of a module being loaded, charged to "[loading]" (no symbols here). */
-        if (marks_save(s, "bench", a, 1) < 0)
+        if (marks_save(s, 0, "bench", a, 1) < 0)
                 return EXIT_FAILURE;
         for (int32_t pid = 1; pid < n_tasks; pid += 10)
                 alloc(a, pid, pfn++, (unsigned) pid % N_CHAINS);

@@ -13,6 +13,7 @@
 #include "cmdline.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "utf8.h"
 
 /* getopt_long's value for options[i] (short options return their letter, all below this). */
 #define CMDLINE_LONG_BASE 0x100
@@ -108,6 +109,13 @@ int cmdline_set_false(const CmdlineOption *o, const char *value) {
 }
 
 int cmdline_set_string(const CmdlineOption *o, const char *value) {
+        *(const char **) o->target = value;
+        return 0;
+}
+
+int cmdline_set_text(const CmdlineOption *o, const char *value) {
+        if (!value || !utf8_is_valid(value))
+                return -EINVAL;
         *(const char **) o->target = value;
         return 0;
 }
@@ -326,12 +334,13 @@ int cmdline_parse(const Cmdline *c, int argc, char *argv[],
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        _cleanup_free_ char *expects = option_expects(o);
+                        /* The value as memstrackctl shows names: bytes that are not text escaped. */
+                        _cleanup_free_ char *expects = option_expects(o), *value = utf8_escape(optarg,
+                                                                                            UTF8_ESCAPE_CONTROL);
 
-                        if (!expects)
+                        if (!expects || !value)
                                 return -ENOMEM;
-                        return usage_error(c, NULL, "--%s takes %s, not '%s'.", o->name, expects,
-                                           optarg ?: "");
+                        return usage_error(c, NULL, "--%s takes %s, not '%s'.", o->name, expects, value);
                 }
                 seen[o - c->options] = true;
                 if (o->stops)

@@ -101,6 +101,9 @@ typedef struct Cmdline {
 int cmdline_set_true(const CmdlineOption *o, const char *value);        /* bool */
 int cmdline_set_false(const CmdlineOption *o, const char *value);       /* bool */
 int cmdline_set_string(const CmdlineOption *o, const char *value);      /* const char *, borrowed from argv */
+/* As cmdline_set_string(), for a name sent to the daemon: UTF-8 only (JSON strings are), so a name with
+ * other bytes is written as memstrackctl shows it (\xNN). */
+int cmdline_set_text(const CmdlineOption *o, const char *value);
 int cmdline_set_word(const CmdlineOption *o, const char *value);        /* const char *, one of the words */
 int cmdline_set_uint64(const CmdlineOption *o, const char *value);      /* uint64_t in [min, max] */
 int cmdline_set_int64(const CmdlineOption *o, const char *value);       /* int64_t in [min, max] */

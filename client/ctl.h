@@ -63,6 +63,7 @@ extern const char *arg_by;              /* footprint: directory, symbol or secti
 extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
 extern int64_t arg_min_age_seconds;     /* leaks: the youngest object shown, -1: the daemon's default */
 extern uint64_t arg_sample_interval;    /* record: bytes per sampled stack, 1: every call */
+extern int64_t arg_uid;                 /* delete-snapshot: whose snapshots (root), -1: the caller's own */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -77,6 +78,7 @@ int verb_stacks(int argc, char *argv[]);
 int verb_snapshot(int argc, char *argv[]);
 int verb_diff(int argc, char *argv[]);
 int verb_snapshots(int argc, char *argv[]);
+int verb_delete_snapshot(int argc, char *argv[]);
 int verb_report(int argc, char *argv[]);
 int verb_import(int argc, char *argv[]);
 int verb_top(int argc, char *argv[]);

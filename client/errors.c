@@ -80,7 +80,12 @@ char *ctl_error_message(const char *error, const json_t *parameters) {
                         r = asprintf(&m, "The answer is larger than memstrackd sends (%" PRIi64 " bytes); "
                                      "ask for less with --limit or --depth.", value);
                 else if (streq(limit, "snapshots"))
-                        r = asprintf(&m, "memstrackd keeps at most %" PRIi64 " snapshots; reuse a name.", value);
+                        r = asprintf(&m, "memstrackd keeps at most %" PRIi64 " snapshots per user; reuse a name, "
+                                     "or delete one (memstrackctl delete-snapshot NAME).", value);
+                else if (streq(limit, "snapshotsAllUsers"))
+                        r = asprintf(&m, "memstrackd keeps at most %" PRIi64 " snapshots for all users but root "
+                                     "together, and has them; root can delete others' (memstrackctl snapshots "
+                                     "--all, delete-snapshot --uid).", value);
                 else
                         r = asprintf(&m, "memstrackd refused: over its limit '%s' (%" PRIi64 ").", limit, value);
         } else if (streq(error, MEMSTRACK_ERROR_INTERNAL)) {

@@ -50,6 +50,7 @@ const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
 uint64_t arg_sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT;
+int64_t arg_uid = -1;
 
 /* What the options that stop the command line ask for; only main() reads them. */
 static bool arg_help = false;
@@ -67,7 +68,8 @@ static const CmdlineVerb verbs[] = {
         { "reset", "[peaks|all]", "Restart peaks, or all counters (root)", 0, 1, verb_reset },
         { "snapshot", "[NAME]", "Save the counts in the daemon under NAME (--file: all, to FILE)", 0, 1,
           verb_snapshot },
-        { "snapshots", NULL, "List the snapshots saved in the daemon", 0, 0, verb_snapshots },
+        { "snapshots", NULL, "List your snapshots saved in the daemon", 0, 0, verb_snapshots },
+        { "delete-snapshot", "NAME...", "Delete your snapshots NAME... from the daemon", 1, 64, verb_delete_snapshot },
         { "diff", "NAME", "Compare now with the saved snapshot NAME", 1, 1, verb_diff },
         { "oom", NULL, "OOM kills and new peaks, with who held the memory", 0, 0, verb_oom },
         { "slab", NULL, "Live slab objects by call site, cache, task or unit", 0, 0, verb_slab },
@@ -189,16 +191,22 @@ static const CmdlineOption options[] = {
                         { CMDLINE_WORDS("tasks"), "include exited tasks and tasks holding nothing" },
                         { CMDLINE_WORDS("top"), "include tasks holding nothing" },
                         { CMDLINE_WORDS("units"), "include units holding nothing" },
+                        { CMDLINE_WORDS("snapshots"), "every user's snapshots, with their owners (root)" },
                 },
         }, {
                 .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
-                .parse = cmdline_set_string, .target = &arg_comm,
+                .parse = cmdline_set_text, .target = &arg_comm, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
                 .parts = { { CMDLINE_WORDS("tasks"), "only tasks named NAME, as the COMM column shows it" } },
         }, {
                 .name = "stacks", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
                 .parse = cmdline_set_uint64, .target = &arg_stacks, .min = 0, .max = 100,
                 .expects = "a number from 0 to 100",
                 .parts = { { CMDLINE_WORDS("units"), "each unit's N biggest call stacks" } },
+        }, {
+                .name = "uid", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "UID",
+                .parse = cmdline_set_int64, .target = &arg_uid, .min = 0, .max = UINT32_MAX - 1,
+                .expects = "a uid",
+                .parts = { { CMDLINE_WORDS("delete-snapshot"), "another user's snapshots (root)" } },
         }, {
                 .name = "task", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PID",
                 .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",
@@ -209,12 +217,12 @@ static const CmdlineOption options[] = {
         }, {
                 .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_UNIT, .exclusive = "scope",
-                .parse = cmdline_set_string, .target = &arg_unit,
+                .parse = cmdline_set_text, .target = &arg_unit, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
                 .parts = { { CMDLINE_WORDS("pprof", "history"), "one unit's tasks only" } },
         }, {
                 .name = "module", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_MODULE, .exclusive = "scope",
-                .parse = cmdline_set_string, .target = &arg_module,
+                .parse = cmdline_set_text, .target = &arg_module, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
                 .parts = { { CMDLINE_WORDS("stacks", "report", "pprof", "import", "history"),
                              "stacks through one module only" } },
         }, {

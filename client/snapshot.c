@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,6 +486,16 @@ static int print_diff(json_t *d, uint64_t page_size) {
         return table_print(modules, stdout, width);
 }
 
+/* A uid as a user name when the system knows one. */
+static const char *format_user(char *buf, size_t size, uint64_t uid) {
+        const struct passwd *pw = uid <= UINT32_MAX ? getpwuid((uid_t) uid) : NULL;
+
+        (void) snprintf(buf, size, "%s", pw ? pw->pw_name : "");
+        if (!pw || !*buf)
+                (void) snprintf(buf, size, "%" PRIu64, uid);
+        return buf;
+}
+
 int verb_snapshots(int argc, char *argv[]) {
         static const TableColumn columns[] = {
                 { .header = "NAME", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 8 },
@@ -492,10 +503,11 @@ int verb_snapshots(int argc, char *argv[]) {
                 { .header = "TRACKED", .align = TABLE_ALIGN_RIGHT },
                 { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
                 { .header = "NOTE", .align = TABLE_ALIGN_LEFT },
+                { .header = "OWNER", .align = TABLE_ALIGN_LEFT },
         };
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         _cleanup_(table_freep) Table *t = NULL;
-        json_auto_t *status = NULL, *reply = NULL;
+        json_auto_t *status = NULL, *reply = NULL, *params = NULL;
         char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
         json_t *e;
         size_t i;
@@ -504,7 +516,10 @@ int verb_snapshots(int argc, char *argv[]) {
         r = ctl_connect(&c);
         if (r != 0)
                 return r;
-        r = ctl_call(c, "io.memstrack.ListSnapshots", NULL, &reply);
+        /* Every user's, with whose each is, for root; one's own otherwise. */
+        if (arg_all && !(params = json_pack("{s:b}", "allUsers", true)))
+                return -ENOMEM;
+        r = ctl_call(c, "io.memstrack.ListSnapshots", params, &reply);
         if (r != 0)
                 return r;
         if (arg_json != CTL_JSON_OFF)
@@ -516,7 +531,7 @@ int verb_snapshots(int argc, char *argv[]) {
                 return r;
         uint64_t page_size = reply_count(status, "pageSize") ?: 4096, now = now_usec(CLOCK_MONOTONIC);
 
-        r = table_new(columns, ELEMENTSOF(columns), &t);
+        r = table_new(columns, ELEMENTSOF(columns) - !arg_all, &t);
         if (r < 0)
                 return r;
         json_array_foreach(reply_array(reply, "snapshots"), i, e) {
@@ -525,7 +540,8 @@ int verb_snapshots(int argc, char *argv[]) {
                     (r = table_add_cell(t, format_duration(a, sizeof(a), now > ts ? now - ts : 0))) < 0 ||
                     (r = table_add_cell(t, format_pages(b, sizeof(b), pages, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, pages)) < 0 ||
-                    (r = table_add_cell(t, reply_bool(e, "resetSince", false) ? "reset since" : "")) < 0)
+                    (r = table_add_cell(t, reply_bool(e, "resetSince", false) ? "reset since" : "")) < 0 ||
+                    (arg_all && (r = table_add_cell(t, format_user(a, sizeof(a), reply_count(e, "uid")))) < 0))
                         return r;
         }
         r = table_print(t, stdout, format_terminal_columns());
@@ -533,6 +549,26 @@ int verb_snapshots(int argc, char *argv[]) {
                 return r;
         if (table_rows(t) == 0)
                 printf("(none)\n");
+        return 0;
+}
+
+int verb_delete_snapshot(int argc, char *argv[]) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        int r;
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        /* One call per name, stopping at the first the daemon refuses: those before it are gone. */
+        for (int i = 1; i < argc; i++) {
+                json_auto_t *params = json_pack("{s:s}", "name", argv[i]), *reply = NULL;
+
+                if (!params || (arg_uid >= 0 && json_object_set_new(params, "uid", json_integer(arg_uid)) < 0))
+                        return -ENOMEM;
+                r = ctl_call(c, "io.memstrack.DeleteSnapshot", params, &reply);
+                if (r != 0)
+                        return r;
+        }
         return 0;
 }
 

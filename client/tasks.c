@@ -173,18 +173,10 @@ static int list_verb(const char *method, const char *list, bool tasks) {
          * out by the daemon, before the limit. */
         if (tasks && json_object_set_new(params, arg_all ? "includeExited" : "hideZero", json_true()) < 0)
                 return -ENOMEM;
-        if (tasks && arg_comm) {
-                /* Names are shown with other bytes than UTF-8 as \xNN: that is what the daemon compares. */
-                json_t *comm = json_string(arg_comm);
-
-                if (!comm) {
-                        fprintf(stderr, "memstrackctl: --comm takes a name in UTF-8 (other bytes as \\xNN, "
-                                "as tasks shows them).\n");
-                        return CTL_EXIT_USAGE;
-                }
-                if (json_object_set_new(params, "comm", comm) < 0)
-                        return -ENOMEM;
-        }
+        /* Names are shown with other bytes than UTF-8 as \xNN: that is what the daemon compares (the option
+         * table takes only UTF-8). */
+        if (tasks && arg_comm && json_object_set_new(params, "comm", json_string(arg_comm)) < 0)
+                return -ENOMEM;
 
         r = ctl_query(method, params, &reply, &page_size);
         if (r != 0 || !reply)

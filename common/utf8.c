@@ -87,6 +87,15 @@ static size_t next_piece(const char *s, Utf8EscapeFlags flags, char piece[static
         return len;
 }
 
+bool utf8_is_valid(const char *s) {
+        for (size_t n; *s; s += n) {
+                n = sequence_length((const unsigned char *) s);
+                if (n == 0)
+                        return false;
+        }
+        return true;
+}
+
 char *utf8_escape(const char *s, Utf8EscapeFlags flags) {
         char piece[PIECE_MAX];
         size_t size = 1, piece_len;

@@ -32,6 +32,9 @@ char *utf8_escape(const char *s, Utf8EscapeFlags flags);
  * OOM (or s NULL). */
 json_t *utf8_json_string(const char *s);
 
+/* Whether s is valid UTF-8 as above (what json_string() takes as it is). */
+bool utf8_is_valid(const char *s);
+
 /* Whether raw (bytes, as from the kernel) encodes to escaped (as a client sends it back), without
  * allocating: "bad\xff" matches the text bad\xff. */
 bool utf8_escaped_streq(const char *raw, const char *escaped);

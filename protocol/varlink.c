@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "json-overflow.h"
 #include "macro.h"
 #include "varlink.h"
 
@@ -299,7 +300,7 @@ int varlink_call_parse(const char *text, size_t size, VarlinkCallMessage *ret, c
         json_t *method = NULL, *parameters = NULL, *v;
         VarlinkCallFlags flags = 0;
         const char *key, *bad = NULL;
-        _cleanup_free_ char *m = NULL;
+        _cleanup_free_ char *m = NULL, *overflow = NULL;
         json_error_t error;
 
         assert(text || size == 0);
@@ -312,6 +313,16 @@ int varlink_call_parse(const char *text, size_t size, VarlinkCallMessage *ret, c
 
         /* Invalid UTF-8, bad syntax, trailing garbage, "\u0000" and duplicate keys all fail here. */
         j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &error);
+        if (!j && json_error_code(&error) == json_error_numeric_overflow) {
+                /* A number beyond int64_t or double is a bad parameter, not a broken stream: read the rest
+                 * of the call without it, to answer InvalidParameter (or nothing, if oneway). */
+                _cleanup_free_ char *copy = NULL;
+                int r = json_overflow_scan(text, size, &copy, &overflow);
+                if (r == -ENOMEM)
+                        return r;
+                if (r > 0)
+                        j = json_loads(copy, JSON_REJECT_DUPLICATES, &error);
+        }
         if (!j || !json_is_object(j))
                 return -EBADMSG;
 
@@ -337,10 +348,17 @@ int varlink_call_parse(const char *text, size_t size, VarlinkCallMessage *ret, c
                         bad = key;
         }
 
+        if (overflow)
+                bad = overflow;
         if (!bad && !method)
                 bad = "method";
         if (!bad && !varlink_method_name_is_valid(json_string_value(method)))
                 bad = "method";
+        /* "No reply" and "several replies" at once: a oneway stream would hold the connection, silent and
+         * past every deadline, and the calls behind it would never be read. Refused like any invalid
+         * call, which for a oneway call means without a reply (docs/protocol.md, "Wire format"). */
+        if (!bad && (flags & VARLINK_CALL_ONEWAY) && (flags & VARLINK_CALL_MORE))
+                bad = "more";
         if (bad) {
                 if (reterr_key) {
                         char *k = strdup(bad);
@@ -381,6 +399,8 @@ int varlink_call_build(const char *method, json_t *parameters, VarlinkCallFlags 
         if (!varlink_method_name_is_valid(method))
                 return -EINVAL;
         if (parameters && !json_is_object(parameters))
+                return -EINVAL;
+        if ((flags & VARLINK_CALL_ONEWAY) && (flags & VARLINK_CALL_MORE))
                 return -EINVAL;
 
         /* "o" steals the reference, also when packing fails. */

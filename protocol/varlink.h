@@ -98,9 +98,11 @@ void varlink_call_message_done(VarlinkCallMessage *m);
  * NUL-terminated and must not contain a NUL.
  * Returns 0 on success. -EBADMSG when the text is not a JSON object (bad syntax, invalid UTF-8, a NUL,
  * duplicate keys): the stream cannot be trusted any more. -EINVAL when it is an object but a member is
- * missing, unknown or of the wrong type, or the method name is malformed: *reterr_key then names the
- * offending member (malloc'ed, the caller frees it) and *reterr_flags holds the flags that could be read,
- * so a valid "oneway": true still suppresses the error reply. reterr_* may be NULL. -ENOMEM.
+ * missing, unknown or of the wrong type, the method name is malformed, oneway and more are both true
+ * ("more"), or a number in it is beyond int64_t (an integer) or double (a real): *reterr_key then names
+ * the offending member, or for such a number under "parameters" the parameter holding it (malloc'ed, the
+ * caller frees it), and *reterr_flags holds the flags that could be read, so a valid "oneway": true still
+ * suppresses the error reply. reterr_* may be NULL. -ENOMEM.
  */
 int varlink_call_parse(const char *text, size_t size, VarlinkCallMessage *ret, char **reterr_key,
                 VarlinkCallFlags *reterr_flags);
@@ -113,7 +115,8 @@ bool varlink_interface_name_is_valid(const char *name);
 int varlink_method_name_split(const char *name, char **ret_interface, const char **ret_member);
 
 /* Builds the serialized call {method, parameters, more?, oneway?} with its NUL terminator. parameters may
- * be NULL ({}). *ret_text is malloc'ed, *ret_size includes the NUL. */
+ * be NULL ({}). *ret_text is malloc'ed, *ret_size includes the NUL. -EINVAL for a bad method name, for
+ * parameters that are no object, and for oneway with more (no server accepts that call). */
 int varlink_call_build(const char *method, json_t *parameters, VarlinkCallFlags flags, char **ret_text,
                 size_t *ret_size);
 

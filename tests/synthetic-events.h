@@ -85,6 +85,19 @@ static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uin
                                                 .stack = { .frames = frames, .n_frames = n, .n_kernel_frames = n } } });
 }
 
+/* An allocation whose stack goes on into user space (memstrackd --user-stacks): two kernel frames of the
+ * kernel chain, then two user addresses without a symbol file. */
+static const uint64_t synthetic_chain_user[] = { 0xffffffff81003010, 0xffffffff81005020, 0x7f3a12345678,
+                                                 0x55d0c0ffee00 };
+
+static inline void synthetic_alloc_user(Accounting *a, int32_t pid, uint64_t pfn) {
+        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid,
+                                      .page = { .pfn = pfn, .migrate_type = -1,
+                                                .stack = { .frames = synthetic_chain_user,
+                                                           .n_frames = ELEMENTSOF(synthetic_chain_user),
+                                                           .n_kernel_frames = 2 } } });
+}
+
 static inline void synthetic_free(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order) {
         synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid,
                                       .page = { .pfn = pfn, .order = order } });

@@ -471,6 +471,32 @@ static void test_eviction_churn(void) {
         accounting_free(a);
 }
 
+/* The bound on exited tasks (4 here) holds after every event: tasks also end when a fork reuses their
+ * pid or an allocation shows their thread id in another process, with no exit event to evict after. */
+static void test_exited_bound_every_event(void) {
+        Accounting *a = new_accounting(NULL, true);
+        Usage *u = accounting_usage(a);
+        UsageStats us;
+
+        for (int32_t round = 0; round < 3; round++)
+                for (int32_t pid = 100; pid < 110; pid++) {
+                        /* A fork on a pid seen before: whoever had it is gone. */
+                        task_event(a, MS_EVENT_TASK_FORK, pid, NULL);
+                        usage_get_stats(u, &us);
+                        ASSERT_LE(us.n_exited, 4);
+                        /* Thread 5000 + pid moves between processes: its old record is gone. */
+                        alloc_chain(a, pid + round % 2, 5000 + pid, (uint64_t) (round * 100 + pid) * 8, 0, fault_chain,
+                                    ELEMENTSOF(fault_chain));
+                        usage_get_stats(u, &us);
+                        ASSERT_LE(us.n_exited, 4);
+                }
+        usage_get_stats(u, &us);
+        ASSERT_EQ(us.n_exited, 4);
+        ASSERT_GT(us.tasks_evicted, 0);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 static void test_module_attribution(void) {
         Ksym *k = fixture_ksym();
         Accounting *a = new_accounting(k, false);
@@ -1172,6 +1198,7 @@ int main(void) {
         TEST(test_threads);
         TEST(test_exited_tasks);
         TEST(test_eviction_churn);
+        TEST(test_exited_bound_every_event);
         TEST(test_module_attribution);
         TEST(test_tracer_frames_dropped);
         TEST(test_deferred_symbols);

@@ -115,6 +115,27 @@ def main():
         if "Serving the boot phase recorded in" not in text:
             fail(f"memstrackd did not say it serves the boot phase: {text}")
 
+        # User frames without a symbol carry raw user-space addresses of processes long gone, whose owner is
+        # not known: hidden from anyone but root, as their addresses are.
+        with_user = json.loads(json.dumps(fixture))
+        raw = "[user] 0x7f3a12345678"
+        with_user["stackTree"]["root"]["children"].append(
+            {"frame": raw, "module": None, "address": "0x00007f3a12345678", "currentPages": 0, "peakPages": 0,
+             "children": [], "truncatedChildren": 0})
+        with_user["units"]["units"][0]["topStacks"].append({"frames": [raw, "do_syscall_64+0x71"], "currentPages": 1})
+        path = os.path.join(work, "with-user.json")
+        with open(path, "w") as f:
+            json.dump(with_user, f)
+        proc, sock, log = start(work, "user-frames", path)
+        try:
+            text = json.dumps(call_as_other_user(sock)["snapshot"])
+            if raw in text or text.count("[user] [unknown]") != 2:
+                fail(f"a non-root caller sees the raw user frame, or not its replacement: {raw in text}")
+            if os.geteuid() == 0 and raw not in json.dumps(livelib.call(sock, "io.memstrack.BootPhase")["snapshot"]):
+                fail("root does not see the raw user frame")
+        finally:
+            stop(proc, log)
+
         # No file, a garbled one, one too big for a reply: no boot phase, everything else served.
         garbled = os.path.join(work, "garbled")
         with open(garbled, "w") as f:

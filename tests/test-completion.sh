@@ -56,7 +56,13 @@ expect() {
 expect "tasks" memstrackctl ta
 expect "slab snapshot snapshots stacks status" memstrackctl s
 expect "cache callsite" memstrackctl slab --by c
-expect "diff footprint history import leaks modules oom pprof record report reset slab snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "delete-snapshot diff footprint history import leaks modules oom pprof record report reset slab snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "delete-snapshot diff" memstrackctl d
+expect "--uid" memstrackctl delete-snapshot --u
+expect "" memstrackctl delete-snapshot --uid ""
+expect "--address --all" memstrackctl snapshots --a
+# Snapshot names come from the daemon; none answers here.
+expect "" memstrackctl diff ""
 expect "directory section symbol" memstrackctl footprint --by ""
 expect "--depth" memstrackctl footprint --d
 expect "--by" memstrackctl footprint --b

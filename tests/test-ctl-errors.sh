@@ -65,6 +65,10 @@ verbs=(
     "snapshot before"
     "snapshot --file $work/snap.json"
     "diff before"
+    "snapshots"
+    "snapshots --all"
+    "delete-snapshot before"
+    "delete-snapshot --uid 1000 before other"
     "report"
     "report --format flamegraph --task 1"
     "pprof --output $work/profile.pb.gz"
@@ -94,6 +98,19 @@ check_error() {
     echo "ok $name: ${#verbs[@]} verbs, one sentence"
 }
 
+# Usage errors come before any connection: 2, whatever the server would say. Every option is checked
+# against the verb's, the last one of the table too.
+for v in "status --min-age 5" "status --uid 0" "delete-snapshot" "delete-snapshot x --uid nobody" \
+         "delete-snapshot x --uid 4294967295" "snapshots extra"; do
+    # shellcheck disable=SC2086
+    "$CTL" --address "$work/nothing" $v >/dev/null 2>"$work/err"; r=$?
+    if [ $r -ne 2 ]; then
+        echo "FAIL: '$v' exited $r, expected 2: $(cat "$work/err")"
+        failed=1
+    fi
+done
+echo "ok usage errors"
+
 version=$("$CTL" --version | awk '{ print $2 }')
 check_error io.memstrack.NoSuchTask '{"pid": 999999}' 1 \
     "No task with pid 999999 is known to memstrackd (memstrackctl tasks --all lists them)."
@@ -111,4 +128,18 @@ check_error io.memstrack.InternalError '{"errno": 12, "message": "out of memory"
 check_error org.varlink.service.MethodNotFound '{"method": "io.memstrack.Status"}' 5 \
     "memstrackd does not know io.memstrack.Status: it is another version than memstrackctl $version."
 check_error com.example.Odd '{"a": 1}' 1 "memstrackd replied with error com.example.Odd {\"a\":1}."
+
+# A name with bytes that are not UTF-8 cannot be sent (JSON strings are UTF-8): a usage error that shows
+# the value as memstrackctl shows names, before any daemon is asked.
+for args in "stacks --module" "history --unit" "tasks --comm"; do
+    # shellcheck disable=SC2086
+    "$CTL" --address "$work/none" $args $'bad\xff' >"$work/out" 2>"$work/err"; r=$?
+    opt=${args#* }
+    expected="memstrackctl: $opt takes a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them), not 'bad\\xff'."
+    if [ $r -ne 2 ] || [ "$(head -1 "$work/err")" != "$expected" ]; then
+        echo "FAIL non-UTF-8 $args: exited $r, said '$(head -1 "$work/err")'"
+        failed=1
+    fi
+done
+echo "ok names that are not UTF-8: usage errors"
 exit $failed

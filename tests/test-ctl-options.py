@@ -184,7 +184,9 @@ def check_man(doc, path):
              % (sorted(documented - table), sorted(table - documented)))
     verbs_section = man.split("\n.SH VERBS\n")[1].split("\n.SH ")[0]
     for verb in doc["verbs"]:
-        if not re.search(r"^\.(?:TP\n\.)?B[IR]? \"?%s\b" % re.escape(verb["name"]), verbs_section, re.M):
+        # roff writes a hyphen in a name as \-.
+        name = re.escape(verb["name"].replace("-", "\\-"))
+        if not re.search(r"^\.(?:TP\n\.)?B[IR]? \"?%s\b" % name, verbs_section, re.M):
             fail("memstrackctl(1) VERBS has no %s" % verb["name"])
     if len(failures) == failed_before:
         print("ok memstrackctl(1) documents the %d options and %d verbs" % (len(table), len(doc["verbs"])))

@@ -51,8 +51,12 @@ static void test_messages(void) {
               "memstrackd is not tracing: perf_event_open failed.");
         check(MEMSTRACK_ERROR_LIMIT_EXCEEDED, "{\"limit\": \"messageSize\", \"value\": 16777216}",
               "The answer is larger than memstrackd sends (16777216 bytes); ask for less with --limit or --depth.");
-        check(MEMSTRACK_ERROR_LIMIT_EXCEEDED, "{\"limit\": \"snapshots\", \"value\": 64}",
-              "memstrackd keeps at most 64 snapshots; reuse a name.");
+        check(MEMSTRACK_ERROR_LIMIT_EXCEEDED, "{\"limit\": \"snapshots\", \"value\": 8}",
+              "memstrackd keeps at most 8 snapshots per user; reuse a name, or delete one "
+              "(memstrackctl delete-snapshot NAME).");
+        check(MEMSTRACK_ERROR_LIMIT_EXCEEDED, "{\"limit\": \"snapshotsAllUsers\", \"value\": 24}",
+              "memstrackd keeps at most 24 snapshots for all users but root together, and has them; root can "
+              "delete others' (memstrackctl snapshots --all, delete-snapshot --uid).");
         check(MEMSTRACK_ERROR_LIMIT_EXCEEDED, "{\"limit\": \"connections\", \"value\": 8}",
               "memstrackd refused: over its limit 'connections' (8).");
         check(MEMSTRACK_ERROR_INTERNAL, "{\"errno\": 12, \"message\": \"out of memory\"}",

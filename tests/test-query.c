@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -9,6 +13,7 @@
 #include "leaks.h"
 #include "macro.h"
 #include "query.h"
+#include "read-file.h"
 #include "synthetic-events.h"
 #include "test-json.h"
 #include "tests.h"
@@ -360,9 +365,127 @@ static void test_leaks(void) {
         ksym_free(k);
 }
 
+/* The user frames below the process node of pid, outermost first, in one string ("frame@address|..."). */
+static void user_frames_of(json_t *node, int32_t pid, bool below, char *buf, size_t size) {
+        char prefix[32];
+        const char *frame = json_string_value(json_object_get(node, "frame"));
+        json_t *child;
+        size_t i;
+
+        (void) snprintf(prefix, sizeof(prefix), "[pid %d ", (int) pid);
+        if (below && startswith(frame, "[user]") && strlen(buf) + 64 < size) {
+                const char *address = json_string_value(json_object_get(node, "address"));
+                (void) snprintf(buf + strlen(buf), size - strlen(buf), "%s@%s|", frame, address ?: "null");
+        }
+        json_array_foreach(json_object_get(node, "children"), i, child)
+                user_frames_of(child, pid, below || startswith(frame, prefix), buf, size);
+}
+
+static void expect_user_frames(Accounting *a, int32_t pid, QueryUserAddresses policy, uid_t uid, const char *expected) {
+        QueryStackTree q = { .pid = -1, .max_depth = 255, .max_children = 10000, .sort = QUERY_SORT_CURRENT,
+                             .show_addresses = true, .user_addresses = policy, .caller_uid = uid };
+        json_auto_t *reply = NULL;
+        char got[512] = "";
+
+        ASSERT_OK(query_stacktree(a, &q, &reply));
+        user_frames_of(json_object_get(reply, "root"), pid, false, got, sizeof(got));
+        if (!streq(got, expected))
+                fprintf(stderr, "pid %d, policy %d, uid %u: %s, expected %s\n", (int) pid, (int) policy, (unsigned) uid,
+                        got, expected);
+        ASSERT_STREQ(got, expected);
+}
+
+/*
+ * Raw user-space addresses are shown as the kernel's are: to root for every process; to another caller
+ * for its own running processes only (whole-owner and dumpable, as the kernel lets it read their maps),
+ * never for an exited process, a process gone from /proc or another user's. Names stay either way.
+ */
+static void test_user_addresses(void) {
+        static const char shown[] = "[user] 0x402000@0x0000000000402000|[user] 0x401000@0x0000000000401000|";
+        static const char hidden[] = "[user] [unknown]@null|[user] [unknown]@null|";
+        Ksym *k = NULL;
+        Accounting *a = core_new(8, &k);
+        uid_t me = geteuid(), owner = 12345;
+        int32_t self = (int32_t) getpid();
+
+        /* The owner of a process, from /proc: ours; none for one that is gone. */
+        ASSERT_OK(read_proc_owner(self, &owner));
+        ASSERT_EQ(owner, me);
+        pid_t gone = fork();
+        ASSERT_OK(gone);
+        if (gone == 0)
+                _exit(0);
+        ASSERT_EQ(waitpid(gone, NULL, 0), gone);
+        ASSERT_TRUE(read_proc_owner(gone, &owner) < 0);
+        /* An undumpable process's layout is root's business, whoever runs it. */
+        int ready[2];
+        ASSERT_OK(pipe(ready));
+        pid_t undumpable = fork();
+        ASSERT_OK(undumpable);
+        if (undumpable == 0) {
+                /* Gone with the test, also when it fails. */
+                char c = prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_DUMPABLE, 0) < 0 ? 'n' : 'y';
+                if (write(ready[1], &c, 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        char c = 0;
+        ASSERT_EQ(read(ready[0], &c, 1), 1);
+        ASSERT_EQ(c, 'y');
+        owner = 12345;
+        int r = read_proc_owner(undumpable, &owner);
+        ASSERT_TRUE(r == -EPERM || (r == 0 && owner == 0));
+        ASSERT_TRUE(me == 0 || r == -EPERM);
+
+        alloc(a, self, 0x10000, 0, 4);
+        alloc(a, (int32_t) gone, 0x20000, 0, 4);
+        alloc(a, (int32_t) undumpable, 0x30000, 0, 4);
+        alloc(a, 4242, 0x40000, 0, 4);
+        accounting_handle_event(a, &(MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = 4242, .tid = 4242 });
+
+        /* Root: all. */
+        expect_user_frames(a, self, QUERY_USER_ADDRESSES_ALL, 0, shown);
+        expect_user_frames(a, 4242, QUERY_USER_ADDRESSES_ALL, 0, shown);
+        /* A caller: its own running process only. */
+        expect_user_frames(a, self, QUERY_USER_ADDRESSES_OWN, me, shown);
+        expect_user_frames(a, self, QUERY_USER_ADDRESSES_OWN, me + 1, hidden);
+        expect_user_frames(a, (int32_t) gone, QUERY_USER_ADDRESSES_OWN, me, hidden);
+        expect_user_frames(a, 4242, QUERY_USER_ADDRESSES_OWN, me, hidden);
+        if (me != 0)
+                expect_user_frames(a, (int32_t) undumpable, QUERY_USER_ADDRESSES_OWN, me, hidden);
+        /* A reply kept for anyone: none. */
+        expect_user_frames(a, self, QUERY_USER_ADDRESSES_NONE, me, hidden);
+
+        /* The same in the frames of a stack list (Units topStacks, Leaks, OomKills). */
+        json_auto_t *top = NULL;
+        ASSERT_OK(query_top_stacks(a, 10, true, NULL, &top));
+        _cleanup_free_ char *text = json_dumps(top, JSON_COMPACT);
+        ASSERT_NULL(strstr(text, "0x40"));
+        ASSERT_NOT_NULL(strstr(text, "[user] [unknown]"));
+        LeaksQuery lq = { .now_nsec = 100 * SEC, .interval_nsec = 10 * SEC, .intervals = 1, .limit = 10,
+                          .pid = self, .user_addresses = QUERY_USER_ADDRESSES_OWN, .caller_uid = me };
+        json_auto_t *mine = NULL, *theirs = NULL;
+        ASSERT_OK(leaks_query_json(a, &lq, &mine));
+        _cleanup_free_ char *mine_text = json_dumps(mine, JSON_COMPACT);
+        ASSERT_NOT_NULL(strstr(mine_text, "[user] 0x401000"));
+        lq.caller_uid = me + 1;
+        ASSERT_OK(leaks_query_json(a, &lq, &theirs));
+        _cleanup_free_ char *theirs_text = json_dumps(theirs, JSON_COMPACT);
+        ASSERT_NULL(strstr(theirs_text, "[user] 0x"));
+
+        (void) kill(undumpable, SIGKILL);
+        ASSERT_EQ(waitpid(undumpable, NULL, 0), undumpable);
+        safe_close(ready[0]);
+        safe_close(ready[1]);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 int main(void) {
         TEST(test_filtered_views_match_page_table);
         TEST(test_tasks_and_modules);
         TEST(test_leaks);
+        TEST(test_user_addresses);
         return 0;
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -36,6 +37,7 @@
 #include "synthetic-events.h"
 #include "test-json.h"
 #include "tests.h"
+#include "time-util.h"
 #include "varlink.h"
 
 #define CALL_TIMEOUT_USEC (30U * 1000000U)
@@ -635,6 +637,83 @@ static void test_top(void) {
         fixture_done(&f);
 }
 
+/* Reads the next frame of a Top stream; its timestampUsec. The loop waits for its own sources only (no
+ * short slices that would wake it, and so fire a timer that may still wait, every 10 ms), as the
+ * daemon's does when tracing is quiet. */
+static uint64_t top_frame_time(Fixture *f, VarlinkClient *c) {
+        for (unsigned i = 0; i < 100; i++) {
+                json_auto_t *frame = NULL;
+                _cleanup_free_ char *error = NULL;
+                int r = varlink_client_read_reply(c, 0, &frame, &error);
+
+                if (r == -EAGAIN) {
+                        ASSERT_OK(sd_event_run(f->event, 2 * USEC_PER_SEC));
+                        continue;
+                }
+                ASSERT_EQ(r, 1);
+                ASSERT_NULL(error);
+                return (uint64_t) get_int(frame, "timestampUsec");
+        }
+        fprintf(stderr, "no Top frame after 100 loop iterations\n");
+        abort();
+}
+
+/*
+ * Top keeps the interval asked for. The timer is set for the stream due next (no wakeup every 100 ms for
+ * streams of a second) and may be late by a small part of the shortest interval: sd-event's default
+ * accuracy (250 ms) made 100 ms streams come every 250 ms. The frames' own timestamps then come an
+ * interval apart; the bound on their mean spacing leaves room for a loaded machine and still fails at
+ * 250 ms.
+ */
+static void test_top_interval(void) {
+        _cleanup_(varlink_client_freep) VarlinkClient *slow = NULL, *fast = NULL;
+        uint64_t when = 1, accuracy = 1, slow_when, times[11];
+        json_auto_t *first = NULL;
+        _cleanup_free_ char *error = NULL;
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_EQ(when, 0);
+
+        ASSERT_OK(varlink_client_connect(f.socket, &slow));
+        ASSERT_EQ(call_on(&f, slow, "io.memstrack.Top", "{\"intervalUsec\": 1000000}", VARLINK_CALL_MORE, &first,
+                          &error), 1);
+        /* The stream's next update is a second after its first frame was built, and no wakeup comes
+         * before it. */
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_GE(when, (uint64_t) get_int(first, "timestampUsec") + 1000000);
+        ASSERT_LE(accuracy, 1000000 / 20);
+        slow_when = when;
+
+        ASSERT_OK(varlink_client_connect(f.socket, &fast));
+        {
+                json_auto_t *p = json_pack("{s:i}", "intervalUsec", 100000);
+                ASSERT_OK(varlink_client_send(fast, "io.memstrack.Top", p, VARLINK_CALL_MORE, CALL_TIMEOUT_USEC));
+        }
+        times[0] = top_frame_time(&f, fast);
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_LT(when, slow_when);
+        ASSERT_GE(when, times[0] + 100000);
+        ASSERT_LE(accuracy, 100000 / 20);
+
+        for (size_t i = 1; i < ELEMENTSOF(times); i++)
+                times[i] = top_frame_time(&f, fast);
+        uint64_t mean = (times[ELEMENTSOF(times) - 1] - times[0]) / (ELEMENTSOF(times) - 1);
+        /* Never early. How late depends on how the machine schedules us, which a test cannot know: the
+         * timer's accuracy above is what holds the stream to its interval. */
+        fprintf(stderr, "100 ms Top stream: frames %" PRIu64 " us apart on average\n", mean);
+        ASSERT_GE(mean, 100000 / 2);
+
+        /* The streams gone, the timer is off. */
+        slow = varlink_client_free(slow);
+        fast = varlink_client_free(fast);
+        drain(&f);
+        ASSERT_OK(service_top_timer(f.service, &when, &accuracy));
+        ASSERT_EQ(when, 0);
+        fixture_done(&f);
+}
+
 static void test_marks(void) {
         char name[80];
         Fixture f;
@@ -650,22 +729,35 @@ static void test_marks(void) {
         expect_pids(diff, "tasks", "200");
         json_auto_t *list = call_ok(&f, "io.memstrack.ListSnapshots", NULL);
         ASSERT_EQ(json_array_size(json_object_get(list, "snapshots")), 1);
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(list, "snapshots"), 0), "name")),
-                     "before");
+        json_t *info = json_array_get(json_object_get(list, "snapshots"), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(info, "name")), "before");
+        ASSERT_EQ(get_int(info, "uid"), (int64_t) geteuid());
 
         json_auto_t *nss = call_error(&f, "io.memstrack.Diff", "{\"name\": \"after\"}", MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
         ASSERT_STREQ(json_string_value(json_object_get(nss, "name")), "after");
-        /* 16 names; a 17th is refused, replacing one of them is not. */
-        for (int i = 1; i < 16; i++) {
+        /* 8 names per uid; a 9th is refused, replacing one of them is not. */
+        for (int i = 1; i < 8; i++) {
                 (void) snprintf(name, sizeof(name), "{\"name\": \"m%d\"}", i);
                 json_decref(call_ok(&f, "io.memstrack.Snapshot", name));
         }
-        json_auto_t *lim = call_error(&f, "io.memstrack.Snapshot", "{\"name\": \"m16\"}", MEMSTRACK_ERROR_LIMIT_EXCEEDED);
+        json_auto_t *lim = call_error(&f, "io.memstrack.Snapshot", "{\"name\": \"m8\"}", MEMSTRACK_ERROR_LIMIT_EXCEEDED);
         ASSERT_STREQ(json_string_value(json_object_get(lim, "limit")), "snapshots");
-        ASSERT_EQ(get_int(lim, "value"), 16);
+        ASSERT_EQ(get_int(lim, "value"), 8);
         json_decref(call_ok(&f, "io.memstrack.Snapshot", "{\"name\": \"m3\"}"));
-        json_auto_t *list16 = call_ok(&f, "io.memstrack.ListSnapshots", NULL);
-        ASSERT_EQ(json_array_size(json_object_get(list16, "snapshots")), 16);
+        json_auto_t *list8 = call_ok(&f, "io.memstrack.ListSnapshots", NULL);
+        ASSERT_EQ(json_array_size(json_object_get(list8, "snapshots")), 8);
+
+        /* Deleting one makes room; it is gone for Diff and DeleteSnapshot. */
+        json_decref(call_ok(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"m3\"}"));
+        json_auto_t *gone = call_error(&f, "io.memstrack.Diff", "{\"name\": \"m3\"}", MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(gone, "name")), "m3");
+        json_auto_t *gone2 = call_error(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"m3\"}",
+                                        MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(gone2, "name")), "m3");
+        json_decref(call_ok(&f, "io.memstrack.Snapshot", "{\"name\": \"m8\"}"));
+        /* Naming oneself is allowed to anyone. */
+        (void) snprintf(name, sizeof(name), "{\"name\": \"m8\", \"uid\": %u}", (unsigned) geteuid());
+        json_decref(call_ok(&f, "io.memstrack.DeleteSnapshot", name));
 
         expect_invalid(&f, "io.memstrack.Snapshot", NULL, "name");
         expect_invalid(&f, "io.memstrack.Snapshot", "{\"name\": \"\"}", "name");
@@ -676,6 +768,272 @@ static void test_marks(void) {
         expect_invalid(&f, "io.memstrack.Diff", "{\"name\": \"before\", \"limit\": 0}", "limit");
         expect_invalid(&f, "io.memstrack.Diff", "{\"name\": \"before\", \"limit\": 10001}", "limit");
         expect_invalid(&f, "io.memstrack.ListSnapshots", "{\"bogus\": 1}", "bogus");
+        expect_invalid(&f, "io.memstrack.ListSnapshots", "{\"allUsers\": 1}", "allUsers");
+        expect_invalid(&f, "io.memstrack.DeleteSnapshot", NULL, "name");
+        expect_invalid(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"before\", \"uid\": -1}", "uid");
+        expect_invalid(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"before\", \"uid\": 4294967295}", "uid");
+        expect_invalid(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"before\", \"bogus\": 1}", "bogus");
+        if (!f.root) {
+                json_auto_t *d1 = call_error(&f, "io.memstrack.ListSnapshots", "{\"allUsers\": true}",
+                                             MEMSTRACK_ERROR_PERMISSION_DENIED);
+                ASSERT_TRUE(json_is_string(json_object_get(d1, "reason")));
+                json_auto_t *d2 = call_error(&f, "io.memstrack.DeleteSnapshot", "{\"name\": \"before\", \"uid\": 0}",
+                                             MEMSTRACK_ERROR_PERMISSION_DENIED);
+                ASSERT_TRUE(json_is_string(json_object_get(d2, "reason")));
+        }
+        fixture_done(&f);
+}
+
+/* A call from a child running as another user (see run_as()): the reply, or the error named expected. */
+static json_t *child_call(VarlinkClient *c, const char *method, const char *params, const char *expected) {
+        json_auto_t *p = params ? json_loads(params, 0, NULL) : NULL;
+        json_t *reply = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        ASSERT_EQ(varlink_client_call(c, method, p, CALL_TIMEOUT_USEC, &reply, &error), 0);
+        if (!streq(error ?: "", expected ?: "")) {
+                fprintf(stderr, "uid %u: %s(%s): expected %s, got %s\n", (unsigned) geteuid(), method, params ?: "",
+                        expected ?: "a reply", error ?: "a reply");
+                abort();
+        }
+        return reply;
+}
+
+/* Runs fn in a child that became uid (keeping our group, the allowed one, so it gets in) with its own
+ * connection, while this process serves it; the child's assertions are the test's. */
+static void run_as(Fixture *f, uid_t uid, void (*fn)(VarlinkClient *c, void *userdata), void *userdata) {
+        pid_t pid = fork();
+        ASSERT_OK(pid);
+        if (pid == 0) {
+                VarlinkClient *c = NULL;
+
+                if (setgroups(0, NULL) < 0 || setresgid(getgid(), getgid(), getgid()) < 0 ||
+                    setresuid(uid, uid, uid) < 0 || geteuid() != uid)
+                        _exit(2);
+                if (varlink_client_connect(f->socket, &c) < 0)
+                        _exit(3);
+                fn(c, userdata);
+                varlink_client_free(c);
+                _exit(0);
+        }
+        int status = 0;
+        for (unsigned i = 0; i < LOOP_SLICES_MAX; i++) {
+                pid_t w = waitpid(pid, &status, WNOHANG);
+                ASSERT_OK(w);
+                if (w == pid)
+                        break;
+                ASSERT_OK(sd_event_run(f->event, LOOP_SLICE_USEC));
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "the child running as uid %u failed: status 0x%x\n", (unsigned) uid, status);
+                (void) kill(pid, SIGKILL);
+                abort();
+        }
+}
+
+static void member_fills_its_marks(VarlinkClient *c, void *userdata) {
+        char name[80];
+
+        /* Its own "before": root's is another snapshot, which it neither sees nor replaces. */
+        json_auto_t *list = child_call(c, "io.memstrack.ListSnapshots", NULL, NULL);
+        ASSERT_EQ(json_array_size(json_object_get(list, "snapshots")), 0);
+        json_auto_t *nss = child_call(c, "io.memstrack.Diff", "{\"name\": \"before\"}", MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(nss, "name")), "before");
+        json_decref(child_call(c, "io.memstrack.Snapshot", "{\"name\": \"before\"}", NULL));
+        for (int i = 1; i < 8; i++) {
+                (void) snprintf(name, sizeof(name), "{\"name\": \"m%d\"}", i);
+                json_decref(child_call(c, "io.memstrack.Snapshot", name, NULL));
+        }
+        json_auto_t *lim = child_call(c, "io.memstrack.Snapshot", "{\"name\": \"m9\"}", MEMSTRACK_ERROR_LIMIT_EXCEEDED);
+        ASSERT_STREQ(json_string_value(json_object_get(lim, "limit")), "snapshots");
+        json_auto_t *diff = child_call(c, "io.memstrack.Diff", "{\"name\": \"before\"}", NULL);
+        ASSERT_EQ(get_int(diff, "beforePages"), 23);
+        /* Others' snapshots are root's business. */
+        json_auto_t *d1 = child_call(c, "io.memstrack.ListSnapshots", "{\"allUsers\": true}",
+                                     MEMSTRACK_ERROR_PERMISSION_DENIED);
+        json_auto_t *d2 = child_call(c, "io.memstrack.DeleteSnapshot", "{\"name\": \"before\", \"uid\": 0}",
+                                     MEMSTRACK_ERROR_PERMISSION_DENIED);
+        ASSERT_TRUE(json_is_string(json_object_get(d1, "reason")) && json_is_string(json_object_get(d2, "reason")));
+        json_auto_t *mine = child_call(c, "io.memstrack.ListSnapshots", NULL, NULL);
+        ASSERT_EQ(json_array_size(json_object_get(mine, "snapshots")), 8);
+}
+
+static void member_finds_room_taken(VarlinkClient *c, void *userdata) {
+        const char *expected_limit = userdata;
+
+        if (!expected_limit) {
+                json_decref(child_call(c, "io.memstrack.Snapshot", "{\"name\": \"before\"}", NULL));
+                return;
+        }
+        json_auto_t *lim = child_call(c, "io.memstrack.Snapshot", "{\"name\": \"before\"}", MEMSTRACK_ERROR_LIMIT_EXCEEDED);
+        ASSERT_STREQ(json_string_value(json_object_get(lim, "limit")), expected_limit);
+        ASSERT_EQ(get_int(lim, "value"), 24);
+}
+
+/*
+ * Snapshot names are per uid, bounded per uid and for all users but root together: a group member can
+ * neither replace root's snapshot of the same name nor take root's room, and three members filling theirs
+ * leave a fourth with LimitExceeded "snapshotsAllUsers" until one is deleted. Needs root to be other users.
+ */
+static void test_marks_per_uid(void) {
+        char name[80];
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        if (!f.root) {
+                fprintf(stderr, "not root: snapshots of other users not checked (they need setresuid())\n");
+                fixture_done(&f);
+                return;
+        }
+        json_decref(call_ok(&f, "io.memstrack.Snapshot", "{\"name\": \"before\"}"));
+        synthetic_alloc(f.accounting, 200, 0x9000, 3, SYNTHETIC_EXT4);
+
+        run_as(&f, NOBODY_UID, member_fills_its_marks, NULL);
+        /* Root's "before" is still root's, taken before the 8 pages. */
+        json_auto_t *diff = call_ok(&f, "io.memstrack.Diff", "{\"name\": \"before\"}");
+        ASSERT_EQ(get_int(diff, "beforePages"), 15);
+        /* Root keeps room of its own. */
+        for (int i = 1; i < 8; i++) {
+                (void) snprintf(name, sizeof(name), "{\"name\": \"r%d\"}", i);
+                json_decref(call_ok(&f, "io.memstrack.Snapshot", name));
+        }
+        /* Two more members fill the others' 24; a fourth finds no room, even for its first. */
+        for (uid_t uid = NOBODY_UID - 2; uid < NOBODY_UID; uid++)
+                run_as(&f, uid, member_fills_its_marks, NULL);
+        run_as(&f, NOBODY_UID - 3, member_finds_room_taken, (void *) "snapshotsAllUsers");
+
+        json_auto_t *all = call_ok(&f, "io.memstrack.ListSnapshots", "{\"allUsers\": true}");
+        ASSERT_EQ(json_array_size(json_object_get(all, "snapshots")), 32);
+        json_auto_t *own = call_ok(&f, "io.memstrack.ListSnapshots", NULL);
+        ASSERT_EQ(json_array_size(json_object_get(own, "snapshots")), 8);
+        /* Root deletes a member's: the fourth member gets its place. */
+        (void) snprintf(name, sizeof(name), "{\"name\": \"before\", \"uid\": %u}", (unsigned) NOBODY_UID);
+        json_decref(call_ok(&f, "io.memstrack.DeleteSnapshot", name));
+        json_auto_t *nss = call_error(&f, "io.memstrack.DeleteSnapshot", name, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT);
+        ASSERT_STREQ(json_string_value(json_object_get(nss, "name")), "before");
+        run_as(&f, NOBODY_UID - 3, member_finds_room_taken, NULL);
+        /* Root's own "before" was not touched. */
+        json_auto_t *still = call_ok(&f, "io.memstrack.Diff", "{\"name\": \"before\"}");
+        ASSERT_EQ(get_int(still, "beforePages"), 15);
+        fixture_done(&f);
+}
+
+static bool stack_tree_shows(json_t *reply, const char *text) {
+        _cleanup_free_ char *s = json_dumps(reply, JSON_COMPACT);
+        ASSERT_NOT_NULL(s);
+        return strstr(s, text);
+}
+
+static void member_sees_no_raw_user_frames(VarlinkClient *c, void *userdata) {
+        json_auto_t *tree = child_call(c, "io.memstrack.StackTree", NULL, NULL);
+        ASSERT_TRUE(!stack_tree_shows(tree, "[user] 0x"));
+        ASSERT_TRUE(stack_tree_shows(tree, "[user] [unknown]"));
+        json_auto_t *units = child_call(c, "io.memstrack.Units", "{\"stacks\": 5}", NULL);
+        ASSERT_TRUE(!stack_tree_shows(units, "[user] 0x"));
+}
+
+/*
+ * With --user-stacks, raw user-space addresses of another user's process are kept from a group member as
+ * kernel addresses are (StackTree, Units' stacks): the caller here is this test's process itself (its
+ * own: shown) and, as root, nobody (root's process: hidden).
+ */
+static void test_user_frames(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        synthetic_alloc_user(f.accounting, (int32_t) getpid(), 0x70000);
+        json_auto_t *tree = call_ok(&f, "io.memstrack.StackTree", NULL);
+        ASSERT_TRUE(stack_tree_shows(tree, "[user] 0x7f3a12345678"));
+        if (f.root)
+                run_as(&f, NOBODY_UID, member_sees_no_raw_user_frames, NULL);
+        else
+                fprintf(stderr, "not root: another user's view of user frames not checked\n");
+        fixture_done(&f);
+}
+
+/* The integer parameters of every method of the embedded interface, as "Method param" lines: read from the
+ * IDL, so a parameter added there is covered here. */
+static char *int_parameters_from_idl(void) {
+        const char *idl = varlink_interface_io_memstrack;
+        char *out = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&out, &size);
+
+        ASSERT_NOT_NULL(f);
+        for (const char *p = strstr(idl, "\nmethod "); p; p = strstr(p + 1, "\nmethod ")) {
+                const char *name = p + strlen("\nmethod "), *q = strchr(name, '(');
+                int name_len = (int) (q - name), depth = 1;
+                char field[64];
+                size_t n = 0;
+
+                ASSERT_NOT_NULL(q);
+                /* The parameter list up to its closing parenthesis (enums nest), comments cut: each
+                 * "NAME: TYPE" at the first level, separated by commas or new lines. */
+                for (q++; *q && depth > 0; q++) {
+                        if (*q == '#') {
+                                q += strcspn(q, "\n") - 1;
+                                continue;
+                        }
+                        depth += *q == '(';
+                        depth -= *q == ')';
+                        if (depth != 1 || *q == ' ' || *q == '(')
+                                continue;
+                        if (*q == ',' || *q == '\n') {
+                                n = 0;
+                                continue;
+                        }
+                        if (*q == ':') {
+                                const char *t = q + 1 + strspn(q + 1, " ?");
+                                if (strncmp(t, "int", 3) == 0 && strchr(",)\n ", t[3]))
+                                        fprintf(f, "%.*s %.*s\n", name_len, name, (int) n, field);
+                                n = sizeof(field);      /* the type is no name */
+                                continue;
+                        }
+                        if (n < sizeof(field))
+                                field[n++] = *q;
+                }
+        }
+        ASSERT_EQ(fclose(f), 0);
+        return out;
+}
+
+/*
+ * A number beyond int64_t in any integer parameter of any method, positive or negative, gets
+ * InvalidParameter naming it, and the connection stays usable: jansson refuses such a number, which made
+ * the daemon close the connection without a word.
+ */
+static void test_huge_integers(void) {
+        _cleanup_free_ char *params = int_parameters_from_idl();
+        char method[64], parameter[64], text[256];
+        size_t checked = 0;
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        for (const char *line = params; line && *line; line = strchr(line, '\n') + 1) {
+                ASSERT_EQ(sscanf(line, "%63s %63s", method, parameter), 2);
+                for (int sign = 0; sign < 2; sign++) {
+                        json_auto_t *e = NULL;
+                        _cleanup_free_ char *error = NULL;
+                        int fd = varlink_client_get_fd(f.client);
+
+                        (void) snprintf(text, sizeof(text),
+                                        "{\"method\":\"io.memstrack.%s\",\"parameters\":{\"%s\":%s99999999999999999999999}}",
+                                        method, parameter, sign ? "-" : "");
+                        ASSERT_EQ(send(fd, text, strlen(text) + 1, MSG_NOSIGNAL), (ssize_t) strlen(text) + 1);
+                        ASSERT_EQ(wait_reply(&f, f.client, &e, &error), 0);
+                        if (!error || !streq(error, VARLINK_ERROR_INVALID_PARAMETER) ||
+                            !streq(json_string_value(json_object_get(e, "parameter")) ?: "", parameter))
+                                fprintf(stderr, "%s\n", text);
+                        ASSERT_STREQ(error, VARLINK_ERROR_INVALID_PARAMETER);
+                        ASSERT_STREQ(json_string_value(json_object_get(e, "parameter")), parameter);
+                }
+                checked++;
+        }
+        /* Summary, Tasks, Modules, Units, History, StackTree, Top, Diff, Slab, Leaks, DeleteSnapshot: 23. */
+        fprintf(stderr, "%zu integer parameters checked\n", checked);
+        ASSERT_GE(checked, 23);
+        json_auto_t *status = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_EQ(get_int(status, "trackedPages"), 15);
         fixture_done(&f);
 }
 
@@ -809,10 +1167,14 @@ int main(void) {
         TEST(test_stack_tree);
         TEST(test_units);
         TEST(test_top);
+        TEST(test_top_interval);
         TEST(test_top_slab);
         TEST(test_leaks_paced);
         TEST(test_marks);
+        TEST(test_marks_per_uid);
         TEST(test_oom_kills);
+        TEST(test_huge_integers);
+        TEST(test_user_frames);
         TEST(test_root_only);
         return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "macro.h"
 #include "tests.h"
 #include "usage.h"
 
@@ -146,15 +147,18 @@ static void test_eviction(void) {
                 owners[pid - 1] = t;
                 usage_task_charge(u, t, LEDGER_PAGES, (uint64_t) pid);
         }
-        /* Exit in pid order; eviction keeps at most 8 + 8/8 exited records at any time. */
+        /* Exit in pid order: the bound is exact, after every exit; the oldest exit goes first. */
         for (int32_t pid = 1; pid <= 64; pid++) {
                 usage_task_exit(u, pid, pid, 100 + (uint64_t) pid);
-                (void) usage_evict(u);
+                ASSERT_EQ(usage_evict(u), pid > 8 ? 1 : 0);
                 usage_get_stats(u, &s);
-                ASSERT_LE(s.n_exited, 9);
+                ASSERT_EQ(s.n_exited, (size_t) MIN(pid, 8));
+                ASSERT_EQ(s.tasks_evicted, (uint64_t) (pid - MIN(pid, 8)));
+                if (pid > 8)
+                        ASSERT_NULL(usage_task(u, owners[pid - 9]));
         }
         usage_get_stats(u, &s);
-        ASSERT_GE(s.tasks_evicted, 55);
+        ASSERT_EQ(s.tasks_evicted, 56);
         ASSERT_EQ(s.n_exited + s.tasks_evicted, 64);
         /* Every evicted slot still holds pages: none is reusable yet. */
         ASSERT_EQ(s.tasks_recycled, 0);
@@ -191,7 +195,7 @@ static void test_eviction(void) {
         ASSERT_EQ(s.tasks_recycled, s.tasks_evicted);
         ASSERT_EQ(s.underflows, 0);
 
-        /* Recycled slots are reused: 40 new tasks fit in the 55+ freed ones without growing the array. */
+        /* Recycled slots are reused: 40 new tasks fit in the 56 freed ones without growing the array. */
         slots = usage_task_slots(u);
         for (int32_t pid = 1000; pid < 1040; pid++)
                 ASSERT_NE(usage_task_lookup(u, pid, pid, 1000), USAGE_TASK_NONE);
@@ -226,6 +230,92 @@ static void test_threads_evicted_with_process(void) {
         /* The thread's last page frees both slots: the thread's, then the process's it named. */
         usage_get_stats(u, &s);
         ASSERT_EQ(s.tasks_recycled, recycled + 2);
+        ASSERT_EQ(s.underflows, 0);
+        usage_free(u);
+}
+
+/* Tasks also end when a fork or a thread reuses their id: the bound holds after those too, always by
+ * evicting the oldest exit, and a process goes with its threads, running or exited. */
+static void test_bound_after_reuse(void) {
+        Usage *u = usage_new(true, 2);
+        UsageStats s;
+
+        /* Process 10 with two threads: 11 exits, 12 runs on after the leader (whose exit makes a record of
+         * thread 10 too). Three exited records, one over: thread 11, the oldest, goes. */
+        uint32_t t11 = usage_task_lookup(u, 10, 11, 1);
+        uint32_t t12 = usage_task_lookup(u, 10, 12, 1);
+        uint32_t p10 = usage_task(u, t11)->process;
+        usage_task_charge(u, t12, LEDGER_PAGES, 3);
+        usage_task_exit(u, 10, 11, 2);
+        ASSERT_EQ(usage_evict(u), 0);
+        usage_task_exit(u, 10, 10, 3);
+        uint32_t t10 = usage_task_lookup(u, 10, 10, 3);
+        ASSERT_TRUE(task(u, t10)->exited);
+        ASSERT_EQ(usage_evict(u), 1);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.n_exited, 2);
+        ASSERT_NULL(usage_task(u, t11));
+        ASSERT_NOT_NULL(usage_task(u, p10));
+
+        /* Thread id 12 turns up in process 20: the old thread 12 is gone. Thread 10 is the oldest exit. */
+        (void) usage_task_lookup(u, 20, 12, 4);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.n_exited, 3);
+        ASSERT_EQ(usage_evict(u), 1);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.n_exited, 2);
+        ASSERT_NULL(usage_task(u, t10));
+        ASSERT_TRUE(task(u, t12)->exited);
+
+        /* Pid 30 forked twice: the first is gone. Process 10 is the oldest exit and goes with thread 12, whose
+         * pages now count for "[evicted]". */
+        (void) usage_task_fork(u, 1, 30, 30, 5);
+        (void) usage_task_fork(u, 1, 30, 30, 6);
+        ASSERT_EQ(usage_evict(u), 2);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.n_exited, 1);
+        ASSERT_NULL(usage_task(u, p10));
+        ASSERT_NULL(usage_task(u, t12));
+        ASSERT_EQ(usage_task_forward(u, t12), USAGE_TASK_EVICTED);
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 3);
+
+        /* Thread 12's last page frees its slot and its process's. */
+        usage_task_uncharge(u, t12, LEDGER_PAGES, 3);
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_evicted, 4);
+        ASSERT_EQ(s.tasks_recycled, 4);
+        ASSERT_EQ(s.underflows, 0);
+        usage_free(u);
+}
+
+/* Many exits against the default bound: exactly min(exits, bound) records kept after each one, the oldest
+ * exit evicted each time, and slots reused once their page is freed, so the array stops growing. */
+static void test_bound_many_exits(void) {
+        enum { BOUND = 4096, N = 50000 };
+        _cleanup_free_ uint32_t *idx = calloc(N + 1, sizeof(uint32_t));
+        Usage *u = usage_new(false, BOUND);
+        UsageStats s;
+
+        ASSERT_NOT_NULL(idx);
+        for (int32_t pid = 1; pid <= N; pid++) {
+                idx[pid] = usage_task_fork(u, 1, pid, pid, (uint64_t) pid);
+                usage_task_charge(u, idx[pid], LEDGER_PAGES, 1);
+                usage_task_exit(u, pid, pid, (uint64_t) pid);
+                ASSERT_EQ(usage_evict(u), pid > BOUND ? 1 : 0);
+                usage_get_stats(u, &s);
+                ASSERT_EQ(s.n_exited, (size_t) MIN(pid, BOUND));
+                if (pid > BOUND) {
+                        ASSERT_EQ(usage_find_process(u, pid - BOUND), USAGE_TASK_NONE);
+                        ASSERT_NE(usage_find_process(u, pid - BOUND + 1), USAGE_TASK_NONE);
+                        /* The evicted task's page is freed: its slot is free for the next fork. */
+                        usage_task_uncharge(u, idx[pid - BOUND], LEDGER_PAGES, 1);
+                }
+        }
+        usage_get_stats(u, &s);
+        ASSERT_EQ(s.tasks_evicted, (uint64_t) (N - BOUND));
+        ASSERT_EQ(s.tasks_recycled, (uint64_t) (N - BOUND));
+        ASSERT_EQ(task(u, USAGE_TASK_EVICTED)->ledger[LEDGER_PAGES].current, 0);
+        ASSERT_LE(usage_task_slots(u), (size_t) BOUND + 2);
         ASSERT_EQ(s.underflows, 0);
         usage_free(u);
 }
@@ -341,6 +431,8 @@ int main(void) {
         TEST(test_seed_after_fork);
         TEST(test_eviction);
         TEST(test_threads_evicted_with_process);
+        TEST(test_bound_after_reuse);
+        TEST(test_bound_many_exits);
         TEST(test_modules);
         TEST(test_clear_with_orphan_thread);
         return 0;

@@ -105,6 +105,8 @@ static void check_against_jansson(const unsigned char *bytes, size_t n) {
         ASSERT_NOT_NULL(out);
         json_auto_t *raw = json_stringn(in, n);
         json_auto_t *escaped = json_string(out);
+        /* utf8_is_valid() says what jansson takes. */
+        ASSERT_EQ(utf8_is_valid(in), raw != NULL);
         if ((raw != NULL) != streq(in, out)) {
                 fprintf(stderr, "jansson %s %02x %02x %02x %02x (n=%zu), encoder gave \"%s\"\n",
                         raw ? "accepts" : "rejects", bytes[0], bytes[1], bytes[2], bytes[3], n, out);

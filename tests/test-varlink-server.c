@@ -341,6 +341,43 @@ static void test_bad_call_objects(void) {
         fixture_stop(&f);
 }
 
+/* A number jansson cannot hold gets InvalidParameter naming its parameter (nothing for a oneway call),
+ * and the connection goes on: it is a bad parameter, not a broken stream. */
+static void test_numbers_out_of_range(void) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        static const struct {
+                const char *text, *parameter;
+        } cases[] = {
+                { "{\"method\":\"io.memstrack.test.Echo\",\"parameters\":{\"text\":\"a\",\"number\":99999999999999999999999}}",
+                  "number" },
+                { "{\"method\":\"io.memstrack.test.Echo\",\"parameters\":{\"number\":-99999999999999999999999,\"text\":\"a\"}}",
+                  "number" },
+                { "{\"method\":\"io.memstrack.test.Stream\",\"parameters\":{\"count\":1e999}}", "count" },
+                { "{\"method\":\"io.memstrack.test.Echo\",\"more\":1e999}", "more" },
+        };
+        static const char oneway[] = "{\"method\":\"io.memstrack.test.Echo\",\"oneway\":true,"
+                                     "\"parameters\":{\"text\":\"a\",\"number\":99999999999999999999999}}";
+        Fixture f;
+
+        fixture_start(&f, NULL);
+        c = connect_client(&f);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                json_auto_t *e = NULL;
+                char *error = NULL;
+
+                ASSERT_OK(send_raw(&f, varlink_client_get_fd(c), cases[i].text, strlen(cases[i].text) + 1));
+                e = read_raw_reply(&f, c, &error);
+                ASSERT_STREQ(error, VARLINK_ERROR_INVALID_PARAMETER);
+                ASSERT_STREQ(json_string_value(json_object_get(e, "parameter")), cases[i].parameter);
+                free(error);
+        }
+        ASSERT_OK(send_raw(&f, varlink_client_get_fd(c), oneway, sizeof(oneway)));
+        expect_echo(&f, c, "after numbers out of range");
+
+        c = varlink_client_free(c);
+        fixture_stop(&f);
+}
+
 /* Input that is not a JSON object closes that connection; another client is unaffected. */
 static void test_malformed_closes(void) {
         static const char *const inputs[] = {
@@ -376,20 +413,23 @@ static void test_oneway(void) {
         fixture_start(&f, NULL);
         c = connect_client(&f);
 
-        /* Neither a success, nor an error, nor a stream produces anything for oneway calls: the first
-         * reply the client sees belongs to the normal call sent last. */
+        /* Neither a success nor an error produces anything for oneway calls: the first reply the client
+         * sees belongs to the normal call sent last. */
         send_call(c, "io.memstrack.test.Echo", p, VARLINK_CALL_ONEWAY);
         send_call(c, "io.memstrack.test.Nope", NULL, VARLINK_CALL_ONEWAY);
         send_call(c, "io.memstrack.test.Echo", NULL, VARLINK_CALL_ONEWAY);
         send_call(c, "io.memstrack.test.Fail", NULL, VARLINK_CALL_ONEWAY);
+        /* A oneway stream (a stream nobody reads, that would hold the connection past every deadline) is
+         * refused without a reply: the method does not run and the call pipelined behind is answered. */
         {
-                json_auto_t *s = json_pack("{s:i}", "count", 3);
-                send_call(c, "io.memstrack.test.Stream", s, VARLINK_CALL_ONEWAY | VARLINK_CALL_MORE);
+                static const char t[] = "{\"method\":\"io.memstrack.test.Stream\",\"parameters\":{\"count\":3},"
+                                        "\"oneway\":true,\"more\":true}";
+                ASSERT_OK(send_raw(&f, varlink_client_get_fd(c), t, sizeof(t)));
         }
         expect_echo(&f, c, "normal");
-        /* The oneway stream ran to its end silently. */
         stats = call_expect(&f, c, "io.memstrack.test.Stats", NULL, NULL);
-        ASSERT_EQ(json_integer_value(json_object_get(stats, "streamsCompleted")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(stats, "streamsCompleted")), 0);
+        ASSERT_EQ(json_integer_value(json_object_get(stats, "streamsAborted")), 0);
 
         c = varlink_client_free(c);
         fixture_stop(&f);
@@ -1324,6 +1364,7 @@ int main(int argc, char *argv[]) {
         TEST(test_bad_call_objects);
         TEST(test_malformed_closes);
         TEST(test_oneway);
+        TEST(test_numbers_out_of_range);
         TEST(test_more_stream_and_pipelining);
         TEST(test_split_and_batched);
         TEST(test_client_vanishes_mid_stream);

@@ -221,9 +221,9 @@ static void test_call_parse_good(void) {
         ASSERT_TRUE(json_is_object(m.parameters));
         varlink_call_message_done(&m);
 
-        ASSERT_OK(parse_str(" {\"parameters\":{\"pid\":7},\"oneway\":true,\"more\":true,\"upgrade\":false,"
+        ASSERT_OK(parse_str(" {\"parameters\":{\"pid\":7},\"oneway\":true,\"more\":false,\"upgrade\":false,"
                             "\"method\":\"a.b.C\"} ", &m, NULL, NULL));
-        ASSERT_EQ(m.flags, VARLINK_CALL_ONEWAY | VARLINK_CALL_MORE);
+        ASSERT_EQ(m.flags, VARLINK_CALL_ONEWAY);
         ASSERT_EQ(json_integer_value(json_object_get(m.parameters, "pid")), 7);
         varlink_call_message_done(&m);
 }
@@ -295,6 +295,61 @@ static void test_call_parse_invalid(void) {
         expect_invalid("{\"method\":\"a.b.C\",\"bogus\":1}", "bogus", 0);
         /* A valid oneway flag is still reported so the error reply can be suppressed. */
         expect_invalid("{\"method\":\"a.b.C\",\"oneway\":true,\"bogus\":1}", "bogus", VARLINK_CALL_ONEWAY);
+        /* No reply and several replies at once: refused, and as oneway, silently. */
+        expect_invalid("{\"method\":\"a.b.C\",\"oneway\":true,\"more\":true}", "more",
+                       VARLINK_CALL_ONEWAY | VARLINK_CALL_MORE);
+        expect_invalid("{\"more\":true,\"method\":\"a.b.C\",\"oneway\":true}", "more",
+                       VARLINK_CALL_ONEWAY | VARLINK_CALL_MORE);
+}
+
+/* Numbers jansson cannot hold make the call invalid, not the stream: InvalidParameter names the parameter
+ * that holds one (at whatever depth below it), or the call member; flags are still read. */
+static void test_call_parse_overflow(void) {
+        static const struct {
+                const char *text, *key;
+                VarlinkCallFlags flags;
+        } cases[] = {
+                { "{\"method\":\"a.b.C\",\"parameters\":{\"limit\":99999999999999999999999}}", "limit", 0 },
+                { "{\"method\":\"a.b.C\",\"parameters\":{\"limit\":-99999999999999999999999}}", "limit", 0 },
+                /* Just past int64_t either way; reals beyond double. */
+                { "{\"method\":\"a.b.C\",\"parameters\":{\"pid\":9223372036854775808}}", "pid", 0 },
+                { "{\"method\":\"a.b.C\",\"parameters\":{\"pid\":-9223372036854775809}}", "pid", 0 },
+                { "{\"method\":\"a.b.C\",\"parameters\":{\"ratio\":1e400}}", "ratio", 0 },
+                { "{\"method\":\"a.b.C\",\"parameters\":{\"ratio\":-1.5E+999}}", "ratio", 0 },
+                /* Nested: the top-level parameter is named; numbers and braces in strings are text. */
+                { "{\"method\":\"a.b.C\",\"parameters\":{\"s\":\"1e999 {\\\"x\\\": [\",\"o\":{\"a\":[1,{\"b\":"
+                  "[99999999999999999999999]}]},\"n\":1}}", "o", 0 },
+                /* The first in the text is named; a key spelt with escapes is named decoded. */
+                { "{\"parameters\":{\"\\u006cimit\":1e999,\"pid\":1e999},\"method\":\"a.b.C\"}", "limit", 0 },
+                /* Outside the parameters: the call member. */
+                { "{\"method\":\"a.b.C\",\"more\":99999999999999999999999}", "more", 0 },
+                { "{\"method\":\"a.b.C\",\"parameters\":[99999999999999999999999]}", "parameters", 0 },
+                /* oneway is still seen, so no reply is sent. */
+                { "{\"method\":\"a.b.C\",\"oneway\":true,\"parameters\":{\"x\":1e999}}", "x", VARLINK_CALL_ONEWAY },
+        };
+        /* A number out of range does not make broken JSON acceptable. */
+        static const char *const broken[] = {
+                "{\"method\":\"a.b.C\",\"parameters\":{\"limit\":99999999999999999999999,}}",
+                "{\"method\":\"a.b.C\",\"parameters\":{\"limit\":99999999999999999999999}",
+                "99999999999999999999999",
+                "[99999999999999999999999]",
+                "{\"method\":\"a.b.C\",\"parameters\":{\"limit\":99999999999999999999999,\"limit\":1}}",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_invalid(cases[i].text, cases[i].key, cases[i].flags);
+        for (size_t i = 0; i < ELEMENTSOF(broken); i++)
+                expect_badmsg(broken[i], strlen(broken[i]));
+        /* In range, the extremes are integers as usual. */
+        {
+                VarlinkCallMessage m = {};
+                ASSERT_OK(parse_str("{\"method\":\"a.b.C\",\"parameters\":{\"a\":9223372036854775807,"
+                                    "\"b\":-9223372036854775808,\"c\":1e300}}", &m, NULL, NULL));
+                ASSERT_EQ(json_integer_value(json_object_get(m.parameters, "a")), INT64_MAX);
+                ASSERT_EQ(json_integer_value(json_object_get(m.parameters, "b")), INT64_MIN);
+                ASSERT_TRUE(json_is_real(json_object_get(m.parameters, "c")));
+                varlink_call_message_done(&m);
+        }
 }
 
 static void test_call_build_round_trip(void) {
@@ -320,6 +375,7 @@ static void test_call_build_round_trip(void) {
         varlink_call_message_done(&m);
 
         ASSERT_EQ(varlink_call_build("nope", NULL, 0, &text, &size), -EINVAL);
+        ASSERT_EQ(varlink_call_build("a.b.C", NULL, VARLINK_CALL_ONEWAY | VARLINK_CALL_MORE, &text, &size), -EINVAL);
         {
                 json_auto_t *a = json_array();
                 ASSERT_EQ(varlink_call_build("a.b.C", a, 0, &text, &size), -EINVAL);
@@ -559,6 +615,7 @@ int main(void) {
         TEST(test_call_parse_good);
         TEST(test_call_parse_malformed);
         TEST(test_call_parse_invalid);
+        TEST(test_call_parse_overflow);
         TEST(test_call_build_round_trip);
         TEST(test_replies);
         TEST(test_parameters_unpack);

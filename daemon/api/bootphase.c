@@ -45,6 +45,12 @@ int boot_phase_load(const char *path, json_t **ret) {
         return 0;
 }
 
+/* A user frame without a symbol names its raw address ("[user] 0x7f..."): whose process it was is not
+ * known any more, so it reads as for another user's (query.h, QueryUserAddresses). */
+static bool is_raw_user_frame(json_t *v) {
+        return json_is_string(v) && startswith(json_string_value(v), "[user] 0x");
+}
+
 static void hide_addresses(json_t *j) {
         const char *key;
         json_t *v;
@@ -56,12 +62,18 @@ static void hide_addresses(json_t *j) {
                                 (void) json_object_set_new(j, key, json_null());
                         else if (streq(key, "kernelAddressesHidden"))
                                 (void) json_object_set_new(j, key, json_true());
+                        else if (is_raw_user_frame(v))
+                                (void) json_object_set_new(j, key, json_string("[user] [unknown]"));
                         else
                                 hide_addresses(v);
                 }
         } else if (json_is_array(j))
-                json_array_foreach(j, i, v)
-                        hide_addresses(v);
+                json_array_foreach(j, i, v) {
+                        if (is_raw_user_frame(v))
+                                (void) json_array_set_new(j, i, json_string("[user] [unknown]"));
+                        else
+                                hide_addresses(v);
+                }
 }
 
 json_t *boot_phase_for_caller(json_t *doc, bool peer_is_root) {

@@ -32,6 +32,7 @@ static int tree_json(const DocumentInput *in, int32_t pid, const char *module, j
                 .max_children = SNAPSHOT_STACK_CHILDREN,
                 .sort = in->sort_by_peak ? QUERY_SORT_PEAK : QUERY_SORT_CURRENT,
                 .show_addresses = true,
+                .user_addresses = QUERY_USER_ADDRESSES_ALL,
                 .usym = in->usym,
         };
         r = query_stacktree(in->accounting, &q, &tree);
@@ -95,6 +96,7 @@ int document_build(const DocumentInput *in, json_t **ret) {
                 return r;
         r = query_units(in->accounting, &(QueryUnits) { .sort = QUERY_SORT_CURRENT, .limit = SNAPSHOT_LIST_LIMIT,
                                                          .stacks = SNAPSHOT_UNIT_STACKS, .show_addresses = true,
+                                                         .user_addresses = QUERY_USER_ADDRESSES_ALL,
                                                          .usym = in->usym }, &units);
         if (r < 0)
                 return r;

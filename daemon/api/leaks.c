@@ -203,7 +203,11 @@ static uint32_t global_leaf(Accounting *a, uint32_t leaf) {
 
 static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *row, const uint64_t *growth) {
         const Task *t = usage_task(accounting_usage(a), row->process);
-        json_t *frames = query_stack_frames_json(a, row->leaf, q->show_addresses, q->usym);
+        json_t *frames = query_stack_frames_json(a, row->leaf,
+                                                 &(QueryStackTree) { .show_addresses = q->show_addresses,
+                                                                     .user_addresses = q->user_addresses,
+                                                                     .caller_uid = q->caller_uid,
+                                                                     .usym = q->usym });
         json_t *g = growth_json(q, growth);
 
         if (!frames || !g) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "accounting.h"
+#include "query.h"
 #include "usym.h"
 
 typedef struct LeaksQuery {
@@ -20,6 +21,8 @@ typedef struct LeaksQuery {
         int32_t pid;                    /* only this process's; 0: every task's */
         size_t limit;                   /* rows per list */
         bool show_addresses;            /* raw kernel addresses (root callers only) */
+        QueryUserAddresses user_addresses;      /* whose raw user-space addresses (query.h) */
+        uid_t caller_uid;               /* for QUERY_USER_ADDRESSES_OWN */
         UserSymbols *usym;              /* symbolizes user frames of live processes; NULL: raw addresses */
 } LeaksQuery;
 
@@ -28,7 +31,8 @@ typedef struct LeaksQuery {
         {                                                                                                   \
                 .now_nsec = (now), .min_age_nsec = 60 * UINT64_C(1000000000),                              \
                 .interval_nsec = 10 * UINT64_C(1000000000), .intervals = 6, .limit = (max_rows),            \
-                .show_addresses = true, .usym = (user_symbols),                                             \
+                .show_addresses = true, .user_addresses = QUERY_USER_ADDRESSES_ALL,                         \
+                .usym = (user_symbols),                                                                     \
         }
 
 /* Old live objects by call site and old live pages by process and stack, most first. -ENOMEM. */

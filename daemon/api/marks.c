@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,14 @@
 
 typedef struct MarkTask {
         int32_t pid;
+        bool exited;
         uint64_t first_seen_nsec;       /* tells a reused pid apart */
         char comm[USAGE_COMM_MAX];
         uint64_t pages;
-        bool exited;
 } MarkTask;
+
+/* marks.h states what a mark costs. */
+_Static_assert(sizeof(MarkTask) == 40, "MarkTask grew: update the cost in marks.h and docs/protocol.md");
 
 typedef struct MarkModule {
         char *name;
@@ -22,6 +26,7 @@ typedef struct MarkModule {
 } MarkModule;
 
 typedef struct Mark {
+        uid_t uid;                      /* whose: names are per uid */
         char name[MARK_NAME_MAX + 1];
         uint64_t timestamp_usec;
         uint64_t total_pages;
@@ -94,11 +99,19 @@ size_t marks_count(const Marks *s) {
         return n;
 }
 
-static Mark **find(Marks *s, const char *name) {
+static Mark **find(Marks *s, uid_t uid, const char *name) {
         for (size_t i = 0; i < MARKS_MAX; i++)
-                if (s->items[i] && streq(s->items[i]->name, name))
+                if (s->items[i] && s->items[i]->uid == uid && streq(s->items[i]->name, name))
                         return &s->items[i];
         return NULL;
+}
+
+/* Marks of uid, or with others of every uid but root. */
+static size_t count_of(const Marks *s, bool others, uid_t uid) {
+        size_t n = 0;
+        for (size_t i = 0; i < MARKS_MAX; i++)
+                n += s->items[i] && (others ? s->items[i]->uid != 0 : s->items[i]->uid == uid);
+        return n;
 }
 
 static int compare_mark_age(const void *a, const void *b) {
@@ -106,6 +119,8 @@ static int compare_mark_age(const void *a, const void *b) {
 
         if (x->timestamp_usec != y->timestamp_usec)
                 return x->timestamp_usec < y->timestamp_usec ? -1 : 1;
+        if (x->uid != y->uid)
+                return x->uid < y->uid ? -1 : 1;
         return strcmp(x->name, y->name);
 }
 
@@ -155,7 +170,7 @@ static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t 
         return 0;
 }
 
-int marks_list(const Marks *s, Accounting *a, json_t **ret) {
+int marks_list(const Marks *s, Accounting *a, bool all_uids, uid_t uid, json_t **ret) {
         json_auto_t *list = json_array();
         AccountingStats stats;
 
@@ -166,11 +181,12 @@ int marks_list(const Marks *s, Accounting *a, json_t **ret) {
         const Mark *sorted[MARKS_MAX];
         size_t n = 0;
         for (size_t i = 0; i < MARKS_MAX; i++)
-                if (s->items[i])
+                if (s->items[i] && (all_uids || s->items[i]->uid == uid))
                         sorted[n++] = s->items[i];
         qsort(sorted, n, sizeof(Mark *), compare_mark_age);
         for (size_t i = 0; i < n; i++) {
-                json_t *o = json_pack("{s:s, s:I, s:I, s:b}", "name", sorted[i]->name,
+                json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:b}", "name", sorted[i]->name,
+                                      "uid", (json_int_t) sorted[i]->uid,
                                       "timestampUsec", (json_int_t) sorted[i]->timestamp_usec,
                                       "trackedPages", (json_int_t) sorted[i]->total_pages,
                                       "resetSince", stats.resets != sorted[i]->resets);
@@ -181,27 +197,43 @@ int marks_list(const Marks *s, Accounting *a, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int marks_save(Marks *s, const char *name, Accounting *a, uint64_t now_usec) {
+int marks_save(Marks *s, uid_t uid, const char *name, Accounting *a, uint64_t now_usec) {
         Mark *snap = NULL;
         int r;
 
         if (!name || !*name || strlen(name) > MARK_NAME_MAX)
                 return -EINVAL;
 
-        Mark **slot = find(s, name);
-        if (!slot)
+        /* Replacing one's own mark takes no room; a new one must fit the caller's bound and, for all but
+         * root, the others' shared one. Root's room is its own: MARKS_MAX holds both. */
+        Mark **slot = find(s, uid, name);
+        if (!slot) {
+                if (count_of(s, false, uid) >= MARKS_PER_UID_MAX)
+                        return -EDQUOT;
+                if (uid != 0 && count_of(s, true, 0) >= MARKS_OTHERS_MAX)
+                        return -ENOSPC;
                 for (size_t i = 0; i < MARKS_MAX && !slot; i++)
                         if (!s->items[i])
                                 slot = &s->items[i];
-        if (!slot)
-                return -ENOSPC;
+                assert(slot);
+        }
 
         uint64_t steps = 0;
         r = capture(a, name, now_usec, &steps, &snap);
         if (r < 0)
                 return r;
+        snap->uid = uid;
         mark_free(*slot);
         *slot = snap;
+        return 0;
+}
+
+int marks_delete(Marks *s, uid_t uid, const char *name) {
+        Mark **slot = name ? find(s, uid, name) : NULL;
+
+        if (!slot)
+                return -ENOENT;
+        *slot = mark_free(*slot);
         return 0;
 }
 
@@ -223,14 +255,15 @@ static int compare_diffs(const void *a, const void *b) {
         return strcmp(x->name, y->name);
 }
 
-int marks_diff(Marks *s, const char *name, Accounting *a, uint64_t now_usec, size_t limit, json_t **ret) {
+int marks_diff(Marks *s, uid_t uid, const char *name, Accounting *a, uint64_t now_usec, size_t limit,
+                json_t **ret) {
         _cleanup_(mark_freep) Mark *now = NULL;
         _cleanup_free_ DiffItem *items = NULL;
         json_auto_t *tasks = json_array(), *modules = json_array();
         size_t n = 0;
         int r;
 
-        Mark **slot = find(s, name);
+        Mark **slot = find(s, uid, name);
         if (!slot)
                 return -ENOENT;
         Mark *then = *slot;

@@ -7,6 +7,7 @@
 
 #include "macro.h"
 #include "query.h"
+#include "read-file.h"
 #include "utf8.h"
 
 QuerySort query_sort_from_string(const char *s) {
@@ -326,6 +327,7 @@ typedef struct StackView {
         Subset *subset;         /* NULL for the real tree (true peaks) */
         size_t budget;          /* nodes left to render */
         UsymProcess *user_process;      /* symbols of the live process whose user frames are rendered */
+        bool user_addresses;    /* that process's raw user-space addresses may be shown */
 } StackView;
 
 static uint64_t view_current(const StackView *v, uint32_t i) {
@@ -392,8 +394,10 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                 if (v->user_process && usym_process_lookup(v->user_process, n->ip, &usym)) {
                         (void) snprintf(name, sizeof(name), "%s+0x%" PRIx64, usym.name, usym.offset);
                         module = usym.object;
-                } else
+                } else if (v->user_addresses)
                         (void) snprintf(name, sizeof(name), "[user] 0x%" PRIx64, n->ip);
+                else
+                        (void) snprintf(name, sizeof(name), "[user] [unknown]");
                 break;
         case STACK_FRAME_TRUNCATED:
                 (void) snprintf(name, sizeof(name), "[truncated]");
@@ -412,7 +416,8 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
 
         /* Hex text: a kernel address does not fit varlink's signed 64-bit int. */
         char address[2 + 16 + 1];
-        bool has_address = v->q->show_addresses && (n->kind == STACK_FRAME_KERNEL || n->kind == STACK_FRAME_USER);
+        bool has_address = n->kind == STACK_FRAME_KERNEL ? v->q->show_addresses :
+                           n->kind == STACK_FRAME_USER && v->q->show_addresses && v->user_addresses;
         (void) snprintf(address, sizeof(address), "0x%016" PRIx64, n->ip);
         /* Symbol, module and file names and comm come from the kernel or ELF files, and the snprintf()s
          * above may have cut a character: utf8.h encodes what is not UTF-8. */
@@ -431,6 +436,36 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
 static UsymProcess *user_process_of(const StackView *v, const StackNode *node) {
         const Task *t = usage_task(accounting_usage(v->a), (uint32_t) node->ip);
         return v->q->usym && t && !t->exited && t->pid > 0 ? usym_process(v->q->usym, t->pid) : NULL;
+}
+
+/* Whether the caller may see the raw user-space addresses of node's process: root always; another caller
+ * only for a running process that is wholly its own (so that it could read the process's maps itself),
+ * never for an exited one, whose owner can no longer be asked. */
+static bool user_addresses_of(const StackView *v, const StackNode *node) {
+        const Task *t;
+        uid_t owner;
+
+        switch (v->q->user_addresses) {
+        case QUERY_USER_ADDRESSES_ALL:
+                return true;
+        case QUERY_USER_ADDRESSES_OWN:
+                t = usage_task(accounting_usage(v->a), (uint32_t) node->ip);
+                return t && !t->exited && t->pid > 0 && read_proc_owner(t->pid, &owner) >= 0 &&
+                       owner == v->q->caller_uid;
+        default:
+                return false;
+        }
+}
+
+/* Enters the process of node (a STACK_FRAME_PROCESS node) for the user frames below it. */
+static void view_enter_process(StackView *v, const StackNode *node) {
+        v->user_process = user_process_of(v, node);
+        v->user_addresses = user_addresses_of(v, node);
+}
+
+static void view_leave_process(StackView *v) {
+        v->user_process = NULL;
+        v->user_addresses = false;
 }
 
 static int render(StackView *v, uint32_t i, unsigned depth, const char *root_name, json_t **ret) {
@@ -472,7 +507,7 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
         size_t k;
         /* Process nodes do not nest: one session per process subtree, checked once per query. */
         if (node->kind == STACK_FRAME_PROCESS && keep > 0)
-                v->user_process = user_process_of(v, node);
+                view_enter_process(v, node);
         for (k = 0; k < keep && v->budget > 0; k++) {
                 json_t *child = NULL;
                 r = render(v, items[k].idx, depth + 1, NULL, &child);
@@ -482,7 +517,7 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
                         return -ENOMEM;
         }
         if (node->kind == STACK_FRAME_PROCESS)
-                v->user_process = NULL;
+                view_leave_process(v);
         if (set_new(o, "truncatedChildren", json_integer((json_int_t) (shown - k))) < 0)
                 return -ENOMEM;
 done:
@@ -687,7 +722,7 @@ static json_t *leaf_frames_json(StackView *v, uint32_t leaf) {
         /* User frames need the session of their process, whose node is above them. */
         for (uint32_t i = leaf; i != STACK_NODE_NONE; i = stacktree_node(v->tree, i)->parent)
                 if (stacktree_node(v->tree, i)->kind == STACK_FRAME_PROCESS) {
-                        v->user_process = user_process_of(v, stacktree_node(v->tree, i));
+                        view_enter_process(v, stacktree_node(v->tree, i));
                         break;
                 }
         for (uint32_t i = leaf; i != STACK_NODE_NONE && depth < 512; i = stacktree_node(v->tree, i)->parent, depth++) {
@@ -696,11 +731,11 @@ static json_t *leaf_frames_json(StackView *v, uint32_t leaf) {
                         continue;
                 json_auto_t *f = frame_json(v, i, NULL);
                 if (!f || json_array_append(frames, json_object_get(f, "frame")) < 0) {
-                        v->user_process = NULL;
+                        view_leave_process(v);
                         return NULL;
                 }
         }
-        v->user_process = NULL;
+        view_leave_process(v);
         return TAKE_PTR(frames);
 }
 
@@ -710,8 +745,9 @@ static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         return frames ? json_pack("{s:o, s:I}", "frames", frames, "currentPages", (json_int_t) pages) : NULL;
 }
 
-json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, bool show_addresses, UserSymbols *usym) {
-        QueryStackTree sq = { .show_addresses = show_addresses, .usym = usym };
+json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view) {
+        QueryStackTree sq = { .show_addresses = view->show_addresses, .user_addresses = view->user_addresses,
+                              .caller_uid = view->caller_uid, .usym = view->usym };
         StackView v = { .a = a, .tree = accounting_stacktree(a), .ksym = accounting_ksym(a), .q = &sq };
         return leaf_frames_json(&v, leaf);
 }
@@ -773,7 +809,8 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
         }
 
         StackTree *tree = accounting_stacktree(a);
-        QueryStackTree sq = { .show_addresses = q->show_addresses, .usym = q->usym };
+        QueryStackTree sq = { .show_addresses = q->show_addresses, .user_addresses = q->user_addresses,
+                              .caller_uid = q->caller_uid, .usym = q->usym };
         StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
         for (size_t i = 0; i < n; i++) {
                 const UnitUsage *x = units_unit(un, items[i].idx);

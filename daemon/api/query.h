@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -52,6 +53,19 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret);
 /* The Task object of one record (threads not filled). */
 json_t *query_task_json(const Task *t);
 
+/*
+ * Whose raw user-space addresses a reply shows, in user frames without a symbol ("[user] 0x7f..."; the
+ * others read "[user] [unknown]") and in StackNode.address. Another user's process's addresses are kept
+ * from a caller as the kernel's are: they give its memory layout away. The zero value shows none.
+ */
+typedef enum QueryUserAddresses {
+        QUERY_USER_ADDRESSES_NONE,      /* a reply kept for any caller (OomKills) */
+        QUERY_USER_ADDRESSES_OWN,       /* of the running processes that are wholly caller_uid's (read_proc_owner()) */
+        QUERY_USER_ADDRESSES_ALL,       /* every process's: root */
+        _QUERY_USER_ADDRESSES_MAX,
+        _QUERY_USER_ADDRESSES_INVALID = -EINVAL,
+} QueryUserAddresses;
+
 #define QUERY_UNIT_STACKS_MAX 100
 
 typedef struct QueryUnits {
@@ -61,6 +75,8 @@ typedef struct QueryUnits {
         unsigned stacks;        /* Unit.topStacks: this many stacks per unit (<= QUERY_UNIT_STACKS_MAX); 0: null */
         bool hide_zero;         /* leave out units whose sort key is 0 */
         bool show_addresses;    /* raw kernel addresses in frames (root callers only) */
+        QueryUserAddresses user_addresses;
+        uid_t caller_uid;       /* for QUERY_USER_ADDRESSES_OWN */
         UserSymbols *usym;      /* symbolizes user frames of live processes; NULL: raw addresses */
 } QueryUnits;
 
@@ -80,6 +96,8 @@ typedef struct QueryStackTree {
         unsigned max_children;
         QuerySort sort;         /* current or peak */
         bool show_addresses;    /* raw kernel addresses (root callers only) */
+        QueryUserAddresses user_addresses;
+        uid_t caller_uid;       /* for QUERY_USER_ADDRESSES_OWN */
         UserSymbols *usym;      /* symbolizes user frames of live processes; NULL: raw addresses */
 } QueryStackTree;
 
@@ -87,8 +105,9 @@ typedef struct QueryStackTree {
 int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret);
 
 /* [StackPages...]: the limit biggest stacks by current pages over every task and unit (Unit.topStacks'
- * shape), from one walk of the charge cells. */
+ * shape), from one walk of the charge cells. No raw user-space address is shown. */
 int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbols *usym, json_t **ret);
 
-/* A stack leaf's frames, innermost first, as StackPages.frames; NULL on OOM. */
-json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, bool show_addresses, UserSymbols *usym);
+/* A stack leaf's frames, innermost first, as StackPages.frames, with the addresses view (show_addresses,
+ * user_addresses, caller_uid and usym; the rest ignored) allows; NULL on OOM. */
+json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view);

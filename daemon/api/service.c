@@ -49,16 +49,20 @@ struct Service {
         json_t *boot_phase;             /* owned: the initramfs's snapshot document, NULL if none */
         TopStream *top_streams;         /* owned list of open Top(more) calls */
         size_t n_top_streams;
-        sd_event_source *top_tick;      /* owned: the one timer behind every Top stream; off without streams */
+        sd_event_source *top_timer;     /* owned: the one timer behind every Top stream, set for the next
+                                         * stream due; off without streams */
         unsigned leaks_pace;            /* ServiceConfig's */
         uint64_t leaks_ready_usec;      /* CLOCK_MONOTONIC time from which Leaks is served again */
 };
 
 /*
- * Top streams share one tick: every TOP_TICK_USEC the streams that are due get the frame of their sort,
- * built once per tick at the largest limit any of them asked for (smaller limits get a prefix of its
- * lists). So N streams cost one flush and at most one query per sort order, not N; only the
- * serialization is per stream, and TOP_STREAMS_MAX bounds that.
+ * Top streams share one timer, set for the stream due next: the daemon wakes when a stream wants a frame,
+ * not at a fixed tick. When it fires, every stream due by then or within TOP_BATCH_DIVISOR-th of its
+ * interval gets the frame of its sort, built once per wakeup at the largest limit any of them asked for
+ * (smaller limits get a prefix of its lists). A stream served early keeps its beat (its next update is
+ * one interval after the one it was due for), so streams that once shared a frame go on sharing one,
+ * and N streams cost one flush and at most one query per sort order, not N; only the serialization is
+ * per stream, and TOP_STREAMS_MAX bounds that.
  */
 struct TopStream {
         Service *service;
@@ -72,8 +76,12 @@ struct TopStream {
 };
 
 #define TOP_INTERVAL_MIN_USEC 100000
-#define TOP_TICK_USEC TOP_INTERVAL_MIN_USEC
 #define TOP_STREAMS_MAX 16
+/* A stream due within interval / TOP_BATCH_DIVISOR of a wakeup is served in it. */
+#define TOP_BATCH_DIVISOR 8
+/* How late sd-event may fire the timer, as a fraction of the shortest interval open: its default (250 ms)
+ * turned 100 ms streams into 250 ms ones, 1/50 lets it merge wakeups without anyone noticing. */
+#define TOP_ACCURACY_DIVISOR 50
 
 static uint64_t rss_bytes(void) {
         unsigned long long size, resident;
@@ -120,6 +128,12 @@ static bool addresses_shown(const Accounting *a, bool peer_is_root) {
 
 static bool show_addresses(Service *sv, bool peer_is_root) {
         return addresses_shown(sv->accounting, peer_is_root);
+}
+
+/* User-space addresses: root sees every process's; anyone else only those of its own running processes,
+ * as it could read their maps itself (query.h). */
+static QueryUserAddresses user_addresses(VarlinkCall *call) {
+        return varlink_call_peer_is_root(call) ? QUERY_USER_ADDRESSES_ALL : QUERY_USER_ADDRESSES_OWN;
 }
 
 static json_t *status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
@@ -371,6 +385,8 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .stacks = (unsigned) stacks,
                 .hide_zero = hide_zero,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = query_units(sv->accounting, &q, &units);
@@ -534,6 +550,8 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 .max_children = (unsigned) max_children,
                 .sort = query_sort_from_string(sort),
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = query_stacktree(sv->accounting, &q, &reply);
@@ -633,6 +651,27 @@ static json_t *top_frame_cut(json_t *frame, int64_t limit) {
         return TAKE_PTR(cut);
 }
 
+/* Sets the timer for the stream due next, or turns it off when none is open. */
+static int top_timer_arm(Service *sv) {
+        uint64_t next = UINT64_MAX, shortest = UINT64_MAX;
+        int r;
+
+        for (TopStream *t = sv->top_streams; t; t = t->next) {
+                next = MIN(next, t->next_usec);
+                shortest = MIN(shortest, t->interval_usec);
+        }
+        if (next == UINT64_MAX)
+                return sv->top_timer ? sd_event_source_set_enabled(sv->top_timer, SD_EVENT_OFF) : 0;
+        r = sd_event_source_set_time(sv->top_timer, next);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_time_accuracy(sv->top_timer, MAX(shortest / TOP_ACCURACY_DIVISOR, (uint64_t) 1));
+        if (r < 0)
+                return r;
+        /* Time sources are one-shot by default; every wakeup arms it again. */
+        return sd_event_source_set_enabled(sv->top_timer, SD_EVENT_ON);
+}
+
 static TopStream *top_stream_free(TopStream *t) {
         if (!t)
                 return NULL;
@@ -640,6 +679,9 @@ static TopStream *top_stream_free(TopStream *t) {
         LIST_REMOVE(sv->top_streams, t);
         sv->n_top_streams--;
         free(t);
+        /* No wakeup for a stream that is gone. */
+        if (sv->top_timer)
+                (void) top_timer_arm(sv);
         return NULL;
 }
 
@@ -648,17 +690,17 @@ static void top_disconnected(VarlinkCall *call, void *userdata) {
 }
 
 static bool top_stream_due(const TopStream *t, uint64_t now) {
-        /* Half a tick early is on time: an interval that is a multiple of the tick keeps its beat. */
-        return t->next_usec <= now + TOP_TICK_USEC / 2;
+        /* A little early is on time: streams due close together share a frame. */
+        return t->next_usec <= now + t->interval_usec / TOP_BATCH_DIVISOR;
 }
 
-/* Whether t takes part in this tick: due, and its last update read. A client that does not read costs
+/* Whether t takes part in this wakeup: due, and its last update read. A client that does not read costs
  * neither memory nor work (the server drops it when its output stays unread). */
 static bool top_stream_wants_frame(const TopStream *t, uint64_t now) {
         return top_stream_due(t, now) && varlink_call_output_pending(t->call) == 0;
 }
 
-static int top_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+static int top_timer_fired(sd_event_source *s, uint64_t usec, void *userdata) {
         /* One frame per sort key and zero-row filter, shared by every stream that asks for it. */
         json_t *frames[_QUERY_SORT_MAX][2] = {};
         int64_t limits[_QUERY_SORT_MAX][2] = {};
@@ -688,6 +730,8 @@ static int top_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (!top_stream_due(t, now))
                         continue;
                 bool wants = top_stream_wants_frame(t, now);
+                /* On the beat; a stream that fell a whole interval behind (a busy loop, an unread frame)
+                 * skips what it missed instead of getting frames back to back. */
                 t->next_usec += t->interval_usec;
                 if (t->next_usec <= now)
                         t->next_usec = now + t->interval_usec;
@@ -705,36 +749,49 @@ static int top_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 for (int z = 0; z < 2; z++)
                         json_decref(frames[q][z]);
 
-        if (!sv->top_streams)
-                return sd_event_source_set_enabled(s, SD_EVENT_OFF);
-        /* A late tick does not make the next ones come back to back. */
-        return sd_event_source_set_time(s, MAX(usec + TOP_TICK_USEC, now + TOP_TICK_USEC / 2));
+        return top_timer_arm(sv);
 }
 
-/* Starts the shared tick if no stream kept it running. */
-static int top_tick_start(Service *sv) {
+/* Adds t to the open streams (it is theirs even on failure) and sets the timer for whichever is due first. */
+static int top_stream_start(Service *sv, TopStream *t) {
         int r;
 
-        if (!sv->top_tick) {
-                r = sd_event_add_time_relative(sv->event, &sv->top_tick, CLOCK_MONOTONIC, TOP_TICK_USEC, 0, top_tick, sv);
+        LIST_PREPEND(sv->top_streams, t);
+        sv->n_top_streams++;
+        if (!sv->top_timer) {
+                r = sd_event_add_time(sv->event, &sv->top_timer, CLOCK_MONOTONIC, t->next_usec,
+                                      MAX(t->interval_usec / TOP_ACCURACY_DIVISOR, (uint64_t) 1), top_timer_fired, sv);
                 if (r < 0)
                         return r;
-                (void) sd_event_source_set_description(sv->top_tick, "top-tick");
+                (void) sd_event_source_set_description(sv->top_timer, "top-timer");
                 /* Below the event rings, as every client's work. */
-                r = sd_event_source_set_priority(sv->top_tick, sv->priority);
-                if (r < 0)
-                        return r;
-        } else {
-                int enabled = SD_EVENT_OFF;
-                (void) sd_event_source_get_enabled(sv->top_tick, &enabled);
-                if (enabled != SD_EVENT_OFF)
-                        return 0;
-                r = sd_event_source_set_time_relative(sv->top_tick, TOP_TICK_USEC);
+                r = sd_event_source_set_priority(sv->top_timer, sv->priority);
                 if (r < 0)
                         return r;
         }
-        /* Time sources are one-shot by default; top_tick() moves the time on. */
-        return sd_event_source_set_enabled(sv->top_tick, SD_EVENT_ON);
+        return top_timer_arm(sv);
+}
+
+int service_top_timer(Service *sv, uint64_t *ret_usec, uint64_t *ret_accuracy_usec) {
+        int enabled = SD_EVENT_OFF, r;
+
+        assert(sv);
+        assert(ret_usec);
+        assert(ret_accuracy_usec);
+
+        if (sv->top_timer) {
+                r = sd_event_source_get_enabled(sv->top_timer, &enabled);
+                if (r < 0)
+                        return r;
+        }
+        if (enabled == SD_EVENT_OFF) {
+                *ret_usec = *ret_accuracy_usec = 0;
+                return 0;
+        }
+        r = sd_event_source_get_time(sv->top_timer, ret_usec);
+        if (r < 0)
+                return r;
+        return sd_event_source_get_time_accuracy(sv->top_timer, ret_accuracy_usec);
 }
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -770,16 +827,14 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         *t = (TopStream) { .service = sv, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
                            .sort = query_sort_from_string(sort), .hide_zero = hide_zero,
                            .next_usec = now_usec(CLOCK_MONOTONIC) + (uint64_t) interval };
-        r = top_tick_start(sv);
-        if (r < 0)
-                return r;
         r = varlink_call_reply_more(call, reply);
         if (r < 0)
                 return r;
-        LIST_PREPEND(sv->top_streams, t);
-        sv->n_top_streams++;
+        /* From here the stream is the connection's: its disconnect handler frees it. */
         varlink_call_set_disconnect_handler(call, top_disconnected, t);
-        TAKE_PTR(t);
+        r = top_stream_start(sv, TAKE_PTR(t));
+        if (r < 0)
+                log_warning_errno(r, "Cannot schedule the Top streams' timer, ignoring: %m");
         return 0;
 }
 
@@ -809,11 +864,12 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_save(sv->marks, name, sv->accounting, now);
+        int r = marks_save(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
-        if (r == -ENOSPC) {
-                json_auto_t *p = json_pack("{s:s, s:i}", "limit", "snapshots", "value", MARKS_MAX);
+        if (r == -EDQUOT || r == -ENOSPC) {
+                json_auto_t *p = json_pack("{s:s, s:i}", "limit", r == -EDQUOT ? "snapshots" : "snapshotsAllUsers",
+                                           "value", r == -EDQUOT ? MARKS_PER_UID_MAX : MARKS_OTHERS_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         if (r < 0)
@@ -836,7 +892,8 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_diff(sv->marks, name, sv->accounting, now_usec(CLOCK_MONOTONIC), (size_t) limit, &reply);
+        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now_usec(CLOCK_MONOTONIC),
+                           (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -846,16 +903,53 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
+static int reply_not_root(VarlinkCall *call, const char *reason) {
+        json_auto_t *p = json_pack("{s:s}", "reason", reason);
+        return p ? varlink_call_error(call, MEMSTRACK_ERROR_PERMISSION_DENIED, p) : -ENOMEM;
+}
+
 static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
+        bool all_users = false;
+        const VarlinkField fields[] = {
+                { .name = "allUsers", .type = VARLINK_FIELD_BOOL, .ret = &all_users },
+        };
         json_auto_t *reply = NULL;
 
-        if (begin_call(call, parameters, NULL, 0) < 0)
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_list(sv->marks, sv->accounting, &reply);
+        if (all_users && !varlink_call_peer_is_root(call))
+                return reply_not_root(call, "only root sees other users' snapshots");
+        int r = marks_list(sv->marks, sv->accounting, all_users, varlink_call_get_peer_uid(call), &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
+}
+
+static int method_delete_snapshot(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *name = NULL;
+        int64_t uid = -1;
+        const VarlinkField fields[] = {
+                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
+                { .name = "uid", .type = VARLINK_FIELD_INT, .ret = &uid, .min = 0, .max = UINT32_MAX - 1 },
+        };
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        uid_t caller = varlink_call_get_peer_uid(call);
+        if (uid >= 0 && (uid_t) uid != caller && !varlink_call_peer_is_root(call))
+                return reply_not_root(call, "only root deletes other users' snapshots");
+        int r = marks_delete(sv->marks, uid >= 0 ? (uid_t) uid : caller, name);
+        if (r == -ENOENT) {
+                json_auto_t *p = json_pack("{s:s}", "name", name);
+                return p ? varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p) : -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        if (uid >= 0 && (uid_t) uid != caller)
+                log_notice("Snapshot \"%s\" of uid %u deleted by uid %u.", name, (unsigned) uid, (unsigned) caller);
+        return varlink_call_reply(call, NULL);
 }
 
 static int method_boot_phase(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -973,6 +1067,8 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .pid = (int32_t) pid,
                 .limit = (size_t) limit,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = leaks_query_json(sv->accounting, &q, &reply);
@@ -1015,6 +1111,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Snapshot", method_snapshot, 0 },
         { "io.memstrack.Diff", method_diff, 0 },
         { "io.memstrack.ListSnapshots", method_list_snapshots, 0 },
+        { "io.memstrack.DeleteSnapshot", method_delete_snapshot, 0 },
         { "io.memstrack.BootPhase", method_boot_phase, 0 },
         { "io.memstrack.SetLogLevel", method_set_log_level, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.OomKills", method_oom_kills, 0 },
@@ -1034,7 +1131,7 @@ Service *service_free(Service *sv) {
         sv->server = varlink_server_free(sv->server);
         while (sv->top_streams)
                 top_stream_free(sv->top_streams);
-        sd_event_source_disable_unref(sv->top_tick);
+        sd_event_source_disable_unref(sv->top_timer);
         marks_free(sv->marks);
         json_decref(sv->boot_phase);
         free(sv);

@@ -3,7 +3,7 @@
 
 /*
  * Service: io.memstrack on the generic varlink server. It owns the server, the named snapshots and the
- * open Top streams with their shared tick; what it answers about (the accounting core, user symbols, the
+ * open Top streams with their shared timer; what it answers about (the accounting core, user symbols, the
  * event source's figures) belongs to its owner and reaches it through ServiceConfig, so the API knows
  * neither the Manager nor any particular source.
  */
@@ -69,3 +69,7 @@ int service_new(const ServiceConfig *config, Service **ret);
 /* Closes every connection, which ends the open Top streams. Takes NULL, returns NULL. */
 Service *service_free(Service *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Service *, service_free);
+
+/* The Top streams' timer: when it fires next and how late sd-event may fire it (CLOCK_MONOTONIC usec; both
+ * 0 when no stream is open). For tests. -errno from sd-event. */
+int service_top_timer(Service *sv, uint64_t *ret_usec, uint64_t *ret_accuracy_usec);

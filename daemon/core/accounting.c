@@ -553,7 +553,6 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 break;
         case MS_EVENT_TASK_EXIT:
                 usage_task_exit(a->usage, e->pid, e->tid, e->timestamp_nsec);
-                (void) usage_evict(a->usage);
                 break;
         case MS_EVENT_MODULE_LOAD:
                 handle_module_load(a, e);
@@ -589,6 +588,9 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
         default:
                 break;
         }
+        /* An exit, or a fork or thread that reuses an id, may have ended a task: the exited records stay
+         * within their bound after every event, not only after exits. Nothing to do costs a compare. */
+        (void) usage_evict(a->usage);
 }
 
 static void sink_event(void *userdata, const MsEvent *event) {

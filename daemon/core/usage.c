@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,13 +23,14 @@ typedef struct IdMap {
 struct Usage {
         Task *tasks;            /* owned; slot 0 is "[evicted]" */
         size_t n_tasks, n_allocated;
-        uint32_t *free_slots;   /* owned, room for n_tasks; evicted slots no page refers to any more */
+        uint32_t *free_slots;   /* owned, room for n_allocated; evicted slots no page refers to any more */
         size_t n_free;
 
         IdMap processes;        /* tgid -> newest process record with that tgid */
         IdMap threads;          /* tid -> newest thread record (thread tracking only) */
 
         size_t n_exited, max_exited;            /* records exited and not evicted */
+        uint32_t exited_head, exited_tail;      /* those records, oldest exit first (Task.exited_*) */
 
         ModuleUsage *modules;   /* owned; id i is modules[i - 1] */
         size_t n_modules;
@@ -129,12 +131,6 @@ static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
         m->n--;
 }
 
-static void idmap_clear(IdMap *m) {
-        for (size_t i = 0; i < m->capacity; i++)
-                m->slots[i].idx = USAGE_TASK_NONE;
-        m->n = 0;
-}
-
 static void set_comm(Task *t, const char *comm) {
         (void) snprintf(t->comm, sizeof(t->comm), "%s", comm);
 }
@@ -144,9 +140,15 @@ static void init_evicted_record(Usage *u) {
                 .pid = -1,
                 .tgid = -1,
                 .process = USAGE_TASK_EVICTED,
+                .first_thread = USAGE_TASK_NONE,
+                .thread_prev = USAGE_TASK_NONE,
+                .thread_next = USAGE_TASK_NONE,
+                .exited_prev = USAGE_TASK_NONE,
+                .exited_next = USAGE_TASK_NONE,
         };
         set_comm(&u->tasks[USAGE_TASK_EVICTED], "[evicted]");
         u->n_tasks = 1;
+        u->exited_head = u->exited_tail = USAGE_TASK_NONE;
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Usage *, usage_free);
@@ -161,7 +163,9 @@ Usage *usage_new(bool track_threads, size_t max_exited) {
         u->last_idx = USAGE_TASK_NONE;
         u->n_allocated = 256;
         u->tasks = malloc(u->n_allocated * sizeof(Task));
-        if (!u->tasks)
+        /* Room for every slot on the free list from the start: recycling a slot never fails. */
+        u->free_slots = malloc(u->n_allocated * sizeof(uint32_t));
+        if (!u->tasks || !u->free_slots)
                 return NULL;
         if (idmap_init(&u->processes) < 0 || idmap_init(&u->threads) < 0)
                 return NULL;
@@ -193,6 +197,8 @@ bool usage_tracks_threads(const Usage *u) {
         return u->track_threads;
 }
 
+/* Exit order is the order of the events (the sources merge them by time), so appending keeps the list
+ * oldest first and the next record to evict is its head. */
 static void mark_exited(Usage *u, uint32_t idx, uint64_t now_nsec) {
         Task *t = &u->tasks[idx];
 
@@ -200,7 +206,54 @@ static void mark_exited(Usage *u, uint32_t idx, uint64_t now_nsec) {
                 return;
         t->exited = true;
         t->exit_nsec = now_nsec;
+        t->exited_prev = u->exited_tail;
+        t->exited_next = USAGE_TASK_NONE;
+        if (u->exited_tail != USAGE_TASK_NONE)
+                u->tasks[u->exited_tail].exited_next = idx;
+        else
+                u->exited_head = idx;
+        u->exited_tail = idx;
         u->n_exited++;
+}
+
+static void exited_unlink(Usage *u, uint32_t idx) {
+        Task *t = &u->tasks[idx];
+
+        if (t->exited_prev != USAGE_TASK_NONE)
+                u->tasks[t->exited_prev].exited_next = t->exited_next;
+        else
+                u->exited_head = t->exited_next;
+        if (t->exited_next != USAGE_TASK_NONE)
+                u->tasks[t->exited_next].exited_prev = t->exited_prev;
+        else
+                u->exited_tail = t->exited_prev;
+        t->exited_prev = t->exited_next = USAGE_TASK_NONE;
+        u->n_exited--;
+}
+
+/* A thread record joins its process's list, which the process's eviction walks. */
+static void thread_link(Usage *u, uint32_t thread, uint32_t process) {
+        Task *t = &u->tasks[thread], *p = &u->tasks[process];
+
+        t->thread_prev = USAGE_TASK_NONE;
+        t->thread_next = p->first_thread;
+        if (p->first_thread != USAGE_TASK_NONE)
+                u->tasks[p->first_thread].thread_prev = thread;
+        p->first_thread = thread;
+        p->n_threads++;
+}
+
+static void thread_unlink(Usage *u, uint32_t thread) {
+        Task *t = &u->tasks[thread], *p = &u->tasks[t->process];
+
+        if (t->thread_prev != USAGE_TASK_NONE)
+                u->tasks[t->thread_prev].thread_next = t->thread_next;
+        else
+                p->first_thread = t->thread_next;
+        if (t->thread_next != USAGE_TASK_NONE)
+                u->tasks[t->thread_next].thread_prev = t->thread_prev;
+        t->thread_prev = t->thread_next = USAGE_TASK_NONE;
+        p->n_threads--;
 }
 
 /* A fresh record; USAGE_TASK_NONE on OOM. Reuses evicted slots first. */
@@ -213,6 +266,10 @@ static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, ui
                 if (u->n_tasks == u->n_allocated) {
                         if (u->n_allocated >= USAGE_TASK_NONE / 2)
                                 return USAGE_TASK_NONE;
+                        uint32_t *f = realloc(u->free_slots, u->n_allocated * 2 * sizeof(uint32_t));
+                        if (!f)
+                                return USAGE_TASK_NONE;
+                        u->free_slots = f;
                         Task *t = realloc(u->tasks, u->n_allocated * 2 * sizeof(Task));
                         if (!t)
                                 return USAGE_TASK_NONE;
@@ -228,6 +285,11 @@ static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, ui
                 .process = idx,
                 .first_seen_nsec = now_nsec,
                 .charge_hint = UINT32_MAX,
+                .first_thread = USAGE_TASK_NONE,
+                .thread_prev = USAGE_TASK_NONE,
+                .thread_next = USAGE_TASK_NONE,
+                .exited_prev = USAGE_TASK_NONE,
+                .exited_next = USAGE_TASK_NONE,
                 .is_thread = is_thread,
         };
         /* Until a COMM record or /proc says otherwise. */
@@ -261,7 +323,7 @@ static uint32_t thread_get(Usage *u, int32_t pid, int32_t tid, uint32_t process,
         if (idx == USAGE_TASK_NONE)
                 return idx;
         u->tasks[idx].process = process;
-        u->tasks[process].n_threads++;
+        thread_link(u, idx, process);
         memcpy(u->tasks[idx].comm, u->tasks[process].comm, sizeof(u->tasks[idx].comm));
         if (idmap_put(&u->threads, tid, idx) < 0)
                 return USAGE_TASK_NONE;
@@ -426,7 +488,7 @@ static void maybe_recycle(Usage *u, uint32_t idx) {
         u->free_slots[u->n_free++] = idx;
         u->tasks_recycled++;
         if (t->is_thread && t->process != idx) {
-                u->tasks[t->process].n_threads--;
+                thread_unlink(u, idx);
                 maybe_recycle(u, t->process);
         }
 }
@@ -514,7 +576,7 @@ static void evict_one(Usage *u, uint32_t idx) {
 
         t->evicted = true;
         if (t->exited)
-                u->n_exited--;
+                exited_unlink(u, idx);
         if (t->is_thread)
                 idmap_remove(&u->threads, t->pid, idx);
         else {
@@ -526,63 +588,40 @@ static void evict_one(Usage *u, uint32_t idx) {
         u->tasks_evicted++;
 }
 
-static int compare_exit_time(const void *a, const void *b, void *userdata) {
-        const Task *tasks = userdata;
-        const Task *x = &tasks[*(const uint32_t *) a], *y = &tasks[*(const uint32_t *) b];
+/* Evicts a process with its threads (running or not), or a thread. Returns the records evicted. */
+static size_t evict_with_threads(Usage *u, uint32_t idx) {
+        size_t n = 1;
 
-        if (x->exit_nsec != y->exit_nsec)
-                return x->exit_nsec < y->exit_nsec ? -1 : 1;
-        return *(const uint32_t *) a < *(const uint32_t *) b ? -1 : 1;
+        evict_one(u, idx);
+        if (!u->tasks[idx].is_thread) {
+                for (uint32_t th = u->tasks[idx].first_thread; th != USAGE_TASK_NONE; th = u->tasks[th].thread_next)
+                        if (!u->tasks[th].evicted) {
+                                evict_one(u, th);
+                                n++;
+                        }
+                /*
+                 * Page owners keep naming evicted slots; no walk of the page table rewrites them. A slot
+                 * still holding pages stays reserved, its pages counted by "[evicted]" (or its live
+                 * process), until the last one is freed (usage_task_uncharge()); the others are reusable
+                 * now, threads first: a process's slot waits for the thread records that name it.
+                 */
+                for (uint32_t th = u->tasks[idx].first_thread, next; th != USAGE_TASK_NONE; th = next) {
+                        next = u->tasks[th].thread_next;
+                        maybe_recycle(u, th);
+                }
+        }
+        maybe_recycle(u, idx);
+        return n;
 }
 
 size_t usage_evict(Usage *u) {
-        size_t n = 0, k = 0;
+        size_t n = 0;
 
-        /* Evict in batches of 1/8, so the sort and the scan for threads are amortized. */
-        if (u->n_exited <= u->max_exited + u->max_exited / 8)
-                return 0;
-
-        /* Room for every slot on the free list up front: nothing can fail halfway, and slots recycled
-         * later (when their last page goes) always fit. */
-        uint32_t *free_slots = realloc(u->free_slots, u->n_tasks * sizeof(uint32_t));
-        if (!free_slots)
-                return 0;
-        u->free_slots = free_slots;
-        _cleanup_free_ uint32_t *exited = malloc(u->n_exited * sizeof(uint32_t));
-        if (!exited)
-                return 0;
-
-        for (size_t i = 1; i < u->n_tasks; i++)
-                if (u->tasks[i].exited && !u->tasks[i].evicted)
-                        exited[k++] = (uint32_t) i;
-        qsort_r(exited, k, sizeof(uint32_t), compare_exit_time, u->tasks);
-
-        size_t want = u->n_exited - u->max_exited;
-        for (size_t i = 0; i < k && i < want; i++) {
-                evict_one(u, exited[i]);
-                n++;
-        }
-
-        /* Threads of evicted processes go with them. */
-        for (size_t i = 1; i < u->n_tasks; i++) {
-                Task *t = &u->tasks[i];
-                if (t->is_thread && !t->evicted && u->tasks[t->process].evicted) {
-                        evict_one(u, (uint32_t) i);
-                        n++;
-                }
-        }
-
-        /*
-         * Page owners keep naming evicted slots; no walk of the page table rewrites them. A slot still
-         * holding pages stays reserved, its pages counted by "[evicted]" (or its live process), until the
-         * last one is freed (usage_task_uncharge()); the others are reusable now.
-         */
-        for (size_t i = 1; i < u->n_tasks; i++)
-                if (u->tasks[i].is_thread)
-                        maybe_recycle(u, (uint32_t) i);
-        for (size_t i = 1; i < u->n_tasks; i++)
-                maybe_recycle(u, (uint32_t) i);
-        forget_last(u);
+        /* The head is the oldest exit; evicting it (with its threads) only ever shortens the list. */
+        while (u->n_exited > u->max_exited)
+                n += evict_with_threads(u, u->exited_head);
+        if (n > 0)
+                forget_last(u);
         return n;
 }
 
@@ -666,49 +705,37 @@ static void counts_clear(Ledger *l, uint64_t *interval_peak, uint64_t *allocs, u
 }
 
 void usage_clear(Usage *u) {
-        uint32_t *free_slots = realloc(u->free_slots, u->n_tasks * sizeof(uint32_t));
+        /* Live tasks keep their names; exited ones are forgotten. */
+        for (size_t i = 1; i < u->n_tasks; i++) {
+                Task *t = &u->tasks[i];
 
-        if (!free_slots) {
-                /* Cannot keep the live records' names: forget every record instead. */
-                tasks_done(u);
-                idmap_clear(&u->processes);
-                idmap_clear(&u->threads);
-                u->n_free = 0;
-                init_evicted_record(u);
-        } else {
-                u->free_slots = free_slots;
-                /* Live tasks keep their names; exited ones are forgotten. */
-                for (size_t i = 1; i < u->n_tasks; i++) {
-                        Task *t = &u->tasks[i];
-
-                        counts_clear(t->ledger, t->interval_peak, &t->allocs, &t->frees);
-                        if (t->exited && !t->evicted)
-                                evict_one(u, (uint32_t) i);
-                        /* The page table was cleared with us: no page names any slot now. */
-                        t->n_threads = 0;
-                }
-                for (size_t i = 1; i < u->n_tasks; i++) {
-                        Task *t = &u->tasks[i];
-                        /* A thread still running after its leader exited goes with the process, whose
-                         * slot is about to be reused. */
-                        if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
-                                evict_one(u, (uint32_t) i);
-                        if (t->evicted && !t->recycled) {
-                                free(t->cmdline);
-                                t->cmdline = NULL;
-                                t->recycled = true;
-                                u->free_slots[u->n_free++] = (uint32_t) i;
-                        }
-                }
-                /* Live threads still name their processes. */
-                for (size_t i = 1; i < u->n_tasks; i++)
-                        if (u->tasks[i].is_thread && !u->tasks[i].evicted)
-                                u->tasks[u->tasks[i].process].n_threads++;
-                counts_clear(u->tasks[USAGE_TASK_EVICTED].ledger, u->tasks[USAGE_TASK_EVICTED].interval_peak,
-                             &u->tasks[USAGE_TASK_EVICTED].allocs,
-                             &u->tasks[USAGE_TASK_EVICTED].frees);
+                counts_clear(t->ledger, t->interval_peak, &t->allocs, &t->frees);
+                if (t->exited && !t->evicted)
+                        evict_one(u, (uint32_t) i);
+                /* The page table was cleared with us: no page names any slot now. */
+                t->n_threads = 0;
+                t->first_thread = USAGE_TASK_NONE;
         }
-        u->n_exited = 0;
+        for (size_t i = 1; i < u->n_tasks; i++) {
+                Task *t = &u->tasks[i];
+                /* A thread still running after its leader exited goes with the process, whose slot is
+                 * about to be reused. */
+                if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
+                        evict_one(u, (uint32_t) i);
+                if (t->evicted && !t->recycled) {
+                        free(t->cmdline);
+                        t->cmdline = NULL;
+                        t->recycled = true;
+                        u->free_slots[u->n_free++] = (uint32_t) i;
+                }
+        }
+        /* Live threads still name their processes. */
+        for (size_t i = 1; i < u->n_tasks; i++)
+                if (u->tasks[i].is_thread && !u->tasks[i].evicted)
+                        thread_link(u, (uint32_t) i, u->tasks[i].process);
+        counts_clear(u->tasks[USAGE_TASK_EVICTED].ledger, u->tasks[USAGE_TASK_EVICTED].interval_peak,
+                     &u->tasks[USAGE_TASK_EVICTED].allocs, &u->tasks[USAGE_TASK_EVICTED].frees);
+        assert(u->n_exited == 0 && u->exited_head == USAGE_TASK_NONE);
         for (size_t i = 0; i < u->n_modules; i++)
                 counts_clear(u->modules[i].ledger, u->modules[i].interval_peak, &u->modules[i].allocs, &u->modules[i].frees);
         u->tasks_evicted = u->tasks_recycled = u->modules_dropped = u->underflows = 0;
@@ -743,7 +770,7 @@ uint64_t usage_baseline_pages(const Usage *u, size_t *ret_tasks) {
 }
 
 size_t usage_memory_bytes(const Usage *u) {
-        size_t b = sizeof(Usage) + u->n_allocated * sizeof(Task) + (u->free_slots ? u->n_tasks : 0) * sizeof(uint32_t) +
+        size_t b = sizeof(Usage) + u->n_allocated * (sizeof(Task) + sizeof(uint32_t)) +
                    (u->processes.capacity + u->threads.capacity) * sizeof(IdSlot) +
                    u->n_modules * sizeof(ModuleUsage);
         for (size_t i = 0; i < u->n_tasks; i++)

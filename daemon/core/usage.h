@@ -8,8 +8,8 @@
  * Tasks live in one array and are referred to by 32-bit index, which page owners store. A process record
  * folds in all its threads; with thread tracking on, each thread also has its own record whose charges
  * roll up into its process. Exited tasks stay queryable; past max_exited the oldest are evicted (their
- * remaining pages go to the "[evicted]" record, see usage_evict()). Peaks are true maxima, kept on every
- * charge.
+ * remaining pages go to the "[evicted]" record, see usage_evict()), so that no more than max_exited are
+ * ever kept between two events. Peaks are true maxima, kept on every charge.
  */
 
 #include <stdbool.h>
@@ -39,6 +39,9 @@ typedef struct Task {
         uint64_t seeded_nsec;           /* when /proc showed it, if seeded */
         uint64_t exit_nsec;
         uint32_t n_threads;             /* process: its thread records not yet recycled (they name it) */
+        uint32_t first_thread;          /* process: the first of those thread records, USAGE_TASK_NONE: none */
+        uint32_t thread_prev, thread_next;      /* thread: its neighbours in its process's list */
+        uint32_t exited_prev, exited_next;      /* exited, not evicted: neighbours in exit order (Usage) */
         uint32_t charge_hint;           /* the core's last charge cell for this task: a hint, maybe stale */
         uint32_t cgroup;                /* process: the cgroup record (units.h) of its last allocation, 0 none */
         uint64_t cgroup_id;             /* process: the kernel's id of that cgroup */
@@ -108,12 +111,14 @@ size_t usage_task_slots(const Usage *u);
 uint32_t usage_find_process(const Usage *u, int32_t pid);
 
 /*
- * Once more than max_exited + 1/8 records are exited, evicts the oldest exited ones (and the threads of
- * evicted processes) down to max_exited; an evicted process's remaining pages are counted by "[evicted]".
- * Page owners need no rewrite: a slot that still holds pages is reused only after usage_task_uncharge()
- * took its last page off (the uncharge then also leaves "[evicted]"). Cost: a sort of the exited records
- * and a scan of the slots, per batch of max_exited / 8 exits; never a walk of the page table. Returns the
- * number of records evicted.
+ * Evicts the oldest exited records (and the threads of evicted processes, running or not) until at most
+ * max_exited are left; an evicted process's remaining pages are counted by "[evicted]". Run it after
+ * every event that may have ended a task (an exit, or a fork or thread that reuses an id): the bound then
+ * holds whenever the records are looked at. Page owners need no rewrite: a slot that still holds pages is
+ * reused only after usage_task_uncharge() took its last page off (the uncharge then also leaves
+ * "[evicted]"). Cost: O(1) when nothing is over the bound; else O(1) per record evicted, the exited
+ * records being kept in exit order and each process's threads in a list of their own; never a walk of
+ * the slots or of the page table. Returns the number of records evicted.
  */
 size_t usage_evict(Usage *u);
 /* Where an evicted record's pages are counted now: USAGE_TASK_EVICTED, its live process, or idx itself. */

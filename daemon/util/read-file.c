@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -104,5 +107,39 @@ int read_file_long(const char *path, long *ret) {
         if (errno != 0 || end == buf || (*end != '\0' && *end != '\n'))
                 return -EINVAL;
         *ret = v;
+        return 0;
+}
+
+int read_proc_owner(pid_t pid, uid_t *ret_uid) {
+        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
+        unsigned long real, effective, saved;
+        char path[32], buf[4096];
+        struct stat st;
+        ssize_t n;
+
+        assert(ret_uid);
+
+        /* One directory for both reads: if pid is reused meanwhile, the second read fails (ESRCH) instead
+         * of answering for another process. */
+        (void) snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+        dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                return negative_errno();
+        if (fstat(dir, &st) < 0)
+                return negative_errno();
+        fd = openat(dir, "status", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        /* "Uid:" is the ninth line, well inside the first 4 KiB. */
+        n = read_loop(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return (int) n;
+        buf[n] = '\0';
+        const char *uid = strstr(buf, "\nUid:");
+        if (!uid || sscanf(uid + strlen("\nUid:"), "%lu %lu %lu", &real, &effective, &saved) != 3)
+                return -EBADMSG;
+        if (real != effective || effective != saved || effective != (unsigned long) st.st_uid)
+                return -EPERM;
+        *ret_uid = st.st_uid;
         return 0;
 }

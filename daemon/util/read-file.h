@@ -21,3 +21,9 @@ int read_file_full(const char *path, size_t max_size, char **ret, size_t *ret_si
 /* Reads a file holding one decimal number (and maybe a newline), as /proc/sys does. -EINVAL if it holds
  * anything else. */
 int read_file_long(const char *path, long *ret);
+
+/* The user a process belongs to: its real, effective and saved uid, when the three are one and the kernel
+ * lets that user read its memory layout (the process is dumpable: its /proc directory is that user's; a
+ * process that changed credentials, or was made undumpable, has a /proc directory of root's). -EPERM when
+ * there is no such single owner, -ENOENT or -ESRCH when the process is gone, -errno of open/read. */
+int read_proc_owner(pid_t pid, uid_t *ret_uid);

@@ -19,7 +19,10 @@ loadgen allocates and frees pages at a steady 20 000 pages/s. The test asserts o
   with TooManyConnections, a group member's memstrackctl exits 6 saying the daemon is busy, and root's
   memstrackctl still answers;
 - after a burst of big StackTree replies the daemon's RSS comes back down (malloc_trim) instead of
-  staying where the burst left it.
+  staying where the burst left it;
+- before all that, single messages: a oneway call with more is refused without holding the connection
+  (the call behind it is answered), numbers beyond 64 bits get InvalidParameter on a connection that
+  goes on, and a group member's snapshots neither replace root's nor exceed their bound.
 
 The deadlines are shortened with memstrackd's options so each kind is dropped within the run. Waits are
 bounds, not measurements. Needs root, perf events and the kmem tracepoints; exits 77 otherwise.
@@ -298,6 +301,57 @@ class StreamingUser:
             self.file.close()
 
 
+def check_protocol_edges(sock, gid):
+    """What a lone hostile client tried with single messages, on the real daemon: a oneway stream, a number
+    beyond 64 bits, and a group member's snapshots crowding out or replacing root's."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(sock)
+        # Refused without a reply (oneway), and the call pipelined behind it is answered, the first reply.
+        s.sendall(b'{"method":"io.memstrack.Top","oneway":true,"more":true}\0' + call_bytes("io.memstrack.Status"))
+        reply = read_message(s, time.monotonic() + WAIT)
+        if not reply or "error" in reply or "trackedPages" not in reply.get("parameters", {}):
+            fail(f"Status behind a oneway Top with more: {reply}")
+        # A bad parameter, not a broken stream: InvalidParameter, and the connection goes on.
+        for value in (b"99999999999999999999999", b"-99999999999999999999999", b"1e999"):
+            s.sendall(b'{"method":"io.memstrack.Tasks","parameters":{"limit":' + value + b'}}\0')
+            reply = read_message(s, time.monotonic() + WAIT)
+            if not reply or reply.get("error") != "org.varlink.service.InvalidParameter" or \
+                    reply.get("parameters", {}).get("parameter") != "limit":
+                fail(f"Tasks with limit {value.decode()}: {reply}")
+        s.sendall(call_bytes("io.memstrack.Status"))
+        if not read_message(s, time.monotonic() + WAIT):
+            fail("the connection did not survive numbers out of range")
+
+    call(sock, "io.memstrack.Snapshot", {"name": "before"})
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            as_user(USERS[0], gid)()
+            names = ["before"] + [f"m{i}" for i in range(1, 8)]
+            for name in names:
+                call(sock, "io.memstrack.Snapshot", {"name": name})
+            try:
+                call(sock, "io.memstrack.Snapshot", {"name": "one-too-many"})
+            except livelib.VarlinkError as e:
+                status = 0 if e.name == "io.memstrack.LimitExceeded" and e.parameters["limit"] == "snapshots" else 2
+            mine = [x["name"] for x in call(sock, "io.memstrack.ListSnapshots")["snapshots"]]
+            if sorted(mine) != sorted(names):
+                status = 3
+            for name in names:
+                call(sock, "io.memstrack.DeleteSnapshot", {"name": name})
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        fail(f"a group member's snapshots: wait status {status}")
+    everyone = call(sock, "io.memstrack.ListSnapshots", {"allUsers": True})["snapshots"]
+    if [(x["name"], x["uid"]) for x in everyone] != [("before", 0)]:
+        fail(f"root's snapshot was touched, or the member's are left: {everyone}")
+    call(sock, "io.memstrack.DeleteSnapshot", {"name": "before"})
+    print("oneway stream refused, numbers out of range answered, snapshots per user", file=sys.stderr)
+
+
 def check_full_of_active_clients(sock, memstrackctl, gid, cleanup):
     """Every slot users may hold is taken by a client that reads its stream: one connection too many is
     turned away with TooManyConnections, a group member's memstrackctl says the daemon is busy (exit 6),
@@ -397,6 +451,7 @@ def main():
         except TimeoutError:
             fail("memstrackd did not answer")
         children.append(daemon)
+        check_protocol_edges(sock, gid)
 
         # Paced well below what the daemon drains on a slow machine: a lost record must be the clients'
         # doing, not a load generator outrunning the rings on its own.

@@ -29,6 +29,12 @@ test_no_daemon() {
     [ $r -eq 2 ] || fail "an option the verb does not take exited $r, expected 2"
     ctl diff >/dev/null 2>&1; r=$?
     [ $r -eq 2 ] || fail "diff without a name exited $r, expected 2"
+    ctl delete-snapshot >/dev/null 2>&1; r=$?
+    [ $r -eq 2 ] || fail "delete-snapshot without a name exited $r, expected 2"
+    ctl delete-snapshot x --uid nobody >/dev/null 2>&1; r=$?
+    [ $r -eq 2 ] || fail "--uid nobody exited $r, expected 2"
+    ctl status --min-age 5 >/dev/null 2>&1; r=$?
+    [ $r -eq 2 ] || fail "status --min-age exited $r, expected 2 (status takes no --min-age)"
     echo "ok no daemon, usage errors"
 }
 
@@ -399,7 +405,17 @@ assert s["edge-before"]["resetSince"] is True and s["edge-after"]["resetSince"] 
 assert s["edge-before"]["timestampUsec"] <= s["edge-after"]["timestampUsec"]
 PY
     ctl snapshots | grep -qE "^edge-before .*reset since" || fail "snapshots does not show the reset"
-    echo "ok diff states, reset note, snapshots listed"
+    # Root sees whose they are with --all; delete-snapshot takes several names and says which it lacks.
+    ctl snapshots --all | grep -qE "^edge-after .* root$" || fail "snapshots --all lacks the owner"
+    ctl delete-snapshot edge-before edge-after || fail "delete-snapshot failed"
+    ctl --json=short snapshots >"$work/list2.json" || fail "snapshots --json failed"
+    jq -e '[.snapshots[].name] | index("edge-before") == null and index("edge-after") == null' "$work/list2.json" \
+        >/dev/null || fail "delete-snapshot left them: $(cat "$work/list2.json")"
+    local r
+    ctl delete-snapshot edge-after 2>"$work/err"; r=$?
+    [ $r -eq 1 ] && grep -q "No snapshot 'edge-after' is saved" "$work/err" ||
+        fail "deleting a deleted snapshot exited $r: $(cat "$work/err")"
+    echo "ok diff states, reset note, snapshots listed and deleted"
 }
 
 # A daemon with a tiny stack budget and exited-task table: the budget fills at once and short-lived

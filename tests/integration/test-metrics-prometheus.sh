@@ -3,11 +3,15 @@
 # memstrack-metrics end to end: memstrackd on the live kernel, loadgen holding 64 MiB, memstrack-metrics
 # on a loopback socket passed the way systemd passes it (systemd-socket-activate), promtool on what it
 # serves in both formats, and a real Prometheus scraping it every second: its query API must return the
-# holder's bytes within 0.5 % of what memstrackd's Tasks says for that pid.
-# Needs root, perf events and the kmem tracepoints, and Debian's prometheus package (prometheus,
-# promtool), curl and systemd-socket-activate; skips (77) otherwise.
+# holder's bytes within 0.5 % of what memstrackd's Tasks says for that pid. The holder runs in a cgroup
+# of its own named like a unit, and Prometheus loads the shipped alerting rules: every query of the
+# shipped Grafana dashboard returns data (the holder's unit among the units), every rule evaluates
+# without error, and once memstrackd stops MemstrackDaemonDown is pending.
+# Needs root, perf events and the kmem tracepoints, a writable cgroup2 hierarchy, and Debian's
+# prometheus package (prometheus, promtool), curl and systemd-socket-activate; skips (77) otherwise.
 #
-# Usage: test-metrics-prometheus.sh MEMSTRACKD MEMSTRACKCTL LOADGEN MEMSTRACK_METRICS TESTS_DIR
+# Usage: test-metrics-prometheus.sh MEMSTRACKD MEMSTRACKCTL LOADGEN MEMSTRACK_METRICS TESTS_DIR ALERT_RULES
+#        DASHBOARD
 set -uo pipefail
 
 MEMSTRACKD=${1:?memstrackd}
@@ -15,6 +19,8 @@ MEMSTRACKCTL=${2:?memstrackctl}
 LOADGEN=${3:?loadgen}
 METRICS=${4:?memstrack-metrics}
 TESTS=${5:?tests dir}
+RULES=${6:?alert rules}
+DASHBOARD=${7:?dashboard}
 . "$TESTS/integration/memstrackctl-lib.sh"
 
 for p in prometheus promtool curl systemd-socket-activate; do
@@ -25,6 +31,22 @@ done
 PAGES=$(( (64 << 20) / $(getconf PAGESIZE) ))
 
 lib_init test-metrics-prometheus
+
+# The holder's cgroup, named like a unit so that memstrackd charges its pages to that name: on cgroup2,
+# at /sys/fs/cgroup or (hybrid hosts) /sys/fs/cgroup/unified.
+cgroup_root=
+for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+    [ "$(stat -fc %T "$d" 2>/dev/null)" = cgroup2fs ] && { cgroup_root=$d; break; }
+done
+[ -n "$cgroup_root" ] || skip "no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified"
+holder_unit=memstrack-metrics-test-$$.scope
+holder_cgroup=$cgroup_root/$holder_unit
+mkdir "$holder_cgroup" 2>/dev/null || skip "cannot make a cgroup in $cgroup_root"
+cleanup() {
+    lib_cleanup
+    rmdir "$holder_cgroup"
+}
+trap cleanup EXIT
 
 # A TCP port on loopback that nothing listens on now (the kernel picks it).
 free_port() {
@@ -89,6 +111,9 @@ test_prometheus() {
 global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $RULES
 scrape_configs:
   - job_name: memstrack
     static_configs:
@@ -131,6 +156,77 @@ PY
     echo "ok Prometheus: the top tasks and units with [other] add up to the total"
 }
 
+# Every query of the dashboard returns data from this Prometheus (rates and derivatives once it has two
+# scrapes in their range: polled, bounded), and the holder's unit is among the units the unit
+# variable and the unit panel list.
+dashboard_has_data() {
+    "$TESTS/dashboard-queries.py" "$DASHBOARD" >"$work/queries" || fail "cannot read the dashboard's queries"
+    python3 - "$work/queries" "$pport" "$holder_unit" "$work/empty" <<'PY'
+import json, sys, urllib.parse, urllib.request
+queries, port, unit, empty_file = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+empty = []
+for line in open(queries):
+    where, query = line.rstrip("\n").split("\t")
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(url, timeout=30) as r:
+        reply = json.load(r)
+    if reply["status"] != "success":
+        empty.append(f"{where}: {query}: {reply}")
+        continue
+    result = reply["data"]["result"]
+    units = {s["metric"].get("unit") for s in result}
+    if not result:
+        empty.append(f"{where}: {query}: no data")
+    elif where in ("variable unit", "panel 'Held memory by unit' A") and unit not in units:
+        empty.append(f"{where}: {query}: no {unit} among {sorted(units)}")
+open(empty_file, "w").write("\n".join(empty))
+sys.exit(1 if empty else 0)
+PY
+}
+
+test_dashboard() {
+    local n
+    if ! wait_for_quiet dashboard_has_data; then
+        fail "dashboard queries without data:"$'\n'"$(cat "$work/empty")"
+    fi
+    n=$(wc -l <"$work/queries")
+    echo "ok Prometheus: all $n queries of the dashboard return data, $holder_unit among the units"
+}
+
+# Every alerting rule loaded and evaluated without error against the real exporter's series.
+rules_healthy() {
+    curl -sS --max-time 30 "http://127.0.0.1:$pport/api/v1/rules" >"$work/rules.json" || return 1
+    python3 - "$work/rules.json" <<'PY'
+import json, sys
+rules = [r for g in json.load(open(sys.argv[1]))["data"]["groups"] for r in g["rules"]]
+names = sorted(r["name"] for r in rules)
+assert names == ["MemstrackDaemonDown", "MemstrackEventsLost", "MemstrackExporterDown",
+                 "MemstrackUnitMemoryGrowing"], names
+assert all(r["health"] == "ok" and r.get("lastEvaluation", "").startswith("2") for r in rules), rules
+PY
+}
+
+test_rules() {
+    wait_for_quiet rules_healthy || fail "the alerting rules are not all loaded and healthy: $(cat "$work/rules.json")"
+    echo "ok Prometheus: the 4 alerting rules evaluate without error"
+}
+
+# After memstrackd stopped: the scrapes say memstrack_up 0 and MemstrackDaemonDown is pending (its
+# for: 5m has not passed).
+daemon_down_pending() {
+    curl -sS --max-time 30 "http://127.0.0.1:$pport/api/v1/alerts" >"$work/alerts.json" || return 1
+    python3 - "$work/alerts.json" <<'PY'
+import json, sys
+alerts = json.load(open(sys.argv[1]))["data"]["alerts"]
+assert any(a["labels"]["alertname"] == "MemstrackDaemonDown" and a["state"] == "pending" for a in alerts), alerts
+PY
+}
+
+test_daemon_down_alert() {
+    wait_for_quiet daemon_down_pending || fail "MemstrackDaemonDown is not pending: $(cat "$work/alerts.json")"
+    echo "ok Prometheus: MemstrackDaemonDown pending once memstrackd stopped"
+}
+
 # memstrackd gone: a scrape still answers, with memstrack_up 0 and nothing else.
 test_daemon_gone() {
     stop_daemon
@@ -150,13 +246,26 @@ test_metrics_exit() {
     echo "ok memstrack-metrics exits 0 on SIGTERM"
 }
 
+# As wait_for, but returns 1 at the bound instead of failing, so that the caller can say what it saw.
+wait_for_quiet() {
+    local deadline=$((SECONDS + WAIT))
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $deadline ] || return 1
+        sleep 0.5
+    done
+}
+
 start_daemon
 start_loadgen
+echo "$lg_pid" >"$holder_cgroup/cgroup.procs" || fail "cannot move loadgen ($lg_pid) into $holder_cgroup"
 lg alloc allocated
 wait_for "memstrackd to charge $PAGES pages to loadgen ($lg_pid)" loadgen_counted
 start_metrics
 test_formats
 test_prometheus
+test_dashboard
+test_rules
 test_daemon_gone
+test_daemon_down_alert
 test_metrics_exit
 echo "all metrics-prometheus tests passed"

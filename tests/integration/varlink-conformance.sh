@@ -69,7 +69,8 @@ test_oneway() {
     local out
     out=$("$VLGO" call --oneway "$ADDR" io.memstrack.test.Fail '{"pid":1}')
     [ -z "$out" ] || fail "oneway produced output: $out"
-    # The oneway stream runs to its end silently; the server is still serving.
+    # A streaming method called oneway (without more: that combination is refused) answers once, silently;
+    # the server is still serving.
     out=$("$VLGO" call --oneway "$ADDR" io.memstrack.test.Stream '{"count":3}')
     [ -z "$out" ] || fail "oneway stream produced output: $out"
     out=$("$VLGO" call "$ADDR" io.memstrack.test.Echo '{"text":"after oneway"}')
