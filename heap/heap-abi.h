@@ -13,6 +13,8 @@
  *   ring              ring_records HeapAbiRecord, a power of two: sampled allocations and their frees
  *   stack slots       n_stack_slots HeapAbiStackSlot: open addressing from a stack's hash to its frames
  *   frames            n_frames uint64_t: every stack's return addresses, innermost first, appended
+ *   threads           n_thread_slots HeapAbiThread: per-thread counts (allocations, frees), claimed by a
+ *                     thread at its first call; the last one is shared by threads beyond them
  *   objects           n_objects_max HeapAbiObject: the loaded ELF files' segments, as /proc/PID/maps would
  *                     show them, republished when a stack has a frame in none of them (dlopen)
  *
@@ -53,9 +55,11 @@
 /* The region's largest size the daemon maps, and the layout the library makes. */
 #define HEAP_REGION_MAX (UINT64_C(256) << 20)
 #define HEAP_RING_RECORDS (UINT32_C(1) << 16)
+#define HEAP_RING_RECORDS_EVERY_CALL (UINT32_C(1) << 20)        /* every call's record: 64 MiB */
 #define HEAP_STACK_SLOTS (UINT32_C(1) << 17)
 #define HEAP_FRAMES (UINT32_C(1) << 22)
 #define HEAP_OBJECTS 1024u
+#define HEAP_THREAD_SLOTS 4096u
 #define HEAP_OBJECT_PATH_MAX 224u
 
 typedef enum HeapAbiRecordType {
@@ -83,6 +87,13 @@ typedef struct HeapAbiStackSlot {
         uint32_t n_frames;
 } HeapAbiStackSlot;
 
+/* A thread's counts: only live bytes need one order for all threads (the peak), these are summed. One
+ * cache line, so threads do not share one. */
+typedef struct HeapAbiThread {
+        uint64_t allocs, frees, alloc_bytes;
+        uint64_t reserved[5];
+} HeapAbiThread;
+
 /* One loadable segment of a loaded ELF file. */
 typedef struct HeapAbiObject {
         uint64_t start, end;            /* page-aligned addresses */
@@ -105,6 +116,8 @@ typedef struct HeapAbiHeader {
         uint64_t n_frames;
         uint64_t objects_offset;
         uint64_t n_objects_max;
+        uint64_t threads_offset;
+        uint64_t n_thread_slots;
         uint64_t sample_interval;       /* bytes per sampled stack on average; 1: every call */
         int32_t pid;
         uint32_t flags;
@@ -112,9 +125,7 @@ typedef struct HeapAbiHeader {
         /* The exact counters, all changed with atomic operations, on one cache line. */
         _Alignas(64) int64_t live_bytes;        /* usable bytes of the blocks recorded and not freed */
         uint64_t peak_bytes;            /* the most live_bytes ever was */
-        uint64_t allocs;                /* allocations recorded (every call that handed out a block) */
-        uint64_t frees;                 /* frees of blocks recorded */
-        uint64_t alloc_bytes;           /* usable bytes handed out, all calls */
+        uint64_t threads_used;          /* thread slots claimed (may pass n_thread_slots) */
 
         _Alignas(64) uint64_t ring_head;        /* next sequence number to reserve (producers) */
         _Alignas(64) uint64_t ring_tail;        /* next sequence number to read (the daemon) */

@@ -114,6 +114,7 @@ static HeapAbiRecord *ring;
 static HeapAbiStackSlot *stack_slots;
 static uint64_t *frames;
 static HeapAbiObject *objects;
+static HeapAbiThread *thread_slots;
 static int objects_lock;
 static uint64_t ring_mask, sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT, seed;
 static uintptr_t own_text_start, own_text_end;  /* our code: frames inside it are left out of stacks */
@@ -124,6 +125,16 @@ static TLS unsigned in_call;            /* calls running on this thread (more th
 static TLS int64_t bytes_until_sample;
 static TLS uint64_t rng;
 static TLS uint32_t thread_id;
+static TLS HeapAbiThread *my_counts;
+
+/* This thread's counts: a slot of its own, claimed at its first call, or the shared last one. */
+static HeapAbiThread *counts(void) {
+        if (unlikely(!my_counts)) {
+                uint64_t i = __atomic_fetch_add(&header->threads_used, 1, __ATOMIC_RELAXED);
+                my_counts = &thread_slots[i < header->n_thread_slots ? i : header->n_thread_slots - 1];
+        }
+        return my_counts;
+}
 
 static void lock_release(int *l) {
         __atomic_store_n(l, 0, __ATOMIC_RELEASE);
@@ -191,13 +202,13 @@ static int64_t next_sample_distance(void) {
 /*
  * The blocks that have a record, so that their frees get one too: a set of pointers in shards, each an
  * open-addressing table in mmap()ed memory under its own lock. In sampled mode most frees are of blocks
- * without a record: a counting filter (one 16-bit counter per hash bucket, changed atomically) answers
+ * without a record: a counting filter (one saturating 8-bit counter per hash bucket) answers
  * them without a lock. In every-call mode every live block is in the set, and a free of a pointer not in
  * it is a double free or a pointer never handed out here.
  */
 #define SHARDS 64u
 #define SHARD_MIN_SLOTS 1024u
-#define FILTER_BITS 16u
+#define FILTER_BITS 13u         /* 8 KiB: stays in the first-level cache */
 
 typedef struct Shard {
         int lock;
@@ -206,14 +217,28 @@ typedef struct Shard {
 } Shard;
 
 static Shard shards[SHARDS];
-static uint16_t filter[1u << FILTER_BITS];
+static uint8_t filter[1u << FILTER_BITS];
 
 static Shard *shard_of(uint64_t h) {
         return &shards[h & (SHARDS - 1)];
 }
 
-static uint16_t *filter_of(uint64_t h) {
+static uint8_t *filter_of(uint64_t h) {
         return &filter[h >> (64 - FILTER_BITS)];
+}
+
+/* Counters stop at 255 and then stay there: "maybe" for good, never a wrong "no". */
+static void filter_add(uint8_t *c) {
+        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+        while (v < UINT8_MAX && !__atomic_compare_exchange_n(c, &v, v + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
+}
+
+static void filter_sub(uint8_t *c) {
+        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+        while (v > 0 && v < UINT8_MAX &&
+               !__atomic_compare_exchange_n(c, &v, v - 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
 }
 
 static size_t slot_home(const Shard *s, uint64_t ptr) {
@@ -260,7 +285,7 @@ static bool set_insert(uint64_t ptr, bool nested) {
         if (s->slots[i] == 0) {
                 s->slots[i] = ptr;
                 s->used++;
-                __atomic_fetch_add(filter_of(h), 1, __ATOMIC_RELAXED);
+                filter_add(filter_of(h));
         }
         ok = true;
 out:
@@ -300,7 +325,7 @@ static int set_remove(uint64_t ptr, bool nested) {
         }
         s->slots[hole] = 0;
         s->used--;
-        __atomic_fetch_sub(filter_of(h), 1, __ATOMIC_RELAXED);
+        filter_sub(filter_of(h));
         lock_release(&s->lock);
         return 1;
 }
@@ -460,6 +485,7 @@ static uint64_t now_msec(void) {
 static bool ring_reserve(bool nested, uint64_t *ret_seq) {
         uint64_t head = __atomic_load_n(&header->ring_head, __ATOMIC_RELAXED);
         uint64_t polls = 0, since = 0;
+        unsigned spins = 0;
 
         for (;;) {
                 uint64_t tail = __atomic_load_n(&header->ring_tail, __ATOMIC_ACQUIRE);
@@ -477,7 +503,10 @@ static bool ring_reserve(bool nested, uint64_t *ret_seq) {
                                 __atomic_store_n(&consumer_stalled, true, __ATOMIC_RELAXED);
                                 continue;
                         }
-                        (void) nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 }, NULL);
+                        if (++spins < 64)
+                                sched_yield();
+                        else
+                                (void) nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 }, NULL);
                         head = __atomic_load_n(&header->ring_head, __ATOMIC_RELAXED);
                         continue;
                 }
@@ -517,8 +546,10 @@ static void record_alloc(void *p) {
 
         in_call++;
         int64_t live = __atomic_add_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&header->allocs, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&header->alloc_bytes, bytes, __ATOMIC_RELAXED);
+        /* Atomic though the slot is the thread's: a signal handler on this thread may count too. */
+        HeapAbiThread *t = counts();
+        __atomic_fetch_add(&t->allocs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->alloc_bytes, bytes, __ATOMIC_RELAXED);
         uint64_t peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
         while (live > 0 && (uint64_t) live > peak &&
                !__atomic_compare_exchange_n(&header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
@@ -573,7 +604,7 @@ static void record_free(void *p) {
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
         uint64_t bytes = malloc_usable_size(p);
         int64_t live = __atomic_sub_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&header->frees, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&counts()->frees, 1, __ATOMIC_RELAXED);
         if (was > 0)
                 emit(HEAP_RECORD_FREE, ptr, bytes, live > 0 ? (uint64_t) live : 0, HEAP_STACK_NONE, nested);
 out:
@@ -603,6 +634,7 @@ static void child_after_fork(void) {
         __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
         header = NULL;
         thread_id = 0;
+        my_counts = NULL;
         if (h)
                 (void) munmap(h, (size_t) h->region_bytes);
 }
@@ -630,13 +662,16 @@ static void warn(const char *what, int error) {
 
 /* Builds the region and gives it to the daemon; false (said once on stderr) if that fails. */
 static bool connect_daemon(const char *path) {
-        size_t ring_bytes = (size_t) HEAP_RING_RECORDS * sizeof(HeapAbiRecord);
+        /* Every call's record needs room for the daemon's scheduling delay at millions of calls a second. */
+        size_t ring_records = sample_interval <= 1 ? HEAP_RING_RECORDS_EVERY_CALL : HEAP_RING_RECORDS;
+        size_t ring_bytes = ring_records * sizeof(HeapAbiRecord);
         size_t slots_bytes = (size_t) HEAP_STACK_SLOTS * sizeof(HeapAbiStackSlot);
         size_t frames_bytes = (size_t) HEAP_FRAMES * sizeof(uint64_t);
         size_t objects_bytes = (size_t) HEAP_OBJECTS * sizeof(HeapAbiObject);
         size_t ring_offset = 4096, slots_offset = ring_offset + ring_bytes, frames_offset = slots_offset + slots_bytes;
         size_t objects_offset = frames_offset + frames_bytes;
-        size_t total = objects_offset + objects_bytes;
+        size_t threads_offset = objects_offset + objects_bytes;
+        size_t total = threads_offset + (size_t) HEAP_THREAD_SLOTS * sizeof(HeapAbiThread);
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd = -1, sock = -1, error = 0;
         const char *what = "cannot create its shared memory";
@@ -662,13 +697,15 @@ static bool connect_daemon(const char *path) {
                 .header_bytes = sizeof(HeapAbiHeader),
                 .region_bytes = total,
                 .ring_offset = ring_offset,
-                .ring_records = HEAP_RING_RECORDS,
+                .ring_records = ring_records,
                 .stack_slots_offset = slots_offset,
                 .n_stack_slots = HEAP_STACK_SLOTS,
                 .frames_offset = frames_offset,
                 .n_frames = HEAP_FRAMES,
                 .objects_offset = objects_offset,
                 .n_objects_max = HEAP_OBJECTS,
+                .threads_offset = threads_offset,
+                .n_thread_slots = HEAP_THREAD_SLOTS,
                 .sample_interval = sample_interval,
                 .pid = getpid(),
         };
@@ -676,7 +713,8 @@ static bool connect_daemon(const char *path) {
         stack_slots = (HeapAbiStackSlot *) ((char *) region + slots_offset);
         frames = (uint64_t *) ((char *) region + frames_offset);
         objects = (HeapAbiObject *) ((char *) region + objects_offset);
-        ring_mask = HEAP_RING_RECORDS - 1;
+        thread_slots = (HeapAbiThread *) ((char *) region + threads_offset);
+        ring_mask = ring_records - 1;
         publish_objects(true);
 
         what = "cannot reach memstrackd's heap socket";

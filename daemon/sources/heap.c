@@ -75,6 +75,8 @@ typedef struct HeapChannel {
         bool sent_counters;
         HeapAbiObject *objects;
         uint64_t n_objects_max;
+        HeapAbiThread *threads;
+        uint64_t n_thread_slots;
         uint64_t objects_generation;    /* as last sent */
         uint64_t bad_records, dead_records;
 } HeapChannel;
@@ -213,12 +215,19 @@ static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
         HeapAbiHeader *h = c->header;
         int64_t live = __atomic_load_n(&h->live_bytes, __ATOMIC_RELAXED);
 
+        uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
+        uint64_t used = MIN(__atomic_load_n(&h->threads_used, __ATOMIC_RELAXED), c->n_thread_slots);
+        for (uint64_t i = 0; i < used; i++) {
+                allocs += __atomic_load_n(&c->threads[i].allocs, __ATOMIC_RELAXED);
+                frees += __atomic_load_n(&c->threads[i].frees, __ATOMIC_RELAXED);
+                alloc_bytes += __atomic_load_n(&c->threads[i].alloc_bytes, __ATOMIC_RELAXED);
+        }
         *ret = (MsHeapCounters) {
                 .live_bytes = live > 0 ? (uint64_t) live : 0,
                 .peak_bytes = __atomic_load_n(&h->peak_bytes, __ATOMIC_RELAXED),
-                .allocs = __atomic_load_n(&h->allocs, __ATOMIC_RELAXED),
-                .frees = __atomic_load_n(&h->frees, __ATOMIC_RELAXED),
-                .alloc_bytes = __atomic_load_n(&h->alloc_bytes, __ATOMIC_RELAXED),
+                .allocs = allocs,
+                .frees = frees,
+                .alloc_bytes = alloc_bytes,
                 .unknown_frees = __atomic_load_n(&h->unknown_frees, __ATOMIC_RELAXED),
                 .invalid_frees = __atomic_load_n(&h->invalid_frees, __ATOMIC_RELAXED),
                 .lost_records = __atomic_load_n(&h->lost_ring_full, __ATOMIC_RELAXED) +
@@ -351,7 +360,9 @@ static int channel_map(HeapChannel *c, int memfd) {
             !FITS(h.ring_offset, h.ring_records, sizeof(HeapAbiRecord)) ||
             !FITS(h.stack_slots_offset, h.n_stack_slots, sizeof(HeapAbiStackSlot)) ||
             !FITS(h.frames_offset, h.n_frames, sizeof(uint64_t)) ||
-            !FITS(h.objects_offset, h.n_objects_max, sizeof(HeapAbiObject)) || h.sample_interval == 0 ||
+            !FITS(h.objects_offset, h.n_objects_max, sizeof(HeapAbiObject)) ||
+            !FITS(h.threads_offset, h.n_thread_slots, sizeof(HeapAbiThread)) || h.n_thread_slots == 0 ||
+            h.sample_interval == 0 ||
             h.sample_interval > HEAP_SAMPLE_INTERVAL_MAX)
                 return -EBADMSG;
 #undef FITS
@@ -364,6 +375,8 @@ static int channel_map(HeapChannel *c, int memfd) {
         c->n_frames = h.n_frames;
         c->objects = (HeapAbiObject *) ((char *) c->region + h.objects_offset);
         c->n_objects_max = h.n_objects_max;
+        c->threads = (HeapAbiThread *) ((char *) c->region + h.threads_offset);
+        c->n_thread_slots = h.n_thread_slots;
         c->sample_interval = h.sample_interval;
         c->tail = load(&c->header->ring_tail);
         return 0;
