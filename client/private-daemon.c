@@ -111,7 +111,7 @@ int private_daemon_run(PrivateDaemon *d, const char *what, char *const args[], u
         if (r < 0)
                 return r;
 
-        for (unsigned waited = 0; waited < timeout_msec; waited += 50) {
+        for (unsigned waited = 0; waited < timeout_msec; waited += 10) {
                 VarlinkClient *c = NULL;
                 int status;
 
@@ -127,7 +127,7 @@ int private_daemon_run(PrivateDaemon *d, const char *what, char *const args[], u
                         varlink_client_free(c);
                         return 0;
                 }
-                (void) nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 * 1000 }, NULL);
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
         }
         fprintf(stderr, "memstrackctl: memstrackd did not finish reading %s in %u s.\n", what, timeout_msec / 1000);
         return CTL_EXIT_FAILURE;

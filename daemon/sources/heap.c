@@ -648,12 +648,18 @@ static void heap_source_free_op(EventSource *es) {
         heap_source_free((HeapSource *) es);
 }
 
+/* Heaps have user frames only: no kernel symbol table to read at the start (an empty one). */
+static const char *heap_source_symbols(EventSource *es) {
+        return "";
+}
+
 static const EventSourceOps heap_source_ops = {
         .name = "heap",
         .start = heap_source_start,
         .flush = heap_source_flush,
         .get_stats = heap_source_get_stats,
         .free = heap_source_free_op,
+        .symbols = heap_source_symbols,
 };
 
 static int heap_source_new(const SourceOptions *options, EventSource **ret) {
