@@ -128,11 +128,11 @@ static int run_command(char *argv[], const char *socket_path, const char *preloa
         return 0;
 }
 
-/* Waits until the daemon has read the heaps of pid to their end (its exit seen through a pidfd). */
+/* Waits until the daemon has read the heaps of pid to their end (its exit seen through a pidfd), asking
+ * for the roots alone meanwhile; then takes the whole trees once. */
 static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
         for (unsigned waited = 0;; waited += 20) {
-                json_auto_t *params = json_pack("{s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH, "maxChildren",
-                                                RECORD_TREE_CHILDREN);
+                json_auto_t *params = json_pack("{s:i, s:i}", "maxDepth", 0, "maxChildren", 1);
                 json_auto_t *reply = NULL;
                 json_t *h;
                 size_t i;
@@ -150,8 +150,11 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
                         if (open)
                                 fprintf(stderr, "memstrackctl: memstrackd did not see pid %d end; its heap is "
                                         "reported as last read.\n", (int) pid);
-                        *ret = TAKE_PTR(reply);
-                        return 0;
+                        json_auto_t *whole = json_pack("{s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH, "maxChildren",
+                                                       RECORD_TREE_CHILDREN);
+                        if (!whole)
+                                return -ENOMEM;
+                        return ctl_call(c, "io.memstrack.Heap", whole, ret);
                 }
                 (void) nanosleep(&(struct timespec) { .tv_nsec = 20 * 1000 * 1000 }, NULL);
         }

@@ -42,7 +42,8 @@
 #define HEAP_POLL_USEC (UINT64_C(10) * 1000)
 #define HEAP_PENDING_MAX 64u            /* connections that have not said hello yet */
 #define HEAP_CHANNELS_MAX 4096u         /* heaps read at once */
-#define HEAP_DRAIN_BUDGET (1u << 20)    /* records per channel per poll: the loop stays responsive */
+#define HEAP_DRAIN_BUDGET (1u << 16)    /* records per channel per poll: the loop stays responsive */
+#define HEAP_BUSY_USEC 1000             /* the next poll after a busy one: a gap for the clients' sources */
 
 typedef struct HeapSource HeapSource;
 
@@ -561,9 +562,11 @@ static int on_poll(sd_event_source *es, uint64_t usec, void *userdata) {
 
         s->wakeups++;
         for (size_t i = 0; i < s->n_channels; i++)
-                busy |= drain(s->channels[i], false) >= s->channels[i]->ring_records / 4;
-        /* A ring a quarter full in one poll: read again at once rather than let its writers wait. */
-        (void) sd_event_source_set_time(es, busy ? usec : usec + HEAP_POLL_USEC);
+                busy |= drain(s->channels[i], false) >= MIN(s->channels[i]->ring_records / 4,
+                                                           (uint64_t) HEAP_DRAIN_BUDGET);
+        /* A ring a quarter full in one poll: read again soon rather than let its writers wait, yet not at
+         * once: the gap lets the loop answer clients, whose sources rank below this one. */
+        (void) sd_event_source_set_time(es, usec + (busy ? HEAP_BUSY_USEC : HEAP_POLL_USEC));
         return sd_event_source_set_enabled(es, SD_EVENT_ON);
 }
 
