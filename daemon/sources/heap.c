@@ -80,6 +80,7 @@ typedef struct HeapChannel {
         uint64_t n_thread_slots;
         uint64_t objects_generation;    /* as last sent */
         uint64_t bad_records, dead_records;
+        bool exited;                    /* its pidfd said so: the rest is being read */
 } HeapChannel;
 
 struct HeapSource {
@@ -240,9 +241,9 @@ static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
         };
 }
 
-/* Reads what the process published. final: it is gone, so records it reserved and never finished are
- * skipped (counted). Returns the records read. */
-static uint64_t drain(HeapChannel *c, bool final) {
+/* Reads what the process published, at most HEAP_DRAIN_BUDGET records with budget. final: it is gone,
+ * so records it reserved and never finished are skipped (counted). Returns the records read. */
+static uint64_t drain(HeapChannel *c, bool final, bool budget) {
         HeapSource *s = c->source;
         uint64_t head = load(&c->header->ring_head), n = 0;
 
@@ -250,16 +251,17 @@ static uint64_t drain(HeapChannel *c, bool final) {
         check_objects(c);
         for (;; c->tail++) {
                 HeapAbiRecord *slot = &c->ring[c->tail & (c->ring_records - 1)];
+                if (n >= HEAP_DRAIN_BUDGET && budget)
+                        break;
                 if (load(&slot->commit) != c->tail + 1) {
                         /* Reserved but never written: the writer died in between. */
                         if (final && head > c->tail && head - c->tail <= c->ring_records) {
                                 c->dead_records++;
+                                n++;
                                 continue;
                         }
                         break;
                 }
-                if (n >= HEAP_DRAIN_BUDGET && !final)
-                        break;
                 HeapAbiRecord r;
                 memcpy(&r, slot, sizeof(r));
                 apply_record(c, &r);
@@ -305,7 +307,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(HeapChannel *, channel_free);
 static void channel_end(HeapChannel *c, MsHeapEnd why) {
         HeapSource *s = c->source;
 
-        (void) drain(c, why != MS_HEAP_END_CLOSED);
+        (void) drain(c, why != MS_HEAP_END_CLOSED, false);
         MsEvent e = heap_event(c, MS_EVENT_HEAP_END);
         e.heap.end = why;
         emit(s, &e);
@@ -323,11 +325,18 @@ static void channel_end(HeapChannel *c, MsHeapEnd why) {
         channel_free(c);
 }
 
+/* The process is gone: what it wrote is read in the polls, a budget at a time (a big ring takes seconds,
+ * and clients are answered meanwhile), and then its heap ends. */
 static int on_process_exit(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
         HeapChannel *c = userdata;
+        HeapSource *s = c->source;
 
-        log_debug("Process %" PRIi32 " ended: its heap is read a last time.", c->pid);
-        channel_end(c, MS_HEAP_END_EXIT);
+        log_debug("Process %" PRIi32 " ended: the rest of its heap is read.", c->pid);
+        c->exited = true;
+        (void) sd_event_source_set_enabled(es, SD_EVENT_OFF);
+        uint64_t now;
+        if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) >= 0)
+                (void) sd_event_source_set_time(s->poll_timer, now);
         return 0;
 }
 
@@ -561,9 +570,15 @@ static int on_poll(sd_event_source *es, uint64_t usec, void *userdata) {
         bool busy = false;
 
         s->wakeups++;
-        for (size_t i = 0; i < s->n_channels; i++)
-                busy |= drain(s->channels[i], false) >= MIN(s->channels[i]->ring_records / 4,
-                                                           (uint64_t) HEAP_DRAIN_BUDGET);
+        /* Backwards: a heap whose process is gone and whose records are all read ends, and leaves. */
+        for (size_t i = s->n_channels; i > 0; i--) {
+                HeapChannel *c = s->channels[i - 1];
+                uint64_t n = drain(c, c->exited, true);
+                if (c->exited && n < HEAP_DRAIN_BUDGET)
+                        channel_end(c, MS_HEAP_END_EXIT);
+                else
+                        busy |= n >= MIN(c->ring_records / 4, (uint64_t) HEAP_DRAIN_BUDGET);
+        }
         /* A ring a quarter full in one poll: read again soon rather than let its writers wait, yet not at
          * once: the gap lets the loop answer clients, whose sources rank below this one. */
         (void) sd_event_source_set_time(es, usec + (busy ? HEAP_BUSY_USEC : HEAP_POLL_USEC));
@@ -595,7 +610,7 @@ static int heap_source_flush(EventSource *es) {
         HeapSource *s = (HeapSource *) es;
 
         for (size_t i = 0; i < s->n_channels; i++)
-                (void) drain(s->channels[i], false);
+                (void) drain(s->channels[i], false, false);
         return 0;
 }
 
