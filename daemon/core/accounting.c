@@ -539,7 +539,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 handle_free(a, e);
                 break;
         case MS_EVENT_TASK_NEW:
-                (void) usage_task_seed(a->usage, e->pid, e->task.name, e->task.cmdline, e->task.baseline_pages,
+                (void) usage_task_seed(a->usage, e->pid, e->task.parent_pid, e->task.name, e->task.cmdline, e->task.baseline_pages,
                                        e->timestamp_nsec);
                 break;
         case MS_EVENT_TASK_FORK:

@@ -82,7 +82,7 @@ typedef struct MsObjectEvent {
 typedef struct MsTaskEvent {
         const char *name;               /* NEW, COMM: NUL-terminated */
         const char *cmdline;            /* NEW, COMM: arguments joined by spaces, or NULL */
-        int32_t parent_pid;             /* FORK: the parent's tgid */
+        int32_t parent_pid;             /* FORK: the parent's tgid; NEW: its parent (/proc), 0 unknown */
         uint64_t baseline_pages;        /* NEW: resident pages before tracing (e.g. /proc/PID/statm) */
 } MsTaskEvent;
 
