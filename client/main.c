@@ -267,7 +267,9 @@ static const CmdlineOption options[] = {
                 .parse = cmdline_set_string, .target = &arg_format,
                 .parts = { { CMDLINE_WORDS("import", "report"),
                              "(default module_summary,module_top); each takes :top=N, :throttle=PERCENT, "
-                             ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word } },
+                             ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word },
+                           { CMDLINE_WORDS("history"), "text (default), or svg: a chart",
+                             .words = CMDLINE_WORDS("text", "svg") } },
         }, {
                 .name = "throttle", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PERCENT",
                 .parse = cmdline_set_uint64, .target = &arg_throttle, .min = 1, .max = 100,
@@ -281,6 +283,7 @@ static const CmdlineOption options[] = {
                         { CMDLINE_WORDS("report", "import"),
                           "write to FILE (a directory for several formats)" },
                         { CMDLINE_WORDS("pprof"), "the profile's file" },
+                        { CMDLINE_WORDS("history"), "write to FILE instead of standard output" },
                 },
         }, {
                 .name = "from", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
