@@ -66,7 +66,7 @@ static int write_file(json_t *doc, const ReportOptions *o, const char *path, boo
         return r;
 }
 
-/* Each format of o to its own file in dir: NAME.json with --json, flamegraph.svg, else NAME.txt. */
+/* Each format of o to its own file in dir: NAME.json with --json, flamegraph.svg, html.html, else NAME.txt. */
 static int write_directory(json_t *doc, const ReportOptions *o, const char *dir) {
         int r;
 
@@ -83,7 +83,8 @@ static int write_directory(json_t *doc, const ReportOptions *o, const char *dir)
                 one.n_formats = 1;
                 if (asprintf(&path, "%s/%s.%s", dir, report_format_to_string(o->formats[i].format),
                              arg_json != CTL_JSON_OFF ? "json" :
-                             o->formats[i].format == REPORT_FLAMEGRAPH ? "svg" : "txt") < 0)
+                             o->formats[i].format == REPORT_FLAMEGRAPH ? "svg" :
+                             o->formats[i].format == REPORT_HTML ? "html" : "txt") < 0)
                         return -ENOMEM;
                 r = write_file(doc, &one, path, true);
                 if (r < 0)
@@ -119,9 +120,11 @@ int verb_report(int argc, char *argv[]) {
 
         /* Usage first, before asking the daemon for anything. */
         directory = arg_output && o.n_formats > 1;
-        if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF && report_has_format(&o, REPORT_FLAMEGRAPH)) {
-                fprintf(stderr, "memstrackctl: a flame graph cannot share standard output with other formats; "
-                        "ask for it alone, or give --output DIRECTORY for one file per format.\n");
+        if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF &&
+            (report_has_format(&o, REPORT_FLAMEGRAPH) || report_has_format(&o, REPORT_HTML))) {
+                fprintf(stderr, "memstrackctl: a %s cannot share standard output with other formats; "
+                        "ask for it alone, or give --output DIRECTORY for one file per format.\n",
+                        report_has_format(&o, REPORT_FLAMEGRAPH) ? "flame graph" : "HTML page");
                 return CTL_EXIT_USAGE;
         }
         if (directory) {

@@ -136,7 +136,7 @@ static bool list_has(json_t *list, const char *key, json_t *value) {
 
 int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
-        json_auto_t *units = NULL, *slab = NULL, *leaks = NULL, *doc = NULL;
+        json_auto_t *units = NULL, *slab = NULL, *leaks = NULL, *history = NULL, *oom = NULL, *doc = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
         json_t *e;
         size_t i, n;
@@ -171,6 +171,13 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
         if (r != 0)
                 return r;
         r = call_optional(c, "io.memstrack.Leaks", json_pack("{s:i}", "limit", SNAPSHOT_LEAKS_LIMIT), &leaks);
+        if (r != 0)
+                return r;
+        /* The total's history at its finest (the last 10 minutes) and the OOM records, for the HTML page. */
+        r = call_optional(c, "io.memstrack.History", json_object(), &history);
+        if (r != 0)
+                return r;
+        r = call_optional(c, "io.memstrack.OomKills", json_object(), &oom);
         if (r != 0)
                 return r;
         r = fetch_tree(c, f, NULL, NULL, true, &tree);
@@ -240,7 +247,8 @@ int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
                 return -ENOMEM;
         /* Left out, not null, when the daemon has no units: as in files from before units. */
         if ((units && json_object_set(doc, "units", units) < 0) || (slab && json_object_set(doc, "slab", slab) < 0) ||
-            (leaks && json_object_set(doc, "leaks", leaks) < 0))
+            (leaks && json_object_set(doc, "leaks", leaks) < 0) ||
+            (history && json_object_set(doc, "history", history) < 0) || (oom && json_object_set(doc, "oomKills", oom) < 0))
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);
         return 0;

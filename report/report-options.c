@@ -27,6 +27,7 @@ static const char *const format_names[_REPORT_FORMAT_MAX] = {
         [REPORT_SLAB_CALLSITES] = "slab_callsites",
         [REPORT_SLAB_CACHES] = "slab_caches",
         [REPORT_LEAKS] = "leaks",
+        [REPORT_HTML] = "html",
 };
 
 ReportFormat report_format_from_string(const char *s) {

@@ -10,6 +10,7 @@
 #include "format-util.h"
 #include "macro.h"
 #include "reply.h"
+#include "report-html.h"
 #include "report.h"
 #include "slabinfo.h"
 
@@ -568,7 +569,7 @@ static int folded(json_t *doc, const ReportOptions *o, FoldedCallback cb, void *
         return walk_folded(pruned, frames, 0, cb, userdata);
 }
 
-static int text_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
+int report_write_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
         FlamegraphInfo info = {
                 .page_size = doc_page_size(doc),
                 .host = reply_string(doc, "host"),
@@ -1059,7 +1060,7 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
                         r = folded(doc, &one, folded_print_line, f);
                         break;
                 case REPORT_FLAMEGRAPH:
-                        r = text_flamegraph(doc, &one, f);
+                        r = report_write_flamegraph(doc, &one, f);
                         break;
                 case REPORT_TASK_TOP_JSON:
                         r = text_task_top_json(doc, &one, f);
@@ -1073,6 +1074,9 @@ int report_render(json_t *doc, const ReportOptions *o, FILE *f) {
                         break;
                 case REPORT_LEAKS:
                         r = text_leaks(doc, &one, f);
+                        break;
+                case REPORT_HTML:
+                        r = report_html_write(doc, &one, f);
                         break;
                 default:
                         assert(false);
@@ -1195,6 +1199,24 @@ static int json_tree(json_t *doc, const ReportOptions *o, bool by_function, json
         return *ret ? 0 : -ENOMEM;
 }
 
+/* The page as one JSON string. */
+static int json_html(json_t *doc, const ReportOptions *o, json_t **ret) {
+        _cleanup_free_ char *page = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&page, &size);
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        r = report_html_write(doc, o, m);
+        if (fclose(m) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        *ret = json_stringn(page, size);
+        return *ret ? 0 : -ENOMEM;
+}
+
 int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
         json_auto_t *out = json_object();
         int r = 0;
@@ -1245,6 +1267,9 @@ int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret) {
                         break;
                 case REPORT_LEAKS:
                         r = json_leaks(doc, &one, &part);
+                        break;
+                case REPORT_HTML:
+                        r = json_html(doc, &one, &part);
                         break;
                 default:
                         assert(false);

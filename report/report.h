@@ -29,6 +29,7 @@ typedef enum ReportFormat {
         REPORT_SLAB_CALLSITES,
         REPORT_SLAB_CACHES,
         REPORT_LEAKS,
+        REPORT_HTML,            /* one page of everything (report-html.h) */
         _REPORT_FORMAT_MAX,
         _REPORT_FORMAT_INVALID = -EINVAL,
 } ReportFormat;
@@ -99,6 +100,10 @@ ReportOptions report_options_for(const ReportOptions *o, size_t i);
  * Returns 0, -ESRCH when o->pid is not in doc, -ENOENT when o->module is not, -ENOMEM, -EIO.
  */
 int report_render(json_t *doc, const ReportOptions *o, FILE *f);
+
+/* The flamegraph format alone: an SVG document (flamegraph.h) of doc's tree as o selects it. Errors as
+ * report_render(). */
+int report_write_flamegraph(json_t *doc, const ReportOptions *o, FILE *f);
 
 /* The same reports as one JSON object, keyed by format name (new reference in *ret). Same errors. */
 int report_render_json(json_t *doc, const ReportOptions *o, json_t **ret);

@@ -17,7 +17,9 @@
  *     when memstrackd does not know Units, and in files from earlier versions),
  *     "slab": { "callsites": <Slab reply by callsite>, "caches": <Slab reply by cache> } (optional: left out
  *     when memstrackd does not know Slab, and in files from earlier versions),
- *     "leaks": <Leaks reply with its default ages, SNAPSHOT_LEAKS_LIMIT rows per list> (optional, as slab) }
+ *     "leaks": <Leaks reply with its default ages, SNAPSHOT_LEAKS_LIMIT rows per list> (optional, as slab),
+ *     "history": <History reply of the total, its default: the finest buckets> (optional, as slab),
+ *     "oomKills": <OomKills reply> (optional, as slab) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
  */

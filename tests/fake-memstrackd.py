@@ -9,6 +9,7 @@
 # source's exact mode); without it they say nothing, as a memstrackd from before sampling. Leaks answers
 # every other call with LimitExceeded "leaksPace" (wait 0.2 s), as memstrackd pacing it does.
 #
+# OomKills answers one kill of loadgen; Slab two call sites (or caches).
 # History answers 600 one-second buckets ending now: a ramp to 64 MiB with a 96 MiB spike 200 s ago.
 # --moving makes loadgen's pages grow by a page and postgres's shrink by one at each Top reply.
 #
@@ -164,6 +165,25 @@ class Fake:
             return None, {"root": root, "totalPages": root["currentPages"], **self.sampling()}
         if method == "io.memstrack.History":
             return None, self.history(p)
+        if method == "io.memstrack.OomKills":
+            holders = {"trackedPages": 18872, "peakTrackedPages": 20000, "tasks": TASKS[:2], "units": [],
+                       "modules": [], "stacks": []}
+            kill = {"timestampUsec": 4000000, "realtimeUsec": int(time.time() - 60) * 1000000, "pid": 4242,
+                    "comm": "loadgen", "unit": "loadgen-test.service", "victim": TASKS[0], "uid": 0,
+                    "oomScoreAdj": 0, "totalVmBytes": None, "anonRssBytes": 67108864, "fileRssBytes": None,
+                    "shmemRssBytes": None, "pgtablesBytes": None, "pageSize": PAGE_SIZE, "holders": holders}
+            return None, {"watching": True, "reason": None, "lost": 0, "killsSeen": 1, "kills": [kill],
+                          "peakSnapshotsTaken": 0, "peakSnapshots": [], "limits": {}}
+        if method == "io.memstrack.Slab":
+            rows = [{"name": "kmalloc_reserve+0x8f" if p.get("by") == "callsite" else "kmalloc-2k", "address": None,
+                     "pid": None, "liveObjects": 300, "liveBytesRequested": 500000, "liveBytesAllocated": 614400,
+                     "wastePercent": 18.6, "peakLiveBytes": 700000, "allocs": 900, "frees": 600, "remoteFrees": 3},
+                    {"name": "alloc_inode+0x2c" if p.get("by") == "callsite" else "inode_cache", "address": None,
+                     "pid": None, "liveObjects": 40, "liveBytesRequested": 20000, "liveBytesAllocated": 24000,
+                     "wastePercent": 16.7, "peakLiveBytes": 30000, "allocs": 50, "frees": 10, "remoteFrees": 0}]
+            return None, {"tracing": True, "by": p.get("by", "callsite"), "liveObjects": 340,
+                          "liveBytesRequested": 520000, "liveBytesAllocated": 638400, "peakLiveBytes": 730000,
+                          "wastePercent": 18.5, "allocs": 950, "frees": 610, "unknownFrees": 0, "rows": rows}
         if method == "io.memstrack.Reset":
             return None, {}
         if method == "io.memstrack.Top":
