@@ -20,7 +20,7 @@ static const char page_style[] =
         "h1 { font-size: 1.5em; margin: 0.8em 0 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em;"
         " border-bottom: 1px solid #ccc; }\n"
         "nav { position: sticky; top: 0; background: #f4f4f0; padding: 0.4em 0.6em; border-bottom: 1px solid #ddd;"
-        " z-index: 1; }\n"
+        " z-index: 1; display: flex; flex-wrap: wrap; }\n"
         "nav a { margin-right: 0.9em; color: #225; white-space: nowrap; }\n"
         ".meta { color: #555; }\n"
         "dl.summary { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1.2em; }\n"

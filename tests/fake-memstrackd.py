@@ -9,7 +9,8 @@
 # source's exact mode); without it they say nothing, as a memstrackd from before sampling. Leaks answers
 # every other call with LimitExceeded "leaksPace" (wait 0.2 s), as memstrackd pacing it does.
 #
-# OomKills answers one kill of loadgen; Slab two call sites (or caches).
+# OomKills answers one kill of loadgen; Slab two call sites (or caches); BootPhase the snapshot document in
+# the file --boot-snapshot names.
 # History answers 600 one-second buckets ending now: a ramp to 64 MiB with a 96 MiB spike 200 s ago.
 # --moving makes loadgen's pages grow by a page and postgres's shrink by one at each Top reply.
 #
@@ -90,6 +91,7 @@ class Fake:
         self.sample_interval = args.stack_sample_interval
         self.leaks_calls = 0
         self.moving = args.moving
+        self.boot_snapshot = args.boot_snapshot
         self.tops = 0
         self.log = open(args.log, "a", buffering=1)
         self.lock = threading.Lock()
@@ -165,6 +167,9 @@ class Fake:
             return None, {"root": root, "totalPages": root["currentPages"], **self.sampling()}
         if method == "io.memstrack.History":
             return None, self.history(p)
+        if method == "io.memstrack.BootPhase" and self.boot_snapshot:
+            with open(self.boot_snapshot) as f:
+                return None, {"snapshot": json.load(f)}
         if method == "io.memstrack.OomKills":
             holders = {"trackedPages": 18872, "peakTrackedPages": 20000, "tasks": TASKS[:2], "units": [],
                        "modules": [], "stacks": []}
@@ -235,6 +240,7 @@ def main():
     ap.add_argument("--no-units", action="store_true")
     ap.add_argument("--stack-sample-interval", type=int)
     ap.add_argument("--moving", action="store_true")
+    ap.add_argument("--boot-snapshot")
     args = ap.parse_args()
     fake = Fake(args)
     s = socket.socket(socket.AF_UNIX)
