@@ -11,8 +11,8 @@
         "use strict";
         /* The graph's own <svg>: the document in a file of its own, an element of memstrackctl's HTML
          * report (one flame graph a page) otherwise. */
-        var svg = document.documentElement.localName === "svg" ? document.documentElement :
-                  document.querySelector("svg[data-total-pages]");
+        var root = document.documentElement;
+        var svg = (root.localName || root.tagName) === "svg" ? root : document.querySelector("svg[data-total-pages]");
         var margin = Number(svg.getAttribute("data-margin-px"));
         var span = Number(svg.getAttribute("data-span-px"));
         var charPx = Number(svg.getAttribute("data-char-px"));
