@@ -34,12 +34,13 @@ static const char page_style[] =
         "th[aria-sort=ascending]::after { content: ' \\25B2'; } th[aria-sort=descending]::after { content: ' \\25BC'; }\n"
         "tr.exited td { color: #778; }\n"
         "td.frames { font-family: monospace; font-size: 0.85em; }\n"
+        "td.cmd { max-width: 36em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n"
         "svg { max-width: 100%; height: auto; }\n"
         ".none { color: #777; font-style: italic; }\n"
         "@media (max-width: 700px) { body { padding: 0 0.4em; } th, td { padding: 0.15em 0.3em; }"
         " td.frames { word-break: break-all; } }\n"
         "@media print { nav, #flamegraph .hint { display: none; } body { max-width: none; } h2 { break-after: avoid; }"
-        " tr { break-inside: avoid; } .scroll { overflow: visible; } a { color: inherit; text-decoration: none; } }\n";
+        " tr { break-inside: avoid; } .scroll { overflow: visible; } td.cmd { white-space: normal; max-width: none; } a { color: inherit; text-decoration: none; } }\n";
 
 /* Sorting: a click on a column header orders the rows by it (numbers by data-v, text otherwise),
  * a second click the other way round. */
@@ -174,7 +175,12 @@ static void section_tasks(FILE *f, json_t *doc, const ReportOptions *o, uint64_t
                 cell_count(f, reply_count(t, "allocs"));
                 cell_count(f, reply_count(t, "frees"));
                 cell_text(f, exited ? "exited" : "running");
-                cell_text(f, reply_string(t, "cmdline"));
+                /* Long command lines on one line, cut; the whole one in the tooltip (and in print). */
+                fputs("<td class=\"cmd\" title=\"", f);
+                put(f, reply_string(t, "cmdline") ?: "");
+                fputs("\">", f);
+                put(f, reply_string(t, "cmdline") ?: "");
+                fputs("</td>", f);
                 fputs("</tr>\n", f);
                 shown++;
         }
