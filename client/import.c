@@ -6,6 +6,11 @@
  * charges the log's records to tasks, modules and stacks exactly as live tracing does; this verb runs a
  * private memstrackd on it (a socket in a directory of its own), asks it as `report` (or, with --file,
  * as `snapshot --file`) would, and stops it. memstrackd is $MEMSTRACKD if set, else the installed one.
+ *
+ * SIGTERM or SIGINT (Ctrl-C) stop the import: the private memstrackd is stopped, waited for and its
+ * directory removed, and memstrackctl then dies of the signal, as a shell expects. Should memstrackctl
+ * die without that (SIGKILL), the kernel sends memstrackd SIGTERM (PR_SET_PDEATHSIG), which stops it
+ * even while it reads endless input.
  */
 
 #include <errno.h>
@@ -14,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +32,24 @@
 /* How long the private memstrackd may take to read the log before it answers: a log of a large
  * machine holds millions of records. Polled every 50 ms; the daemon exiting ends the wait at once. */
 #define IMPORT_START_TIMEOUT_MSEC (10u * 60u * 1000u)
+
+/* The stop signal that came during the import, 0 if none: set by on_stop(). */
+static volatile sig_atomic_t import_stop_signal = 0;
+
+static void on_stop(int sig) {
+        import_stop_signal = sig;
+}
+
+/* SIGTERM and SIGINT end the wait below instead of memstrackctl (unless they were ignored, as a shell
+ * ignores SIGINT for a command it runs in the background). No SA_RESTART: a sleep or a read ends. */
+static void catch_stop_signals(void) {
+        struct sigaction sa = { .sa_handler = on_stop }, old;
+
+        sigemptyset(&sa.sa_mask);
+        for (int sig = SIGINT; sig; sig = sig == SIGINT ? SIGTERM : 0)
+                if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+                        (void) sigaction(sig, &sa, NULL);
+}
 
 /* Prints what the daemon said at warning level or above (lines "<0>" to "<4>"), without the level:
  * the records it skipped, or why it could not start. Its info lines and exit summary stay out. */
@@ -62,10 +86,15 @@ static int spawn_daemon(const char *input, const char *socket_path, const char *
 
         fflush(stdout);
         fflush(stderr);
+        pid_t parent = getpid();
         pid = fork();
         if (pid < 0)
                 return negative_errno();
         if (pid == 0) {
+                /* Stopped with us, however we end; if we already did, now. Our handlers do not survive
+                 * the exec; a signal ignored here would, and memstrackd takes both anyway. */
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                        _exit(127);
                 FILE *log = freopen(log_path, "w", stderr);     /* not "e": the daemon keeps it */
 
                 if (log) {
@@ -94,6 +123,8 @@ static int wait_daemon(pid_t pid, const char *address, const char *input, const 
                                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
                         return CTL_EXIT_FAILURE;
                 }
+                if (import_stop_signal)
+                        return 0;       /* the caller stops it */
                 if (varlink_client_connect(address, &c) == 0) {
                         varlink_client_free(c);
                         return 0;
@@ -133,6 +164,7 @@ int verb_import(int argc, char *argv[]) {
                 goto finish;
         }
 
+        catch_stop_signals();
         r = spawn_daemon(input, socket_path, log_path, &pid);
         if (r < 0)
                 goto finish;
@@ -141,6 +173,8 @@ int verb_import(int argc, char *argv[]) {
                 pid = 0;        /* reaped */
                 goto finish;
         }
+        if (import_stop_signal)
+                goto finish;
 
         /* The records it skipped, before the report. */
         print_warnings(log_path);
@@ -154,12 +188,23 @@ int verb_import(int argc, char *argv[]) {
 finish:
         if (pid > 0) {
                 (void) kill(pid, SIGTERM);
-                (void) waitpid(pid, NULL, 0);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
         }
         if (socket_path)
                 (void) unlink(socket_path);
         if (log_path)
                 (void) unlink(log_path);
         (void) rmdir(dir);
+        if (import_stop_signal) {
+                int sig = import_stop_signal;
+
+                fprintf(stderr, "memstrackctl: import of %s stopped by SIG%s.\n",
+                        streq(input, "-") ? "standard input" : input, sigabbrev_np(sig));
+                fflush(stdout);
+                (void) signal(sig, SIG_DFL);
+                (void) raise(sig);
+                return CTL_EXIT_FAILURE;
+        }
         return r;
 }

@@ -17,7 +17,9 @@
 #include "leaks.h"
 #include "slabquery.h"
 #include "snapshot-document.h"
+#include "stop-signal.h"
 #include "time-util.h"
+#include "varlink.h"
 
 /* A StackTree reply as the method builds it: the tree, and which allocations have stacks. */
 static int tree_json(const DocumentInput *in, int32_t pid, const char *module, json_t **ret) {
@@ -39,7 +41,7 @@ static int tree_json(const DocumentInput *in, int32_t pid, const char *module, j
         if (r < 0)
                 return r;
         if (json_object_set_new(tree, "stackSampleInterval",
-                                json_integer((json_int_t) in->live->source.stack_sample_interval)) < 0)
+                                json_integer(varlink_count(in->live->source.stack_sample_interval))) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(tree);
         return 0;
@@ -127,7 +129,7 @@ int document_build(const DocumentInput *in, json_t **ret) {
                         "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
                         "generator", "memstrackd " PACKAGE_VERSION,
                         "host", host[0] ? json_string(host) : NULL,
-                        "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
+                        "realtimeUsec", varlink_count(now_usec(CLOCK_REALTIME)),
                         "status", status,
                         "tasks", tasks,
                         "modules", "modules", modules,
@@ -183,16 +185,41 @@ static int write_all(int fd, const char *buf, size_t size) {
         return 0;
 }
 
-/* Writes to something that is not a regular file, or standard output, as it is. */
+/*
+ * Writes to fd, which may be a pipe whose reader reads slowly or never: each write waits until it can go
+ * (pieces of PIPE_BUF, which a pipe that polls writable takes whole, so a blocking descriptor does not
+ * block either), and gives up when SIGTERM or SIGINT comes (-ECANCELED).
+ */
+static int write_all_stoppable(int fd, const char *buf, size_t size) {
+        _cleanup_close_ int stop_fd = stop_signal_fd();
+
+        while (size > 0) {
+                int r = stop_signal_wait(fd, POLLOUT, stop_fd);
+                if (r < 0)
+                        return r;
+                ssize_t n = write(fd, buf, MIN(size, (size_t) PIPE_BUF));
+                if (n < 0) {
+                        if (errno == EINTR || errno == EAGAIN)
+                                continue;
+                        return -errno;
+                }
+                buf += n;
+                size -= (size_t) n;
+        }
+        return 0;
+}
+
+/* Writes to something that is not a regular file, or standard output, as it is. A FIFO is opened
+ * without waiting for a reader: none is -EPIPE, as is one that goes away. */
 static int write_in_place(const char *path, const char *buf, size_t size) {
         _cleanup_close_ int fd = -EBADF;
 
         if (!path)
-                return write_all(STDOUT_FILENO, buf, size);
-        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_APPEND);
+                return write_all_stoppable(STDOUT_FILENO, buf, size);
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_APPEND | O_NONBLOCK);
         if (fd < 0)
-                return -errno;
-        return write_all(fd, buf, size);
+                return errno == ENXIO ? -EPIPE : -errno;
+        return write_all_stoppable(fd, buf, size);
 }
 
 int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path) {

@@ -584,9 +584,13 @@ static void evict_one(Usage *u, uint32_t idx) {
                 idmap_remove(&u->threads, t->pid, idx);
         else {
                 idmap_remove(&u->processes, t->pid, idx);
-                /* The evicted record inherits what the process still holds (its threads' pages included). */
-                for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++)
-                        ledger_add(&u->tasks[USAGE_TASK_EVICTED].ledger[unit], t->ledger[unit].current);
+                /* The evicted record inherits what the process still holds (its threads' pages included):
+                 * pages are part of a bounded total, bytes of no total, so held at COUNT_MAX. */
+                for (LedgerUnit unit = 0; unit < _LEDGER_UNIT_MAX; unit++) {
+                        Ledger *e = &u->tasks[USAGE_TASK_EVICTED].ledger[unit];
+
+                        ledger_add(e, MIN(t->ledger[unit].current, COUNT_MAX - e->current));
+                }
         }
         u->tasks_evicted++;
 }
