@@ -22,7 +22,7 @@ static const TopKeyHelp help[] = {
         { "a", "stacks of everything" },
         { "t", "tasks: tree by parent; units: tree by slice (Left/Right close/open)" },
         { "g", "history chart of the selection: 10 min, 24 h, off" },
-        { "mouse", "click a tab, a column (sort) or a row; double click: Enter" },
+        { "mouse", "click a tab, a column header (sort) or a row; the wheel scrolls" },
         { "s or >, <", "sort by the next/previous column" },
         { "/", "filter by name (Enter keeps it, Esc clears it)" },
         { "Esc", "clear the filter" },

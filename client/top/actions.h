@@ -45,7 +45,7 @@ typedef struct TopKeyHelp {
 TopReaction top_actions_handle_key(TopActionContext *c, int key);
 
 /* A mouse click (view.h's TopHit: a tab, a column header, a row; double: a double click, which on a row
- * does what Enter does) or the wheel (wheel -1 up, +1 down, 0 none). */
+ * does what Enter does, where curses reports one) or the wheel (wheel -1 up, +1 down, 0 none). */
 TopReaction top_actions_handle_click(TopActionContext *c, int kind, size_t index, bool double_click, int wheel);
 
 /* The help screen's lines, in order. */

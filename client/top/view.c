@@ -62,7 +62,8 @@ int top_screen_start(TopScreen *s) {
         top_colors_start();
         s->utf8 = streq(nl_langinfo(CODESET), "UTF-8");
         /* Clicks select rows and sort by columns where the terminal reports them; nothing else changes
-         * (no motion tracking, so the terminal's own selection works with Shift). */
+         * (no motion tracking, so the terminal's own selection works with Shift). A press acts at once:
+         * no wait to tell clicks from double clicks (mouseinterval 0). */
         (void) mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED |
                          BUTTON5_PRESSED, NULL);
         mouseinterval(0);
