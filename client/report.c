@@ -140,9 +140,9 @@ int verb_report(int argc, char *argv[]) {
                         return r;
         } else {
                 _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
-                SnapshotFetch f = {
+                SnapshotRequest req = {
                         /* The trees come cut at their biggest children: by peak if a format sorts so. */
-                        .sort = report_wants_peak(&o) ? "peak" : "current",
+                        .sort_by_peak = report_wants_peak(&o),
                         .max_depth = arg_depth >= 0 ? (unsigned) arg_depth : 0,
                         .pid = arg_task,
                         .module = arg_module,
@@ -150,7 +150,7 @@ int verb_report(int argc, char *argv[]) {
                 r = ctl_connect(&c);
                 if (r != 0)
                         return r;
-                r = snapshot_fetch(c, &f, &doc);
+                r = snapshot_fetch(c, &req, &doc);
                 if (r != 0)
                         return r;
         }
