@@ -116,7 +116,7 @@ static int parse_duration(const CmdlineOption *o, const char *value) {
 
 /* The report formats, from report/'s table. */
 static const char *report_format_word(size_t i) {
-        return i < _REPORT_FORMAT_MAX ? report_format_to_string((ReportFormat) i) : NULL;
+        return report_format_name(report_format_get(i));
 }
 
 #define DURATIONS CMDLINE_WORDS("30s", "10m", "1h", "24h")
