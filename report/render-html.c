@@ -1,5 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 
+/*
+ * The html format: one self-contained page of a snapshot document, to open offline or send as one
+ * file. Everything is inline (styles, the table-sorting script, the history chart and the flame graph
+ * as SVG with its zoom script), and a Content-Security-Policy of default-src 'none' keeps the page from
+ * loading anything. Sections: summary, history, tasks, units, modules (tables sortable by a click on a
+ * column), the flame graph, slab call sites and caches, leaks, OOM kills; a section the document has no
+ * data for says so. Print and narrow screens get their own layout (@media rules). Its JSON form is the
+ * page as one string.
+ */
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -11,8 +21,11 @@
 #include "history-chart.h"
 #include "macro.h"
 #include "reply.h"
-#include "report-html.h"
+#include "report-format.h"
 #include "xml.h"
+
+/* Rows per table unless top=N says otherwise; the table says how many more there are. */
+#define HTML_ROWS 100
 
 static const char page_style[] =
         "body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1250px; padding: 0 1em 2em;"
@@ -113,7 +126,7 @@ static void none(FILE *f, const char *why) {
 }
 
 static size_t rows_for(const ReportOptions *o) {
-        return o->top > 0 ? o->top : REPORT_HTML_ROWS;
+        return o->top > 0 ? o->top : HTML_ROWS;
 }
 
 static void section_summary(FILE *f, json_t *doc, uint64_t page_size) {
@@ -249,7 +262,8 @@ static int section_flamegraph(FILE *f, json_t *doc, const ReportOptions *o) {
         m = open_memstream(&svg, &size);
         if (!m)
                 return -ENOMEM;
-        r = report_write_flamegraph(doc, o, m);
+        /* The flamegraph format's own SVG (render-stacks.c), as report --format flamegraph writes it. */
+        r = report_format_find("flamegraph")->text(doc, o, m);
         if (fclose(m) != 0 && r >= 0)
                 r = -ENOMEM;
         if (r < 0)
@@ -428,7 +442,7 @@ static void section_oom(FILE *f, json_t *doc, uint64_t page_size) {
         fputs("</section>\n", f);
 }
 
-int report_html_write(json_t *doc, const ReportOptions *o, FILE *f) {
+static int text_html(json_t *doc, const ReportOptions *o, FILE *f) {
         uint64_t page_size = reply_count(reply_object(doc, "status"), "pageSize") ?: 4096;
         const char *host = reply_string(doc, "host");
         char when[64];
@@ -468,3 +482,28 @@ int report_html_write(json_t *doc, const ReportOptions *o, FILE *f) {
         fprintf(f, "<script>\n%s</script>\n</body>\n</html>\n", page_script);
         return ferror(f) ? -EIO : 0;
 }
+
+/* The page as one JSON string. */
+static int json_html(json_t *doc, const ReportOptions *o, json_t **ret) {
+        _cleanup_free_ char *page = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&page, &size);
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        r = text_html(doc, o, m);
+        if (fclose(m) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        *ret = json_stringn(page, size);
+        return *ret ? 0 : -ENOMEM;
+}
+
+const ReportFormat report_format_html = {
+        .name = "html",
+        .family = "html",
+        .text = text_html,
+        .json = json_html,
+};
