@@ -18,7 +18,7 @@
 
 /* What the scripted other side knows and does. */
 typedef struct Script {
-        bool units;             /* serves Units */
+        bool units;             /* serves Units, History and OomKills (a daemon of now; without: an earlier one) */
         bool slab_caches;       /* serves Slab by cache (by callsite always) */
         int leaks_result;       /* Leaks' answer: 0 a reply, else this */
         int required_result;    /* StackTree of a task or module asked for without MAY_VANISH, if unknown */
@@ -53,6 +53,10 @@ static int scripted_fetch(const char *method, json_t *params, SnapshotFetchFlags
                                        "name", "ext4", "currentPages", 2, "name", "gone", "currentPages", 1);
         else if (streq(method, "io.memstrack.Units") && s->units)
                 *ret_reply = json_pack("{s:[]}", "units");
+        else if (streq(method, "io.memstrack.History") && s->units)
+                *ret_reply = json_pack("{s:s, s:[]}", "what", "total", "points");
+        else if (streq(method, "io.memstrack.OomKills") && s->units)
+                *ret_reply = json_pack("{s:b, s:[]}", "watching", true, "kills");
         else if (streq(method, "io.memstrack.Slab") &&
                  (s->slab_caches || streq(json_string_value(json_object_get(params, "by")), "callsite")))
                 *ret_reply = json_pack("{s:b, s:[]}", "tracing", true, "rows");
@@ -98,7 +102,7 @@ static void test_full(void) {
         size_t i = 0;
         static const char *const keys[] = { "memstrackSnapshot", "generator", "host", "realtimeUsec", "status",
                                             "tasks", "modules", "stackTree", "taskStacks", "moduleStacks",
-                                            "units", "slab", "leaks" };
+                                            "units", "slab", "leaks", "history", "oomKills" };
 
         ASSERT_OK(snapshot_document_build("tester", &SNAPSHOT_REQUEST_DEFAULT, scripted_fetch, &s, &doc));
         json_object_foreach(doc, key, v) {
@@ -122,17 +126,20 @@ static void test_full(void) {
         (void) call(&s, 5, "io.memstrack.Slab", SNAPSHOT_FETCH_OPTIONAL);
         ASSERT_EQ(json_integer_value(json_object_get(call(&s, 6, "io.memstrack.Leaks", SNAPSHOT_FETCH_OPTIONAL),
                                                      "limit")), SNAPSHOT_LEAKS_LIMIT);
-        check_tree_params(call(&s, 7, "io.memstrack.StackTree", 0), SNAPSHOT_STACK_DEPTH_DEFAULT, "current");
+        /* The total's history at the daemon's default (no parameter), and the OOM records. */
+        ASSERT_EQ(json_object_size(call(&s, 7, "io.memstrack.History", SNAPSHOT_FETCH_OPTIONAL)), 0);
+        (void) call(&s, 8, "io.memstrack.OomKills", SNAPSHOT_FETCH_OPTIONAL);
+        check_tree_params(call(&s, 9, "io.memstrack.StackTree", 0), SNAPSHOT_STACK_DEPTH_DEFAULT, "current");
         /* 10, then 11 (gone); "[evicted]" has no tree of its own, 12 holds nothing and ends the list. */
-        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 8, "io.memstrack.StackTree",
+        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 10, "io.memstrack.StackTree",
                                                           SNAPSHOT_FETCH_MAY_VANISH), "pid")), 10);
-        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 9, "io.memstrack.StackTree",
+        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 11, "io.memstrack.StackTree",
                                                           SNAPSHOT_FETCH_MAY_VANISH), "pid")), 11);
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 10, "io.memstrack.StackTree",
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 12, "io.memstrack.StackTree",
                                                             SNAPSHOT_FETCH_MAY_VANISH), "module")), "ext4");
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 11, "io.memstrack.StackTree",
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 13, "io.memstrack.StackTree",
                                                             SNAPSHOT_FETCH_MAY_VANISH), "module")), "gone");
-        ASSERT_EQ(json_array_size(s.calls), 12);
+        ASSERT_EQ(json_array_size(s.calls), 14);
 
         json_t *tasks = json_object_get(doc, "taskStacks"), *modules = json_object_get(doc, "moduleStacks");
         ASSERT_EQ(json_array_size(tasks), 1);
@@ -142,7 +149,8 @@ static void test_full(void) {
         json_decref(s.calls);
 }
 
-/* An earlier memstrackd: no Units, Slab only by call site. Both sections are left out, not null. */
+/* An earlier memstrackd: no Units, History or OomKills, Slab only by call site. Their sections are left
+ * out, not null. */
 static void test_older_daemon(void) {
         Script s = { .calls = json_array() };
         json_auto_t *doc = NULL;
@@ -150,6 +158,8 @@ static void test_older_daemon(void) {
         ASSERT_OK(snapshot_document_build("tester", &SNAPSHOT_REQUEST_DEFAULT, scripted_fetch, &s, &doc));
         ASSERT_NULL(json_object_get(doc, "units"));
         ASSERT_NULL(json_object_get(doc, "slab"));
+        ASSERT_NULL(json_object_get(doc, "history"));
+        ASSERT_NULL(json_object_get(doc, "oomKills"));
         ASSERT_TRUE(json_is_object(json_object_get(doc, "leaks")));
         ASSERT_TRUE(json_is_object(json_object_get(doc, "stackTree")));
         json_decref(s.calls);
@@ -163,10 +173,10 @@ static void test_requested(void) {
         json_auto_t *doc = NULL;
 
         ASSERT_OK(snapshot_document_build("tester", &req, scripted_fetch, &s, &doc));
-        ASSERT_EQ(json_array_size(s.calls), 13);
-        check_tree_params(call(&s, 7, "io.memstrack.StackTree", 0), 3, "peak");
-        check_tree_params(call(&s, 8, "io.memstrack.StackTree", SNAPSHOT_FETCH_MAY_VANISH), 3, "peak");
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 12, "io.memstrack.StackTree", 0), "module")),
+        ASSERT_EQ(json_array_size(s.calls), 15);
+        check_tree_params(call(&s, 9, "io.memstrack.StackTree", 0), 3, "peak");
+        check_tree_params(call(&s, 10, "io.memstrack.StackTree", SNAPSHOT_FETCH_MAY_VANISH), 3, "peak");
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 14, "io.memstrack.StackTree", 0), "module")),
                      "xfs");
         ASSERT_EQ(json_array_size(json_object_get(doc, "moduleStacks")), 2);
         json_decref(s.calls);
