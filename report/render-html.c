@@ -161,8 +161,8 @@ static void section_history(FILE *f, json_t *doc, uint64_t page_size) {
 
         fputs("<section id=\"history\"><h2>History</h2>\n", f);
         if (!h)
-                none(f, "This snapshot has no history (taken by a memstrackd without History, or from a file "
-                        "written before).");
+                none(f, "This snapshot has no history: memstrackd's own --report has none, nor a snapshot "
+                        "from a memstrackd without History or a file written before it.");
         else
                 (void) history_chart_write(h, page_size, "Tracked pages over time", false, f);
         fputs("</section>\n", f);

@@ -14,6 +14,7 @@
 #include "document.h"
 #include "leaks.h"
 #include "macro.h"
+#include "oomlog.h"
 #include "query.h"
 #include "slabquery.h"
 #include "snapshot-document.h"
@@ -141,6 +142,14 @@ static int document_leaks(const DocumentInput *in, json_t *params, json_t **ret)
                                 ret);
 }
 
+/* The OomKills reply, for the HTML page's OOM section; a memstrackd not watching them leaves it out. */
+static int document_oom_kills(const DocumentInput *in, json_t *params, json_t **ret) {
+        if (!in->live || !in->live->oom)
+                return -EOPNOTSUPP;
+        *ret = oomlog_json(in->live->oom);
+        return *ret ? 0 : -ENOMEM;
+}
+
 /* The StackTree reply as the method builds it: the tree, and which allocations have stacks. */
 static int document_stack_tree(const DocumentInput *in, json_t *params, json_t **ret) {
         QueryStackTree q = {
@@ -183,6 +192,7 @@ static const struct {
         { "io.memstrack.Units", document_units },
         { "io.memstrack.Slab", document_slab },
         { "io.memstrack.Leaks", document_leaks },
+        { "io.memstrack.OomKills", document_oom_kills },
         { "io.memstrack.StackTree", document_stack_tree },
 };
 
