@@ -172,7 +172,7 @@ static int command_exit(int status) {
 static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOptions *o) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *doc = NULL, *heap = NULL;
-        SnapshotFetch f = { .sort = "current", .pid = -1 };
+        SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
         int r;
 
         arg_address = d->address;
@@ -182,7 +182,7 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOpt
         r = wait_heaps_ended(c, pid, &heap);
         if (r != 0)
                 return r;
-        r = snapshot_fetch(c, &f, &doc);
+        r = snapshot_fetch(c, &req, &doc);
         if (r != 0)
                 return r;
         if (json_object_set(doc, "heap", heap) < 0)

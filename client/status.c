@@ -61,7 +61,8 @@ static void print_status(json_t *s) {
                reply_count(s, "untrackedFrees"), reply_count(s, "untrackedFreePages"));
         /* Only when it happened: a corrupt record from the kernel is rare and worth seeing. */
         if (reply_count(s, "invalidEvents") > 0)
-                printf(" Invalid events: %" PRIu64 " (impossible page orders, not applied)\n",
+                printf(" Invalid events: %" PRIu64 " (impossible page orders, frame numbers or sample sizes, "
+                       "not applied)\n",
                        reply_count(s, "invalidEvents"));
         /* Only from sources that aggregate in the kernel. */
         if (reply_count(s, "samples") > 0 || reply_count(s, "sampleUntrackedPages") > 0)
@@ -69,6 +70,9 @@ static void print_status(json_t *s) {
                        "that no sample had charged)\n", reply_count(s, "samples"),
                        format_pages(a, sizeof(a), reply_count(s, "sampledPages"), page_size),
                        reply_count(s, "sampleUntrackedPages"));
+        if (reply_count(s, "saturatedEvents") > 0)
+                printf("      Saturated: %" PRIu64 " events would have taken a count beyond its ceiling, held "
+                       "there (counts are lower bounds)\n", reply_count(s, "saturatedEvents"));
         if (reply_count(s, "unsupportedEvents") > 0)
                 printf("    Unsupported: %" PRIu64 " events of a kind not applied yet (slab objects)\n",
                        reply_count(s, "unsupportedEvents"));

@@ -88,6 +88,22 @@ static inline int negative_errno(void) {
 #define MAX(a, b) MS_MINMAX_(a, b, >, __COUNTER__)
 #define MIN(a, b) MS_MINMAX_(a, b, <, __COUNTER__)
 
+/*
+ * The most any count holds: the largest signed 64-bit integer, so that every count fits in a reply
+ * (varlink integers are signed 64-bit). Counts add with count_add(), which stops there instead of
+ * wrapping; whoever keeps a count says somewhere that it stopped.
+ */
+#define COUNT_MAX ((uint64_t) INT64_MAX)
+
+/* a + n, or COUNT_MAX if that is more. */
+static inline uint64_t count_add(uint64_t a, uint64_t n) {
+        uint64_t sum;
+
+        if (__builtin_add_overflow(a, n, &sum) || sum > COUNT_MAX)
+                return COUNT_MAX;
+        return sum;
+}
+
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
 /* The rest of s after prefix, or NULL if s does not start with it. */

@@ -13,6 +13,7 @@
 #include "bootphase.h"
 #include "config-file.h"
 #include "config.h"
+#include "file-util.h"
 #include "log.h"
 #include "manager.h"
 #include "parse-util.h"
@@ -410,7 +411,7 @@ static int parse_report(char **ret_message) {
         if (r < 0)
                 return r;
         /* As memstrackctl refuses it on standard output: an SVG framed by text lines is no SVG. */
-        if (arg_report_options.n_formats > 1 && report_has_format(&arg_report_options, REPORT_FLAMEGRAPH)) {
+        if (arg_report_options.n_formats > 1 && report_has_format(&arg_report_options, "flamegraph")) {
                 *ret_message = strdup("--report: a flame graph cannot share the report with other formats; "
                                       "ask for it alone.");
                 return -EINVAL;
@@ -568,7 +569,7 @@ static int parse_config(bool reloading) {
                 log_debug("No configuration file %s, using the defaults.", path);
                 r = 0;
         } else if (r < 0 && !p.invalid)
-                return log_error_errno(r, "Failed to read the configuration file %s: %m", path);
+                return log_error_errno(r, "Failed to read the configuration file %s: %s", path, file_error_string(r));
         if (r < 0)
                 return r;
 
@@ -639,6 +640,8 @@ static int run(void) {
         if (r < 0)
                 return r;
         r = manager_start(m);
+        if (r == -ECANCELED)
+                return 0;       /* asked to stop before tracing began: nothing to sum up */
         if (r < 0)
                 return r;
 

@@ -331,6 +331,8 @@ int manager_start(Manager *m) {
         r = start_signals(m);
         if (r < 0)
                 return r;
+        /* A source that reads input takes its time here, outside the loop: it stops at SIGTERM or SIGINT
+         * (-ECANCELED, logged), which wait pending until then. */
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
@@ -341,6 +343,8 @@ int manager_start(Manager *m) {
                 return r;
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
+        if (r == -ECANCELED)
+                return r;       /* stopped by a signal, logged */
         if (r < 0)
                 return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
         r = start_oom_watch(m);
@@ -381,6 +385,12 @@ static int write_reports(Manager *m) {
                 .sort_by_peak = report_wants_peak(m->config.report),
         };
         r = document_write_reports(&in, m->config.report, output);
+        if (r == -EPIPE)
+                return log_error_errno(r, "Failed to write the report to %s: no process reads it.",
+                                       output ?: "standard output");
+        if (r == -ECANCELED)
+                return log_error_errno(r, "Stopped writing the report to %s at SIGTERM or SIGINT.",
+                                       output ?: "standard output");
         if (r < 0)
                 return log_error_errno(r, "Failed to write the report to %s: %m", output ?: "standard output");
         log_info("Wrote the report to %s.", output ?: "standard output");

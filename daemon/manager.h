@@ -43,7 +43,8 @@ int manager_new(const ManagerConfig *config, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Opens the event source and the socket and attaches everything to the loop. -errno, logged. */
+/* Opens the event source and the socket and attaches everything to the loop. -errno, logged: -ECANCELED
+ * when SIGTERM or SIGINT came while the source read its input, a stop rather than a failure. */
 int manager_start(Manager *m);
 /* Runs the loop until SIGTERM or SIGINT. -errno if the loop failed. */
 int manager_run(Manager *m);

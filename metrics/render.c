@@ -62,7 +62,11 @@ static const Family FAMILY_LOST = { "memstrack_lost_events", METRIC_COUNTER, NUL
 static const Family FAMILY_UNTRACKED_FREES = { "memstrack_untracked_frees", METRIC_COUNTER, NULL,
         "Frees of pages whose allocation was not seen (allocated before tracing, or lost)" };
 static const Family FAMILY_INVALID = { "memstrack_invalid_events", METRIC_COUNTER, NULL,
-        "Page events with an impossible order, counted and not applied" };
+        "Events no kernel sends (an impossible page order or frame number, a sample beyond any machine), "
+        "counted and not applied" };
+static const Family FAMILY_SATURATED = { "memstrack_saturated_events", METRIC_COUNTER, NULL,
+        "Events that would have taken a count beyond its ceiling, held there: counts are lower bounds "
+        "while this is not 0" };
 static const Family FAMILY_TRACKED = { "memstrack_tracked_bytes", METRIC_GAUGE, "bytes",
         "Memory allocated in pages since tracing began and not freed" };
 static const Family FAMILY_TRACKED_PEAK = { "memstrack_tracked_peak_bytes", METRIC_GAUGE, "bytes",
@@ -447,6 +451,7 @@ static int render(Writer *w, const MetricsInput *in, size_t top) {
         write_lost(w, s);
         metric_field(w, &FAMILY_UNTRACKED_FREES, s, "untrackedFrees", 1);
         metric_field(w, &FAMILY_INVALID, s, "invalidEvents", 1);
+        metric_field(w, &FAMILY_SATURATED, s, "saturatedEvents", 1);
 
         /* Totals from the Top reply where there is one: its lists add up to them. */
         json_t *totals = in->top && get_u64(in->top, "trackedPages", &v) ? in->top : s;

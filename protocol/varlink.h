@@ -123,6 +123,11 @@ int varlink_call_build(const char *method, json_t *parameters, VarlinkCallFlags 
 /* ---- Replies ---------------------------------------------------------------------------------------- */
 
 /* The reply objects. parameters may be NULL (an empty object is sent: varlink wants an object). */
+/* An unsigned count as a varlink int, which is signed: at most COUNT_MAX, never negative. */
+static inline json_int_t varlink_count(uint64_t n) {
+        return n > COUNT_MAX ? (json_int_t) COUNT_MAX : (json_int_t) n;
+}
+
 json_t *varlink_reply_new(json_t *parameters, bool continues);
 json_t *varlink_reply_new_error(const char *error, json_t *parameters);
 

@@ -308,6 +308,115 @@ static void test_invalid_order(void) {
         accounting_free(a);
 }
 
+/* A block that does not end below 2^40 pfns, the page table's range, is invalid as an impossible order
+ * is: counted, not applied, not a failure to allocate nor an untracked free. */
+static void test_invalid_pfn(void) {
+        Accounting *a = new_accounting(NULL, false);
+        AccountingStats s;
+
+        alloc(a, 10, MS_PAGE_KEY_MAX + 1, 0);
+        alloc(a, 10, MS_PAGE_KEY_MAX, 1);
+        alloc(a, 10, MS_PAGE_KEY_MAX + 1 - (UINT64_C(1) << MS_EVENT_ORDER_MAX), MS_EVENT_ORDER_MAX);
+        alloc(a, 10, UINT64_MAX, 0);
+        alloc(a, 10, MS_PAGE_KEY_MAX, 0);
+        free_pages_(a, 10, UINT64_MAX - 1, 1);
+        free_pages_(a, 10, MS_PAGE_KEY_MAX + 1, 0);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.invalid_events, 5);
+        ASSERT_EQ(s.alloc_failures, 0);
+        ASSERT_EQ(s.allocs, 2);
+        ASSERT_EQ(s.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
+        ASSERT_EQ(s.untracked_frees, 0);
+        check_invariants(a);
+
+        free_pages_(a, 10, MS_PAGE_KEY_MAX, 0);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.freed_pages, 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, UINT64_C(1) << MS_EVENT_ORDER_MAX);
+        check_invariants(a);
+        accounting_free(a);
+}
+
+/* Counts stop at their ceiling, never wrap, and say so: samples that would take the total of pages beyond
+ * ACCOUNTING_PAGES_MAX apply up to it (every count of pages is part of the total, so none gets beyond
+ * either), an allocation beyond it is not tracked, losses stop at COUNT_MAX, bytes ledgers there too;
+ * a sample of more pages than a machine has is invalid. */
+static void test_saturation(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        AccountingStats s;
+
+        sample(a, 10, (int64_t) MS_PAGES_MAX + 1, 0, fault_chain);
+        sample(a, 10, -(int64_t) MS_PAGES_MAX - 1, 0, fault_chain);
+        sample(a, 10, 0, MS_PAGES_MAX + 1, fault_chain);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.samples, 0);
+
+        /* Two samples of 2^52 pages are 2^53: the second applies 2^52 - 1, the third nothing; one page
+         * is allocated before them. */
+        alloc(a, 12, 4096, 0);
+        sample(a, 10, (int64_t) MS_PAGES_MAX, MS_PAGES_MAX, fault_chain);
+        sample(a, 11, (int64_t) MS_PAGES_MAX, MS_PAGES_MAX, ext4_chain);
+        sample(a, 10, (int64_t) MS_PAGES_MAX, MS_PAGES_MAX, ext4_chain);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.samples, 3);
+        ASSERT_EQ(s.saturated_events, 2);
+        ASSERT_EQ(s.current_pages, ACCOUNTING_PAGES_MAX);
+        ASSERT_EQ(s.peak_pages, ACCOUNTING_PAGES_MAX);
+        ASSERT_EQ(s.sampled_pages, ACCOUNTING_PAGES_MAX - 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, MS_PAGES_MAX);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, MS_PAGES_MAX - 2);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].peak, MS_PAGES_MAX - 2);
+        check_invariants(a);
+
+        /* At the ceiling: a rise and a sample are held there, an allocation is not tracked; all counted.
+         * What goes is taken off as ever, and an allocation then fits again. */
+        sample(a, 10, 0, 1, write_chain);
+        sample(a, 11, 1, 1, write_chain);
+        alloc(a, 12, 8192, 3);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.saturated_events, 5);
+        ASSERT_EQ(s.current_pages, ACCOUNTING_PAGES_MAX);
+        ASSERT_EQ(s.peak_pages, ACCOUNTING_PAGES_MAX);
+        ASSERT_EQ(process(a, 12)->ledger[LEDGER_PAGES].current, 1);
+        check_invariants(a);
+        free_pages_(a, 12, 8192, 3);
+        sample(a, 10, -13, 0, fault_chain);
+        alloc(a, 12, 8192, 3);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.untracked_frees, 1);
+        ASSERT_EQ(s.current_pages, ACCOUNTING_PAGES_MAX - 5);
+        ASSERT_EQ(process(a, 12)->ledger[LEDGER_PAGES].current, 9);
+        check_invariants(a);
+
+        /* Bytes have no total: their ledgers stop at COUNT_MAX on their own, and the core counts it. */
+        sample_chain(a, 10, LEDGER_BYTES, INT64_MAX, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        sample_chain(a, 10, LEDGER_BYTES, INT64_MAX, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.saturated_events, 6);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, COUNT_MAX);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].peak, COUNT_MAX);
+
+        /* Losses: 2^63 - 1 twice and 5 more are 2^63 - 1, not 3. */
+        MsEvent lost = { .type = MS_EVENT_LOST, .lost.n_lost = COUNT_MAX };
+        accounting_handle_event(a, &lost);
+        accounting_handle_event(a, &lost);
+        lost.lost.n_lost = 5;
+        accounting_handle_event(a, &lost);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.lost_events, COUNT_MAX);
+        ASSERT_EQ(s.saturated_events, 8);
+
+        /* A reset forgets the counts, not that they were held. */
+        accounting_reset(a, ACCOUNTING_RESET_ALL);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.current_pages, 0);
+        ASSERT_EQ(s.saturated_events, 8);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 static void test_cross_task_and_split_frees(void) {
         Accounting *a = new_accounting(NULL, false);
 
@@ -1193,6 +1302,8 @@ static void test_tracer_frames_dropped(void) {
 int main(void) {
         TEST(test_orders_and_untracked);
         TEST(test_invalid_order);
+        TEST(test_invalid_pfn);
+        TEST(test_saturation);
         TEST(test_cross_task_and_split_frees);
         TEST(test_peaks_not_summed);
         TEST(test_threads);

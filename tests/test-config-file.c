@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config-file.h"
+#include "file-util.h"
 #include "log.h"
 #include "tests.h"
 
@@ -167,6 +169,24 @@ static void test_read_file(void) {
         ASSERT_LT(config_file_read("/", record_any_path, &s), 0);
 }
 
+/* What is not a regular file is refused at once: a FIFO (whose open would wait for a writer), a device
+ * (/dev/zero: read without end), a directory. */
+static void test_not_regular(void) {
+        char dir[] = "/tmp/test-config-file.XXXXXX", fifo[64];
+        Seen seen = {};
+
+        ASSERT_TRUE(mkdtemp(dir));
+        (void) snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+        ASSERT_OK(mkfifo(fifo, 0600));
+        ASSERT_EQ(config_file_read(fifo, record, &seen), -EBADFD);
+        ASSERT_EQ(config_file_read("/dev/zero", record, &seen), -EBADFD);
+        ASSERT_EQ(config_file_read(dir, record, &seen), -EBADFD);
+        ASSERT_EQ(seen.n, 0);
+        ASSERT_STREQ(file_error_string(-EBADFD), "not a regular file");
+        ASSERT_OK(unlink(fifo));
+        ASSERT_OK(rmdir(dir));
+}
+
 int main(void) {
         /* The warnings for the malformed lines go to stderr, where meson keeps them. */
         log_set_target_journal(false);
@@ -176,5 +196,6 @@ int main(void) {
         TEST(test_handler_error_stops);
         TEST(test_empty_and_long_lines);
         TEST(test_read_file);
+        TEST(test_not_regular);
         return 0;
 }

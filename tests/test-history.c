@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "accounting.h"
@@ -325,6 +326,16 @@ static void test_save_load(void) {
         ASSERT_EQ(fwrite(data, 1, size, f), size);
         fclose(f);
         ASSERT_EQ(history_load(g, bad), -EBADMSG);
+        ASSERT_TRUE(history_find(g, HISTORY_UNIT, 0, "alpha.service"));
+
+        /* A FIFO is refused at once (its open would wait for a writer), a symlink too: the file is ours,
+         * and we never make one. */
+        ASSERT_OK(unlink(bad));
+        ASSERT_OK(mkfifo(bad, 0600));
+        ASSERT_EQ(history_load(g, bad), -EBADFD);
+        ASSERT_OK(unlink(bad));
+        ASSERT_OK(symlink(path, bad));
+        ASSERT_EQ(history_load(g, bad), -ELOOP);
         ASSERT_TRUE(history_find(g, HISTORY_UNIT, 0, "alpha.service"));
 
         /* No temporary file is left behind. */

@@ -43,6 +43,33 @@ static void test_apply(void) {
         ASSERT_EQ(l.current, 0);
 }
 
+/* A rise, which a source reports in whole, stops at COUNT_MAX rather than wrap; so does count_add(). */
+static void test_saturation(void) {
+        Ledger l = { .current = 10, .peak = 10 };
+
+        ledger_raise(&l, UINT64_MAX);
+        ASSERT_EQ(l.peak, COUNT_MAX);
+        ASSERT_EQ(l.current, 10);
+        l = (Ledger) { .current = COUNT_MAX - 5, .peak = COUNT_MAX - 5 };
+        ASSERT_TRUE(ledger_apply(&l, COUNT_MAX, 5));
+        ASSERT_EQ(l.current, COUNT_MAX);
+        ASSERT_EQ(l.peak, COUNT_MAX);
+        ASSERT_TRUE(ledger_sub(&l, 7));
+        ASSERT_EQ(l.current, COUNT_MAX - 7);
+        ASSERT_EQ(l.peak, COUNT_MAX);
+
+        uint64_t interval = 0;
+        l = (Ledger) { .current = COUNT_MAX - 1, .peak = COUNT_MAX - 1 };
+        ledger_mark_rise(&l, 100, &interval);
+        ASSERT_EQ(interval, COUNT_MAX);
+        ASSERT_EQ(ledger_interval_take(&l, &interval), COUNT_MAX);
+
+        ASSERT_EQ(count_add(1, 2), 3);
+        ASSERT_EQ(count_add(COUNT_MAX, 1), COUNT_MAX);
+        ASSERT_EQ(count_add(UINT64_MAX, UINT64_MAX), COUNT_MAX);
+        ASSERT_EQ(count_add(COUNT_MAX - 1, 1), COUNT_MAX);
+}
+
 static void test_units(void) {
         ASSERT_STREQ(ledger_unit_to_string(LEDGER_PAGES), "pages");
         ASSERT_STREQ(ledger_unit_to_string(LEDGER_BYTES), "bytes");
@@ -53,6 +80,7 @@ static void test_units(void) {
 int main(void) {
         TEST(test_add_sub);
         TEST(test_apply);
+        TEST(test_saturation);
         TEST(test_units);
         return 0;
 }

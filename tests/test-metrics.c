@@ -28,7 +28,7 @@ static const char STATUS_JSON[] =
         " \"events\": 4100000, \"lostEvents\": 7, \"lostByReason\": [{\"reason\": \"perfLost\", \"count\": 7},"
         " {\"reason\": \"stackFailed\", \"count\": 2}, {\"reason\": \"perfLost\", \"count\": 9}],"
         " \"trackedPages\": 990, \"peakTrackedPages\": 1500, \"baselinePages\": 300, \"untrackedFrees\": 11,"
-        " \"invalidEvents\": 0, \"daemonMemoryBytes\": 15000000, \"stackNodes\": 1234, \"stackNodeBudget\": 1048576,"
+        " \"invalidEvents\": 0, \"saturatedEvents\": 2, \"daemonMemoryBytes\": 15000000, \"stackNodes\": 1234, \"stackNodeBudget\": 1048576,"
         " \"stacksTruncated\": 3, \"tasksEvicted\": 4, \"pageSize\": 4096}";
 
 static const char TOP_JSON[] =
@@ -169,6 +169,7 @@ static void test_bounds_and_other(void) {
         _cleanup_free_ char *two = render(&f, METRICS_FORMAT_OPENMETRICS, 2);
         size_t n;
 
+        ASSERT_TRUE(has_line(om, "memstrack_saturated_events_total 2"));
         /* Five entries asked for: pid 10 twice (one series holding both), pid 14 with nothing left out,
          * pid 15 beyond the limit: 4 named series and [other]. */
         ASSERT_EQ(sum_samples(om, "memstrack_task_bytes{", &n), 1000 * 4096);

@@ -2,10 +2,10 @@
 #pragma once
 
 /*
- * The snapshot document (snapshot-document.h) built from memstrackd's own state, the same document
- * memstrackctl assembles from Status, Tasks, Modules, Units and StackTree calls; and memstack's reports
- * rendered from it into a file, which is what `memstrackd --report LIST --output FILE` writes when it
- * stops (an initramfs has nobody left to ask the daemon by then).
+ * The snapshot document (snapshot-document.h) of memstrackd's own state: snapshot_document_build(), which
+ * memstrackctl runs with varlink calls, run here with direct calls of the functions that answer those
+ * methods; and memstrack's reports rendered from it into a file, which is what `memstrackd --report LIST
+ * --output FILE` writes when it stops (an initramfs has nobody left to ask the daemon by then).
  */
 
 #include <stdbool.h>
@@ -31,6 +31,7 @@ int document_build(const DocumentInput *in, json_t **ret);
 /*
  * Builds the document and writes the reports of o (report_render()) to path: a regular file (or a new
  * one) is replaced whole by a rename, so a reader never sees half a report; anything else (/dev/console,
- * a FIFO) is written in place. NULL path: standard output. 0 or -errno.
+ * a FIFO) is written in place. NULL path: standard output. 0 or -errno: -EPIPE when no process reads
+ * the FIFO (or pipe) at path, -ECANCELED when SIGTERM or SIGINT came while waiting for one to read.
  */
 int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path);

@@ -11,6 +11,7 @@
 #include "query.h"
 #include "slabquery.h"
 #include "utf8.h"
+#include "varlink.h"
 
 #define ROW_NONE UINT32_MAX
 
@@ -25,7 +26,7 @@ static json_t *growth_json(const LeaksQuery *q, const uint64_t *growth) {
         json_auto_t *a = json_array();
 
         for (unsigned k = 0; a && k < q->intervals; k++)
-                if (json_array_append_new(a, json_integer((json_int_t) growth[k])) < 0)
+                if (json_array_append_new(a, json_integer(varlink_count(growth[k]))) < 0)
                         return NULL;
         return TAKE_PTR(a);
 }
@@ -96,9 +97,9 @@ static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
                 json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o}",
                                       "name", name ?: json_null(),
                                       "address", address ?: json_null(),
-                                      "objects", (json_int_t) row->objects,
-                                      "bytes", (json_int_t) row->bytes,
-                                      "oldestAgeUsec", (json_int_t) (row->oldest_nsec / 1000),
+                                      "objects", varlink_count(row->objects),
+                                      "bytes", varlink_count(row->bytes),
+                                      "oldestAgeUsec", varlink_count(row->oldest_nsec / 1000),
                                       "growth", growth_json(q, row->growth) ?: json_null());
                 if (!o || !json_is_array(json_object_get(o, "growth")) || json_array_append_new(rows, o) < 0) {
                         free(l.rows);
@@ -219,8 +220,8 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                          "pid", (int) t->pid,
                          "comm", utf8_json_string(t->comm) ?: json_null(),
                          "frames", frames,
-                         "pages", (json_int_t) row->pages,
-                         "oldestAgeUsec", (json_int_t) (row->oldest_nsec / 1000),
+                         "pages", varlink_count(row->pages),
+                         "oldestAgeUsec", varlink_count(row->oldest_nsec / 1000),
                          "growth", g);
 }
 
@@ -371,12 +372,13 @@ int leaks_query_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
                 return r;
         json_t *reply = json_pack("{s:b, s:I, s:I, s:i, s:O, s:O, s:I}",
                                   "tracing", accounting_traces_slab(a),
-                                  "minAgeUsec", (json_int_t) (q->min_age_nsec / 1000),
-                                  "intervalUsec", (json_int_t) (q->interval_nsec / 1000),
+                                  "minAgeUsec", varlink_count(q->min_age_nsec / 1000),
+                                  "intervalUsec", varlink_count(q->interval_nsec / 1000),
                                   "intervals", (int) q->intervals,
                                   "rows", objects,
                                   "pages", pages,
-                                  "pageAgeGrainUsec", (json_int_t) ((UINT64_C(1) << PAGEMAP_STAMP_SHIFT) / 1000));
+                                  "pageAgeGrainUsec",
+                                  varlink_count((UINT64_C(1) << PAGEMAP_STAMP_SHIFT) / 1000));
         if (!reply)
                 return -ENOMEM;
         *ret = reply;

@@ -8,6 +8,7 @@
 #include "macro.h"
 #include "marks.h"
 #include "utf8.h"
+#include "varlink.h"
 
 typedef struct MarkTask {
         int32_t pid;
@@ -186,9 +187,9 @@ int marks_list(const Marks *s, Accounting *a, bool all_uids, uid_t uid, json_t *
         qsort(sorted, n, sizeof(Mark *), compare_mark_age);
         for (size_t i = 0; i < n; i++) {
                 json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:b}", "name", sorted[i]->name,
-                                      "uid", (json_int_t) sorted[i]->uid,
-                                      "timestampUsec", (json_int_t) sorted[i]->timestamp_usec,
-                                      "trackedPages", (json_int_t) sorted[i]->total_pages,
+                                      "uid", varlink_count(sorted[i]->uid),
+                                      "timestampUsec", varlink_count(sorted[i]->timestamp_usec),
+                                      "trackedPages", varlink_count(sorted[i]->total_pages),
                                       "resetSince", stats.resets != sorted[i]->resets);
                 if (!o || json_array_append_new(list, o) < 0)
                         return -ENOMEM;
@@ -312,8 +313,8 @@ int marks_diff(Marks *s, uid_t uid, const char *name, Accounting *a, uint64_t no
         for (size_t i = 0; i < n && i < limit; i++) {
                 json_t *o = json_pack("{s:i, s:o, s:I, s:I, s:I, s:b, s:b}", "pid", (int) items[i].pid,
                                       "comm", utf8_json_string(items[i].name),
-                                      "beforePages", (json_int_t) items[i].before,
-                                      "afterPages", (json_int_t) items[i].after,
+                                      "beforePages", varlink_count(items[i].before),
+                                      "afterPages", varlink_count(items[i].after),
                                       "deltaPages", (json_int_t) items[i].delta, "appeared", items[i].appeared,
                                       "exited", items[i].exited);
                 if (!o || json_array_append_new(tasks, o) < 0)
@@ -339,17 +340,18 @@ int marks_diff(Marks *s, uid_t uid, const char *name, Accounting *a, uint64_t no
         qsort(items, n, sizeof(DiffItem), compare_diffs);
         for (size_t i = 0; i < n && i < limit; i++) {
                 json_t *o = json_pack("{s:o, s:I, s:I, s:I}", "name", utf8_json_string(items[i].name),
-                                      "beforePages", (json_int_t) items[i].before,
-                                      "afterPages", (json_int_t) items[i].after,
+                                      "beforePages", varlink_count(items[i].before),
+                                      "afterPages", varlink_count(items[i].after),
                                       "deltaPages", (json_int_t) items[i].delta);
                 if (!o || json_array_append_new(modules, o) < 0)
                         return -ENOMEM;
         }
 
         *ret = json_pack("{s:s, s:I, s:b, s:I, s:I, s:I, s:O, s:O}", "name", then->name,
-                         "snapshotTimestampUsec", (json_int_t) then->timestamp_usec,
+                         "snapshotTimestampUsec", varlink_count(then->timestamp_usec),
                          "resetSince", now->resets != then->resets,
-                         "timestampUsec", (json_int_t) now_usec, "beforePages", (json_int_t) then->total_pages,
-                         "afterPages", (json_int_t) now->total_pages, "tasks", tasks, "modules", modules);
+                         "timestampUsec", varlink_count(now_usec),
+                         "beforePages", varlink_count(then->total_pages),
+                         "afterPages", varlink_count(now->total_pages), "tasks", tasks, "modules", modules);
         return *ret ? 0 : -ENOMEM;
 }

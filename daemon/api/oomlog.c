@@ -16,6 +16,7 @@
 #include "query.h"
 #include "time-util.h"
 #include "utf8.h"
+#include "varlink.h"
 
 /* A ring of records: items[(first + i) % max] for i < n, oldest first. Owns the records. */
 typedef struct Ring {
@@ -131,8 +132,8 @@ static int holders_json(Accounting *a, UserSymbols *usym, json_t **ret) {
                 return r;
         accounting_get_stats(a, &s);
         *ret = json_pack("{s:I, s:I, s:O, s:O, s:O, s:O}",
-                         "trackedPages", (json_int_t) s.current_pages,
-                         "peakTrackedPages", (json_int_t) s.peak_pages,
+                         "trackedPages", varlink_count(s.current_pages),
+                         "peakTrackedPages", varlink_count(s.peak_pages),
                          "tasks", json_object_get(tasks, "tasks"),
                          "units", units,
                          "modules", modules,
@@ -141,7 +142,7 @@ static int holders_json(Accounting *a, UserSymbols *usym, json_t **ret) {
 }
 
 static int set_kib(json_t *o, const char *key, bool has, uint64_t kib) {
-        return json_object_set_new(o, key, has ? json_integer((json_int_t) (kib * 1024)) : json_null());
+        return json_object_set_new(o, key, has ? json_integer(varlink_count(kib * 1024)) : json_null());
 }
 
 int oomlog_record_kill(OomLog *l, Accounting *a, UserSymbols *usym, const OomKill *k, long page_size,
@@ -175,8 +176,8 @@ int oomlog_record_kill(OomLog *l, Accounting *a, UserSymbols *usym, const OomKil
         /* The kernel's comm first; memstrack's when the kernel records the pid only. */
         const char *comm = k->fields & OOM_KILL_HAS_COMM ? k->comm : t ? t->comm : NULL;
         o = json_pack("{s:I, s:I, s:i, s:o, s:O, s:O}",
-                      "timestampUsec", (json_int_t) (k->timestamp_nsec / 1000),
-                      "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
+                      "timestampUsec", varlink_count(k->timestamp_nsec / 1000),
+                      "realtimeUsec", varlink_count(now_usec(CLOCK_REALTIME)),
                       "pid", (int) k->pid,
                       "comm", comm ? utf8_json_string(comm) : json_null(),
                       "unit", unit,
@@ -331,8 +332,8 @@ int oomlog_offer_peak(OomLog *l, Accounting *a, UserSymbols *usym, uint64_t curr
         if (r < 0)
                 return r;
         o = json_pack("{s:I, s:I, s:O}",
-                      "timestampUsec", (json_int_t) usec,
-                      "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
+                      "timestampUsec", varlink_count(usec),
+                      "realtimeUsec", varlink_count(now_usec(CLOCK_REALTIME)),
                       "holders", holders);
         if (!o)
                 return -ENOMEM;
@@ -347,12 +348,12 @@ json_t *oomlog_json(const OomLog *l) {
         return json_pack("{s:b, s:o, s:I, s:I, s:o, s:I, s:o, s:{s:i, s:i, s:i, s:I, s:i}}",
                          "watching", l->watching,
                          "reason", l->reason ? json_string(l->reason) : json_null(),
-                         "lost", (json_int_t) l->lost,
-                         "killsSeen", (json_int_t) l->kills.total,
+                         "lost", varlink_count(l->lost),
+                         "killsSeen", varlink_count(l->kills.total),
                          "kills", ring_json(&l->kills),
-                         "peakSnapshotsTaken", (json_int_t) l->peaks.total,
+                         "peakSnapshotsTaken", varlink_count(l->peaks.total),
                          "peakSnapshots", ring_json(&l->peaks),
                          "limits", "top", OOMLOG_TOP_N, "kills", OOMLOG_KILLS_MAX, "peakSnapshots", OOMLOG_PEAKS_MAX,
-                         "peakIntervalUsec", (json_int_t) OOMLOG_PEAK_INTERVAL_USEC,
+                         "peakIntervalUsec", varlink_count(OOMLOG_PEAK_INTERVAL_USEC),
                          "peakGrowthPercent", OOMLOG_PEAK_GROWTH_PERCENT);
 }

@@ -9,6 +9,7 @@
 #include "query.h"
 #include "read-file.h"
 #include "utf8.h"
+#include "varlink.h"
 
 QuerySort query_sort_from_string(const char *s) {
         if (!s || streq(s, "current"))
@@ -40,17 +41,19 @@ static int set_new(json_t *o, const char *key, json_t *value) {
 
 json_t *query_task_json(const Task *t) {
         /* comm and cmdline are the process's bytes: utf8.h encodes them for JSON. */
-        return json_pack("{s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:n}",
+        /* parentPid: processes only (a thread's parent is its process); null when unknown. */
+        return json_pack("{s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:n, s:o}",
                          "pid", (int) t->pid,
                          "comm", utf8_json_string(t->comm),
                          "cmdline", t->cmdline ? utf8_json_string(t->cmdline) : json_null(),
-                         "currentPages", (json_int_t) t->ledger[LEDGER_PAGES].current,
-                         "peakPages", (json_int_t) t->ledger[LEDGER_PAGES].peak,
-                         "allocs", (json_int_t) t->allocs,
-                         "frees", (json_int_t) t->frees,
-                         "baselinePages", (json_int_t) t->baseline_pages,
+                         "currentPages", varlink_count(t->ledger[LEDGER_PAGES].current),
+                         "peakPages", varlink_count(t->ledger[LEDGER_PAGES].peak),
+                         "allocs", varlink_count(t->allocs),
+                         "frees", varlink_count(t->frees),
+                         "baselinePages", varlink_count(t->baseline_pages),
                          "exited", t->exited,
-                         "threads");
+                         "threads",
+                         "parentPid", !t->is_thread && t->parent_pid > 0 ? json_integer(t->parent_pid) : json_null());
 }
 
 typedef struct SortItem {
@@ -147,9 +150,9 @@ json_t *query_evicted_json(Usage *u) {
 
         usage_get_stats(u, &s);
         return json_pack("{s:I, s:I, s:I}",
-                         "tasks", (json_int_t) s.tasks_evicted,
-                         "currentPages", (json_int_t) (e ? e->ledger[LEDGER_PAGES].current : 0),
-                         "peakPages", (json_int_t) (e ? e->ledger[LEDGER_PAGES].peak : 0));
+                         "tasks", varlink_count(s.tasks_evicted),
+                         "currentPages", varlink_count(e ? e->ledger[LEDGER_PAGES].current : 0),
+                         "peakPages", varlink_count(e ? e->ledger[LEDGER_PAGES].peak : 0));
 }
 
 int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
@@ -173,8 +176,8 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
                 const ModuleUsage *m = usage_module(u, (uint16_t) items[i].idx);
                 json_t *o = json_pack("{s:o, s:I, s:I, s:b}",
                                       "name", utf8_json_string(m->name),
-                                      "currentPages", (json_int_t) m->ledger[LEDGER_PAGES].current,
-                                      "peakPages", (json_int_t) m->ledger[LEDGER_PAGES].peak,
+                                      "currentPages", varlink_count(m->ledger[LEDGER_PAGES].current),
+                                      "peakPages", varlink_count(m->ledger[LEDGER_PAGES].peak),
                                       "loaded", m->loaded || streq(m->name, ACCOUNTING_KERNEL_MODULE));
                 if (!o || json_array_append_new(list, o) < 0)
                         return -ENOMEM;
@@ -425,8 +428,9 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "frame", utf8_json_string(name),
                          "module", module ? utf8_json_string(module) : json_null(),
                          "address", has_address ? json_string(address) : json_null(),
-                         "currentPages", (json_int_t) view_current(v, i),
-                         "peakPages", v->subset ? json_null() : json_integer((json_int_t) stacktree_pages(v->tree, i).peak),
+                         "currentPages", varlink_count(view_current(v, i)),
+                         "peakPages",
+                         v->subset ? json_null() : json_integer(varlink_count(stacktree_pages(v->tree, i).peak)),
                          "children",
                          "truncatedChildren", 0);
 }
@@ -518,7 +522,7 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
         }
         if (node->kind == STACK_FRAME_PROCESS)
                 view_leave_process(v);
-        if (set_new(o, "truncatedChildren", json_integer((json_int_t) (shown - k))) < 0)
+        if (set_new(o, "truncatedChildren", json_integer(varlink_count(shown - k))) < 0)
                 return -ENOMEM;
 done:
         *ret = TAKE_PTR(o);
@@ -618,7 +622,7 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
         subset_done(&subset);
         if (r < 0)
                 return r;
-        *ret = json_pack("{s:o, s:I}", "root", root, "totalPages", (json_int_t) total);
+        *ret = json_pack("{s:o, s:I}", "root", root, "totalPages", varlink_count(total));
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -742,7 +746,7 @@ static json_t *leaf_frames_json(StackView *v, uint32_t leaf) {
 /* StackPages of one leaf. */
 static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         json_t *frames = leaf_frames_json(v, leaf);
-        return frames ? json_pack("{s:o, s:I}", "frames", frames, "currentPages", (json_int_t) pages) : NULL;
+        return frames ? json_pack("{s:o, s:I}", "frames", frames, "currentPages", varlink_count(pages)) : NULL;
 }
 
 json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view) {
@@ -829,9 +833,9 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
                 json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:b, s:O}",
                                       "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
                                       "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
-                                      "currentPages", (json_int_t) x->ledger.current,
-                                      "peakPages", (json_int_t) x->ledger.peak,
-                                      "tasks", (json_int_t) tasks[items[i].idx],
+                                      "currentPages", varlink_count(x->ledger.current),
+                                      "peakPages", varlink_count(x->ledger.peak),
+                                      "tasks", varlink_count(tasks[items[i].idx]),
                                       "live", x->n_live > 0,
                                       "topStacks", stacks);
                 if (!o || json_array_append_new(list, o) < 0)

@@ -150,7 +150,7 @@ static json_t *status_json(Accounting *a, const ServiceLive *live, long page_siz
 
         json_t *lost = json_array();
         for (size_t i = 0; lost && i < src->n_cpus; i++)
-                (void) json_array_append_new(lost, json_integer((json_int_t) src->lost_per_cpu[i]));
+                (void) json_array_append_new(lost, json_integer(varlink_count(src->lost_per_cpu[i])));
 
         size_t baseline_tasks;
         uint64_t baseline = usage_baseline_pages(accounting_usage(a), &baseline_tasks);
@@ -159,31 +159,32 @@ static json_t *status_json(Accounting *a, const ServiceLive *live, long page_siz
         return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", live->backend,
                          "version", PACKAGE_VERSION,
-                         "uptimeUsec", (json_int_t) live->uptime_usec,
+                         "uptimeUsec", varlink_count(live->uptime_usec),
                          "eventsPerSecond", live->events_per_second,
-                         "events", (json_int_t) s.events,
-                         "resets", (json_int_t) s.resets,
-                         "lostEvents", (json_int_t) MAX(s.lost_events, src->lost_records),
+                         "events", varlink_count(s.events),
+                         "resets", varlink_count(s.resets),
+                         "lostEvents", varlink_count(MAX(s.lost_events, src->lost_records)),
                          "lostPerCpu", lost,
-                         "trackedPages", (json_int_t) s.current_pages,
-                         "peakTrackedPages", (json_int_t) s.peak_pages,
-                         "baselinePages", (json_int_t) baseline,
-                         "baselineTasks", (json_int_t) baseline_tasks,
-                         "untrackedFrees", (json_int_t) s.untracked_frees,
-                         "untrackedFreePages", (json_int_t) s.untracked_free_pages,
-                         "invalidEvents", (json_int_t) s.invalid_events,
-                         "daemonMemoryBytes", (json_int_t) rss_bytes(),
-                         "stackNodes", (json_int_t) st.n_nodes,
-                         "stackNodeBudget", (json_int_t) st.max_nodes,
-                         "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
-                         "truncatedPages", (json_int_t) truncated_pages,
-                         "tasksEvicted", (json_int_t) us.tasks_evicted,
+                         "trackedPages", varlink_count(s.current_pages),
+                         "peakTrackedPages", varlink_count(s.peak_pages),
+                         "baselinePages", varlink_count(baseline),
+                         "baselineTasks", varlink_count(baseline_tasks),
+                         "untrackedFrees", varlink_count(s.untracked_frees),
+                         "untrackedFreePages", varlink_count(s.untracked_free_pages),
+                         "invalidEvents", varlink_count(s.invalid_events),
+                         "daemonMemoryBytes", varlink_count(rss_bytes()),
+                         "stackNodes", varlink_count(st.n_nodes),
+                         "stackNodeBudget", varlink_count(st.max_nodes),
+                         "stacksTruncated", varlink_count(st.stacks_truncated + st.process_paths_truncated),
+                         "truncatedPages", varlink_count(truncated_pages),
+                         "tasksEvicted", varlink_count(us.tasks_evicted),
                          "kernelAddressesHidden", addresses_hidden,
                          "pageSize", (int) page_size);
 }
 
-/* Status's counts of the events that are not page records: aggregated samples, and events of a kind the
- * core does not apply yet. Added to status after invalidEvents (the interface's order). */
+/* Status's counts of the events that are not page records (aggregated samples, events of a kind the core
+ * does not apply yet), and of those held at COUNT_MAX. Added to status after invalidEvents (the
+ * interface's order). */
 static int status_add_event_counts(Accounting *a, json_t *status) {
         AccountingStats s;
 
@@ -196,10 +197,11 @@ static int status_add_event_counts(Accounting *a, json_t *status) {
                 { "sampledPages", s.sampled_pages },
                 { "sampleUntrackedPages", s.sample_untracked_pages },
                 { "unsupportedEvents", s.unsupported_events },
+                { "saturatedEvents", s.saturated_events },
         };
         for (size_t i = 0; i < ELEMENTSOF(counts); i++)
                 if (json_object_set_new(status, counts[i].key,
-                                        json_integer((json_int_t) counts[i].value)) < 0)
+                                        json_integer(varlink_count(counts[i].value))) < 0)
                         return -ENOMEM;
         return 0;
 }
@@ -210,7 +212,7 @@ static json_t *lost_by_reason_json(const EventSourceStats *src) {
 
         for (size_t i = 0; a && i < src->n_losses; i++)
                 if (json_array_append_new(a, json_pack("{s:s, s:I}", "reason", src->losses[i].reason,
-                                                       "count", (json_int_t) src->losses[i].count)) < 0)
+                                                       "count", varlink_count(src->losses[i].count))) < 0)
                         return NULL;
         return TAKE_PTR(a);
 }
@@ -231,7 +233,7 @@ json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_si
         if (!o ||
             json_object_set_new(o, "backendReason", json_string(live->backend_reason ?: "")) < 0 ||
             json_object_set_new(o, "stackSampleInterval",
-                                json_integer((json_int_t) live->source.stack_sample_interval)) < 0 ||
+                                json_integer(varlink_count(live->source.stack_sample_interval))) < 0 ||
             json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
             status_add_event_counts(a, o) < 0 ||
             status_add_oom(o, live->oom) < 0)
@@ -282,14 +284,15 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
         ServiceLive live = service_live(sv);
         reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O, s:O}",
                           "backend", live.backend,
-                          "uptimeUsec", (json_int_t) live.uptime_usec,
-                          "pages", "current", (json_int_t) s.current_pages, "peak", (json_int_t) s.peak_pages,
-                          "events", (json_int_t) s.events,
-                          "lostEvents", (json_int_t) s.lost_events,
-                          "untrackedFrees", (json_int_t) s.untracked_frees,
+                          "uptimeUsec", varlink_count(live.uptime_usec),
+                          "pages", "current", varlink_count(s.current_pages),
+                          "peak", varlink_count(s.peak_pages),
+                          "events", varlink_count(s.events),
+                          "lostEvents", varlink_count(s.lost_events),
+                          "untrackedFrees", varlink_count(s.untracked_frees),
                           "pageSize", (int) sv->page_size,
-                          "taskCount", (json_int_t) us.n_tasks,
-                          "moduleCount", (json_int_t) json_array_size(modules),
+                          "taskCount", varlink_count(us.n_tasks),
+                          "moduleCount", varlink_count(json_array_size(modules)),
                           "topTasks", json_object_get(tasks, "tasks"),
                           "topModules", modules,
                           "topUnits", units,
@@ -499,18 +502,19 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 if (json_array_append_new(points, json_pack("{s:I, s:I, s:I}",
-                                                            "timestampUsec", (json_int_t) samples[i].time_usec,
-                                                            "current", (json_int_t) samples[i].current_pages,
-                                                            "peak", (json_int_t) samples[i].peak_pages)) < 0)
+                                                            "timestampUsec", varlink_count(samples[i].time_usec),
+                                                            "current", varlink_count(samples[i].current_pages),
+                                                            "peak", varlink_count(samples[i].peak_pages))) < 0)
                         return -ENOMEM;
         for (unsigned l = 0; l < HISTORY_LEVELS; l++)
-                if (json_array_append_new(resolutions, json_integer((json_int_t) (history_levels[l].resolution_usec /
-                                                                                  USEC_PER_SEC))) < 0)
+                if (json_array_append_new(resolutions,
+                                          json_integer(varlink_count(history_levels[l].resolution_usec /
+                                                                     USEC_PER_SEC))) < 0)
                         return -ENOMEM;
         reply = json_pack("{s:s, s:o, s:I, s:O, s:O}",
                           "what", history_kind_to_string(kind),
                           "name", kind == HISTORY_TOTAL ? json_string("") : utf8_json_string(name),
-                          "resolution", (json_int_t) (history_levels[level].resolution_usec / USEC_PER_SEC),
+                          "resolution", varlink_count(history_levels[level].resolution_usec / USEC_PER_SEC),
                           "resolutions", resolutions,
                           "points", points);
         if (!reply)
@@ -569,7 +573,7 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
                 return r;
         ServiceLive live = service_live(sv);
         if (json_object_set_new(reply, "stackSampleInterval",
-                                json_integer((json_int_t) live.source.stack_sample_interval)) < 0)
+                                json_integer(varlink_count(live.source.stack_sample_interval))) < 0)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
@@ -604,13 +608,13 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
         ServiceLive live = service_live(sv);
         *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:O?}",
-                         "timestampUsec", (json_int_t) now_usec(CLOCK_MONOTONIC),
-                         "trackedPages", (json_int_t) s.current_pages,
-                         "peakTrackedPages", (json_int_t) s.peak_pages,
+                         "timestampUsec", varlink_count(now_usec(CLOCK_MONOTONIC)),
+                         "trackedPages", varlink_count(s.current_pages),
+                         "peakTrackedPages", varlink_count(s.peak_pages),
                          "eventsPerSecond", live.events_per_second,
-                         "lostEvents", (json_int_t) s.lost_events,
-                         "uptimeUsec", (json_int_t) live.uptime_usec,
-                         "stacksTruncated", (json_int_t) (st.stacks_truncated + st.process_paths_truncated),
+                         "lostEvents", varlink_count(s.lost_events),
+                         "uptimeUsec", varlink_count(live.uptime_usec),
+                         "stacksTruncated", varlink_count(st.stacks_truncated + st.process_paths_truncated),
                          "tasks", json_object_get(tasks, "tasks"),
                          "evicted", json_object_get(tasks, "evicted"),
                          "modules", modules,
@@ -874,7 +878,7 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
         }
         if (r < 0)
                 return r;
-        reply = json_pack("{s:s, s:I}", "name", name, "timestampUsec", (json_int_t) now);
+        reply = json_pack("{s:s, s:I}", "name", name, "timestampUsec", varlink_count(now));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
@@ -1056,7 +1060,7 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
         uint64_t start_usec = now_usec(CLOCK_MONOTONIC);
         if (start_usec < sv->leaks_ready_usec) {
                 json_auto_t *p = json_pack("{s:s, s:I}", "limit", "leaksPace",
-                                           "value", (json_int_t) (sv->leaks_ready_usec - start_usec));
+                                           "value", varlink_count(sv->leaks_ready_usec - start_usec));
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         LeaksQuery q = {

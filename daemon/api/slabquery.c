@@ -10,6 +10,7 @@
 #include "macro.h"
 #include "slabquery.h"
 #include "utf8.h"
+#include "varlink.h"
 
 static const char *const slab_by_table[_SLAB_BY_MAX] = {
         [SLAB_BY_CALLSITE] = "callsite",
@@ -125,24 +126,24 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
         switch (by) {
         case SLAB_BY_CALLSITE:
                 slab_call_site_json(a, row->group->address, show_addresses, &name, &address);
-                peak = json_integer((json_int_t) row->group->live_allocated.peak);
+                peak = json_integer(varlink_count(row->group->live_allocated.peak));
                 break;
         case SLAB_BY_CACHE:
                 name = utf8_json_string(row->group->name);
-                peak = json_integer((json_int_t) row->group->live_allocated.peak);
+                peak = json_integer(varlink_count(row->group->live_allocated.peak));
                 break;
         case SLAB_BY_TASK: {
                 Task *t = usage_task(accounting_usage(a), row->owner);
                 name = utf8_json_string(t->comm);
                 pid = json_integer(t->pid);
-                peak = json_integer((json_int_t) t->ledger[LEDGER_BYTES].peak);
+                peak = json_integer(varlink_count(t->ledger[LEDGER_BYTES].peak));
                 break;
         }
         case SLAB_BY_UNIT: {
                 const UnitUsage *u = units_unit(accounting_units(a), row->owner);
                 name = utf8_json_string(u && u->name ? u->name : "[unknown]");
                 if (u)
-                        peak = json_integer((json_int_t) u->slab_bytes.peak);
+                        peak = json_integer(varlink_count(u->slab_bytes.peak));
                 break;
         }
         default:
@@ -152,15 +153,15 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
                               "name", name ?: json_null(),
                               "address", address ?: json_null(),
                               "pid", pid ?: json_null(),
-                              "liveObjects", (json_int_t) row->objects,
-                              "liveBytesRequested", (json_int_t) row->requested,
-                              "liveBytesAllocated", (json_int_t) row->allocated,
+                              "liveObjects", varlink_count(row->objects),
+                              "liveBytesRequested", varlink_count(row->requested),
+                              "liveBytesAllocated", varlink_count(row->allocated),
                               "wastePercent", waste_percent(row->requested, row->allocated),
                               "peakLiveBytes", peak ?: json_null());
         if (o && row->group &&
-            (json_object_set_new(o, "allocs", json_integer((json_int_t) row->group->allocs)) < 0 ||
-             json_object_set_new(o, "frees", json_integer((json_int_t) row->group->frees)) < 0 ||
-             json_object_set_new(o, "remoteFrees", json_integer((json_int_t) row->group->remote_frees)) < 0)) {
+            (json_object_set_new(o, "allocs", json_integer(varlink_count(row->group->allocs))) < 0 ||
+             json_object_set_new(o, "frees", json_integer(varlink_count(row->group->frees))) < 0 ||
+             json_object_set_new(o, "remoteFrees", json_integer(varlink_count(row->group->remote_frees))) < 0)) {
                 json_decref(o);
                 return NULL;
         }
@@ -211,15 +212,15 @@ int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses,
                           "tracing", accounting_traces_slab(a),
                           "by", slab_by_to_string(by),
                           "rows", rows,
-                          "liveObjects", (json_int_t) st->live_objects,
-                          "liveBytesRequested", (json_int_t) st->live_requested,
-                          "liveBytesAllocated", (json_int_t) st->live_allocated.current,
-                          "peakLiveBytes", (json_int_t) st->live_allocated.peak,
-                          "allocs", (json_int_t) st->allocs,
-                          "frees", (json_int_t) st->frees,
-                          "unknownFrees", (json_int_t) st->unknown_frees,
-                          "lostFrees", (json_int_t) st->replaced,
-                          "droppedObjects", (json_int_t) st->dropped,
+                          "liveObjects", varlink_count(st->live_objects),
+                          "liveBytesRequested", varlink_count(st->live_requested),
+                          "liveBytesAllocated", varlink_count(st->live_allocated.current),
+                          "peakLiveBytes", varlink_count(st->live_allocated.peak),
+                          "allocs", varlink_count(st->allocs),
+                          "frees", varlink_count(st->frees),
+                          "unknownFrees", varlink_count(st->unknown_frees),
+                          "lostFrees", varlink_count(st->replaced),
+                          "droppedObjects", varlink_count(st->dropped),
                           "wastePercent", waste_percent(st->live_requested, st->live_allocated.current));
         if (!reply)
                 err = -ENOMEM;

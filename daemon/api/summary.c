@@ -118,7 +118,7 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                 uint64_t any = 0;
 
                 for (size_t i = 0; i < in->source->n_losses; i++)
-                        any += in->source->losses[i].count;
+                        any = count_add(any, in->source->losses[i].count);
                 if (any > 0) {
                         fprintf(f, "\nLost by reason:");
                         for (size_t i = 0; i < in->source->n_losses; i++)
@@ -126,6 +126,10 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
                                         in->source->losses[i].count);
                 }
         }
+        /* Only corrupt input gets there, and the counts above are then lower bounds. */
+        if (s.saturated_events > 0)
+                fprintf(f, "\nSaturated: %" PRIu64 " events would have taken a count beyond its ceiling, held "
+                        "there; the counts are lower bounds.", s.saturated_events);
         /* Names are the kernel's bytes: escaped (utf8.h), control characters too, so that journalctl shows
          * the text instead of "[blob data]" and a name cannot start a line of its own on stderr. */
         fprintf(f, "\nTop tasks by peak:");

@@ -7,6 +7,8 @@
 #include "macro.h"
 
 #define TRACER_CACHE_SLOTS 256u
+/* The last pfn at which a block of any valid order still ends within MS_PAGE_KEY_MAX. */
+#define PFN_ANY_ORDER_MAX (MS_PAGE_KEY_MAX + 1 - (UINT64_C(1) << MS_EVENT_ORDER_MAX))
 
 typedef struct TracerFrameSlot {
         uint64_t ip;                    /* 0: empty */
@@ -166,7 +168,7 @@ static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
         stacktree_charge(a->stacks, chargeindex_node(a->index, o->node), pages);
         usage_module_charge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
         units_charge(a->units, chargeindex_cgroup(a->index, o->node), pages);
-        a->stats.current_pages += pages;
+        a->stats.current_pages += pages;       /* at most ACCOUNTING_PAGES_MAX: see handle_alloc() */
         a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
         a->interval_peak_pages = MAX(a->interval_peak_pages, a->stats.current_pages);
 }
@@ -237,6 +239,12 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
         if (cgroup == UNITS_NONE) {
                 a->stats.alloc_failures++;
+                return;
+        }
+        /* A block cannot be charged in part: one that would take the total beyond ACCOUNTING_PAGES_MAX
+         * (only samples can bring it near) is not tracked, as if lost. */
+        if (_unlikely_(pages > ACCOUNTING_PAGES_MAX - a->stats.current_pages)) {
+                a->stats.saturated_events++;
                 return;
         }
 
@@ -374,7 +382,9 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         const MsSampleEvent *s = &e->sample;
 
         if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN ||
-            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames)) {
+            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames) ||
+            (s->unit == LEDGER_PAGES && (s->peak > MS_PAGES_MAX || s->delta > (int64_t) MS_PAGES_MAX ||
+                                         s->delta < -(int64_t) MS_PAGES_MAX))) {
                 a->stats.invalid_events++;
                 return;
         }
@@ -396,9 +406,32 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
 
         a->stats.samples++;
         if (s->unit != LEDGER_PAGES) {
+                /* No total bounds the ledgers of this unit: the sample rises, and adds, only up to
+                 * COUNT_MAX in the largest two it touches, the process's and the module's (a thread's is
+                 * part of its process's). */
+                const ModuleUsage *m = usage_module(a->usage, module);
+                uint64_t held = MAX(usage_task(a->usage, process)->ledger[s->unit].current,
+                                    m ? m->ledger[s->unit].current : 0);
+
+                if (_unlikely_(rise > COUNT_MAX - held)) {
+                        rise = COUNT_MAX - held;
+                        if (delta > 0 && (uint64_t) delta > rise)
+                                delta = (int64_t) rise;
+                        a->stats.saturated_events++;
+                }
                 usage_task_apply(a->usage, task, s->unit, rise, delta);
                 usage_module_apply(a->usage, module, s->unit, rise, delta);
                 return;
+        }
+
+        /* Every count of pages is a part of the total: a sample that would take the total beyond
+         * ACCOUNTING_PAGES_MAX rises, and adds, only up to it, so no part gets beyond either. */
+        uint64_t room = ACCOUNTING_PAGES_MAX - a->stats.current_pages;
+        if (_unlikely_(rise > room)) {
+                rise = room;
+                if (delta > 0 && (uint64_t) delta > room)
+                        delta = module_delta = (int64_t) room;
+                a->stats.saturated_events++;
         }
 
         if (delta > 0) {
@@ -412,7 +445,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
                 uint64_t want = (uint64_t) -delta, budget = MIN(want, a->stats.sampled_pages);
                 uint64_t taken = take_sampled_pages(a, process, module, leaf, cgroup, budget, &module_delta);
 
-                a->stats.sample_untracked_pages += want - taken;
+                a->stats.sample_untracked_pages = count_add(a->stats.sample_untracked_pages, want - taken);
                 a->stats.sampled_pages -= taken;
                 delta = -(int64_t) taken;
         }
@@ -519,9 +552,13 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
         a->stats.last_event_nsec = MAX(a->stats.last_event_nsec, e->timestamp_nsec);
 
         /* Events enter here from every source: an impossible order is counted, never applied (its free
-         * would scan 2^order pfns, its allocation charge 2^order pages). */
+         * would scan 2^order pfns, its allocation charge 2^order pages); so is a block that does not end
+         * at or below MS_PAGE_KEY_MAX, which no page table entry can hold. One compare for the blocks
+         * that start low enough for any order to fit. */
         if (_unlikely_((e->type == MS_EVENT_PAGE_ALLOC || e->type == MS_EVENT_PAGE_FREE) &&
-                       e->page.order > MS_EVENT_ORDER_MAX)) {
+                       (e->page.order > MS_EVENT_ORDER_MAX || e->page.pfn > PFN_ANY_ORDER_MAX)) &&
+            (e->page.order > MS_EVENT_ORDER_MAX ||
+             e->page.pfn > MS_PAGE_KEY_MAX + 1 - (UINT64_C(1) << e->page.order))) {
                 a->stats.invalid_events++;
                 return;
         }
@@ -542,7 +579,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 handle_free(a, e);
                 break;
         case MS_EVENT_TASK_NEW:
-                (void) usage_task_seed(a->usage, e->pid, e->task.name, e->task.cmdline, e->task.baseline_pages,
+                (void) usage_task_seed(a->usage, e->pid, e->task.parent_pid, e->task.name, e->task.cmdline, e->task.baseline_pages,
                                        e->timestamp_nsec);
                 break;
         case MS_EVENT_TASK_FORK:
@@ -566,7 +603,9 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 break;
         }
         case MS_EVENT_LOST:
-                a->stats.lost_events += e->lost.n_lost;
+                if (e->lost.n_lost > COUNT_MAX - a->stats.lost_events)
+                        a->stats.saturated_events++;
+                a->stats.lost_events = count_add(a->stats.lost_events, e->lost.n_lost);
                 break;
         case MS_EVENT_SAMPLE:
                 handle_sample(a, e);
@@ -669,6 +708,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 break;
         case ACCOUNTING_RESET_ALL: {
                 uint64_t lost = a->stats.lost_events, invalid = a->stats.invalid_events, resets = a->stats.resets;
+                uint64_t saturated = a->stats.saturated_events;
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
@@ -685,7 +725,12 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                 }
                 heap_clear(a->heap);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
-                a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid, .resets = resets + 1 };
+                a->stats = (AccountingStats) {
+                        .lost_events = lost,
+                        .invalid_events = invalid,
+                        .saturated_events = saturated,
+                        .resets = resets + 1,
+                };
                 a->interval_peak_pages = 0;
                 break;
         }

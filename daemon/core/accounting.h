@@ -20,6 +20,10 @@
  *   - the ChargeIndex cells of a process (module) add up to its current pages;
  *   - every tracked page is charged to exactly one module record: the innermost module frame of its
  *     chain, "[loading]"/the module being loaded for the module loader, else "vmlinux".
+ *   - no count wraps: the total of current pages, and its peak, stay at or below ACCOUNTING_PAGES_MAX, so
+ *     its parts (tasks, modules, units, stack nodes, charge cells) do too; other counts stop at COUNT_MAX
+ *     (macro.h). An event that would take a count beyond is applied up to it and counted
+ *     (saturated_events). The invariants above hold while saturated_events is 0.
  */
 
 #include <stdbool.h>
@@ -35,6 +39,13 @@
 #include "units.h"
 #include "slab.h"
 #include "usage.h"
+
+/*
+ * The most pages the core counts in all, current or peak: 2^53 - 1, twice the pages a 64-bit machine has
+ * (MS_PAGES_MAX), what a charge cell holds, and the largest integer a JSON reader that reads numbers as
+ * doubles still gets exactly.
+ */
+#define ACCOUNTING_PAGES_MAX CHARGE_CELL_PAGES_MAX
 
 /* Module records every Accounting has: the kernel image, and module loads not yet named by the kernel. */
 #define ACCOUNTING_KERNEL_MODULE "vmlinux"
@@ -73,7 +84,10 @@ typedef struct AccountingStats {
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
         uint64_t resets;                /* ACCOUNTING_RESET_ALL so far: tells counts from before a reset apart */
-        uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX: not applied */
+        uint64_t invalid_events;        /* not applied: page events with order > MS_EVENT_ORDER_MAX or a block
+                                         * beyond MS_PAGE_KEY_MAX, samples of more than MS_PAGES_MAX pages */
+        uint64_t saturated_events;      /* would have taken a count beyond ACCOUNTING_PAGES_MAX or COUNT_MAX:
+                                         * samples and losses applied up to it, allocations not at all */
         uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
         uint64_t module_walks;          /* page-table walks moving a module loader's blocks (rare fallback) */
         uint64_t samples;               /* aggregated samples applied (MS_EVENT_SAMPLE) */

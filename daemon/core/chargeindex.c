@@ -25,8 +25,8 @@ typedef struct CellLink {
 /* 40 bytes: pages and module share a word (2^53 pages of 4 KiB are 32 EiB). */
 typedef struct Cell {
         uint32_t process, leaf;         /* leaf: the stack node charged */
-        uint64_t pages:53;
-        uint64_t module:11;
+        uint64_t pages:CHARGE_CELL_PAGES_BITS;
+        uint64_t module:64 - CHARGE_CELL_PAGES_BITS;
         CellLink link[_CELL_LIST_MAX];  /* per CellList */
         uint32_t cgroup;                /* the cgroup the pages are charged to (units.h) */
 } Cell;

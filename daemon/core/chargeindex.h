@@ -25,6 +25,10 @@ ChargeIndex *chargeindex_new(void);
 ChargeIndex *chargeindex_free(ChargeIndex *ci);
 
 #define CHARGE_CELL_NONE UINT32_MAX
+/* The most pages a cell holds (53 bits, twice the pages a 64-bit machine has): the caller keeps every
+ * cell below it (the accounting core holds its whole total there). */
+#define CHARGE_CELL_PAGES_BITS 53
+#define CHARGE_CELL_PAGES_MAX ((UINT64_C(1) << CHARGE_CELL_PAGES_BITS) - 1)
 
 /*
  * Adds pages to the cell of (process, module, node, cgroup), creating it, and returns its id: stable while it

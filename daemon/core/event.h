@@ -65,8 +65,14 @@ typedef struct MsStack {
 
 /* Page events' pfns are below 2^MS_PAGE_KEY_BITS (the page table's limit): physical frame numbers of 52-bit
  * physical addresses with 4 KiB pages, the most x86-64 and arm64 define, or a source's surrogate keys cut
- * to this width. */
+ * to this width. A block must end below it too: the core counts one that does not as invalid
+ * (AccountingStats.invalid_events) and does not apply it. */
 #define MS_PAGE_KEY_BITS 40
+#define MS_PAGE_KEY_MAX ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1)
+
+/* The most pages any machine has: a 64-bit physical address space in 4 KiB pages. A count of pages above
+ * it is corrupt input: a sample that says so is invalid, and sources that read files refuse it. */
+#define MS_PAGES_MAX (UINT64_C(1) << 52)
 
 typedef struct MsPageEvent {
         uint64_t pfn;
@@ -89,7 +95,7 @@ typedef struct MsObjectEvent {
 typedef struct MsTaskEvent {
         const char *name;               /* NEW, COMM: NUL-terminated */
         const char *cmdline;            /* NEW, COMM: arguments joined by spaces, or NULL */
-        int32_t parent_pid;             /* FORK: the parent's tgid */
+        int32_t parent_pid;             /* FORK: the parent's tgid; NEW: its parent (/proc), 0 unknown */
         uint64_t baseline_pages;        /* NEW: resident pages before tracing (e.g. /proc/PID/statm) */
 } MsTaskEvent;
 

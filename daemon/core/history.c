@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file-util.h"
 #include "history.h"
 #include "units.h"
 #include "usage.h"
@@ -537,9 +538,10 @@ int history_load(History *h, const char *path) {
 
         assert(h && path);
 
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
+        /* Our own file, which we replace by a rename: never a symlink, a FIFO or a device. */
+        r = fopen_regular(path, O_NOFOLLOW, &f);
+        if (r < 0)
+                return r;
         data = malloc(max + 1);
         if (!data)
                 return -ENOMEM;

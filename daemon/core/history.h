@@ -129,6 +129,7 @@ unsigned history_level_for(uint64_t seconds);
 int history_save(const History *h, const char *path);
 /*
  * Replaces the series with those in path. -ENOENT if there is none; -EBADMSG if it is corrupt, of another
- * version or of other levels (the History is then unchanged); other -errno on read errors.
+ * version or of other levels (the History is then unchanged); -EBADFD if it is not a regular file, -ELOOP
+ * if it is a symlink (file-util.h); other -errno on read errors.
  */
 int history_load(History *h, const char *path);

@@ -8,6 +8,12 @@
  * objects never mix in one number.
  *
  * A peak is the maximum the current value reached, raised on every change: never a sum of other peaks.
+ *
+ * No value wraps. ledger_add() is the page path's plain add: its callers keep every value at or below
+ * COUNT_MAX (macro.h: 2^63 - 1, what a reply can carry), as the accounting core does by holding the total
+ * that its ledgers of pages are parts of below ACCOUNTING_PAGES_MAX, and the ledgers a bytes sample
+ * touches below COUNT_MAX. The rises of samples, which come in whole from a source, stop at COUNT_MAX
+ * themselves (ledger_raise(), ledger_mark_rise()).
  */
 
 #include <errno.h>
@@ -31,6 +37,7 @@ typedef struct Ledger {
 /* "pages", "bytes"; NULL for an invalid unit. */
 const char *ledger_unit_to_string(LedgerUnit unit);
 
+/* Adds n; current + n must not go beyond COUNT_MAX (see above). */
 static inline void ledger_add(Ledger *l, uint64_t n) {
         l->current += n;
         if (l->current > l->peak)
@@ -53,8 +60,10 @@ static inline bool ledger_sub(Ledger *l, uint64_t n) {
  * the peak to at least current + rise; the caller then applies delta with ledger_add()/ledger_sub().
  */
 static inline void ledger_raise(Ledger *l, uint64_t rise) {
-        if (l->current + rise > l->peak)
-                l->peak = l->current + rise;
+        uint64_t high = count_add(l->current, rise);
+
+        if (high > l->peak)
+                l->peak = high;
 }
 
 /* ledger_raise() and then delta. false if a negative delta took more than the ledger held (it is then 0). */
@@ -86,8 +95,10 @@ static inline void ledger_mark(const Ledger *l, uint64_t *interval_peak) {
 
 /* As ledger_raise() for the interval peak: the value stood rise above current at some moment. */
 static inline void ledger_mark_rise(const Ledger *l, uint64_t rise, uint64_t *interval_peak) {
-        if (l->current + rise > *interval_peak)
-                *interval_peak = l->current + rise;
+        uint64_t high = count_add(l->current, rise);
+
+        if (high > *interval_peak)
+                *interval_peak = high;
 }
 
 /* The most the value reached since the last take (at least the current value), and a new interval

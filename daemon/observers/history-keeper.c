@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file-util.h"
 #include "history-keeper.h"
 #include "log.h"
 #include "time-util.h"
@@ -82,7 +83,8 @@ static int keep_in(HistoryKeeper *k, const char *dir) {
         if (r == -EBADMSG)
                 log_warning("The history in %s is corrupt or of another version, starting a new one.", k->path);
         else if (r < 0 && r != -ENOENT)
-                log_warning_errno(r, "Failed to read the history from %s, starting a new one: %m", k->path);
+                log_warning_errno(r, "Failed to read the history from %s, starting a new one: %s", k->path,
+                                  file_error_string(r));
         else if (r == 0)
                 log_info("Read the history from %s.", k->path);
         return 0;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "debounce.h"
+#include "file-util.h"
 #include "kernel-symbols.h"
 #include "log.h"
 #include "utf8.h"
@@ -105,7 +106,8 @@ int kernel_symbols_new(sd_event *event, const char *kallsyms, KernelSymbols **re
         };
         r = ksym_load(kallsyms, &k->table);
         if (r < 0)
-                return log_error_errno(r, "Failed to read kernel symbols from %s: %m", kallsyms ?: "/proc/kallsyms");
+                return log_error_errno(r, "Failed to read kernel symbols from %s: %s", kallsyms ?: "/proc/kallsyms",
+                                       file_error_string(r));
         log_debug("Read %zu kernel symbols.", ksym_count(k->table));
         r = debounce_new(event, "ksym-reload", RELOAD_DELAY_USEC, RELOAD_MAX_DELAY_USEC, reload_deferred, k,
                          &k->reload);

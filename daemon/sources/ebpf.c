@@ -58,6 +58,7 @@
 #include <bpf/libbpf.h>
 #include <systemd/sd-event.h>
 
+#include "file-util.h"
 #include "log.h"
 #include "macro.h"
 #include "memstrack-bpf.h"
@@ -656,14 +657,14 @@ static int ring_record(void *userdata, void *data, size_t size) {
 
 /* Counts n records lost for reason, on cpu, and tells the sink. */
 static void emit_lost(EbpfSource *s, unsigned reason, uint32_t cpu, uint64_t n) {
-        s->losses[reason].count += n;
-        s->lost_per_cpu[cpu] += n;
+        s->losses[reason].count = count_add(s->losses[reason].count, n);
+        s->lost_per_cpu[cpu] = count_add(s->lost_per_cpu[cpu], n);
         s->ev = (MsEvent) {
                 .type = MS_EVENT_LOST,
                 .cpu = cpu,
                 .lost.n_lost = n,
         };
-        s->lost_records += n;
+        s->lost_records = count_add(s->lost_records, n);
         emit(s);
 }
 
@@ -1267,9 +1268,12 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
                                        options->stack_sample_interval, SOURCE_STACK_SAMPLE_INTERVAL_MAX);
 
         (void) libbpf_set_print(libbpf_log);
-        if (access(options->btf ?: SOURCE_BTF_DEFAULT, R_OK) < 0)
-                return log_error_errno(errno, "No kernel BTF at %s, which the eBPF source needs: %m",
-                                       options->btf ?: SOURCE_BTF_DEFAULT);
+        /* libbpf opens it as it is: a FIFO there would be waited on. */
+        r = open_regular(options->btf ?: SOURCE_BTF_DEFAULT, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the kernel BTF at %s, which the eBPF source needs: %s",
+                                       options->btf ?: SOURCE_BTF_DEFAULT, file_error_string(r));
+        (void) close(r);
 
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -1398,13 +1402,14 @@ static int ebpf_source_probe(const SourceOptions *options, const char **ret_reas
 
         assert(ret_reason);
 
-        if (access(btf, R_OK) < 0) {
-                r = negative_errno();
+        r = open_regular(btf, 0);
+        if (r < 0) {
                 (void) snprintf(probe_reason, sizeof(probe_reason), r == -ENOENT ? "no BTF at %s" :
-                                "BTF at %s not readable", btf);
+                                r == -EBADFD ? "BTF at %s not a regular file" : "BTF at %s not readable", btf);
                 *ret_reason = probe_reason;
                 return r;
         }
+        (void) close(r);
         (void) libbpf_set_print(libbpf_log);
         r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
         if (r == 0) {

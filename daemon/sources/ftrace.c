@@ -420,7 +420,7 @@ static void cpu_check_lost(FtraceCpu *c, uint64_t nsec) {
                 const char *p = strstr(buf, key);
 
                 if (p)
-                        total += strtoull(p + strlen(key), NULL, 10);
+                        total = count_add(total, strtoull(p + strlen(key), NULL, 10));
         }
         if (total <= c->lost)
                 return;
@@ -430,8 +430,8 @@ static void cpu_check_lost(FtraceCpu *c, uint64_t nsec) {
                 .timestamp_nsec = nsec,
                 .lost.n_lost = total - c->lost,
         };
-        s->lost_records += total - c->lost;
-        s->lost_per_cpu[c->cpu] += total - c->lost;
+        s->lost_records = count_add(s->lost_records, total - c->lost);
+        s->lost_per_cpu[c->cpu] = count_add(s->lost_per_cpu[c->cpu], total - c->lost);
         c->lost = total;
         /* What waited for a stack may have lost it. */
         pending_flush(s, c);
@@ -536,7 +536,8 @@ static int instance_write(const Instance *inst, const char *file, const char *va
 
         if (asprintf(&path, "%s/%s", inst->path, file) < 0)
                 return -ENOMEM;
-        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO where a tracefs file should be fails instead of waiting for a reader. */
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return log_debug_errno(errno, "Failed to open %s: %m", path);
         if (write(fd, value, len) != (ssize_t) len)

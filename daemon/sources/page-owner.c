@@ -29,26 +29,35 @@
  *
  * The file is read twice: once when the source is built, to check it and name every function, and once
  * by start(), which delivers every event at once, stamped with the time of delivery. What cannot be read
- * twice the same (standard input, a pipe, the debugfs file itself) is copied to a temporary file first.
+ * twice the same (standard input, a pipe or FIFO, the debugfs file itself) is copied to a temporary file
+ * as the first reading goes. Anything else that is not a regular file (a device, a socket) is refused.
  * A record that cannot be read (a garbled line, a truncated end) is skipped with a warning naming its
  * line, counted (Status lostByReason "badRecord"), and everything else is imported; a file with no
- * record at all is refused.
+ * record at all is refused, and so is one whose first PO_FIRST_RECORD_BYTES hold none, without reading
+ * on. Input may be endless (/dev/urandom through a pipe): it is read up to PO_INPUT_MAX_BYTES, and both
+ * readings stop at SIGTERM or SIGINT (-ECANCELED, which memstrackd takes as a stop before tracing).
  */
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "format-util.h"
 #include "frame-text.h"
+#include "line-reader.h"
 #include "log.h"
 #include "macro.h"
 #include "source.h"
+#include "stop-signal.h"
 #include "time-util.h"
 
 /* Synthetic symbols: the i-th function the file names starts at BASE + i * STRIDE. An offset must be
@@ -60,6 +69,14 @@
 #define PO_FRAMES_MAX 256u
 /* Bad records shown one by one; the rest are counted. */
 #define PO_WARNINGS_MAX 20u
+/* The most input read: the dump of a machine with 1 TiB in single pages (a record is some 800 bytes),
+ * and a bound on input that does not end. */
+#define PO_INPUT_MAX_BYTES (UINT64_C(256) << 30)
+/* A page_owner log starts with a record: input whose first MiB holds none is not one. */
+#define PO_FIRST_RECORD_BYTES (UINT64_C(1) << 20)
+/* No line of page_owner, or of the tools that sort it, comes near this; a longer one is cut and its
+ * record is bad. */
+#define PO_LINE_MAX (64u * 1024u)
 #define PO_UNKNOWN_COMM "[unknown]"
 
 typedef struct PoSymbol {
@@ -89,7 +106,10 @@ typedef struct PoRecord {
 typedef struct PageOwnerSource {
         EventSource source;             /* first, so the vtable's EventSource* is this */
         char *path;                     /* owned: what messages call the input */
-        FILE *file;                     /* owned: the input, rewindable */
+        int fd;                         /* the input: owned, or standard input's (not closed) */
+        bool fd_owned;
+        FILE *copy;                     /* owned: what was read of an input that cannot be read twice */
+        int stop_fd;                    /* owned: stop_signal_fd() */
 
         PoSymbol *symbols;              /* owned: the functions the file names, by first appearance */
         size_t n_symbols, n_symbols_allocated;
@@ -446,7 +466,8 @@ static int record_finish(PageOwnerSource *s, PoRecord *rec, const MsEventSink *s
                         record_fail(rec, rec->first_line, "a record without its stack");
                 else if (rec->counted && !rec->has_pages && !rec->header)
                         record_fail(rec, rec->first_line, "a count without pages or an order");
-                else if (rec->counted && !rec->has_pages && rec->times > (UINT64_C(1) << 62) >> rec->order)
+                else if ((rec->has_pages && rec->pages > MS_PAGES_MAX) ||
+                         (rec->counted && !rec->has_pages && rec->times > MS_PAGES_MAX >> rec->order))
                         record_fail(rec, rec->first_line, "more pages than a machine has");
         }
         if (rec->bad_line != 0) {
@@ -491,13 +512,13 @@ static int record_finish(PageOwnerSource *s, PoRecord *rec, const MsEventSink *s
                         ev.sample = (MsSampleEvent) {
                                 .stack = { rec->frames, (uint32_t) rec->n_frames, (uint32_t) rec->n_frames },
                                 .unit = LEDGER_PAGES,
-                                .delta = (int64_t) MIN(pages, (uint64_t) INT64_MAX),
-                                .peak = MIN(pages, (uint64_t) INT64_MAX),
+                                .delta = (int64_t) pages,       /* at most MS_PAGES_MAX */
+                                .peak = pages,
                         };
                 }
                 sink->event(sink->userdata, &ev);
                 s->records++;
-                s->pages += pages;
+                s->pages = count_add(s->pages, pages);
         } else
                 s->checked++;
         *rec = (PoRecord) {};
@@ -581,33 +602,67 @@ static int record_line(PageOwnerSource *s, PoRecord *rec, const char *line, unsi
         return 0;
 }
 
-/* Goes through the file: checks every record (sink NULL) or delivers them. */
+/* Says why the input was not read to its end: a stop signal (-ECANCELED, at notice level) or an error. */
+static int read_failed(const PageOwnerSource *s, int r) {
+        if (r == -ECANCELED) {
+                int sig = stop_signal_pending();
+
+                log_notice("Stopped by SIG%s while reading the page_owner log %s.", sig ? sigabbrev_np(sig) : "?",
+                           s->path);
+                return r;
+        }
+        if (r == -EFBIG) {
+                char max[32];
+
+                return log_error_errno(r, "%s: more than %s of input, the most a page_owner log is read up to; "
+                                       "stopped reading.", s->path, format_bytes(max, sizeof(max), PO_INPUT_MAX_BYTES));
+        }
+        return log_error_errno(r, "Failed to read %s: %m", s->path);
+}
+
+/*
+ * Goes through the input: checks every record (sink NULL) or delivers them. The check reads the input
+ * itself, copying it as it goes where it cannot be read twice; delivery reads the file, or the copy,
+ * again from the start.
+ */
 static int page_owner_all(PageOwnerSource *s, const MsEventSink *sink) {
-        _cleanup_free_ char *line = NULL;
+        _cleanup_(line_reader_freep) LineReader *reader = NULL;
         _cleanup_free_ PoRecord *rec = NULL;
-        size_t size = 0;
-        unsigned n = 0;
-        bool newline = true;
-        ssize_t k;
+        bool first = !sink, newline = true;
+        int fd = s->copy && !first ? fileno(s->copy) : s->fd;
+        unsigned n = 0, flags;
+        size_t k;
+        char *line;
         int r;
 
         rec = calloc(1, sizeof(PoRecord));
         if (!rec)
                 return log_oom();
-        if (fseeko(s->file, 0, SEEK_SET) < 0)
+        if ((!first || !s->copy) && lseek(fd, 0, SEEK_SET) < 0)
                 return log_error_errno(errno, "Failed to rewind %s: %m", s->path);
-        while ((k = getline(&line, &size, s->file)) > 0) {
+        reader = line_reader_new(fd, PO_INPUT_MAX_BYTES, PO_LINE_MAX, first && s->copy ? fileno(s->copy) : -EBADF,
+                                 s->stop_fd);
+        if (!reader)
+                return log_oom();
+        while ((r = line_reader_next(reader, &line, &k, &flags)) > 0) {
+                /* Random bytes, or another kind of file: said now, not after reading all of it. */
+                if (first && s->checked == 0 && line_reader_bytes(reader) > PO_FIRST_RECORD_BYTES) {
+                        char size[32];
+
+                        return log_error_errno(EBADMSG, "%s: no page_owner record in the first %s; not a page_owner "
+                                               "log.", s->path, format_bytes(size, sizeof(size), PO_FIRST_RECORD_BYTES));
+                }
+                newline = !(flags & LINE_UNTERMINATED);
+                if (flags & LINE_CONTINUED)
+                        continue;       /* more of a line too long, whose record failed */
                 n++;
-                newline = line[k - 1] == '\n';
-                if (newline)
-                        line[--k] = '\0';
                 /* CRLF, and lines of blanks only, which an editor may leave between records. */
                 while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t' || line[k - 1] == '\r'))
                         line[--k] = '\0';
-                if ((size_t) k != strlen(line)) {
+                if (k != strlen(line) || (flags & LINE_CUT)) {
                         if (!rec->open)
                                 *rec = (PoRecord) { .open = true, .first_line = n };
-                        record_fail(rec, n, "a NUL byte");
+                        record_fail(rec, n, (flags & LINE_CUT) ? "a line longer than 64 KiB" : "a NUL byte");
                         continue;
                 }
                 if (k == 0 && !rec->open)
@@ -624,8 +679,8 @@ static int page_owner_all(PageOwnerSource *s, const MsEventSink *sink) {
                 if (r < 0)
                         return log_error_errno(r, "%s:%u: cannot import more: %m", s->path, n);
         }
-        if (ferror(s->file))
-                return log_error_errno(EIO, "Failed to read %s: %m", s->path);
+        if (r < 0)
+                return read_failed(s, r);
         if (rec->open) {
                 /* Every record ends with a blank line, but a one-liner at the very end of a file. */
                 if (!(rec->one_line && newline))
@@ -671,8 +726,11 @@ static PageOwnerSource *page_owner_source_free(PageOwnerSource *s) {
         free(s->symbol_slots);
         free(s->tgid_slots);
         free(s->kallsyms);
-        if (s->file)
-                (void) fclose(s->file);
+        if (s->copy)
+                (void) fclose(s->copy);
+        if (s->fd_owned)
+                safe_close(s->fd);
+        safe_close(s->stop_fd);
         free(s->path);
         free(s);
         return NULL;
@@ -739,20 +797,42 @@ static const EventSourceOps page_owner_source_ops = {
         .symbols = page_owner_source_symbols,
 };
 
-/* in copied to a temporary file, which can be read twice and stays as it was. */
-static int copy_input(FILE *in, FILE **ret) {
-        _cleanup_fclose_ FILE *f = tmpfile();
-        char buf[65536];
-        size_t k;
+/*
+ * Opens the input: standard input, or path without waiting (a FIFO has no writer yet), as s->fd. What can
+ * be read twice, a regular file with a size, is read where it is; the rest (standard input, a FIFO, the
+ * debugfs file) gets a copy for the second reading. A device or a socket is refused, as is a file beyond
+ * the bound.
+ */
+static int open_input(PageOwnerSource *s, const char *input) {
+        struct stat st;
 
-        if (!f)
-                return negative_errno();
-        while ((k = fread(buf, 1, sizeof(buf), in)) > 0)
-                if (fwrite(buf, 1, k, f) != k)
-                        return negative_errno();
-        if (ferror(in) || fflush(f) != 0)
-                return -EIO;
-        *ret = TAKE_PTR(f);
+        if (streq(input, "-")) {
+                s->fd = STDIN_FILENO;
+                if (fstat(s->fd, &st) < 0)
+                        return log_error_errno(errno, "Failed to read the page_owner log from standard input: %m");
+        } else {
+                s->fd = open(input, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                if (s->fd < 0)
+                        return log_error_errno(errno, "Failed to open the page_owner log %s: %m", s->path);
+                s->fd_owned = true;
+                if (fstat(s->fd, &st) < 0)
+                        return log_error_errno(errno, "Failed to open the page_owner log %s: %m", s->path);
+                if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+                        return log_error_errno(EBADFD, "Failed to open the page_owner log %s: not a regular file "
+                                               "or a pipe.", s->path);
+        }
+        if (S_ISREG(st.st_mode) && (uint64_t) st.st_size > PO_INPUT_MAX_BYTES) {
+                char size[32], max[32];
+
+                return log_error_errno(EFBIG, "%s is %s, more than the %s a page_owner log is read up to.", s->path,
+                                       format_bytes(size, sizeof(size), (uint64_t) st.st_size),
+                                       format_bytes(max, sizeof(max), PO_INPUT_MAX_BYTES));
+        }
+        if (!streq(input, "-") && S_ISREG(st.st_mode) && st.st_size > 0)
+                return 0;
+        s->copy = tmpfile();
+        if (!s->copy)
+                return log_error_errno(errno, "Failed to make a copy of %s to read it twice: %m", s->path);
         return 0;
 }
 
@@ -770,30 +850,18 @@ static int page_owner_source_new(const SourceOptions *options, EventSource **ret
         if (!s)
                 return log_oom();
         s->source.ops = &page_owner_source_ops;
+        s->fd = s->stop_fd = -EBADF;
         s->path = strdup(streq(options->input, "-") ? "(standard input)" : options->input);
         if (!s->path)
                 return log_oom();
-        if (streq(options->input, "-")) {
-                r = copy_input(stdin, &s->file);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to read the page_owner log from standard input: %m");
-        } else {
-                _cleanup_fclose_ FILE *f = fopen(options->input, "re");
-                struct stat st;
+        s->stop_fd = stop_signal_fd();
+        if (s->stop_fd < 0)
+                return log_error_errno(s->stop_fd, "Failed to watch for SIGTERM while reading %s: %m", s->path);
+        r = open_input(s, options->input);
+        if (r < 0)
+                return r;
 
-                if (!f || fstat(fileno(f), &st) < 0)
-                        return log_error_errno(errno, "Failed to open the page_owner log %s: %m", s->path);
-                /* /sys/kernel/debug/page_owner itself (size 0, new content at every read), a pipe: read once
-                 * into a copy. A plain file is read where it is. */
-                if (S_ISREG(st.st_mode) && st.st_size > 0)
-                        s->file = TAKE_PTR(f);
-                else {
-                        r = copy_input(f, &s->file);
-                        if (r < 0)
-                                return log_error_errno(r, "Failed to read the page_owner log %s: %m", s->path);
-                }
-        }
-
+        log_debug("Reading the page_owner log %s.", s->path);
         r = page_owner_all(s, NULL);
         if (r < 0)
                 return r;

@@ -447,8 +447,8 @@ static void ring_handle_record(PerfRing *r, const uint8_t *rec, size_t size) {
                 /* The ring is per CPU whatever the trailer says. */
                 s->ev.cpu = r->cpu;
                 s->ev.lost.n_lost = get_u64(body + at);
-                s->lost_records += s->ev.lost.n_lost;
-                s->lost_per_cpu[r->cpu] += s->ev.lost.n_lost;
+                s->lost_records = count_add(s->lost_records, s->ev.lost.n_lost);
+                s->lost_per_cpu[r->cpu] = count_add(s->lost_per_cpu[r->cpu], s->ev.lost.n_lost);
                 emit(s);
                 return;
         }

@@ -13,28 +13,34 @@
  *   lost CPU N                       N records were lost on CPU
  *   sample PID DELTA PEAK [FRAME...] an aggregated sample: PID's pages through this chain changed by DELTA
  *                                    (negative with a leading -), having risen at most PEAK above where
- *                                    they stood (MsSampleEvent)
- *   object PID PTR BYTES             PID allocated a BYTES-byte slab object at PTR
+ *                                    they stood (MsSampleEvent); both at most 2^52 (MS_PAGES_MAX)
+ *   object PID PTR BYTES             PID allocated a BYTES-byte slab object at PTR (BYTES < 2^32)
  *   object-free PTR                  the object at PTR was freed
  *   cgroup ID                        the allocations below carry cgroup id ID (0, the start: none)
  *
  * The whole file is read and checked when the source is built, so a bad line fails the start with its
- * line number; start() delivers every event at once, stamped with the time of delivery.
+ * line number; start() delivers every event at once, stamped with the time of delivery. A number that
+ * no source could send (more pages than a machine has, a loss beyond what a count holds) is such a bad
+ * line; a pfn or an order the core cannot apply is not: the core counts it as an invalid event, as it
+ * would a live source's.
  */
 
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "file-util.h"
 #include "log.h"
 #include "macro.h"
 #include "read-file.h"
 #include "source.h"
+#include "stop-signal.h"
 #include "time-util.h"
 
 #define REPLAY_FILE_MAX (16u * 1024u * 1024u)
@@ -49,6 +55,7 @@ typedef struct ReplaySource {
         uint64_t cgroup_id;             /* what the next allocations carry (a "cgroup" line sets it) */
 } ReplaySource;
 
+/* -EINVAL if s is not a number, -ERANGE if it is one above max. */
 static int parse_number(const char *s, uint64_t max, uint64_t *ret) {
         unsigned long long v;
         char *end;
@@ -57,27 +64,33 @@ static int parse_number(const char *s, uint64_t max, uint64_t *ret) {
                 return -EINVAL;         /* strtoull() would take a sign and spaces */
         errno = 0;
         v = strtoull(s, &end, 0);
-        if (errno != 0 || *end != '\0' || v > max)
+        if (*end != '\0')
+                return -EINVAL;
+        if (errno == ERANGE || v > max)
+                return -ERANGE;
+        if (errno != 0)
                 return -EINVAL;
         *ret = v;
         return 0;
 }
 
-/* A number as parse_number() takes it, negative with a leading '-'. */
-static int parse_signed(const char *s, int64_t *ret) {
+/* A number as parse_number() takes it, negative with a leading '-', at most max either way. */
+static int parse_signed(const char *s, uint64_t max, int64_t *ret) {
         bool negative = *s == '-';
         uint64_t v;
         int r;
 
-        r = parse_number(s + negative, INT64_MAX, &v);
+        assert(max <= INT64_MAX);
+        r = parse_number(s + negative, max, &v);
         if (r < 0)
                 return r;
         *ret = negative ? -(int64_t) v : (int64_t) v;
         return 0;
 }
 
-/* Parses one line, split into fields, into an event; delivers it to sink unless sink is NULL. */
-static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *sink) {
+/* Parses one line, split into fields, into an event; delivers it to sink unless sink is NULL. -EBADMSG for
+ * a line that is not an event, -ERANGE for a number no source could send, with what it is in *ret_why. */
+static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *sink, const char **ret_why) {
         uint64_t frames[REPLAY_FIELDS_MAX], a = 0, b = 0, c = 0;
         char cmdline[4096] = "";
         MsEvent ev = { .timestamp_nsec = now_nsec(CLOCK_MONOTONIC) };
@@ -138,8 +151,11 @@ static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *s
                 return 0;
         } else if (streq(verb, "lost") && n == 3) {
                 r = parse_number(f[1], SOURCE_MAX_CPUS - 1, &a);
-                if (r >= 0)
-                        r = parse_number(f[2], UINT64_MAX, &b);
+                if (r >= 0) {
+                        r = parse_number(f[2], COUNT_MAX, &b);
+                        if (r == -ERANGE)
+                                *ret_why = "more records lost than a count holds (2^63 - 1)";
+                }
                 ev.type = MS_EVENT_LOST;
                 ev.cpu = (uint32_t) a;
                 ev.lost.n_lost = b;
@@ -147,10 +163,18 @@ static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *s
                 int64_t delta = 0;
 
                 r = parse_number(f[1], INT32_MAX, &a);
-                if (r >= 0)
-                        r = parse_signed(f[2], &delta);
-                if (r >= 0)
-                        r = parse_number(f[3], INT64_MAX, &c);
+                if (r >= 0) {
+                        r = parse_signed(f[2], MS_PAGES_MAX, &delta);
+                        if (r == -ERANGE)
+                                *ret_why = "the sample's delta is not a page count (more than 2^52 pages, "
+                                           "all a 64-bit machine can have)";
+                }
+                if (r >= 0) {
+                        r = parse_number(f[3], MS_PAGES_MAX, &c);
+                        if (r == -ERANGE)
+                                *ret_why = "the sample's peak is not a page count (more than 2^52 pages, "
+                                           "all a 64-bit machine can have)";
+                }
                 for (size_t i = 4; i < n && r >= 0; i++)
                         r = parse_number(f[i], UINT64_MAX, &frames[i - 4]);
                 ev.type = MS_EVENT_SAMPLE;
@@ -164,8 +188,11 @@ static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *s
                 r = parse_number(f[1], INT32_MAX, &a);
                 if (r >= 0)
                         r = parse_number(f[2], UINT64_MAX, &b);
-                if (r >= 0)
-                        r = parse_number(f[3], UINT64_MAX, &c);
+                if (r >= 0) {
+                        r = parse_number(f[3], UINT32_MAX, &c);
+                        if (r == -ERANGE)
+                                *ret_why = "more than 4 GiB in one slab object";
+                }
                 ev.type = MS_EVENT_OBJECT_ALLOC;
                 ev.pid = ev.tid = (int32_t) a;
                 ev.object.ptr = b;
@@ -177,7 +204,7 @@ static int replay_line(ReplaySource *s, char **f, size_t n, const MsEventSink *s
         } else
                 return -EBADMSG;
         if (r < 0)
-                return -EBADMSG;
+                return *ret_why ? -ERANGE : -EBADMSG;
 
         if (sink) {
                 s->records++;
@@ -206,6 +233,12 @@ static int replay_all(ReplaySource *s, const MsEventSink *sink) {
                 if (next)
                         *next++ = '\0';
                 line++;
+                /* Up to millions of lines, outside the event loop: SIGTERM and SIGINT are looked at. */
+                int sig = line % 65536 == 0 ? stop_signal_pending() : 0;
+                if (sig != 0) {
+                        log_notice("Stopped by SIG%s while reading the replay file %s.", sigabbrev_np(sig), s->path);
+                        return -ECANCELED;
+                }
                 for (tok = strtok_r(p, " \t\r", &save); tok && n < ELEMENTSOF(f);
                      tok = strtok_r(NULL, " \t\r", &save))
                         f[n++] = tok;
@@ -214,7 +247,10 @@ static int replay_all(ReplaySource *s, const MsEventSink *sink) {
                 if (tok)
                         return log_error_errno(EBADMSG, "%s:%u: more than %zu fields.", s->path, line,
                                                ELEMENTSOF(f));
-                r = replay_line(s, f, n, sink);
+                const char *why = NULL;
+                r = replay_line(s, f, n, sink, &why);
+                if (r == -ERANGE)
+                        return log_error_errno(r, "%s:%u: %s.", s->path, line, why);
                 if (r < 0)
                         return log_error_errno(r, "%s:%u: not a replay event: '%s'.", s->path, line, f[0]);
         }
@@ -244,7 +280,7 @@ static int replay_source_start(EventSource *es, sd_event *event, const MsEventSi
 
         r = replay_all(s, sink);
         if (r < 0)
-                return r;
+                return r;       /* logged; -ECANCELED when asked to stop */
         log_debug("Replayed %" PRIu64 " events from %s.", s->records, s->path);
         return 0;
 }
@@ -285,7 +321,7 @@ static int replay_source_new(const SourceOptions *options, EventSource **ret) {
                 return log_oom();
         r = read_file_full(s->path, REPLAY_FILE_MAX, &s->text, &s->size);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the replay file %s: %m", s->path);
+                return log_error_errno(r, "Failed to read the replay file %s: %s", s->path, file_error_string(r));
         if (strlen(s->text) != s->size)
                 return log_error_errno(EBADMSG, "The replay file %s is not text.", s->path);
         r = replay_all(s, NULL);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file-util.h"
 #include "frame-text.h"
 #include "ksym.h"
 #include "macro.h"
@@ -186,10 +187,12 @@ static int ksym_load_file(FILE *f, Ksym **ret) {
 
 int ksym_load(const char *path, Ksym **ret) {
         _cleanup_fclose_ FILE *f = NULL;
+        int r;
 
-        f = fopen(path ?: "/proc/kallsyms", "re");
-        if (!f)
-                return negative_errno();
+        /* /proc/kallsyms is a regular file (of size 0); a FIFO or a device given instead is refused. */
+        r = fopen_regular(path ?: "/proc/kallsyms", 0, &f);
+        if (r < 0)
+                return r;
         return ksym_load_file(f, ret);
 }
 

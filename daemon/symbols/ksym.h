@@ -24,7 +24,7 @@ typedef struct KsymResult {
 } KsymResult;
 
 /* Loads path, or /proc/kallsyms when path is NULL. -errno on failure (-ENOENT, -EACCES, -ENOMEM, -EBADMSG
- * if the file has no parsable line). */
+ * if the file has no parsable line, -EBADFD if it is not a regular file). */
 int ksym_load(const char *path, Ksym **ret);
 /* The same from text in that format: the table an event source made for its frames
  * (EventSourceOps.symbols), whose addresses are synthetic (ksym_addresses_synthetic()). Empty text is

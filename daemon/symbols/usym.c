@@ -16,6 +16,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "file-util.h"
 #include "log.h"
 #include "macro.h"
 #include "parse-util.h"
@@ -82,9 +83,10 @@ static bool endswith(const char *s, const char *suffix) {
 
 /*
  * libdwfl's find_elf callback. A module's userdata is its UsymProcess (set after each report). Opens the
- * mapped file as the process sees it, through /proc/PID/root, with libdwfl's own opener (which refuses
- * anything but regular files), and hands libdwfl a mapped Elf without a descriptor, so a cached process
- * holds no fd per file. Not the vDSO ("[vdso: PID]"): libdwfl would read it from the process's memory.
+ * mapped file as the process sees it, through /proc/PID/root, as a regular file only (open_regular():
+ * libdwfl's own opener checks with stat() and then opens, so a FIFO put there in between, by whoever
+ * owns that root, would be waited on), and hands libdwfl a mapped Elf without a descriptor, so a cached
+ * process holds no fd per file. Not the vDSO ("[vdso: PID]"): libdwfl would read it from the process's memory.
  * Not a file the maps show as deleted: its path names another file now, or none.
  */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, Dwarf_Addr base,
@@ -98,9 +100,14 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, 
         if (asprintf(&path, "/proc/%d/root%s", (int) p->pid, module_name) < 0)
                 return -1;
 
-        fd = dwfl_linux_proc_find_elf(mod, userdata, path, base, file_name, elfp);
+        fd = open_regular(path, 0);
         if (fd < 0)
                 return -1;
+        *file_name = strdup(path);
+        if (!*file_name) {
+                (void) close(fd);
+                return -1;
+        }
 
         /* Mapped whole, then detached from the descriptor (ELF_C_FDREAD reads it in if the map failed). */
         Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config-file.h"
+#include "file-util.h"
 #include "log.h"
 #include "macro.h"
 
@@ -73,11 +74,12 @@ int config_file_parse(FILE *f, const char *path, ConfigFileHandler handler, void
 
 int config_file_read(const char *path, ConfigFileHandler handler, void *userdata) {
         _cleanup_fclose_ FILE *f = NULL;
+        int r;
 
         assert(path);
 
-        f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
+        r = fopen_regular(path, 0, &f);
+        if (r < 0)
+                return r;
         return config_file_parse(f, path, handler, userdata);
 }

@@ -23,5 +23,6 @@ typedef int (*ConfigFileHandler)(const char *path, unsigned line, const char *ke
  */
 int config_file_parse(FILE *f, const char *path, ConfigFileHandler handler, void *userdata);
 
-/* Opens and parses path. Returns -ENOENT if it does not exist, so callers decide whether that matters. */
+/* Opens and parses path. Returns -ENOENT if it does not exist, so callers decide whether that matters;
+ * -EBADFD if it is not a regular file (file-util.h): a FIFO or a device is never read. */
 int config_file_read(const char *path, ConfigFileHandler handler, void *userdata);

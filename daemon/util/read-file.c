@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file-util.h"
 #include "macro.h"
 #include "read-file.h"
 
@@ -40,7 +41,8 @@ ssize_t read_file_small(const char *path, char *buf, size_t size) {
         assert(buf);
         assert(size > 0);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        /* Bounded by size whatever path is; O_NONBLOCK so that a FIFO is not waited on. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return negative_errno();
         n = read_loop(fd, buf, size - 1);
@@ -60,9 +62,9 @@ int read_file_full(const char *path, size_t max_size, char **ret, size_t *ret_si
         assert(ret_size);
         assert(max_size < SIZE_MAX / 2);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open_regular(path, 0);
         if (fd < 0)
-                return negative_errno();
+                return fd;
 
         for (;;) {
                 /* Room for max_size bytes, one more to tell a bigger file, and the NUL. */

@@ -382,7 +382,7 @@ static int call_send(VarlinkCall *call, const char *error, json_t *params, bool 
                         /* Clients cut at the same limit: say why instead of sending what they drop. */
                         log_debug("varlink: reply to %s is %zu bytes, over the %zu byte limit",
                                         call->method, size - 1, max);
-                        e = json_pack("{s:s, s:I}", "limit", "messageSize", "value", (json_int_t) max);
+                        e = json_pack("{s:s, s:I}", "limit", "messageSize", "value", varlink_count(max));
                         json_decref(message);
                         message = varlink_reply_new_error(c->server->cfg.errors.limit_exceeded, e);
                         r = connection_enqueue_json(c, message);

@@ -6,7 +6,7 @@
  * source line: the line that called malloc, new or a wrapper without debug information), then its stack
  * tree, callers first, with percentages of the heap's total, bytes, blocks ("Nx"), function and file:line.
  * heap_maximum shows the heap as it stood when its live bytes were highest; heap_leaks what was never
- * freed (live now, for a heap still running).
+ * freed (live now, for a heap still running). A document without heaps says so; --json gives null then.
  */
 
 #include <inttypes.h>
@@ -17,7 +17,7 @@
 
 #include "format-text.h"
 #include "format-util.h"
-#include "heap-render.h"
+#include "report-format.h"
 #include "macro.h"
 #include "reply.h"
 
@@ -33,10 +33,6 @@ static const HeapKeys keys_now = { "currentBytes", "currentBlocks", "errorBytes"
 
 static json_t *doc_heaps(json_t *doc) {
         return reply_array(reply_object(doc, "heap"), "heaps");
-}
-
-bool heap_document(json_t *doc) {
-        return doc_heaps(doc) != NULL;
 }
 
 /* "function  file:line", the function's inlined callers after it; the frame when nothing is known. */
@@ -283,7 +279,7 @@ static bool selected(const json_t *h, const ReportOptions *o) {
         return o->pid < 0 || reply_int(h, "pid", -1) == o->pid;
 }
 
-int heap_render_text(json_t *doc, const ReportOptions *o, bool leaks, FILE *f) {
+static int heap_render_text(json_t *doc, const ReportOptions *o, bool leaks, FILE *f) {
         json_t *h, *heaps = doc_heaps(doc);
         size_t i, n = 0;
         int r;
@@ -310,7 +306,7 @@ int heap_render_text(json_t *doc, const ReportOptions *o, bool leaks, FILE *f) {
 
 /* ---- JSON --------------------------------------------------------------------------------------------- */
 
-int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, json_t **ret) {
+static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, json_t **ret) {
         const HeapKeys *k = leaks ? &keys_now : &keys_maximum;
         json_t *h, *heaps = doc_heaps(doc);
         json_auto_t *list = json_array();
@@ -375,3 +371,27 @@ int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, json_t **r
         *ret = TAKE_PTR(list);
         return 0;
 }
+
+static int text_maximum(json_t *doc, const ReportOptions *o, FILE *f) {
+        return heap_render_text(doc, o, false, f);
+}
+
+static int text_leaks(json_t *doc, const ReportOptions *o, FILE *f) {
+        return heap_render_text(doc, o, true, f);
+}
+
+static int json_maximum(json_t *doc, const ReportOptions *o, json_t **ret) {
+        return heap_render_json(doc, o, false, ret);
+}
+
+static int json_leaks(json_t *doc, const ReportOptions *o, json_t **ret) {
+        return heap_render_json(doc, o, true, ret);
+}
+
+const ReportFormat report_format_heap_maximum = {
+        .name = "heap_maximum", .family = "heap", .text = text_maximum, .json = json_maximum,
+};
+
+const ReportFormat report_format_heap_leaks = {
+        .name = "heap_leaks", .family = "heap", .text = text_leaks, .json = json_leaks,
+};
