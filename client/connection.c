@@ -132,16 +132,7 @@ int ctl_client_call(VarlinkClient *c, const char *method, json_t *parameters, js
         }
 }
 
-int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply) {
-        _cleanup_free_ char *error = NULL;
-        json_auto_t *reply = NULL;
-        int r;
-
-        assert(c);
-        assert(method);
-        assert(ret_reply);
-
-        r = ctl_client_call(c, method, parameters, &reply, &error);
+int ctl_call_result(const char *method, int r, const char *error, json_t *reply) {
         int q = ctl_reply_result(r, error, reply);
         if (q != 0)
                 return q;
@@ -154,6 +145,22 @@ int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **
                 fprintf(stderr, "Protocol error: reply to %s has no parameters.\n", method);
                 return CTL_EXIT_PROTOCOL;
         }
+        return 0;
+}
+
+int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply) {
+        _cleanup_free_ char *error = NULL;
+        json_auto_t *reply = NULL;
+        int r;
+
+        assert(c);
+        assert(method);
+        assert(ret_reply);
+
+        r = ctl_client_call(c, method, parameters, &reply, &error);
+        r = ctl_call_result(method, r, error, reply);
+        if (r != 0)
+                return r;
         *ret_reply = TAKE_PTR(reply);
         return 0;
 }

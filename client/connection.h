@@ -25,6 +25,10 @@ int ctl_connect(VarlinkClient **ret);
 
 /* One call; *ret_reply gets the reply's parameters (new reference). */
 int ctl_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply);
+/* What ctl_call() makes of ctl_client_call()'s result r, error and reply (borrowed) to method: 0 for a
+ * final reply with parameters, else the failure reported (ctl_reply_result(), or CTL_EXIT_PROTOCOL for a
+ * streaming reply or one without parameters) and its CtlExit, or -ENOMEM. */
+int ctl_call_result(const char *method, int r, const char *error, json_t *reply);
 /* varlink_client_call() with the daemon's pacing of its dearest methods taken care of: a LimitExceeded
  * "leaksPace" reply (Leaks asked for again too soon) is waited out and the call sent again, a few times. */
 int ctl_client_call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret_reply,

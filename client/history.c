@@ -5,13 +5,17 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "connection.h"
 #include "ctl.h"
 #include "format.h"
+#include "history-chart.h"
+#include "macro.h"
 #include "reply.h"
 
 int history_parse_duration(const char *s, uint64_t *ret_seconds) {
@@ -37,6 +41,35 @@ int history_parse_duration(const char *s, uint64_t *ret_seconds) {
         return -EINVAL;
 }
 
+/* The chart to --output (through a temporary file, so a failure leaves no half chart) or stdout. */
+static int write_svg(json_t *reply, uint64_t page_size) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
+        if (!arg_output)
+                return history_chart_write(reply, page_size, NULL, true, stdout) < 0 || fflush(stdout) != 0 ?
+                       CTL_EXIT_FAILURE : 0;
+        if (asprintf(&tmp, "%s.tmp", arg_output) < 0)
+                return -ENOMEM;
+        f = fopen(tmp, "we");
+        if (!f) {
+                fprintf(stderr, "memstrackctl: cannot write %s: %m\n", tmp);
+                return CTL_EXIT_FAILURE;
+        }
+        r = history_chart_write(reply, page_size, NULL, true, f);
+        if (r >= 0 && fflush(f) != 0)
+                r = -errno;
+        if (r < 0 || rename(tmp, arg_output) < 0) {
+                if (r >= 0)
+                        r = -errno;
+                fprintf(stderr, "memstrackctl: cannot write %s: %s\n", arg_output, strerror(-r));
+                (void) unlink(tmp);
+                return CTL_EXIT_FAILURE;
+        }
+        return 0;
+}
+
 int verb_history(int argc, char *argv[]) {
         json_auto_t *params = json_object(), *reply = NULL;
         uint64_t page_size = 4096;
@@ -47,6 +80,15 @@ int verb_history(int argc, char *argv[]) {
 
         if (!params)
                 return -ENOMEM;
+        bool svg = arg_format && streq(arg_format, "svg");
+        if (arg_format && !svg && !streq(arg_format, "text")) {
+                fprintf(stderr, "memstrackctl: history --format takes text or svg, not '%s'.\n", arg_format);
+                return CTL_EXIT_USAGE;
+        }
+        if (arg_output && !svg) {
+                fprintf(stderr, "memstrackctl: history --output is for --format=svg.\n");
+                return CTL_EXIT_USAGE;
+        }
         if ((arg_task >= 0) + !!arg_unit + !!arg_module > 1) {
                 fprintf(stderr, "memstrackctl: --task, --unit and --module exclude each other.\n");
                 return CTL_EXIT_USAGE;
@@ -64,6 +106,8 @@ int verb_history(int argc, char *argv[]) {
         r = ctl_query("io.memstrack.History", params, &reply, &page_size);
         if (r != 0 || !reply)
                 return r;
+        if (svg)
+                return write_svg(reply, page_size);
         json_t *points = reply_array(reply, "points");
         if (arg_legend) {
                 _cleanup_free_ char *name = format_sanitize(reply_string(reply, "name"));

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "format.h"
+#include "heap-abi.h"
 #include "macro.h"
 #include "report.h"
 
@@ -48,6 +49,7 @@ const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
+uint64_t arg_sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT;
 int64_t arg_uid = -1;
 
 /* What the options that stop the command line ask for; only main() reads them. */
@@ -67,7 +69,8 @@ static const CmdlineVerb verbs[] = {
         { "snapshot", "[NAME]", "Save the counts in the daemon under NAME (--file: all, to FILE)", 0, 1,
           verb_snapshot },
         { "snapshots", NULL, "List your snapshots saved in the daemon", 0, 0, verb_snapshots },
-        { "delete-snapshot", "NAME...", "Delete your snapshots NAME... from the daemon", 1, 64, verb_delete_snapshot },
+        { "delete-snapshot", "NAME...", "Delete your snapshots NAME... from the daemon", 1, 64,
+          verb_delete_snapshot },
         { "diff", "NAME", "Compare now with the saved snapshot NAME", 1, 1, verb_diff },
         { "oom", NULL, "OOM kills and new peaks, with who held the memory", 0, 0, verb_oom },
         { "slab", NULL, "Live slab objects by call site, cache, task or unit", 0, 0, verb_slab },
@@ -79,6 +82,8 @@ static const CmdlineVerb verbs[] = {
         { "footprint", "VMLINUX [KO...]", "A built kernel's text/rodata/data/bss (no daemon)", 1, 4096,
           verb_footprint },
         { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
+        { "record", "-- COMMAND [ARGS...]", "Run COMMAND and report which malloc call sites held its heap",
+          1, 65536, verb_record },
         { "pages", "--by KEY", "Pages by allocation order, GFP flags, migrate type or node", 0, 0, verb_pages },
         { "explain", "UNIT", "A unit's memory as the kernel counts it, beside who holds it", 1, 1, verb_explain },
 };
@@ -117,7 +122,7 @@ static int parse_duration(const CmdlineOption *o, const char *value) {
 
 /* The report formats, from report/'s table. */
 static const char *report_format_word(size_t i) {
-        return i < _REPORT_FORMAT_MAX ? report_format_to_string((ReportFormat) i) : NULL;
+        return report_format_name(report_format_get(i));
 }
 
 #define DURATIONS CMDLINE_WORDS("30s", "10m", "1h", "24h")
@@ -130,197 +135,228 @@ static const CmdlineOption options[] = {
         {
                 .name = "help", .short_name = 'h', .stops = true,
                 .parse = cmdline_set_true, .target = &arg_help,
-                .parts = { { NULL, "Show this help (after a verb: the verb's options)" } },
+                .parts = { { .verbs = NULL, .help = "Show this help (after a verb: the verb's options)" } },
         }, {
                 .name = "version", .stops = true,
                 .parse = cmdline_set_true, .target = &arg_version,
-                .parts = { { NULL, "Show the version" } },
+                .parts = { { .verbs = NULL, .help = "Show the version" } },
         }, {
                 .name = "list-options", .stops = true, .hidden = true,
                 .parse = cmdline_set_true, .target = &arg_list_options,
-                .parts = { { NULL, "Print the verb and option tables as JSON, for the completions" } },
+                .parts = { { .verbs = NULL,
+                             .help = "Print the verb and option tables as JSON, for the completions" } },
         }, {
                 .name = "parse-only", .hidden = true,
                 .parse = cmdline_set_true, .target = &arg_parse_only,
-                .parts = { { NULL, "Check the command line, then exit without running the verb" } },
+                .parts = { { .verbs = NULL,
+                             .help = "Check the command line, then exit without running the verb" } },
         }, {
                 .name = "address", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "ADDR",
                 .completion = CMDLINE_COMPLETE_FILE,
                 .parse = cmdline_set_string, .target = &arg_address,
-                .parts = { { NULL, "Daemon address (default $MEMSTRACK_ADDRESS, else unix:"
+                .parts = { { .verbs = NULL, .help = "Daemon address (default $MEMSTRACK_ADDRESS, else unix:"
                                    MEMSTRACK_SOCKET_DEFAULT ")" } },
         }, {
                 .name = "json", .argument = CMDLINE_OPTIONAL_ARGUMENT, .metavar = "short|pretty",
                 .completion = CMDLINE_COMPLETE_WORD,
                 .parse = parse_json,
-                .parts = { { NULL, "Print the reply as JSON (pretty on a TTY by default)",
-                             CMDLINE_WORDS("short", "pretty") } },
+                .parts = { { .verbs = NULL, .help = "Print the reply as JSON (pretty on a TTY by default)",
+                             .words = CMDLINE_WORDS("short", "pretty") } },
         }, {
                 .name = "no-pager",
                 .parse = cmdline_set_false, .target = &arg_pager,
-                .parts = { { NULL, "Accepted; memstrackctl never pages" } },
+                .parts = { { .verbs = NULL, .help = "Accepted; memstrackctl never pages" } },
         }, {
                 .name = "no-legend",
                 .parse = cmdline_set_false, .target = &arg_legend,
-                .parts = { { NULL, "Tables without header and footer lines" } },
+                .parts = { { .verbs = NULL, .help = "Tables without header and footer lines" } },
         }, {
                 .name = "sort", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
                 .completion = CMDLINE_COMPLETE_WORD,
                 .parse = cmdline_set_word, .target = &arg_sort,
                 .parts = {
-                        { CMDLINE_WORDS("tasks", "top"), "current, peak or allocs",
-                          CMDLINE_WORDS("current", "peak", "allocs") },
-                        { CMDLINE_WORDS("modules", "units", "stacks", "report", "import"), "current or peak",
-                          CMDLINE_WORDS("current", "peak") },
+                        { .verbs = CMDLINE_WORDS("tasks", "top"), .help = "current, peak or allocs",
+                          .words = CMDLINE_WORDS("current", "peak", "allocs") },
+                        { .verbs = CMDLINE_WORDS("modules", "units", "stacks", "report", "import"),
+                          .help = "current or peak",
+                          .words = CMDLINE_WORDS("current", "peak") },
                 },
         }, {
                 .name = "limit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
                 .parse = cmdline_set_uint64, .target = &arg_limit, .min = 1, .max = 10000,
                 .expects = "a number from 1 to 10000",
                 .parts = {
-                        { CMDLINE_WORDS("tasks", "modules", "units", "top", "diff", "slab", "leaks",
-                                        "footprint"), "entries to show" },
-                        { CMDLINE_WORDS("explain"), "rows per list (default 10)" },
-                        { CMDLINE_WORDS("pages"), "rows (the rest as [other])" },
-                        { CMDLINE_WORDS("stacks"), "children per frame" },
+                        { .verbs = CMDLINE_WORDS("tasks", "modules", "units", "top", "diff", "slab", "leaks",
+                                        "footprint"), .help = "entries to show" },
+                        { .verbs = CMDLINE_WORDS("explain"), .help = "rows per list (default 10)" },
+                        { .verbs = CMDLINE_WORDS("pages"), .help = "rows (the rest as [other])" },
+                        { .verbs = CMDLINE_WORDS("stacks"), .help = "children per frame" },
                 },
         }, {
                 .name = "all",
                 .parse = cmdline_set_true, .target = &arg_all,
                 .parts = {
-                        { CMDLINE_WORDS("tasks"), "include exited tasks and tasks holding nothing" },
-                        { CMDLINE_WORDS("top"), "include tasks holding nothing" },
-                        { CMDLINE_WORDS("units"), "include units holding nothing" },
-                        { CMDLINE_WORDS("snapshots"), "every user's snapshots, with their owners (root)" },
+                        { .verbs = CMDLINE_WORDS("tasks"),
+                          .help = "include exited tasks and tasks holding nothing" },
+                        { .verbs = CMDLINE_WORDS("top"), .help = "include tasks holding nothing" },
+                        { .verbs = CMDLINE_WORDS("units"), .help = "include units holding nothing" },
+                        { .verbs = CMDLINE_WORDS("snapshots"),
+                          .help = "every user's snapshots, with their owners (root)" },
                 },
         }, {
                 .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
-                .parse = cmdline_set_text, .target = &arg_comm, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
-                .parts = { { CMDLINE_WORDS("tasks"), "only tasks named NAME, as the COMM column shows it" } },
+                .parse = cmdline_set_text, .target = &arg_comm,
+                .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
+                .parts = { { .verbs = CMDLINE_WORDS("tasks"),
+                             .help = "only tasks named NAME, as the COMM column shows it" } },
         }, {
                 .name = "stacks", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
                 .parse = cmdline_set_int64, .target = &arg_stacks, .min = 0, .max = 100,
                 .expects = "a number from 0 to 100",
                 .parts = {
-                        { CMDLINE_WORDS("units"), "each unit's N biggest call stacks" },
-                        { CMDLINE_WORDS("explain"), "N biggest call stacks per holder (default 5)" },
+                        { .verbs = CMDLINE_WORDS("units"), .help = "each unit's N biggest call stacks" },
+                        { .verbs = CMDLINE_WORDS("explain"), .help = "N biggest call stacks per holder (default 5)" },
                 },
         }, {
                 .name = "uid", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "UID",
                 .parse = cmdline_set_int64, .target = &arg_uid, .min = 0, .max = UINT32_MAX - 1,
                 .expects = "a uid",
-                .parts = { { CMDLINE_WORDS("delete-snapshot"), "another user's snapshots (root)" } },
+                .parts = { { .verbs = CMDLINE_WORDS("delete-snapshot"),
+                             .help = "another user's snapshots (root)" } },
         }, {
                 .name = "task", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PID",
                 .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",
                 .parse = cmdline_set_int64, .target = &arg_task, .min = 0, .max = INT32_MAX,
                 .expects = "a pid",
-                .parts = { { CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history", "pages"),
-                             "one task only" } },
+                .parts = { { .verbs = CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history", "record",
+                                                    "pages"),
+                             .help = "one task only" } },
         }, {
                 .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_UNIT, .exclusive = "scope",
-                .parse = cmdline_set_text, .target = &arg_unit, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
-                .parts = { { CMDLINE_WORDS("pprof", "history", "pages"), "one unit's tasks only" } },
+                .parse = cmdline_set_text, .target = &arg_unit,
+                .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
+                .parts = { { .verbs = CMDLINE_WORDS("pprof", "history", "pages"), .help = "one unit's tasks only" } },
         }, {
                 .name = "module", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_MODULE, .exclusive = "scope",
-                .parse = cmdline_set_text, .target = &arg_module, .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
-                .parts = { { CMDLINE_WORDS("stacks", "report", "pprof", "import", "history", "pages"),
-                             "stacks through one module only" } },
+                .parse = cmdline_set_text, .target = &arg_module,
+                .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
+                .parts = { { .verbs = CMDLINE_WORDS("stacks", "report", "pprof", "import", "history", "pages"),
+                             .help = "stacks through one module only" } },
         }, {
                 .name = "since", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "DURATION",
                 .completion = CMDLINE_COMPLETE_WORD,
                 .parse = parse_duration, .target = &arg_since_seconds,
                 .expects = "a duration such as 90, 90s, 10m, 2h or 1d",
-                .parts = { { CMDLINE_WORDS("history"), "only the last DURATION (90, 90s, 10m, 2h, 1d)",
-                             DURATIONS } },
+                .parts = { { .verbs = CMDLINE_WORDS("history"),
+                             .help = "only the last DURATION (90, 90s, 10m, 2h, 1d)",
+                             .words = DURATIONS } },
         }, {
                 .name = "min-age", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "DURATION",
                 .completion = CMDLINE_COMPLETE_WORD,
                 .parse = parse_duration, .target = &arg_min_age_seconds,
                 .expects = "a duration such as 90, 90s, 10m, 2h or 1d",
-                .parts = { { CMDLINE_WORDS("leaks"), "only objects and pages at least this old (default 60s)",
-                             DURATIONS } },
+                .parts = { { .verbs = CMDLINE_WORDS("leaks"),
+                             .help = "only objects and pages at least this old (default 60s)",
+                             .words = DURATIONS } },
         }, {
                 .name = "depth", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
                 .parse = cmdline_set_int64, .target = &arg_depth, .min = 0, .max = 255,
                 .expects = "a number from 0 to 255",
                 .parts = {
-                        { CMDLINE_WORDS("stacks", "report", "import"), "levels below the root" },
-                        { CMDLINE_WORDS("footprint"), "directory levels" },
+                        { .verbs = CMDLINE_WORDS("stacks", "report", "import", "record"),
+                          .help = "levels below the root" },
+                        { .verbs = CMDLINE_WORDS("footprint"), .help = "directory levels" },
                 },
         }, {
                 .name = "delay", .short_name = 'd',
                 .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "SECONDS",
                 .parse = parse_seconds, .target = &arg_delay_usec, .min = 100000,
                 .expects = "seconds, at least 0.1",
-                .parts = { { CMDLINE_WORDS("top"), "refresh interval (default 1)" } },
+                .parts = { { .verbs = CMDLINE_WORDS("top"), .help = "refresh interval (default 1)" } },
         }, {
                 .name = "iterations", .short_name = 'n',
                 .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
                 .parse = cmdline_set_uint64, .target = &arg_iterations, .min = 1, .max = UINT32_MAX,
                 .expects = "a positive number",
-                .parts = { { CMDLINE_WORDS("top"), "stop after N refreshes" } },
+                .parts = { { .verbs = CMDLINE_WORDS("top"), .help = "stop after N refreshes" } },
         }, {
                 .name = "batch",
                 .parse = cmdline_set_true, .target = &arg_batch,
-                .parts = { { CMDLINE_WORDS("top"), "text snapshots instead of the TUI (the default when "
+                .parts = { { .verbs = CMDLINE_WORDS("top"),
+                             .help = "text snapshots instead of the TUI (the default when "
                                                    "standard output is not a terminal)" } },
         }, {
                 /* "import" first, so --help reads "import/report: FORMAT,..." ("report:" before the list) */
                 .name = "format", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "LIST",
                 .completion = CMDLINE_COMPLETE_WORD_LIST,
                 .parse = cmdline_set_string, .target = &arg_format,
-                .parts = { { CMDLINE_WORDS("import", "report"),
-                             "(default module_summary,module_top); each takes :top=N, :throttle=PERCENT, "
-                             ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word } },
+                .parts = { { .verbs = CMDLINE_WORDS("import", "report"),
+                             .help = "(default module_summary,module_top); each takes :top=N, :throttle=PERCENT, "
+                             ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word },
+                           { .verbs = CMDLINE_WORDS("history"), .help = "text (default), or svg: a chart",
+                             .words = CMDLINE_WORDS("text", "svg") },
+                           { .verbs = CMDLINE_WORDS("record"), .help = "(default heap_maximum,heap_leaks); any report "
+                             "format", .word_at = report_format_word } },
         }, {
                 .name = "throttle", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PERCENT",
                 .parse = cmdline_set_uint64, .target = &arg_throttle, .min = 1, .max = 100,
                 .expects = "a percentage from 1 to 100",
-                .parts = { { CMDLINE_WORDS("report", "import"), "only what makes up PERCENT of the pages" } },
+                .parts = { { .verbs = CMDLINE_WORDS("report", "import"),
+                             .help = "only what makes up PERCENT of the pages" },
+                           { .verbs = CMDLINE_WORDS("record"),
+                             .help = "only the children making up PERCENT of each frame's bytes" } },
         }, {
                 .name = "output", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
                 .completion = CMDLINE_COMPLETE_FILE,
                 .parse = cmdline_set_string, .target = &arg_output,
                 .parts = {
-                        { CMDLINE_WORDS("report", "import"),
-                          "write to FILE (a directory for several formats)" },
-                        { CMDLINE_WORDS("pprof"), "the profile's file" },
+                        { .verbs = CMDLINE_WORDS("report", "import", "record"),
+                          .help = "write to FILE (a directory for several formats)" },
+                        { .verbs = CMDLINE_WORDS("pprof"), .help = "the profile's file" },
+                        { .verbs = CMDLINE_WORDS("history"), .help = "write to FILE instead of standard output" },
                 },
         }, {
                 .name = "from", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
                 .completion = CMDLINE_COMPLETE_FILE, .exclusive = "source",
                 .parse = cmdline_set_string, .target = &arg_from,
-                .parts = { { CMDLINE_WORDS("report", "pprof"),
-                             "read a snapshot file instead of asking the daemon" } },
+                .parts = { { .verbs = CMDLINE_WORDS("report", "pprof"),
+                             .help = "read a snapshot file instead of asking the daemon" } },
         }, {
                 .name = "boot", .exclusive = "source",
                 .parse = cmdline_set_true, .target = &arg_boot,
-                .parts = { { CMDLINE_WORDS("report"),
-                             "the boot phase, as memstrackd in the initramfs left it" } },
+                .parts = { { .verbs = CMDLINE_WORDS("report"),
+                             .help = "the boot phase, as memstrackd in the initramfs left it" } },
         }, {
                 .name = "offsets",
                 .parse = cmdline_set_true, .target = &arg_offsets,
-                .parts = { { CMDLINE_WORDS("report", "import"),
-                             "flame graph frames apart by offset, not merged" } },
+                .parts = { { .verbs = CMDLINE_WORDS("report", "import"),
+                             .help = "flame graph frames apart by offset, not merged" } },
         }, {
                 .name = "file", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
                 .completion = CMDLINE_COMPLETE_FILE,
                 .parse = cmdline_set_string, .target = &arg_file,
-                .parts = { { CMDLINE_WORDS("snapshot", "import"), "write a snapshot file" } },
+                .parts = { { .verbs = CMDLINE_WORDS("snapshot", "import", "record"),
+                             .help = "write a snapshot file" } },
+        }, {
+                .name = "sample-interval", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "BYTES",
+                .parse = cmdline_set_uint64, .target = &arg_sample_interval, .min = 1,
+                .max = HEAP_SAMPLE_INTERVAL_MAX, .expects = "a number of bytes from 1 to 1099511627776",
+                .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "a stack per BYTES allocated on average "
+                             "(default 524288, 512 KiB); 1: every call's" } },
         }, {
                 .name = "by", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
                 .completion = CMDLINE_COMPLETE_WORD,
                 .parse = cmdline_set_string, .target = &arg_by,
                 .parts = {
-                        { CMDLINE_WORDS("footprint"), "directory (default), symbol or section",
-                          CMDLINE_WORDS("directory", "symbol", "section") },
-                        { CMDLINE_WORDS("slab"), "callsite (default), cache, task or unit",
-                          CMDLINE_WORDS("callsite", "cache", "task", "unit") },
-                        { CMDLINE_WORDS("pages"), "order, gfp, migratetype or node",
-                          CMDLINE_WORDS("order", "gfp", "migratetype", "node") },
+                        { .verbs = CMDLINE_WORDS("footprint"),
+                          .help = "directory (default), symbol or section",
+                          .words = CMDLINE_WORDS("directory", "symbol", "section") },
+                        { .verbs = CMDLINE_WORDS("slab"), .help = "callsite (default), cache, task or unit",
+                          .words = CMDLINE_WORDS("callsite", "cache", "task", "unit") },
+                        { .verbs = CMDLINE_WORDS("pages"), .help = "order, gfp, migratetype or node",
+                          .words = CMDLINE_WORDS("order", "gfp", "migratetype", "node") },
                 },
         },
 };

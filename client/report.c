@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * memstrackctl report: a snapshot document from the daemon or a file, rendered by report-render.c.
+ * memstrackctl report: a snapshot document from the daemon or a file, rendered by the report library
+ * (report.h).
  *
  * One format goes to standard output or the --output file as it is. Several formats to standard output
  * are framed by "======== Report format NAME ========" lines, as memstrack prints them; with --output
- * they go to one file each in the directory --output names (NAME.txt, flamegraph.svg, NAME.json with
- * --json), since an SVG framed by text lines is no SVG any more. A flame graph with other formats on
- * standard output is refused for the same reason.
+ * they go to one file each in the directory --output names (NAME.txt, flamegraph.svg, html.html,
+ * NAME.json with --json), since an SVG or a page framed by text lines is no SVG or page any more. A
+ * flame graph or the HTML page with other formats on standard output is refused for the same reason.
  */
 
 #include <errno.h>
@@ -36,7 +37,7 @@ static int write_report(json_t *doc, const ReportOptions *o, FILE *out, bool par
         r = report_render_json(doc, o, &j);
         if (r < 0)
                 return r;
-        json_t *value = part ? json_object_get(j, report_format_to_string(o->formats[0].format)) : j;
+        json_t *value = part ? json_object_get(j, report_format_name(o->formats[0].format)) : j;
         if (out == stdout)
                 return ctl_print_json(value);
         size_t flags = arg_json == CTL_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
@@ -66,7 +67,7 @@ static int write_file(json_t *doc, const ReportOptions *o, const char *path, boo
         return r;
 }
 
-/* Each format of o to its own file in dir: NAME.json with --json, flamegraph.svg, else NAME.txt. */
+/* Each format of o to its own file in dir: NAME.json with --json, flamegraph.svg, html.html, else NAME.txt. */
 static int write_directory(json_t *doc, const ReportOptions *o, const char *dir) {
         int r;
 
@@ -81,9 +82,9 @@ static int write_directory(json_t *doc, const ReportOptions *o, const char *dir)
 
                 one.formats[0] = o->formats[i];
                 one.n_formats = 1;
-                if (asprintf(&path, "%s/%s.%s", dir, report_format_to_string(o->formats[i].format),
-                             arg_json != CTL_JSON_OFF ? "json" :
-                             o->formats[i].format == REPORT_FLAMEGRAPH ? "svg" : "txt") < 0)
+                const char *name = report_format_name(o->formats[i].format);
+                if (asprintf(&path, "%s/%s.%s", dir, name, arg_json != CTL_JSON_OFF ? "json" :
+                             streq(name, "flamegraph") ? "svg" : streq(name, "html") ? "html" : "txt") < 0)
                         return -ENOMEM;
                 r = write_file(doc, &one, path, true);
                 if (r < 0)
@@ -92,14 +93,12 @@ static int write_directory(json_t *doc, const ReportOptions *o, const char *dir)
         return 0;
 }
 
-int verb_report(int argc, char *argv[]) {
+int ctl_report_options(const char *default_formats, ReportOptions *ret) {
         ReportOptions o = REPORT_OPTIONS_DEFAULT;
         _cleanup_free_ char *message = NULL;
-        json_auto_t *doc = NULL;
-        bool directory;
         int r;
 
-        r = report_parse_formats(arg_format ?: REPORT_FORMAT_DEFAULT, &o, &message);
+        r = report_parse_formats(arg_format ?: default_formats, &o, &message);
         if (r == -EINVAL) {
                 fprintf(stderr, "memstrackctl: %s\n", message ?: "invalid --format.");
                 return CTL_EXIT_USAGE;
@@ -118,13 +117,14 @@ int verb_report(int argc, char *argv[]) {
         o.offsets = arg_offsets;
 
         /* Usage first, before asking the daemon for anything. */
-        directory = arg_output && o.n_formats > 1;
-        if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF && report_has_format(&o, REPORT_FLAMEGRAPH)) {
-                fprintf(stderr, "memstrackctl: a flame graph cannot share standard output with other formats; "
-                        "ask for it alone, or give --output DIRECTORY for one file per format.\n");
+        if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF &&
+            (report_has_format(&o, "flamegraph") || report_has_format(&o, "html"))) {
+                fprintf(stderr, "memstrackctl: a %s cannot share standard output with other formats; "
+                        "ask for it alone, or give --output DIRECTORY for one file per format.\n",
+                        report_has_format(&o, "flamegraph") ? "flame graph" : "HTML page");
                 return CTL_EXIT_USAGE;
         }
-        if (directory) {
+        if (arg_output && o.n_formats > 1) {
                 struct stat st;
                 if (stat(arg_output, &st) >= 0 && !S_ISDIR(st.st_mode)) {
                         fprintf(stderr, "memstrackctl: with several formats --output names a directory "
@@ -132,6 +132,26 @@ int verb_report(int argc, char *argv[]) {
                         return CTL_EXIT_USAGE;
                 }
         }
+        *ret = o;
+        return 0;
+}
+
+int ctl_report_write(json_t *doc, const ReportOptions *o) {
+        if (arg_output && o->n_formats > 1)
+                return write_directory(doc, o, arg_output);
+        if (arg_output)
+                return write_file(doc, o, arg_output, false);
+        return write_report(doc, o, stdout, false);
+}
+
+int verb_report(int argc, char *argv[]) {
+        ReportOptions o;
+        json_auto_t *doc = NULL;
+        int r;
+
+        r = ctl_report_options(REPORT_FORMAT_DEFAULT, &o);
+        if (r != 0)
+                return r;
 
         if (arg_from || arg_boot) {
                 r = arg_boot ? snapshot_fetch_boot(&doc) : snapshot_load(arg_from, &doc);
@@ -139,9 +159,9 @@ int verb_report(int argc, char *argv[]) {
                         return r;
         } else {
                 _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
-                SnapshotFetch f = {
+                SnapshotRequest req = {
                         /* The trees come cut at their biggest children: by peak if a format sorts so. */
-                        .sort = report_wants_peak(&o) ? "peak" : "current",
+                        .sort_by_peak = report_wants_peak(&o),
                         .max_depth = arg_depth >= 0 ? (unsigned) arg_depth : 0,
                         .pid = arg_task,
                         .module = arg_module,
@@ -149,17 +169,12 @@ int verb_report(int argc, char *argv[]) {
                 r = ctl_connect(&c);
                 if (r != 0)
                         return r;
-                r = snapshot_fetch(c, &f, &doc);
+                r = snapshot_fetch(c, &req, &doc);
                 if (r != 0)
                         return r;
         }
 
-        if (directory)
-                r = write_directory(doc, &o, arg_output);
-        else if (arg_output)
-                r = write_file(doc, &o, arg_output, false);
-        else
-                r = write_report(doc, &o, stdout, false);
+        r = ctl_report_write(doc, &o);
 
         /* The daemon knew the task or module (snapshot_fetch() asked for it by name), but the document
          * lists it nowhere a report looks: say it as the daemon's error would be said. */

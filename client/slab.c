@@ -126,7 +126,7 @@ int verb_leaks(int argc, char *argv[]) {
         doc = json_pack("{s:O}", "leaks", reply);
         if (!doc)
                 return -ENOMEM;
-        o.formats[0].format = REPORT_LEAKS;
+        o.formats[0].format = report_format_find("leaks");
         o.n_formats = 1;
         return report_render(doc, &o, stdout);
 }

@@ -4,7 +4,6 @@
 
 #include <assert.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -16,7 +15,6 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "connection.h"
 #include "ctl.h"
 #include "format.h"
@@ -25,225 +23,40 @@
 #include "tasks.h"
 #include "time-util.h"
 
-/* Calls StackTree. Unless required, an error reply for the task or module (it went away meanwhile)
- * gives 0 and NULL; one the caller asked for by name is reported as any other error. */
-static int fetch_tree(VarlinkClient *c, const SnapshotFetch *f, const char *key, json_t *value, bool required,
-                json_t **ret) {
+/* SnapshotFetch on memstrackctl's connection (userdata): ctl_call() but for the answers flags let the
+ * builder take as "not there", which are returned unsaid. */
+static int fetch_over_varlink(const char *method, json_t *params, SnapshotFetchFlags flags,
+                json_t **ret_reply, void *userdata) {
+        VarlinkClient *c = userdata;
         _cleanup_free_ char *error = NULL;
-        json_auto_t *params = NULL, *reply = NULL;
+        json_auto_t *reply = NULL;
         int r;
 
-        params = json_pack("{s:i, s:i, s:i, s:s}",
-                           "maxDepth", (int) (f->max_depth ?: SNAPSHOT_STACK_DEPTH_DEFAULT),
-                           "maxChildren", SNAPSHOT_STACK_CHILDREN,
-                           "minPages", 1,
-                           "sortBy", f->sort ?: "current");
-        if (!params)
-                return -ENOMEM;
-        if (key && json_object_set(params, key, value) < 0)
-                return -ENOMEM;
-
-        r = varlink_client_call(c, "io.memstrack.StackTree", params, CTL_CALL_TIMEOUT_USEC, &reply, &error);
-        /* A task or module gone since it was listed has no tree, unless it was asked for. */
-        if (r >= 0 && error && key && !required &&
-            (streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK) || streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))) {
-                *ret = NULL;
-                return 0;
+        r = ctl_client_call(c, method, params, &reply, &error);
+        if (r >= 0 && error) {
+                /* An earlier memstrackd answers MethodNotFound, or declaring it without serving it,
+                 * MethodNotImplemented. */
+                if ((flags & SNAPSHOT_FETCH_OPTIONAL) && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
+                                                          streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED)))
+                        return -EOPNOTSUPP;
+                if ((flags & SNAPSHOT_FETCH_MAY_VANISH) && streq(error, MEMSTRACK_ERROR_NO_SUCH_TASK))
+                        return -ESRCH;
+                if ((flags & SNAPSHOT_FETCH_MAY_VANISH) && streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))
+                        return -ENOENT;
         }
-        r = ctl_reply_result(r, error, reply);
+        r = ctl_call_result(method, r, error, reply);
         if (r != 0)
                 return r;
-        *ret = TAKE_PTR(reply);
+        *ret_reply = TAKE_PTR(reply);
         return 0;
 }
 
-/* Calls a method a memstrackd of an earlier version may not have: one that answers MethodNotFound (or,
- * declaring it without serving it, MethodNotImplemented) gives 0 and NULL, so the document just goes
- * without (reports say so) and the rest still works. Takes params. */
-static int call_optional(VarlinkClient *c, const char *method, json_t *params, json_t **ret) {
-        _cleanup_free_ char *error = NULL;
-        json_auto_t *p = params, *reply = NULL;
-        int r;
-
-        if (!p)
-                return -ENOMEM;
-        r = ctl_client_call(c, method, p, &reply, &error);
-        if (r >= 0 && error && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
-                                streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED))) {
-                *ret = NULL;
-                return 0;
-        }
-        r = ctl_reply_result(r, error, reply);
-        if (r != 0)
-                return r;
-        *ret = TAKE_PTR(reply);
-        return 0;
-}
-
-/* Units with each unit's biggest stacks. */
-static int fetch_units(VarlinkClient *c, json_t **ret) {
-        return call_optional(c, "io.memstrack.Units",
-                             json_pack("{s:i, s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "stacks", SNAPSHOT_UNIT_STACKS,
-                                       "sortBy", "current"),
-                             ret);
-}
-
-/* {"callsites": <Slab by callsite>, "caches": <Slab by cache>}, or NULL from a memstrackd without Slab. */
-static int fetch_slab(VarlinkClient *c, json_t **ret) {
-        json_auto_t *slab = json_object();
-        static const char *const by[][2] = { { "callsites", "callsite" }, { "caches", "cache" } };
-
-        if (!slab)
-                return -ENOMEM;
-        for (size_t i = 0; i < ELEMENTSOF(by); i++) {
-                json_auto_t *reply = NULL;
-                int r = call_optional(c, "io.memstrack.Slab",
-                                      json_pack("{s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "by", by[i][1]), &reply);
-                if (r != 0 || !reply) {
-                        *ret = NULL;
-                        return r;
-                }
-                if (json_object_set(slab, by[i][0], reply) < 0)
-                        return -ENOMEM;
-        }
-        *ret = TAKE_PTR(slab);
-        return 0;
-}
-
-/* Appends {key: value, "stackTree": tree} to list unless the tree could not be had. */
-static int add_scoped_tree(VarlinkClient *c, const SnapshotFetch *f, json_t *list, const char *param,
-                const char *key, json_t *value, bool required) {
-        json_auto_t *tree = NULL;
-        int r;
-
-        r = fetch_tree(c, f, param, value, required, &tree);
-        if (r != 0 || !tree)
-                return r;
-        if (json_array_append_new(list, json_pack("{s:O, s:O}", key, value, "stackTree", tree)) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-static bool list_has(json_t *list, const char *key, json_t *value) {
-        json_t *e;
-        size_t i;
-
-        json_array_foreach(list, i, e)
-                if (json_equal(json_object_get(e, key), value))
-                        return true;
-        return false;
-}
-
-int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret) {
-        json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
-        json_auto_t *units = NULL, *slab = NULL, *leaks = NULL, *doc = NULL;
-        json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
-        json_t *e;
-        size_t i, n;
-        int r;
-
+int snapshot_fetch(VarlinkClient *c, const SnapshotRequest *req, json_t **ret) {
         assert(c);
-        assert(f);
+        assert(req);
         assert(ret);
 
-        if (!task_stacks || !module_stacks)
-                return -ENOMEM;
-        r = ctl_call(c, "io.memstrack.Status", NULL, &status);
-        if (r != 0)
-                return r;
-        params = json_pack("{s:i, s:b, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "includeExited", true, "sortBy", "current");
-        if (!params)
-                return -ENOMEM;
-        r = ctl_call(c, "io.memstrack.Tasks", params, &tasks);
-        if (r != 0)
-                return r;
-        json_decref(params);
-        params = json_pack("{s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT, "sortBy", "current");
-        if (!params)
-                return -ENOMEM;
-        r = ctl_call(c, "io.memstrack.Modules", params, &modules);
-        if (r != 0)
-                return r;
-        r = fetch_units(c, &units);
-        if (r != 0)
-                return r;
-        r = fetch_slab(c, &slab);
-        if (r != 0)
-                return r;
-        r = call_optional(c, "io.memstrack.Leaks", json_pack("{s:i}", "limit", SNAPSHOT_LEAKS_LIMIT), &leaks);
-        if (r != 0)
-                return r;
-        r = fetch_tree(c, f, NULL, NULL, true, &tree);
-        if (r != 0)
-                return r;
-
-        n = 0;
-        json_array_foreach(reply_array(tasks, "tasks"), i, e) {
-                if (n >= SNAPSHOT_TASK_STACKS_MAX || reply_count(e, "currentPages") == 0)
-                        break;
-                /* "[evicted]" (pid -1) gathers forgotten tasks: it has no tree of its own. */
-                if (reply_int(e, "pid", -1) < 0)
-                        continue;
-                r = add_scoped_tree(c, f, task_stacks, "pid", "pid", json_object_get(e, "pid"), false);
-                if (r != 0)
-                        return r;
-                n++;
-        }
-        if (f->pid >= 0) {
-                json_auto_t *pid = json_integer((json_int_t) f->pid);
-                if (!pid)
-                        return -ENOMEM;
-                if (!list_has(task_stacks, "pid", pid)) {
-                        r = add_scoped_tree(c, f, task_stacks, "pid", "pid", pid, true);
-                        if (r != 0)
-                                return r;
-                }
-        }
-
-        n = 0;
-        json_array_foreach(reply_array(modules, "modules"), i, e) {
-                if (n >= SNAPSHOT_MODULE_STACKS_MAX || reply_count(e, "currentPages") == 0)
-                        break;
-                r = add_scoped_tree(c, f, module_stacks, "module", "name", json_object_get(e, "name"), false);
-                if (r != 0)
-                        return r;
-                n++;
-        }
-        if (f->module) {
-                json_auto_t *name = json_string(f->module);
-                if (!name)
-                        return -ENOMEM;
-                if (!list_has(module_stacks, "name", name)) {
-                        r = add_scoped_tree(c, f, module_stacks, "module", "name", name, true);
-                        if (r != 0)
-                                return r;
-                }
-        }
-
-        /* Where and when, for titles (the daemon answers on a local socket: its host is ours). A host
-         * name jansson cannot take as UTF-8 is left out (null). */
-        char host[HOST_NAME_MAX + 1] = "";
-        (void) gethostname(host, sizeof(host) - 1);
-
-        doc = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:O, s:O, s:O, s:O}",
-                        "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
-                        "generator", "memstrackctl " PACKAGE_VERSION,
-                        "host", host[0] ? json_string(host) : NULL,
-                        "realtimeUsec", (json_int_t) now_usec(CLOCK_REALTIME),
-                        "status", status,
-                        "tasks", tasks,
-                        "modules", modules,
-                        "stackTree", tree,
-                        "taskStacks", task_stacks,
-                        "moduleStacks", module_stacks);
-        if (!doc)
-                return -ENOMEM;
-        /* Left out, not null, when the daemon has no units: as in files from before units. */
-        if ((units && json_object_set(doc, "units", units) < 0) || (slab && json_object_set(doc, "slab", slab) < 0) ||
-            (leaks && json_object_set(doc, "leaks", leaks) < 0))
-                return -ENOMEM;
-        *ret = TAKE_PTR(doc);
-        return 0;
+        return snapshot_document_build("memstrackctl", req, fetch_over_varlink, c, ret);
 }
 
 /* Whether doc is a snapshot document this memstrackctl reads; says why not, naming it as what. */
@@ -372,7 +185,7 @@ int verb_snapshot(int argc, char *argv[]) {
                 return r;
 
         if (arg_file) {
-                r = snapshot_fetch(c, &(SnapshotFetch) { .pid = -1 }, &reply);
+                r = snapshot_fetch(c, &SNAPSHOT_REQUEST_DEFAULT, &reply);
                 if (r != 0)
                         return r;
                 r = snapshot_save(reply, arg_file);

@@ -13,15 +13,9 @@
 #include "snapshot-document.h"
 #include "varlink.h"
 
-typedef struct SnapshotFetch {
-        const char *sort;       /* StackTree sortBy: "current" (NULL) or "peak" */
-        unsigned max_depth;     /* 0: SNAPSHOT_STACK_DEPTH_DEFAULT */
-        int64_t pid;            /* also fetch this task's tree (-1: none) */
-        const char *module;     /* also fetch this module's tree (NULL: none) */
-} SnapshotFetch;
-
-/* Builds a snapshot document from the daemon. 0, a positive CtlExit (reported), or -ENOMEM. */
-int snapshot_fetch(VarlinkClient *c, const SnapshotFetch *f, json_t **ret);
+/* Builds a snapshot document (snapshot_document_build()) from the daemon, with varlink calls on c.
+ * 0, a positive CtlExit (reported), or -ENOMEM. */
+int snapshot_fetch(VarlinkClient *c, const SnapshotRequest *req, json_t **ret);
 
 /* Reads and checks a snapshot file. 0, or CTL_EXIT_FAILURE after saying what is wrong with it. */
 int snapshot_load(const char *path, json_t **ret);

@@ -464,7 +464,7 @@ static int parse_report(char **ret_message) {
         if (r < 0)
                 return r;
         /* As memstrackctl refuses it on standard output: an SVG framed by text lines is no SVG. */
-        if (arg_report_options.n_formats > 1 && report_has_format(&arg_report_options, REPORT_FLAMEGRAPH)) {
+        if (arg_report_options.n_formats > 1 && report_has_format(&arg_report_options, "flamegraph")) {
                 *ret_message = strdup("--report: a flame graph cannot share the report with other formats; "
                                       "ask for it alone.");
                 return -EINVAL;

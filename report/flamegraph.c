@@ -12,6 +12,7 @@
 #include "format-util.h"
 #include "macro.h"
 #include "reply.h"
+#include "xml.h"
 
 #define FONT_PX 12
 /* Average advance of the font's glyphs, to fit labels into boxes (as flamegraph.pl estimates it). */
@@ -36,36 +37,6 @@ typedef struct Flamegraph {
         char **modules;         /* owned: module names in order of appearance, for the legend */
         size_t n_modules;
 } Flamegraph;
-
-/* XML text: control characters (invalid in XML 1.0) escaped as on a terminal (format_sanitize()), then
- * markup characters as entities. */
-static int put_xml(FILE *f, const char *text) {
-        _cleanup_free_ char *clean = format_sanitize(text);
-
-        if (!clean)
-                return -ENOMEM;
-        for (const char *s = clean; *s; s++)
-                switch (*s) {
-                case '&':
-                        fputs("&amp;", f);
-                        break;
-                case '<':
-                        fputs("&lt;", f);
-                        break;
-                case '>':
-                        fputs("&gt;", f);
-                        break;
-                case '"':
-                        fputs("&quot;", f);
-                        break;
-                case '\'':
-                        fputs("&apos;", f);
-                        break;
-                default:
-                        fputc(*s, f);
-                }
-        return 0;
-}
 
 /* FNV-1a: a stable hash so a module keeps its color from one graph to the next. */
 static uint32_t hash_string(const char *s) {
@@ -269,11 +240,11 @@ static int open_box(Flamegraph *g, const Box *b) {
         if (!clean)
                 return -ENOMEM;
         fprintf(g->f, "<g class=\"frame\" data-pages=\"%" PRIu64 "\" data-name=\"", b->pages);
-        r = put_xml(g->f, clean);
+        r = xml_put_text(g->f, clean);
         if (r < 0)
                 return r;
         fputs("\">\n<title>", g->f);
-        r = put_xml(g->f, clean);
+        r = xml_put_text(g->f, clean);
         if (r < 0)
                 return r;
         fprintf(g->f, ": %" PRIu64 " pages (%.2f%%), peak ", b->pages,
@@ -296,7 +267,7 @@ static int open_box(Flamegraph *g, const Box *b) {
         if (!cut)
                 return -ENOMEM;
         fprintf(g->f, "<text x=\"%.2f\" y=\"%.1f\">", b->x + 3, y + FLAMEGRAPH_FRAME_PX - 4.5);
-        r = put_xml(g->f, cut);
+        r = xml_put_text(g->f, cut);
         if (r < 0)
                 return r;
         fputs("</text>\n", g->f);
@@ -383,7 +354,7 @@ static int write_title(Flamegraph *g, const FlamegraphInfo *info) {
                 if (!host)
                         return -ENOMEM;
                 fputs(" on ", g->f);
-                r = put_xml(g->f, host);
+                r = xml_put_text(g->f, host);
                 if (r < 0)
                         return r;
         }
@@ -444,7 +415,7 @@ int flamegraph_write(const json_t *root, const FlamegraphInfo *info, FILE *f) {
                         frame_color("", g.modules[i], color, sizeof(color));
                         fprintf(f, "<rect x=\"%.1f\" y=\"30\" width=\"10\" height=\"10\" fill=\"%s\"/>"
                                 "<text x=\"%.1f\" y=\"39\">", x, color, x + 13);
-                        r = put_xml(f, g.modules[i]);
+                        r = xml_put_text(f, g.modules[i]);
                         fputs("</text>\n", f);
                         x += 13 + (double) format_text_width(g.modules[i]) * CHAR_PX + 12;
                 }

@@ -9,7 +9,10 @@
  */
 (function () {
         "use strict";
-        var svg = document.documentElement;
+        /* The graph's own <svg>: the document in a file of its own, an element of memstrackctl's HTML
+         * report (one flame graph a page) otherwise. */
+        var root = document.documentElement;
+        var svg = (root.localName || root.tagName) === "svg" ? root : document.querySelector("svg[data-total-pages]");
         var margin = Number(svg.getAttribute("data-margin-px"));
         var span = Number(svg.getAttribute("data-span-px"));
         var charPx = Number(svg.getAttribute("data-char-px"));

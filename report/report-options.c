@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-/* Report format names and memstrack's "FORMAT:SUBARG:..." lists (report.h). */
+/* memstrack's "FORMAT:SUBARG:..." lists (report.h): the formats come from the table (report-formats.c). */
 
 #include <assert.h>
 #include <stdarg.h>
@@ -12,34 +12,6 @@
 #include "parse-util.h"
 #include "report.h"
 
-static const char *const format_names[_REPORT_FORMAT_MAX] = {
-        [REPORT_TASK_SUMMARY] = "task_summary",
-        [REPORT_TASK_TOP] = "task_top",
-        [REPORT_MODULE_SUMMARY] = "module_summary",
-        [REPORT_MODULE_TOP] = "module_top",
-        [REPORT_UNIT_SUMMARY] = "unit_summary",
-        [REPORT_UNIT_TOP] = "unit_top",
-        [REPORT_STACK_TREE] = "stack_tree",
-        [REPORT_FOLDED] = "folded",
-        [REPORT_FLAMEGRAPH] = "flamegraph",
-        [REPORT_TASK_TOP_JSON] = "task_top_json",
-        [REPORT_PROC_SLAB_STATIC] = "proc_slab_static",
-        [REPORT_SLAB_CALLSITES] = "slab_callsites",
-        [REPORT_SLAB_CACHES] = "slab_caches",
-        [REPORT_LEAKS] = "leaks",
-};
-
-ReportFormat report_format_from_string(const char *s) {
-        for (size_t i = 0; s && i < _REPORT_FORMAT_MAX; i++)
-                if (streq(s, format_names[i]))
-                        return (ReportFormat) i;
-        return _REPORT_FORMAT_INVALID;
-}
-
-const char *report_format_to_string(ReportFormat f) {
-        return f >= 0 && f < _REPORT_FORMAT_MAX ? format_names[f] : NULL;
-}
-
 ReportSort report_sort_from_string(const char *s) {
         if (!s || streq(s, "current"))
                 return REPORT_SORT_CURRENT;
@@ -48,9 +20,9 @@ ReportSort report_sort_from_string(const char *s) {
         return _REPORT_SORT_INVALID;
 }
 
-bool report_has_format(const ReportOptions *o, ReportFormat f) {
+bool report_has_format(const ReportOptions *o, const char *name) {
         for (size_t i = 0; i < o->n_formats; i++)
-                if (o->formats[i].format == f)
+                if (streq(report_format_name(o->formats[i].format), name))
                         return true;
         return false;
 }
@@ -89,8 +61,8 @@ static char *known_formats(void) {
 
         if (!f)
                 return NULL;
-        for (size_t i = 0; i < _REPORT_FORMAT_MAX; i++)
-                fprintf(f, "%s%s", i > 0 ? ", " : "", format_names[i]);
+        for (size_t i = 0; report_format_get(i); i++)
+                fprintf(f, "%s%s", i > 0 ? ", " : "", report_format_name(report_format_get(i)));
         if (fclose(f) != 0) {
                 free(s);
                 return NULL;
@@ -112,7 +84,7 @@ static int parse_error(char **ret, const char *format, ...) {
 
 /* One sub-argument of the format in spec. -EINVAL with a message. */
 static int parse_subarg(const char *arg, ReportFormatSpec *spec, char **ret_message) {
-        const char *name = report_format_to_string(spec->format);
+        const char *name = report_format_name(spec->format);
         const char *value;
         uint64_t v;
 
@@ -147,7 +119,7 @@ static bool spec_equal(const ReportFormatSpec *a, const ReportFormatSpec *b) {
 }
 
 int report_parse_formats(const char *list, ReportOptions *o, char **reterr_message) {
-        ReportFormatSpec specs[_REPORT_FORMAT_MAX];
+        ReportFormatSpec specs[REPORT_FORMATS_MAX];
         _cleanup_free_ char *copy = NULL;
         char *message = NULL, *state = NULL;
         size_t n = 0;
@@ -166,8 +138,8 @@ int report_parse_formats(const char *list, ReportOptions *o, char **reterr_messa
 
                 if (args)
                         *args++ = '\0';
-                spec.format = report_format_from_string(entry);
-                if (spec.format < 0) {
+                spec.format = report_format_find(entry);
+                if (!spec.format) {
                         _cleanup_free_ char *known = known_formats();
                         r = parse_error(&message, "unknown report format '%s'; known: %s.", entry, known ?: "?");
                         break;

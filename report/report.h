@@ -14,24 +14,14 @@
 
 #include <jansson.h>
 
-typedef enum ReportFormat {
-        REPORT_TASK_SUMMARY,
-        REPORT_TASK_TOP,
-        REPORT_MODULE_SUMMARY,
-        REPORT_MODULE_TOP,
-        REPORT_UNIT_SUMMARY,
-        REPORT_UNIT_TOP,
-        REPORT_STACK_TREE,
-        REPORT_FOLDED,
-        REPORT_FLAMEGRAPH,
-        REPORT_TASK_TOP_JSON,
-        REPORT_PROC_SLAB_STATIC,
-        REPORT_SLAB_CALLSITES,
-        REPORT_SLAB_CACHES,
-        REPORT_LEAKS,
-        _REPORT_FORMAT_MAX,
-        _REPORT_FORMAT_INVALID = -EINVAL,
-} ReportFormat;
+/*
+ * A report format: its name and how it renders, text and JSON. The formats are one table
+ * (report-formats.c), each defined in the file of its family (report-format.h says how to add one).
+ */
+typedef struct ReportFormat ReportFormat;
+
+/* Room for every format of the table in one ReportOptions (report-formats.c checks it at build time). */
+#define REPORT_FORMATS_MAX 32
 
 typedef enum ReportSort {
         REPORT_SORT_CURRENT,
@@ -49,14 +39,14 @@ typedef enum ReportSort {
  * memstrack's take its --throttle.
  */
 typedef struct ReportFormatSpec {
-        ReportFormat format;
+        const ReportFormat *format;     /* an entry of the table */
         unsigned top;           /* top=N */
         unsigned throttle;      /* throttle=PERCENT */
         ReportSort sort;        /* sort_by_alloc (current pages: memstrack's pages_alloc), sort_by_peak */
 } ReportFormatSpec;
 
 typedef struct ReportOptions {
-        ReportFormatSpec formats[_REPORT_FORMAT_MAX];   /* in the order asked for, no format twice */
+        ReportFormatSpec formats[REPORT_FORMATS_MAX];   /* in the order asked for, no format twice */
         size_t n_formats;
         unsigned throttle;      /* percent 1..100: only the biggest entries making up this share */
         unsigned top;           /* at most this many entries per list and children per stack node (0: all) */
@@ -72,8 +62,11 @@ typedef struct ReportOptions {
 #define REPORT_OPTIONS_DEFAULT \
         ((ReportOptions) { .throttle = 100, .sort = REPORT_SORT_CURRENT, .pid = -1, .max_depth = -1 })
 
-ReportFormat report_format_from_string(const char *s);
-const char *report_format_to_string(ReportFormat f);
+/* The format named name, or NULL. */
+const ReportFormat *report_format_find(const char *name);
+/* The i-th format of the table, in the order help and messages list them; NULL past the last. */
+const ReportFormat *report_format_get(size_t i);
+const char *report_format_name(const ReportFormat *f);
 ReportSort report_sort_from_string(const char *s);
 
 /*
@@ -84,8 +77,8 @@ ReportSort report_sort_from_string(const char *s);
  */
 int report_parse_formats(const char *list, ReportOptions *o, char **reterr_message);
 
-/* Whether o asks for format f, and whether any of its formats sorts by peak. */
-bool report_has_format(const ReportOptions *o, ReportFormat f);
+/* Whether o asks for the format named name, and whether any of its formats sorts by peak. */
+bool report_has_format(const ReportOptions *o, const char *name);
 bool report_wants_peak(const ReportOptions *o);
 
 /* The options format i of o renders with: its sub-arguments over o's. */

@@ -17,10 +17,23 @@
  *     when memstrackd does not know Units, and in files from earlier versions),
  *     "slab": { "callsites": <Slab reply by callsite>, "caches": <Slab reply by cache> } (optional: left out
  *     when memstrackd does not know Slab, and in files from earlier versions),
- *     "leaks": <Leaks reply with its default ages, SNAPSHOT_LEAKS_LIMIT rows per list> (optional, as slab) }
+ *     "leaks": <Leaks reply with its default ages, SNAPSHOT_LEAKS_LIMIT rows per list> (optional, as slab),
+ *     "history": <History reply of the total, its default: the finest buckets> (optional, as slab),
+ *     "oomKills": <OomKills reply> (optional, as slab) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
+ *
+ * snapshot_document_build() is the one place that assembles it, from io.memstrack replies it asks for
+ * through a SnapshotFetch: memstrackctl's makes varlink calls on its connection (client/snapshot.c),
+ * memstrackd's calls its query layer directly (daemon/api/document.c). A new section is one more fetch
+ * here, which both get; of a method memstrackd's fetcher does not serve yet, it needs one entry in the
+ * fetcher's method table.
  */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
 
 #define SNAPSHOT_FORMAT_VERSION 1
 /* Entries asked for in the Tasks, Modules and Units lists: all there are (the daemon's QUERY_LIMIT_MAX). */
@@ -35,3 +48,40 @@
 #define SNAPSHOT_LEAKS_LIMIT 100
 #define SNAPSHOT_STACK_DEPTH_DEFAULT 64
 #define SNAPSHOT_STACK_CHILDREN 64
+
+typedef enum SnapshotFetchFlags {
+        /* The method may be one the other side does not know (a memstrackd from before it). */
+        SNAPSHOT_FETCH_OPTIONAL = 1 << 0,
+        /* The task (pid) or module the parameters name may be gone since it was listed. */
+        SNAPSHOT_FETCH_MAY_VANISH = 1 << 1,
+} SnapshotFetchFlags;
+
+/*
+ * Asks for the reply of method (an io.memstrack method name) to params (borrowed; NULL: none). Returns 0
+ * with the reply's parameters, an object, in *ret_reply (new reference). Where flags allow it, and then
+ * without telling anyone: -EOPNOTSUPP for a method the other side does not know (OPTIONAL), -ESRCH for
+ * NoSuchTask and -ENOENT for NoSuchModule (MAY_VANISH); the document goes without that part. Any other
+ * non-zero value is the fetcher's own failure, which snapshot_document_build() returns as it is
+ * (memstrackctl's: a positive exit status once it has told the user; -ENOMEM).
+ */
+typedef int (*SnapshotFetch)(const char *method, json_t *params, SnapshotFetchFlags flags, json_t **ret_reply,
+                             void *userdata);
+
+/* How a document's stack trees are cut, and whose it holds besides the biggest tasks' and modules'. */
+typedef struct SnapshotRequest {
+        bool sort_by_peak;      /* stack trees keep their biggest children by peak, not current pages */
+        unsigned max_depth;     /* levels of each stack tree; 0: SNAPSHOT_STACK_DEPTH_DEFAULT */
+        int64_t pid;            /* this task's tree too, biggest or not (-1: none); fails if unknown */
+        const char *module;     /* this module's tree too (NULL: none); fails if unknown */
+} SnapshotRequest;
+
+#define SNAPSHOT_REQUEST_DEFAULT ((SnapshotRequest) { .pid = -1 })
+
+/*
+ * Builds the document by asking fetch (with userdata) for Status, Tasks, Modules, Units, Slab, Leaks,
+ * History, OomKills and the StackTrees, in that order; Units, Slab, Leaks, History and OomKills are optional, and the biggest tasks' and modules'
+ * trees are left out for those that went away meanwhile. program ("memstrackctl", "memstrackd") names the
+ * generator. 0 with a new reference in *ret, -ENOMEM, or what fetch failed with.
+ */
+int snapshot_document_build(const char *program, const SnapshotRequest *req, SnapshotFetch fetch,
+                void *userdata, json_t **ret);

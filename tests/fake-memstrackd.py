@@ -9,7 +9,12 @@
 # source's exact mode); without it they say nothing, as a memstrackd from before sampling. Leaks answers
 # every other call with LimitExceeded "leaksPace" (wait 0.2 s), as memstrackd pacing it does.
 #
-# Usage: fake-memstrackd.py --socket PATH --log FILE [--no-units] [--stack-sample-interval N]
+# OomKills answers one kill of loadgen; Slab two call sites (or caches); BootPhase the snapshot document in
+# the file --boot-snapshot names.
+# History answers 600 one-second buckets ending now: a ramp to 64 MiB with a 96 MiB spike 200 s ago.
+# --moving makes loadgen's pages grow by a page and postgres's shrink by one at each Top reply.
+#
+# Usage: fake-memstrackd.py --socket PATH --log FILE [--no-units] [--stack-sample-interval N] [--moving]
 # Prints READY once it listens; ends on SIGTERM.
 
 import argparse
@@ -23,9 +28,12 @@ PAGE_SIZE = 4096
 
 TASKS = [
     {"pid": 4242, "comm": "loadgen", "cmdline": "loadgen --pages 16384", "currentPages": 16384,
-     "peakPages": 16384, "allocs": 16400, "frees": 16, "baselinePages": 0, "exited": False},
+     "peakPages": 16384, "allocs": 16400, "frees": 16, "baselinePages": 0, "exited": False, "parentPid": 1},
     {"pid": 812, "comm": "postgres", "cmdline": "postgres: writer", "currentPages": 2048, "peakPages": 4096,
-     "allocs": 9000, "frees": 6952, "baselinePages": 0, "exited": False},
+     "allocs": 9000, "frees": 6952, "baselinePages": 0, "exited": False, "parentPid": 1},
+    # postgres's child: the tasks tree hangs it below 812.
+    {"pid": 815, "comm": "postgres", "cmdline": "postgres: checkpointer", "currentPages": 100, "peakPages": 120,
+     "allocs": 200, "frees": 100, "baselinePages": 0, "exited": True, "parentPid": 812},
 ]
 MODULES = [
     {"name": "vmlinux", "currentPages": 18000, "peakPages": 19000, "loaded": True},
@@ -43,6 +51,9 @@ UNITS = [
 ]
 
 # In Top's units only: a unit gone by the time the client asks for its stacks (StackTree: NoSuchUnit).
+# A unit two slices deep (the units tree: user.slice > user-1000.slice > session-3.scope).
+SESSION = {"name": "session-3.scope", "cgroup": "/user.slice/user-1000.slice/session-3.scope", "currentPages": 1000,
+           "peakPages": 1000, "tasks": 2, "live": True, "stacks": []}
 GHOST = {"name": "ghost.service", "cgroup": "/system.slice/ghost.service", "currentPages": 10, "peakPages": 10,
          "tasks": 0, "live": False, "stacks": []}
 
@@ -79,6 +90,9 @@ class Fake:
         self.units = not args.no_units
         self.sample_interval = args.stack_sample_interval
         self.leaks_calls = 0
+        self.moving = args.moving
+        self.boot_snapshot = args.boot_snapshot
+        self.tops = 0
         self.log = open(args.log, "a", buffering=1)
         self.lock = threading.Lock()
 
@@ -102,8 +116,28 @@ class Fake:
              "eventsPerSecond": 100.0, "lostEvents": 0, "uptimeUsec": 5000000, "stacksTruncated": 0,
              "tasks": TASKS, "evicted": {"tasks": 0, "currentPages": 0, "peakPages": 0}, "modules": MODULES}
         if self.units:
-            t["units"] = [unit_json(u, 0) for u in UNITS + [GHOST]]
+            t["units"] = [unit_json(u, 0) for u in UNITS + [GHOST, SESSION]]
+        if self.moving:
+            self.tops += 1
+            tasks = [dict(x) for x in TASKS]
+            tasks[0]["currentPages"] += self.tops
+            tasks[0]["peakPages"] = tasks[0]["currentPages"]
+            tasks[1]["currentPages"] -= self.tops
+            t["tasks"] = tasks
         return t
+
+    def history(self, p):
+        """600 one-second buckets ending now (or 1440 minutes at resolution 60)."""
+        res = p.get("resolution", 1)
+        n = 1440 if res == 60 else 600
+        now = int(time.time()) // res * res
+        points = []
+        for i in range(n):
+            cur = min(16384, 16384 * (i + 1) // (n // 2))
+            peak = 24576 if i == n - 200 // res - 1 or (res == 60 and i == n - 5) else cur
+            points.append({"timestampUsec": (now - (n - 1 - i) * res) * 1000000, "current": cur, "peak": peak})
+        what = "task" if "pid" in p else "unit" if "unit" in p else "module" if "module" in p else "total"
+        return {"what": what, "name": "", "resolution": res, "resolutions": [1, 60], "points": points}
 
     def answer(self, method, p):
         """(error name or None, parameters)."""
@@ -131,6 +165,30 @@ class Fake:
             else:
                 root = tree_from_stacks("[all]", [s for u in UNITS for s in u["stacks"]])
             return None, {"root": root, "totalPages": root["currentPages"], **self.sampling()}
+        if method == "io.memstrack.History":
+            return None, self.history(p)
+        if method == "io.memstrack.BootPhase" and self.boot_snapshot:
+            with open(self.boot_snapshot) as f:
+                return None, {"snapshot": json.load(f)}
+        if method == "io.memstrack.OomKills":
+            holders = {"trackedPages": 18872, "peakTrackedPages": 20000, "tasks": TASKS[:2], "units": [],
+                       "modules": [], "stacks": []}
+            kill = {"timestampUsec": 4000000, "realtimeUsec": int(time.time() - 60) * 1000000, "pid": 4242,
+                    "comm": "loadgen", "unit": "loadgen-test.service", "victim": TASKS[0], "uid": 0,
+                    "oomScoreAdj": 0, "totalVmBytes": None, "anonRssBytes": 67108864, "fileRssBytes": None,
+                    "shmemRssBytes": None, "pgtablesBytes": None, "pageSize": PAGE_SIZE, "holders": holders}
+            return None, {"watching": True, "reason": None, "lost": 0, "killsSeen": 1, "kills": [kill],
+                          "peakSnapshotsTaken": 0, "peakSnapshots": [], "limits": {}}
+        if method == "io.memstrack.Slab":
+            rows = [{"name": "kmalloc_reserve+0x8f" if p.get("by") == "callsite" else "kmalloc-2k", "address": None,
+                     "pid": None, "liveObjects": 300, "liveBytesRequested": 500000, "liveBytesAllocated": 614400,
+                     "wastePercent": 18.6, "peakLiveBytes": 700000, "allocs": 900, "frees": 600, "remoteFrees": 3},
+                    {"name": "alloc_inode+0x2c" if p.get("by") == "callsite" else "inode_cache", "address": None,
+                     "pid": None, "liveObjects": 40, "liveBytesRequested": 20000, "liveBytesAllocated": 24000,
+                     "wastePercent": 16.7, "peakLiveBytes": 30000, "allocs": 50, "frees": 10, "remoteFrees": 0}]
+            return None, {"tracing": True, "by": p.get("by", "callsite"), "liveObjects": 340,
+                          "liveBytesRequested": 520000, "liveBytesAllocated": 638400, "peakLiveBytes": 730000,
+                          "wastePercent": 18.5, "allocs": 950, "frees": 610, "unknownFrees": 0, "rows": rows}
         if method == "io.memstrack.Reset":
             return None, {}
         if method == "io.memstrack.Top":
@@ -181,6 +239,8 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--no-units", action="store_true")
     ap.add_argument("--stack-sample-interval", type=int)
+    ap.add_argument("--moving", action="store_true")
+    ap.add_argument("--boot-snapshot")
     args = ap.parse_args()
     fake = Fake(args)
     s = socket.socket(socket.AF_UNIX)

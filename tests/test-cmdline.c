@@ -34,40 +34,43 @@ static const CmdlineOption options[] = {
         {
                 .name = "help", .short_name = 'h', .stops = true,
                 .parse = cmdline_set_true, .target = &arg_help,
-                .parts = { { NULL, "Show this help" } },
+                .parts = { { .verbs = NULL, .help = "Show this help" } },
         }, {
                 .name = "quiet",
                 .parse = cmdline_set_true, .target = &arg_quiet,
-                .parts = { { NULL, "Say nothing" } },
+                .parts = { { .verbs = NULL, .help = "Say nothing" } },
         }, {
                 .name = "count", .short_name = 'c', .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
                 .parse = cmdline_set_uint64, .target = &arg_count, .min = 1, .max = 9,
                 .expects = "a number from 1 to 9",
-                .parts = { { CMDLINE_WORDS("show"), "how many things to show, counted one by one from the "
+                .parts = { { .verbs = CMDLINE_WORDS("show"),
+                             .help = "how many things to show, counted one by one from the "
                                                     "first, which is the biggest" } },
         }, {
                 .name = "mode", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "MODE",
                 .completion = CMDLINE_COMPLETE_WORD,
                 .parse = cmdline_set_word, .target = &arg_mode,
                 .parts = {
-                        { CMDLINE_WORDS("show"), "fast or slow", CMDLINE_WORDS("fast", "slow") },
-                        { CMDLINE_WORDS("copy"), "fast or safe", CMDLINE_WORDS("fast", "safe") },
+                        { .verbs = CMDLINE_WORDS("show"),
+                          .help = "fast or slow", .words = CMDLINE_WORDS("fast", "slow") },
+                        { .verbs = CMDLINE_WORDS("copy"),
+                          .help = "fast or safe", .words = CMDLINE_WORDS("fast", "safe") },
                 },
         }, {
                 .name = "left", .exclusive = "side",
                 .parse = cmdline_set_true, .target = &arg_left,
-                .parts = { { CMDLINE_WORDS("copy"), "to the left" } },
+                .parts = { { .verbs = CMDLINE_WORDS("copy"), .help = "to the left" } },
         }, {
                 .name = "right", .exclusive = "side",
                 .parse = cmdline_set_true, .target = &arg_right,
-                .parts = { { CMDLINE_WORDS("copy"), "to the right" } },
+                .parts = { { .verbs = CMDLINE_WORDS("copy"), .help = "to the right" } },
         }, {
                 /* An option added as one entry: nothing else in this file names it but the test. */
                 .name = "colour", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "WHEN",
                 .completion = CMDLINE_COMPLETE_WORD,
                 .parse = cmdline_set_word, .target = &arg_colour,
-                .parts = { { CMDLINE_WORDS("show", "copy"), "always, never or auto",
-                             CMDLINE_WORDS("always", "never", "auto") } },
+                .parts = { { .verbs = CMDLINE_WORDS("show", "copy"), .help = "always, never or auto",
+                             .words = CMDLINE_WORDS("always", "never", "auto") } },
         },
 };
 

@@ -100,6 +100,7 @@ static void test_seed(void) {
         ASSERT_TRUE(s->has_cmdline);
         ASSERT_STREQ(s->cmdline, "alpha --x y z");
         ASSERT_EQ(s->ev.task.baseline_pages, 321);
+        ASSERT_EQ(s->ev.task.parent_pid, 0);    /* no stat file: the parent is unknown */
 
         s = seen_pid(200);
         ASSERT_NOT_NULL(s);
@@ -119,7 +120,10 @@ static void test_seed(void) {
         s = seen_pid(700);
         ASSERT_NOT_NULL(s);
         ASSERT_EQ(s->ev.task.baseline_pages, 400);
-        ASSERT_NOT_NULL(seen_pid(800));
+        ASSERT_EQ(s->ev.task.parent_pid, 1);    /* read after the last ')' of the comm */
+        s = seen_pid(800);
+        ASSERT_NOT_NULL(s);
+        ASSERT_EQ(s->ev.task.parent_pid, 1);
 }
 
 static void test_seed_missing_root(void) {

@@ -40,6 +40,9 @@ object 4300 0xffff888000001000 192
 object-free 0xffff888000001000
 object 4242 0xffff888000002000 64
 object-free 0xffff888000003000
+# 4600 forked by 4242 keeps a page: its parentPid is 4242 (a task seeded without a parent has none).
+fork 4600 4242
+alloc 4600 0x5000 0
 END
 
 # The group of whoever runs the test may connect, root or not.
@@ -72,8 +75,12 @@ import json, sys
 tasks = {t["pid"]: t for t in json.load(open(sys.argv[1]))["tasks"]}
 status = json.load(open(sys.argv[2]))
 want = {4242: ("replayed-a", "/usr/bin/replayed-a --flag", 4, 5, 2, 1), 4300: ("replayed-b", None, 8, 8, 1, 0),
-        4500: ("sampled", None, 0, 3, 1, 1)}
+        4500: ("sampled", None, 0, 3, 1, 1), 4600: ("replayed-a", "/usr/bin/replayed-a --flag", 1, 1, 1, 0)}
 ok = sorted(tasks) == sorted(want)
+parents = {pid: t.get("parentPid", "absent") for pid, t in tasks.items()}
+if parents != {4242: None, 4300: None, 4500: None, 4600: 4242}:
+    print(f"parentPid: {parents}", file=sys.stderr)
+    ok = False
 counts = {k: status.get(k) for k in ("samples", "sampledPages", "sampleUntrackedPages", "unsupportedEvents")}
 if counts != {"samples": 2, "sampledPages": 0, "sampleUntrackedPages": 2, "unsupportedEvents": 0}:
     print(f"status: {counts}", file=sys.stderr)

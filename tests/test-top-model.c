@@ -7,7 +7,9 @@
 #include <jansson.h>
 
 #include "graph.h"
+#include "meminfo.h"
 #include "model.h"
+#include "settings.h"
 #include "tests.h"
 
 static json_t *task(int pid, const char *comm, int current, int peak, int allocs) {
@@ -445,6 +447,196 @@ static void test_graph(void) {
         top_model_free(m);
 }
 
+static json_t *child(int pid, int parent, int current) {
+        json_t *t = task(pid, "t", current, current, current);
+        ASSERT_OK(json_object_set_new(t, "parentPid", json_integer(parent)));
+        return t;
+}
+
+/* The tasks tree: 1 > {2 > 4, 3}, 5 whose parent is not shown is a root, 6 and 7 each other's parent
+ * (pid reuse) still show, from the bigger. Siblings (roots too) sorted by current pages. */
+static void test_task_tree(void) {
+        TopModel *m;
+        json_t *r;
+        int64_t want[] = { 5, 1, 3, 2, 4, 6, 7 };
+        const char *guides[] = { "", "", "t", "l", " l", "", "l" };
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o, o, o, o, o, o, o]", child(2, 1, 10), child(1, 0, 5), child(3, 1, 20), child(4, 2, 1),
+                                child(5, 99, 30), child(6, 7, 2), child(7, 6, 1)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_NULL(top_model_tree_line(m, TOP_VIEW_TASKS, 0));
+        ASSERT_OK(top_model_toggle_tree(m));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 7);
+        for (size_t i = 0; i < 7; i++) {
+                ASSERT_EQ(top_model_task_row(m, i)->pid, want[i]);
+                ASSERT_STREQ(top_model_tree_line(m, TOP_VIEW_TASKS, i)->guides, guides[i]);
+        }
+        ASSERT_TRUE(!top_model_tree_line(m, TOP_VIEW_TASKS, 0)->has_children);
+        ASSERT_TRUE(top_model_tree_line(m, TOP_VIEW_TASKS, 1)->has_children);
+
+        /* Close 1: its children go, and it stays closed across an update. Right opens it. */
+        top_model_select(m, 1);
+        ASSERT_OK(top_model_collapse(m));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 4);
+        ASSERT_TRUE(top_model_tree_line(m, TOP_VIEW_TASKS, 1)->collapsed);
+        ASSERT_OK(top_model_rebuild(m));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 4);
+        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 1);
+        ASSERT_OK(top_model_expand(m));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 7);
+        /* Left on 4 goes to its parent 2. */
+        top_model_select(m, 4);
+        ASSERT_OK(top_model_collapse(m));
+        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 2);
+        top_model_free(m);
+}
+
+static json_t *sliced_unit(const char *name, const char *cgroup, int current) {
+        return json_pack("{s:s, s:s, s:i, s:i, s:i, s:b}", "name", name, "cgroup", cgroup, "currentPages", current,
+                         "peakPages", current, "tasks", 1, "live", true);
+}
+
+static void test_unit_tree(void) {
+        TopModel *m;
+        json_t *r = top_reply(json_array());
+
+        ASSERT_OK(json_object_set_new(r, "units", json_pack("[o, o, o, o, o]",
+                sliced_unit("a.service", "/system.slice/a.service", 10),
+                sliced_unit("b.service", "/system.slice/b.service", 30),
+                sliced_unit("session-1.scope", "/user.slice/user-1000.slice/session-1.scope", 5),
+                sliced_unit("user-1000.slice", "/user.slice/user-1000.slice", 2),
+                sliced_unit("init.scope", "/init.scope", 1))));
+        ASSERT_OK(top_model_new(4096, &m));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        top_model_set_view(m, TOP_VIEW_UNITS);
+        ASSERT_OK(top_model_toggle_tree(m));
+        /* system.slice (40) > b, a; user.slice (7) > user-1000.slice (the unit's own row) > session-1.scope;
+         * init.scope at the top. */
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 7);
+        ASSERT_STREQ(top_model_slice_row(m, 0)->path, "/system.slice");
+        ASSERT_EQ(top_model_slice_row(m, 0)->current_pages, 40);
+        ASSERT_STREQ(top_model_unit_row(m, 1)->name, "b.service");
+        ASSERT_STREQ(top_model_unit_row(m, 2)->name, "a.service");
+        ASSERT_STREQ(top_model_slice_row(m, 3)->path, "/user.slice");
+        ASSERT_EQ(top_model_slice_row(m, 3)->current_pages, 7);
+        ASSERT_STREQ(top_model_slice_row(m, 4)->path, "/user.slice/user-1000.slice");
+        ASSERT_STREQ(m->units[top_model_slice_row(m, 4)->unit].name, "user-1000.slice");
+        ASSERT_STREQ(top_model_unit_row(m, 5)->name, "session-1.scope");
+        ASSERT_STREQ(top_model_tree_line(m, TOP_VIEW_UNITS, 5)->guides, " l");
+        ASSERT_STREQ(top_model_unit_row(m, 6)->name, "init.scope");
+        /* A slice row stays selected by its path across an update. */
+        top_model_select(m, 3);
+        ASSERT_OK(top_model_rebuild(m));
+        ASSERT_STREQ(top_model_slice_row(m, top_model_selected(m, TOP_VIEW_UNITS))->path, "/user.slice");
+        top_model_free(m);
+}
+
+static void test_trends(void) {
+        TopModel *m;
+        json_t *r;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o, o, o]", task(1, "a", 10, 10, 10), task(2, "b", 10, 10, 10), task(3, "c", 5, 5, 5)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(m->tasks[0].trend, TOP_TREND_SAME);   /* nothing to compare with yet */
+        r = top_reply(json_pack("[o, o, o]", task(1, "a", 11, 11, 11), task(2, "b", 9, 10, 10), task(4, "d", 1, 1, 1)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(m->tasks[0].trend, TOP_TREND_UP);
+        ASSERT_EQ(m->tasks[1].trend, TOP_TREND_DOWN);
+        ASSERT_EQ(m->tasks[2].trend, TOP_TREND_NEW);
+        ASSERT_EQ(m->modules[0].trend, TOP_TREND_SAME);
+        /* The high share: 10 % of 1 GiB is 26215 pages. */
+        m->meminfo.total = 1ULL << 30;
+        ASSERT_TRUE(top_model_is_high(m, 26215));
+        ASSERT_TRUE(!top_model_is_high(m, 26213));
+        top_model_free(m);
+}
+
+static void test_meminfo(void) {
+        TopMemInfo mi;
+
+        ASSERT_OK(top_meminfo_parse("MemTotal:       16303856 kB\nMemFree:          512 kB\nMemAvailable: 8000 kB\n"
+                                    "Buffers:  100 kB\nCached:  2000 kB\nSwapCached: 7 kB\nSlab: 300 kB\n", &mi));
+        ASSERT_EQ(mi.total, 16303856ULL * 1024);
+        ASSERT_EQ(mi.free, 512 * 1024);
+        ASSERT_EQ(mi.available, 8000 * 1024);
+        ASSERT_EQ(mi.cached, 2000 * 1024);      /* not SwapCached */
+        ASSERT_EQ(mi.buffers, 100 * 1024);
+        ASSERT_EQ(mi.slab, 300 * 1024);
+        ASSERT_EQ(top_meminfo_parse("MemFree: 1 kB\n", &mi), -EBADMSG);
+        ASSERT_EQ(top_meminfo_parse("", &mi), -EBADMSG);
+        /* The machine's own. */
+        ASSERT_OK(top_meminfo_read(NULL, &mi));
+        ASSERT_GT(mi.total, 0);
+}
+
+static void test_settings(void) {
+        TopModel *m, *back;
+        char *text;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        ASSERT_EQ(top_settings_parse(m, "# comment\nview=units\nsort.tasks=peak\nsort.units=tasks\ntree.units=yes\n"
+                                        "chart=24h\nhigh-percent=2.5\nview=nowhere\nsort.slab=sideways\n"
+                                        "tree.modules=yes\nhigh-percent=101\nnonsense\n"), 6);
+        ASSERT_EQ(m->view, TOP_VIEW_UNITS);
+        ASSERT_EQ(m->sort[TOP_VIEW_TASKS], TOP_TASK_PEAK);
+        ASSERT_EQ(m->sort[TOP_VIEW_UNITS], TOP_UNIT_TASKS);
+        ASSERT_EQ(m->sort[TOP_VIEW_SLAB], TOP_SLAB_BYTES);
+        ASSERT_TRUE(m->tree[TOP_VIEW_UNITS] && !m->tree[TOP_VIEW_MODULES]);
+        ASSERT_EQ(m->chart, TOP_CHART_24H);
+        ASSERT_TRUE(m->high_percent == 2.5);
+        /* What is written reads back the same. */
+        text = top_settings_format(m);
+        ASSERT_NOT_NULL(text);
+        ASSERT_OK(top_model_new(4096, &back));
+        ASSERT_EQ(top_settings_parse(back, text), 10);
+        ASSERT_EQ(back->view, m->view);
+        ASSERT_EQ(back->sort[TOP_VIEW_UNITS], TOP_UNIT_TASKS);
+        ASSERT_TRUE(back->tree[TOP_VIEW_UNITS] && !back->tree[TOP_VIEW_TASKS]);
+        ASSERT_EQ(back->chart, TOP_CHART_24H);
+        free(text);
+        top_model_free(back);
+        top_model_free(m);
+}
+
+/* The chart bins 600 one-second buckets into the plot's columns: the newest current, the highest peak. */
+static void test_chart(void) {
+        TopGraph g = {};
+        TopChart c = {};
+        json_t *points = json_array(), *reply;
+
+        for (int i = 0; i < 600; i++)
+                ASSERT_OK(json_array_append_new(points, json_pack("{s:I, s:i, s:i}", "timestampUsec",
+                                (json_int_t) (1000 + i) * 1000000, "current", i < 300 ? 0 : 256,
+                                "peak", i == 450 ? 1000 : i < 300 ? 0 : 256)));
+        reply = json_pack("{s:o, s:i}", "points", points, "resolution", 1);
+        ASSERT_OK(top_graph_update(&g, "pid 1 (10 min)", reply));
+        json_decref(reply);
+        ASSERT_EQ(g.span_usec, 600 * 1000000ULL);
+        ASSERT_OK(top_graph_chart(&g, 4096, 60, 4, &c));
+        /* 1000 pages of 4 KiB is 3.9 MiB: the top is 5 MiB, 1280 pages. */
+        ASSERT_EQ(c.top_pages, 1280);
+        ASSERT_EQ(c.current[0], 0);
+        /* 256 of 1280 pages over 4 rows of 8 eighths: 6.4, so 6. */
+        ASSERT_EQ(c.current[59], 6);
+        ASSERT_EQ(c.peak_column, 45);
+        ASSERT_EQ(c.peak[45], 25);
+        top_chart_done(&c);
+        /* A wider plot than buckets: the columns between buckets stay empty. */
+        ASSERT_OK(top_graph_chart(&g, 4096, 1200, 4, &c));
+        ASSERT_EQ(c.current[1], TOP_CHART_EMPTY);
+        ASSERT_EQ(c.current[1198], 6);
+        ASSERT_EQ(c.current[1199], TOP_CHART_EMPTY);
+        top_chart_done(&c);
+        ASSERT_EQ(top_graph_chart(&g, 4096, 0, 4, &c), -EINVAL);
+        top_graph_done(&g);
+}
+
 int main(void) {
         TEST(test_selection_survives_refresh);
         TEST(test_sort_and_filter);
@@ -452,5 +644,11 @@ int main(void) {
         TEST(test_units);
         TEST(test_slab);
         TEST(test_graph);
+        TEST(test_task_tree);
+        TEST(test_unit_tree);
+        TEST(test_trends);
+        TEST(test_meminfo);
+        TEST(test_settings);
+        TEST(test_chart);
         return 0;
 }

@@ -72,7 +72,7 @@ text_cases() {
     grep -qE '^backup\.service +1\.7 MiB +440 +3\.5 MiB +900 +0 +removed' <<<"$out" ||
         fail "top --batch lacks the removed backup.service: $out"
     "$CTL" --address "$work/units.sock" --json=short top --batch -n 1 -d 0.2 |
-        python3 -c 'import json, sys; u = json.load(sys.stdin)["units"]; assert [x["name"] for x in u] == ["loadgen-test.service", "postgresql.service", "backup.service", "ghost.service"], u' ||
+        python3 -c 'import json, sys; u = json.load(sys.stdin)["units"]; assert [x["name"] for x in u] == ["loadgen-test.service", "postgresql.service", "backup.service", "ghost.service", "session-3.scope"], u' ||
         fail "top --batch --json lacks the units"
     echo "ok top --batch shows units"
 
@@ -195,7 +195,7 @@ tmux_cases() {
     expect_screen 'sort: tasks' "the sort by tasks"
     # postgresql.service has the most tasks: first row.
     deadline=$((SECONDS + WAIT))
-    until screen | sed -n 4p | grep -q '^postgresql\.service'; do
+    until screen | sed -n 5p | grep -q '^postgresql\.service'; do
         [ $SECONDS -lt $deadline ] || { screen >&2; fail "postgresql.service is not first by tasks"; }
         sleep 0.1
     done

@@ -55,7 +55,7 @@ static void test_thread_records(void) {
 static void test_comm_fork_and_reuse(void) {
         Usage *u = usage_new(false, 100);
 
-        uint32_t shell = usage_task_seed(u, 100, "bash", "/bin/bash -l", 321, 1);
+        uint32_t shell = usage_task_seed(u, 100, 0, "bash", "/bin/bash -l", 321, 1);
         ASSERT_STREQ(task(u, shell)->comm, "bash");
         ASSERT_STREQ(task(u, shell)->cmdline, "/bin/bash -l");
         ASSERT_EQ(task(u, shell)->baseline_pages, 321);
@@ -93,8 +93,8 @@ static void test_comm_fork_and_reuse(void) {
 static void test_seed_after_fork(void) {
         Usage *u = usage_new(true, 100);
 
-        uint32_t parent = usage_task_seed(u, 1, "bash", "bash -c x", 10, 50);
-        uint32_t seeded = usage_task_seed(u, 6, "bash", "bash -c x", 90, 50);
+        uint32_t parent = usage_task_seed(u, 1, 0, "bash", "bash -c x", 10, 50);
+        uint32_t seeded = usage_task_seed(u, 6, 0, "bash", "bash -c x", 90, 50);
         uint32_t forked = usage_task_fork(u, 1, 6, 6, 40);
         ASSERT_EQ(forked, seeded);
         ASSERT_EQ(task(u, seeded)->baseline_pages, 90);
@@ -106,7 +106,7 @@ static void test_seed_after_fork(void) {
 
         /* A fork after the seed is a new process on a reused pid: the seeded one is gone, though its exit
          * was never seen. */
-        uint32_t old = usage_task_seed(u, 7, "sleep", "sleep 1", 5, 50);
+        uint32_t old = usage_task_seed(u, 7, 0, "sleep", "sleep 1", 5, 50);
         uint32_t fresh = usage_task_fork(u, 1, 7, 7, 80);
         ASSERT_NE(fresh, old);
         ASSERT_TRUE(task(u, old)->exited);
@@ -341,7 +341,7 @@ static void test_modules(void) {
         usage_reset_peaks(u);
         ASSERT_EQ(usage_module(u, ext4)->ledger[LEDGER_PAGES].peak, 6);
 
-        uint32_t t = usage_task_seed(u, 5, "init", NULL, 0, 1);
+        uint32_t t = usage_task_seed(u, 5, 0, "init", NULL, 0, 1);
         usage_task_charge(u, t, LEDGER_PAGES, 3);
         usage_clear(u);
         ASSERT_EQ(usage_module(u, ext4)->ledger[LEDGER_PAGES].current, 0);

@@ -7,6 +7,7 @@
 #include "actions.h"
 #include "curses.h"
 #include "macro.h"
+#include "view.h"
 
 #define KEY_ESCAPE 27
 #define KEY_CTRL_L 12
@@ -19,6 +20,9 @@ static const TopKeyHelp help[] = {
         { "Enter", "stacks of the selected task/module/unit; in stacks: open/close" },
         { "Right/+, Left/-", "stacks: expand, collapse (Left again: go to parent)" },
         { "a", "stacks of everything" },
+        { "t", "tasks: tree by parent; units: tree by slice (Left/Right close/open)" },
+        { "g", "history chart of the selection: 10 min, 24 h, off" },
+        { "mouse", "click a tab, a column header (sort) or a row; the wheel scrolls" },
         { "s or >, <", "sort by the next/previous column" },
         { "/", "filter by name (Enter keeps it, Esc clears it)" },
         { "Esc", "clear the filter" },
@@ -172,6 +176,18 @@ static TopReaction act_scope_all(TopActionContext *c, int key) {
         return show_view(c, TOP_VIEW_STACKS);
 }
 
+static TopReaction act_tree(TopActionContext *c, int key) {
+        int r = top_model_toggle_tree(c->model);
+        if (r == -EOPNOTSUPP)
+                c->message = "Trees: tasks by parent (1) and units by slice (4).";
+        return TOP_REACT_REDRAW | TOP_REACT_FETCH_GRAPH;
+}
+
+static TopReaction act_chart(TopActionContext *c, int key) {
+        c->model->chart = (c->model->chart + 1) % _TOP_CHART_SPAN_MAX;
+        return TOP_REACT_REDRAW | TOP_REACT_FETCH_GRAPH;
+}
+
 static TopReaction act_redraw(TopActionContext *c, int key) {
         return TOP_REACT_REDRAW | TOP_REACT_CLEAR;
 }
@@ -200,6 +216,8 @@ static const TopKeyBinding bindings[] = {
         { KEY_LEFT, act_collapse },
         { '-', act_collapse },
         { 'a', act_scope_all },
+        { 't', act_tree },
+        { 'g', act_chart },
         { 's', act_sort_next },
         { '>', act_sort_next },
         { '.', act_sort_next },
@@ -282,4 +300,38 @@ TopReaction top_actions_handle_key(TopActionContext *c, int key) {
                 if (bindings[i].key == key)
                         return bindings[i].action(c, key);
         return TOP_REACT_NONE;
+}
+
+TopReaction top_actions_handle_click(TopActionContext *c, int kind, size_t index, bool double_click, int wheel) {
+        TopModel *m = c->model;
+
+        if (m->mode != TOP_MODE_NORMAL) {
+                /* A click closes the help as a key does; prompts wait for their keys. */
+                if (m->mode != TOP_MODE_HELP)
+                        return TOP_REACT_NONE;
+                m->mode = TOP_MODE_NORMAL;
+                return TOP_REACT_REDRAW;
+        }
+        if (wheel != 0) {
+                top_model_move(m, wheel * 3);
+                return TOP_REACT_REDRAW | TOP_REACT_FETCH_GRAPH;
+        }
+        switch (kind) {
+        case TOP_HIT_TAB:
+                return show_view(c, (TopView) index) | TOP_REACT_FETCH_GRAPH;
+        case TOP_HIT_COLUMN: {
+                const char *before = top_actions_stream_sort(m);
+                top_model_set_sort(m, (unsigned) index);
+                if (m->view == TOP_VIEW_STACKS)
+                        return TOP_REACT_REDRAW | TOP_REACT_FETCH_STACKS;
+                return TOP_REACT_REDRAW | (streq(before, top_actions_stream_sort(m)) ? 0 : TOP_REACT_RESTREAM);
+        }
+        case TOP_HIT_ROW:
+                top_model_select(m, index);
+                if (double_click)
+                        return act_enter(c, KEY_ENTER) | TOP_REACT_FETCH_GRAPH;
+                return TOP_REACT_REDRAW | TOP_REACT_FETCH_GRAPH;
+        default:
+                return TOP_REACT_NONE;
+        }
 }

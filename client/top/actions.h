@@ -7,6 +7,7 @@
  * (filter, help, confirmation) take keys before the table does.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "model.h"
@@ -19,6 +20,7 @@ typedef enum TopReaction {
         TOP_REACT_RESET_PEAKS  = 1 << 3,        /* the user confirmed the reset */
         TOP_REACT_RESTREAM     = 1 << 4,        /* the daemon must send its lists sorted differently */
         TOP_REACT_CLEAR        = 1 << 5,        /* repaint the whole terminal, not just the changes */
+        TOP_REACT_FETCH_GRAPH  = 1 << 6,        /* the history shown changed: ask for it now */
 } TopReaction;
 
 typedef struct TopActionContext {
@@ -41,6 +43,10 @@ typedef struct TopKeyHelp {
 
 /* Handles one key (a curses key code) in the model's current mode. */
 TopReaction top_actions_handle_key(TopActionContext *c, int key);
+
+/* A mouse click (view.h's TopHit: a tab, a column header, a row; double: a double click, which on a row
+ * does what Enter does, where curses reports one) or the wheel (wheel -1 up, +1 down, 0 none). */
+TopReaction top_actions_handle_click(TopActionContext *c, int kind, size_t index, bool double_click, int wheel);
 
 /* The help screen's lines, in order. */
 const TopKeyHelp *top_actions_help(size_t *ret_n);

@@ -20,14 +20,29 @@
 typedef struct TopGraph {
         char *key;                      /* owned: what the points are of ("pid 42", "unit x", ...); NULL: none */
         uint64_t *current, *peak;       /* owned, n each, oldest first */
+        uint64_t *timestamp_usec;       /* owned, n: each bucket's start (CLOCK_REALTIME) */
         size_t n;
+        uint64_t resolution_usec;       /* the bucket length */
+        uint64_t span_usec;             /* how far back it was asked for */
         bool unsupported;               /* memstrackd has no History: never ask again */
 } TopGraph;
 
+/* The chart: per plot column, the current and the peak as heights in eighths of a row (0 to 8 * height),
+ * or TOP_CHART_EMPTY where no bucket falls in the column (the daemon did not sample then). */
+#define TOP_CHART_EMPTY UINT32_MAX
+typedef struct TopChart {
+        size_t width, height;           /* plot columns and rows, axes not included */
+        uint32_t *current, *peak;       /* owned, width each */
+        uint64_t top_pages;             /* the value at the top of the plot: a round size (1, 2 or 5 times a
+                                         * power of ten KiB, MiB, ...) at or above the peak */
+        uint64_t span_usec;             /* time across the plot, ending at the newest bucket */
+        size_t peak_column;             /* the column of the highest peak, SIZE_MAX if none */
+} TopChart;
+
 void top_graph_done(TopGraph *g);
 
-/* The History parameters for the selection of m (new reference) and its key (new string) in *ret_key;
- * NULL on OOM. */
+/* The History parameters for the selection of m over the chart's span, or TOP_GRAPH_SECONDS without a
+ * chart (new reference), and its key (new string) in *ret_key; NULL on OOM. */
 json_t *top_graph_parameters(const TopModel *m, char **ret_key);
 /* Whether the graph shows what key names (the selection may have moved since the call). */
 bool top_graph_is_for(const TopGraph *g, const char *key);
@@ -44,3 +59,9 @@ void top_graph_clear(TopGraph *g);
  * (UTF-8) in *ret, NULL when there is nothing to show. -ENOMEM.
  */
 int top_graph_line(const TopGraph *g, uint64_t page_size, size_t width, bool utf8, char **ret, int *ret_peak_col);
+
+/* The chart of g for a plot of width x height cells: the buckets of the last span_usec binned into the
+ * columns (a column shows its newest current and its highest peak), scaled to a round top value.
+ * -ENOMEM, -EINVAL for an empty plot. */
+int top_graph_chart(const TopGraph *g, uint64_t page_size, size_t width, size_t height, TopChart *ret);
+void top_chart_done(TopChart *c);

@@ -38,20 +38,51 @@ static void stack_node_free(TopStackNode *n) {
         free(n);
 }
 
-static void clear_data(TopModel *m) {
-        for (size_t i = 0; i < m->n_tasks; i++) {
-                free(m->tasks[i].comm);
-                free(m->tasks[i].cmdline);
+static void free_tasks(TopTask *tasks, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(tasks[i].comm);
+                free(tasks[i].cmdline);
         }
-        m->tasks = mfree_ptr(m->tasks);
+        free(tasks);
+}
+
+static void free_modules(TopModule *modules, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(modules[i].name);
+        free(modules);
+}
+
+static void free_units(TopUnit *units, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(units[i].name);
+                free(units[i].cgroup);
+        }
+        free(units);
+}
+
+static void clear_slices(TopModel *m) {
+        for (size_t i = 0; i < m->n_slices; i++)
+                free(m->slices[i].path);
+        m->slices = mfree_ptr(m->slices);
+        m->n_slices = 0;
+}
+
+static void clear_tree_lines(TopModel *m, TopView v) {
+        if (m->tree_lines[v])
+                for (size_t i = 0; i < top_model_rows(m, v); i++)
+                        free(m->tree_lines[v][i].guides);
+        m->tree_lines[v] = mfree_ptr(m->tree_lines[v]);
+}
+
+static void clear_data(TopModel *m) {
+        free_tasks(m->tasks, m->n_tasks);
+        m->tasks = NULL;
         m->n_tasks = 0;
-        for (size_t i = 0; i < m->n_modules; i++)
-                free(m->modules[i].name);
-        m->modules = mfree_ptr(m->modules);
+        free_modules(m->modules, m->n_modules);
+        m->modules = NULL;
         m->n_modules = 0;
-        for (size_t i = 0; i < m->n_units; i++)
-                free(m->units[i].name);
-        m->units = mfree_ptr(m->units);
+        free_units(m->units, m->n_units);
+        m->units = NULL;
         m->n_units = 0;
         m->have_units = false;
         for (size_t i = 0; i < m->n_slab_sites; i++)
@@ -81,6 +112,7 @@ int top_model_new(uint64_t page_size, TopModel **ret) {
         m->sort[TOP_VIEW_STACKS] = TOP_STACK_CURRENT;
         m->sort[TOP_VIEW_UNITS] = TOP_UNIT_CURRENT;
         m->sort[TOP_VIEW_SLAB] = TOP_SLAB_BYTES;
+        m->high_percent = 10;
         *ret = m;
         return 0;
 }
@@ -89,10 +121,17 @@ TopModel *top_model_free(TopModel *m) {
         if (!m)
                 return NULL;
         clear_stack_rows(m);
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                clear_tree_lines(m, (TopView) v);
+        clear_slices(m);
         free(m->slab_rows);
         free(m->unit_rows);
         free(m->module_rows);
         free(m->task_rows);
+        for (size_t i = 0; i < m->n_collapsed; i++)
+                free(m->collapsed[i]);
+        free(m->collapsed);
+        free(m->selected_slice);
         for (size_t i = 0; i < m->n_expanded; i++)
                 free(m->expanded[i]);
         free(m->expanded);
@@ -152,6 +191,80 @@ static int update_slab(TopModel *m, json_t *slab) {
         return 0;
 }
 
+/* The lists of the previous update, for the trends. */
+typedef struct Previous {
+        TopTask *tasks;
+        size_t n_tasks;
+        TopModule *modules;
+        size_t n_modules;
+        TopUnit *units;
+        size_t n_units;
+        bool had_data;
+} Previous;
+
+static void previous_done(Previous *p) {
+        free_tasks(p->tasks, p->n_tasks);
+        free_modules(p->modules, p->n_modules);
+        free_units(p->units, p->n_units);
+}
+
+static TopTrend trend(bool found, uint64_t before, uint64_t now) {
+        if (!found)
+                return TOP_TREND_NEW;
+        return now > before ? TOP_TREND_UP : now < before ? TOP_TREND_DOWN : TOP_TREND_SAME;
+}
+
+static int compare_pid_index(const void *a, const void *b, void *userdata) {
+        const TopTask *tasks = userdata;
+        int64_t x = tasks[*(const size_t *) a].pid, y = tasks[*(const size_t *) b].pid;
+        return x < y ? -1 : x > y;
+}
+
+/* Each row against the same task, module or unit of the previous update. Tasks by pid through a sorted
+ * index (a long --limit makes hundreds); modules and units are few. */
+static void set_trends(TopModel *m, const Previous *p) {
+        _cleanup_free_ size_t *by_pid = calloc(MAX(p->n_tasks, (size_t) 1), sizeof(size_t));
+
+        for (size_t i = 0; by_pid && i < p->n_tasks; i++)
+                by_pid[i] = i;
+        if (by_pid)
+                qsort_r(by_pid, p->n_tasks, sizeof(size_t), compare_pid_index, p->tasks);
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                TopTask *t = &m->tasks[i];
+                const TopTask *old = NULL;
+                for (size_t lo = 0, hi = by_pid ? p->n_tasks : 0; lo < hi;) {
+                        size_t mid = lo + (hi - lo) / 2;
+                        const TopTask *c = &p->tasks[by_pid[mid]];
+                        if (c->pid == t->pid) {
+                                old = c;
+                                break;
+                        }
+                        if (c->pid < t->pid)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+                /* The first update has nothing to compare with: no row is "new" then. */
+                t->trend = !p->had_data ? TOP_TREND_SAME : trend(old, old ? old->current_pages : 0, t->current_pages);
+        }
+        for (size_t i = 0; i < m->n_modules; i++) {
+                TopModule *mod = &m->modules[i];
+                const TopModule *old = NULL;
+                for (size_t j = 0; j < p->n_modules && !old; j++)
+                        if (streq(p->modules[j].name, mod->name))
+                                old = &p->modules[j];
+                mod->trend = !p->had_data ? TOP_TREND_SAME : trend(old, old ? old->current_pages : 0, mod->current_pages);
+        }
+        for (size_t i = 0; i < m->n_units; i++) {
+                TopUnit *u = &m->units[i];
+                const TopUnit *old = NULL;
+                for (size_t j = 0; j < p->n_units && !old; j++)
+                        if (streq(p->units[j].name, u->name))
+                                old = &p->units[j];
+                u->trend = !p->had_data ? TOP_TREND_SAME : trend(old, old ? old->current_pages : 0, u->current_pages);
+        }
+}
+
 int top_model_update(TopModel *m, json_t *reply) {
         json_t *tasks = reply_array(reply, "tasks"), *modules = reply_array(reply, "modules"), *e;
         /* Optional: a memstrackd from before units sends none, and the units view says so. */
@@ -166,6 +279,14 @@ int top_model_update(TopModel *m, json_t *reply) {
         if (!tasks || !modules)
                 return -EBADMSG;
 
+        /* The previous lists stay until the new ones are read: each row's trend compares with them. */
+        _cleanup_(previous_done) Previous prev = {
+                .tasks = TAKE_PTR(m->tasks), .n_tasks = m->n_tasks,
+                .modules = TAKE_PTR(m->modules), .n_modules = m->n_modules,
+                .units = TAKE_PTR(m->units), .n_units = m->n_units,
+                .had_data = m->have_data,
+        };
+        m->n_tasks = m->n_modules = m->n_units = 0;
         clear_data(m);
         m->tasks = calloc(MAX(json_array_size(tasks), (size_t) 1), sizeof(TopTask));
         m->modules = calloc(MAX(json_array_size(modules), (size_t) 1), sizeof(TopModule));
@@ -176,6 +297,7 @@ int top_model_update(TopModel *m, json_t *reply) {
                 TopTask *t = &m->tasks[m->n_tasks++];
                 *t = (TopTask) {
                         .pid = reply_int(e, "pid", -1),
+                        .parent_pid = reply_int(e, "parentPid", -1),
                         .current_pages = reply_count(e, "currentPages"),
                         .peak_pages = reply_count(e, "peakPages"),
                         .allocs = reply_count(e, "allocs"),
@@ -205,11 +327,12 @@ int top_model_update(TopModel *m, json_t *reply) {
                         .tasks = reply_count(e, "tasks"),
                         .live = reply_bool(e, "live", true),
                 };
-                r = dup_or_null(reply_string(e, "name") ?: "?", &u->name);
-                if (r < 0)
+                if ((r = dup_or_null(reply_string(e, "name") ?: "?", &u->name)) < 0 ||
+                    (r = dup_or_null(reply_string(e, "cgroup"), &u->cgroup)) < 0)
                         return r;
         }
         m->have_units = units != NULL;
+        set_trends(m, &prev);
         r = update_slab(m, reply_object(reply, "slab"));
         if (r < 0)
                 return r;
@@ -333,7 +456,26 @@ const TopModule *top_model_module_row(const TopModel *m, size_t row) {
 }
 
 const TopUnit *top_model_unit_row(const TopModel *m, size_t row) {
-        return row < m->n_unit_rows ? &m->units[m->unit_rows[row]] : NULL;
+        return row < m->n_unit_rows && m->unit_rows[row] < m->n_units ? &m->units[m->unit_rows[row]] : NULL;
+}
+
+const TopSlice *top_model_slice_row(const TopModel *m, size_t row) {
+        if (row >= m->n_unit_rows || m->unit_rows[row] < m->n_units)
+                return NULL;
+        size_t k = m->unit_rows[row] - m->n_units;
+        return k < m->n_slices ? &m->slices[k] : NULL;
+}
+
+const TopTreeLine *top_model_tree_line(const TopModel *m, TopView v, size_t row) {
+        if (v < 0 || v >= _TOP_VIEW_MAX || !m->tree_lines[v] || row >= top_model_rows(m, v))
+                return NULL;
+        return &m->tree_lines[v][row];
+}
+
+bool top_model_is_high(const TopModel *m, uint64_t pages) {
+        if (m->high_percent <= 0 || m->meminfo.total == 0)
+                return false;
+        return (double) pages * (double) m->page_size * 100.0 >= m->high_percent * (double) m->meminfo.total;
 }
 
 const TopSlabSite *top_model_slab_row(const TopModel *m, size_t row) {
@@ -538,6 +680,325 @@ static int add_stack_rows(TopModel *m, RowBuilder *b, const TopStackNode *n, con
         return 0;
 }
 
+/* ---- Tree views: tasks by parent, units by slice ------------------------------------------------------ */
+
+static bool is_collapsed(const TopModel *m, const char *key) {
+        for (size_t i = 0; key && i < m->n_collapsed; i++)
+                if (streq(m->collapsed[i], key))
+                        return true;
+        return false;
+}
+
+static int set_collapsed(TopModel *m, const char *key, bool collapse) {
+        for (size_t i = 0; i < m->n_collapsed; i++)
+                if (streq(m->collapsed[i], key)) {
+                        if (!collapse) {
+                                free(m->collapsed[i]);
+                                m->collapsed[i] = m->collapsed[--m->n_collapsed];
+                        }
+                        return 0;
+                }
+        if (!collapse)
+                return 0;
+        char **c = reallocarray(m->collapsed, m->n_collapsed + 1, sizeof(char *));
+        if (!c)
+                return -ENOMEM;
+        m->collapsed = c;
+        m->collapsed[m->n_collapsed] = strdup(key);
+        if (!m->collapsed[m->n_collapsed])
+                return -ENOMEM;
+        m->n_collapsed++;
+        return 0;
+}
+
+/* The key a tree row is collapsed by (new string, NULL on OOM): "pid N", "slice PATH" or "unit NAME". */
+static char *tree_key(const TopModel *m, TopView v, size_t value) {
+        char *key = NULL;
+
+        if (v == TOP_VIEW_TASKS) {
+                if (asprintf(&key, "pid %" PRIi64, m->tasks[value].pid) < 0)
+                        return NULL;
+        } else if (value >= m->n_units) {
+                if (asprintf(&key, "slice %s", m->slices[value - m->n_units].path) < 0)
+                        return NULL;
+        } else if (asprintf(&key, "unit %s", m->units[value].name) < 0)
+                return NULL;
+        return key;
+}
+
+/* A forest to lay out as rows: values (what the view's rows hold) with the index of each one's parent
+ * in values, SIZE_MAX for a root. */
+typedef struct TreeBuild {
+        TopModel *model;
+        TopView view;
+        size_t n;
+        const size_t *values;
+        const size_t *parent;
+        int (*compare)(const void *a, const void *b, void *model);     /* on two values */
+        size_t *first, *next;           /* first child, next sibling (SIZE_MAX: none), in sorted order */
+        bool *done;                     /* laid out already: a parent cycle (pid reuse) cannot loop */
+        size_t *rows;
+        TopTreeLine *lines;
+        size_t n_rows;
+} TreeBuild;
+
+static int compare_tree_values(const void *a, const void *b, void *userdata) {
+        const TreeBuild *t = userdata;
+        return t->compare(&t->values[*(const size_t *) a], &t->values[*(const size_t *) b], t->model);
+}
+
+/* A collapsed node's subtree: not shown, and not taken for a cycle either. */
+static void mark_done(TreeBuild *t, size_t node) {
+        t->done[node] = true;
+        for (size_t c = t->first[node]; c != SIZE_MAX; c = t->next[c])
+                if (!t->done[c])
+                        mark_done(t, c);
+}
+
+static int lay_out(TreeBuild *t, size_t node, unsigned depth, const char *guides, bool last) {
+        _cleanup_free_ char *key = NULL, *mine = NULL, *below = NULL;
+        int r;
+
+        t->done[node] = true;
+        mine = malloc(depth + 1);
+        below = malloc(depth + 2);
+        key = tree_key(t->model, t->view, t->values[node]);
+        if (!mine || !below || !key)
+                return -ENOMEM;
+        /* Ancestors' lines, then this row's own corner; its children see a line here if it has later
+         * siblings. */
+        memcpy(mine, guides, depth);
+        if (depth > 0)
+                mine[depth - 1] = last ? 'l' : 't';
+        mine[depth] = '\0';
+        memcpy(below, guides, depth);
+        if (depth > 0)
+                below[depth - 1] = last ? ' ' : '|';
+        below[depth] = ' ';
+        below[depth + 1] = '\0';
+
+        bool has_children = t->first[node] != SIZE_MAX;
+        bool collapsed = has_children && is_collapsed(t->model, key);
+        t->rows[t->n_rows] = t->values[node];
+        t->lines[t->n_rows++] = (TopTreeLine) {
+                .depth = depth, .guides = TAKE_PTR(mine), .has_children = has_children, .collapsed = collapsed,
+        };
+        if (collapsed) {
+                mark_done(t, node);
+                return 0;
+        }
+        for (size_t c = t->first[node]; c != SIZE_MAX; c = t->next[c]) {
+                if (t->done[c])
+                        continue;
+                r = lay_out(t, c, depth + 1, below, t->next[c] == SIZE_MAX);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Lays the forest out depth first, siblings in the view's sort order, into *rows and *lines. */
+static int build_tree_rows(TreeBuild *t, size_t **rows, size_t *n_rows, TopTreeLine **lines) {
+        _cleanup_free_ size_t *order = NULL, *first = NULL, *next = NULL;
+        _cleanup_free_ bool *done = NULL;
+        size_t n = MAX(t->n, (size_t) 1);
+        int r = 0;
+
+        order = calloc(n, sizeof(size_t));
+        first = calloc(n, sizeof(size_t));
+        next = calloc(n, sizeof(size_t));
+        done = calloc(n, sizeof(bool));
+        t->rows = calloc(n, sizeof(size_t));
+        t->lines = calloc(n, sizeof(TopTreeLine));
+        if (!order || !first || !next || !done || !t->rows || !t->lines) {
+                free(t->rows);
+                free(t->lines);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < t->n; i++) {
+                order[i] = i;
+                first[i] = next[i] = SIZE_MAX;
+        }
+        qsort_r(order, t->n, sizeof(size_t), compare_tree_values, t);
+        /* Children lists in sorted order: walk the sorted nodes backwards, pushing each on its parent's. */
+        size_t roots = SIZE_MAX;
+        for (size_t k = t->n; k-- > 0;) {
+                size_t i = order[k], p = t->parent[i];
+                size_t *head = p == SIZE_MAX ? &roots : &first[p];
+                next[i] = *head;
+                *head = i;
+        }
+        t->first = first;
+        t->next = next;
+        t->done = done;
+        t->n_rows = 0;
+        for (size_t i = roots; i != SIZE_MAX && r >= 0; i = next[i])
+                r = lay_out(t, i, 0, "", next[i] == SIZE_MAX);
+        /* Nodes in a parent cycle have no root above them: each cycle shows from its first node. */
+        for (size_t k = 0; k < t->n && r >= 0; k++)
+                if (!done[order[k]])
+                        r = lay_out(t, order[k], 0, "", true);
+        *rows = t->rows;
+        *n_rows = t->n_rows;
+        *lines = t->lines;
+        return r;
+}
+
+/* The tasks tree: each task under the task of its parentPid among the rows shown (the filtered ones); a
+ * task whose parent is not shown is a root, as htop's tree shows a process whose parent it hides. */
+static int build_task_tree(TopModel *m, size_t **rows, size_t *n_rows) {
+        _cleanup_free_ size_t *values = TAKE_PTR(*rows), *parent = NULL, *by_pid = NULL;
+        size_t n = *n_rows;
+
+        parent = calloc(MAX(n, (size_t) 1), sizeof(size_t));
+        by_pid = calloc(MAX(n, (size_t) 1), sizeof(size_t));
+        if (!parent || !by_pid)
+                return -ENOMEM;
+        memcpy(by_pid, values, n * sizeof(size_t));
+        qsort_r(by_pid, n, sizeof(size_t), compare_pid_index, m->tasks);
+        for (size_t i = 0; i < n; i++) {
+                const TopTask *t = &m->tasks[values[i]];
+                parent[i] = SIZE_MAX;
+                if (t->parent_pid < 0 || t->parent_pid == t->pid)
+                        continue;
+                size_t lo = 0, hi = n;
+                while (lo < hi) {
+                        size_t mid = lo + (hi - lo) / 2;
+                        int64_t pid = m->tasks[by_pid[mid]].pid;
+                        if (pid == t->parent_pid) {
+                                lo = mid;
+                                break;
+                        }
+                        if (pid < t->parent_pid)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+                if (lo < n && m->tasks[by_pid[lo]].pid == t->parent_pid)
+                        /* The node of that task: its position in values. */
+                        for (size_t j = 0; j < n; j++)
+                                if (values[j] == by_pid[lo]) {
+                                        parent[i] = j;
+                                        break;
+                                }
+        }
+        TreeBuild t = { .model = m, .view = TOP_VIEW_TASKS, .n = n, .values = values, .parent = parent,
+                        .compare = compare_task_rows };
+        return build_tree_rows(&t, rows, n_rows, &m->tree_lines[TOP_VIEW_TASKS]);
+}
+
+static bool has_suffix(const char *s, size_t len, const char *suffix) {
+        size_t k = strlen(suffix);
+        return len >= k && strncmp(s + len - k, suffix, k) == 0;
+}
+
+/* The slice of this path prefix, created if new; SIZE_MAX on OOM. */
+static size_t slice_intern(TopModel *m, const char *path, size_t len) {
+        for (size_t i = 0; i < m->n_slices; i++)
+                if (strlen(m->slices[i].path) == len && strncmp(m->slices[i].path, path, len) == 0)
+                        return i;
+        TopSlice *s = reallocarray(m->slices, m->n_slices + 1, sizeof(TopSlice));
+        if (!s)
+                return SIZE_MAX;
+        m->slices = s;
+        char *copy = strndup(path, len);
+        if (!copy)
+                return SIZE_MAX;
+        const char *slash = strrchr(copy, '/');
+        m->slices[m->n_slices] = (TopSlice) { .path = copy, .name = slash ? slash + 1 : copy, .unit = SIZE_MAX };
+        return m->n_slices++;
+}
+
+static int compare_unit_tree_values(const void *a, const void *b, void *userdata) {
+        const TopModel *m = userdata;
+        size_t x = *(const size_t *) a, y = *(const size_t *) b;
+
+        if (x < m->n_units && y < m->n_units)
+                return compare_unit_rows(a, b, userdata);
+        /* A slice sorts by its sum of current pages (or its name), before a unit of the same size. */
+        const char *xn = x < m->n_units ? m->units[x].name : m->slices[x - m->n_units].name;
+        const char *yn = y < m->n_units ? m->units[y].name : m->slices[y - m->n_units].name;
+        uint64_t xc = x < m->n_units ? m->units[x].current_pages : m->slices[x - m->n_units].current_pages;
+        uint64_t yc = y < m->n_units ? m->units[y].current_pages : m->slices[y - m->n_units].current_pages;
+        int c = m->sort[TOP_VIEW_UNITS] == TOP_UNIT_NAME ? strcmp(xn, yn) : compare_u64_desc(xc, yc);
+        if (c == 0)
+                c = (x < m->n_units) - (y < m->n_units);
+        return c ?: strcmp(xn, yn);
+}
+
+/* The units tree (systemd-cgls): each unit under the slices of its cgroup path, the slices under theirs.
+ * A unit that is a slice itself (pages of the slice's own cgroup) is that slice's row. Units without a
+ * cgroup, or without a slice in it ("/init.scope", "[removed]"), are roots. */
+static int build_unit_tree(TopModel *m, size_t **rows, size_t *n_rows) {
+        _cleanup_free_ size_t *units = TAKE_PTR(*rows), *unit_slice = NULL, *values = NULL, *parent = NULL;
+        size_t n_units = *n_rows;
+
+        clear_slices(m);
+        unit_slice = calloc(MAX(n_units, (size_t) 1), sizeof(size_t));
+        if (!unit_slice)
+                return -ENOMEM;
+        /* Slices and each shown unit's innermost slice; slice parents come from their own paths below. */
+        for (size_t i = 0; i < n_units; i++) {
+                const TopUnit *u = &m->units[units[i]];
+                const char *path = u->cgroup;
+                size_t deepest = SIZE_MAX;
+
+                unit_slice[i] = SIZE_MAX;
+                if (!path || path[0] != '/')
+                        continue;
+                for (const char *c = path + 1; *c;) {
+                        const char *end = strchrnul(c, '/');
+                        size_t len = (size_t) (end - path);
+                        bool is_unit = (size_t) (end - c) == strlen(u->name) && strncmp(c, u->name, end - c) == 0;
+                        if (has_suffix(path, len, ".slice")) {
+                                size_t k = slice_intern(m, path, len);
+                                if (k == SIZE_MAX)
+                                        return -ENOMEM;
+                                m->slices[k].current_pages += u->current_pages;
+                                m->slices[k].tasks += u->tasks;
+                                if (is_unit) {
+                                        /* This unit is the slice: its row is the slice's. */
+                                        m->slices[k].unit = units[i];
+                                        deepest = SIZE_MAX - 1;
+                                        break;
+                                }
+                                deepest = k;
+                        }
+                        /* Cgroups below the unit (a container's own) count for the unit. */
+                        if (is_unit || !*end)
+                                break;
+                        c = end + 1;
+                }
+                unit_slice[i] = deepest;
+        }
+
+        size_t n = 0;
+        values = calloc(MAX(n_units + m->n_slices, (size_t) 1), sizeof(size_t));
+        parent = calloc(MAX(n_units + m->n_slices, (size_t) 1), sizeof(size_t));
+        if (!values || !parent)
+                return -ENOMEM;
+        /* Nodes: the slices first (node k is slice k), then the units that are not slices. */
+        for (size_t k = 0; k < m->n_slices; k++) {
+                const char *slash = strrchr(m->slices[k].path, '/');
+                size_t up = SIZE_MAX;
+                for (size_t j = 0; slash && slash != m->slices[k].path && j < m->n_slices; j++)
+                        if (strlen(m->slices[j].path) == (size_t) (slash - m->slices[k].path) &&
+                            strncmp(m->slices[j].path, m->slices[k].path, slash - m->slices[k].path) == 0)
+                                up = j;
+                values[n] = m->n_units + k;
+                parent[n++] = up;
+        }
+        for (size_t i = 0; i < n_units; i++) {
+                if (unit_slice[i] == SIZE_MAX - 1)
+                        continue;
+                values[n] = units[i];
+                parent[n++] = unit_slice[i];
+        }
+        TreeBuild t = { .model = m, .view = TOP_VIEW_UNITS, .n = n, .values = values, .parent = parent,
+                        .compare = compare_unit_tree_values };
+        return build_tree_rows(&t, rows, n_rows, &m->tree_lines[TOP_VIEW_UNITS]);
+}
+
 /* Index of the row matching the remembered selection, or the old index clamped to the new rows. */
 static size_t find_selection(size_t n_rows, size_t old, ssize_t found) {
         if (found >= 0)
@@ -551,6 +1012,7 @@ static int remember_selection(TopModel *m) {
         const TopTask *t = top_model_task_row(m, m->selected[TOP_VIEW_TASKS]);
         const TopModule *mod = top_model_module_row(m, m->selected[TOP_VIEW_MODULES]);
         const TopUnit *u = top_model_unit_row(m, m->selected[TOP_VIEW_UNITS]);
+        const TopSlice *slice = top_model_slice_row(m, m->selected[TOP_VIEW_UNITS]);
         const TopSlabSite *site = top_model_slab_row(m, m->selected[TOP_VIEW_SLAB]);
         const TopStackRow *s = top_model_stack_row(m, m->selected[TOP_VIEW_STACKS]);
 
@@ -562,6 +1024,13 @@ static int remember_selection(TopModel *m) {
                         return -ENOMEM;
                 free(m->selected_unit);
                 m->selected_unit = name;
+                m->selected_slice = mfree_ptr(m->selected_slice);
+        } else if (slice) {
+                char *path = strdup(slice->path);
+                if (!path)
+                        return -ENOMEM;
+                free(m->selected_slice);
+                m->selected_slice = path;
         }
         if (site) {
                 char *name = strdup(site->name);
@@ -610,6 +1079,11 @@ static int build_flat_rows(TopModel *m, const FlatView *f, size_t **rows, size_t
                 if (matches(m, f->view, f->name(m, i)))
                         (*rows)[(*n_rows)++] = i;
         qsort_r(*rows, *n_rows, sizeof(size_t), f->compare, m);
+        if (m->tree[f->view]) {
+                int r = f->view == TOP_VIEW_TASKS ? build_task_tree(m, rows, n_rows) : build_unit_tree(m, rows, n_rows);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < *n_rows; i++)
                 if (f->is_selected(m, (*rows)[i]))
                         found = (ssize_t) i;
@@ -638,7 +1112,9 @@ static const char *unit_name(const TopModel *m, size_t i) {
 }
 
 static bool unit_selected(const TopModel *m, size_t i) {
-        return m->selected_unit && streq(m->units[i].name, m->selected_unit);
+        if (i >= m->n_units)
+                return m->selected_slice && streq(m->slices[i - m->n_units].path, m->selected_slice);
+        return !m->selected_slice && m->selected_unit && streq(m->units[i].name, m->selected_unit);
 }
 
 static const char *slab_site_name(const TopModel *m, size_t i) {
@@ -655,6 +1131,11 @@ int top_model_rebuild(TopModel *m) {
 
         assert(m);
 
+        /* The lines belong to the rows about to be rebuilt. */
+        clear_tree_lines(m, TOP_VIEW_TASKS);
+        clear_tree_lines(m, TOP_VIEW_UNITS);
+        if (!m->tree[TOP_VIEW_UNITS])
+                clear_slices(m);
         r = build_flat_rows(m, &(FlatView) { TOP_VIEW_TASKS, m->n_tasks, task_name, task_selected, compare_task_rows },
                             &m->task_rows, &m->n_task_rows);
         if (r >= 0)
@@ -719,6 +1200,22 @@ static unsigned n_sort_columns(TopView v) {
                v == TOP_VIEW_MODULES ? _TOP_MODULE_COLUMN_MAX :
                v == TOP_VIEW_UNITS ? _TOP_UNIT_COLUMN_MAX :
                v == TOP_VIEW_SLAB ? _TOP_SLAB_COLUMN_MAX : _TOP_STACK_COLUMN_MAX;
+}
+
+void top_model_select(TopModel *m, size_t row) {
+        size_t n = top_model_rows(m, m->view);
+
+        if (n == 0)
+                return;
+        m->selected[m->view] = MIN(row, n - 1);
+        (void) remember_selection(m);
+}
+
+void top_model_set_sort(TopModel *m, unsigned column) {
+        if (column >= n_sort_columns(m->view))
+                return;
+        m->sort[m->view] = column;
+        (void) top_model_rebuild(m);
 }
 
 void top_model_sort_next(TopModel *m, int direction) {
@@ -786,11 +1283,53 @@ static int set_expanded(TopModel *m, const char *path, bool expand) {
         return 0;
 }
 
+static size_t row_value(const TopModel *m, TopView v, size_t row) {
+        return v == TOP_VIEW_TASKS ? m->task_rows[row] : m->unit_rows[row];
+}
+
+/* Tree views: open or close the selected node; closing a closed node or a leaf goes to its parent. */
+static int tree_set(TopModel *m, bool expand) {
+        TopView v = m->view;
+        size_t sel = m->selected[v];
+        const TopTreeLine *line = top_model_tree_line(m, v, sel);
+        _cleanup_free_ char *key = NULL;
+        int r;
+
+        if (!line)
+                return 0;
+        if (line->has_children && line->collapsed == expand) {
+                key = tree_key(m, v, row_value(m, v, sel));
+                if (!key)
+                        return -ENOMEM;
+                r = set_collapsed(m, key, !expand);
+                if (r < 0)
+                        return r;
+                return top_model_rebuild(m);
+        }
+        if (expand)
+                return 0;
+        for (size_t i = sel; i-- > 0;)
+                if (m->tree_lines[v][i].depth + 1 == line->depth) {
+                        m->selected[v] = i;
+                        return remember_selection(m);
+                }
+        return 0;
+}
+
+int top_model_toggle_tree(TopModel *m) {
+        if (m->view != TOP_VIEW_TASKS && m->view != TOP_VIEW_UNITS)
+                return -EOPNOTSUPP;
+        m->tree[m->view] = !m->tree[m->view];
+        return top_model_rebuild(m);
+}
+
 int top_model_expand(TopModel *m) {
         const TopStackRow *row = top_model_stack_row(m, m->selected[TOP_VIEW_STACKS]);
         _cleanup_free_ char *path = NULL;
         int r;
 
+        if (m->tree[m->view] && m->view != TOP_VIEW_STACKS)
+                return tree_set(m, true);
         if (m->view != TOP_VIEW_STACKS || !row || row->node->n_children == 0)
                 return 0;
         path = strdup(row->path);
@@ -817,6 +1356,8 @@ int top_model_collapse(TopModel *m) {
         const TopStackRow *row = top_model_stack_row(m, m->selected[TOP_VIEW_STACKS]);
         int r;
 
+        if (m->tree[m->view] && m->view != TOP_VIEW_STACKS)
+                return tree_set(m, false);
         if (m->view != TOP_VIEW_STACKS || !row)
                 return 0;
         if (row->expanded && row->depth > 0) {

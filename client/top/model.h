@@ -70,6 +70,15 @@ typedef enum TopStackColumn {
         _TOP_STACK_COLUMN_MAX,
 } TopStackColumn;
 
+/* The history chart below the view: off (a one-line sparkline instead), or over one of the spans the
+ * daemon keeps (memstrackd(8) HISTORY). */
+typedef enum TopChartSpan {
+        TOP_CHART_OFF,
+        TOP_CHART_10MIN,        /* 1 s buckets */
+        TOP_CHART_24H,          /* 1 min buckets */
+        _TOP_CHART_SPAN_MAX,
+} TopChartSpan;
+
 /* What keys do at the moment: the normal bindings, or one of the modal prompts. */
 typedef enum TopMode {
         TOP_MODE_NORMAL,
@@ -80,25 +89,63 @@ typedef enum TopMode {
         _TOP_MODE_INVALID = -EINVAL,
 } TopMode;
 
+/* How a row's current pages moved since the previous update: shown in colour. */
+typedef enum TopTrend {
+        TOP_TREND_SAME,
+        TOP_TREND_UP,
+        TOP_TREND_DOWN,
+        TOP_TREND_NEW,          /* not in the previous update */
+} TopTrend;
+
 typedef struct TopTask {
         int64_t pid;
+        int64_t parent_pid;     /* -1: unknown (a memstrackd without parentPid, a thread) */
         char *comm;             /* owned */
         char *cmdline;          /* owned, NULL if unknown */
         uint64_t current_pages, peak_pages, allocs, frees;
         bool exited;
+        TopTrend trend;
 } TopTask;
 
 typedef struct TopModule {
         char *name;             /* owned */
         uint64_t current_pages, peak_pages;
         bool loaded;
+        TopTrend trend;
 } TopModule;
 
 typedef struct TopUnit {
         char *name;             /* owned */
+        char *cgroup;           /* owned, NULL if unknown: the path the units tree hangs it by */
         uint64_t current_pages, peak_pages, tasks;
         bool live;
+        TopTrend trend;
 } TopUnit;
+
+/* A slice in the units tree: a cgroup path component ending in ".slice" above some unit (systemd-cgls's
+ * tree). Its figures are its units' sums; it is a unit of its own too when the daemon listed one of the
+ * same path (pages charged to the slice's own cgroup). */
+typedef struct TopSlice {
+        char *path;             /* owned: "/user.slice/user-1000.slice" */
+        const char *name;       /* the last component, in path */
+        uint64_t current_pages, tasks;
+        size_t unit;            /* index into units of the unit that is this slice, SIZE_MAX if none */
+} TopSlice;
+
+/* Where a row of a tree view sits: drawn as guide lines before its name. */
+typedef struct TopTreeLine {
+        unsigned depth;         /* 0: a root */
+        char *guides;           /* owned, depth characters: per ancestor level below the roots, '|' if that
+                                 * ancestor has a later sibling (a vertical line), ' ' if not; the last
+                                 * one is this row's own: 't' (a tee, more siblings follow) or 'l' (last) */
+        bool has_children;
+        bool collapsed;
+} TopTreeLine;
+
+/* The machine's memory from /proc/meminfo, in bytes; total 0: unknown. */
+typedef struct TopMemInfo {
+        uint64_t total, free, available, cached, buffers, slab;
+} TopMemInfo;
 
 typedef struct TopSlabSite {
         char *name;             /* owned: function+offset */
@@ -142,6 +189,10 @@ typedef struct TopModel {
         bool have_slab;                 /* the reply had slab objects: memstrackd traces them (--slab) */
         uint64_t slab_objects, slab_bytes, slab_peak_bytes;
         double slab_waste_percent;
+        TopSlice *slices;               /* owned: the units tree's slices, n_slices (tree view only) */
+        size_t n_slices;
+        TopMemInfo meminfo;             /* the header's memory meter, set by the caller */
+        double high_percent;            /* rows holding at least this share of MemTotal are marked; 0: none */
 
         /* The latest StackTree reply, for the scope below. */
         TopStackNode *stack_root;       /* owned, NULL until fetched */
@@ -164,6 +215,11 @@ typedef struct TopModel {
         char *selected_unit;            /* owned */
         char *selected_slab_site;       /* owned */
         char *selected_path;            /* owned */
+        char *selected_slice;           /* owned: the units tree's selected slice path, NULL: a unit is */
+        bool tree[_TOP_VIEW_MAX];       /* tasks by parent, units by slice */
+        TopChartSpan chart;             /* the selection's history as a chart, and over how long */
+        char **collapsed;               /* owned set of collapsed tree nodes ("pid N", "slice PATH", "unit N") */
+        size_t n_collapsed;
         char **expanded;                /* owned set of expanded stack paths */
         size_t n_expanded;
 
@@ -172,8 +228,9 @@ typedef struct TopModel {
         size_t n_task_rows;
         size_t *module_rows;            /* owned */
         size_t n_module_rows;
-        size_t *unit_rows;              /* owned */
+        size_t *unit_rows;              /* owned: indexes into units; in the tree, n_units + k is slice k */
         size_t n_unit_rows;
+        TopTreeLine *tree_lines[_TOP_VIEW_MAX]; /* owned, one per row of a tree view; NULL when flat */
         size_t *slab_rows;              /* owned */
         size_t n_slab_rows;
         TopStackRow *stack_rows;        /* owned */
@@ -209,10 +266,23 @@ const TopModule *top_model_module_row(const TopModel *m, size_t row);
 const TopUnit *top_model_unit_row(const TopModel *m, size_t row);
 const TopSlabSite *top_model_slab_row(const TopModel *m, size_t row);
 const TopStackRow *top_model_stack_row(const TopModel *m, size_t row);
+/* The units tree's slice behind a row (NULL for a unit's row, or when flat). */
+const TopSlice *top_model_slice_row(const TopModel *m, size_t row);
+/* A tree view's line of a row: NULL when the view is flat. */
+const TopTreeLine *top_model_tree_line(const TopModel *m, TopView v, size_t row);
+/* Whether a row's current pages reach the high_percent share of MemTotal. */
+bool top_model_is_high(const TopModel *m, uint64_t pages);
+
+/* Tasks by parent and units by slice: on or off (other views have no tree; returns -EOPNOTSUPP). */
+int top_model_toggle_tree(TopModel *m);
 
 void top_model_set_view(TopModel *m, TopView v);
 /* Moves the selection by delta rows (clamped); to the first row for INT64_MIN, to the last for INT64_MAX. */
 void top_model_move(TopModel *m, int64_t delta);
+/* Selects a visible row of the current view (clamped). */
+void top_model_select(TopModel *m, size_t row);
+/* Sorts the current view by a column of it (a TopTaskColumn, ...); out of range: ignored. */
+void top_model_set_sort(TopModel *m, unsigned column);
 /* Cycles the sort column of the current view. */
 void top_model_sort_next(TopModel *m, int direction);
 /* Name of the sorted column of a view, lower case ("current", "comm", ...). */
@@ -224,7 +294,8 @@ const char *top_model_filter(const TopModel *m);
 void top_model_toggle_pause(TopModel *m);
 
 /* Stacks view: expand (with the single-child chain below it), collapse, or toggle the selected node.
- * Collapse on a collapsed node selects its parent. */
+ * Collapse on a collapsed node selects its parent. The tree views of tasks and units do the same with
+ * their nodes (the whole subtree is shown again on expand). */
 int top_model_expand(TopModel *m);
 int top_model_collapse(TopModel *m);
 int top_model_toggle(TopModel *m);

@@ -40,7 +40,15 @@ void panel_print_line(int y, int x, int width, const char *text, int attr) {
         attrset(A_NORMAL);
 }
 
-void panel_draw(Panel *p, const char *header, size_t n_rows, size_t selected, PanelRowText row, void *userdata) {
+ssize_t panel_row_at(const Panel *p, int y, size_t n_rows) {
+        if (y <= p->y || y >= p->y + p->height)
+                return -1;
+        size_t index = p->scroll + (size_t) (y - p->y - 1);
+        return index < n_rows ? (ssize_t) index : -1;
+}
+
+void panel_draw(Panel *p, const char *header, size_t n_rows, size_t selected, PanelRowText row, PanelRowStyle style,
+                void *userdata) {
         size_t visible = panel_visible_rows(p);
 
         if (p->height <= 0)
@@ -58,7 +66,19 @@ void panel_draw(Panel *p, const char *header, size_t n_rows, size_t selected, Pa
         for (size_t i = 0; i < visible; i++) {
                 size_t index = p->scroll + i;
                 _cleanup_free_ char *text = index < n_rows ? row(index, userdata) : NULL;
-                panel_print_line(p->y + 1 + (int) i, p->x, p->width, text ?: "",
-                                 index < n_rows && index == selected ? A_REVERSE : A_NORMAL);
+                PanelStyle look = {};
+                int y = p->y + 1 + (int) i, on = index < n_rows && index == selected ? A_REVERSE : A_NORMAL;
+
+                if (style && index < n_rows)
+                        style(index, userdata, &look);
+                panel_print_line(y, p->x, p->width, text ?: "", look.attr | on);
+                for (size_t k = 0; k < PANEL_SPANS; k++) {
+                        const PanelSpan *sp = &look.spans[k];
+                        if (sp->width <= 0 || sp->x < 0 || sp->x >= p->width)
+                                continue;
+                        /* The attribute only: the characters stay. chgat takes the colour pair apart. */
+                        mvchgat(y, p->x + sp->x, MIN(sp->width, p->width - sp->x), (attr_t) ((sp->attr | on) & ~A_COLOR),
+                                (short) PAIR_NUMBER(sp->attr), NULL);
+                }
         }
 }

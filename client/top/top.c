@@ -27,8 +27,10 @@
 #include "errors.h"
 #include "format.h"
 #include "graph.h"
+#include "meminfo.h"
 #include "model.h"
 #include "reply.h"
+#include "settings.h"
 #include "tasks.h"
 #include "view.h"
 
@@ -235,6 +237,9 @@ static int stream_handler(sd_event_source *s, int fd, uint32_t revents, void *us
                         lost_daemon(t, m ?: error);
                         return 0;
                 }
+                /* The machine's memory for the meter, read as the daemon's figures arrive. */
+                if (!t->model->paused && top_meminfo_read(NULL, &t->model->meminfo) < 0)
+                        t->model->meminfo = (TopMemInfo) {};
                 if (top_model_update(t->model, reply) < 0)
                         set_status(t, "Malformed Top reply, ignoring.");
                 else if (!t->model->paused)
@@ -333,7 +338,21 @@ static int stdin_handler(sd_event_source *s, int fd, uint32_t revents, void *use
                         .model = t->model,
                         .page_rows = top_screen_page_rows(&t->screen, t->model->view),
                 };
-                TopReaction r = top_actions_handle_key(&c, key);
+                TopReaction r;
+                MEVENT mouse;
+
+                if (key == KEY_MOUSE) {
+                        /* Where the terminal reports clicks: on a tab, a column header or a row. */
+                        if (getmouse(&mouse) != OK)
+                                continue;
+                        TopHit hit = top_screen_hit(&t->screen, t->model, mouse.y, mouse.x);
+                        int wheel = mouse.bstate & BUTTON4_PRESSED ? -1 : mouse.bstate & BUTTON5_PRESSED ? 1 : 0;
+                        if (!wheel && !(mouse.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_DOUBLE_CLICKED)))
+                                continue;
+                        r = top_actions_handle_click(&c, hit.kind, hit.index,
+                                                     mouse.bstate & BUTTON1_DOUBLE_CLICKED, wheel);
+                } else
+                        r = top_actions_handle_key(&c, key);
                 if (c.message)
                         set_status(t, "%s", c.message);
                 else if (r != TOP_REACT_NONE && t->connected)
@@ -350,6 +369,8 @@ static int stdin_handler(sd_event_source *s, int fd, uint32_t revents, void *use
         }
         if (all & TOP_REACT_FETCH_STACKS)
                 fetch_stacks(t);
+        if (all & TOP_REACT_FETCH_GRAPH)
+                fetch_graph(t);
         if (all & TOP_REACT_RESET_PEAKS) {
                 json_auto_t *params = json_pack("{s:s}", "what", "peaks");
                 int r = params ? side_send(t, SIDE_RESET, "io.memstrack.Reset", params) : -ENOMEM;
@@ -407,7 +428,14 @@ static int run_tui(void) {
         r = top_model_new((uint64_t) sysconf(_SC_PAGESIZE), &t.model);
         if (r < 0)
                 return r;
-        if (arg_sort && streq(arg_sort, "peak"))
+        /* The user's remembered view, sorts, trees and chart; --sort still has the last word. */
+        _cleanup_free_ char *settings = top_settings_path();
+        if (settings && (r = top_settings_load(t.model, settings)) < 0 && r != -ENOENT)
+                fprintf(stderr, "Cannot read %s: %s, ignoring.\n", settings, strerror(-r));
+        (void) top_meminfo_read(NULL, &t.model->meminfo);
+        if (arg_sort && streq(arg_sort, "current"))
+                t.model->sort[TOP_VIEW_TASKS] = TOP_TASK_CURRENT;
+        else if (arg_sort && streq(arg_sort, "peak"))
                 t.model->sort[TOP_VIEW_TASKS] = TOP_TASK_PEAK;
         else if (arg_sort && streq(arg_sort, "allocs"))
                 t.model->sort[TOP_VIEW_TASKS] = TOP_TASK_ALLOCS;
@@ -447,6 +475,12 @@ static int run_tui(void) {
 
         r = sd_event_loop(t.event);
         top_screen_stop(&t.screen);
+        /* Remembered for next time; a read-only home only loses that. */
+        if (settings) {
+                int k = top_settings_save(t.model, settings);
+                if (k < 0)
+                        fprintf(stderr, "Cannot save the settings to %s: %s\n", settings, strerror(-k));
+        }
         return r < 0 ? r : 0;
 }
 

@@ -17,9 +17,24 @@
 typedef struct TopScreen {
         SCREEN *screen;                 /* owned while active */
         bool active;                    /* curses is on: endwin() is owed */
+        bool utf8;                      /* the locale's characters include box drawing and blocks */
         int rows, cols;
+        int chart_rows;                 /* screen lines the chart takes at the bottom, 0: the sparkline */
         Panel panels[_TOP_VIEW_MAX];
 } TopScreen;
+
+/* What a mouse click landed on. */
+typedef enum TopHitKind {
+        TOP_HIT_NONE,
+        TOP_HIT_TAB,                    /* index: the view */
+        TOP_HIT_COLUMN,                 /* index: the sort column of the current view */
+        TOP_HIT_ROW,                    /* index: the row */
+} TopHitKind;
+
+typedef struct TopHit {
+        TopHitKind kind;
+        size_t index;
+} TopHit;
 
 /* Takes over the terminal. -EIO if curses cannot start (no terminal, unknown TERM). */
 int top_screen_start(TopScreen *s);
@@ -33,6 +48,9 @@ void top_screen_clear(TopScreen *s);
 int top_screen_read_key(TopScreen *s);
 /* Rows one page of the current view has. */
 size_t top_screen_page_rows(const TopScreen *s, TopView v);
+
+/* What is at screen line y, column x in the view last drawn. */
+TopHit top_screen_hit(const TopScreen *s, const TopModel *m, int y, int x);
 
 /* Draws the model, and the history graph of the selection above the bottom line (graph may be NULL);
  * status is the bottom line's message (NULL: key hints). */

@@ -4,39 +4,174 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "document.h"
-#include "query.h"
-#include "reply.h"
 #include "leaks.h"
+#include "macro.h"
+#include "oomlog.h"
+#include "query.h"
 #include "slabquery.h"
 #include "snapshot-document.h"
 #include "stop-signal.h"
 #include "time-util.h"
 #include "varlink.h"
 
-/* A StackTree reply as the method builds it: the tree, and which allocations have stacks. */
-static int tree_json(const DocumentInput *in, int32_t pid, const char *module, json_t **ret) {
-        json_auto_t *tree = NULL;
+/*
+ * memstrackd's SnapshotFetch: the methods snapshot_document_build() asks for, answered by the functions
+ * the Service answers them with, as root sees them (raw kernel addresses). Parameters are the ones the
+ * builder sends, checked strictly, so that one it starts sending fails here rather than go unheard.
+ */
+
+typedef int (*DocumentMethod)(const DocumentInput *in, json_t *params, json_t **ret);
+
+/* json_unpack_ex() of params (NULL: none) with JSON_STRICT, its failure as -EINVAL. */
+static int unpack_params(json_t *params, const char *fmt, ...) {
+        json_auto_t *none = NULL;
+        json_error_t e;
+        va_list ap;
         int r;
 
+        if (!params && !(params = none = json_object()))
+                return -ENOMEM;
+        va_start(ap, fmt);
+        r = json_vunpack_ex(params, &e, JSON_STRICT, fmt, ap);
+        va_end(ap);
+        return r < 0 ? -EINVAL : 0;
+}
+
+static int parse_sort(const char *s, QuerySort *ret) {
+        QuerySort sort = query_sort_from_string(s);
+
+        if (sort < 0)
+                return -EINVAL;
+        *ret = sort;
+        return 0;
+}
+
+static int document_status(const DocumentInput *in, json_t *params, json_t **ret) {
+        int r;
+
+        r = unpack_params(params, "{}");
+        if (r < 0)
+                return r;
+        *ret = service_status_json(in->accounting, in->live, in->page_size, true);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int document_tasks(const DocumentInput *in, json_t *params, json_t **ret) {
+        QueryTasks q = { .limit = 50, .pid = -1 };
+        const char *sort = NULL;
+        json_int_t limit = 50;
+        int include_exited = false, r;
+
+        r = unpack_params(params, "{s?I, s?b, s?s}", "limit", &limit, "includeExited", &include_exited,
+                          "sortBy", &sort);
+        if (r < 0 || (r = parse_sort(sort, &q.sort)) < 0)
+                return r;
+        q.limit = (size_t) limit;
+        q.include_exited = include_exited;
+        return query_tasks(in->accounting, &q, ret);
+}
+
+static int document_modules(const DocumentInput *in, json_t *params, json_t **ret) {
+        json_auto_t *modules = NULL;
+        const char *sort = NULL;
+        json_int_t limit = 50;
+        QuerySort s;
+        int r;
+
+        r = unpack_params(params, "{s?I, s?s}", "limit", &limit, "sortBy", &sort);
+        if (r < 0 || (r = parse_sort(sort, &s)) < 0)
+                return r;
+        r = query_modules(in->accounting, s, (size_t) limit, &modules);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{s:O}", "modules", modules);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int document_units(const DocumentInput *in, json_t *params, json_t **ret) {
+        QueryUnits q = { .show_addresses = true, .user_addresses = QUERY_USER_ADDRESSES_ALL, .usym = in->usym };
+        json_auto_t *units = NULL;
+        json_int_t limit = 50, stacks = 0;
+        const char *sort = NULL;
+        int r;
+
+        r = unpack_params(params, "{s?I, s?I, s?s}", "limit", &limit, "stacks", &stacks, "sortBy", &sort);
+        if (r < 0 || (r = parse_sort(sort, &q.sort)) < 0)
+                return r;
+        q.limit = (size_t) limit;
+        q.stacks = (unsigned) stacks;
+        r = query_units(in->accounting, &q, &units);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{s:O}", "units", units);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int document_slab(const DocumentInput *in, json_t *params, json_t **ret) {
+        const char *by = NULL;
+        json_int_t limit = 50;
+        SlabBy b;
+        int r;
+
+        r = unpack_params(params, "{s?I, s?s}", "limit", &limit, "by", &by);
+        if (r < 0)
+                return r;
+        b = by ? slab_by_from_string(by) : SLAB_BY_CALLSITE;
+        if (b < 0)
+                return -EINVAL;
+        return slab_query_json(in->accounting, b, (size_t) limit, true, ret);
+}
+
+static int document_leaks(const DocumentInput *in, json_t *params, json_t **ret) {
+        json_int_t limit = 20;
+        int r;
+
+        r = unpack_params(params, "{s?I}", "limit", &limit);
+        if (r < 0)
+                return r;
+        return leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now_nsec(CLOCK_MONOTONIC),
+                                                                                    (size_t) limit, in->usym),
+                                ret);
+}
+
+/* The OomKills reply, for the HTML page's OOM section; a memstrackd not watching them leaves it out. */
+static int document_oom_kills(const DocumentInput *in, json_t *params, json_t **ret) {
+        if (!in->live || !in->live->oom)
+                return -EOPNOTSUPP;
+        *ret = oomlog_json(in->live->oom);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The StackTree reply as the method builds it: the tree, and which allocations have stacks. */
+static int document_stack_tree(const DocumentInput *in, json_t *params, json_t **ret) {
         QueryStackTree q = {
-                .pid = pid,
-                .module = module,
-                .max_depth = SNAPSHOT_STACK_DEPTH_DEFAULT,
-                .min_pages = 1,
-                .max_children = SNAPSHOT_STACK_CHILDREN,
-                .sort = in->sort_by_peak ? QUERY_SORT_PEAK : QUERY_SORT_CURRENT,
+                .pid = -1,
                 .show_addresses = true,
                 .user_addresses = QUERY_USER_ADDRESSES_ALL,
                 .usym = in->usym,
         };
+        json_int_t pid = -1, max_depth = 32, min_pages = 1, max_children = 16;
+        json_auto_t *tree = NULL;
+        const char *sort = NULL;
+        int r;
+
+        r = unpack_params(params, "{s?I, s?s, s?I, s?I, s?I, s?s}", "pid", &pid, "module", &q.module,
+                          "maxDepth", &max_depth, "minPages", &min_pages, "maxChildren", &max_children,
+                          "sortBy", &sort);
+        if (r < 0 || (r = parse_sort(sort, &q.sort)) < 0)
+                return r;
+        q.pid = (int32_t) pid;
+        q.max_depth = (unsigned) max_depth;
+        q.min_pages = (uint64_t) min_pages;
+        q.max_children = (unsigned) max_children;
         r = query_stacktree(in->accounting, &q, &tree);
         if (r < 0)
                 return r;
@@ -47,102 +182,41 @@ static int tree_json(const DocumentInput *in, int32_t pid, const char *module, j
         return 0;
 }
 
-/* {key: value, "stackTree": tree} appended to list, for the first max entries of entries with pages. */
-static int add_scoped_trees(const DocumentInput *in, json_t *entries, bool tasks, size_t max, json_t *list) {
-        size_t n = 0, i;
-        json_t *e;
-        int r;
+static const struct {
+        const char *method;
+        DocumentMethod call;
+} document_methods[] = {
+        { "io.memstrack.Status", document_status },
+        { "io.memstrack.Tasks", document_tasks },
+        { "io.memstrack.Modules", document_modules },
+        { "io.memstrack.Units", document_units },
+        { "io.memstrack.Slab", document_slab },
+        { "io.memstrack.Leaks", document_leaks },
+        { "io.memstrack.OomKills", document_oom_kills },
+        { "io.memstrack.StackTree", document_stack_tree },
+};
 
-        json_array_foreach(entries, i, e) {
-                json_auto_t *tree = NULL;
+/* Answers with the query layer's -errno as they are: -ESRCH and -ENOENT for a task or module gone are the
+ * builder's NoSuchTask and NoSuchModule. A method not in the table is one memstrackd's document does
+ * without (-EOPNOTSUPP). */
+static int document_fetch(const char *method, json_t *params, SnapshotFetchFlags flags, json_t **ret_reply,
+                void *userdata) {
+        const DocumentInput *in = userdata;
 
-                if (n >= max || reply_count(e, "currentPages") == 0)
-                        break;
-                if (tasks && reply_int(e, "pid", -1) < 0)
-                        continue;       /* "[evicted]" has no tree of its own */
-                r = tasks ? tree_json(in, (int32_t) reply_int(e, "pid", -1), NULL, &tree) :
-                            tree_json(in, -1, reply_string(e, "name"), &tree);
-                if (r == -ESRCH || r == -ENOENT)
-                        continue;
-                if (r < 0)
-                        return r;
-                const char *key = tasks ? "pid" : "name";
-                if (json_array_append_new(list, json_pack("{s:O, s:O}", key, json_object_get(e, key),
-                                                          "stackTree", tree)) < 0)
-                        return -ENOMEM;
-                n++;
-        }
-        return 0;
+        for (size_t i = 0; i < ELEMENTSOF(document_methods); i++)
+                if (streq(document_methods[i].method, method))
+                        return document_methods[i].call(in, params, ret_reply);
+        return -EOPNOTSUPP;
 }
 
 int document_build(const DocumentInput *in, json_t **ret) {
-        json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *units = NULL, *tree = NULL, *doc = NULL;
-        json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
-        json_auto_t *slab_callsites = NULL, *slab_caches = NULL, *leaks = NULL;
-        int r;
+        SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
 
         assert(in);
         assert(ret);
 
-        if (!task_stacks || !module_stacks)
-                return -ENOMEM;
-        status = service_status_json(in->accounting, in->live, in->page_size, true);
-        if (!status)
-                return -ENOMEM;
-        r = query_tasks(in->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = SNAPSHOT_LIST_LIMIT,
-                                                        .pid = -1, .include_exited = true }, &tasks);
-        if (r < 0)
-                return r;
-        r = query_modules(in->accounting, QUERY_SORT_CURRENT, SNAPSHOT_LIST_LIMIT, &modules);
-        if (r < 0)
-                return r;
-        r = query_units(in->accounting, &(QueryUnits) { .sort = QUERY_SORT_CURRENT, .limit = SNAPSHOT_LIST_LIMIT,
-                                                         .stacks = SNAPSHOT_UNIT_STACKS, .show_addresses = true,
-                                                         .user_addresses = QUERY_USER_ADDRESSES_ALL,
-                                                         .usym = in->usym }, &units);
-        if (r < 0)
-                return r;
-        r = slab_query_json(in->accounting, SLAB_BY_CALLSITE, SNAPSHOT_LIST_LIMIT, true, &slab_callsites);
-        if (r < 0)
-                return r;
-        r = slab_query_json(in->accounting, SLAB_BY_CACHE, SNAPSHOT_LIST_LIMIT, true, &slab_caches);
-        if (r < 0)
-                return r;
-        r = leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now_nsec(CLOCK_MONOTONIC),
-                                                                                 SNAPSHOT_LEAKS_LIMIT, in->usym),
-                             &leaks);
-        if (r < 0)
-                return r;
-        r = tree_json(in, -1, NULL, &tree);
-        if (r < 0)
-                return r;
-        r = add_scoped_trees(in, reply_array(tasks, "tasks"), true, SNAPSHOT_TASK_STACKS_MAX, task_stacks);
-        if (r < 0)
-                return r;
-        r = add_scoped_trees(in, modules, false, SNAPSHOT_MODULE_STACKS_MAX, module_stacks);
-        if (r < 0)
-                return r;
-
-        char host[HOST_NAME_MAX + 1] = "";
-        (void) gethostname(host, sizeof(host) - 1);
-        doc = json_pack("{s:i, s:s, s:o?, s:I, s:O, s:O, s:{s:O}, s:O, s:O, s:O, s:{s:O}, s:{s:O, s:O}, s:O}",
-                        "memstrackSnapshot", SNAPSHOT_FORMAT_VERSION,
-                        "generator", "memstrackd " PACKAGE_VERSION,
-                        "host", host[0] ? json_string(host) : NULL,
-                        "realtimeUsec", varlink_count(now_usec(CLOCK_REALTIME)),
-                        "status", status,
-                        "tasks", tasks,
-                        "modules", "modules", modules,
-                        "stackTree", tree,
-                        "taskStacks", task_stacks,
-                        "moduleStacks", module_stacks,
-                        "units", "units", units,
-                        "slab", "callsites", slab_callsites, "caches", slab_caches,
-                        "leaks", leaks);
-        if (!doc)
-                return -ENOMEM;
-        *ret = TAKE_PTR(doc);
-        return 0;
+        req.sort_by_peak = in->sort_by_peak;
+        return snapshot_document_build("memstrackd", &req, document_fetch, (void *) in, ret);
 }
 
 /* The rendered reports, in memory: nothing is written when rendering fails. */

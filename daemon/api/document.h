@@ -2,10 +2,10 @@
 #pragma once
 
 /*
- * The snapshot document (snapshot-document.h) built from memstrackd's own state, the same document
- * memstrackctl assembles from Status, Tasks, Modules, Units and StackTree calls; and memstack's reports
- * rendered from it into a file, which is what `memstrackd --report LIST --output FILE` writes when it
- * stops (an initramfs has nobody left to ask the daemon by then).
+ * The snapshot document (snapshot-document.h) of memstrackd's own state: snapshot_document_build(), which
+ * memstrackctl runs with varlink calls, run here with direct calls of the functions that answer those
+ * methods; and memstrack's reports rendered from it into a file, which is what `memstrackd --report LIST
+ * --output FILE` writes when it stops (an initramfs has nobody left to ask the daemon by then).
  */
 
 #include <stdbool.h>

@@ -41,7 +41,8 @@ static int set_new(json_t *o, const char *key, json_t *value) {
 
 json_t *query_task_json(const Task *t) {
         /* comm and cmdline are the process's bytes: utf8.h encodes them for JSON. */
-        return json_pack("{s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:n}",
+        /* parentPid: processes only (a thread's parent is its process); null when unknown. */
+        return json_pack("{s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:n, s:o}",
                          "pid", (int) t->pid,
                          "comm", utf8_json_string(t->comm),
                          "cmdline", t->cmdline ? utf8_json_string(t->cmdline) : json_null(),
@@ -51,7 +52,8 @@ json_t *query_task_json(const Task *t) {
                          "frees", varlink_count(t->frees),
                          "baselinePages", varlink_count(t->baseline_pages),
                          "exited", t->exited,
-                         "threads");
+                         "threads",
+                         "parentPid", !t->is_thread && t->parent_pid > 0 ? json_integer(t->parent_pid) : json_null());
 }
 
 typedef struct SortItem {

@@ -27,6 +27,7 @@ struct Accounting {
         Units *units;                   /* owned: pages per cgroup and unit */
         Slab *slab;                     /* owned: live slab objects */
         PageKinds kinds;                /* owned: the kinds of page allocation charge cells name */
+        Heap *heap;                     /* owned: user-space heaps */
         uint64_t stamp_epoch;           /* pagemap_stamp_epoch() of the last pagemap_clamp_ages() */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
@@ -137,6 +138,7 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->index = chargeindex_new();
         a->units = units_new();
         a->slab = slab_new(config->max_slab_objects);
+        a->heap = heap_new(config->max_stack_nodes, config->max_heap_blocks, config->max_heaps);
         /* Objects come at many times the page rate with as many chains: a tree of their own keeps them out
          * of every page view and the pages' node budget. */
         if (config->slab && !(a->slab_stacks = stacktree_new(MAX(config->max_stack_nodes / 4, (size_t) 2), false,
@@ -144,7 +146,7 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
                 return -ENOMEM;
         if (page_kinds_init(&a->kinds) < 0)
                 return -ENOMEM;
-        if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab)
+        if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab || !a->heap)
                 return -ENOMEM;
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
         a->loading_module = usage_module_intern(a->usage, ACCOUNTING_LOADING_MODULE);
@@ -166,6 +168,7 @@ Accounting *accounting_free(Accounting *a) {
         units_free(a->units);
         slab_free(a->slab);
         page_kinds_done(&a->kinds);
+        heap_free(a->heap);
         free(a);
         return NULL;
 }
@@ -595,7 +598,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 handle_free(a, e);
                 break;
         case MS_EVENT_TASK_NEW:
-                (void) usage_task_seed(a->usage, e->pid, e->task.name, e->task.cmdline, e->task.baseline_pages,
+                (void) usage_task_seed(a->usage, e->pid, e->task.parent_pid, e->task.name, e->task.cmdline, e->task.baseline_pages,
                                        e->timestamp_nsec);
                 break;
         case MS_EVENT_TASK_FORK:
@@ -631,6 +634,14 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 break;
         case MS_EVENT_OBJECT_FREE:
                 handle_object_free(a, e);
+                break;
+        case MS_EVENT_HEAP_START:
+        case MS_EVENT_HEAP_ALLOC:
+        case MS_EVENT_HEAP_FREE:
+        case MS_EVENT_HEAP_STATE:
+        case MS_EVENT_HEAP_MAPS:
+        case MS_EVENT_HEAP_END:
+                heap_handle_event(a->heap, e);
                 break;
         default:
                 break;
@@ -733,6 +744,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                         slab_free(a->slab);
                         a->slab = slab;
                 }
+                heap_clear(a->heap);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) {
                         .lost_events = lost,
@@ -776,6 +788,10 @@ PageKinds *accounting_page_kinds(Accounting *a) {
         return &a->kinds;
 }
 
+Heap *accounting_heap(Accounting *a) {
+        return a->heap;
+}
+
 const ChargeIndex *accounting_chargeindex(const Accounting *a) {
         return a->index;
 }
@@ -792,7 +808,7 @@ size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
                (a->slab_stacks ? stacktree_memory_bytes(a->slab_stacks) : 0) +
                usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units) +
-               slab_memory_bytes(a->slab) + page_kinds_memory_bytes(&a->kinds);
+               slab_memory_bytes(a->slab) + heap_memory_bytes(a->heap) + page_kinds_memory_bytes(&a->kinds);
 }
 
 uint64_t accounting_current_pages(const Accounting *a) {

@@ -32,6 +32,7 @@
 
 #include "chargeindex.h"
 #include "event.h"
+#include "heap.h"
 #include "ksym.h"
 #include "pagekinds.h"
 #include "pagemap.h"
@@ -61,6 +62,8 @@ typedef struct AccountingConfig {
                                          * (process, chain), so it is opt-in */
         bool slab;                      /* slab object events are traced (memstrackd --slab) */
         size_t max_slab_objects;        /* live slab objects kept; more are dropped and counted */
+        size_t max_heap_blocks;         /* sampled user heap blocks kept (heap.h) */
+        size_t max_heaps;               /* user heaps recorded (heap.h) */
 } AccountingConfig;
 
 #define ACCOUNTING_CONFIG_DEFAULT                                                                       \
@@ -69,6 +72,8 @@ typedef struct AccountingConfig {
                 .max_exited_tasks = 4096,                                                               \
                 .expected_pages = 1u << 18,                                                             \
                 .max_slab_objects = 1u << 20,                                                           \
+                .max_heap_blocks = 1u << 22,                                                            \
+                .max_heaps = 1u << 16,                                                                  \
         })
 
 typedef struct AccountingStats {
@@ -140,6 +145,8 @@ StackTree *accounting_slab_stacktree(Accounting *a);
 Units *accounting_units(Accounting *a);
 /* Slab objects (slab.h): task and cgroup indexes are Usage's and Units'. */
 Slab *accounting_slab(Accounting *a);
+/* User-space heaps of processes that record them (heap.h). */
+Heap *accounting_heap(Accounting *a);
 /* Keeps the page table's allocation times from wrapping (pagemap.h): a walk of it when
  * pagemap_stamp_epoch(now_nsec) changed since the last, else nothing. Allocations call it; so do readers
  * of the ages. */

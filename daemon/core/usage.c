@@ -368,6 +368,7 @@ uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid,
                 uint32_t idx = task_new(u, pid, pid, false, now_nsec);
                 if (idx == USAGE_TASK_NONE)
                         return idx;
+                u->tasks[idx].parent_pid = parent_pid;
                 /* Until it execs, a child runs its parent's program: it shows the parent's name and
                  * command line (a failed copy only leaves the command line unknown). */
                 if (parent != USAGE_TASK_NONE) {
@@ -386,8 +387,8 @@ uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid,
         return thread_get(u, pid, tid, process, now_nsec);
 }
 
-uint32_t usage_task_seed(Usage *u, int32_t pid, const char *comm, const char *cmdline, uint64_t baseline_pages,
-                uint64_t now_nsec) {
+uint32_t usage_task_seed(Usage *u, int32_t pid, int32_t parent_pid, const char *comm, const char *cmdline,
+                uint64_t baseline_pages, uint64_t now_nsec) {
         forget_last(u);
         uint32_t idx = process_get(u, pid, now_nsec);
         if (idx == USAGE_TASK_NONE)
@@ -400,6 +401,8 @@ uint32_t usage_task_seed(Usage *u, int32_t pid, const char *comm, const char *cm
                 free(t->cmdline);
                 t->cmdline = strdup(cmdline);
         }
+        if (parent_pid > 0)
+                t->parent_pid = parent_pid;
         t->seeded = true;
         t->seeded_nsec = now_nsec;
         t->baseline_pages = baseline_pages;

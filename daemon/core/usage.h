@@ -28,6 +28,9 @@ typedef struct Task {
         int32_t pid;                    /* tgid for a process, tid for a thread */
         int32_t tgid;
         uint32_t process;               /* index of the process record; itself for a process */
+        int32_t parent_pid;             /* process: the tgid that forked it (or its parent in /proc when
+                                         * seeded), 0 unknown; kept as it was, not followed through
+                                         * reparenting, so the parent may have exited */
         char comm[USAGE_COMM_MAX];
         char *cmdline;                  /* owned; NULL when unknown */
         Ledger ledger[_LEDGER_UNIT_MAX];        /* indexed by LedgerUnit */
@@ -88,9 +91,9 @@ uint32_t usage_task_lookup(Usage *u, int32_t pid, int32_t tid, uint64_t now_nsec
 /* A new process or thread: a live record of the same id is replaced (pid reuse). A new process inherits its
  * parent's comm and cmdline (a fork without exec runs the parent's program). */
 uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid, uint64_t now_nsec);
-/* A task seen before tracing began (seeded from /proc). */
-uint32_t usage_task_seed(Usage *u, int32_t pid, const char *comm, const char *cmdline, uint64_t baseline_pages,
-                uint64_t now_nsec);
+/* A task seen before tracing began (seeded from /proc); parent_pid 0 when unknown. */
+uint32_t usage_task_seed(Usage *u, int32_t pid, int32_t parent_pid, const char *comm, const char *cmdline,
+                uint64_t baseline_pages, uint64_t now_nsec);
 void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, const char *cmdline,
                 uint64_t now_nsec);
 /* Marks tid exited; the process is exited when its leader (tid == pid) is. */

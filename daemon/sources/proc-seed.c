@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -72,17 +73,21 @@ int proc_pid_namespace(uint64_t *ret_dev, uint64_t *ret_ino, bool *ret_initial) 
         return 0;
 }
 
-/* Whether the task has exited and only waits to be reaped (a zombie, state Z, or X): its exit came before
- * tracing began, so it would stay alive in the accounting for good. A zombie leader whose threads still
- * run keeps its memory (statm counts it), and is seeded. */
-static bool proc_exited(const char *proc, long pid, uint64_t resident_pages) {
+/* From <proc>/PID/stat ("PID (COMM) STATE PPID ..."; the comm may hold spaces and parentheses): the state
+ * letter and the parent's pid. False if it cannot be read (the task is gone). */
+static bool proc_read_stat(const char *proc, long pid, char *ret_state, int32_t *ret_parent_pid) {
         char path[PATH_MAX], stat[STAT_MAX];
+        long parent;
 
-        if (resident_pages > 0 || !proc_path(path, proc, pid, "stat") || read_file_small(path, stat, sizeof(stat)) < 0)
+        if (!proc_path(path, proc, pid, "stat") || read_file_small(path, stat, sizeof(stat)) < 0)
                 return false;
-        /* "PID (COMM) STATE ...": the comm may hold spaces and parentheses. */
         const char *paren = strrchr(stat, ')');
-        return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+        if (!paren || paren[1] != ' ' || !paren[2] || sscanf(paren + 3, " %ld", &parent) != 1 || parent < 0 ||
+            parent > INT32_MAX)
+                return false;
+        *ret_state = paren[2];
+        *ret_parent_pid = (int32_t) parent;
+        return true;
 }
 
 uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) {
@@ -131,7 +136,14 @@ uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) 
                 if (!proc_path(path, proc, pid, "statm") || read_file_small(path, statm, sizeof(statm)) < 0 ||
                     sscanf(statm, "%llu %llu", &size_pages, &resident_pages) != 2)
                         resident_pages = 0;
-                if (proc_exited(proc, pid, resident_pages))
+                /* A task that has exited and only waits to be reaped (a zombie, state Z, or X): its exit
+                 * came before tracing began, so it would stay alive in the accounting for good. A zombie
+                 * leader whose threads still run keeps its memory (statm counts it), and is seeded. */
+                char state = 'R';
+                int32_t parent_pid = 0;
+                if (!proc_read_stat(proc, pid, &state, &parent_pid))
+                        parent_pid = 0;
+                if (resident_pages == 0 && (state == 'Z' || state == 'X'))
                         continue;
 
                 ev = (MsEvent) {
@@ -143,6 +155,7 @@ uint64_t proc_seed_tasks(const char *proc, pid_t self, const MsEventSink *sink) 
                                 .name = comm,
                                 .cmdline = proc_read_cmdline(proc, (int32_t) pid, cmdline, PROC_CMDLINE_MAX),
                                 .baseline_pages = resident_pages,
+                                .parent_pid = parent_pid,
                         },
                 };
                 sink->event(sink->userdata, &ev);

@@ -167,8 +167,8 @@ keys Enter
 expect_screen 'sort: current  filter: loadgen' "the filter in the tab line"
 # Only loadgen's rows are left (the parent that forked the child is a loadgen too).
 deadline=$((SECONDS + WAIT))
-# Lines 4 to 38: the panel; 39 is the history graph, 40 the status line.
-until rows=$(screen | sed -n '4,38p' | grep -v '^ *$') && [ -n "$rows" ] && ! echo "$rows" | grep -vq loadgen; do
+# Lines 5 to 38: the panel; 39 is the history graph, 40 the status line.
+until rows=$(screen | sed -n '5,38p' | grep -v '^ *$') && [ -n "$rows" ] && ! echo "$rows" | grep -vq loadgen; do
     [ $SECONDS -lt $deadline ] || { screen >&2; fail "rows other than loadgen's remain after the filter"; }
     sleep 0.1
 done
@@ -186,7 +186,7 @@ echo "ok history graph"
 # The highlighted row's pid (escape sequences from capture-pane -e: reverse video marks it), below the
 # header lines.
 selected_pid() {
-    tmux_ capture-pane -e -p -t top | tail -n +4 | grep $'\e\[[0-9;]*7m' | sed 's/\x1b\[[0-9;]*m//g' |
+    tmux_ capture-pane -e -p -t top | tail -n +5 | grep $'\e\[[0-9;]*7m' | sed 's/\x1b\[[0-9;]*m//g' |
         grep -E '^ +[0-9]+ ' | awk '{ print $1 }' | head -1
 }
 header() {
@@ -263,7 +263,7 @@ tmux_ resize-window -t top -x 80 -y 24
 expect_screen '^memstrack top - tracked' "the header at 80x24"
 deadline=$((SECONDS + WAIT))
 until [ "$(screen | wc -l)" -eq 24 ] && screen | sed -n 24p | grep -qE 'F1/\? help|Peaks reset' &&
-      screen | sed -n 3p | grep -q 'PID COMM'; do
+      screen | sed -n 4p | grep -q 'PID COMM'; do
     [ $SECONDS -lt $deadline ] || { screen >&2; fail "the 80x24 layout is wrong"; }
     sleep 0.1
 done

@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The html format: one self-contained page of a snapshot document, to open offline or send as one
+ * file. Everything is inline (styles, the table-sorting script, the history chart and the flame graph
+ * as SVG with its zoom script), and a Content-Security-Policy of default-src 'none' keeps the page from
+ * loading anything. Sections: summary, history, tasks, units, modules (tables sortable by a click on a
+ * column), the flame graph, slab call sites and caches, leaks, OOM kills; a section the document has no
+ * data for says so. Print and narrow screens get their own layout (@media rules). Its JSON form is the
+ * page as one string.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format-text.h"
+#include "format-util.h"
+#include "history-chart.h"
+#include "macro.h"
+#include "reply.h"
+#include "report-format.h"
+#include "xml.h"
+
+/* Rows per table unless top=N says otherwise; the table says how many more there are. */
+#define HTML_ROWS 100
+
+static const char page_style[] =
+        "body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1250px; padding: 0 1em 2em;"
+        " color: #222; background: #fff; }\n"
+        "h1 { font-size: 1.5em; margin: 0.8em 0 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em;"
+        " border-bottom: 1px solid #ccc; }\n"
+        "nav { position: sticky; top: 0; background: #f4f4f0; padding: 0.4em 0.6em; border-bottom: 1px solid #ddd;"
+        " z-index: 1; display: flex; flex-wrap: wrap; }\n"
+        "nav a { margin-right: 0.9em; color: #225; white-space: nowrap; }\n"
+        ".meta { color: #555; }\n"
+        "dl.summary { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1.2em; }\n"
+        "dl.summary dt { font-weight: bold; } dl.summary dd { margin: 0; }\n"
+        ".scroll { overflow-x: auto; }\n"
+        "table { border-collapse: collapse; font-size: 0.9em; }\n"
+        "th, td { padding: 0.2em 0.6em; border-bottom: 1px solid #e4e4e4; text-align: left; vertical-align: top; }\n"
+        "td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }\n"
+        "th { background: #eef; position: relative; }\n"
+        "table.sortable th { cursor: pointer; user-select: none; }\n"
+        "th[aria-sort=ascending]::after { content: ' \\25B2'; } th[aria-sort=descending]::after { content: ' \\25BC'; }\n"
+        "tr.exited td { color: #778; }\n"
+        "td.frames { font-family: monospace; font-size: 0.85em; }\n"
+        "td.cmd { max-width: 36em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n"
+        "svg { max-width: 100%; height: auto; }\n"
+        ".none { color: #777; font-style: italic; }\n"
+        "@media (max-width: 700px) { body { padding: 0 0.4em; } th, td { padding: 0.15em 0.3em; }"
+        " td.frames { word-break: break-all; } }\n"
+        "@media print { nav, #flamegraph .hint { display: none; } body { max-width: none; } h2 { break-after: avoid; }"
+        " tr { break-inside: avoid; } .scroll { overflow: visible; } td.cmd { white-space: normal; max-width: none; } a { color: inherit; text-decoration: none; } }\n";
+
+/* Sorting: a click on a column header orders the rows by it (numbers by data-v, text otherwise),
+ * a second click the other way round. */
+static const char page_script[] =
+        "(function () {\n"
+        "  \"use strict\";\n"
+        "  document.querySelectorAll(\"table.sortable\").forEach(function (table) {\n"
+        "    var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);\n"
+        "    heads.forEach(function (th, col) {\n"
+        "      th.addEventListener(\"click\", function () {\n"
+        "        var down = th.getAttribute(\"aria-sort\") !== \"descending\";\n"
+        "        heads.forEach(function (h) { h.removeAttribute(\"aria-sort\"); });\n"
+        "        th.setAttribute(\"aria-sort\", down ? \"descending\" : \"ascending\");\n"
+        "        var body = table.tBodies[0];\n"
+        "        var rows = Array.prototype.slice.call(body.rows);\n"
+        "        var numeric = th.classList.contains(\"n\");\n"
+        "        rows.sort(function (a, b) {\n"
+        "          var x = a.cells[col], y = b.cells[col], c;\n"
+        "          if (numeric)\n"
+        "            c = Number(x.getAttribute(\"data-v\")) - Number(y.getAttribute(\"data-v\"));\n"
+        "          else\n"
+        "            c = x.textContent.localeCompare(y.textContent);\n"
+        "          return down ? -c : c;\n"
+        "        });\n"
+        "        rows.forEach(function (r) { body.appendChild(r); });\n"
+        "      });\n"
+        "    });\n"
+        "  });\n"
+        "})();\n";
+
+static void put(FILE *f, const char *text) {
+        (void) xml_put_text(f, text);
+}
+
+static void cell_text(FILE *f, const char *text) {
+        fputs("<td>", f);
+        put(f, text ?: "");
+        fputs("</td>", f);
+}
+
+static void cell_count(FILE *f, uint64_t v) {
+        fprintf(f, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", v, v);
+}
+
+static void cell_bytes(FILE *f, uint64_t bytes) {
+        char buf[FORMAT_BUFFER_MAX];
+        fprintf(f, "<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>", bytes, format_bytes(buf, sizeof(buf), bytes));
+}
+
+/* A table's head: numeric columns (a leading '#' in the name) align right and sort as numbers. */
+static void table_start(FILE *f, const char *id, const char *const *columns) {
+        fprintf(f, "<div class=\"scroll\"><table class=\"sortable\" id=\"%s\"><thead><tr>", id);
+        for (size_t i = 0; columns[i]; i++) {
+                bool numeric = columns[i][0] == '#';
+                fprintf(f, "<th%s>%s</th>", numeric ? " class=\"n\"" : "", columns[i] + numeric);
+        }
+        fputs("</tr></thead><tbody>\n", f);
+}
+
+static void table_end(FILE *f, size_t shown, size_t total) {
+        fputs("</tbody></table></div>\n", f);
+        if (total > shown)
+                fprintf(f, "<p class=\"meta\">%zu more not shown (the biggest %zu are).</p>\n", total - shown, shown);
+}
+
+static void none(FILE *f, const char *why) {
+        fputs("<p class=\"none\">", f);
+        put(f, why);
+        fputs("</p>\n", f);
+}
+
+static size_t rows_for(const ReportOptions *o) {
+        return o->top > 0 ? o->top : HTML_ROWS;
+}
+
+static void section_summary(FILE *f, json_t *doc, uint64_t page_size) {
+        json_t *s = reply_object(doc, "status");
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+
+        fputs("<section id=\"summary\"><h2>Summary</h2>\n<dl class=\"summary\">\n", f);
+        fprintf(f, "<dt>Tracked now</dt><dd>%s (%" PRIu64 " pages)</dd>\n",
+                format_pages(a, sizeof(a), reply_count(s, "trackedPages"), page_size), reply_count(s, "trackedPages"));
+        fprintf(f, "<dt>Peak</dt><dd>%s (%" PRIu64 " pages)</dd>\n",
+                format_pages(a, sizeof(a), reply_count(s, "peakTrackedPages"), page_size),
+                reply_count(s, "peakTrackedPages"));
+        fprintf(f, "<dt>Tasks</dt><dd>%zu</dd>\n", json_array_size(reply_array(reply_object(doc, "tasks"), "tasks")));
+        fprintf(f, "<dt>Events</dt><dd>%" PRIu64 " (%.0f/s), %" PRIu64 " lost</dd>\n", reply_count(s, "events"),
+                reply_double(s, "eventsPerSecond", 0), reply_count(s, "lostEvents"));
+        uint64_t up = reply_count(s, "uptimeUsec") / 1000000;
+        (void) snprintf(b, sizeof(b), "%" PRIu64 "h %02" PRIu64 "m %02" PRIu64 "s", up / 3600, up / 60 % 60, up % 60);
+        fprintf(f, "<dt>Traced for</dt><dd>%s</dd>\n", b);
+        fputs("<dt>Source</dt><dd>", f);
+        put(f, reply_string(s, "backend") ?: "?");
+        fputs(", memstrackd ", f);
+        put(f, reply_string(s, "version") ?: "?");
+        fputs("</dd>\n", f);
+        if (reply_count(s, "stackSampleInterval") > 1)
+                fprintf(f, "<dt>Stacks</dt><dd>sampled 1 in %" PRIu64 " pages, scaled</dd>\n",
+                        reply_count(s, "stackSampleInterval"));
+        fputs("</dl></section>\n", f);
+}
+
+static void section_history(FILE *f, json_t *doc, uint64_t page_size) {
+        json_t *h = reply_object(doc, "history");
+
+        fputs("<section id=\"history\"><h2>History</h2>\n", f);
+        if (!h)
+                none(f, "This snapshot has no history: memstrackd's own --report has none, nor a snapshot "
+                        "from a memstrackd without History or a file written before it.");
+        else
+                (void) history_chart_write(h, page_size, "Tracked pages over time", false, f);
+        fputs("</section>\n", f);
+}
+
+static void section_tasks(FILE *f, json_t *doc, const ReportOptions *o, uint64_t page_size) {
+        static const char *const columns[] = { "#PID", "Name", "#Current", "#Peak", "#Allocs", "#Frees", "State",
+                                                "Command", NULL };
+        json_t *tasks = reply_array(reply_object(doc, "tasks"), "tasks"), *t;
+        size_t i, shown = 0;
+
+        fputs("<section id=\"tasks\"><h2>Tasks</h2>\n", f);
+        table_start(f, "tasks-table", columns);
+        json_array_foreach(tasks, i, t) {
+                if (shown >= rows_for(o))
+                        break;
+                bool exited = reply_bool(t, "exited", false);
+                fprintf(f, "<tr%s>", exited ? " class=\"exited\"" : "");
+                cell_count(f, (uint64_t) MAX(reply_int(t, "pid", 0), (int64_t) 0));
+                cell_text(f, reply_string(t, "comm"));
+                cell_bytes(f, reply_count(t, "currentPages") * page_size);
+                cell_bytes(f, reply_count(t, "peakPages") * page_size);
+                cell_count(f, reply_count(t, "allocs"));
+                cell_count(f, reply_count(t, "frees"));
+                cell_text(f, exited ? "exited" : "running");
+                /* Long command lines on one line, cut; the whole one in the tooltip (and in print). */
+                fputs("<td class=\"cmd\" title=\"", f);
+                put(f, reply_string(t, "cmdline") ?: "");
+                fputs("\">", f);
+                put(f, reply_string(t, "cmdline") ?: "");
+                fputs("</td>", f);
+                fputs("</tr>\n", f);
+                shown++;
+        }
+        table_end(f, shown, json_array_size(tasks));
+        fputs("</section>\n", f);
+}
+
+static void section_units(FILE *f, json_t *doc, const ReportOptions *o, uint64_t page_size) {
+        static const char *const columns[] = { "Unit", "#Current", "#Peak", "#Tasks", "State", "Cgroup", NULL };
+        json_t *units = reply_array(reply_object(doc, "units"), "units"), *u;
+        size_t i, shown = 0;
+
+        fputs("<section id=\"units\"><h2>Units</h2>\n", f);
+        if (!units)
+                none(f, "This snapshot has no units (memstrackd without units, or an older file).");
+        else {
+                table_start(f, "units-table", columns);
+                json_array_foreach(units, i, u) {
+                        if (shown >= rows_for(o))
+                                break;
+                        fputs("<tr>", f);
+                        cell_text(f, reply_string(u, "name"));
+                        cell_bytes(f, reply_count(u, "currentPages") * page_size);
+                        cell_bytes(f, reply_count(u, "peakPages") * page_size);
+                        cell_count(f, reply_count(u, "tasks"));
+                        cell_text(f, reply_bool(u, "live", true) ? "live" : "removed");
+                        cell_text(f, reply_string(u, "cgroup"));
+                        fputs("</tr>\n", f);
+                        shown++;
+                }
+                table_end(f, shown, json_array_size(units));
+        }
+        fputs("</section>\n", f);
+}
+
+static void section_modules(FILE *f, json_t *doc, const ReportOptions *o, uint64_t page_size) {
+        static const char *const columns[] = { "Module", "#Current", "#Peak", "State", NULL };
+        json_t *modules = reply_array(reply_object(doc, "modules"), "modules"), *m;
+        size_t i, shown = 0;
+
+        fputs("<section id=\"modules\"><h2>Modules</h2>\n", f);
+        table_start(f, "modules-table", columns);
+        json_array_foreach(modules, i, m) {
+                if (shown >= rows_for(o))
+                        break;
+                fputs("<tr>", f);
+                cell_text(f, reply_string(m, "name"));
+                cell_bytes(f, reply_count(m, "currentPages") * page_size);
+                cell_bytes(f, reply_count(m, "peakPages") * page_size);
+                cell_text(f, reply_bool(m, "loaded", true) ? "loaded" : "unloaded");
+                fputs("</tr>\n", f);
+                shown++;
+        }
+        table_end(f, shown, json_array_size(modules));
+        fputs("</section>\n", f);
+}
+
+/* The flame graph's SVG without its XML declaration, which HTML does not take. */
+static int section_flamegraph(FILE *f, json_t *doc, const ReportOptions *o) {
+        _cleanup_free_ char *svg = NULL;
+        size_t size = 0;
+        FILE *m;
+        int r;
+
+        fputs("<section id=\"flamegraph\"><h2>Flame graph</h2>\n", f);
+        m = open_memstream(&svg, &size);
+        if (!m)
+                return -ENOMEM;
+        /* The flamegraph format's own SVG (render-stacks.c), as report --format flamegraph writes it. */
+        r = report_format_find("flamegraph")->text(doc, o, m);
+        if (fclose(m) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        const char *start = svg ? strstr(svg, "<svg") : NULL;
+        if (start)
+                fputs(start, f);
+        else
+                none(f, "No stack tree in this snapshot.");
+        fputs("</section>\n", f);
+        return 0;
+}
+
+static void section_slab(FILE *f, json_t *doc, const ReportOptions *o) {
+        static const char *const columns[] = { "Name", "#Objects", "#Bytes", "#Requested", "#Waste %", "#Peak",
+                                               "#Allocs", "#Frees", NULL };
+        json_t *slab = reply_object(doc, "slab");
+
+        fputs("<section id=\"slab\"><h2>Slab objects</h2>\n", f);
+        if (!slab || !reply_bool(reply_object(slab, "callsites"), "tracing", true) ||
+            json_array_size(reply_array(reply_object(slab, "callsites"), "rows")) == 0)
+                none(f, "No slab objects in this snapshot (memstrackd traces them with --slab).");
+        for (int k = 0; slab && k < 2; k++) {
+                json_t *rows = reply_array(reply_object(slab, k == 0 ? "callsites" : "caches"), "rows"), *r;
+                size_t i, shown = 0;
+                if (json_array_size(rows) == 0)
+                        continue;
+                fprintf(f, "<h3>By %s</h3>\n", k == 0 ? "call site" : "cache");
+                table_start(f, k == 0 ? "slab-callsites-table" : "slab-caches-table", columns);
+                json_array_foreach(rows, i, r) {
+                        if (shown >= rows_for(o))
+                                break;
+                        fputs("<tr>", f);
+                        cell_text(f, reply_string(r, "name"));
+                        cell_count(f, reply_count(r, "liveObjects"));
+                        cell_bytes(f, reply_count(r, "liveBytesAllocated"));
+                        cell_bytes(f, reply_count(r, "liveBytesRequested"));
+                        fprintf(f, "<td class=\"n\" data-v=\"%.2f\">%.1f</td>", reply_double(r, "wastePercent", 0),
+                                reply_double(r, "wastePercent", 0));
+                        cell_bytes(f, reply_count(r, "peakLiveBytes"));
+                        cell_count(f, reply_count(r, "allocs"));
+                        cell_count(f, reply_count(r, "frees"));
+                        fputs("</tr>\n", f);
+                        shown++;
+                }
+                table_end(f, shown, json_array_size(rows));
+        }
+        fputs("</section>\n", f);
+}
+
+/* Frames innermost first, one a line. */
+static void cell_frames(FILE *f, json_t *frames) {
+        json_t *fr;
+        size_t i;
+
+        fputs("<td class=\"frames\">", f);
+        json_array_foreach(frames, i, fr) {
+                if (i > 0)
+                        fputs("<br>", f);
+                put(f, json_string_value(fr) ?: "?");
+        }
+        fputs("</td>", f);
+}
+
+static void section_leaks(FILE *f, json_t *doc, const ReportOptions *o, uint64_t page_size) {
+        static const char *const page_columns[] = { "#PID", "Name", "#Pages", "#Oldest (s)", "Stack", NULL };
+        static const char *const object_columns[] = { "Call site", "#Objects", "#Bytes", "#Oldest (s)", NULL };
+        json_t *leaks = reply_object(doc, "leaks"), *e;
+        size_t i, shown = 0;
+
+        fputs("<section id=\"leaks\"><h2>Leaks</h2>\n", f);
+        if (!leaks) {
+                none(f, "This snapshot has no leak lists (memstrackd without Leaks, or an older file).");
+                fputs("</section>\n", f);
+                return;
+        }
+        fprintf(f, "<p class=\"meta\">Live pages and objects older than %" PRIu64 " s, biggest first.</p>\n",
+                reply_count(leaks, "minAgeUsec") / 1000000);
+        json_t *pages = reply_array(leaks, "pages");
+        if (json_array_size(pages) == 0)
+                none(f, "No pages that old.");
+        else {
+                table_start(f, "leak-pages-table", page_columns);
+                json_array_foreach(pages, i, e) {
+                        if (shown >= rows_for(o))
+                                break;
+                        fputs("<tr>", f);
+                        cell_count(f, (uint64_t) MAX(reply_int(e, "pid", 0), (int64_t) 0));
+                        cell_text(f, reply_string(e, "comm"));
+                        cell_count(f, reply_count(e, "pages"));
+                        cell_count(f, reply_count(e, "oldestAgeUsec") / 1000000);
+                        cell_frames(f, reply_array(e, "frames"));
+                        fputs("</tr>\n", f);
+                        shown++;
+                }
+                table_end(f, shown, json_array_size(pages));
+        }
+        json_t *rows = reply_array(leaks, "rows");
+        if (json_array_size(rows) > 0) {
+                shown = 0;
+                table_start(f, "leak-objects-table", object_columns);
+                json_array_foreach(rows, i, e) {
+                        if (shown >= rows_for(o))
+                                break;
+                        fputs("<tr>", f);
+                        cell_text(f, reply_string(e, "name"));
+                        cell_count(f, reply_count(e, "objects"));
+                        cell_bytes(f, reply_count(e, "bytes"));
+                        cell_count(f, reply_count(e, "oldestAgeUsec") / 1000000);
+                        fputs("</tr>\n", f);
+                        shown++;
+                }
+                table_end(f, shown, json_array_size(rows));
+        }
+        (void) page_size;
+        fputs("</section>\n", f);
+}
+
+static void when_text(char *buf, size_t size, uint64_t realtime_usec) {
+        time_t t = (time_t) (realtime_usec / 1000000);
+        struct tm tm;
+
+        if (realtime_usec == 0 || !localtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+                (void) snprintf(buf, size, "?");
+}
+
+static void section_oom(FILE *f, json_t *doc, uint64_t page_size) {
+        static const char *const columns[] = { "When", "#PID", "Name", "Unit", "#Tracked then", "Biggest holders",
+                                               NULL };
+        json_t *oom = reply_object(doc, "oomKills"), *k;
+        size_t i;
+
+        fputs("<section id=\"oom\"><h2>OOM kills</h2>\n", f);
+        if (!oom) {
+                none(f, "This snapshot has no OOM records (memstrackd without OomKills, or an older file).");
+                fputs("</section>\n", f);
+                return;
+        }
+        if (!reply_bool(oom, "watching", true)) {
+                fputs("<p class=\"meta\">OOM kills are not watched: ", f);
+                put(f, reply_string(oom, "reason") ?: "unknown reason");
+                fputs("</p>\n", f);
+        }
+        json_t *kills = reply_array(oom, "kills");
+        if (json_array_size(kills) == 0) {
+                none(f, "No OOM kill while memstrackd ran.");
+                fputs("</section>\n", f);
+                return;
+        }
+        table_start(f, "oom-table", columns);
+        json_array_foreach(kills, i, k) {
+                char when[64];
+                json_t *holders = reply_object(k, "holders"), *t;
+                size_t j;
+                when_text(when, sizeof(when), reply_count(k, "realtimeUsec"));
+                fputs("<tr>", f);
+                cell_text(f, when);
+                cell_count(f, (uint64_t) MAX(reply_int(k, "pid", 0), (int64_t) 0));
+                cell_text(f, reply_string(k, "comm"));
+                cell_text(f, reply_string(k, "unit"));
+                cell_bytes(f, reply_count(holders, "trackedPages") * page_size);
+                fputs("<td>", f);
+                json_array_foreach(reply_array(holders, "tasks"), j, t) {
+                        char size[FORMAT_BUFFER_MAX];
+                        if (j >= 5)
+                                break;
+                        if (j > 0)
+                                fputs(", ", f);
+                        put(f, reply_string(t, "comm") ?: "?");
+                        fprintf(f, " (%" PRIi64 ", %s)", reply_int(t, "pid", 0),
+                                format_pages(size, sizeof(size), reply_count(t, "currentPages"), page_size));
+                }
+                fputs("</td></tr>\n", f);
+        }
+        table_end(f, json_array_size(kills), json_array_size(kills));
+        fputs("</section>\n", f);
+}
+
+static int text_html(json_t *doc, const ReportOptions *o, FILE *f) {
+        uint64_t page_size = reply_count(reply_object(doc, "status"), "pageSize") ?: 4096;
+        const char *host = reply_string(doc, "host");
+        char when[64];
+        int r;
+
+        when_text(when, sizeof(when), reply_count(doc, "realtimeUsec"));
+        fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+              /* Nothing leaves the page: no request of any kind, only what is inline. */
+              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+              "script-src 'unsafe-inline'; img-src data:\">\n"
+              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>memstrack report", f);
+        if (host) {
+                fputs(" - ", f);
+                put(f, host);
+        }
+        fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>memstrack report</h1>\n<p class=\"meta\">", page_style);
+        put(f, host ?: "unknown host");
+        fputs(", ", f);
+        put(f, when);
+        fputs(", ", f);
+        put(f, reply_string(doc, "generator") ?: "memstrack");
+        fputs("</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#history\">History</a><a href=\"#tasks\">Tasks</a>"
+              "<a href=\"#units\">Units</a><a href=\"#modules\">Modules</a><a href=\"#flamegraph\">Flame graph</a>"
+              "<a href=\"#slab\">Slab</a><a href=\"#leaks\">Leaks</a><a href=\"#oom\">OOM kills</a></nav>\n", f);
+
+        section_summary(f, doc, page_size);
+        section_history(f, doc, page_size);
+        section_tasks(f, doc, o, page_size);
+        section_units(f, doc, o, page_size);
+        section_modules(f, doc, o, page_size);
+        r = section_flamegraph(f, doc, o);
+        if (r < 0)
+                return r;
+        section_slab(f, doc, o);
+        section_leaks(f, doc, o, page_size);
+        section_oom(f, doc, page_size);
+        fprintf(f, "<script>\n%s</script>\n</body>\n</html>\n", page_script);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* The page as one JSON string. */
+static int json_html(json_t *doc, const ReportOptions *o, json_t **ret) {
+        _cleanup_free_ char *page = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&page, &size);
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        r = text_html(doc, o, m);
+        if (fclose(m) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        *ret = json_stringn(page, size);
+        return *ret ? 0 : -ENOMEM;
+}
+
+const ReportFormat report_format_html = {
+        .name = "html",
+        .family = "html",
+        .text = text_html,
+        .json = json_html,
+};

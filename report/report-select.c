@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+
+/* Finding, choosing and cutting what a report shows (report-select.h), and report_prune_tree(). */
+
+#include <stdlib.h>
+
+#include "flamegraph.h"
+#include "format-text.h"
+#include "macro.h"
+#include "reply.h"
+#include "report-select.h"
+
+static int compare_items(const void *a, const void *b) {
+        const ReportItem *x = a, *y = b;
+
+        if (x->key != y->key)
+                return x->key > y->key ? -1 : 1;
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* current or peak pages of a Task, Module, Unit, StackNode or StackPages; a peak the daemon did not know
+ * (or a StackPages, which has none) reads as current. */
+static uint64_t sort_key(const json_t *j, ReportSort sort) {
+        int64_t peak = reply_node_peak(j);
+
+        if (sort == REPORT_SORT_PEAK && peak >= 0)
+                return (uint64_t) peak;
+        return reply_count(j, "currentPages");
+}
+
+uint64_t report_throttle_limit(uint64_t total, unsigned percent) {
+        return total / 100 * percent + (total % 100 * percent + 99) / 100;
+}
+
+int report_select_items(json_t *array, const ReportOptions *o, unsigned max, ReportItem **ret,
+                size_t *ret_n) {
+        _cleanup_free_ ReportItem *items = calloc(MAX(json_array_size(array), (size_t) 1), sizeof(*items));
+        uint64_t total = 0, taken = 0, limit;
+        size_t n = 0, kept = 0, i;
+        json_t *e;
+
+        if (!items)
+                return -ENOMEM;
+        json_array_foreach(array, i, e) {
+                uint64_t key = sort_key(e, o->sort);
+                if (key == 0)
+                        continue;
+                items[n++] = (ReportItem) { e, key, i };
+                total += key;
+        }
+        qsort(items, n, sizeof(ReportItem), compare_items);
+
+        limit = report_throttle_limit(total, o->throttle);
+        for (kept = 0; kept < n && taken < limit && (max == 0 || kept < max); kept++)
+                taken += items[kept].key;
+        *ret_n = kept;
+        *ret = TAKE_PTR(items);
+        return 0;
+}
+
+static json_t *prune(const json_t *node, const ReportOptions *o, int64_t depth) {
+        json_t *children = reply_array(node, "children");
+        size_t n_children = json_array_size(children), n = 0, dropped = 0, i;
+        _cleanup_free_ ReportItem *items = calloc(MAX(n_children, (size_t) 1), sizeof(ReportItem));
+        json_auto_t *copy = json_copy((json_t *) node), *kept = json_array();
+        uint64_t current = reply_count(node, "currentPages"), in_children = 0, taken = 0;
+        /* REPORT_DEPTH_MAX bounds the recursion for hand-edited files as deep as jansson allows. */
+        bool cut_here = (o->max_depth >= 0 && depth >= o->max_depth) || depth >= REPORT_DEPTH_MAX;
+        json_t *e;
+
+        if (!items || !copy || !kept)
+                return NULL;
+        json_array_foreach(children, i, e) {
+                items[n++] = (ReportItem) { e, sort_key(e, o->sort), i };
+                in_children += reply_count(e, "currentPages");
+        }
+        qsort(items, n, sizeof(ReportItem), compare_items);
+
+        uint64_t limit = report_throttle_limit(sort_key(node, o->sort), o->throttle);
+        size_t n_kept = 0;
+        for (i = 0; i < n && !cut_here; i++) {
+                if (items[i].key == 0 || taken >= limit || (o->top > 0 && n_kept >= o->top)) {
+                        dropped++;
+                        continue;
+                }
+                json_t *child = prune(items[i].json, o, depth + 1);
+                if (!child || json_array_append_new(kept, child) < 0)
+                        return NULL;
+                taken += items[i].key;
+                n_kept++;
+        }
+        if (cut_here)
+                dropped = n;
+
+        /* A node cut by depth shows its whole subtree as its own; throttled children just go away. */
+        uint64_t self = cut_here ? current : current > in_children ? current - in_children : 0;
+        if (json_object_set(copy, "children", kept) < 0 ||
+            json_object_set_new(copy, "selfPages", json_integer((json_int_t) self)) < 0 ||
+            json_object_set_new(copy, "truncatedChildren",
+                                json_integer((json_int_t) (reply_count(node, "truncatedChildren") + dropped))) < 0)
+                return NULL;
+        return TAKE_PTR(copy);
+}
+
+json_t *report_prune_tree(const json_t *node, const ReportOptions *o) {
+        if (!json_is_object(node))
+                return json_pack("{s:s, s:n, s:n, s:i, s:i, s:[], s:i, s:i}", "frame", "[empty]", "module",
+                                 "address", "currentPages", 0, "peakPages", 0, "children", "truncatedChildren", 0,
+                                 "selfPages", 0);
+        return prune(node, o, 0);
+}
+
+uint64_t report_doc_page_size(json_t *doc) {
+        return reply_count(reply_object(doc, "status"), "pageSize") ?: 4096;
+}
+
+static json_t *doc_tasks(json_t *doc) {
+        return reply_array(reply_object(doc, "tasks"), "tasks");
+}
+
+static json_t *doc_modules(json_t *doc) {
+        return reply_array(reply_object(doc, "modules"), "modules");
+}
+
+/* The units, or NULL when the document has none: taken from a memstrackd without Units, or by an
+ * earlier memstrackctl. Not the same as an empty list. */
+static json_t *doc_units(json_t *doc) {
+        return reply_array(reply_object(doc, "units"), "units");
+}
+
+json_t *report_doc_scoped_tree(json_t *doc, const char *list, const char *key, json_t *value) {
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(reply_array(doc, list), i, e)
+                if (json_equal(json_object_get(e, key), value))
+                        return reply_object(e, "stackTree");
+        return NULL;
+}
+
+static json_t *find_task(json_t *doc, int64_t pid) {
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(doc_tasks(doc), i, e)
+                if (reply_int(e, "pid", -1) == pid)
+                        return e;
+        return NULL;
+}
+
+static json_t *find_module(json_t *doc, const char *name) {
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(doc_modules(doc), i, e)
+                if (streq(reply_string(e, "name") ?: "", name))
+                        return e;
+        return NULL;
+}
+
+int report_doc_pruned_tree(json_t *doc, const ReportOptions *o, bool by_function, json_t **ret) {
+        json_t *tree, *root;
+
+        if (o->pid >= 0) {
+                json_auto_t *pid = json_integer((json_int_t) o->pid);
+                tree = report_doc_scoped_tree(doc, "taskStacks", "pid", pid);
+                if (!tree)
+                        return -ESRCH;
+        } else if (o->module) {
+                json_auto_t *name = json_string(o->module);
+                tree = report_doc_scoped_tree(doc, "moduleStacks", "name", name);
+                if (!tree)
+                        return -ENOENT;
+        } else
+                tree = reply_object(doc, "stackTree");
+        root = reply_object(tree, "root");
+        if (by_function && !o->offsets && root) {
+                json_auto_t *merged = flamegraph_merge_functions(root);
+                if (!merged)
+                        return -ENOMEM;
+                *ret = report_prune_tree(merged, o);
+        } else
+                *ret = report_prune_tree(root, o);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int report_doc_select(json_t *doc, const ReportOptions *o, bool tasks, unsigned max, ReportItem **ret,
+                size_t *ret_n) {
+        json_t *focus = NULL;
+
+        if (tasks && o->pid >= 0) {
+                focus = find_task(doc, o->pid);
+                if (!focus)
+                        return -ESRCH;
+        } else if (!tasks && o->module) {
+                focus = find_module(doc, o->module);
+                if (!focus)
+                        return -ENOENT;
+        }
+        if (!focus)
+                return report_select_items(tasks ? doc_tasks(doc) : doc_modules(doc), o, max, ret, ret_n);
+
+        *ret = calloc(1, sizeof(ReportItem));
+        if (!*ret)
+                return -ENOMEM;
+        (*ret)[0] = (ReportItem) { focus, sort_key(focus, o->sort), 0 };
+        *ret_n = 1;
+        return 0;
+}
+
+int report_doc_select_units(json_t *doc, const ReportOptions *o, unsigned max, ReportItem **ret,
+                size_t *ret_n) {
+        if (!doc_units(doc))
+                return 1;
+        return report_select_items(doc_units(doc), o, max, ret, ret_n);
+}
+
+double report_megabytes(uint64_t pages, uint64_t page_size) {
+        return (double) pages * (double) page_size / 1024.0 / 1024.0;
+}
+
+void report_print_stack_sampling(json_t *doc, FILE *f) {
+        uint64_t interval = reply_count(reply_object(doc, "status"), "stackSampleInterval");
+        char buf[FORMAT_STACK_SAMPLING_MAX];
+
+        if (interval > 1)
+                fprintf(f, "Stacks sampled: %s\n", format_stack_sampling(buf, sizeof(buf), interval));
+}
