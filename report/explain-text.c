@@ -65,6 +65,8 @@ static void print_comparisons(const json_t *reply, FILE *f) {
         const json_t *x;
         size_t i;
 
+        if (json_array_size(reply_array(reply, "comparisons")) == 0)
+                return;
         fprintf(f, "\n  %-8s %12s %12s  %s\n", "", "KERNEL", "MEMSTRACK", "WHAT");
         json_array_foreach(reply_array(reply, "comparisons"), i, x) {
                 _cleanup_free_ char *what = format_sanitize(reply_string(x, "what") ?: "?");
@@ -146,7 +148,8 @@ int explain_render_text(const json_t *reply, FILE *f) {
 
         print_sanitized(f, "", reply_string(reply, "name"), "");
         print_sanitized(f, " (", reply_string(reply, "cgroup") ?: "cgroup not known", ")");
-        fprintf(f, ": %" PRIu64 " live processes%s\n", reply_count(reply, "tasks"),
+        uint64_t tasks = reply_count(reply, "tasks");
+        fprintf(f, ": %" PRIu64 " live process%s%s\n", tasks, tasks == 1 ? "" : "es",
                 reply_bool(reply, "live", true) ? "" : ", its cgroups are gone");
         if (json_is_object(kernel))
                 print_kernel(kernel, f);
@@ -167,12 +170,10 @@ int explain_render_text(const json_t *reply, FILE *f) {
                         reply_count(reply, "descendantPages"),
                         format_bytes(b, sizeof(b), reply_count(reply, "descendantSlabBytes")));
 
-        const json_t *diff = json_object_get(reply, "differenceBytes");
-        if (json_is_integer(diff)) {
-                json_int_t d = json_integer_value(diff);
+        if (json_is_integer(json_object_get(reply, "differenceBytes")))
                 fprintf(f, "Difference: the kernel charges %s %s than memstrack counts\n",
-                        format_bytes(a, sizeof(a), (uint64_t) (d < 0 ? -d : d)), d < 0 ? "less" : "more");
-        }
+                        format_bytes(a, sizeof(a), reply_count(reply, "differenceBytes")),
+                        reply_bool(reply, "kernelCountsMore", true) ? "more" : "less");
         print_comparisons(reply, f);
         print_holders("Held by live processes", reply_object(reply, "alive"), tracing_slab, page_size, f);
         print_holders("Held by no live process (allocated by tasks that have exited)", reply_object(reply, "orphaned"),

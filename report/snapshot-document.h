@@ -19,7 +19,9 @@
  *     when memstrackd does not know Slab, and in files from earlier versions),
  *     "leaks": <Leaks reply with its default ages, SNAPSHOT_LEAKS_LIMIT rows per list> (optional, as slab),
  *     "history": <History reply of the total, its default: the finest buckets> (optional, as slab),
- *     "oomKills": <OomKills reply> (optional, as slab) }
+ *     "oomKills": <OomKills reply> (optional, as slab),
+ *     "explain": [ <Explain reply of each of the SNAPSHOT_EXPLAIN_UNITS biggest units>, ... ] (optional, as
+ *     slab) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
  *
@@ -44,6 +46,10 @@
 #define SNAPSHOT_MODULE_STACKS_MAX 64
 /* Stacks kept per unit (Units' stacks parameter): a unit's top stacks, not a tree. */
 #define SNAPSHOT_UNIT_STACKS 8
+/* Units explained (Explain), the biggest by current pages, and the rows and stacks per list of each. */
+#define SNAPSHOT_EXPLAIN_UNITS 8
+#define SNAPSHOT_EXPLAIN_LIMIT 10
+#define SNAPSHOT_EXPLAIN_STACKS 3
 /* Rows per list of the Leaks reply kept (its ages are the method's defaults). */
 #define SNAPSHOT_LEAKS_LIMIT 100
 #define SNAPSHOT_STACK_DEPTH_DEFAULT 64
@@ -79,7 +85,8 @@ typedef struct SnapshotRequest {
 
 /*
  * Builds the document by asking fetch (with userdata) for Status, Tasks, Modules, Units, Slab, Leaks,
- * History, OomKills and the StackTrees, in that order; Units, Slab, Leaks, History and OomKills are optional, and the biggest tasks' and modules'
+ * History, OomKills, Explain and the StackTrees, in that order; Units, Slab, Leaks, History, OomKills and
+ * Explain are optional, and the biggest tasks' and modules'
  * trees are left out for those that went away meanwhile. program ("memstrackctl", "memstrackd") names the
  * generator. 0 with a new reference in *ret, -ENOMEM, or what fetch failed with.
  */

@@ -211,6 +211,7 @@ static void test_kernel_v2(void) {
 
         /* The total compared takes the units below in: 69 + 4 pages. */
         ASSERT_EQ(int_at(reply, "differenceBytes"), 70275072 - 73 * 4096);
+        ASSERT_TRUE(json_is_true(json_object_get(reply, "kernelCountsMore")));
         const json_t *cmp = json_object_get(reply, "comparisons");
         ASSERT_EQ(int_at(row_named(cmp, "what", "total"), "memstrackBytes"), 73 * 4096);
         ASSERT_EQ(int_at(row_named(cmp, "what", "user"), "kernelBytes"), 67522560 + 1232896);

@@ -1154,6 +1154,36 @@ static void test_root_only(void) {
         fixture_done(&f);
 }
 
+/* Explain and PageBreakdown over the wire: the views themselves are test-explain's; here their parameters
+ * and errors. No memory controller is known to this service: the kernel's side says so. */
+static void test_explain_and_breakdown(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *web = call_ok(&f, "io.memstrack.Explain", "{\"name\": \"web.service\", \"limit\": 1, \"stacks\": 1}");
+        ASSERT_EQ(get_int(web, "currentPages"), 6);
+        ASSERT_TRUE(json_is_null(json_object_get(web, "kernel")));
+        ASSERT_EQ(get_int(json_object_get(web, "alive"), "pages"), 6);
+        ASSERT_EQ(json_array_size(json_object_get(json_object_get(web, "alive"), "stacks")), 1);
+        json_auto_t *gone = call_error(&f, "io.memstrack.Explain", "{\"name\": \"nonesuch.service\"}",
+                                       "io.memstrack.NoSuchUnit");
+        expect_invalid(&f, "io.memstrack.Explain", "{}", "name");
+        expect_invalid(&f, "io.memstrack.Explain", "{\"name\": \"web.service\", \"stacks\": 101}", "stacks");
+
+        json_auto_t *order = call_ok(&f, "io.memstrack.PageBreakdown", "{\"by\": \"order\"}");
+        ASSERT_EQ(get_int(order, "totalPages"), 15);
+        json_auto_t *unit = call_ok(&f, "io.memstrack.PageBreakdown", "{\"by\": \"order\", \"unit\": \"web.service\"}");
+        ASSERT_EQ(get_int(unit, "totalPages"), 6);
+        json_auto_t *pid = call_error(&f, "io.memstrack.PageBreakdown", "{\"by\": \"gfp\", \"pid\": 99999}",
+                                      "io.memstrack.NoSuchTask");
+        json_auto_t *module = call_error(&f, "io.memstrack.PageBreakdown", "{\"by\": \"node\", \"module\": \"nope\"}",
+                                         "io.memstrack.NoSuchModule");
+        expect_invalid(&f, "io.memstrack.PageBreakdown", "{\"by\": \"color\"}", "by");
+        expect_invalid(&f, "io.memstrack.PageBreakdown", "{}", "by");
+        expect_invalid(&f, "io.memstrack.PageBreakdown", "{\"by\": \"order\", \"pid\": 1, \"unit\": \"x\"}", "unit");
+        fixture_done(&f);
+}
+
 int main(void) {
         /* A peer that goes away while we write must not kill the test. */
         (void) signal(SIGPIPE, SIG_IGN);
@@ -1166,6 +1196,7 @@ int main(void) {
         TEST(test_tasks_and_modules);
         TEST(test_stack_tree);
         TEST(test_units);
+        TEST(test_explain_and_breakdown);
         TEST(test_top);
         TEST(test_top_interval);
         TEST(test_top_slab);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "document.h"
+#include "explain.h"
 #include "leaks.h"
 #include "macro.h"
 #include "oomlog.h"
@@ -150,6 +151,32 @@ static int document_oom_kills(const DocumentInput *in, json_t *params, json_t **
         return *ret ? 0 : -ENOMEM;
 }
 
+/* A unit's Explain view, with the kernel's figures where memstrackd reads them. */
+static int document_explain(const DocumentInput *in, json_t *params, json_t **ret) {
+        ExplainQuery q = {
+                .show_addresses = true,
+                .user_addresses = QUERY_USER_ADDRESSES_ALL,
+                .usym = in->usym,
+                .page_size = in->page_size,
+        };
+        json_int_t limit = EXPLAIN_LIMIT_DEFAULT, stacks = EXPLAIN_STACKS_DEFAULT;
+        int r;
+
+        r = unpack_params(params, "{s:s, s?I, s?I}", "name", &q.name, "limit", &limit, "stacks", &stacks);
+        if (r < 0)
+                return r;
+        q.limit = (size_t) limit;
+        q.stacks = (unsigned) stacks;
+        if (in->live) {
+                q.memcg = in->live->memcg;
+                q.memcg_reason = in->live->memcg_reason;
+                q.lost_events = in->live->source.lost_records;
+                q.stack_sample_interval = in->live->source.stack_sample_interval;
+                q.uptime_usec = in->live->uptime_usec;
+        }
+        return explain_query_json(in->accounting, &q, ret);
+}
+
 /* The StackTree reply as the method builds it: the tree, and which allocations have stacks. */
 static int document_stack_tree(const DocumentInput *in, json_t *params, json_t **ret) {
         QueryStackTree q = {
@@ -193,6 +220,7 @@ static const struct {
         { "io.memstrack.Slab", document_slab },
         { "io.memstrack.Leaks", document_leaks },
         { "io.memstrack.OomKills", document_oom_kills },
+        { "io.memstrack.Explain", document_explain },
         { "io.memstrack.StackTree", document_stack_tree },
 };
 

@@ -11,6 +11,7 @@
 #include "explain.h"
 #include "macro.h"
 #include "slabquery.h"
+#include "varlink.h"
 #include "utf8.h"
 
 /* Who holds a unit's memory: its live processes, or no live process (allocated by tasks that exited). */
@@ -56,6 +57,15 @@ typedef struct Explain {
 /* __GFP_MOVABLE: bit 3 in every kernel; user memory (anonymous and page cache) is allocated movable,
  * kernel memory (slab, page tables, stacks, socket buffers) is not. */
 #define GFP_MOVABLE_BIT UINT64_C(0x08)
+
+/* a * b and a + b held at COUNT_MAX: counts near their own ceilings make no negative reply. */
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+        return b != 0 && a > COUNT_MAX / b ? COUNT_MAX : a * b;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+        return a > COUNT_MAX - MIN(b, COUNT_MAX) ? COUNT_MAX : a + b;
+}
 
 static int tally_add(TallyList *l, uint32_t key, uint64_t amount, uint64_t objects) {
         if (greedy_realloc(&l->items, &l->allocated, l->n + 1, sizeof(Tally), 64) < 0)
@@ -304,7 +314,7 @@ static json_t *tasks_json(Explain *e, Holder h, const ExplainQuery *q) {
                 return NULL;
         for (uint32_t p = 0; p < e->n_slots; p++)
                 if ((e->process_pages[p] > 0 || e->process_slab[p] > 0) && holder_of(e, p) == h)
-                        rows[n++] = (Tally) { p, e->process_pages[p] * (uint64_t) q->page_size + e->process_slab[p], 1 };
+                        rows[n++] = (Tally) { p, add_sat(mul_sat(e->process_pages[p], (uint64_t) q->page_size), e->process_slab[p]), 1 };
         if (h == HOLDER_ORPHANED && n > 0) {
                 /* Exited processes of one name make one row (its first process's counters hold the sums):
                  * which of them exited is rarely the question. */
@@ -367,19 +377,19 @@ json_t *explain_kernel_json(const Memcg *m, const char *cgroup, const MemcgFigur
                 if (x < MEMCG_STAT_FIRST || !memcg_figure_known(f, x))
                         continue;
                 if (json_array_append_new(stat, json_pack("{s:s, s:I, s:s}", "name", memcg_figure_to_string(x),
-                                                          "bytes", (json_int_t) f->value[x], "source", source)) < 0)
+                                                          "bytes", varlink_count(f->value[x]), "source", source)) < 0)
                         return NULL;
         }
         for (MemcgEvent x = 0; x < _MEMCG_EVENT_MAX; x++)
                 if ((f->events_known & (UINT32_C(1) << x)) &&
                     json_array_append_new(events, json_pack("{s:s, s:I}", "name", memcg_event_to_string(x),
-                                                            "count", (json_int_t) f->events[x])) < 0)
+                                                            "count", varlink_count(f->events[x]))) < 0)
                         return NULL;
         /* A limit of "max" is none: null, as is a figure not read. */
         json_t *figures[MEMCG_STAT_FIRST];
         for (MemcgFigure x = 0; x < MEMCG_STAT_FIRST; x++)
                 figures[x] = memcg_figure_known(f, x) && f->value[x] != MEMCG_UNLIMITED ?
-                             json_integer((json_int_t) f->value[x]) : json_null();
+                             json_integer(varlink_count(f->value[x])) : json_null();
         o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:O, s:O, s:O}",
                       "hierarchy", memcg_hierarchy_to_string(f->hierarchy),
                       "path", utf8_json_string(path),
@@ -407,7 +417,7 @@ static int reason_add(json_t *reasons, const char *reason, bool has_bytes, uint6
         if (r < 0)
                 return -ENOMEM;
         json_t *o = json_pack("{s:s, s:o, s:o}", "reason", reason,
-                              "bytes", has_bytes ? json_integer((json_int_t) bytes) : json_null(),
+                              "bytes", has_bytes ? json_integer(varlink_count(bytes)) : json_null(),
                               "text", utf8_json_string(text));
         return o && json_array_append_new(reasons, o) >= 0 ? 0 : -ENOMEM;
 }
@@ -416,10 +426,10 @@ static int reason_add(json_t *reasons, const char *reason, bool has_bytes, uint6
 static int compare_add(json_t *list, const char *what, const MemcgFigures *f, MemcgFigure a, MemcgFigure b,
                 bool has_memstrack, uint64_t memstrack_bytes, const char *note) {
         bool known = f && memcg_figure_known(f, a) && (b == _MEMCG_FIGURE_INVALID || memcg_figure_known(f, b));
-        uint64_t kernel = known ? f->value[a] + (b == _MEMCG_FIGURE_INVALID ? 0 : f->value[b]) : 0;
+        uint64_t kernel = known ? add_sat(f->value[a], b == _MEMCG_FIGURE_INVALID ? 0 : f->value[b]) : 0;
         json_t *o = json_pack("{s:s, s:o, s:o, s:s}", "what", what,
-                              "kernelBytes", known ? json_integer((json_int_t) kernel) : json_null(),
-                              "memstrackBytes", has_memstrack ? json_integer((json_int_t) memstrack_bytes) : json_null(),
+                              "kernelBytes", known ? json_integer(varlink_count(kernel)) : json_null(),
+                              "memstrackBytes", has_memstrack ? json_integer(varlink_count(memstrack_bytes)) : json_null(),
                               "note", note);
         return o && json_array_append_new(list, o) >= 0 ? 0 : -ENOMEM;
 }
@@ -441,8 +451,8 @@ static void descendants(Explain *e, const UnitUsage *x, uint64_t *ret_pages, uin
                              strncmp(y->cgroup, x->cgroup, len) == 0 && y->cgroup[len] == '/';
                 if (!below)
                         continue;
-                *ret_pages += y->ledger.current;
-                *ret_slab += y->slab_bytes.current;
+                *ret_pages = add_sat(*ret_pages, y->ledger.current);
+                *ret_slab = add_sat(*ret_slab, y->slab_bytes.current);
                 (*ret_n)++;
         }
 }
@@ -460,12 +470,12 @@ static int reasons_json(Explain *e, const ExplainQuery *q, const UnitUsage *x, c
                 r = reason_add(list, "no-kernel-figures", false, 0, "The kernel's figures cannot be read: %s.",
                                kernel_reason ?: "unknown reason");
         if (r >= 0 && x->n_live == 0)
-                r = reason_add(list, "reparented", true, (x->ledger.current * ps) + x->slab_bytes.current,
+                r = reason_add(list, "reparented", true, add_sat(mul_sat(x->ledger.current, ps), x->slab_bytes.current),
                                "The unit's cgroups are gone: the kernel moved what they still held (page cache, "
                                "slab objects) to the parent cgroup, where it is charged now; memstrack keeps it "
                                "here, with the tasks that allocated it.");
         if (r >= 0 && n_desc > 0)
-                r = reason_add(list, "hierarchical", true, desc_pages * ps + desc_slab,
+                r = reason_add(list, "hierarchical", true, add_sat(mul_sat(desc_pages, ps), desc_slab),
                                "The kernel's figures include the %zu units below this cgroup; memstrack counts them "
                                "apart (%" PRIu64 " pages, %" PRIu64 " slab bytes), and adds them in the total "
                                "compared.", n_desc, desc_pages, desc_slab);
@@ -576,25 +586,29 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
                 descendants(&e, x, &desc_pages, &desc_slab, &n_desc);
                 r = reasons_json(&e, &q, x, f, kernel_reason, desc_pages, desc_slab, n_desc, &reasons);
         }
-        uint64_t ps = (uint64_t) q.page_size, total = (x->ledger.current + desc_pages) * ps;
+        uint64_t ps = (uint64_t) q.page_size, total = mul_sat(add_sat(x->ledger.current, desc_pages), ps);
         bool slab = accounting_traces_slab(a);
         comparisons = json_array();
         if (r >= 0 && (!comparisons ||
             compare_add(comparisons, "total", f, MEMCG_CURRENT, _MEMCG_FIGURE_INVALID, true, total,
                         "memory.current (usage_in_bytes on v1) against the pages the unit's tasks (and those of "
                         "the units below it) allocated and still hold") < 0 ||
-            compare_add(comparisons, "user", f, MEMCG_ANON, MEMCG_FILE, true, e.movable_pages * ps,
+            compare_add(comparisons, "user", f, MEMCG_ANON, MEMCG_FILE, true, mul_sat(e.movable_pages, ps),
                         "anon + file against the unit's pages allocated movable (user memory)") < 0 ||
-            compare_add(comparisons, "anon", f, MEMCG_ANON, _MEMCG_FIGURE_INVALID, true, e.movable_pages * ps,
+            compare_add(comparisons, "anon", f, MEMCG_ANON, _MEMCG_FIGURE_INVALID, true, mul_sat(e.movable_pages, ps),
                         "anon against the unit's pages allocated movable, which include its page cache") < 0 ||
-            compare_add(comparisons, "kernel", f, MEMCG_KERNEL, _MEMCG_FIGURE_INVALID, true, e.kernel_pages * ps,
+            compare_add(comparisons, "kernel", f, MEMCG_KERNEL, _MEMCG_FIGURE_INVALID, true, mul_sat(e.kernel_pages, ps),
                         "kernel memory (memory.kmem.usage_in_bytes on v1) against the unit's pages allocated "
                         "unmovable or reclaimable: slab pages, page tables, stacks, buffers") < 0 ||
             compare_add(comparisons, "slab", f, MEMCG_SLAB, _MEMCG_FIGURE_INVALID, slab,
-                        e.side[HOLDER_ALIVE].slab_bytes + e.side[HOLDER_ORPHANED].slab_bytes,
+                        add_sat(e.side[HOLDER_ALIVE].slab_bytes, e.side[HOLDER_ORPHANED].slab_bytes),
                         "slab objects charged against the unit's live slab objects (v1 has no slab figure: "
                         "its objects are in kernel)") < 0))
                 r = -ENOMEM;
+
+        bool has_current = f && memcg_figure_known(f, MEMCG_CURRENT);
+        uint64_t current = has_current ? f->value[MEMCG_CURRENT] : 0;
+        bool kernel_more = current >= total;
 
         /* Live processes by the unit of the cgroup they last allocated in, as Units counts them. */
         for (uint32_t i = 0; r >= 0 && i < e.n_slots; i++) {
@@ -605,7 +619,7 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
         }
         if (r >= 0) {
                 json_t *o = json_pack("{s:o, s:o, s:b, s:I, s:i, s:O, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:b, "
-                                      "s:O, s:O, s:o, s:O, s:O, s:{s:I, s:I, s:I}}",
+                                      "s:O, s:O, s:o, s:o, s:O, s:O, s:{s:I, s:I, s:I}}",
                                       "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
                                       "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
                                       "live", x->n_live > 0,
@@ -622,9 +636,10 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
                                       "tracingSlab", slab,
                                       "alive", alive,
                                       "orphaned", orphaned,
-                                      "differenceBytes", f && memcg_figure_known(f, MEMCG_CURRENT) ?
-                                              json_integer((json_int_t) f->value[MEMCG_CURRENT] - (json_int_t) total) :
+                                      "differenceBytes", has_current ?
+                                              json_integer(varlink_count(kernel_more ? current - total : total - current)) :
                                               json_null(),
+                                      "kernelCountsMore", has_current ? json_boolean(kernel_more) : json_null(),
                                       "comparisons", comparisons,
                                       "reasons", reasons,
                                       "pageKinds", "movable", (json_int_t) e.movable_pages,
