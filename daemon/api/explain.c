@@ -653,3 +653,95 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
         explain_done(&e);
         return r;
 }
+
+/* Per unit index: what its live processes and no live process hold. */
+typedef struct UnitHeld {
+        const ChargeIndex *ci;
+        Usage *usage;
+        Units *units;
+        uint64_t (*held)[4];            /* [unit][alive pages, orphaned pages, alive slab, orphaned slab] */
+        size_t n_units;
+} UnitHeld;
+
+static bool process_orphaned(Usage *u, uint32_t process) {
+        const Task *t = usage_task(u, process);
+        return !t || t->exited || t->evicted;
+}
+
+static void held_cell(void *userdata, uint32_t cell) {
+        UnitHeld *h = userdata;
+        uint32_t unit = units_unit_of(h->units, chargeindex_cgroup(h->ci, cell));
+
+        if (unit < h->n_units) {
+                uint64_t *x = &h->held[unit][process_orphaned(h->usage, chargeindex_process(h->ci, cell))];
+                *x = add_sat(*x, chargeindex_pages(h->ci, cell));
+        }
+}
+
+static void held_object(void *userdata, uint64_t ptr, const SlabObject *o) {
+        UnitHeld *h = userdata;
+        uint32_t unit = o->cgroup != SLAB_NONE ? units_unit_of(h->units, o->cgroup) : UNITS_NONE;
+
+        (void) ptr;
+        if (unit < h->n_units)
+                h->held[unit][2 + process_orphaned(h->usage, usage_task_process(h->usage, o->task))] += o->allocated;
+}
+
+int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long page_size, json_t **ret) {
+        Units *un = accounting_units(a);
+        UnitHeld h = {
+                .ci = accounting_chargeindex(a),
+                .usage = accounting_usage(a),
+                .units = un,
+                .n_units = units_unit_count(un),
+        };
+        json_auto_t *list = json_array();
+        json_t *name;
+        size_t i;
+
+        assert(a && ret);
+
+        if (!list)
+                return -ENOMEM;
+        h.held = calloc(MAX(h.n_units, (size_t) 1), sizeof(*h.held));
+        if (!h.held)
+                return -ENOMEM;
+        /* One walk of the cells and one of the objects for every unit asked about. */
+        chargeindex_foreach_cell(h.ci, held_cell, &h);
+        if (accounting_traces_slab(a))
+                slab_foreach(accounting_slab(a), held_object, &h);
+
+        uint64_t ps = (uint64_t) (page_size > 0 ? page_size : 4096);
+        json_array_foreach(names, i, name) {
+                uint32_t unit = json_is_string(name) ? find_unit(un, json_string_value(name)) : UNITS_NONE;
+                const UnitUsage *x = unit != UNITS_NONE ? units_unit(un, unit) : NULL;
+                json_t *kernel = json_null();
+                MemcgFigures f;
+
+                if (!x)
+                        continue;       /* never known, or merged into another name since it was listed */
+                if (memcg && x->cgroup && x->n_live > 0 && memcg_read(memcg, x->cgroup, &f) >= 0) {
+                        kernel = explain_kernel_json(memcg, x->cgroup, &f);
+                        if (!kernel) {
+                                free(h.held);
+                                return -ENOMEM;
+                        }
+                }
+                json_t *o = json_pack("{s:o, s:o, s:b, s:I, s:I, s:I, s:I, s:o}",
+                                      "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
+                                      "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
+                                      "live", x->n_live > 0,
+                                      "aliveBytes", varlink_count(mul_sat(h.held[unit][0], ps)),
+                                      "orphanedBytes", varlink_count(mul_sat(h.held[unit][1], ps)),
+                                      "aliveSlabBytes", varlink_count(h.held[unit][2]),
+                                      "orphanedSlabBytes", varlink_count(h.held[unit][3]),
+                                      "kernel", kernel);
+                if (!o || json_array_append_new(list, o) < 0) {
+                        free(h.held);
+                        return -ENOMEM;
+                }
+        }
+        free(h.held);
+        *ret = json_pack("{s:O}", "units", list);
+        return *ret ? 0 : -ENOMEM;
+}

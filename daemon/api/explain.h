@@ -47,6 +47,11 @@ typedef struct ExplainQuery {
 /* The Explain reply (io.memstrack.varlink). -ENXIO for an unknown unit, -ENOMEM. */
 int explain_query_json(Accounting *a, const ExplainQuery *q, json_t **ret);
 
+/* The ExplainUnits reply: for each unit named (a JSON array of names as Unit.name; unknown ones left out),
+ * in that order, what its live processes and no live process hold, and its kernel figures. One walk of
+ * the cells and one of the live objects for all of them. -ENOMEM. */
+int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long page_size, json_t **ret);
+
 /* The kernel's figures of a cgroup as ExplainKernel: the hierarchy, the directory read, limits, memory.stat
  * figures with their sources, what the hierarchy lacks, and memory.events. New reference, NULL on OOM. */
 json_t *explain_kernel_json(const Memcg *m, const char *cgroup, const MemcgFigures *f);

@@ -1143,6 +1143,31 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
         return varlink_call_reply(call, reply);
 }
 
+#define EXPLAIN_UNITS_MAX 1000
+
+static int method_explain_units(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        json_t *names = NULL, *name;
+        const VarlinkField fields[] = {
+                { .name = "names", .type = VARLINK_FIELD_ARRAY, .ret = &names, .mandatory = true },
+        };
+        json_auto_t *reply = NULL;
+        size_t i;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        if (json_array_size(names) > EXPLAIN_UNITS_MAX)
+                return varlink_call_error_invalid_parameter(call, "names");
+        json_array_foreach(names, i, name)
+                if (!json_is_string(name))
+                        return varlink_call_error_invalid_parameter(call, "names");
+        ServiceLive live = service_live(sv);
+        int r = explain_units_json(sv->accounting, names, live.memcg, sv->page_size, &reply);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static const char *const breakdown_by_choices[] = { "order", "gfp", "migratetype", "node", NULL };
 
 static int method_page_breakdown(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -1210,6 +1235,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Leaks", method_leaks, 0 },
         { "io.memstrack.Explain", method_explain, 0 },
         { "io.memstrack.PageBreakdown", method_page_breakdown, 0 },
+        { "io.memstrack.ExplainUnits", method_explain_units, 0 },
         { "io.memstrack.Heap", method_heap, 0 },
 };
 
