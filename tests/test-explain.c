@@ -286,6 +286,31 @@ static void test_without_kernel(void) {
         accounting_free(a);
 }
 
+/* Explain in short for several units from one walk: the same split as Explain's, the kernel's figures
+ * where they can be read, unknown names left out. */
+static void test_explain_units(void) {
+        _cleanup_(memcg_freep) Memcg *m = NULL;
+        Accounting *a = scene();
+        json_auto_t *names = json_pack("[s, s, s]", "holder.service", "nonesuch.service", "inner.scope");
+        json_auto_t *reply = NULL;
+
+        ASSERT_OK(memcg_new("data/memcg/unified", "data/memcg/v2", &m));
+        ASSERT_OK(explain_units_json(a, names, m, 4096, &reply));
+        const json_t *units = json_object_get(reply, "units");
+        ASSERT_EQ(json_array_size(units), 2);
+        const json_t *holder = json_array_get(units, 0), *inner = json_array_get(units, 1);
+        ASSERT_STREQ(json_string_value(json_object_get(holder, "name")), "holder.service");
+        ASSERT_EQ(int_at(holder, "aliveBytes"), 68 * 4096);
+        ASSERT_EQ(int_at(holder, "orphanedBytes"), 1 * 4096);
+        ASSERT_EQ(int_at(holder, "aliveSlabBytes"), 1800);
+        ASSERT_EQ(int_at(holder, "orphanedSlabBytes"), 984);
+        ASSERT_EQ(int_at(json_object_get(holder, "kernel"), "currentBytes"), 70275072);
+        ASSERT_STREQ(json_string_value(json_object_get(inner, "name")), "inner.scope");
+        ASSERT_EQ(int_at(inner, "aliveBytes"), 4 * 4096);
+        ASSERT_TRUE(json_is_null(json_object_get(inner, "kernel")));  /* no directory in the recording */
+        accounting_free(a);
+}
+
 static json_int_t pages_of(const json_t *reply, const char *key) {
         const json_t *row = row_named(json_object_get(reply, "rows"), "key", key);
         return row ? int_at(row, "pages") : -1;
@@ -355,6 +380,7 @@ int main(void) {
         TEST(test_kernel_v1);
         TEST(test_without_kernel);
         TEST(test_breakdown);
+        TEST(test_explain_units);
         ksym_free(ksym);
         return 0;
 }
