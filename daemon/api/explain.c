@@ -34,8 +34,10 @@ typedef struct TallyList {
 
 typedef struct Side {
         uint64_t pages, slab_objects, slab_bytes;
-        TallyList page_stacks;          /* per cell: (leaf, pages), merged before use */
-        TallyList slab_stacks;          /* per object: (leaf, bytes, 1), merged */
+        uint64_t *leaf_pages;           /* per node of the page stack tree */
+        uint64_t *slab_leaf_bytes, *slab_leaf_objects;  /* per node of the slab stack tree */
+        TallyList page_stacks;          /* the leaves holding pages, biggest first (from leaf_pages) */
+        TallyList slab_stacks;          /* the same of slab objects */
         uint64_t *cache_bytes, *cache_objects;  /* per cache index, with one slot for "no name" at the end */
         uint64_t *site_bytes, *site_objects;    /* per call site index */
 } Side;
@@ -45,7 +47,7 @@ typedef struct Explain {
         Usage *usage;
         Units *units;
         uint32_t unit;
-        size_t n_caches, n_sites, n_slots;
+        size_t n_caches, n_sites, n_slots, n_nodes, n_slab_nodes;
         Side side[_HOLDER_MAX];
         uint64_t *process_pages, *process_slab; /* per task slot (process records) */
         uint64_t movable_pages;         /* of the unit's pages, allocated movable (user memory: anon, file) */
@@ -74,34 +76,12 @@ static int tally_add(TallyList *l, uint32_t key, uint64_t amount, uint64_t objec
         return 0;
 }
 
-static int compare_key(const void *x, const void *y) {
-        const Tally *a = x, *b = y;
-        return a->key < b->key ? -1 : a->key > b->key;
-}
-
 /* Biggest first; ties by key, so replies are deterministic. */
 static int compare_amount(const void *x, const void *y) {
         const Tally *a = x, *b = y;
         if (a->amount != b->amount)
                 return a->amount > b->amount ? -1 : 1;
         return a->key < b->key ? -1 : a->key > b->key;
-}
-
-/* One entry per key, summed, biggest first. */
-static void tally_merge(TallyList *l) {
-        size_t n = 0;
-
-        if (l->n == 0)
-                return;
-        qsort(l->items, l->n, sizeof(Tally), compare_key);
-        for (size_t i = 0; i < l->n; i++)
-                if (n > 0 && l->items[n - 1].key == l->items[i].key) {
-                        l->items[n - 1].amount += l->items[i].amount;
-                        l->items[n - 1].objects += l->items[i].objects;
-                } else
-                        l->items[n++] = l->items[i];
-        l->n = n;
-        qsort(l->items, l->n, sizeof(Tally), compare_amount);
 }
 
 static Holder holder_of(Explain *e, uint32_t process) {
@@ -135,8 +115,9 @@ static void count_cell(void *userdata, uint32_t cell) {
                 e->movable_pages += pages;
         else
                 e->kernel_pages += pages;
-        if (tally_add(&s->page_stacks, global_leaf(e, chargeindex_node(ci, cell)), pages, 0) < 0)
-                e->error = -ENOMEM;
+        uint32_t leaf = global_leaf(e, chargeindex_node(ci, cell));
+        if (leaf < e->n_nodes)
+                s->leaf_pages[leaf] += pages;
 }
 
 static void count_object(void *userdata, uint64_t ptr, const SlabObject *o) {
@@ -161,8 +142,10 @@ static void count_object(void *userdata, uint64_t ptr, const SlabObject *o) {
                 s->site_bytes[o->site] += o->allocated;
                 s->site_objects[o->site]++;
         }
-        if (tally_add(&s->slab_stacks, o->stack, o->allocated, 1) < 0)
-                e->error = -ENOMEM;
+        if (o->stack < e->n_slab_nodes) {
+                s->slab_leaf_bytes[o->stack] += o->allocated;
+                s->slab_leaf_objects[o->stack]++;
+        }
 }
 
 static int explain_init(Explain *e, Accounting *a, uint32_t unit) {
@@ -177,6 +160,8 @@ static int explain_init(Explain *e, Accounting *a, uint32_t unit) {
                 .n_sites = slab_site_count(slab),
         };
         e->n_slots = usage_task_slots(e->usage);
+        e->n_nodes = stacktree_size(accounting_stacktree(a));
+        e->n_slab_nodes = accounting_slab_stacktree(a) ? stacktree_size(accounting_slab_stacktree(a)) : 0;
         e->process_pages = calloc(e->n_slots + 1, sizeof(uint64_t));
         e->process_slab = calloc(e->n_slots + 1, sizeof(uint64_t));
         if (!e->process_pages || !e->process_slab)
@@ -187,7 +172,11 @@ static int explain_init(Explain *e, Accounting *a, uint32_t unit) {
                 s->cache_objects = calloc(e->n_caches + 1, sizeof(uint64_t));
                 s->site_bytes = calloc(e->n_sites + 1, sizeof(uint64_t));
                 s->site_objects = calloc(e->n_sites + 1, sizeof(uint64_t));
-                if (!s->cache_bytes || !s->cache_objects || !s->site_bytes || !s->site_objects)
+                s->leaf_pages = calloc(e->n_nodes + 1, sizeof(uint64_t));
+                s->slab_leaf_bytes = calloc(e->n_slab_nodes + 1, sizeof(uint64_t));
+                s->slab_leaf_objects = calloc(e->n_slab_nodes + 1, sizeof(uint64_t));
+                if (!s->cache_bytes || !s->cache_objects || !s->site_bytes || !s->site_objects || !s->leaf_pages ||
+                    !s->slab_leaf_bytes || !s->slab_leaf_objects)
                         return -ENOMEM;
         }
         return 0;
@@ -202,6 +191,9 @@ static void explain_done(Explain *e) {
                 free(s->cache_objects);
                 free(s->site_bytes);
                 free(s->site_objects);
+                free(s->leaf_pages);
+                free(s->slab_leaf_bytes);
+                free(s->slab_leaf_objects);
         }
         free(e->process_pages);
         free(e->process_slab);
@@ -345,11 +337,22 @@ static json_t *tasks_json(Explain *e, Holder h, const ExplainQuery *q) {
         return TAKE_PTR(list);
 }
 
+/* The leaves holding something, biggest first: no more entries than the tree has nodes. */
+static int leaves_sorted(TallyList *l, const uint64_t *amounts, const uint64_t *objects, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (amounts[i] > 0 && tally_add(l, (uint32_t) i, amounts[i], objects ? objects[i] : 0) < 0)
+                        return -ENOMEM;
+        if (l->n > 0)
+                qsort(l->items, l->n, sizeof(Tally), compare_amount);
+        return 0;
+}
+
 static json_t *holders_json(Explain *e, Holder h, const ExplainQuery *q) {
         Side *s = &e->side[h];
 
-        tally_merge(&s->page_stacks);
-        tally_merge(&s->slab_stacks);
+        if (leaves_sorted(&s->page_stacks, s->leaf_pages, NULL, e->n_nodes) < 0 ||
+            leaves_sorted(&s->slab_stacks, s->slab_leaf_bytes, s->slab_leaf_objects, e->n_slab_nodes) < 0)
+                return NULL;
         return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
                          "pages", (json_int_t) s->pages,
                          "slabObjects", (json_int_t) s->slab_objects,
