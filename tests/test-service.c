@@ -1167,6 +1167,7 @@ static void test_explain_and_breakdown(void) {
         ASSERT_EQ(json_array_size(json_object_get(json_object_get(web, "alive"), "stacks")), 1);
         json_auto_t *gone = call_error(&f, "io.memstrack.Explain", "{\"name\": \"nonesuch.service\"}",
                                        "io.memstrack.NoSuchUnit");
+        ASSERT_STREQ(json_string_value(json_object_get(gone, "name")), "nonesuch.service");
         expect_invalid(&f, "io.memstrack.Explain", "{}", "name");
         expect_invalid(&f, "io.memstrack.Explain", "{\"name\": \"web.service\", \"stacks\": 101}", "stacks");
 
@@ -1176,8 +1177,10 @@ static void test_explain_and_breakdown(void) {
         ASSERT_EQ(get_int(unit, "totalPages"), 6);
         json_auto_t *pid = call_error(&f, "io.memstrack.PageBreakdown", "{\"by\": \"gfp\", \"pid\": 99999}",
                                       "io.memstrack.NoSuchTask");
+        ASSERT_EQ(get_int(pid, "pid"), 99999);
         json_auto_t *module = call_error(&f, "io.memstrack.PageBreakdown", "{\"by\": \"node\", \"module\": \"nope\"}",
                                          "io.memstrack.NoSuchModule");
+        ASSERT_STREQ(json_string_value(json_object_get(module, "name")), "nope");
         expect_invalid(&f, "io.memstrack.PageBreakdown", "{\"by\": \"color\"}", "by");
         expect_invalid(&f, "io.memstrack.PageBreakdown", "{}", "by");
         expect_invalid(&f, "io.memstrack.PageBreakdown", "{\"by\": \"order\", \"pid\": 1, \"unit\": \"x\"}", "unit");
