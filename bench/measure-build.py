@@ -99,6 +99,36 @@ def build_once(makefile, jobs):
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def prog_stats(pid):
+    """run_time_ns and run_cnt of each BPF program whose fd pid holds, by program id."""
+    stats = {}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return stats
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if "prog_id" in fields and "run_time_ns" in fields:
+            stats[int(fields["prog_id"])] = (int(fields["run_time_ns"]), int(fields["run_cnt"]))
+    return stats
+
+
+def prog_names(ids):
+    names = {}
+    for i in ids:
+        try:
+            out = subprocess.run(["bpftool", "prog", "show", "id", str(i), "-j"], capture_output=True, text=True,
+                                 check=True).stdout
+            names[i] = json.loads(out).get("name", str(i))
+        except (OSError, subprocess.CalledProcessError, ValueError):
+            names[i] = str(i)
+    return names
+
+
 def reasons(lost_by_reason):
     """Status lostByReason ([{reason, count}]) as a dict."""
     return {e["reason"]: e["count"] for e in lost_by_reason or [] if isinstance(e, dict)}
@@ -111,12 +141,15 @@ def run(tracer, makefile, jobs, builds):
         tracer.start()
     try:
         before = tracer.sample() if tracer else None
+        progs_before = prog_stats(tracer.proc.pid) if tracer else {}
         wall = cpu = 0.0
         for _ in range(builds):
             w, c = build_once(makefile, jobs)
             wall += w
             cpu += c
         after = tracer.sample() if tracer else None
+        progs_after = prog_stats(tracer.proc.pid) if tracer else {}
+        names = prog_names(progs_after) if progs_after else {}
     finally:
         if tracer:
             tracer.stop()
@@ -129,6 +162,13 @@ def run(tracer, makefile, jobs, builds):
         r["lost_by_reason"] = {k: v - was.get(k, 0) for k, v in reasons(after["lost_by_reason"]).items()}
         r["bpf"] = {k: after["bpf"][k] - before["bpf"][k] for k in ("run_time_ns", "run_cnt", "recursion_misses")}
         r["bpf"]["programs"] = after["bpf"]["programs"]
+        r["per_program"] = {}
+        for i, (ns, cnt) in progs_after.items():
+            ns0, cnt0 = progs_before.get(i, (0, 0))
+            name = names.get(i, str(i))
+            t = r["per_program"].setdefault(name, [0, 0])
+            t[0] += ns - ns0
+            t[1] += cnt - cnt0
     return r
 
 
@@ -144,6 +184,10 @@ def parse_args():
     p.add_argument("--jobs", type=int, default=os.cpu_count(), help="make -j (default: the CPUs)")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
     p.add_argument("--json", metavar="FILE", help="write every run's raw figures to FILE")
+    p.add_argument("--bpf-stats", action="store_true",
+                   help="turn kernel.bpf_stats_enabled on for the run (restored after) and report each BPF "
+                        "program's ns per run and share of the CPUs; the timing adds ~50 ns to every run, so "
+                        "the added wall and CPU then include it")
     args = p.parse_args()
     if args.builds < 1 or args.rounds < 1 or args.jobs < 1:
         p.error("--builds, --rounds and --jobs must be at least 1")
@@ -178,6 +222,21 @@ def main():
                                            shlex.split(rest), work))
     rng = random.Random(args.seed)
     started = time.monotonic()
+    stats_path = "/proc/sys/kernel/bpf_stats_enabled"
+    with open(stats_path) as f:
+        stats_before = f.read().strip()
+    if args.bpf_stats:
+        with open(stats_path, "w") as f:
+            f.write("1")
+    try:
+        return measure(args, build, makefile, n_objects, tracers, rng, started, work)
+    finally:
+        if args.bpf_stats:
+            with open(stats_path, "w") as f:
+                f.write(stats_before)
+
+
+def measure(args, build, makefile, n_objects, tracers, rng, started, work):
     print(f"# {n_objects} objects, make -B -j{args.jobs}, {args.builds} builds per run, {args.rounds} rounds, "
           f"{os.cpu_count()} CPUs, Linux {os.uname().release}")
     build_once(makefile, args.jobs)         # warm the page cache: the first build reads every header
@@ -239,6 +298,23 @@ def main():
               f"{pct([r['added_cpu'] for r in rs])} | {100 * tracer_cpu / wall:.1f} % | {events / wall / 1e3:.0f} k | "
               f"{tracer_cpu / events * 1e6:.3f} us | {lost} | "
               f"{misses if any(r['bpf']['programs'] for r in rs) else 'n/a'} |")
+    if args.bpf_stats:
+        print("\n| configuration | BPF program | runs per second of build | ns per run | share of the CPUs |")
+        print("| --- | --- | --- | --- | --- |")
+        ncpu = os.cpu_count()
+        for t in tracers:
+            rs = runs.get(t.label, [])
+            wall = sum(r["wall"] for r in rs)
+            total = {}
+            for r in rs:
+                for name, (ns, cnt) in r.get("per_program", {}).items():
+                    v = total.setdefault(name, [0, 0])
+                    v[0] += ns
+                    v[1] += cnt
+            for name, (ns, cnt) in sorted(total.items(), key=lambda kv: -kv[1][0]):
+                if cnt:
+                    print(f"| {t.label} | {name} | {cnt / wall / 1e3:.1f} k | {ns / cnt:.0f} | "
+                          f"{100 * ns / 1e9 / wall / ncpu:.2f} % |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"untraced": untraced, "runs": runs, "unavailable": unavailable}, f, indent=1)
