@@ -13,6 +13,9 @@
  * Then the aggregated-sample path (MS_EVENT_SAMPLE, what a source that counts in the kernel delivers):
  * "task T, stack S: +n or -n pages" on the same stacks and processes, negative deltas never taking more
  * than (T, S) holds, so the core's sampled pages must equal the trace's and none be untracked.
+ *
+ * PREFETCH_AHEAD (default 8): the replay asks the core to prefetch the page of the event that many ahead
+ * (accounting_prefetch_page()), as the eBPF source does within a batch; 0 replays without.
  */
 
 #include <inttypes.h>
@@ -148,10 +151,17 @@ static void make_trace(Trace *warmup, Trace *steps, uint64_t n_events, uint64_t 
 
 static uint64_t stacks[N_STACKS][DEPTH];
 
+/* Events ahead of the current one whose page the replay prefetches (accounting_prefetch_page()), as the
+ * eBPF source does for its batches; 0: none. */
+#define PREFETCH_DEFAULT 8
+static size_t prefetch_ahead;
+
 static void replay(Accounting *a, const Trace *t, uint64_t *ts) {
         MsEvent e = { .page.stack = { .n_frames = DEPTH, .n_kernel_frames = DEPTH } };
 
         for (size_t i = 0; i < t->n; i++) {
+                if (prefetch_ahead > 0 && i + prefetch_ahead < t->n)
+                        accounting_prefetch_page(a, t->events[i + prefetch_ahead].pfn);
                 const TraceEvent *te = &t->events[i];
                 e.type = te->is_free ? MS_EVENT_PAGE_FREE : MS_EVENT_PAGE_ALLOC;
                 e.pid = e.tid = te->pid;
@@ -197,8 +207,8 @@ static int run(const char *label, uint64_t n_events, uint64_t live_target, bool 
         size_t table_bytes = pagemap_memory_bytes(accounting_pagemap(a));
         printf("%s\n", label);
         printf("  events            %zu\n", steps.n);
-        printf("  events/s          %.2f M (%.1f ns/event)\n", steps.n / (elapsed / 1e9) / 1e6,
-               (double) elapsed / steps.n);
+        printf("  events/s          %.2f M (%.1f ns/event, prefetch %zu ahead)\n",
+               steps.n / (elapsed / 1e9) / 1e6, (double) elapsed / steps.n, prefetch_ahead);
         printf("  live pages        %" PRIu64 " in %zu blocks\n", s.current_pages,
                pagemap_blocks(accounting_pagemap(a)));
         printf("  page table        %.1f bytes/live page\n", (double) table_bytes / s.current_pages);
@@ -321,8 +331,9 @@ int main(int argc, char **argv) {
         uint64_t n_events = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
         uint64_t live_target = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
 
-        if (n_events < 2 || live_target == 0) {
-                fprintf(stderr, "usage: bench-core [EVENTS] [LIVE_PAGES]\n");
+        prefetch_ahead = argc > 3 ? strtoul(argv[3], NULL, 10) : PREFETCH_DEFAULT;
+        if (n_events < 2 || live_target == 0 || argc > 4) {
+                fprintf(stderr, "usage: bench-core [EVENTS] [LIVE_PAGES] [PREFETCH_AHEAD]\n");
                 return 2;
         }
 

@@ -202,6 +202,11 @@ static void name_cgroup_from_task(Manager *m, const MsEvent *e) {
                           e->cgroup_id, (int) e->pid);
 }
 
+static void on_prefetch_page(void *userdata, uint64_t pfn) {
+        Manager *m = userdata;
+        accounting_prefetch_page(m->accounting, pfn);
+}
+
 /* Every event passes here on its way to the core, so module loads can refresh symbols. */
 static void on_event(void *userdata, const MsEvent *e) {
         Manager *m = userdata;
@@ -473,7 +478,7 @@ static int use_source_symbols(Manager *m) {
 }
 
 int manager_start(Manager *m) {
-        MsEventSink sink = { .event = on_event, .userdata = m };
+        MsEventSink sink = { .event = on_event, .prefetch_page = on_prefetch_page, .userdata = m };
         const char *reason = NULL;
         int r;
 

@@ -509,6 +509,10 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         }
 }
 
+void accounting_prefetch_page(Accounting *a, uint64_t pfn) {
+        pagemap_prefetch(a->pages, pfn);
+}
+
 void accounting_handle_event(Accounting *a, const MsEvent *e) {
         a->stats.events++;
         if (a->stats.first_event_nsec == 0)
