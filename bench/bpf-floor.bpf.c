@@ -22,6 +22,9 @@
  *   cell     only the pfn-indexed array: the owner's tgid stored at allocation, read and cleared at free
  *   storage  only the task local storage lookup at allocation (frees return at once)
  *   counter  the array and the counters, the slot the tgid's low bits (no local storage)
+ * And what orders events across CPUs without ownership in the kernel:
+ *   seq      one global counter taken by every event (fetch-add): today's event_seq
+ *   clock    bpf_ktime_get_ns() in every event: what a time-ordered merge of per-CPU streams needs
  */
 
 #include "vmlinux.h"
@@ -365,4 +368,45 @@ int BPF_PROG(counter_alloc, struct page *page, unsigned int order) {
         *cell = slot;
         charge(slot, 1LL << (order & 31), false, false);
         return 0;
+}
+
+__u64 seq_counter;
+__u64 clock_sink;
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(seq_alloc, struct page *page, unsigned int order) {
+        __sync_fetch_and_add(&seq_counter, 1);
+        return 0;
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(seq_free, struct page *page, unsigned int order) {
+        __sync_fetch_and_add(&seq_counter, 1);
+        return 0;
+}
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, __u64);
+} last_time SEC(".maps");
+
+static __always_inline int clock_event(void) {
+        __u32 zero = 0;
+        __u64 *t = bpf_map_lookup_elem(&last_time, &zero);
+
+        if (t)
+                *t = bpf_ktime_get_ns();
+        return 0;
+}
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(clock_alloc, struct page *page, unsigned int order) {
+        return clock_event();
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(clock_free, struct page *page, unsigned int order) {
+        return clock_event();
 }

@@ -6,7 +6,7 @@
  * run_cnt, run_time_ns and recursion_misses summed over its programs (run_time_ns counts only while
  * kernel.bpf_stats_enabled is 1) and the variant's own counters. bench/measure-bpf-floor.py runs it between
  * untraced loads. Variants: empty, owner, twin, total, cgroup, kstack, getstack, cell, storage,
- * counter (bpf-floor.bpf.c says what
+ * counter, seq, clock (bpf-floor.bpf.c says what
  * each does).
  */
 
@@ -39,6 +39,8 @@ static const Variant variants[] = {
         { "cell", { "cell_alloc", "cell_free" } },
         { "storage", { "storage_alloc", "empty_free" } },
         { "counter", { "counter_alloc", "owner_free_prog" } },
+        { "seq", { "seq_alloc", "seq_free" } },
+        { "clock", { "clock_alloc", "clock_free" } },
 };
 
 static volatile sig_atomic_t stop;

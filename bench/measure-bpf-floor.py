@@ -12,8 +12,8 @@ untraced runs (U A U B U ...), in random order per round. Two figures per varian
     second pass of every variant, restored after; the timing adds two clock reads, ~40-50 ns, to every run,
     so these figures are the programs' cost plus that), and the recursion misses.
 
-Usage: bench/measure-bpf-floor.py [--build DIR] [--rounds N] [--seconds S] [VARIANT ...]   (root)
-Default variants: empty owner twin total cgroup kstack getstack; 6 rounds of 2 s: about 3 minutes.
+Usage: bench/measure-bpf-floor.py [--build DIR] [--rounds N] [--seconds S] [--threads N] [VARIANT ...] (root)
+Default: every variant, 6 rounds of 2 s: about 6 minutes.
 """
 
 import argparse
@@ -30,17 +30,18 @@ _spec = importlib.util.spec_from_file_location("measure_overhead", os.path.join(
 overhead = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(overhead)
 
-VARIANTS = ["empty", "owner", "twin", "total", "cgroup", "kstack", "getstack", "cell", "storage", "counter"]
+VARIANTS = ["empty", "owner", "twin", "total", "cgroup", "kstack", "getstack", "cell", "storage", "counter", "seq",
+            "clock"]
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
 
-def traced(exe, variant, build, seconds, chunk_pages):
+def traced(exe, variant, build, seconds, chunk_pages, threads):
     p = subprocess.Popen([exe, variant], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     if p.stdout.readline().strip() != "ready":
         p.wait()
         raise RuntimeError(f"bpf-floor {variant} did not start")
     try:
-        load = overhead.loadgen(build, seconds, chunk_pages)
+        load = overhead.loadgen(build, seconds, chunk_pages, threads)
     finally:
         p.stdin.close()
         out = p.stdout.read()
@@ -57,6 +58,8 @@ def main():
     p.add_argument("--seconds", type=int, default=2)
     p.add_argument("--chunk-mib", type=int, default=64)
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--threads", type=int, default=1,
+                   help="load threads (default 1; 2 on 2 CPUs shows what a line shared by the CPUs costs)")
     args = p.parse_args()
     if os.geteuid() != 0:
         print("measure-bpf-floor.py: needs root", file=sys.stderr)
@@ -79,11 +82,11 @@ def main():
                 order = list(args.variants)
                 rng.shuffle(order)
                 loads.append(os.getloadavg()[0])
-                prev = overhead.loadgen(args.build, args.seconds, chunk_pages)
+                prev = overhead.loadgen(args.build, args.seconds, chunk_pages, args.threads)
                 untraced.append(prev["cpu_us_per_page"])
                 for v in order:
-                    load, fields = traced(exe, v, args.build, args.seconds, chunk_pages)
-                    after = overhead.loadgen(args.build, args.seconds, chunk_pages)
+                    load, fields = traced(exe, v, args.build, args.seconds, chunk_pages, args.threads)
+                    after = overhead.loadgen(args.build, args.seconds, chunk_pages, args.threads)
                     untraced.append(after["cpu_us_per_page"])
                     if phase == "cpu":
                         base = (prev["cpu_us_per_page"] + after["cpu_us_per_page"]) / 2
