@@ -1032,7 +1032,7 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.batch_flush), &probe) < 0) {
                 log_info_errno(errno, "Cannot run the batch flush program (%m): sending every page event to "
                                "the ring on its own, which costs more per page.");
-                s->skel->bss->batches_off = 1;
+                s->skel->data_read_mostly->batches_off = 1;
         }
 
         /* The task programs before the page programs (the skeleton would attach them in the file's
