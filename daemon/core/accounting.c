@@ -588,8 +588,12 @@ static void sink_event(void *userdata, const MsEvent *event) {
         accounting_handle_event(userdata, event);
 }
 
+static void sink_prefetch_page(void *userdata, uint64_t pfn) {
+        accounting_prefetch_page(userdata, pfn);
+}
+
 MsEventSink accounting_sink(Accounting *a) {
-        return (MsEventSink) { .event = sink_event, .userdata = a };
+        return (MsEventSink) { .event = sink_event, .prefetch_page = sink_prefetch_page, .userdata = a };
 }
 
 void accounting_symbols_stale(Accounting *a) {
