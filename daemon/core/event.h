@@ -134,10 +134,11 @@ typedef struct MsEvent {
 /* Where a source delivers its events. Called synchronously from the source's dispatch. */
 typedef struct MsEventSink {
         void (*event)(void *userdata, const MsEvent *event);
-        /* Optional (NULL: none): a hint that a page event for pfn comes soon. A source holding a batch of
-         * page events calls it a few events ahead, so the sink's lookups overlap their memory latency. */
-        void (*prefetch_page)(void *userdata, uint64_t pfn);
         void *userdata;
+        /* Optional (NULL: none): a hint that a page event for pfn comes soon. A source holding a batch of
+         * page events calls it a few events ahead, so the sink's lookups overlap their memory latency.
+         * Last, so that a sink written as { event, userdata } stays what it was. */
+        void (*prefetch_page)(void *userdata, uint64_t pfn);
 } MsEventSink;
 
 /* One way a source loses data, and how often it did (Status lostByReason). */
