@@ -76,6 +76,11 @@ static void on_event(void *userdata, const MsEvent *e) {
         observer_list_event(&m->observers, e, true);
 }
 
+/* The source's hint that a page event is coming: the core fetches its page table line meanwhile. */
+static void on_prefetch_page(void *userdata, uint64_t pfn) {
+        accounting_prefetch_page(((Manager *) userdata)->accounting, pfn);
+}
+
 static void observers_flush(void *userdata) {
         observer_list_run(&((Manager *) userdata)->observers, OBSERVER_HOOK_FLUSH);
 }
@@ -298,13 +303,12 @@ static int start_oom_watch(Manager *m) {
 static int start_tick_timer(Manager *m) {
         int r = sd_event_add_time_relative(m->event, &m->tick_timer, CLOCK_MONOTONIC, TICK_INTERVAL_USEC, 0,
                                            tick_timer, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the tick timer: %m");
-        (void) sd_event_source_set_description(m->tick_timer, "tick");
         /* Time sources are one-shot by default; the handler moves the time on. */
-        r = sd_event_source_set_enabled(m->tick_timer, SD_EVENT_ON);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->tick_timer, SD_EVENT_ON);
         if (r < 0)
-                return log_error_errno(r, "Failed to enable the tick timer: %m");
+                return log_error_errno(r, "Failed to set up the tick timer: %m");
+        (void) sd_event_source_set_description(m->tick_timer, "tick");
         return 0;
 }
 
@@ -325,7 +329,7 @@ static int start_service(Manager *m) {
 }
 
 int manager_start(Manager *m) {
-        MsEventSink sink = { .event = on_event, .userdata = m };
+        MsEventSink sink = { .event = on_event, .prefetch_page = on_prefetch_page, .userdata = m };
         int r;
 
         r = start_signals(m);
@@ -343,10 +347,9 @@ int manager_start(Manager *m) {
                 return r;
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
-        if (r == -ECANCELED)
-                return r;       /* stopped by a signal, logged */
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+        if (r < 0)      /* -ECANCELED: stopped by a signal, logged */
+                return r == -ECANCELED ? r :
+                       log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
         r = start_oom_watch(m);
         if (r < 0)
                 return r;
@@ -372,9 +375,7 @@ int manager_run(Manager *m) {
 
 /* memstrack's reports from the state at exit, as memstrackctl report would render them now. */
 static int write_reports(Manager *m) {
-        const char *output = m->config.report_output;
         ServiceLive live;
-        int r;
 
         get_live(m, &live);
         DocumentInput in = {
@@ -384,17 +385,7 @@ static int write_reports(Manager *m) {
                 .page_size = m->page_size,
                 .sort_by_peak = report_wants_peak(m->config.report),
         };
-        r = document_write_reports(&in, m->config.report, output);
-        if (r == -EPIPE)
-                return log_error_errno(r, "Failed to write the report to %s: no process reads it.",
-                                       output ?: "standard output");
-        if (r == -ECANCELED)
-                return log_error_errno(r, "Stopped writing the report to %s at SIGTERM or SIGINT.",
-                                       output ?: "standard output");
-        if (r < 0)
-                return log_error_errno(r, "Failed to write the report to %s: %m", output ?: "standard output");
-        log_info("Wrote the report to %s.", output ?: "standard output");
-        return 0;
+        return document_write_reports(&in, m->config.report, m->config.report_output);
 }
 
 int manager_finish(Manager *m) {
