@@ -335,8 +335,7 @@ int manager_start(Manager *m) {
         r = start_signals(m);
         if (r < 0)
                 return r;
-        /* A source that reads input takes its time here, outside the loop: it stops at SIGTERM or SIGINT
-         * (-ECANCELED, logged), which wait pending until then. */
+        /* A source reading its input here, before the loop, stops at SIGTERM or SIGINT (-ECANCELED). */
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
