@@ -17,14 +17,12 @@
 #include "log.h"
 #include "manager.h"
 #include "memcg.h"
-#include "tracefs.h"
 #include "tracepoint.h"
 #include "zoneinfo.h"
 #include "observer.h"
 #include "oom-moments.h"
 #include "oom-watch.h"
 #include "oomlog.h"
-#include "pressure-watch.h"
 #include "service.h"
 #include "status-line.h"
 #include "summary.h"
@@ -81,6 +79,11 @@ static void on_event(void *userdata, const MsEvent *e) {
         observer_list_event(&m->observers, e, false);
         accounting_handle_event(m->accounting, e);
         observer_list_event(&m->observers, e, true);
+}
+
+/* The source's hint that a page event is coming: the core fetches its page table line meanwhile. */
+static void on_prefetch_page(void *userdata, uint64_t pfn) {
+        accounting_prefetch_page(((Manager *) userdata)->accounting, pfn);
 }
 
 static void observers_flush(void *userdata) {
@@ -194,32 +197,13 @@ static int add_observers(Manager *m) {
                 .flush_source = manager_flush,
                 .name_units = observers_flush,
                 .userdata = m,
-        });
-        r = observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
-        if (r < 0)
-                return r;
-        PressureWatch *pressure = NULL;
-        r = pressure_watch_new(&(PressureWatchConfig) {
                 .event = m->event,
-                .log = m->oom,
-                .accounting = m->accounting,
-                .usym = m->usym,
                 .memcg = m->memcg,
-                .page_size = m->page_size,
-                .journal = m->journal,
-                .unit = m->unit,
-                .margin_percent = m->config.pressure_margin_percent,
-                .trigger = m->config.pressure_trigger,
-                .interval_usec = m->config.pressure_interval_usec,
-                .flush_source = manager_flush,
-                .name_units = observers_flush,
-                .userdata = m,
-        }, &pressure);
-        if (r == -ENOMEM)
-                return log_oom();
-        if (r < 0)
-                return log_error_errno(r, "Invalid memory pressure trigger \"%s\".", m->config.pressure_trigger);
-        return observe(m, pressure_watch_observer(pressure));
+                .pressure_margin_percent = m->config.pressure_margin_percent,
+                .pressure_trigger = m->config.pressure_trigger,
+                .pressure_interval_usec = m->config.pressure_interval_usec,
+        });
+        return observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
 }
 
 int manager_new(const ManagerConfig *config, Manager **ret) {
@@ -251,12 +235,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = memcg_new(config->cgroup_root, config->memcg_root, &m->memcg);
         if (r == -ENOMEM)
                 return log_oom();
-        if (r < 0) {
-                m->memcg_reason = "no memory controller on this host";
-                log_notice("No memory controller found: Explain shows memstrack's figures alone.");
-        } else
-                log_debug("Memory controller: cgroup %s at %s.", memcg_hierarchy_to_string(memcg_hierarchy(m->memcg)),
-                          memcg_root(m->memcg));
+        m->memcg_reason = r < 0 ? "no memory controller on this host" : NULL;
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
         m->oom = oomlog_new();
         if (!m->usym || !m->oom)
@@ -325,39 +304,20 @@ static int start_signals(Manager *m) {
         return 0;
 }
 
-/* What breakdowns of pages by kind need from outside the event stream: the running kernel's names of GFP
- * flags, and zones when the source's page keys are pfns (else, on a machine of one node, node 0 for every
- * page, zone unknown). Without them the breakdowns show flags in hex and nodes as unknown. */
+/* What breakdowns of pages by kind need from outside the events (zoneinfo.h, tracepoint.h). */
 static void start_page_kinds(Manager *m) {
         PageKinds *k = accounting_page_kinds(m->accounting);
-        const char *tracefs = m->config.source_options.tracefs;
-        _cleanup_free_ char *found = NULL;
-        _cleanup_free_ ZoneRange *zones = NULL;
         EventSourceStats st = {};
         GfpName *names = NULL;
+        ZoneRange *zones = NULL;
         size_t n = 0;
-        unsigned nodes = 0;
-        int r;
 
-        if (!tracefs && tracefs_find(&found) >= 0)
-                tracefs = found;
-        r = tracefs ? tracepoint_gfp_names(tracefs, &names, &n) : -ENOENT;
-        if (r >= 0)
+        if (tracepoint_gfp_names(m->config.source_options.tracefs, &names, &n) >= 0)
                 page_kinds_set_gfp_names(k, names, n);
-        else
-                log_debug_errno(r, "No GFP flag names, breakdowns show the flags in hex: %m");
-
         m->source->ops->get_stats(m->source, &st);
-        if (st.pfns) {
-                r = zoneinfo_read(m->config.zoneinfo, &zones, &n);
-                if (r >= 0 && n > 0 && page_kinds_set_zones(k, zones, n) >= 0)
-                        return;
-                log_debug_errno(r, "No zones from %s, nodes of pages unknown: %m", m->config.zoneinfo ?: "/proc/zoneinfo");
-        }
-        if (zoneinfo_node_count(NULL, &nodes) >= 0 && nodes == 1) {
-                const ZoneRange all = { .start_pfn = 0, .end_pfn = PAGEMAP_PFN_MAX + 1, .node = 0 };
-                (void) page_kinds_set_zones(k, &all, 1);
-        }
+        if (zoneinfo_page_zones(m->config.zoneinfo, st.pfns, &zones, &n) >= 0)
+                (void) page_kinds_set_zones(k, zones, n);
+        free(zones);
 }
 
 static int start_oom_watch(Manager *m) {
@@ -376,13 +336,12 @@ static int start_oom_watch(Manager *m) {
 static int start_tick_timer(Manager *m) {
         int r = sd_event_add_time_relative(m->event, &m->tick_timer, CLOCK_MONOTONIC, TICK_INTERVAL_USEC, 0,
                                            tick_timer, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the tick timer: %m");
-        (void) sd_event_source_set_description(m->tick_timer, "tick");
         /* Time sources are one-shot by default; the handler moves the time on. */
-        r = sd_event_source_set_enabled(m->tick_timer, SD_EVENT_ON);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->tick_timer, SD_EVENT_ON);
         if (r < 0)
-                return log_error_errno(r, "Failed to enable the tick timer: %m");
+                return log_error_errno(r, "Failed to set up the tick timer: %m");
+        (void) sd_event_source_set_description(m->tick_timer, "tick");
         return 0;
 }
 
@@ -403,14 +362,13 @@ static int start_service(Manager *m) {
 }
 
 int manager_start(Manager *m) {
-        MsEventSink sink = { .event = on_event, .userdata = m };
+        MsEventSink sink = { .event = on_event, .prefetch_page = on_prefetch_page, .userdata = m };
         int r;
 
         r = start_signals(m);
         if (r < 0)
                 return r;
-        /* A source that reads input takes its time here, outside the loop: it stops at SIGTERM or SIGINT
-         * (-ECANCELED, logged), which wait pending until then. */
+        /* A source reading its input here, before the loop, stops at SIGTERM or SIGINT (-ECANCELED). */
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
@@ -421,10 +379,9 @@ int manager_start(Manager *m) {
                 return r;
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
-        if (r == -ECANCELED)
-                return r;       /* stopped by a signal, logged */
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+        if (r < 0)      /* -ECANCELED: stopped by a signal, logged */
+                return r == -ECANCELED ? r :
+                       log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
         start_page_kinds(m);
         r = start_oom_watch(m);
         if (r < 0)
@@ -451,9 +408,7 @@ int manager_run(Manager *m) {
 
 /* memstrack's reports from the state at exit, as memstrackctl report would render them now. */
 static int write_reports(Manager *m) {
-        const char *output = m->config.report_output;
         ServiceLive live;
-        int r;
 
         get_live(m, &live);
         DocumentInput in = {
@@ -463,17 +418,7 @@ static int write_reports(Manager *m) {
                 .page_size = m->page_size,
                 .sort_by_peak = report_wants_peak(m->config.report),
         };
-        r = document_write_reports(&in, m->config.report, output);
-        if (r == -EPIPE)
-                return log_error_errno(r, "Failed to write the report to %s: no process reads it.",
-                                       output ?: "standard output");
-        if (r == -ECANCELED)
-                return log_error_errno(r, "Stopped writing the report to %s at SIGTERM or SIGINT.",
-                                       output ?: "standard output");
-        if (r < 0)
-                return log_error_errno(r, "Failed to write the report to %s: %m", output ?: "standard output");
-        log_info("Wrote the report to %s.", output ?: "standard output");
-        return 0;
+        return document_write_reports(&in, m->config.report, m->config.report_output);
 }
 
 int manager_finish(Manager *m) {

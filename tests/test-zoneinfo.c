@@ -78,9 +78,34 @@ static void test_nodes(void) {
         }
 }
 
+/* The zones breakdowns use: zoneinfo's with pfns; without them, node 0 for every key on a one-node host. */
+static void test_page_zones(void) {
+        _cleanup_free_ ZoneRange *z = NULL;
+        size_t n = 0;
+        unsigned nodes = 0;
+
+        ASSERT_OK(zoneinfo_page_zones("data/zoneinfo/one-node", true, &z, &n));
+        ASSERT_EQ(n, 3);
+        free(TAKE_PTR(z));
+        if (zoneinfo_node_count(NULL, &nodes) < 0 || nodes != 1) {
+                fprintf(stderr, "not a one-node host, the rest skipped\n");
+                return;
+        }
+        ASSERT_OK(zoneinfo_page_zones("data/zoneinfo/one-node", false, &z, &n));
+        ASSERT_EQ(n, 1);
+        ASSERT_EQ(z[0].node, 0);
+        ASSERT_STREQ(z[0].name, "");
+        ASSERT_EQ(z[0].end_pfn, UINT64_C(1) << 40);
+        free(TAKE_PTR(z));
+        /* A zoneinfo that cannot be read: the one node still. */
+        ASSERT_OK(zoneinfo_page_zones("data/zoneinfo/no-such-file", true, &z, &n));
+        ASSERT_EQ(n, 1);
+}
+
 int main(void) {
         TEST(test_recorded);
         TEST(test_two_nodes);
         TEST(test_nodes);
+        TEST(test_page_zones);
         return 0;
 }

@@ -14,6 +14,7 @@
 #include "document.h"
 #include "explain.h"
 #include "leaks.h"
+#include "log.h"
 #include "macro.h"
 #include "oomlog.h"
 #include "query.h"
@@ -324,7 +325,7 @@ static int write_in_place(const char *path, const char *buf, size_t size) {
         return write_all_stoppable(fd, buf, size);
 }
 
-int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path) {
+static int write_reports(const DocumentInput *in, const ReportOptions *o, const char *path) {
         _cleanup_free_ char *buf = NULL, *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
@@ -355,4 +356,18 @@ int document_write_reports(const DocumentInput *in, const ReportOptions *o, cons
         if (r < 0)
                 (void) unlink(tmp);
         return r;
+}
+
+int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path) {
+        const char *where = path ?: "standard output";
+
+        int r = write_reports(in, o, path);
+        if (r == -EPIPE)
+                return log_error_errno(r, "Failed to write the report to %s: no process reads it.", where);
+        if (r == -ECANCELED)
+                return log_error_errno(r, "Stopped writing the report to %s at SIGTERM or SIGINT.", where);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write the report to %s: %m", where);
+        log_info("Wrote the report to %s.", where);
+        return 0;
 }

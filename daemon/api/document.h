@@ -31,7 +31,8 @@ int document_build(const DocumentInput *in, json_t **ret);
 /*
  * Builds the document and writes the reports of o (report_render()) to path: a regular file (or a new
  * one) is replaced whole by a rename, so a reader never sees half a report; anything else (/dev/console,
- * a FIFO) is written in place. NULL path: standard output. 0 or -errno: -EPIPE when no process reads
- * the FIFO (or pipe) at path, -ECANCELED when SIGTERM or SIGINT came while waiting for one to read.
+ * a FIFO) is written in place. NULL path: standard output. Logs the outcome. 0 or -errno: -EPIPE when no
+ * process reads the FIFO (or pipe) at path, -ECANCELED when SIGTERM or SIGINT came while waiting for one to
+ * read.
  */
 int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path);

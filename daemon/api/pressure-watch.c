@@ -48,7 +48,6 @@ struct PressureWatch {
         UnitWatch **units;              /* owned, by unit index; NULL entries */
         size_t n_units;
         unsigned ticks;
-        EventObserver observer;
 };
 
 int pressure_trigger_parse(const char *s, bool *ret_full, uint64_t *ret_stall_usec, uint64_t *ret_window_usec) {
@@ -377,14 +376,6 @@ void pressure_watch_check(PressureWatch *w) {
                 psi_poll(w, &w->system);
 }
 
-static void on_tick(void *userdata) {
-        pressure_watch_check(userdata);
-}
-
-static void observer_free(void *userdata) {
-        pressure_watch_free(userdata);
-}
-
 /* The system's pressure file: the cgroup2 root's (the whole machine, or the container), else /proc's. */
 static char *system_pressure_path(const PressureWatchConfig *c) {
         const char *root = c->memcg ? memcg_cgroup2_root(c->memcg) : NULL;
@@ -442,17 +433,7 @@ int pressure_watch_new(const PressureWatchConfig *config, PressureWatch **ret) {
                 if (r < 0)
                         log_info("Memory pressure: %s.", w->psi_reason ?: "reading averages");
         }
-        w->observer = (EventObserver) {
-                .name = "pressure-watch",
-                .userdata = w,
-                .tick = on_tick,
-                .free = observer_free,
-        };
         publish(w);
         *ret = TAKE_PTR(w);
         return 0;
-}
-
-EventObserver *pressure_watch_observer(PressureWatch *w) {
-        return &w->observer;
 }

@@ -15,6 +15,7 @@
  *
  * Each unit (and the system) gets at most one record per interval_usec. A record brings the core up to
  * date first (flush_source), names new cgroups, and holds the holders and the unit's Explain view.
+ * OomMoments (oom-moments.h) owns one and runs its checks at each tick.
  */
 
 #include <stdbool.h>
@@ -25,7 +26,6 @@
 #include "accounting.h"
 #include "macro.h"
 #include "memcg.h"
-#include "observer.h"
 #include "oomlog.h"
 #include "usym.h"
 
@@ -73,8 +73,5 @@ int pressure_watch_new(const PressureWatchConfig *config, PressureWatch **ret);
 PressureWatch *pressure_watch_free(PressureWatch *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PressureWatch *, pressure_watch_free);
 
-/* One round of checks, as the tick hook runs it: for tests, which have no timer. */
+/* One round of checks: the tick of its owner runs it. */
 void pressure_watch_check(PressureWatch *w);
-
-/* The observer to register with the Manager; it frees w. */
-EventObserver *pressure_watch_observer(PressureWatch *w);

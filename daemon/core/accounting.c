@@ -564,6 +564,10 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         }
 }
 
+void accounting_prefetch_page(Accounting *a, uint64_t pfn) {
+        pagemap_prefetch(a->pages, pfn);
+}
+
 void accounting_handle_event(Accounting *a, const MsEvent *e) {
         a->stats.events++;
         if (a->stats.first_event_nsec == 0)
@@ -655,8 +659,12 @@ static void sink_event(void *userdata, const MsEvent *event) {
         accounting_handle_event(userdata, event);
 }
 
+static void sink_prefetch_page(void *userdata, uint64_t pfn) {
+        accounting_prefetch_page(userdata, pfn);
+}
+
 MsEventSink accounting_sink(Accounting *a) {
-        return (MsEventSink) { .event = sink_event, .userdata = a };
+        return (MsEventSink) { .event = sink_event, .prefetch_page = sink_prefetch_page, .userdata = a };
 }
 
 void accounting_symbols_stale(Accounting *a) {

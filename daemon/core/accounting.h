@@ -114,6 +114,10 @@ Accounting *accounting_free(Accounting *a);
 
 /* Applies one event of any type. Never fails: what cannot be applied is counted in AccountingStats. */
 void accounting_handle_event(Accounting *a, const MsEvent *event);
+
+/* A hint that a page event for pfn comes soon (pagemap_prefetch()): a source that holds a batch of events
+ * calls it a few events ahead of each it delivers. */
+void accounting_prefetch_page(Accounting *a, uint64_t pfn);
 /* A sink that feeds this Accounting, for event sources. */
 MsEventSink accounting_sink(Accounting *a);
 

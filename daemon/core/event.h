@@ -198,6 +198,10 @@ typedef struct MsEvent {
 typedef struct MsEventSink {
         void (*event)(void *userdata, const MsEvent *event);
         void *userdata;
+        /* Optional (NULL: none): a hint that a page event for pfn comes soon. A source holding a batch of
+         * page events calls it a few events ahead, so the sink's lookups overlap their memory latency.
+         * Last, so that a sink written as { event, userdata } stays what it was. */
+        void (*prefetch_page)(void *userdata, uint64_t pfn);
 } MsEventSink;
 
 /* One way a source loses data, and how often it did (Status lostByReason). */

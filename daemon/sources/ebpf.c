@@ -69,6 +69,10 @@
 #include "source.h"
 #include "time-util.h"
 
+/* Page entries of a batch whose pages the sink is asked to prefetch ahead of the one it is given: the core's
+ * page table is tens of MiB at a million live pages, a cache miss per lookup that is most of its time per
+ * event, and a few lookups in flight at once hide most of it (docs/performance.md). */
+#define EBPF_PREFETCH_ENTRIES 8u
 /* Records handled per dispatch before other event sources get their turn. */
 #define EBPF_DRAIN_BUDGET 4096u
 /* A kernel and a user stack of up to this many frames each (kernel.perf_event_max_stack's default). */
@@ -143,6 +147,11 @@ typedef struct EbpfSource {
         uint64_t not_sampled_frame;
         uint64_t budget;                /* events left in this dispatch */
         const MsBpfBatch *batch;        /* the batch being delivered, borrowed */
+        /* Prefetching the pages of the entries ahead (see prefetch_ahead()): the batch, its next entry not
+         * yet prefetched, and how many entries are prefetched beyond the one being delivered. */
+        const MsBpfBatch *prefetch_batch;
+        const uint64_t *prefetch_at;
+        unsigned prefetch_lead;
 
         /* Losses as last read from the kernel, to emit the differences. */
         int n_possible_cpus;
@@ -399,6 +408,35 @@ static size_t entry_words(uint64_t head) {
 }
 
 /*
+ * Asks the sink to prefetch the pages of the next EBPF_PREFETCH_ENTRIES entries of b after w (ending at end).
+ * Entries of one batch usually come one after the other; when another CPU's batch comes between, the
+ * cursor starts again from w (a few prefetches twice, no harm: a hint changes nothing).
+ */
+static void prefetch_ahead(EbpfSource *s, const MsBpfBatch *b, const uint64_t *w, const uint64_t *end) {
+        if (!s->sink.prefetch_page)
+                return;
+        if (s->prefetch_batch != b || s->prefetch_at <= w || s->prefetch_at > end) {
+                s->prefetch_batch = b;
+                s->prefetch_at = w;
+                s->prefetch_lead = 0;
+        } else if (s->prefetch_lead > 0)
+                s->prefetch_lead--;     /* w was prefetched: one less ahead */
+        if (s->prefetch_at == w)
+                s->prefetch_at += MAX(entry_words(w[0]), (size_t) 1);
+        while (s->prefetch_lead < EBPF_PREFETCH_ENTRIES && s->prefetch_at < end) {
+                size_t n = entry_words(s->prefetch_at[0]);
+
+                if (n == 0 || n > (size_t) (end - s->prefetch_at)) {
+                        s->prefetch_at = end;
+                        break;
+                }
+                s->sink.prefetch_page(s->sink.userdata, page_key(s, s->prefetch_at[1]));
+                s->prefetch_at += n;
+                s->prefetch_lead++;
+        }
+}
+
+/*
  * A batch's entry: a free (no task, cpu or cgroup: the page goes back to its owner's account whoever frees
  * it) or an unsampled allocation (its thread's held stack, as handle_page() gives one).
  */
@@ -585,8 +623,12 @@ static void order_deliver(void *userdata, const uint8_t *run, size_t size, size_
         EbpfSource *s = userdata;
         const MsBpfHead *h = (const MsBpfHead *) run;
 
-        if (h->type == MS_BPF_PAGE_BATCH)
-                handle_batch_entry(s, (const MsBpfBatch *) run, (const uint64_t *) (const void *) (run + offset));
+        if (h->type == MS_BPF_PAGE_BATCH) {
+                const uint64_t *w = (const uint64_t *) (const void *) (run + offset);
+
+                prefetch_ahead(s, (const MsBpfBatch *) run, w, (const uint64_t *) (const void *) (run + size));
+                handle_batch_entry(s, (const MsBpfBatch *) run, w);
+        }
         else
                 deliver_record(s, run, size);
         if (s->budget > 0)
@@ -991,7 +1033,7 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.batch_flush), &probe) < 0) {
                 log_info_errno(errno, "Cannot run the batch flush program (%m): sending every page event to "
                                "the ring on its own, which costs more per page.");
-                s->skel->bss->batches_off = 1;
+                s->skel->data_read_mostly->batches_off = 1;
         }
 
         /* The task programs before the page programs (the skeleton would attach them in the file's

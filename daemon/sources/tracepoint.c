@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "read-file.h"
+#include "tracefs.h"
 #include "tracepoint.h"
 
 /* Formats are a few KiB (mm_page_alloc's print fmt is the largest); anything bigger is not a format. */
@@ -892,8 +893,16 @@ int tracepoint_gfp_names(const char *tracefs, GfpName **ret, size_t *ret_n) {
         size_t size, n = 0, allocated = 0;
         int r;
 
-        assert(tracefs && ret && ret_n);
+        _cleanup_free_ char *found = NULL;
 
+        assert(ret && ret_n);
+
+        if (!tracefs) {
+                r = tracefs_find(&found);
+                if (r < 0)
+                        return r;
+                tracefs = found;
+        }
         if (asprintf(&path, "%s/events/kmem/mm_page_alloc/format", tracefs) < 0)
                 return -ENOMEM;
         r = read_file_full(path, FORMAT_SIZE_MAX, &buf, &size);

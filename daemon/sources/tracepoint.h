@@ -161,7 +161,8 @@ int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, 
 /*
  * The names the kernel's trace output gives GFP flags, with their masks, from kmem/mm_page_alloc's print
  * format (its __print_flags() of gfp_flags), in the order the kernel tries them: the bits differ between
- * kernel versions, so they come from the running kernel, never from a table of ours. New array of *ret_n
- * (gfp_names_free()); -ENOENT if the format names none, -errno if it cannot be read or parsed.
+ * kernel versions, so they come from the running kernel, never from a table of ours. tracefs NULL: found
+ * (tracefs.h). New array of *ret_n (gfp_names_free()); -ENOENT if the format names none, -errno if it
+ * cannot be read or parsed.
  */
 int tracepoint_gfp_names(const char *tracefs, GfpName **ret, size_t *ret_n);

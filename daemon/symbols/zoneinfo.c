@@ -116,3 +116,26 @@ int zoneinfo_node_count(const char *dir, unsigned *ret) {
         *ret = n;
         return 0;
 }
+
+int zoneinfo_page_zones(const char *path, bool pfns, ZoneRange **ret, size_t *ret_n) {
+        unsigned nodes = 0;
+        int r;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (pfns) {
+                r = zoneinfo_read(path, ret, ret_n);
+                if (r == -ENOMEM || (r >= 0 && *ret_n > 0))
+                        return r;
+        }
+        if (zoneinfo_node_count(NULL, &nodes) < 0 || nodes != 1)
+                return 0;
+        ZoneRange *all = calloc(1, sizeof(ZoneRange));
+        if (!all)
+                return -ENOMEM;
+        /* Keys are below 2^40 (event.h MS_PAGE_KEY_BITS). */
+        *all = (ZoneRange) { .start_pfn = 0, .end_pfn = UINT64_C(1) << 40, .node = 0 };
+        *ret = all;
+        *ret_n = 1;
+        return 0;
+}

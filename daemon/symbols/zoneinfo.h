@@ -8,6 +8,7 @@
  * hot-plug moves zone boundaries, which a restart picks up).
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,13 @@ typedef struct ZoneRange {
 int zoneinfo_parse(const char *text, ZoneRange **ret, size_t *ret_n);
 /* zoneinfo_parse() of a file (NULL: /proc/zoneinfo). -errno if it cannot be read. */
 int zoneinfo_read(const char *path, ZoneRange **ret, size_t *ret_n);
+/*
+ * The zones pages can be told by: those of zoneinfo_read(path) when page keys are pfns; else, on a machine of
+ * one node, one range of every key on node 0 with no zone name (any key is on the one node); else none.
+ * New array (NULL and 0 for none). -ENOMEM; a file that cannot be read gives none.
+ */
+int zoneinfo_page_zones(const char *path, bool pfns, ZoneRange **ret, size_t *ret_n);
+
 /* The NUMA nodes below a sysfs node directory (NULL: /sys/devices/system/node): its nodeN entries.
  * -errno if it cannot be read. */
 int zoneinfo_node_count(const char *dir, unsigned *ret);
