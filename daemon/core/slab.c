@@ -182,7 +182,8 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
         if (ret_replaced)
                 ret_replaced->site = SLAB_NONE;
         s->stats.allocs++;
-        ObjectSlot *slot = object_find(s, ptr);
+        /* A failed allocation is traced with a NULL pointer, which every empty slot has too. */
+        ObjectSlot *slot = ptr != 0 ? object_find(s, ptr) : NULL;
         if (slot) {
                 /* Its free was lost: the old record ends here, unseen by any CPU. */
                 if (ret_replaced)
