@@ -107,7 +107,8 @@ static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t de
 /* The global stack-tree leaf of a chain allocated by a process (interning an existing chain creates nothing). */
 static Ledger leaf_pages(Accounting *a, int32_t pid, const uint64_t *frames, size_t n) {
         StackTree *st = accounting_stacktree(a);
-        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_find_process(accounting_usage(a), pid));
+        Usage *u = accounting_usage(a);
+        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_task_scope(u, usage_find_process(u, pid)));
         uint32_t twin = stacktree_node(st, leaf)->twin;
         return stacktree_pages(st, twin != STACK_NODE_NONE ? twin : leaf);
 }
@@ -909,6 +910,35 @@ static void test_object_events(void) {
         accounting_free(a);
 }
 
+/* A failed kmalloc is traced with a NULL pointer: dropped and counted, never taken for a live object (an
+ * empty slot of the table has pointer 0 too). */
+static void test_object_at_null(void) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+
+        ASSERT_OK(accounting_new(&c, NULL, &a));
+        const SlabStats *st = slab_stats(accounting_slab(a));
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xa000, 64, 64, "kmalloc-64", K_VFS_WRITE);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0, 32, 32, NULL, K_SYSCALL);
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0, 0, 0, NULL, K_SYSCALL);
+        ASSERT_EQ(st->live_objects, 1);
+        ASSERT_EQ(st->replaced, 0);
+        ASSERT_EQ(st->dropped, 1);
+        ASSERT_EQ(st->unknown_frees, 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 64);
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0xa000, 0, 0, NULL, K_SYSCALL);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 11, 0, 0, 16, 16, NULL, K_SYSCALL);
+        ASSERT_EQ(st->live_objects, 0);
+        ASSERT_EQ(st->replaced, 0);
+        ASSERT_EQ(st->dropped, 2);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 0);
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.underflows, 0);
+        check_invariants(a);
+        accounting_free(a);
+}
+
 /* Many objects in and out: the table's deletion keeps every live one findable. */
 static void test_object_table(void) {
         Slab *s = slab_new(100000);
@@ -1081,7 +1111,7 @@ static void test_random_against_model(void) {
                 ASSERT_EQ(process(a, pid + 1)->ledger[LEDGER_PAGES].current, current[pid]);
                 ASSERT_EQ(process(a, pid + 1)->ledger[LEDGER_PAGES].peak, peak[pid]);
                 /* The process's own stack tree: same current, same true peak. */
-                uint32_t scope = stacktree_process_scope(st, usage_find_process(u, pid + 1));
+                uint32_t scope = stacktree_process_scope(st, usage_task_scope(u, usage_find_process(u, pid + 1)));
                 ASSERT_NE(scope, STACK_NODE_NONE);
                 ASSERT_EQ(stacktree_pages(st, scope).current, current[pid]);
                 ASSERT_EQ(stacktree_pages(st, scope).peak, peak[pid]);
@@ -1180,6 +1210,7 @@ int main(void) {
         TEST(test_sample_peaks_not_summed);
         TEST(test_sample_bytes);
         TEST(test_object_events);
+        TEST(test_object_at_null);
         TEST(test_object_table);
         TEST(test_cgroup_move);
         TEST(test_cgroup_merge);

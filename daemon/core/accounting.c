@@ -106,11 +106,12 @@ static size_t tracer_frames(Accounting *a, const MsStack *stack) {
         return skip;
 }
 
-/* The leaf to charge for a chain, without the tracer's frames. */
+/* The leaf to charge for a chain, without the tracer's frames. The scope is the process record's
+ * usage_task_scope(): a record reused for another process is another scope. */
 static uint32_t intern_chain(Accounting *a, const MsStack *stack, uint32_t process) {
         size_t skip = stack->n_frames > 0 ? tracer_frames(a, stack) : 0;
         return stacktree_intern(a->stacks, stack->frames + skip, stack->n_frames - skip,
-                                stack->n_kernel_frames - skip, process);
+                                stack->n_kernel_frames - skip, usage_task_scope(a->usage, process));
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Accounting *, accounting_free);
@@ -262,9 +263,10 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         a->stats.alloc_pages += pages;
 }
 
-/* A slab object's bytes leave whoever they were charged to. */
+/* A slab object's bytes leave whoever they were charged to; its task may be reused after. */
 static void release_object(Accounting *a, const SlabObject *o) {
         usage_task_uncharge(a->usage, o->task, LEDGER_BYTES, o->allocated);
+        usage_task_drop_object(a->usage, o->task);
         if (o->cgroup != SLAB_NONE)
                 units_uncharge_slab(a->units, o->cgroup, o->allocated);
 }
@@ -288,6 +290,7 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                 return;
         uint32_t bytes = slab_object_bytes(e->object.bytes_requested, e->object.bytes_allocated);
         usage_task_charge(a->usage, task, LEDGER_BYTES, bytes);
+        usage_task_hold_object(a->usage, task);
         if (cgroup != UNITS_NONE)
                 units_charge_slab(a->units, cgroup, bytes);
 }
