@@ -292,8 +292,12 @@ static void test_invalid_order(void) {
         alloc(a, 10, 1 << 23, MS_EVENT_ORDER_MAX + 1);
         free_pages_(a, 10, 0, 31);
         free_pages_(a, 10, 1 << 22, UINT32_MAX);
+        /* A chain of 3 frames without its frames: counted, not applied. */
+        MsEvent missing = { .type = MS_EVENT_PAGE_ALLOC, .pid = 10, .tid = 10, .page = { .pfn = 1 << 24,
+                            .stack = { .frames = NULL, .n_frames = 3, .n_kernel_frames = 3 } } };
+        accounting_handle_event(a, &missing);
         accounting_get_stats(a, &s);
-        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.invalid_events, 4);
         ASSERT_EQ(s.allocs, 2);
         ASSERT_EQ(s.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
         ASSERT_EQ(s.untracked_frees, 0);
@@ -305,7 +309,7 @@ static void test_invalid_order(void) {
         accounting_reset(a, ACCOUNTING_RESET_ALL);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.current_pages, 0);
-        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.invalid_events, 4);
         accounting_free(a);
 }
 
@@ -720,12 +724,47 @@ static void test_samples(void) {
         accounting_handle_event(a, &bad);
         bad.sample.stack = (MsStack) { .frames = NULL, .n_frames = 3 };
         accounting_handle_event(a, &bad);
+        /* Sizes no machine has: the counts would wrap or lose bits. */
+        sample(a, 10, INT64_MAX, 0, fault_chain);
+        sample(a, 10, -(int64_t) MS_EVENT_SAMPLE_PAGES_MAX - 1, 0, fault_chain);
+        sample(a, 10, 1, MS_EVENT_SAMPLE_PAGES_MAX + 1, fault_chain);
+        sample_chain(a, 10, LEDGER_BYTES, INT64_MAX, 0, fault_chain, ELEMENTSOF(fault_chain));
         accounting_get_stats(a, &s);
-        ASSERT_EQ(s.invalid_events, 5);
+        ASSERT_EQ(s.invalid_events, 9);
         ASSERT_EQ(s.samples, 5);
         ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
         check_invariants(a);
 
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* Samples and page records of one task and chain (a page_owner log brings both): a negative sample takes
+ * back what samples charged, never the pages a block in the page table still names, whose free would then
+ * find them gone. */
+static void test_samples_beside_blocks(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        AccountingStats s;
+
+        sample(a, 11, 2, 0, write_chain);
+        alloc(a, 10, 64, 2);
+        sample(a, 10, -2, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 4);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.sampled_pages, 2);
+        ASSERT_EQ(s.sample_untracked_pages, 2);
+        check_invariants(a);
+
+        sample(a, 10, 3, 0, fault_chain);
+        sample(a, 10, -5, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 4);
+        free_pages_(a, 10, 64, 2);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.underflows, 0);
+        check_invariants(a);
         accounting_free(a);
         ksym_free(k);
 }
@@ -1207,6 +1246,7 @@ int main(void) {
         TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
         TEST(test_samples);
+        TEST(test_samples_beside_blocks);
         TEST(test_sample_peaks_not_summed);
         TEST(test_sample_bytes);
         TEST(test_object_events);

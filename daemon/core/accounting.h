@@ -68,7 +68,8 @@ typedef struct AccountingStats {
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
         uint64_t resets;                /* ACCOUNTING_RESET_ALL so far: tells counts from before a reset apart */
-        uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX: not applied */
+        uint64_t invalid_events;        /* page events with order > MS_EVENT_ORDER_MAX or frames missing, samples
+                                         * of a bad unit, size (MS_EVENT_SAMPLE_*_MAX) or chain: not applied */
         uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
         uint64_t module_walks;          /* page-table walks moving a module loader's blocks (rare fallback) */
         uint64_t samples;               /* aggregated samples applied (MS_EVENT_SAMPLE) */
