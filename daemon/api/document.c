@@ -104,8 +104,8 @@ int document_build(const DocumentInput *in, json_t **ret) {
         r = slab_query_json(in->accounting, SLAB_BY_CACHE, SNAPSHOT_LIST_LIMIT, true, &slab_caches);
         if (r < 0)
                 return r;
-        r = leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now_nsec(CLOCK_MONOTONIC),
-                                                                                 SNAPSHOT_LEAKS_LIMIT, in->usym),
+        uint64_t now = in->now_nsec ?: now_nsec(CLOCK_MONOTONIC);
+        r = leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now, SNAPSHOT_LEAKS_LIMIT, in->usym),
                              &leaks);
         if (r < 0)
                 return r;
