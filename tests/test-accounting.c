@@ -943,7 +943,16 @@ static void test_object_events(void) {
         ASSERT_EQ(unit_of(a, 1234)->slab_bytes.peak, 80);
         accounting_reset(a, ACCOUNTING_RESET_ALL);
         ASSERT_EQ(slab_stats(accounting_slab(a))->live_objects, 0);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->allocs, 0);
+        ASSERT_EQ(slab_site(accounting_slab(a), 0)->live_objects, 0);
         ASSERT_EQ(unit_of(a, 1234)->slab_bytes.current, 0);
+        /* An object from before the reset is unknown now; a new one is counted from 0 at its old site. */
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0xc000, 0, 0, NULL, 0);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xf000, 8, 8, NULL, K_VFS_WRITE);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->unknown_frees, 1);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->live_objects, 1);
+        ASSERT_EQ(slab_site(accounting_slab(a), 0)->live_objects, 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 8);
         cgroup_id = 0;
         check_invariants(a);
         accounting_free(a);

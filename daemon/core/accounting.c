@@ -684,12 +684,8 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                         a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
                 units_clear(a->units);
-                /* Its objects name tasks and cgroups that are gone now. */
-                Slab *slab = slab_new(a->config.max_slab_objects);
-                if (slab) {
-                        slab_free(a->slab);
-                        a->slab = slab;
-                }
+                /* Its objects name tasks and cgroups that are gone now (their slots are reused). */
+                slab_clear(a->slab);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) { .lost_events = lost, .invalid_events = invalid, .resets = resets + 1 };
                 a->interval_peak_pages = 0;

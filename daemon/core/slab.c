@@ -249,6 +249,22 @@ void slab_reset_peaks(Slab *s) {
         s->stats.live_allocated.peak = s->stats.live_allocated.current;
 }
 
+static void group_clear(SlabGroup *g) {
+        *g = (SlabGroup) { .address = g->address, .name = g->name };
+}
+
+void slab_clear(Slab *s) {
+        for (size_t i = 0; i < s->n_sites; i++)
+                group_clear(&s->sites[i]);
+        for (size_t i = 0; i < s->n_caches; i++)
+                group_clear(&s->caches[i]);
+        /* The table starts again at its smallest with the next object. */
+        free(s->objects);
+        s->objects = NULL;
+        s->n_slots = s->n_live = 0;
+        s->stats = (SlabStats) {};
+}
+
 const SlabStats *slab_stats(const Slab *s) {
         return &s->stats;
 }
