@@ -428,7 +428,7 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "truncatedChildren", 0);
 }
 
-/* User frames hang below their process's node, whose ip is the process's task index. Only a live
+/* User frames hang below their process's node, whose ip is its scope (usage_task_scope()). Only a live
  * process's files say what its addresses were: an exited one's pid may belong to another by now. */
 static UsymProcess *user_process_of(const StackView *v, const StackNode *node) {
         const Task *t = usage_task_of_scope(accounting_usage(v->a), node->ip);

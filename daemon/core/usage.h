@@ -118,7 +118,9 @@ void usage_task_drop_object(Usage *u, uint32_t task);
 Task *usage_task(Usage *u, uint32_t idx);
 /*
  * A key for the task in slot idx that no later task of the slot shares: the slot's generation above the
- * index. A slot is retired rather than reused once its generation would wrap, so keys are never reused.
+ * index. A slot is retired rather than reused once its generation would wrap, so keys are not reused
+ * (unless a reset that failed to keep the records' names started them over, which clears the stack tree
+ * that holds keys too).
  */
 uint64_t usage_task_scope(const Usage *u, uint32_t idx);
 /* The task a usage_task_scope() key was made for; NULL once it was evicted (its slot maybe reused). */
