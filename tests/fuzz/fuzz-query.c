@@ -125,8 +125,11 @@ static Fixture *fixture_get(void) {
         /* Our own group may connect, whoever runs this. */
         gr = getgrgid(getgid());
         if (!gr) {
-                fprintf(stderr, "no name for gid %u\n", (unsigned) getgid());
-                abort();
+                /* As test-service: the Service lets in a group by name only. A test that cannot run says so. */
+                fprintf(stderr, "SKIP: our group %u has no name, so the service cannot be told to let us in\n",
+                        (unsigned) getgid());
+                (void) rmdir(fixture.dir);
+                exit(77);
         }
         (void) snprintf(fixture.group, sizeof(fixture.group), "%s", gr->gr_name);
         if (sd_event_new(&fixture.event) < 0)
