@@ -478,6 +478,8 @@ static void op_module_load(Program *p) {
         int32_t pid = next_pid(p), tid = next_tid(p, pid);
         const char *name = next_module_name(p, buf, sizeof(buf));
         feed(p, (MsEvent) { .type = MS_EVENT_MODULE_LOAD, .pid = pid, .tid = tid, .module.name = name });
+        /* As the daemon does: the symbols are stale until the next reload (op_symbols_reload). */
+        accounting_symbols_stale(p->accounting);
 }
 
 static void op_module_free(Program *p) {
@@ -760,12 +762,14 @@ static json_t *param_value(Program *p, ParamKind kind) {
         return json_null();
 }
 
-/* Sets key in params now and then: mostly a value of its kind, sometimes one of another type. */
+/* Sets key in params now and then (the mandatory ones of Reset, Snapshot, Diff and SetLogLevel mostly):
+ * mostly a value of its kind, sometimes one of another type. */
 static void param(Program *p, json_t *params, const char *key, ParamKind kind) {
+        bool mandatory = kind == PARAM_WHAT || kind == PARAM_SNAPSHOT || kind == PARAM_LEVEL;
         uint8_t b = next_byte(p);
         json_t *v;
 
-        if (b < 96)
+        if (b < (mandatory ? 16 : 96))
                 return;
         if (b >= 240) {
                 switch (b % 6) {

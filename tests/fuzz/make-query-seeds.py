@@ -78,7 +78,7 @@ class Program:
                 self.bytes.append(100)
                 self.bytes.extend(params[name])
             else:
-                self.bytes.append(0)
+                self.bytes.append(0)  # absent, mandatory or not
         self.bytes.append(0)
 
     def write(self, name):
