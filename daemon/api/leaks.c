@@ -52,7 +52,7 @@ static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
         (void) ptr;
         if (o->site >= l->n_sites || o->time_nsec > q->now_nsec)
                 return;
-        if (q->pid > 0 && usage_task(l->usage, usage_task_process(l->usage, o->task))->pid != q->pid)
+        if (q->pid > 0 && usage_task(l->usage, usage_task_owner(l->usage, o->task))->pid != q->pid)
                 return;
         uint64_t age = q->now_nsec - o->time_nsec;
         ObjectRow *row = &l->rows[o->site];
@@ -123,7 +123,8 @@ typedef struct CellAge {
 } CellAge;
 
 typedef struct PageRow {
-        uint32_t process, leaf;         /* leaf: the global stack node */
+        uint32_t process, leaf;         /* process: usage_task_owner(), so evicted ones make one; leaf: the
+                                         * global stack node */
         uint64_t pages, oldest_nsec;
         uint32_t rank;                  /* place among the rows shown, ROW_NONE if not shown */
 } PageRow;
@@ -237,7 +238,7 @@ static int merge_cells(PageLeaks *l, size_t *ret_n_rows) {
                 cell->row = ROW_NONE;
                 if (cell->pages == 0)
                         continue;
-                uint32_t process = chargeindex_process(ci, (uint32_t) c);
+                uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, (uint32_t) c));
                 uint32_t leaf = global_leaf(l->a, chargeindex_node(ci, (uint32_t) c));
                 /* Never 0, which KeyIndex does not take. */
                 uint64_t key = ((uint64_t) process << 32 | leaf) + 1;
