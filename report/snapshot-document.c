@@ -76,14 +76,21 @@ static int fetch_explain(const Builder *b, json_t *units, json_t **ret) {
                         break;
                 if (!name)
                         continue;
-                int r = fetch_optional(b, "io.memstrack.Explain",
-                                       json_pack("{s:s, s:i, s:i}", "name", name, "limit", SNAPSHOT_EXPLAIN_LIMIT,
-                                                 "stacks", SNAPSHOT_EXPLAIN_STACKS),
-                                       &reply);
-                if (r != 0 || !reply) {
+                json_auto_t *params = json_pack("{s:s, s:i, s:i}", "name", name, "limit", SNAPSHOT_EXPLAIN_LIMIT,
+                                                "stacks", SNAPSHOT_EXPLAIN_STACKS);
+                if (!params)
+                        return -ENOMEM;
+                /* A unit gone since Units listed it, or not named yet ("[unknown]"), is left out. */
+                int r = b->fetch("io.memstrack.Explain", params, SNAPSHOT_FETCH_OPTIONAL | SNAPSHOT_FETCH_MAY_VANISH,
+                                 &reply, b->userdata);
+                if (r == -ENXIO)
+                        continue;
+                if (r == -EOPNOTSUPP) {
                         *ret = NULL;
-                        return r;
+                        return 0;
                 }
+                if (r != 0)
+                        return r;
                 if (json_array_append(list, reply) < 0)
                         return -ENOMEM;
                 n++;

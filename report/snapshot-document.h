@@ -58,7 +58,8 @@
 typedef enum SnapshotFetchFlags {
         /* The method may be one the other side does not know (a memstrackd from before it). */
         SNAPSHOT_FETCH_OPTIONAL = 1 << 0,
-        /* The task (pid) or module the parameters name may be gone since it was listed. */
+        /* The task (pid), module or unit the parameters name may be gone since it was listed (a unit not
+         * named yet, listed as "[unknown]", is not found by that name either). */
         SNAPSHOT_FETCH_MAY_VANISH = 1 << 1,
 } SnapshotFetchFlags;
 
@@ -66,9 +67,9 @@ typedef enum SnapshotFetchFlags {
  * Asks for the reply of method (an io.memstrack method name) to params (borrowed; NULL: none). Returns 0
  * with the reply's parameters, an object, in *ret_reply (new reference). Where flags allow it, and then
  * without telling anyone: -EOPNOTSUPP for a method the other side does not know (OPTIONAL), -ESRCH for
- * NoSuchTask and -ENOENT for NoSuchModule (MAY_VANISH); the document goes without that part. Any other
- * non-zero value is the fetcher's own failure, which snapshot_document_build() returns as it is
- * (memstrackctl's: a positive exit status once it has told the user; -ENOMEM).
+ * NoSuchTask, -ENOENT for NoSuchModule and -ENXIO for NoSuchUnit (MAY_VANISH); the document goes without
+ * that part. Any other non-zero value is the fetcher's own failure, which snapshot_document_build()
+ * returns as it is (memstrackctl's: a positive exit status once it has told the user; -ENOMEM).
  */
 typedef int (*SnapshotFetch)(const char *method, json_t *params, SnapshotFetchFlags flags, json_t **ret_reply,
                              void *userdata);

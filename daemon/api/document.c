@@ -139,8 +139,8 @@ static int document_leaks(const DocumentInput *in, json_t *params, json_t **ret)
         r = unpack_params(params, "{s?I}", "limit", &limit);
         if (r < 0)
                 return r;
-        return leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now_nsec(CLOCK_MONOTONIC),
-                                                                                    (size_t) limit, in->usym),
+        uint64_t now = in->now_nsec ?: now_nsec(CLOCK_MONOTONIC);
+        return leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now, (size_t) limit, in->usym),
                                 ret);
 }
 

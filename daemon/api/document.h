@@ -23,6 +23,7 @@ typedef struct DocumentInput {
         const ServiceLive *live;        /* what the owner knows now (backend, uptime, source counters) */
         long page_size;
         bool sort_by_peak;              /* the stack trees keep their biggest children by peak, not current */
+        uint64_t now_nsec;              /* CLOCK_MONOTONIC time the leak view's ages count to; 0: now */
 } DocumentInput;
 
 /* The document, with kernel addresses as root sees them. 0 with a new reference in *ret, or -ENOMEM. */

@@ -52,7 +52,7 @@ static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
         (void) ptr;
         if (o->site >= l->n_sites || o->time_nsec > q->now_nsec)
                 return;
-        if (q->pid > 0 && usage_task(l->usage, usage_task_process(l->usage, o->task))->pid != q->pid)
+        if (q->pid > 0 && usage_task(l->usage, usage_task_owner(l->usage, o->task))->pid != q->pid)
                 return;
         uint64_t age = q->now_nsec - o->time_nsec;
         ObjectRow *row = &l->rows[o->site];
@@ -123,7 +123,8 @@ typedef struct CellAge {
 } CellAge;
 
 typedef struct PageRow {
-        uint32_t process, leaf;         /* leaf: the global stack node */
+        uint32_t process, leaf;         /* process: usage_task_owner(), so evicted ones make one; leaf: the
+                                         * global stack node */
         uint64_t pages, oldest_nsec;
         uint32_t rank;                  /* place among the rows shown, ROW_NONE if not shown */
 } PageRow;
@@ -225,10 +226,12 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                          "growth", g);
 }
 
-/* A cell's row key: its process and global leaf, never 0 (which KeyIndex does not take). */
+/* A cell's row key: its owner (usage_task_owner(): evicted processes are one) and global leaf, never 0
+ * (which KeyIndex does not take). */
 static uint64_t cell_row_key(const PageLeaks *l, uint32_t cell) {
         const ChargeIndex *ci = accounting_chargeindex(l->a);
-        return ((uint64_t) chargeindex_process(ci, cell) << 32 | global_leaf(l->a, chargeindex_node(ci, cell))) + 1;
+        uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, cell));
+        return ((uint64_t) process << 32 | global_leaf(l->a, chargeindex_node(ci, cell))) + 1;
 }
 
 /* Merges the cells holding old pages into rows by (process, global leaf), mapped in *by_key. -ENOMEM. */
@@ -242,7 +245,7 @@ static int merge_cells(PageLeaks *l, KeyIndex *by_key, size_t *ret_n_rows) {
                 cell->row = ROW_NONE;
                 if (cell->pages == 0)
                         continue;
-                uint32_t process = chargeindex_process(ci, (uint32_t) c);
+                uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, (uint32_t) c));
                 uint32_t leaf = global_leaf(l->a, chargeindex_node(ci, (uint32_t) c));
                 uint64_t key = cell_row_key(l, (uint32_t) c);
                 uint32_t row = key_index_get(by_key, key);

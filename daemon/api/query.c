@@ -406,11 +406,13 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                 (void) snprintf(name, sizeof(name), "[truncated]");
                 break;
         case STACK_FRAME_PROCESS: {
-                const Task *t = usage_task(accounting_usage(v->a), (uint32_t) n->ip);
+                /* A process forgotten to bound memory is no task any more, as in Tasks: what it still
+                 * holds is "[evicted]"'s. */
+                const Task *t = usage_task_of_scope(accounting_usage(v->a), n->ip);
                 if (t)
                         (void) snprintf(name, sizeof(name), "[pid %d %s]", (int) t->pid, t->comm);
                 else
-                        (void) snprintf(name, sizeof(name), "[process]");
+                        (void) snprintf(name, sizeof(name), "%s", USAGE_EVICTED_COMM);
                 break;
         }
         default:
@@ -435,10 +437,10 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "truncatedChildren", 0);
 }
 
-/* User frames hang below their process's node, whose ip is the process's task index. Only a live
+/* User frames hang below their process's node, whose ip is its scope (usage_task_scope()). Only a live
  * process's files say what its addresses were: an exited one's pid may belong to another by now. */
 static UsymProcess *user_process_of(const StackView *v, const StackNode *node) {
-        const Task *t = usage_task(accounting_usage(v->a), (uint32_t) node->ip);
+        const Task *t = usage_task_of_scope(accounting_usage(v->a), node->ip);
         return v->q->usym && t && !t->exited && t->pid > 0 ? usym_process(v->q->usym, t->pid) : NULL;
 }
 
@@ -575,7 +577,7 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                         return -ESRCH;
                 (void) snprintf(root_name, sizeof(root_name), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
                 /* With per-process trees the process has its own tree, with true peaks. */
-                uint32_t scope = stacktree_process_scope(tree, process);
+                uint32_t scope = stacktree_process_scope(tree, usage_task_scope(u, process));
                 if (scope != STACK_NODE_NONE)
                         start = scope;
         }

@@ -45,6 +45,7 @@ struct Service {
         void *userdata;
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
+        uint64_t (*now_nsec)(void *userdata, clockid_t clock);  /* NULL: the system's */
 
         VarlinkServer *server;          /* owned */
         Marks *marks;                   /* owned: the named snapshots */
@@ -96,6 +97,15 @@ static uint64_t rss_bytes(void) {
 
 static void service_flush(Service *sv) {
         sv->flush(sv->userdata);
+}
+
+/* The clocks calls read: ServiceConfig.now_nsec's, else the system's. */
+static uint64_t service_now_nsec(Service *sv, clockid_t clock) {
+        return sv->now_nsec ? sv->now_nsec(sv->userdata, clock) : now_nsec(clock);
+}
+
+static uint64_t service_now_usec(Service *sv, clockid_t clock) {
+        return service_now_nsec(sv, clock) / NSEC_PER_USEC;
 }
 
 static ServiceLive service_live(Service *sv) {
@@ -494,7 +504,7 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                 return -ENOMEM;
         uint64_t since = 0;
         if (seconds >= 0) {
-                uint64_t now = now_usec(CLOCK_REALTIME), back = (uint64_t) seconds * USEC_PER_SEC;
+                uint64_t now = service_now_usec(sv, CLOCK_REALTIME), back = (uint64_t) seconds * USEC_PER_SEC;
                 since = now > back ? now - back : 0;
         }
         size_t n = history_series_read(series, level, since, samples);
@@ -610,7 +620,7 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
         ServiceLive live = service_live(sv);
         *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:O?}",
-                         "timestampUsec", varlink_count(now_usec(CLOCK_MONOTONIC)),
+                         "timestampUsec", varlink_count(service_now_usec(sv, CLOCK_MONOTONIC)),
                          "trackedPages", varlink_count(s.current_pages),
                          "peakTrackedPages", varlink_count(s.peak_pages),
                          "eventsPerSecond", live.events_per_second,
@@ -866,10 +876,10 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
                 { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
         };
         json_auto_t *reply = NULL;
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
+        uint64_t now = service_now_usec(sv, CLOCK_MONOTONIC);
         int r = marks_save(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
@@ -898,8 +908,8 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now_usec(CLOCK_MONOTONIC),
-                           (size_t) limit, &reply);
+        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting,
+                           service_now_usec(sv, CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -1059,14 +1069,14 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 return 0;
         /* One walk of every tracked page per call (docs/performance.md): paced for all callers together,
          * so that no client, or all of them, can keep the daemon from its events. */
-        uint64_t start_usec = now_usec(CLOCK_MONOTONIC);
+        uint64_t start_usec = service_now_usec(sv, CLOCK_MONOTONIC);
         if (start_usec < sv->leaks_ready_usec) {
                 json_auto_t *p = json_pack("{s:s, s:I}", "limit", "leaksPace",
                                            "value", varlink_count(sv->leaks_ready_usec - start_usec));
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         LeaksQuery q = {
-                .now_nsec = now_nsec(CLOCK_MONOTONIC),
+                .now_nsec = service_now_nsec(sv, CLOCK_MONOTONIC),
                 .min_age_nsec = (uint64_t) min_age * UINT64_C(1000000000),
                 .interval_nsec = (uint64_t) interval * UINT64_C(1000000000),
                 .intervals = (unsigned) intervals,
@@ -1080,7 +1090,7 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
         int r = leaks_query_json(sv->accounting, &q, &reply);
         if (r < 0)
                 return r;
-        uint64_t end_usec = now_usec(CLOCK_MONOTONIC);
+        uint64_t end_usec = service_now_usec(sv, CLOCK_MONOTONIC);
         sv->leaks_ready_usec = end_usec + (end_usec - start_usec) * sv->leaks_pace;
         return varlink_call_reply(call, reply);
 }
@@ -1278,6 +1288,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .userdata = config->userdata,
                 .flush = config->flush,
                 .get_live = config->get_live,
+                .now_nsec = config->now_nsec,
                 .leaks_pace = config->leaks_pace ?: SERVICE_LEAKS_PACE,
         };
         sv->marks = marks_new();

@@ -9,6 +9,7 @@
  */
 
 #include <stdint.h>
+#include <time.h>
 
 #include <systemd/sd-event.h>
 
@@ -59,6 +60,10 @@ typedef struct ServiceConfig {
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
+        /* The time now on clock (CLOCK_MONOTONIC, the events' clock, or CLOCK_REALTIME) in nsec, as calls
+         * read it: ages, timestamps, History's window and Leaks' pace. NULL: the system's clocks. For tests
+         * and fuzzers that feed events of a clock of their own and want the same answer every run. */
+        uint64_t (*now_nsec)(void *userdata, clockid_t clock);
 } ServiceConfig;
 
 /* The Status reply (io.memstrack.varlink) for accounting a and what its owner knows now; kernel addresses

@@ -111,11 +111,13 @@ static size_t tracer_frames(Accounting *a, const MsStack *stack) {
         return skip;
 }
 
-/* The leaf of tree to charge for a chain, without the tracer's frames. */
+/* The leaf of tree to charge for a chain, without the tracer's frames. The scope is the process record's
+ * usage_task_scope(): a record reused for another process is another scope. */
 static uint32_t intern_chain_in(Accounting *a, StackTree *tree, const MsStack *stack, uint32_t process) {
         size_t skip = stack->n_frames > 0 ? tracer_frames(a, stack) : 0;
-        return stacktree_intern(tree, stack->frames + skip, stack->n_frames - skip, stack->n_kernel_frames - skip,
-                                process);
+        /* No stack may come as NULL frames, which take no offset, not even 0. */
+        return stacktree_intern(tree, skip > 0 ? stack->frames + skip : stack->frames, stack->n_frames - skip,
+                                stack->n_kernel_frames - skip, usage_task_scope(a->usage, process));
 }
 
 static uint32_t intern_chain(Accounting *a, const MsStack *stack, uint32_t process) {
@@ -267,7 +269,7 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
          * empty (and remove) it. */
         Task *t = usage_task(a->usage, task);
         uint32_t kind = page_kinds_intern(&a->kinds, e->page.pfn, e->page.order, e->page.gfp_flags, e->page.migrate_type);
-        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, cgroup, kind, pages);
+        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, cgroup, false, kind, pages);
         if (cell == CHARGE_CELL_NONE) {
                 a->stats.alloc_failures++;
                 return;
@@ -289,9 +291,10 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         a->stats.alloc_pages += pages;
 }
 
-/* A slab object's bytes leave whoever they were charged to. */
+/* A slab object's bytes leave whoever they were charged to; its task may be reused after. */
 static void release_object(Accounting *a, const SlabObject *o) {
         usage_task_uncharge(a->usage, o->task, LEDGER_BYTES, o->allocated);
+        usage_task_drop_object(a->usage, o->task);
         if (o->cgroup != SLAB_NONE)
                 units_uncharge_slab(a->units, o->cgroup, o->allocated);
 }
@@ -306,7 +309,10 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
         }
         uint32_t process = usage_task(a->usage, task)->process;
         uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
-        uint32_t stack = a->slab_stacks ? intern_chain_in(a, a->slab_stacks, &e->object.stack, process) : STACK_NODE_ROOT;
+        /* An object whose chain is missing its frames is still an object: it just has no stack. */
+        const MsStack *chain = &e->object.stack;
+        bool has_chain = a->slab_stacks && (chain->n_frames == 0 || chain->frames);
+        uint32_t stack = has_chain ? intern_chain_in(a, a->slab_stacks, chain, process) : STACK_NODE_ROOT;
         SlabObject old;
         int r = slab_alloc(a->slab, e->object.ptr, e->object.call_site, e->object.cache, task,
                            cgroup == UNITS_NONE ? SLAB_NONE : cgroup, stack, e->object.bytes_requested,
@@ -317,6 +323,7 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                 return;
         uint32_t bytes = slab_object_bytes(e->object.bytes_requested, e->object.bytes_allocated);
         usage_task_charge(a->usage, task, LEDGER_BYTES, bytes);
+        usage_task_hold_object(a->usage, task);
         if (cgroup != UNITS_NONE)
                 units_charge_slab(a->units, cgroup, bytes);
 }
@@ -338,12 +345,14 @@ typedef struct CellSearch {
 static void find_leaf_cell(void *userdata, uint32_t cell) {
         CellSearch *c = userdata;
 
-        if (c->found == CHARGE_CELL_NONE && cell != c->skip && chargeindex_node(c->index, cell) == c->leaf)
+        if (c->found == CHARGE_CELL_NONE && cell != c->skip && chargeindex_node(c->index, cell) == c->leaf &&
+            chargeindex_sampled(c->index, cell))
                 c->found = cell;
 }
 
 /*
- * Takes up to budget pages of (process, leaf) off the charge index for a negative sample: first from the
+ * Takes up to budget pages of (process, leaf) off the charge index for a negative sample, from the cells
+ * of sampled pages only (blocks in the page table name the others): first from the
  * cell of the chain's module and the task's cgroup now, then from cells of the same chain under other
  * modules or cgroups (a symbol reload re-classified the chain after earlier samples charged it, or the
  * task moved: those pages leave the module and the cgroup they were charged to, uncharged here). Sets
@@ -352,7 +361,7 @@ static void find_leaf_cell(void *userdata, uint32_t cell) {
  */
 static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf,
                 uint32_t cgroup, uint64_t budget, int64_t *ret_delta) {
-        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup, PAGE_KIND_UNKNOWN);
+        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup, true, PAGE_KIND_UNKNOWN);
         uint64_t taken = 0;
 
         if (cell != CHARGE_CELL_NONE) {
@@ -396,13 +405,20 @@ static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t mod
  * Bytes samples go to the task and module ledgers of that unit; stack nodes and the charge index count
  * pages only.
  */
+/* Whether a sample can be applied: a unit, a change and a rise of a size there can be, a chain. */
+static bool sample_is_valid(const MsSampleEvent *s) {
+        if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN ||
+            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames))
+                return false;
+        uint64_t max = s->unit == LEDGER_PAGES ? MS_EVENT_SAMPLE_PAGES_MAX : MS_EVENT_SAMPLE_BYTES_MAX;
+        uint64_t change = s->delta < 0 ? (uint64_t) -s->delta : (uint64_t) s->delta;
+        return change <= max && s->peak <= max;
+}
+
 static void handle_sample(Accounting *a, const MsEvent *e) {
         const MsSampleEvent *s = &e->sample;
 
-        if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN ||
-            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames) ||
-            (s->unit == LEDGER_PAGES && (s->peak > MS_PAGES_MAX || s->delta > (int64_t) MS_PAGES_MAX ||
-                                         s->delta < -(int64_t) MS_PAGES_MAX))) {
+        if (!sample_is_valid(s)) {
                 a->stats.invalid_events++;
                 return;
         }
@@ -453,9 +469,8 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         }
 
         if (delta > 0) {
-                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, PAGE_KIND_UNKNOWN,
-                                    (uint64_t) delta) ==
-                    CHARGE_CELL_NONE) {
+                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, true,
+                                    PAGE_KIND_UNKNOWN, (uint64_t) delta) == CHARGE_CELL_NONE) {
                         a->stats.alloc_failures++;
                         return;
                 }
@@ -496,7 +511,7 @@ static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t mod
         uint64_t pages = UINT64_C(1) << order;
         uint32_t cell = chargeindex_add(a->index, CHARGE_CELL_NONE, chargeindex_process(a->index, o->node), module,
                                         chargeindex_node(a->index, o->node), chargeindex_cgroup(a->index, o->node),
-                                        chargeindex_kind(a->index, o->node), pages);
+                                        false, chargeindex_kind(a->index, o->node), pages);
 
         /* Without a cell for the new module the block stays where it is: every count stays balanced. */
         if (cell == CHARGE_CELL_NONE)
@@ -582,6 +597,11 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                        (e->page.order > MS_EVENT_ORDER_MAX || e->page.pfn > PFN_ANY_ORDER_MAX)) &&
             (e->page.order > MS_EVENT_ORDER_MAX ||
              e->page.pfn > MS_PAGE_KEY_MAX + 1 - (UINT64_C(1) << e->page.order))) {
+                a->stats.invalid_events++;
+                return;
+        }
+        /* Nor is a chain whose frames are missing. */
+        if (_unlikely_(e->type == MS_EVENT_PAGE_ALLOC && e->page.stack.n_frames > 0 && !e->page.stack.frames)) {
                 a->stats.invalid_events++;
                 return;
         }
@@ -746,12 +766,8 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                         a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
                 units_clear(a->units);
-                /* Its objects name tasks and cgroups that are gone now. */
-                Slab *slab = slab_new(a->config.max_slab_objects);
-                if (slab) {
-                        slab_free(a->slab);
-                        a->slab = slab;
-                }
+                /* Its objects name tasks and cgroups that are gone now (their slots are reused). */
+                slab_clear(a->slab);
                 heap_clear(a->heap);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) {

@@ -42,9 +42,9 @@
 #include "usage.h"
 
 /*
- * The most pages the core counts in all, current or peak: 2^53 - 1, twice the pages a 64-bit machine has
- * (MS_PAGES_MAX), what a charge cell holds, and the largest integer a JSON reader that reads numbers as
- * doubles still gets exactly.
+ * The most pages the core counts in all, current or peak: 2^52 - 1, all but one of the pages a 64-bit
+ * machine can have (MS_PAGES_MAX), what a charge cell holds, and an integer a JSON reader that reads
+ * numbers as doubles still gets exactly.
  */
 #define ACCOUNTING_PAGES_MAX CHARGE_CELL_PAGES_MAX
 
@@ -85,8 +85,9 @@ typedef struct AccountingStats {
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
         uint64_t resets;                /* ACCOUNTING_RESET_ALL so far: tells counts from before a reset apart */
-        uint64_t invalid_events;        /* not applied: page events with order > MS_EVENT_ORDER_MAX or a block
-                                         * beyond MS_PAGE_KEY_MAX, samples of more than MS_PAGES_MAX pages */
+        uint64_t invalid_events;        /* not applied: page events with order > MS_EVENT_ORDER_MAX, a block
+                                         * beyond MS_PAGE_KEY_MAX or frames missing; samples of a bad unit, size
+                                         * (MS_EVENT_SAMPLE_*_MAX) or chain */
         uint64_t saturated_events;      /* would have taken a count beyond ACCOUNTING_PAGES_MAX or COUNT_MAX:
                                          * samples and losses applied up to it, allocations not at all */
         uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */

@@ -109,6 +109,16 @@ typedef struct MsLostEvent {
 } MsLostEvent;
 
 /*
+ * The most a sample may change its unit by or rise: the pages any machine has (MS_PAGES_MAX), and bytes of
+ * the pages of every pfn there can be (MS_PAGE_KEY_BITS) at the largest page size (64 KiB). More is a
+ * corrupt record: the core counts it (AccountingStats.invalid_events) and does not apply it. Within them,
+ * the core's totals saturate (ACCOUNTING_PAGES_MAX), so no count wraps or loses bits (a charge cell keeps
+ * 53 bits of pages).
+ */
+#define MS_EVENT_SAMPLE_PAGES_MAX MS_PAGES_MAX
+#define MS_EVENT_SAMPLE_BYTES_MAX (UINT64_C(1) << (MS_PAGE_KEY_BITS + 16))
+
+/*
  * What a source that aggregates in the kernel delivers instead of one record per allocation: "task
  * pid/tid, stack S: delta units since its last sample of (task, S), peak". peak is how far the value of
  * (task, S) rose above its value at the start of the interval this sample covers, at its highest

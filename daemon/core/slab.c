@@ -182,7 +182,8 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
         if (ret_replaced)
                 ret_replaced->site = SLAB_NONE;
         s->stats.allocs++;
-        ObjectSlot *slot = object_find(s, ptr);
+        /* A failed allocation is traced with a NULL pointer, which every empty slot has too. */
+        ObjectSlot *slot = ptr != 0 ? object_find(s, ptr) : NULL;
         if (slot) {
                 /* Its free was lost: the old record ends here, unseen by any CPU. */
                 if (ret_replaced)
@@ -247,6 +248,22 @@ void slab_reset_peaks(Slab *s) {
         for (size_t i = 0; i < s->n_caches; i++)
                 s->caches[i].live_allocated.peak = s->caches[i].live_allocated.current;
         s->stats.live_allocated.peak = s->stats.live_allocated.current;
+}
+
+static void group_clear(SlabGroup *g) {
+        *g = (SlabGroup) { .address = g->address, .name = g->name };
+}
+
+void slab_clear(Slab *s) {
+        for (size_t i = 0; i < s->n_sites; i++)
+                group_clear(&s->sites[i]);
+        for (size_t i = 0; i < s->n_caches; i++)
+                group_clear(&s->caches[i]);
+        /* The table starts again at its smallest with the next object. */
+        free(s->objects);
+        s->objects = NULL;
+        s->n_slots = s->n_live = 0;
+        s->stats = (SlabStats) {};
 }
 
 const SlabStats *slab_stats(const Slab *s) {

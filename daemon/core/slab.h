@@ -67,6 +67,9 @@ bool slab_release(Slab *s, uint64_t ptr, uint32_t cpu, SlabObject *ret);
 
 /* Peaks become current values (Reset). */
 void slab_reset_peaks(Slab *s);
+/* Forgets every live object and every count (Reset of all): call sites and caches keep their indexes and
+ * names. Allocates nothing, so it cannot fail. */
+void slab_clear(Slab *s);
 
 const SlabStats *slab_stats(const Slab *s);
 size_t slab_site_count(const Slab *s);

@@ -146,7 +146,7 @@ static void init_evicted_record(Usage *u) {
                 .exited_prev = USAGE_TASK_NONE,
                 .exited_next = USAGE_TASK_NONE,
         };
-        set_comm(&u->tasks[USAGE_TASK_EVICTED], "[evicted]");
+        set_comm(&u->tasks[USAGE_TASK_EVICTED], USAGE_EVICTED_COMM);
         u->n_tasks = 1;
         u->exited_head = u->exited_tail = USAGE_TASK_NONE;
 }
@@ -258,11 +258,12 @@ static void thread_unlink(Usage *u, uint32_t thread) {
 
 /* A fresh record; USAGE_TASK_NONE on OOM. Reuses evicted slots first. */
 static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, uint64_t now_nsec) {
-        uint32_t idx;
+        uint32_t idx, generation = 0;
 
-        if (u->n_free > 0)
+        if (u->n_free > 0) {
                 idx = u->free_slots[--u->n_free];
-        else {
+                generation = u->tasks[idx].generation + 1;
+        } else {
                 if (u->n_tasks == u->n_allocated) {
                         if (u->n_allocated >= USAGE_TASK_NONE / 2)
                                 return USAGE_TASK_NONE;
@@ -290,6 +291,7 @@ static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, ui
                 .thread_next = USAGE_TASK_NONE,
                 .exited_prev = USAGE_TASK_NONE,
                 .exited_next = USAGE_TASK_NONE,
+                .generation = generation,
                 .is_thread = is_thread,
         };
         /* Until a COMM record or /proc says otherwise. */
@@ -478,17 +480,27 @@ static bool holds_nothing(const Task *t) {
         return true;
 }
 
-/* Puts an evicted slot on the free list once nothing refers to it: no page (its count, which for a
- * process includes its threads') and, for a process, no thread record. */
-static void maybe_recycle(Usage *u, uint32_t idx) {
+/* Frees an evicted slot for reuse, or retires it for good when its next task's generation would wrap (a
+ * scope key of that generation may still name the first of its tasks). */
+static void recycle(Usage *u, uint32_t idx) {
         Task *t = &u->tasks[idx];
 
-        if (!t->evicted || t->recycled || !holds_nothing(t) || (!t->is_thread && t->n_threads > 0))
-                return;
         free(t->cmdline);
         t->cmdline = NULL;
         t->recycled = true;
-        u->free_slots[u->n_free++] = idx;
+        if (t->generation < UINT32_MAX)
+                u->free_slots[u->n_free++] = idx;
+}
+
+/* Puts an evicted slot on the free list once nothing refers to it: no page (its count, which for a
+ * process includes its threads'), no slab object and, for a process, no thread record. */
+static void maybe_recycle(Usage *u, uint32_t idx) {
+        Task *t = &u->tasks[idx];
+
+        if (!t->evicted || t->recycled || !holds_nothing(t) || t->n_objects > 0 ||
+            (!t->is_thread && t->n_threads > 0))
+                return;
+        recycle(u, idx);
         u->tasks_recycled++;
         if (t->is_thread && t->process != idx) {
                 thread_unlink(u, idx);
@@ -534,10 +546,35 @@ void usage_task_apply(Usage *u, uint32_t task, LedgerUnit unit, uint64_t rise, i
                 usage_task_uncharge(u, task, unit, (uint64_t) -(delta + 1) + 1);
 }
 
+void usage_task_hold_object(Usage *u, uint32_t task) {
+        u->tasks[task].n_objects++;
+}
+
+void usage_task_drop_object(Usage *u, uint32_t task) {
+        Task *t = &u->tasks[task];
+
+        /* A reset forgot the objects' owners (usage_clear()): nothing to drop then. */
+        if (t->n_objects == 0)
+                return;
+        t->n_objects--;
+        /* A thread's process goes with its last thread record. */
+        maybe_recycle(u, task);
+}
+
 Task *usage_task(Usage *u, uint32_t idx) {
         if (idx >= u->n_tasks || u->tasks[idx].evicted)
                 return NULL;
         return &u->tasks[idx];
+}
+
+uint64_t usage_task_scope(const Usage *u, uint32_t idx) {
+        return (uint64_t) u->tasks[idx].generation << 32 | idx;
+}
+
+Task *usage_task_of_scope(Usage *u, uint64_t scope) {
+        Task *t = usage_task(u, (uint32_t) scope);
+
+        return t && t->generation == (uint32_t) (scope >> 32) ? t : NULL;
 }
 
 size_t usage_task_slots(const Usage *u) {
@@ -561,6 +598,14 @@ uint32_t usage_find_process(const Usage *u, int32_t pid) {
 
 uint32_t usage_task_process(const Usage *u, uint32_t idx) {
         return idx < u->n_tasks ? u->tasks[idx].process : USAGE_TASK_NONE;
+}
+
+uint32_t usage_task_owner(const Usage *u, uint32_t idx) {
+        uint32_t process = usage_task_process(u, idx);
+
+        if (process == USAGE_TASK_NONE)
+                return process;
+        return u->tasks[process].evicted ? USAGE_TASK_EVICTED : process;
 }
 
 uint32_t usage_task_forward(const Usage *u, uint32_t idx) {
@@ -719,8 +764,9 @@ void usage_clear(Usage *u) {
                 counts_clear(t->ledger, t->interval_peak, &t->allocs, &t->frees);
                 if (t->exited && !t->evicted)
                         evict_one(u, (uint32_t) i);
-                /* The page table was cleared with us: no page names any slot now. */
-                t->n_threads = 0;
+                /* The page table and the slab objects were cleared with us: nothing names any slot
+                 * now. */
+                t->n_threads = t->n_objects = 0;
                 t->first_thread = USAGE_TASK_NONE;
         }
         for (size_t i = 1; i < u->n_tasks; i++) {
@@ -729,12 +775,8 @@ void usage_clear(Usage *u) {
                  * about to be reused. */
                 if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
                         evict_one(u, (uint32_t) i);
-                if (t->evicted && !t->recycled) {
-                        free(t->cmdline);
-                        t->cmdline = NULL;
-                        t->recycled = true;
-                        u->free_slots[u->n_free++] = (uint32_t) i;
-                }
+                if (t->evicted && !t->recycled)
+                        recycle(u, (uint32_t) i);
         }
         /* Live threads still name their processes. */
         for (size_t i = 1; i < u->n_tasks; i++)
