@@ -381,6 +381,7 @@ static int write_reports(Manager *m) {
                 .accounting = m->accounting,
                 .usym = m->usym,
                 .live = &live,
+                .history = history_keeper_history(m->history),
                 .page_size = m->page_size,
                 .sort_by_peak = report_wants_peak(m->config.report),
         };
