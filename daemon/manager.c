@@ -149,7 +149,6 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
-/* The OOM killer picked a victim. */
 static void on_oom_kill(void *userdata, const OomKill *kill) {
         Manager *m = userdata;
 
