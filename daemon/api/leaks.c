@@ -240,8 +240,7 @@ static int merge_cells(PageLeaks *l, size_t *ret_n_rows) {
                         continue;
                 uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, (uint32_t) c));
                 uint32_t leaf = global_leaf(l->a, chargeindex_node(ci, (uint32_t) c));
-                /* Never 0, which KeyIndex does not take. */
-                uint64_t key = ((uint64_t) process << 32 | leaf) + 1;
+                uint64_t key = (uint64_t) process << 32 | leaf;
                 uint32_t row = key_index_get(&by_key, key);
                 if (row == KEY_INDEX_NONE) {
                         if (greedy_realloc(&l->rows, &allocated, n_rows + 1, sizeof(PageRow), 64) < 0 ||
