@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -154,7 +153,6 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
-/* The OOM killer picked a victim. */
 static void on_oom_kill(void *userdata, const OomKill *kill) {
         Manager *m = userdata;
 
@@ -372,7 +370,8 @@ int manager_start(Manager *m) {
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
-        /* Its own symbol table, if it names its own frames (an imported log), before any event. */
+        /* Before any event: its tracing frames, and its own symbols if it names its frames (a log). */
+        accounting_set_tracer_frames(m->accounting, m->source->ops->tracer_frames);
         r = kernel_symbols_use_source(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
                                       m->source->ops->name);
         if (r < 0)
@@ -415,6 +414,7 @@ static int write_reports(Manager *m) {
                 .accounting = m->accounting,
                 .usym = m->usym,
                 .live = &live,
+                .history = history_keeper_history(m->history),
                 .page_size = m->page_size,
                 .sort_by_peak = report_wants_peak(m->config.report),
         };

@@ -1312,8 +1312,15 @@ static void test_random_against_model(void) {
         ksym_free(k);
 }
 
+/* What a source that takes its stacks from inside a BPF program declares (as the eBPF source does). */
+static const MsTracerFrames bpf_tracer = {
+        .prefixes = (const char *const[]) { "__traceiter_", "__bpf_trace_", "bpf_trace_run", NULL },
+        .program_first = true,
+};
+
 /* A chain that bpf_get_stack() took from inside the BPF program: the program, bpf_trace_run4 and the
- * tracepoint's iterator are dropped, and the allocation is charged where perf's chain would be. */
+ * tracepoint's iterator, which the source says are its own, are dropped, and the allocation is charged
+ * where perf's chain would be. A source that declares none keeps every frame. */
 static void test_tracer_frames_dropped(void) {
         static const uint64_t bpf_chain[] = { BPF_PROG, K_BPF_TRACE_RUN, K_TRACEITER, K_ALLOC_PAGES, K_ANON_PAGE,
                                               K_MM_FAULT, K_PAGE_FAULT };
@@ -1323,6 +1330,7 @@ static void test_tracer_frames_dropped(void) {
         Accounting *a = new_accounting(k, false);
         StackTree *st = accounting_stacktree(a);
 
+        accounting_set_tracer_frames(a, &bpf_tracer);
         alloc_chain(a, 10, 10, 100, 0, fault_chain, ELEMENTSOF(fault_chain));
         size_t n = stacktree_size(st);
         alloc_chain(a, 10, 10, 101, 0, bpf_chain, ELEMENTSOF(bpf_chain));
@@ -1367,16 +1375,20 @@ static void test_tracer_frames_dropped(void) {
         check_invariants(a);
         accounting_free(a);
 
-        /* Without symbols no frame can be told apart: every frame stays. */
-        a = new_accounting(NULL, false);
-        st = accounting_stacktree(a);
-        alloc_chain(a, 10, 10, 100, 0, bpf_chain, ELEMENTSOF(bpf_chain));
-        leaf = STACK_NODE_ROOT;
-        for (size_t i = ELEMENTSOF(bpf_chain); i > 0 && leaf != STACK_NODE_NONE; i--)
-                leaf = stacktree_find_child(st, leaf, STACK_FRAME_KERNEL, bpf_chain[i - 1]);
-        ASSERT_TRUE(leaf != STACK_NODE_NONE);
-        ASSERT_EQ(stacktree_pages(st, leaf).current, 1);
-        accounting_free(a);
+        /* Without symbols no frame can be told apart, and a source that declares no tracer frames keeps
+         * them all: every frame stays. */
+        for (int declared = 0; declared < 2; declared++) {
+                a = new_accounting(declared ? k : NULL, false);
+                accounting_set_tracer_frames(a, declared ? NULL : &bpf_tracer);
+                st = accounting_stacktree(a);
+                alloc_chain(a, 10, 10, 100, 0, bpf_chain, ELEMENTSOF(bpf_chain));
+                leaf = STACK_NODE_ROOT;
+                for (size_t i = ELEMENTSOF(bpf_chain); i > 0 && leaf != STACK_NODE_NONE; i--)
+                        leaf = stacktree_find_child(st, leaf, STACK_FRAME_KERNEL, bpf_chain[i - 1]);
+                ASSERT_TRUE(leaf != STACK_NODE_NONE);
+                ASSERT_EQ(stacktree_pages(st, leaf).current, 1);
+                accounting_free(a);
+        }
         ksym_free(k);
 }
 

@@ -13,6 +13,7 @@
 
 #include "document.h"
 #include "explain.h"
+#include "historyquery.h"
 #include "leaks.h"
 #include "log.h"
 #include "macro.h"
@@ -62,7 +63,7 @@ static int document_status(const DocumentInput *in, json_t *params, json_t **ret
         r = unpack_params(params, "{}");
         if (r < 0)
                 return r;
-        *ret = service_status_json(in->accounting, in->live, in->page_size, true);
+        *ret = status_reply_json(in->accounting, in->live, in->page_size, true);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -144,6 +145,20 @@ static int document_leaks(const DocumentInput *in, json_t *params, json_t **ret)
                                 ret);
 }
 
+/* The History reply of the total, for the HTML page's chart; a memstrackd keeping none leaves it out. */
+static int document_history(const DocumentInput *in, json_t *params, json_t **ret) {
+        HistoryQuery q = { .pid = -1, .seconds = -1, .resolution = -1, .now_realtime_usec = now_usec(CLOCK_REALTIME) };
+        const char *bad = NULL;
+        int r;
+
+        r = unpack_params(params, "{}");
+        if (r < 0)
+                return r;
+        if (!in->history)
+                return -EOPNOTSUPP;
+        return history_query_json(in->history, in->accounting, &q, &bad, ret);
+}
+
 /* The OomKills reply, for the HTML page's OOM section; a memstrackd not watching them leaves it out. */
 static int document_oom_kills(const DocumentInput *in, json_t *params, json_t **ret) {
         if (!in->live || !in->live->oom)
@@ -220,6 +235,7 @@ static const struct {
         { "io.memstrack.Units", document_units },
         { "io.memstrack.Slab", document_slab },
         { "io.memstrack.Leaks", document_leaks },
+        { "io.memstrack.History", document_history },
         { "io.memstrack.OomKills", document_oom_kills },
         { "io.memstrack.Explain", document_explain },
         { "io.memstrack.StackTree", document_stack_tree },

@@ -21,6 +21,7 @@ typedef struct DocumentInput {
         Accounting *accounting;         /* borrowed */
         UserSymbols *usym;              /* borrowed; NULL: user frames as raw addresses */
         const ServiceLive *live;        /* what the owner knows now (backend, uptime, source counters) */
+        History *history;               /* borrowed; NULL: the document has no history */
         long page_size;
         bool sort_by_peak;              /* the stack trees keep their biggest children by peak, not current */
         uint64_t now_nsec;              /* CLOCK_MONOTONIC time the leak view's ages count to; 0: now */

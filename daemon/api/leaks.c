@@ -226,12 +226,11 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                          "growth", g);
 }
 
-/* A cell's row key: its owner (usage_task_owner(): evicted processes are one) and global leaf, never 0
- * (which KeyIndex does not take). */
+/* A cell's row key: its owner (usage_task_owner(): evicted processes are one) and global leaf. */
 static uint64_t cell_row_key(const PageLeaks *l, uint32_t cell) {
         const ChargeIndex *ci = accounting_chargeindex(l->a);
         uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, cell));
-        return ((uint64_t) process << 32 | global_leaf(l->a, chargeindex_node(ci, cell))) + 1;
+        return (uint64_t) process << 32 | global_leaf(l->a, chargeindex_node(ci, cell));
 }
 
 /* Merges the cells holding old pages into rows by (process, global leaf), mapped in *by_key. -ENOMEM. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyindex.h"
 #include "macro.h"
 #include "query.h"
 #include "read-file.h"
@@ -204,44 +205,13 @@ typedef struct Subset {
         const StackTree *tree;
         SubsetNode *entries;            /* owned */
         size_t n, n_allocated;
-        uint32_t *slots;                /* owned: node -> entry, open addressing; SUBSET_NONE when empty */
-        size_t capacity;                /* power of two, at most half full */
+        KeyIndex by_node;               /* owned: stack node -> entry */
         int error;                      /* first failure while building */
 } Subset;
 
-static size_t subset_home(const Subset *s, uint32_t node) {
-        return (size_t) (((uint64_t) node * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (s->capacity - 1);
-}
-
-static size_t subset_slot(const Subset *s, uint32_t node) {
-        size_t i = subset_home(s, node);
-        while (s->slots[i] != SUBSET_NONE && s->entries[s->slots[i]].node != node)
-                i = (i + 1) & (s->capacity - 1);
-        return i;
-}
-
 static uint32_t subset_find(const Subset *s, uint32_t node) {
-        return s->capacity == 0 ? SUBSET_NONE : s->slots[subset_slot(s, node)];
-}
-
-static int subset_grow(Subset *s) {
-        size_t capacity = MAX(s->capacity * 2, (size_t) 256);
-        uint32_t *slots = malloc(capacity * sizeof(uint32_t));
-        if (!slots)
-                return -ENOMEM;
-        memset(slots, 0xff, capacity * sizeof(uint32_t));
-        free(s->slots);
-        s->slots = slots;
-        s->capacity = capacity;
-        for (uint32_t e = 0; e < s->n; e++)
-                s->slots[subset_slot(s, s->entries[e].node)] = e;
-
-        SubsetNode *entries = realloc(s->entries, capacity / 2 * sizeof(SubsetNode));
-        if (!entries)
-                return -ENOMEM;
-        s->entries = entries;
-        s->n_allocated = capacity / 2;
-        return 0;
+        uint32_t e = key_index_get(&s->by_node, node);
+        return e == KEY_INDEX_NONE ? SUBSET_NONE : e;
 }
 
 /* The entry of node, created (unlinked, empty) if new; SUBSET_NONE on OOM. */
@@ -251,11 +221,11 @@ static uint32_t subset_get(Subset *s, uint32_t node, bool *ret_created) {
         *ret_created = false;
         if (e != SUBSET_NONE)
                 return e;
-        if (s->n + 1 > s->n_allocated && subset_grow(s) < 0)
+        if (greedy_realloc(&s->entries, &s->n_allocated, s->n + 1, sizeof(SubsetNode), 256) < 0 ||
+            key_index_put(&s->by_node, node, (uint32_t) s->n) < 0)
                 return SUBSET_NONE;
         e = (uint32_t) s->n++;
         s->entries[e] = (SubsetNode) { .node = node, .first_child = SUBSET_NONE, .next_sibling = SUBSET_NONE };
-        s->slots[subset_slot(s, node)] = e;
         *ret_created = true;
         return e;
 }
@@ -318,7 +288,7 @@ static int subset_sum(Subset *s) {
 
 static void subset_done(Subset *s) {
         free(s->entries);
-        free(s->slots);
+        key_index_done(&s->by_node);
 }
 
 /* What a stack view shows: the real tree, or current pages of a subset. */

@@ -18,24 +18,12 @@
 #include "accounting.h"
 #include "event.h"
 #include "history.h"
-#include "memcg.h"
 #include "macro.h"
 #include "oomlog.h"
+#include "status.h"
 #include "usym.h"
 
 typedef struct Service Service;
-
-/* What the owner knows at the moment of a call. */
-typedef struct ServiceLive {
-        const char *backend;            /* the event source's name; "none" without a source */
-        const char *backend_reason;     /* why it runs (source_new()); NULL: unknown */
-        EventSourceStats source;        /* zeros without a source */
-        uint64_t uptime_usec;
-        double events_per_second;
-        const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
-        const Memcg *memcg;             /* the memory controller's figures (Explain); NULL: none */
-        const char *memcg_reason;       /* why there are none; NULL: unknown */
-} ServiceLive;
 
 #define SERVICE_LEAKS_PACE 9
 
@@ -65,11 +53,6 @@ typedef struct ServiceConfig {
          * and fuzzers that feed events of a clock of their own and want the same answer every run. */
         uint64_t (*now_nsec)(void *userdata, clockid_t clock);
 } ServiceConfig;
-
-/* The Status reply (io.memstrack.varlink) for accounting a and what its owner knows now; kernel addresses
- * count as hidden unless peer_is_root. New reference, NULL on OOM. Used by Status and by the snapshot
- * document memstrackd writes its reports from (document.h). */
-json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root);
 
 
 /* Listens (or takes the socket-activated fd) and serves until freed. Logs its failures. */

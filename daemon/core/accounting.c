@@ -32,6 +32,7 @@ struct Accounting {
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
+        const MsTracerFrames *tracer;   /* borrowed: the source's tracing frames; NULL: none dropped */
         TracerFrameSlot tracer_cache[TRACER_CACHE_SLOTS]; /* is a chain's innermost frame the tracer's? */
         AccountingStats stats;
         uint64_t interval_peak_pages;   /* the most current_pages reached since the last take (ledger_mark()) */
@@ -72,13 +73,12 @@ static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
         return USAGE_MODULE_NONE;
 }
 
-/* Functions that run a tracepoint's probes: what lies inside them in a chain is the tracer, not the
- * allocation. bpf_get_stack() unwinds from the BPF program, so its chains start with these; perf's start
- * at the tracepoint's caller and have none. */
-static bool is_tracer_function(const char *name) {
-        return startswith(name, "__traceiter_") || startswith(name, "__bpf_trace_") ||
-               startswith(name, "bpf_trace_run") || startswith(name, "perf_trace_") ||
-               startswith(name, "trace_event_raw_event_");
+/* One of the functions that run a tracepoint's probes for the source (MsTracerFrames). */
+static bool is_tracer_function(const Accounting *a, const char *name) {
+        for (const char *const *p = a->tracer ? a->tracer->prefixes : NULL; p && *p; p++)
+                if (startswith(name, *p))
+                        return true;
+        return false;
 }
 
 static const TracerFrameSlot *tracer_frame(Accounting *a, uint64_t ip) {
@@ -88,8 +88,9 @@ static const TracerFrameSlot *tracer_frame(Accounting *a, uint64_t ip) {
                 bool known = a->ksym && ksym_lookup(a->ksym, ip, &sym);
                 *slot = (TracerFrameSlot) {
                         .ip = ip,
-                        .tracer = known && !sym.module && is_tracer_function(sym.name),
-                        .program = !known || (sym.module && streq(sym.module, "bpf")),
+                        .tracer = known && !sym.module && is_tracer_function(a, sym.name),
+                        .program = a->tracer && a->tracer->program_first &&
+                                   (!known || (sym.module && streq(sym.module, "bpf"))),
                 };
         }
         return slot;
@@ -114,7 +115,7 @@ static size_t tracer_frames(Accounting *a, const MsStack *stack) {
 /* The leaf of tree to charge for a chain, without the tracer's frames. The scope is the process record's
  * usage_task_scope(): a record reused for another process is another scope. */
 static uint32_t intern_chain_in(Accounting *a, StackTree *tree, const MsStack *stack, uint32_t process) {
-        size_t skip = stack->n_frames > 0 ? tracer_frames(a, stack) : 0;
+        size_t skip = stack->n_frames > 0 && a->tracer ? tracer_frames(a, stack) : 0;
         /* No stack may come as NULL frames, which take no offset, not even 0. */
         return stacktree_intern(tree, skip > 0 ? stack->frames + skip : stack->frames, stack->n_frames - skip,
                                 stack->n_kernel_frames - skip, usage_task_scope(a->usage, process));
@@ -738,6 +739,11 @@ void accounting_set_ksym(Accounting *a, const Ksym *ksym) {
         Reattribute r = { .a = a, .from = from, .changed = changed };
         pagemap_foreach(a->pages, reattribute_block, &r);
         a->stats.symbol_walks++;
+}
+
+void accounting_set_tracer_frames(Accounting *a, const MsTracerFrames *tracer) {
+        a->tracer = tracer;
+        memset(a->tracer_cache, 0, sizeof(a->tracer_cache));
 }
 
 const Ksym *accounting_ksym(const Accounting *a) {

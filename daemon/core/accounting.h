@@ -137,6 +137,9 @@ bool accounting_traces_slab(const Accounting *a);
  * through it move to that module (one walk of the page table). Older nodes keep their module.
  */
 void accounting_set_ksym(Accounting *a, const Ksym *ksym);
+/* The event source's own frames at the top of its kernel stacks (borrowed, static in the source; NULL:
+ * none), which every chain then goes without. */
+void accounting_set_tracer_frames(Accounting *a, const MsTracerFrames *tracer);
 const Ksym *accounting_ksym(const Accounting *a);
 
 void accounting_reset(Accounting *a, AccountingReset what);

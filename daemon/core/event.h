@@ -64,6 +64,17 @@ typedef struct MsStack {
         uint32_t n_kernel_frames;
 } MsStack;
 
+/*
+ * A source's own tracing machinery at the top of its kernel stacks: the functions that run a tracepoint's
+ * probes (name prefixes), and, for a source whose stacks are taken from inside a BPF program, that
+ * program's frame first (module "bpf", or no symbol yet). The core drops that innermost run from every
+ * chain: it is the tracer, not the allocation. What the run looks like is the source's knowledge.
+ */
+typedef struct MsTracerFrames {
+        const char *const *prefixes;    /* NULL-terminated */
+        bool program_first;
+} MsTracerFrames;
+
 /* Page events' pfns are below 2^MS_PAGE_KEY_BITS (the page table's limit): physical frame numbers of 52-bit
  * physical addresses with 4 KiB pages, the most x86-64 and arm64 define, or a source's surrogate keys cut
  * to this width. A block must end below it too: the core counts one that does not as invalid

@@ -55,8 +55,8 @@ uint32_t page_kinds_intern(PageKinds *k, uint64_t pfn, uint32_t order, uint64_t 
                 k->dropped++;
                 return PAGE_KIND_UNKNOWN;
         }
-        /* One 64-bit key, never 0: flags, order, migrate type + 1 and zone side by side. */
-        uint64_t key = UINT64_C(1) << 63 | gfp_flags << 23 | (uint64_t) order << 18 |
+        /* One 64-bit key: flags, order, migrate type + 1 and zone side by side. */
+        uint64_t key = gfp_flags << 23 | (uint64_t) order << 18 |
                        (uint64_t) (migrate_type + 1) << 14 | (zone & 0x3fff);
         uint32_t id = key_index_get(&k->index, key);
         if (_likely_(id != KEY_INDEX_NONE))

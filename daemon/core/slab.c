@@ -25,12 +25,12 @@ struct Slab {
         SlabStats stats;
 };
 
-/* FNV-1a; never 0, which KeyIndex does not take. */
+/* FNV-1a. */
 static uint64_t name_hash(const char *s) {
         uint64_t h = UINT64_C(0xcbf29ce484222325);
         for (; *s; s++)
                 h = (h ^ (unsigned char) *s) * UINT64_C(0x100000001b3);
-        return h ?: 1;
+        return h;
 }
 
 Slab *slab_new(size_t max_objects) {
@@ -112,8 +112,8 @@ static void object_delete(Slab *s, ObjectSlot *slot) {
 }
 
 static uint32_t site_intern(Slab *s, uint64_t address) {
-        /* Address 0 (a source that does not know the call site) is a site of its own: key 1 never is one. */
-        uint64_t key = address ?: 1;
+        /* Address 0 (a source that does not know the call site) is a site of its own. */
+        uint64_t key = address;
         uint32_t site = key_index_get(&s->site_index, key);
         if (site != KEY_INDEX_NONE)
                 return site;
@@ -135,7 +135,7 @@ static uint32_t cache_intern(Slab *s, const char *name) {
                         break;
                 if (streq(s->caches[cache].name, name))
                         return cache;
-                key = key_index_mix(key) ?: 1;
+                key = key_index_mix(key) ?: 1;  /* the mix keeps 0 at 0: never a fixed point */
         }
         if (greedy_realloc(&s->caches, &s->n_caches_allocated, s->n_caches + 1, sizeof(SlabGroup), 64) < 0)
                 return SLAB_NONE;

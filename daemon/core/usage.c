@@ -5,20 +5,8 @@
 #include <string.h>
 
 #include "macro.h"
-#include "probe.h"
+#include "keyindex.h"
 #include "usage.h"
-
-/* int32 id -> uint32 index, open addressing with backward-shift deletion. */
-typedef struct IdSlot {
-        int32_t id;
-        uint32_t idx;           /* USAGE_TASK_NONE when free */
-} IdSlot;
-
-typedef struct IdMap {
-        IdSlot *slots;          /* owned */
-        size_t capacity;        /* power of two, at most half full */
-        size_t n;
-} IdMap;
 
 struct Usage {
         Task *tasks;            /* owned; slot 0 is "[evicted]" */
@@ -26,8 +14,8 @@ struct Usage {
         uint32_t *free_slots;   /* owned, room for n_allocated; evicted slots no page refers to any more */
         size_t n_free;
 
-        IdMap processes;        /* tgid -> newest process record with that tgid */
-        IdMap threads;          /* tid -> newest thread record (thread tracking only) */
+        KeyIndex processes;     /* tgid -> newest process record with that tgid */
+        KeyIndex threads;       /* tid -> newest thread record (thread tracking only) */
 
         size_t n_exited, max_exited;            /* records exited and not evicted */
         uint32_t exited_head, exited_tail;      /* those records, oldest exit first (Task.exited_*) */
@@ -42,93 +30,24 @@ struct Usage {
         uint64_t tasks_evicted, tasks_recycled, modules_dropped, underflows;
 };
 
-static size_t id_home(const IdMap *m, int32_t id) {
-        return (size_t) (((uint64_t) (uint32_t) id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (m->capacity - 1);
+/* A task id (a tgid or tid) as a key of the id maps. */
+static uint64_t id_key(int32_t id) {
+        return (uint32_t) id;
 }
 
-static int idmap_init(IdMap *m) {
-        m->capacity = 1024;
-        m->n = 0;
-        m->slots = malloc(m->capacity * sizeof(IdSlot));
-        if (!m->slots)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->capacity; i++)
-                m->slots[i].idx = USAGE_TASK_NONE;
-        return 0;
+static uint32_t idmap_get(const KeyIndex *m, int32_t id) {
+        uint32_t idx = key_index_get(m, id_key(id));
+        return idx == KEY_INDEX_NONE ? USAGE_TASK_NONE : idx;
 }
 
-static uint32_t idmap_get(const IdMap *m, int32_t id) {
-        for (size_t i = id_home(m, id);; i = (i + 1) & (m->capacity - 1)) {
-                if (m->slots[i].idx == USAGE_TASK_NONE)
-                        return USAGE_TASK_NONE;
-                if (m->slots[i].id == id)
-                        return m->slots[i].idx;
-        }
-}
-
-static int idmap_put(IdMap *m, int32_t id, uint32_t idx);
-
-static int idmap_grow(IdMap *m) {
-        IdMap n = { .capacity = m->capacity * 2 };
-        n.slots = malloc(n.capacity * sizeof(IdSlot));
-        if (!n.slots)
-                return -ENOMEM;
-        for (size_t i = 0; i < n.capacity; i++)
-                n.slots[i].idx = USAGE_TASK_NONE;
-        for (size_t i = 0; i < m->capacity; i++)
-                if (m->slots[i].idx != USAGE_TASK_NONE)
-                        (void) idmap_put(&n, m->slots[i].id, m->slots[i].idx);
-        free(m->slots);
-        *m = n;
-        return 0;
-}
-
-static int idmap_put(IdMap *m, int32_t id, uint32_t idx) {
-        if ((m->n + 1) * 2 > m->capacity) {
-                int r = idmap_grow(m);
-                if (r < 0)
-                        return r;
-        }
-        size_t i = id_home(m, id);
-        for (; m->slots[i].idx != USAGE_TASK_NONE; i = (i + 1) & (m->capacity - 1))
-                if (m->slots[i].id == id) {
-                        m->slots[i].idx = idx;
-                        return 0;
-                }
-        m->slots[i] = (IdSlot) { .id = id, .idx = idx };
-        m->n++;
-        return 0;
-}
-
-static size_t idmap_probe_home(const void *table, size_t i) {
-        const IdMap *m = table;
-        return m->slots[i].idx == USAGE_TASK_NONE ? PROBE_EMPTY : id_home(m, m->slots[i].id);
-}
-
-static void idmap_probe_move(void *table, size_t to, size_t from) {
-        IdMap *m = table;
-        m->slots[to] = m->slots[from];
-}
-
-static void idmap_probe_clear(void *table, size_t i) {
-        IdMap *m = table;
-        m->slots[i].idx = USAGE_TASK_NONE;
+static int idmap_put(KeyIndex *m, int32_t id, uint32_t idx) {
+        return key_index_put(m, id_key(id), idx);
 }
 
 /* Removes id only if it still maps to idx (a newer record may have taken the id). */
-static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
-        size_t hole = id_home(m, id);
-        for (;; hole = (hole + 1) & (m->capacity - 1)) {
-                if (m->slots[hole].idx == USAGE_TASK_NONE)
-                        return;
-                if (m->slots[hole].id == id)
-                        break;
-        }
-        if (m->slots[hole].idx != idx)
-                return;
-
-        probe_delete(m, m->capacity, hole, idmap_probe_home, idmap_probe_move, idmap_probe_clear);
-        m->n--;
+static void idmap_remove(KeyIndex *m, int32_t id, uint32_t idx) {
+        if (idmap_get(m, id) == idx)
+                (void) key_index_remove(m, id_key(id));
 }
 
 static void set_comm(Task *t, const char *comm) {
@@ -167,8 +86,6 @@ Usage *usage_new(bool track_threads, size_t max_exited) {
         u->free_slots = malloc(u->n_allocated * sizeof(uint32_t));
         if (!u->tasks || !u->free_slots)
                 return NULL;
-        if (idmap_init(&u->processes) < 0 || idmap_init(&u->threads) < 0)
-                return NULL;
         init_evicted_record(u);
         return TAKE_PTR(u);
 }
@@ -185,8 +102,8 @@ Usage *usage_free(Usage *u) {
         for (size_t i = 0; i < u->n_modules; i++)
                 free(u->modules[i].name);
         free(u->modules);
-        free(u->processes.slots);
-        free(u->threads.slots);
+        key_index_done(&u->processes);
+        key_index_done(&u->threads);
         free(u->free_slots);
         free(u->tasks);
         free(u);
@@ -820,7 +737,7 @@ uint64_t usage_baseline_pages(const Usage *u, size_t *ret_tasks) {
 
 size_t usage_memory_bytes(const Usage *u) {
         size_t b = sizeof(Usage) + u->n_allocated * (sizeof(Task) + sizeof(uint32_t)) +
-                   (u->processes.capacity + u->threads.capacity) * sizeof(IdSlot) +
+                   key_index_memory_bytes(&u->processes) + key_index_memory_bytes(&u->threads) +
                    u->n_modules * sizeof(ModuleUsage);
         for (size_t i = 0; i < u->n_tasks; i++)
                 if (u->tasks[i].cmdline)

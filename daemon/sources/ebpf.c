@@ -1128,8 +1128,15 @@ static void ebpf_source_get_stats(EventSource *es, EventSourceStats *ret) {
         };
 }
 
+/* bpf_get_stack() unwinds from inside the program: the program, then the functions that ran it. */
+static const MsTracerFrames ebpf_tracer_frames = {
+        .prefixes = (const char *const[]) { "__traceiter_", "__bpf_trace_", "bpf_trace_run", NULL },
+        .program_first = true,
+};
+
 static const EventSourceOps ebpf_source_ops = {
         .name = "ebpf",
+        .tracer_frames = &ebpf_tracer_frames,
         .start = ebpf_source_start,
         .flush = ebpf_source_flush,
         .get_stats = ebpf_source_get_stats,

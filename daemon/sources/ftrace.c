@@ -735,8 +735,14 @@ static void ftrace_source_get_stats(EventSource *es, EventSourceStats *ret) {
         };
 }
 
+/* The stacktrace option records from inside the probe that wrote the event. */
+static const MsTracerFrames ftrace_tracer_frames = {
+        .prefixes = (const char *const[]) { "__traceiter_", "trace_event_raw_event_", NULL },
+};
+
 static const EventSourceOps ftrace_source_ops = {
         .name = "ftrace",
+        .tracer_frames = &ftrace_tracer_frames,
         .start = ftrace_source_start,
         .flush = ftrace_source_flush,
         .get_stats = ftrace_source_get_stats,

@@ -706,8 +706,15 @@ static void perf_source_get_stats(EventSource *es, EventSourceStats *ret) {
         };
 }
 
+/* perf's call chains start at the tracepoint's caller on the kernels seen; older ones began inside the
+ * probe that fed the perf buffer. */
+static const MsTracerFrames perf_tracer_frames = {
+        .prefixes = (const char *const[]) { "__traceiter_", "perf_trace_", "trace_event_raw_event_", NULL },
+};
+
 static const EventSourceOps perf_source_ops = {
         .name = "perf",
+        .tracer_frames = &perf_tracer_frames,
         .start = perf_source_start,
         .flush = perf_source_flush,
         .get_stats = perf_source_get_stats,

@@ -83,6 +83,9 @@ typedef struct EventSourceOps {
          * log from another machine). Borrowed; valid until the source is freed. NULL (op or result): the
          * running kernel's. */
         const char *(*symbols)(EventSource *s);
+        /* Optional: the source's own tracing frames at the top of its kernel stacks (event.h), which the
+         * core drops; NULL: its stacks start at the allocation. */
+        const MsTracerFrames *tracer_frames;
 } EventSourceOps;
 
 struct EventSource {
