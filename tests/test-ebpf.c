@@ -24,7 +24,7 @@ static EbpfSource *source_fake(bool user_stacks) {
         EbpfSource *s = calloc(1, sizeof(*s));
 
         ASSERT_NOT_NULL(s);
-        s->source.ops = &ebpf_source_ops;
+        live_source_init(&s->live, &ebpf_source_ops, &ebpf_steps, 0);
         source_options_init(&s->options);
         s->options.user_stacks = user_stacks;
         s->depth = DEPTH;
@@ -34,7 +34,7 @@ static EbpfSource *source_fake(bool user_stacks) {
         s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
         s->cmdline = malloc(PROC_CMDLINE_MAX);
         ASSERT_TRUE(s->frames && s->cmdline);
-        s->sink = test_sink;
+        s->live.sink = test_sink;
         s->budget = UINT64_MAX;
         s->order = seq_order_new(&order_ops, s);
         ASSERT_NOT_NULL(s->order);
@@ -297,7 +297,7 @@ static void test_batch_shuffle(void) {
         MsBpfBatch *open_run[CPUS] = {};
         SeqOrderStats stats;
 
-        s->sink = (MsEventSink) { .event = pfn_log_event, .userdata = &log };
+        s->live.sink = (MsEventSink) { .event = pfn_log_event, .userdata = &log };
         srand(11);
         for (uint64_t seq = 0; seq < N; seq++) {
                 unsigned cpu = (unsigned) rand() % CPUS;
@@ -811,7 +811,7 @@ static void test_prefetch_ahead(void) {
         MsBpfBatch *a = (MsBpfBatch *) a_buf, *b = (MsBpfBatch *) b_buf;
         unsigned n = 12;
 
-        s->sink.prefetch_page = record_prefetch;
+        s->live.sink.prefetch_page = record_prefetch;
         n_prefetched = 0;
         *a = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .timestamp_nsec = 100 };
         for (unsigned i = 0; i < n; i++)

@@ -420,13 +420,16 @@ int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepo
         return 0;
 }
 
-Tracepoints *tracepoint_free(Tracepoints *t) {
-        if (!t)
-                return NULL;
-        if (t->tep)
-                tep_free(t->tep);
-        free(t);
+/* Frees a holder of parsed formats and the tep handle its fields point into. */
+static void *free_with_tep(struct tep_handle *tep, void *holder) {
+        if (tep)
+                tep_free(tep);
+        free(holder);
         return NULL;
+}
+
+Tracepoints *tracepoint_free(Tracepoints *t) {
+        return t ? free_with_tep(t->tep, t) : NULL;
 }
 
 int tracepoint_id(const Tracepoints *t, TracepointKind kind) {
@@ -786,12 +789,7 @@ int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
 }
 
 TracepointOom *tracepoint_oom_free(TracepointOom *t) {
-        if (!t)
-                return NULL;
-        if (t->tep)
-                tep_free(t->tep);
-        free(t);
-        return NULL;
+        return t ? free_with_tep(t->tep, t) : NULL;
 }
 
 int tracepoint_oom_id(const TracepointOom *t) {
