@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "pressure-watch.h"
 #include "parse-util.h"
 #include "report.h"
+#include "time-util.h"
 
 static const char *arg_source = NULL;  /* NULL: auto */
 static SourceOptions arg_source_options;
@@ -639,6 +641,42 @@ static int reload_config(void) {
         return r;
 }
 
+static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        manager_log_summary(userdata, "SIGUSR1");
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        /* What can change at run time: the log level from the configuration file, and what the daemon
+         * reads from outside (the symbol table). MONOTONIC_USEC lets systemd >= 253 tell this reload from
+         * an earlier one (Type=notify-reload). */
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
+        (void) reload_config(); /* logs why it failed, and keeps the current settings */
+        manager_reload(userdata);
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
+/* SIGTERM and SIGINT end the loop, SIGUSR1 and SIGHUP go to the Manager: all on its loop, the thread's
+ * default one. The sources are the loop's. */
+static int add_signals(Manager *m) {
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        int r;
+
+        r = sd_event_default(&event);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGUSR1, on_sigusr1, m);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+        return 0;
+}
+
 static int run(void) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -675,9 +713,11 @@ static int run(void) {
                 .cgroup_root = arg_cgroup_root,
                 .memcg_root = arg_memcg_root,
                 .zoneinfo = arg_zoneinfo,
-                .pressure_margin_percent = arg_pressure_margin,
-                .pressure_trigger = arg_pressure_trigger,
-                .pressure_interval_usec = arg_pressure_interval_usec,
+                .pressure = {
+                        .margin_percent = arg_pressure_margin,
+                        .trigger = arg_pressure_trigger,
+                        .interval_usec = arg_pressure_interval_usec,
+                },
                 .state_directory = arg_state_directory,
                 .serve = arg_serve,
                 .service = {
@@ -690,11 +730,13 @@ static int run(void) {
                         .boot_phase_path = !arg_boot_snapshot ? BOOT_PHASE_PATH_DEFAULT :
                                            arg_boot_snapshot[0] == 0 ? NULL : arg_boot_snapshot,
                 },
-                .reload_config = reload_config,
                 .report = arg_report ? &arg_report_options : NULL,
                 .report_output = arg_output,
         };
         r = manager_new(&config, &m);
+        if (r < 0)
+                return r;
+        r = add_signals(m);
         if (r < 0)
                 return r;
         r = manager_start(m);

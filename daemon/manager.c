@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 
-#include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -17,7 +15,6 @@
 #include "manager.h"
 #include "memcg.h"
 #include "tracepoint.h"
-#include "zoneinfo.h"
 #include "observer.h"
 #include "oom-moments.h"
 #include "oom-watch.h"
@@ -47,7 +44,6 @@ struct Manager {
         OomWatch *oom_watch;            /* owned: oom:mark_victim; NULL when it could not be opened */
         OomLog *oom;                    /* owned: the last kills and peak snapshots (OomKills) */
         Memcg *memcg;                   /* owned: the memory controller's figures; NULL: none */
-        const char *memcg_reason;       /* static: why there is none */
 
         ObserverList observers;         /* owned: the policies told of events (observer.h) */
         /* Observers the Manager also talks to, borrowed from the list. */
@@ -57,7 +53,6 @@ struct Manager {
         StatusLine *status;             /* the event rate */
 
         sd_event_source *tick_timer;    /* owned: once a second, the observers' ticks */
-        sd_event_source *sigusr1, *sighup;
 
         uint64_t start_usec;            /* CLOCK_MONOTONIC */
         char *unit;                     /* our systemd unit, if started by systemd */
@@ -133,24 +128,13 @@ static void log_summary(Manager *m, const char *reason) {
                 log_warning_errno(r, "Failed to write the summary, ignoring: %m");
 }
 
-static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        manager_flush(userdata);
-        log_summary(userdata, "SIGUSR1");
-        return 0;
+void manager_log_summary(Manager *m, const char *reason) {
+        manager_flush(m);
+        log_summary(m, reason);
 }
 
-static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        Manager *m = userdata;
-
-        /* What can change at run time: the log level from the configuration file, and what the observers
-         * read from outside (the symbol table). MONOTONIC_USEC lets systemd >= 253 tell this reload from
-         * an earlier one (Type=notify-reload). */
-        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
-        if (m->config.reload_config)
-                (void) m->config.reload_config(); /* logs why it failed, and keeps the current settings */
+void manager_reload(Manager *m) {
         observer_list_run(&m->observers, OBSERVER_HOOK_RELOAD);
-        (void) sd_notify(false, "READY=1");
-        return 0;
 }
 
 static void on_oom_kill(void *userdata, const OomKill *kill) {
@@ -197,9 +181,7 @@ static int add_observers(Manager *m) {
                 .userdata = m,
                 .event = m->event,
                 .memcg = m->memcg,
-                .pressure_margin_percent = m->config.pressure_margin_percent,
-                .pressure_trigger = m->config.pressure_trigger,
-                .pressure_interval_usec = m->config.pressure_interval_usec,
+                .pressure = m->config.pressure,
         });
         return observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
 }
@@ -233,7 +215,6 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = memcg_new(config->cgroup_root, config->memcg_root, &m->memcg);
         if (r == -ENOMEM)
                 return log_oom();
-        m->memcg_reason = r < 0 ? "no memory controller on this host" : NULL;
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
         m->oom = oomlog_new();
         if (!m->usym || !m->oom)
@@ -251,8 +232,6 @@ Manager *manager_free(Manager *m) {
         service_free(m->service);
         oomwatch_free(m->oom_watch);
         sd_event_source_disable_unref(m->tick_timer);
-        sd_event_source_disable_unref(m->sigusr1);
-        sd_event_source_disable_unref(m->sighup);
         event_source_free(m->source);
         /* Observers may hold timers on the loop and borrow the core: before both. */
         observer_list_done(&m->observers);
@@ -278,44 +257,10 @@ static void get_live(void *userdata, ServiceLive *ret) {
                 .events_per_second = status_line_events_per_second(m->status),
                 .oom = m->oom,
                 .memcg = m->memcg,
-                .memcg_reason = m->memcg_reason,
+                .memcg_reason = m->memcg ? NULL : "no memory controller on this host",
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);
-}
-
-static int start_signals(Manager *m) {
-        int r;
-
-        r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, &m->sigusr1, SIGUSR1, on_sigusr1, m);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up signal handling: %m");
-        r = sd_event_set_watchdog(m->event, true);
-        if (r < 0)
-                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
-        return 0;
-}
-
-/* What breakdowns of pages by kind need from outside the events (zoneinfo.h, tracepoint.h). */
-static void start_page_kinds(Manager *m) {
-        PageKinds *k = accounting_page_kinds(m->accounting);
-        EventSourceStats st = {};
-        GfpName *names = NULL;
-        ZoneRange *zones = NULL;
-        size_t n = 0;
-
-        if (tracepoint_gfp_names(m->config.source_options.tracefs, &names, &n) >= 0)
-                page_kinds_set_gfp_names(k, names, n);
-        m->source->ops->get_stats(m->source, &st);
-        if (zoneinfo_page_zones(m->config.zoneinfo, st.pfns, &zones, &n) >= 0)
-                (void) page_kinds_set_zones(k, zones, n);
-        free(zones);
 }
 
 static int start_oom_watch(Manager *m) {
@@ -363,9 +308,9 @@ int manager_start(Manager *m) {
         MsEventSink sink = { .event = on_event, .prefetch_page = on_prefetch_page, .userdata = m };
         int r;
 
-        r = start_signals(m);
+        r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
-                return r;
+                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
         /* A source reading its input here, before the loop, stops at SIGTERM or SIGINT (-ECANCELED). */
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
@@ -381,7 +326,15 @@ int manager_start(Manager *m) {
         if (r < 0)      /* -ECANCELED: stopped by a signal, logged */
                 return r == -ECANCELED ? r :
                        log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
-        start_page_kinds(m);
+        /* Pages by kind are named from outside the events: the GFP flags from the allocation tracepoint's
+         * format, the zones from /proc/zoneinfo where the source's page keys are pfns. */
+        EventSourceStats st = {};
+        GfpName *gfp_names = NULL;
+        size_t n_gfp_names = 0;
+        if (tracepoint_gfp_names(m->config.source_options.tracefs, &gfp_names, &n_gfp_names) >= 0)
+                page_kinds_set_gfp_names(accounting_page_kinds(m->accounting), gfp_names, n_gfp_names);
+        m->source->ops->get_stats(m->source, &st);
+        (void) page_kinds_read_zones(accounting_page_kinds(m->accounting), m->config.zoneinfo, st.pfns);
         r = start_oom_watch(m);
         if (r < 0)
                 return r;

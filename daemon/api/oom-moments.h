@@ -38,9 +38,7 @@ typedef struct OomMomentsConfig {
          * margin, the trigger, the interval. event NULL: none taken. */
         sd_event *event;
         const Memcg *memcg;
-        unsigned pressure_margin_percent;
-        const char *pressure_trigger;
-        uint64_t pressure_interval_usec;
+        PressureSettings pressure;
 } OomMomentsConfig;
 
 typedef struct OomMoments OomMoments;

@@ -36,6 +36,14 @@
 #define PRESSURE_INTERVAL_USEC_DEFAULT (60 * UINT64_C(1000000))
 #define PRESSURE_LIMITS_EVERY 10
 
+/* What memstrackd's options say of pressure records. */
+typedef struct PressureSettings {
+        unsigned margin_percent;        /* records within this margin of a limit; 0: limits not watched */
+        const char *trigger;            /* PSI trigger, "some|full STALL_USEC WINDOW_USEC"; NULL or "": none */
+        uint64_t interval_usec;         /* at most one record per unit (and for the system) per interval;
+                                         * 0: the default */
+} PressureSettings;
+
 typedef struct PressureWatchConfig {
         sd_event *event;                /* borrowed */
         OomLog *log;                    /* borrowed: where the records go */

@@ -91,6 +91,16 @@ static int zone_compare(const void *a, const void *b) {
         return x->start_pfn < y->start_pfn ? -1 : x->start_pfn > y->start_pfn;
 }
 
+int page_kinds_read_zones(PageKinds *k, const char *zoneinfo, bool pfns) {
+        _cleanup_free_ ZoneRange *zones = NULL;
+        size_t n = 0;
+
+        int r = zoneinfo_page_zones(zoneinfo, pfns, &zones, &n);
+        if (r < 0)
+                return r;
+        return page_kinds_set_zones(k, zones, n);
+}
+
 int page_kinds_set_zones(PageKinds *k, const ZoneRange *zones, size_t n) {
         ZoneRange *copy = NULL;
 

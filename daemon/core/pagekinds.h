@@ -58,6 +58,9 @@ uint32_t page_kinds_intern(PageKinds *k, uint64_t pfn, uint32_t order, uint64_t 
 const PageKind *page_kinds_get(const PageKinds *k, uint32_t id);
 size_t page_kinds_count(const PageKinds *k);
 
+/* Takes the zones from the kernel's zoneinfo (path NULL: /proc/zoneinfo), for page keys that are pfns
+ * (zoneinfo.h). -errno (the old ones stay). */
+int page_kinds_read_zones(PageKinds *k, const char *zoneinfo, bool pfns);
 /* Replaces the zones with a copy of n ranges (any order, not overlapping). -ENOMEM (the old ones stay). */
 int page_kinds_set_zones(PageKinds *k, const ZoneRange *zones, size_t n);
 /* NULL for PAGE_ZONE_UNKNOWN or out of range. */
