@@ -111,8 +111,14 @@ test_lintian() {
 # completions in vendor-completions (site-functions is the local administrator's on Debian); man pages
 # are compressed where each build compresses them; documentation, licenses, lintian's overrides and
 # build-id links follow each distribution's own layout and are left out.
+# Each distribution's conventions, not differences: Debian's multiarch libdir against Fedora's lib64, and
+# shared objects 0644 (dh_fixperms) against 0755 (rpm generates a library's dependencies only from
+# executable ELF files).
 normalize() {
     sed -E -e 's#^([^ ]+) /lib/systemd/system/#\1 /usr/lib/systemd/system/#' \
+        -e 's#^([^ ]+) /usr/lib/[a-z0-9_]+-linux-gnu/#\1 /usr/LIBDIR/#' \
+        -e 's#^([^ ]+) /usr/lib64/#\1 /usr/LIBDIR/#' \
+        -e 's#^-rwxr-xr-x (/usr/LIBDIR/.*\.so)$#-rw-r--r-- \1#' \
         -e 's#^([^ ]+) /usr/share/zsh/vendor-completions/#\1 /usr/share/zsh/site-functions/#' \
         -e 's#^([^ ]+ /usr/share/man/.*)\.gz$#\1#' |
         grep -Ev '^[^ ]+ /usr/(share/doc|share/licenses|share/lintian|lib/\.build-id)/' | sort
