@@ -21,8 +21,16 @@ server=memstrack-test-$$
 tmux_() {
     tmux -L "$server" "$@"
 }
+# The pane's top gets SIGHUP from kill-server and exits; should it not (LeakSanitizer once hung at such
+# an exit, spinning for hours after the test), it is killed after 10 s rather than left behind.
 cleanup() {
+    local i
     tmux_ kill-server 2>/dev/null
+    for i in $(seq 100); do
+        pgrep -f -- "--address $work/sock top" >/dev/null || break
+        sleep 0.1
+    done
+    pkill -KILL -f -- "--address $work/sock top" 2>/dev/null
     lib_cleanup
 }
 trap cleanup EXIT
