@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "heap-abi.h"
+#include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -448,18 +449,49 @@ static bool frame_in_objects(uint64_t ip) {
         return false;
 }
 
-static uint32_t take_stack(void) {
+static bool in_own_text(uint64_t ip) {
+        return ip >= own_text_start && ip < own_text_end;
+}
+
+/* glibc's backtrace(), for the stacks the unwinder cannot follow to their end. */
+static size_t backtrace_stack(uint64_t f[static HEAP_FRAMES_MAX]) {
         void *raw[HEAP_FRAMES_MAX + 8];
-        uint64_t f[HEAP_FRAMES_MAX];
         int n = backtrace(raw, (int) (sizeof(raw) / sizeof(raw[0])));
         size_t k = 0;
         int i = 0;
 
         /* Our own frames (this function, the hook) come first. */
-        while (i < n && (uintptr_t) raw[i] >= own_text_start && (uintptr_t) raw[i] < own_text_end)
+        while (i < n && in_own_text((uint64_t) (uintptr_t) raw[i]))
                 i++;
         for (; i < n && k < HEAP_FRAMES_MAX; i++)
                 f[k++] = (uint64_t) (uintptr_t) raw[i];
+        return k;
+}
+
+/* The stack of the hook's caller. Our code keeps frame pointers: their chain leads to the hook's frame,
+ * the first whose return address is outside our code, and the unwinder goes on from there. */
+static size_t caller_stack(uint64_t f[static HEAP_FRAMES_MAX]) {
+        uint64_t *fp = __builtin_frame_address(0);
+
+        for (unsigned i = 0; i < 32; i++) {
+                if (!in_own_text(fp[1])) {
+                        UnwindEnd end;
+                        size_t n = unwind_stack(fp, f, HEAP_FRAMES_MAX, &end);
+                        if (end == UNWIND_COMPLETE)
+                                return n;
+                        break;
+                }
+                uint64_t *caller = (uint64_t *) (uintptr_t) fp[0];
+                if (caller <= fp)
+                        break;
+                fp = caller;
+        }
+        return backtrace_stack(f);
+}
+
+static uint32_t take_stack(void) {
+        uint64_t f[HEAP_FRAMES_MAX];
+        size_t k = caller_stack(f);
         bool new_stack = false;
         uint32_t id = stack_id(f, k, false, &new_stack);
         /* A new stack with a frame in no object known: a library was loaded since (dlopen). */
@@ -790,6 +822,8 @@ static void initialize(void) {
                 seed = env_uint(HEAP_ENV_SEED, 0) ?: mix64((uint64_t) getpid() ^ (uint64_t) now_msec() << 20);
                 (void) dl_iterate_phdr(find_own_text, (void *) (uintptr_t) &find_own_text);
                 if (connect_daemon(path)) {
+                        /* Without its cache every stack comes from backtrace(), as complete and slower. */
+                        (void) unwind_init();
                         /* backtrace() loads libgcc's unwinder at its first call, which allocates: that is the
                          * library's own doing, done now and not recorded (nor is pthread_atfork()'s). */
                         void *warm[4];
@@ -944,4 +978,20 @@ EXPORT void *valloc(size_t n) {
 EXPORT void *pvalloc(size_t n) {
         (void) recording();
         return page_call(real.pvalloc, n);
+}
+
+/* Unloading code: the unwinder forgets its rules, before (rules worked out while it is being unmapped) and
+ * after (its addresses may hold another library's code next). */
+EXPORT int dlclose(void *handle) {
+        static int (*real_dlclose)(void *);
+        int (*fn)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_RELAXED);
+
+        if (!fn) {
+                fn = (int (*)(void *)) dlsym(RTLD_NEXT, "dlclose");
+                __atomic_store_n(&real_dlclose, fn, __ATOMIC_RELAXED);
+        }
+        unwind_flush();
+        int r = fn ? fn(handle) : -1;
+        unwind_flush();
+        return r;
 }
