@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -217,7 +218,8 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOpt
 }
 
 int verb_record(int argc, char *argv[]) {
-        _cleanup_free_ char *program = NULL, *preload = NULL, *heap_socket = NULL, *source_input = NULL;
+        _cleanup_free_ char *program = NULL, *preload = NULL;
+        const char *heap_socket = NULL;
         ReportOptions o;
         PrivateDaemon d = {};
         pid_t pid = 0;
@@ -240,19 +242,18 @@ int verb_record(int argc, char *argv[]) {
         if (r != 0)
                 return r;
 
-        /* The heap source's socket beside the daemon's, in the directory made for it. */
+        /* The heap source's socket beside the daemon's, bound here and passed to it. */
         r = private_daemon_prepare(&d);
+        if (r >= 0)
+                r = private_daemon_listen(&d, "heap", SOCK_SEQPACKET, &heap_socket);
         if (r < 0)
                 goto finish;
-        heap_socket = private_daemon_path(&d, "heap");
-        if (!heap_socket || asprintf(&source_input, "--source-input=%s", heap_socket) < 0) {
-                r = -ENOMEM;
+        char *const args[] = { (char *) "--source=heap", NULL };
+        r = private_daemon_start(&d, args);
+        if (r < 0)
                 goto finish;
-        }
-        char *const args[] = { (char *) "--source=heap", source_input, NULL };
-        r = private_daemon_run(&d, "the heap socket", args, RECORD_START_TIMEOUT_MSEC);
-        if (r != 0)
-                goto finish;
+        /* The command starts beside it: its library's hello waits in the socket's queue until memstrackd
+         * takes it. */
         r = run_command(argv + 1, heap_socket, preload, &pid);
         if (r < 0)
                 goto finish;
@@ -261,10 +262,16 @@ int verb_record(int argc, char *argv[]) {
         struct sigaction ignore = { .sa_handler = SIG_IGN }, old_int, old_quit;
         (void) sigaction(SIGINT, &ignore, &old_int);
         (void) sigaction(SIGQUIT, &ignore, &old_quit);
+        /* Should memstrackd not start, the command runs unrecorded (its library says so) to its end. */
+        int ready = private_daemon_wait_ready(&d, "record the command's heap", RECORD_START_TIMEOUT_MSEC);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
         (void) sigaction(SIGINT, &old_int, NULL);
         (void) sigaction(SIGQUIT, &old_quit, NULL);
+        if (ready != 0) {
+                r = ready;
+                goto finish;
+        }
 
         r = report_heaps(&d, pid, status, &o);
         if (r == 0)

@@ -336,9 +336,10 @@ int manager_start(Manager *m) {
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
-        /* Its own symbol table, if it names its own frames (an imported log), before any event. */
-        r = kernel_symbols_use_source(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
-                                      m->source->ops->name);
+        /* Its own symbol table, if it names its own frames (an imported log), else the kernel's, before any
+         * event. */
+        r = kernel_symbols_load(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
+                                m->source->ops->name);
         if (r < 0)
                 return r;
         m->start_usec = now_usec(CLOCK_MONOTONIC);

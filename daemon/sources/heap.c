@@ -28,6 +28,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "heap-abi.h"
 #include "log.h"
 #include "macro.h"
@@ -85,7 +87,8 @@ typedef struct HeapChannel {
 
 struct HeapSource {
         EventSource source;
-        char *socket_path;
+        char *socket_path;              /* what it listens on, for messages; bound here unless passed */
+        bool passed;                    /* the socket was passed (socket activation): not ours to remove */
         int listen_fd;
         sd_event *event;
         sd_event_source *listen_io, *poll_timer;
@@ -653,7 +656,7 @@ static HeapSource *heap_source_free(HeapSource *s) {
         sd_event_source_disable_unref(s->listen_io);
         sd_event_source_disable_unref(s->poll_timer);
         safe_close(s->listen_fd);
-        if (s->socket_path)
+        if (s->socket_path && !s->passed)
                 (void) unlink(s->socket_path);
         free(s->socket_path);
         free(s);
@@ -680,6 +683,23 @@ static const EventSourceOps heap_source_ops = {
         .symbols = heap_source_symbols,
 };
 
+/* The socket passed under the name "heap" (LISTEN_FDNAMES: memstrackctl record, or a socket unit), if
+ * any: -ENOENT if none. The environment stays for the varlink server, which takes its own. */
+static int passed_socket(void) {
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(false, &names), fd = -ENOENT;
+
+        for (int i = 0; i < n; i++) {
+                if (fd < 0 && names && names[i] && streq(names[i], "heap") &&
+                    sd_is_socket_unix(SD_LISTEN_FDS_START + i, SOCK_SEQPACKET, 1, NULL, 0) > 0)
+                        fd = SD_LISTEN_FDS_START + i;
+                if (names)
+                        free(names[i]);
+        }
+        free(names);
+        return fd;
+}
+
 static int heap_source_new(const SourceOptions *options, EventSource **ret) {
         _cleanup_(heap_source_freep) HeapSource *s = NULL;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -687,15 +707,27 @@ static int heap_source_new(const SourceOptions *options, EventSource **ret) {
         assert(options);
         assert(ret);
 
-        if (!options->input)
-                return log_error_errno(EINVAL, "The heap source listens on the socket --source-input=PATH names.");
-        if (strlen(options->input) >= sizeof(sa.sun_path))
-                return log_error_errno(ENAMETOOLONG, "The heap socket path %s is too long.", options->input);
         s = calloc(1, sizeof(HeapSource));
         if (!s)
                 return log_oom();
         s->source.ops = &heap_source_ops;
-        s->listen_fd = -EBADF;
+        s->listen_fd = passed_socket();
+        if (s->listen_fd >= 0) {
+                int flags = fcntl(s->listen_fd, F_GETFL);
+                if (flags < 0 || fcntl(s->listen_fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                        return log_error_errno(errno, "Failed to set up the passed heap socket: %m");
+                s->socket_path = strdup("the passed socket");
+                if (!s->socket_path)
+                        return log_oom();
+                s->passed = true;
+                *ret = &TAKE_PTR(s)->source;
+                return 0;
+        }
+        if (!options->input)
+                return log_error_errno(EINVAL, "The heap source listens on the socket --source-input=PATH names, "
+                                       "or on one passed under the name \"heap\".");
+        if (strlen(options->input) >= sizeof(sa.sun_path))
+                return log_error_errno(ENAMETOOLONG, "The heap socket path %s is too long.", options->input);
         s->socket_path = strdup(options->input);
         if (!s->socket_path)
                 return log_oom();
