@@ -88,10 +88,13 @@ typedef struct HeapAbiStackSlot {
 } HeapAbiStackSlot;
 
 /* A thread's counts: only live bytes need one order for all threads (the peak), these are summed. One
- * cache line, so threads do not share one. */
+ * cache line, so threads do not share one. The thread's own calls change the first three with plain
+ * stores; calls made inside another on the thread (a signal handler), which may land in the middle of
+ * such a store, count in the nested ones, atomically. The reader adds both. */
 typedef struct HeapAbiThread {
         uint64_t allocs, frees, alloc_bytes;
-        uint64_t reserved[5];
+        uint64_t nested_allocs, nested_frees, nested_alloc_bytes;
+        uint64_t reserved[2];
 } HeapAbiThread;
 
 /* One loadable segment of a loaded ELF file. */

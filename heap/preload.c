@@ -127,14 +127,40 @@ static TLS int64_t bytes_until_sample;
 static TLS uint64_t rng;
 static TLS uint32_t thread_id;
 static TLS HeapAbiThread *my_counts;
+static TLS bool my_counts_shared;       /* the last slot, shared by the threads beyond the slots */
 
 /* This thread's counts: a slot of its own, claimed at its first call, or the shared last one. */
-static HeapAbiThread *counts(void) {
+static inline HeapAbiThread *counts(void) {
         if (unlikely(!my_counts)) {
                 uint64_t i = __atomic_fetch_add(&header->threads_used, 1, __ATOMIC_RELAXED);
-                my_counts = &thread_slots[i < header->n_thread_slots ? i : header->n_thread_slots - 1];
+                my_counts_shared = i >= header->n_thread_slots - 1;
+                my_counts = &thread_slots[my_counts_shared ? header->n_thread_slots - 1 : i];
         }
         return my_counts;
+}
+
+/* Adds to a count of this thread's own: a plain store, as no one else writes it (the daemon reads). */
+static inline void count_own(uint64_t *c, uint64_t n) {
+        __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* One call's counts; nested: made inside another call on this thread, which may be amid count_own(). */
+static inline void count_call(bool nested, bool alloc, uint64_t bytes) {
+        HeapAbiThread *t = counts();
+
+        if (likely(!nested && !my_counts_shared)) {
+                if (alloc) {
+                        count_own(&t->allocs, 1);
+                        count_own(&t->alloc_bytes, bytes);
+                } else
+                        count_own(&t->frees, 1);
+                return;
+        }
+        if (alloc) {
+                __atomic_fetch_add(&t->nested_allocs, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&t->nested_alloc_bytes, bytes, __ATOMIC_RELAXED);
+        } else
+                __atomic_fetch_add(&t->nested_frees, 1, __ATOMIC_RELAXED);
 }
 
 static void lock_release(int *l) {
@@ -571,17 +597,55 @@ static void emit(HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, uint64_t 
         __atomic_store_n(&r->commit, seq + 1, __ATOMIC_RELEASE);
 }
 
+/* ---- Block sizes ------------------------------------------------------------------------------------ */
+
+/* Whether the allocator is glibc's, with chunks as usable_size() reads them: checked at the start. */
+static bool glibc_chunks;
+
+/* What malloc_usable_size() says of a block, without the call: glibc keeps a chunk's size in the word
+ * before the block, its low three bits flags (0x2: mmap()ed, whose header takes a word more); a chunk
+ * that is not mmap()ed is in use when the next one's 0x1 bit says so (a double free's is not: 0). */
+static inline uint64_t usable_size(void *p) {
+        if (likely(glibc_chunks)) {
+                const char *block = p;
+                size_t head, next;
+                memcpy(&head, block - sizeof(size_t), sizeof(head));
+                size_t chunk = head & ~(size_t) 7;
+                if (head & 2)
+                        return chunk - 2 * sizeof(size_t);
+                memcpy(&next, block - sizeof(size_t) + chunk, sizeof(next));
+                return next & 1 ? chunk - sizeof(size_t) : 0;
+        }
+        return malloc_usable_size(p);
+}
+
+/* Reads chunks directly only where the real malloc is glibc's and agrees with it on blocks of every kind
+ * (small, large, mmap()ed, aligned); another allocator, or a glibc that changed, gets the call. */
+static void check_glibc_chunks(void) {
+        static const size_t sizes[] = { 1, 24, 100, 1000, 5000, 70000, 300000, 4u << 20 };
+        Dl_info info;
+
+        if (!dladdr((void *) real.malloc, &info) || !info.dli_fname || !strstr(info.dli_fname, "/libc.so"))
+                return;
+        glibc_chunks = true;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) * 2 && glibc_chunks; i++) {
+                size_t n = sizes[i / 2];
+                void *p = i % 2 == 0 || !real.memalign ? real.malloc(n) : real.memalign(256, n);
+                if (!p)
+                        continue;
+                glibc_chunks = usable_size(p) == malloc_usable_size(p);
+                real.free(p);
+        }
+}
+
 /* A block the allocator handed out. */
 static void record_alloc(void *p) {
         bool nested = in_call > 0;
-        uint64_t bytes = malloc_usable_size(p);
+        uint64_t bytes = usable_size(p);
 
         in_call++;
         int64_t live = __atomic_add_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
-        /* Atomic though the slot is the thread's: a signal handler on this thread may count too. */
-        HeapAbiThread *t = counts();
-        __atomic_fetch_add(&t->allocs, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&t->alloc_bytes, bytes, __ATOMIC_RELAXED);
+        count_call(nested, true, bytes);
         uint64_t peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
         while (live > 0 && (uint64_t) live > peak &&
                !__atomic_compare_exchange_n(&header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
@@ -634,9 +698,9 @@ static void record_free(void *p) {
         }
         if (was < 0)
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
-        uint64_t bytes = malloc_usable_size(p);
+        uint64_t bytes = usable_size(p);
         int64_t live = __atomic_sub_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&counts()->frees, 1, __ATOMIC_RELAXED);
+        count_call(nested, false, 0);
         if (was > 0)
                 emit(HEAP_RECORD_FREE, ptr, bytes, live > 0 ? (uint64_t) live : 0, HEAP_STACK_NONE, nested);
 out:
@@ -824,6 +888,7 @@ static void initialize(void) {
                 if (connect_daemon(path)) {
                         /* Without its cache every stack comes from backtrace(), as complete and slower. */
                         (void) unwind_init();
+                        check_glibc_chunks();
                         /* backtrace() loads libgcc's unwinder at its first call, which allocates: that is the
                          * library's own doing, done now and not recorded (nor is pthread_atfork()'s). */
                         void *warm[4];

@@ -223,9 +223,13 @@ static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
         uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
         uint64_t used = MIN(__atomic_load_n(&h->threads_used, __ATOMIC_RELAXED), c->n_thread_slots);
         for (uint64_t i = 0; i < used; i++) {
-                allocs += __atomic_load_n(&c->threads[i].allocs, __ATOMIC_RELAXED);
-                frees += __atomic_load_n(&c->threads[i].frees, __ATOMIC_RELAXED);
-                alloc_bytes += __atomic_load_n(&c->threads[i].alloc_bytes, __ATOMIC_RELAXED);
+                const HeapAbiThread *t = &c->threads[i];
+                allocs += __atomic_load_n(&t->allocs, __ATOMIC_RELAXED) +
+                          __atomic_load_n(&t->nested_allocs, __ATOMIC_RELAXED);
+                frees += __atomic_load_n(&t->frees, __ATOMIC_RELAXED) +
+                         __atomic_load_n(&t->nested_frees, __ATOMIC_RELAXED);
+                alloc_bytes += __atomic_load_n(&t->alloc_bytes, __ATOMIC_RELAXED) +
+                               __atomic_load_n(&t->nested_alloc_bytes, __ATOMIC_RELAXED);
         }
         *ret = (MsHeapCounters) {
                 .live_bytes = live > 0 ? (uint64_t) live : 0,
