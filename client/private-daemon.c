@@ -246,8 +246,13 @@ int private_daemon_wait_ready(PrivateDaemon *d, const char *action, unsigned tim
                                        .tv_nsec = (long) (wait_msec % 1000) * 1000000 };
                 if (ppoll(p, d->pidfd >= 0 ? 2 : 1, &ts, &waiting_mask) < 0)
                         return negative_errno();        /* -EINTR: the caller's signal handler ran */
-                if ((p[0].revents & POLLIN) && says_ready(d->notify_fd))
+                if ((p[0].revents & POLLIN) && says_ready(d->notify_fd)) {
+                        /* Nobody reads its later notifications (STATUS= each second): gone, they fail at once
+                         * in memstrackd rather than fill the socket's queue and block it. */
+                        d->notify_fd = safe_close(d->notify_fd);
+                        (void) unlink(d->notify_path);
                         return 0;
+                }
                 if ((d->pidfd < 0 || p[1].revents) && waitpid(d->pid, &status, WNOHANG) == d->pid) {
                         d->pid = 0;
                         private_daemon_print_warnings(d);

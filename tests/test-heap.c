@@ -168,7 +168,46 @@ static void test_weights(void) {
         heap_free(h);
 }
 
+static void alloc_with_id(Heap *h, int32_t pid, uint64_t ptr, uint64_t frame, uint32_t id) {
+        uint64_t frames[2] = { frame, 0x1000 };
+        MsEvent e = ev(MS_EVENT_HEAP_ALLOC, pid);
+        e.heap.ptr = ptr;
+        e.heap.bytes = 10;
+        e.heap.stack = (MsStack) { .frames = frames, .n_frames = 2 };
+        e.heap.stack_id = id;
+        heap_handle_event(h, &e);
+}
+
+/* A stack id names the frames it first came with for the rest of its heap (the source's promise: the
+ * core need not look at frames again), and nothing after the heap ended: another heap's id 5 is its own. */
+static void test_stack_ids(void) {
+        Heap *h = heap_new(1024, 1024, 16);
+        uint64_t now, max;
+
+        start(h, 100, 1);
+        alloc_with_id(h, 100, 0x10, 0xa, 5);
+        /* Frames that differ under the same id: the core trusts the id. */
+        alloc_with_id(h, 100, 0x20, 0xb, 5);
+        alloc_with_id(h, 100, 0x30, 0xc, 0);
+        ASSERT_EQ(leaf(h, 0, 0xb), STACK_NODE_NONE);
+        values(h, leaf(h, 0, 0xa), 0, &now, &max);
+        ASSERT_EQ(now, 20u);
+        values(h, leaf(h, 0, 0xc), 0, &now, &max);
+        ASSERT_EQ(now, 10u);
+
+        MsEvent end = ev(MS_EVENT_HEAP_END, 100);
+        end.heap.end = MS_HEAP_END_EXIT;
+        heap_handle_event(h, &end);
+        start(h, 200, 1);
+        alloc_with_id(h, 200, 0x10, 0xb, 5);
+        values(h, leaf(h, 1, 0xb), 1, &now, &max);
+        ASSERT_EQ(now, 10u);
+        ASSERT_EQ(leaf(h, 1, 0xa), STACK_NODE_NONE);
+        heap_free(h);
+}
+
 int main(void) {
+        test_stack_ids();
         test_maximum();
         test_exec();
         test_weights();

@@ -22,6 +22,13 @@ typedef struct BlockSlot {
         uint64_t blocks;                /* weighted, in 1/STACK_HEAP_BLOCK_UNIT */
 } BlockSlot;
 
+/* (image, the source's stack id) -> the leaf its frames led to: a stack interned once per heap, not per
+ * block. Removed with the image's blocks at its end. */
+typedef struct StackSlot {
+        uint64_t key;                   /* (serial + 1) << 32 | stack id; 0: empty */
+        uint32_t leaf;
+} StackSlot;
+
 /* pid -> its latest image; updated in place, never removed. */
 typedef struct PidSlot {
         int32_t pid;                    /* 0: empty */
@@ -37,6 +44,8 @@ struct Heap {
         size_t n_slots, n_blocks;
         PidSlot *pids;                  /* owned */
         size_t n_pid_slots, n_pids;
+        StackSlot *stack_slots;         /* owned; linear probing, deletion shifts back */
+        size_t n_stack_slots, n_stacks;
         uint64_t images_dropped, invalid_events;
 };
 
@@ -67,6 +76,7 @@ Heap *heap_free(Heap *h) {
         stacktree_free(h->stacks);
         free(h->blocks);
         free(h->pids);
+        free(h->stack_slots);
         free(h);
         return NULL;
 }
@@ -76,9 +86,11 @@ void heap_clear(Heap *h) {
         h->stacks = stacktree_free(h->stacks);
         free(h->blocks);
         free(h->pids);
+        free(h->stack_slots);
         h->blocks = NULL;
         h->pids = NULL;
-        h->n_slots = h->n_blocks = h->n_pid_slots = h->n_pids = 0;
+        h->stack_slots = NULL;
+        h->n_slots = h->n_blocks = h->n_pid_slots = h->n_pids = h->n_stack_slots = h->n_stacks = 0;
         h->images_dropped = h->invalid_events = 0;
 }
 
@@ -187,6 +199,80 @@ static void block_remove(Heap *h, size_t i) {
         h->n_blocks--;
 }
 
+/* ---- (image, stack id) -> leaf --------------------------------------------------------------------- */
+
+static uint64_t stack_key(uint32_t image, uint32_t id) {
+        return (uint64_t) (image + 1) << 32 | id;
+}
+
+static size_t stack_home_of(size_t n_slots, uint64_t key) {
+        return key_index_mix(key) & (n_slots - 1);
+}
+
+static size_t stack_home(const void *table, size_t i) {
+        const Heap *h = table;
+        return h->stack_slots[i].key == 0 ? PROBE_EMPTY : stack_home_of(h->n_stack_slots, h->stack_slots[i].key);
+}
+
+static void stack_move(void *table, size_t to, size_t from) {
+        Heap *h = table;
+        h->stack_slots[to] = h->stack_slots[from];
+}
+
+static void stack_clear(void *table, size_t i) {
+        Heap *h = table;
+        h->stack_slots[i].key = 0;
+}
+
+static size_t stack_find(const Heap *h, uint64_t key) {
+        size_t i = stack_home_of(h->n_stack_slots, key);
+        while (h->stack_slots[i].key != 0 && h->stack_slots[i].key != key)
+                i = (i + 1) & (h->n_stack_slots - 1);
+        return i;
+}
+
+/* The leaf remembered for the key, or STACK_NODE_NONE. */
+static uint32_t stack_lookup(const Heap *h, uint64_t key) {
+        if (h->n_stack_slots == 0)
+                return STACK_NODE_NONE;
+        const StackSlot *s = &h->stack_slots[stack_find(h, key)];
+        return s->key == key ? s->leaf : STACK_NODE_NONE;
+}
+
+/* Remembers a leaf; forgotten on OOM (the frames are interned again next time). */
+static void stack_remember(Heap *h, uint64_t key, uint32_t leaf) {
+        if ((h->n_stacks + 1) * 2 > h->n_stack_slots) {
+                size_t n = h->n_stack_slots ? h->n_stack_slots * 2 : BLOCKS_MIN;
+                StackSlot *slots = calloc(n, sizeof(StackSlot)), *old = h->stack_slots;
+                size_t old_n = h->n_stack_slots;
+                if (!slots)
+                        return;
+                h->stack_slots = slots;
+                h->n_stack_slots = n;
+                for (size_t i = 0; i < old_n; i++)
+                        if (old[i].key != 0)
+                                h->stack_slots[stack_find(h, old[i].key)] = old[i];
+                free(old);
+        }
+        StackSlot *s = &h->stack_slots[stack_find(h, key)];
+        if (s->key == 0)
+                h->n_stacks++;
+        *s = (StackSlot) { .key = key, .leaf = leaf };
+}
+
+/* The image ended: its ids name nothing any more. */
+static void stacks_forget(Heap *h, uint32_t image) {
+        for (size_t i = 0; i < h->n_stack_slots;) {
+                if (h->stack_slots[i].key != 0 && h->stack_slots[i].key >> 32 == (uint64_t) image + 1) {
+                        /* The slot is refilled by the shift: look at it again. */
+                        probe_delete(h, h->n_stack_slots, i, stack_home, stack_move, stack_clear);
+                        h->n_stacks--;
+                        continue;
+                }
+                i++;
+        }
+}
+
 void heap_block_weight(uint64_t bytes, uint64_t sample_interval, uint64_t *ret_bytes, uint64_t *ret_blocks) {
         if (sample_interval <= 1) {
                 *ret_bytes = bytes;
@@ -222,6 +308,7 @@ static void handle_start(Heap *h, const MsEvent *e) {
                 h->images[prev].ended = true;
                 h->images[prev].end = MS_HEAP_END_EXEC;
                 h->images[prev].end_nsec = e->timestamp_nsec;
+                stacks_forget(h, prev);
         }
         if (e->pid <= 0 || h->n_images >= h->max_images) {
                 h->images_dropped++;
@@ -291,10 +378,16 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
                 slot = block_find(h, img->serial, x->ptr);
         }
 
-        uint64_t none = MS_FRAME_HEAP_NO_STACK;
-        const uint64_t *frames = x->stack.n_frames > 0 ? x->stack.frames : &none;
-        size_t n = x->stack.n_frames > 0 ? x->stack.n_frames : 1;
-        uint32_t leaf = stacktree_intern(h->stacks, frames, n, 0, img->serial);
+        uint64_t key = x->stack_id != 0 ? stack_key(img->serial, x->stack_id) : 0;
+        uint32_t leaf = key != 0 ? stack_lookup(h, key) : STACK_NODE_NONE;
+        if (leaf == STACK_NODE_NONE) {
+                uint64_t none = MS_FRAME_HEAP_NO_STACK;
+                const uint64_t *frames = x->stack.n_frames > 0 ? x->stack.frames : &none;
+                size_t n = x->stack.n_frames > 0 ? x->stack.n_frames : 1;
+                leaf = stacktree_intern(h->stacks, frames, n, 0, img->serial);
+                if (key != 0)
+                        stack_remember(h, key, leaf);
+        }
         uint64_t bytes, blocks;
         heap_block_weight(x->bytes, img->sample_interval, &bytes, &blocks);
 
@@ -363,6 +456,7 @@ static void handle_end(Heap *h, const MsEvent *e) {
         img->ended = true;
         img->end = e->heap.end;
         img->end_nsec = e->timestamp_nsec;
+        stacks_forget(h, img->serial);
         if (img->sampled_blocks == 0)
                 return;
         for (size_t i = 0; i < h->n_slots;) {
@@ -454,7 +548,8 @@ void heap_get_stats(const Heap *h, HeapStats *ret) {
 
 size_t heap_memory_bytes(const Heap *h) {
         size_t b = sizeof(Heap) + h->n_allocated * sizeof(HeapImage) + h->n_slots * sizeof(BlockSlot) +
-                   h->n_pid_slots * sizeof(PidSlot) + (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
+                   h->n_pid_slots * sizeof(PidSlot) + h->n_stack_slots * sizeof(StackSlot) +
+                   (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
         for (size_t i = 0; i < h->n_images; i++)
                 b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0);
         return b;

@@ -97,6 +97,7 @@ struct HeapSource {
         HeapChannel **channels;
         size_t n_channels, n_allocated;
         uint64_t records, wakeups, refused, bad_records, dead_records, ended_lost;
+        uint64_t poll_nsec;             /* CLOCK_MONOTONIC when the current poll began */
         EventSourceLoss losses[5];
 };
 
@@ -104,8 +105,9 @@ static void emit(HeapSource *s, const MsEvent *e) {
         s->sink.event(s->sink.userdata, e);
 }
 
+/* Stamped with the time of the poll that read it: one clock read per poll, not per record. */
 static MsEvent heap_event(HeapChannel *c, MsEventType type) {
-        return (MsEvent) { .type = type, .pid = c->pid, .tid = c->pid, .timestamp_nsec = now_nsec(CLOCK_MONOTONIC) };
+        return (MsEvent) { .type = type, .pid = c->pid, .tid = c->pid, .timestamp_nsec = c->source->poll_nsec };
 }
 
 static uint64_t load(const uint64_t *p) {
@@ -212,6 +214,9 @@ static void apply_record(HeapChannel *c, const HeapAbiRecord *r) {
         if (r->type == HEAP_RECORD_ALLOC) {
                 size_t n = read_stack(c, r->stack, f);
                 e.heap.stack = (MsStack) { .frames = f, .n_frames = (uint32_t) n };
+                /* A published slot never changes: its id names these frames for good. */
+                if (r->stack >= HEAP_STACK_FIRST && !(n == 1 && f[0] == MS_FRAME_HEAP_STACK_FULL))
+                        e.heap.stack_id = r->stack;
         }
         emit(c->source, &e);
 }
@@ -254,6 +259,7 @@ static uint64_t drain(HeapChannel *c, bool final, bool budget) {
         HeapSource *s = c->source;
         uint64_t head = load(&c->header->ring_head), n = 0;
 
+        s->poll_nsec = now_nsec(CLOCK_MONOTONIC);
         /* Objects first: the records may name frames in a library loaded since. */
         check_objects(c);
         for (;; c->tail++) {
@@ -472,6 +478,7 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
                         break;
                 }
 
+        s->poll_nsec = now_nsec(CLOCK_MONOTONIC);
         read_task(c->pid, comm, &cmdline);
         (void) read_objects(c, &maps);
         MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
