@@ -42,6 +42,9 @@
 #define RECORD_END_TIMEOUT_MSEC (10u * 1000u)
 #define RECORD_TREE_DEPTH 128
 #define RECORD_TREE_CHILDREN 1000
+/* Frames below 0.02 % of their heap, now and at its maximum, are not in the text reports: below what
+ * their percentages show. */
+#define RECORD_TEXT_MIN_PPM 200
 
 /* COMMAND as execvp() would find it; NULL if it is nowhere (execvp() then says so). */
 static char *find_program(const char *name) {
@@ -151,8 +154,11 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
                         if (open)
                                 fprintf(stderr, "memstrackctl: memstrackd did not see pid %d end; its heap is "
                                         "reported as last read.\n", (int) pid);
-                        json_auto_t *whole = json_pack("{s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH, "maxChildren",
-                                                       RECORD_TREE_CHILDREN);
+                        /* Text shows the frames above a few hundredths of a percent; JSON and files get all. */
+                        bool text = arg_json == CTL_JSON_OFF && !arg_file;
+                        json_auto_t *whole = json_pack("{s:i, s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH,
+                                                       "maxChildren", RECORD_TREE_CHILDREN, "minPartsPerMillion",
+                                                       text ? RECORD_TEXT_MIN_PPM : 0);
                         if (!whole)
                                 return -ENOMEM;
                         return ctl_call(c, "io.memstrack.Heap", whole, ret);

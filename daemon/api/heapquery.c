@@ -19,6 +19,7 @@ typedef struct HeapView {
         HeapScale scale;
         UsymImage *symbols;             /* may be NULL */
         const HeapQuery *q;
+        uint64_t min_now, min_max;      /* a frame below both (scaled bytes now, at the maximum) is left out */
 } HeapView;
 
 static json_int_t reply_int_or(const json_t *o, const char *key) {
@@ -162,6 +163,11 @@ static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
                 node_values(v, c, &b, &bl, &mb, &mbl);
                 if (b.current == 0 && mb == 0)
                         continue;
+                if ((uint64_t) scaled(b.current, v->scale.now_bytes) < v->min_now &&
+                    (uint64_t) scaled(mb, v->scale.max_bytes) < v->min_max) {
+                        truncated++;
+                        continue;
+                }
                 list[k++] = (HeapChild) { c, MAX(b.current, mb) };
         }
         qsort(list, k, sizeof(HeapChild), compare_children);
@@ -223,6 +229,9 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                 .scale = heap_scale(heap, serial),
                 .symbols = usym && img->maps ? usym_image(usym, serial, img->maps) : NULL,
                 .q = q,
+                /* Rounded up: with min_ppm > 0 a frame of 0 bytes in one view never counts as above it. */
+                .min_now = (img->counters.live_bytes * q->min_ppm + 999999) / 1000000,
+                .min_max = (img->counters.peak_bytes * q->min_ppm + 999999) / 1000000,
         };
         uint32_t scope = heap_scope_node(heap, serial);
         json_t *root = NULL;

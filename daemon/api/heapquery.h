@@ -19,6 +19,8 @@ typedef struct HeapQuery {
         int32_t pid;                    /* 0: every heap */
         unsigned max_depth;             /* levels below a heap's root */
         unsigned max_children;          /* children per node, biggest first (now or at the maximum) */
+        uint32_t min_ppm;               /* frames below this share (per million) of their heap's live and
+                                         * peak bytes, both, are left out; 0: none */
         bool show_addresses;
 } HeapQuery;
 

@@ -1011,12 +1011,14 @@ static int method_slab(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        int64_t pid = 0, max_depth = HEAP_QUERY_DEPTH_DEFAULT, max_children = HEAP_QUERY_CHILDREN_DEFAULT;
+        int64_t pid = 0, max_depth = HEAP_QUERY_DEPTH_DEFAULT, max_children = HEAP_QUERY_CHILDREN_DEFAULT, min_ppm = 0;
         const VarlinkField fields[] = {
                 { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX },
                 { .name = "maxDepth", .type = VARLINK_FIELD_INT, .ret = &max_depth, .min = 0, .max = 255 },
                 { .name = "maxChildren", .type = VARLINK_FIELD_INT, .ret = &max_children, .min = 1,
                   .max = 10000 },
+                { .name = "minPartsPerMillion", .type = VARLINK_FIELD_INT, .ret = &min_ppm, .min = 0,
+                  .max = 1000000 },
         };
         json_auto_t *reply = NULL;
 
@@ -1026,6 +1028,7 @@ static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .pid = (int32_t) pid,
                 .max_depth = (unsigned) max_depth,
                 .max_children = (unsigned) max_children,
+                .min_ppm = (uint32_t) min_ppm,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
         };
         int r = heap_query_json(sv->accounting, sv->usym, &q, &reply);
