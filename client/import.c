@@ -27,24 +27,6 @@
  * machine holds millions of records. The daemon exiting ends the wait at once. */
 #define IMPORT_START_TIMEOUT_MSEC (10u * 60u * 1000u)
 
-/* The stop signal that came during the import, 0 if none: set by on_stop(). */
-static volatile sig_atomic_t import_stop_signal = 0;
-
-static void on_stop(int sig) {
-        import_stop_signal = sig;
-}
-
-/* SIGTERM and SIGINT end the wait below instead of memstrackctl (unless they were ignored, as a shell
- * ignores SIGINT for a command it runs in the background). No SA_RESTART: the wait ends. */
-static void catch_stop_signals(void) {
-        struct sigaction sa = { .sa_handler = on_stop }, old;
-
-        sigemptyset(&sa.sa_mask);
-        for (int sig = SIGINT; sig; sig = sig == SIGINT ? SIGTERM : 0)
-                if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-                        (void) sigaction(sig, &sa, NULL);
-}
-
 int verb_import(int argc, char *argv[]) {
         _cleanup_free_ char *source_input = NULL, *action = NULL;
         const char *input = argc > 2 ? argv[2] : "-";
@@ -65,13 +47,7 @@ int verb_import(int argc, char *argv[]) {
             asprintf(&action, "import %s", streq(input, "-") ? "standard input" : input) < 0)
                 return -ENOMEM;
 
-        /* Blocked until the wait, which lets them in: a signal before it is not lost. */
-        sigset_t stop_signals, old_mask;
-        (void) sigemptyset(&stop_signals);
-        (void) sigaddset(&stop_signals, SIGINT);
-        (void) sigaddset(&stop_signals, SIGTERM);
-        (void) sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
-        catch_stop_signals();
+        private_daemon_catch_stop_signals();
         r = private_daemon_prepare(&d);
         if (r < 0)
                 goto finish;
@@ -80,8 +56,8 @@ int verb_import(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
         r = private_daemon_wait_ready(&d, action, IMPORT_START_TIMEOUT_MSEC);
-        (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
-        if (import_stop_signal)
+        private_daemon_release_stop_signals();
+        if (private_daemon_stop_signal())
                 goto finish;    /* stopped below */
         if (r != 0)
                 goto finish;
@@ -96,10 +72,10 @@ int verb_import(int argc, char *argv[]) {
         arg_address = NULL;
 
 finish:
-        (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        private_daemon_release_stop_signals();
         private_daemon_stop(&d);
-        if (import_stop_signal) {
-                int sig = import_stop_signal;
+        if (private_daemon_stop_signal()) {
+                int sig = private_daemon_stop_signal();
 
                 fprintf(stderr, "memstrackctl: import of %s stopped by SIG%s.\n",
                         streq(input, "-") ? "standard input" : input, sigabbrev_np(sig));

@@ -36,6 +36,67 @@ void private_daemon_print_warnings(const PrivateDaemon *d) {
                         fputs(line + 3, stderr);
 }
 
+/* ---- Stop signals -------------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_signal = 0;
+static sigset_t mask_before;
+static bool stop_signals_blocked;
+
+static void on_stop_signal(int sig) {
+        stop_signal = sig;
+}
+
+void private_daemon_catch_stop_signals(void) {
+        struct sigaction sa = { .sa_handler = on_stop_signal }, old;
+        sigset_t both;
+
+        (void) sigemptyset(&both);
+        (void) sigaddset(&both, SIGINT);
+        (void) sigaddset(&both, SIGTERM);
+        if (sigprocmask(SIG_BLOCK, &both, &mask_before) == 0)
+                stop_signals_blocked = true;
+        /* No SA_RESTART: a wait ends. */
+        (void) sigemptyset(&sa.sa_mask);
+        for (int sig = SIGINT; sig; sig = sig == SIGINT ? SIGTERM : 0)
+                if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+                        (void) sigaction(sig, &sa, NULL);
+}
+
+void private_daemon_release_stop_signals(void) {
+        if (stop_signals_blocked)
+                (void) sigprocmask(SIG_SETMASK, &mask_before, NULL);
+        stop_signals_blocked = false;
+}
+
+int private_daemon_stop_signal(void) {
+        return stop_signal;
+}
+
+/* The mask during a wait: the current one without SIGINT and SIGTERM. */
+static int waiting_mask(sigset_t *ret) {
+        if (sigprocmask(SIG_SETMASK, NULL, ret) < 0 || sigdelset(ret, SIGINT) < 0 || sigdelset(ret, SIGTERM) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int private_daemon_wait_fd(int fd, uint64_t timeout_usec) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        struct timespec ts = { .tv_sec = (time_t) (timeout_usec / 1000000),
+                               .tv_nsec = (long) (timeout_usec % 1000000) * 1000 };
+        sigset_t mask;
+        int r;
+
+        if (stop_signal)
+                return -EINTR;
+        r = waiting_mask(&mask);
+        if (r < 0)
+                return r;
+        r = ppoll(&p, fd >= 0 ? 1 : 0, timeout_usec == UINT64_MAX ? NULL : &ts, &mask);
+        if (r < 0)
+                return negative_errno();
+        return r > 0 ? 1 : 0;
+}
+
 static char *path_in(const PrivateDaemon *d, const char *name) {
         char *p;
         return asprintf(&p, "%s/%s", d->dir, name) < 0 ? NULL : p;
@@ -223,12 +284,13 @@ static bool says_ready(int fd) {
 
 int private_daemon_wait_ready(PrivateDaemon *d, const char *action, unsigned timeout_msec) {
         uint64_t deadline = now_msec() + timeout_msec;
-        sigset_t waiting_mask;
+        sigset_t mask;
+        int r;
 
         /* SIGINT and SIGTERM, if the caller blocked them to catch them, come in while it waits. */
-        if (sigprocmask(SIG_SETMASK, NULL, &waiting_mask) < 0 || sigdelset(&waiting_mask, SIGINT) < 0 ||
-            sigdelset(&waiting_mask, SIGTERM) < 0)
-                return negative_errno();
+        r = waiting_mask(&mask);
+        if (r < 0)
+                return r;
 
         for (;;) {
                 struct pollfd p[2] = { { .fd = d->notify_fd, .events = POLLIN }, { .fd = d->pidfd, .events = POLLIN } };
@@ -244,7 +306,7 @@ int private_daemon_wait_ready(PrivateDaemon *d, const char *action, unsigned tim
                 uint64_t wait_msec = MIN(deadline - now, d->pidfd >= 0 ? UINT64_MAX : 50);
                 struct timespec ts = { .tv_sec = (time_t) (wait_msec / 1000),
                                        .tv_nsec = (long) (wait_msec % 1000) * 1000000 };
-                if (ppoll(p, d->pidfd >= 0 ? 2 : 1, &ts, &waiting_mask) < 0)
+                if (ppoll(p, d->pidfd >= 0 ? 2 : 1, &ts, &mask) < 0)
                         return negative_errno();        /* -EINTR: the caller's signal handler ran */
                 if ((p[0].revents & POLLIN) && says_ready(d->notify_fd)) {
                         /* Nobody reads its later notifications (STATUS= each second): gone, they fail at once

@@ -44,10 +44,20 @@ int private_daemon_listen(PrivateDaemon *d, const char *name, int type, const ch
 int private_daemon_start(PrivateDaemon *d, char *const args[]);
 /* Waits until memstrackd is ready (at most timeout_msec): 0; or it exited or the time ran out: says so,
  * naming what it was to do ("import standard input") and returns CTL_EXIT_FAILURE; -EINTR when a signal
- * handler ran meanwhile (the caller decides), other -errno. A caller that catches SIGINT or SIGTERM
- * blocks them around the call: they come in during the wait (ppoll()), so none lands between the
- * caller's last look and the wait. */
+ * handler ran meanwhile (the caller decides: private_daemon_stop_signal()), other -errno. */
 int private_daemon_wait_ready(PrivateDaemon *d, const char *action, unsigned timeout_msec);
+
+/* SIGINT and SIGTERM, for a verb that stops cleanly at them: caught (unless ignored, as a shell ignores
+ * SIGINT for a command it runs in the background) and blocked; they come in only during the waits here
+ * (ppoll()), so none lands between a verb's look at private_daemon_stop_signal() and a wait. Restoring the
+ * mask lets a pending one in. */
+void private_daemon_catch_stop_signals(void);
+void private_daemon_release_stop_signals(void);
+/* The stop signal that came, 0 if none. */
+int private_daemon_stop_signal(void);
+/* Waits until fd is readable (1), timeout_usec passed (0; UINT64_MAX: no timeout) or a stop signal came
+ * (-EINTR). */
+int private_daemon_wait_fd(int fd, uint64_t timeout_usec);
 
 /* Prints what the daemon said at warning level or above, without the level. */
 void private_daemon_print_warnings(const PrivateDaemon *d);

@@ -9,6 +9,10 @@
  *
  * memstrackctl exits with COMMAND's status (128 + N for a signal N), as time(1) does; 1 when nothing
  * could be recorded (a static or setuid program, which LD_PRELOAD does not reach, says so first).
+ *
+ * record --pid PID [--seconds N]: a process already running, through eBPF uprobes on its libc's allocator
+ * (memstrackd's heap-uprobe source), until it exits, N seconds pass or Ctrl-C; then the uprobes are
+ * detached, the process runs on, and its heap over that time is reported. Exit status 0.
  */
 
 #include <elf.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -176,7 +181,9 @@ static int command_exit(int status) {
         return CTL_EXIT_FAILURE;
 }
 
-static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOptions *o) {
+/* Reports the heaps of pid: the command's (status its wait status), or with stop a process recorded with
+ * --pid, whose recording is stopped first. */
+static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *doc = NULL, *heap = NULL;
         SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
@@ -186,6 +193,14 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOpt
         r = ctl_connect(&c);
         if (r != 0)
                 return r;
+        if (stop) {
+                json_auto_t *params = json_pack("{s:i}", "pid", (int) pid), *reply = NULL;
+                if (!params)
+                        return -ENOMEM;
+                r = ctl_call(c, "io.memstrack.HeapStop", params, &reply);
+                if (r != 0)
+                        return r;
+        }
         r = wait_heaps_ended(c, pid, &heap);
         if (r != 0)
                 return r;
@@ -196,6 +211,10 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOpt
                 return -ENOMEM;
         private_daemon_print_warnings(d);
 
+        if (json_array_size(reply_array(heap, "heaps")) == 0 && stop) {
+                fprintf(stderr, "memstrackctl: nothing was recorded of process %d.\n", (int) pid);
+                return CTL_EXIT_FAILURE;
+        }
         if (json_array_size(reply_array(heap, "heaps")) == 0) {
                 fprintf(stderr, "memstrackctl: nothing was recorded: no process of the command loaded the heap "
                         "library (a static or setuid program, or one that clears LD_PRELOAD).\n");
@@ -223,6 +242,56 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOpt
         return r;
 }
 
+/* record --pid: a memstrackd whose heap-uprobe source attaches to the process, until it exits, --seconds
+ * pass or a stop signal comes; then the recording is stopped (the uprobes detached, the process runs on)
+ * and reported. */
+static int record_pid(pid_t pid, const ReportOptions *o) {
+        _cleanup_free_ char *input = NULL, *interval = NULL, *action = NULL;
+        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        PrivateDaemon d = {};
+        int r;
+
+        if (pidfd < 0) {
+                fprintf(stderr, "memstrackctl: cannot record process %d: %s.\n", (int) pid, strerror(errno));
+                return CTL_EXIT_FAILURE;
+        }
+        if (asprintf(&input, "--source-input=%d", (int) pid) < 0 ||
+            asprintf(&interval, "--heap-sample-interval=%llu", (unsigned long long) arg_sample_interval) < 0 ||
+            asprintf(&action, "attach to process %d", (int) pid) < 0)
+                return -ENOMEM;
+
+        private_daemon_catch_stop_signals();
+        r = private_daemon_prepare(&d);
+        if (r < 0)
+                goto finish;
+        char *const args[] = { (char *) "--source=heap-uprobe", input, interval, NULL };
+        r = private_daemon_start(&d, args);
+        if (r < 0)
+                goto finish;
+        r = private_daemon_wait_ready(&d, action, RECORD_START_TIMEOUT_MSEC);
+        if (r == -EINTR)
+                r = 0;          /* stopped before it began: an empty recording, reported as such */
+        if (r != 0)
+                goto finish;
+        if (!private_daemon_stop_signal()) {
+                char duration[64] = "";
+                if (arg_seconds_usec > 0)
+                        (void) snprintf(duration, sizeof(duration), " for %.1f s", (double) arg_seconds_usec / 1e6);
+                fprintf(stderr, "memstrackctl: recording the heap of process %d%s; Ctrl-C stops.\n", (int) pid,
+                        duration);
+                r = private_daemon_wait_fd(pidfd, arg_seconds_usec > 0 ? arg_seconds_usec : UINT64_MAX);
+                if (r < 0 && r != -EINTR)
+                        goto finish;
+        }
+        r = report_heaps(&d, pid, 0, true, o);
+
+finish:
+        arg_address = NULL;
+        private_daemon_release_stop_signals();
+        private_daemon_stop(&d);
+        return r;
+}
+
 int verb_record(int argc, char *argv[]) {
         _cleanup_free_ char *program = NULL, *preload = NULL;
         const char *heap_socket = NULL;
@@ -235,9 +304,21 @@ int verb_record(int argc, char *argv[]) {
                 fprintf(stderr, "memstrackctl: record runs a memstrackd of its own and takes no --address.\n");
                 return CTL_EXIT_USAGE;
         }
+        if ((arg_pid > 0) == (argc > 1)) {
+                fprintf(stderr, "memstrackctl: record takes a command (after --) or --pid PID, %s.\n"
+                        "Try 'memstrackctl --help'.\n", argc > 1 ? "not both" : "and got neither");
+                return CTL_EXIT_USAGE;
+        }
+        if (arg_seconds_usec > 0 && arg_pid <= 0) {
+                fprintf(stderr, "memstrackctl: --seconds goes with --pid: a command is recorded to its end.\n"
+                        "Try 'memstrackctl --help'.\n");
+                return CTL_EXIT_USAGE;
+        }
         r = ctl_report_options(RECORD_FORMAT_DEFAULT, &o);
         if (r != 0)
                 return r;
+        if (arg_pid > 0)
+                return record_pid((pid_t) arg_pid, &o);
         program = find_program(argv[1]);
         const char *obstacle = program ? preload_obstacle(program) : NULL;
         if (obstacle) {
@@ -279,7 +360,7 @@ int verb_record(int argc, char *argv[]) {
                 goto finish;
         }
 
-        r = report_heaps(&d, pid, status, &o);
+        r = report_heaps(&d, pid, status, false, &o);
         if (r == 0)
                 r = command_exit(status);
 

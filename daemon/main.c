@@ -14,6 +14,7 @@
 #include "config-file.h"
 #include "config.h"
 #include "file-util.h"
+#include "heap-abi.h"
 #include "log.h"
 #include "manager.h"
 #include "parse-util.h"
@@ -54,6 +55,7 @@ enum {
         ARG_BUFFER_PAGES,
         ARG_WAKEUP_BYTES,
         ARG_STACK_SAMPLE_INTERVAL,
+        ARG_HEAP_SAMPLE_INTERVAL,
         ARG_NESTED_ALLOCATIONS,
         ARG_BTF,
         ARG_KALLSYMS,
@@ -92,6 +94,7 @@ static const struct option options[] = {
         { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
         { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
         { "stack-sample-interval", required_argument, NULL, ARG_STACK_SAMPLE_INTERVAL },
+        { "heap-sample-interval", required_argument, NULL, ARG_HEAP_SAMPLE_INTERVAL },
         { "nested-allocations", required_argument, NULL, ARG_NESTED_ALLOCATIONS },
         { "btf", required_argument, NULL, ARG_BTF },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
@@ -139,6 +142,8 @@ static void help(void) {
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
                "     --stack-sample-interval=N  eBPF: a stack per N pages on average, 1 for every\n"
                "                            allocation; counts stay exact (default %u)\n"
+               "     --heap-sample-interval=BYTES  heap-uprobe: a stack per BYTES allocated on\n"
+               "                            average, 1 for every call (default 524288)\n"
                "     --nested-allocations=WHEN  eBPF: record allocations made by an interrupt\n"
                "                            while the allocation program runs from the first one\n"
                "                            missed (after-miss, default) or from the start (always)\n"
@@ -304,6 +309,12 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 if (r < 0)
                         return r;
                 arg_source_options.stack_sample_interval = (unsigned) v;
+                break;
+        case ARG_HEAP_SAMPLE_INTERVAL:
+                r = parse_uint(value, 1, HEAP_SAMPLE_INTERVAL_MAX, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_source_options.heap_sample_interval = v;
                 break;
         case ARG_NESTED_ALLOCATIONS:
                 if (streq(value, "always"))

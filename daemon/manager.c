@@ -308,6 +308,14 @@ static int start_tick_timer(Manager *m) {
         return 0;
 }
 
+static int heap_stop(void *userdata, int32_t pid) {
+        Manager *m = userdata;
+
+        if (!m->source || !m->source->ops->heap_stop)
+                return -ESRCH;
+        return m->source->ops->heap_stop(m->source, pid);
+}
+
 static int start_service(Manager *m) {
         ServiceConfig c = m->config.service;
 
@@ -321,6 +329,7 @@ static int start_service(Manager *m) {
         c.userdata = m;
         c.flush = manager_flush;
         c.get_live = get_live;
+        c.heap_stop = heap_stop;
         return service_new(&c, &m->service);
 }
 

@@ -62,6 +62,9 @@
 #define HEAP_THREAD_SLOTS 4096u
 #define HEAP_OBJECT_PATH_MAX 224u
 
+/* HeapAbiHeader.flags */
+#define HEAP_ABI_FLAG_CLOSED 1u         /* the daemon stopped reading this region (HeapStop): stop recording */
+
 typedef enum HeapAbiRecordType {
         HEAP_RECORD_ALLOC = 1,          /* a sampled block: ptr, bytes, stack */
         HEAP_RECORD_FREE = 2,           /* a sampled block went back: ptr, bytes */
@@ -123,7 +126,7 @@ typedef struct HeapAbiHeader {
         uint64_t n_thread_slots;
         uint64_t sample_interval;       /* bytes per sampled stack on average; 1: every call */
         int32_t pid;
-        uint32_t flags;
+        uint32_t flags;                 /* HEAP_ABI_FLAG_*: the daemon's word to the library */
 
         /* The exact counters, all changed with atomic operations, on one cache line. */
         _Alignas(64) int64_t live_bytes;        /* usable bytes of the blocks recorded and not freed */

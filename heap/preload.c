@@ -582,6 +582,11 @@ static void emit(HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, uint64_t 
                 bool nested) {
         uint64_t seq;
 
+        /* Nobody reads the region any more (HeapStop): the process goes on unrecorded. */
+        if (unlikely(__atomic_load_n(&header->flags, __ATOMIC_ACQUIRE) & HEAP_ABI_FLAG_CLOSED)) {
+                __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+                return;
+        }
         if (!ring_reserve(nested, &seq))
                 return;
         if (thread_id == 0)

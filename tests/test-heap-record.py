@@ -23,10 +23,16 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
   storm        more records than the channel holds, from 4 threads: totals exact, losses counted
   static       a static program: refused with the reason, exit status 1
   setuid       a setuid program of another user: refused with the reason (root only, else 77)
+  pid          record --pid of a running heap-target: its leak within the stated error, it runs on
+  pid-exact    the same with every call's stack: the leak exact
+  pid-seconds  --seconds ends the recording by itself
+  pid-killed   memstrackctl killed by SIGKILL: its memstrackd and BPF links go, the process runs on
+The pid cases need root (uprobes and BPF), else 77.
 """
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -284,6 +290,176 @@ def case_setuid():
         os.chmod(target, 0o4755)
         refused(target, "setuid")
     finally:
+        shutil.rmtree(tmp)
+
+
+# ---- record --pid ---------------------------------------------------------------------------------------
+
+def read_line_with(stream, text):
+    """Lines of stream until one holds text (True), or its end (False). Every wait here is for an event
+    that comes, never for a time to pass; the test's own timeout bounds them."""
+    for line in stream:
+        if text in line:
+            return True
+    return False
+
+
+def start_waiting_target(tmp):
+    """heap-target wait-leak, not recorded, its expectations in tmp; once it said it is ready."""
+    e = dict(os.environ, HEAP_TARGET_EXPECT=os.path.join(tmp, "expect.json"))
+    e.pop("LD_PRELOAD", None)
+    target = subprocess.Popen([TARGET, "wait-leak"], env=e, stdout=subprocess.PIPE, text=True)
+    if not read_line_with(target.stdout, "ready"):
+        fail("heap-target wait-leak did not start")
+    return target
+
+
+def record_pid(args, tmp, leak=True):
+    """record --pid of a waiting heap-target: attached, then the target leaks, then Ctrl-C stops the recording.
+    Returns (reply, expected, stderr, target) with the target still running (the caller ends it)."""
+    if os.geteuid() != 0:
+        print("record --pid needs root (uprobes and BPF)")
+        sys.exit(SKIP)
+    target = start_waiting_target(tmp)
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD)
+    ctl = subprocess.Popen([CTL, "record", "--json=short", "--format", "heap_maximum,heap_leaks", "--pid",
+                            str(target.pid)] + args, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    err = []
+    for line in ctl.stderr:
+        err.append(line)
+        if "recording the heap of process" in line:
+            break
+    else:
+        out, rest = ctl.communicate(timeout=120)
+        stderr = "".join(err) + rest
+        target.kill()
+        target.wait()
+        if "Failed to load the heap uprobes' BPF program" in stderr or "Operation not permitted" in stderr:
+            print(f"record --pid cannot load its BPF program here: {stderr.strip()}")
+            sys.exit(SKIP)
+        fail(f"record --pid did not attach: exit {ctl.returncode}, stderr {stderr.strip()}")
+        return None, None, stderr, None
+    if leak:
+        target.send_signal(signal.SIGUSR1)
+        if not read_line_with(target.stdout, "leaked"):
+            fail("heap-target did not leak")
+    if "--seconds" not in " ".join(args):
+        ctl.send_signal(signal.SIGINT)
+    out, rest = ctl.communicate(timeout=300)
+    stderr = "".join(err) + rest
+    if ctl.returncode != 0:
+        fail(f"record --pid {args}: exit status {ctl.returncode}; stderr: {stderr.strip()}")
+    reply = json.loads(out) if out.strip() else None
+    expect_path = os.path.join(tmp, "expect.json")
+    expected = json.load(open(expect_path)) if leak and os.path.exists(expect_path) else None
+    return reply, expected, stderr, target
+
+
+def end_target(target):
+    """The target ran on through the recording and after it: it must still be there, not a zombie."""
+    if target.poll() is not None:
+        fail(f"the recorded process did not survive the recording: exit status {target.returncode}")
+        return
+    state = open(f"/proc/{target.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    if state in ("Z", "X"):
+        fail(f"the recorded process is {state} after the recording")
+    else:
+        ok(f"the recorded process runs on (state {state})")
+    target.terminate()
+    target.wait()
+
+
+def check_pid_heap(reply, expected, target, exact):
+    for view in ("heap_maximum", "heap_leaks"):
+        h = one_heap(reply, view)
+        if not h:
+            return
+        if h["pid"] != target.pid or h["end"] != "closed":
+            fail(f"{view}: heap of pid {h['pid']} ended by {h['end']}, expected {target.pid}, closed")
+        check_totals(h, view)
+    # Every allocation of the phase is the target's own, so both views hold its sites; the leak is the test.
+    check_sites(one_heap(reply, "heap_leaks"), expected, "heap_leaks", exact=exact)
+
+
+def case_pid():
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    try:
+        reply, expected, _, target = record_pid([], tmp)
+        if target:
+            if reply and expected:
+                check_pid_heap(reply, expected, target, exact=False)
+            end_target(target)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_pid_exact():
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    try:
+        reply, expected, _, target = record_pid(["--sample-interval=1"], tmp)
+        if target:
+            if reply and expected:
+                check_pid_heap(reply, expected, target, exact=True)
+                l = one_heap(reply, "heap_leaks")
+                if l and (l["lostRecords"] != 0 or l["allocs"] < 8000 or l["frees"] < 4000):
+                    fail(f"pid exact: {l['allocs']} allocations, {l['frees']} frees, {l['lostRecords']} lost")
+            end_target(target)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_pid_seconds():
+    """--seconds ends the recording by itself; a process that did nothing meanwhile has an empty heap."""
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    try:
+        reply, _, _, target = record_pid(["--seconds", "0.5"], tmp, leak=False)
+        if target:
+            l = one_heap(reply, "heap_leaks")
+            if l and (l["end"] != "closed" or l["bytes"] != 0):
+                fail(f"pid --seconds: heap ended by {l['end']} with {l['bytes']} bytes, expected closed, 0")
+            elif l:
+                ok("pid --seconds: the recording ended by itself, nothing allocated meanwhile")
+            end_target(target)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_pid_killed():
+    """memstrackctl killed outright: its memstrackd dies with it (PR_SET_PDEATHSIG), and with the daemon
+    its BPF links, so the process is left with nothing attached and runs on."""
+    if os.geteuid() != 0:
+        print("record --pid needs root (uprobes and BPF)")
+        sys.exit(SKIP)
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    target = start_waiting_target(tmp)
+    try:
+        e = dict(os.environ, MEMSTRACKD=MEMSTRACKD)
+        ctl = subprocess.Popen([CTL, "record", "--pid", str(target.pid)], env=e, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+        if not read_line_with(ctl.stderr, "recording the heap of process"):
+            fail("record --pid did not attach")
+            return
+        children = open(f"/proc/{ctl.pid}/task/{ctl.pid}/children").read().split()
+        ctl.kill()
+        ctl.wait()
+        for child in children:
+            # Gone, or a zombie nobody reaps any more (its parent died): either way it holds no link.
+            while os.path.exists(f"/proc/{child}"):
+                state = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0]
+                if state in ("Z", "X"):
+                    break
+                os.sched_yield()
+        ok(f"memstrackctl killed: its memstrackd {children} is gone")
+        # The process allocates with nothing attached any more, and runs on.
+        target.send_signal(signal.SIGUSR1)
+        if not read_line_with(target.stdout, "leaked"):
+            fail("heap-target did not leak after the recording was killed")
+        end_target(target)
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()
         shutil.rmtree(tmp)
 
 

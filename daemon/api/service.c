@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ struct Service {
         void *userdata;
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
+        int (*heap_stop)(void *userdata, int32_t pid);
 
         VarlinkServer *server;          /* owned */
         Marks *marks;                   /* owned: the named snapshots */
@@ -1041,6 +1043,45 @@ static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
+/* The uid that owns process pid, from /proc; -errno when it is gone. */
+static int process_owner(int32_t pid, uid_t *ret) {
+        char path[64];
+        struct stat st;
+
+        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32, pid);
+        if (stat(path, &st) < 0)
+                return negative_errno();
+        *ret = st.st_uid;
+        return 0;
+}
+
+static int method_heap_stop(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        int64_t pid = 0;
+        const VarlinkField fields[] = {
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX,
+                  .mandatory = true },
+        };
+        uid_t owner;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        /* Root, or the user whose process it is: nobody stops someone else's recording. */
+        if (!varlink_call_peer_is_root(call) &&
+            (process_owner((int32_t) pid, &owner) < 0 || owner != varlink_call_get_peer_uid(call))) {
+                json_auto_t *p = json_pack("{s:s}", "reason", "only root or the process's owner may stop its heap");
+                return varlink_call_error(call, MEMSTRACK_ERROR_PERMISSION_DENIED, p);
+        }
+        int r = sv->heap_stop ? sv->heap_stop(sv->userdata, (int32_t) pid) : -ESRCH;
+        if (r == -ESRCH) {
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, NULL);
+}
+
 #define LEAKS_INTERVALS_MAX 60
 
 static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -1125,6 +1166,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Slab", method_slab, 0 },
         { "io.memstrack.Leaks", method_leaks, 0 },
         { "io.memstrack.Heap", method_heap, 0 },
+        { "io.memstrack.HeapStop", method_heap_stop, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {
@@ -1166,6 +1208,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .userdata = config->userdata,
                 .flush = config->flush,
                 .get_live = config->get_live,
+                .heap_stop = config->heap_stop,
                 .leaks_pace = config->leaks_pace ?: SERVICE_LEAKS_PACE,
         };
         sv->marks = marks_new();

@@ -56,6 +56,9 @@ typedef struct ServiceConfig {
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
+        /* Optional (HeapStop): stops recording pid's heap, which then ends as closed: 0, also when it had
+         * ended already; -ESRCH when the source never recorded it or records no heaps. */
+        int (*heap_stop)(void *userdata, int32_t pid);
 } ServiceConfig;
 
 /* The Status reply (io.memstrack.varlink) for accounting a and what its owner knows now; kernel addresses

@@ -33,7 +33,7 @@
 #include "heap-abi.h"
 #include "log.h"
 #include "macro.h"
-#include "read-file.h"
+#include "proc-seed.h"
 #include "source.h"
 #include "time-util.h"
 
@@ -405,31 +405,11 @@ static int channel_map(HeapChannel *c, int memfd) {
         return 0;
 }
 
-/* The name and command line of the process, for START. */
-static void read_task(int32_t pid, char comm[static 16], char **ret_cmdline) {
-        char path[64], buf[16];
-        _cleanup_free_ char *cmdline = NULL;
-        size_t size;
-
-        comm[0] = '\0';
-        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/comm", pid);
-        if (read_file_small(path, buf, sizeof(buf)) > 0) {
-                buf[strcspn(buf, "\n")] = '\0';
-                memcpy(comm, buf, 16);
-        }
-        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/cmdline", pid);
-        if (read_file_full(path, 64 * 1024, &cmdline, &size) >= 0 && size > 0) {
-                for (size_t i = 0; i + 1 < size; i++)
-                        if (cmdline[i] == '\0')
-                                cmdline[i] = ' ';
-                *ret_cmdline = TAKE_PTR(cmdline);
-        }
-}
-
 /* A process handed over its region: after checks, a channel, and START. */
 static int channel_open(HeapSource *s, int conn, int memfd) {
         _cleanup_(channel_freep) HeapChannel *c = NULL;
-        _cleanup_free_ char *maps = NULL, *cmdline = NULL;
+        _cleanup_free_ char *maps = NULL;
+        char cmdline_buf[PROC_CMDLINE_MAX];
         struct ucred cred;
         socklen_t len = sizeof(cred);
         char comm[16];
@@ -479,7 +459,8 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
                 }
 
         s->poll_nsec = now_nsec(CLOCK_MONOTONIC);
-        read_task(c->pid, comm, &cmdline);
+        proc_read_comm(PROC_ROOT_DEFAULT, c->pid, comm);
+        const char *cmdline = proc_read_cmdline(PROC_ROOT_DEFAULT, c->pid, cmdline_buf, sizeof(cmdline_buf));
         (void) read_objects(c, &maps);
         MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
         task.task.name = comm;
@@ -628,6 +609,19 @@ static int heap_source_flush(EventSource *es) {
         return 0;
 }
 
+static int heap_source_heap_stop(EventSource *es, int32_t pid) {
+        HeapSource *s = (HeapSource *) es;
+
+        for (size_t i = 0; i < s->n_channels; i++)
+                if (s->channels[i]->pid == pid) {
+                        /* The library stops recording at its next sampled record, its counts with it. */
+                        __atomic_fetch_or(&s->channels[i]->header->flags, HEAP_ABI_FLAG_CLOSED, __ATOMIC_RELEASE);
+                        channel_end(s->channels[i], MS_HEAP_END_CLOSED);
+                        return 0;
+                }
+        return -ESRCH;
+}
+
 static void heap_source_get_stats(EventSource *es, EventSourceStats *ret) {
         HeapSource *s = (HeapSource *) es;
         uint64_t ring_full = 0, nested = 0, table = 0, bad = s->bad_records, dead = s->dead_records;
@@ -692,6 +686,7 @@ static const EventSourceOps heap_source_ops = {
         .get_stats = heap_source_get_stats,
         .free = heap_source_free_op,
         .symbols = heap_source_symbols,
+        .heap_stop = heap_source_heap_stop,
 };
 
 /* The socket passed under the name "heap" (LISTEN_FDNAMES: memstrackctl record, or a socket unit), if

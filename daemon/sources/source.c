@@ -20,7 +20,9 @@
 #ifndef SOURCE_REGISTRY
 #if HAVE_EBPF
 #  define SOURCE_REGISTRY_EBPF(X) X(ebpf)
+#  define SOURCE_REGISTRY_HEAP_UPROBE(X) X(heap_uprobe)
 #else
+#  define SOURCE_REGISTRY_HEAP_UPROBE(X)
 #  define SOURCE_REGISTRY_EBPF(X)
 #endif
 #define SOURCE_REGISTRY(X)                                                                              \
@@ -30,6 +32,7 @@
         X(replay)                                                                                       \
         X(page_owner)                                                                                   \
         X(heap)                                                                                         \
+        SOURCE_REGISTRY_HEAP_UPROBE(X)                                                                  \
         /* end of the registry */
 #endif
 

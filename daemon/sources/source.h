@@ -57,6 +57,8 @@ typedef struct SourceOptions {
         unsigned stack_sample_interval; /* pages per stack taken, 1..SOURCE_STACK_SAMPLE_INTERVAL_MAX */
         bool nested_allocations_always; /* eBPF: the allocation twin from the start, not the first miss */
         const char *btf;                /* kernel BTF for the eBPF source; NULL: SOURCE_BTF_DEFAULT */
+        uint64_t heap_sample_interval;  /* heap-uprobe: bytes per sampled stack on average, 1: every call;
+                                         * 0: HEAP_SAMPLE_INTERVAL_DEFAULT */
 } SourceOptions;
 
 /* Fills in the defaults above. */
@@ -83,6 +85,10 @@ typedef struct EventSourceOps {
          * log from another machine). Borrowed; valid until the source is freed. NULL (op or result): the
          * running kernel's. */
         const char *(*symbols)(EventSource *s);
+        /* Optional, for sources of user-space heaps: stop recording pid's heap now (its records so far are
+         * read, then its heap ends as closed; the process runs on). 0, also when it had ended already;
+         * -ESRCH if the source never recorded it. */
+        int (*heap_stop)(EventSource *s, int32_t pid);
 } EventSourceOps;
 
 struct EventSource {
