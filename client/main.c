@@ -51,6 +51,7 @@ int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
 uint64_t arg_sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT;
 int64_t arg_pid = -1;
+bool arg_live = false;
 uint64_t arg_seconds_usec = 0;
 int64_t arg_uid = -1;
 
@@ -346,6 +347,11 @@ static const CmdlineOption options[] = {
                 .expects = "a pid",
                 .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "the running process PID instead of a "
                              "command, through eBPF uprobes on its libc's allocator (root)" } },
+        }, {
+                .name = "live",
+                .parse = cmdline_set_true, .target = &arg_live,
+                .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "into the system's memstrackd (--address), "
+                             "when it takes heaps: the heap shows beside the process's pages" } },
         }, {
                 .name = "seconds", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "SECONDS",
                 .parse = parse_seconds, .target = &arg_seconds_usec, .min = 100000,

@@ -10,6 +10,10 @@
  * memstrackctl exits with COMMAND's status (128 + N for a signal N), as time(1) does; 1 when nothing
  * could be recorded (a static or setuid program, which LD_PRELOAD does not reach, says so first).
  *
+ * record --live -- COMMAND: the same, into the system's memstrackd (started with --heap-socket), where the
+ * heap shows beside the process's pages; only COMMAND's own pid is reported (the processes it runs are
+ * there too, each a heap of its own).
+ *
  * record --pid PID [--seconds N]: a process already running, through eBPF uprobes on its libc's allocator
  * (memstrackd's heap-uprobe source), until it exits, N seconds pass or Ctrl-C; then the uprobes are
  * detached, the process runs on, and its heap over that time is reported. Exit status 0.
@@ -139,13 +143,13 @@ static int run_command(char *argv[], const char *socket_path, const char *preloa
 
 /* Waits until the daemon has read the heaps of pid to their end (its exit seen through a pidfd), asking
  * for the roots alone meanwhile; then takes the whole trees once. */
-static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
+static int wait_heaps_ended(VarlinkClient *c, pid_t pid, bool only_pid, json_t **ret) {
         for (unsigned waited = 0;; waited += 20) {
                 json_auto_t *params = json_pack("{s:i, s:i}", "maxDepth", 0, "maxChildren", 1);
                 json_auto_t *reply = NULL;
                 json_t *h;
                 size_t i;
-                bool open = false;
+                bool open = false, seen = false;
 
                 if (!params)
                         return -ENOMEM;
@@ -153,18 +157,25 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
                 if (r != 0)
                         return r;
                 json_array_foreach(reply_array(reply, "heaps"), i, h)
-                        if (reply_int(h, "pid", 0) == pid && !reply_bool(h, "ended", false))
-                                open = true;
+                        if (reply_int(h, "pid", 0) == pid) {
+                                seen = true;
+                                open |= !reply_bool(h, "ended", false);
+                        }
                 if (!open || waited >= RECORD_END_TIMEOUT_MSEC) {
                         if (open)
                                 fprintf(stderr, "memstrackctl: memstrackd did not see pid %d end; its heap is "
                                         "reported as last read.\n", (int) pid);
+                        /* The daemon's other heaps are others' (the system's memstrackd): none of pid. */
+                        if (only_pid && !seen) {
+                                *ret = json_pack("{s:[], s:i, s:i}", "heaps", "heapsDropped", 0, "invalidEvents", 0);
+                                return *ret ? 0 : -ENOMEM;
+                        }
                         /* Text shows the frames above a few hundredths of a percent; JSON and files get all. */
                         bool text = arg_json == CTL_JSON_OFF && !arg_file;
                         json_auto_t *whole = json_pack("{s:i, s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH,
                                                        "maxChildren", RECORD_TREE_CHILDREN, "minPartsPerMillion",
                                                        text ? RECORD_TEXT_MIN_PPM : 0);
-                        if (!whole)
+                        if (!whole || (only_pid && json_object_set_new(whole, "pid", json_integer(pid)) < 0))
                                 return -ENOMEM;
                         return ctl_call(c, "io.memstrack.Heap", whole, ret);
                 }
@@ -182,14 +193,16 @@ static int command_exit(int status) {
 }
 
 /* Reports the heaps of pid: the command's (status its wait status), or with stop a process recorded with
- * --pid, whose recording is stopped first. */
-static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o) {
+ * --pid, whose recording is stopped first. d: the private memstrackd, whose warnings are shown; NULL: the
+ * system's (--live), whose heaps of other processes are left out. */
+static int report_heaps(const PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *doc = NULL, *heap = NULL;
         SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
         int r;
 
-        arg_address = d->address;
+        if (d)
+                arg_address = d->address;
         r = ctl_connect(&c);
         if (r != 0)
                 return r;
@@ -201,7 +214,7 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, cons
                 if (r != 0)
                         return r;
         }
-        r = wait_heaps_ended(c, pid, &heap);
+        r = wait_heaps_ended(c, pid, !d, &heap);
         if (r != 0)
                 return r;
         r = snapshot_fetch(c, &req, &doc);
@@ -209,7 +222,8 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, cons
                 return r;
         if (json_object_set(doc, "heap", heap) < 0)
                 return -ENOMEM;
-        private_daemon_print_warnings(d);
+        if (d)
+                private_daemon_print_warnings(d);
 
         if (json_array_size(reply_array(heap, "heaps")) == 0 && stop) {
                 fprintf(stderr, "memstrackctl: nothing was recorded of process %d.\n", (int) pid);
@@ -292,6 +306,40 @@ finish:
         return r;
 }
 
+/* record --live: the command hands its heap to the system's memstrackd (--address), which shows it beside
+ * the process's pages (tasks, stacks --task, top), and is reported from there. */
+static int record_live(char *argv[], const char *preload, const ReportOptions *o) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *status_reply = NULL;
+        pid_t pid;
+        int status = 0, r;
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = ctl_call(c, "io.memstrack.Status", NULL, &status_reply);
+        if (r != 0)
+                return r;
+        const char *heap_socket = reply_string(status_reply, "heapSocket");
+        if (!heap_socket) {
+                fprintf(stderr, "memstrackctl: memstrackd at %s takes no heaps (it runs without --heap-socket).\n",
+                        ctl_address());
+                return CTL_EXIT_FAILURE;
+        }
+        r = run_command(argv + 1, heap_socket, preload, &pid);
+        if (r < 0)
+                return r;
+        struct sigaction ignore = { .sa_handler = SIG_IGN }, old_int, old_quit;
+        (void) sigaction(SIGINT, &ignore, &old_int);
+        (void) sigaction(SIGQUIT, &ignore, &old_quit);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        (void) sigaction(SIGINT, &old_int, NULL);
+        (void) sigaction(SIGQUIT, &old_quit, NULL);
+        r = report_heaps(NULL, pid, status, false, o);
+        return r == 0 ? command_exit(status) : r;
+}
+
 int verb_record(int argc, char *argv[]) {
         _cleanup_free_ char *program = NULL, *preload = NULL;
         const char *heap_socket = NULL;
@@ -300,8 +348,14 @@ int verb_record(int argc, char *argv[]) {
         pid_t pid = 0;
         int status = 0, r;
 
-        if (arg_address) {
-                fprintf(stderr, "memstrackctl: record runs a memstrackd of its own and takes no --address.\n");
+        if (arg_address && !arg_live) {
+                fprintf(stderr, "memstrackctl: record runs a memstrackd of its own and takes no --address "
+                        "(but --live does).\n");
+                return CTL_EXIT_USAGE;
+        }
+        if (arg_live && arg_pid > 0) {
+                fprintf(stderr, "memstrackctl: record --pid runs a memstrackd of its own; --live goes with a "
+                        "command.\n");
                 return CTL_EXIT_USAGE;
         }
         if ((arg_pid > 0) == (argc > 1)) {
@@ -328,6 +382,8 @@ int verb_record(int argc, char *argv[]) {
         r = preload_value(&preload);
         if (r != 0)
                 return r;
+        if (arg_live)
+                return record_live(argv, preload, &o);
 
         /* The heap source's socket beside the daemon's, bound here and passed to it. */
         r = private_daemon_prepare(&d);

@@ -26,6 +26,7 @@ static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
 static const char *arg_state_directory = NULL;  /* NULL: $STATE_DIRECTORY; "": no persistence */
+static const char *arg_heap_socket = NULL;      /* the heap source beside the kernel's; NULL: none */
 static const char *arg_socket = NULL;
 static const char *arg_boot_snapshot = NULL;
 static const char *arg_group = NULL;
@@ -61,6 +62,7 @@ enum {
         ARG_KALLSYMS,
         ARG_CGROUP_ROOT,
         ARG_STATE_DIRECTORY,
+        ARG_HEAP_SOCKET,
         ARG_TRACEFS,
         ARG_SOCKET,
         ARG_BOOT_SNAPSHOT,
@@ -100,6 +102,7 @@ static const struct option options[] = {
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
         { "state-directory", required_argument, NULL, ARG_STATE_DIRECTORY },
+        { "heap-socket", required_argument, NULL, ARG_HEAP_SOCKET },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
         { "socket", required_argument, NULL, ARG_SOCKET },
         { "boot-snapshot", required_argument, NULL, ARG_BOOT_SNAPSHOT },
@@ -150,6 +153,8 @@ static void help(void) {
                "     --btf=PATH             eBPF: kernel BTF (default " SOURCE_BTF_DEFAULT ")\n"
                "     --kallsyms=PATH        Kernel symbols (default /proc/kallsyms)\n"
                "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
+               "     --heap-socket=PATH     Also take user-space heaps there (every user's processes\n"
+               "                            preloading libmemstrack-heap.so; a passed socket named heap)\n"
                "     --state-directory=PATH Keep the history there across restarts (default:\n"
                "                            $STATE_DIRECTORY; empty: not kept)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
@@ -334,6 +339,10 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_CGROUP_ROOT:
                 arg_cgroup_root = value;
+                break;
+        case ARG_HEAP_SOCKET:
+                arg_heap_socket = value;
+                arg_accounting.heap_shares = true;
                 break;
         case ARG_STATE_DIRECTORY:
                 arg_state_directory = value;
@@ -632,6 +641,7 @@ static int run(void) {
                 .kallsyms = arg_kallsyms,
                 .cgroup_root = arg_cgroup_root,
                 .state_directory = arg_state_directory,
+                .heap_socket = arg_heap_socket,
                 .serve = arg_serve,
                 .service = {
                         .socket_path = arg_socket,

@@ -39,6 +39,7 @@ struct Manager {
 
         Accounting *accounting;         /* owned */
         EventSource *source;            /* owned */
+        EventSource *heap_source;       /* owned: the heap source beside it (--heap-socket), or NULL */
         char *source_reason;            /* owned: why this source runs (Status backendReason) */
         Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
@@ -90,6 +91,8 @@ static void manager_flush(void *userdata) {
         int r = m->source->ops->flush(m->source);
         if (r < 0)
                 log_debug_errno(r, "Failed to flush the event source, answering with what arrived: %m");
+        if (m->heap_source)
+                (void) m->heap_source->ops->flush(m->heap_source);
         observers_flush(m);
 }
 
@@ -236,6 +239,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->tick_timer);
         sd_event_source_disable_unref(m->sigusr1);
         sd_event_source_disable_unref(m->sighup);
+        event_source_free(m->heap_source);
         event_source_free(m->source);
         /* Observers may hold timers on the loop and borrow the core: before both. */
         observer_list_done(&m->observers);
@@ -259,6 +263,7 @@ static void get_live(void *userdata, ServiceLive *ret) {
                 .uptime_usec = uptime_usec(m),
                 .events_per_second = status_line_events_per_second(m->status),
                 .oom = m->oom,
+                .heap_socket = m->heap_source ? m->config.heap_socket : NULL,
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);
@@ -310,10 +315,31 @@ static int start_tick_timer(Manager *m) {
 
 static int heap_stop(void *userdata, int32_t pid) {
         Manager *m = userdata;
+        int r = -ESRCH;
 
-        if (!m->source || !m->source->ops->heap_stop)
-                return -ESRCH;
-        return m->source->ops->heap_stop(m->source, pid);
+        if (m->source && m->source->ops->heap_stop)
+                r = m->source->ops->heap_stop(m->source, pid);
+        if (r == -ESRCH && m->heap_source)
+                r = m->heap_source->ops->heap_stop(m->heap_source, pid);
+        return r;
+}
+
+/* --heap-socket: the heap source beside the kernel one, on the same sink. */
+static int start_heap_source(Manager *m, const MsEventSink *sink) {
+        SourceOptions o = m->config.source_options;
+        int r;
+
+        if (!m->config.heap_socket || streq(m->source->ops->name, "heap"))
+                return 0;
+        o.input = m->config.heap_socket;
+        o.heap_beside = true;
+        r = source_new("heap", &o, &m->heap_source, NULL, NULL);
+        if (r < 0)
+                return r;       /* logged */
+        r = m->heap_source->ops->start(m->heap_source, m->event, sink);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the heap source: %m");
+        return 0;
 }
 
 static int start_service(Manager *m) {
@@ -357,6 +383,9 @@ int manager_start(Manager *m) {
                 return r;       /* stopped by a signal, logged */
         if (r < 0)
                 return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+        r = start_heap_source(m, &sink);
+        if (r < 0)
+                return r;
         r = start_oom_watch(m);
         if (r < 0)
                 return r;

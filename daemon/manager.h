@@ -26,6 +26,8 @@ typedef struct ManagerConfig {
         const char *kallsyms;           /* NULL: /proc/kallsyms */
         const char *cgroup_root;        /* the cgroup2 tree that names cgroups; NULL: found (cgroupnames.h) */
         const char *state_directory;    /* keeps the history; NULL: $STATE_DIRECTORY's first; "": none */
+        const char *heap_socket;        /* beside the source, the heap source on this socket (or a passed one
+                                         * named heap): user-space heaps beside the kernel's pages; NULL: none */
         bool serve;                     /* listen on the varlink socket */
         /* Where and to whom to answer (socket, group, client deadlines, the boot phase's document); the
          * Manager fills in what the service answers about. */

@@ -27,7 +27,10 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
   pid-exact    the same with every call's stack: the leak exact
   pid-seconds  --seconds ends the recording by itself
   pid-killed   memstrackctl killed by SIGKILL: its memstrackd and BPF links go, the process runs on
-The pid cases need root (uprobes and BPF), else 77.
+  live         a process hands its heap to a kernel-tracing memstrackd (--heap-socket): Tasks has its
+               heap bytes, StackTree its heap tree, exactly; record --live reports a command from there
+  live-other-user  a process of another user (nobody) hands over its own heap there
+The pid and live cases need root (uprobes and BPF, kernel tracing), else 77.
 """
 import json
 import os
@@ -36,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 failed = False
@@ -460,6 +464,152 @@ def case_pid_killed():
         if target.poll() is None:
             target.kill()
             target.wait()
+        shutil.rmtree(tmp)
+
+
+# ---- The heap in the live daemon (--heap-socket) ------------------------------------------------------------
+
+def start_live_daemon(tmp):
+    """A memstrackd tracing the kernel (its automatic source) with the heap source beside it."""
+    if os.geteuid() != 0:
+        print("the live daemon traces the kernel: root needed")
+        sys.exit(SKIP)
+    sock, heap = os.path.join(tmp, "sock"), os.path.join(tmp, "heap")
+    log = open(os.path.join(tmp, "log"), "w")
+    d = subprocess.Popen([MEMSTRACKD, "--foreground", "--socket=" + sock, "--heap-socket=" + heap,
+                          "--group=root"], stderr=log, stdout=log)
+    address = "unix:" + sock
+    for _ in range(600):
+        if d.poll() is not None:
+            print(f"memstrackd cannot trace here: {open(os.path.join(tmp, 'log')).read().strip()[-300:]}")
+            sys.exit(SKIP)
+        p = subprocess.run([CTL, "--address", address, "status"], capture_output=True)
+        if p.returncode == 0:
+            return d, address, heap
+        time.sleep(0.1)
+    d.kill()
+    fail("memstrackd did not start")
+    return None, None, None
+
+
+def ctl_json(address, *args):
+    p = subprocess.run([CTL, "--address", address, "--json=short"] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        fail(f"memstrackctl {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+        return None
+    return json.loads(p.stdout)
+
+
+def heap_nodes(node, out):
+    """(function, line) -> bytes of the innermost frames of heap-target's, in a HeapNode tree."""
+    if node.get("file") and node["file"].endswith("heap-target.c") and not any(
+            c.get("file") and c["file"].endswith("heap-target.c") for c in node["children"]):
+        key = (node.get("function"), node.get("line"))
+        out[key] = out.get(key, 0) + node["currentBytes"]
+    for c in node["children"]:
+        heap_nodes(c, out)
+    return out
+
+
+def case_live():
+    """A process preloading the heap library hands its heap to the system's memstrackd: Tasks has its heap
+    bytes, StackTree its heap tree under its pages, exactly; record --live reports a command from there."""
+    tmp = tempfile.mkdtemp(prefix="heap-live.")
+    d = None
+    try:
+        d, address, heap = start_live_daemon(tmp)
+        if not d:
+            return
+        e = dict(os.environ, LD_PRELOAD=LIBRARY, MEMSTRACK_HEAP_SOCKET=heap, MEMSTRACK_HEAP_SAMPLE_INTERVAL="1",
+                 HEAP_TARGET_EXPECT=os.path.join(tmp, "expect.json"))
+        target = subprocess.Popen([TARGET, "wait-leak"], env=e, stdout=subprocess.PIPE, text=True)
+        if not read_line_with(target.stdout, "ready"):
+            fail("heap-target did not start")
+            return
+        target.send_signal(signal.SIGUSR1)
+        if not read_line_with(target.stdout, "leaked"):
+            fail("heap-target did not leak")
+            return
+        expected = {(x["function"], x["line"]): x["leakBytes"] for x in json.load(open(e["HEAP_TARGET_EXPECT"]))["sites"]}
+        # The heap source is polled: ask until the daemon has read what the process counted by now.
+        for _ in range(600):
+            tasks = ctl_json(address, "tasks", "--comm", "heap-target")
+            rows = [t for t in (tasks or {}).get("tasks", []) if t["pid"] == target.pid]
+            if rows and rows[0].get("heapBytes") and rows[0]["heapBytes"] >= sum(expected.values()):
+                break
+            time.sleep(0.1)
+        if not rows or rows[0].get("heapBytes") is None:
+            fail(f"Tasks shows no heap for pid {target.pid}: {rows}")
+        else:
+            ok(f"Tasks: pid {target.pid} heapBytes {rows[0]['heapBytes']}, heapPeakBytes {rows[0]['heapPeakBytes']}")
+        st = ctl_json(address, "stacks", "--task", str(target.pid), "--depth", "64", "--limit", "1000")
+        tree = (st or {}).get("heap")
+        if not tree:
+            fail("StackTree of the process has no heap")
+        else:
+            got = heap_nodes(tree, {})
+            for key, want in expected.items():
+                if got.get(key, 0) != want:
+                    fail(f"StackTree heap {key}: {got.get(key, 0)} bytes, expected {want}")
+                else:
+                    ok(f"StackTree heap {key[0]} heap-target.c:{key[1]}: {want} bytes")
+            if rows and tree["currentBytes"] != rows[0]["heapBytes"]:
+                fail(f"StackTree heap root {tree['currentBytes']} bytes, Tasks {rows[0]['heapBytes']}")
+        target.terminate()
+        target.wait()
+
+        # A command recorded into the live daemon, reported from it.
+        p = subprocess.run([CTL, "--address", address, "record", "--live", "--sample-interval=1", "--json=short",
+                            "--format", "heap_maximum,heap_leaks", "--", TARGET, "known"],
+                           env=dict(os.environ, MEMSTRACK_HEAP_LIBRARY=LIBRARY,
+                                    HEAP_TARGET_EXPECT=os.path.join(tmp, "known.json")),
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            fail(f"record --live: exit {p.returncode}: {p.stderr.strip()}")
+            return
+        reply, known = json.loads(p.stdout), json.load(open(os.path.join(tmp, "known.json")))
+        for view in ("heap_maximum", "heap_leaks"):
+            h = one_heap(reply, view)
+            if h:
+                check_sites(h, known, view, exact=True)
+    finally:
+        if d:
+            d.terminate()
+            d.wait()
+        shutil.rmtree(tmp)
+
+
+def case_live_other_user():
+    """Beside a kernel source every user's processes hand over their own heap: one of nobody's is taken."""
+    tmp = tempfile.mkdtemp(prefix="heap-live.")
+    os.chmod(tmp, 0o755)
+    d = None
+    try:
+        d, address, heap = start_live_daemon(tmp)
+        if not d:
+            return
+        target = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TARGET,
+                                   "wait-leak"], env=dict(os.environ, LD_PRELOAD=LIBRARY, MEMSTRACK_HEAP_SOCKET=heap),
+                                  stdout=subprocess.PIPE, text=True)
+        if not read_line_with(target.stdout, "ready"):
+            fail("heap-target as nobody did not start")
+            return
+        for _ in range(600):
+            heaps = ctl_json(address, "tasks", "--comm", "heap-target") or {}
+            rows = [t for t in heaps.get("tasks", []) if t["pid"] == target.pid and t.get("heapBytes") is not None]
+            if rows:
+                ok(f"nobody's process {target.pid} hands over its heap: {rows[0]['heapBytes']} bytes")
+                break
+            time.sleep(0.1)
+        else:
+            fail(f"the heap of nobody's process {target.pid} never showed")
+        target.terminate()
+        target.wait()
+    finally:
+        if d:
+            d.terminate()
+            d.wait()
         shutil.rmtree(tmp)
 
 

@@ -60,7 +60,7 @@ static void values(const Heap *h, uint32_t node, uint32_t serial, uint64_t *now,
 }
 
 static void test_maximum(void) {
-        Heap *h = heap_new(1024, 1024, 16);
+        Heap *h = heap_new(1024, 1024, 16, false);
         uint64_t now, max;
 
         start(h, 100, 1);
@@ -117,7 +117,7 @@ static void test_maximum(void) {
 }
 
 static void test_exec(void) {
-        Heap *h = heap_new(1024, 1024, 16);
+        Heap *h = heap_new(1024, 1024, 16, false);
 
         start(h, 7, 1);
         alloc(h, 7, 0x10, 100, 0xa, MS_HEAP_PEAK_AFTER);
@@ -131,7 +131,7 @@ static void test_exec(void) {
         ASSERT_EQ(heap_image(h, 1)->replaced, 0u);
 
         /* Past max_images, heaps are dropped and counted. */
-        Heap *small = heap_new(1024, 1024, 1);
+        Heap *small = heap_new(1024, 1024, 1, false);
         start(small, 1, 1);
         start(small, 2, 1);
         HeapStats st;
@@ -156,7 +156,7 @@ static void test_weights(void) {
         ASSERT_EQ(blocks, (uint64_t) STACK_HEAP_BLOCK_UNIT);
 
         /* Sampled: the tree holds weights, the scale brings them to the exact counts. */
-        Heap *h = heap_new(1024, 1024, 16);
+        Heap *h = heap_new(1024, 1024, 16, false);
         start(h, 9, 524288);
         alloc(h, 9, 0x10, 1000, 0xa, MS_HEAP_PEAK_AFTER);
         state(h, 9, 262394, 262394, 100, 0, MS_HEAP_PEAK_AFTER);
@@ -181,7 +181,7 @@ static void alloc_with_id(Heap *h, int32_t pid, uint64_t ptr, uint64_t frame, ui
 /* A stack id names the frames it first came with for the rest of its heap (the source's promise: the
  * core need not look at frames again), and nothing after the heap ended: another heap's id 5 is its own. */
 static void test_stack_ids(void) {
-        Heap *h = heap_new(1024, 1024, 16);
+        Heap *h = heap_new(1024, 1024, 16, false);
         uint64_t now, max;
 
         start(h, 100, 1);
@@ -206,7 +206,31 @@ static void test_stack_ids(void) {
         heap_free(h);
 }
 
+/* With shares, a heap that allocates without end keeps a quarter of the blocks and of the nodes; another
+ * heap keeps its own blocks and stacks. */
+static void test_shares(void) {
+        Heap *h = heap_new(64, 64, 16, true);
+        uint64_t now, max;
+
+        start(h, 100, 1);
+        start(h, 200, 1);
+        for (uint64_t i = 0; i < 100; i++)
+                alloc(h, 100, 0x1000 + 16 * i, 10, 0x100 + i, MS_HEAP_PEAK_NONE);
+        ASSERT_EQ(heap_image(h, 0)->sampled_blocks, 16u);
+        ASSERT_EQ(heap_image(h, 0)->dropped, 84u);
+        /* Its stacks beyond its nodes share the "stack table full" node. */
+        ASSERT_LE(heap_image(h, 0)->nodes, 17u);
+        for (uint64_t i = 0; i < 10; i++)
+                alloc(h, 200, 0x1000 + 16 * i, 10, 0xa, MS_HEAP_PEAK_NONE);
+        ASSERT_EQ(heap_image(h, 1)->sampled_blocks, 10u);
+        ASSERT_EQ(heap_image(h, 1)->dropped, 0u);
+        values(h, leaf(h, 1, 0xa), 1, &now, &max);
+        ASSERT_EQ(now, 100u);
+        heap_free(h);
+}
+
 int main(void) {
+        test_shares();
         test_stack_ids();
         test_maximum();
         test_exec();

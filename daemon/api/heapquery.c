@@ -218,7 +218,7 @@ static int add_unsampled(json_t *root, uint64_t now_bytes, uint64_t now_blocks, 
         return 0;
 }
 
-static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
+json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
         const Heap *heap = accounting_heap(a);
         const HeapImage *img = heap_image(heap, serial);
         const MsHeapCounters *c = &img->counters;
@@ -258,6 +258,16 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                 json_decref(root);
                 return NULL;
         }
+        return root;
+}
+
+static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
+        const HeapImage *img = heap_image(accounting_heap(a), serial);
+        const MsHeapCounters *c = &img->counters;
+        json_t *root = heap_query_root_json(a, usym, q, serial);
+
+        if (!root)
+                return NULL;
         return json_pack("{s:i, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
                          "s:I, s:I, s:I, s:I, s:I, s:o}",
                          "pid", (int) img->pid,

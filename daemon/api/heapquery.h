@@ -27,6 +27,9 @@ typedef struct HeapQuery {
 #define HEAP_QUERY_DEPTH_DEFAULT 64u
 #define HEAP_QUERY_CHILDREN_DEFAULT 64u
 
+/* The tree (HeapNode) of the heap with this serial (heap.h), as Heap replies it. New reference, NULL on OOM. */
+json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial);
+
 /* The Heap reply (docs/protocol.md). usym may be NULL (frames stay addresses). -ESRCH when pid recorded no
  * heap, -ENOMEM. */
 int heap_query_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, json_t **ret);

@@ -238,7 +238,8 @@ json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_si
                                 json_integer(varlink_count(live->source.stack_sample_interval))) < 0 ||
             json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
             status_add_event_counts(a, o) < 0 ||
-            status_add_oom(o, live->oom) < 0)
+            status_add_oom(o, live->oom) < 0 ||
+            (live->heap_socket && json_object_set_new(o, "heapSocket", json_string(live->heap_socket)) < 0))
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -524,6 +525,28 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         return varlink_call_reply(call, reply);
 }
 
+/* A process's user-space heap beside its pages (StackTree heap): the tree Heap would give of it. */
+static int stack_tree_heap(Service *sv, VarlinkCall *call, int32_t pid, unsigned max_depth, unsigned max_children,
+                json_t *reply) {
+        Usage *u = accounting_usage(sv->accounting);
+        uint32_t idx = pid > 0 ? usage_find_process(u, pid) : USAGE_TASK_NONE;
+        const Task *t = idx != USAGE_TASK_NONE ? usage_task(u, idx) : NULL;
+        uint32_t serial = t ? query_task_heap_serial(sv->accounting, t) : HEAP_NONE;
+
+        if (serial == HEAP_NONE)
+                return 0;
+        HeapQuery q = {
+                .pid = pid,
+                .max_depth = max_depth,
+                .max_children = max_children,
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+        };
+        json_t *root = heap_query_root_json(sv->accounting, sv->usym, &q, serial);
+        if (!root || json_object_set_new(reply, "heap", root) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         const char *module = NULL, *unit = NULL, *sort = NULL;
@@ -577,6 +600,9 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         if (json_object_set_new(reply, "stackSampleInterval",
                                 json_integer(varlink_count(live.source.stack_sample_interval))) < 0)
                 return -ENOMEM;
+        r = stack_tree_heap(sv, call, (int32_t) pid, (unsigned) max_depth, (unsigned) max_children, reply);
+        if (r < 0)
+                return r;
         return varlink_call_reply(call, reply);
 }
 

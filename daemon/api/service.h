@@ -31,6 +31,7 @@ typedef struct ServiceLive {
         uint64_t uptime_usec;
         double events_per_second;
         const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
+        const char *heap_socket;        /* where processes hand over their heap beside the source; NULL: none */
 } ServiceLive;
 
 #define SERVICE_LEAKS_PACE 9

@@ -132,7 +132,7 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->index = chargeindex_new();
         a->units = units_new();
         a->slab = slab_new(config->max_slab_objects);
-        a->heap = heap_new(config->max_stack_nodes, config->max_heap_blocks, config->max_heaps);
+        a->heap = heap_new(config->max_stack_nodes, config->max_heap_blocks, config->max_heaps, config->heap_shares);
         if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab || !a->heap)
                 return -ENOMEM;
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);

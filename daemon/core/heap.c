@@ -38,6 +38,7 @@ typedef struct PidSlot {
 struct Heap {
         StackTree *stacks;              /* owned; made at the first heap */
         size_t max_nodes, max_blocks, max_images;
+        size_t share_divisor;           /* an image takes at most 1/share_divisor of the blocks and nodes */
         HeapImage *images;              /* owned, n_images of them, index = serial */
         size_t n_images, n_allocated;
         BlockSlot *blocks;              /* owned; linear probing, deletion shifts back */
@@ -49,10 +50,11 @@ struct Heap {
         uint64_t images_dropped, invalid_events;
 };
 
-Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images) {
+Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images, bool shares) {
         Heap *h = calloc(1, sizeof(Heap));
         if (!h)
                 return NULL;
+        h->share_divisor = shares ? 4 : 1;
         h->max_nodes = MAX(max_nodes, (size_t) 16);
         h->max_blocks = MAX(max_blocks, (size_t) 1);
         h->max_images = MIN(MAX(max_images, (size_t) 1), (size_t) UINT32_MAX - 1);
@@ -286,6 +288,12 @@ void heap_block_weight(uint64_t bytes, uint64_t sample_interval, uint64_t *ret_b
         *ret_blocks = (uint64_t) llround(STACK_HEAP_BLOCK_UNIT / p);
 }
 
+/* What one image may take of a bound shared by all: with shares a quarter (all of it could go to one
+ * process only at the others' cost). */
+static size_t image_share(const Heap *h, size_t bound) {
+        return MAX(bound / h->share_divisor, (size_t) 1);
+}
+
 /* ---- Events ------------------------------------------------------------------------------------------- */
 
 static void mark_peak(HeapImage *img) {
@@ -365,7 +373,9 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
                 mark_peak(img);
         img->sampled_allocs++;
 
-        if (h->n_blocks >= h->max_blocks ||
+        /* An image holds at most a share of the blocks, so that one process's heap (a hostile or broken
+         * one) cannot crowd out the others'; what it cannot keep is its own loss (dropped). */
+        if (h->n_blocks >= h->max_blocks || img->sampled_blocks >= image_share(h, h->max_blocks) ||
             ((h->n_slots == 0 || (h->n_blocks + 1) * 2 > h->n_slots) && blocks_grow(h) < 0)) {
                 img->dropped++;
                 goto out;
@@ -384,7 +394,15 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
                 uint64_t none = MS_FRAME_HEAP_NO_STACK;
                 const uint64_t *frames = x->stack.n_frames > 0 ? x->stack.frames : &none;
                 size_t n = x->stack.n_frames > 0 ? x->stack.n_frames : 1;
-                leaf = stacktree_intern(h->stacks, frames, n, 0, img->serial);
+                /* Likewise a share of the stack tree's nodes: past it, the image's new stacks go to one
+                 * node of their own ("stack table full"), the others' keep theirs. */
+                size_t before = stacktree_size(h->stacks);
+                if (img->nodes >= image_share(h, h->max_nodes)) {
+                        uint64_t full = MS_FRAME_HEAP_STACK_FULL;
+                        leaf = stacktree_intern(h->stacks, &full, 1, 0, img->serial);
+                } else
+                        leaf = stacktree_intern(h->stacks, frames, n, 0, img->serial);
+                img->nodes += stacktree_size(h->stacks) - before;
                 if (key != 0)
                         stack_remember(h, key, leaf);
         }

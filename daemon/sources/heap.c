@@ -44,6 +44,7 @@
 #define HEAP_POLL_USEC (UINT64_C(10) * 1000)
 #define HEAP_PENDING_MAX 64u            /* connections that have not said hello yet */
 #define HEAP_CHANNELS_MAX 4096u         /* heaps read at once */
+#define HEAP_CHANNELS_PER_UID 64u       /* of them, of one user (beside a kernel source, every user's come) */
 #define HEAP_DRAIN_BUDGET (1u << 16)    /* records per channel per poll: the loop stays responsive */
 #define HEAP_BUSY_USEC 1000             /* the next poll after a busy one: a gap for the clients' sources */
 
@@ -58,6 +59,7 @@ typedef struct HeapPending {
 typedef struct HeapChannel {
         HeapSource *source;
         int32_t pid;
+        uid_t uid;
         int pidfd;
         sd_event_source *exit_watch;
         void *region;
@@ -89,6 +91,7 @@ struct HeapSource {
         EventSource source;
         char *socket_path;              /* what it listens on, for messages; bound here unless passed */
         bool passed;                    /* the socket was passed (socket activation): not ours to remove */
+        bool beside;                    /* SourceOptions.heap_beside */
         int listen_fd;
         sd_event *event;
         sd_event_source *listen_io, *poll_timer;
@@ -324,7 +327,7 @@ static void channel_end(HeapChannel *c, MsHeapEnd why) {
         MsEvent e = heap_event(c, MS_EVENT_HEAP_END);
         e.heap.end = why;
         emit(s, &e);
-        if (why == MS_HEAP_END_EXIT) {
+        if (why == MS_HEAP_END_EXIT && !s->beside) {
                 MsEvent x = heap_event(c, MS_EVENT_TASK_EXIT);
                 emit(s, &x);
         }
@@ -417,17 +420,24 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
 
         if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return negative_errno();
-        /* Only the owner of this daemon, or root, may feed it. */
-        if (cred.uid != geteuid() && cred.uid != 0)
+        /* A private daemon takes only its owner's processes (or root's); beside a kernel source every
+         * user's, each handing over its own heap (the peer's credentials name it), a bounded number each. */
+        if (!s->beside && cred.uid != geteuid() && cred.uid != 0)
                 return -EPERM;
         if (s->n_channels >= HEAP_CHANNELS_MAX)
                 return -ENOSPC;
+        size_t of_uid = 0;
+        for (size_t i = 0; i < s->n_channels; i++)
+                of_uid += s->channels[i]->uid == cred.uid;
+        if (of_uid >= HEAP_CHANNELS_PER_UID)
+                return -EUSERS;
 
         c = calloc(1, sizeof(HeapChannel));
         if (!c)
                 return -ENOMEM;
         c->source = s;
         c->pid = cred.pid;
+        c->uid = cred.uid;
         c->pidfd = -EBADF;
         len = sizeof(c->pidfd);
         if (getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) < 0)
@@ -462,10 +472,12 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
         proc_read_comm(PROC_ROOT_DEFAULT, c->pid, comm);
         const char *cmdline = proc_read_cmdline(PROC_ROOT_DEFAULT, c->pid, cmdline_buf, sizeof(cmdline_buf));
         (void) read_objects(c, &maps);
-        MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
-        task.task.name = comm;
-        task.task.cmdline = cmdline;
-        emit(s, &task);
+        if (!s->beside) {
+                MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
+                task.task.name = comm;
+                task.task.cmdline = cmdline;
+                emit(s, &task);
+        }
         MsEvent e = heap_event(c, MS_EVENT_HEAP_START);
         e.heap.sample_interval = c->sample_interval;
         e.heap.maps = maps;
@@ -717,6 +729,7 @@ static int heap_source_new(const SourceOptions *options, EventSource **ret) {
         if (!s)
                 return log_oom();
         s->source.ops = &heap_source_ops;
+        s->beside = options->heap_beside;
         s->listen_fd = passed_socket();
         if (s->listen_fd >= 0) {
                 int flags = fcntl(s->listen_fd, F_GETFL);
@@ -742,8 +755,14 @@ static int heap_source_new(const SourceOptions *options, EventSource **ret) {
         s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (s->listen_fd < 0)
                 return log_error_errno(errno, "Failed to create the heap socket: %m");
-        /* Only this user (and root) may connect; the peer's uid is checked again at the hello. */
-        mode_t mask = umask(0077);
+        /* A private daemon's: only this user (and root) may connect, the peer's uid is checked again at the
+         * hello. Beside a kernel source: every user, and a stale socket of an earlier run goes. */
+        if (s->beside) {
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno == ECONNREFUSED)
+                        (void) unlink(options->input);
+        }
+        mode_t mask = umask(s->beside ? 0 : 0077);
         int r = bind(s->listen_fd, (struct sockaddr *) &sa, sizeof(sa));
         (void) umask(mask);
         if (r < 0) {

@@ -59,6 +59,9 @@ typedef struct SourceOptions {
         const char *btf;                /* kernel BTF for the eBPF source; NULL: SOURCE_BTF_DEFAULT */
         uint64_t heap_sample_interval;  /* heap-uprobe: bytes per sampled stack on average, 1: every call;
                                          * 0: HEAP_SAMPLE_INTERVAL_DEFAULT */
+        bool heap_beside;               /* the heap source runs beside a kernel source (--heap-socket): that
+                                         * one knows the tasks, so it sends no task events, and every user's
+                                         * processes may hand over their own heap */
 } SourceOptions;
 
 /* Fills in the defaults above. */
