@@ -23,6 +23,7 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
   storm        more records than the channel holds, from 4 threads: totals exact, losses counted
   static       a static program: refused with the reason, exit status 1
   setuid       a setuid program of another user: refused with the reason (root only, else 77)
+  formats      stack_tree, folded, flamegraph and pprof of a heap, in bytes; the growth of live bytes
   pid          record --pid of a running heap-target: its leak within the stated error, it runs on
   pid-exact    the same with every call's stack: the leak exact
   pid-seconds  --seconds ends the recording by itself
@@ -293,6 +294,65 @@ def case_setuid():
         os.chown(target, 65534, 65534)
         os.chmod(target, 0o4755)
         refused(target, "setuid")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_formats():
+    """The stack formats (stack_tree, folded, flamegraph) and pprof show a recorded heap at its maximum, in
+    bytes: their totals are the exact peak, and peak_site's 8 MiB block is where heap-target put it; the
+    heap reports carry the growth of live bytes."""
+    tmp = tempfile.mkdtemp(prefix="heap-formats.")
+    try:
+        snapshot = os.path.join(tmp, "heap.json")
+        reply, expected, _ = record(["--sample-interval=1", "--file", snapshot, "--format",
+                                     "heap_maximum,stack_tree,folded,flamegraph"], ["known"])
+        if not reply:
+            return
+        peak = one_heap(reply, "heap_maximum")["bytes"]
+        site = next(s for s in expected["sites"] if s["function"] == "peak_site")
+        tree = reply["stack_tree"]
+        if tree.get("unit") != "bytes" or tree.get("totalBytes") != peak:
+            fail(f"stack_tree: unit {tree.get('unit')}, total {tree.get('totalBytes')}, expected bytes, {peak}")
+        else:
+            ok(f"stack_tree in bytes, total {peak}")
+        folded = reply["folded"]
+        total = sum(x["pages"] for x in folded)
+        at_site = sum(x["pages"] for x in folded if x["stack"][-1].startswith("peak_site "))
+        if total != peak or at_site != site["maxBytes"]:
+            fail(f"folded: {total} bytes in all, {at_site} at peak_site; expected {peak}, {site['maxBytes']}")
+        else:
+            ok(f"folded: {total} bytes, peak_site {at_site}")
+        if reply["flamegraph"]["totalBytes"] != peak:
+            fail(f"flamegraph: total {reply['flamegraph']['totalBytes']}, expected {peak}")
+        p = subprocess.run([CTL, "report", "--from", snapshot, "--format", "flamegraph"], capture_output=True,
+                           text=True, timeout=60)
+        if "User-space heap at its maximum" not in p.stdout or f": {peak} bytes (" not in p.stdout:
+            fail(f"the flame graph's title does not give the heap's {peak} bytes")
+        else:
+            ok("flame graph of the heap, in bytes")
+        growth = one_heap(reply, "heap_maximum")["growth"]
+        if not growth or growth[-1]["liveBytes"] != one_heap(reply, "heap_maximum")["root"]["currentBytes"]:
+            fail(f"growth: {growth}")
+        else:
+            ok(f"growth: {len(growth)} points")
+        profile = os.path.join(tmp, "heap.pb.gz")
+        p = subprocess.run([CTL, "pprof", "--from", snapshot, "--output", profile], capture_output=True, text=True,
+                           timeout=60)
+        if p.returncode != 0 or f"{peak} bytes" not in p.stderr:
+            fail(f"pprof of the heap: exit {p.returncode}: {p.stderr.strip()}")
+        elif shutil.which("go"):
+            p = subprocess.run(["go", "tool", "pprof", "-raw", profile], capture_output=True, text=True, timeout=300)
+            # -raw lists each sample as "BLOCKS BYTES: locations"
+            values = [line.split(":")[0].split() for line in p.stdout.splitlines()
+                      if ":" in line and line.strip()[:1].isdigit()]
+            space = sum(int(v[1]) for v in values if len(v) == 2)
+            if space != peak:
+                fail(f"go tool pprof reads {space} bytes of inuse_space, expected {peak}")
+            else:
+                ok(f"go tool pprof reads the heap's {space} bytes")
+        else:
+            ok("pprof of the heap written (go tool pprof not installed: not read back)")
     finally:
         shutil.rmtree(tmp)
 

@@ -229,7 +229,36 @@ static void test_shares(void) {
         heap_free(h);
 }
 
+/* The growth series: at most HEAP_GROWTH_POINTS points spread over the whole life, in time order, the last
+ * one the latest count. */
+static void test_growth(void) {
+        Heap *h = heap_new(1024, 1024, 16, false);
+
+        start(h, 100, 1);
+        for (uint64_t i = 0; i <= 1000; i++) {
+                MsHeapCounters c = { .live_bytes = i * 100, .peak_bytes = i * 100 };
+                MsEvent e = ev(MS_EVENT_HEAP_STATE, 100);
+                e.timestamp_nsec = 1000 + i * 10 * 1000 * 1000;         /* every 10 ms for 10 s */
+                e.heap.counters = &c;
+                heap_handle_event(h, &e);
+        }
+        const HeapImage *img = heap_image(h, 0);
+        ASSERT_LE(img->n_growth, HEAP_GROWTH_POINTS);
+        ASSERT_GE(img->n_growth, HEAP_GROWTH_POINTS / 2);
+        ASSERT_EQ(img->growth[0].msec, 0u);
+        ASSERT_EQ(img->growth[0].live_bytes, 0u);
+        ASSERT_EQ(img->growth[img->n_growth - 1].msec, 10000u);
+        ASSERT_EQ(img->growth[img->n_growth - 1].live_bytes, 100000u);
+        for (uint32_t i = 1; i < img->n_growth; i++) {
+                ASSERT_GT(img->growth[i].msec, img->growth[i - 1].msec);
+                /* The counts grew by 100 bytes per 10 ms: each point is its moment's. */
+                ASSERT_EQ(img->growth[i].live_bytes, (uint64_t) img->growth[i].msec * 10);
+        }
+        heap_free(h);
+}
+
 int main(void) {
+        test_growth();
         test_shares();
         test_stack_ids();
         test_maximum();

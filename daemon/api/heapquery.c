@@ -261,15 +261,31 @@ json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *
         return root;
 }
 
+static json_t *growth_json(const HeapImage *img) {
+        json_auto_t *a = json_array();
+
+        if (!a)
+                return NULL;
+        for (uint32_t i = 0; i < img->n_growth; i++)
+                if (json_array_append_new(a, json_pack("{s:I, s:I}", "msec", (json_int_t) img->growth[i].msec,
+                                                       "liveBytes", (json_int_t) img->growth[i].live_bytes)) < 0)
+                        return NULL;
+        return TAKE_PTR(a);
+}
+
 static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
         const HeapImage *img = heap_image(accounting_heap(a), serial);
         const MsHeapCounters *c = &img->counters;
         json_t *root = heap_query_root_json(a, usym, q, serial);
+        json_t *growth = growth_json(img);
 
-        if (!root)
+        if (!root || !growth) {
+                json_decref(root);
+                json_decref(growth);
                 return NULL;
+        }
         return json_pack("{s:i, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-                         "s:I, s:I, s:I, s:I, s:I, s:o}",
+                         "s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
                          "pid", (int) img->pid,
                          "comm", name_json(img->comm),
                          "cmdline", name_json(img->cmdline),
@@ -292,6 +308,7 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                          "unmatchedFrees", (json_int_t) img->unmatched_frees,
                          "startUsec", (json_int_t) (img->start_nsec / 1000),
                          "endUsec", (json_int_t) (img->end_nsec / 1000),
+                         "growth", growth,
                          "root", root);
 }
 

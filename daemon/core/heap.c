@@ -65,6 +65,7 @@ static void images_done(Heap *h) {
         for (size_t i = 0; i < h->n_images; i++) {
                 free(h->images[i].cmdline);
                 free(h->images[i].maps);
+                free(h->images[i].growth);
         }
         free(h->images);
         h->images = NULL;
@@ -437,6 +438,36 @@ static void handle_free(Heap *h, const MsEvent *e) {
                 mark_peak(img);
 }
 
+/* A point of the heap's growth at time nsec, when a step passed since the last one (the last point always
+ * moves to the latest count, so that the series ends where the heap is). */
+static void add_growth(HeapImage *img, uint64_t nsec) {
+        uint64_t since = nsec > img->start_nsec ? (nsec - img->start_nsec) / 1000 : 0;
+        HeapPoint p = { .msec = (uint32_t) MIN(since / 1000, (uint64_t) UINT32_MAX),
+                        .live_bytes = img->counters.live_bytes };
+
+        if (!img->growth) {
+                img->growth = calloc(HEAP_GROWTH_POINTS, sizeof(HeapPoint));
+                if (!img->growth)
+                        return;         /* no growth series, counts as ever */
+                img->growth_step_usec = HEAP_GROWTH_STEP_USEC;
+        }
+        if (img->n_growth > 1 &&
+            since < (uint64_t) img->growth[img->n_growth - 2].msec * 1000 + img->growth_step_usec) {
+                img->growth[img->n_growth - 1] = p;
+                return;
+        }
+        if (img->n_growth == HEAP_GROWTH_POINTS) {
+                /* Half as many points, twice as far apart: every other one goes, the last stays. */
+                uint32_t n = 0;
+                for (uint32_t i = 0; i < HEAP_GROWTH_POINTS; i += 2)
+                        img->growth[n++] = img->growth[i];
+                img->growth[n - 1] = img->growth[HEAP_GROWTH_POINTS - 1];
+                img->n_growth = n;
+                img->growth_step_usec *= 2;
+        }
+        img->growth[img->n_growth++] = p;
+}
+
 static void handle_state(Heap *h, const MsEvent *e) {
         HeapImage *img = open_image(h, e->pid);
 
@@ -447,6 +478,7 @@ static void handle_state(Heap *h, const MsEvent *e) {
                 return;
         }
         img->counters = *e->heap.counters;
+        add_growth(img, e->timestamp_nsec);
         if (e->heap.peak != MS_HEAP_PEAK_NONE)
                 mark_peak(img);
 }
@@ -569,6 +601,7 @@ size_t heap_memory_bytes(const Heap *h) {
                    h->n_pid_slots * sizeof(PidSlot) + h->n_stack_slots * sizeof(StackSlot) +
                    (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
         for (size_t i = 0; i < h->n_images; i++)
-                b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0);
+                b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0) +
+             (h->images[i].growth ? HEAP_GROWTH_POINTS * sizeof(HeapPoint) : 0);
         return b;
 }

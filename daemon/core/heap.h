@@ -31,6 +31,16 @@
 
 #define HEAP_NONE UINT32_MAX
 
+/* The growth of a heap's live bytes: at most HEAP_GROWTH_POINTS points over its whole life, evenly spaced
+ * (a point per step, the step doubled and every other point dropped when they are all taken). */
+#define HEAP_GROWTH_POINTS 32u
+#define HEAP_GROWTH_STEP_USEC 10000u    /* the first step: the heap source's poll */
+
+typedef struct HeapPoint {
+        uint32_t msec;                  /* since the heap's start */
+        uint64_t live_bytes;
+} HeapPoint;
+
 typedef struct HeapImage {
         int32_t pid;
         uint32_t serial;                /* its index: the scope of its stacks in the tree */
@@ -50,6 +60,9 @@ typedef struct HeapImage {
         uint64_t start_nsec, end_nsec;
         MsHeapEnd end;
         bool ended;
+        HeapPoint *growth;              /* owned: HEAP_GROWTH_POINTS of them, allocated at the first count */
+        uint32_t n_growth;
+        uint64_t growth_step_usec;
 } HeapImage;
 
 typedef struct HeapStats {
