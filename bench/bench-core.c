@@ -8,7 +8,7 @@
  * within a working set of its own), 200 processes in 40 cgroups (units),
  * ~1M live pages held steady (90 % order 0, the rest orders 1..3), frees by a task other than the
  * allocator half of the time. Each measured step frees one live block and allocates another, so the
- * table stays at its working size. Usage: bench-core [EVENTS] [LIVE_PAGES] [exits] ("exits": only the last
+ * table stays at its working size. Usage: bench-core [EVENTS] [LIVE_PAGES] [exits|PREFETCH_AHEAD] ("exits": only the last
  * part, below)
  *
  * Then the aggregated-sample path (MS_EVENT_SAMPLE, what a source that counts in the kernel delivers):
@@ -17,6 +17,9 @@
  *
  * Last, short-lived processes (fork, allocate, exit, the page freed later): the cost of exits and of
  * evicting exited records past --max-exited-tasks.
+ *
+ * PREFETCH_AHEAD (default 8): the replay asks the core to prefetch the page of the event that many ahead
+ * (accounting_prefetch_page()), as the eBPF source does within a batch; 0 replays without.
  */
 
 #include <inttypes.h>
@@ -152,10 +155,17 @@ static void make_trace(Trace *warmup, Trace *steps, uint64_t n_events, uint64_t 
 
 static uint64_t stacks[N_STACKS][DEPTH];
 
+/* Events ahead of the current one whose page the replay prefetches (accounting_prefetch_page()), as the
+ * eBPF source does for its batches; 0: none. */
+#define PREFETCH_DEFAULT 8
+static size_t prefetch_ahead;
+
 static void replay(Accounting *a, const Trace *t, uint64_t *ts) {
         MsEvent e = { .page.stack = { .n_frames = DEPTH, .n_kernel_frames = DEPTH } };
 
         for (size_t i = 0; i < t->n; i++) {
+                if (prefetch_ahead > 0 && i + prefetch_ahead < t->n)
+                        accounting_prefetch_page(a, t->events[i + prefetch_ahead].pfn);
                 const TraceEvent *te = &t->events[i];
                 e.type = te->is_free ? MS_EVENT_PAGE_FREE : MS_EVENT_PAGE_ALLOC;
                 e.pid = e.tid = te->pid;
@@ -201,8 +211,8 @@ static int run(const char *label, uint64_t n_events, uint64_t live_target, bool 
         size_t table_bytes = pagemap_memory_bytes(accounting_pagemap(a));
         printf("%s\n", label);
         printf("  events            %zu\n", steps.n);
-        printf("  events/s          %.2f M (%.1f ns/event)\n", steps.n / (elapsed / 1e9) / 1e6,
-               (double) elapsed / steps.n);
+        printf("  events/s          %.2f M (%.1f ns/event, prefetch %zu ahead)\n",
+               steps.n / (elapsed / 1e9) / 1e6, (double) elapsed / steps.n, prefetch_ahead);
         printf("  live pages        %" PRIu64 " in %zu blocks\n", s.current_pages,
                pagemap_blocks(accounting_pagemap(a)));
         printf("  page table        %.1f bytes/live page\n", (double) table_bytes / s.current_pages);
@@ -392,9 +402,13 @@ int main(int argc, char **argv) {
         uint64_t live_target = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
 
         bool exits_only = argc > 3 && streq(argv[3], "exits");
+        char *end = NULL;
 
-        if (n_events < 2 || live_target == 0 || (argc > 3 && !exits_only)) {
-                fprintf(stderr, "usage: bench-core [EVENTS] [LIVE_PAGES] [exits]\n");
+        prefetch_ahead = PREFETCH_DEFAULT;
+        if (argc > 3 && !exits_only)
+                prefetch_ahead = strtoul(argv[3], &end, 10);
+        if (n_events < 2 || live_target == 0 || argc > 4 || (end && *end)) {
+                fprintf(stderr, "usage: bench-core [EVENTS] [LIVE_PAGES] [exits|PREFETCH_AHEAD]\n");
                 return 2;
         }
 

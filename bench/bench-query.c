@@ -5,8 +5,9 @@
  * LIVE_PAGES pages between them over 2,000 kernel call chains, then times, each as the best of a few
  * calls: Diff against a snapshot (every task paired with its snapshot record), and StackTree filtered
  * to one small task, to an empty module and to the module holding every page (no symbols here: all is
- * vmlinux), next to the unfiltered tree, and Leaks of every task and of one small task. Usage:
- * bench-query [TASKS] [LIVE_PAGES]
+ * vmlinux), next to the unfiltered tree, Leaks of every task and of one small task, Explain of the unit
+ * holding every page (and every one of OBJECTS slab objects), PageBreakdown of everything and ExplainUnits.
+ * Usage: bench-query [TASKS] [LIVE_PAGES]
  */
 
 #include <inttypes.h>
@@ -17,6 +18,8 @@
 #include <jansson.h>
 
 #include "accounting.h"
+#include "breakdown.h"
+#include "explain.h"
 #include "leaks.h"
 #include "macro.h"
 #include "marks.h"
@@ -25,6 +28,7 @@
 
 #define DEPTH 12
 #define N_CHAINS 2000
+#define OBJECTS 200000
 
 static uint64_t chains[N_CHAINS][DEPTH];
 
@@ -78,6 +82,23 @@ static int run_leaks(Accounting *a, Marks *s, int32_t pid) {
         return leaks_query_json(a, &q, &r);
 }
 
+/* Every page and object is charged to cgroup id 0, the unit "[unknown]". */
+static int run_explain(Accounting *a, Marks *s, int32_t pid) {
+        ExplainQuery q = { .name = UNITS_UNKNOWN_NAME, .stacks = 5, .page_size = 4096 };
+        json_auto_t *r = NULL;
+        return explain_query_json(a, &q, &r);
+}
+
+static int run_breakdown(Accounting *a, Marks *s, int32_t pid) {
+        json_auto_t *r = NULL;
+        return breakdown_query_json(a, &(BreakdownQuery) { .by = BREAKDOWN_BY_GFP, .pid = -1 }, &r);
+}
+
+static int run_explain_units(Accounting *a, Marks *s, int32_t pid) {
+        json_auto_t *names = json_pack("[s]", UNITS_UNKNOWN_NAME), *r = NULL;
+        return names ? explain_units_json(a, names, NULL, 4096, &r) : -ENOMEM;
+}
+
 static void time_query(const char *what, Query q, Accounting *a, Marks *s, int32_t pid) {
         uint64_t best = UINT64_MAX;
 
@@ -102,6 +123,7 @@ int main(int argc, char **argv) {
         Marks *s = marks_new();
 
         c.max_exited_tasks = (size_t) n_tasks * 2;
+        c.slab = true;
         c.expected_pages = live;
         if (!s || accounting_new(&c, NULL, &a) < 0)
                 return EXIT_FAILURE;
@@ -122,8 +144,18 @@ int main(int argc, char **argv) {
         for (int32_t pid = 1; pid < n_tasks; pid += 10)
                 alloc(a, pid, pfn++, (unsigned) pid % N_CHAINS);
 
-        printf("%d tasks, %" PRIu64 " live pages, %zu stack nodes:\n", n_tasks, pagemap_pages(accounting_pagemap(a)),
-               stacktree_size(accounting_stacktree(a)));
+        for (uint64_t i = 0; i < OBJECTS; i++) {
+                MsEvent e = { .type = MS_EVENT_OBJECT_ALLOC, .pid = 1 + (int32_t) (i % (uint64_t) (n_tasks - 1)),
+                              .object = { .ptr = 0x10000 + i * 64, .bytes_requested = 48, .bytes_allocated = 64,
+                                          .cache = i % 2 ? "dentry" : NULL, .call_site = 0xffffffff81000000 + i % 300,
+                                          .stack = { .frames = chains[i % N_CHAINS], .n_frames = DEPTH,
+                                                     .n_kernel_frames = DEPTH } } };
+                e.pid = e.tid = e.pid;
+                accounting_handle_event(a, &e);
+        }
+
+        printf("%d tasks, %" PRIu64 " live pages, %zu stack nodes, %d slab objects:\n", n_tasks,
+               pagemap_pages(accounting_pagemap(a)), stacktree_size(accounting_stacktree(a)), OBJECTS);
         time_query("Diff", run_diff, a, s, -1);
         time_query("StackTree of a 3-page task", run_tree_pid, a, s, n_tasks);
         time_query("StackTree of an empty module", run_tree_module, a, s, -1);
@@ -131,6 +163,9 @@ int main(int argc, char **argv) {
         time_query("StackTree, unfiltered", run_tree_all, a, s, -1);
         time_query("Leaks, every task", run_leaks, a, s, 0);
         time_query("Leaks of a 3-page task", run_leaks, a, s, n_tasks);
+        time_query("Explain of the unit of every page", run_explain, a, s, -1);
+        time_query("PageBreakdown by gfp, everything", run_breakdown, a, s, -1);
+        time_query("ExplainUnits of that unit", run_explain_units, a, s, -1);
 
         marks_free(s);
         accounting_free(a);

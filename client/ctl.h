@@ -57,7 +57,7 @@ extern const char *arg_from;
 extern bool arg_boot;
 extern const char *arg_file;
 extern bool arg_offsets;                /* report: flame graph frames by offset, not by function */
-extern uint64_t arg_stacks;             /* units: stacks per unit, 0 none */
+extern int64_t arg_stacks;              /* units: stacks per unit; explain: per list; -1: the verb's default */
 extern const char *arg_unit;            /* pprof, history: one unit (NULL: none) */
 extern const char *arg_by;              /* footprint: directory, symbol or section (NULL: directory) */
 extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
@@ -88,6 +88,8 @@ int verb_top(int argc, char *argv[]);
 int verb_pprof(int argc, char *argv[]);
 int verb_footprint(int argc, char *argv[]);
 int verb_history(int argc, char *argv[]);
+int verb_explain(int argc, char *argv[]);
+int verb_pages(int argc, char *argv[]);
 int verb_record(int argc, char *argv[]);
 
 /* report's options from the command line (its --format, else default_formats), checked for usage before

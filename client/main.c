@@ -44,7 +44,7 @@ const char *arg_from = NULL;
 bool arg_boot = false;
 const char *arg_file = NULL;
 bool arg_offsets = false;
-uint64_t arg_stacks = 0;
+int64_t arg_stacks = -1;
 const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
@@ -87,6 +87,8 @@ static const CmdlineVerb verbs[] = {
         { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
         { "record", "-- COMMAND [ARGS...] | --pid PID", "Run COMMAND (or watch process PID) and report "
           "which malloc call sites held its heap", 0, 65536, verb_record },
+        { "pages", "--by KEY", "Pages by allocation order, GFP flags, migrate type or node", 0, 0, verb_pages },
+        { "explain", "UNIT", "A unit's memory as the kernel counts it, beside who holds it", 1, 1, verb_explain },
 };
 
 static int parse_json(const CmdlineOption *o, const char *value) {
@@ -189,6 +191,8 @@ static const CmdlineOption options[] = {
                 .parts = {
                         { .verbs = CMDLINE_WORDS("tasks", "modules", "units", "top", "diff", "slab", "leaks",
                                         "footprint"), .help = "entries to show" },
+                        { .verbs = CMDLINE_WORDS("explain"), .help = "rows per list (default 10)" },
+                        { .verbs = CMDLINE_WORDS("pages"), .help = "rows (the rest as [other])" },
                         { .verbs = CMDLINE_WORDS("stacks"), .help = "children per frame" },
                 },
         }, {
@@ -210,9 +214,12 @@ static const CmdlineOption options[] = {
                              .help = "only tasks named NAME, as the COMM column shows it" } },
         }, {
                 .name = "stacks", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "N",
-                .parse = cmdline_set_uint64, .target = &arg_stacks, .min = 0, .max = 100,
+                .parse = cmdline_set_int64, .target = &arg_stacks, .min = 0, .max = 100,
                 .expects = "a number from 0 to 100",
-                .parts = { { .verbs = CMDLINE_WORDS("units"), .help = "each unit's N biggest call stacks" } },
+                .parts = {
+                        { .verbs = CMDLINE_WORDS("units"), .help = "each unit's N biggest call stacks" },
+                        { .verbs = CMDLINE_WORDS("explain"), .help = "N biggest call stacks per holder (default 5)" },
+                },
         }, {
                 .name = "uid", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "UID",
                 .parse = cmdline_set_int64, .target = &arg_uid, .min = 0, .max = UINT32_MAX - 1,
@@ -224,20 +231,21 @@ static const CmdlineOption options[] = {
                 .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",
                 .parse = cmdline_set_int64, .target = &arg_task, .min = 0, .max = INT32_MAX,
                 .expects = "a pid",
-                .parts = { { .verbs = CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history", "record"),
+                .parts = { { .verbs = CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history", "record",
+                                                    "pages"),
                              .help = "one task only" } },
         }, {
                 .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_UNIT, .exclusive = "scope",
                 .parse = cmdline_set_text, .target = &arg_unit,
                 .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
-                .parts = { { .verbs = CMDLINE_WORDS("pprof", "history"), .help = "one unit's tasks only" } },
+                .parts = { { .verbs = CMDLINE_WORDS("pprof", "history", "pages"), .help = "one unit's tasks only" } },
         }, {
                 .name = "module", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .completion = CMDLINE_COMPLETE_MODULE, .exclusive = "scope",
                 .parse = cmdline_set_text, .target = &arg_module,
                 .expects = "a name in UTF-8 (other bytes as \\xNN, as memstrackctl shows them)",
-                .parts = { { .verbs = CMDLINE_WORDS("stacks", "report", "pprof", "import", "history"),
+                .parts = { { .verbs = CMDLINE_WORDS("stacks", "report", "pprof", "import", "history", "pages"),
                              .help = "stacks through one module only" } },
         }, {
                 .name = "since", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "DURATION",
@@ -368,6 +376,8 @@ static const CmdlineOption options[] = {
                           .words = CMDLINE_WORDS("directory", "symbol", "section") },
                         { .verbs = CMDLINE_WORDS("slab"), .help = "callsite (default), cache, task or unit",
                           .words = CMDLINE_WORDS("callsite", "cache", "task", "unit") },
+                        { .verbs = CMDLINE_WORDS("pages"), .help = "order, gfp, migratetype or node",
+                          .words = CMDLINE_WORDS("order", "gfp", "migratetype", "node") },
                 },
         },
 };

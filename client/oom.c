@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -85,6 +86,35 @@ static int print_kill(json_t *k, uint64_t page_size) {
         return print_holders(json_object_get(k, "holders"), page_size);
 }
 
+static int print_pressure(json_t *p, uint64_t page_size) {
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX];
+        _cleanup_free_ char *unit = format_sanitize(reply_string(p, "unit") ?: "the system");
+        const json_t *explain = json_object_get(p, "explain");
+
+        print_time("Pressure", p);
+        if (streq(reply_string(p, "reason") ?: "", "limit")) {
+                uint64_t current = reply_count(p, "currentBytes"), limit = reply_count(p, "limitBytes");
+                _cleanup_free_ char *which = format_sanitize(reply_string(p, "limit") ?: "?");
+                printf(": %s at %s of its memory.%s %s (%" PRIu64 " %%, within %" PRIu64 " %%)\n", unit ?: "?",
+                       format_bytes(a, sizeof(a), current), which ?: "?", format_bytes(b, sizeof(b), limit),
+                       limit / 100 > 0 ? current / (limit / 100) : 0, reply_count(p, "marginPercent"));
+        } else {
+                _cleanup_free_ char *line = format_sanitize(reply_string(p, "pressure") ?: "?");
+                printf(": %s, memory pressure %s\n", unit ?: "?", line ?: "?");
+        }
+        if (json_is_object(explain)) {
+                const json_t *alive = json_object_get(explain, "alive"), *orphaned = json_object_get(explain, "orphaned");
+                printf("  The unit then: %s held by live processes, %s by no live process",
+                       format_pages(a, sizeof(a), reply_count(alive, "pages"), page_size),
+                       format_pages(b, sizeof(b), reply_count(orphaned, "pages"), page_size));
+                if (json_is_true(json_object_get(explain, "tracingSlab")))
+                        printf(" (slab objects: %s and %s)", format_bytes(a, sizeof(a), reply_count(alive, "slabBytes")),
+                               format_bytes(b, sizeof(b), reply_count(orphaned, "slabBytes")));
+                printf("; --json has its whole Explain view\n");
+        }
+        return print_holders(json_object_get(p, "holders"), page_size);
+}
+
 int verb_oom(int argc, char *argv[]) {
         json_auto_t *reply = NULL;
         uint64_t page_size = 4096;
@@ -114,6 +144,22 @@ int verb_oom(int argc, char *argv[]) {
                 print_time("New peak", x);
                 printf("\n");
                 r = print_holders(json_object_get(x, "holders"), page_size);
+                if (r < 0)
+                        return r;
+        }
+        json_t *pressure = reply_array(reply, "pressureRecords"), *watch = json_object_get(reply, "pressureWatch");
+        printf("\nPressure records taken: %" PRIu64 " (the last %zu kept)", reply_count(reply, "pressureRecordsTaken"),
+               json_array_size(pressure));
+        if (json_is_object(watch)) {
+                _cleanup_free_ char *trigger = format_sanitize(reply_string(watch, "trigger") ?: "none");
+                _cleanup_free_ char *psi = format_sanitize(reply_string(watch, "psi") ?: "?");
+                printf("; within %" PRIu64 " %% of a limit, PSI trigger %s (%s)", reply_count(watch, "marginPercent"),
+                       trigger ?: "?", psi ?: "?");
+        }
+        printf("\n");
+        json_array_foreach(pressure, i, x) {
+                printf("\n");
+                r = print_pressure(x, page_size);
                 if (r < 0)
                         return r;
         }

@@ -47,7 +47,9 @@ int slab_print_table(json_t *rows, const char *by, FILE *f, size_t width) {
         table_set_header(t, arg_legend);
         json_array_foreach(rows, i, row) {
                 json_t *peak = json_object_get(row, "peakLiveBytes");
-                if ((task && (r = table_add_cellf(t, "%" PRIi64, reply_int(row, "pid", -1))) < 0) ||
+                int64_t pid = reply_int(row, "pid", -1);
+                /* The row of evicted tasks ("[evicted]") has no pid. */
+                if ((task && (r = pid >= 0 ? table_add_cellf(t, "%" PRIi64, pid) : table_add_cell(t, NULL)) < 0) ||
                     (r = table_add_cell(t, reply_string(row, "name"))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(row, "liveObjects"))) < 0 ||
                     (r = table_add_cell(t, format_bytes(a, sizeof(a), reply_count(row, "liveBytesAllocated")))) < 0 ||

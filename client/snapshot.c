@@ -43,6 +43,8 @@ static int fetch_over_varlink(const char *method, json_t *params, SnapshotFetchF
                         return -ESRCH;
                 if ((flags & SNAPSHOT_FETCH_MAY_VANISH) && streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE))
                         return -ENOENT;
+                if ((flags & SNAPSHOT_FETCH_MAY_VANISH) && streq(error, MEMSTRACK_ERROR_NO_SUCH_UNIT))
+                        return -ENXIO;
         }
         r = ctl_call_result(method, r, error, reply);
         if (r != 0)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,14 +18,21 @@
 #include "heap-abi.h"
 #include "log.h"
 #include "manager.h"
+#include "pressure-watch.h"
 #include "parse-util.h"
 #include "report.h"
+#include "time-util.h"
 
 static const char *arg_source = NULL;  /* NULL: auto */
 static SourceOptions arg_source_options;
 static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
+static const char *arg_memcg_root = NULL;
+static const char *arg_zoneinfo = NULL;
+static unsigned arg_pressure_margin = PRESSURE_MARGIN_PERCENT_DEFAULT;
+static const char *arg_pressure_trigger = PRESSURE_TRIGGER_DEFAULT;
+static uint64_t arg_pressure_interval_usec = PRESSURE_INTERVAL_USEC_DEFAULT;
 static const char *arg_state_directory = NULL;  /* NULL: $STATE_DIRECTORY; "": no persistence */
 static const char *arg_heap_socket = NULL;      /* the heap source beside the kernel's; NULL: none */
 static const char *arg_socket = NULL;
@@ -61,6 +69,11 @@ enum {
         ARG_BTF,
         ARG_KALLSYMS,
         ARG_CGROUP_ROOT,
+        ARG_MEMCG_ROOT,
+        ARG_ZONEINFO,
+        ARG_PRESSURE_MARGIN,
+        ARG_PRESSURE_TRIGGER,
+        ARG_PRESSURE_INTERVAL,
         ARG_STATE_DIRECTORY,
         ARG_HEAP_SOCKET,
         ARG_TRACEFS,
@@ -101,6 +114,11 @@ static const struct option options[] = {
         { "btf", required_argument, NULL, ARG_BTF },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
+        { "memcg-root", required_argument, NULL, ARG_MEMCG_ROOT },
+        { "zoneinfo", required_argument, NULL, ARG_ZONEINFO },
+        { "pressure-margin", required_argument, NULL, ARG_PRESSURE_MARGIN },
+        { "pressure-trigger", required_argument, NULL, ARG_PRESSURE_TRIGGER },
+        { "pressure-interval", required_argument, NULL, ARG_PRESSURE_INTERVAL },
         { "state-directory", required_argument, NULL, ARG_STATE_DIRECTORY },
         { "heap-socket", required_argument, NULL, ARG_HEAP_SOCKET },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
@@ -153,6 +171,14 @@ static void help(void) {
                "     --btf=PATH             eBPF: kernel BTF (default " SOURCE_BTF_DEFAULT ")\n"
                "     --kallsyms=PATH        Kernel symbols (default /proc/kallsyms)\n"
                "     --cgroup-root=PATH     cgroup2 tree that names units (default: /sys/fs/cgroup's)\n"
+               "     --memcg-root=PATH      The memory controller's hierarchy, cgroup2 or v1, whose\n"
+               "                            figures Explain shows (default: found)\n"
+               "     --zoneinfo=PATH        Memory zones, for pages by node (default /proc/zoneinfo)\n"
+               "     --pressure-margin=PERCENT  A pressure record when a unit comes this close to\n"
+               "                            its memory limit (default %u; 0: none)\n"
+               "     --pressure-trigger=SPEC  ... or memory pressure passes this PSI trigger\n"
+               "                            (default \"" PRESSURE_TRIGGER_DEFAULT "\"; empty: none)\n"
+               "     --pressure-interval=SEC  At most one pressure record per unit per SEC (60)\n"
                "     --heap-socket=PATH     Also take user-space heaps there (every user's processes\n"
                "                            preloading libmemstrack-heap.so; a passed socket named heap)\n"
                "     --state-directory=PATH Keep the history there across restarts (default:\n"
@@ -175,7 +201,7 @@ static void help(void) {
                "                            module_summary,module_top:top=5:sort_by_peak\n"
                "     --output=FILE          The file of --report (default: standard output)\n",
                SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT,
-               SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT,
+               SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT, PRESSURE_MARGIN_PERCENT_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
 
         printf("\nEvent sources, in the order auto tries them:\n");
@@ -343,6 +369,35 @@ static int apply_option(int c, const char *value, char *ret_expected) {
         case ARG_HEAP_SOCKET:
                 arg_heap_socket = value;
                 arg_accounting.heap_shares = true;
+                break;
+        case ARG_MEMCG_ROOT:
+                arg_memcg_root = value;
+                break;
+        case ARG_ZONEINFO:
+                arg_zoneinfo = value;
+                break;
+        case ARG_PRESSURE_MARGIN:
+                r = parse_uint(value, 0, 99, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_pressure_margin = (unsigned) v;
+                break;
+        case ARG_PRESSURE_TRIGGER: {
+                bool full;
+                uint64_t stall, window;
+                if (*value && pressure_trigger_parse(value, &full, &stall, &window) < 0) {
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX,
+                                        "\"some|full STALL_USEC WINDOW_USEC\" (a window of 500000 to 10000000), or \"\"");
+                        return -EINVAL;
+                }
+                arg_pressure_trigger = value;
+                break;
+        }
+        case ARG_PRESSURE_INTERVAL:
+                r = parse_uint(value, 1, 86400, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_pressure_interval_usec = v * UINT64_C(1000000);
                 break;
         case ARG_STATE_DIRECTORY:
                 arg_state_directory = value;
@@ -606,6 +661,42 @@ static int reload_config(void) {
         return r;
 }
 
+static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        manager_log_summary(userdata, "SIGUSR1");
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        /* What can change at run time: the log level from the configuration file, and what the daemon
+         * reads from outside (the symbol table). MONOTONIC_USEC lets systemd >= 253 tell this reload from
+         * an earlier one (Type=notify-reload). */
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
+        (void) reload_config(); /* logs why it failed, and keeps the current settings */
+        manager_reload(userdata);
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
+/* SIGTERM and SIGINT end the loop, SIGUSR1 and SIGHUP go to the Manager: all on its loop, the thread's
+ * default one. The sources are the loop's. */
+static int add_signals(Manager *m) {
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        int r;
+
+        r = sd_event_default(&event);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGUSR1, on_sigusr1, m);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+        return 0;
+}
+
 static int run(void) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -640,6 +731,13 @@ static int run(void) {
                 .accounting = arg_accounting,
                 .kallsyms = arg_kallsyms,
                 .cgroup_root = arg_cgroup_root,
+                .memcg_root = arg_memcg_root,
+                .zoneinfo = arg_zoneinfo,
+                .pressure = {
+                        .margin_percent = arg_pressure_margin,
+                        .trigger = arg_pressure_trigger,
+                        .interval_usec = arg_pressure_interval_usec,
+                },
                 .state_directory = arg_state_directory,
                 .heap_socket = arg_heap_socket,
                 .serve = arg_serve,
@@ -653,11 +751,13 @@ static int run(void) {
                         .boot_phase_path = !arg_boot_snapshot ? BOOT_PHASE_PATH_DEFAULT :
                                            arg_boot_snapshot[0] == 0 ? NULL : arg_boot_snapshot,
                 },
-                .reload_config = reload_config,
                 .report = arg_report ? &arg_report_options : NULL,
                 .report_output = arg_output,
         };
         r = manager_new(&config, &m);
+        if (r < 0)
+                return r;
+        r = add_signals(m);
         if (r < 0)
                 return r;
         r = manager_start(m);

@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-#include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -16,6 +13,8 @@
 #include "kernel-symbols.h"
 #include "log.h"
 #include "manager.h"
+#include "memcg.h"
+#include "tracepoint.h"
 #include "observer.h"
 #include "oom-moments.h"
 #include "oom-watch.h"
@@ -39,12 +38,13 @@ struct Manager {
 
         Accounting *accounting;         /* owned */
         EventSource *source;            /* owned */
-        EventSource *heap_source;       /* owned: the heap source beside it (--heap-socket), or NULL */
+        EventSource *heap_source;       /* owned: the heap source beside it (--heap-socket, polled), or NULL */
         char *source_reason;            /* owned: why this source runs (Status backendReason) */
         Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
         OomWatch *oom_watch;            /* owned: oom:mark_victim; NULL when it could not be opened */
         OomLog *oom;                    /* owned: the last kills and peak snapshots (OomKills) */
+        Memcg *memcg;                   /* owned: the memory controller's figures; NULL: none */
 
         ObserverList observers;         /* owned: the policies told of events (observer.h) */
         /* Observers the Manager also talks to, borrowed from the list. */
@@ -54,7 +54,6 @@ struct Manager {
         StatusLine *status;             /* the event rate */
 
         sd_event_source *tick_timer;    /* owned: once a second, the observers' ticks */
-        sd_event_source *sigusr1, *sighup;
 
         uint64_t start_usec;            /* CLOCK_MONOTONIC */
         char *unit;                     /* our systemd unit, if started by systemd */
@@ -77,6 +76,11 @@ static void on_event(void *userdata, const MsEvent *e) {
         observer_list_event(&m->observers, e, true);
 }
 
+/* The source's hint that a page event is coming: the core fetches its page table line meanwhile. */
+static void on_prefetch_page(void *userdata, uint64_t pfn) {
+        accounting_prefetch_page(((Manager *) userdata)->accounting, pfn);
+}
+
 static void observers_flush(void *userdata) {
         observer_list_run(&((Manager *) userdata)->observers, OBSERVER_HOOK_FLUSH);
 }
@@ -91,8 +95,6 @@ static void manager_flush(void *userdata) {
         int r = m->source->ops->flush(m->source);
         if (r < 0)
                 log_debug_errno(r, "Failed to flush the event source, answering with what arrived: %m");
-        if (m->heap_source)
-                (void) m->heap_source->ops->flush(m->heap_source);
         observers_flush(m);
 }
 
@@ -127,27 +129,15 @@ static void log_summary(Manager *m, const char *reason) {
                 log_warning_errno(r, "Failed to write the summary, ignoring: %m");
 }
 
-static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        manager_flush(userdata);
-        log_summary(userdata, "SIGUSR1");
-        return 0;
+void manager_log_summary(Manager *m, const char *reason) {
+        manager_flush(m);
+        log_summary(m, reason);
 }
 
-static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        Manager *m = userdata;
-
-        /* What can change at run time: the log level from the configuration file, and what the observers
-         * read from outside (the symbol table). MONOTONIC_USEC lets systemd >= 253 tell this reload from
-         * an earlier one (Type=notify-reload). */
-        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
-        if (m->config.reload_config)
-                (void) m->config.reload_config(); /* logs why it failed, and keeps the current settings */
+void manager_reload(Manager *m) {
         observer_list_run(&m->observers, OBSERVER_HOOK_RELOAD);
-        (void) sd_notify(false, "READY=1");
-        return 0;
 }
 
-/* The OOM killer picked a victim. */
 static void on_oom_kill(void *userdata, const OomKill *kill) {
         Manager *m = userdata;
 
@@ -190,6 +180,9 @@ static int add_observers(Manager *m) {
                 .flush_source = manager_flush,
                 .name_units = observers_flush,
                 .userdata = m,
+                .event = m->event,
+                .memcg = m->memcg,
+                .pressure = m->config.pressure,
         });
         return observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
 }
@@ -220,6 +213,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = accounting_new(&accounting, kernel_symbols_table(m->ksyms), &m->accounting);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up accounting: %m");
+        r = memcg_new(config->cgroup_root, config->memcg_root, &m->memcg);
+        if (r == -ENOMEM)
+                return log_oom();
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
         m->oom = oomlog_new();
         if (!m->usym || !m->oom)
@@ -237,13 +233,12 @@ Manager *manager_free(Manager *m) {
         service_free(m->service);
         oomwatch_free(m->oom_watch);
         sd_event_source_disable_unref(m->tick_timer);
-        sd_event_source_disable_unref(m->sigusr1);
-        sd_event_source_disable_unref(m->sighup);
         event_source_free(m->heap_source);
         event_source_free(m->source);
         /* Observers may hold timers on the loop and borrow the core: before both. */
         observer_list_done(&m->observers);
         oomlog_free(m->oom);
+        memcg_free(m->memcg);
         usym_free(m->usym);
         accounting_free(m->accounting);
         sd_event_unref(m->event);
@@ -264,27 +259,11 @@ static void get_live(void *userdata, ServiceLive *ret) {
                 .events_per_second = status_line_events_per_second(m->status),
                 .oom = m->oom,
                 .heap_socket = m->heap_source ? m->config.heap_socket : NULL,
+                .memcg = m->memcg,
+                .memcg_reason = m->memcg ? NULL : "no memory controller on this host",
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);
-}
-
-static int start_signals(Manager *m) {
-        int r;
-
-        r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, &m->sigusr1, SIGUSR1, on_sigusr1, m);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up signal handling: %m");
-        r = sd_event_set_watchdog(m->event, true);
-        if (r < 0)
-                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
-        return 0;
 }
 
 static int start_oom_watch(Manager *m) {
@@ -303,43 +282,18 @@ static int start_oom_watch(Manager *m) {
 static int start_tick_timer(Manager *m) {
         int r = sd_event_add_time_relative(m->event, &m->tick_timer, CLOCK_MONOTONIC, TICK_INTERVAL_USEC, 0,
                                            tick_timer, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the tick timer: %m");
-        (void) sd_event_source_set_description(m->tick_timer, "tick");
         /* Time sources are one-shot by default; the handler moves the time on. */
-        r = sd_event_source_set_enabled(m->tick_timer, SD_EVENT_ON);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->tick_timer, SD_EVENT_ON);
         if (r < 0)
-                return log_error_errno(r, "Failed to enable the tick timer: %m");
+                return log_error_errno(r, "Failed to set up the tick timer: %m");
+        (void) sd_event_source_set_description(m->tick_timer, "tick");
         return 0;
 }
 
 static int heap_stop(void *userdata, int32_t pid) {
-        Manager *m = userdata;
-        int r = -ESRCH;
-
-        if (m->source && m->source->ops->heap_stop)
-                r = m->source->ops->heap_stop(m->source, pid);
-        if (r == -ESRCH && m->heap_source)
-                r = m->heap_source->ops->heap_stop(m->heap_source, pid);
-        return r;
-}
-
-/* --heap-socket: the heap source beside the kernel one, on the same sink. */
-static int start_heap_source(Manager *m, const MsEventSink *sink) {
-        SourceOptions o = m->config.source_options;
-        int r;
-
-        if (!m->config.heap_socket || streq(m->source->ops->name, "heap"))
-                return 0;
-        o.input = m->config.heap_socket;
-        o.heap_beside = true;
-        r = source_new("heap", &o, &m->heap_source, NULL, NULL);
-        if (r < 0)
-                return r;       /* logged */
-        r = m->heap_source->ops->start(m->heap_source, m->event, sink);
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the heap source: %m");
-        return 0;
+        return source_heap_stop((EventSource *[]) { ((Manager *) userdata)->source, ((Manager *) userdata)->heap_source },
+                                2, pid);
 }
 
 static int start_service(Manager *m) {
@@ -360,32 +314,41 @@ static int start_service(Manager *m) {
 }
 
 int manager_start(Manager *m) {
-        MsEventSink sink = { .event = on_event, .userdata = m };
+        MsEventSink sink = { .event = on_event, .prefetch_page = on_prefetch_page, .userdata = m };
         int r;
 
-        r = start_signals(m);
+        r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
-                return r;
-        /* A source that reads input takes its time here, outside the loop: it stops at SIGTERM or SIGINT
-         * (-ECANCELED, logged), which wait pending until then. */
+                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
+        /* A source reading its input here, before the loop, stops at SIGTERM or SIGINT (-ECANCELED). */
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
-        /* Its own symbol table, if it names its own frames (an imported log), else the kernel's, before any
-         * event. */
+        /* Before any event: its tracing frames, and its own symbols if it names its frames (a log), else the
+         * kernel's (read only now: a source with a table of its own needs none). */
+        accounting_set_tracer_frames(m->accounting, m->source->ops->tracer_frames);
         r = kernel_symbols_load(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
                                 m->source->ops->name);
         if (r < 0)
                 return r;
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
-        if (r == -ECANCELED)
-                return r;       /* stopped by a signal, logged */
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
-        r = start_heap_source(m, &sink);
+        if (r < 0)      /* -ECANCELED: stopped by a signal, logged */
+                return r == -ECANCELED ? r :
+                       log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+        r = source_start_heap_beside(&m->config.source_options, m->config.heap_socket, m->source, m->event, &sink,
+                                     &m->heap_source);
         if (r < 0)
                 return r;
+        /* Pages by kind are named from outside the events: the GFP flags from the allocation tracepoint's
+         * format, the zones from /proc/zoneinfo where the source's page keys are pfns. */
+        EventSourceStats st = {};
+        GfpName *gfp_names = NULL;
+        size_t n_gfp_names = 0;
+        if (tracepoint_gfp_names(m->config.source_options.tracefs, &gfp_names, &n_gfp_names) >= 0)
+                page_kinds_set_gfp_names(accounting_page_kinds(m->accounting), gfp_names, n_gfp_names);
+        m->source->ops->get_stats(m->source, &st);
+        (void) page_kinds_read_zones(accounting_page_kinds(m->accounting), m->config.zoneinfo, st.pfns);
         r = start_oom_watch(m);
         if (r < 0)
                 return r;
@@ -411,29 +374,18 @@ int manager_run(Manager *m) {
 
 /* memstrack's reports from the state at exit, as memstrackctl report would render them now. */
 static int write_reports(Manager *m) {
-        const char *output = m->config.report_output;
         ServiceLive live;
-        int r;
 
         get_live(m, &live);
         DocumentInput in = {
                 .accounting = m->accounting,
                 .usym = m->usym,
                 .live = &live,
+                .history = history_keeper_history(m->history),
                 .page_size = m->page_size,
                 .sort_by_peak = report_wants_peak(m->config.report),
         };
-        r = document_write_reports(&in, m->config.report, output);
-        if (r == -EPIPE)
-                return log_error_errno(r, "Failed to write the report to %s: no process reads it.",
-                                       output ?: "standard output");
-        if (r == -ECANCELED)
-                return log_error_errno(r, "Stopped writing the report to %s at SIGTERM or SIGINT.",
-                                       output ?: "standard output");
-        if (r < 0)
-                return log_error_errno(r, "Failed to write the report to %s: %m", output ?: "standard output");
-        log_info("Wrote the report to %s.", output ?: "standard output");
-        return 0;
+        return document_write_reports(&in, m->config.report, m->config.report_output);
 }
 
 int manager_finish(Manager *m) {

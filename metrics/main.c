@@ -51,6 +51,52 @@ static int call(VarlinkClient *c, const char *method, json_t *parameters, json_t
         return 0;
 }
 
+/* A method an older memstrackd may lack: MethodNotFound leaves *ret NULL and its families out. */
+static int call_optional(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = call(c, method, parameters, ret, &error);
+        if (r == -EBADE && (streq(error, VARLINK_ERROR_METHOD_NOT_FOUND) ||
+                            streq(error, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED))) {
+                *ret = NULL;
+                return 0;
+        }
+        return r;
+}
+
+/* ExplainUnits of the units the Top reply listed (so the kernel's figures are of the same N units), and
+ * the breakdowns of all pages (by GFP flags at most N rows: the flags a kernel uses are few, but not
+ * bounded). */
+static int collect_explain(VarlinkClient *c, MetricsInput *in) {
+        json_auto_t *names = json_array(), *params = NULL;
+        json_t *u;
+        size_t i;
+        int r;
+
+        if (!names)
+                return -ENOMEM;
+        json_array_foreach(json_object_get(in->top, "units"), i, u)
+                if (json_is_string(json_object_get(u, "name")) &&
+                    json_array_append(names, json_object_get(u, "name")) < 0)
+                        return -ENOMEM;
+        params = json_pack("{s:O}", "names", names);
+        if (!params)
+                return -ENOMEM;
+        r = call_optional(c, "io.memstrack.ExplainUnits", params, &in->explain_units);
+        if (r < 0)
+                return r;
+        for (MetricsBreakdown b = 0; b < _METRICS_BY_MAX; b++) {
+                json_auto_t *p = json_pack("{s:s}", "by", metrics_breakdown_by(b));
+                if (!p || (b == METRICS_BY_GFP && json_object_set_new(p, "limit", json_integer((json_int_t) arg_top)) < 0))
+                        return -ENOMEM;
+                r = call_optional(c, "io.memstrack.PageBreakdown", p, &in->breakdown[b]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /*
  * Asks memstrackd for one scrape: Status (health), Top (the biggest tasks and units and the total, all
  * from one moment, so the "[other]" remainder is exact) and Modules (all of them). On failure *ret_error
@@ -74,13 +120,19 @@ static int collect(MetricsInput *in, char **ret_error) {
         r = call(c, "io.memstrack.Top", top_parameters, &in->top, ret_error);
         if (r < 0)
                 return r;
-        return call(c, "io.memstrack.Modules", module_parameters, &in->modules, ret_error);
+        r = call(c, "io.memstrack.Modules", module_parameters, &in->modules, ret_error);
+        if (r < 0)
+                return r;
+        return collect_explain(c, in);
 }
 
 static void input_done(MetricsInput *in) {
         json_decref(in->status);
         json_decref(in->top);
         json_decref(in->modules);
+        json_decref(in->explain_units);
+        for (MetricsBreakdown b = 0; b < _METRICS_BY_MAX; b++)
+                json_decref(in->breakdown[b]);
 }
 
 /* Logs when memstrackd stops or starts answering, not on every scrape. Only the HTTP thread calls it. */

@@ -95,6 +95,30 @@ static const Family FAMILY_TRUNCATED = { "memstrack_stacks_truncated", METRIC_CO
 static const Family FAMILY_EVICTED = { "memstrack_evicted_tasks", METRIC_COUNTER, NULL,
         "Records of exited tasks forgotten to bound memory" };
 
+static const Family FAMILY_UNIT_KERNEL = { "memstrack_unit_kernel_bytes", METRIC_GAUGE, "bytes",
+        "What the kernel's memory controller says a listed unit's cgroup holds, per figure (memory.current, "
+        "memory.stat)" };
+static const Family FAMILY_UNIT_LIMIT = { "memstrack_unit_kernel_limit_bytes", METRIC_GAUGE, "bytes",
+        "A listed unit's memory limits (memory.max, memory.high), where it has one" };
+static const Family FAMILY_UNIT_HELD = { "memstrack_unit_held_bytes", METRIC_GAUGE, "bytes",
+        "What a listed unit's live processes (holder alive) and no live process (holder orphaned) hold, in "
+        "pages or slab objects" };
+static const Family FAMILY_BY[_METRICS_BY_MAX] = {
+        [METRICS_BY_ORDER] = { "memstrack_pages_by_order_bytes", METRIC_GAUGE, "bytes",
+                               "Tracked pages by allocation order" },
+        [METRICS_BY_MIGRATETYPE] = { "memstrack_pages_by_migratetype_bytes", METRIC_GAUGE, "bytes",
+                                     "Tracked pages by migrate type" },
+        [METRICS_BY_NODE] = { "memstrack_pages_by_node_bytes", METRIC_GAUGE, "bytes",
+                              "Tracked pages by NUMA node and zone" },
+        [METRICS_BY_GFP] = { "memstrack_pages_by_gfp_bytes", METRIC_GAUGE, "bytes",
+                             "Tracked pages by GFP flags, the N biggest" },
+};
+
+const char *metrics_breakdown_by(MetricsBreakdown b) {
+        static const char *const by[_METRICS_BY_MAX] = { "order", "migratetype", "node", "gfp" };
+        return b < _METRICS_BY_MAX ? by[b] : NULL;
+}
+
 MetricsFormat metrics_format_from_accept(const char *accept) {
         /* Quality values in thousandths, -1 where a range of that kind was not named. */
         int om = -1, other = -1;
@@ -422,6 +446,91 @@ static void write_lost(Writer *w, json_t *status) {
         }
 }
 
+/* Per listed unit: the kernel's figures, limits, and who holds its memory (ExplainUnits). Units come in
+ * the order asked, each once (the daemon answers each name once). */
+static void write_explain_units(Writer *w, json_t *reply) {
+        static const char *const holders[][3] = {
+                { "aliveBytes", "alive", "pages" }, { "orphanedBytes", "orphaned", "pages" },
+                { "aliveSlabBytes", "alive", "slab" }, { "orphanedSlabBytes", "orphaned", "slab" },
+        };
+        json_t *units = json_object_get(reply, "units"), *u, *x;
+        size_t i, k;
+        uint64_t v;
+
+        family_header(w, &FAMILY_UNIT_HELD);
+        json_array_foreach(units, i, u) {
+                const char *name = json_string_value(json_object_get(u, "name"));
+                for (size_t h = 0; name && h < ELEMENTSOF(holders); h++)
+                        if (get_u64(u, holders[h][0], &v)) {
+                                const Label l[] = { { "unit", name }, { "holder", holders[h][1] },
+                                                    { "kind", holders[h][2] } };
+                                sample_u64(w, &FAMILY_UNIT_HELD, l, ELEMENTSOF(l), v);
+                        }
+        }
+        family_header(w, &FAMILY_UNIT_KERNEL);
+        json_array_foreach(units, i, u) {
+                const char *name = json_string_value(json_object_get(u, "name"));
+                json_t *kernel = json_object_get(u, "kernel");
+                if (!name || !json_is_object(kernel))
+                        continue;
+                if (get_u64(kernel, "currentBytes", &v))
+                        sample_u64(w, &FAMILY_UNIT_KERNEL, (const Label[]) { { "unit", name }, { "figure", "current" } },
+                                   2, v);
+                json_array_foreach(json_object_get(kernel, "stat"), k, x) {
+                        const char *figure = json_string_value(json_object_get(x, "name"));
+                        if (figure && get_u64(x, "bytes", &v))
+                                sample_u64(w, &FAMILY_UNIT_KERNEL, (const Label[]) { { "unit", name }, { "figure", figure } },
+                                           2, v);
+                }
+        }
+        family_header(w, &FAMILY_UNIT_LIMIT);
+        json_array_foreach(units, i, u) {
+                const char *name = json_string_value(json_object_get(u, "name"));
+                json_t *kernel = json_object_get(u, "kernel");
+                if (!name || !json_is_object(kernel))
+                        continue;
+                if (get_u64(kernel, "maxBytes", &v))
+                        sample_u64(w, &FAMILY_UNIT_LIMIT, (const Label[]) { { "unit", name }, { "limit", "max" } }, 2, v);
+                if (get_u64(kernel, "highBytes", &v))
+                        sample_u64(w, &FAMILY_UNIT_LIMIT, (const Label[]) { { "unit", name }, { "limit", "high" } }, 2, v);
+        }
+}
+
+/* A PageBreakdown reply as one family: a label per row ("order", "migratetype", "gfp", or "node" and
+ * "zone"), each key once; the rows the daemon left out (gfp: beyond N) as "[other]". */
+static void write_breakdown(Writer *w, MetricsBreakdown b, json_t *reply, uint64_t page_size) {
+        const Family *fam = &FAMILY_BY[b];
+        json_t *rows = json_object_get(reply, "rows"), *row;
+        size_t i;
+        uint64_t pages;
+
+        family_header(w, fam);
+        json_array_foreach(rows, i, row) {
+                const char *key = json_string_value(json_object_get(row, "key"));
+                bool dup = false;
+                if (!key || !get_u64(row, "pages", &pages))
+                        continue;
+                for (size_t j = 0; j < i && !dup; j++) {
+                        const char *o = json_string_value(json_object_get(json_array_get(rows, j), "key"));
+                        dup = o && streq(o, key);
+                }
+                if (dup)
+                        continue;
+                if (b == METRICS_BY_NODE) {
+                        char node[24] = "[unknown]";
+                        uint64_t n;
+                        const char *zone = json_string_value(json_object_get(row, "zone"));
+                        if (get_u64(row, "node", &n))
+                                (void) snprintf(node, sizeof(node), "%" PRIu64, n);
+                        const Label l[] = { { "node", node }, { "zone", zone ?: "" } };
+                        sample_u64(w, fam, l, ELEMENTSOF(l), mul_sat(pages, page_size));
+                } else
+                        sample_u64(w, fam, &(Label) { metrics_breakdown_by(b), key }, 1, mul_sat(pages, page_size));
+        }
+        if (get_u64(reply, "otherPages", &pages) && pages > 0)
+                sample_u64(w, fam, &(Label) { metrics_breakdown_by(b), OTHER_NAME }, 1, mul_sat(pages, page_size));
+}
+
 static void write_info(Writer *w, const Family *fam, const char *label, const char *value) {
         if (!value)
                 return;
@@ -473,6 +582,11 @@ static int render(Writer *w, const MetricsInput *in, size_t top) {
                 if (r < 0)
                         return r;
         }
+        if (in->explain_units)
+                write_explain_units(w, in->explain_units);
+        for (MetricsBreakdown b = 0; b < _METRICS_BY_MAX; b++)
+                if (in->breakdown[b])
+                        write_breakdown(w, b, in->breakdown[b], page_size);
 
         metric_field(w, &FAMILY_DAEMON_MEMORY, s, "daemonMemoryBytes", 1);
         metric_field(w, &FAMILY_STACK_NODES, s, "stackNodes", 1);

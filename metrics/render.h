@@ -30,11 +30,27 @@ typedef enum MetricsFormat {
 
 /* What one scrape learned from memstrackd; every reply borrowed. status NULL: memstrackd did not answer,
  * only memstrack_up 0 is written. top or modules NULL: their families are left out. */
+typedef enum MetricsBreakdown {
+        METRICS_BY_ORDER,
+        METRICS_BY_MIGRATETYPE,
+        METRICS_BY_NODE,
+        METRICS_BY_GFP,
+        _METRICS_BY_MAX,
+} MetricsBreakdown;
+
 typedef struct MetricsInput {
         json_t *status;
         json_t *top;
         json_t *modules;
+        /* ExplainUnits of the units listed in top (the kernel's figures and who holds what); NULL: left out
+         * (a memstrackd without it). */
+        json_t *explain_units;
+        /* PageBreakdown of all pages, by MetricsBreakdown (gfp with at most top rows); NULL: left out. */
+        json_t *breakdown[_METRICS_BY_MAX];
 } MetricsInput;
+
+/* PageBreakdown's parameter "by" of each MetricsBreakdown. */
+const char *metrics_breakdown_by(MetricsBreakdown b);
 
 /* The format an HTTP Accept header asks for: OpenMetrics when it accepts application/openmetrics-text
  * (version 1.0.0 or none) at least as much as anything else, else the Prometheus text format (also

@@ -64,7 +64,11 @@ static int text_leaks(json_t *doc, const ReportOptions *o, FILE *f) {
                 size_t k;
                 if (!comm)
                         return -ENOMEM;
-                fprintf(f, "  %" PRIi64 " %s: %" PRIu64 " pages, oldest %" PRIu64 " s", reply_int(row, "pid", -1), comm,
+                /* Pages of evicted processes ("[evicted]") have no pid. */
+                int64_t pid = reply_int(row, "pid", -1);
+                if (pid >= 0)
+                        fprintf(f, "  %" PRIi64, pid);
+                fprintf(f, "%s%s: %" PRIu64 " pages, oldest %" PRIu64 " s", pid >= 0 ? " " : "  ", comm,
                         reply_count(row, "pages"), reply_count(row, "oldestAgeUsec") / 1000000);
                 print_growth(row, f);
                 if (json_array_size(reply_array(row, "frames")) == 0)

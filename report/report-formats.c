@@ -27,6 +27,7 @@
         X(slab_callsites)                                                                               \
         X(slab_caches)                                                                                  \
         X(leaks)                                                /* render-leaks.c */                    \
+        X(explain)                                              /* render-explain.c */                  \
         X(html)                                                 /* render-html.c */                     \
         X(heap_maximum)                                         /* render-heap.c */                     \
         X(heap_leaks)                                                                                   \

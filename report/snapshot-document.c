@@ -60,6 +60,45 @@ static int fetch_slab(const Builder *b, json_t **ret) {
         return 0;
 }
 
+/* The Explain replies of the biggest units holding pages (in the Units reply's order), or NULL from a
+ * memstrackd without Explain. */
+static int fetch_explain(const Builder *b, json_t *units, json_t **ret) {
+        json_auto_t *list = json_array();
+        json_t *u;
+        size_t i, n = 0;
+
+        if (!list)
+                return -ENOMEM;
+        json_array_foreach(reply_array(units, "units"), i, u) {
+                json_auto_t *reply = NULL;
+                const char *name = reply_string(u, "name");
+                if (n >= SNAPSHOT_EXPLAIN_UNITS || reply_count(u, "currentPages") == 0)
+                        break;
+                if (!name)
+                        continue;
+                json_auto_t *params = json_pack("{s:s, s:i, s:i}", "name", name, "limit", SNAPSHOT_EXPLAIN_LIMIT,
+                                                "stacks", SNAPSHOT_EXPLAIN_STACKS);
+                if (!params)
+                        return -ENOMEM;
+                /* A unit gone since Units listed it, or not named yet ("[unknown]"), is left out. */
+                int r = b->fetch("io.memstrack.Explain", params, SNAPSHOT_FETCH_OPTIONAL | SNAPSHOT_FETCH_MAY_VANISH,
+                                 &reply, b->userdata);
+                if (r == -ENXIO)
+                        continue;
+                if (r == -EOPNOTSUPP) {
+                        *ret = NULL;
+                        return 0;
+                }
+                if (r != 0)
+                        return r;
+                if (json_array_append(list, reply) < 0)
+                        return -ENOMEM;
+                n++;
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
+}
+
 /* The StackTree reply, of everything (key NULL) or of one task ("pid") or module ("module") value. Unless
  * required, a task or module gone meanwhile gives 0 and NULL; one asked for by name fails as any call. */
 static int fetch_tree(const Builder *b, const char *key, json_t *value, bool required, json_t **ret) {
@@ -138,7 +177,7 @@ int snapshot_document_build(const char *program, const SnapshotRequest *req, Sna
                 void *userdata, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
         json_auto_t *units = NULL, *slab = NULL, *leaks = NULL, *history = NULL, *oom = NULL, *doc = NULL, *pid = NULL,
-                *module = NULL;
+                *module = NULL, *explain = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
         _cleanup_free_ char *generator = NULL;
         const Builder b = { .req = req, .fetch = fetch, .userdata = userdata };
@@ -189,6 +228,11 @@ int snapshot_document_build(const char *program, const SnapshotRequest *req, Sna
         r = fetch_optional(&b, "io.memstrack.OomKills", json_object(), &oom);
         if (r != 0)
                 return r;
+        if (units) {
+                r = fetch_explain(&b, units, &explain);
+                if (r != 0)
+                        return r;
+        }
         r = fetch_tree(&b, NULL, NULL, true, &tree);
         if (r != 0)
                 return r;
@@ -231,7 +275,8 @@ int snapshot_document_build(const char *program, const SnapshotRequest *req, Sna
             (slab && json_object_set(doc, "slab", slab) < 0) ||
             (leaks && json_object_set(doc, "leaks", leaks) < 0) ||
             (history && json_object_set(doc, "history", history) < 0) ||
-            (oom && json_object_set(doc, "oomKills", oom) < 0))
+            (oom && json_object_set(doc, "oomKills", oom) < 0) ||
+            (explain && json_object_set(doc, "explain", explain) < 0))
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);
         return 0;

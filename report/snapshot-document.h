@@ -19,7 +19,9 @@
  *     when memstrackd does not know Slab, and in files from earlier versions),
  *     "leaks": <Leaks reply with its default ages, SNAPSHOT_LEAKS_LIMIT rows per list> (optional, as slab),
  *     "history": <History reply of the total, its default: the finest buckets> (optional, as slab),
- *     "oomKills": <OomKills reply> (optional, as slab) }
+ *     "oomKills": <OomKills reply> (optional, as slab),
+ *     "explain": [ <Explain reply of each of the SNAPSHOT_EXPLAIN_UNITS biggest units>, ... ] (optional, as
+ *     slab) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
  *
@@ -44,6 +46,10 @@
 #define SNAPSHOT_MODULE_STACKS_MAX 64
 /* Stacks kept per unit (Units' stacks parameter): a unit's top stacks, not a tree. */
 #define SNAPSHOT_UNIT_STACKS 8
+/* Units explained (Explain), the biggest by current pages, and the rows and stacks per list of each. */
+#define SNAPSHOT_EXPLAIN_UNITS 8
+#define SNAPSHOT_EXPLAIN_LIMIT 10
+#define SNAPSHOT_EXPLAIN_STACKS 3
 /* Rows per list of the Leaks reply kept (its ages are the method's defaults). */
 #define SNAPSHOT_LEAKS_LIMIT 100
 #define SNAPSHOT_STACK_DEPTH_DEFAULT 64
@@ -52,7 +58,8 @@
 typedef enum SnapshotFetchFlags {
         /* The method may be one the other side does not know (a memstrackd from before it). */
         SNAPSHOT_FETCH_OPTIONAL = 1 << 0,
-        /* The task (pid) or module the parameters name may be gone since it was listed. */
+        /* The task (pid), module or unit the parameters name may be gone since it was listed (a unit not
+         * named yet, listed as "[unknown]", is not found by that name either). */
         SNAPSHOT_FETCH_MAY_VANISH = 1 << 1,
 } SnapshotFetchFlags;
 
@@ -60,9 +67,9 @@ typedef enum SnapshotFetchFlags {
  * Asks for the reply of method (an io.memstrack method name) to params (borrowed; NULL: none). Returns 0
  * with the reply's parameters, an object, in *ret_reply (new reference). Where flags allow it, and then
  * without telling anyone: -EOPNOTSUPP for a method the other side does not know (OPTIONAL), -ESRCH for
- * NoSuchTask and -ENOENT for NoSuchModule (MAY_VANISH); the document goes without that part. Any other
- * non-zero value is the fetcher's own failure, which snapshot_document_build() returns as it is
- * (memstrackctl's: a positive exit status once it has told the user; -ENOMEM).
+ * NoSuchTask, -ENOENT for NoSuchModule and -ENXIO for NoSuchUnit (MAY_VANISH); the document goes without
+ * that part. Any other non-zero value is the fetcher's own failure, which snapshot_document_build()
+ * returns as it is (memstrackctl's: a positive exit status once it has told the user; -ENOMEM).
  */
 typedef int (*SnapshotFetch)(const char *method, json_t *params, SnapshotFetchFlags flags, json_t **ret_reply,
                              void *userdata);
@@ -79,7 +86,8 @@ typedef struct SnapshotRequest {
 
 /*
  * Builds the document by asking fetch (with userdata) for Status, Tasks, Modules, Units, Slab, Leaks,
- * History, OomKills and the StackTrees, in that order; Units, Slab, Leaks, History and OomKills are optional, and the biggest tasks' and modules'
+ * History, OomKills, Explain and the StackTrees, in that order; Units, Slab, Leaks, History, OomKills and
+ * Explain are optional, and the biggest tasks' and modules'
  * trees are left out for those that went away meanwhile. program ("memstrackctl", "memstrackd") names the
  * generator. 0 with a new reference in *ret, -ENOMEM, or what fetch failed with.
  */

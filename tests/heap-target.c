@@ -222,6 +222,9 @@ static int mode_known(void) {
 /* A double free glibc does not catch (run with GLIBC_TUNABLES=glibc.malloc.tcache_count=0: fastbins
  * check only their top). Every-call mode counts it; nothing crashes. */
 #pragma GCC diagnostic push
+/* gcc's names for what this does on purpose; clang knows neither. */
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wunknown-warning-option"
 #pragma GCC diagnostic ignored "-Wuse-after-free"
 #pragma GCC diagnostic ignored "-Wfree-nonheap-object"
 static int mode_double_free(void) {

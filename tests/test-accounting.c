@@ -107,7 +107,8 @@ static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t de
 /* The global stack-tree leaf of a chain allocated by a process (interning an existing chain creates nothing). */
 static Ledger leaf_pages(Accounting *a, int32_t pid, const uint64_t *frames, size_t n) {
         StackTree *st = accounting_stacktree(a);
-        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_find_process(accounting_usage(a), pid));
+        Usage *u = accounting_usage(a);
+        uint32_t leaf = stacktree_intern(st, frames, n, n, usage_task_scope(u, usage_find_process(u, pid)));
         uint32_t twin = stacktree_node(st, leaf)->twin;
         return stacktree_pages(st, twin != STACK_NODE_NONE ? twin : leaf);
 }
@@ -291,8 +292,12 @@ static void test_invalid_order(void) {
         alloc(a, 10, 1 << 23, MS_EVENT_ORDER_MAX + 1);
         free_pages_(a, 10, 0, 31);
         free_pages_(a, 10, 1 << 22, UINT32_MAX);
+        /* A chain of 3 frames without its frames: counted, not applied. */
+        MsEvent missing = { .type = MS_EVENT_PAGE_ALLOC, .pid = 10, .tid = 10, .page = { .pfn = 1 << 24,
+                            .stack = { .frames = NULL, .n_frames = 3, .n_kernel_frames = 3 } } };
+        accounting_handle_event(a, &missing);
         accounting_get_stats(a, &s);
-        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.invalid_events, 4);
         ASSERT_EQ(s.allocs, 2);
         ASSERT_EQ(s.current_pages, (UINT64_C(1) << MS_EVENT_ORDER_MAX) + 1);
         ASSERT_EQ(s.untracked_frees, 0);
@@ -304,7 +309,7 @@ static void test_invalid_order(void) {
         accounting_reset(a, ACCOUNTING_RESET_ALL);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.current_pages, 0);
-        ASSERT_EQ(s.invalid_events, 3);
+        ASSERT_EQ(s.invalid_events, 4);
         accounting_free(a);
 }
 
@@ -353,21 +358,22 @@ static void test_saturation(void) {
         ASSERT_EQ(s.invalid_events, 3);
         ASSERT_EQ(s.samples, 0);
 
-        /* Two samples of 2^52 pages are 2^53: the second applies 2^52 - 1, the third nothing; one page
-         * is allocated before them. */
+        /* Two samples of 2^51 pages are 2^52: with one page allocated before them, the second applies
+         * 2^51 - 2, the third nothing. */
+        uint64_t half = MS_PAGES_MAX / 2;
         alloc(a, 12, 4096, 0);
-        sample(a, 10, (int64_t) MS_PAGES_MAX, MS_PAGES_MAX, fault_chain);
-        sample(a, 11, (int64_t) MS_PAGES_MAX, MS_PAGES_MAX, ext4_chain);
-        sample(a, 10, (int64_t) MS_PAGES_MAX, MS_PAGES_MAX, ext4_chain);
+        sample(a, 10, (int64_t) half, half, fault_chain);
+        sample(a, 11, (int64_t) half, half, ext4_chain);
+        sample(a, 10, (int64_t) half, half, ext4_chain);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.samples, 3);
         ASSERT_EQ(s.saturated_events, 2);
         ASSERT_EQ(s.current_pages, ACCOUNTING_PAGES_MAX);
         ASSERT_EQ(s.peak_pages, ACCOUNTING_PAGES_MAX);
         ASSERT_EQ(s.sampled_pages, ACCOUNTING_PAGES_MAX - 1);
-        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, MS_PAGES_MAX);
-        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, MS_PAGES_MAX - 2);
-        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].peak, MS_PAGES_MAX - 2);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, half);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, half - 2);
+        ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_PAGES].peak, half - 2);
         check_invariants(a);
 
         /* At the ceiling: a rise and a sample are held there, an allocation is not tracked; all counted.
@@ -390,9 +396,11 @@ static void test_saturation(void) {
         ASSERT_EQ(process(a, 12)->ledger[LEDGER_PAGES].current, 9);
         check_invariants(a);
 
-        /* Bytes have no total: their ledgers stop at COUNT_MAX on their own, and the core counts it. */
-        sample_chain(a, 10, LEDGER_BYTES, INT64_MAX, 0, ext4_chain, ELEMENTSOF(ext4_chain));
-        sample_chain(a, 10, LEDGER_BYTES, INT64_MAX, 0, ext4_chain, ELEMENTSOF(ext4_chain));
+        /* Bytes have no total: their ledgers stop at COUNT_MAX on their own, and the core counts it. The
+         * most a sample may say is 2^56 bytes: the 128th such sample gets there. */
+        for (unsigned i = 0; i < 128; i++)
+                sample_chain(a, 10, LEDGER_BYTES, (int64_t) MS_EVENT_SAMPLE_BYTES_MAX, 0, ext4_chain,
+                             ELEMENTSOF(ext4_chain));
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.saturated_events, 6);
         ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, COUNT_MAX);
@@ -854,12 +862,47 @@ static void test_samples(void) {
         accounting_handle_event(a, &bad);
         bad.sample.stack = (MsStack) { .frames = NULL, .n_frames = 3 };
         accounting_handle_event(a, &bad);
+        /* Sizes no machine has: the counts would wrap or lose bits. */
+        sample(a, 10, INT64_MAX, 0, fault_chain);
+        sample(a, 10, -(int64_t) MS_EVENT_SAMPLE_PAGES_MAX - 1, 0, fault_chain);
+        sample(a, 10, 1, MS_EVENT_SAMPLE_PAGES_MAX + 1, fault_chain);
+        sample_chain(a, 10, LEDGER_BYTES, INT64_MAX, 0, fault_chain, ELEMENTSOF(fault_chain));
         accounting_get_stats(a, &s);
-        ASSERT_EQ(s.invalid_events, 5);
+        ASSERT_EQ(s.invalid_events, 9);
         ASSERT_EQ(s.samples, 5);
         ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].peak, 18);
         check_invariants(a);
 
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* Samples and page records of one task and chain (a page_owner log brings both): a negative sample takes
+ * back what samples charged, never the pages a block in the page table still names, whose free would then
+ * find them gone. */
+static void test_samples_beside_blocks(void) {
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        AccountingStats s;
+
+        sample(a, 11, 2, 0, write_chain);
+        alloc(a, 10, 64, 2);
+        sample(a, 10, -2, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 4);
+        accounting_get_stats(a, &s);
+        ASSERT_EQ(s.sampled_pages, 2);
+        ASSERT_EQ(s.sample_untracked_pages, 2);
+        check_invariants(a);
+
+        sample(a, 10, 3, 0, fault_chain);
+        sample(a, 10, -5, 0, fault_chain);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 4);
+        free_pages_(a, 10, 64, 2);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_PAGES].current, 0);
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.underflows, 0);
+        check_invariants(a);
         accounting_free(a);
         ksym_free(k);
 }
@@ -1038,8 +1081,46 @@ static void test_object_events(void) {
         ASSERT_EQ(unit_of(a, 1234)->slab_bytes.peak, 80);
         accounting_reset(a, ACCOUNTING_RESET_ALL);
         ASSERT_EQ(slab_stats(accounting_slab(a))->live_objects, 0);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->allocs, 0);
+        ASSERT_EQ(slab_site(accounting_slab(a), 0)->live_objects, 0);
         ASSERT_EQ(unit_of(a, 1234)->slab_bytes.current, 0);
+        /* An object from before the reset is unknown now; a new one is counted from 0 at its old site. */
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0xc000, 0, 0, NULL, 0);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xf000, 8, 8, NULL, K_VFS_WRITE);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->unknown_frees, 1);
+        ASSERT_EQ(slab_stats(accounting_slab(a))->live_objects, 1);
+        ASSERT_EQ(slab_site(accounting_slab(a), 0)->live_objects, 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 8);
         cgroup_id = 0;
+        check_invariants(a);
+        accounting_free(a);
+}
+
+/* A failed kmalloc is traced with a NULL pointer: dropped and counted, never taken for a live object (an
+ * empty slot of the table has pointer 0 too). */
+static void test_object_at_null(void) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+
+        ASSERT_OK(accounting_new(&c, NULL, &a));
+        const SlabStats *st = slab_stats(accounting_slab(a));
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0xa000, 64, 64, "kmalloc-64", K_VFS_WRITE);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 10, 0, 0, 32, 32, NULL, K_SYSCALL);
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0, 0, 0, NULL, K_SYSCALL);
+        ASSERT_EQ(st->live_objects, 1);
+        ASSERT_EQ(st->replaced, 0);
+        ASSERT_EQ(st->dropped, 1);
+        ASSERT_EQ(st->unknown_frees, 1);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 64);
+        object_event(a, MS_EVENT_OBJECT_FREE, 10, 0, 0xa000, 0, 0, NULL, K_SYSCALL);
+        object_event(a, MS_EVENT_OBJECT_ALLOC, 11, 0, 0, 16, 16, NULL, K_SYSCALL);
+        ASSERT_EQ(st->live_objects, 0);
+        ASSERT_EQ(st->replaced, 0);
+        ASSERT_EQ(st->dropped, 2);
+        ASSERT_EQ(process(a, 10)->ledger[LEDGER_BYTES].current, 0);
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.underflows, 0);
         check_invariants(a);
         accounting_free(a);
 }
@@ -1051,7 +1132,7 @@ static void test_object_table(void) {
 
         ASSERT_NOT_NULL(s);
         for (uint64_t i = 1; i <= 50000; i++)
-                ASSERT_OK(slab_alloc(s, i * 64, 0xffffffff81000000 + (i % 7), NULL, 1, SLAB_NONE, 32, 64, 0, i, &o));
+                ASSERT_OK(slab_alloc(s, i * 64, 0xffffffff81000000 + (i % 7), NULL, 1, SLAB_NONE, 0, 32, 64, 0, i, &o));
         for (uint64_t i = 1; i <= 50000; i += 2)
                 ASSERT_TRUE(slab_release(s, i * 64, 0, &o));
         for (uint64_t i = 2; i <= 50000; i += 2) {
@@ -1216,7 +1297,7 @@ static void test_random_against_model(void) {
                 ASSERT_EQ(process(a, pid + 1)->ledger[LEDGER_PAGES].current, current[pid]);
                 ASSERT_EQ(process(a, pid + 1)->ledger[LEDGER_PAGES].peak, peak[pid]);
                 /* The process's own stack tree: same current, same true peak. */
-                uint32_t scope = stacktree_process_scope(st, usage_find_process(u, pid + 1));
+                uint32_t scope = stacktree_process_scope(st, usage_task_scope(u, usage_find_process(u, pid + 1)));
                 ASSERT_NE(scope, STACK_NODE_NONE);
                 ASSERT_EQ(stacktree_pages(st, scope).current, current[pid]);
                 ASSERT_EQ(stacktree_pages(st, scope).peak, peak[pid]);
@@ -1231,8 +1312,15 @@ static void test_random_against_model(void) {
         ksym_free(k);
 }
 
+/* What a source that takes its stacks from inside a BPF program declares (as the eBPF source does). */
+static const MsTracerFrames bpf_tracer = {
+        .prefixes = (const char *const[]) { "__traceiter_", "__bpf_trace_", "bpf_trace_run", NULL },
+        .program_first = true,
+};
+
 /* A chain that bpf_get_stack() took from inside the BPF program: the program, bpf_trace_run4 and the
- * tracepoint's iterator are dropped, and the allocation is charged where perf's chain would be. */
+ * tracepoint's iterator, which the source says are its own, are dropped, and the allocation is charged
+ * where perf's chain would be. A source that declares none keeps every frame. */
 static void test_tracer_frames_dropped(void) {
         static const uint64_t bpf_chain[] = { BPF_PROG, K_BPF_TRACE_RUN, K_TRACEITER, K_ALLOC_PAGES, K_ANON_PAGE,
                                               K_MM_FAULT, K_PAGE_FAULT };
@@ -1242,6 +1330,7 @@ static void test_tracer_frames_dropped(void) {
         Accounting *a = new_accounting(k, false);
         StackTree *st = accounting_stacktree(a);
 
+        accounting_set_tracer_frames(a, &bpf_tracer);
         alloc_chain(a, 10, 10, 100, 0, fault_chain, ELEMENTSOF(fault_chain));
         size_t n = stacktree_size(st);
         alloc_chain(a, 10, 10, 101, 0, bpf_chain, ELEMENTSOF(bpf_chain));
@@ -1286,21 +1375,142 @@ static void test_tracer_frames_dropped(void) {
         check_invariants(a);
         accounting_free(a);
 
-        /* Without symbols no frame can be told apart: every frame stays. */
-        a = new_accounting(NULL, false);
-        st = accounting_stacktree(a);
-        alloc_chain(a, 10, 10, 100, 0, bpf_chain, ELEMENTSOF(bpf_chain));
-        leaf = STACK_NODE_ROOT;
-        for (size_t i = ELEMENTSOF(bpf_chain); i > 0 && leaf != STACK_NODE_NONE; i--)
-                leaf = stacktree_find_child(st, leaf, STACK_FRAME_KERNEL, bpf_chain[i - 1]);
-        ASSERT_TRUE(leaf != STACK_NODE_NONE);
-        ASSERT_EQ(stacktree_pages(st, leaf).current, 1);
-        accounting_free(a);
+        /* Without symbols no frame can be told apart, and a source that declares no tracer frames keeps
+         * them all: every frame stays. */
+        for (int declared = 0; declared < 2; declared++) {
+                a = new_accounting(declared ? k : NULL, false);
+                accounting_set_tracer_frames(a, declared ? NULL : &bpf_tracer);
+                st = accounting_stacktree(a);
+                alloc_chain(a, 10, 10, 100, 0, bpf_chain, ELEMENTSOF(bpf_chain));
+                leaf = STACK_NODE_ROOT;
+                for (size_t i = ELEMENTSOF(bpf_chain); i > 0 && leaf != STACK_NODE_NONE; i--)
+                        leaf = stacktree_find_child(st, leaf, STACK_FRAME_KERNEL, bpf_chain[i - 1]);
+                ASSERT_TRUE(leaf != STACK_NODE_NONE);
+                ASSERT_EQ(stacktree_pages(st, leaf).current, 1);
+                accounting_free(a);
+        }
         ksym_free(k);
+}
+
+static void alloc_kind(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, uint64_t gfp, int32_t migrate_type) {
+        MsEvent e = {
+                .type = MS_EVENT_PAGE_ALLOC,
+                .pid = pid,
+                .tid = pid,
+                .timestamp_nsec = 5000,
+                .page = { .pfn = pfn, .order = order, .gfp_flags = gfp, .migrate_type = migrate_type,
+                          .stack = { .frames = fault_chain, .n_frames = 4, .n_kernel_frames = 4 } },
+        };
+        accounting_handle_event(a, &e);
+}
+
+typedef struct KindSums {
+        const ChargeIndex *ci;
+        uint64_t pages[PAGE_KINDS_MAX];
+        uint64_t total;
+} KindSums;
+
+static void sum_kind(void *userdata, uint32_t cell) {
+        KindSums *k = userdata;
+        k->pages[chargeindex_kind(k->ci, cell)] += chargeindex_pages(k->ci, cell);
+        k->total += chargeindex_pages(k->ci, cell);
+}
+
+/* The pages of each kind of allocation (order, GFP flags, migrate type, zone), summed over the charge cells:
+ * exact through splits, frees and samples, and the same chain under two kinds is two cells. */
+static void test_page_kinds(void) {
+        Accounting *a = new_accounting(NULL, false);
+        PageKinds *pk = accounting_page_kinds(a);
+        const ZoneRange zones[] = {
+                { .start_pfn = 0x100000, .end_pfn = 0x200000, .node = 1, .name = "Normal" },
+                { .start_pfn = 0x1, .end_pfn = 0x1000, .node = 0, .name = "DMA" },
+                { .start_pfn = 0x1000, .end_pfn = 0x100000, .node = 0, .name = "DMA32" },
+        };
+        const uint64_t user = 0x140cca, kernel = 0xcc0, comp = 0x40dc0;
+
+        ASSERT_OK(page_kinds_set_zones(pk, zones, ELEMENTSOF(zones)));
+        alloc_kind(a, 10, 0x2000, 0, user, 1);          /* DMA32, movable */
+        alloc_kind(a, 10, 0x2001, 0, user, 1);
+        alloc_kind(a, 10, 0x100000, 3, comp, 0);        /* node 1 */
+        alloc_kind(a, 10, 0x10, 0, kernel, 0);          /* DMA */
+        alloc_kind(a, 10, 0x300000, 0, kernel, 0);      /* in no zone */
+        sample(a, 10, 5, 5, fault_chain);               /* no kind: unknown */
+
+        KindSums k = { .ci = accounting_chargeindex(a) };
+        chargeindex_foreach_cell(k.ci, sum_kind, &k);
+        ASSERT_EQ(k.total, accounting_current_pages(a));
+        ASSERT_EQ(k.total, 2 + 8 + 1 + 1 + 5);
+        ASSERT_EQ(k.pages[PAGE_KIND_UNKNOWN], 5);
+        ASSERT_EQ(page_kinds_count(pk), 5);             /* unknown and four kinds */
+        size_t seen = 0;
+        for (uint32_t id = 1; id < page_kinds_count(pk); id++) {
+                const PageKind *x = page_kinds_get(pk, id);
+                const ZoneRange *z = page_kinds_zone(pk, x->zone);
+                ASSERT_TRUE(x->known);
+                if (x->gfp_flags == user) {
+                        ASSERT_EQ(k.pages[id], 2);
+                        ASSERT_STREQ(z->name, "DMA32");
+                        ASSERT_EQ(x->migrate_type, 1);
+                } else if (x->order == 3) {
+                        ASSERT_EQ(k.pages[id], 8);
+                        ASSERT_EQ(z->node, 1);
+                } else if (z) {
+                        ASSERT_STREQ(z->name, "DMA");
+                        ASSERT_EQ(k.pages[id], 1);
+                } else {
+                        ASSERT_EQ(x->zone, PAGE_ZONE_UNKNOWN);
+                        ASSERT_EQ(k.pages[id], 1);
+                }
+                seen++;
+        }
+        ASSERT_EQ(seen, 4);
+        ASSERT_NULL(page_kinds_get(pk, (uint32_t) page_kinds_count(pk)));
+
+        /* Half of the order-3 block freed: what is left keeps the order it was allocated at. */
+        free_pages_(a, 10, 0x100004, 2);
+        free_pages_(a, 10, 0x2000, 0);
+        memset(k.pages, 0, sizeof(k.pages));
+        k.total = 0;
+        chargeindex_foreach_cell(k.ci, sum_kind, &k);
+        ASSERT_EQ(k.total, accounting_current_pages(a));
+        ASSERT_EQ(k.total, 1 + 4 + 1 + 1 + 5);
+        check_invariants(a);
+
+        /* Flags beyond what a kind keeps are counted and charged as unknown, never lost. */
+        alloc_kind(a, 11, 0x5000, 0, UINT64_C(1) << 50, 0);
+        ASSERT_EQ(pk->dropped, 1);
+        ASSERT_EQ(process(a, 11)->ledger[LEDGER_PAGES].current, 1);
+        check_invariants(a);
+        accounting_free(a);
+}
+
+/* GFP flags named as the kernel prints them: whole masks in order, the rest in hex. */
+static void test_gfp_text(void) {
+        GfpName names[] = {
+                { 0x100cca, (char *) "GFP_HIGHUSER_MOVABLE" },
+                { 0xcc0, (char *) "GFP_KERNEL" },
+                { 0x100, (char *) "__GFP_ZERO" },
+                { 0x40000, (char *) "__GFP_COMP" },
+        };
+        char buf[128];
+
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0xcc0, buf, sizeof(buf)), "GFP_KERNEL");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x40dc0, buf, sizeof(buf)),
+                     "GFP_KERNEL|__GFP_ZERO|__GFP_COMP");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x100cca, buf, sizeof(buf)), "GFP_HIGHUSER_MOVABLE");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x40000cc0, buf, sizeof(buf)),
+                     "GFP_KERNEL|0x40000000");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0, buf, sizeof(buf)), "none");
+        ASSERT_STREQ(gfp_names_format(NULL, 0, 0xcc0, buf, sizeof(buf)), "0xcc0");
+        ASSERT_STREQ(gfp_names_format(names, ELEMENTSOF(names), 0x40dc0, buf, 12), "GFP_KERNEL|");
+        ASSERT_STREQ(page_kinds_migrate_type_name(1), "Movable");
+        ASSERT_NULL(page_kinds_migrate_type_name(-1));
 }
 
 int main(void) {
         TEST(test_orders_and_untracked);
+        TEST(test_gfp_text);
+        TEST(test_page_kinds);
         TEST(test_invalid_order);
         TEST(test_invalid_pfn);
         TEST(test_saturation);
@@ -1315,9 +1525,11 @@ int main(void) {
         TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
         TEST(test_samples);
+        TEST(test_samples_beside_blocks);
         TEST(test_sample_peaks_not_summed);
         TEST(test_sample_bytes);
         TEST(test_object_events);
+        TEST(test_object_at_null);
         TEST(test_object_table);
         TEST(test_cgroup_move);
         TEST(test_cgroup_merge);

@@ -24,7 +24,7 @@ static EbpfSource *source_fake(bool user_stacks) {
         EbpfSource *s = calloc(1, sizeof(*s));
 
         ASSERT_NOT_NULL(s);
-        s->source.ops = &ebpf_source_ops;
+        live_source_init(&s->live, &ebpf_source_ops, &ebpf_steps, 0);
         source_options_init(&s->options);
         s->options.user_stacks = user_stacks;
         s->depth = DEPTH;
@@ -34,7 +34,7 @@ static EbpfSource *source_fake(bool user_stacks) {
         s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
         s->cmdline = malloc(PROC_CMDLINE_MAX);
         ASSERT_TRUE(s->frames && s->cmdline);
-        s->sink = test_sink;
+        s->live.sink = test_sink;
         s->budget = UINT64_MAX;
         s->order = seq_order_new(&order_ops, s);
         ASSERT_NOT_NULL(s->order);
@@ -297,7 +297,7 @@ static void test_batch_shuffle(void) {
         MsBpfBatch *open_run[CPUS] = {};
         SeqOrderStats stats;
 
-        s->sink = (MsEventSink) { .event = pfn_log_event, .userdata = &log };
+        s->live.sink = (MsEventSink) { .event = pfn_log_event, .userdata = &log };
         srand(11);
         for (uint64_t seq = 0; seq < N; seq++) {
                 unsigned cpu = (unsigned) rand() % CPUS;
@@ -791,12 +791,79 @@ static void test_alloc_twin(void) {
         printf("test-ebpf: the allocation twin attached at a miss, or at start when told\n");
 }
 
+/* The pages the source asked the sink to prefetch, in order. */
+static uint64_t prefetched[64];
+static size_t n_prefetched;
+
+static void record_prefetch(void *userdata, uint64_t pfn) {
+        ASSERT_LT(n_prefetched, ELEMENTSOF(prefetched));
+        prefetched[n_prefetched++] = pfn;
+}
+
+/*
+ * The sink is asked to prefetch the pages of the entries after the one it is given, each once while a
+ * batch is delivered in one piece, never past the batch's end or a malformed entry, and when entries of
+ * two batches alternate, only pages of those batches.
+ */
+static void test_prefetch_ahead(void) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = source_fake(false);
+        uint64_t a_buf[128] = {}, b_buf[64] = {};
+        MsBpfBatch *a = (MsBpfBatch *) a_buf, *b = (MsBpfBatch *) b_buf;
+        unsigned n = 12;
+
+        s->live.sink.prefetch_page = record_prefetch;
+        n_prefetched = 0;
+        *a = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .timestamp_nsec = 100 };
+        for (unsigned i = 0; i < n; i++)
+                batch_add(a, i, i % 3 != 2, 101, 64 * (10 + i), 0);
+        ASSERT_OK(ring_record(s, a, batch_size(a)));
+        ASSERT_EQ(n_seen, (size_t) n);
+        /* Entries 1 .. n-1, each once, in order: the first is delivered before any is asked for. */
+        ASSERT_EQ(n_prefetched, (size_t) n - 1);
+        for (unsigned i = 1; i < n; i++)
+                ASSERT_EQ(prefetched[i - 1], 10u + i);
+
+        /* A malformed entry (kind 0) after the third: nothing at or past it is asked for. */
+        test_sink_reset();
+        n_prefetched = 0;
+        *a = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .timestamp_nsec = 200 };
+        for (unsigned i = 0; i < 3; i++)
+                batch_add(a, n + i, false, 0, 64 * (40 + i), 0);
+        a->words[a->n_words++] = (n + 3) << MS_BPF_ENTRY_SEQ_SHIFT;
+        a->words[a->n_words++] = 64 * 99;
+        batch_add(a, n + 4, false, 0, 64 * 44, 0);
+        (void) ring_record(s, a, batch_size(a));
+        ASSERT_EQ(n_prefetched, 2u);
+        ASSERT_EQ(prefetched[0], 41u);
+        ASSERT_EQ(prefetched[1], 42u);
+
+        /* Two CPUs' batches whose entries alternate: every page asked for is one of theirs. */
+        s->order = seq_order_free(s->order);
+        s->order = seq_order_new(&order_ops, s);
+        ASSERT_NOT_NULL(s->order);
+        test_sink_reset();
+        n_prefetched = 0;
+        *a = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .cpu = 0, .timestamp_nsec = 300 };
+        *b = (MsBpfBatch) { .type = MS_BPF_PAGE_BATCH, .cpu = 1, .timestamp_nsec = 300 };
+        for (unsigned i = 0; i < 10; i++)
+                batch_add(i % 2 ? b : a, i, true, 101, 64 * (i % 2 ? 200 + i : 100 + i), 0);
+        ASSERT_OK(ring_record(s, b, batch_size(b)));
+        ASSERT_OK(ring_record(s, a, batch_size(a)));
+        ASSERT_EQ(n_seen, 10u);
+        ASSERT_GT(n_prefetched, 0u);
+        for (size_t i = 0; i < n_prefetched; i++)
+                ASSERT_TRUE((prefetched[i] >= 100 && prefetched[i] < 110) ||
+                            (prefetched[i] >= 200 && prefetched[i] < 210));
+        printf("test-ebpf: page prefetch hints ahead of delivery, within the batch\n");
+}
+
 int main(int argc, char *argv[]) {
         int r = slab_live_mode(argc, argv, &ebpf_source_type);
         if (r >= 0)
                 return r;
         test_sampling();
         test_batch_order();
+        test_prefetch_ahead();
         test_batch_shuffle();
         test_flush_rate();
         test_sample_and_hold();

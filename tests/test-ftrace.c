@@ -72,8 +72,7 @@ static void fixture_init(Fixture *f) {
         FtraceSource *s = calloc(1, sizeof(*s));
 
         ASSERT_NOT_NULL(s);
-        s->source.ops = &ftrace_source_ops;
-        s->self = SELF;
+        live_source_init(&s->live, &ftrace_source_ops, &ftrace_steps, SELF);
         s->depth = 4;
         s->stacks = true;
         s->instances[INSTANCE_STACKS].stacks = true;
@@ -87,7 +86,7 @@ static void fixture_init(Fixture *f) {
         s->cpus = calloc(2, sizeof(FtraceCpu));
         ASSERT_TRUE(s->frames && s->cmdline && s->tgids && s->lost_per_cpu && s->cpus);
         ASSERT_OK(merge_init(&s->merge, 2, &cpu_merge_ops));
-        s->sink = (MsEventSink) { .event = sink_event };
+        s->live.sink = (MsEventSink) { .event = sink_event };
         for (size_t i = 0; i < 2; i++)
                 s->cpus[i] = (FtraceCpu) { .source = s, .fd = -EBADF,
                                            .instance = &s->instances[i == 0 ? INSTANCE_EVENTS : INSTANCE_STACKS] };

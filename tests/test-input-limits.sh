@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Numbers at the top of their range, through the whole daemon: a value no machine can have is refused
-# with its file and line; counts that add up beyond their ceiling (2^53 - 1 pages in all, 2^63 - 1 for
+# with its file and line; counts that add up beyond their ceiling (2^52 - 1 pages in all, 2^63 - 1 for
 # other counts, the most a reply carries) stay there and Status saturatedEvents says so; an address no
 # page frame number can hold is an invalid event. No total, in any reply, is ever negative. Replayed events and page_owner logs: no kernel tracing, no root.
 #
@@ -15,7 +15,7 @@ daemon=
 trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait; rm -rf "$work"' EXIT
 chmod 755 "$work"
 INT64_MAX=9223372036854775807
-PAGES_MAX=9007199254740991
+PAGES_MAX=4503599627370495
 
 fail() {
     echo "FAIL: $*" >&2
@@ -120,18 +120,18 @@ refused "a loss of 2^64 - 1 records" "$work/huge-lost" 2 "more records lost than
 printf 'task 1 a\nobject 1 0xffff888000001000 4294967296\n' >"$work/huge-object"
 refused "a slab object of 4 GiB" "$work/huge-object" 2 "more than 4 GiB in one slab object"
 
-# The most a sample may say, 3 times: 3 * 2^52 pages are more than 2^53 - 1. The totals stop there, an
+# The most a sample may say, twice: 2^52 pages are already more than 2^52 - 1. The totals stop there, an
 # allocation then is not tracked, saturatedEvents counts the three, and what goes afterwards is taken off.
 {
     echo "task 1 big"
     echo "task 2 small"
-    for _ in 1 2 3; do echo "sample 1 4503599627370496 4503599627370496 0xffffffff81000000"; done
+    for _ in 1 2; do echo "sample 1 4503599627370496 4503599627370496 0xffffffff81000000"; done
     echo "alloc 2 0x1000 0"
     echo "sample 1 -5 0 0xffffffff81000000"
 } >"$work/saturate"
 start replay "$work/saturate"
-collect "samples beyond 2^53"
-check "samples beyond 2^53" \
+collect "samples beyond 2^52"
+check "samples beyond 2^52" \
     "status['trackedPages'] == $PAGES_MAX - 5 and status['peakTrackedPages'] == $PAGES_MAX and
      status['saturatedEvents'] == 3 and tasks[1]['currentPages'] == $PAGES_MAX - 5 and
      tasks[1]['peakPages'] == $PAGES_MAX and tasks[2]['currentPages'] == 0"
@@ -140,7 +140,7 @@ grep -q "^ *Saturated: 3 events" "$work/status.txt" ||
 stop
 grep -q "^Saturated: 3 events would have taken a count beyond its ceiling" "$work/log" ||
     fail "the summary does not show the saturation"
-echo "ok samples beyond 2^53 - 1 pages stay at 2^53 - 1"
+echo "ok samples beyond 2^52 - 1 pages stay at 2^52 - 1"
 
 # Losses: 2^63 - 1 twice, and 5 more, are 2^63 - 1 lost (not 3).
 printf 'lost 0 %s\nlost 0 %s\nlost 1 5\n' $INT64_MAX $INT64_MAX >"$work/lost"
@@ -185,13 +185,13 @@ for line in 1 3; do
 done
 echo "ok page_owner counts beyond a machine are bad records"
 
-# Many page_owner records of 2^52 pages each: the totals stop at 2^53 - 1.
+# Many page_owner records of 2^52 pages each: the totals stop at 2^52 - 1, each record held there.
 for i in 1 2 3; do echo "1 times, 4503599627370496 pages, PID 20, task_comm_name: many"; done >"$work/many"
 start page-owner "$work/many"
-collect "page_owner totals beyond 2^53"
-check "page_owner totals beyond 2^53" \
-    "status['trackedPages'] == $PAGES_MAX and status['saturatedEvents'] == 2 and tasks[20]['currentPages'] == $PAGES_MAX"
+collect "page_owner totals beyond 2^52"
+check "page_owner totals beyond 2^52" \
+    "status['trackedPages'] == $PAGES_MAX and status['saturatedEvents'] == 3 and tasks[20]['currentPages'] == $PAGES_MAX"
 stop
-echo "ok page_owner totals beyond 2^53 - 1 stay at 2^53 - 1"
+echo "ok page_owner totals beyond 2^52 - 1 stay at 2^52 - 1"
 
 echo "numbers at the top of their range are refused or held, never wrapped"

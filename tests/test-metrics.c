@@ -53,11 +53,37 @@ static const char MODULES_JSON[] =
         " {\"name\": \"ext4\", \"currentPages\": 200, \"peakPages\": 250, \"loaded\": true},"
         " {\"name\": \"gone\", \"currentPages\": 0, \"peakPages\": 9, \"loaded\": false}]}";
 
+/* ExplainUnits of the listed units (sshd.service with v1-like figures: no high, no slab) and the
+ * breakdowns of all pages: nodes with and without a zone, GFP flags with a remainder. */
+static const char EXPLAIN_UNITS_JSON[] =
+        "{\"units\": [{\"name\": \"sshd.service\", \"cgroup\": \"/system.slice/sshd.service\", \"live\": true,"
+        " \"aliveBytes\": 2400000, \"orphanedBytes\": 57600, \"aliveSlabBytes\": 1000, \"orphanedSlabBytes\": 2000,"
+        " \"kernel\": {\"hierarchy\": \"v1\", \"path\": \"/sys/fs/cgroup/memory/system.slice/sshd.service\","
+        " \"currentBytes\": 2600000, \"peakBytes\": 2700000, \"maxBytes\": 67108864, \"highBytes\": null,"
+        " \"stat\": [{\"name\": \"anon\", \"bytes\": 2300000, \"source\": \"memory.stat total_rss\"},"
+        " {\"name\": \"kernel\", \"bytes\": 300000, \"source\": \"memory.kmem.usage_in_bytes\"}],"
+        " \"missing\": [\"high\", \"slab\"], \"events\": []}},"
+        " {\"name\": \"[unknown]\", \"cgroup\": null, \"live\": true, \"aliveBytes\": 0, \"orphanedBytes\": 0,"
+        " \"aliveSlabBytes\": 0, \"orphanedSlabBytes\": 0, \"kernel\": null}]}";
+
+static const char *const BREAKDOWN_JSON[_METRICS_BY_MAX] = {
+        [METRICS_BY_ORDER] = "{\"by\": \"order\", \"totalPages\": 1000, \"rows\": [{\"key\": \"0\", \"order\": 0,"
+                             " \"pages\": 900}, {\"key\": \"3\", \"order\": 3, \"pages\": 100}], \"otherPages\": 0}",
+        [METRICS_BY_MIGRATETYPE] = "{\"by\": \"migratetype\", \"totalPages\": 1000, \"rows\": [{\"key\": \"Movable\","
+                                   " \"pages\": 700}, {\"key\": \"Unmovable\", \"pages\": 300}], \"otherPages\": 0}",
+        [METRICS_BY_NODE] = "{\"by\": \"node\", \"totalPages\": 1000, \"rows\": [{\"key\": \"node 0 Normal\", \"node\": 0,"
+                            " \"zone\": \"Normal\", \"pages\": 990}, {\"key\": \"[unknown]\", \"node\": null,"
+                            " \"zone\": null, \"pages\": 10}], \"otherPages\": 0}",
+        [METRICS_BY_GFP] = "{\"by\": \"gfp\", \"totalPages\": 1000, \"rows\": [{\"key\": \"GFP_HIGHUSER_MOVABLE|__GFP_ZERO\","
+                           " \"pages\": 700}], \"otherPages\": 300}",
+};
+
 /* How many of the fixture's task entries the tests pass as top: the reply is cut after the fifth. */
 #define FIXTURE_TOP 5
 
 typedef struct Fixture {
-        json_t *status, *top, *modules;
+        json_t *status, *top, *modules, *explain_units;
+        json_t *breakdown[_METRICS_BY_MAX];
 } Fixture;
 
 static json_t *load(const char *s) {
@@ -71,17 +97,30 @@ static json_t *load(const char *s) {
 }
 
 static Fixture fixture_new(void) {
-        return (Fixture) { load(STATUS_JSON), load(TOP_JSON), load(MODULES_JSON) };
+        Fixture f = { load(STATUS_JSON), load(TOP_JSON), load(MODULES_JSON), load(EXPLAIN_UNITS_JSON), {} };
+        for (MetricsBreakdown b = 0; b < _METRICS_BY_MAX; b++)
+                f.breakdown[b] = load(BREAKDOWN_JSON[b]);
+        return f;
 }
 
 static void fixture_done(Fixture *f) {
         json_decref(f->status);
         json_decref(f->top);
         json_decref(f->modules);
+        json_decref(f->explain_units);
+        for (MetricsBreakdown b = 0; b < _METRICS_BY_MAX; b++)
+                json_decref(f->breakdown[b]);
+}
+
+static MetricsInput fixture_input(const Fixture *f) {
+        MetricsInput in = { f->status, f->top, f->modules, f->explain_units, {} };
+        for (MetricsBreakdown b = 0; b < _METRICS_BY_MAX; b++)
+                in.breakdown[b] = f->breakdown[b];
+        return in;
 }
 
 static char *render(const Fixture *f, MetricsFormat format, size_t top) {
-        MetricsInput in = { f->status, f->top, f->modules };
+        MetricsInput in = fixture_input(f);
         char *out = NULL;
         size_t size = 0;
 
@@ -216,7 +255,7 @@ static void test_bounds_and_other(void) {
         _cleanup_free_ char *over = render(&f, METRICS_FORMAT_PROMETHEUS, 20);
         ASSERT_TRUE(has_line(over, "memstrack_task_bytes{pid=\"[other]\",comm=\"[other]\"} 0"));
 
-        MetricsInput in = { f.status, f.top, f.modules };
+        MetricsInput in = fixture_input(&f);
         char *out = NULL;
         size_t size;
         ASSERT_EQ(metrics_render(&in, METRICS_FORMAT_PROMETHEUS, 0, &out, &size), -EINVAL);
@@ -251,6 +290,46 @@ static void test_framing(void) {
         ASSERT_TRUE(has_line(prom, "# TYPE memstrack_source_info gauge"));
         ASSERT_TRUE(has_line(prom, "memstrack_source_info{backend=\"perf\"} 1"));
         ASSERT_TRUE(has_line(prom, "memstrack_evicted_tasks_total 4"));
+        fixture_done(&f);
+}
+
+/* The explain figures of the listed units and the breakdowns of all pages, each key once, bounded. */
+static void test_explain_and_breakdowns(void) {
+        Fixture f = fixture_new();
+        _cleanup_free_ char *prom = render(&f, METRICS_FORMAT_PROMETHEUS, FIXTURE_TOP);
+        _cleanup_free_ char *om = render(&f, METRICS_FORMAT_OPENMETRICS, FIXTURE_TOP);
+        size_t n;
+
+        ASSERT_TRUE(has_line(prom, "memstrack_unit_held_bytes{unit=\"sshd.service\",holder=\"alive\",kind=\"pages\"} 2400000"));
+        ASSERT_TRUE(has_line(prom, "memstrack_unit_held_bytes{unit=\"sshd.service\",holder=\"orphaned\",kind=\"pages\"} 57600"));
+        ASSERT_TRUE(has_line(prom, "memstrack_unit_held_bytes{unit=\"sshd.service\",holder=\"orphaned\",kind=\"slab\"} 2000"));
+        ASSERT_EQ(sum_samples(prom, "memstrack_unit_held_bytes{", &n), 2400000 + 57600 + 1000 + 2000);
+        ASSERT_EQ(n, 8);                /* four per unit, [unknown] too */
+        ASSERT_TRUE(has_line(prom, "memstrack_unit_kernel_bytes{unit=\"sshd.service\",figure=\"current\"} 2600000"));
+        ASSERT_TRUE(has_line(prom, "memstrack_unit_kernel_bytes{unit=\"sshd.service\",figure=\"anon\"} 2300000"));
+        (void) sum_samples(prom, "memstrack_unit_kernel_bytes{", &n);
+        ASSERT_EQ(n, 3);                /* no kernel figures for [unknown] */
+        ASSERT_TRUE(has_line(prom, "memstrack_unit_kernel_limit_bytes{unit=\"sshd.service\",limit=\"max\"} 67108864"));
+        (void) sum_samples(prom, "memstrack_unit_kernel_limit_bytes{", &n);
+        ASSERT_EQ(n, 1);                /* no high on v1 */
+
+        ASSERT_TRUE(has_line(prom, "memstrack_pages_by_order_bytes{order=\"3\"} 409600"));
+        ASSERT_EQ(sum_samples(prom, "memstrack_pages_by_order_bytes{", &n), 1000 * 4096);
+        ASSERT_TRUE(has_line(prom, "memstrack_pages_by_migratetype_bytes{migratetype=\"Movable\"} 2867200"));
+        ASSERT_TRUE(has_line(prom, "memstrack_pages_by_node_bytes{node=\"0\",zone=\"Normal\"} 4055040"));
+        ASSERT_TRUE(has_line(prom, "memstrack_pages_by_node_bytes{node=\"[unknown]\",zone=\"\"} 40960"));
+        ASSERT_TRUE(has_line(prom, "memstrack_pages_by_gfp_bytes{gfp=\"GFP_HIGHUSER_MOVABLE|__GFP_ZERO\"} 2867200"));
+        ASSERT_TRUE(has_line(prom, "memstrack_pages_by_gfp_bytes{gfp=\"[other]\"} 1228800"));
+        ASSERT_EQ(sum_samples(prom, "memstrack_pages_by_gfp_bytes{", &n), 1000 * 4096);
+        ASSERT_TRUE(has_line(om, "# UNIT memstrack_pages_by_gfp_bytes bytes"));
+
+        /* A memstrackd without them: the families are left out. */
+        MetricsInput in = { f.status, f.top, f.modules, NULL, {} };
+        _cleanup_free_ char *old = NULL;
+        size_t size;
+        ASSERT_EQ(metrics_render(&in, METRICS_FORMAT_PROMETHEUS, FIXTURE_TOP, &old, &size), 0);
+        ASSERT_TRUE(!strstr(old, "memstrack_unit_held_bytes"));
+        ASSERT_TRUE(!strstr(old, "memstrack_pages_by_order_bytes"));
         fixture_done(&f);
 }
 
@@ -304,6 +383,7 @@ int main(int argc, char *argv[]) {
         TEST(test_escaping);
         TEST(test_bounds_and_other);
         TEST(test_framing);
+        TEST(test_explain_and_breakdowns);
         TEST(test_down);
         return 0;
 }

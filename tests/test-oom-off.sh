@@ -44,7 +44,7 @@ import json, sys
 o = json.load(open(sys.argv[1]))
 ok = o["watching"] is False and o["reason"] == sys.argv[2] and o["kills"] == [] and o["killsSeen"] == 0
 ok = ok and o["limits"] == {"top": 5, "kills": 16, "peakSnapshots": 16, "peakIntervalUsec": 10000000,
-                            "peakGrowthPercent": 10}
+                            "peakGrowthPercent": 10, "pressureRecords": 16}
 sys.exit(0 if ok else 1)
 END
 "$CTL" --address "unix:$work/sock" oom >"$work/oom.txt" 2>&1 || fail "oom: $(cat "$work/oom.txt")"

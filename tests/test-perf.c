@@ -155,8 +155,7 @@ static void fixture_init(Fixture *f) {
 
         ASSERT_NOT_NULL(s);
         perf_config_init(&s->config);
-        s->source.ops = &perf_source_ops;
-        s->self = 4242;
+        live_source_init(&s->live, &perf_source_ops, &perf_steps, 4242);
         ASSERT_OK(tracepoint_load("data/tracefs-6.18", TRACEPOINT_BYTE_ORDER_HOST, &s->tracepoints, NULL));
         s->frames_max = 8;
         s->frames = calloc(s->frames_max, sizeof(uint64_t));
@@ -167,7 +166,7 @@ static void fixture_init(Fixture *f) {
         s->rings = calloc(2, sizeof(PerfRing));
         ASSERT_OK(merge_init(&s->merge, 2, &ring_merge_ops));
         ASSERT_TRUE(s->frames && s->bounce && s->cmdline && s->lost_per_cpu && s->rings);
-        s->sink = test_sink;
+        s->live.sink = test_sink;
 
         for (unsigned c = 0; c < 2; c++) {
                 PerfRing *r = &s->rings[c];
@@ -216,7 +215,7 @@ static void test_merge_order(void) {
         w_alloc(&f.w[1], 200, 20, 0x2000, 0, chain, ELEMENTSOF(chain));
         w_alloc(&f.w[1], 200, 40, 0x1000, 0, chain, ELEMENTSOF(chain));
 
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 4);
         ASSERT_EQ(seen[0].ev.timestamp_nsec, 10);
         ASSERT_EQ(seen[1].ev.timestamp_nsec, 20);
@@ -230,7 +229,7 @@ static void test_merge_order(void) {
         /* Consumed: the tails moved to the heads, and a second flush delivers nothing. */
         ASSERT_EQ(f.s->rings[0].meta->data_tail, f.s->rings[0].meta->data_head);
         ASSERT_EQ(f.s->rings[1].meta->data_tail, f.s->rings[1].meta->data_head);
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 4);
         fixture_done(&f);
 }
@@ -280,7 +279,7 @@ static void test_callchain_and_wrap(void) {
         fixture_init(&f);
         fixture_seek(&f, 0, RING_BYTES - 40);   /* the sample is longer than 40 bytes: it wraps */
         w_alloc(&f.w[0], 100, 10, 0x77, 2, chain, ELEMENTSOF(chain));
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 1);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_ALLOC);
         ASSERT_EQ(seen[0].ev.page.pfn, 0x77);
@@ -306,7 +305,7 @@ static void test_cgroup(void) {
         w_alloc_cgroup(&f.w[0], 100, 10, 0x50, 0x1234567890, 8);
         w_free(&f.w[0], 101, 11, 0x50, 0);
         w_alloc_cgroup(&f.w[0], 100, 12, 0x60, 0x77, 0);
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 2);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_ALLOC);
         ASSERT_EQ(seen[0].ev.page.pfn, 0x50);
@@ -325,7 +324,7 @@ static void test_self(void) {
         fixture_init(&f);
         w_alloc(&f.w[0], 4242, 10, 0x1, 0, chain, ELEMENTSOF(chain));
         w_free(&f.w[0], 4242, 11, 0x2, 0);
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 1);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(f.s->self_samples, 1);
@@ -373,7 +372,7 @@ static void test_side_band(void) {
 
         w_free(&f.w[0], 1, 4, 0x5, 0);
 
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 5);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_PAGE_FREE);
         ASSERT_EQ(seen[1].ev.type, MS_EVENT_TASK_FORK);
@@ -390,7 +389,7 @@ static void test_side_band(void) {
         ASSERT_EQ(seen[4].ev.type, MS_EVENT_TASK_EXIT);
         ASSERT_EQ(seen[4].ev.timestamp_nsec, 8);
 
-        f.s->source.ops->get_stats(&f.s->source, &st);
+        f.s->live.base.ops->get_stats(&f.s->live.base, &st);
         ASSERT_EQ(st.records, 5);
         ASSERT_EQ(st.lost_records, 17);
         ASSERT_EQ(st.n_cpus, 2);
@@ -430,14 +429,14 @@ static void test_malformed(void) {
         w_put(w, "12345678", 8);
         w_sample_id(w, 1, 1, 3, 0, EV_ALLOC);
         w_end(w);
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 0);
         ASSERT_EQ(f.s->bad_records, 3);
 
         /* A header of size 0 would loop forever: the rest of the ring is skipped. */
         w_free(w, 1, 10, 0x9, 0);
         memset((uint8_t *) w->ring->data + (w->ring->meta->data_tail & (RING_BYTES - 1)) + 6, 0, 2);
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 0);
         ASSERT_EQ(f.s->bad_records, 4);
         ASSERT_EQ(w->ring->meta->data_tail, w->ring->meta->data_head);
@@ -521,7 +520,7 @@ static void test_slab_samples(void) {
                 w_u32(w, 0);
                 w_end(w);
         }
-        ASSERT_OK(f.s->source.ops->flush(&f.s->source));
+        ASSERT_OK(f.s->live.base.ops->flush(&f.s->live.base));
         ASSERT_EQ(n_seen, 2);
         ASSERT_EQ(seen[0].ev.type, MS_EVENT_OBJECT_ALLOC);
         ASSERT_EQ(seen[0].ev.pid, 100);

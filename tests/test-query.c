@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "query.h"
 #include "read-file.h"
+#include "slabquery.h"
 #include "synthetic-events.h"
 #include "test-json.h"
 #include "tests.h"
@@ -482,10 +483,180 @@ static void test_user_addresses(void) {
         ksym_free(k);
 }
 
+/* The only row of a reply list whose key is value; fails if there is none or more than one. */
+static json_t *only_row(json_t *rows, const char *key, json_int_t value) {
+        json_t *row, *found = NULL;
+        size_t i;
+
+        json_array_foreach(rows, i, row)
+                if (json_integer_value(json_object_get(row, key)) == value) {
+                        ASSERT_NULL(found);
+                        found = row;
+                }
+        ASSERT_NOT_NULL(found);
+        return found;
+}
+
+static void exit_at(Accounting *a, int32_t pid, uint64_t t) {
+        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid }, t);
+}
+
+/*
+ * Owners forgotten to bound memory (one exited task kept): their pages and objects stay, and every view
+ * that names an owner shows them as "[evicted]" with pid -1, one sum as in Tasks' "evicted", whatever
+ * filter is asked for. Evicted processes were once followed through a NULL record.
+ */
+static void test_evicted_owners(void) {
+        Ksym *k = NULL;
+        Accounting *a = core_new(1, &k);
+        json_auto_t *leaks = NULL, *leaks_pid = NULL, *slab = NULL;
+
+        page_at(a, 10, 0x100, 2, 0, 1 * SEC);
+        page_at(a, 11, 0x200, 1, 0, 1 * SEC);
+        object_at(a, 10, 0xa000, 64, 1 * SEC);
+        object_at(a, 11, 0xb000, 32, 1 * SEC);
+        object_at(a, 12, 0xc000, 16, 1 * SEC);
+        exit_at(a, 10, 2 * SEC);
+        exit_at(a, 11, 3 * SEC);
+        exit_at(a, 12, 4 * SEC);
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.tasks_evicted, 2);
+
+        LeaksQuery q = { .now_nsec = 100 * SEC, .min_age_nsec = 0, .interval_nsec = 10 * SEC, .intervals = 3,
+                         .limit = 10 };
+        ASSERT_OK(leaks_query_json(a, &q, &leaks));
+        json_t *pages = json_object_get(leaks, "pages");
+        ASSERT_EQ(json_array_size(pages), 1);
+        json_t *row = only_row(pages, "pid", -1);
+        ASSERT_STREQ(json_string_value(json_object_get(row, "comm")), "[evicted]");
+        ASSERT_EQ(json_integer_value(json_object_get(row, "pages")), 6);
+        ASSERT_EQ(json_array_size(json_object_get(leaks, "rows")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(leaks, "rows"), 0), "objects")), 3);
+
+        /* A process still known: only its object, none of the evicted ones'. */
+        q.pid = 12;
+        ASSERT_OK(leaks_query_json(a, &q, &leaks_pid));
+        ASSERT_EQ(json_array_size(json_object_get(leaks_pid, "pages")), 0);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(leaks_pid, "rows"), 0), "objects")),
+                  1);
+
+        ASSERT_OK(slab_query_json(a, SLAB_BY_TASK, 10, false, &slab));
+        json_t *rows = json_object_get(slab, "rows");
+        ASSERT_EQ(json_array_size(rows), 2);
+        row = only_row(rows, "pid", -1);
+        ASSERT_STREQ(json_string_value(json_object_get(row, "name")), "[evicted]");
+        ASSERT_EQ(json_integer_value(json_object_get(row, "liveObjects")), 2);
+        ASSERT_EQ(json_integer_value(json_object_get(row, "liveBytesAllocated")), 96);
+        ASSERT_EQ(json_integer_value(json_object_get(row, "peakLiveBytes")), 96);
+        ASSERT_EQ(json_integer_value(json_object_get(only_row(rows, "pid", 12), "liveObjects")), 1);
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/* The root's children of a StackTree reply sorted by peak, as "frame:current:peak" joined by spaces. */
+static char *process_nodes(Accounting *a, int32_t pid) {
+        json_auto_t *reply = NULL;
+        char *s = NULL;
+        size_t size = 0, i;
+        json_t *c;
+
+        QueryStackTree q = { .pid = pid, .max_depth = 1, .max_children = 100, .sort = QUERY_SORT_PEAK,
+                             .user_addresses = QUERY_USER_ADDRESSES_ALL };
+        ASSERT_OK(query_stacktree(a, &q, &reply));
+        FILE *m = open_memstream(&s, &size);
+        ASSERT_NOT_NULL(m);
+        json_t *root = json_object_get(reply, "root");
+        fprintf(m, "%s:%lld:%lld", json_string_value(json_object_get(root, "frame")),
+                (long long) json_integer_value(json_object_get(root, "currentPages")),
+                (long long) json_integer_value(json_object_get(root, "peakPages")));
+        json_array_foreach(json_object_get(root, "children"), i, c)
+                fprintf(m, " %s:%lld:%lld", json_string_value(json_object_get(c, "frame")),
+                        (long long) json_integer_value(json_object_get(c, "currentPages")),
+                        (long long) json_integer_value(json_object_get(c, "peakPages")));
+        ASSERT_EQ(fclose(m), 0);
+        return s;
+}
+
+/*
+ * A task slot is reused once its evicted process holds nothing. The process's stack-tree scope (its user
+ * frames' node, its own tree) must not pass to the next process in the slot: the newcomer starts with
+ * nothing, and the old node is the evicted process's, not named after the newcomer.
+ */
+static void test_reused_slot_scope(void) {
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        Accounting *a = NULL;
+        Ksym *k = NULL;
+
+        ASSERT_OK(ksym_load("data/kallsyms-modules", &k));
+        c.max_exited_tasks = 1;
+        c.per_process_stacks = true;
+        ASSERT_OK(accounting_new(&c, k, &a));
+        Usage *u = accounting_usage(a);
+
+        /* 10 holds 8 pages through a chain with user frames, frees them and is forgotten. */
+        page_at(a, 10, 0x100, 3, 4, 1 * SEC);
+        uint32_t slot = usage_find_process(u, 10);
+        event_at(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = 10, .page = { .pfn = 0x100, .order = 3 } },
+                 2 * SEC);
+        exit_at(a, 10, 3 * SEC);
+        exit_at(a, 11, 4 * SEC);
+        ASSERT_EQ(usage_find_process(u, 10), USAGE_TASK_NONE);
+
+        /* 20 takes the slot and allocates 1 page through the same chain. */
+        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_FORK, .pid = 20, .task.parent_pid = 1 }, 5 * SEC);
+        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_COMM, .pid = 20, .task.name = "newcomer" }, 5 * SEC);
+        ASSERT_EQ(usage_find_process(u, 20), slot);
+        page_at(a, 20, 0x200, 0, 4, 6 * SEC);
+
+        _cleanup_free_ char *own = process_nodes(a, 20);
+        ASSERT_STREQ(own, "[pid 20 newcomer]:1:1 [user] 0x402000:1:1");
+        _cleanup_free_ char *all = process_nodes(a, -1);
+        ASSERT_STREQ(all, "[all]:1:8 [evicted]:0:8 [pid 20 newcomer]:1:1");
+        accounting_free(a);
+        ksym_free(k);
+}
+
+/*
+ * A slab object of 0 bytes (kmalloc(0)) charges its task nothing, yet names it: the task's slot must not
+ * go to another process while it does, or the object would be shown as the newcomer's.
+ */
+static void test_object_holds_slot(void) {
+        Ksym *k = NULL;
+        Accounting *a = core_new(1, &k);
+        json_auto_t *slab = NULL;
+
+        event_at(a, (MsEvent) { .type = MS_EVENT_OBJECT_ALLOC, .pid = 10,
+                                .object = { .ptr = 0x10, .call_site = K_VFS_WRITE } }, 1 * SEC);
+        uint32_t slot = usage_find_process(accounting_usage(a), 10);
+        exit_at(a, 10, 2 * SEC);
+        exit_at(a, 11, 3 * SEC);
+        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_FORK, .pid = 20, .task.parent_pid = 1 }, 4 * SEC);
+        ASSERT_NE(usage_find_process(accounting_usage(a), 20), slot);
+
+        ASSERT_OK(slab_query_json(a, SLAB_BY_TASK, 10, false, &slab));
+        json_t *rows = json_object_get(slab, "rows");
+        ASSERT_EQ(json_array_size(rows), 1);
+        ASSERT_STREQ(json_string_value(json_object_get(only_row(rows, "pid", -1), "name")), "[evicted]");
+
+        /* Its free lets the slot go. */
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.tasks_recycled, 0);
+        object_at(a, 20, 0x10, 0, 5 * SEC);
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_EQ(us.tasks_recycled, 1);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 int main(void) {
         TEST(test_filtered_views_match_page_table);
         TEST(test_tasks_and_modules);
         TEST(test_leaks);
         TEST(test_user_addresses);
+        TEST(test_evicted_owners);
+        TEST(test_reused_slot_scope);
+        TEST(test_object_holds_slot);
         return 0;
 }

@@ -66,6 +66,8 @@ cases=(
     "json-slab              --format slab_callsites:top=1,slab_caches --json=pretty"
     "leaks                  --format leaks"
     "json-leaks             --format leaks:top=1 --json=pretty"
+    "explain                --format explain"
+    "json-explain           --format explain:top=1 --json=short"
     "initramfs              --format task_summary,module_summary,module_top:top=2 --throttle 80"
     "json-sub               --format task_top_json,proc_slab_static:top=2,module_summary:sort_by_peak --json=pretty"
 )

@@ -52,7 +52,15 @@ static int scripted_fetch(const char *method, json_t *params, SnapshotFetchFlags
                 *ret_reply = json_pack("{s:[{s:s, s:i}, {s:s, s:i}]}", "modules",
                                        "name", "ext4", "currentPages", 2, "name", "gone", "currentPages", 1);
         else if (streq(method, "io.memstrack.Units") && s->units)
-                *ret_reply = json_pack("{s:[]}", "units");
+                *ret_reply = json_pack("{s:[{s:s, s:i}, {s:s, s:i}, {s:s, s:i}]}", "units", "name", "web.service",
+                                       "currentPages", 3, "name", "[unknown]", "currentPages", 2, "name",
+                                       "idle.service", "currentPages", 0);
+        else if (streq(method, "io.memstrack.Explain") && s->units) {
+                /* A unit not named yet is listed as "[unknown]", which names none. */
+                if (streq(json_string_value(json_object_get(params, "name")), "[unknown]"))
+                        return flags & SNAPSHOT_FETCH_MAY_VANISH ? -ENXIO : -EBADR;
+                *ret_reply = json_pack("{s:O}", "name", json_object_get(params, "name"));
+        }
         else if (streq(method, "io.memstrack.History") && s->units)
                 *ret_reply = json_pack("{s:s, s:[]}", "what", "total", "points");
         else if (streq(method, "io.memstrack.OomKills") && s->units)
@@ -102,7 +110,7 @@ static void test_full(void) {
         size_t i = 0;
         static const char *const keys[] = { "memstrackSnapshot", "generator", "host", "realtimeUsec", "status",
                                             "tasks", "modules", "stackTree", "taskStacks", "moduleStacks",
-                                            "units", "slab", "leaks", "history", "oomKills" };
+                                            "units", "slab", "leaks", "history", "oomKills", "explain" };
 
         ASSERT_OK(snapshot_document_build("tester", &SNAPSHOT_REQUEST_DEFAULT, scripted_fetch, &s, &doc));
         json_object_foreach(doc, key, v) {
@@ -129,17 +137,26 @@ static void test_full(void) {
         /* The total's history at the daemon's default (no parameter), and the OOM records. */
         ASSERT_EQ(json_object_size(call(&s, 7, "io.memstrack.History", SNAPSHOT_FETCH_OPTIONAL)), 0);
         (void) call(&s, 8, "io.memstrack.OomKills", SNAPSHOT_FETCH_OPTIONAL);
-        check_tree_params(call(&s, 9, "io.memstrack.StackTree", 0), SNAPSHOT_STACK_DEPTH_DEFAULT, "current");
+        /* The units holding pages explained, one no longer found by its name left out; one holding nothing
+         * ends the list. */
+        json_t *explain = call(&s, 9, "io.memstrack.Explain", SNAPSHOT_FETCH_OPTIONAL | SNAPSHOT_FETCH_MAY_VANISH);
+        ASSERT_STREQ(json_string_value(json_object_get(explain, "name")), "web.service");
+        ASSERT_EQ(json_integer_value(json_object_get(explain, "stacks")), SNAPSHOT_EXPLAIN_STACKS);
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 10, "io.memstrack.Explain",
+                                                            SNAPSHOT_FETCH_OPTIONAL | SNAPSHOT_FETCH_MAY_VANISH),
+                                                       "name")), "[unknown]");
+        ASSERT_EQ(json_array_size(json_object_get(doc, "explain")), 1);
+        check_tree_params(call(&s, 11, "io.memstrack.StackTree", 0), SNAPSHOT_STACK_DEPTH_DEFAULT, "current");
         /* 10, then 11 (gone); "[evicted]" has no tree of its own, 12 holds nothing and ends the list. */
-        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 10, "io.memstrack.StackTree",
+        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 12, "io.memstrack.StackTree",
                                                           SNAPSHOT_FETCH_MAY_VANISH), "pid")), 10);
-        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 11, "io.memstrack.StackTree",
+        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 13, "io.memstrack.StackTree",
                                                           SNAPSHOT_FETCH_MAY_VANISH), "pid")), 11);
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 12, "io.memstrack.StackTree",
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 14, "io.memstrack.StackTree",
                                                             SNAPSHOT_FETCH_MAY_VANISH), "module")), "ext4");
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 13, "io.memstrack.StackTree",
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 15, "io.memstrack.StackTree",
                                                             SNAPSHOT_FETCH_MAY_VANISH), "module")), "gone");
-        ASSERT_EQ(json_array_size(s.calls), 14);
+        ASSERT_EQ(json_array_size(s.calls), 16);
 
         json_t *tasks = json_object_get(doc, "taskStacks"), *modules = json_object_get(doc, "moduleStacks");
         ASSERT_EQ(json_array_size(tasks), 1);
@@ -160,6 +177,7 @@ static void test_older_daemon(void) {
         ASSERT_NULL(json_object_get(doc, "slab"));
         ASSERT_NULL(json_object_get(doc, "history"));
         ASSERT_NULL(json_object_get(doc, "oomKills"));
+        ASSERT_NULL(json_object_get(doc, "explain"));
         ASSERT_TRUE(json_is_object(json_object_get(doc, "leaks")));
         ASSERT_TRUE(json_is_object(json_object_get(doc, "stackTree")));
         json_decref(s.calls);
@@ -173,10 +191,10 @@ static void test_requested(void) {
         json_auto_t *doc = NULL;
 
         ASSERT_OK(snapshot_document_build("tester", &req, scripted_fetch, &s, &doc));
-        ASSERT_EQ(json_array_size(s.calls), 15);
-        check_tree_params(call(&s, 9, "io.memstrack.StackTree", 0), 3, "peak");
-        check_tree_params(call(&s, 10, "io.memstrack.StackTree", SNAPSHOT_FETCH_MAY_VANISH), 3, "peak");
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 14, "io.memstrack.StackTree", 0), "module")),
+        ASSERT_EQ(json_array_size(s.calls), 17);
+        check_tree_params(call(&s, 11, "io.memstrack.StackTree", 0), 3, "peak");
+        check_tree_params(call(&s, 12, "io.memstrack.StackTree", SNAPSHOT_FETCH_MAY_VANISH), 3, "peak");
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 16, "io.memstrack.StackTree", 0), "module")),
                      "xfs");
         ASSERT_EQ(json_array_size(json_object_get(doc, "moduleStacks")), 2);
         json_decref(s.calls);

@@ -2,6 +2,7 @@
 
 /* The live view's model without a terminal: selection across refreshes, sorting, filtering, stacks. */
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include <jansson.h>
@@ -637,6 +638,50 @@ static void test_chart(void) {
         top_graph_done(&g);
 }
 
+/* The Explain view: opened on a unit of the units view only, its reply as lines, scrolled within them. */
+static void test_explain(void) {
+        TopModel *m;
+        json_t *r;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(json_object_set_new(r, "units", json_pack("[o, o]", unit("db.service", 500, 500, 2),
+                                                             unit("web.service", 100, 100, 1))));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_open_explain(m), -ENOENT);         /* the tasks view */
+        top_model_set_view(m, TOP_VIEW_UNITS);
+        top_model_move(m, 1);
+        ASSERT_OK(top_model_open_explain(m));
+        ASSERT_EQ(m->mode, TOP_MODE_EXPLAIN);
+        json_t *params = top_model_explain_parameters(m);
+        ASSERT_STREQ(json_string_value(json_object_get(params, "name")), "web.service");
+        json_decref(params);
+
+        r = json_pack("{s:s, s:s, s:b, s:i, s:i, s:n, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:{s:i, s:[]}, s:{s:i},"
+                      " s:[], s:[{s:s, s:n, s:s}]}",
+                      "name", "web.service", "cgroup", "/system.slice/web.service", "live", true, "tasks", 1,
+                      "pageSize", 4096, "kernel", "kernelReason", "no memory controller", "currentPages", 100,
+                      "peakPages", 100, "slabBytes", 0, "peakSlabBytes", 0, "descendantPages", 0,
+                      "descendantSlabBytes", 0, "tracingSlab", false, "alive", "pages", 100, "tasks",
+                      "orphaned", "pages", 0, "comparisons", "reasons", "reason", "before-tracing", "bytes",
+                      "text", "memstrack counts what it traced.");
+        ASSERT_NOT_NULL(r);
+        ASSERT_OK(top_model_update_explain(m, r));
+        json_decref(r);
+        ASSERT_GT(m->n_explain_lines, 5);
+        ASSERT_STREQ(m->explain_lines[0], "web.service (/system.slice/web.service): 1 live process");
+        top_model_scroll_explain(m, 3, 2);
+        ASSERT_EQ(m->explain_scroll, 3);
+        top_model_scroll_explain(m, INT64_MAX, 2);
+        ASSERT_EQ(m->explain_scroll, m->n_explain_lines - 2);
+        top_model_scroll_explain(m, -100, 2);
+        ASSERT_EQ(m->explain_scroll, 0);
+        top_model_close_explain(m);
+        ASSERT_EQ(m->mode, TOP_MODE_NORMAL);
+        top_model_free(m);
+}
+
 int main(void) {
         TEST(test_selection_survives_refresh);
         TEST(test_sort_and_filter);
@@ -650,5 +695,6 @@ int main(void) {
         TEST(test_meminfo);
         TEST(test_settings);
         TEST(test_chart);
+        TEST(test_explain);
         return 0;
 }

@@ -605,8 +605,38 @@ static void test_bad_formats(void) {
         remove_tree(dir);
 }
 
+/* The GFP flag names of the recorded 6.18 format: composite masks first, as the kernel tries them; none in a
+ * tree without the format. */
+static void test_gfp_names(void) {
+        GfpName *names = NULL;
+        size_t n = 0;
+        int kernel = -1, zero = -1, highuser_movable = -1;
+
+        ASSERT_OK(tracepoint_gfp_names(TREE_NEW, &names, &n));
+        ASSERT_GT(n, 30);
+        for (size_t i = 0; i < n; i++) {
+                if (streq(names[i].name, "GFP_KERNEL"))
+                        kernel = (int) i;
+                else if (streq(names[i].name, "__GFP_ZERO"))
+                        zero = (int) i;
+                else if (streq(names[i].name, "GFP_HIGHUSER_MOVABLE"))
+                        highuser_movable = (int) i;
+        }
+        ASSERT_TRUE(kernel >= 0 && zero >= 0 && highuser_movable >= 0);
+        ASSERT_EQ(names[kernel].mask, 0xcc0);
+        ASSERT_EQ(names[zero].mask, 0x100);
+        ASSERT_EQ(names[highuser_movable].mask, 0x100cca);
+        ASSERT_LT(highuser_movable, kernel);
+        ASSERT_LT(kernel, zero);
+        for (size_t i = 0; i < n; i++)
+                free(names[i].name);
+        free(names);
+        ASSERT_EQ(tracepoint_gfp_names("data/tracefs-partial-none", &names, &n), -ENOENT);
+}
+
 int main(void) {
         TEST(test_kind_strings);
+        TEST(test_gfp_names);
         TEST(test_load_new);
         TEST(test_new_little);
         TEST(test_new_big);

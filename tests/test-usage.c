@@ -423,6 +423,45 @@ static void test_units(void) {
         usage_free(u);
 }
 
+/*
+ * A reused slot's scope key differs from its earlier task's, which no longer resolves; a slot whose
+ * generation would wrap is retired instead of reused. Slab objects keep their slot, 0 bytes or not.
+ */
+static void test_slot_generations(void) {
+        Usage *u = usage_new(false, 0);
+
+        uint32_t a = usage_task_fork(u, 1, 10, 10, 1);
+        uint64_t scope_a = usage_task_scope(u, a);
+        ASSERT_EQ(usage_task_of_scope(u, scope_a), task(u, a));
+        usage_task_exit(u, 10, 10, 2);
+        ASSERT_EQ(usage_evict(u), 1);
+        ASSERT_NULL(usage_task_of_scope(u, scope_a));
+
+        uint32_t b = usage_task_fork(u, 1, 20, 20, 3);
+        ASSERT_EQ(b, a);
+        ASSERT_NE(usage_task_scope(u, b), scope_a);
+        ASSERT_NULL(usage_task_of_scope(u, scope_a));
+        ASSERT_EQ(usage_task_of_scope(u, usage_task_scope(u, b)), task(u, b));
+
+        /* The last generation: its slot is retired, never reused. */
+        task(u, b)->generation = UINT32_MAX;
+        usage_task_exit(u, 20, 20, 4);
+        ASSERT_EQ(usage_evict(u), 1);
+        uint32_t c = usage_task_fork(u, 1, 30, 30, 5);
+        ASSERT_NE(c, b);
+
+        /* An object of 0 bytes holds the slot until it is dropped. */
+        usage_task_hold_object(u, c);
+        usage_task_exit(u, 30, 30, 6);
+        ASSERT_EQ(usage_evict(u), 1);
+        ASSERT_NE(usage_task_fork(u, 1, 40, 40, 7), c);
+        usage_task_drop_object(u, c);
+        ASSERT_EQ(usage_task_fork(u, 1, 50, 50, 8), c);
+        ASSERT_EQ(usage_task_owner(u, c), c);
+        ASSERT_EQ(usage_task_owner(u, b), USAGE_TASK_EVICTED);
+        usage_free(u);
+}
+
 int main(void) {
         TEST(test_units);
         TEST(test_processes_fold_threads);
@@ -435,5 +474,6 @@ int main(void) {
         TEST(test_bound_many_exits);
         TEST(test_modules);
         TEST(test_clear_with_orphan_thread);
+        TEST(test_slot_generations);
         return 0;
 }

@@ -22,6 +22,7 @@ static const TopKeyHelp help[] = {
         { "a", "stacks of everything" },
         { "t", "tasks: tree by parent; units: tree by slice (Left/Right close/open)" },
         { "g", "history chart of the selection: 10 min, 24 h, off" },
+        { "e", "units: explain the selected unit (its memory cgroup's figures beside memstrack's)" },
         { "mouse", "click a tab, a column header (sort) or a row; the wheel scrolls" },
         { "s or >, <", "sort by the next/previous column" },
         { "/", "filter by name (Enter keeps it, Esc clears it)" },
@@ -188,6 +189,58 @@ static TopReaction act_chart(TopActionContext *c, int key) {
         return TOP_REACT_REDRAW | TOP_REACT_FETCH_GRAPH;
 }
 
+static TopReaction act_explain(TopActionContext *c, int key) {
+        int r = top_model_open_explain(c->model);
+
+        if (r == -ENOENT) {
+                c->message = "Explain: select a unit in the units view (4), then press e.";
+                return TOP_REACT_REDRAW;
+        }
+        return r < 0 ? TOP_REACT_NONE : TOP_REACT_REDRAW | TOP_REACT_FETCH_EXPLAIN;
+}
+
+/* The Explain view: the movement keys scroll it, Esc, e and Left return; q quits as everywhere. */
+static TopReaction explain_key(TopActionContext *c, int key) {
+        TopModel *m = c->model;
+        size_t page = MAX(c->page_rows, (size_t) 1);
+
+        switch (key) {
+        case KEY_UP:
+        case 'k':
+                top_model_scroll_explain(m, -1, page);
+                break;
+        case KEY_DOWN:
+        case 'j':
+                top_model_scroll_explain(m, 1, page);
+                break;
+        case KEY_PPAGE:
+                top_model_scroll_explain(m, -(int64_t) page, page);
+                break;
+        case KEY_NPAGE:
+        case ' ':
+                top_model_scroll_explain(m, (int64_t) page, page);
+                break;
+        case KEY_HOME:
+                top_model_scroll_explain(m, INT64_MIN, page);
+                break;
+        case KEY_END:
+                top_model_scroll_explain(m, INT64_MAX, page);
+                break;
+        case KEY_ESCAPE:
+        case KEY_LEFT:
+        case 'e':
+                top_model_close_explain(m);
+                break;
+        case 'q':
+        case 'Q':
+        case KEY_F(10):
+                return TOP_REACT_QUIT;
+        default:
+                return TOP_REACT_NONE;
+        }
+        return TOP_REACT_REDRAW;
+}
+
 static TopReaction act_redraw(TopActionContext *c, int key) {
         return TOP_REACT_REDRAW | TOP_REACT_CLEAR;
 }
@@ -218,6 +271,7 @@ static const TopKeyBinding bindings[] = {
         { 'a', act_scope_all },
         { 't', act_tree },
         { 'g', act_chart },
+        { 'e', act_explain },
         { 's', act_sort_next },
         { '>', act_sort_next },
         { '.', act_sort_next },
@@ -286,6 +340,8 @@ TopReaction top_actions_handle_key(TopActionContext *c, int key) {
         case TOP_MODE_HELP:
                 m->mode = TOP_MODE_NORMAL;
                 return TOP_REACT_REDRAW;
+        case TOP_MODE_EXPLAIN:
+                return explain_key(c, key);
         case TOP_MODE_CONFIRM_RESET:
                 m->mode = TOP_MODE_NORMAL;
                 if (key == 'y' || key == 'Y')
@@ -305,6 +361,13 @@ TopReaction top_actions_handle_key(TopActionContext *c, int key) {
 TopReaction top_actions_handle_click(TopActionContext *c, int kind, size_t index, bool double_click, int wheel) {
         TopModel *m = c->model;
 
+        if (m->mode == TOP_MODE_EXPLAIN) {
+                /* The wheel scrolls the Explain view; clicks wait for its keys. */
+                if (wheel == 0)
+                        return TOP_REACT_NONE;
+                top_model_scroll_explain(m, wheel * 3, MAX(c->page_rows, (size_t) 1));
+                return TOP_REACT_REDRAW;
+        }
         if (m->mode != TOP_MODE_NORMAL) {
                 /* A click closes the help as a key does; prompts wait for their keys. */
                 if (m->mode != TOP_MODE_HELP)

@@ -21,6 +21,7 @@ typedef enum TopReaction {
         TOP_REACT_RESTREAM     = 1 << 4,        /* the daemon must send its lists sorted differently */
         TOP_REACT_CLEAR        = 1 << 5,        /* repaint the whole terminal, not just the changes */
         TOP_REACT_FETCH_GRAPH  = 1 << 6,        /* the history shown changed: ask for it now */
+        TOP_REACT_FETCH_EXPLAIN = 1 << 7,       /* the Explain view needs its reply */
 } TopReaction;
 
 typedef struct TopActionContext {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "explain-text.h"
 #include "model.h"
 #include "reply.h"
 
@@ -117,9 +118,18 @@ int top_model_new(uint64_t page_size, TopModel **ret) {
         return 0;
 }
 
+static void clear_explain_lines(TopModel *m) {
+        for (size_t i = 0; i < m->n_explain_lines; i++)
+                free(m->explain_lines[i]);
+        m->explain_lines = mfree_ptr(m->explain_lines);
+        m->n_explain_lines = 0;
+}
+
 TopModel *top_model_free(TopModel *m) {
         if (!m)
                 return NULL;
+        clear_explain_lines(m);
+        free(m->explain_unit);
         clear_stack_rows(m);
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
                 clear_tree_lines(m, (TopView) v);
@@ -1449,4 +1459,78 @@ int top_model_open_stacks(TopModel *m) {
 
 int top_model_scope_all(TopModel *m) {
         return set_scope(m, -1, NULL, NULL);
+}
+
+int top_model_open_explain(TopModel *m) {
+        if (m->view != TOP_VIEW_UNITS)
+                return -ENOENT;
+        const TopUnit *u = top_model_unit_row(m, m->selected[TOP_VIEW_UNITS]);
+        if (!u || !u->name)
+                return -ENOENT;
+        char *name = strdup(u->name);
+        if (!name)
+                return -ENOMEM;
+        free(m->explain_unit);
+        m->explain_unit = name;
+        clear_explain_lines(m);
+        m->explain_scroll = 0;
+        m->mode = TOP_MODE_EXPLAIN;
+        return 0;
+}
+
+void top_model_close_explain(TopModel *m) {
+        if (m->mode == TOP_MODE_EXPLAIN)
+                m->mode = TOP_MODE_NORMAL;
+}
+
+json_t *top_model_explain_parameters(const TopModel *m) {
+        return m->explain_unit ? json_pack("{s:s}", "name", m->explain_unit) : NULL;
+}
+
+int top_model_update_explain(TopModel *m, json_t *reply) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0, n = 0;
+        char **lines = NULL;
+        int r;
+
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return -ENOMEM;
+        r = explain_render_text(reply, f);
+        if (fclose(f) != 0 || !text)
+                return -ENOMEM;
+        if (r < 0)
+                return r;
+        for (char *p = text, *end; *p; p = end + (*end == '\n')) {
+                end = p + strcspn(p, "\n");
+                char **l = realloc(lines, (n + 1) * sizeof(char *));
+                char *line = l ? strndup(p, (size_t) (end - p)) : NULL;
+                if (l)
+                        lines = l;
+                if (!line) {
+                        while (n > 0)
+                                free(lines[--n]);
+                        free(lines);
+                        return -ENOMEM;
+                }
+                lines[n++] = line;
+        }
+        clear_explain_lines(m);
+        m->explain_lines = lines;
+        m->n_explain_lines = n;
+        m->explain_scroll = MIN(m->explain_scroll, n > 0 ? n - 1 : 0);
+        return 0;
+}
+
+void top_model_scroll_explain(TopModel *m, int64_t delta, size_t page_lines) {
+        size_t last = m->n_explain_lines > page_lines ? m->n_explain_lines - page_lines : 0;
+
+        if (delta == INT64_MIN)
+                m->explain_scroll = 0;
+        else if (delta == INT64_MAX)
+                m->explain_scroll = last;
+        else if (delta < 0)
+                m->explain_scroll -= MIN(m->explain_scroll, (size_t) -delta);
+        else
+                m->explain_scroll = MIN(m->explain_scroll + (size_t) delta, last);
 }

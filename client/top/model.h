@@ -85,6 +85,7 @@ typedef enum TopMode {
         TOP_MODE_FILTER,        /* typing a filter */
         TOP_MODE_HELP,          /* help shown; any key closes it */
         TOP_MODE_CONFIRM_RESET, /* "reset peaks? y/n" */
+        TOP_MODE_EXPLAIN,       /* a unit's Explain view over the current one; Esc returns */
         _TOP_MODE_MAX,
         _TOP_MODE_INVALID = -EINVAL,
 } TopMode;
@@ -237,6 +238,12 @@ typedef struct TopModel {
         TopStackRow *stack_rows;        /* owned */
         size_t n_stack_rows;
         size_t selected[_TOP_VIEW_MAX]; /* row index of the selection per view */
+
+        /* The Explain view (TOP_MODE_EXPLAIN): the unit, its reply as text lines, the first line shown. */
+        char *explain_unit;             /* owned */
+        char **explain_lines;           /* owned, n_explain_lines; NULL until the first reply */
+        size_t n_explain_lines;
+        size_t explain_scroll;
 } TopModel;
 
 /* Shown (batch: above the tables; TUI: the bottom line) while the daemon's stack node budget is full. */
@@ -306,6 +313,17 @@ int top_model_toggle(TopModel *m);
  * 1 if the scope changed (the stacks must be fetched again), 0 if not, -ENOMEM. */
 int top_model_open_stacks(TopModel *m);
 int top_model_scope_all(TopModel *m);
+
+/* The Explain view of the unit selected in the units view: -ENOENT when none is (another view, a slice,
+ * nothing listed), -ENOMEM. The caller asks for the reply (top_model_explain_parameters()). */
+int top_model_open_explain(TopModel *m);
+void top_model_close_explain(TopModel *m);
+/* The Explain call's parameters for the unit shown (new reference), NULL on OOM or without one. */
+json_t *top_model_explain_parameters(const TopModel *m);
+/* Takes an Explain reply's parameters (borrowed) as text lines, keeping the scroll where it can. -ENOMEM. */
+int top_model_update_explain(TopModel *m, json_t *reply);
+/* Scrolls the Explain view by delta lines (clamped; INT64_MIN/INT64_MAX: first/last). */
+void top_model_scroll_explain(TopModel *m, int64_t delta, size_t page_lines);
 
 /* Recomputes the visible rows and the selection after any change. -ENOMEM. */
 int top_model_rebuild(TopModel *m);

@@ -43,6 +43,7 @@ typedef enum SideRequest {
         SIDE_STACKS,
         SIDE_RESET,
         SIDE_HISTORY,
+        SIDE_EXPLAIN,
 } SideRequest;
 
 typedef struct Top {
@@ -56,6 +57,7 @@ typedef struct Top {
         sd_event_source *side_source;
         SideRequest side_request;               /* the call in flight on side */
         bool stacks_wanted;                     /* fetch the tree again once side is free */
+        bool explain_wanted;                    /* fetch the Explain view again once side is free */
         TopGraph graph;                         /* the selection's history, above the status line */
         char *graph_key;                        /* owned: what the History call in flight is for */
 
@@ -105,6 +107,7 @@ static void lost_daemon(Top *t, const char *why) {
 
 static void fetch_stacks(Top *t);
 static void fetch_graph(Top *t);
+static void fetch_explain(Top *t);
 
 static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Top *t = userdata;
@@ -144,10 +147,16 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
                 r = top_model_update_stacks(t->model, reply);
                 if (r < 0)
                         set_status(t, "Cannot show the stack tree: %s", strerror(-r));
+        } else if (done == SIDE_EXPLAIN) {
+                r = top_model_update_explain(t->model, reply);
+                if (r < 0)
+                        set_status(t, "Cannot show the Explain view: %s", strerror(-r));
         } else if (done == SIDE_RESET)
                 set_status(t, "Peaks reset.");
-        /* The graph waits for the side connection behind the stack tree. */
-        if (done == SIDE_STACKS)
+        /* The graph waits for the side connection behind the stack tree and the Explain view. */
+        if (t->explain_wanted)
+                fetch_explain(t);
+        else if (done == SIDE_STACKS || done == SIDE_EXPLAIN)
                 fetch_graph(t);
         draw(t);
         return 0;
@@ -216,6 +225,26 @@ static void fetch_stacks(Top *t) {
                 set_status(t, "Cannot ask for the stack tree: %s", strerror(-r));
 }
 
+/* The Explain view's reply, asked for at each update while it is shown. */
+static void fetch_explain(Top *t) {
+        json_auto_t *params = NULL;
+        int r;
+
+        if (t->model->mode != TOP_MODE_EXPLAIN || t->model->paused || !t->connected)
+                return;
+        if (t->side_request != SIDE_NONE) {
+                t->explain_wanted = true;
+                return;
+        }
+        t->explain_wanted = false;
+        params = top_model_explain_parameters(t->model);
+        if (!params)
+                return;
+        r = side_send(t, SIDE_EXPLAIN, "io.memstrack.Explain", params);
+        if (r < 0)
+                set_status(t, "Cannot ask for the Explain view: %s", strerror(-r));
+}
+
 static int stream_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Top *t = userdata;
         bool updated = false;
@@ -257,6 +286,7 @@ static int stream_handler(sd_event_source *s, int fd, uint32_t revents, void *us
                 return sd_event_exit(t->event, 0);
         if (t->stacks_wanted || t->model->view == TOP_VIEW_STACKS)
                 fetch_stacks(t);
+        fetch_explain(t);
         fetch_graph(t);
         draw(t);
         return 0;
@@ -369,6 +399,8 @@ static int stdin_handler(sd_event_source *s, int fd, uint32_t revents, void *use
         }
         if (all & TOP_REACT_FETCH_STACKS)
                 fetch_stacks(t);
+        if (all & TOP_REACT_FETCH_EXPLAIN)
+                fetch_explain(t);
         if (all & TOP_REACT_FETCH_GRAPH)
                 fetch_graph(t);
         if (all & TOP_REACT_RESET_PEAKS) {

@@ -28,7 +28,7 @@
 static int chart_lines(const TopScreen *s, const TopModel *m) {
         int lines;
 
-        if (m->chart == TOP_CHART_OFF || m->mode == TOP_MODE_HELP)
+        if (m->chart == TOP_CHART_OFF || m->mode == TOP_MODE_HELP || m->mode == TOP_MODE_EXPLAIN)
                 return 0;
         lines = MAX(s->rows / 3, TOP_CHART_MIN_PLOT + 2);
         if (s->rows - TOP_HEADER_LINES - 1 - lines < TOP_CHART_MIN_VIEW || s->cols < TOP_CHART_AXIS_WIDTH + 20)
@@ -591,6 +591,23 @@ static void draw_help(TopScreen *s) {
                 panel_print_line(y++, 0, s->cols, "", A_NORMAL);
 }
 
+/* The Explain view over the current one: its title, then the reply's lines from the scroll position. */
+static void draw_explain(TopScreen *s, const TopModel *m) {
+        _cleanup_free_ char *title = NULL;
+        int y = TOP_HEADER_LINES, bottom = s->rows - TOP_FOOTER_LINES;
+
+        if (asprintf(&title, "Explain %s - Up/Down/PgUp/PgDn scroll, Esc returns", m->explain_unit ?: "?") >= 0)
+                panel_print_line(y++, 0, s->cols, title, A_REVERSE | A_BOLD);
+        if (!m->explain_lines && y < bottom)
+                panel_print_line(y++, 0, s->cols, "  asking memstrackd...", A_NORMAL);
+        for (size_t i = m->explain_scroll; i < m->n_explain_lines && y < bottom; i++) {
+                /* The renderer sanitized names and frames already; tabs would move the cursor. */
+                panel_print_line(y++, 0, s->cols, m->explain_lines[i], A_NORMAL);
+        }
+        while (y < bottom)
+                panel_print_line(y++, 0, s->cols, "", A_NORMAL);
+}
+
 /* The line above the status line: the selection's history, the highest peak in reverse video. */
 static void draw_graph(TopScreen *s, const TopModel *m, const TopGraph *graph) {
         _cleanup_free_ char *line = NULL;
@@ -750,7 +767,7 @@ TopHit top_screen_hit(const TopScreen *s, const TopModel *m, int y, int x) {
                 }
                 return (TopHit) {};
         }
-        if (m->mode == TOP_MODE_HELP)
+        if (m->mode == TOP_MODE_HELP || m->mode == TOP_MODE_EXPLAIN)
                 return (TopHit) {};
         if (y == p->y) {
                 const ColumnPlace *places;
@@ -796,6 +813,8 @@ void top_screen_draw(TopScreen *s, TopModel *m, const TopGraph *graph, const cha
         draw_header(s, m);
         if (m->mode == TOP_MODE_HELP)
                 draw_help(s);
+        else if (m->mode == TOP_MODE_EXPLAIN)
+                draw_explain(s, m);
         else {
                 switch (m->view) {
                 case TOP_VIEW_TASKS:
@@ -837,7 +856,7 @@ void top_screen_draw(TopScreen *s, TopModel *m, const TopGraph *graph, const cha
         if (s->chart_rows > 0)
                 draw_chart(s, m, graph, s->rows - 1 - s->chart_rows, s->chart_rows);
         else if (m->mode != TOP_MODE_HELP)
-                draw_graph(s, m, graph);
+                draw_graph(s, m, graph);        /* in the Explain view: the unit's own history */
         /* Bottom line: a prompt, a message, or the key hints. */
         if (m->mode == TOP_MODE_FILTER) {
                 if (asprintf(&prompt, "Filter: %s_   (Enter keeps, Esc clears)", m->filter_edit ?: "") >= 0)
@@ -851,7 +870,7 @@ void top_screen_draw(TopScreen *s, TopModel *m, const TopGraph *graph, const cha
                 panel_print_line(s->rows - 1, 0, s->cols, TOP_STACK_WARNING, A_BOLD);
         else
                 panel_print_line(s->rows - 1, 0, s->cols,
-                                 "F1/? help  Tab view  s/</> sort  / filter  Enter stacks  t tree  g chart  p pause  r reset  q quit",
+                                 "F1/? help  Tab view  s/</> sort  / filter  Enter stacks  e explain  t tree  g chart  p pause  r reset  q quit",
                                  A_NORMAL);
         refresh();
 }

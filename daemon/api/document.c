@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include "document.h"
+#include "explain.h"
+#include "historyquery.h"
 #include "leaks.h"
+#include "log.h"
 #include "macro.h"
 #include "oomlog.h"
 #include "query.h"
@@ -60,7 +63,7 @@ static int document_status(const DocumentInput *in, json_t *params, json_t **ret
         r = unpack_params(params, "{}");
         if (r < 0)
                 return r;
-        *ret = service_status_json(in->accounting, in->live, in->page_size, true);
+        *ret = status_reply_json(in->accounting, in->live, in->page_size, true);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -137,9 +140,23 @@ static int document_leaks(const DocumentInput *in, json_t *params, json_t **ret)
         r = unpack_params(params, "{s?I}", "limit", &limit);
         if (r < 0)
                 return r;
-        return leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now_nsec(CLOCK_MONOTONIC),
-                                                                                    (size_t) limit, in->usym),
+        uint64_t now = in->now_nsec ?: now_nsec(CLOCK_MONOTONIC);
+        return leaks_query_json(in->accounting, &(LeaksQuery) LEAKS_QUERY_DEFAULT(now, (size_t) limit, in->usym),
                                 ret);
+}
+
+/* The History reply of the total, for the HTML page's chart; a memstrackd keeping none leaves it out. */
+static int document_history(const DocumentInput *in, json_t *params, json_t **ret) {
+        HistoryQuery q = { .pid = -1, .seconds = -1, .resolution = -1, .now_realtime_usec = now_usec(CLOCK_REALTIME) };
+        const char *bad = NULL;
+        int r;
+
+        r = unpack_params(params, "{}");
+        if (r < 0)
+                return r;
+        if (!in->history)
+                return -EOPNOTSUPP;
+        return history_query_json(in->history, in->accounting, &q, &bad, ret);
 }
 
 /* The OomKills reply, for the HTML page's OOM section; a memstrackd not watching them leaves it out. */
@@ -148,6 +165,32 @@ static int document_oom_kills(const DocumentInput *in, json_t *params, json_t **
                 return -EOPNOTSUPP;
         *ret = oomlog_json(in->live->oom);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* A unit's Explain view, with the kernel's figures where memstrackd reads them. */
+static int document_explain(const DocumentInput *in, json_t *params, json_t **ret) {
+        ExplainQuery q = {
+                .show_addresses = true,
+                .user_addresses = QUERY_USER_ADDRESSES_ALL,
+                .usym = in->usym,
+                .page_size = in->page_size,
+        };
+        json_int_t limit = EXPLAIN_LIMIT_DEFAULT, stacks = EXPLAIN_STACKS_DEFAULT;
+        int r;
+
+        r = unpack_params(params, "{s:s, s?I, s?I}", "name", &q.name, "limit", &limit, "stacks", &stacks);
+        if (r < 0)
+                return r;
+        q.limit = (size_t) limit;
+        q.stacks = (unsigned) stacks;
+        if (in->live) {
+                q.memcg = in->live->memcg;
+                q.memcg_reason = in->live->memcg_reason;
+                q.lost_events = in->live->source.lost_records;
+                q.stack_sample_interval = in->live->source.stack_sample_interval;
+                q.uptime_usec = in->live->uptime_usec;
+        }
+        return explain_query_json(in->accounting, &q, ret);
 }
 
 /* The StackTree reply as the method builds it: the tree, and which allocations have stacks. */
@@ -192,7 +235,9 @@ static const struct {
         { "io.memstrack.Units", document_units },
         { "io.memstrack.Slab", document_slab },
         { "io.memstrack.Leaks", document_leaks },
+        { "io.memstrack.History", document_history },
         { "io.memstrack.OomKills", document_oom_kills },
+        { "io.memstrack.Explain", document_explain },
         { "io.memstrack.StackTree", document_stack_tree },
 };
 
@@ -296,7 +341,7 @@ static int write_in_place(const char *path, const char *buf, size_t size) {
         return write_all_stoppable(fd, buf, size);
 }
 
-int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path) {
+static int write_reports(const DocumentInput *in, const ReportOptions *o, const char *path) {
         _cleanup_free_ char *buf = NULL, *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
@@ -327,4 +372,18 @@ int document_write_reports(const DocumentInput *in, const ReportOptions *o, cons
         if (r < 0)
                 (void) unlink(tmp);
         return r;
+}
+
+int document_write_reports(const DocumentInput *in, const ReportOptions *o, const char *path) {
+        const char *where = path ?: "standard output";
+
+        int r = write_reports(in, o, path);
+        if (r == -EPIPE)
+                return log_error_errno(r, "Failed to write the report to %s: no process reads it.", where);
+        if (r == -ECANCELED)
+                return log_error_errno(r, "Stopped writing the report to %s at SIGTERM or SIGINT.", where);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write the report to %s: %m", where);
+        log_info("Wrote the report to %s.", where);
+        return 0;
 }

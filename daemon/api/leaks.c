@@ -52,7 +52,7 @@ static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
         (void) ptr;
         if (o->site >= l->n_sites || o->time_nsec > q->now_nsec)
                 return;
-        if (q->pid > 0 && usage_task(l->usage, usage_task_process(l->usage, o->task))->pid != q->pid)
+        if (q->pid > 0 && usage_task(l->usage, usage_task_owner(l->usage, o->task))->pid != q->pid)
                 return;
         uint64_t age = q->now_nsec - o->time_nsec;
         ObjectRow *row = &l->rows[o->site];
@@ -113,7 +113,7 @@ static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
 
 /*
  * Pages: the page table keeps each block's charge cell and allocation time, so one walk counts the old
- * pages per cell; cells of the same process and stack (they differ by module or cgroup) make one row,
+ * pages per cell; cells of the same process and stack (they differ by module, cgroup or kind) make one row,
  * merged through a KeyIndex; a second walk counts the growth of the rows shown only. Memory: a few words
  * per cell, whatever the number of pages.
  */
@@ -123,7 +123,8 @@ typedef struct CellAge {
 } CellAge;
 
 typedef struct PageRow {
-        uint32_t process, leaf;         /* leaf: the global stack node */
+        uint32_t process, leaf;         /* process: usage_task_owner(), so evicted ones make one; leaf: the
+                                         * global stack node */
         uint64_t pages, oldest_nsec;
         uint32_t rank;                  /* place among the rows shown, ROW_NONE if not shown */
 } PageRow;
@@ -225,10 +226,16 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                          "growth", g);
 }
 
-/* Merges the cells holding old pages into rows by (process, global leaf). -ENOMEM. */
-static int merge_cells(PageLeaks *l, size_t *ret_n_rows) {
+/* A cell's row key: its owner (usage_task_owner(): evicted processes are one) and global leaf. */
+static uint64_t cell_row_key(const PageLeaks *l, uint32_t cell) {
         const ChargeIndex *ci = accounting_chargeindex(l->a);
-        KeyIndex by_key = {};
+        uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, cell));
+        return (uint64_t) process << 32 | global_leaf(l->a, chargeindex_node(ci, cell));
+}
+
+/* Merges the cells holding old pages into rows by (process, global leaf), mapped in *by_key. -ENOMEM. */
+static int merge_cells(PageLeaks *l, KeyIndex *by_key, size_t *ret_n_rows) {
+        const ChargeIndex *ci = accounting_chargeindex(l->a);
         size_t n_rows = 0, allocated = 0;
         int r = 0;
 
@@ -237,14 +244,13 @@ static int merge_cells(PageLeaks *l, size_t *ret_n_rows) {
                 cell->row = ROW_NONE;
                 if (cell->pages == 0)
                         continue;
-                uint32_t process = chargeindex_process(ci, (uint32_t) c);
+                uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, (uint32_t) c));
                 uint32_t leaf = global_leaf(l->a, chargeindex_node(ci, (uint32_t) c));
-                /* Never 0, which KeyIndex does not take. */
-                uint64_t key = ((uint64_t) process << 32 | leaf) + 1;
-                uint32_t row = key_index_get(&by_key, key);
+                uint64_t key = cell_row_key(l, (uint32_t) c);
+                uint32_t row = key_index_get(by_key, key);
                 if (row == KEY_INDEX_NONE) {
                         if (greedy_realloc(&l->rows, &allocated, n_rows + 1, sizeof(PageRow), 64) < 0 ||
-                            key_index_put(&by_key, key, (uint32_t) n_rows) < 0) {
+                            key_index_put(by_key, key, (uint32_t) n_rows) < 0) {
                                 r = -ENOMEM;
                                 break;
                         }
@@ -255,9 +261,22 @@ static int merge_cells(PageLeaks *l, size_t *ret_n_rows) {
                 l->rows[row].oldest_nsec = MAX(l->rows[row].oldest_nsec, cell->oldest_nsec);
                 cell->row = row;
         }
-        key_index_done(&by_key);
         *ret_n_rows = n_rows;
         return r;
+}
+
+/* Cells holding young pages only, of the process and stack of a row: its growth too (they differ from the
+ * row's cells by module, cgroup or kind of allocation). */
+static void join_young_cells(PageLeaks *l, const KeyIndex *by_key) {
+        const ChargeIndex *ci = accounting_chargeindex(l->a);
+
+        for (size_t c = 0; c < l->n_cells; c++)
+                if (l->cells[c].row == ROW_NONE && chargeindex_node(ci, (uint32_t) c) != STACK_NODE_NONE &&
+                    cell_wanted(l, (uint32_t) c)) {
+                        uint32_t row = key_index_get(by_key, cell_row_key(l, (uint32_t) c));
+                        if (row != KEY_INDEX_NONE)
+                                l->cells[c].row = row;
+                }
 }
 
 /* Row numbers of the k rows that compare_row_pages() puts first, in that order, into top (room for k): a
@@ -301,6 +320,7 @@ static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
         _cleanup_free_ uint32_t *order = NULL;
         json_auto_t *rows = json_array();
         size_t n_rows = 0, n_shown;
+        KeyIndex by_key = {};
         int r = -ENOMEM;
 
         l.cells = calloc(MAX(l.n_cells, (size_t) 1), sizeof(CellAge));
@@ -316,9 +336,10 @@ static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
                         chargeindex_foreach_cell_of_process(accounting_chargeindex(a), process, want_cell, &l);
         }
         pagemap_foreach(accounting_pagemap(a), age_block, &l);
-        r = merge_cells(&l, &n_rows);
+        r = merge_cells(&l, &by_key, &n_rows);
         if (r < 0)
                 goto finish;
+        join_young_cells(&l, &by_key);
 
         /* The rows shown: most pages first. A cell that holds only young pages has no row, so its
          * growth is left out: the rows are what may be leaking. */
@@ -347,6 +368,7 @@ static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
         *ret = TAKE_PTR(rows);
         r = 0;
 finish:
+        key_index_done(&by_key);
         free(l.cells);
         free(l.wanted);
         free(l.shown);

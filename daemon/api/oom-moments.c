@@ -11,6 +11,7 @@ struct OomMoments {
         bool pending;                   /* a kill heard of whose snapshot waits for the records up to it */
         OomKill pending_kill;
         uint64_t peak_threshold_pages;  /* oomlog_peak_threshold(), cached for the per-event check */
+        PressureWatch *pressure;        /* owned: the pressure records, checked at each tick; NULL: none */
         EventObserver observer;
 };
 
@@ -73,6 +74,13 @@ void oom_moments_kill(OomMoments *m, const OomKill *kill) {
                 snapshot(m);
 }
 
+static void on_tick(void *userdata) {
+        OomMoments *m = userdata;
+
+        if (m->pressure)
+                pressure_watch_check(m->pressure);
+}
+
 static void observer_free(void *userdata) {
         oom_moments_free(userdata);
 }
@@ -84,17 +92,39 @@ OomMoments *oom_moments_new(const OomMomentsConfig *config) {
                 return NULL;
         m->config = *config;
         m->peak_threshold_pages = oomlog_peak_threshold(config->log);
+        if (config->event && pressure_watch_new(&(PressureWatchConfig) {
+                        .event = config->event,
+                        .log = config->log,
+                        .accounting = config->accounting,
+                        .usym = config->usym,
+                        .memcg = config->memcg,
+                        .page_size = config->page_size,
+                        .journal = config->journal,
+                        .unit = config->unit,
+                        .margin_percent = config->pressure.margin_percent,
+                        .trigger = config->pressure.trigger,
+                        .interval_usec = config->pressure.interval_usec,
+                        .flush_source = config->flush_source,
+                        .name_units = config->name_units,
+                        .userdata = config->userdata,
+                }, &m->pressure) < 0) {
+                free(m);
+                return NULL;
+        }
         m->observer = (EventObserver) {
                 .name = "oom-moments",
                 .after_types = MS_EVENT_BIT(MS_EVENT_PAGE_ALLOC) | MS_EVENT_BIT(MS_EVENT_SAMPLE),
                 .userdata = m,
                 .event = on_event,
+                .tick = on_tick,
                 .free = observer_free,
         };
         return m;
 }
 
 OomMoments *oom_moments_free(OomMoments *m) {
+        if (m)
+                pressure_watch_free(m->pressure);
         free(m);
         return NULL;
 }

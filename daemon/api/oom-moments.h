@@ -8,7 +8,8 @@
  * that moment are delivered first (the flush callback), and the snapshot is taken before the first
  * record after the kill's time is applied, or when the flush ends, whichever comes first. A peak: every
  * page allocation or sample that brings the tracked total to the OOM log's threshold offers a peak
- * snapshot.
+ * snapshot. Pressure: once a second (the tick) its PressureWatch (pressure-watch.h) looks at units near
+ * their memory limits and at memory pressure, and takes the pressure records.
  */
 
 #include <stdbool.h>
@@ -16,6 +17,7 @@
 #include "accounting.h"
 #include "macro.h"
 #include "observer.h"
+#include "pressure-watch.h"
 #include "oomkill.h"
 #include "oomlog.h"
 #include "usym.h"
@@ -32,11 +34,16 @@ typedef struct OomMomentsConfig {
         /* Names the units of the core's new cgroups now, so the snapshot names the victim's unit. */
         void (*name_units)(void *userdata);
         void *userdata;
+        /* Pressure records (PressureWatchConfig's): the loop for PSI triggers, the memory controller, the
+         * margin, the trigger, the interval. event NULL: none taken. */
+        sd_event *event;
+        const Memcg *memcg;
+        PressureSettings pressure;
 } OomMomentsConfig;
 
 typedef struct OomMoments OomMoments;
 
-/* NULL on OOM. */
+/* NULL on OOM, or for a pressure trigger pressure_trigger_parse() refuses (check it beforehand). */
 OomMoments *oom_moments_new(const OomMomentsConfig *config);
 OomMoments *oom_moments_free(OomMoments *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(OomMoments *, oom_moments_free);

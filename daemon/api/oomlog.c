@@ -19,8 +19,11 @@
 #include "varlink.h"
 
 /* A ring of records: items[(first + i) % max] for i < n, oldest first. Owns the records. */
+#define RING_MAX MAX3_CONST(OOMLOG_KILLS_MAX, OOMLOG_PEAKS_MAX, OOMLOG_PRESSURE_MAX)
+#define MAX3_CONST(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
+
 typedef struct Ring {
-        json_t *items[OOMLOG_KILLS_MAX > OOMLOG_PEAKS_MAX ? OOMLOG_KILLS_MAX : OOMLOG_PEAKS_MAX];
+        json_t *items[RING_MAX];
         size_t first, n, max;
         uint64_t total;                 /* ever added */
 } Ring;
@@ -29,7 +32,8 @@ struct OomLog {
         bool watching;
         char *reason;                   /* owned: why kills are not watched */
         uint64_t lost;
-        Ring kills, peaks;
+        Ring kills, peaks, pressure;
+        json_t *pressure_watch;         /* owned: PressureWatch, NULL until set */
         uint64_t growth_pages;          /* a snapshot needs a total at least this: the last one's + 10 % */
         uint64_t peak_threshold_pages;  /* callers offer totals at or above this (oomlog_peak_threshold()) */
         uint64_t last_peak_usec;        /* CLOCK_MONOTONIC of the last peak snapshot, or of the first offer */
@@ -72,6 +76,7 @@ OomLog *oomlog_new(void) {
                 return NULL;
         l->kills.max = OOMLOG_KILLS_MAX;
         l->peaks.max = OOMLOG_PEAKS_MAX;
+        l->pressure.max = OOMLOG_PRESSURE_MAX;
         l->growth_pages = l->peak_threshold_pages = 1;
         return l;
 }
@@ -81,6 +86,8 @@ OomLog *oomlog_free(OomLog *l) {
                 return NULL;
         ring_done(&l->kills);
         ring_done(&l->peaks);
+        ring_done(&l->pressure);
+        json_decref(l->pressure_watch);
         free(l->reason);
         free(l);
         return NULL;
@@ -344,8 +351,108 @@ int oomlog_offer_peak(OomLog *l, Accounting *a, UserSymbols *usym, uint64_t curr
         return 1;
 }
 
+static const char *const pressure_reasons[_OOM_PRESSURE_REASON_MAX] = {
+        [OOM_PRESSURE_LIMIT] = "limit",
+        [OOM_PRESSURE_PSI] = "pressure",
+};
+
+int oomlog_record_pressure(OomLog *l, Accounting *a, UserSymbols *usym, const OomPressure *p, json_t *explain,
+                const json_t **ret_record) {
+        json_auto_t *holders = NULL, *o = NULL;
+        bool limit = p->reason == OOM_PRESSURE_LIMIT;
+        int r;
+
+        assert(l && a && p && p->reason >= 0 && p->reason < _OOM_PRESSURE_REASON_MAX);
+
+        r = holders_json(a, usym, &holders);
+        if (r < 0)
+                return r;
+        o = json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:O, s:O}",
+                      "timestampUsec", varlink_count(p->timestamp_usec),
+                      "realtimeUsec", varlink_count(now_usec(CLOCK_REALTIME)),
+                      "reason", pressure_reasons[p->reason],
+                      "unit", p->unit ? utf8_json_string(p->unit) : json_null(),
+                      "cgroup", p->cgroup ? utf8_json_string(p->cgroup) : json_null(),
+                      "limit", limit && p->limit ? json_string(p->limit) : json_null(),
+                      "currentBytes", limit ? json_integer(varlink_count(p->current_bytes)) : json_null(),
+                      "limitBytes", limit ? json_integer(varlink_count(p->limit_bytes)) : json_null(),
+                      "marginPercent", limit ? json_integer(p->margin_percent) : json_null(),
+                      "pressure", p->pressure ? utf8_json_string(p->pressure) : json_null(),
+                      "holders", holders,
+                      "explain", explain ?: json_null());
+        if (!o)
+                return -ENOMEM;
+        ring_add(&l->pressure, TAKE_PTR(o));
+        if (ret_record)
+                *ret_record = ring_last(&l->pressure);
+        return 0;
+}
+
+int oomlog_log_pressure(const json_t *record, bool journal, const char *unit, long page_size) {
+        const json_t *holders = json_object_get(record, "holders");
+        const json_t *tasks = json_object_get(holders, "tasks"), *units = json_object_get(holders, "units");
+        const json_t *top_task = json_array_get(tasks, 0), *top_unit = json_array_get(units, 0);
+        bool limit = streq(str_or(record, "reason", ""), "limit");
+        _cleanup_free_ char *text = NULL, *fields = NULL, *frame = top_frame(holders);
+        _cleanup_free_ char *name = text_of(record, "unit", "the system"), *what = text_of(record, "limit", "");
+        _cleanup_free_ char *pressure = text_of(record, "pressure", "");
+        _cleanup_free_ char *task = text_of(top_task, "comm", ""), *top_unit_name = text_of(top_unit, "name", "");
+        size_t size = 0;
+        char a[32], b[32];
+
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return -ENOMEM;
+        if (limit) {
+                uint64_t current = (uint64_t) int_of(record, "currentBytes"), max = (uint64_t) int_of(record, "limitBytes");
+                fprintf(f, "Memory pressure: %s at %s of its %s memory.%s (%u %%)", name ?: "",
+                        format_bytes(a, sizeof(a), current), format_bytes(b, sizeof(b), max), what ?: "",
+                        max > 0 ? (unsigned) (current / (max / 100 ?: 1)) : 0);
+        } else
+                fprintf(f, "Memory pressure: %s: %s", name ?: "", pressure ?: "");
+        fputs("; top tasks: ", f);
+        print_list(f, tasks, true, page_size);
+        fputs("; top units: ", f);
+        print_list(f, units, false, page_size);
+        if (frame && *frame)
+                fprintf(f, "; top stack at %s", frame);
+        if (fclose(f) != 0 || !text)
+                return -ENOMEM;
+        if (!journal) {
+                log_notice("%s", text);
+                return 0;
+        }
+        fields = json_dumps(record, JSON_COMPACT);
+        if (!fields)
+                return -ENOMEM;
+        int r = sd_journal_send("MESSAGE=%s", text,
+                                "MESSAGE_ID=" OOMLOG_PRESSURE_MESSAGE_ID,
+                                "PRIORITY=%i", LOG_NOTICE,
+                                "SYSLOG_IDENTIFIER=memstrackd",
+                                "OBJECT_SYSTEMD_UNIT=%s", unit ?: "memstrackd.service",
+                                "MEMSTRACK_PRESSURE_REASON=%s", str_or(record, "reason", ""),
+                                "MEMSTRACK_PRESSURE_UNIT=%s", json_is_string(json_object_get(record, "unit")) ? name : "",
+                                "MEMSTRACK_PRESSURE_LIMIT=%s", what ?: "",
+                                "MEMSTRACK_PRESSURE_CURRENT_BYTES=%" PRIi64, (int64_t) int_of(record, "currentBytes"),
+                                "MEMSTRACK_PRESSURE_LIMIT_BYTES=%" PRIi64, (int64_t) int_of(record, "limitBytes"),
+                                "MEMSTRACK_PRESSURE_PSI=%s", pressure ?: "",
+                                "MEMSTRACK_PRESSURE_TOP_TASK=%s", task ?: "",
+                                "MEMSTRACK_PRESSURE_TOP_TASK_PID=%d", (int) int_of(top_task, "pid"),
+                                "MEMSTRACK_PRESSURE_TOP_UNIT=%s", top_unit_name ?: "",
+                                "MEMSTRACK_PRESSURE_TOP_STACK=%s", frame ?: "",
+                                "MEMSTRACK_PRESSURE_RECORD=%s", fields,
+                                "MEMSTRACK_PAGE_SIZE=%ld", page_size,
+                                NULL);
+        return r < 0 ? r : 0;
+}
+
+void oomlog_set_pressure_watch(OomLog *l, json_t *watch) {
+        json_decref(l->pressure_watch);
+        l->pressure_watch = json_incref(watch);
+}
+
 json_t *oomlog_json(const OomLog *l) {
-        return json_pack("{s:b, s:o, s:I, s:I, s:o, s:I, s:o, s:{s:i, s:i, s:i, s:I, s:i}}",
+        return json_pack("{s:b, s:o, s:I, s:I, s:o, s:I, s:o, s:I, s:o, s:o, s:{s:i, s:i, s:i, s:I, s:i, s:i}}",
                          "watching", l->watching,
                          "reason", l->reason ? json_string(l->reason) : json_null(),
                          "lost", varlink_count(l->lost),
@@ -353,7 +460,11 @@ json_t *oomlog_json(const OomLog *l) {
                          "kills", ring_json(&l->kills),
                          "peakSnapshotsTaken", varlink_count(l->peaks.total),
                          "peakSnapshots", ring_json(&l->peaks),
+                         "pressureRecordsTaken", varlink_count(l->pressure.total),
+                         "pressureRecords", ring_json(&l->pressure),
+                         "pressureWatch", l->pressure_watch ? json_incref(l->pressure_watch) : json_null(),
                          "limits", "top", OOMLOG_TOP_N, "kills", OOMLOG_KILLS_MAX, "peakSnapshots", OOMLOG_PEAKS_MAX,
                          "peakIntervalUsec", varlink_count(OOMLOG_PEAK_INTERVAL_USEC),
-                         "peakGrowthPercent", OOMLOG_PEAK_GROWTH_PERCENT);
+                         "peakGrowthPercent", OOMLOG_PEAK_GROWTH_PERCENT,
+                         "pressureRecords", OOMLOG_PRESSURE_MAX);
 }

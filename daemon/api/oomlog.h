@@ -14,8 +14,14 @@
  * peak reached within the interval is taken at the first new peak after it (within 1 %). A peak the
  * total falls back from within the interval gets no snapshot of its own. The first interval starts at the
  * first offer: no snapshot in the first OOMLOG_PEAK_INTERVAL_USEC of tracing.
+ *
+ * Pressure records are the evidence before a kill: taken when a unit comes within a margin of its memory
+ * limit, or when the system's or a unit's memory pressure (PSI) crosses a threshold (pressure-watch.h
+ * decides when), each with the same holders as a kill and the unit's Explain view; the last
+ * OOMLOG_PRESSURE_MAX are kept, and each is logged under OOMLOG_PRESSURE_MESSAGE_ID.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,6 +38,27 @@
 #define OOMLOG_PEAKS_MAX 16
 #define OOMLOG_PEAK_INTERVAL_USEC (10 * UINT64_C(1000000))
 #define OOMLOG_PEAK_GROWTH_PERCENT 10
+#define OOMLOG_PRESSURE_MESSAGE_ID "5b7e2c9d4a1f4e08b3c6d2a9e7f1c054"
+#define OOMLOG_PRESSURE_MAX 16
+
+typedef enum OomPressureReason {
+        OOM_PRESSURE_LIMIT,             /* a unit within the margin of memory.max or memory.high */
+        OOM_PRESSURE_PSI,               /* memory pressure (PSI) past the threshold */
+        _OOM_PRESSURE_REASON_MAX,
+        _OOM_PRESSURE_REASON_INVALID = -EINVAL,
+} OomPressureReason;
+
+/* What made a pressure record. Strings are borrowed for the call. */
+typedef struct OomPressure {
+        OomPressureReason reason;
+        const char *unit;               /* NULL: the whole system (PSI only) */
+        const char *cgroup;             /* the unit's cgroup path */
+        const char *limit;              /* LIMIT: "max" or "high" */
+        uint64_t current_bytes, limit_bytes;
+        unsigned margin_percent;
+        const char *pressure;           /* PSI: the line of the pressure file that crossed, or the trigger */
+        uint64_t timestamp_usec;        /* CLOCK_MONOTONIC */
+} OomPressure;
 
 typedef struct OomLog OomLog;
 
@@ -65,6 +92,19 @@ uint64_t oomlog_peak_threshold(const OomLog *l);
 /* Takes a peak snapshot if one is due at now_usec (CLOCK_MONOTONIC) for a total of current_pages:
  * returns 1 if it took one, 0 if not due, -ENOMEM. */
 int oomlog_offer_peak(OomLog *l, Accounting *a, UserSymbols *usym, uint64_t current_pages, uint64_t usec);
+
+/*
+ * Keeps a pressure record of p, with the holders now and explain (the unit's Explain reply, borrowed; NULL
+ * for the system), dropping the oldest beyond OOMLOG_PRESSURE_MAX. The record (a PressureRecord of
+ * io.memstrack.varlink) is borrowed into *ret_record if not NULL, valid until the next record. -ENOMEM.
+ */
+int oomlog_record_pressure(OomLog *l, Accounting *a, UserSymbols *usym, const OomPressure *p, json_t *explain,
+                const json_t **ret_record);
+/* Sends a pressure record as a journal entry (journal) or a line on stderr; unit: ours, or NULL. */
+int oomlog_log_pressure(const json_t *record, bool journal, const char *unit, long page_size);
+/* What watches pressure (a PressureWatch object of io.memstrack.varlink: borrowed reference taken), for
+ * OomKills. */
+void oomlog_set_pressure_watch(OomLog *l, json_t *watch);
 
 /* The OomKills reply. New reference, NULL on OOM. */
 json_t *oomlog_json(const OomLog *l);

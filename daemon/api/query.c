@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyindex.h"
 #include "macro.h"
 #include "query.h"
 #include "read-file.h"
@@ -227,44 +228,13 @@ typedef struct Subset {
         const StackTree *tree;
         SubsetNode *entries;            /* owned */
         size_t n, n_allocated;
-        uint32_t *slots;                /* owned: node -> entry, open addressing; SUBSET_NONE when empty */
-        size_t capacity;                /* power of two, at most half full */
+        KeyIndex by_node;               /* owned: stack node -> entry */
         int error;                      /* first failure while building */
 } Subset;
 
-static size_t subset_home(const Subset *s, uint32_t node) {
-        return (size_t) (((uint64_t) node * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (s->capacity - 1);
-}
-
-static size_t subset_slot(const Subset *s, uint32_t node) {
-        size_t i = subset_home(s, node);
-        while (s->slots[i] != SUBSET_NONE && s->entries[s->slots[i]].node != node)
-                i = (i + 1) & (s->capacity - 1);
-        return i;
-}
-
 static uint32_t subset_find(const Subset *s, uint32_t node) {
-        return s->capacity == 0 ? SUBSET_NONE : s->slots[subset_slot(s, node)];
-}
-
-static int subset_grow(Subset *s) {
-        size_t capacity = MAX(s->capacity * 2, (size_t) 256);
-        uint32_t *slots = malloc(capacity * sizeof(uint32_t));
-        if (!slots)
-                return -ENOMEM;
-        memset(slots, 0xff, capacity * sizeof(uint32_t));
-        free(s->slots);
-        s->slots = slots;
-        s->capacity = capacity;
-        for (uint32_t e = 0; e < s->n; e++)
-                s->slots[subset_slot(s, s->entries[e].node)] = e;
-
-        SubsetNode *entries = realloc(s->entries, capacity / 2 * sizeof(SubsetNode));
-        if (!entries)
-                return -ENOMEM;
-        s->entries = entries;
-        s->n_allocated = capacity / 2;
-        return 0;
+        uint32_t e = key_index_get(&s->by_node, node);
+        return e == KEY_INDEX_NONE ? SUBSET_NONE : e;
 }
 
 /* The entry of node, created (unlinked, empty) if new; SUBSET_NONE on OOM. */
@@ -274,11 +244,11 @@ static uint32_t subset_get(Subset *s, uint32_t node, bool *ret_created) {
         *ret_created = false;
         if (e != SUBSET_NONE)
                 return e;
-        if (s->n + 1 > s->n_allocated && subset_grow(s) < 0)
+        if (greedy_realloc(&s->entries, &s->n_allocated, s->n + 1, sizeof(SubsetNode), 256) < 0 ||
+            key_index_put(&s->by_node, node, (uint32_t) s->n) < 0)
                 return SUBSET_NONE;
         e = (uint32_t) s->n++;
         s->entries[e] = (SubsetNode) { .node = node, .first_child = SUBSET_NONE, .next_sibling = SUBSET_NONE };
-        s->slots[subset_slot(s, node)] = e;
         *ret_created = true;
         return e;
 }
@@ -341,7 +311,7 @@ static int subset_sum(Subset *s) {
 
 static void subset_done(Subset *s) {
         free(s->entries);
-        free(s->slots);
+        key_index_done(&s->by_node);
 }
 
 /* What a stack view shows: the real tree, or current pages of a subset. */
@@ -429,11 +399,13 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                 (void) snprintf(name, sizeof(name), "[truncated]");
                 break;
         case STACK_FRAME_PROCESS: {
-                const Task *t = usage_task(accounting_usage(v->a), (uint32_t) n->ip);
+                /* A process forgotten to bound memory is no task any more, as in Tasks: what it still
+                 * holds is "[evicted]"'s. */
+                const Task *t = usage_task_of_scope(accounting_usage(v->a), n->ip);
                 if (t)
                         (void) snprintf(name, sizeof(name), "[pid %d %s]", (int) t->pid, t->comm);
                 else
-                        (void) snprintf(name, sizeof(name), "[process]");
+                        (void) snprintf(name, sizeof(name), "%s", USAGE_EVICTED_COMM);
                 break;
         }
         default:
@@ -458,10 +430,10 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "truncatedChildren", 0);
 }
 
-/* User frames hang below their process's node, whose ip is the process's task index. Only a live
+/* User frames hang below their process's node, whose ip is its scope (usage_task_scope()). Only a live
  * process's files say what its addresses were: an exited one's pid may belong to another by now. */
 static UsymProcess *user_process_of(const StackView *v, const StackNode *node) {
-        const Task *t = usage_task(accounting_usage(v->a), (uint32_t) node->ip);
+        const Task *t = usage_task_of_scope(accounting_usage(v->a), node->ip);
         return v->q->usym && t && !t->exited && t->pid > 0 ? usym_process(v->q->usym, t->pid) : NULL;
 }
 
@@ -598,7 +570,7 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                         return -ESRCH;
                 (void) snprintf(root_name, sizeof(root_name), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
                 /* With per-process trees the process has its own tree, with true peaks. */
-                uint32_t scope = stacktree_process_scope(tree, process);
+                uint32_t scope = stacktree_process_scope(tree, usage_task_scope(u, process));
                 if (scope != STACK_NODE_NONE)
                         start = scope;
         }
@@ -772,11 +744,15 @@ static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         return frames ? json_pack("{s:o, s:I}", "frames", frames, "currentPages", varlink_count(pages)) : NULL;
 }
 
-json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view) {
+json_t *query_tree_frames_json(Accounting *a, StackTree *tree, uint32_t leaf, const QueryStackTree *view) {
         QueryStackTree sq = { .show_addresses = view->show_addresses, .user_addresses = view->user_addresses,
                               .caller_uid = view->caller_uid, .usym = view->usym };
-        StackView v = { .a = a, .tree = accounting_stacktree(a), .ksym = accounting_ksym(a), .q = &sq };
+        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
         return leaf_frames_json(&v, leaf);
+}
+
+json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view) {
+        return query_tree_frames_json(a, accounting_stacktree(a), leaf, view);
 }
 
 int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {

@@ -118,3 +118,5 @@ int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbo
 /* A stack leaf's frames, innermost first, as StackPages.frames, with the addresses view (show_addresses,
  * user_addresses, caller_uid and usym; the rest ignored) allows; NULL on OOM. */
 json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view);
+/* The same for a leaf of another tree of the core's (accounting_slab_stacktree()). */
+json_t *query_tree_frames_json(Accounting *a, StackTree *tree, uint32_t leaf, const QueryStackTree *view);

@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include "bootphase.h"
+#include "breakdown.h"
 #include "config.h"
+#include "explain.h"
 #include "heapquery.h"
 #include "history.h"
-#include "list.h"
+#include "historyquery.h"
 #include "log.h"
 #include "marks.h"
 #include "query.h"
@@ -24,14 +26,13 @@
 #include "leaks.h"
 #include "slabquery.h"
 #include "time-util.h"
+#include "topstream.h"
 #include "units.h"
 #include "utf8.h"
 #include "varlink-server.h"
 #include "varlink.h"
 
 extern const char varlink_interface_io_memstrack[];
-
-typedef struct TopStream TopStream;
 
 struct Service {
         /* From ServiceConfig: event, accounting and usym are borrowed. */
@@ -45,57 +46,27 @@ struct Service {
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
         int (*heap_stop)(void *userdata, int32_t pid);
+        uint64_t (*now_nsec)(void *userdata, clockid_t clock);  /* NULL: the system's */
 
         VarlinkServer *server;          /* owned */
         Marks *marks;                   /* owned: the named snapshots */
         json_t *boot_phase;             /* owned: the initramfs's snapshot document, NULL if none */
-        TopStream *top_streams;         /* owned list of open Top(more) calls */
-        size_t n_top_streams;
-        sd_event_source *top_timer;     /* owned: the one timer behind every Top stream, set for the next
-                                         * stream due; off without streams */
+        TopStreams *top;                /* owned: the open Top(more) calls */
         unsigned leaks_pace;            /* ServiceConfig's */
         uint64_t leaks_ready_usec;      /* CLOCK_MONOTONIC time from which Leaks is served again */
 };
 
-/*
- * Top streams share one timer, set for the stream due next: the daemon wakes when a stream wants a frame,
- * not at a fixed tick. When it fires, every stream due by then or within TOP_BATCH_DIVISOR-th of its
- * interval gets the frame of its sort, built once per wakeup at the largest limit any of them asked for
- * (smaller limits get a prefix of its lists). A stream served early keeps its beat (its next update is
- * one interval after the one it was due for), so streams that once shared a frame go on sharing one,
- * and N streams cost one flush and at most one query per sort order, not N; only the serialization is
- * per stream, and TOP_STREAMS_MAX bounds that.
- */
-struct TopStream {
-        Service *service;
-        VarlinkCall *call;              /* the open Top call; its connection owns it */
-        uint64_t interval_usec;
-        uint64_t next_usec;             /* CLOCK_MONOTONIC time of the next update */
-        int64_t limit;
-        QuerySort sort;
-        bool hide_zero;
-        TopStream *prev, *next;
-};
-
-#define TOP_INTERVAL_MIN_USEC 100000
-#define TOP_STREAMS_MAX 16
-/* A stream due within interval / TOP_BATCH_DIVISOR of a wakeup is served in it. */
-#define TOP_BATCH_DIVISOR 8
-/* How late sd-event may fire the timer, as a fraction of the shortest interval open: its default (250 ms)
- * turned 100 ms streams into 250 ms ones, 1/50 lets it merge wakeups without anyone noticing. */
-#define TOP_ACCURACY_DIVISOR 50
-
-static uint64_t rss_bytes(void) {
-        unsigned long long size, resident;
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
-
-        if (!f || fscanf(f, "%llu %llu", &size, &resident) != 2)
-                return 0;
-        return resident * (uint64_t) sysconf(_SC_PAGESIZE);
-}
-
 static void service_flush(Service *sv) {
         sv->flush(sv->userdata);
+}
+
+/* The clocks calls read: ServiceConfig.now_nsec's, else the system's. */
+static uint64_t service_now_nsec(Service *sv, clockid_t clock) {
+        return sv->now_nsec ? sv->now_nsec(sv->userdata, clock) : now_nsec(clock);
+}
+
+static uint64_t service_now_usec(Service *sv, clockid_t clock) {
+        return service_now_nsec(sv, clock) / NSEC_PER_USEC;
 }
 
 static ServiceLive service_live(Service *sv) {
@@ -120,16 +91,8 @@ static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField 
 static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
 static const char *const sort_choices_pages[] = { "current", "peak", NULL };
 
-/* Raw addresses in stacks go to root only, and never the made-up ones of a source that names its own
- * frames (an imported page_owner log): they are no kernel's. */
-static bool addresses_shown(const Accounting *a, bool peer_is_root) {
-        const Ksym *k = accounting_ksym(a);
-
-        return peer_is_root && !(k && ksym_addresses_synthetic(k));
-}
-
 static bool show_addresses(Service *sv, bool peer_is_root) {
-        return addresses_shown(sv->accounting, peer_is_root);
+        return status_addresses_shown(sv->accounting, peer_is_root);
 }
 
 /* User-space addresses: root sees every process's; anyone else only those of its own running processes,
@@ -138,118 +101,12 @@ static QueryUserAddresses user_addresses(VarlinkCall *call) {
         return varlink_call_peer_is_root(call) ? QUERY_USER_ADDRESSES_ALL : QUERY_USER_ADDRESSES_OWN;
 }
 
-static json_t *status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
-        AccountingStats s;
-        StackTreeStats st;
-        UsageStats us;
-
-        accounting_get_stats(a, &s);
-        stacktree_get_stats(accounting_stacktree(a), &st);
-        usage_get_stats(accounting_usage(a), &us);
-        const EventSourceStats *src = &live->source;
-        const Ksym *k = accounting_ksym(a);
-        bool addresses_hidden = !addresses_shown(a, peer_is_root) || !k || ksym_addresses_hidden(k);
-
-        json_t *lost = json_array();
-        for (size_t i = 0; lost && i < src->n_cpus; i++)
-                (void) json_array_append_new(lost, json_integer(varlink_count(src->lost_per_cpu[i])));
-
-        size_t baseline_tasks;
-        uint64_t baseline = usage_baseline_pages(accounting_usage(a), &baseline_tasks);
-        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(a));
-
-        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
-                         "backend", live->backend,
-                         "version", PACKAGE_VERSION,
-                         "uptimeUsec", varlink_count(live->uptime_usec),
-                         "eventsPerSecond", live->events_per_second,
-                         "events", varlink_count(s.events),
-                         "resets", varlink_count(s.resets),
-                         "lostEvents", varlink_count(MAX(s.lost_events, src->lost_records)),
-                         "lostPerCpu", lost,
-                         "trackedPages", varlink_count(s.current_pages),
-                         "peakTrackedPages", varlink_count(s.peak_pages),
-                         "baselinePages", varlink_count(baseline),
-                         "baselineTasks", varlink_count(baseline_tasks),
-                         "untrackedFrees", varlink_count(s.untracked_frees),
-                         "untrackedFreePages", varlink_count(s.untracked_free_pages),
-                         "invalidEvents", varlink_count(s.invalid_events),
-                         "daemonMemoryBytes", varlink_count(rss_bytes()),
-                         "stackNodes", varlink_count(st.n_nodes),
-                         "stackNodeBudget", varlink_count(st.max_nodes),
-                         "stacksTruncated", varlink_count(st.stacks_truncated + st.process_paths_truncated),
-                         "truncatedPages", varlink_count(truncated_pages),
-                         "tasksEvicted", varlink_count(us.tasks_evicted),
-                         "kernelAddressesHidden", addresses_hidden,
-                         "pageSize", (int) page_size);
-}
-
-/* Status's counts of the events that are not page records (aggregated samples, events of a kind the core
- * does not apply yet), and of those held at COUNT_MAX. Added to status after invalidEvents (the
- * interface's order). */
-static int status_add_event_counts(Accounting *a, json_t *status) {
-        AccountingStats s;
-
-        accounting_get_stats(a, &s);
-        const struct {
-                const char *key;
-                uint64_t value;
-        } counts[] = {
-                { "samples", s.samples },
-                { "sampledPages", s.sampled_pages },
-                { "sampleUntrackedPages", s.sample_untracked_pages },
-                { "unsupportedEvents", s.unsupported_events },
-                { "saturatedEvents", s.saturated_events },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(counts); i++)
-                if (json_object_set_new(status, counts[i].key,
-                                        json_integer(varlink_count(counts[i].value))) < 0)
-                        return -ENOMEM;
-        return 0;
-}
-
-/* Status lostByReason: [{reason, count}], one per way the source can lose data. NULL on OOM. */
-static json_t *lost_by_reason_json(const EventSourceStats *src) {
-        json_auto_t *a = json_array();
-
-        for (size_t i = 0; a && i < src->n_losses; i++)
-                if (json_array_append_new(a, json_pack("{s:s, s:I}", "reason", src->losses[i].reason,
-                                                       "count", varlink_count(src->losses[i].count))) < 0)
-                        return NULL;
-        return TAKE_PTR(a);
-}
-
-/* Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
-static int status_add_oom(json_t *status, const OomLog *oom) {
-        const char *reason = oom ? oomlog_reason(oom) : "not started";
-
-        if (json_object_set_new(status, "oomWatching", json_boolean(oom && oomlog_watching(oom))) < 0 ||
-            json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
-        json_auto_t *o = status_json(a, live, page_size, peer_is_root);
-
-        if (!o ||
-            json_object_set_new(o, "backendReason", json_string(live->backend_reason ?: "")) < 0 ||
-            json_object_set_new(o, "stackSampleInterval",
-                                json_integer(varlink_count(live->source.stack_sample_interval))) < 0 ||
-            json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
-            status_add_event_counts(a, o) < 0 ||
-            status_add_oom(o, live->oom) < 0 ||
-            (live->heap_socket && json_object_set_new(o, "heapSocket", json_string(live->heap_socket)) < 0))
-                return NULL;
-        return TAKE_PTR(o);
-}
-
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         if (begin_call(call, parameters, NULL, 0) < 0)
                 return 0;
         ServiceLive live = service_live(sv);
-        json_auto_t *reply = service_status_json(sv->accounting, &live, sv->page_size,
+        json_auto_t *reply = status_reply_json(sv->accounting, &live, sv->page_size,
                                                  varlink_call_peer_is_root(call));
         if (!reply)
                 return -ENOMEM;
@@ -406,122 +263,39 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
-/* The raw name (as the core keeps it) of a unit or module named as in replies; NULL if unknown. */
-static const char *history_owner_name(Accounting *a, HistoryKind kind, const char *name) {
-        if (kind == HISTORY_UNIT) {
-                Units *un = accounting_units(a);
-                for (uint32_t i = 1; i < units_unit_count(un); i++) {
-                        const UnitUsage *x = units_unit(un, i);
-                        if (x && x->name && utf8_escaped_streq(x->name, name))
-                                return x->name;
-                }
-        } else {
-                Usage *u = accounting_usage(a);
-                for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                        if (utf8_escaped_streq(usage_module(u, id)->name, name))
-                                return usage_module(u, id)->name;
-        }
-        return NULL;
-}
-
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *unit = NULL, *module = NULL, *name = NULL;
-        int64_t pid = -1, seconds = -1, resolution = -1;
+        HistoryQuery q = { .pid = -1, .seconds = -1, .resolution = -1 };
+        int64_t pid = -1;
         const VarlinkField fields[] = {
                 { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
-                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &unit },
-                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
-                { .name = "seconds", .type = VARLINK_FIELD_INT, .ret = &seconds, .min = 0, .max = INT32_MAX },
-                { .name = "resolution", .type = VARLINK_FIELD_INT, .ret = &resolution, .min = 1, .max = INT32_MAX },
+                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &q.unit },
+                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &q.module },
+                { .name = "seconds", .type = VARLINK_FIELD_INT, .ret = &q.seconds, .min = 0, .max = INT32_MAX },
+                { .name = "resolution", .type = VARLINK_FIELD_INT, .ret = &q.resolution, .min = 1, .max = INT32_MAX },
         };
-        _cleanup_free_ HistorySample *samples = NULL;
-        json_auto_t *points = NULL, *resolutions = NULL, *reply = NULL;
-        HistoryKind kind = HISTORY_TOTAL;
-        unsigned level = 0;
+        json_auto_t *reply = NULL;
+        const char *bad = NULL;
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        if (pid >= 0 && unit)
-                return varlink_call_error_invalid_parameter(call, "unit");
-        if ((pid >= 0 || unit) && module)
-                return varlink_call_error_invalid_parameter(call, "module");
-        if (resolution > 0) {
-                while (level < HISTORY_LEVELS &&
-                       history_levels[level].resolution_usec != (uint64_t) resolution * USEC_PER_SEC)
-                        level++;
-                if (level == HISTORY_LEVELS)
-                        return varlink_call_error_invalid_parameter(call, "resolution");
-        } else if (seconds >= 0)
-                level = history_level_for((uint64_t) seconds);
-        if (!sv->history)
-                return -EOPNOTSUPP;
-
-        HistorySeries *series;
-        if (pid >= 0) {
-                kind = HISTORY_TASK;
-                series = history_find(sv->history, kind, (int32_t) pid, NULL);
-                if (!series) {
-                        if (usage_find_process(accounting_usage(sv->accounting), (int32_t) pid) == USAGE_TASK_NONE) {
-                                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
-                                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
-                        }
-                        Usage *u = accounting_usage(sv->accounting);
-                        Task *t = usage_task(u, usage_find_process(u, (int32_t) pid));
-                        series = history_track(sv->history, kind, (int32_t) pid, t ? t->comm : NULL);
-                }
-        } else if (unit || module) {
-                kind = unit ? HISTORY_UNIT : HISTORY_MODULE;
-                const char *asked = unit ?: module;
-                const char *raw = history_owner_name(sv->accounting, kind, asked);
-                series = history_find(sv->history, kind, 0, raw ?: asked);
-                if (!series) {
-                        if (!raw) {
-                                if (unit)
-                                        return reply_no_such_unit(call, unit);
-                                json_auto_t *p = json_pack("{s:s}", "name", module);
-                                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
-                        }
-                        series = history_track(sv->history, kind, 0, raw);
-                }
-        } else
-                series = history_find(sv->history, kind, 0, NULL);
-        if (!series)
-                return -ENOSPC; /* every series of the kind is among the biggest: cannot be (history.h) */
-        name = series->name;
-
-        samples = calloc(history_levels[level].n_buckets, sizeof(HistorySample));
-        if (!samples)
-                return -ENOMEM;
-        uint64_t since = 0;
-        if (seconds >= 0) {
-                uint64_t now = now_usec(CLOCK_REALTIME), back = (uint64_t) seconds * USEC_PER_SEC;
-                since = now > back ? now - back : 0;
+        q.pid = (int32_t) pid;
+        q.now_realtime_usec = service_now_usec(sv, CLOCK_REALTIME);
+        int r = history_query_json(sv->history, sv->accounting, &q, &bad, &reply);
+        if (r == -EINVAL)
+                return varlink_call_error_invalid_parameter(call, bad);
+        if (r == -ESRCH) {
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
         }
-        size_t n = history_series_read(series, level, since, samples);
-        points = json_array();
-        resolutions = json_array();
-        if (!points || !resolutions)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                if (json_array_append_new(points, json_pack("{s:I, s:I, s:I}",
-                                                            "timestampUsec", varlink_count(samples[i].time_usec),
-                                                            "current", varlink_count(samples[i].current_pages),
-                                                            "peak", varlink_count(samples[i].peak_pages))) < 0)
-                        return -ENOMEM;
-        for (unsigned l = 0; l < HISTORY_LEVELS; l++)
-                if (json_array_append_new(resolutions,
-                                          json_integer(varlink_count(history_levels[l].resolution_usec /
-                                                                     USEC_PER_SEC))) < 0)
-                        return -ENOMEM;
-        reply = json_pack("{s:s, s:o, s:I, s:O, s:O}",
-                          "what", history_kind_to_string(kind),
-                          "name", kind == HISTORY_TOTAL ? json_string("") : utf8_json_string(name),
-                          "resolution", varlink_count(history_levels[level].resolution_usec / USEC_PER_SEC),
-                          "resolutions", resolutions,
-                          "points", points);
-        if (!reply)
-                return -ENOMEM;
+        if (r == -ENXIO)
+                return reply_no_such_unit(call, q.unit);
+        if (r == -ENOENT) {
+                json_auto_t *p = json_pack("{s:s}", "name", q.module);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
+        }
+        if (r < 0)
+                return r;
         return varlink_call_reply(call, reply);
 }
 
@@ -636,7 +410,7 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
         ServiceLive live = service_live(sv);
         *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:O?}",
-                         "timestampUsec", varlink_count(now_usec(CLOCK_MONOTONIC)),
+                         "timestampUsec", varlink_count(service_now_usec(sv, CLOCK_MONOTONIC)),
                          "trackedPages", varlink_count(s.current_pages),
                          "peakTrackedPages", varlink_count(s.peak_pages),
                          "eventsPerSecond", live.events_per_second,
@@ -651,181 +425,6 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         return *ret ? 0 : -ENOMEM;
 }
 
-/* The first limit entries of an array, sharing its elements. */
-static json_t *array_prefix(json_t *a, size_t limit) {
-        json_auto_t *p = json_array();
-
-        if (!p)
-                return NULL;
-        for (size_t i = 0; i < json_array_size(a) && i < limit; i++)
-                if (json_array_append(p, json_array_get(a, i)) < 0)
-                        return NULL;
-        return TAKE_PTR(p);
-}
-
-/* frame as a stream with a smaller limit sees it. A new reference. */
-static json_t *top_frame_cut(json_t *frame, int64_t limit) {
-        json_auto_t *cut = json_copy(frame); /* shallow: the values are shared */
-
-        if (!cut ||
-            json_object_set_new(cut, "tasks", array_prefix(json_object_get(frame, "tasks"), (size_t) limit)) < 0 ||
-            json_object_set_new(cut, "modules", array_prefix(json_object_get(frame, "modules"), (size_t) limit)) < 0 ||
-            json_object_set_new(cut, "units", array_prefix(json_object_get(frame, "units"), (size_t) limit)) < 0)
-                return NULL;
-        json_t *slab = json_object_get(frame, "slab");
-        if (json_is_object(slab)) {
-                json_auto_t *slab_cut = json_copy(slab);
-                if (!slab_cut ||
-                    json_object_set_new(slab_cut, "rows", array_prefix(json_object_get(slab, "rows"), (size_t) limit)) < 0 ||
-                    json_object_set(cut, "slab", slab_cut) < 0)
-                        return NULL;
-        }
-        return TAKE_PTR(cut);
-}
-
-/* Sets the timer for the stream due next, or turns it off when none is open. */
-static int top_timer_arm(Service *sv) {
-        uint64_t next = UINT64_MAX, shortest = UINT64_MAX;
-        int r;
-
-        for (TopStream *t = sv->top_streams; t; t = t->next) {
-                next = MIN(next, t->next_usec);
-                shortest = MIN(shortest, t->interval_usec);
-        }
-        if (next == UINT64_MAX)
-                return sv->top_timer ? sd_event_source_set_enabled(sv->top_timer, SD_EVENT_OFF) : 0;
-        r = sd_event_source_set_time(sv->top_timer, next);
-        if (r < 0)
-                return r;
-        r = sd_event_source_set_time_accuracy(sv->top_timer, MAX(shortest / TOP_ACCURACY_DIVISOR, (uint64_t) 1));
-        if (r < 0)
-                return r;
-        /* Time sources are one-shot by default; every wakeup arms it again. */
-        return sd_event_source_set_enabled(sv->top_timer, SD_EVENT_ON);
-}
-
-static TopStream *top_stream_free(TopStream *t) {
-        if (!t)
-                return NULL;
-        Service *sv = t->service;
-        LIST_REMOVE(sv->top_streams, t);
-        sv->n_top_streams--;
-        free(t);
-        /* No wakeup for a stream that is gone. */
-        if (sv->top_timer)
-                (void) top_timer_arm(sv);
-        return NULL;
-}
-
-static void top_disconnected(VarlinkCall *call, void *userdata) {
-        top_stream_free(userdata);
-}
-
-static bool top_stream_due(const TopStream *t, uint64_t now) {
-        /* A little early is on time: streams due close together share a frame. */
-        return t->next_usec <= now + t->interval_usec / TOP_BATCH_DIVISOR;
-}
-
-/* Whether t takes part in this wakeup: due, and its last update read. A client that does not read costs
- * neither memory nor work (the server drops it when its output stays unread). */
-static bool top_stream_wants_frame(const TopStream *t, uint64_t now) {
-        return top_stream_due(t, now) && varlink_call_output_pending(t->call) == 0;
-}
-
-static int top_timer_fired(sd_event_source *s, uint64_t usec, void *userdata) {
-        /* One frame per sort key and zero-row filter, shared by every stream that asks for it. */
-        json_t *frames[_QUERY_SORT_MAX][2] = {};
-        int64_t limits[_QUERY_SORT_MAX][2] = {};
-        Service *sv = userdata;
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        bool any = false;
-        int r;
-
-        for (TopStream *t = sv->top_streams; t; t = t->next)
-                if (top_stream_wants_frame(t, now)) {
-                        limits[t->sort][t->hide_zero] = MAX(limits[t->sort][t->hide_zero], t->limit);
-                        any = true;
-                }
-        if (any) {
-                service_flush(sv);
-                for (QuerySort q = 0; q < _QUERY_SORT_MAX; q++)
-                        for (int z = 0; z < 2; z++)
-                                if (limits[q][z] > 0) {
-                                        r = top_frame(sv, q, limits[q][z], z, &frames[q][z]);
-                                        if (r < 0)
-                                                log_debug_errno(r, "Top frame failed, skipping a beat: %m");
-                                }
-        }
-
-        for (TopStream *t = sv->top_streams, *next; t; t = next) {
-                next = t->next; /* a failed send never frees t here, but do not rely on it */
-                if (!top_stream_due(t, now))
-                        continue;
-                bool wants = top_stream_wants_frame(t, now);
-                /* On the beat; a stream that fell a whole interval behind (a busy loop, an unread frame)
-                 * skips what it missed instead of getting frames back to back. */
-                t->next_usec += t->interval_usec;
-                if (t->next_usec <= now)
-                        t->next_usec = now + t->interval_usec;
-                json_t *frame = frames[t->sort][t->hide_zero];
-                if (!wants || !frame)
-                        continue;
-                int64_t frame_limit = limits[t->sort][t->hide_zero];
-                json_auto_t *reply = t->limit == frame_limit ? json_incref(frame) : top_frame_cut(frame, t->limit);
-                r = reply ? varlink_call_reply_more(t->call, reply) : -ENOMEM;
-                /* The connection is going (its disconnect handler frees the stream) or memory is short. */
-                if (r < 0)
-                        log_debug_errno(r, "Top stream update failed, ignoring: %m");
-        }
-        for (QuerySort q = 0; q < _QUERY_SORT_MAX; q++)
-                for (int z = 0; z < 2; z++)
-                        json_decref(frames[q][z]);
-
-        return top_timer_arm(sv);
-}
-
-/* Adds t to the open streams (it is theirs even on failure) and sets the timer for whichever is due first. */
-static int top_stream_start(Service *sv, TopStream *t) {
-        int r;
-
-        LIST_PREPEND(sv->top_streams, t);
-        sv->n_top_streams++;
-        if (!sv->top_timer) {
-                r = sd_event_add_time(sv->event, &sv->top_timer, CLOCK_MONOTONIC, t->next_usec,
-                                      MAX(t->interval_usec / TOP_ACCURACY_DIVISOR, (uint64_t) 1), top_timer_fired, sv);
-                if (r < 0)
-                        return r;
-                (void) sd_event_source_set_description(sv->top_timer, "top-timer");
-                /* Below the event rings, as every client's work. */
-                r = sd_event_source_set_priority(sv->top_timer, sv->priority);
-                if (r < 0)
-                        return r;
-        }
-        return top_timer_arm(sv);
-}
-
-int service_top_timer(Service *sv, uint64_t *ret_usec, uint64_t *ret_accuracy_usec) {
-        int enabled = SD_EVENT_OFF, r;
-
-        assert(sv);
-        assert(ret_usec);
-        assert(ret_accuracy_usec);
-
-        if (sv->top_timer) {
-                r = sd_event_source_get_enabled(sv->top_timer, &enabled);
-                if (r < 0)
-                        return r;
-        }
-        if (enabled == SD_EVENT_OFF) {
-                *ret_usec = *ret_accuracy_usec = 0;
-                return 0;
-        }
-        r = sd_event_source_get_time(sv->top_timer, ret_usec);
-        if (r < 0)
-                return r;
-        return sd_event_source_get_time_accuracy(sv->top_timer, ret_accuracy_usec);
-}
-
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         const char *sort = NULL;
@@ -838,12 +437,11 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
         };
         json_auto_t *reply = NULL;
-        _cleanup_free_ TopStream *t = NULL;
         int r;
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        if (varlink_call_wants_more(call) && sv->n_top_streams >= TOP_STREAMS_MAX) {
+        if (varlink_call_wants_more(call) && top_streams_count(sv->top) >= TOP_STREAMS_MAX) {
                 json_auto_t *p = json_pack("{s:s, s:i}", "limit", "topStreams", "value", TOP_STREAMS_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
@@ -852,22 +450,28 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 return r;
         if (!varlink_call_wants_more(call))
                 return varlink_call_reply(call, reply);
-
-        t = calloc(1, sizeof(TopStream));
-        if (!t)
-                return -ENOMEM;
-        *t = (TopStream) { .service = sv, .call = call, .interval_usec = (uint64_t) interval, .limit = limit,
-                           .sort = query_sort_from_string(sort), .hide_zero = hide_zero,
-                           .next_usec = now_usec(CLOCK_MONOTONIC) + (uint64_t) interval };
         r = varlink_call_reply_more(call, reply);
         if (r < 0)
                 return r;
-        /* From here the stream is the connection's: its disconnect handler frees it. */
-        varlink_call_set_disconnect_handler(call, top_disconnected, t);
-        r = top_stream_start(sv, TAKE_PTR(t));
+        r = top_streams_open(sv->top, call, (uint64_t) interval, limit, query_sort_from_string(sort), hide_zero);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0)
                 log_warning_errno(r, "Cannot schedule the Top streams' timer, ignoring: %m");
         return 0;
+}
+
+/* The Top streams' frame: a Top reply. */
+static int top_stream_frame(void *userdata, QuerySort sort, int64_t limit, bool hide_zero, json_t **ret) {
+        return top_frame(userdata, sort, limit, hide_zero, ret);
+}
+
+static void top_stream_flush(void *userdata) {
+        service_flush(userdata);
+}
+
+int service_top_timer(Service *sv, uint64_t *ret_usec, uint64_t *ret_accuracy_usec) {
+        return top_streams_timer(sv->top, ret_usec, ret_accuracy_usec);
 }
 
 static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -892,10 +496,10 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
                 { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
         };
         json_auto_t *reply = NULL;
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
+        uint64_t now = service_now_usec(sv, CLOCK_MONOTONIC);
         int r = marks_save(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
@@ -924,8 +528,8 @@ static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now_usec(CLOCK_MONOTONIC),
-                           (size_t) limit, &reply);
+        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting,
+                           service_now_usec(sv, CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r == -ENOENT) {
                 json_auto_t *p = json_pack("{s:s}", "name", name);
                 return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
@@ -1127,14 +731,14 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 return 0;
         /* One walk of every tracked page per call (docs/performance.md): paced for all callers together,
          * so that no client, or all of them, can keep the daemon from its events. */
-        uint64_t start_usec = now_usec(CLOCK_MONOTONIC);
+        uint64_t start_usec = service_now_usec(sv, CLOCK_MONOTONIC);
         if (start_usec < sv->leaks_ready_usec) {
                 json_auto_t *p = json_pack("{s:s, s:I}", "limit", "leaksPace",
                                            "value", varlink_count(sv->leaks_ready_usec - start_usec));
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
         LeaksQuery q = {
-                .now_nsec = now_nsec(CLOCK_MONOTONIC),
+                .now_nsec = service_now_nsec(sv, CLOCK_MONOTONIC),
                 .min_age_nsec = (uint64_t) min_age * UINT64_C(1000000000),
                 .interval_nsec = (uint64_t) interval * UINT64_C(1000000000),
                 .intervals = (unsigned) intervals,
@@ -1148,7 +752,7 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
         int r = leaks_query_json(sv->accounting, &q, &reply);
         if (r < 0)
                 return r;
-        uint64_t end_usec = now_usec(CLOCK_MONOTONIC);
+        uint64_t end_usec = service_now_usec(sv, CLOCK_MONOTONIC);
         sv->leaks_ready_usec = end_usec + (end_usec - start_usec) * sv->leaks_pace;
         return varlink_call_reply(call, reply);
 }
@@ -1172,6 +776,116 @@ static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdat
         return varlink_call_reply(call, reply);
 }
 
+static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *name = NULL;
+        int64_t limit = EXPLAIN_LIMIT_DEFAULT, stacks = EXPLAIN_STACKS_DEFAULT;
+        const VarlinkField fields[] = {
+                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+                { .name = "stacks", .type = VARLINK_FIELD_INT, .ret = &stacks, .min = 0, .max = EXPLAIN_STACKS_MAX },
+        };
+        json_auto_t *reply = NULL;
+        AccountingStats s;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        ServiceLive live = service_live(sv);
+        accounting_get_stats(sv->accounting, &s);
+        ExplainQuery q = {
+                .name = name,
+                .limit = (size_t) limit,
+                .stacks = (unsigned) stacks,
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
+                .usym = sv->usym,
+                .memcg = live.memcg,
+                .memcg_reason = live.memcg_reason,
+                .page_size = sv->page_size,
+                .lost_events = MAX(s.lost_events, live.source.lost_records),
+                .stack_sample_interval = live.source.stack_sample_interval,
+                .uptime_usec = live.uptime_usec,
+        };
+        int r = explain_query_json(sv->accounting, &q, &reply);
+        if (r == -ENXIO)
+                return reply_no_such_unit(call, name);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
+#define EXPLAIN_UNITS_MAX 1000
+
+static int method_explain_units(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        json_t *names = NULL, *name;
+        const VarlinkField fields[] = {
+                { .name = "names", .type = VARLINK_FIELD_ARRAY, .ret = &names, .mandatory = true },
+        };
+        json_auto_t *reply = NULL;
+        size_t i;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        if (json_array_size(names) > EXPLAIN_UNITS_MAX)
+                return varlink_call_error_invalid_parameter(call, "names");
+        json_array_foreach(names, i, name)
+                if (!json_is_string(name))
+                        return varlink_call_error_invalid_parameter(call, "names");
+        ServiceLive live = service_live(sv);
+        int r = explain_units_json(sv->accounting, names, live.memcg, sv->page_size, &reply);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
+static const char *const breakdown_by_choices[] = { "order", "gfp", "migratetype", "node", NULL };
+
+static int method_page_breakdown(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *by = NULL, *unit = NULL, *module = NULL;
+        int64_t pid = -1, limit = 0;
+        const VarlinkField fields[] = {
+                { .name = "by", .type = VARLINK_FIELD_STRING, .ret = &by, .mandatory = true,
+                  .choices = breakdown_by_choices },
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
+                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &unit },
+                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
+                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
+        };
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        /* pid, unit and module exclude each other, as in StackTree. */
+        if (pid >= 0 && unit)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        if ((pid >= 0 || unit) && module)
+                return varlink_call_error_invalid_parameter(call, "module");
+        BreakdownQuery q = {
+                .by = breakdown_by_from_string(by),
+                .pid = (int32_t) pid,
+                .unit = unit,
+                .module = module,
+                .limit = (size_t) limit,
+        };
+        int r = breakdown_query_json(sv->accounting, &q, &reply);
+        if (r == -ESRCH) {
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+        }
+        if (r == -ENXIO)
+                return reply_no_such_unit(call, unit);
+        if (r == -ENOENT) {
+                json_auto_t *p = json_pack("{s:s}", "name", module);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static const VarlinkMethod methods[] = {
         { "io.memstrack.Status", method_status, 0 },
         { "io.memstrack.Summary", method_summary, 0 },
@@ -1191,6 +905,9 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.OomKills", method_oom_kills, 0 },
         { "io.memstrack.Slab", method_slab, 0 },
         { "io.memstrack.Leaks", method_leaks, 0 },
+        { "io.memstrack.Explain", method_explain, 0 },
+        { "io.memstrack.PageBreakdown", method_page_breakdown, 0 },
+        { "io.memstrack.ExplainUnits", method_explain_units, 0 },
         { "io.memstrack.Heap", method_heap, 0 },
         { "io.memstrack.HeapStop", method_heap_stop, 0 },
 };
@@ -1204,9 +921,7 @@ Service *service_free(Service *sv) {
                 return NULL;
         /* Freeing the server calls every open call's disconnect handler, which frees its stream. */
         sv->server = varlink_server_free(sv->server);
-        while (sv->top_streams)
-                top_stream_free(sv->top_streams);
-        sd_event_source_disable_unref(sv->top_timer);
+        top_streams_free(sv->top);
         marks_free(sv->marks);
         json_decref(sv->boot_phase);
         free(sv);
@@ -1235,10 +950,13 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .flush = config->flush,
                 .get_live = config->get_live,
                 .heap_stop = config->heap_stop,
+                .now_nsec = config->now_nsec,
                 .leaks_pace = config->leaks_pace ?: SERVICE_LEAKS_PACE,
         };
         sv->marks = marks_new();
-        if (!sv->marks)
+        sv->top = top_streams_new(&(TopStreamsConfig) { .event = sv->event, .priority = sv->priority, .userdata = sv,
+                                                         .flush = top_stream_flush, .frame = top_stream_frame });
+        if (!sv->marks || !sv->top)
                 return log_oom();
         /* Not serving it is no reason not to serve the rest: boot_phase_load() said why. */
         if (config->boot_phase_path)

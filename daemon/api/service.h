@@ -9,6 +9,7 @@
  */
 
 #include <stdint.h>
+#include <time.h>
 
 #include <systemd/sd-event.h>
 
@@ -19,20 +20,10 @@
 #include "history.h"
 #include "macro.h"
 #include "oomlog.h"
+#include "status.h"
 #include "usym.h"
 
 typedef struct Service Service;
-
-/* What the owner knows at the moment of a call. */
-typedef struct ServiceLive {
-        const char *backend;            /* the event source's name; "none" without a source */
-        const char *backend_reason;     /* why it runs (source_new()); NULL: unknown */
-        EventSourceStats source;        /* zeros without a source */
-        uint64_t uptime_usec;
-        double events_per_second;
-        const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
-        const char *heap_socket;        /* where processes hand over their heap beside the source; NULL: none */
-} ServiceLive;
 
 #define SERVICE_LEAKS_PACE 9
 
@@ -60,12 +51,11 @@ typedef struct ServiceConfig {
         /* Optional (HeapStop): stops recording pid's heap, which then ends as closed: 0, also when it had
          * ended already; -ESRCH when the source never recorded it or records no heaps. */
         int (*heap_stop)(void *userdata, int32_t pid);
+        /* The time now on clock (CLOCK_MONOTONIC, the events' clock, or CLOCK_REALTIME) in nsec, as calls
+         * read it: ages, timestamps, History's window and Leaks' pace. NULL: the system's clocks. For tests
+         * and fuzzers that feed events of a clock of their own and want the same answer every run. */
+        uint64_t (*now_nsec)(void *userdata, clockid_t clock);
 } ServiceConfig;
-
-/* The Status reply (io.memstrack.varlink) for accounting a and what its owner knows now; kernel addresses
- * count as hidden unless peer_is_root. New reference, NULL on OOM. Used by Status and by the snapshot
- * document memstrackd writes its reports from (document.h). */
-json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root);
 
 
 /* Listens (or takes the socket-activated fd) and serves until freed. Logs its failures. */

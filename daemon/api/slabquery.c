@@ -33,7 +33,7 @@ SlabBy slab_by_from_string(const char *s) {
 /* One row before it is rendered: call sites and caches have their SlabGroup, tasks and units are summed
  * from the live objects. */
 typedef struct Row {
-        uint32_t owner;                 /* site, cache, process or unit index */
+        uint32_t owner;                 /* site, cache, process (usage_task_owner()) or unit index */
         uint64_t objects, requested, allocated;
         const SlabGroup *group;         /* call sites and caches */
 } Row;
@@ -74,7 +74,7 @@ static void sum_object(void *userdata, uint64_t ptr, const SlabObject *o) {
 
         (void) ptr;
         if (r->by == SLAB_BY_TASK)
-                owner = usage_task(r->usage, o->task)->process;
+                owner = usage_task_owner(r->usage, o->task);
         else {
                 owner = o->cgroup != SLAB_NONE ? units_unit_of(r->units, o->cgroup) : UNITS_NONE;
                 if (owner == UNITS_NONE)

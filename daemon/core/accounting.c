@@ -21,15 +21,18 @@ struct Accounting {
         const Ksym *ksym;               /* borrowed */
         PageMap *pages;                 /* owned: pfn -> (task, stack leaf, module) */
         StackTree *stacks;              /* owned */
+        StackTree *slab_stacks;         /* owned: slab objects' stacks (with --slab only); holds no pages */
         Usage *usage;                   /* owned: tasks and modules */
         ChargeIndex *index;             /* owned: pages per (process, module, global leaf, cgroup) */
         Units *units;                   /* owned: pages per cgroup and unit */
         Slab *slab;                     /* owned: live slab objects */
+        PageKinds kinds;                /* owned: the kinds of page allocation charge cells name */
         Heap *heap;                     /* owned: user-space heaps */
         uint64_t stamp_epoch;           /* pagemap_stamp_epoch() of the last pagemap_clamp_ages() */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
         uint32_t stale_from;            /* first stack node classified with stale symbols, or STACK_NODE_NONE */
+        const MsTracerFrames *tracer;   /* borrowed: the source's tracing frames; NULL: none dropped */
         TracerFrameSlot tracer_cache[TRACER_CACHE_SLOTS]; /* is a chain's innermost frame the tracer's? */
         AccountingStats stats;
         uint64_t interval_peak_pages;   /* the most current_pages reached since the last take (ledger_mark()) */
@@ -70,13 +73,12 @@ static uint16_t classify_frame(void *userdata, uint64_t ip, unsigned *flags) {
         return USAGE_MODULE_NONE;
 }
 
-/* Functions that run a tracepoint's probes: what lies inside them in a chain is the tracer, not the
- * allocation. bpf_get_stack() unwinds from the BPF program, so its chains start with these; perf's start
- * at the tracepoint's caller and have none. */
-static bool is_tracer_function(const char *name) {
-        return startswith(name, "__traceiter_") || startswith(name, "__bpf_trace_") ||
-               startswith(name, "bpf_trace_run") || startswith(name, "perf_trace_") ||
-               startswith(name, "trace_event_raw_event_");
+/* One of the functions that run a tracepoint's probes for the source (MsTracerFrames). */
+static bool is_tracer_function(const Accounting *a, const char *name) {
+        for (const char *const *p = a->tracer ? a->tracer->prefixes : NULL; p && *p; p++)
+                if (startswith(name, *p))
+                        return true;
+        return false;
 }
 
 static const TracerFrameSlot *tracer_frame(Accounting *a, uint64_t ip) {
@@ -86,8 +88,9 @@ static const TracerFrameSlot *tracer_frame(Accounting *a, uint64_t ip) {
                 bool known = a->ksym && ksym_lookup(a->ksym, ip, &sym);
                 *slot = (TracerFrameSlot) {
                         .ip = ip,
-                        .tracer = known && !sym.module && is_tracer_function(sym.name),
-                        .program = !known || (sym.module && streq(sym.module, "bpf")),
+                        .tracer = known && !sym.module && is_tracer_function(a, sym.name),
+                        .program = a->tracer && a->tracer->program_first &&
+                                   (!known || (sym.module && streq(sym.module, "bpf"))),
                 };
         }
         return slot;
@@ -109,11 +112,17 @@ static size_t tracer_frames(Accounting *a, const MsStack *stack) {
         return skip;
 }
 
-/* The leaf to charge for a chain, without the tracer's frames. */
+/* The leaf of tree to charge for a chain, without the tracer's frames. The scope is the process record's
+ * usage_task_scope(): a record reused for another process is another scope. */
+static uint32_t intern_chain_in(Accounting *a, StackTree *tree, const MsStack *stack, uint32_t process) {
+        size_t skip = stack->n_frames > 0 && a->tracer ? tracer_frames(a, stack) : 0;
+        /* No stack may come as NULL frames, which take no offset, not even 0. */
+        return stacktree_intern(tree, skip > 0 ? stack->frames + skip : stack->frames, stack->n_frames - skip,
+                                stack->n_kernel_frames - skip, usage_task_scope(a->usage, process));
+}
+
 static uint32_t intern_chain(Accounting *a, const MsStack *stack, uint32_t process) {
-        size_t skip = stack->n_frames > 0 ? tracer_frames(a, stack) : 0;
-        return stacktree_intern(a->stacks, stack->frames + skip, stack->n_frames - skip,
-                                stack->n_kernel_frames - skip, process);
+        return intern_chain_in(a, a->stacks, stack, process);
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Accounting *, accounting_free);
@@ -133,6 +142,13 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->units = units_new();
         a->slab = slab_new(config->max_slab_objects);
         a->heap = heap_new(config->max_stack_nodes, config->max_heap_blocks, config->max_heaps, config->heap_shares);
+        /* Objects come at many times the page rate with as many chains: a tree of their own keeps them out
+         * of every page view and the pages' node budget. */
+        if (config->slab && !(a->slab_stacks = stacktree_new(MAX(config->max_stack_nodes / 4, (size_t) 2), false,
+                                                             classify_frame, a)))
+                return -ENOMEM;
+        if (page_kinds_init(&a->kinds) < 0)
+                return -ENOMEM;
         if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab || !a->heap)
                 return -ENOMEM;
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
@@ -149,10 +165,12 @@ Accounting *accounting_free(Accounting *a) {
                 return NULL;
         pagemap_free(a->pages);
         stacktree_free(a->stacks);
+        stacktree_free(a->slab_stacks);
         usage_free(a->usage);
         chargeindex_free(a->index);
         units_free(a->units);
         slab_free(a->slab);
+        page_kinds_done(&a->kinds);
         heap_free(a->heap);
         free(a);
         return NULL;
@@ -251,7 +269,8 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         /* The cell takes the pages first: a stale block of the same cell released by the insert must not
          * empty (and remove) it. */
         Task *t = usage_task(a->usage, task);
-        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, cgroup, pages);
+        uint32_t kind = page_kinds_intern(&a->kinds, e->page.pfn, e->page.order, e->page.gfp_flags, e->page.migrate_type);
+        uint32_t cell = chargeindex_add(a->index, t->charge_hint, process, module, leaf, cgroup, false, kind, pages);
         if (cell == CHARGE_CELL_NONE) {
                 a->stats.alloc_failures++;
                 return;
@@ -273,9 +292,10 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         a->stats.alloc_pages += pages;
 }
 
-/* A slab object's bytes leave whoever they were charged to. */
+/* A slab object's bytes leave whoever they were charged to; its task may be reused after. */
 static void release_object(Accounting *a, const SlabObject *o) {
         usage_task_uncharge(a->usage, o->task, LEDGER_BYTES, o->allocated);
+        usage_task_drop_object(a->usage, o->task);
         if (o->cgroup != SLAB_NONE)
                 units_uncharge_slab(a->units, o->cgroup, o->allocated);
 }
@@ -288,10 +308,15 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                 a->stats.alloc_failures++;
                 return;
         }
-        uint32_t cgroup = event_cgroup(a, usage_task(a->usage, task)->process, e->cgroup_id);
+        uint32_t process = usage_task(a->usage, task)->process;
+        uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
+        /* An object whose chain is missing its frames is still an object: it just has no stack. */
+        const MsStack *chain = &e->object.stack;
+        bool has_chain = a->slab_stacks && (chain->n_frames == 0 || chain->frames);
+        uint32_t stack = has_chain ? intern_chain_in(a, a->slab_stacks, chain, process) : STACK_NODE_ROOT;
         SlabObject old;
         int r = slab_alloc(a->slab, e->object.ptr, e->object.call_site, e->object.cache, task,
-                           cgroup == UNITS_NONE ? SLAB_NONE : cgroup, e->object.bytes_requested,
+                           cgroup == UNITS_NONE ? SLAB_NONE : cgroup, stack, e->object.bytes_requested,
                            e->object.bytes_allocated, e->cpu, e->timestamp_nsec, &old);
         if (old.site != SLAB_NONE)
                 release_object(a, &old);
@@ -299,6 +324,7 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                 return;
         uint32_t bytes = slab_object_bytes(e->object.bytes_requested, e->object.bytes_allocated);
         usage_task_charge(a->usage, task, LEDGER_BYTES, bytes);
+        usage_task_hold_object(a->usage, task);
         if (cgroup != UNITS_NONE)
                 units_charge_slab(a->units, cgroup, bytes);
 }
@@ -320,12 +346,14 @@ typedef struct CellSearch {
 static void find_leaf_cell(void *userdata, uint32_t cell) {
         CellSearch *c = userdata;
 
-        if (c->found == CHARGE_CELL_NONE && cell != c->skip && chargeindex_node(c->index, cell) == c->leaf)
+        if (c->found == CHARGE_CELL_NONE && cell != c->skip && chargeindex_node(c->index, cell) == c->leaf &&
+            chargeindex_sampled(c->index, cell))
                 c->found = cell;
 }
 
 /*
- * Takes up to budget pages of (process, leaf) off the charge index for a negative sample: first from the
+ * Takes up to budget pages of (process, leaf) off the charge index for a negative sample, from the cells
+ * of sampled pages only (blocks in the page table name the others): first from the
  * cell of the chain's module and the task's cgroup now, then from cells of the same chain under other
  * modules or cgroups (a symbol reload re-classified the chain after earlier samples charged it, or the
  * task moved: those pages leave the module and the cgroup they were charged to, uncharged here). Sets
@@ -334,7 +362,7 @@ static void find_leaf_cell(void *userdata, uint32_t cell) {
  */
 static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf,
                 uint32_t cgroup, uint64_t budget, int64_t *ret_delta) {
-        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup);
+        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup, true, PAGE_KIND_UNKNOWN);
         uint64_t taken = 0;
 
         if (cell != CHARGE_CELL_NONE) {
@@ -378,13 +406,20 @@ static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t mod
  * Bytes samples go to the task and module ledgers of that unit; stack nodes and the charge index count
  * pages only.
  */
+/* Whether a sample can be applied: a unit, a change and a rise of a size there can be, a chain. */
+static bool sample_is_valid(const MsSampleEvent *s) {
+        if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN ||
+            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames))
+                return false;
+        uint64_t max = s->unit == LEDGER_PAGES ? MS_EVENT_SAMPLE_PAGES_MAX : MS_EVENT_SAMPLE_BYTES_MAX;
+        uint64_t change = s->delta < 0 ? (uint64_t) -s->delta : (uint64_t) s->delta;
+        return change <= max && s->peak <= max;
+}
+
 static void handle_sample(Accounting *a, const MsEvent *e) {
         const MsSampleEvent *s = &e->sample;
 
-        if (s->unit < 0 || s->unit >= _LEDGER_UNIT_MAX || s->delta == INT64_MIN ||
-            s->stack.n_kernel_frames > s->stack.n_frames || (s->stack.n_frames > 0 && !s->stack.frames) ||
-            (s->unit == LEDGER_PAGES && (s->peak > MS_PAGES_MAX || s->delta > (int64_t) MS_PAGES_MAX ||
-                                         s->delta < -(int64_t) MS_PAGES_MAX))) {
+        if (!sample_is_valid(s)) {
                 a->stats.invalid_events++;
                 return;
         }
@@ -435,8 +470,8 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         }
 
         if (delta > 0) {
-                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, (uint64_t) delta) ==
-                    CHARGE_CELL_NONE) {
+                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, true,
+                                    PAGE_KIND_UNKNOWN, (uint64_t) delta) == CHARGE_CELL_NONE) {
                         a->stats.alloc_failures++;
                         return;
                 }
@@ -477,7 +512,7 @@ static void move_block(Accounting *a, PageOwner *o, unsigned order, uint16_t mod
         uint64_t pages = UINT64_C(1) << order;
         uint32_t cell = chargeindex_add(a->index, CHARGE_CELL_NONE, chargeindex_process(a->index, o->node), module,
                                         chargeindex_node(a->index, o->node), chargeindex_cgroup(a->index, o->node),
-                                        pages);
+                                        false, chargeindex_kind(a->index, o->node), pages);
 
         /* Without a cell for the new module the block stays where it is: every count stays balanced. */
         if (cell == CHARGE_CELL_NONE)
@@ -545,6 +580,10 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         }
 }
 
+void accounting_prefetch_page(Accounting *a, uint64_t pfn) {
+        pagemap_prefetch(a->pages, pfn);
+}
+
 void accounting_handle_event(Accounting *a, const MsEvent *e) {
         a->stats.events++;
         if (a->stats.first_event_nsec == 0)
@@ -559,6 +598,11 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                        (e->page.order > MS_EVENT_ORDER_MAX || e->page.pfn > PFN_ANY_ORDER_MAX)) &&
             (e->page.order > MS_EVENT_ORDER_MAX ||
              e->page.pfn > MS_PAGE_KEY_MAX + 1 - (UINT64_C(1) << e->page.order))) {
+                a->stats.invalid_events++;
+                return;
+        }
+        /* Nor is a chain whose frames are missing. */
+        if (_unlikely_(e->type == MS_EVENT_PAGE_ALLOC && e->page.stack.n_frames > 0 && !e->page.stack.frames)) {
                 a->stats.invalid_events++;
                 return;
         }
@@ -636,8 +680,12 @@ static void sink_event(void *userdata, const MsEvent *event) {
         accounting_handle_event(userdata, event);
 }
 
+static void sink_prefetch_page(void *userdata, uint64_t pfn) {
+        accounting_prefetch_page(userdata, pfn);
+}
+
 MsEventSink accounting_sink(Accounting *a) {
-        return (MsEventSink) { .event = sink_event, .userdata = a };
+        return (MsEventSink) { .event = sink_event, .prefetch_page = sink_prefetch_page, .userdata = a };
 }
 
 void accounting_symbols_stale(Accounting *a) {
@@ -693,6 +741,11 @@ void accounting_set_ksym(Accounting *a, const Ksym *ksym) {
         a->stats.symbol_walks++;
 }
 
+void accounting_set_tracer_frames(Accounting *a, const MsTracerFrames *tracer) {
+        a->tracer = tracer;
+        memset(a->tracer_cache, 0, sizeof(a->tracer_cache));
+}
+
 const Ksym *accounting_ksym(const Accounting *a) {
         return a->ksym;
 }
@@ -712,17 +765,15 @@ void accounting_reset(Accounting *a, AccountingReset what) {
 
                 pagemap_clear(a->pages);
                 stacktree_clear(a->stacks);
+                if (a->slab_stacks)
+                        stacktree_clear(a->slab_stacks);
                 chargeindex_clear(a->index);
                 if (a->stale_from != STACK_NODE_NONE)
                         a->stale_from = (uint32_t) stacktree_size(a->stacks);
                 usage_clear(a->usage);
                 units_clear(a->units);
-                /* Its objects name tasks and cgroups that are gone now. */
-                Slab *slab = slab_new(a->config.max_slab_objects);
-                if (slab) {
-                        slab_free(a->slab);
-                        a->slab = slab;
-                }
+                /* Its objects name tasks and cgroups that are gone now (their slots are reused). */
+                slab_clear(a->slab);
                 heap_clear(a->heap);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) {
@@ -747,6 +798,10 @@ StackTree *accounting_stacktree(Accounting *a) {
         return a->stacks;
 }
 
+StackTree *accounting_slab_stacktree(Accounting *a) {
+        return a->slab_stacks;
+}
+
 Units *accounting_units(Accounting *a) {
         return a->units;
 }
@@ -757,6 +812,10 @@ bool accounting_traces_slab(const Accounting *a) {
 
 Slab *accounting_slab(Accounting *a) {
         return a->slab;
+}
+
+PageKinds *accounting_page_kinds(Accounting *a) {
+        return &a->kinds;
 }
 
 Heap *accounting_heap(Accounting *a) {
@@ -777,8 +836,9 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
+               (a->slab_stacks ? stacktree_memory_bytes(a->slab_stacks) : 0) +
                usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units) +
-               slab_memory_bytes(a->slab) + heap_memory_bytes(a->heap);
+               slab_memory_bytes(a->slab) + heap_memory_bytes(a->heap) + page_kinds_memory_bytes(&a->kinds);
 }
 
 uint64_t accounting_current_pages(const Accounting *a) {

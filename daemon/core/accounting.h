@@ -34,6 +34,7 @@
 #include "event.h"
 #include "heap.h"
 #include "ksym.h"
+#include "pagekinds.h"
 #include "pagemap.h"
 #include "stacktree.h"
 #include "units.h"
@@ -41,9 +42,9 @@
 #include "usage.h"
 
 /*
- * The most pages the core counts in all, current or peak: 2^53 - 1, twice the pages a 64-bit machine has
- * (MS_PAGES_MAX), what a charge cell holds, and the largest integer a JSON reader that reads numbers as
- * doubles still gets exactly.
+ * The most pages the core counts in all, current or peak: 2^52 - 1, all but one of the pages a 64-bit
+ * machine can have (MS_PAGES_MAX), what a charge cell holds, and an integer a JSON reader that reads
+ * numbers as doubles still gets exactly.
  */
 #define ACCOUNTING_PAGES_MAX CHARGE_CELL_PAGES_MAX
 
@@ -86,8 +87,9 @@ typedef struct AccountingStats {
         uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
         uint64_t lost_events;           /* reported by the source */
         uint64_t resets;                /* ACCOUNTING_RESET_ALL so far: tells counts from before a reset apart */
-        uint64_t invalid_events;        /* not applied: page events with order > MS_EVENT_ORDER_MAX or a block
-                                         * beyond MS_PAGE_KEY_MAX, samples of more than MS_PAGES_MAX pages */
+        uint64_t invalid_events;        /* not applied: page events with order > MS_EVENT_ORDER_MAX, a block
+                                         * beyond MS_PAGE_KEY_MAX or frames missing; samples of a bad unit, size
+                                         * (MS_EVENT_SAMPLE_*_MAX) or chain */
         uint64_t saturated_events;      /* would have taken a count beyond ACCOUNTING_PAGES_MAX or COUNT_MAX:
                                          * samples and losses applied up to it, allocations not at all */
         uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
@@ -115,6 +117,10 @@ Accounting *accounting_free(Accounting *a);
 
 /* Applies one event of any type. Never fails: what cannot be applied is counted in AccountingStats. */
 void accounting_handle_event(Accounting *a, const MsEvent *event);
+
+/* A hint that a page event for pfn comes soon (pagemap_prefetch()): a source that holds a batch of events
+ * calls it a few events ahead of each it delivers. */
+void accounting_prefetch_page(Accounting *a, uint64_t pfn);
 /* A sink that feeds this Accounting, for event sources. */
 MsEventSink accounting_sink(Accounting *a);
 
@@ -133,12 +139,18 @@ bool accounting_traces_slab(const Accounting *a);
  * through it move to that module (one walk of the page table). Older nodes keep their module.
  */
 void accounting_set_ksym(Accounting *a, const Ksym *ksym);
+/* The event source's own frames at the top of its kernel stacks (borrowed, static in the source; NULL:
+ * none), which every chain then goes without. */
+void accounting_set_tracer_frames(Accounting *a, const MsTracerFrames *tracer);
 const Ksym *accounting_ksym(const Accounting *a);
 
 void accounting_reset(Accounting *a, AccountingReset what);
 
 Usage *accounting_usage(Accounting *a);
 StackTree *accounting_stacktree(Accounting *a);
+/* The stacks of slab objects (SlabObject.stack names its leaves): a tree of its own, which holds no pages,
+ * with AccountingConfig.slab only; NULL otherwise. */
+StackTree *accounting_slab_stacktree(Accounting *a);
 /* Pages per cgroup and unit; the daemon names pending cgroups through it (units_cgroup_resolve()). */
 Units *accounting_units(Accounting *a);
 /* Slab objects (slab.h): task and cgroup indexes are Usage's and Units'. */
@@ -150,8 +162,11 @@ Heap *accounting_heap(Accounting *a);
  * of the ages. */
 void accounting_clamp_page_ages(Accounting *a, uint64_t now_nsec);
 PageMap *accounting_pagemap(Accounting *a);
-/* Current pages per (process, module, global stack leaf, cgroup), for stack views of one task, module or
- * unit. */
+/* The kinds of page allocation (order, GFP flags, migrate type, zone) charge cells name; the daemon sets
+ * its zones (page_kinds_set_zones()) when its source's page keys are pfns. */
+PageKinds *accounting_page_kinds(Accounting *a);
+/* Current pages per (process, module, global stack leaf, cgroup, kind), for stack views of one task, module
+ * or unit, and breakdowns by kind. */
 const ChargeIndex *accounting_chargeindex(const Accounting *a);
 void accounting_get_stats(const Accounting *a, AccountingStats *ret);
 /* AccountingStats.current_pages alone: cheap enough to check per event. */

@@ -22,13 +22,16 @@ typedef struct CellLink {
         uint32_t prev, next;            /* cell indexes, NONE at either end */
 } CellLink;
 
-/* 40 bytes: pages and module share a word (2^53 pages of 4 KiB are 32 EiB). */
+/* 40 bytes: pages, the sampled bit and module share a word (2^52 pages of 4 KiB are 16 EiB); the kind
+ * takes what was the padding after the cgroup. */
 typedef struct Cell {
         uint32_t process, leaf;         /* leaf: the stack node charged */
         uint64_t pages:CHARGE_CELL_PAGES_BITS;
-        uint64_t module:64 - CHARGE_CELL_PAGES_BITS;
+        uint64_t sampled:1;             /* pages of aggregated samples, which no block names */
+        uint64_t module:63 - CHARGE_CELL_PAGES_BITS;
         CellLink link[_CELL_LIST_MAX];  /* per CellList */
         uint32_t cgroup;                /* the cgroup the pages are charged to (units.h) */
+        uint32_t kind;                  /* what kind of allocation (pagekinds.h) */
 } Cell;
 
 _Static_assert(sizeof(Cell) == 40, "a cell is five words");
@@ -48,9 +51,11 @@ struct ChargeIndex {
         size_t n_used;
 };
 
-static size_t home(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf, uint32_t cgroup) {
+static size_t home(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf, uint32_t cgroup,
+                bool sampled, uint32_t kind) {
         uint64_t h = ((uint64_t) process << 32 | leaf) * UINT64_C(0x9E3779B97F4A7C15);
-        h ^= ((uint64_t) cgroup << 11 | module) * UINT64_C(0xC2B2AE3D27D4EB4F);
+        h ^= ((uint64_t) cgroup << 12 | (uint64_t) sampled << 11 | module) * UINT64_C(0xC2B2AE3D27D4EB4F);
+        h ^= (uint64_t) kind * UINT64_C(0x165667B19E3779F9);
         h ^= h >> 31;
         return (size_t) h & (ci->capacity - 1);
 }
@@ -85,15 +90,24 @@ ChargeIndex *chargeindex_free(ChargeIndex *ci) {
         return NULL;
 }
 
-static size_t find(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf, uint32_t cgroup) {
-        for (size_t i = home(ci, process, module, leaf, cgroup);; i = (i + 1) & (ci->capacity - 1)) {
+static bool cell_is(const Cell *x, uint32_t process, uint16_t module, uint32_t leaf, uint32_t cgroup,
+                bool sampled, uint32_t kind) {
+        return x->process == process && x->leaf == leaf && x->module == module && x->cgroup == cgroup &&
+               x->sampled == sampled && x->kind == kind;
+}
+
+static size_t find(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t leaf, uint32_t cgroup,
+                bool sampled, uint32_t kind) {
+        for (size_t i = home(ci, process, module, leaf, cgroup, sampled, kind);; i = (i + 1) & (ci->capacity - 1)) {
                 uint32_t c = ci->slots[i];
-                if (c == NONE)
-                        return i;
-                const Cell *x = &ci->cells[c];
-                if (x->process == process && x->leaf == leaf && x->module == module && x->cgroup == cgroup)
+                if (c == NONE || cell_is(&ci->cells[c], process, module, leaf, cgroup, sampled, kind))
                         return i;
         }
+}
+
+/* The slot of a cell in use. */
+static size_t find_cell(const ChargeIndex *ci, const Cell *x) {
+        return find(ci, x->process, x->module, x->leaf, x->cgroup, x->sampled, x->kind);
 }
 
 static int grow_slots(ChargeIndex *ci) {
@@ -107,8 +121,7 @@ static int grow_slots(ChargeIndex *ci) {
         ci->capacity = capacity;
         for (size_t i = 0; i < old_capacity; i++)
                 if (old[i] != NONE) {
-                        const Cell *x = &ci->cells[old[i]];
-                        s[find(ci, x->process, x->module, x->leaf, x->cgroup)] = old[i];
+                        s[find_cell(ci, &ci->cells[old[i]])] = old[i];
                 }
         free(old);
         return 0;
@@ -176,34 +189,39 @@ static uint32_t new_cell(ChargeIndex *ci) {
 }
 
 uint32_t chargeindex_lookup(const ChargeIndex *ci, uint32_t process, uint16_t module, uint32_t node,
-                uint32_t cgroup) {
-        return ci->slots[find(ci, process, MIN(module, (uint16_t) (MODULES - 1)), node, cgroup)];
+                uint32_t cgroup, bool sampled, uint32_t kind) {
+        return ci->slots[find(ci, process, MIN(module, (uint16_t) (MODULES - 1)), node, cgroup, sampled, kind)];
+}
+
+/* Adds pages to a cell in use, unless it would hold more than a cell can. */
+static uint32_t cell_add(ChargeIndex *ci, uint32_t c, uint64_t pages) {
+        Cell *x = &ci->cells[c];
+
+        if (pages > CHARGE_CELL_PAGES_MAX - x->pages)
+                return NONE;
+        x->pages += pages;
+        return c;
 }
 
 uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint16_t module, uint32_t node,
-                uint32_t cgroup, uint64_t pages) {
+                uint32_t cgroup, bool sampled, uint32_t kind, uint64_t pages) {
         module = MIN(module, (uint16_t) (MODULES - 1));
+        if (pages > CHARGE_CELL_PAGES_MAX)
+                return NONE;
         /* The hint is the caller's last cell: a task allocating through the same chain again skips the
          * hash probe. */
-        if (hint < ci->n_cells) {
-                Cell *x = &ci->cells[hint];
-                if (x->leaf == node && x->process == process && x->module == module && x->cgroup == cgroup) {
-                        x->pages += pages;
-                        return hint;
-                }
-        }
+        if (hint < ci->n_cells && cell_is(&ci->cells[hint], process, module, node, cgroup, sampled, kind))
+                return cell_add(ci, hint, pages);
 
-        size_t i = find(ci, process, module, node, cgroup);
+        size_t i = find(ci, process, module, node, cgroup, sampled, kind);
 
-        if (_likely_(ci->slots[i] != NONE)) {
-                ci->cells[ci->slots[i]].pages += pages;
-                return ci->slots[i];
-        }
+        if (_likely_(ci->slots[i] != NONE))
+                return cell_add(ci, ci->slots[i], pages);
 
         if ((ci->n_used + 1) * 2 > ci->capacity) {
                 if (grow_slots(ci) < 0)
                         return NONE;
-                i = find(ci, process, module, node, cgroup);
+                i = find(ci, process, module, node, cgroup, sampled, kind);
         }
         if (ensure_process_head(ci, process) < 0)
                 return NONE;
@@ -216,6 +234,8 @@ uint32_t chargeindex_add(ChargeIndex *ci, uint32_t hint, uint32_t process, uint1
                 .leaf = node,
                 .module = module,
                 .cgroup = cgroup,
+                .sampled = sampled,
+                .kind = kind,
                 .pages = pages,
         };
         for (CellList l = 0; l < _CELL_LIST_MAX; l++)
@@ -241,7 +261,7 @@ static size_t probe_home(const void *table, size_t i) {
         if (ci->slots[i] == NONE)
                 return PROBE_EMPTY;
         const Cell *x = &ci->cells[ci->slots[i]];
-        return home(ci, x->process, x->module, x->leaf, x->cgroup);
+        return home(ci, x->process, x->module, x->leaf, x->cgroup, x->sampled, x->kind);
 }
 
 static void probe_move(void *table, size_t to, size_t from) {
@@ -266,7 +286,7 @@ void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages) {
                 x->pages -= pages;
                 return;
         }
-        remove_slot(ci, find(ci, x->process, x->module, x->leaf, x->cgroup));
+        remove_slot(ci, find_cell(ci, x));
         unlink_cell(ci, cell);
         ci->n_used--;
 }
@@ -285,15 +305,15 @@ int chargeindex_relabel(ChargeIndex *ci, uint32_t cell, uint16_t module) {
         module = MIN(module, (uint16_t) (MODULES - 1));
         if (module == x->module)
                 return 0;
-        if (ci->slots[find(ci, x->process, module, x->leaf, x->cgroup)] != NONE)
+        if (ci->slots[find(ci, x->process, module, x->leaf, x->cgroup, x->sampled, x->kind)] != NONE)
                 return -EEXIST;
 
         /* Out of the old key's slot and module list, into the new ones; the process list stays. */
-        remove_slot(ci, find(ci, x->process, x->module, x->leaf, x->cgroup));
+        remove_slot(ci, find_cell(ci, x));
         list_unlink(ci, CELL_LIST_MODULE, cell);
         x->module = module;
         list_push(ci, CELL_LIST_MODULE, cell);
-        ci->slots[find(ci, x->process, module, x->leaf, x->cgroup)] = cell;
+        ci->slots[find_cell(ci, x)] = cell;
         return 0;
 }
 
@@ -316,6 +336,27 @@ uint32_t chargeindex_process(const ChargeIndex *ci, uint32_t cell) {
 
 uint32_t chargeindex_cgroup(const ChargeIndex *ci, uint32_t cell) {
         return ci->cells[cell].cgroup;
+}
+
+bool chargeindex_sampled(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].sampled;
+}
+
+uint32_t chargeindex_kind(const ChargeIndex *ci, uint32_t cell) {
+        return ci->cells[cell].kind;
+}
+
+void chargeindex_foreach_cell_of_module(const ChargeIndex *ci, uint16_t module, ChargeIndexCellFn fn, void *userdata) {
+        if (module >= MODULES)
+                return;
+        for (uint32_t c = ci->module_head[module]; c != NONE; c = ci->cells[c].link[CELL_LIST_MODULE].next)
+                fn(userdata, c);
+}
+
+void chargeindex_foreach_cell(const ChargeIndex *ci, ChargeIndexCellFn fn, void *userdata) {
+        for (size_t c = 0; c < ci->n_cells; c++)
+                if (ci->cells[c].leaf != NONE)
+                        fn(userdata, (uint32_t) c);
 }
 
 void chargeindex_foreach_process(const ChargeIndex *ci, uint32_t process, ChargeIndexFn fn, void *userdata) {

@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,17 @@ typedef struct MsStack {
         uint32_t n_kernel_frames;
 } MsStack;
 
+/*
+ * A source's own tracing machinery at the top of its kernel stacks: the functions that run a tracepoint's
+ * probes (name prefixes), and, for a source whose stacks are taken from inside a BPF program, that
+ * program's frame first (module "bpf", or no symbol yet). The core drops that innermost run from every
+ * chain: it is the tracer, not the allocation. What the run looks like is the source's knowledge.
+ */
+typedef struct MsTracerFrames {
+        const char *const *prefixes;    /* NULL-terminated */
+        bool program_first;
+} MsTracerFrames;
+
 /* Page events' pfns are below 2^MS_PAGE_KEY_BITS (the page table's limit): physical frame numbers of 52-bit
  * physical addresses with 4 KiB pages, the most x86-64 and arm64 define, or a source's surrogate keys cut
  * to this width. A block must end below it too: the core counts one that does not as invalid
@@ -106,6 +118,16 @@ typedef struct MsModuleEvent {
 typedef struct MsLostEvent {
         uint64_t n_lost;
 } MsLostEvent;
+
+/*
+ * The most a sample may change its unit by or rise: the pages any machine has (MS_PAGES_MAX), and bytes of
+ * the pages of every pfn there can be (MS_PAGE_KEY_BITS) at the largest page size (64 KiB). More is a
+ * corrupt record: the core counts it (AccountingStats.invalid_events) and does not apply it. Within them,
+ * the core's totals saturate (ACCOUNTING_PAGES_MAX), so no count wraps or loses bits (a charge cell keeps
+ * 53 bits of pages).
+ */
+#define MS_EVENT_SAMPLE_PAGES_MAX MS_PAGES_MAX
+#define MS_EVENT_SAMPLE_BYTES_MAX (UINT64_C(1) << (MS_PAGE_KEY_BITS + 16))
 
 /*
  * What a source that aggregates in the kernel delivers instead of one record per allocation: "task
@@ -200,6 +222,10 @@ typedef struct MsEvent {
 typedef struct MsEventSink {
         void (*event)(void *userdata, const MsEvent *event);
         void *userdata;
+        /* Optional (NULL: none): a hint that a page event for pfn comes soon. A source holding a batch of
+         * page events calls it a few events ahead, so the sink's lookups overlap their memory latency.
+         * Last, so that a sink written as { event, userdata } stays what it was. */
+        void (*prefetch_page)(void *userdata, uint64_t pfn);
 } MsEventSink;
 
 /* One way a source loses data, and how often it did (Status lostByReason). */
@@ -223,4 +249,7 @@ typedef struct EventSourceStats {
         /* Pages per allocation stack taken: 1 every allocation's stack, N about one in N pages (the
          * stacks the others are charged to are estimated), 0 no stacks. */
         unsigned stack_sample_interval;
+        /* Page events' keys are the kernel's pfns (perf and ftrace on kernels whose tracepoint records
+         * one), so they tell the page's zone and node; false: keys of the source's own. */
+        bool pfns;
 } EventSourceStats;

@@ -82,6 +82,11 @@ PageMap *pagemap_free(PageMap *m) {
         return NULL;
 }
 
+void pagemap_prefetch(const PageMap *m, uint64_t pfn) {
+        /* For writing: an insert or release stores into the line it reads. */
+        __builtin_prefetch(&m->slots[home_slot(m, pfn)], 1);
+}
+
 /* Finds the slot holding pfn, or SIZE_MAX. */
 static size_t find_slot(const PageMap *m, uint64_t pfn) {
         for (size_t i = home_slot(m, pfn);; i = next_slot(m, i)) {

@@ -66,6 +66,13 @@ PageMap *pagemap_new(size_t capacity);
 PageMap *pagemap_free(PageMap *m);
 
 /*
+ * A hint that pfn is inserted or released soon: starts loading the table's line for it, so that a caller
+ * that knows its next events (a batch read from the kernel) overlaps the memory latency of several
+ * lookups instead of waiting on each in turn. Changes nothing.
+ */
+void pagemap_prefetch(const PageMap *m, uint64_t pfn);
+
+/*
  * Records that [pfn, pfn + 2^order) belongs to owner. If a block already starts at pfn (its free was
  * lost), the old block is released through release first and 1 is returned; 0 otherwise.
  * -ENOMEM if the table could not grow (nothing changed), -ERANGE for pfn or order out of range.

@@ -25,12 +25,12 @@ struct Slab {
         SlabStats stats;
 };
 
-/* FNV-1a; never 0, which KeyIndex does not take. */
+/* FNV-1a. */
 static uint64_t name_hash(const char *s) {
         uint64_t h = UINT64_C(0xcbf29ce484222325);
         for (; *s; s++)
                 h = (h ^ (unsigned char) *s) * UINT64_C(0x100000001b3);
-        return h ?: 1;
+        return h;
 }
 
 Slab *slab_new(size_t max_objects) {
@@ -112,8 +112,8 @@ static void object_delete(Slab *s, ObjectSlot *slot) {
 }
 
 static uint32_t site_intern(Slab *s, uint64_t address) {
-        /* Address 0 (a source that does not know the call site) is a site of its own: key 1 never is one. */
-        uint64_t key = address ?: 1;
+        /* Address 0 (a source that does not know the call site) is a site of its own. */
+        uint64_t key = address;
         uint32_t site = key_index_get(&s->site_index, key);
         if (site != KEY_INDEX_NONE)
                 return site;
@@ -135,7 +135,7 @@ static uint32_t cache_intern(Slab *s, const char *name) {
                         break;
                 if (streq(s->caches[cache].name, name))
                         return cache;
-                key = key_index_mix(key) ?: 1;
+                key = key_index_mix(key) ?: 1;  /* the mix keeps 0 at 0: never a fixed point */
         }
         if (greedy_realloc(&s->caches, &s->n_caches_allocated, s->n_caches + 1, sizeof(SlabGroup), 64) < 0)
                 return SLAB_NONE;
@@ -176,13 +176,14 @@ static void uncount(Slab *s, const SlabObject *o, uint32_t cpu) {
 }
 
 int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uint32_t task, uint32_t cgroup,
-               uint64_t requested, uint64_t allocated, uint32_t cpu, uint64_t now_nsec, SlabObject *ret_replaced) {
+               uint32_t stack, uint64_t requested, uint64_t allocated, uint32_t cpu, uint64_t now_nsec, SlabObject *ret_replaced) {
         assert(s);
 
         if (ret_replaced)
                 ret_replaced->site = SLAB_NONE;
         s->stats.allocs++;
-        ObjectSlot *slot = object_find(s, ptr);
+        /* A failed allocation is traced with a NULL pointer, which every empty slot has too. */
+        ObjectSlot *slot = ptr != 0 ? object_find(s, ptr) : NULL;
         if (slot) {
                 /* Its free was lost: the old record ends here, unseen by any CPU. */
                 if (ret_replaced)
@@ -201,6 +202,7 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
                 .cache = cache_intern(s, cache),
                 .task = task,
                 .cgroup = cgroup,
+                .stack = stack,
                 .requested = (uint32_t) MIN(requested, (uint64_t) UINT32_MAX),
                 .allocated = slab_object_bytes(requested, allocated),
                 .cpu = cpu,
@@ -246,6 +248,22 @@ void slab_reset_peaks(Slab *s) {
         for (size_t i = 0; i < s->n_caches; i++)
                 s->caches[i].live_allocated.peak = s->caches[i].live_allocated.current;
         s->stats.live_allocated.peak = s->stats.live_allocated.current;
+}
+
+static void group_clear(SlabGroup *g) {
+        *g = (SlabGroup) { .address = g->address, .name = g->name };
+}
+
+void slab_clear(Slab *s) {
+        for (size_t i = 0; i < s->n_sites; i++)
+                group_clear(&s->sites[i]);
+        for (size_t i = 0; i < s->n_caches; i++)
+                group_clear(&s->caches[i]);
+        /* The table starts again at its smallest with the next object. */
+        free(s->objects);
+        s->objects = NULL;
+        s->n_slots = s->n_live = 0;
+        s->stats = (SlabStats) {};
 }
 
 const SlabStats *slab_stats(const Slab *s) {

@@ -4,8 +4,9 @@
 /*
  * Slab objects (kmalloc, kmem_cache_alloc): every live object by pointer, and per call site and per cache
  * what is live (objects, bytes asked for and bytes handed out), what came and went, and the true peak of
- * live bytes. Owners (task, cgroup) are the caller's indexes, kept per object so that a free releases
- * what its allocation charged whoever frees it. Bounded: past max_objects an allocation is dropped and
+ * live bytes. Owners (task, cgroup) and the allocation's stack are the caller's indexes, kept per object so
+ * that a free releases what its allocation charged whoever frees it, and so that what is live can be told by
+ * owner and stack. Bounded: past max_objects an allocation is dropped and
  * counted, never grown into.
  */
 
@@ -22,6 +23,7 @@ typedef struct Slab Slab;
 typedef struct SlabObject {
         uint32_t site, cache;           /* slab_site(), slab_cache() indexes; cache SLAB_NONE: unnamed */
         uint32_t task, cgroup;          /* the caller's, as given to slab_alloc() */
+        uint32_t stack;                 /* the caller's allocation stack (a leaf of its own stack tree) */
         uint32_t requested, allocated;  /* bytes */
         uint32_t cpu;
         uint64_t time_nsec;             /* of the allocation */
@@ -59,12 +61,15 @@ Slab *slab_free(Slab *s);
  * live already (its free was lost) its old record ends and is copied to *ret_replaced, for the caller to
  * release what it charged; *ret_replaced's site is SLAB_NONE otherwise. */
 int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uint32_t task, uint32_t cgroup,
-               uint64_t requested, uint64_t allocated, uint32_t cpu, uint64_t now_nsec, SlabObject *ret_replaced);
+               uint32_t stack, uint64_t requested, uint64_t allocated, uint32_t cpu, uint64_t now_nsec, SlabObject *ret_replaced);
 /* Ends a live object: true with its record in *ret, false for a pointer not live here (counted). */
 bool slab_release(Slab *s, uint64_t ptr, uint32_t cpu, SlabObject *ret);
 
 /* Peaks become current values (Reset). */
 void slab_reset_peaks(Slab *s);
+/* Forgets every live object and every count (Reset of all): call sites and caches keep their indexes and
+ * names. Allocates nothing, so it cannot fail. */
+void slab_clear(Slab *s);
 
 const SlabStats *slab_stats(const Slab *s);
 size_t slab_site_count(const Slab *s);

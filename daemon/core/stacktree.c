@@ -23,13 +23,14 @@ typedef struct ChildSlot {
 /*
  * One remembered chain, identified by a 128-bit fingerprint (two independent 64-bit hashes over frames,
  * shape and scope) instead of a copy of its frames: a wrong leaf would take a 2^-128 collision, far less
- * likely than a memory bit flip, and the cache stays at 32 bytes a slot with no per-chain allocation.
+ * likely than a memory bit flip, and the cache stays at 32 bytes a slot with no per-chain allocation. Of
+ * the 64-bit scope only the low half is kept besides the fingerprint, which covers all of it.
  */
 typedef struct CacheSlot {
         uint64_t hash;
         uint64_t hash2;
         uint32_t leaf;
-        uint32_t scope;
+        uint32_t scope;         /* the scope's low 32 bits */
         uint32_t last_used;     /* tick of the last hit: the least recently used way is replaced */
         uint16_t n_frames;
         uint16_t n_kernel;
@@ -197,7 +198,7 @@ uint32_t stacktree_find_child(const StackTree *t, uint32_t parent, StackFrameKin
         return s->parent_kind == CHILD_EMPTY ? STACK_NODE_NONE : s->child;
 }
 
-uint32_t stacktree_process_scope(const StackTree *t, uint32_t scope) {
+uint32_t stacktree_process_scope(const StackTree *t, uint64_t scope) {
         return stacktree_find_child(t, STACK_NODE_PROCESSES, STACK_FRAME_PROCESS, scope);
 }
 
@@ -305,10 +306,11 @@ static uint32_t child_get(StackTree *t, uint32_t parent, StackFrameKind kind, ui
 }
 
 /* Two hashes with unrelated constants and mixing, computed in one pass over the frames. */
-static void hash_chain(const uint64_t *frames, size_t n, size_t n_kernel, uint32_t scope, uint64_t *ret_h1,
+static void hash_chain(const uint64_t *frames, size_t n, size_t n_kernel, uint64_t scope, uint64_t *ret_h1,
                 uint64_t *ret_h2) {
-        uint64_t h1 = UINT64_C(0x243F6A8885A308D3) ^ (n_kernel << 32 | scope);
-        uint64_t h2 = UINT64_C(0x13198A2E03707344) + (n << 32) + scope;
+        uint64_t h1 = UINT64_C(0x243F6A8885A308D3) ^ (n_kernel << 32 | (uint32_t) scope) ^ mix64(scope >> 32);
+        uint64_t h2 = UINT64_C(0x13198A2E03707344) + (n << 32) + (uint32_t) scope +
+                      (scope >> 32) * UINT64_C(0x9E3779B97F4A7C15);
 
         for (size_t i = 0; i < n; i++) {
                 h1 = (h1 ^ frames[i]) * UINT64_C(0x100000001b3) + (h1 >> 29);
@@ -325,7 +327,7 @@ static void hash_chain(const uint64_t *frames, size_t n, size_t n_kernel, uint32
  * process tree that child is keyed by the chain's global leaf (marker_ip), as it is twinned with it.
  */
 static uint32_t walk(StackTree *t, uint32_t start, const uint64_t *frames, size_t n, size_t n_kernel,
-                uint32_t scope, uint64_t marker_ip, bool *truncated) {
+                uint64_t scope, uint64_t marker_ip, bool *truncated) {
         bool process_tree = start != STACK_NODE_ROOT;
         uint32_t node = start, next;
 
@@ -356,7 +358,7 @@ truncated:
  * points at g itself (charged to the global tree only), so the next event of that chain is one lookup.
  */
 static uint32_t process_leaf(StackTree *t, uint32_t g, const uint64_t *frames, size_t n, size_t n_kernel,
-                uint32_t scope) {
+                uint64_t scope) {
         bool truncated = false;
 
         uint32_t scope_node = child_get(t, STACK_NODE_PROCESSES, STACK_FRAME_PROCESS, scope, true);
@@ -387,8 +389,8 @@ static uint32_t process_leaf(StackTree *t, uint32_t g, const uint64_t *frames, s
 }
 
 uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames, size_t n_kernel,
-                uint32_t scope) {
-        uint32_t process = scope;
+                uint64_t scope) {
+        uint64_t process = scope;
 
         n_kernel = MIN(n_kernel, n_frames);
         /* Kernel-only chains are the same code whoever runs them: one global path for all. */
@@ -402,7 +404,7 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
         for (unsigned w = 0; w < CACHE_WAYS; w++) {
                 CacheSlot *x = &set[w];
                 if (x->hash == h && x->hash2 == h2 && x->n_frames == n_frames && x->n_kernel == n_kernel &&
-                    x->scope == scope && x->last_used != 0) {
+                    x->scope == (uint32_t) scope && x->last_used != 0) {
                         t->cache_hits++;
                         x->last_used = t->cache_tick;
                         return t->per_process ? process_leaf(t, x->leaf, frames, n_frames, n_kernel, process)
@@ -427,7 +429,7 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
                         .hash = h,
                         .hash2 = h2,
                         .leaf = leaf,
-                        .scope = scope,
+                        .scope = (uint32_t) scope,
                         .last_used = t->cache_tick ?: 1,
                         .n_frames = (uint16_t) n_frames,
                         .n_kernel = (uint16_t) n_kernel,

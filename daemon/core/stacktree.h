@@ -14,7 +14,9 @@
  * fall back to the prefix itself. A set-associative cache of whole chains makes a repeated chain one hash.
  *
  * User frames are only meaningful inside one process, so a chain with user frames hangs below a synthetic
- * STACK_FRAME_PROCESS node whose ip is the caller's process scope (the process's task index).
+ * STACK_FRAME_PROCESS node whose ip is the caller's process scope: a key the caller never gives another
+ * process (the process's task index and the generation of its slot, usage_task_scope()), so that a
+ * process never inherits the nodes, peaks or per-process tree of one that had its task slot before.
  *
  * With per-process trees on, every chain is also interned below the process's own scope node under a
  * second root, STACK_NODE_PROCESSES: the process's tree, with peaks of its own. stacktree_intern() then
@@ -97,7 +99,7 @@ StackTree *stacktree_free(StackTree *t);
  * root. Never fails: on OOM or past the budget, the deepest existing prefix is returned (and counted).
  */
 uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames, size_t n_kernel,
-                uint32_t scope);
+                uint64_t scope);
 
 /* Adds pages to the node and all its ancestors, raising their peaks. */
 void stacktree_charge(StackTree *t, uint32_t node, uint64_t pages);
@@ -110,7 +112,7 @@ void stacktree_apply(StackTree *t, uint32_t node, uint64_t rise, int64_t delta);
 /* The existing child of parent for (kind, ip), or STACK_NODE_NONE. */
 uint32_t stacktree_find_child(const StackTree *t, uint32_t parent, StackFrameKind kind, uint64_t ip);
 /* The scope node of a process's tree, or STACK_NODE_NONE. */
-uint32_t stacktree_process_scope(const StackTree *t, uint32_t scope);
+uint32_t stacktree_process_scope(const StackTree *t, uint64_t scope);
 
 /*
  * Classifies the kernel frames of nodes [from, size) again (after the symbol table behind module_fn

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyindex.h"
 #include "macro.h"
 #include "units.h"
 
@@ -13,32 +14,17 @@ struct Units {
         UnitUsage *units;               /* owned, names owned by each; [0] reserved */
         size_t n_units, n_units_allocated;
 
-        uint32_t *slots;                /* owned: cgroup id -> record index, UNITS_NONE when empty */
-        size_t capacity;                /* a power of two, at most half full */
+        KeyIndex by_id;                 /* owned: cgroup id -> record index */
         size_t n_pending;
 };
-
-static size_t home(const Units *u, uint64_t id) {
-        uint64_t h = id * UINT64_C(0x9E3779B97F4A7C15);
-        return (size_t) (h ^ h >> 29) & (u->capacity - 1);
-}
-
-static size_t find(const Units *u, uint64_t id) {
-        for (size_t i = home(u, id);; i = (i + 1) & (u->capacity - 1))
-                if (u->slots[i] == UNITS_NONE || u->cgroups[u->slots[i]].id == id)
-                        return i;
-}
 
 Units *units_new(void) {
         _cleanup_free_ Units *u = calloc(1, sizeof(Units));
         if (!u)
                 return NULL;
-        u->capacity = 64;
-        u->slots = calloc(u->capacity, sizeof(uint32_t));
         u->cgroups = calloc(16, sizeof(CgroupUsage));
         u->units = calloc(16, sizeof(UnitUsage));
-        if (!u->slots || !u->cgroups || !u->units) {
-                free(u->slots);
+        if (!u->cgroups || !u->units) {
                 free(u->cgroups);
                 free(u->units);
                 return NULL;
@@ -57,7 +43,7 @@ Units *units_free(Units *u) {
         }
         free(u->units);
         free(u->cgroups);
-        free(u->slots);
+        key_index_done(&u->by_id);
         free(u);
         return NULL;
 }
@@ -76,18 +62,6 @@ static int grow(void **array, size_t *allocated, size_t used, size_t size) {
         return 0;
 }
 
-static int grow_slots(Units *u) {
-        size_t capacity = u->capacity * 2;
-        uint32_t *s = calloc(capacity, sizeof(uint32_t)), *old = u->slots;
-        if (!s)
-                return -ENOMEM;
-        u->slots = s;
-        u->capacity = capacity;
-        for (size_t c = 1; c < u->n_cgroups; c++)
-                s[find(u, u->cgroups[c].id)] = (uint32_t) c;
-        free(old);
-        return 0;
-}
 
 /* An unused unit slot (a unit all of whose cgroups joined others), emptied, else a new one. */
 static uint32_t unit_new(Units *u) {
@@ -106,25 +80,20 @@ static uint32_t unit_new(Units *u) {
 }
 
 uint32_t units_cgroup_intern(Units *u, uint64_t id) {
-        size_t i = find(u, id);
-        if (_likely_(u->slots[i] != UNITS_NONE))
-                return u->slots[i];
+        uint32_t known = key_index_get(&u->by_id, id);
+        if (_likely_(known != KEY_INDEX_NONE))
+                return known;
 
-        if ((u->n_cgroups + 1) * 2 > u->capacity) {
-                if (grow_slots(u) < 0)
-                        return UNITS_NONE;
-                i = find(u, id);
-        }
         if (grow((void **) &u->cgroups, &u->n_cgroups_allocated, u->n_cgroups, sizeof(CgroupUsage)) < 0)
                 return UNITS_NONE;
+        /* A unit record that ends up unused (the index failed) stays free for the next new cgroup. */
         uint32_t unit = unit_new(u);
-        if (unit == UNITS_NONE)
+        if (unit == UNITS_NONE || key_index_put(&u->by_id, id, (uint32_t) u->n_cgroups) < 0)
                 return UNITS_NONE;
 
         uint32_t c = (uint32_t) u->n_cgroups++;
         u->cgroups[c] = (CgroupUsage) { .id = id, .unit = unit, .pending = true };
         u->units[unit] = (UnitUsage) { .n_cgroups = 1, .n_live = 1 };
-        u->slots[i] = c;
         u->n_pending++;
         /* No id is no name to look for: such events all go to one unit, named right away. On OOM it stays
          * pending, and the daemon's resolver names it as any id it cannot find. */
@@ -338,7 +307,7 @@ void units_clear(Units *u) {
 
 size_t units_memory_bytes(const Units *u) {
         size_t n = sizeof(Units) + u->n_cgroups_allocated * sizeof(CgroupUsage) +
-                   u->n_units_allocated * sizeof(UnitUsage) + u->capacity * sizeof(uint32_t);
+                   u->n_units_allocated * sizeof(UnitUsage) + key_index_memory_bytes(&u->by_id);
         for (size_t i = 1; i < u->n_units; i++)
                 n += (u->units[i].name ? strlen(u->units[i].name) + 1 : 0) +
                      (u->units[i].cgroup ? strlen(u->units[i].cgroup) + 1 : 0);

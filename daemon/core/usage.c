@@ -5,20 +5,8 @@
 #include <string.h>
 
 #include "macro.h"
-#include "probe.h"
+#include "keyindex.h"
 #include "usage.h"
-
-/* int32 id -> uint32 index, open addressing with backward-shift deletion. */
-typedef struct IdSlot {
-        int32_t id;
-        uint32_t idx;           /* USAGE_TASK_NONE when free */
-} IdSlot;
-
-typedef struct IdMap {
-        IdSlot *slots;          /* owned */
-        size_t capacity;        /* power of two, at most half full */
-        size_t n;
-} IdMap;
 
 struct Usage {
         Task *tasks;            /* owned; slot 0 is "[evicted]" */
@@ -26,8 +14,8 @@ struct Usage {
         uint32_t *free_slots;   /* owned, room for n_allocated; evicted slots no page refers to any more */
         size_t n_free;
 
-        IdMap processes;        /* tgid -> newest process record with that tgid */
-        IdMap threads;          /* tid -> newest thread record (thread tracking only) */
+        KeyIndex processes;     /* tgid -> newest process record with that tgid */
+        KeyIndex threads;       /* tid -> newest thread record (thread tracking only) */
 
         size_t n_exited, max_exited;            /* records exited and not evicted */
         uint32_t exited_head, exited_tail;      /* those records, oldest exit first (Task.exited_*) */
@@ -42,93 +30,24 @@ struct Usage {
         uint64_t tasks_evicted, tasks_recycled, modules_dropped, underflows;
 };
 
-static size_t id_home(const IdMap *m, int32_t id) {
-        return (size_t) (((uint64_t) (uint32_t) id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (m->capacity - 1);
+/* A task id (a tgid or tid) as a key of the id maps. */
+static uint64_t id_key(int32_t id) {
+        return (uint32_t) id;
 }
 
-static int idmap_init(IdMap *m) {
-        m->capacity = 1024;
-        m->n = 0;
-        m->slots = malloc(m->capacity * sizeof(IdSlot));
-        if (!m->slots)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->capacity; i++)
-                m->slots[i].idx = USAGE_TASK_NONE;
-        return 0;
+static uint32_t idmap_get(const KeyIndex *m, int32_t id) {
+        uint32_t idx = key_index_get(m, id_key(id));
+        return idx == KEY_INDEX_NONE ? USAGE_TASK_NONE : idx;
 }
 
-static uint32_t idmap_get(const IdMap *m, int32_t id) {
-        for (size_t i = id_home(m, id);; i = (i + 1) & (m->capacity - 1)) {
-                if (m->slots[i].idx == USAGE_TASK_NONE)
-                        return USAGE_TASK_NONE;
-                if (m->slots[i].id == id)
-                        return m->slots[i].idx;
-        }
-}
-
-static int idmap_put(IdMap *m, int32_t id, uint32_t idx);
-
-static int idmap_grow(IdMap *m) {
-        IdMap n = { .capacity = m->capacity * 2 };
-        n.slots = malloc(n.capacity * sizeof(IdSlot));
-        if (!n.slots)
-                return -ENOMEM;
-        for (size_t i = 0; i < n.capacity; i++)
-                n.slots[i].idx = USAGE_TASK_NONE;
-        for (size_t i = 0; i < m->capacity; i++)
-                if (m->slots[i].idx != USAGE_TASK_NONE)
-                        (void) idmap_put(&n, m->slots[i].id, m->slots[i].idx);
-        free(m->slots);
-        *m = n;
-        return 0;
-}
-
-static int idmap_put(IdMap *m, int32_t id, uint32_t idx) {
-        if ((m->n + 1) * 2 > m->capacity) {
-                int r = idmap_grow(m);
-                if (r < 0)
-                        return r;
-        }
-        size_t i = id_home(m, id);
-        for (; m->slots[i].idx != USAGE_TASK_NONE; i = (i + 1) & (m->capacity - 1))
-                if (m->slots[i].id == id) {
-                        m->slots[i].idx = idx;
-                        return 0;
-                }
-        m->slots[i] = (IdSlot) { .id = id, .idx = idx };
-        m->n++;
-        return 0;
-}
-
-static size_t idmap_probe_home(const void *table, size_t i) {
-        const IdMap *m = table;
-        return m->slots[i].idx == USAGE_TASK_NONE ? PROBE_EMPTY : id_home(m, m->slots[i].id);
-}
-
-static void idmap_probe_move(void *table, size_t to, size_t from) {
-        IdMap *m = table;
-        m->slots[to] = m->slots[from];
-}
-
-static void idmap_probe_clear(void *table, size_t i) {
-        IdMap *m = table;
-        m->slots[i].idx = USAGE_TASK_NONE;
+static int idmap_put(KeyIndex *m, int32_t id, uint32_t idx) {
+        return key_index_put(m, id_key(id), idx);
 }
 
 /* Removes id only if it still maps to idx (a newer record may have taken the id). */
-static void idmap_remove(IdMap *m, int32_t id, uint32_t idx) {
-        size_t hole = id_home(m, id);
-        for (;; hole = (hole + 1) & (m->capacity - 1)) {
-                if (m->slots[hole].idx == USAGE_TASK_NONE)
-                        return;
-                if (m->slots[hole].id == id)
-                        break;
-        }
-        if (m->slots[hole].idx != idx)
-                return;
-
-        probe_delete(m, m->capacity, hole, idmap_probe_home, idmap_probe_move, idmap_probe_clear);
-        m->n--;
+static void idmap_remove(KeyIndex *m, int32_t id, uint32_t idx) {
+        if (idmap_get(m, id) == idx)
+                (void) key_index_remove(m, id_key(id));
 }
 
 static void set_comm(Task *t, const char *comm) {
@@ -146,7 +65,7 @@ static void init_evicted_record(Usage *u) {
                 .exited_prev = USAGE_TASK_NONE,
                 .exited_next = USAGE_TASK_NONE,
         };
-        set_comm(&u->tasks[USAGE_TASK_EVICTED], "[evicted]");
+        set_comm(&u->tasks[USAGE_TASK_EVICTED], USAGE_EVICTED_COMM);
         u->n_tasks = 1;
         u->exited_head = u->exited_tail = USAGE_TASK_NONE;
 }
@@ -167,8 +86,6 @@ Usage *usage_new(bool track_threads, size_t max_exited) {
         u->free_slots = malloc(u->n_allocated * sizeof(uint32_t));
         if (!u->tasks || !u->free_slots)
                 return NULL;
-        if (idmap_init(&u->processes) < 0 || idmap_init(&u->threads) < 0)
-                return NULL;
         init_evicted_record(u);
         return TAKE_PTR(u);
 }
@@ -185,8 +102,8 @@ Usage *usage_free(Usage *u) {
         for (size_t i = 0; i < u->n_modules; i++)
                 free(u->modules[i].name);
         free(u->modules);
-        free(u->processes.slots);
-        free(u->threads.slots);
+        key_index_done(&u->processes);
+        key_index_done(&u->threads);
         free(u->free_slots);
         free(u->tasks);
         free(u);
@@ -258,11 +175,12 @@ static void thread_unlink(Usage *u, uint32_t thread) {
 
 /* A fresh record; USAGE_TASK_NONE on OOM. Reuses evicted slots first. */
 static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, uint64_t now_nsec) {
-        uint32_t idx;
+        uint32_t idx, generation = 0;
 
-        if (u->n_free > 0)
+        if (u->n_free > 0) {
                 idx = u->free_slots[--u->n_free];
-        else {
+                generation = u->tasks[idx].generation + 1;
+        } else {
                 if (u->n_tasks == u->n_allocated) {
                         if (u->n_allocated >= USAGE_TASK_NONE / 2)
                                 return USAGE_TASK_NONE;
@@ -290,6 +208,7 @@ static uint32_t task_new(Usage *u, int32_t pid, int32_t tgid, bool is_thread, ui
                 .thread_next = USAGE_TASK_NONE,
                 .exited_prev = USAGE_TASK_NONE,
                 .exited_next = USAGE_TASK_NONE,
+                .generation = generation,
                 .is_thread = is_thread,
         };
         /* Until a COMM record or /proc says otherwise. */
@@ -478,17 +397,27 @@ static bool holds_nothing(const Task *t) {
         return true;
 }
 
-/* Puts an evicted slot on the free list once nothing refers to it: no page (its count, which for a
- * process includes its threads') and, for a process, no thread record. */
-static void maybe_recycle(Usage *u, uint32_t idx) {
+/* Frees an evicted slot for reuse, or retires it for good when its next task's generation would wrap (a
+ * scope key of that generation may still name the first of its tasks). */
+static void recycle(Usage *u, uint32_t idx) {
         Task *t = &u->tasks[idx];
 
-        if (!t->evicted || t->recycled || !holds_nothing(t) || (!t->is_thread && t->n_threads > 0))
-                return;
         free(t->cmdline);
         t->cmdline = NULL;
         t->recycled = true;
-        u->free_slots[u->n_free++] = idx;
+        if (t->generation < UINT32_MAX)
+                u->free_slots[u->n_free++] = idx;
+}
+
+/* Puts an evicted slot on the free list once nothing refers to it: no page (its count, which for a
+ * process includes its threads'), no slab object and, for a process, no thread record. */
+static void maybe_recycle(Usage *u, uint32_t idx) {
+        Task *t = &u->tasks[idx];
+
+        if (!t->evicted || t->recycled || !holds_nothing(t) || t->n_objects > 0 ||
+            (!t->is_thread && t->n_threads > 0))
+                return;
+        recycle(u, idx);
         u->tasks_recycled++;
         if (t->is_thread && t->process != idx) {
                 thread_unlink(u, idx);
@@ -534,10 +463,35 @@ void usage_task_apply(Usage *u, uint32_t task, LedgerUnit unit, uint64_t rise, i
                 usage_task_uncharge(u, task, unit, (uint64_t) -(delta + 1) + 1);
 }
 
+void usage_task_hold_object(Usage *u, uint32_t task) {
+        u->tasks[task].n_objects++;
+}
+
+void usage_task_drop_object(Usage *u, uint32_t task) {
+        Task *t = &u->tasks[task];
+
+        /* A reset forgot the objects' owners (usage_clear()): nothing to drop then. */
+        if (t->n_objects == 0)
+                return;
+        t->n_objects--;
+        /* A thread's process goes with its last thread record. */
+        maybe_recycle(u, task);
+}
+
 Task *usage_task(Usage *u, uint32_t idx) {
         if (idx >= u->n_tasks || u->tasks[idx].evicted)
                 return NULL;
         return &u->tasks[idx];
+}
+
+uint64_t usage_task_scope(const Usage *u, uint32_t idx) {
+        return (uint64_t) u->tasks[idx].generation << 32 | idx;
+}
+
+Task *usage_task_of_scope(Usage *u, uint64_t scope) {
+        Task *t = usage_task(u, (uint32_t) scope);
+
+        return t && t->generation == (uint32_t) (scope >> 32) ? t : NULL;
 }
 
 size_t usage_task_slots(const Usage *u) {
@@ -561,6 +515,14 @@ uint32_t usage_find_process(const Usage *u, int32_t pid) {
 
 uint32_t usage_task_process(const Usage *u, uint32_t idx) {
         return idx < u->n_tasks ? u->tasks[idx].process : USAGE_TASK_NONE;
+}
+
+uint32_t usage_task_owner(const Usage *u, uint32_t idx) {
+        uint32_t process = usage_task_process(u, idx);
+
+        if (process == USAGE_TASK_NONE)
+                return process;
+        return u->tasks[process].evicted ? USAGE_TASK_EVICTED : process;
 }
 
 uint32_t usage_task_forward(const Usage *u, uint32_t idx) {
@@ -719,8 +681,9 @@ void usage_clear(Usage *u) {
                 counts_clear(t->ledger, t->interval_peak, &t->allocs, &t->frees);
                 if (t->exited && !t->evicted)
                         evict_one(u, (uint32_t) i);
-                /* The page table was cleared with us: no page names any slot now. */
-                t->n_threads = 0;
+                /* The page table and the slab objects were cleared with us: nothing names any slot
+                 * now. */
+                t->n_threads = t->n_objects = 0;
                 t->first_thread = USAGE_TASK_NONE;
         }
         for (size_t i = 1; i < u->n_tasks; i++) {
@@ -729,12 +692,8 @@ void usage_clear(Usage *u) {
                  * about to be reused. */
                 if (t->is_thread && !t->evicted && u->tasks[t->process].evicted)
                         evict_one(u, (uint32_t) i);
-                if (t->evicted && !t->recycled) {
-                        free(t->cmdline);
-                        t->cmdline = NULL;
-                        t->recycled = true;
-                        u->free_slots[u->n_free++] = (uint32_t) i;
-                }
+                if (t->evicted && !t->recycled)
+                        recycle(u, (uint32_t) i);
         }
         /* Live threads still name their processes. */
         for (size_t i = 1; i < u->n_tasks; i++)
@@ -778,7 +737,7 @@ uint64_t usage_baseline_pages(const Usage *u, size_t *ret_tasks) {
 
 size_t usage_memory_bytes(const Usage *u) {
         size_t b = sizeof(Usage) + u->n_allocated * (sizeof(Task) + sizeof(uint32_t)) +
-                   (u->processes.capacity + u->threads.capacity) * sizeof(IdSlot) +
+                   key_index_memory_bytes(&u->processes) + key_index_memory_bytes(&u->threads) +
                    u->n_modules * sizeof(ModuleUsage);
         for (size_t i = 0; i < u->n_tasks; i++)
                 if (u->tasks[i].cmdline)

@@ -10,6 +10,11 @@
  * roll up into its process. Exited tasks stay queryable; past max_exited the oldest are evicted (their
  * remaining pages go to the "[evicted]" record, see usage_evict()), so that no more than max_exited are
  * ever kept between two events. Peaks are true maxima, kept on every charge.
+ *
+ * An evicted slot is reused for a new task once nothing names it any more: no page or byte is charged to
+ * it, no thread record names it as its process and no slab object names it (usage_task_hold_object()).
+ * Whoever keeps an index longer (a stack-tree process scope) keeps usage_task_scope() instead, which
+ * tells the slot's tasks apart.
  */
 
 #include <stdbool.h>
@@ -20,6 +25,7 @@
 
 #define USAGE_TASK_NONE UINT32_MAX
 #define USAGE_TASK_EVICTED 0u           /* index of the record that inherits evicted tasks' pages */
+#define USAGE_EVICTED_COMM "[evicted]"  /* its comm (its pid is -1): what views name evicted owners */
 #define USAGE_MODULE_NONE 0u
 #define USAGE_MODULE_ID_MAX 2047         /* fits a charge cell (chargeindex.h) */
 #define USAGE_COMM_MAX 16               /* TASK_COMM_LEN */
@@ -45,6 +51,8 @@ typedef struct Task {
         uint32_t first_thread;          /* process: the first of those thread records, USAGE_TASK_NONE: none */
         uint32_t thread_prev, thread_next;      /* thread: its neighbours in its process's list */
         uint32_t exited_prev, exited_next;      /* exited, not evicted: neighbours in exit order (Usage) */
+        uint32_t n_objects;             /* live slab objects naming it (they may be 0 bytes) */
+        uint32_t generation;            /* tasks the slot held before this one (usage_task_scope()) */
         uint32_t charge_hint;           /* the core's last charge cell for this task: a hint, maybe stale */
         uint32_t cgroup;                /* process: the cgroup record (units.h) of its last allocation, 0 none */
         uint64_t cgroup_id;             /* process: the kernel's id of that cgroup */
@@ -107,8 +115,22 @@ void usage_task_uncharge(Usage *u, uint32_t task, LedgerUnit unit, uint64_t n);
  * rise, then delta is charged (> 0) or uncharged (< 0) as above. */
 void usage_task_apply(Usage *u, uint32_t task, LedgerUnit unit, uint64_t rise, int64_t delta);
 
-/* NULL for an index out of range or a free slot. */
+/* A slab object names the record: its slot is not reused until every object naming it is dropped, whatever
+ * its byte count says (kmalloc(0) charges nothing). Dropping an object of an evicted record may recycle it. */
+void usage_task_hold_object(Usage *u, uint32_t task);
+void usage_task_drop_object(Usage *u, uint32_t task);
+
+/* NULL for an index out of range or an evicted (or free) slot. */
 Task *usage_task(Usage *u, uint32_t idx);
+/*
+ * A key for the task in slot idx that no later task of the slot shares: the slot's generation above the
+ * index. A slot is retired rather than reused once its generation would wrap, so keys are not reused
+ * (unless a reset that failed to keep the records' names started them over, which clears the stack tree
+ * that holds keys too).
+ */
+uint64_t usage_task_scope(const Usage *u, uint32_t idx);
+/* The task a usage_task_scope() key was made for; NULL once it was evicted (its slot maybe reused). */
+Task *usage_task_of_scope(Usage *u, uint64_t scope);
 size_t usage_task_slots(const Usage *u);
 /* The live process record with this tgid, else the newest exited one; USAGE_TASK_NONE if none. */
 uint32_t usage_find_process(const Usage *u, int32_t pid);
@@ -128,6 +150,10 @@ size_t usage_evict(Usage *u);
 uint32_t usage_task_forward(const Usage *u, uint32_t idx);
 /* The process record of any slot still named by a page, evicted or not; USAGE_TASK_NONE out of range. */
 uint32_t usage_task_process(const Usage *u, uint32_t idx);
+/* Who answers in views for what slot idx holds: its process record, or USAGE_TASK_EVICTED once that was
+ * evicted (as Tasks sums evicted tasks in "evicted"). usage_task() of it is never NULL. USAGE_TASK_NONE
+ * out of range. */
+uint32_t usage_task_owner(const Usage *u, uint32_t idx);
 
 /* Module ids are 1..n; the same name always gets the same id. Returns USAGE_MODULE_NONE when full. */
 uint16_t usage_module_intern(Usage *u, const char *name);

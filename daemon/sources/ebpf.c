@@ -59,6 +59,7 @@
 #include <systemd/sd-event.h>
 
 #include "file-util.h"
+#include "live.h"
 #include "log.h"
 #include "macro.h"
 #include "memstrack-bpf.h"
@@ -69,6 +70,10 @@
 #include "source.h"
 #include "time-util.h"
 
+/* Page entries of a batch whose pages the sink is asked to prefetch ahead of the one it is given: the core's
+ * page table is tens of MiB at a million live pages, a cache miss per lookup that is most of its time per
+ * event, and a few lookups in flight at once hide most of it (docs/performance.md). */
+#define EBPF_PREFETCH_ENTRIES 8u
 /* Records handled per dispatch before other event sources get their turn. */
 #define EBPF_DRAIN_BUDGET 4096u
 /* A kernel and a user stack of up to this many frames each (kernel.perf_event_max_stack's default). */
@@ -108,7 +113,7 @@ typedef struct HeldStack {
 } HeldStack;
 
 typedef struct EbpfSource {
-        EventSource source;             /* first, so the vtable's EventSource* is this */
+        LiveSource live;                /* first: the skeleton every live source shares (live.h) */
         SourceOptions options;          /* strings not kept */
         unsigned depth;                 /* kernel (and user) frames per stack, 0: none */
         unsigned user_at;               /* first user frame in a record */
@@ -117,9 +122,7 @@ typedef struct EbpfSource {
 
         struct memstrack_bpf *skel;     /* owned */
         struct ring_buffer *ring;       /* owned */
-        sd_event *event;                /* a reference once started */
         sd_event_source *io_source;     /* owned: the ring's wakeups */
-        sd_event_source *defer_source;  /* owned: continues a drain that ran out of budget */
         sd_event_source *order_timer;   /* owned: asks the CPUs for events that wait in their batches */
         SeqOrder *order;                /* owned: puts the CPUs' batches in event order */
         uint64_t order_noted;           /* event_seq when order_timer was armed */
@@ -129,8 +132,6 @@ typedef struct EbpfSource {
         double flush_tokens;            /* rounds of asking the CPUs left (see EBPF_FLUSH_RATE) */
         uint64_t flush_tokens_usec;     /* CLOCK_MONOTONIC when flush_tokens was last topped up */
         bool flush_failed;              /* batch_flush failed once: said so */
-        MsEventSink sink;
-        pid_t self;
 
         /* Sample-and-hold: tid -> HeldStack, open addressing with linear probing, power-of-two size. */
         HeldStack *held;
@@ -143,6 +144,11 @@ typedef struct EbpfSource {
         uint64_t not_sampled_frame;
         uint64_t budget;                /* events left in this dispatch */
         const MsBpfBatch *batch;        /* the batch being delivered, borrowed */
+        /* Prefetching the pages of the entries ahead (see prefetch_ahead()): the batch, its next entry not
+         * yet prefetched, and how many entries are prefetched beyond the one being delivered. */
+        const MsBpfBatch *prefetch_batch;
+        const uint64_t *prefetch_at;
+        unsigned prefetch_lead;
 
         /* Losses as last read from the kernel, to emit the differences. */
         int n_possible_cpus;
@@ -289,7 +295,7 @@ static void held_forget(EbpfSource *s, int32_t tid) {
 
 static void emit(EbpfSource *s) {
         s->records++;
-        s->sink.event(s->sink.userdata, &s->ev);
+        s->live.sink.event(s->live.sink.userdata, &s->ev);
 }
 
 /* Slab records mostly carry no time (slab_time() in bpf/memstrack.bpf.c) and a batch's entries only their
@@ -395,6 +401,35 @@ static size_t entry_words(uint64_t head) {
                 return MS_BPF_ENTRY_ALLOC_WORDS;
         default:
                 return 0;
+        }
+}
+
+/*
+ * Asks the sink to prefetch the pages of the next EBPF_PREFETCH_ENTRIES entries of b after w (ending at end).
+ * Entries of one batch usually come one after the other; when another CPU's batch comes between, the
+ * cursor starts again from w (a few prefetches twice, no harm: a hint changes nothing).
+ */
+static void prefetch_ahead(EbpfSource *s, const MsBpfBatch *b, const uint64_t *w, const uint64_t *end) {
+        if (!s->live.sink.prefetch_page)
+                return;
+        if (s->prefetch_batch != b || s->prefetch_at <= w || s->prefetch_at > end) {
+                s->prefetch_batch = b;
+                s->prefetch_at = w;
+                s->prefetch_lead = 0;
+        } else if (s->prefetch_lead > 0)
+                s->prefetch_lead--;     /* w was prefetched: one less ahead */
+        if (s->prefetch_at == w)
+                s->prefetch_at += MAX(entry_words(w[0]), (size_t) 1);
+        while (s->prefetch_lead < EBPF_PREFETCH_ENTRIES && s->prefetch_at < end) {
+                size_t n = entry_words(s->prefetch_at[0]);
+
+                if (n == 0 || n > (size_t) (end - s->prefetch_at)) {
+                        s->prefetch_at = end;
+                        break;
+                }
+                s->live.sink.prefetch_page(s->live.sink.userdata, page_key(s, s->prefetch_at[1]));
+                s->prefetch_at += n;
+                s->prefetch_lead++;
         }
 }
 
@@ -585,8 +620,12 @@ static void order_deliver(void *userdata, const uint8_t *run, size_t size, size_
         EbpfSource *s = userdata;
         const MsBpfHead *h = (const MsBpfHead *) run;
 
-        if (h->type == MS_BPF_PAGE_BATCH)
-                handle_batch_entry(s, (const MsBpfBatch *) run, (const uint64_t *) (const void *) (run + offset));
+        if (h->type == MS_BPF_PAGE_BATCH) {
+                const uint64_t *w = (const uint64_t *) (const void *) (run + offset);
+
+                prefetch_ahead(s, (const MsBpfBatch *) run, w, (const uint64_t *) (const void *) (run + size));
+                handle_batch_entry(s, (const MsBpfBatch *) run, w);
+        }
         else
                 deliver_record(s, run, size);
         if (s->budget > 0)
@@ -865,7 +904,7 @@ static void order_timer_arm(EbpfSource *s) {
         if (sd_event_source_get_enabled(s->order_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
                 return;
         s->order_noted = events_numbered(s);
-        if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) < 0 ||
+        if (sd_event_now(s->live.event, CLOCK_MONOTONIC, &now) < 0 ||
             sd_event_source_set_time(s->order_timer, now + EBPF_ORDER_WAIT_USEC) < 0 ||
             sd_event_source_set_enabled(s->order_timer, SD_EVENT_ONESHOT) < 0)
                 log_debug("Failed to arm the eBPF order timer: events may wait until the next batch.");
@@ -873,7 +912,7 @@ static void order_timer_arm(EbpfSource *s) {
 
 static void source_drain_some(EbpfSource *s) {
         if (source_drain(s, EBPF_DRAIN_BUDGET))
-                source_drain_later(s->defer_source);
+                live_source_drain_later(&s->live);
         else
                 order_timer_arm(s);
 }
@@ -900,7 +939,7 @@ static int order_timer_handler(sd_event_source *es, uint64_t usec, void *userdat
                 /* Same numbers again: keep order_noted. */
                 uint64_t now;
 
-                if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) >= 0 &&
+                if (sd_event_now(s->live.event, CLOCK_MONOTONIC, &now) >= 0 &&
                     sd_event_source_set_time(s->order_timer, now + EBPF_ORDER_WAIT_USEC) >= 0)
                         (void) sd_event_source_set_enabled(s->order_timer, SD_EVENT_ONESHOT);
                 return 0;
@@ -917,9 +956,8 @@ static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *
         return 0;
 }
 
-static int source_defer_handler(sd_event_source *es, void *userdata) {
-        source_drain_some(userdata);
-        return 0;
+static void drain_more(LiveSource *ls) {
+        source_drain_some((EbpfSource *) ls);
 }
 
 static EbpfSource *ebpf_source_free(EbpfSource *s) {
@@ -931,13 +969,12 @@ static EbpfSource *ebpf_source_free(EbpfSource *s) {
                   " bad records, %" PRIu64 " batches asked for.",
                   s->records, s->lost_records, s->wakeups, s->held_pages, s->unsampled_pages, s->held_objects,
                   s->unsampled_objects, s->nested_records, s->bad_records, s->flushes);
-        s->defer_source = sd_event_source_disable_unref(s->defer_source);
         s->order_timer = sd_event_source_disable_unref(s->order_timer);
         s->order = seq_order_free(s->order);
         s->io_source = sd_event_source_disable_unref(s->io_source);
         ring_buffer__free(s->ring);
         memstrack_bpf__destroy(s->skel);
-        s->event = sd_event_unref(s->event);
+        live_source_done(&s->live);
         for (size_t i = 0; i < s->held_size; i++)
                 free(s->held[i].frames);
         free(s->held);
@@ -954,16 +991,10 @@ static void ebpf_source_free_op(EventSource *es) {
         ebpf_source_free(ebpf_source_from(es));
 }
 
-static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
-        EbpfSource *s = ebpf_source_from(es);
+/* LiveSourceSteps.attach: the ring's wakeups and the order timer. */
+static int attach(LiveSource *ls, sd_event *event) {
+        EbpfSource *s = (EbpfSource *) ls;
         int r;
-
-        assert(s);
-        assert(event);
-        assert(sink && sink->event);
-
-        if (s->event)
-                return -EBUSY;
 
         /* The map itself, not libbpf's epoll fd: nothing calls epoll_wait() on that one, so it would stay
          * readable forever and spin the loop. Edge-triggered: only the program's forced wakeups count,
@@ -973,17 +1004,18 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the eBPF ring buffer: %m");
         (void) sd_event_source_set_description(s->io_source, "ebpf-ring");
-        r = source_add_drain_later(event, &s->defer_source, source_defer_handler, s, "ebpf-drain");
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the eBPF drain source: %m");
         r = sd_event_add_time(event, &s->order_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, order_timer_handler, s);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the eBPF order timer: %m");
         (void) sd_event_source_set_enabled(s->order_timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(s->order_timer, "ebpf-order");
+        return 0;
+}
 
-        s->event = sd_event_ref(event);
-        s->sink = *sink;
+/* LiveSourceSteps.enable: the programs attached, the task programs first. */
+static int enable(LiveSource *ls) {
+        EbpfSource *s = (EbpfSource *) ls;
+        int r;
 
         /* Batches need the daemon to ask quiet CPUs for them; where it cannot (a kernel before 5.10), page
          * events go to the ring one by one. Decided before the page programs write any. */
@@ -991,7 +1023,7 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.batch_flush), &probe) < 0) {
                 log_info_errno(errno, "Cannot run the batch flush program (%m): sending every page event to "
                                "the ring on its own, which costs more per page.");
-                s->skel->bss->batches_off = 1;
+                s->skel->data_read_mostly->batches_off = 1;
         }
 
         /* The task programs before the page programs (the skeleton would attach them in the file's
@@ -1020,8 +1052,24 @@ static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the eBPF programs: %m");
 
-        /* Seeded after attaching, as perf does: a task born in between shows up twice rather than never. */
-        s->records += proc_seed_tasks(PROC_ROOT_DEFAULT, s->self, &s->sink);
+        return 0;
+}
+
+static const LiveSourceSteps ebpf_steps = {
+        .name = "ebpf",
+        .attach = attach,
+        .enable = enable,
+        .drain_more = drain_more,
+};
+
+static int ebpf_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
+        EbpfSource *s = ebpf_source_from(es);
+        uint64_t seeded = 0;
+
+        int r = live_source_start(&s->live, event, sink, &seeded);
+        s->records += seeded;
+        if (r < 0)
+                return r;
         log_debug("eBPF source started.");
         return 0;
 }
@@ -1086,8 +1134,15 @@ static void ebpf_source_get_stats(EventSource *es, EventSourceStats *ret) {
         };
 }
 
+/* bpf_get_stack() unwinds from inside the program: the program, then the functions that ran it. */
+static const MsTracerFrames ebpf_tracer_frames = {
+        .prefixes = (const char *const[]) { "__traceiter_", "__bpf_trace_", "bpf_trace_run", NULL },
+        .program_first = true,
+};
+
 static const EventSourceOps ebpf_source_ops = {
         .name = "ebpf",
+        .tracer_frames = &ebpf_tracer_frames,
         .start = ebpf_source_start,
         .flush = ebpf_source_flush,
         .get_stats = ebpf_source_get_stats,
@@ -1278,10 +1333,9 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s = calloc(1, sizeof(*s));
         if (!s)
                 return log_oom();
-        s->source.ops = &ebpf_source_ops;
+        live_source_init(&s->live, &ebpf_source_ops, &ebpf_steps, options->self > 0 ? options->self : getpid());
         s->options = *options;
         s->options.tracefs = s->options.input = s->options.btf = NULL;
-        s->self = options->self > 0 ? options->self : getpid();
         s->depth = MIN(options->depth, EBPF_DEPTH_MAX);
         if (options->depth > EBPF_DEPTH_MAX)
                 log_info("The eBPF source takes at most %u frames per stack, not %u.", EBPF_DEPTH_MAX,
@@ -1338,7 +1392,7 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->skel->rodata->pidns_translate = pidns_translate;
         s->skel->rodata->pidns_dev = pidns_dev;
         s->skel->rodata->pidns_ino = pidns_ino;
-        s->skel->rodata->self_tgid = (uint32_t) s->self;
+        s->skel->rodata->self_tgid = (uint32_t) s->live.self;
         s->skel->rodata->kernel_depth_bytes = s->depth * 8;
         s->skel->rodata->user_depth_bytes = options->user_stacks ? s->depth * 8 : 0;
         s->skel->rodata->user_at = s->user_at;
@@ -1385,7 +1439,7 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         log_debug("eBPF source: %zu-byte ring, wakeup at %zu bytes, depth %u%s, a stack per %u pages.",
                   s->ring_bytes, s->wakeup_bytes, s->depth, options->user_stacks ? " with user frames" : "",
                   options->stack_sample_interval);
-        *ret = &TAKE_PTR(s)->source;
+        *ret = &TAKE_PTR(s)->live.base;
         return 0;
 }
 

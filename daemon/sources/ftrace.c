@@ -56,6 +56,7 @@
 #include <systemd/sd-event.h>
 #include <traceevent/kbuffer.h>
 
+#include "live.h"
 #include "log.h"
 #include "macro.h"
 #include "merge.h"
@@ -152,7 +153,7 @@ typedef struct FtraceCpu {
 } FtraceCpu;
 
 struct FtraceSource {
-        EventSource source;             /* first, so the vtable's EventSource* is this */
+        LiveSource live;                /* first: the skeleton every live source shares (live.h) */
         char *tracefs;                  /* owned */
         Instance instances[_INSTANCE_MAX];
         Tracepoints *tracepoints;       /* owned */
@@ -167,14 +168,10 @@ struct FtraceSource {
         size_t n_cpus;                  /* highest CPU + 1: the size of lost_per_cpu */
         uint64_t *lost_per_cpu;         /* owned */
         Merge merge;                    /* owned */
-        sd_event_source *defer_source;  /* owned */
 
         int32_t *tgids;                 /* owned, n_tgids entries: tid -> tgid, 0 unknown */
         size_t n_tgids;
 
-        sd_event *event;
-        MsEventSink sink;
-        pid_t self;
 
         MsEvent ev;
         uint64_t *frames;               /* owned, depth entries */
@@ -192,7 +189,7 @@ struct FtraceSource {
 
 static void emit(FtraceSource *s, const MsEvent *ev) {
         s->records++;
-        s->sink.event(s->sink.userdata, ev);
+        s->live.sink.event(s->live.sink.userdata, ev);
 }
 
 /* The process of thread tid: from the table, else from /proc (once), else tid itself. */
@@ -387,7 +384,7 @@ static void cpu_handle_record(FtraceCpu *c, const void *rec, size_t size, uint64
                                 s->failed_allocs++;
                 } else if (r < 0)
                         s->bad_records++;
-                else if (kind_is_alloc(k) && ev->pid == s->self)
+                else if (kind_is_alloc(k) && ev->pid == s->live.self)
                         s->self_samples++;
                 else if (kind_is_alloc(k)) {
                         pending_push(s, c, ev);
@@ -508,7 +505,7 @@ static bool source_drain(FtraceSource *s, uint64_t budget, bool check_lost) {
 
 static void source_drain_some(FtraceSource *s, bool check_lost) {
         if (source_drain(s, FTRACE_DRAIN_BUDGET, check_lost))
-                source_drain_later(s->defer_source);
+                live_source_drain_later(&s->live);
 }
 
 static int cpu_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
@@ -523,9 +520,8 @@ static int cpu_io_handler(sd_event_source *es, int fd, uint32_t revents, void *u
         return 0;
 }
 
-static int source_defer_handler(sd_event_source *es, void *userdata) {
-        source_drain_some(userdata, false);
-        return 0;
+static void drain_more(LiveSource *ls) {
+        source_drain_some((FtraceSource *) ls, false);
 }
 
 /* Writes value into <instance>/<file>; -errno. */
@@ -619,7 +615,6 @@ static FtraceSource *ftrace_source_free(FtraceSource *s) {
                   " own allocations dropped, %" PRIu64 " failed allocations, %" PRIu64 " bad records, %" PRIu64
                   " allocations without their stack.", s->records, s->lost_records, s->wakeups,
                   s->self_samples, s->failed_allocs, s->bad_records, s->stack_failed);
-        s->defer_source = sd_event_source_disable_unref(s->defer_source);
         for (size_t i = s->n_cpus_open; i > 0; i--)
                 cpu_done(&s->cpus[i - 1]);
         free(s->cpus);
@@ -631,7 +626,7 @@ static FtraceSource *ftrace_source_free(FtraceSource *s) {
                                           s->instances[i].path);
                 free(s->instances[i].path);
         }
-        s->event = sd_event_unref(s->event);
+        live_source_done(&s->live);
         free(s->lost_per_cpu);
         free(s->tgids);
         free(s->frames);
@@ -651,34 +646,28 @@ static void ftrace_source_free_op(EventSource *es) {
         ftrace_source_free(ftrace_source_from(es));
 }
 
-static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
-        FtraceSource *s = ftrace_source_from(es);
-        int r;
-
-        assert(s);
-        assert(event);
-        assert(sink && sink->event);
-
-        if (s->event)
-                return -EBUSY;
+/* LiveSourceSteps.attach: each CPU's buffer of each instance, watched. */
+static int attach(LiveSource *ls, sd_event *event) {
+        FtraceSource *s = (FtraceSource *) ls;
 
         for (size_t i = 0; i < s->n_cpus_open; i++) {
                 FtraceCpu *c = &s->cpus[i];
                 char description[sizeof("ftrace-cpu") + 3 * sizeof(unsigned)];
 
-                r = sd_event_add_io(event, &c->io_source, c->fd, EPOLLIN, cpu_io_handler, c);
+                int r = sd_event_add_io(event, &c->io_source, c->fd, EPOLLIN, cpu_io_handler, c);
                 if (r < 0)
                         return log_error_errno(r, "Failed to watch the trace buffer of CPU %u in %s: %m", c->cpu,
                                                c->instance->path);
                 (void) snprintf(description, sizeof(description), "ftrace-cpu%u", c->cpu);
                 (void) sd_event_source_set_description(c->io_source, description);
         }
-        r = source_add_drain_later(event, &s->defer_source, source_defer_handler, s, "ftrace-drain");
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the ftrace drain source: %m");
+        return 0;
+}
 
-        s->event = sd_event_ref(event);
-        s->sink = *sink;
+/* LiveSourceSteps.enable: the events in their instances; the optional ones go without on failure. */
+static int enable(LiveSource *ls) {
+        FtraceSource *s = (FtraceSource *) ls;
+        int r;
 
         for (size_t i = 0; i < ELEMENTSOF(enabled_kinds); i++) {
                 TracepointKind k = enabled_kinds[i];
@@ -698,9 +687,24 @@ static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSi
                         log_debug_errno(r, "Failed to enable %s, going without it: %m",
                                         tracepoint_kind_to_string(k));
         }
+        return 0;
+}
 
-        /* Seeded after enabling, as perf does: a task born in between shows up twice rather than never. */
-        s->records += proc_seed_tasks(PROC_ROOT_DEFAULT, s->self, &s->sink);
+static const LiveSourceSteps ftrace_steps = {
+        .name = "ftrace",
+        .attach = attach,
+        .enable = enable,
+        .drain_more = drain_more,
+};
+
+static int ftrace_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
+        FtraceSource *s = ftrace_source_from(es);
+        uint64_t seeded = 0;
+
+        int r = live_source_start(&s->live, event, sink, &seeded);
+        s->records += seeded;
+        if (r < 0)
+                return r;
         log_debug("Ftrace source started: %zu CPU buffers in %s%s%s.", s->n_cpus_open,
                   s->instances[INSTANCE_EVENTS].path, s->stacks ? " and " : "",
                   s->stacks ? s->instances[INSTANCE_STACKS].path : "");
@@ -731,11 +735,18 @@ static void ftrace_source_get_stats(EventSource *es, EventSourceStats *ret) {
                 .losses = s->losses,
                 .n_losses = ELEMENTSOF(s->losses),
                 .stack_sample_interval = s->stacks ? 1 : 0,
+                .pfns = s->tracepoints && !tracepoint_pfn_is_surrogate(s->tracepoints),
         };
 }
 
+/* The stacktrace option records from inside the probe that wrote the event. */
+static const MsTracerFrames ftrace_tracer_frames = {
+        .prefixes = (const char *const[]) { "__traceiter_", "trace_event_raw_event_", NULL },
+};
+
 static const EventSourceOps ftrace_source_ops = {
         .name = "ftrace",
+        .tracer_frames = &ftrace_tracer_frames,
         .start = ftrace_source_start,
         .flush = ftrace_source_flush,
         .get_stats = ftrace_source_get_stats,
@@ -829,7 +840,7 @@ static int instance_make(FtraceSource *s, Instance *inst, const char *suffix, co
         char value[64];
         int r;
 
-        if (asprintf(&path, "%s/instances/" INSTANCE_PREFIX "%d%s", s->tracefs, (int) s->self, suffix) < 0)
+        if (asprintf(&path, "%s/instances/" INSTANCE_PREFIX "%d%s", s->tracefs, (int) s->live.self, suffix) < 0)
                 return log_oom();
         if (mkdir(path, 0700) < 0) {
                 r = negative_errno();
@@ -896,7 +907,7 @@ static int instances_setup(FtraceSource *s, const SourceOptions *o) {
         if (o->user_stacks)
                 log_notice("The ftrace source records kernel stacks only: --user-stacks is ignored.");
 
-        (void) snprintf(value, sizeof(value), "common_pid != %d", (int) s->self);
+        (void) snprintf(value, sizeof(value), "common_pid != %d", (int) s->live.self);
         for (size_t i = 0; i < ELEMENTSOF(enabled_kinds); i++) {
                 TracepointKind k = enabled_kinds[i];
                 _cleanup_free_ char *file = NULL;
@@ -935,8 +946,7 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
         s = calloc(1, sizeof(*s));
         if (!s)
                 return log_oom();
-        s->source.ops = &ftrace_source_ops;
-        s->self = o->self > 0 ? o->self : getpid();
+        live_source_init(&s->live, &ftrace_source_ops, &ftrace_steps, o->self > 0 ? o->self : getpid());
         s->depth = o->depth;
         s->slab = o->slab;
         s->page_size = (size_t) sysconf(_SC_PAGESIZE);
@@ -981,7 +991,7 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
                                    missing_slab);
         }
 
-        instances_clean_stale(s->tracefs, s->self);
+        instances_clean_stale(s->tracefs, s->live.self);
         r = instances_setup(s, o);
         if (r < 0)
                 return r;
@@ -1021,7 +1031,7 @@ static int ftrace_source_new(const SourceOptions *o, EventSource **ret) {
                   n_cpus, buffer_bytes / 1024, s->buffer_percent, s->depth,
                   s->stacks ? " with stacks from a second instance" : " (no stacks)",
                   s->instances[INSTANCE_EVENTS].path);
-        *ret = &TAKE_PTR(s)->source;
+        *ret = &TAKE_PTR(s)->live.base;
         return 0;
 }
 

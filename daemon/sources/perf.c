@@ -53,6 +53,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "live.h"
 #include "log.h"
 #include "macro.h"
 #include "merge.h"
@@ -138,7 +139,7 @@ typedef struct PerfRing {
 } PerfRing;
 
 struct PerfSource {
-        EventSource source;             /* first, so the vtable's EventSource* is this */
+        LiveSource live;                /* first: the skeleton every live source shares (live.h) */
         PerfConfig config;              /* config.tracefs points to tracefs below */
         char *tracefs;                  /* owned */
         Tracepoints *tracepoints;       /* owned */
@@ -146,13 +147,9 @@ struct PerfSource {
         PerfRing *rings;                /* owned, one per online CPU */
         size_t n_rings;
         Merge merge;                    /* owned: the rings with records, by the time of their next one */
-        sd_event_source *defer_source;  /* owned: continues a drain that ran out of budget */
         size_t n_cpus;                  /* highest online CPU + 1: the size of lost_per_cpu */
         uint64_t *lost_per_cpu;         /* owned */
 
-        sd_event *event;                /* a reference once started */
-        MsEventSink sink;
-        pid_t self;
 
         /* Reused for every record, so the hot path allocates nothing. */
         MsEvent ev;
@@ -231,7 +228,7 @@ static int parse_cpu_list(const char *s, unsigned **ret, size_t *ret_n) {
 
 static void emit(PerfSource *s) {
         s->records++;
-        s->sink.event(s->sink.userdata, &s->ev);
+        s->live.sink.event(s->live.sink.userdata, &s->ev);
 }
 
 static void event_reset(PerfSource *s, MsEventType type, uint32_t cpu) {
@@ -318,7 +315,7 @@ static void ring_handle_sample(PerfRing *r, const uint8_t *rec, size_t size) {
         if (kind_is_alloc(kind)) {
                 uint64_t nr;
 
-                if (s->ev.pid == s->self) {
+                if (s->ev.pid == s->live.self) {
                         s->self_samples++;
                         return;
                 }
@@ -568,7 +565,7 @@ static bool source_drain(PerfSource *s, uint64_t budget) {
 
 static void source_drain_some(PerfSource *s) {
         if (source_drain(s, s->config.drain_budget))
-                source_drain_later(s->defer_source);
+                live_source_drain_later(&s->live);
 }
 
 static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
@@ -585,9 +582,8 @@ static int ring_io_handler(sd_event_source *es, int fd, uint32_t revents, void *
         return 0;
 }
 
-static int source_defer_handler(sd_event_source *es, void *userdata) {
-        source_drain_some(userdata);
-        return 0;
+static void drain_more(LiveSource *ls) {
+        source_drain_some((PerfSource *) ls);
 }
 
 static void ring_done(PerfRing *r) {
@@ -609,12 +605,11 @@ static PerfSource *perf_source_free(PerfSource *s) {
         log_debug("Perf source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
                   " own allocations dropped, %" PRIu64 " failed allocations, %" PRIu64 " bad records.",
                   s->records, s->lost_records, s->wakeups, s->self_samples, s->failed_allocs, s->bad_records);
-        s->defer_source = sd_event_source_disable_unref(s->defer_source);
         for (size_t i = s->n_rings; i > 0; i--)
                 ring_done(&s->rings[i - 1]);
         merge_done(&s->merge);
         free(s->rings);
-        s->event = sd_event_unref(s->event);
+        live_source_done(&s->live);
         free(s->lost_per_cpu);
         free(s->cmdline);
         free(s->bounce);
@@ -630,34 +625,26 @@ static void perf_source_free_op(EventSource *es) {
         perf_source_free(perf_source_from(es));
 }
 
-static int perf_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
-        PerfSource *s = perf_source_from(es);
-        int r;
-
-        assert(s);
-        assert(event);
-        assert(sink && sink->event);
-
-        if (s->event)
-                return -EBUSY;
+/* LiveSourceSteps.attach: a ring per CPU, watched. */
+static int attach(LiveSource *ls, sd_event *event) {
+        PerfSource *s = (PerfSource *) ls;
 
         for (size_t i = 0; i < s->n_rings; i++) {
                 PerfRing *ring = &s->rings[i];
                 char description[sizeof("perf-ring-cpu") + 3 * sizeof(unsigned)];
 
-                r = sd_event_add_io(event, &ring->io_source, ring->fds[0], EPOLLIN, ring_io_handler, ring);
+                int r = sd_event_add_io(event, &ring->io_source, ring->fds[0], EPOLLIN, ring_io_handler, ring);
                 if (r < 0)
                         return log_error_errno(r, "Failed to watch the perf ring of CPU %u: %m", ring->cpu);
                 (void) snprintf(description, sizeof(description), "perf-ring-cpu%u", ring->cpu);
                 (void) sd_event_source_set_description(ring->io_source, description);
         }
+        return 0;
+}
 
-        r = source_add_drain_later(event, &s->defer_source, source_defer_handler, s, "perf-drain");
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the perf drain source: %m");
-
-        s->event = sd_event_ref(event);
-        s->sink = *sink;
+/* LiveSourceSteps.enable: every attached event on, CPU by CPU. */
+static int enable(LiveSource *ls) {
+        PerfSource *s = (PerfSource *) ls;
 
         for (size_t i = 0; i < s->n_rings; i++)
                 for (size_t k = 0; k < N_ATTACHED; k++) {
@@ -668,13 +655,26 @@ static int perf_source_start(EventSource *es, sd_event *event, const MsEventSink
                                                        tracepoint_kind_to_string(attached_kinds[k]),
                                                        s->rings[i].cpu);
                 }
+        return 0;
+}
 
-        /*
-         * Seeded after enabling: a task born in between shows up twice (TASK_NEW now, FORK in the ring),
-         * which the consumer tolerates, rather than not at all. Its baseline may include pages also
-         * reported as allocations; the window is the length of this scan.
-         */
-        s->records += proc_seed_tasks(PROC_ROOT_DEFAULT, s->self, &s->sink);
+static const LiveSourceSteps perf_steps = {
+        .name = "perf",
+        .attach = attach,
+        .enable = enable,
+        .drain_more = drain_more,
+};
+
+static int perf_source_start(EventSource *es, sd_event *event, const MsEventSink *sink) {
+        PerfSource *s = perf_source_from(es);
+        uint64_t seeded = 0;
+
+        /* Seeded after enabling: a task's baseline may include pages also reported as allocations; the
+         * window is the length of the scan. */
+        int r = live_source_start(&s->live, event, sink, &seeded);
+        s->records += seeded;
+        if (r < 0)
+                return r;
         log_debug("Perf source started on %zu CPUs.", s->n_rings);
         return 0;
 }
@@ -702,11 +702,19 @@ static void perf_source_get_stats(EventSource *es, EventSourceStats *ret) {
                 .losses = &s->loss,
                 .n_losses = 1,
                 .stack_sample_interval = s->config.depth > 0 ? 1 : 0,
+                .pfns = s->tracepoints && !tracepoint_pfn_is_surrogate(s->tracepoints),
         };
 }
 
+/* perf's call chains start at the tracepoint's caller on the kernels seen; older ones began inside the
+ * probe that fed the perf buffer. */
+static const MsTracerFrames perf_tracer_frames = {
+        .prefixes = (const char *const[]) { "__traceiter_", "perf_trace_", "trace_event_raw_event_", NULL },
+};
+
 static const EventSourceOps perf_source_ops = {
         .name = "perf",
+        .tracer_frames = &perf_tracer_frames,
         .start = perf_source_start,
         .flush = perf_source_flush,
         .get_stats = perf_source_get_stats,
@@ -820,7 +828,7 @@ static int ring_open(PerfSource *s, PerfRing *ring, unsigned cpu, size_t page_si
                  * tasks' pages. */
                 if (kind_is_alloc(kind)) {
                         char filter[sizeof("common_pid != ") + 3 * sizeof(pid_t)];
-                        (void) snprintf(filter, sizeof(filter), "common_pid != %d", (int) s->self);
+                        (void) snprintf(filter, sizeof(filter), "common_pid != %d", (int) s->live.self);
                         if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0)
                                 log_debug_errno(errno, "Failed to filter our own allocations on CPU %u, "
                                                 "dropping them when read instead: %m", cpu);
@@ -896,9 +904,8 @@ static int perf_source_new(const PerfConfig *config, EventSource **ret) {
         s = calloc(1, sizeof(*s));
         if (!s)
                 return log_oom();
-        s->source.ops = &perf_source_ops;
+        live_source_init(&s->live, &perf_source_ops, &perf_steps, config->self > 0 ? config->self : getpid());
         s->config = *config;
-        s->self = config->self > 0 ? config->self : getpid();
         s->cgroups = true;
         /* A quarter, not half: the headroom after a wakeup is what absorbs the daemon's scheduling delay. */
         if (s->config.wakeup_bytes == 0)
@@ -981,7 +988,7 @@ static int perf_source_new(const PerfConfig *config, EventSource **ret) {
                   s->n_rings, s->config.buffer_pages, s->config.wakeup_bytes, s->config.depth,
                   s->config.user_stacks ? " with user frames" : "", s->config.slab ? ", slab objects" : "",
                   s->config.drain_budget);
-        *ret = &TAKE_PTR(s)->source;
+        *ret = &TAKE_PTR(s)->live.base;
         return 0;
 }
 

@@ -173,3 +173,31 @@ void source_drain_later(sd_event_source *s) {
         if (r < 0)
                 log_debug_errno(r, "Failed to schedule more draining, waiting for the next wakeup: %m");
 }
+
+int source_start_heap_beside(const SourceOptions *options, const char *socket, EventSource *main, sd_event *event,
+                const MsEventSink *sink, EventSource **ret) {
+        SourceOptions o = *options;
+        int r;
+
+        *ret = NULL;
+        if (!socket || streq(main->ops->name, "heap"))
+                return 0;
+        o.input = socket;
+        o.heap_beside = true;
+        r = source_new("heap", &o, ret, NULL, NULL);
+        if (r < 0)
+                return r;       /* logged */
+        r = (*ret)->ops->start(*ret, event, sink);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the heap source: %m");
+        return 0;
+}
+
+int source_heap_stop(EventSource *const sources[], size_t n, int32_t pid) {
+        for (size_t i = 0; i < n; i++) {
+                int r = sources[i] && sources[i]->ops->heap_stop ? sources[i]->ops->heap_stop(sources[i], pid) : -ESRCH;
+                if (r != -ESRCH)
+                        return r;
+        }
+        return -ESRCH;
+}

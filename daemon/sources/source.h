@@ -92,6 +92,9 @@ typedef struct EventSourceOps {
          * read, then its heap ends as closed; the process runs on). 0, also when it had ended already;
          * -ESRCH if the source never recorded it. */
         int (*heap_stop)(EventSource *s, int32_t pid);
+        /* Optional: the source's own tracing frames at the top of its kernel stacks (event.h), which the
+         * core drops; NULL: its stacks start at the allocation. */
+        const MsTracerFrames *tracer_frames;
 } EventSourceOps;
 
 struct EventSource {
@@ -114,6 +117,14 @@ typedef struct SourceType {
         /* Builds the source (not started); logs the reason once on failure. */
         int (*new)(const SourceOptions *options, EventSource **ret);
 } SourceType;
+
+/* --heap-socket: the heap source beside the source main (SourceOptions.heap_beside), started on event and
+ * sink; *ret NULL when there is no socket or main is the heap source itself. -errno, logged. */
+int source_start_heap_beside(const SourceOptions *options, const char *socket, EventSource *main, sd_event *event,
+                const MsEventSink *sink, EventSource **ret);
+/* HeapStop: asks each of the n sources (NULL ones skipped) that records heaps to stop pid's. 0, or -ESRCH
+ * when none records it. */
+int source_heap_stop(EventSource *const sources[], size_t n, int32_t pid);
 
 /* The registered source called name, or NULL. */
 const SourceType *source_type_find(const char *name);

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "read-file.h"
+#include "tracefs.h"
 #include "tracepoint.h"
 
 /* Formats are a few KiB (mm_page_alloc's print fmt is the largest); anything bigger is not a format. */
@@ -419,13 +420,16 @@ int tracepoint_load(const char *tracefs, TracepointByteOrder byte_order, Tracepo
         return 0;
 }
 
-Tracepoints *tracepoint_free(Tracepoints *t) {
-        if (!t)
-                return NULL;
-        if (t->tep)
-                tep_free(t->tep);
-        free(t);
+/* Frees a holder of parsed formats and the tep handle its fields point into. */
+static void *free_with_tep(struct tep_handle *tep, void *holder) {
+        if (tep)
+                tep_free(tep);
+        free(holder);
         return NULL;
+}
+
+Tracepoints *tracepoint_free(Tracepoints *t) {
+        return t ? free_with_tep(t->tep, t) : NULL;
 }
 
 int tracepoint_id(const Tracepoints *t, TracepointKind kind) {
@@ -785,12 +789,7 @@ int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
 }
 
 TracepointOom *tracepoint_oom_free(TracepointOom *t) {
-        if (!t)
-                return NULL;
-        if (t->tep)
-                tep_free(t->tep);
-        free(t);
-        return NULL;
+        return t ? free_with_tep(t->tep, t) : NULL;
 }
 
 int tracepoint_oom_id(const TracepointOom *t) {
@@ -848,5 +847,98 @@ int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, 
                 k.fields |= OOM_KILL_HAS_OOM_SCORE_ADJ;
         }
         *ret = k;
+        return 0;
+}
+
+/* The __print_flags() of the field called name, anywhere in a print argument tree ("(REC->gfp_flags) ?
+ * __print_flags(REC->gfp_flags, "|", ...) : "none"" puts it in a conditional). */
+static const struct tep_print_flag_sym *find_print_flags(const struct tep_print_arg *arg, const char *name,
+                unsigned depth) {
+        for (; arg && depth < 32; arg = arg->next) {
+                const struct tep_print_flag_sym *f = NULL;
+                switch (arg->type) {
+                case TEP_PRINT_FLAGS: {
+                        const struct tep_print_arg *field = arg->flags.field;
+                        while (field && field->type == TEP_PRINT_TYPE)
+                                field = field->typecast.item;
+                        if (field && field->type == TEP_PRINT_FIELD && field->field.name &&
+                            streq(field->field.name, name))
+                                return arg->flags.flags;
+                        break;
+                }
+                case TEP_PRINT_OP:
+                        f = find_print_flags(arg->op.left, name, depth + 1);
+                        if (!f)
+                                f = find_print_flags(arg->op.right, name, depth + 1);
+                        break;
+                case TEP_PRINT_TYPE:
+                        f = find_print_flags(arg->typecast.item, name, depth + 1);
+                        break;
+                default:
+                        break;
+                }
+                if (f)
+                        return f;
+        }
+        return NULL;
+}
+
+int tracepoint_gfp_names(const char *tracefs, GfpName **ret, size_t *ret_n) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        struct tep_event *event = NULL;
+        struct tep_handle *tep = NULL;
+        GfpName *names = NULL;
+        size_t size, n = 0, allocated = 0;
+        int r;
+
+        _cleanup_free_ char *found = NULL;
+
+        assert(ret && ret_n);
+
+        if (!tracefs) {
+                r = tracefs_find(&found);
+                if (r < 0)
+                        return r;
+                tracefs = found;
+        }
+        if (asprintf(&path, "%s/events/kmem/mm_page_alloc/format", tracefs) < 0)
+                return -ENOMEM;
+        r = read_file_full(path, FORMAT_SIZE_MAX, &buf, &size);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to read %s: %m", path);
+        tep = tep_alloc();
+        if (!tep)
+                return -ENOMEM;
+        /* libtraceevent evaluates the masks' expressions while it parses, into decimal text. */
+        if (tep_parse_format(tep, &event, buf, size, "kmem") != 0 || !event) {
+                tep_free(tep);
+                return log_debug_errno(EBADMSG, "Failed to parse the print format of %s.", path);
+        }
+        for (const struct tep_print_flag_sym *f = find_print_flags(event->print_fmt.args, "gfp_flags", 0); f;
+             f = f->next) {
+                char *end;
+                errno = 0;
+                unsigned long long mask = f->value ? strtoull(f->value, &end, 0) : 0;
+                if (!f->value || !f->str || errno != 0 || *end != '\0' || mask == 0)
+                        continue;
+                if (greedy_realloc(&names, &allocated, n + 1, sizeof(GfpName), 64) < 0 ||
+                    !(names[n].name = strdup(f->str))) {
+                        /* Freed here: the sources link no core code (gfp_names_free()). */
+                        while (n > 0)
+                                free(names[--n].name);
+                        free(names);
+                        tep_free(tep);
+                        return -ENOMEM;
+                }
+                names[n++].mask = mask;
+        }
+        tep_free(tep);
+        if (n == 0) {
+                free(names);
+                return log_debug_errno(ENOENT, "%s names no GFP flags.", path);
+        }
+        log_debug("%zu GFP flag names from %s.", n, path);
+        *ret = names;
+        *ret_n = n;
         return 0;
 }

@@ -30,6 +30,7 @@
 #include "event.h"
 #include "macro.h"
 #include "oomkill.h"
+#include "gfpnames.h"
 
 typedef enum TracepointKind {
         TRACEPOINT_PAGE_ALLOC,          /* kmem/mm_page_alloc, required */
@@ -156,3 +157,12 @@ int tracepoint_oom_id(const TracepointOom *t);
 /* Decodes a raw mark_victim record into *ret (timestamp_nsec left 0). -ENOENT for a record of another
  * event, -EBADMSG for one too short for its fields. */
 int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, OomKill *ret);
+
+/*
+ * The names the kernel's trace output gives GFP flags, with their masks, from kmem/mm_page_alloc's print
+ * format (its __print_flags() of gfp_flags), in the order the kernel tries them: the bits differ between
+ * kernel versions, so they come from the running kernel, never from a table of ours. tracefs NULL: found
+ * (tracefs.h). New array of *ret_n (gfp_names_free()); -ENOENT if the format names none, -errno if it
+ * cannot be read or parsed.
+ */
+int tracepoint_gfp_names(const char *tracefs, GfpName **ret, size_t *ret_n);

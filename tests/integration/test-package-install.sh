@@ -163,7 +163,11 @@ setup() {
     rm -rf "$T"
     mkdir -p "$T"
     ls "$DEBS"/memstrack*.deb >"$T/debs" || return 1
-    [ "$(wc -l <"$T/debs")" -eq 3 ] || { bad "expected 3 packages in $DEBS: $(cat "$T/debs")"; return 1; }
+    # One .deb per binary package debian/control declares.
+    local want
+    want=$(grep -c '^Package: ' "$SRC/debian/control")
+    [ "$(wc -l <"$T/debs")" -eq "$want" ] ||
+        { bad "expected $want packages in $DEBS: $(cat "$T/debs")"; return 1; }
     dpkg --compare-versions "$PREVIOUS" lt "$VERSION" || return 1
     make_previous || { bad "cannot make the $PREVIOUS packages"; return 1; }
     "$SYSBOX" boot || return 1
@@ -191,7 +195,7 @@ test_install() {
     ! ls "$T/repo" | grep -q '^memstrack' || bad "the local archive holds memstrack packages" || return
     ct_apt sh -c "cd $CT_DIR/debs && apt install -y ./memstrack*.deb" >"$T/install.log" 2>&1 ||
         { cat "$T/install.log" >&2; bad "apt install ./memstrack*.deb failed"; return 1; }
-    for p in memstrack memstrack-client memstrack-metrics; do
+    for p in memstrack memstrack-client memstrack-metrics memstrack-heap; do
         [ "$(installed_version $p)" = "install ok installed $VERSION" ] ||
             bad "$p: $(installed_version $p), expected $VERSION installed" || return
     done
@@ -200,6 +204,16 @@ test_install() {
         bad "ldd failed: $(cat "$T/ldd")" || return
     ! grep -q 'not found' "$T/ldd" || bad "libraries not found: $(grep 'not found' "$T/ldd")" || return
     echo "  $(grep -c '^Setting up' "$T/install.log") packages set up: $(sed -n 's/^Setting up \([^ ]*\) .*/\1/p' "$T/install.log" | tr '\n' ' ')"
+}
+
+# memstrackctl record from the packages: the heap library the client recommends, preloaded into a command
+# whose one known allocation must show in the report.
+test_record() {
+    ct sh -c 'memstrackctl record -- python3 -c "import sys; b = bytearray(4 << 20); sys.exit(0)" 2>&1 ||
+              memstrackctl record -- /bin/sh -c "exit 0" 2>&1' >"$T/record.log" 2>&1 ||
+        { cat "$T/record.log" >&2; bad "memstrackctl record failed"; return 1; }
+    grep -qi "heap" "$T/record.log" || bad "record printed no heap report: $(head -c 400 "$T/record.log")" || return
+    echo "  memstrackctl record ran a command with the packaged heap library"
 }
 
 test_running() {
@@ -244,20 +258,26 @@ test_metrics() {
 
 # Removal, not purge: the units stopped and gone, the history kept for a later installation.
 test_remove() {
-    ct_apt apt-get remove -y memstrack memstrack-client memstrack-metrics >"$T/remove.log" 2>&1 ||
+    ct_apt apt-get remove -y memstrack memstrack-client memstrack-metrics memstrack-heap >"$T/remove.log" 2>&1 ||
         { cat "$T/remove.log" >&2; bad "apt-get remove failed"; return 1; }
     ! ct systemctl is-active --quiet memstrackd.service memstrackd.socket memstrackd-metrics.socket memstrackd-metrics.service ||
         bad "a memstrack unit still runs" || return
     ct test ! -e /run/memstrack || bad "/run/memstrack is left: $(ct ls -la /run/memstrack)" || return
     ct test -s /var/lib/private/memstrack/history || bad "the removal took the history away" || return
-    echo "  stopped; $(ct dpkg-query -W -f '${db:Status-Abbrev}${Package} ' memstrack memstrack-client memstrack-metrics 2>/dev/null); the history kept"
+    echo "  stopped; $(ct dpkg-query -W -f '${Package}=${db:Status-Abbrev}' memstrack memstrack-client memstrack-metrics memstrack-heap 2>/dev/null); the history kept"
 }
 
 test_purge() {
     local p leftover
-    ct_apt apt-get purge -y memstrack memstrack-client memstrack-metrics >"$T/purge.log" 2>&1 ||
+    # What the removal left configured (conffiles, state): a package without conffiles is already gone,
+    # and apt cannot name one it has no record of.
+    local configured
+    configured=$(ct dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' \
+                     memstrack memstrack-client memstrack-metrics memstrack-heap 2>/dev/null | awk '$1 == "rc" { print $2 }')
+    [ -n "$configured" ] || bad "nothing left configured after the removal" || return
+    ct_apt apt-get purge -y $configured >"$T/purge.log" 2>&1 ||
         { cat "$T/purge.log" >&2; bad "apt-get purge failed"; return 1; }
-    for p in memstrack memstrack-client memstrack-metrics; do
+    for p in memstrack memstrack-client memstrack-metrics memstrack-heap; do
         [ -z "$(installed_version $p)" ] || bad "$p after the purge: $(installed_version $p)" || return
     done
     ! ct systemctl is-active --quiet memstrackd.service memstrackd.socket memstrackd-metrics.socket memstrackd-metrics.service ||
@@ -335,6 +355,7 @@ run_case test_install
 run_case test_running
 run_case test_member
 run_case test_metrics
+run_case test_record
 run_case test_remove
 run_case test_purge
 run_case test_upgrade

@@ -56,13 +56,16 @@ const volatile __u64 pidns_ino = 0;
  * programs load only with --slab (ebpf.c turns their autoload off otherwise). */
 const volatile __u32 slab_layout[MS_BPF_SLAB_ALLOCS] = {};
 
-/* The next event's number (see the top); the daemon reads it to know what it has not seen yet. */
+/* The next event's number (see the top); the daemon reads it to know what it has not seen yet. Every page
+ * event on every CPU writes it, so what page events only read lives apart, in a section (a map, a page) of
+ * its own: on the line event_seq is on, each of those reads would wait for the line to come back from the
+ * CPU that last took a number (docs/performance.md). */
 __u64 event_seq = 0;
 /* Set by the daemon when it cannot run batch_flush (a kernel before 5.10, a sandbox): no batches then, every
  * page event goes to the ring on its own, as a nested one does. */
-__u32 batches_off = 0;
+__u32 batches_off SEC(".data.read_mostly") = 0;
 /* Grows with every cgroup made: a new cgroup may take a freed one's address (see task_cgroup_id()). */
-__u64 cgroup_generation = 0;
+__u64 cgroup_generation SEC(".data.read_mostly") = 0;
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "breakdown.h"
+#include "macro.h"
+#include "utf8.h"
+
+static const char *const by_table[_BREAKDOWN_BY_MAX] = {
+        [BREAKDOWN_BY_ORDER] = "order",
+        [BREAKDOWN_BY_GFP] = "gfp",
+        [BREAKDOWN_BY_MIGRATETYPE] = "migratetype",
+        [BREAKDOWN_BY_NODE] = "node",
+};
+
+const char *breakdown_by_to_string(BreakdownBy by) {
+        return by >= 0 && by < _BREAKDOWN_BY_MAX ? by_table[by] : NULL;
+}
+
+BreakdownBy breakdown_by_from_string(const char *s) {
+        for (BreakdownBy by = 0; s && by < _BREAKDOWN_BY_MAX; by++)
+                if (streq(s, by_table[by]))
+                        return by;
+        return _BREAKDOWN_BY_INVALID;
+}
+
+/* Pages per kind id over the cells asked about. */
+typedef struct KindPages {
+        const ChargeIndex *ci;
+        const Units *units;
+        uint32_t unit;                  /* UNITS_NONE: every cell given */
+        uint64_t *pages;                /* per kind id */
+        size_t n_kinds;
+        uint64_t total;
+} KindPages;
+
+static void add_cell(void *userdata, uint32_t cell) {
+        KindPages *k = userdata;
+
+        if (k->unit != UNITS_NONE && units_unit_of(k->units, chargeindex_cgroup(k->ci, cell)) != k->unit)
+                return;
+        uint32_t kind = chargeindex_kind(k->ci, cell);
+        uint64_t pages = chargeindex_pages(k->ci, cell);
+        k->pages[kind < k->n_kinds ? kind : PAGE_KIND_UNKNOWN] += pages;
+        k->total += pages;
+}
+
+/* One row: the kinds that share its key summed. */
+typedef struct Row {
+        const PageKind *kind;           /* the first kind of the row; NULL: unknown */
+        uint64_t pages;
+} Row;
+
+/* Whether two kinds are one row of the breakdown. */
+static bool same_key(BreakdownBy by, const PageKind *a, const PageKind *b) {
+        if (!a || !b)
+                return a == b;
+        switch (by) {
+        case BREAKDOWN_BY_ORDER:
+                return a->order == b->order;
+        case BREAKDOWN_BY_GFP:
+                return a->gfp_flags == b->gfp_flags;
+        case BREAKDOWN_BY_MIGRATETYPE:
+                return a->migrate_type == b->migrate_type;
+        default:
+                return a->zone == b->zone;
+        }
+}
+
+static int compare_rows(const void *x, const void *y, void *userdata) {
+        const Row *a = x, *b = y;
+        BreakdownBy by = *(const BreakdownBy *) userdata;
+
+        /* Unknown last; orders in order; the rest biggest first. */
+        if (!a->kind || !b->kind)
+                return !a->kind - !b->kind;
+        if (by == BREAKDOWN_BY_ORDER)
+                return a->kind->order - b->kind->order;
+        if (a->pages != b->pages)
+                return a->pages > b->pages ? -1 : 1;
+        if (by == BREAKDOWN_BY_GFP)
+                return a->kind->gfp_flags < b->kind->gfp_flags ? -1 : a->kind->gfp_flags > b->kind->gfp_flags;
+        if (by == BREAKDOWN_BY_MIGRATETYPE)
+                return a->kind->migrate_type - b->kind->migrate_type;
+        return a->kind->zone - b->kind->zone;
+}
+
+static json_t *row_json(Accounting *a, BreakdownBy by, const Row *row) {
+        const PageKinds *pk = accounting_page_kinds(a);
+        const PageKind *k = row->kind;
+        json_t *order = json_null(), *gfp = json_null(), *mt = json_null(), *node = json_null(), *zone = json_null();
+        char key[512] = "[unknown]", hex[24];
+
+        if (k)
+                switch (by) {
+                case BREAKDOWN_BY_ORDER:
+                        (void) snprintf(key, sizeof(key), "%u", (unsigned) k->order);
+                        order = json_integer(k->order);
+                        break;
+                case BREAKDOWN_BY_GFP:
+                        (void) page_kinds_gfp_text(pk, k->gfp_flags, key, sizeof(key));
+                        (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, k->gfp_flags);
+                        gfp = json_string(hex);
+                        break;
+                case BREAKDOWN_BY_MIGRATETYPE:
+                        if (k->migrate_type >= 0) {
+                                const char *name = page_kinds_migrate_type_name(k->migrate_type);
+                                if (name)
+                                        (void) snprintf(key, sizeof(key), "%s", name);
+                                else
+                                        (void) snprintf(key, sizeof(key), "type %d", (int) k->migrate_type);
+                                mt = json_integer(k->migrate_type);
+                        }
+                        break;
+                default: {
+                        const ZoneRange *z = page_kinds_zone(pk, k->zone);
+                        if (z) {
+                                (void) snprintf(key, sizeof(key), *z->name ? "node %d %s" : "node %d", (int) z->node,
+                                                z->name);
+                                node = json_integer(z->node);
+                                zone = *z->name ? utf8_json_string(z->name) : json_null();
+                        }
+                        break;
+                }
+                }
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I}",
+                         "key", utf8_json_string(key),
+                         "order", order ?: json_null(),
+                         "gfpFlags", gfp ?: json_null(),
+                         "migrateType", mt ?: json_null(),
+                         "node", node ?: json_null(),
+                         "zone", zone ?: json_null(),
+                         "pages", (json_int_t) row->pages);
+}
+
+/* The rows of the kinds' pages, at most limit (0: all) into a new array; *ret_other the pages of the rest. */
+static int rows_json(Accounting *a, BreakdownBy by, const KindPages *k, size_t limit, json_t **ret,
+                uint64_t *ret_other) {
+        const PageKinds *pk = accounting_page_kinds(a);
+        _cleanup_free_ Row *rows = calloc(MAX(k->n_kinds, (size_t) 1), sizeof(Row));
+        json_auto_t *list = json_array();
+        size_t n = 0;
+
+        if (!rows || !list)
+                return -ENOMEM;
+        for (uint32_t id = 0; id < k->n_kinds; id++) {
+                if (k->pages[id] == 0)
+                        continue;
+                const PageKind *kind = page_kinds_get(pk, id);
+                if (kind && !kind->known)
+                        kind = NULL;
+                /* Few kinds (a few hundred at most): a scan for the row is cheaper than a hash. */
+                size_t r = 0;
+                while (r < n && !same_key(by, rows[r].kind, kind))
+                        r++;
+                if (r == n)
+                        rows[n++] = (Row) { .kind = kind };
+                rows[r].pages += k->pages[id];
+        }
+        qsort_r(rows, n, sizeof(Row), compare_rows, &by);
+        uint64_t other = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (limit > 0 && i >= limit) {
+                        other += rows[i].pages;
+                        continue;
+                }
+                json_t *o = row_json(a, by, &rows[i]);
+                if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(list);
+        if (ret_other)
+                *ret_other = other;
+        return 0;
+}
+
+/* The unit of a name as clients were shown it. */
+static uint32_t find_unit(const Units *un, const char *name) {
+        for (uint32_t i = 1; i < units_unit_count(un); i++) {
+                const UnitUsage *x = units_unit(un, i);
+                if (x && x->name && utf8_escaped_streq(x->name, name))
+                        return i;
+        }
+        return UNITS_NONE;
+}
+
+static int kind_pages_init(Accounting *a, KindPages *k) {
+        *k = (KindPages) {
+                .ci = accounting_chargeindex(a),
+                .units = accounting_units(a),
+                .unit = UNITS_NONE,
+                .n_kinds = page_kinds_count(accounting_page_kinds(a)),
+        };
+        k->pages = calloc(MAX(k->n_kinds, (size_t) 1), sizeof(uint64_t));
+        return k->pages ? 0 : -ENOMEM;
+}
+
+int breakdown_rows_json(Accounting *a, BreakdownBy by, const char *unit, size_t limit, json_t **ret) {
+        KindPages k;
+        int r;
+
+        r = kind_pages_init(a, &k);
+        if (r < 0)
+                return r;
+        if (unit) {
+                k.unit = find_unit(k.units, unit);
+                if (k.unit == UNITS_NONE) {
+                        free(k.pages);
+                        return -ENXIO;
+                }
+        }
+        chargeindex_foreach_cell(k.ci, add_cell, &k);
+        r = rows_json(a, by, &k, limit, ret, NULL);
+        free(k.pages);
+        return r;
+}
+
+int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
+        Usage *u = accounting_usage(a);
+        json_auto_t *rows = NULL;
+        char scope[256] = "[all]";
+        uint64_t other = 0;
+        KindPages k;
+        int r;
+
+        assert(a && q && ret);
+
+        if (q->by < 0 || q->by >= _BREAKDOWN_BY_MAX)
+                return -EINVAL;
+        r = kind_pages_init(a, &k);
+        if (r < 0)
+                return r;
+        if (q->pid >= 0) {
+                uint32_t process = usage_find_process(u, q->pid);
+                if (process == USAGE_TASK_NONE) {
+                        r = -ESRCH;
+                        goto finish;
+                }
+                (void) snprintf(scope, sizeof(scope), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
+                chargeindex_foreach_cell_of_process(k.ci, process, add_cell, &k);
+        } else if (q->unit) {
+                k.unit = find_unit(k.units, q->unit);
+                if (k.unit == UNITS_NONE) {
+                        r = -ENXIO;
+                        goto finish;
+                }
+                (void) snprintf(scope, sizeof(scope), "[unit %s]", q->unit);
+                chargeindex_foreach_cell(k.ci, add_cell, &k);
+        } else if (q->module) {
+                uint16_t module = USAGE_MODULE_NONE;
+                for (uint16_t id = 1; id <= usage_module_count(u); id++)
+                        if (utf8_escaped_streq(usage_module(u, id)->name, q->module))
+                                module = id;
+                if (module == USAGE_MODULE_NONE) {
+                        r = -ENOENT;
+                        goto finish;
+                }
+                (void) snprintf(scope, sizeof(scope), "[module %s]", q->module);
+                chargeindex_foreach_cell_of_module(k.ci, module, add_cell, &k);
+        } else
+                chargeindex_foreach_cell(k.ci, add_cell, &k);
+
+        r = rows_json(a, q->by, &k, q->limit, &rows, &other);
+        if (r < 0)
+                goto finish;
+        const PageKinds *pk = accounting_page_kinds(a);
+        *ret = json_pack("{s:s, s:o, s:I, s:O, s:I, s:b, s:b}",
+                         "by", breakdown_by_to_string(q->by),
+                         "scope", utf8_json_string(scope),
+                         "totalPages", (json_int_t) k.total,
+                         "rows", rows,
+                         "otherPages", (json_int_t) other,
+                         "gfpNamesKnown", pk->n_gfp_names > 0,
+                         "zonesKnown", pk->n_zones > 0);
+        r = *ret ? 0 : -ENOMEM;
+finish:
+        free(k.pages);
+        return r;
+}

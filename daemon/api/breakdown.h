@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The PageBreakdown view: pages by allocation order, GFP flags, migrate type or NUMA node and zone, for the
+ * whole system, one task, one unit or one module. The charge cells keep the kind of every allocation
+ * (pagekinds.h), so this is a walk of the cells of what is asked about, summing exact counts.
+ */
+
+#include <errno.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "accounting.h"
+
+typedef enum BreakdownBy {
+        BREAKDOWN_BY_ORDER,
+        BREAKDOWN_BY_GFP,
+        BREAKDOWN_BY_MIGRATETYPE,
+        BREAKDOWN_BY_NODE,
+        _BREAKDOWN_BY_MAX,
+        _BREAKDOWN_BY_INVALID = -EINVAL,
+} BreakdownBy;
+
+const char *breakdown_by_to_string(BreakdownBy by);
+BreakdownBy breakdown_by_from_string(const char *s);
+
+typedef struct BreakdownQuery {
+        BreakdownBy by;
+        int32_t pid;            /* < 0: any */
+        const char *unit;       /* NULL: any; as Unit.name */
+        const char *module;     /* NULL: any; as Module.name */
+        size_t limit;           /* rows; 0: all */
+} BreakdownQuery;
+
+/* The PageBreakdown reply. -ESRCH (no such task), -ENXIO (unit), -ENOENT (module), -ENOMEM. */
+int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret);
+
+/* The rows alone ([PageBreakdownRow], biggest first, or by order for orders) of the whole system or of one
+ * unit (as Unit.name; -ENXIO if unknown): what the metrics and Explain show. New reference in *ret. */
+int breakdown_rows_json(Accounting *a, BreakdownBy by, const char *unit, size_t limit, json_t **ret);

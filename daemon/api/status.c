@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The Status view: the daemon's health, totals and losses, from the core's counters and what the owner
+ * knows at the moment of the call (ServiceLive). Status answers it; the snapshot document keeps it.
+ */
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "macro.h"
+#include "status.h"
+#include "varlink.h"
+
+static uint64_t rss_bytes(void) {
+        unsigned long long size, resident;
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
+
+        if (!f || fscanf(f, "%llu %llu", &size, &resident) != 2)
+                return 0;
+        return resident * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
+/* Raw addresses in stacks go to root only, and never the made-up ones of a source that names its own
+ * frames (an imported page_owner log): they are no kernel's. */
+bool status_addresses_shown(const Accounting *a, bool peer_is_root) {
+        const Ksym *k = accounting_ksym(a);
+
+        return peer_is_root && !(k && ksym_addresses_synthetic(k));
+}
+
+static json_t *status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
+        AccountingStats s;
+        StackTreeStats st;
+        UsageStats us;
+
+        accounting_get_stats(a, &s);
+        stacktree_get_stats(accounting_stacktree(a), &st);
+        usage_get_stats(accounting_usage(a), &us);
+        const EventSourceStats *src = &live->source;
+        const Ksym *k = accounting_ksym(a);
+        bool addresses_hidden = !status_addresses_shown(a, peer_is_root) || !k || ksym_addresses_hidden(k);
+
+        json_t *lost = json_array();
+        for (size_t i = 0; lost && i < src->n_cpus; i++)
+                (void) json_array_append_new(lost, json_integer(varlink_count(src->lost_per_cpu[i])));
+
+        size_t baseline_tasks;
+        uint64_t baseline = usage_baseline_pages(accounting_usage(a), &baseline_tasks);
+        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(a));
+
+        return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
+                         "backend", live->backend,
+                         "version", PACKAGE_VERSION,
+                         "uptimeUsec", varlink_count(live->uptime_usec),
+                         "eventsPerSecond", live->events_per_second,
+                         "events", varlink_count(s.events),
+                         "resets", varlink_count(s.resets),
+                         "lostEvents", varlink_count(MAX(s.lost_events, src->lost_records)),
+                         "lostPerCpu", lost,
+                         "trackedPages", varlink_count(s.current_pages),
+                         "peakTrackedPages", varlink_count(s.peak_pages),
+                         "baselinePages", varlink_count(baseline),
+                         "baselineTasks", varlink_count(baseline_tasks),
+                         "untrackedFrees", varlink_count(s.untracked_frees),
+                         "untrackedFreePages", varlink_count(s.untracked_free_pages),
+                         "invalidEvents", varlink_count(s.invalid_events),
+                         "daemonMemoryBytes", varlink_count(rss_bytes()),
+                         "stackNodes", varlink_count(st.n_nodes),
+                         "stackNodeBudget", varlink_count(st.max_nodes),
+                         "stacksTruncated", varlink_count(st.stacks_truncated + st.process_paths_truncated),
+                         "truncatedPages", varlink_count(truncated_pages),
+                         "tasksEvicted", varlink_count(us.tasks_evicted),
+                         "kernelAddressesHidden", addresses_hidden,
+                         "pageSize", (int) page_size);
+}
+
+/* Status's counts of the events that are not page records (aggregated samples, events of a kind the core
+ * does not apply yet), and of those held at COUNT_MAX. Added to status after invalidEvents (the
+ * interface's order). */
+static int status_add_event_counts(Accounting *a, json_t *status) {
+        AccountingStats s;
+
+        accounting_get_stats(a, &s);
+        const struct {
+                const char *key;
+                uint64_t value;
+        } counts[] = {
+                { "samples", s.samples },
+                { "sampledPages", s.sampled_pages },
+                { "sampleUntrackedPages", s.sample_untracked_pages },
+                { "unsupportedEvents", s.unsupported_events },
+                { "saturatedEvents", s.saturated_events },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(counts); i++)
+                if (json_object_set_new(status, counts[i].key,
+                                        json_integer(varlink_count(counts[i].value))) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* Status lostByReason: [{reason, count}], one per way the source can lose data. NULL on OOM. */
+static json_t *lost_by_reason_json(const EventSourceStats *src) {
+        json_auto_t *a = json_array();
+
+        for (size_t i = 0; a && i < src->n_losses; i++)
+                if (json_array_append_new(a, json_pack("{s:s, s:I}", "reason", src->losses[i].reason,
+                                                       "count", varlink_count(src->losses[i].count))) < 0)
+                        return NULL;
+        return TAKE_PTR(a);
+}
+
+/* Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
+static int status_add_oom(json_t *status, const OomLog *oom) {
+        const char *reason = oom ? oomlog_reason(oom) : "not started";
+
+        if (json_object_set_new(status, "oomWatching", json_boolean(oom && oomlog_watching(oom))) < 0 ||
+            json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+json_t *status_reply_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
+        json_auto_t *o = status_json(a, live, page_size, peer_is_root);
+
+        if (!o ||
+            json_object_set_new(o, "backendReason", json_string(live->backend_reason ?: "")) < 0 ||
+            json_object_set_new(o, "stackSampleInterval",
+                                json_integer(varlink_count(live->source.stack_sample_interval))) < 0 ||
+            json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
+            status_add_event_counts(a, o) < 0 ||
+            status_add_oom(o, live->oom) < 0 ||
+            (live->heap_socket && json_object_set_new(o, "heapSocket", json_string(live->heap_socket)) < 0))
+                return NULL;
+        return TAKE_PTR(o);
+}
+

@@ -1,0 +1,287 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# memstrackctl explain under a real systemd (shared/tools/sysbox), the way a user asks "why is this unit's
+# memory this high": transient units made with systemd-run, the kernel's figures read by memstrackd from
+# the unit's own memory cgroup, beside memstrack's attribution.
+#
+#   - a unit holding 64 MiB of anonymous memory: explain's kernel anon and memstrack's user pages agree
+#     within 1 %, and the holder's stack goes through the anonymous page fault;
+#   - a unit whose short-lived tasks create and stat 100 000 files on a tmpfs and exit (a sleeper keeps the
+#     unit, and so its cgroup, alive): their dentries and inodes are held by no live process, by cache, call
+#     site and task name, and those bytes are within 10 % of the kernel's slab figure for the cgroup
+#     (cgroup2: memory.stat slab; v1, which has none: memory.kmem.usage_in_bytes, its kernel memory);
+#   - a unit pushed past the margin of its limit gets a pressure record before any OOM kill, in OomKills,
+#     `memstrackctl oom` and the journal under its own MESSAGE_ID.
+# Which hierarchy ran is said. Needs root, perf events and the kmem tracepoints; skips (77) otherwise.
+#
+# Usage: test-explain-systemd.sh SYSBOX BUILD_DIR WORK_DIR
+set -uo pipefail
+
+SYSBOX=${1:?sysbox}
+BUILD=${2:?build dir}
+WORK=${3:?work dir}
+PAGES=16384             # the anonymous holder's pages (64 MiB with 4 KiB pages)
+FILES=100000
+WAIT=60                 # seconds any awaited state may take: a bound, not a measurement
+PRESSURE_ID=5b7e2c9d4a1f4e08b3c6d2a9e7f1c054   # OOMLOG_PRESSURE_MESSAGE_ID, daemon/api/oomlog.h
+
+skip() {
+    echo "SKIP: $*" >&2
+    exit 77
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root to boot a container"
+[ -x "$SYSBOX" ] || skip "no $SYSBOX (shared/ is expected beside the checkout)"
+[ -e /proc/sys/kernel/perf_event_paranoid ] || skip "the kernel has no perf events"
+[ -d /sys/kernel/tracing/events/kmem ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+[ -d /sys/kernel/tracing/events/kmem/kmem_cache_alloc ] || skip "no kmem slab tracepoints in tracefs"
+command -v jq >/dev/null || skip "no jq"
+
+SYSBOX_NAME=memstrack-explain-$(printf %s "$WORK" | sha256sum | cut -c1-8)
+export SYSBOX_NAME
+export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,libbpf1,libmicrohttpd12,libprotobuf-c1,zlib1g,procps,man-db,curl
+export SYSBOX_NSPAWN_ARGS=--capability=CAP_SYSLOG,CAP_BPF,CAP_PERFMON
+export SYSBOX_BIND_RO="$WORK/stage:/opt/memstrack-stage $WORK/tools:/opt/memstrack-test"
+CTL=/usr/local/bin/memstrackctl
+
+pass=0 fail=0
+failed=()
+
+# The memory controller in the container, as test-systemd.sh sets it up: where the host binds it to
+# cgroup v1, the suite enters a v1 memory cgroup of its own before booting and makes the container's view
+# of that hierarchy writable, so that its systemd makes memory cgroups for units.
+MEMCG_V1=
+HIERARCHY=v2
+memcg_v1_enter() {
+    local hierarchy
+    hierarchy=$(awk '$1 == "memory" {print $2}' /proc/cgroups)
+    [ "${hierarchy:-0}" != 0 ] || return 0
+    [ "$(stat -fc %T /sys/fs/cgroup/memory 2>/dev/null)" = cgroupfs ] ||
+        skip "the memory controller is on cgroup v1 but not mounted at /sys/fs/cgroup/memory"
+    MEMCG_V1=/sys/fs/cgroup/memory/$SYSBOX_NAME
+    mkdir -p "$MEMCG_V1" && echo $$ >"$MEMCG_V1/cgroup.procs" || skip "cannot enter $MEMCG_V1"
+    HIERARCHY=v1
+}
+memcg_v1_leave() {
+    [ -n "$MEMCG_V1" ] || return 0
+    local try
+    echo $$ >/sys/fs/cgroup/memory/cgroup.procs
+    for try in $(seq 50); do
+        find "$MEMCG_V1" -depth -type d -exec rmdir {} + 2>/dev/null
+        [ -d "$MEMCG_V1" ] || return 0
+        sleep 0.1
+    done
+    echo "could not remove $MEMCG_V1" >&2
+}
+
+cleanup() {
+    "$SYSBOX" destroy >/dev/null 2>&1
+    memcg_v1_leave
+}
+trap cleanup EXIT
+
+ct() {
+    "$SYSBOX" exec "$@"
+}
+
+bad() {
+    echo "  $*" >&2
+    return 1
+}
+
+run_case() {
+    local t0=$SECONDS
+    if [ -n "${MEMSTRACK_EXPLAIN_CASES:-}" ] && [[ " $MEMSTRACK_EXPLAIN_CASES " != *" $1 "* ]]; then
+        return 0
+    fi
+    echo "== $1"
+    if "$1"; then
+        pass=$((pass + 1))
+        echo "PASS: $1 ($((SECONDS - t0)) s)"
+    else
+        fail=$((fail + 1))
+        failed+=("$1")
+        echo "FAIL: $1 ($((SECONDS - t0)) s)"
+    fi
+}
+
+# Polls "$@" (in the container) until it succeeds, for up to $WAIT seconds.
+wait_for() {
+    local deadline=$((SECONDS + WAIT))
+    until ct "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $deadline ] || return 1
+        sleep 0.3
+    done
+}
+
+# explain UNIT [ARGS...]: the Explain reply as JSON, into $WORK/UNIT.json.
+explain_json() {
+    local unit=$1
+    shift
+    ct "$CTL" explain "$unit" --json=short "$@" >"$WORK/$unit.json" 2>"$WORK/$unit.err" ||
+        bad "memstrackctl explain $unit failed: $(cat "$WORK/$unit.err")"
+}
+
+setup() {
+    local try
+    rm -rf "$WORK"
+    mkdir -p "$WORK/stage" "$WORK/tools"
+    meson install -C "$BUILD" --no-rebuild --quiet --destdir "$WORK/stage" >"$WORK/install.log" 2>&1 ||
+        { cat "$WORK/install.log"; return 1; }
+    cp "$BUILD/bench/loadgen" "$WORK/tools/" || return 1
+    "$SYSBOX" create >"$WORK/create.log" 2>&1 || { cat "$WORK/create.log"; return 1; }
+    memcg_v1_enter
+    echo "memory controller: cgroup $HIERARCHY${MEMCG_V1:+ (the container runs in $MEMCG_V1)}"
+    for try in 1 2 3; do
+        "$SYSBOX" boot >"$WORK/boot.log" 2>&1 && break
+        "$SYSBOX" stop >/dev/null 2>&1
+        [ $try -lt 3 ] || { cat "$WORK/boot.log"; return 1; }
+    done
+    if [ -n "$MEMCG_V1" ]; then
+        ct mount -o remount,bind,rw /sys/fs/cgroup/memory && ct systemctl daemon-reexec ||
+            bad "cannot make /sys/fs/cgroup/memory writable for the container's systemd" || return 1
+    fi
+    # memstrackd as installed, tracing slab objects too (explain's dentries and inodes).
+    ct sh -ec 'cp -a /opt/memstrack-stage/. /
+               systemd-sysusers
+               mkdir -p /usr/local/etc/memstrack
+               printf "slab=yes\n" >/usr/local/etc/memstrack/memstrackd.conf
+               systemctl daemon-reload
+               systemctl start memstrackd.service' || return 1
+    ct "$CTL" status >"$WORK/status.out" 2>&1 || { cat "$WORK/status.out"; return 1; }
+    grep -E 'Backend' "$WORK/status.out"
+}
+
+# 64 MiB of anonymous memory in holder.service: the kernel's anon and memstrack's pages allocated movable
+# agree within 1 %, and the biggest stack of the live holder is the anonymous page fault.
+test_anon_holder() {
+    local deadline cmp anon_k anon_m
+    ct systemd-run --quiet --unit=holder --collect -p Type=exec -p MemoryAccounting=yes \
+        /opt/memstrack-test/loadgen --pages "$PAGES" --hold-until-signal || bad "cannot start loadgen" || return 1
+    deadline=$((SECONDS + WAIT))
+    while :; do
+        explain_json holder.service || return 1
+        anon_m=$(jq '.comparisons[] | select(.what == "anon") | .memstrackBytes // 0' "$WORK/holder.service.json")
+        [ "${anon_m:-0}" -ge $((PAGES * 4096)) ] 2>/dev/null && break
+        [ $SECONDS -lt $deadline ] || break
+        sleep 0.3
+    done
+    ct "$CTL" explain holder.service --limit 3 --stacks 1 >"$WORK/holder.txt" 2>&1
+    ct systemctl kill --kill-who=main -s SIGUSR1 holder.service
+    cmp=$(jq -c '.comparisons[] | select(.what == "anon")' "$WORK/holder.service.json")
+    echo "  cgroup $(jq -r '.kernel.hierarchy // "none"' "$WORK/holder.service.json"): $cmp"
+    anon_k=$(jq '.kernelBytes // 0' <<<"$cmp")
+    anon_m=$(jq '.memstrackBytes // 0' <<<"$cmp")
+    [ "$(jq -r '.kernel.hierarchy' "$WORK/holder.service.json")" = "$HIERARCHY" ] ||
+        bad "explain read the kernel's figures from cgroup $(jq -r '.kernel.hierarchy' "$WORK/holder.service.json"), not $HIERARCHY: $(jq -c '{kernel, kernelReason}' "$WORK/holder.service.json")" ||
+        return 1
+    [ "$anon_k" -ge $((PAGES * 4096)) ] || bad "the kernel's anon is $anon_k, below the $PAGES pages held" || return 1
+    [ $((100 * (anon_m > anon_k ? anon_m - anon_k : anon_k - anon_m))) -le "$anon_k" ] ||
+        bad "memstrack's anon $anon_m is not within 1 % of the kernel's $anon_k" || return 1
+    jq -e '.alive.tasks[0].comm == "loadgen" and
+           (.alive.stacks[0].frames | map(select(test("do_anonymous_page|handle_mm_fault"))) | length) > 0' \
+        "$WORK/holder.service.json" >/dev/null ||
+        bad "the holder's stack is not the page fault: $(jq -c '.alive | {tasks, stacks}' "$WORK/holder.service.json")" ||
+        return 1
+    grep -q "Held by live processes" "$WORK/holder.txt" && grep -q loadgen "$WORK/holder.txt" ||
+        bad "memstrackctl explain does not show the holder: $(cat "$WORK/holder.txt")"
+}
+
+# 100 000 files created and stat'ed on a tmpfs by tasks that exit; a sleeper keeps the unit's cgroup.
+test_orphaned_slab() {
+    local deadline reply caches kernel_slab orphan_bytes source
+    ct sh -c 'mkdir -p /mnt/explain-files && mount -t tmpfs tmpfs /mnt/explain-files' ||
+        bad "cannot mount a tmpfs" || return 1
+    ct systemd-run --quiet --unit=files --collect -p MemoryAccounting=yes sh -c \
+        "(cd /mnt/explain-files && seq $FILES | sed s/^/f/ | xargs touch && ls -l >/dev/null) && touch /run/files-done &&
+         exec sleep infinity" || bad "cannot start the unit" || return 1
+    wait_for test -e /run/files-done || bad "the files were not made" || return 1
+    # The tasks that made them are gone once only the sleeper is left, and memstrackd heard of it.
+    deadline=$((SECONDS + WAIT))
+    while :; do
+        explain_json files.service --limit 20 --stacks 2 || return 1
+        jq -e --argjson n $FILES '.tasks == 1 and ([.orphaned.slabCaches[] | select(.name == "dentry") | .objects][0] // 0) >= $n' \
+            "$WORK/files.service.json" >/dev/null && break
+        [ $SECONDS -lt $deadline ] || break
+        sleep 0.5
+    done
+    ct "$CTL" explain files.service --limit 5 --stacks 1 >"$WORK/files.txt" 2>&1
+    reply="$WORK/files.service.json"
+    ct systemctl stop files.service
+    ct umount /mnt/explain-files
+    echo "  cgroup $HIERARCHY; orphaned: $(jq -c '.orphaned | {pages, slabObjects, slabBytes,
+        caches: [.slabCaches[:4][] | {name, objects, bytes}], tasks: [.tasks[] | {comm, processes}]}' "$reply")"
+    # The dentries and inodes: by cache and by call site, held by the exited tasks, named.
+    caches=$(jq -c --argjson n $FILES '[.orphaned.slabCaches[] | select(.objects >= $n) | .name]' "$reply")
+    jq -e 'index("dentry") != null and (map(select(test("inode"))) | length) > 0' <<<"$caches" >/dev/null ||
+        bad "no dentry and inode caches of $FILES objects held by no live process: $caches" || return 1
+    jq -e --argjson n $FILES '[.orphaned.slabCallSites[] | select(.objects >= $n) | .name] |
+           (map(select(test("d_alloc"))) | length) > 0 and (map(select(test("alloc_inode"))) | length) > 0' \
+        "$reply" >/dev/null ||
+        bad "no call sites of dentries and inodes: $(jq -c '.orphaned.slabCallSites' "$reply")" || return 1
+    jq -e '(.orphaned.tasks | map(.comm) | index("touch")) != null and (.alive.tasks | map(.comm)) == ["sleep"]' \
+        "$reply" >/dev/null || bad "tasks: $(jq -c '{alive: .alive.tasks, orphaned: .orphaned.tasks}' "$reply")" ||
+        return 1
+    # Against the kernel's figure for the cgroup: cgroup2 counts slab; v1 counts none apart, its kernel
+    # memory (memory.kmem.usage_in_bytes) holds them, with nothing else of size once the tasks are gone.
+    if [ "$HIERARCHY" = v2 ]; then
+        kernel_slab=$(jq '[.kernel.stat[] | select(.name == "slab") | .bytes][0] // 0' "$reply")
+        source="memory.stat slab"
+    else
+        kernel_slab=$(jq '[.kernel.stat[] | select(.name == "kernel") | .bytes][0] // 0' "$reply")
+        source="memory.kmem.usage_in_bytes"
+    fi
+    orphan_bytes=$(jq '[.orphaned.slabCaches[] | select(.name == "dentry" or (.name | test("inode"))) | .bytes] | add // 0' \
+                   "$reply")
+    echo "  dentries and inodes held by no live process: $orphan_bytes bytes; the kernel's $source: $kernel_slab"
+    [ "$kernel_slab" -gt 0 ] || bad "no kernel figure for the cgroup: $(jq -c '{kernel, kernelReason}' "$reply")" ||
+        return 1
+    [ $((10 * (orphan_bytes > kernel_slab ? orphan_bytes - kernel_slab : kernel_slab - orphan_bytes))) -le "$kernel_slab" ] ||
+        bad "$orphan_bytes bytes are not within 10 % of the kernel's $kernel_slab" || return 1
+    grep -q "Held by no live process" "$WORK/files.txt" && grep -q dentry "$WORK/files.txt" ||
+        bad "memstrackctl explain does not show the dentries: $(cat "$WORK/files.txt")"
+}
+
+# A unit pushed past the margin of its limit (10 % by default) and held there, below the limit: a pressure
+# record names it, with its holders and Explain view, in OomKills, `memstrackctl oom` and the journal under
+# its own MESSAGE_ID, and the kernel killed nothing. cgroup2 takes MemoryHigh= (memory.high); v1 has no
+# such limit, so there MemoryMax= (memory.limit_in_bytes) is the one pushed.
+test_pressure_record() {
+    local limit=$((64 << 20)) pages=$((15000)) property unit=memstrack-tight.service rec entry
+    if [ "$HIERARCHY" = v2 ]; then property=MemoryHigh; else property=MemoryMax; fi
+    echo "  $property=$limit, $pages pages held ($((pages * 4096 * 100 / limit)) % of it), cgroup $HIERARCHY"
+    ct systemd-run --quiet --unit=$unit --collect -p Type=exec -p "$property=$limit" -p MemorySwapMax=0 \
+        /opt/memstrack-test/loadgen --pages $pages --hold-until-signal || bad "cannot start loadgen" || return 1
+    wait_for sh -c "$CTL oom --json=short | grep -q '\"unit\":\"$unit\"'" ||
+        bad "no pressure record of $unit: $(ct "$CTL" oom --json=short | jq -c '{pressureRecords: [.pressureRecords[] | {unit, reason, limit}], pressureWatch}')" || {
+            ct systemctl stop $unit; return 1; }
+    ct "$CTL" oom --json=short >"$WORK/oom.json"
+    ct "$CTL" oom >"$WORK/oom.txt" 2>&1
+    ct systemctl is-active --quiet $unit || bad "$unit is not running: killed?" || return 1
+    ct systemctl kill --kill-who=main -s SIGUSR1 $unit
+    rec=$(jq -c --arg u $unit '[.pressureRecords[] | select(.unit == $u)][0]' "$WORK/oom.json")
+    echo "  record: $(jq -c '{reason, unit, limit, limitBytes, currentBytes, marginPercent,
+        explainAlivePages: .explain.alive.pages, topTask: .holders.tasks[0].comm}' <<<"$rec")"
+    jq -e --argjson l $limit '.reason == "limit" and .limitBytes == $l and .currentBytes >= ($l * 9 / 10) and
+           .currentBytes < $l and .explain.name == .unit and (.explain.alive.tasks | map(.comm) | index("loadgen")) != null
+           and (.holders.tasks | length) > 0' <<<"$rec" >/dev/null || bad "the record does not show $unit near its limit: $rec" || return 1
+    jq -e --arg u $unit '[.kills[] | select(.unit == $u)] | length == 0' "$WORK/oom.json" >/dev/null ||
+        bad "the kernel killed in $unit" || return 1
+    grep -q "Pressure at .*: $unit at " "$WORK/oom.txt" || bad "memstrackctl oom does not show it: $(cat "$WORK/oom.txt")" ||
+        return 1
+    entry=$(ct journalctl --all "MESSAGE_ID=$PRESSURE_ID" "MEMSTRACK_PRESSURE_UNIT=$unit" -o json --no-pager | tail -1)
+    echo "  journal: $(jq -c '{MESSAGE, MEMSTRACK_PRESSURE_LIMIT, MEMSTRACK_PRESSURE_CURRENT_BYTES}' <<<"$entry" 2>/dev/null)"
+    jq -e --arg u $unit '.MEMSTRACK_PRESSURE_UNIT == $u and .MEMSTRACK_PRESSURE_REASON == "limit" and
+                         (.MEMSTRACK_PRESSURE_RECORD | fromjson | .unit) == $u' <<<"$entry" >/dev/null ||
+        bad "no journal entry of the pressure record: ${entry:-nothing}"
+}
+
+setup || { echo "FAIL: setup"; echo "0 passed, 1 failed"; exit 1; }
+run_case test_anon_holder
+run_case test_orphaned_slab
+run_case test_pressure_record
+
+echo "hierarchy: cgroup $HIERARCHY"
+[ $fail = 0 ] || echo "failed: ${failed[*]}"
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
