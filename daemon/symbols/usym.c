@@ -640,6 +640,19 @@ static unsigned call_line(Dwarf_Die *die) {
         return (unsigned) line;
 }
 
+/* The compile unit holding at. libdw finds it through .debug_aranges, which clang does not emit (and a
+ * program linked from gcc and clang objects has it for some units only): then each unit's own ranges
+ * are asked, once per address, since lookups are cached by their callers. */
+static Dwarf_Die *module_unit_at(Dwfl_Module *mod, Dwarf_Addr at, Dwarf_Addr *bias) {
+        Dwarf_Die *cu = dwfl_module_addrdie(mod, at, bias);
+        if (cu)
+                return cu;
+        while ((cu = dwfl_module_nextcu(mod, cu, bias)))
+                if (dwarf_haspc(cu, at - *bias) > 0)
+                        return cu;
+        return NULL;
+}
+
 bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret) {
         Dwarf_Addr at = return_address && ip > 0 ? ip - 1 : ip, bias = 0;
         uint64_t offset = 0;
@@ -661,16 +674,18 @@ bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSour
         }
 
         /* The innermost function's own line. */
-        Dwfl_Line *line = dwfl_module_getsrc(mod, at);
+        Dwarf_Die *cu = module_unit_at(mod, at, &bias);
+        Dwarf_Line *line = cu ? dwarf_getsrc_die(cu, at - bias) : NULL;
         int lineno = 0;
-        const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+        const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+        if (line)
+                (void) dwarf_lineno(line, &lineno);
         ret->frames[0] = (UsymSourceFrame) { .function = ret->has_symbol ? name : NULL, .file = file,
                                              .line = lineno > 0 ? (unsigned) lineno : 0 };
         ret->n_frames = 1;
 
         /* Inlined functions: scopes innermost first; each inlined subroutine's call_file:call_line is where
          * the function around it calls it. */
-        Dwarf_Die *cu = dwfl_module_addrdie(mod, at, &bias);
         Dwarf_Die *scopes = NULL;
         int n = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
         bool named = false;
