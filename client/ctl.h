@@ -63,6 +63,9 @@ extern const char *arg_by;              /* footprint: directory, symbol or secti
 extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
 extern int64_t arg_min_age_seconds;     /* leaks: the youngest object shown, -1: the daemon's default */
 extern uint64_t arg_sample_interval;    /* record: bytes per sampled stack, 1: every call */
+extern int64_t arg_pid;                 /* record: the running process to watch, -1: none (run a command) */
+extern bool arg_live;                   /* record: into the system's memstrackd, not a private one */
+extern uint64_t arg_seconds_usec;       /* record --pid: how long, 0: until Ctrl-C or its exit */
 extern int64_t arg_uid;                 /* delete-snapshot: whose snapshots (root), -1: the caller's own */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */

@@ -50,6 +50,9 @@ const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
 uint64_t arg_sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT;
+int64_t arg_pid = -1;
+bool arg_live = false;
+uint64_t arg_seconds_usec = 0;
 int64_t arg_uid = -1;
 
 /* What the options that stop the command line ask for; only main() reads them. */
@@ -82,8 +85,8 @@ static const CmdlineVerb verbs[] = {
         { "footprint", "VMLINUX [KO...]", "A built kernel's text/rodata/data/bss (no daemon)", 1, 4096,
           verb_footprint },
         { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
-        { "record", "-- COMMAND [ARGS...]", "Run COMMAND and report which malloc call sites held its heap",
-          1, 65536, verb_record },
+        { "record", "-- COMMAND [ARGS...] | --pid PID", "Run COMMAND (or watch process PID) and report "
+          "which malloc call sites held its heap", 0, 65536, verb_record },
         { "pages", "--by KEY", "Pages by allocation order, GFP flags, migrate type or node", 0, 0, verb_pages },
         { "explain", "UNIT", "A unit's memory as the kernel counts it, beside who holds it", 1, 1, verb_explain },
 };
@@ -345,6 +348,24 @@ static const CmdlineOption options[] = {
                 .max = HEAP_SAMPLE_INTERVAL_MAX, .expects = "a number of bytes from 1 to 1099511627776",
                 .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "a stack per BYTES allocated on average "
                              "(default 524288, 512 KiB); 1: every call's" } },
+        }, {
+                .name = "pid", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PID",
+                .completion = CMDLINE_COMPLETE_PID,
+                .parse = cmdline_set_int64, .target = &arg_pid, .min = 1, .max = INT32_MAX,
+                .expects = "a pid",
+                .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "the running process PID instead of a "
+                             "command, through eBPF uprobes on its libc's allocator (root)" } },
+        }, {
+                .name = "live",
+                .parse = cmdline_set_true, .target = &arg_live,
+                .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "into the system's memstrackd (--address), "
+                             "when it takes heaps: the heap shows beside the process's pages" } },
+        }, {
+                .name = "seconds", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "SECONDS",
+                .parse = parse_seconds, .target = &arg_seconds_usec, .min = 100000,
+                .expects = "seconds, at least 0.1",
+                .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "with --pid: stop after SECONDS (default: "
+                             "at Ctrl-C or when the process exits)" } },
         }, {
                 .name = "by", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
                 .completion = CMDLINE_COMPLETE_WORD,

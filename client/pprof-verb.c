@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "pprof.h"
 #include "reply.h"
+#include "report-select.h"
 #include "snapshot.h"
 #include "time-util.h"
 
@@ -54,6 +55,29 @@ static int load_file(json_t **ret_doc, PprofSource *s) {
         r = snapshot_load(arg_from, &doc);
         if (r != 0)
                 return r;
+        /* A recorded heap's file (memstrackctl record --file): its heaps at their maximum, in bytes. */
+        if (report_doc_stacks_are_heaps(doc) && !arg_module) {
+                json_auto_t *tree = NULL;
+                r = report_doc_heap_tree(doc, arg_task, &tree);
+                if (r == -ESRCH) {
+                        fprintf(stderr, "No heap of the task with pid %" PRIi64 " in the snapshot file %s.\n", arg_task,
+                                arg_from);
+                        return CTL_EXIT_FAILURE;
+                }
+                if (r < 0)
+                        return r;
+                json_t *first = json_array_get(reply_array(reply_object(doc, "heap"), "heaps"), 0);
+                if (json_object_set_new(doc, "pprofHeapTree", json_pack("{s:O}", "root", tree)) < 0)
+                        return -ENOMEM;
+                s->tree = reply_object(doc, "pprofHeapTree");
+                s->heap = true;
+                s->page_size = 1;
+                s->sample_interval = reply_int(first, "sampleInterval", -1);
+                int64_t usec = reply_int(doc, "realtimeUsec", 0);
+                s->time_nanos = usec > 0 && usec <= INT64_MAX / 1000 ? usec * 1000 : 0;
+                *ret_doc = TAKE_PTR(doc);
+                return 0;
+        }
         s->tree = doc_tree(doc);
         if (!s->tree) {
                 if (arg_task >= 0)
@@ -139,7 +163,11 @@ int verb_pprof(int argc, char *argv[]) {
                 fprintf(stderr, "Cannot write %s: %s\n", arg_output, strerror(-r));
                 return CTL_EXIT_FAILURE;
         }
-        if (arg_legend)
+        if (arg_legend && s.heap)
+                fprintf(stderr, "Wrote %s: the heap at its maximum, %" PRIu64 " bytes in %zu samples, %zu locations, "
+                        "%zu functions, %zu mappings.\n", arg_output, stats.pages, stats.n_samples, stats.n_locations,
+                        stats.n_functions, stats.n_mappings);
+        else if (arg_legend)
                 fprintf(stderr, "Wrote %s: %" PRIu64 " pages (%" PRIu64 " bytes) in %zu samples, %zu locations, "
                         "%zu functions, %zu mappings.\n", arg_output, stats.pages, stats.pages * s.page_size,
                         stats.n_samples, stats.n_locations, stats.n_functions, stats.n_mappings);

@@ -48,6 +48,7 @@ typedef struct Builder {
         uint64_t *stack;
         size_t n_stack, stack_alloc;
         uint64_t page_size;
+        bool heap;                      /* PprofSource.heap */
         uint64_t pages;         /* sum of the samples' pages */
         uint64_t truncated;     /* children the daemon left out, summed over the tree */
 } Builder;
@@ -296,8 +297,8 @@ static int location_id(Builder *b, const json_t *node, bool user, uint64_t *ret)
         return 0;
 }
 
-/* A sample of pages for the stack b->stack (outermost first), written leaf first. */
-static int add_sample(Builder *b, uint64_t pages) {
+/* A sample of count objects, bytes bytes for the stack b->stack (outermost first), written leaf first. */
+static int add_sample(Builder *b, uint64_t count, uint64_t bytes) {
         Profile *p = b->p;
         Sample *s;
 
@@ -315,12 +316,17 @@ static int add_sample(Builder *b, uint64_t pages) {
         for (size_t i = 0; i < b->n_stack; i++)
                 s->location_id[i] = b->stack[b->n_stack - 1 - i];
         s->n_location_id = b->n_stack;
-        /* A page count from a file can be anything up to INT64_MAX: bytes saturate instead of wrapping. */
-        s->value[0] = (int64_t) MIN(pages, (uint64_t) INT64_MAX);
-        s->value[1] = pages > (uint64_t) INT64_MAX / b->page_size ? INT64_MAX : (int64_t) (pages * b->page_size);
+        s->value[0] = (int64_t) MIN(count, (uint64_t) INT64_MAX);
+        s->value[1] = (int64_t) MIN(bytes, (uint64_t) INT64_MAX);
         s->n_value = 2;
-        b->pages += pages;
+        b->pages += b->heap ? bytes : count;
         return 0;
+}
+
+/* The sample of pages: their count, and their bytes (a page count from a file can be anything up to
+ * INT64_MAX: bytes saturate instead of wrapping). */
+static int add_pages_sample(Builder *b, uint64_t pages) {
+        return add_sample(b, pages, pages > (uint64_t) INT64_MAX / b->page_size ? INT64_MAX : pages * b->page_size);
 }
 
 /*
@@ -331,6 +337,7 @@ static int add_sample(Builder *b, uint64_t pages) {
  */
 static int walk(Builder *b, const json_t *node, bool user, unsigned level) {
         uint64_t held = 0, cur = reply_count(node, "currentPages");
+        uint64_t held_blocks = 0, blocks = reply_count(node, "currentBlocks");
         json_t *child;
         size_t i;
         int r;
@@ -357,9 +364,11 @@ static int walk(Builder *b, const json_t *node, bool user, unsigned level) {
                 if (r < 0)
                         return r;
                 held += reply_count(child, "currentPages");
+                held_blocks += reply_count(child, "currentBlocks");
         }
         if (level > 0 && cur > held)
-                return add_sample(b, cur - held);
+                return b->heap ? add_sample(b, blocks > held_blocks ? blocks - held_blocks : 0, cur - held)
+                               : add_pages_sample(b, cur - held);
         return 0;
 }
 
@@ -374,6 +383,7 @@ static int build(Builder *b, const PprofSource *s) {
         if (!root)
                 return -EINVAL;
         b->page_size = s->page_size;
+        b->heap = s->heap;
         b->p = p = malloc(sizeof(*p));
         b->string_ids = json_object();
         b->mapping_ids = json_object();
@@ -408,12 +418,12 @@ static int build(Builder *b, const PprofSource *s) {
         /* The kernel image is the main binary: mapping[0], as readers take it to name the profile. */
         _cleanup_free_ char *kernel_key = NULL;
         uint64_t kernel_id;
-        r = mapping_id(b, PPROF_KERNEL_MAPPING, false, &kernel_id, &kernel_key);
+        r = s->heap ? 0 : mapping_id(b, PPROF_KERNEL_MAPPING, false, &kernel_id, &kernel_key);
         if (r < 0)
                 return r;
 
         /* A task's view has its root "[pid N]": frames with a module right below it may be user ones. */
-        r = walk(b, root, strncmp(reply_string(root, "frame") ?: "", "[pid ", 5) == 0, 0);
+        r = walk(b, root, s->heap || strncmp(reply_string(root, "frame") ?: "", "[pid ", 5) == 0, 0);
         if (r < 0)
                 return r;
         /* Pages at the root itself (stacks cut at the root, children left out there): a frame of their
@@ -428,16 +438,30 @@ static int build(Builder *b, const PprofSource *s) {
                 if (r < 0)
                         return r;
                 b->stack[b->n_stack++] = loc;
-                r = add_sample(b, root_pages - b->pages);
+                r = b->heap ? add_sample(b, 0, root_pages - b->pages) : add_pages_sample(b, root_pages - b->pages);
                 if (r < 0)
                         return r;
         }
 
-        if ((r = add_commentf(b, "memstrack: kernel pages held now, by allocation call stack (%s)",
-                              s->scope ?: "all")) < 0 ||
-            (r = add_commentf(b, "inuse_objects counts pages, inuse_space their bytes (%" PRIu64 " per page); "
-                              "no alloc_* values: allocations are counted per task, not per stack",
-                              s->page_size)) < 0)
+        if (s->heap) {
+                if ((r = add_commentf(b, "memstrack: user-space heap at its maximum, by allocation call stack "
+                                      "(%s)", s->scope ?: "all")) < 0 ||
+                    (r = add_comment(b, "inuse_objects counts blocks, inuse_space their bytes "
+                                     "(malloc_usable_size())")) < 0)
+                        return r;
+                if (interval > 1)
+                        r = add_commentf(b, "stacks sampled about 1 per %" PRIi64 " bytes: each stack's values are "
+                                         "an estimate, scaled so the totals are the exact counts", interval);
+                else
+                        r = add_comment(b, "every allocation's stack: values are exact");
+                if (r < 0)
+                        return r;
+                interval = 0;   /* said */
+        } else if ((r = add_commentf(b, "memstrack: kernel pages held now, by allocation call stack (%s)",
+                                     s->scope ?: "all")) < 0 ||
+                   (r = add_commentf(b, "inuse_objects counts pages, inuse_space their bytes (%" PRIu64 " per "
+                                     "page); no alloc_* values: allocations are counted per task, not per stack",
+                                     s->page_size)) < 0)
                 return r;
         if (interval > 1)
                 r = add_commentf(b, "stacks sampled about 1 in %" PRIi64 " pages (stackSampleInterval): each "
@@ -445,7 +469,7 @@ static int build(Builder *b, const PprofSource *s) {
                                  interval);
         else if (interval == 1)
                 r = add_comment(b, "stacks taken for every allocation (stackSampleInterval 1): counts are exact");
-        else if (interval == 0)
+        else if (interval == 0 && !s->heap)
                 r = add_comment(b, "no stacks taken (stackSampleInterval 0): pages are at the root frame");
         if (r < 0)
                 return r;

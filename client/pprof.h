@@ -32,6 +32,9 @@ typedef struct PprofSource {
         int64_t time_nanos;             /* when the tree was taken, ns since the epoch; 0: unknown */
         const char *scope;              /* what the tree covers, for a comment ("task 4242"); NULL: all */
         const char *generator;          /* for a comment ("memstrackctl 0.1.0"); NULL: none */
+        /* The tree is a recorded user-space heap at its maximum (report_doc_heap_tree()): inuse_objects
+         * counts its blocks (currentBlocks), inuse_space its bytes (currentPages); page_size is 1. */
+        bool heap;
 } PprofSource;
 
 /* A profile's numbers as pprof_encode() wrote them, for the caller's summary line. */

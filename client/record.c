@@ -9,6 +9,14 @@
  *
  * memstrackctl exits with COMMAND's status (128 + N for a signal N), as time(1) does; 1 when nothing
  * could be recorded (a static or setuid program, which LD_PRELOAD does not reach, says so first).
+ *
+ * record --live -- COMMAND: the same, into the system's memstrackd (started with --heap-socket), where the
+ * heap shows beside the process's pages; only COMMAND's own pid is reported (the processes it runs are
+ * there too, each a heap of its own).
+ *
+ * record --pid PID [--seconds N]: a process already running, through eBPF uprobes on its libc's allocator
+ * (memstrackd's heap-uprobe source), until it exits, N seconds pass or Ctrl-C; then the uprobes are
+ * detached, the process runs on, and its heap over that time is reported. Exit status 0.
  */
 
 #include <elf.h>
@@ -18,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +51,9 @@
 #define RECORD_END_TIMEOUT_MSEC (10u * 1000u)
 #define RECORD_TREE_DEPTH 128
 #define RECORD_TREE_CHILDREN 1000
+/* Frames below 0.02 % of their heap, now and at its maximum, are not in the text reports: below what
+ * their percentages show. */
+#define RECORD_TEXT_MIN_PPM 200
 
 /* COMMAND as execvp() would find it; NULL if it is nowhere (execvp() then says so). */
 static char *find_program(const char *name) {
@@ -130,13 +143,13 @@ static int run_command(char *argv[], const char *socket_path, const char *preloa
 
 /* Waits until the daemon has read the heaps of pid to their end (its exit seen through a pidfd), asking
  * for the roots alone meanwhile; then takes the whole trees once. */
-static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
+static int wait_heaps_ended(VarlinkClient *c, pid_t pid, bool only_pid, json_t **ret) {
         for (unsigned waited = 0;; waited += 20) {
                 json_auto_t *params = json_pack("{s:i, s:i}", "maxDepth", 0, "maxChildren", 1);
                 json_auto_t *reply = NULL;
                 json_t *h;
                 size_t i;
-                bool open = false;
+                bool open = false, seen = false;
 
                 if (!params)
                         return -ENOMEM;
@@ -144,15 +157,25 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
                 if (r != 0)
                         return r;
                 json_array_foreach(reply_array(reply, "heaps"), i, h)
-                        if (reply_int(h, "pid", 0) == pid && !reply_bool(h, "ended", false))
-                                open = true;
+                        if (reply_int(h, "pid", 0) == pid) {
+                                seen = true;
+                                open |= !reply_bool(h, "ended", false);
+                        }
                 if (!open || waited >= RECORD_END_TIMEOUT_MSEC) {
                         if (open)
                                 fprintf(stderr, "memstrackctl: memstrackd did not see pid %d end; its heap is "
                                         "reported as last read.\n", (int) pid);
-                        json_auto_t *whole = json_pack("{s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH, "maxChildren",
-                                                       RECORD_TREE_CHILDREN);
-                        if (!whole)
+                        /* The daemon's other heaps are others' (the system's memstrackd): none of pid. */
+                        if (only_pid && !seen) {
+                                *ret = json_pack("{s:[], s:i, s:i}", "heaps", "heapsDropped", 0, "invalidEvents", 0);
+                                return *ret ? 0 : -ENOMEM;
+                        }
+                        /* Text shows the frames above a few hundredths of a percent; JSON and files get all. */
+                        bool text = arg_json == CTL_JSON_OFF && !arg_file;
+                        json_auto_t *whole = json_pack("{s:i, s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH,
+                                                       "maxChildren", RECORD_TREE_CHILDREN, "minPartsPerMillion",
+                                                       text ? RECORD_TEXT_MIN_PPM : 0);
+                        if (!whole || (only_pid && json_object_set_new(whole, "pid", json_integer(pid)) < 0))
                                 return -ENOMEM;
                         return ctl_call(c, "io.memstrack.Heap", whole, ret);
                 }
@@ -169,17 +192,29 @@ static int command_exit(int status) {
         return CTL_EXIT_FAILURE;
 }
 
-static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOptions *o) {
+/* Reports the heaps of pid: the command's (status its wait status), or with stop a process recorded with
+ * --pid, whose recording is stopped first. d: the private memstrackd, whose warnings are shown; NULL: the
+ * system's (--live), whose heaps of other processes are left out. */
+static int report_heaps(const PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *doc = NULL, *heap = NULL;
         SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
         int r;
 
-        arg_address = d->address;
+        if (d)
+                arg_address = d->address;
         r = ctl_connect(&c);
         if (r != 0)
                 return r;
-        r = wait_heaps_ended(c, pid, &heap);
+        if (stop) {
+                json_auto_t *params = json_pack("{s:i}", "pid", (int) pid), *reply = NULL;
+                if (!params)
+                        return -ENOMEM;
+                r = ctl_call(c, "io.memstrack.HeapStop", params, &reply);
+                if (r != 0)
+                        return r;
+        }
+        r = wait_heaps_ended(c, pid, !d, &heap);
         if (r != 0)
                 return r;
         r = snapshot_fetch(c, &req, &doc);
@@ -187,8 +222,13 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOpt
                 return r;
         if (json_object_set(doc, "heap", heap) < 0)
                 return -ENOMEM;
-        private_daemon_print_warnings(d);
+        if (d)
+                private_daemon_print_warnings(d);
 
+        if (json_array_size(reply_array(heap, "heaps")) == 0 && stop) {
+                fprintf(stderr, "memstrackctl: nothing was recorded of process %d.\n", (int) pid);
+                return CTL_EXIT_FAILURE;
+        }
         if (json_array_size(reply_array(heap, "heaps")) == 0) {
                 fprintf(stderr, "memstrackctl: nothing was recorded: no process of the command loaded the heap "
                         "library (a static or setuid program, or one that clears LD_PRELOAD).\n");
@@ -216,20 +256,123 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOpt
         return r;
 }
 
+/* record --pid: a memstrackd whose heap-uprobe source attaches to the process, until it exits, --seconds
+ * pass or a stop signal comes; then the recording is stopped (the uprobes detached, the process runs on)
+ * and reported. */
+static int record_pid(pid_t pid, const ReportOptions *o) {
+        _cleanup_free_ char *input = NULL, *interval = NULL, *action = NULL;
+        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        PrivateDaemon d = {};
+        int r;
+
+        if (pidfd < 0) {
+                fprintf(stderr, "memstrackctl: cannot record process %d: %s.\n", (int) pid, strerror(errno));
+                return CTL_EXIT_FAILURE;
+        }
+        if (asprintf(&input, "--source-input=%d", (int) pid) < 0 ||
+            asprintf(&interval, "--heap-sample-interval=%llu", (unsigned long long) arg_sample_interval) < 0 ||
+            asprintf(&action, "attach to process %d", (int) pid) < 0)
+                return -ENOMEM;
+
+        private_daemon_catch_stop_signals();
+        r = private_daemon_prepare(&d);
+        if (r < 0)
+                goto finish;
+        char *const args[] = { (char *) "--source=heap-uprobe", input, interval, NULL };
+        r = private_daemon_start(&d, args);
+        if (r < 0)
+                goto finish;
+        r = private_daemon_wait_ready(&d, action, RECORD_START_TIMEOUT_MSEC);
+        if (r == -EINTR)
+                r = 0;          /* stopped before it began: an empty recording, reported as such */
+        if (r != 0)
+                goto finish;
+        if (!private_daemon_stop_signal()) {
+                char duration[64] = "";
+                if (arg_seconds_usec > 0)
+                        (void) snprintf(duration, sizeof(duration), " for %.1f s", (double) arg_seconds_usec / 1e6);
+                fprintf(stderr, "memstrackctl: recording the heap of process %d%s; Ctrl-C stops.\n", (int) pid,
+                        duration);
+                r = private_daemon_wait_fd(pidfd, arg_seconds_usec > 0 ? arg_seconds_usec : UINT64_MAX);
+                if (r < 0 && r != -EINTR)
+                        goto finish;
+        }
+        r = report_heaps(&d, pid, 0, true, o);
+
+finish:
+        arg_address = NULL;
+        private_daemon_release_stop_signals();
+        private_daemon_stop(&d);
+        return r;
+}
+
+/* record --live: the command hands its heap to the system's memstrackd (--address), which shows it beside
+ * the process's pages (tasks, stacks --task, top), and is reported from there. */
+static int record_live(char *argv[], const char *preload, const ReportOptions *o) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *status_reply = NULL;
+        pid_t pid;
+        int status = 0, r;
+
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = ctl_call(c, "io.memstrack.Status", NULL, &status_reply);
+        if (r != 0)
+                return r;
+        const char *heap_socket = reply_string(status_reply, "heapSocket");
+        if (!heap_socket) {
+                fprintf(stderr, "memstrackctl: memstrackd at %s takes no heaps (it runs without --heap-socket).\n",
+                        ctl_address());
+                return CTL_EXIT_FAILURE;
+        }
+        r = run_command(argv + 1, heap_socket, preload, &pid);
+        if (r < 0)
+                return r;
+        struct sigaction ignore = { .sa_handler = SIG_IGN }, old_int, old_quit;
+        (void) sigaction(SIGINT, &ignore, &old_int);
+        (void) sigaction(SIGQUIT, &ignore, &old_quit);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        (void) sigaction(SIGINT, &old_int, NULL);
+        (void) sigaction(SIGQUIT, &old_quit, NULL);
+        r = report_heaps(NULL, pid, status, false, o);
+        return r == 0 ? command_exit(status) : r;
+}
+
 int verb_record(int argc, char *argv[]) {
-        _cleanup_free_ char *program = NULL, *preload = NULL, *heap_socket = NULL, *source_input = NULL;
+        _cleanup_free_ char *program = NULL, *preload = NULL;
+        const char *heap_socket = NULL;
         ReportOptions o;
         PrivateDaemon d = {};
         pid_t pid = 0;
         int status = 0, r;
 
-        if (arg_address) {
-                fprintf(stderr, "memstrackctl: record runs a memstrackd of its own and takes no --address.\n");
+        if (arg_address && !arg_live) {
+                fprintf(stderr, "memstrackctl: record runs a memstrackd of its own and takes no --address "
+                        "(but --live does).\n");
+                return CTL_EXIT_USAGE;
+        }
+        if (arg_live && arg_pid > 0) {
+                fprintf(stderr, "memstrackctl: record --pid runs a memstrackd of its own; --live goes with a "
+                        "command.\n");
+                return CTL_EXIT_USAGE;
+        }
+        if ((arg_pid > 0) == (argc > 1)) {
+                fprintf(stderr, "memstrackctl: record takes a command (after --) or --pid PID, %s.\n"
+                        "Try 'memstrackctl --help'.\n", argc > 1 ? "not both" : "and got neither");
+                return CTL_EXIT_USAGE;
+        }
+        if (arg_seconds_usec > 0 && arg_pid <= 0) {
+                fprintf(stderr, "memstrackctl: --seconds goes with --pid: a command is recorded to its end.\n"
+                        "Try 'memstrackctl --help'.\n");
                 return CTL_EXIT_USAGE;
         }
         r = ctl_report_options(RECORD_FORMAT_DEFAULT, &o);
         if (r != 0)
                 return r;
+        if (arg_pid > 0)
+                return record_pid((pid_t) arg_pid, &o);
         program = find_program(argv[1]);
         const char *obstacle = program ? preload_obstacle(program) : NULL;
         if (obstacle) {
@@ -239,20 +382,21 @@ int verb_record(int argc, char *argv[]) {
         r = preload_value(&preload);
         if (r != 0)
                 return r;
+        if (arg_live)
+                return record_live(argv, preload, &o);
 
-        /* The heap source's socket beside the daemon's, in the directory made for it. */
+        /* The heap source's socket beside the daemon's, bound here and passed to it. */
         r = private_daemon_prepare(&d);
+        if (r >= 0)
+                r = private_daemon_listen(&d, "heap", SOCK_SEQPACKET, &heap_socket);
         if (r < 0)
                 goto finish;
-        heap_socket = private_daemon_path(&d, "heap");
-        if (!heap_socket || asprintf(&source_input, "--source-input=%s", heap_socket) < 0) {
-                r = -ENOMEM;
+        char *const args[] = { (char *) "--source=heap", NULL };
+        r = private_daemon_start(&d, args);
+        if (r < 0)
                 goto finish;
-        }
-        char *const args[] = { (char *) "--source=heap", source_input, NULL };
-        r = private_daemon_run(&d, "the heap socket", args, RECORD_START_TIMEOUT_MSEC);
-        if (r != 0)
-                goto finish;
+        /* The command starts beside it: its library's hello waits in the socket's queue until memstrackd
+         * takes it. */
         r = run_command(argv + 1, heap_socket, preload, &pid);
         if (r < 0)
                 goto finish;
@@ -261,12 +405,18 @@ int verb_record(int argc, char *argv[]) {
         struct sigaction ignore = { .sa_handler = SIG_IGN }, old_int, old_quit;
         (void) sigaction(SIGINT, &ignore, &old_int);
         (void) sigaction(SIGQUIT, &ignore, &old_quit);
+        /* Should memstrackd not start, the command runs unrecorded (its library says so) to its end. */
+        int ready = private_daemon_wait_ready(&d, "record the command's heap", RECORD_START_TIMEOUT_MSEC);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
         (void) sigaction(SIGINT, &old_int, NULL);
         (void) sigaction(SIGQUIT, &old_quit, NULL);
+        if (ready != 0) {
+                r = ready;
+                goto finish;
+        }
 
-        r = report_heaps(&d, pid, status, &o);
+        r = report_heaps(&d, pid, status, false, &o);
         if (r == 0)
                 r = command_exit(status);
 

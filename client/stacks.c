@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
-/* memstrackctl stacks: the StackTree reply as an indented table. */
+/* memstrackctl stacks: the StackTree reply as an indented table; with --task, the process's user-space
+ * heap (StackTree heap) under its root, in bytes. */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,6 +52,28 @@ static int add_rows(Table *t, const json_t *node, unsigned depth, uint64_t page_
         return 0;
 }
 
+/* Rows for a heap node (HeapNode: bytes) and its subtree: bytes in the SIZE column, no pages. */
+static int add_heap_rows(Table *t, const json_t *node, unsigned depth, bool root) {
+        _cleanup_free_ char *label = root ? strdup("[heap] (user space, bytes)") : reply_frame_label(node), *line = NULL;
+        char size[FORMAT_BUFFER_MAX];
+        json_t *child;
+        size_t i;
+        int r;
+
+        if (!label || asprintf(&line, "%*s%s", (int) depth * 2, "", label) < 0)
+                return -ENOMEM;
+        if ((r = table_add_cell(t, "-")) < 0 ||
+            (r = table_add_cell(t, format_bytes(size, sizeof(size), reply_count(node, "currentBytes")))) < 0 ||
+            (r = table_add_cell(t, "-")) < 0 || (r = table_add_cell(t, line)) < 0)
+                return r;
+        json_array_foreach(reply_array(node, "children"), i, child) {
+                r = add_heap_rows(t, child, depth + 1, false);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int verb_stacks(int argc, char *argv[]) {
         static const TableColumn columns[] = {
                 { .header = "PAGES", .align = TABLE_ALIGN_RIGHT },
@@ -87,6 +110,12 @@ int verb_stacks(int argc, char *argv[]) {
         r = add_rows(t, reply_object(reply, "root"), 0, page_size);
         if (r < 0)
                 return r;
+        /* The process's user-space heap, when it records one: a root of its own under the task's. */
+        if (reply_object(reply, "heap")) {
+                r = add_heap_rows(t, reply_object(reply, "heap"), 1, true);
+                if (r < 0)
+                        return r;
+        }
         r = table_print(t, stdout, format_terminal_columns());
         /* Sampled stacks are an estimate: said under the table, with the legend. */
         if (r >= 0 && arg_legend && reply_count(reply, "stackSampleInterval") > 1) {

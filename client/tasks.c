@@ -17,8 +17,10 @@ const char *tasks_state(const json_t *task) {
         return reply_bool(task, "exited", false) ? "exited" : "running";
 }
 
+#define TASKS_HEAP_COLUMN 7
+
 int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) {
-        static const TableColumn columns[] = {
+        static const TableColumn all_columns[] = {
                 { .header = "PID", .align = TABLE_ALIGN_RIGHT },
                 { .header = "COMM", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 8 },
                 { .header = "CURRENT", .align = TABLE_ALIGN_RIGHT },
@@ -27,18 +29,29 @@ int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) 
                 { .header = "PEAK PAGES", .align = TABLE_ALIGN_RIGHT },
                 /* Resident before tracing began: not in CURRENT, which counts allocations since. */
                 { .header = "BASELINE", .align = TABLE_ALIGN_RIGHT },
+                /* The process's user-space heap, live bytes, when it records one (TASKS_HEAP_COLUMN). */
+                { .header = "HEAP", .align = TABLE_ALIGN_RIGHT },
                 { .header = "ALLOCS", .align = TABLE_ALIGN_RIGHT },
                 { .header = "FREES", .align = TABLE_ALIGN_RIGHT },
                 { .header = "STATE", .align = TABLE_ALIGN_LEFT },
                 { .header = "COMMAND", .align = TABLE_ALIGN_LEFT, .elastic = true, .min_width = 10 },
         };
+        TableColumn columns[ELEMENTSOF(all_columns)];
         _cleanup_(table_freep) Table *t = NULL;
-        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX], d[FORMAT_BUFFER_MAX];
+        bool heaps = false;
+        size_t n = 0;
         json_t *task;
         size_t i;
         int r;
 
-        r = table_new(columns, ELEMENTSOF(columns), &t);
+        /* The HEAP column only where some process records its heap. */
+        json_array_foreach(tasks, i, task)
+                heaps |= json_is_integer(json_object_get(task, "heapBytes"));
+        for (i = 0; i < ELEMENTSOF(all_columns); i++)
+                if (i != TASKS_HEAP_COLUMN || heaps)
+                        columns[n++] = all_columns[i];
+        r = table_new(columns, n, &t);
         if (r < 0)
                 return r;
         table_set_header(t, arg_legend);
@@ -52,6 +65,8 @@ int tasks_print_table(json_t *tasks, uint64_t page_size, FILE *f, size_t width) 
                     (r = table_add_cell(t, format_pages(b, sizeof(b), peak, page_size))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, peak)) < 0 ||
                     (r = table_add_cell(t, format_pages(c, sizeof(c), baseline, page_size))) < 0 ||
+                    (heaps && (r = table_add_cell(t, json_is_integer(json_object_get(task, "heapBytes")) ?
+                                                  format_bytes(d, sizeof(d), reply_count(task, "heapBytes")) : "-")) < 0) ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "allocs"))) < 0 ||
                     (r = table_add_cellf(t, "%" PRIu64, reply_count(task, "frees"))) < 0 ||
                     (r = table_add_cell(t, tasks_state(task))) < 0 ||

@@ -15,6 +15,7 @@
 #include "config-file.h"
 #include "config.h"
 #include "file-util.h"
+#include "heap-abi.h"
 #include "log.h"
 #include "manager.h"
 #include "pressure-watch.h"
@@ -33,6 +34,7 @@ static unsigned arg_pressure_margin = PRESSURE_MARGIN_PERCENT_DEFAULT;
 static const char *arg_pressure_trigger = PRESSURE_TRIGGER_DEFAULT;
 static uint64_t arg_pressure_interval_usec = PRESSURE_INTERVAL_USEC_DEFAULT;
 static const char *arg_state_directory = NULL;  /* NULL: $STATE_DIRECTORY; "": no persistence */
+static const char *arg_heap_socket = NULL;      /* the heap source beside the kernel's; NULL: none */
 static const char *arg_socket = NULL;
 static const char *arg_boot_snapshot = NULL;
 static const char *arg_group = NULL;
@@ -62,6 +64,7 @@ enum {
         ARG_BUFFER_PAGES,
         ARG_WAKEUP_BYTES,
         ARG_STACK_SAMPLE_INTERVAL,
+        ARG_HEAP_SAMPLE_INTERVAL,
         ARG_NESTED_ALLOCATIONS,
         ARG_BTF,
         ARG_KALLSYMS,
@@ -72,6 +75,7 @@ enum {
         ARG_PRESSURE_TRIGGER,
         ARG_PRESSURE_INTERVAL,
         ARG_STATE_DIRECTORY,
+        ARG_HEAP_SOCKET,
         ARG_TRACEFS,
         ARG_SOCKET,
         ARG_BOOT_SNAPSHOT,
@@ -105,6 +109,7 @@ static const struct option options[] = {
         { "buffer-pages", required_argument, NULL, ARG_BUFFER_PAGES },
         { "wakeup-bytes", required_argument, NULL, ARG_WAKEUP_BYTES },
         { "stack-sample-interval", required_argument, NULL, ARG_STACK_SAMPLE_INTERVAL },
+        { "heap-sample-interval", required_argument, NULL, ARG_HEAP_SAMPLE_INTERVAL },
         { "nested-allocations", required_argument, NULL, ARG_NESTED_ALLOCATIONS },
         { "btf", required_argument, NULL, ARG_BTF },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
@@ -115,6 +120,7 @@ static const struct option options[] = {
         { "pressure-trigger", required_argument, NULL, ARG_PRESSURE_TRIGGER },
         { "pressure-interval", required_argument, NULL, ARG_PRESSURE_INTERVAL },
         { "state-directory", required_argument, NULL, ARG_STATE_DIRECTORY },
+        { "heap-socket", required_argument, NULL, ARG_HEAP_SOCKET },
         { "tracefs", required_argument, NULL, ARG_TRACEFS },
         { "socket", required_argument, NULL, ARG_SOCKET },
         { "boot-snapshot", required_argument, NULL, ARG_BOOT_SNAPSHOT },
@@ -157,6 +163,8 @@ static void help(void) {
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
                "     --stack-sample-interval=N  eBPF: a stack per N pages on average, 1 for every\n"
                "                            allocation; counts stay exact (default %u)\n"
+               "     --heap-sample-interval=BYTES  heap-uprobe: a stack per BYTES allocated on\n"
+               "                            average, 1 for every call (default 524288)\n"
                "     --nested-allocations=WHEN  eBPF: record allocations made by an interrupt\n"
                "                            while the allocation program runs from the first one\n"
                "                            missed (after-miss, default) or from the start (always)\n"
@@ -171,6 +179,8 @@ static void help(void) {
                "     --pressure-trigger=SPEC  ... or memory pressure passes this PSI trigger\n"
                "                            (default \"" PRESSURE_TRIGGER_DEFAULT "\"; empty: none)\n"
                "     --pressure-interval=SEC  At most one pressure record per unit per SEC (60)\n"
+               "     --heap-socket=PATH     Also take user-space heaps there (every user's processes\n"
+               "                            preloading libmemstrack-heap.so; a passed socket named heap)\n"
                "     --state-directory=PATH Keep the history there across restarts (default:\n"
                "                            $STATE_DIRECTORY; empty: not kept)\n"
                "     --tracefs=PATH         tracefs mount point (default: found or mounted)\n"
@@ -331,6 +341,12 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                         return r;
                 arg_source_options.stack_sample_interval = (unsigned) v;
                 break;
+        case ARG_HEAP_SAMPLE_INTERVAL:
+                r = parse_uint(value, 1, HEAP_SAMPLE_INTERVAL_MAX, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_source_options.heap_sample_interval = v;
+                break;
         case ARG_NESTED_ALLOCATIONS:
                 if (streq(value, "always"))
                         arg_source_options.nested_allocations_always = true;
@@ -349,6 +365,10 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_CGROUP_ROOT:
                 arg_cgroup_root = value;
+                break;
+        case ARG_HEAP_SOCKET:
+                arg_heap_socket = value;
+                arg_accounting.heap_shares = true;
                 break;
         case ARG_MEMCG_ROOT:
                 arg_memcg_root = value;
@@ -719,6 +739,7 @@ static int run(void) {
                         .interval_usec = arg_pressure_interval_usec,
                 },
                 .state_directory = arg_state_directory,
+                .heap_socket = arg_heap_socket,
                 .serve = arg_serve,
                 .service = {
                         .socket_path = arg_socket,

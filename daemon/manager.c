@@ -38,6 +38,7 @@ struct Manager {
 
         Accounting *accounting;         /* owned */
         EventSource *source;            /* owned */
+        EventSource *heap_source;       /* owned: the heap source beside it (--heap-socket, polled), or NULL */
         char *source_reason;            /* owned: why this source runs (Status backendReason) */
         Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
@@ -232,6 +233,7 @@ Manager *manager_free(Manager *m) {
         service_free(m->service);
         oomwatch_free(m->oom_watch);
         sd_event_source_disable_unref(m->tick_timer);
+        event_source_free(m->heap_source);
         event_source_free(m->source);
         /* Observers may hold timers on the loop and borrow the core: before both. */
         observer_list_done(&m->observers);
@@ -256,6 +258,7 @@ static void get_live(void *userdata, ServiceLive *ret) {
                 .uptime_usec = uptime_usec(m),
                 .events_per_second = status_line_events_per_second(m->status),
                 .oom = m->oom,
+                .heap_socket = m->heap_source ? m->config.heap_socket : NULL,
                 .memcg = m->memcg,
                 .memcg_reason = m->memcg ? NULL : "no memory controller on this host",
         };
@@ -288,6 +291,11 @@ static int start_tick_timer(Manager *m) {
         return 0;
 }
 
+static int heap_stop(void *userdata, int32_t pid) {
+        return source_heap_stop((EventSource *[]) { ((Manager *) userdata)->source, ((Manager *) userdata)->heap_source },
+                                2, pid);
+}
+
 static int start_service(Manager *m) {
         ServiceConfig c = m->config.service;
 
@@ -301,6 +309,7 @@ static int start_service(Manager *m) {
         c.userdata = m;
         c.flush = manager_flush;
         c.get_live = get_live;
+        c.heap_stop = heap_stop;
         return service_new(&c, &m->service);
 }
 
@@ -315,10 +324,11 @@ int manager_start(Manager *m) {
         r = source_new(m->config.source, &m->config.source_options, &m->source, NULL, &m->source_reason);
         if (r < 0)
                 return r; /* logged with the reason */
-        /* Before any event: its tracing frames, and its own symbols if it names its frames (a log). */
+        /* Before any event: its tracing frames, and its own symbols if it names its frames (a log), else the
+         * kernel's (read only now: a source with a table of its own needs none). */
         accounting_set_tracer_frames(m->accounting, m->source->ops->tracer_frames);
-        r = kernel_symbols_use_source(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
-                                      m->source->ops->name);
+        r = kernel_symbols_load(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
+                                m->source->ops->name);
         if (r < 0)
                 return r;
         m->start_usec = now_usec(CLOCK_MONOTONIC);
@@ -326,6 +336,10 @@ int manager_start(Manager *m) {
         if (r < 0)      /* -ECANCELED: stopped by a signal, logged */
                 return r == -ECANCELED ? r :
                        log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+        r = source_start_heap_beside(&m->config.source_options, m->config.heap_socket, m->source, m->event, &sink,
+                                     &m->heap_source);
+        if (r < 0)
+                return r;
         /* Pages by kind are named from outside the events: the GFP flags from the allocation tracepoint's
          * format, the zones from /proc/zoneinfo where the source's page keys are pfns. */
         EventSourceStats st = {};

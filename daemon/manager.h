@@ -30,6 +30,8 @@ typedef struct ManagerConfig {
         const char *zoneinfo;           /* zones for breakdowns by node; NULL: /proc/zoneinfo */
         PressureSettings pressure;      /* pressure records: margin, PSI trigger, interval */
         const char *state_directory;    /* keeps the history; NULL: $STATE_DIRECTORY's first; "": none */
+        const char *heap_socket;        /* beside the source, the heap source on this socket (or a passed one
+                                         * named heap): user-space heaps beside the kernel's pages; NULL: none */
         bool serve;                     /* listen on the varlink socket */
         /* Where and to whom to answer (socket, group, client deadlines, the boot phase's document); the
          * Manager fills in what the service answers about. */

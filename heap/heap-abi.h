@@ -62,6 +62,9 @@
 #define HEAP_THREAD_SLOTS 4096u
 #define HEAP_OBJECT_PATH_MAX 224u
 
+/* HeapAbiHeader.flags */
+#define HEAP_ABI_FLAG_CLOSED 1u         /* the daemon stopped reading this region (HeapStop): stop recording */
+
 typedef enum HeapAbiRecordType {
         HEAP_RECORD_ALLOC = 1,          /* a sampled block: ptr, bytes, stack */
         HEAP_RECORD_FREE = 2,           /* a sampled block went back: ptr, bytes */
@@ -88,10 +91,13 @@ typedef struct HeapAbiStackSlot {
 } HeapAbiStackSlot;
 
 /* A thread's counts: only live bytes need one order for all threads (the peak), these are summed. One
- * cache line, so threads do not share one. */
+ * cache line, so threads do not share one. The thread's own calls change the first three with plain
+ * stores; calls made inside another on the thread (a signal handler), which may land in the middle of
+ * such a store, count in the nested ones, atomically. The reader adds both. */
 typedef struct HeapAbiThread {
         uint64_t allocs, frees, alloc_bytes;
-        uint64_t reserved[5];
+        uint64_t nested_allocs, nested_frees, nested_alloc_bytes;
+        uint64_t reserved[2];
 } HeapAbiThread;
 
 /* One loadable segment of a loaded ELF file. */
@@ -120,7 +126,7 @@ typedef struct HeapAbiHeader {
         uint64_t n_thread_slots;
         uint64_t sample_interval;       /* bytes per sampled stack on average; 1: every call */
         int32_t pid;
-        uint32_t flags;
+        uint32_t flags;                 /* HEAP_ABI_FLAG_*: the daemon's word to the library */
 
         /* The exact counters, all changed with atomic operations, on one cache line. */
         _Alignas(64) int64_t live_bytes;        /* usable bytes of the blocks recorded and not freed */

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "heap-abi.h"
+#include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -126,14 +127,40 @@ static TLS int64_t bytes_until_sample;
 static TLS uint64_t rng;
 static TLS uint32_t thread_id;
 static TLS HeapAbiThread *my_counts;
+static TLS bool my_counts_shared;       /* the last slot, shared by the threads beyond the slots */
 
 /* This thread's counts: a slot of its own, claimed at its first call, or the shared last one. */
-static HeapAbiThread *counts(void) {
+static inline HeapAbiThread *counts(void) {
         if (unlikely(!my_counts)) {
                 uint64_t i = __atomic_fetch_add(&header->threads_used, 1, __ATOMIC_RELAXED);
-                my_counts = &thread_slots[i < header->n_thread_slots ? i : header->n_thread_slots - 1];
+                my_counts_shared = i >= header->n_thread_slots - 1;
+                my_counts = &thread_slots[my_counts_shared ? header->n_thread_slots - 1 : i];
         }
         return my_counts;
+}
+
+/* Adds to a count of this thread's own: a plain store, as no one else writes it (the daemon reads). */
+static inline void count_own(uint64_t *c, uint64_t n) {
+        __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* One call's counts; nested: made inside another call on this thread, which may be amid count_own(). */
+static inline void count_call(bool nested, bool alloc, uint64_t bytes) {
+        HeapAbiThread *t = counts();
+
+        if (likely(!nested && !my_counts_shared)) {
+                if (alloc) {
+                        count_own(&t->allocs, 1);
+                        count_own(&t->alloc_bytes, bytes);
+                } else
+                        count_own(&t->frees, 1);
+                return;
+        }
+        if (alloc) {
+                __atomic_fetch_add(&t->nested_allocs, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&t->nested_alloc_bytes, bytes, __ATOMIC_RELAXED);
+        } else
+                __atomic_fetch_add(&t->nested_frees, 1, __ATOMIC_RELAXED);
 }
 
 static void lock_release(int *l) {
@@ -448,18 +475,49 @@ static bool frame_in_objects(uint64_t ip) {
         return false;
 }
 
-static uint32_t take_stack(void) {
+static bool in_own_text(uint64_t ip) {
+        return ip >= own_text_start && ip < own_text_end;
+}
+
+/* glibc's backtrace(), for the stacks the unwinder cannot follow to their end. */
+static size_t backtrace_stack(uint64_t f[static HEAP_FRAMES_MAX]) {
         void *raw[HEAP_FRAMES_MAX + 8];
-        uint64_t f[HEAP_FRAMES_MAX];
         int n = backtrace(raw, (int) (sizeof(raw) / sizeof(raw[0])));
         size_t k = 0;
         int i = 0;
 
         /* Our own frames (this function, the hook) come first. */
-        while (i < n && (uintptr_t) raw[i] >= own_text_start && (uintptr_t) raw[i] < own_text_end)
+        while (i < n && in_own_text((uint64_t) (uintptr_t) raw[i]))
                 i++;
         for (; i < n && k < HEAP_FRAMES_MAX; i++)
                 f[k++] = (uint64_t) (uintptr_t) raw[i];
+        return k;
+}
+
+/* The stack of the hook's caller. Our code keeps frame pointers: their chain leads to the hook's frame,
+ * the first whose return address is outside our code, and the unwinder goes on from there. */
+static size_t caller_stack(uint64_t f[static HEAP_FRAMES_MAX]) {
+        uint64_t *fp = __builtin_frame_address(0);
+
+        for (unsigned i = 0; i < 32; i++) {
+                if (!in_own_text(fp[1])) {
+                        UnwindEnd end;
+                        size_t n = unwind_stack(fp, f, HEAP_FRAMES_MAX, &end);
+                        if (end == UNWIND_COMPLETE)
+                                return n;
+                        break;
+                }
+                uint64_t *caller = (uint64_t *) (uintptr_t) fp[0];
+                if (caller <= fp)
+                        break;
+                fp = caller;
+        }
+        return backtrace_stack(f);
+}
+
+static uint32_t take_stack(void) {
+        uint64_t f[HEAP_FRAMES_MAX];
+        size_t k = caller_stack(f);
         bool new_stack = false;
         uint32_t id = stack_id(f, k, false, &new_stack);
         /* A new stack with a frame in no object known: a library was loaded since (dlopen). */
@@ -524,6 +582,11 @@ static void emit(HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, uint64_t 
                 bool nested) {
         uint64_t seq;
 
+        /* Nobody reads the region any more (HeapStop): the process goes on unrecorded. */
+        if (unlikely(__atomic_load_n(&header->flags, __ATOMIC_ACQUIRE) & HEAP_ABI_FLAG_CLOSED)) {
+                __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+                return;
+        }
         if (!ring_reserve(nested, &seq))
                 return;
         if (thread_id == 0)
@@ -539,17 +602,55 @@ static void emit(HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, uint64_t 
         __atomic_store_n(&r->commit, seq + 1, __ATOMIC_RELEASE);
 }
 
+/* ---- Block sizes ------------------------------------------------------------------------------------ */
+
+/* Whether the allocator is glibc's, with chunks as usable_size() reads them: checked at the start. */
+static bool glibc_chunks;
+
+/* What malloc_usable_size() says of a block, without the call: glibc keeps a chunk's size in the word
+ * before the block, its low three bits flags (0x2: mmap()ed, whose header takes a word more); a chunk
+ * that is not mmap()ed is in use when the next one's 0x1 bit says so (a double free's is not: 0). */
+static inline uint64_t usable_size(void *p) {
+        if (likely(glibc_chunks)) {
+                const char *block = p;
+                size_t head, next;
+                memcpy(&head, block - sizeof(size_t), sizeof(head));
+                size_t chunk = head & ~(size_t) 7;
+                if (head & 2)
+                        return chunk - 2 * sizeof(size_t);
+                memcpy(&next, block - sizeof(size_t) + chunk, sizeof(next));
+                return next & 1 ? chunk - sizeof(size_t) : 0;
+        }
+        return malloc_usable_size(p);
+}
+
+/* Reads chunks directly only where the real malloc is glibc's and agrees with it on blocks of every kind
+ * (small, large, mmap()ed, aligned); another allocator, or a glibc that changed, gets the call. */
+static void check_glibc_chunks(void) {
+        static const size_t sizes[] = { 1, 24, 100, 1000, 5000, 70000, 300000, 4u << 20 };
+        Dl_info info;
+
+        if (!dladdr((void *) real.malloc, &info) || !info.dli_fname || !strstr(info.dli_fname, "/libc.so"))
+                return;
+        glibc_chunks = true;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) * 2 && glibc_chunks; i++) {
+                size_t n = sizes[i / 2];
+                void *p = i % 2 == 0 || !real.memalign ? real.malloc(n) : real.memalign(256, n);
+                if (!p)
+                        continue;
+                glibc_chunks = usable_size(p) == malloc_usable_size(p);
+                real.free(p);
+        }
+}
+
 /* A block the allocator handed out. */
 static void record_alloc(void *p) {
         bool nested = in_call > 0;
-        uint64_t bytes = malloc_usable_size(p);
+        uint64_t bytes = usable_size(p);
 
         in_call++;
         int64_t live = __atomic_add_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
-        /* Atomic though the slot is the thread's: a signal handler on this thread may count too. */
-        HeapAbiThread *t = counts();
-        __atomic_fetch_add(&t->allocs, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&t->alloc_bytes, bytes, __ATOMIC_RELAXED);
+        count_call(nested, true, bytes);
         uint64_t peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
         while (live > 0 && (uint64_t) live > peak &&
                !__atomic_compare_exchange_n(&header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
@@ -602,9 +703,9 @@ static void record_free(void *p) {
         }
         if (was < 0)
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
-        uint64_t bytes = malloc_usable_size(p);
+        uint64_t bytes = usable_size(p);
         int64_t live = __atomic_sub_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&counts()->frees, 1, __ATOMIC_RELAXED);
+        count_call(nested, false, 0);
         if (was > 0)
                 emit(HEAP_RECORD_FREE, ptr, bytes, live > 0 ? (uint64_t) live : 0, HEAP_STACK_NONE, nested);
 out:
@@ -790,6 +891,9 @@ static void initialize(void) {
                 seed = env_uint(HEAP_ENV_SEED, 0) ?: mix64((uint64_t) getpid() ^ (uint64_t) now_msec() << 20);
                 (void) dl_iterate_phdr(find_own_text, (void *) (uintptr_t) &find_own_text);
                 if (connect_daemon(path)) {
+                        /* Without its cache every stack comes from backtrace(), as complete and slower. */
+                        (void) unwind_init();
+                        check_glibc_chunks();
                         /* backtrace() loads libgcc's unwinder at its first call, which allocates: that is the
                          * library's own doing, done now and not recorded (nor is pthread_atfork()'s). */
                         void *warm[4];
@@ -944,4 +1048,20 @@ EXPORT void *valloc(size_t n) {
 EXPORT void *pvalloc(size_t n) {
         (void) recording();
         return page_call(real.pvalloc, n);
+}
+
+/* Unloading code: the unwinder forgets its rules, before (rules worked out while it is being unmapped) and
+ * after (its addresses may hold another library's code next). */
+EXPORT int dlclose(void *handle) {
+        static int (*real_dlclose)(void *);
+        int (*fn)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_RELAXED);
+
+        if (!fn) {
+                fn = (int (*)(void *)) dlsym(RTLD_NEXT, "dlclose");
+                __atomic_store_n(&real_dlclose, fn, __ATOMIC_RELAXED);
+        }
+        unwind_flush();
+        int r = fn ? fn(handle) : -1;
+        unwind_flush();
+        return r;
 }

@@ -30,7 +30,8 @@ extern const char flamegraph_script[];
 
 typedef struct Flamegraph {
         FILE *f;
-        uint64_t total_pages;
+        uint64_t total_pages;   /* or bytes: unit says */
+        const char *unit;       /* "pages", or "bytes" for a heap (FlamegraphInfo.bytes) */
         double px_per_page;
         unsigned height_px;
         unsigned max_depth;
@@ -247,7 +248,7 @@ static int open_box(Flamegraph *g, const Box *b) {
         r = xml_put_text(g->f, clean);
         if (r < 0)
                 return r;
-        fprintf(g->f, ": %" PRIu64 " pages (%.2f%%), peak ", b->pages,
+        fprintf(g->f, ": %" PRIu64 " %s (%.2f%%), peak ", b->pages, g->unit,
                 g->total_pages > 0 ? 100.0 * (double) b->pages / (double) g->total_pages : 0.0);
         if (b->peak < 0)
                 fputs("unknown", g->f);
@@ -348,7 +349,8 @@ static int write_title(Flamegraph *g, const FlamegraphInfo *info) {
         char size[FORMAT_BUFFER_MAX];
         int r;
 
-        fprintf(g->f, "<text class=\"title\" x=\"%d\" y=\"24\">Page allocations", FLAMEGRAPH_MARGIN_PX);
+        fprintf(g->f, "<text class=\"title\" x=\"%d\" y=\"24\">%s", FLAMEGRAPH_MARGIN_PX,
+                info->bytes ? "User-space heap at its maximum" : "Page allocations");
         if (info->host) {
                 _cleanup_free_ char *host = format_sanitize(info->host);
                 if (!host)
@@ -365,8 +367,12 @@ static int write_title(Flamegraph *g, const FlamegraphInfo *info) {
                 if (gmtime_r(&t, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm) > 0)
                         fprintf(g->f, " at %s", when);
         }
-        fprintf(g->f, ": %" PRIu64 " pages (%s)</text>\n", g->total_pages,
-                format_pages(size, sizeof(size), g->total_pages, info->page_size ?: 4096));
+        if (info->bytes)
+                fprintf(g->f, ": %" PRIu64 " bytes (%s)</text>\n", g->total_pages,
+                        format_bytes(size, sizeof(size), g->total_pages));
+        else
+                fprintf(g->f, ": %" PRIu64 " pages (%s)</text>\n", g->total_pages,
+                        format_pages(size, sizeof(size), g->total_pages, info->page_size ?: 4096));
         return 0;
 }
 
@@ -374,6 +380,7 @@ int flamegraph_write(const json_t *root, const FlamegraphInfo *info, FILE *f) {
         Flamegraph g = {
                 .f = f,
                 .total_pages = reply_count(root, "currentPages"),
+                .unit = info->bytes ? "bytes" : "pages",
         };
         const double span = FLAMEGRAPH_WIDTH_PX - 2 * FLAMEGRAPH_MARGIN_PX;
         int r;

@@ -16,6 +16,7 @@
  * as one box "[N smaller frames]" if together they are wide enough, else left out.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,6 +31,7 @@ typedef struct FlamegraphInfo {
         uint64_t page_size;             /* 0: 4096 */
         const char *host;               /* where the data comes from; NULL: not known */
         uint64_t realtime_usec;         /* CLOCK_REALTIME when it was taken; 0: not known */
+        bool bytes;                     /* the tree counts a user-space heap's bytes at its maximum, not pages */
 } FlamegraphInfo;
 
 /* "function+0x1a" -> "function": the frame without its offset; frames without one are copied as they

@@ -208,6 +208,28 @@ static int print_tree(FILE *f, const json_t *node, const HeapKeys *k, const Repo
         return 0;
 }
 
+#define HEAP_GROWTH_SHOWN 8
+
+/* "live bytes over time: SIZE at T s, ..." from the heap's growth series, at most HEAP_GROWTH_SHOWN points
+ * spread over it (the first and the last among them). */
+static void print_growth(FILE *f, const json_t *h) {
+        json_t *growth = reply_array(h, "growth");
+        size_t n = json_array_size(growth);
+
+        if (n < 2)
+                return;
+        fprintf(f, "  live bytes over time:");
+        size_t shown = MIN(n, (size_t) HEAP_GROWTH_SHOWN);
+        for (size_t k = 0; k < shown; k++) {
+                const json_t *p = json_array_get(growth, shown > 1 ? k * (n - 1) / (shown - 1) : 0);
+                char size[FORMAT_BUFFER_MAX];
+                fprintf(f, "%s %s at %.2f s", k > 0 ? "," : "",
+                        format_bytes(size, sizeof(size), reply_count(p, "liveBytes")),
+                        (double) reply_count(p, "msec") / 1000.0);
+        }
+        fputc('\n', f);
+}
+
 static void print_header(FILE *f, const json_t *h, bool leaks, uint64_t bytes, uint64_t blocks) {
         char size[FORMAT_BUFFER_MAX], interval[FORMAT_BUFFER_MAX];
         uint64_t every = reply_count(h, "sampleInterval");
@@ -226,6 +248,7 @@ static void print_header(FILE *f, const json_t *h, bool leaks, uint64_t bytes, u
         else
                 fprintf(f, "sampled, one per %s allocated on average; totals exact, each figure an estimate "
                         "scaled to them, +- three standard deviations\n", format_bytes(interval, sizeof(interval), every));
+        print_growth(f, h);
         uint64_t lost = reply_count(h, "lostRecords"), unknown = reply_count(h, "unknownFrees"),
                  invalid = reply_count(h, "invalidFrees");
         if (lost || unknown || invalid)
@@ -347,7 +370,8 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
                         }
                 }
                 free(c.sites);
-                json_t *one = json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O, s:O?}",
+                json_t *one = json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O, s:O?, "
+                                        "s:O?}",
                                         "pid", json_object_get(h, "pid"),
                                         "comm", json_object_get(h, "comm"),
                                         "ended", json_object_get(h, "ended"),
@@ -362,6 +386,7 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
                                         "lostRecords", json_object_get(h, "lostRecords"),
                                         "unknownFrees", json_object_get(h, "unknownFrees"),
                                         "callSites", sites,
+                                        "growth", json_object_get(h, "growth"),
                                         "root", json_object_get(h, "root"));
                 if (!one || json_array_append_new(list, one) < 0)
                         return -ENOMEM;

@@ -3,7 +3,8 @@
 /*
  * The family "stacks": the one stack tree a report is about (everything, a task's or a module's) as a
  * tree with percentages (stack_tree), as folded stacks for flame graph tools (folded), or as an SVG
- * flame graph (flamegraph, flamegraph.h).
+ * flame graph (flamegraph, flamegraph.h). A recorded heap's document gives its heaps at their maximum in
+ * bytes instead (report_doc_pruned_tree()).
  */
 
 #include <inttypes.h>
@@ -23,7 +24,13 @@ static void *mfree(void *p) {
         return NULL;
 }
 
+/* Whether a pruned tree counts a heap's bytes (report_doc_pruned_tree()). */
+static bool tree_in_bytes(const json_t *root) {
+        return streq(reply_string(root, "unit") ?: "", "bytes");
+}
+
 /* memtrail-style: percentages of the total, ASCII branches. */
+/* page_size 0: the tree counts bytes (a heap's). */
 static int print_percent_tree(FILE *f, const json_t *node, uint64_t total, uint64_t page_size,
                 char *prefix, size_t prefix_len, bool last, bool root) {
         _cleanup_free_ char *label = reply_frame_label(node), *clean = NULL;
@@ -40,9 +47,14 @@ static int print_percent_tree(FILE *f, const json_t *node, uint64_t total, uint6
                 (void) snprintf(peak_text, sizeof(peak_text), "%" PRIi64, peak);
         else
                 (void) snprintf(peak_text, sizeof(peak_text), "n/a");
-        fprintf(f, "%.*s%s%6.2f%% (%s, %" PRIu64 " pages, peak %s) %s\n", (int) prefix_len, prefix,
-                root ? "" : last ? "`-> " : "+-> ", total > 0 ? 100.0 * (double) cur / (double) total : 0.0,
-                format_pages(size, sizeof(size), cur, page_size), cur, peak_text, clean);
+        if (page_size == 0)
+                fprintf(f, "%.*s%s%6.2f%% (%s, %" PRIu64 " bytes, most ever %s) %s\n", (int) prefix_len, prefix,
+                        root ? "" : last ? "`-> " : "+-> ", total > 0 ? 100.0 * (double) cur / (double) total : 0.0,
+                        format_bytes(size, sizeof(size), cur), cur, peak_text, clean);
+        else
+                fprintf(f, "%.*s%s%6.2f%% (%s, %" PRIu64 " pages, peak %s) %s\n", (int) prefix_len, prefix,
+                        root ? "" : last ? "`-> " : "+-> ", total > 0 ? 100.0 * (double) cur / (double) total : 0.0,
+                        format_pages(size, sizeof(size), cur, page_size), cur, peak_text, clean);
 
         /* Children are drawn under this node: a continuing "|   " unless this was the last child. */
         size_t child_len = prefix_len;
@@ -71,6 +83,11 @@ static int text_stack_tree(json_t *doc, const ReportOptions *o, FILE *f) {
         _cleanup_free_ char *prefix = malloc(4 * (REPORT_DEPTH_MAX + 2));
         if (!prefix)
                 return -ENOMEM;
+        if (tree_in_bytes(pruned)) {
+                fprintf(f, "User-space heap at its maximum: %s (%" PRIu64 " bytes); percentages are of this "
+                        "total\n", format_bytes(a, sizeof(a), total), total);
+                return print_percent_tree(f, pruned, total, 0, prefix, 0, true, true);
+        }
         fprintf(f, "Total: %s (%" PRIu64 " pages); percentages are of this total\n",
                 format_pages(a, sizeof(a), total, report_doc_page_size(doc)), total);
         report_print_stack_sampling(doc, f);
@@ -169,6 +186,7 @@ static int text_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
         r = report_doc_pruned_tree(doc, o, true, &pruned);
         if (r < 0)
                 return r;
+        info.bytes = tree_in_bytes(pruned);
         return flamegraph_write(pruned, &info, f);
 }
 
@@ -180,8 +198,12 @@ static int json_tree(json_t *doc, const ReportOptions *o, bool by_function, json
         r = report_doc_pruned_tree(doc, o, by_function, &pruned);
         if (r < 0)
                 return r;
-        *ret = json_pack("{s:I, s:I, s:O}", "totalPages", (json_int_t) reply_count(pruned, "currentPages"),
-                         "pageSize", (json_int_t) report_doc_page_size(doc), "root", pruned);
+        if (tree_in_bytes(pruned))
+                *ret = json_pack("{s:s, s:I, s:O}", "unit", "bytes", "totalBytes",
+                                 (json_int_t) reply_count(pruned, "currentPages"), "root", pruned);
+        else
+                *ret = json_pack("{s:I, s:I, s:O}", "totalPages", (json_int_t) reply_count(pruned, "currentPages"),
+                                 "pageSize", (json_int_t) report_doc_page_size(doc), "root", pruned);
         return *ret ? 0 : -ENOMEM;
 }
 

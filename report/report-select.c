@@ -2,7 +2,10 @@
 
 /* Finding, choosing and cutting what a report shows (report-select.h), and report_prune_tree(). */
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "flamegraph.h"
 #include "format-text.h"
@@ -158,9 +161,103 @@ static json_t *find_module(json_t *doc, const char *name) {
         return NULL;
 }
 
+/* ---- Heaps as a stack tree --------------------------------------------------------------------------- */
+
+static json_t *doc_heaps(json_t *doc) {
+        return reply_array(reply_object(doc, "heap"), "heaps");
+}
+
+bool report_doc_stacks_are_heaps(json_t *doc) {
+        json_t *tree = reply_object(doc, "stackTree");
+        return json_array_size(doc_heaps(doc)) > 0 && reply_count(reply_object(tree, "root"), "currentPages") == 0;
+}
+
+/* "function  file:line" for a frame named by DWARF, else the frame as StackTree names it (the module is
+ * added where the tree is shown). */
+static char *heap_frame_label(const json_t *node) {
+        const char *function = reply_string(node, "function"), *file = reply_string(node, "file");
+        char *s;
+
+        if (function && file)
+                return asprintf(&s, "%s  %s:%" PRIi64, function, file, reply_int(node, "line", 0)) < 0 ? NULL : s;
+        return strdup(reply_string(node, "frame") ?: "[unknown]");
+}
+
+/* A HeapNode at the heap's maximum as a StackNode whose counts are bytes: the frames holding nothing then
+ * are left out. */
+static json_t *heap_as_stack_node(const json_t *node) {
+        json_auto_t *children = json_array();
+        _cleanup_free_ char *label = heap_frame_label(node);
+        uint64_t bytes = reply_count(node, "maxBytes"), below = 0;
+        json_t *child;
+        size_t i;
+
+        if (!children || !label)
+                return NULL;
+        json_array_foreach(reply_array(node, "children"), i, child) {
+                if (reply_count(child, "maxBytes") == 0)
+                        continue;
+                json_t *c = heap_as_stack_node(child);
+                if (!c || json_array_append_new(children, c) < 0)
+                        return NULL;
+                below += reply_count(child, "maxBytes");
+        }
+        return json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:O}",
+                         "frame", label,
+                         "module", json_incref(json_object_get(node, "module")) ?: json_null(),
+                         "currentPages", (json_int_t) bytes,
+                         "currentBlocks", (json_int_t) reply_count(node, "maxBlocks"),
+                         "selfPages", (json_int_t) (bytes - MIN(below, bytes)),
+                         "peakPages", (json_int_t) reply_count(node, "peakBytes"),
+                         "truncatedChildren", (json_int_t) reply_count(node, "truncatedChildren"),
+                         "children", children);
+}
+
+int report_doc_heap_tree(json_t *doc, int64_t pid, json_t **ret) {
+        json_auto_t *roots = json_array();
+        json_t *h;
+        size_t i;
+        uint64_t total = 0;
+
+        if (!roots)
+                return -ENOMEM;
+        json_array_foreach(doc_heaps(doc), i, h) {
+                if (pid >= 0 && reply_int(h, "pid", -1) != pid)
+                        continue;
+                json_t *root = heap_as_stack_node(reply_object(h, "root"));
+                if (!root || json_array_append_new(roots, root) < 0)
+                        return -ENOMEM;
+                total += reply_count(h, "peakBytes");
+        }
+        if (json_array_size(roots) == 0)
+                return -ESRCH;
+        uint64_t blocks = 0;
+        json_array_foreach(roots, i, h)
+                blocks += reply_count(h, "currentBlocks");
+        json_auto_t *tree = json_array_size(roots) == 1 ? json_incref(json_array_get(roots, 0)) :
+                json_pack("{s:s, s:n, s:I, s:I, s:I, s:I, s:I, s:O}", "frame", "[heaps]", "module", "currentPages",
+                          (json_int_t) total, "currentBlocks", (json_int_t) blocks, "selfPages", (json_int_t) 0,
+                          "peakPages", (json_int_t) total, "truncatedChildren", (json_int_t) 0, "children", roots);
+        if (!tree || json_object_set_new(tree, "unit", json_string("bytes")) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(tree);
+        return 0;
+}
+
 int report_doc_pruned_tree(json_t *doc, const ReportOptions *o, bool by_function, json_t **ret) {
         json_t *tree, *root;
+        json_auto_t *heap_root = NULL;
 
+        if (report_doc_stacks_are_heaps(doc)) {
+                int r = report_doc_heap_tree(doc, o->pid, &heap_root);
+                if (r < 0)
+                        return r;
+                json_auto_t *pruned = report_prune_tree(heap_root, o);
+                if (!pruned || json_object_set_new(pruned, "unit", json_string("bytes")) < 0)
+                        return -ENOMEM;
+                *ret = TAKE_PTR(pruned);
+                return 0;
+        }
         if (o->pid >= 0) {
                 json_auto_t *pid = json_integer((json_int_t) o->pid);
                 tree = report_doc_scoped_tree(doc, "taskStacks", "pid", pid);

@@ -64,8 +64,18 @@ int report_doc_select_units(json_t *doc, const ReportOptions *o, unsigned max, R
 
 /* The stack tree the report is about (everything, the --task's or the --module's), pruned by the
  * options (report_prune_tree()); for a flame graph (by_function) with frames merged by function first,
- * unless o->offsets. *ret is a new reference. 0, -ESRCH, -ENOENT, -ENOMEM. */
+ * unless o->offsets. A recorded heap's document (report_doc_stacks_are_heaps()) gives its heaps instead,
+ * at their maximum, counted in bytes: the tree's root says "unit": "bytes" (frames named "function
+ * file:line"). *ret is a new reference. 0, -ESRCH, -ENOENT, -ENOMEM. */
 int report_doc_pruned_tree(json_t *doc, const ReportOptions *o, bool by_function, json_t **ret);
+/* The heaps of the document (pid's only, unless -1) at their maximum as one stack tree counting bytes
+ * (currentPages, selfPages) and blocks (currentBlocks), "unit": "bytes" at its root: a heap's own root, or
+ * a "[heaps]" root above several; frames "function  file:line" where DWARF names them. -ESRCH if none,
+ * -ENOMEM. */
+int report_doc_heap_tree(json_t *doc, int64_t pid, json_t **ret);
+/* Whether the stack formats show the document's heaps: it has some and its page stack tree holds nothing
+ * (memstrackctl record's). */
+bool report_doc_stacks_are_heaps(json_t *doc);
 
 /* memstrack's MB: pages * page_size / 2^20. */
 double report_megabytes(uint64_t pages, uint64_t page_size);

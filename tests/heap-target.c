@@ -10,7 +10,7 @@
  * heap-target-cxx.cc adds C++ call sites (new[] and delete[]).
  *
  * heap-target MODE: known (the default), double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
- * closefds, sigkill, storm N, hold SECONDS (for record --pid).
+ * closefds, sigkill, storm N, hold SECONDS, wait-leak (for record --pid).
  */
 
 #include <dlfcn.h>
@@ -363,6 +363,49 @@ static int mode_hold(long seconds) {
         return 0;
 }
 
+/* ---- wait-leak (record --pid) ------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t leak_now;
+
+static void on_leak_signal(int sig) {
+        leak_now = 1;
+}
+
+/* 4000 blocks of 3000 bytes kept, as many of 20000 allocated and freed. */
+static void leak_phase(void) {
+        for (int i = 0; i < 4000; i++) {
+                (void) AT(malloc(3000));
+                void *p = AT(malloc(20000));
+                int line = __LINE__ - 1;
+                gave(p, __func__, line);
+        }
+}
+
+static void say(const char *line) {
+        if (write(STDOUT_FILENO, line, strlen(line)) < 0)
+                abort();
+}
+
+/* Says "ready", waits for SIGUSR1, leaks (leak_phase), writes its expectations, says "leaked" and waits
+ * for the signal that ends it. */
+static int mode_wait_leak(void) {
+        struct sigaction sa = { .sa_handler = on_leak_signal };
+        sigset_t usr1, before;
+
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        if (sigprocmask(SIG_BLOCK, &usr1, &before) < 0 || sigaction(SIGUSR1, &sa, NULL) < 0)
+                return 1;
+        say("ready\n");
+        while (!leak_now)
+                sigsuspend(&before);
+        leak_phase();
+        write_expectations();
+        say("leaked\n");
+        for (;;)
+                pause();
+}
+
 int main(int argc, char *argv[]) {
         const char *mode = argc > 1 ? argv[1] : "known";
 
@@ -388,5 +431,7 @@ int main(int argc, char *argv[]) {
                 return mode_storm(strtol(argv[2], NULL, 10));
         if (strcmp(mode, "hold") == 0 && argc > 2)
                 return mode_hold(strtol(argv[2], NULL, 10));
+        if (strcmp(mode, "wait-leak") == 0)
+                return mode_wait_leak();
         return 2;
 }

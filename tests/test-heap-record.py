@@ -23,13 +23,24 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
   storm        more records than the channel holds, from 4 threads: totals exact, losses counted
   static       a static program: refused with the reason, exit status 1
   setuid       a setuid program of another user: refused with the reason (root only, else 77)
+  formats      stack_tree, folded, flamegraph and pprof of a heap, in bytes; the growth of live bytes
+  pid          record --pid of a running heap-target: its leak within the stated error, it runs on
+  pid-exact    the same with every call's stack: the leak exact
+  pid-seconds  --seconds ends the recording by itself
+  pid-killed   memstrackctl killed by SIGKILL: its memstrackd and BPF links go, the process runs on
+  live         a process hands its heap to a kernel-tracing memstrackd (--heap-socket): Tasks has its
+               heap bytes, StackTree its heap tree, exactly; record --live reports a command from there
+  live-other-user  a process of another user (nobody) hands over its own heap there
+The pid and live cases need root (uprobes and BPF, kernel tracing), else 77.
 """
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 failed = False
@@ -284,6 +295,381 @@ def case_setuid():
         os.chmod(target, 0o4755)
         refused(target, "setuid")
     finally:
+        shutil.rmtree(tmp)
+
+
+def case_formats():
+    """The stack formats (stack_tree, folded, flamegraph) and pprof show a recorded heap at its maximum, in
+    bytes: their totals are the exact peak, and peak_site's 8 MiB block is where heap-target put it; the
+    heap reports carry the growth of live bytes."""
+    tmp = tempfile.mkdtemp(prefix="heap-formats.")
+    try:
+        snapshot = os.path.join(tmp, "heap.json")
+        reply, expected, _ = record(["--sample-interval=1", "--file", snapshot, "--format",
+                                     "heap_maximum,stack_tree,folded,flamegraph"], ["known"])
+        if not reply:
+            return
+        peak = one_heap(reply, "heap_maximum")["bytes"]
+        site = next(s for s in expected["sites"] if s["function"] == "peak_site")
+        tree = reply["stack_tree"]
+        if tree.get("unit") != "bytes" or tree.get("totalBytes") != peak:
+            fail(f"stack_tree: unit {tree.get('unit')}, total {tree.get('totalBytes')}, expected bytes, {peak}")
+        else:
+            ok(f"stack_tree in bytes, total {peak}")
+        folded = reply["folded"]
+        total = sum(x["pages"] for x in folded)
+        at_site = sum(x["pages"] for x in folded if x["stack"][-1].startswith("peak_site "))
+        if total != peak or at_site != site["maxBytes"]:
+            fail(f"folded: {total} bytes in all, {at_site} at peak_site; expected {peak}, {site['maxBytes']}")
+        else:
+            ok(f"folded: {total} bytes, peak_site {at_site}")
+        if reply["flamegraph"]["totalBytes"] != peak:
+            fail(f"flamegraph: total {reply['flamegraph']['totalBytes']}, expected {peak}")
+        p = subprocess.run([CTL, "report", "--from", snapshot, "--format", "flamegraph"], capture_output=True,
+                           text=True, timeout=60)
+        if "User-space heap at its maximum" not in p.stdout or f": {peak} bytes (" not in p.stdout:
+            fail(f"the flame graph's title does not give the heap's {peak} bytes")
+        else:
+            ok("flame graph of the heap, in bytes")
+        growth = one_heap(reply, "heap_maximum")["growth"]
+        if not growth or growth[-1]["liveBytes"] != one_heap(reply, "heap_maximum")["root"]["currentBytes"]:
+            fail(f"growth: {growth}")
+        else:
+            ok(f"growth: {len(growth)} points")
+        profile = os.path.join(tmp, "heap.pb.gz")
+        p = subprocess.run([CTL, "pprof", "--from", snapshot, "--output", profile], capture_output=True, text=True,
+                           timeout=60)
+        if p.returncode != 0 or f"{peak} bytes" not in p.stderr:
+            fail(f"pprof of the heap: exit {p.returncode}: {p.stderr.strip()}")
+        elif shutil.which("go"):
+            p = subprocess.run(["go", "tool", "pprof", "-raw", profile], capture_output=True, text=True, timeout=300)
+            # -raw lists each sample as "BLOCKS BYTES: locations"
+            values = [line.split(":")[0].split() for line in p.stdout.splitlines()
+                      if ":" in line and line.strip()[:1].isdigit()]
+            space = sum(int(v[1]) for v in values if len(v) == 2)
+            if space != peak:
+                fail(f"go tool pprof reads {space} bytes of inuse_space, expected {peak}")
+            else:
+                ok(f"go tool pprof reads the heap's {space} bytes")
+        else:
+            ok("pprof of the heap written (go tool pprof not installed: not read back)")
+    finally:
+        shutil.rmtree(tmp)
+
+
+# ---- record --pid ---------------------------------------------------------------------------------------
+
+def read_line_with(stream, text):
+    """Lines of stream until one holds text (True), or its end (False). Every wait here is for an event
+    that comes, never for a time to pass; the test's own timeout bounds them."""
+    for line in stream:
+        if text in line:
+            return True
+    return False
+
+
+def start_waiting_target(tmp):
+    """heap-target wait-leak, not recorded, its expectations in tmp; once it said it is ready."""
+    e = dict(os.environ, HEAP_TARGET_EXPECT=os.path.join(tmp, "expect.json"))
+    e.pop("LD_PRELOAD", None)
+    target = subprocess.Popen([TARGET, "wait-leak"], env=e, stdout=subprocess.PIPE, text=True)
+    if not read_line_with(target.stdout, "ready"):
+        fail("heap-target wait-leak did not start")
+    return target
+
+
+def record_pid(args, tmp, leak=True):
+    """record --pid of a waiting heap-target: attached, then the target leaks, then Ctrl-C stops the recording.
+    Returns (reply, expected, stderr, target) with the target still running (the caller ends it)."""
+    if os.geteuid() != 0:
+        print("record --pid needs root (uprobes and BPF)")
+        sys.exit(SKIP)
+    target = start_waiting_target(tmp)
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD)
+    ctl = subprocess.Popen([CTL, "record", "--json=short", "--format", "heap_maximum,heap_leaks", "--pid",
+                            str(target.pid)] + args, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    err = []
+    for line in ctl.stderr:
+        err.append(line)
+        if "recording the heap of process" in line:
+            break
+    else:
+        out, rest = ctl.communicate(timeout=120)
+        stderr = "".join(err) + rest
+        target.kill()
+        target.wait()
+        if "Failed to load the heap uprobes' BPF program" in stderr or "Operation not permitted" in stderr:
+            print(f"record --pid cannot load its BPF program here: {stderr.strip()}")
+            sys.exit(SKIP)
+        fail(f"record --pid did not attach: exit {ctl.returncode}, stderr {stderr.strip()}")
+        return None, None, stderr, None
+    if leak:
+        target.send_signal(signal.SIGUSR1)
+        if not read_line_with(target.stdout, "leaked"):
+            fail("heap-target did not leak")
+    if "--seconds" not in " ".join(args):
+        ctl.send_signal(signal.SIGINT)
+    out, rest = ctl.communicate(timeout=300)
+    stderr = "".join(err) + rest
+    if ctl.returncode != 0:
+        fail(f"record --pid {args}: exit status {ctl.returncode}; stderr: {stderr.strip()}")
+    reply = json.loads(out) if out.strip() else None
+    expect_path = os.path.join(tmp, "expect.json")
+    expected = json.load(open(expect_path)) if leak and os.path.exists(expect_path) else None
+    return reply, expected, stderr, target
+
+
+def end_target(target):
+    """The target ran on through the recording and after it: it must still be there, not a zombie."""
+    if target.poll() is not None:
+        fail(f"the recorded process did not survive the recording: exit status {target.returncode}")
+        return
+    state = open(f"/proc/{target.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    if state in ("Z", "X"):
+        fail(f"the recorded process is {state} after the recording")
+    else:
+        ok(f"the recorded process runs on (state {state})")
+    target.terminate()
+    target.wait()
+
+
+def check_pid_heap(reply, expected, target, exact):
+    for view in ("heap_maximum", "heap_leaks"):
+        h = one_heap(reply, view)
+        if not h:
+            return
+        if h["pid"] != target.pid or h["end"] != "closed":
+            fail(f"{view}: heap of pid {h['pid']} ended by {h['end']}, expected {target.pid}, closed")
+        check_totals(h, view)
+    # Every allocation of the phase is the target's own, so both views hold its sites; the leak is the test.
+    check_sites(one_heap(reply, "heap_leaks"), expected, "heap_leaks", exact=exact)
+
+
+def case_pid():
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    try:
+        reply, expected, _, target = record_pid([], tmp)
+        if target:
+            if reply and expected:
+                check_pid_heap(reply, expected, target, exact=False)
+            end_target(target)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_pid_exact():
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    try:
+        reply, expected, _, target = record_pid(["--sample-interval=1"], tmp)
+        if target:
+            if reply and expected:
+                check_pid_heap(reply, expected, target, exact=True)
+                l = one_heap(reply, "heap_leaks")
+                if l and (l["lostRecords"] != 0 or l["allocs"] < 8000 or l["frees"] < 4000):
+                    fail(f"pid exact: {l['allocs']} allocations, {l['frees']} frees, {l['lostRecords']} lost")
+            end_target(target)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_pid_seconds():
+    """--seconds ends the recording by itself; a process that did nothing meanwhile has an empty heap."""
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    try:
+        reply, _, _, target = record_pid(["--seconds", "0.5"], tmp, leak=False)
+        if target:
+            l = one_heap(reply, "heap_leaks")
+            if l and (l["end"] != "closed" or l["bytes"] != 0):
+                fail(f"pid --seconds: heap ended by {l['end']} with {l['bytes']} bytes, expected closed, 0")
+            elif l:
+                ok("pid --seconds: the recording ended by itself, nothing allocated meanwhile")
+            end_target(target)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_pid_killed():
+    """memstrackctl killed outright: its memstrackd dies with it (PR_SET_PDEATHSIG), and with the daemon
+    its BPF links, so the process is left with nothing attached and runs on."""
+    if os.geteuid() != 0:
+        print("record --pid needs root (uprobes and BPF)")
+        sys.exit(SKIP)
+    tmp = tempfile.mkdtemp(prefix="heap-record-pid.")
+    target = start_waiting_target(tmp)
+    try:
+        e = dict(os.environ, MEMSTRACKD=MEMSTRACKD)
+        ctl = subprocess.Popen([CTL, "record", "--pid", str(target.pid)], env=e, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+        if not read_line_with(ctl.stderr, "recording the heap of process"):
+            fail("record --pid did not attach")
+            return
+        children = open(f"/proc/{ctl.pid}/task/{ctl.pid}/children").read().split()
+        ctl.kill()
+        ctl.wait()
+        for child in children:
+            # Gone, or a zombie nobody reaps any more (its parent died): either way it holds no link.
+            while os.path.exists(f"/proc/{child}"):
+                state = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0]
+                if state in ("Z", "X"):
+                    break
+                os.sched_yield()
+        ok(f"memstrackctl killed: its memstrackd {children} is gone")
+        # The process allocates with nothing attached any more, and runs on.
+        target.send_signal(signal.SIGUSR1)
+        if not read_line_with(target.stdout, "leaked"):
+            fail("heap-target did not leak after the recording was killed")
+        end_target(target)
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+        shutil.rmtree(tmp)
+
+
+# ---- The heap in the live daemon (--heap-socket) ------------------------------------------------------------
+
+def start_live_daemon(tmp):
+    """A memstrackd tracing the kernel (its automatic source) with the heap source beside it."""
+    if os.geteuid() != 0:
+        print("the live daemon traces the kernel: root needed")
+        sys.exit(SKIP)
+    sock, heap = os.path.join(tmp, "sock"), os.path.join(tmp, "heap")
+    log = open(os.path.join(tmp, "log"), "w")
+    d = subprocess.Popen([MEMSTRACKD, "--foreground", "--socket=" + sock, "--heap-socket=" + heap,
+                          "--group=root"], stderr=log, stdout=log)
+    address = "unix:" + sock
+    for _ in range(600):
+        if d.poll() is not None:
+            print(f"memstrackd cannot trace here: {open(os.path.join(tmp, 'log')).read().strip()[-300:]}")
+            sys.exit(SKIP)
+        p = subprocess.run([CTL, "--address", address, "status"], capture_output=True)
+        if p.returncode == 0:
+            return d, address, heap
+        time.sleep(0.1)
+    d.kill()
+    fail("memstrackd did not start")
+    return None, None, None
+
+
+def ctl_json(address, *args):
+    p = subprocess.run([CTL, "--address", address, "--json=short"] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        fail(f"memstrackctl {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+        return None
+    return json.loads(p.stdout)
+
+
+def heap_nodes(node, out):
+    """(function, line) -> bytes of the innermost frames of heap-target's, in a HeapNode tree."""
+    if node.get("file") and node["file"].endswith("heap-target.c") and not any(
+            c.get("file") and c["file"].endswith("heap-target.c") for c in node["children"]):
+        key = (node.get("function"), node.get("line"))
+        out[key] = out.get(key, 0) + node["currentBytes"]
+    for c in node["children"]:
+        heap_nodes(c, out)
+    return out
+
+
+def case_live():
+    """A process preloading the heap library hands its heap to the system's memstrackd: Tasks has its heap
+    bytes, StackTree its heap tree under its pages, exactly; record --live reports a command from there."""
+    tmp = tempfile.mkdtemp(prefix="heap-live.")
+    d = None
+    try:
+        d, address, heap = start_live_daemon(tmp)
+        if not d:
+            return
+        e = dict(os.environ, LD_PRELOAD=LIBRARY, MEMSTRACK_HEAP_SOCKET=heap, MEMSTRACK_HEAP_SAMPLE_INTERVAL="1",
+                 HEAP_TARGET_EXPECT=os.path.join(tmp, "expect.json"))
+        target = subprocess.Popen([TARGET, "wait-leak"], env=e, stdout=subprocess.PIPE, text=True)
+        if not read_line_with(target.stdout, "ready"):
+            fail("heap-target did not start")
+            return
+        target.send_signal(signal.SIGUSR1)
+        if not read_line_with(target.stdout, "leaked"):
+            fail("heap-target did not leak")
+            return
+        expected = {(x["function"], x["line"]): x["leakBytes"] for x in json.load(open(e["HEAP_TARGET_EXPECT"]))["sites"]}
+        # The heap source is polled: ask until the daemon has read what the process counted by now.
+        for _ in range(600):
+            tasks = ctl_json(address, "tasks", "--comm", "heap-target")
+            rows = [t for t in (tasks or {}).get("tasks", []) if t["pid"] == target.pid]
+            if rows and rows[0].get("heapBytes") and rows[0]["heapBytes"] >= sum(expected.values()):
+                break
+            time.sleep(0.1)
+        if not rows or rows[0].get("heapBytes") is None:
+            fail(f"Tasks shows no heap for pid {target.pid}: {rows}")
+        else:
+            ok(f"Tasks: pid {target.pid} heapBytes {rows[0]['heapBytes']}, heapPeakBytes {rows[0]['heapPeakBytes']}")
+        st = ctl_json(address, "stacks", "--task", str(target.pid), "--depth", "64", "--limit", "1000")
+        tree = (st or {}).get("heap")
+        if not tree:
+            fail("StackTree of the process has no heap")
+        else:
+            got = heap_nodes(tree, {})
+            for key, want in expected.items():
+                if got.get(key, 0) != want:
+                    fail(f"StackTree heap {key}: {got.get(key, 0)} bytes, expected {want}")
+                else:
+                    ok(f"StackTree heap {key[0]} heap-target.c:{key[1]}: {want} bytes")
+            if rows and tree["currentBytes"] != rows[0]["heapBytes"]:
+                fail(f"StackTree heap root {tree['currentBytes']} bytes, Tasks {rows[0]['heapBytes']}")
+        target.terminate()
+        target.wait()
+
+        # A command recorded into the live daemon, reported from it.
+        p = subprocess.run([CTL, "--address", address, "record", "--live", "--sample-interval=1", "--json=short",
+                            "--format", "heap_maximum,heap_leaks", "--", TARGET, "known"],
+                           env=dict(os.environ, MEMSTRACK_HEAP_LIBRARY=LIBRARY,
+                                    HEAP_TARGET_EXPECT=os.path.join(tmp, "known.json")),
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            fail(f"record --live: exit {p.returncode}: {p.stderr.strip()}")
+            return
+        reply, known = json.loads(p.stdout), json.load(open(os.path.join(tmp, "known.json")))
+        for view in ("heap_maximum", "heap_leaks"):
+            h = one_heap(reply, view)
+            if h:
+                check_sites(h, known, view, exact=True)
+    finally:
+        if d:
+            d.terminate()
+            d.wait()
+        shutil.rmtree(tmp)
+
+
+def case_live_other_user():
+    """Beside a kernel source every user's processes hand over their own heap: one of nobody's is taken."""
+    tmp = tempfile.mkdtemp(prefix="heap-live.")
+    os.chmod(tmp, 0o755)
+    d = None
+    try:
+        d, address, heap = start_live_daemon(tmp)
+        if not d:
+            return
+        target = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TARGET,
+                                   "wait-leak"], env=dict(os.environ, LD_PRELOAD=LIBRARY, MEMSTRACK_HEAP_SOCKET=heap),
+                                  stdout=subprocess.PIPE, text=True)
+        if not read_line_with(target.stdout, "ready"):
+            fail("heap-target as nobody did not start")
+            return
+        for _ in range(600):
+            heaps = ctl_json(address, "tasks", "--comm", "heap-target") or {}
+            rows = [t for t in heaps.get("tasks", []) if t["pid"] == target.pid and t.get("heapBytes") is not None]
+            if rows:
+                ok(f"nobody's process {target.pid} hands over its heap: {rows[0]['heapBytes']} bytes")
+                break
+            time.sleep(0.1)
+        else:
+            fail(f"the heap of nobody's process {target.pid} never showed")
+        target.terminate()
+        target.wait()
+    finally:
+        if d:
+            d.terminate()
+            d.wait()
         shutil.rmtree(tmp)
 
 

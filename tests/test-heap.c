@@ -60,7 +60,7 @@ static void values(const Heap *h, uint32_t node, uint32_t serial, uint64_t *now,
 }
 
 static void test_maximum(void) {
-        Heap *h = heap_new(1024, 1024, 16);
+        Heap *h = heap_new(1024, 1024, 16, false);
         uint64_t now, max;
 
         start(h, 100, 1);
@@ -117,7 +117,7 @@ static void test_maximum(void) {
 }
 
 static void test_exec(void) {
-        Heap *h = heap_new(1024, 1024, 16);
+        Heap *h = heap_new(1024, 1024, 16, false);
 
         start(h, 7, 1);
         alloc(h, 7, 0x10, 100, 0xa, MS_HEAP_PEAK_AFTER);
@@ -131,7 +131,7 @@ static void test_exec(void) {
         ASSERT_EQ(heap_image(h, 1)->replaced, 0u);
 
         /* Past max_images, heaps are dropped and counted. */
-        Heap *small = heap_new(1024, 1024, 1);
+        Heap *small = heap_new(1024, 1024, 1, false);
         start(small, 1, 1);
         start(small, 2, 1);
         HeapStats st;
@@ -156,7 +156,7 @@ static void test_weights(void) {
         ASSERT_EQ(blocks, (uint64_t) STACK_HEAP_BLOCK_UNIT);
 
         /* Sampled: the tree holds weights, the scale brings them to the exact counts. */
-        Heap *h = heap_new(1024, 1024, 16);
+        Heap *h = heap_new(1024, 1024, 16, false);
         start(h, 9, 524288);
         alloc(h, 9, 0x10, 1000, 0xa, MS_HEAP_PEAK_AFTER);
         state(h, 9, 262394, 262394, 100, 0, MS_HEAP_PEAK_AFTER);
@@ -168,7 +168,99 @@ static void test_weights(void) {
         heap_free(h);
 }
 
+static void alloc_with_id(Heap *h, int32_t pid, uint64_t ptr, uint64_t frame, uint32_t id) {
+        uint64_t frames[2] = { frame, 0x1000 };
+        MsEvent e = ev(MS_EVENT_HEAP_ALLOC, pid);
+        e.heap.ptr = ptr;
+        e.heap.bytes = 10;
+        e.heap.stack = (MsStack) { .frames = frames, .n_frames = 2 };
+        e.heap.stack_id = id;
+        heap_handle_event(h, &e);
+}
+
+/* A stack id names the frames it first came with for the rest of its heap (the source's promise: the
+ * core need not look at frames again), and nothing after the heap ended: another heap's id 5 is its own. */
+static void test_stack_ids(void) {
+        Heap *h = heap_new(1024, 1024, 16, false);
+        uint64_t now, max;
+
+        start(h, 100, 1);
+        alloc_with_id(h, 100, 0x10, 0xa, 5);
+        /* Frames that differ under the same id: the core trusts the id. */
+        alloc_with_id(h, 100, 0x20, 0xb, 5);
+        alloc_with_id(h, 100, 0x30, 0xc, 0);
+        ASSERT_EQ(leaf(h, 0, 0xb), STACK_NODE_NONE);
+        values(h, leaf(h, 0, 0xa), 0, &now, &max);
+        ASSERT_EQ(now, 20u);
+        values(h, leaf(h, 0, 0xc), 0, &now, &max);
+        ASSERT_EQ(now, 10u);
+
+        MsEvent end = ev(MS_EVENT_HEAP_END, 100);
+        end.heap.end = MS_HEAP_END_EXIT;
+        heap_handle_event(h, &end);
+        start(h, 200, 1);
+        alloc_with_id(h, 200, 0x10, 0xb, 5);
+        values(h, leaf(h, 1, 0xb), 1, &now, &max);
+        ASSERT_EQ(now, 10u);
+        ASSERT_EQ(leaf(h, 1, 0xa), STACK_NODE_NONE);
+        heap_free(h);
+}
+
+/* With shares, a heap that allocates without end keeps a quarter of the blocks and of the nodes; another
+ * heap keeps its own blocks and stacks. */
+static void test_shares(void) {
+        Heap *h = heap_new(64, 64, 16, true);
+        uint64_t now, max;
+
+        start(h, 100, 1);
+        start(h, 200, 1);
+        for (uint64_t i = 0; i < 100; i++)
+                alloc(h, 100, 0x1000 + 16 * i, 10, 0x100 + i, MS_HEAP_PEAK_NONE);
+        ASSERT_EQ(heap_image(h, 0)->sampled_blocks, 16u);
+        ASSERT_EQ(heap_image(h, 0)->dropped, 84u);
+        /* Its stacks beyond its nodes share the "stack table full" node. */
+        ASSERT_LE(heap_image(h, 0)->nodes, 17u);
+        for (uint64_t i = 0; i < 10; i++)
+                alloc(h, 200, 0x1000 + 16 * i, 10, 0xa, MS_HEAP_PEAK_NONE);
+        ASSERT_EQ(heap_image(h, 1)->sampled_blocks, 10u);
+        ASSERT_EQ(heap_image(h, 1)->dropped, 0u);
+        values(h, leaf(h, 1, 0xa), 1, &now, &max);
+        ASSERT_EQ(now, 100u);
+        heap_free(h);
+}
+
+/* The growth series: at most HEAP_GROWTH_POINTS points spread over the whole life, in time order, the last
+ * one the latest count. */
+static void test_growth(void) {
+        Heap *h = heap_new(1024, 1024, 16, false);
+
+        start(h, 100, 1);
+        for (uint64_t i = 0; i <= 1000; i++) {
+                MsHeapCounters c = { .live_bytes = i * 100, .peak_bytes = i * 100 };
+                MsEvent e = ev(MS_EVENT_HEAP_STATE, 100);
+                e.timestamp_nsec = 1000 + i * 10 * 1000 * 1000;         /* every 10 ms for 10 s */
+                e.heap.counters = &c;
+                heap_handle_event(h, &e);
+        }
+        const HeapImage *img = heap_image(h, 0);
+        ASSERT_LE(img->n_growth, HEAP_GROWTH_POINTS);
+        ASSERT_GE(img->n_growth, HEAP_GROWTH_POINTS / 2);
+        ASSERT_EQ(img->growth[0].msec, 0u);
+        ASSERT_EQ(img->growth[0].live_bytes, 0u);
+        ASSERT_EQ(img->growth[img->n_growth - 1].msec, 10000u);
+        ASSERT_EQ(img->growth[img->n_growth - 1].live_bytes, 100000u);
+        for (uint32_t i = 1; i < img->n_growth; i++) {
+                ASSERT_GT(img->growth[i].msec, img->growth[i - 1].msec);
+                /* The counts grew by 100 bytes per 10 ms: each point is its moment's. */
+                ASSERT_EQ(img->growth[i].live_bytes, (uint64_t) img->growth[i].msec * 10);
+        }
+        heap_free(h);
+}
+
 int main(void) {
+        test_growth();
+        test_shares();
+        test_stack_ids();
         test_maximum();
         test_exec();
         test_weights();

@@ -356,17 +356,19 @@ int top_model_update(TopModel *m, json_t *reply) {
         return top_model_rebuild(m);
 }
 
-static int parse_stack_node(const json_t *j, TopStackNode *n, unsigned depth) {
+/* A StackNode, or with bytes a HeapNode (StackTree heap: bytes, its peak the most it ever held). */
+static int parse_stack_node(const json_t *j, TopStackNode *n, unsigned depth, bool bytes) {
         json_t *children = reply_array(j, "children"), *c;
         size_t i;
         int r;
 
         *n = (TopStackNode) {
-                .current_pages = reply_count(j, "currentPages"),
-                .peak_pages = reply_node_peak(j),
+                .bytes = bytes,
+                .current_pages = reply_count(j, bytes ? "currentBytes" : "currentPages"),
+                .peak_pages = bytes ? (int64_t) reply_count(j, "peakBytes") : reply_node_peak(j),
                 .truncated = reply_count(j, "truncatedChildren"),
         };
-        n->label = reply_frame_label(j);
+        n->label = depth == 1 && bytes ? strdup("[heap] (user space)") : reply_frame_label(j);
         if (!n->label)
                 return -ENOMEM;
         /* The daemon sends at most 255 levels; anything deeper is cut, not recursed into. */
@@ -376,11 +378,21 @@ static int parse_stack_node(const json_t *j, TopStackNode *n, unsigned depth) {
         if (!n->children)
                 return -ENOMEM;
         json_array_foreach(children, i, c) {
-                r = parse_stack_node(c, &n->children[n->n_children++], depth + 1);
+                r = parse_stack_node(c, &n->children[n->n_children++], depth + 1, bytes);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+/* The process's heap (StackTree heap) as the root's last child. */
+static int add_heap_node(TopStackNode *root, const json_t *heap) {
+        TopStackNode *children = realloc(root->children, (root->n_children + 1) * sizeof(TopStackNode));
+
+        if (!children)
+                return -ENOMEM;
+        root->children = children;
+        return parse_stack_node(heap, &root->children[root->n_children++], 1, true);
 }
 
 int top_model_update_stacks(TopModel *m, json_t *reply) {
@@ -394,7 +406,9 @@ int top_model_update_stacks(TopModel *m, json_t *reply) {
         root = calloc(1, sizeof(TopStackNode));
         if (!root)
                 return -ENOMEM;
-        r = parse_stack_node(reply_object(reply, "root"), root, 0);
+        r = parse_stack_node(reply_object(reply, "root"), root, 0, false);
+        if (r >= 0 && reply_object(reply, "heap"))
+                r = add_heap_node(root, reply_object(reply, "heap"));
         if (r < 0) {
                 stack_node_free(root);
                 return r;

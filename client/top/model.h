@@ -156,6 +156,7 @@ typedef struct TopSlabSite {
 
 typedef struct TopStackNode {
         char *label;            /* owned: "frame [module]" */
+        bool bytes;             /* a node of the process's user-space heap: current_pages counts bytes */
         uint64_t current_pages;
         int64_t peak_pages;     /* -1: unknown (filtered views) */
         uint64_t truncated;     /* children the daemon left out */

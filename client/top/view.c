@@ -399,13 +399,20 @@ static char *stack_row(size_t index, void *userdata) {
 
         if (!row)
                 return NULL;
-        if (row->node->peak_pages >= 0)
+        /* A user-space heap's node counts bytes. */
+        if (row->node->peak_pages >= 0 && row->node->bytes)
+                (void) format_bytes(peak, sizeof(peak), (uint64_t) row->node->peak_pages);
+        else if (row->node->peak_pages >= 0)
                 (void) format_pages(peak, sizeof(peak), (uint64_t) row->node->peak_pages, m->page_size);
         else
                 (void) snprintf(peak, sizeof(peak), "-");
         if (row->node->truncated > 0)
                 (void) snprintf(more, sizeof(more), "  (+%" PRIu64 " smaller)", row->node->truncated);
-        if (asprintf(&s, "%10s %10s %*s%s %s%s", format_pages(cur, sizeof(cur), row->node->current_pages, m->page_size),
+        if (row->node->bytes)
+                (void) format_bytes(cur, sizeof(cur), row->node->current_pages);
+        else
+                (void) format_pages(cur, sizeof(cur), row->node->current_pages, m->page_size);
+        if (asprintf(&s, "%10s %10s %*s%s %s%s", cur,
                      peak, (int) MIN(row->depth, 40u) * 2, "",
                      row->node->n_children == 0 ? "   " : row->expanded ? "[-]" : "[+]", row->node->label, more) < 0)
                 return NULL;

@@ -19,6 +19,7 @@ typedef struct HeapView {
         HeapScale scale;
         UsymImage *symbols;             /* may be NULL */
         const HeapQuery *q;
+        uint64_t min_now, min_max;      /* a frame below both (scaled bytes now, at the maximum) is left out */
 } HeapView;
 
 static json_int_t reply_int_or(const json_t *o, const char *key) {
@@ -162,6 +163,11 @@ static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
                 node_values(v, c, &b, &bl, &mb, &mbl);
                 if (b.current == 0 && mb == 0)
                         continue;
+                if ((uint64_t) scaled(b.current, v->scale.now_bytes) < v->min_now &&
+                    (uint64_t) scaled(mb, v->scale.max_bytes) < v->min_max) {
+                        truncated++;
+                        continue;
+                }
                 list[k++] = (HeapChild) { c, MAX(b.current, mb) };
         }
         qsort(list, k, sizeof(HeapChild), compare_children);
@@ -212,7 +218,7 @@ static int add_unsampled(json_t *root, uint64_t now_bytes, uint64_t now_blocks, 
         return 0;
 }
 
-static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
+json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
         const Heap *heap = accounting_heap(a);
         const HeapImage *img = heap_image(heap, serial);
         const MsHeapCounters *c = &img->counters;
@@ -223,6 +229,9 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                 .scale = heap_scale(heap, serial),
                 .symbols = usym && img->maps ? usym_image(usym, serial, img->maps) : NULL,
                 .q = q,
+                /* Rounded up: with min_ppm > 0 a frame of 0 bytes in one view never counts as above it. */
+                .min_now = (img->counters.live_bytes * q->min_ppm + 999999) / 1000000,
+                .min_max = (img->counters.peak_bytes * q->min_ppm + 999999) / 1000000,
         };
         uint32_t scope = heap_scope_node(heap, serial);
         json_t *root = NULL;
@@ -249,8 +258,34 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                 json_decref(root);
                 return NULL;
         }
+        return root;
+}
+
+static json_t *growth_json(const HeapImage *img) {
+        json_auto_t *a = json_array();
+
+        if (!a)
+                return NULL;
+        for (uint32_t i = 0; i < img->n_growth; i++)
+                if (json_array_append_new(a, json_pack("{s:I, s:I}", "msec", (json_int_t) img->growth[i].msec,
+                                                       "liveBytes", (json_int_t) img->growth[i].live_bytes)) < 0)
+                        return NULL;
+        return TAKE_PTR(a);
+}
+
+static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
+        const HeapImage *img = heap_image(accounting_heap(a), serial);
+        const MsHeapCounters *c = &img->counters;
+        json_t *root = heap_query_root_json(a, usym, q, serial);
+        json_t *growth = growth_json(img);
+
+        if (!root || !growth) {
+                json_decref(root);
+                json_decref(growth);
+                return NULL;
+        }
         return json_pack("{s:i, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-                         "s:I, s:I, s:I, s:I, s:I, s:o}",
+                         "s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
                          "pid", (int) img->pid,
                          "comm", name_json(img->comm),
                          "cmdline", name_json(img->cmdline),
@@ -273,6 +308,7 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                          "unmatchedFrees", (json_int_t) img->unmatched_frees,
                          "startUsec", (json_int_t) (img->start_nsec / 1000),
                          "endUsec", (json_int_t) (img->end_nsec / 1000),
+                         "growth", growth,
                          "root", root);
 }
 

@@ -57,6 +57,26 @@ json_t *query_task_json(const Task *t) {
                          "parentPid", !t->is_thread && t->parent_pid > 0 ? json_integer(t->parent_pid) : json_null());
 }
 
+uint32_t query_task_heap_serial(Accounting *a, const Task *t) {
+        const Heap *h = accounting_heap(a);
+        uint32_t serial = h && !t->is_thread ? heap_find(h, t->pid) : HEAP_NONE;
+        const HeapImage *img = serial != HEAP_NONE ? heap_image(h, serial) : NULL;
+
+        if (!img || (img->ended && !(t->exited && img->end == MS_HEAP_END_EXIT)))
+                return HEAP_NONE;
+        return serial;
+}
+
+int query_task_heap(Accounting *a, const Task *t, json_t *task) {
+        uint32_t serial = query_task_heap_serial(a, t);
+        const HeapImage *img = serial != HEAP_NONE ? heap_image(accounting_heap(a), serial) : NULL;
+
+        if (set_new(task, "heapBytes", img ? json_integer(varlink_count(img->counters.live_bytes)) : json_null()) < 0 ||
+            set_new(task, "heapPeakBytes", img ? json_integer(varlink_count(img->counters.peak_bytes)) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 typedef struct SortItem {
         uint64_t key;
         uint64_t tiebreak;      /* smaller first among equal keys, so output is deterministic */
@@ -134,8 +154,11 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
 
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < limit; i++) {
-                json_t *task = query_task_json(usage_task(u, items[i].idx));
+                const Task *t = usage_task(u, items[i].idx);
+                json_t *task = query_task_json(t);
                 if (!task || json_array_append_new(list, task) < 0)
+                        return -ENOMEM;
+                if (query_task_heap(a, t, task) < 0)
                         return -ENOMEM;
                 if (q->threads && usage_tracks_threads(u) && set_new(task, "threads", threads_json(u, items[i].idx, q->sort)) < 0)
                         return -ENOMEM;

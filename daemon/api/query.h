@@ -50,8 +50,15 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret);
 json_t *query_evicted_json(Usage *u);
 /* [Module...] sorted, at most limit; modules with no pages ever are left out. */
 int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret);
-/* The Task object of one record (threads not filled). */
+/* The Task object of one record (threads not filled, nor the heap: query_task_heap()). */
 json_t *query_task_json(const Task *t);
+/* The heap (heap.h serial) the task's process records, if it is this process's: one still running, or one
+ * its exit ended for a task that exited (an older one under the same pid was another process's); HEAP_NONE
+ * if none. */
+uint32_t query_task_heap_serial(Accounting *a, const Task *t);
+/* Adds heapBytes and heapPeakBytes to task's object: its process's user-space heap (null when it records
+ * none). -ENOMEM. */
+int query_task_heap(Accounting *a, const Task *t, json_t *task);
 
 /*
  * Whose raw user-space addresses a reply shows, in user frames without a symbol ("[user] 0x7f..."; the

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ struct Service {
         void *userdata;
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
+        int (*heap_stop)(void *userdata, int32_t pid);
         uint64_t (*now_nsec)(void *userdata, clockid_t clock);  /* NULL: the system's */
 
         VarlinkServer *server;          /* owned */
@@ -297,6 +299,28 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         return varlink_call_reply(call, reply);
 }
 
+/* A process's user-space heap beside its pages (StackTree heap): the tree Heap would give of it. */
+static int stack_tree_heap(Service *sv, VarlinkCall *call, int32_t pid, unsigned max_depth, unsigned max_children,
+                json_t *reply) {
+        Usage *u = accounting_usage(sv->accounting);
+        uint32_t idx = pid > 0 ? usage_find_process(u, pid) : USAGE_TASK_NONE;
+        const Task *t = idx != USAGE_TASK_NONE ? usage_task(u, idx) : NULL;
+        uint32_t serial = t ? query_task_heap_serial(sv->accounting, t) : HEAP_NONE;
+
+        if (serial == HEAP_NONE)
+                return 0;
+        HeapQuery q = {
+                .pid = pid,
+                .max_depth = max_depth,
+                .max_children = max_children,
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+        };
+        json_t *root = heap_query_root_json(sv->accounting, sv->usym, &q, serial);
+        if (!root || json_object_set_new(reply, "heap", root) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         const char *module = NULL, *unit = NULL, *sort = NULL;
@@ -350,6 +374,9 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         if (json_object_set_new(reply, "stackSampleInterval",
                                 json_integer(varlink_count(live.source.stack_sample_interval))) < 0)
                 return -ENOMEM;
+        r = stack_tree_heap(sv, call, (int32_t) pid, (unsigned) max_depth, (unsigned) max_children, reply);
+        if (r < 0)
+                return r;
         return varlink_call_reply(call, reply);
 }
 
@@ -616,12 +643,14 @@ static int method_slab(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        int64_t pid = 0, max_depth = HEAP_QUERY_DEPTH_DEFAULT, max_children = HEAP_QUERY_CHILDREN_DEFAULT;
+        int64_t pid = 0, max_depth = HEAP_QUERY_DEPTH_DEFAULT, max_children = HEAP_QUERY_CHILDREN_DEFAULT, min_ppm = 0;
         const VarlinkField fields[] = {
                 { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX },
                 { .name = "maxDepth", .type = VARLINK_FIELD_INT, .ret = &max_depth, .min = 0, .max = 255 },
                 { .name = "maxChildren", .type = VARLINK_FIELD_INT, .ret = &max_children, .min = 1,
                   .max = 10000 },
+                { .name = "minPartsPerMillion", .type = VARLINK_FIELD_INT, .ret = &min_ppm, .min = 0,
+                  .max = 1000000 },
         };
         json_auto_t *reply = NULL;
 
@@ -631,6 +660,7 @@ static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .pid = (int32_t) pid,
                 .max_depth = (unsigned) max_depth,
                 .max_children = (unsigned) max_children,
+                .min_ppm = (uint32_t) min_ppm,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
         };
         int r = heap_query_json(sv->accounting, sv->usym, &q, &reply);
@@ -641,6 +671,45 @@ static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
+}
+
+/* The uid that owns process pid, from /proc; -errno when it is gone. */
+static int process_owner(int32_t pid, uid_t *ret) {
+        char path[64];
+        struct stat st;
+
+        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32, pid);
+        if (stat(path, &st) < 0)
+                return negative_errno();
+        *ret = st.st_uid;
+        return 0;
+}
+
+static int method_heap_stop(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        int64_t pid = 0;
+        const VarlinkField fields[] = {
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX,
+                  .mandatory = true },
+        };
+        uid_t owner;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        /* Root, or the user whose process it is: nobody stops someone else's recording. */
+        if (!varlink_call_peer_is_root(call) &&
+            (process_owner((int32_t) pid, &owner) < 0 || owner != varlink_call_get_peer_uid(call))) {
+                json_auto_t *p = json_pack("{s:s}", "reason", "only root or the process's owner may stop its heap");
+                return varlink_call_error(call, MEMSTRACK_ERROR_PERMISSION_DENIED, p);
+        }
+        int r = sv->heap_stop ? sv->heap_stop(sv->userdata, (int32_t) pid) : -ESRCH;
+        if (r == -ESRCH) {
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, NULL);
 }
 
 #define LEAKS_INTERVALS_MAX 60
@@ -840,6 +909,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.PageBreakdown", method_page_breakdown, 0 },
         { "io.memstrack.ExplainUnits", method_explain_units, 0 },
         { "io.memstrack.Heap", method_heap, 0 },
+        { "io.memstrack.HeapStop", method_heap_stop, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {
@@ -879,6 +949,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .userdata = config->userdata,
                 .flush = config->flush,
                 .get_live = config->get_live,
+                .heap_stop = config->heap_stop,
                 .now_nsec = config->now_nsec,
                 .leaks_pace = config->leaks_pace ?: SERVICE_LEAKS_PACE,
         };

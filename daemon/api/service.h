@@ -48,6 +48,9 @@ typedef struct ServiceConfig {
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */
         void (*flush)(void *userdata);
         void (*get_live)(void *userdata, ServiceLive *ret);
+        /* Optional (HeapStop): stops recording pid's heap, which then ends as closed: 0, also when it had
+         * ended already; -ESRCH when the source never recorded it or records no heaps. */
+        int (*heap_stop)(void *userdata, int32_t pid);
         /* The time now on clock (CLOCK_MONOTONIC, the events' clock, or CLOCK_REALTIME) in nsec, as calls
          * read it: ages, timestamps, History's window and Leaks' pace. NULL: the system's clocks. For tests
          * and fuzzers that feed events of a clock of their own and want the same answer every run. */

@@ -27,6 +27,7 @@ typedef struct ServiceLive {
         const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
         const Memcg *memcg;             /* the memory controller's figures (Explain); NULL: none */
         const char *memcg_reason;       /* why there are none; NULL: unknown */
+        const char *heap_socket;        /* where processes hand over their heap beside the source; NULL: none */
 } ServiceLive;
 
 /* Whether raw kernel addresses go to a caller: root only, and never the made-up ones of a source that

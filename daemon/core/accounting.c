@@ -141,7 +141,7 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->index = chargeindex_new();
         a->units = units_new();
         a->slab = slab_new(config->max_slab_objects);
-        a->heap = heap_new(config->max_stack_nodes, config->max_heap_blocks, config->max_heaps);
+        a->heap = heap_new(config->max_stack_nodes, config->max_heap_blocks, config->max_heaps, config->heap_shares);
         /* Objects come at many times the page rate with as many chains: a tree of their own keeps them out
          * of every page view and the pages' node budget. */
         if (config->slab && !(a->slab_stacks = stacktree_new(MAX(config->max_stack_nodes / 4, (size_t) 2), false,

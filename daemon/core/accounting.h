@@ -64,6 +64,8 @@ typedef struct AccountingConfig {
         size_t max_slab_objects;        /* live slab objects kept; more are dropped and counted */
         size_t max_heap_blocks;         /* sampled user heap blocks kept (heap.h) */
         size_t max_heaps;               /* user heaps recorded (heap.h) */
+        bool heap_shares;               /* one heap takes at most a share of the blocks and nodes (heap.h):
+                                         * when every user's processes hand theirs over (--heap-socket) */
 } AccountingConfig;
 
 #define ACCOUNTING_CONFIG_DEFAULT                                                                       \

@@ -179,6 +179,9 @@ typedef struct MsHeapEvent {
         uint64_t ptr;                   /* ALLOC, FREE */
         uint64_t bytes;                 /* ALLOC, FREE: usable bytes of the block */
         MsStack stack;                  /* ALLOC: user frames only (n_kernel_frames 0), innermost first */
+        uint32_t stack_id;              /* ALLOC: the source's name for these frames in this heap, 0: none; one
+                                         * id always names the same frames, so the core may remember where
+                                         * they led */
         MsHeapPeak peak;                /* ALLOC, FREE, STATE */
         uint64_t sample_interval;       /* START: bytes per sampled stack on average, 1: every allocation */
         const char *maps;               /* START, MAPS: the text of /proc/PID/maps, or NULL */

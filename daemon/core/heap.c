@@ -22,6 +22,13 @@ typedef struct BlockSlot {
         uint64_t blocks;                /* weighted, in 1/STACK_HEAP_BLOCK_UNIT */
 } BlockSlot;
 
+/* (image, the source's stack id) -> the leaf its frames led to: a stack interned once per heap, not per
+ * block. Removed with the image's blocks at its end. */
+typedef struct StackSlot {
+        uint64_t key;                   /* (serial + 1) << 32 | stack id; 0: empty */
+        uint32_t leaf;
+} StackSlot;
+
 /* pid -> its latest image; updated in place, never removed. */
 typedef struct PidSlot {
         int32_t pid;                    /* 0: empty */
@@ -31,19 +38,23 @@ typedef struct PidSlot {
 struct Heap {
         StackTree *stacks;              /* owned; made at the first heap */
         size_t max_nodes, max_blocks, max_images;
+        size_t share_divisor;           /* an image takes at most 1/share_divisor of the blocks and nodes */
         HeapImage *images;              /* owned, n_images of them, index = serial */
         size_t n_images, n_allocated;
         BlockSlot *blocks;              /* owned; linear probing, deletion shifts back */
         size_t n_slots, n_blocks;
         PidSlot *pids;                  /* owned */
         size_t n_pid_slots, n_pids;
+        StackSlot *stack_slots;         /* owned; linear probing, deletion shifts back */
+        size_t n_stack_slots, n_stacks;
         uint64_t images_dropped, invalid_events;
 };
 
-Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images) {
+Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images, bool shares) {
         Heap *h = calloc(1, sizeof(Heap));
         if (!h)
                 return NULL;
+        h->share_divisor = shares ? 4 : 1;
         h->max_nodes = MAX(max_nodes, (size_t) 16);
         h->max_blocks = MAX(max_blocks, (size_t) 1);
         h->max_images = MIN(MAX(max_images, (size_t) 1), (size_t) UINT32_MAX - 1);
@@ -54,6 +65,7 @@ static void images_done(Heap *h) {
         for (size_t i = 0; i < h->n_images; i++) {
                 free(h->images[i].cmdline);
                 free(h->images[i].maps);
+                free(h->images[i].growth);
         }
         free(h->images);
         h->images = NULL;
@@ -67,6 +79,7 @@ Heap *heap_free(Heap *h) {
         stacktree_free(h->stacks);
         free(h->blocks);
         free(h->pids);
+        free(h->stack_slots);
         free(h);
         return NULL;
 }
@@ -76,9 +89,11 @@ void heap_clear(Heap *h) {
         h->stacks = stacktree_free(h->stacks);
         free(h->blocks);
         free(h->pids);
+        free(h->stack_slots);
         h->blocks = NULL;
         h->pids = NULL;
-        h->n_slots = h->n_blocks = h->n_pid_slots = h->n_pids = 0;
+        h->stack_slots = NULL;
+        h->n_slots = h->n_blocks = h->n_pid_slots = h->n_pids = h->n_stack_slots = h->n_stacks = 0;
         h->images_dropped = h->invalid_events = 0;
 }
 
@@ -187,6 +202,80 @@ static void block_remove(Heap *h, size_t i) {
         h->n_blocks--;
 }
 
+/* ---- (image, stack id) -> leaf --------------------------------------------------------------------- */
+
+static uint64_t stack_key(uint32_t image, uint32_t id) {
+        return (uint64_t) (image + 1) << 32 | id;
+}
+
+static size_t stack_home_of(size_t n_slots, uint64_t key) {
+        return key_index_mix(key) & (n_slots - 1);
+}
+
+static size_t stack_home(const void *table, size_t i) {
+        const Heap *h = table;
+        return h->stack_slots[i].key == 0 ? PROBE_EMPTY : stack_home_of(h->n_stack_slots, h->stack_slots[i].key);
+}
+
+static void stack_move(void *table, size_t to, size_t from) {
+        Heap *h = table;
+        h->stack_slots[to] = h->stack_slots[from];
+}
+
+static void stack_clear(void *table, size_t i) {
+        Heap *h = table;
+        h->stack_slots[i].key = 0;
+}
+
+static size_t stack_find(const Heap *h, uint64_t key) {
+        size_t i = stack_home_of(h->n_stack_slots, key);
+        while (h->stack_slots[i].key != 0 && h->stack_slots[i].key != key)
+                i = (i + 1) & (h->n_stack_slots - 1);
+        return i;
+}
+
+/* The leaf remembered for the key, or STACK_NODE_NONE. */
+static uint32_t stack_lookup(const Heap *h, uint64_t key) {
+        if (h->n_stack_slots == 0)
+                return STACK_NODE_NONE;
+        const StackSlot *s = &h->stack_slots[stack_find(h, key)];
+        return s->key == key ? s->leaf : STACK_NODE_NONE;
+}
+
+/* Remembers a leaf; forgotten on OOM (the frames are interned again next time). */
+static void stack_remember(Heap *h, uint64_t key, uint32_t leaf) {
+        if ((h->n_stacks + 1) * 2 > h->n_stack_slots) {
+                size_t n = h->n_stack_slots ? h->n_stack_slots * 2 : BLOCKS_MIN;
+                StackSlot *slots = calloc(n, sizeof(StackSlot)), *old = h->stack_slots;
+                size_t old_n = h->n_stack_slots;
+                if (!slots)
+                        return;
+                h->stack_slots = slots;
+                h->n_stack_slots = n;
+                for (size_t i = 0; i < old_n; i++)
+                        if (old[i].key != 0)
+                                h->stack_slots[stack_find(h, old[i].key)] = old[i];
+                free(old);
+        }
+        StackSlot *s = &h->stack_slots[stack_find(h, key)];
+        if (s->key == 0)
+                h->n_stacks++;
+        *s = (StackSlot) { .key = key, .leaf = leaf };
+}
+
+/* The image ended: its ids name nothing any more. */
+static void stacks_forget(Heap *h, uint32_t image) {
+        for (size_t i = 0; i < h->n_stack_slots;) {
+                if (h->stack_slots[i].key != 0 && h->stack_slots[i].key >> 32 == (uint64_t) image + 1) {
+                        /* The slot is refilled by the shift: look at it again. */
+                        probe_delete(h, h->n_stack_slots, i, stack_home, stack_move, stack_clear);
+                        h->n_stacks--;
+                        continue;
+                }
+                i++;
+        }
+}
+
 void heap_block_weight(uint64_t bytes, uint64_t sample_interval, uint64_t *ret_bytes, uint64_t *ret_blocks) {
         if (sample_interval <= 1) {
                 *ret_bytes = bytes;
@@ -198,6 +287,12 @@ void heap_block_weight(uint64_t bytes, uint64_t sample_interval, uint64_t *ret_b
         double p = -expm1(-s / (double) sample_interval);
         *ret_bytes = (uint64_t) llround((double) bytes / p);
         *ret_blocks = (uint64_t) llround(STACK_HEAP_BLOCK_UNIT / p);
+}
+
+/* What one image may take of a bound shared by all: with shares a quarter (all of it could go to one
+ * process only at the others' cost). */
+static size_t image_share(const Heap *h, size_t bound) {
+        return MAX(bound / h->share_divisor, (size_t) 1);
 }
 
 /* ---- Events ------------------------------------------------------------------------------------------- */
@@ -222,6 +317,7 @@ static void handle_start(Heap *h, const MsEvent *e) {
                 h->images[prev].ended = true;
                 h->images[prev].end = MS_HEAP_END_EXEC;
                 h->images[prev].end_nsec = e->timestamp_nsec;
+                stacks_forget(h, prev);
         }
         if (e->pid <= 0 || h->n_images >= h->max_images) {
                 h->images_dropped++;
@@ -278,7 +374,9 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
                 mark_peak(img);
         img->sampled_allocs++;
 
-        if (h->n_blocks >= h->max_blocks ||
+        /* An image holds at most a share of the blocks, so that one process's heap (a hostile or broken
+         * one) cannot crowd out the others'; what it cannot keep is its own loss (dropped). */
+        if (h->n_blocks >= h->max_blocks || img->sampled_blocks >= image_share(h, h->max_blocks) ||
             ((h->n_slots == 0 || (h->n_blocks + 1) * 2 > h->n_slots) && blocks_grow(h) < 0)) {
                 img->dropped++;
                 goto out;
@@ -291,10 +389,24 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
                 slot = block_find(h, img->serial, x->ptr);
         }
 
-        uint64_t none = MS_FRAME_HEAP_NO_STACK;
-        const uint64_t *frames = x->stack.n_frames > 0 ? x->stack.frames : &none;
-        size_t n = x->stack.n_frames > 0 ? x->stack.n_frames : 1;
-        uint32_t leaf = stacktree_intern(h->stacks, frames, n, 0, img->serial);
+        uint64_t key = x->stack_id != 0 ? stack_key(img->serial, x->stack_id) : 0;
+        uint32_t leaf = key != 0 ? stack_lookup(h, key) : STACK_NODE_NONE;
+        if (leaf == STACK_NODE_NONE) {
+                uint64_t none = MS_FRAME_HEAP_NO_STACK;
+                const uint64_t *frames = x->stack.n_frames > 0 ? x->stack.frames : &none;
+                size_t n = x->stack.n_frames > 0 ? x->stack.n_frames : 1;
+                /* Likewise a share of the stack tree's nodes: past it, the image's new stacks go to one
+                 * node of their own ("stack table full"), the others' keep theirs. */
+                size_t before = stacktree_size(h->stacks);
+                if (img->nodes >= image_share(h, h->max_nodes)) {
+                        uint64_t full = MS_FRAME_HEAP_STACK_FULL;
+                        leaf = stacktree_intern(h->stacks, &full, 1, 0, img->serial);
+                } else
+                        leaf = stacktree_intern(h->stacks, frames, n, 0, img->serial);
+                img->nodes += stacktree_size(h->stacks) - before;
+                if (key != 0)
+                        stack_remember(h, key, leaf);
+        }
         uint64_t bytes, blocks;
         heap_block_weight(x->bytes, img->sample_interval, &bytes, &blocks);
 
@@ -326,6 +438,36 @@ static void handle_free(Heap *h, const MsEvent *e) {
                 mark_peak(img);
 }
 
+/* A point of the heap's growth at time nsec, when a step passed since the last one (the last point always
+ * moves to the latest count, so that the series ends where the heap is). */
+static void add_growth(HeapImage *img, uint64_t nsec) {
+        uint64_t since = nsec > img->start_nsec ? (nsec - img->start_nsec) / 1000 : 0;
+        HeapPoint p = { .msec = (uint32_t) MIN(since / 1000, (uint64_t) UINT32_MAX),
+                        .live_bytes = img->counters.live_bytes };
+
+        if (!img->growth) {
+                img->growth = calloc(HEAP_GROWTH_POINTS, sizeof(HeapPoint));
+                if (!img->growth)
+                        return;         /* no growth series, counts as ever */
+                img->growth_step_usec = HEAP_GROWTH_STEP_USEC;
+        }
+        if (img->n_growth > 1 &&
+            since < (uint64_t) img->growth[img->n_growth - 2].msec * 1000 + img->growth_step_usec) {
+                img->growth[img->n_growth - 1] = p;
+                return;
+        }
+        if (img->n_growth == HEAP_GROWTH_POINTS) {
+                /* Half as many points, twice as far apart: every other one goes, the last stays. */
+                uint32_t n = 0;
+                for (uint32_t i = 0; i < HEAP_GROWTH_POINTS; i += 2)
+                        img->growth[n++] = img->growth[i];
+                img->growth[n - 1] = img->growth[HEAP_GROWTH_POINTS - 1];
+                img->n_growth = n;
+                img->growth_step_usec *= 2;
+        }
+        img->growth[img->n_growth++] = p;
+}
+
 static void handle_state(Heap *h, const MsEvent *e) {
         HeapImage *img = open_image(h, e->pid);
 
@@ -336,6 +478,7 @@ static void handle_state(Heap *h, const MsEvent *e) {
                 return;
         }
         img->counters = *e->heap.counters;
+        add_growth(img, e->timestamp_nsec);
         if (e->heap.peak != MS_HEAP_PEAK_NONE)
                 mark_peak(img);
 }
@@ -363,6 +506,7 @@ static void handle_end(Heap *h, const MsEvent *e) {
         img->ended = true;
         img->end = e->heap.end;
         img->end_nsec = e->timestamp_nsec;
+        stacks_forget(h, img->serial);
         if (img->sampled_blocks == 0)
                 return;
         for (size_t i = 0; i < h->n_slots;) {
@@ -454,8 +598,10 @@ void heap_get_stats(const Heap *h, HeapStats *ret) {
 
 size_t heap_memory_bytes(const Heap *h) {
         size_t b = sizeof(Heap) + h->n_allocated * sizeof(HeapImage) + h->n_slots * sizeof(BlockSlot) +
-                   h->n_pid_slots * sizeof(PidSlot) + (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
+                   h->n_pid_slots * sizeof(PidSlot) + h->n_stack_slots * sizeof(StackSlot) +
+                   (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
         for (size_t i = 0; i < h->n_images; i++)
-                b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0);
+                b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0) +
+             (h->images[i].growth ? HEAP_GROWTH_POINTS * sizeof(HeapPoint) : 0);
         return b;
 }

@@ -16,7 +16,9 @@
  * moment at the cost of one increment (stacktree_heap_apply()).
  *
  * Bounded: past max_images heaps new ones are not recorded, past max_blocks sampled blocks are dropped;
- * both counted. Frees of blocks not kept are counted (unmatched_frees), never an error.
+ * both counted. With shares, one image takes at most a quarter of the blocks and of the tree's nodes (its
+ * further stacks share one node), so that a process cannot crowd out the others. Frees of blocks not kept are
+ * counted (unmatched_frees), never an error.
  */
 
 #include <stdbool.h>
@@ -28,6 +30,16 @@
 #include "stacktree.h"
 
 #define HEAP_NONE UINT32_MAX
+
+/* The growth of a heap's live bytes: at most HEAP_GROWTH_POINTS points over its whole life, evenly spaced
+ * (a point per step, the step doubled and every other point dropped when they are all taken). */
+#define HEAP_GROWTH_POINTS 32u
+#define HEAP_GROWTH_STEP_USEC 10000u    /* the first step: the heap source's poll */
+
+typedef struct HeapPoint {
+        uint32_t msec;                  /* since the heap's start */
+        uint64_t live_bytes;
+} HeapPoint;
 
 typedef struct HeapImage {
         int32_t pid;
@@ -42,10 +54,15 @@ typedef struct HeapImage {
         uint64_t sampled_allocs, sampled_frees;
         uint64_t unmatched_frees;       /* sampled frees of blocks not kept here */
         uint64_t replaced;              /* sampled allocations of a pointer still live: its free was lost */
-        uint64_t dropped;               /* sampled blocks not kept (max_blocks, or out of memory) */
+        uint64_t dropped;               /* sampled blocks not kept (max_blocks, its share of them, or out of
+                                         * memory) */
+        size_t nodes;                   /* stack tree nodes its stacks made: at most a share of max_nodes */
         uint64_t start_nsec, end_nsec;
         MsHeapEnd end;
         bool ended;
+        HeapPoint *growth;              /* owned: HEAP_GROWTH_POINTS of them, allocated at the first count */
+        uint32_t n_growth;
+        uint64_t growth_step_usec;
 } HeapImage;
 
 typedef struct HeapStats {
@@ -57,8 +74,9 @@ typedef struct HeapStats {
 
 typedef struct Heap Heap;
 
-/* max_nodes: the stack tree's node budget. Returns NULL on OOM. */
-Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images);
+/* max_nodes: the stack tree's node budget. shares: one image takes at most a quarter of the blocks and the
+ * nodes (processes that do not trust each other); else one may take all. Returns NULL on OOM. */
+Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images, bool shares);
 Heap *heap_free(Heap *h);
 
 /* Applies a MS_EVENT_HEAP_* event; others are ignored. Never fails: what cannot be applied is counted. */

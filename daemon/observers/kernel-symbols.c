@@ -104,11 +104,6 @@ int kernel_symbols_new(sd_event *event, const char *kallsyms, KernelSymbols **re
                 .finish = on_finish,
                 .free = observer_free,
         };
-        r = ksym_load(kallsyms, &k->table);
-        if (r < 0)
-                return log_error_errno(r, "Failed to read kernel symbols from %s: %s", kallsyms ?: "/proc/kallsyms",
-                                       file_error_string(r));
-        log_debug("Read %zu kernel symbols.", ksym_count(k->table));
         r = debounce_new(event, "ksym-reload", RELOAD_DELAY_USEC, RELOAD_MAX_DELAY_USEC, reload_deferred, k,
                          &k->reload);
         if (r < 0)
@@ -127,11 +122,17 @@ void kernel_symbols_attach(KernelSymbols *k, Accounting *accounting) {
         event_observer_set_types(&k->observer, 0, accounting ? MS_EVENT_BIT(MS_EVENT_MODULE_LOAD) : 0);
 }
 
-int kernel_symbols_use_source(KernelSymbols *k, const char *text, const char *source) {
+int kernel_symbols_load(KernelSymbols *k, const char *text, const char *source) {
         Ksym *table = NULL;
         int r;
 
         if (!text) {
+                r = ksym_load(k->kallsyms, &table);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to read kernel symbols from %s: %s",
+                                               k->kallsyms ?: "/proc/kallsyms", file_error_string(r));
+                set_table(k, table);
+                log_debug("Read %zu kernel symbols.", ksym_count(k->table));
                 if (ksym_addresses_hidden(k->table))
                         log_warning("Kernel addresses are hidden (kernel.kptr_restrict, or no CAP_SYSLOG): stacks will "
                                     "show raw addresses and pages cannot be charged to modules.");

@@ -28,10 +28,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "heap-abi.h"
 #include "log.h"
 #include "macro.h"
-#include "read-file.h"
+#include "proc-seed.h"
 #include "source.h"
 #include "time-util.h"
 
@@ -42,6 +44,7 @@
 #define HEAP_POLL_USEC (UINT64_C(10) * 1000)
 #define HEAP_PENDING_MAX 64u            /* connections that have not said hello yet */
 #define HEAP_CHANNELS_MAX 4096u         /* heaps read at once */
+#define HEAP_CHANNELS_PER_UID 64u       /* of them, of one user (beside a kernel source, every user's come) */
 #define HEAP_DRAIN_BUDGET (1u << 16)    /* records per channel per poll: the loop stays responsive */
 #define HEAP_BUSY_USEC 1000             /* the next poll after a busy one: a gap for the clients' sources */
 
@@ -56,6 +59,7 @@ typedef struct HeapPending {
 typedef struct HeapChannel {
         HeapSource *source;
         int32_t pid;
+        uid_t uid;
         int pidfd;
         sd_event_source *exit_watch;
         void *region;
@@ -85,7 +89,9 @@ typedef struct HeapChannel {
 
 struct HeapSource {
         EventSource source;
-        char *socket_path;
+        char *socket_path;              /* what it listens on, for messages; bound here unless passed */
+        bool passed;                    /* the socket was passed (socket activation): not ours to remove */
+        bool beside;                    /* SourceOptions.heap_beside */
         int listen_fd;
         sd_event *event;
         sd_event_source *listen_io, *poll_timer;
@@ -94,6 +100,7 @@ struct HeapSource {
         HeapChannel **channels;
         size_t n_channels, n_allocated;
         uint64_t records, wakeups, refused, bad_records, dead_records, ended_lost;
+        uint64_t poll_nsec;             /* CLOCK_MONOTONIC when the current poll began */
         EventSourceLoss losses[5];
 };
 
@@ -101,8 +108,9 @@ static void emit(HeapSource *s, const MsEvent *e) {
         s->sink.event(s->sink.userdata, e);
 }
 
+/* Stamped with the time of the poll that read it: one clock read per poll, not per record. */
 static MsEvent heap_event(HeapChannel *c, MsEventType type) {
-        return (MsEvent) { .type = type, .pid = c->pid, .tid = c->pid, .timestamp_nsec = now_nsec(CLOCK_MONOTONIC) };
+        return (MsEvent) { .type = type, .pid = c->pid, .tid = c->pid, .timestamp_nsec = c->source->poll_nsec };
 }
 
 static uint64_t load(const uint64_t *p) {
@@ -209,6 +217,9 @@ static void apply_record(HeapChannel *c, const HeapAbiRecord *r) {
         if (r->type == HEAP_RECORD_ALLOC) {
                 size_t n = read_stack(c, r->stack, f);
                 e.heap.stack = (MsStack) { .frames = f, .n_frames = (uint32_t) n };
+                /* A published slot never changes: its id names these frames for good. */
+                if (r->stack >= HEAP_STACK_FIRST && !(n == 1 && f[0] == MS_FRAME_HEAP_STACK_FULL))
+                        e.heap.stack_id = r->stack;
         }
         emit(c->source, &e);
 }
@@ -220,9 +231,13 @@ static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
         uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
         uint64_t used = MIN(__atomic_load_n(&h->threads_used, __ATOMIC_RELAXED), c->n_thread_slots);
         for (uint64_t i = 0; i < used; i++) {
-                allocs += __atomic_load_n(&c->threads[i].allocs, __ATOMIC_RELAXED);
-                frees += __atomic_load_n(&c->threads[i].frees, __ATOMIC_RELAXED);
-                alloc_bytes += __atomic_load_n(&c->threads[i].alloc_bytes, __ATOMIC_RELAXED);
+                const HeapAbiThread *t = &c->threads[i];
+                allocs += __atomic_load_n(&t->allocs, __ATOMIC_RELAXED) +
+                          __atomic_load_n(&t->nested_allocs, __ATOMIC_RELAXED);
+                frees += __atomic_load_n(&t->frees, __ATOMIC_RELAXED) +
+                         __atomic_load_n(&t->nested_frees, __ATOMIC_RELAXED);
+                alloc_bytes += __atomic_load_n(&t->alloc_bytes, __ATOMIC_RELAXED) +
+                               __atomic_load_n(&t->nested_alloc_bytes, __ATOMIC_RELAXED);
         }
         *ret = (MsHeapCounters) {
                 .live_bytes = live > 0 ? (uint64_t) live : 0,
@@ -247,6 +262,7 @@ static uint64_t drain(HeapChannel *c, bool final, bool budget) {
         HeapSource *s = c->source;
         uint64_t head = load(&c->header->ring_head), n = 0;
 
+        s->poll_nsec = now_nsec(CLOCK_MONOTONIC);
         /* Objects first: the records may name frames in a library loaded since. */
         check_objects(c);
         for (;; c->tail++) {
@@ -311,7 +327,7 @@ static void channel_end(HeapChannel *c, MsHeapEnd why) {
         MsEvent e = heap_event(c, MS_EVENT_HEAP_END);
         e.heap.end = why;
         emit(s, &e);
-        if (why == MS_HEAP_END_EXIT) {
+        if (why == MS_HEAP_END_EXIT && !s->beside) {
                 MsEvent x = heap_event(c, MS_EVENT_TASK_EXIT);
                 emit(s, &x);
         }
@@ -392,31 +408,11 @@ static int channel_map(HeapChannel *c, int memfd) {
         return 0;
 }
 
-/* The name and command line of the process, for START. */
-static void read_task(int32_t pid, char comm[static 16], char **ret_cmdline) {
-        char path[64], buf[16];
-        _cleanup_free_ char *cmdline = NULL;
-        size_t size;
-
-        comm[0] = '\0';
-        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/comm", pid);
-        if (read_file_small(path, buf, sizeof(buf)) > 0) {
-                buf[strcspn(buf, "\n")] = '\0';
-                memcpy(comm, buf, 16);
-        }
-        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/cmdline", pid);
-        if (read_file_full(path, 64 * 1024, &cmdline, &size) >= 0 && size > 0) {
-                for (size_t i = 0; i + 1 < size; i++)
-                        if (cmdline[i] == '\0')
-                                cmdline[i] = ' ';
-                *ret_cmdline = TAKE_PTR(cmdline);
-        }
-}
-
 /* A process handed over its region: after checks, a channel, and START. */
 static int channel_open(HeapSource *s, int conn, int memfd) {
         _cleanup_(channel_freep) HeapChannel *c = NULL;
-        _cleanup_free_ char *maps = NULL, *cmdline = NULL;
+        _cleanup_free_ char *maps = NULL;
+        char cmdline_buf[PROC_CMDLINE_MAX];
         struct ucred cred;
         socklen_t len = sizeof(cred);
         char comm[16];
@@ -424,17 +420,24 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
 
         if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return negative_errno();
-        /* Only the owner of this daemon, or root, may feed it. */
-        if (cred.uid != geteuid() && cred.uid != 0)
+        /* A private daemon takes only its owner's processes (or root's); beside a kernel source every
+         * user's, each handing over its own heap (the peer's credentials name it), a bounded number each. */
+        if (!s->beside && cred.uid != geteuid() && cred.uid != 0)
                 return -EPERM;
         if (s->n_channels >= HEAP_CHANNELS_MAX)
                 return -ENOSPC;
+        size_t of_uid = 0;
+        for (size_t i = 0; i < s->n_channels; i++)
+                of_uid += s->channels[i]->uid == cred.uid;
+        if (of_uid >= HEAP_CHANNELS_PER_UID)
+                return -EUSERS;
 
         c = calloc(1, sizeof(HeapChannel));
         if (!c)
                 return -ENOMEM;
         c->source = s;
         c->pid = cred.pid;
+        c->uid = cred.uid;
         c->pidfd = -EBADF;
         len = sizeof(c->pidfd);
         if (getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) < 0)
@@ -465,12 +468,16 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
                         break;
                 }
 
-        read_task(c->pid, comm, &cmdline);
+        s->poll_nsec = now_nsec(CLOCK_MONOTONIC);
+        proc_read_comm(PROC_ROOT_DEFAULT, c->pid, comm);
+        const char *cmdline = proc_read_cmdline(PROC_ROOT_DEFAULT, c->pid, cmdline_buf, sizeof(cmdline_buf));
         (void) read_objects(c, &maps);
-        MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
-        task.task.name = comm;
-        task.task.cmdline = cmdline;
-        emit(s, &task);
+        if (!s->beside) {
+                MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
+                task.task.name = comm;
+                task.task.cmdline = cmdline;
+                emit(s, &task);
+        }
         MsEvent e = heap_event(c, MS_EVENT_HEAP_START);
         e.heap.sample_interval = c->sample_interval;
         e.heap.maps = maps;
@@ -614,6 +621,19 @@ static int heap_source_flush(EventSource *es) {
         return 0;
 }
 
+static int heap_source_heap_stop(EventSource *es, int32_t pid) {
+        HeapSource *s = (HeapSource *) es;
+
+        for (size_t i = 0; i < s->n_channels; i++)
+                if (s->channels[i]->pid == pid) {
+                        /* The library stops recording at its next sampled record, its counts with it. */
+                        __atomic_fetch_or(&s->channels[i]->header->flags, HEAP_ABI_FLAG_CLOSED, __ATOMIC_RELEASE);
+                        channel_end(s->channels[i], MS_HEAP_END_CLOSED);
+                        return 0;
+                }
+        return -ESRCH;
+}
+
 static void heap_source_get_stats(EventSource *es, EventSourceStats *ret) {
         HeapSource *s = (HeapSource *) es;
         uint64_t ring_full = 0, nested = 0, table = 0, bad = s->bad_records, dead = s->dead_records;
@@ -653,7 +673,7 @@ static HeapSource *heap_source_free(HeapSource *s) {
         sd_event_source_disable_unref(s->listen_io);
         sd_event_source_disable_unref(s->poll_timer);
         safe_close(s->listen_fd);
-        if (s->socket_path)
+        if (s->socket_path && !s->passed)
                 (void) unlink(s->socket_path);
         free(s->socket_path);
         free(s);
@@ -678,7 +698,25 @@ static const EventSourceOps heap_source_ops = {
         .get_stats = heap_source_get_stats,
         .free = heap_source_free_op,
         .symbols = heap_source_symbols,
+        .heap_stop = heap_source_heap_stop,
 };
+
+/* The socket passed under the name "heap" (LISTEN_FDNAMES: memstrackctl record, or a socket unit), if
+ * any: -ENOENT if none. The environment stays for the varlink server, which takes its own. */
+static int passed_socket(void) {
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(false, &names), fd = -ENOENT;
+
+        for (int i = 0; i < n; i++) {
+                if (fd < 0 && names && names[i] && streq(names[i], "heap") &&
+                    sd_is_socket_unix(SD_LISTEN_FDS_START + i, SOCK_SEQPACKET, 1, NULL, 0) > 0)
+                        fd = SD_LISTEN_FDS_START + i;
+                if (names)
+                        free(names[i]);
+        }
+        free(names);
+        return fd;
+}
 
 static int heap_source_new(const SourceOptions *options, EventSource **ret) {
         _cleanup_(heap_source_freep) HeapSource *s = NULL;
@@ -687,15 +725,28 @@ static int heap_source_new(const SourceOptions *options, EventSource **ret) {
         assert(options);
         assert(ret);
 
-        if (!options->input)
-                return log_error_errno(EINVAL, "The heap source listens on the socket --source-input=PATH names.");
-        if (strlen(options->input) >= sizeof(sa.sun_path))
-                return log_error_errno(ENAMETOOLONG, "The heap socket path %s is too long.", options->input);
         s = calloc(1, sizeof(HeapSource));
         if (!s)
                 return log_oom();
         s->source.ops = &heap_source_ops;
-        s->listen_fd = -EBADF;
+        s->beside = options->heap_beside;
+        s->listen_fd = passed_socket();
+        if (s->listen_fd >= 0) {
+                int flags = fcntl(s->listen_fd, F_GETFL);
+                if (flags < 0 || fcntl(s->listen_fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                        return log_error_errno(errno, "Failed to set up the passed heap socket: %m");
+                s->socket_path = strdup("the passed socket");
+                if (!s->socket_path)
+                        return log_oom();
+                s->passed = true;
+                *ret = &TAKE_PTR(s)->source;
+                return 0;
+        }
+        if (!options->input)
+                return log_error_errno(EINVAL, "The heap source listens on the socket --source-input=PATH names, "
+                                       "or on one passed under the name \"heap\".");
+        if (strlen(options->input) >= sizeof(sa.sun_path))
+                return log_error_errno(ENAMETOOLONG, "The heap socket path %s is too long.", options->input);
         s->socket_path = strdup(options->input);
         if (!s->socket_path)
                 return log_oom();
@@ -704,8 +755,14 @@ static int heap_source_new(const SourceOptions *options, EventSource **ret) {
         s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (s->listen_fd < 0)
                 return log_error_errno(errno, "Failed to create the heap socket: %m");
-        /* Only this user (and root) may connect; the peer's uid is checked again at the hello. */
-        mode_t mask = umask(0077);
+        /* A private daemon's: only this user (and root) may connect, the peer's uid is checked again at the
+         * hello. Beside a kernel source: every user, and a stale socket of an earlier run goes. */
+        if (s->beside) {
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno == ECONNREFUSED)
+                        (void) unlink(options->input);
+        }
+        mode_t mask = umask(s->beside ? 0 : 0077);
         int r = bind(s->listen_fd, (struct sockaddr *) &sa, sizeof(sa));
         (void) umask(mask);
         if (r < 0) {

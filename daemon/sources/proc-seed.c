@@ -56,6 +56,21 @@ const char *proc_read_cmdline(const char *proc, int32_t pid, char *buf, size_t s
         return n > 0 ? buf : NULL;
 }
 
+void proc_read_comm(const char *proc, int32_t pid, char comm[static 16]) {
+        char path[PATH_MAX], buf[16];
+        ssize_t n;
+
+        assert(proc);
+        comm[0] = '\0';
+        if (!proc_path(path, proc, pid, "comm"))
+                return;
+        n = read_file_small(path, buf, sizeof(buf));
+        if (n <= 0)
+                return;
+        buf[strcspn(buf, "\n")] = '\0';
+        memcpy(comm, buf, sizeof(buf));
+}
+
 /* The inode of the initial PID namespace (PROC_PID_INIT_INO in the kernel): the same on every boot. */
 #define PID_NS_INIT_INO UINT64_C(0xeffffffc)
 

@@ -27,6 +27,9 @@
  */
 const char *proc_read_cmdline(const char *proc, int32_t pid, char *buf, size_t size);
 
+/* Reads <proc>/PID/comm into comm, without its newline; "" if there is none (a task already gone). */
+void proc_read_comm(const char *proc, int32_t pid, char comm[static 16]);
+
 /*
  * Emits one MS_EVENT_TASK_NEW into sink for every process in <proc> except self: name = its comm,
  * cmdline, baseline_pages = its resident pages (statm; 0 if unreadable), pid = tid = the process, cpu 0,

@@ -20,7 +20,9 @@
 #ifndef SOURCE_REGISTRY
 #if HAVE_EBPF
 #  define SOURCE_REGISTRY_EBPF(X) X(ebpf)
+#  define SOURCE_REGISTRY_HEAP_UPROBE(X) X(heap_uprobe)
 #else
+#  define SOURCE_REGISTRY_HEAP_UPROBE(X)
 #  define SOURCE_REGISTRY_EBPF(X)
 #endif
 #define SOURCE_REGISTRY(X)                                                                              \
@@ -30,6 +32,7 @@
         X(replay)                                                                                       \
         X(page_owner)                                                                                   \
         X(heap)                                                                                         \
+        SOURCE_REGISTRY_HEAP_UPROBE(X)                                                                  \
         /* end of the registry */
 #endif
 
@@ -169,4 +172,32 @@ void source_drain_later(sd_event_source *s) {
         int r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         if (r < 0)
                 log_debug_errno(r, "Failed to schedule more draining, waiting for the next wakeup: %m");
+}
+
+int source_start_heap_beside(const SourceOptions *options, const char *socket, EventSource *main, sd_event *event,
+                const MsEventSink *sink, EventSource **ret) {
+        SourceOptions o = *options;
+        int r;
+
+        *ret = NULL;
+        if (!socket || streq(main->ops->name, "heap"))
+                return 0;
+        o.input = socket;
+        o.heap_beside = true;
+        r = source_new("heap", &o, ret, NULL, NULL);
+        if (r < 0)
+                return r;       /* logged */
+        r = (*ret)->ops->start(*ret, event, sink);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the heap source: %m");
+        return 0;
+}
+
+int source_heap_stop(EventSource *const sources[], size_t n, int32_t pid) {
+        for (size_t i = 0; i < n; i++) {
+                int r = sources[i] && sources[i]->ops->heap_stop ? sources[i]->ops->heap_stop(sources[i], pid) : -ESRCH;
+                if (r != -ESRCH)
+                        return r;
+        }
+        return -ESRCH;
 }

@@ -57,6 +57,11 @@ typedef struct SourceOptions {
         unsigned stack_sample_interval; /* pages per stack taken, 1..SOURCE_STACK_SAMPLE_INTERVAL_MAX */
         bool nested_allocations_always; /* eBPF: the allocation twin from the start, not the first miss */
         const char *btf;                /* kernel BTF for the eBPF source; NULL: SOURCE_BTF_DEFAULT */
+        uint64_t heap_sample_interval;  /* heap-uprobe: bytes per sampled stack on average, 1: every call;
+                                         * 0: HEAP_SAMPLE_INTERVAL_DEFAULT */
+        bool heap_beside;               /* the heap source runs beside a kernel source (--heap-socket): that
+                                         * one knows the tasks, so it sends no task events, and every user's
+                                         * processes may hand over their own heap */
 } SourceOptions;
 
 /* Fills in the defaults above. */
@@ -83,6 +88,10 @@ typedef struct EventSourceOps {
          * log from another machine). Borrowed; valid until the source is freed. NULL (op or result): the
          * running kernel's. */
         const char *(*symbols)(EventSource *s);
+        /* Optional, for sources of user-space heaps: stop recording pid's heap now (its records so far are
+         * read, then its heap ends as closed; the process runs on). 0, also when it had ended already;
+         * -ESRCH if the source never recorded it. */
+        int (*heap_stop)(EventSource *s, int32_t pid);
         /* Optional: the source's own tracing frames at the top of its kernel stacks (event.h), which the
          * core drops; NULL: its stacks start at the allocation. */
         const MsTracerFrames *tracer_frames;
@@ -108,6 +117,14 @@ typedef struct SourceType {
         /* Builds the source (not started); logs the reason once on failure. */
         int (*new)(const SourceOptions *options, EventSource **ret);
 } SourceType;
+
+/* --heap-socket: the heap source beside the source main (SourceOptions.heap_beside), started on event and
+ * sink; *ret NULL when there is no socket or main is the heap source itself. -errno, logged. */
+int source_start_heap_beside(const SourceOptions *options, const char *socket, EventSource *main, sd_event *event,
+                const MsEventSink *sink, EventSource **ret);
+/* HeapStop: asks each of the n sources (NULL ones skipped) that records heaps to stop pid's. 0, or -ESRCH
+ * when none records it. */
+int source_heap_stop(EventSource *const sources[], size_t n, int32_t pid);
 
 /* The registered source called name, or NULL. */
 const SourceType *source_type_find(const char *name);

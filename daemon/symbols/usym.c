@@ -38,6 +38,21 @@ typedef struct UsymIdentity {
         ino_t exe_ino;          /* address randomization */
 } UsymIdentity;
 
+/* A module's symbols sorted by address, made at its first lookup: libdwfl's own search goes through every
+ * symbol (cc1 exports 29,000), ours bisects. Names are borrowed from the module. */
+typedef struct UsymSymbol {
+        uint64_t start, size;           /* size 0: a symbol without one */
+        const char *name;
+        unsigned rank;                  /* 0 global, 1 weak, 2 local: the preferred of two at one address */
+} UsymSymbol;
+
+typedef struct UsymIndex {
+        Dwfl_Module *module;
+        UsymSymbol *symbols;            /* owned */
+        size_t n_symbols;
+        struct UsymIndex *next;
+} UsymIndex;
+
 struct UsymProcess {
         UserSymbols *owner;
         pid_t pid;              /* 0: a free slot */
@@ -46,6 +61,7 @@ struct UsymProcess {
         uint64_t generation;    /* new on every read of the maps: memoized answers of older ones are stale */
         uint64_t last_used;     /* UserSymbols.clock when last handed out: the LRU order */
         uint64_t reported_usec; /* CLOCK_MONOTONIC of the last read of the maps */
+        UsymIndex *indexes;     /* owned: of this generation's modules */
 };
 
 /* One memoized answer. The strings are borrowed from the session's Dwfl, alive while its generation is. */
@@ -65,6 +81,7 @@ struct UsymImage {
         uint64_t text_hash;     /* of the maps text it was made from */
         uint64_t last_used;
         Dwfl *dwfl;             /* owned; NULL: a free slot */
+        UsymIndex *indexes;     /* owned */
 };
 
 struct UserSymbols {
@@ -210,7 +227,103 @@ static bool identity_equal(const UsymIdentity *a, const UsymIdentity *b) {
                a->exe_dev == b->exe_dev && a->exe_ino == b->exe_ino;
 }
 
+/* ---- Symbol indexes ------------------------------------------------------------------------------- */
+
+static void indexes_free(UsymIndex **list) {
+        while (*list) {
+                UsymIndex *x = *list;
+                *list = x->next;
+                free(x->symbols);
+                free(x);
+        }
+}
+
+static int symbol_compare(const void *a, const void *b) {
+        const UsymSymbol *x = a, *y = b;
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The module's index, made now if it is not in the list; NULL on OOM. */
+static UsymIndex *index_of(UsymIndex **list, Dwfl_Module *mod) {
+        for (UsymIndex *x = *list; x; x = x->next)
+                if (x->module == mod)
+                        return x;
+        _cleanup_free_ UsymIndex *x = calloc(1, sizeof(UsymIndex));
+        if (!x)
+                return NULL;
+        x->module = mod;
+        int n = dwfl_module_getsymtab(mod);
+        if (n > 1) {
+                x->symbols = calloc((size_t) n, sizeof(UsymSymbol));
+                if (!x->symbols)
+                        return NULL;
+        }
+        for (int i = 1; i < n; i++) {
+                GElf_Sym sym;
+                GElf_Addr addr;
+                GElf_Word shndx;
+                const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
+                int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+                if (!name || name[0] == '\0' || shndx == SHN_UNDEF || type == STT_SECTION || type == STT_FILE ||
+                    type == STT_TLS)
+                        continue;
+                x->symbols[x->n_symbols++] = (UsymSymbol) {
+                        .start = addr,
+                        .size = sym.st_size,
+                        .name = name,
+                        .rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2,
+                };
+        }
+        if (x->n_symbols > 1)
+                qsort(x->symbols, x->n_symbols, sizeof(UsymSymbol), symbol_compare);
+        x->next = *list;
+        *list = x;
+        return TAKE_PTR(x);
+}
+
+/* The symbol at ip, as dwfl_module_addrinfo() finds it: the closest one below ip whose size holds it
+ * (of two at one address the global one), else a symbol without size right below ip. */
+static const char *index_lookup(const UsymIndex *x, uint64_t ip, uint64_t *ret_offset) {
+        size_t lo = 0, hi = x->n_symbols;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (x->symbols[mid].start <= ip)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        /* Symbols without size, or nested ones, may lie between ip and the one whose size holds it. */
+        for (size_t i = lo, scanned = 0; i > 0 && scanned < 64; i--, scanned++) {
+                const UsymSymbol *sym = &x->symbols[i - 1];
+                if (sym->size > 0 && ip - sym->start < sym->size) {
+                        /* The first of this address is the preferred one (sorted by rank). */
+                        while (i > 1 && x->symbols[i - 2].start == sym->start && x->symbols[i - 2].size > 0)
+                                sym = &x->symbols[--i - 1];
+                        *ret_offset = ip - sym->start;
+                        return sym->name;
+                }
+        }
+        if (lo > 0 && x->symbols[lo - 1].size == 0) {
+                const UsymSymbol *sym = &x->symbols[lo - 1];
+                while (lo > 1 && x->symbols[lo - 2].start == sym->start)
+                        sym = &x->symbols[--lo - 1];
+                *ret_offset = ip - sym->start;
+                return sym->name;
+        }
+        return NULL;
+}
+
+/* The module's symbol at ip, with the list's index of it; NULL if none (or on OOM). */
+static const char *module_symbol(UsymIndex **list, Dwfl_Module *mod, uint64_t ip, uint64_t *ret_offset) {
+        UsymIndex *x = index_of(list, mod);
+        return x ? index_lookup(x, ip, ret_offset) : NULL;
+}
+
 static void process_clear(UsymProcess *p) {
+        indexes_free(&p->indexes);
         if (p->dwfl)
                 dwfl_end(p->dwfl);
         *p = (UsymProcess) { .owner = p->owner };
@@ -234,6 +347,7 @@ static int process_report(UsymProcess *p) {
         p->reported_usec = now_usec(CLOCK_MONOTONIC);
         /* Modules may go away below, and with them the names memoized so far. */
         p->generation = ++p->owner->generation;
+        indexes_free(&p->indexes);
 
         dwfl_report_begin(p->dwfl);
         /* 0, an errno (positive) for /proc failures, or -1 for libdwfl's own. */
@@ -294,9 +408,11 @@ UserSymbols *usym_free(UserSymbols *u) {
                 return NULL;
         for (size_t i = 0; i < u->max_processes; i++)
                 process_clear(&u->processes[i]);
-        for (size_t i = 0; i < USYM_IMAGES_MAX; i++)
+        for (size_t i = 0; i < USYM_IMAGES_MAX; i++) {
+                indexes_free(&u->images[i].indexes);
                 if (u->images[i].dwfl)
                         dwfl_end(u->images[i].dwfl);
+        }
         free(u->processes);
         free(u->memo);
         free(u);
@@ -398,9 +514,8 @@ bool usym_process_lookup(UsymProcess *p, uint64_t ip, UsymResult *ret) {
         if (!mod)
                 return false;
 
-        GElf_Off offset = 0;
-        GElf_Sym sym;
-        const char *name = dwfl_module_addrinfo(mod, ip, &offset, &sym, NULL, NULL, NULL);
+        uint64_t offset = 0;
+        const char *name = module_symbol(&p->indexes, mod, ip, &offset);
         /* The module's name is the path in the maps. */
         const char *path = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
         if (!path)
@@ -474,6 +589,7 @@ UsymImage *usym_image(UserSymbols *u, uint64_t key, const char *maps) {
                 if (!x->dwfl || (im->dwfl && x->last_used < im->last_used))
                         im = x;
         }
+        indexes_free(&im->indexes);
         if (im->dwfl)
                 dwfl_end(im->dwfl);
         *im = (UsymImage) { .key = key, .text_hash = hash, .last_used = ++u->clock };
@@ -524,10 +640,22 @@ static unsigned call_line(Dwarf_Die *die) {
         return (unsigned) line;
 }
 
+/* The compile unit holding at. libdw finds it through .debug_aranges, which clang does not emit (and a
+ * program linked from gcc and clang objects has it for some units only): then each unit's own ranges
+ * are asked, once per address, since lookups are cached by their callers. */
+static Dwarf_Die *module_unit_at(Dwfl_Module *mod, Dwarf_Addr at, Dwarf_Addr *bias) {
+        Dwarf_Die *cu = dwfl_module_addrdie(mod, at, bias);
+        if (cu)
+                return cu;
+        while ((cu = dwfl_module_nextcu(mod, cu, bias)))
+                if (dwarf_haspc(cu, at - *bias) > 0)
+                        return cu;
+        return NULL;
+}
+
 bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret) {
         Dwarf_Addr at = return_address && ip > 0 ? ip - 1 : ip, bias = 0;
-        GElf_Off offset = 0;
-        GElf_Sym sym;
+        uint64_t offset = 0;
 
         assert(im);
         assert(ret);
@@ -538,7 +666,7 @@ bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSour
         if (!mod)
                 return false;
         const char *path = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-        const char *name = dwfl_module_addrinfo(mod, ip, &offset, &sym, NULL, NULL, NULL);
+        const char *name = module_symbol(&im->indexes, mod, ip, &offset);
         const char *slash = path ? strrchr(path, '/') : NULL;
         if (name && name[0] != '\0') {
                 ret->symbol = (UsymResult) { .name = name, .offset = offset, .object = slash ? slash + 1 : path };
@@ -546,16 +674,18 @@ bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSour
         }
 
         /* The innermost function's own line. */
-        Dwfl_Line *line = dwfl_module_getsrc(mod, at);
+        Dwarf_Die *cu = module_unit_at(mod, at, &bias);
+        Dwarf_Line *line = cu ? dwarf_getsrc_die(cu, at - bias) : NULL;
         int lineno = 0;
-        const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+        const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+        if (line)
+                (void) dwarf_lineno(line, &lineno);
         ret->frames[0] = (UsymSourceFrame) { .function = ret->has_symbol ? name : NULL, .file = file,
                                              .line = lineno > 0 ? (unsigned) lineno : 0 };
         ret->n_frames = 1;
 
         /* Inlined functions: scopes innermost first; each inlined subroutine's call_file:call_line is where
          * the function around it calls it. */
-        Dwarf_Die *cu = dwfl_module_addrdie(mod, at, &bias);
         Dwarf_Die *scopes = NULL;
         int n = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
         bool named = false;

@@ -1340,21 +1340,27 @@ static int server_bind(VarlinkServer *s, const char *path) {
 }
 
 static int server_listen(VarlinkServer *s) {
-        int n, r;
+        int n, r, fd = -EBADF;
 
+        /* The others passed beside ours are other listeners' (the heap source's datagram-like socket). */
         n = sd_listen_fds(true);
         if (n < 0)
                 return log_debug_errno(n, "varlink: cannot read LISTEN_FDS: %m");
-        if (n > 1)
-                return log_debug_errno(EINVAL, "varlink: %d sockets passed, expected one", n);
-        if (n == 1) {
-                int fd = SD_LISTEN_FDS_START, flags;
-
-                r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+        for (int i = SD_LISTEN_FDS_START; i < SD_LISTEN_FDS_START + n; i++) {
+                r = sd_is_socket_unix(i, SOCK_STREAM, 1, NULL, 0);
                 if (r < 0)
                         return log_debug_errno(r, "varlink: cannot inspect the passed socket: %m");
                 if (r == 0)
-                        return log_debug_errno(EINVAL, "varlink: the passed fd is not a listening AF_UNIX stream socket");
+                        continue;
+                if (fd >= 0)
+                        return log_debug_errno(EINVAL, "varlink: more than one stream socket passed, expected one");
+                fd = i;
+        }
+        if (n > 0 && fd < 0)
+                return log_debug_errno(EINVAL, "varlink: no listening AF_UNIX stream socket among the %d passed", n);
+        if (fd >= 0) {
+                int flags;
+
                 flags = fcntl(fd, F_GETFL);
                 if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                         return negative_errno();

@@ -125,7 +125,7 @@ typedef struct VarlinkServerConfig {
 
 /*
  * Starts serving on e: takes the socket-activated fd if LISTEN_FDS passes exactly one listening
- * AF_UNIX stream socket, else binds socket_path (creating its directory 0755, replacing a stale socket,
+ * AF_UNIX stream socket (beside sockets of other types, for others), else binds socket_path (creating its directory 0755, replacing a stale socket,
  * refusing if another server answers there: -EADDRINUSE). The group is resolved once, here: a missing
  * group means root only (logged). -EINVAL for a bad table, missing error names, or no socket path
  * without an activated fd; -errno on failure, logged at debug; the caller logs once.
