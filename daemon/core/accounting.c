@@ -300,6 +300,15 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                 units_charge_slab(a->units, cgroup, bytes);
 }
 
+/* SlabDropFn: an object the kernel freed unseen leaves its owners as a free would. */
+static void drop_object(void *userdata, const SlabObject *o) {
+        release_object(userdata, o);
+}
+
+int accounting_slab_reconcile(Accounting *a, const SlabInfo *info, uint64_t now_nsec) {
+        return slab_reconcile(a->slab, info, now_nsec, drop_object, a);
+}
+
 static void handle_object_free(Accounting *a, const MsEvent *e) {
         SlabObject o;
 
