@@ -126,6 +126,17 @@ static void test_invisible_frees(void) {
         ASSERT_TRUE(slab_cache_frees_visible(s, size64));
         ASSERT_TRUE(!slab_site_frees_visible(s, site_at(s, SITE_RCU_USER)));
         ASSERT_TRUE(slab_site_frees_visible(s, site_at(s, SITE_KMALLOC)));
+        /* The size class marked too, by those alone: its call sites that lost no free stay visible, those
+         * that lost one follow it. */
+        for (uint64_t i = 11; i <= 40; i++)
+                alloc(s, 0x500000 + i * 64, SITE_RCU_USER, NULL, 64);
+        for (uint64_t i = 11; i <= 40; i++)
+                alloc(s, 0x500000 + i * 64, SITE_MAPLE, NULL, 64);
+        ASSERT_TRUE(!slab_cache_frees_visible(s, size64));
+        ASSERT_TRUE(slab_site_frees_visible(s, site_at(s, SITE_KMALLOC)));
+        alloc(s, 0x400000 + 64, SITE_KMALLOC, NULL, 64);
+        alloc(s, 0x400000 + 64, SITE_RCU_USER, NULL, 64);
+        ASSERT_TRUE(!slab_site_frees_visible(s, site_at(s, SITE_KMALLOC)));
         /* No size known: no size class. */
         alloc(s, 0x600000, SITE_KMALLOC, NULL, 0);
         ASSERT_EQ(slab_cache_find(s, "[size-0]"), SLAB_NONE);

@@ -235,7 +235,8 @@ json_t *service_status_json(Accounting *a, const ServiceLive *live, long page_si
                                 json_integer(varlink_count(live->source.stack_sample_interval))) < 0 ||
             json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
             status_add_event_counts(a, o) < 0 ||
-            status_add_oom(o, live->oom) < 0)
+            status_add_oom(o, live->oom) < 0 ||
+            json_object_set_new(o, "slabReconciliation", slab_status_json(a)) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }

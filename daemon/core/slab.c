@@ -308,7 +308,14 @@ bool slab_cache_frees_visible(const Slab *s, uint32_t cache) {
 bool slab_site_frees_visible(const Slab *s, uint32_t site) {
         if (site >= s->n_sites)
                 return true;
-        return !(s->sites[site].flags & SLAB_FREES_INVISIBLE) && slab_cache_frees_visible(s, s->sites[site].cache);
+        const SlabGroup *g = &s->sites[site];
+        if (g->flags & SLAB_FREES_INVISIBLE)
+                return false;
+        if (slab_cache_frees_visible(s, g->cache))
+                return true;
+        /* A named cache is one kind of object (or a few that SLUB merged): its call sites share its frees.
+         * A size class is every kmalloc of that size: only its call sites that lost a free themselves. */
+        return (s->caches[g->cache].flags & SLAB_SIZE_CLASS) && g->lost_frees == 0;
 }
 
 /* Ends a live object that the kernel freed unseen (slab_reconcile()): no free, no lost free, a trim. */

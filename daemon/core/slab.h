@@ -96,6 +96,9 @@ typedef struct SlabStats {
         uint64_t first_nsec, last_nsec; /* the first and the last allocation's time: the span rates are of */
 } SlabStats;
 
+/* How often memstrackd reconciles (observers/slab-reconciler.c). */
+#define SLAB_RECONCILE_INTERVAL_NSEC UINT64_C(10000000000)
+
 /* The reconciliations with /proc/slabinfo (slab_reconcile()). */
 typedef struct SlabReconcileStats {
         uint64_t runs;                  /* reconciliations that read the kernel's figures */
@@ -125,7 +128,7 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
 bool slab_release(Slab *s, uint64_t ptr, uint32_t cpu, SlabObject *ret);
 
 /* Whether a call site's or cache's frees are visible: not marked SLAB_FREES_INVISIBLE, nor (a call site)
- * its cache. */
+ * its cache, unless that cache is a size class and the call site never lost a free itself. */
 bool slab_site_frees_visible(const Slab *s, uint32_t site);
 bool slab_cache_frees_visible(const Slab *s, uint32_t cache);
 
