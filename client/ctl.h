@@ -62,6 +62,7 @@ extern const char *arg_unit;            /* pprof, history: one unit (NULL: none)
 extern const char *arg_by;              /* footprint: directory, symbol or section (NULL: directory) */
 extern int64_t arg_since_seconds;       /* history: how far back, -1: all kept */
 extern int64_t arg_min_age_seconds;     /* leaks: the youngest object shown, -1: the daemon's default */
+extern uint64_t arg_sample_interval;    /* record: bytes per sampled stack, 1: every call */
 extern int64_t arg_uid;                 /* delete-snapshot: whose snapshots (root), -1: the caller's own */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
@@ -84,5 +85,14 @@ int verb_top(int argc, char *argv[]);
 int verb_pprof(int argc, char *argv[]);
 int verb_footprint(int argc, char *argv[]);
 int verb_history(int argc, char *argv[]);
+int verb_record(int argc, char *argv[]);
+
+/* report's options from the command line (its --format, else default_formats), checked for usage before
+ * anything is asked: 0, CTL_EXIT_USAGE (said), -ENOMEM. */
+typedef struct ReportOptions ReportOptions;
+int ctl_report_options(const char *default_formats, ReportOptions *ret);
+/* Renders doc's reports where --output and --json say (standard output, a file, a directory). */
+typedef struct json_t json_t;
+int ctl_report_write(json_t *doc, const ReportOptions *o);
 /* "90", "90s", "10m", "2h", "1d" into seconds. -EINVAL, -ERANGE. */
 int history_parse_duration(const char *s, uint64_t *ret_seconds);

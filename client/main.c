@@ -19,6 +19,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "format.h"
+#include "heap-abi.h"
 #include "macro.h"
 #include "report.h"
 
@@ -48,6 +49,7 @@ const char *arg_unit = NULL;
 const char *arg_by = NULL;
 int64_t arg_since_seconds = -1;
 int64_t arg_min_age_seconds = -1;
+uint64_t arg_sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT;
 int64_t arg_uid = -1;
 
 /* What the options that stop the command line ask for; only main() reads them. */
@@ -80,6 +82,8 @@ static const CmdlineVerb verbs[] = {
         { "footprint", "VMLINUX [KO...]", "A built kernel's text/rodata/data/bss (no daemon)", 1, 4096,
           verb_footprint },
         { "history", NULL, "Current and peak pages over time", 0, 0, verb_history },
+        { "record", "-- COMMAND [ARGS...]", "Run COMMAND and report which malloc call sites held its heap",
+          1, 65536, verb_record },
 };
 
 static int parse_json(const CmdlineOption *o, const char *value) {
@@ -217,7 +221,7 @@ static const CmdlineOption options[] = {
                 .completion = CMDLINE_COMPLETE_PID, .exclusive = "scope",
                 .parse = cmdline_set_int64, .target = &arg_task, .min = 0, .max = INT32_MAX,
                 .expects = "a pid",
-                .parts = { { .verbs = CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history"),
+                .parts = { { .verbs = CMDLINE_WORDS("stacks", "leaks", "report", "pprof", "import", "history", "record"),
                              .help = "one task only" } },
         }, {
                 .name = "unit", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
@@ -253,7 +257,7 @@ static const CmdlineOption options[] = {
                 .parse = cmdline_set_int64, .target = &arg_depth, .min = 0, .max = 255,
                 .expects = "a number from 0 to 255",
                 .parts = {
-                        { .verbs = CMDLINE_WORDS("stacks", "report", "import"),
+                        { .verbs = CMDLINE_WORDS("stacks", "report", "import", "record"),
                           .help = "levels below the root" },
                         { .verbs = CMDLINE_WORDS("footprint"), .help = "directory levels" },
                 },
@@ -284,19 +288,23 @@ static const CmdlineOption options[] = {
                              .help = "(default module_summary,module_top); each takes :top=N, :throttle=PERCENT, "
                              ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word },
                            { .verbs = CMDLINE_WORDS("history"), .help = "text (default), or svg: a chart",
-                             .words = CMDLINE_WORDS("text", "svg") } },
+                             .words = CMDLINE_WORDS("text", "svg") },
+                           { .verbs = CMDLINE_WORDS("record"), .help = "(default heap_maximum,heap_leaks); any report "
+                             "format", .word_at = report_format_word } },
         }, {
                 .name = "throttle", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PERCENT",
                 .parse = cmdline_set_uint64, .target = &arg_throttle, .min = 1, .max = 100,
                 .expects = "a percentage from 1 to 100",
                 .parts = { { .verbs = CMDLINE_WORDS("report", "import"),
-                             .help = "only what makes up PERCENT of the pages" } },
+                             .help = "only what makes up PERCENT of the pages" },
+                           { .verbs = CMDLINE_WORDS("record"),
+                             .help = "only the children making up PERCENT of each frame's bytes" } },
         }, {
                 .name = "output", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
                 .completion = CMDLINE_COMPLETE_FILE,
                 .parse = cmdline_set_string, .target = &arg_output,
                 .parts = {
-                        { .verbs = CMDLINE_WORDS("report", "import"),
+                        { .verbs = CMDLINE_WORDS("report", "import", "record"),
                           .help = "write to FILE (a directory for several formats)" },
                         { .verbs = CMDLINE_WORDS("pprof"), .help = "the profile's file" },
                         { .verbs = CMDLINE_WORDS("history"), .help = "write to FILE instead of standard output" },
@@ -321,8 +329,14 @@ static const CmdlineOption options[] = {
                 .name = "file", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FILE",
                 .completion = CMDLINE_COMPLETE_FILE,
                 .parse = cmdline_set_string, .target = &arg_file,
-                .parts = { { .verbs = CMDLINE_WORDS("snapshot", "import"),
+                .parts = { { .verbs = CMDLINE_WORDS("snapshot", "import", "record"),
                              .help = "write a snapshot file" } },
+        }, {
+                .name = "sample-interval", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "BYTES",
+                .parse = cmdline_set_uint64, .target = &arg_sample_interval, .min = 1,
+                .max = HEAP_SAMPLE_INTERVAL_MAX, .expects = "a number of bytes from 1 to 1099511627776",
+                .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "a stack per BYTES allocated on average "
+                             "(default 524288, 512 KiB); 1: every call's" } },
         }, {
                 .name = "by", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
                 .completion = CMDLINE_COMPLETE_WORD,

@@ -93,14 +93,12 @@ static int write_directory(json_t *doc, const ReportOptions *o, const char *dir)
         return 0;
 }
 
-int verb_report(int argc, char *argv[]) {
+int ctl_report_options(const char *default_formats, ReportOptions *ret) {
         ReportOptions o = REPORT_OPTIONS_DEFAULT;
         _cleanup_free_ char *message = NULL;
-        json_auto_t *doc = NULL;
-        bool directory;
         int r;
 
-        r = report_parse_formats(arg_format ?: REPORT_FORMAT_DEFAULT, &o, &message);
+        r = report_parse_formats(arg_format ?: default_formats, &o, &message);
         if (r == -EINVAL) {
                 fprintf(stderr, "memstrackctl: %s\n", message ?: "invalid --format.");
                 return CTL_EXIT_USAGE;
@@ -119,7 +117,6 @@ int verb_report(int argc, char *argv[]) {
         o.offsets = arg_offsets;
 
         /* Usage first, before asking the daemon for anything. */
-        directory = arg_output && o.n_formats > 1;
         if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF &&
             (report_has_format(&o, "flamegraph") || report_has_format(&o, "html"))) {
                 fprintf(stderr, "memstrackctl: a %s cannot share standard output with other formats; "
@@ -127,7 +124,7 @@ int verb_report(int argc, char *argv[]) {
                         report_has_format(&o, "flamegraph") ? "flame graph" : "HTML page");
                 return CTL_EXIT_USAGE;
         }
-        if (directory) {
+        if (arg_output && o.n_formats > 1) {
                 struct stat st;
                 if (stat(arg_output, &st) >= 0 && !S_ISDIR(st.st_mode)) {
                         fprintf(stderr, "memstrackctl: with several formats --output names a directory "
@@ -135,6 +132,26 @@ int verb_report(int argc, char *argv[]) {
                         return CTL_EXIT_USAGE;
                 }
         }
+        *ret = o;
+        return 0;
+}
+
+int ctl_report_write(json_t *doc, const ReportOptions *o) {
+        if (arg_output && o->n_formats > 1)
+                return write_directory(doc, o, arg_output);
+        if (arg_output)
+                return write_file(doc, o, arg_output, false);
+        return write_report(doc, o, stdout, false);
+}
+
+int verb_report(int argc, char *argv[]) {
+        ReportOptions o;
+        json_auto_t *doc = NULL;
+        int r;
+
+        r = ctl_report_options(REPORT_FORMAT_DEFAULT, &o);
+        if (r != 0)
+                return r;
 
         if (arg_from || arg_boot) {
                 r = arg_boot ? snapshot_fetch_boot(&doc) : snapshot_load(arg_from, &doc);
@@ -157,12 +174,7 @@ int verb_report(int argc, char *argv[]) {
                         return r;
         }
 
-        if (directory)
-                r = write_directory(doc, &o, arg_output);
-        else if (arg_output)
-                r = write_file(doc, &o, arg_output, false);
-        else
-                r = write_report(doc, &o, stdout, false);
+        r = ctl_report_write(doc, &o);
 
         /* The daemon knew the task or module (snapshot_fetch() asked for it by name), but the document
          * lists it nowhere a report looks: say it as the daemon's error would be said. */

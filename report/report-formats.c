@@ -28,6 +28,8 @@
         X(slab_caches)                                                                                  \
         X(leaks)                                                /* render-leaks.c */                    \
         X(html)                                                 /* render-html.c */                     \
+        X(heap_maximum)                                         /* render-heap.c */                     \
+        X(heap_leaks)                                                                                   \
         /* end of the table */
 
 #define REPORT_FORMAT_DECLARE(n) extern const ReportFormat report_format_##n;

@@ -13,6 +13,7 @@
 
 #include "bootphase.h"
 #include "config.h"
+#include "heapquery.h"
 #include "history.h"
 #include "list.h"
 #include "log.h"
@@ -1009,6 +1010,35 @@ static int method_slab(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, reply);
 }
 
+static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        int64_t pid = 0, max_depth = HEAP_QUERY_DEPTH_DEFAULT, max_children = HEAP_QUERY_CHILDREN_DEFAULT;
+        const VarlinkField fields[] = {
+                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX },
+                { .name = "maxDepth", .type = VARLINK_FIELD_INT, .ret = &max_depth, .min = 0, .max = 255 },
+                { .name = "maxChildren", .type = VARLINK_FIELD_INT, .ret = &max_children, .min = 1,
+                  .max = 10000 },
+        };
+        json_auto_t *reply = NULL;
+
+        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+                return 0;
+        HeapQuery q = {
+                .pid = (int32_t) pid,
+                .max_depth = (unsigned) max_depth,
+                .max_children = (unsigned) max_children,
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+        };
+        int r = heap_query_json(sv->accounting, sv->usym, &q, &reply);
+        if (r == -ESRCH) {
+                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
+                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
+        }
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 #define LEAKS_INTERVALS_MAX 60
 
 static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -1092,6 +1122,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.OomKills", method_oom_kills, 0 },
         { "io.memstrack.Slab", method_slab, 0 },
         { "io.memstrack.Leaks", method_leaks, 0 },
+        { "io.memstrack.Heap", method_heap, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {

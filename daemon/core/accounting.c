@@ -25,6 +25,7 @@ struct Accounting {
         ChargeIndex *index;             /* owned: pages per (process, module, global leaf, cgroup) */
         Units *units;                   /* owned: pages per cgroup and unit */
         Slab *slab;                     /* owned: live slab objects */
+        Heap *heap;                     /* owned: user-space heaps */
         uint64_t stamp_epoch;           /* pagemap_stamp_epoch() of the last pagemap_clamp_ages() */
         uint16_t loading_module;        /* "[loading]": pages of a module load whose module is not known yet */
         uint16_t kernel_module;         /* "vmlinux": allocations with no module frame, charged to the image */
@@ -131,7 +132,8 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
         a->index = chargeindex_new();
         a->units = units_new();
         a->slab = slab_new(config->max_slab_objects);
-        if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab)
+        a->heap = heap_new(config->max_stack_nodes, config->max_heap_blocks, config->max_heaps);
+        if (!a->pages || !a->stacks || !a->usage || !a->index || !a->units || !a->slab || !a->heap)
                 return -ENOMEM;
         a->kernel_module = usage_module_intern(a->usage, ACCOUNTING_KERNEL_MODULE);
         a->loading_module = usage_module_intern(a->usage, ACCOUNTING_LOADING_MODULE);
@@ -151,6 +153,7 @@ Accounting *accounting_free(Accounting *a) {
         chargeindex_free(a->index);
         units_free(a->units);
         slab_free(a->slab);
+        heap_free(a->heap);
         free(a);
         return NULL;
 }
@@ -622,6 +625,14 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
         case MS_EVENT_OBJECT_FREE:
                 handle_object_free(a, e);
                 break;
+        case MS_EVENT_HEAP_START:
+        case MS_EVENT_HEAP_ALLOC:
+        case MS_EVENT_HEAP_FREE:
+        case MS_EVENT_HEAP_STATE:
+        case MS_EVENT_HEAP_MAPS:
+        case MS_EVENT_HEAP_END:
+                heap_handle_event(a->heap, e);
+                break;
         default:
                 break;
         }
@@ -721,6 +732,7 @@ void accounting_reset(Accounting *a, AccountingReset what) {
                         slab_free(a->slab);
                         a->slab = slab;
                 }
+                heap_clear(a->heap);
                 /* Loss and bad input are never hidden, not even by a reset; nor is the reset itself. */
                 a->stats = (AccountingStats) {
                         .lost_events = lost,
@@ -756,6 +768,10 @@ Slab *accounting_slab(Accounting *a) {
         return a->slab;
 }
 
+Heap *accounting_heap(Accounting *a) {
+        return a->heap;
+}
+
 const ChargeIndex *accounting_chargeindex(const Accounting *a) {
         return a->index;
 }
@@ -771,7 +787,7 @@ void accounting_get_stats(const Accounting *a, AccountingStats *ret) {
 size_t accounting_memory_bytes(const Accounting *a) {
         return sizeof(Accounting) + pagemap_memory_bytes(a->pages) + stacktree_memory_bytes(a->stacks) +
                usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units) +
-               slab_memory_bytes(a->slab);
+               slab_memory_bytes(a->slab) + heap_memory_bytes(a->heap);
 }
 
 uint64_t accounting_current_pages(const Accounting *a) {

@@ -32,6 +32,7 @@
 
 #include "chargeindex.h"
 #include "event.h"
+#include "heap.h"
 #include "ksym.h"
 #include "pagemap.h"
 #include "stacktree.h"
@@ -60,6 +61,8 @@ typedef struct AccountingConfig {
                                          * (process, chain), so it is opt-in */
         bool slab;                      /* slab object events are traced (memstrackd --slab) */
         size_t max_slab_objects;        /* live slab objects kept; more are dropped and counted */
+        size_t max_heap_blocks;         /* sampled user heap blocks kept (heap.h) */
+        size_t max_heaps;               /* user heaps recorded (heap.h) */
 } AccountingConfig;
 
 #define ACCOUNTING_CONFIG_DEFAULT                                                                       \
@@ -68,6 +71,8 @@ typedef struct AccountingConfig {
                 .max_exited_tasks = 4096,                                                               \
                 .expected_pages = 1u << 18,                                                             \
                 .max_slab_objects = 1u << 20,                                                           \
+                .max_heap_blocks = 1u << 22,                                                            \
+                .max_heaps = 1u << 16,                                                                  \
         })
 
 typedef struct AccountingStats {
@@ -139,6 +144,8 @@ Slab *accounting_slab(Accounting *a);
 /* slab_reconcile() with the kernel's figures in info, read at now_nsec: what it drops leaves its task and
  * unit. 0 or -ENOMEM. */
 int accounting_slab_reconcile(Accounting *a, const SlabInfo *info, uint64_t now_nsec);
+/* User-space heaps of processes that record them (heap.h). */
+Heap *accounting_heap(Accounting *a);
 /* Keeps the page table's allocation times from wrapping (pagemap.h): a walk of it when
  * pagemap_stamp_epoch(now_nsec) changed since the last, else nothing. Allocations call it; so do readers
  * of the ages. */

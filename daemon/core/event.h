@@ -26,6 +26,13 @@ typedef enum MsEventType {
         MS_EVENT_MODULE_FREE,   /* module: name */
         MS_EVENT_LOST,          /* lost: the source dropped n_lost records on cpu: counts may be off */
         MS_EVENT_SAMPLE,        /* sample: task pid/tid, stack: delta units, peak; aggregated by the source */
+        MS_EVENT_HEAP_START,    /* heap: process pid began recording its user-space heap: sample_interval,
+                                 * maps, comm, cmdline; a heap of pid still open ends (the process exec'd) */
+        MS_EVENT_HEAP_ALLOC,    /* heap: a sampled block: ptr, bytes, stack (user frames), peak */
+        MS_EVENT_HEAP_FREE,     /* heap: a sampled block went back: ptr, peak */
+        MS_EVENT_HEAP_STATE,    /* heap: the exact counters now, peak */
+        MS_EVENT_HEAP_MAPS,     /* heap: the process's mappings now (a library was loaded): maps */
+        MS_EVENT_HEAP_END,      /* heap: the heap of pid ended: end */
         _MS_EVENT_TYPE_MAX,
         _MS_EVENT_TYPE_INVALID = -EINVAL,
 } MsEventType;
@@ -115,6 +122,54 @@ typedef struct MsSampleEvent {
         uint64_t peak;
 } MsSampleEvent;
 
+/* Where a new maximum of a heap's live bytes lies relative to the event that reports it. */
+typedef enum MsHeapPeak {
+        MS_HEAP_PEAK_NONE,              /* no new maximum */
+        MS_HEAP_PEAK_BEFORE,            /* reached before this event changed anything */
+        MS_HEAP_PEAK_AFTER,             /* reached by this event (or, for STATE, now) */
+        _MS_HEAP_PEAK_MAX,
+        _MS_HEAP_PEAK_INVALID = -EINVAL,
+} MsHeapPeak;
+
+typedef enum MsHeapEnd {
+        MS_HEAP_END_EXIT,               /* the process exited (or was killed) */
+        MS_HEAP_END_EXEC,               /* it ran another program */
+        MS_HEAP_END_CLOSED,             /* the source stopped reading it (daemon stopping, bad region) */
+        _MS_HEAP_END_MAX,
+        _MS_HEAP_END_INVALID = -EINVAL,
+} MsHeapEnd;
+
+/* A heap's exact counts, as its process keeps them (every call counted, whether sampled or not). */
+typedef struct MsHeapCounters {
+        uint64_t live_bytes;            /* usable bytes allocated and not freed */
+        uint64_t peak_bytes;            /* the most live_bytes ever was */
+        uint64_t allocs, frees;
+        uint64_t alloc_bytes;           /* usable bytes of all allocations */
+        uint64_t unknown_frees;         /* frees of pointers not live (known in every-call mode only) */
+        uint64_t invalid_frees;         /* frees of pointers no allocator hands out */
+        uint64_t lost_records;          /* sampled records dropped (full channel, nested calls, full tables) */
+        uint64_t stacks_full;           /* sampled allocations whose stack was not kept */
+        uint64_t nested_calls;          /* calls made inside another on the same thread (signal handlers) */
+} MsHeapCounters;
+
+/* The user-space heap of a process, fed by the heap library it preloads (heap/). */
+typedef struct MsHeapEvent {
+        uint64_t ptr;                   /* ALLOC, FREE */
+        uint64_t bytes;                 /* ALLOC, FREE: usable bytes of the block */
+        MsStack stack;                  /* ALLOC: user frames only (n_kernel_frames 0), innermost first */
+        MsHeapPeak peak;                /* ALLOC, FREE, STATE */
+        uint64_t sample_interval;       /* START: bytes per sampled stack on average, 1: every allocation */
+        const char *maps;               /* START, MAPS: the text of /proc/PID/maps, or NULL */
+        const char *comm;               /* START */
+        const char *cmdline;            /* START, or NULL */
+        const MsHeapCounters *counters; /* STATE */
+        MsHeapEnd end;                  /* END */
+} MsHeapEvent;
+
+/* A user frame no program has: the allocation's stack was not taken (see heap-abi.h HEAP_STACK_NONE, _FULL). */
+#define MS_FRAME_HEAP_NO_STACK UINT64_C(2)
+#define MS_FRAME_HEAP_STACK_FULL UINT64_C(3)
+
 /*
  * The header every event has, then the body its type names (the comment at each MsEventType says
  * which). Only the body of the event's type is meaningful.
@@ -134,6 +189,7 @@ typedef struct MsEvent {
                 MsModuleEvent module;
                 MsLostEvent lost;
                 MsSampleEvent sample;
+                MsHeapEvent heap;
         };
 } MsEvent;
 

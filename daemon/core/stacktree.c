@@ -44,6 +44,7 @@ struct StackTree {
         StackNode *nodes;               /* owned; nodes[0] is the root */
         Ledger *pages;              /* owned, parallel to nodes; meaningful for counted nodes only */
         uint32_t *up;                   /* owned, parallel to nodes: nearest counted ancestor of a counted node */
+        StackHeapCounters *heap;        /* owned, parallel to nodes in a heap tree; NULL otherwise */
         size_t n_nodes, n_allocated, max_nodes;
         size_t max_frame_nodes;         /* frames stop here; the rest of max_nodes is for "[truncated]" */
         size_t n_process_nodes, max_process_nodes;     /* process trees get at most half the budget */
@@ -86,6 +87,8 @@ static void init_roots(StackTree *t) {
                 };
                 t->pages[i] = (Ledger) {};
                 t->up[i] = STACK_NODE_NONE;
+                if (t->heap)
+                        t->heap[i] = (StackHeapCounters) {};
         }
         t->n_nodes = 2;
         t->n_children = 0;
@@ -129,8 +132,16 @@ StackTree *stacktree_free(StackTree *t) {
         free(t->nodes);
         free(t->pages);
         free(t->up);
+        free(t->heap);
         free(t);
         return NULL;
+}
+
+int stacktree_enable_heap(StackTree *t) {
+        if (t->heap)
+                return 0;
+        t->heap = calloc(t->n_allocated, sizeof(StackHeapCounters));
+        return t->heap ? 0 : -ENOMEM;
 }
 
 static int children_grow(StackTree *t) {
@@ -206,6 +217,12 @@ static int grow_nodes(StackTree *t) {
         if (!up)
                 return -ENOMEM;
         t->up = up;
+        if (t->heap) {
+                StackHeapCounters *heap = realloc(t->heap, n * sizeof(StackHeapCounters));
+                if (!heap)
+                        return -ENOMEM;
+                t->heap = heap;
+        }
         t->n_allocated = n;
         return 0;
 }
@@ -227,9 +244,14 @@ static void materialize(StackTree *t, uint32_t x) {
 
         if (below != STACK_NODE_NONE) {
                 t->pages[x] = t->pages[below];
+                if (t->heap)
+                        t->heap[x] = t->heap[below];
                 t->up[below] = x;
-        } else
+        } else {
                 t->pages[x] = (Ledger) {};
+                if (t->heap)
+                        t->heap[x] = (StackHeapCounters) {};
+        }
         t->up[x] = above;
         n->counted = true;
 }
@@ -449,6 +471,49 @@ void stacktree_apply(StackTree *t, uint32_t node, uint64_t rise, int64_t delta) 
                 apply_path(t, t->nodes[node].twin, rise, delta);
 }
 
+/* Before a node changes, it keeps what it held at the process's last maximum (see stacktree.h). */
+static void heap_stamp(StackTree *t, uint32_t i, uint32_t gen) {
+        StackHeapCounters *c = &t->heap[i];
+
+        if (c->max_gen != gen) {
+                c->max_bytes = t->pages[i].current;
+                c->max_blocks = c->blocks;
+                c->max_gen = gen;
+        }
+}
+
+void stacktree_heap_apply(StackTree *t, uint32_t node, int64_t bytes, int64_t blocks, uint32_t gen) {
+        if (!t->heap || node >= t->n_nodes)
+                return;
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i]) {
+                StackHeapCounters *c = &t->heap[i];
+
+                heap_stamp(t, i, gen);
+                if (bytes >= 0)
+                        ledger_add(&t->pages[i], (uint64_t) bytes);
+                else if (_unlikely_(!ledger_sub(&t->pages[i], (uint64_t) -bytes)))
+                        t->underflows++;
+                if (blocks >= 0)
+                        c->blocks += (uint64_t) blocks;
+                else
+                        c->blocks -= MIN(c->blocks, (uint64_t) -blocks);
+        }
+}
+
+void stacktree_heap_values(const StackTree *t, uint32_t idx, uint32_t gen, uint64_t *ret_blocks,
+                uint64_t *ret_max_bytes, uint64_t *ret_max_blocks) {
+        while (idx < t->n_nodes && !t->nodes[idx].counted)
+                idx = t->nodes[idx].first_child;
+        if (!t->heap || idx >= t->n_nodes) {
+                *ret_blocks = *ret_max_bytes = *ret_max_blocks = 0;
+                return;
+        }
+        const StackHeapCounters *c = &t->heap[idx];
+        *ret_blocks = c->blocks;
+        *ret_max_bytes = c->max_gen == gen ? c->max_bytes : t->pages[idx].current;
+        *ret_max_blocks = c->max_gen == gen ? c->max_blocks : c->blocks;
+}
+
 size_t stacktree_reclassify(StackTree *t, uint32_t from, bool *changed) {
         size_t n = 0;
 
@@ -529,7 +594,8 @@ void stacktree_get_stats(const StackTree *t, StackTreeStats *ret) {
 }
 
 size_t stacktree_memory_bytes(const StackTree *t) {
-        size_t b = sizeof(StackTree) + t->n_allocated * (sizeof(StackNode) + sizeof(Ledger) + sizeof(uint32_t)) +
+        size_t b = sizeof(StackTree) + t->n_allocated * (sizeof(StackNode) + sizeof(Ledger) + sizeof(uint32_t) +
+                                                         (t->heap ? sizeof(StackHeapCounters) : 0)) +
                    t->children_capacity * sizeof(ChildSlot) + CACHE_SLOTS * sizeof(CacheSlot);
         return b;
 }

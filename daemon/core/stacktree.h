@@ -127,6 +127,32 @@ const StackNode *stacktree_node(const StackTree *t, uint32_t idx);
 Ledger stacktree_pages(const StackTree *t, uint32_t idx);
 size_t stacktree_size(const StackTree *t);
 
+/*
+ * Heap trees (stacktree_enable_heap()): the ledger of a node counts bytes, and besides it each counted node
+ * keeps the blocks live through it and, for the heap's maximum, the bytes and blocks it held when its
+ * process's live bytes were highest. That snapshot is kept lazily: a process counts its maxima (gen, one
+ * more at each new maximum); a node changed since the last one keeps what it held then, stamped with gen,
+ * and a node not changed since holds now what it held then. A new maximum costs one increment, not a walk.
+ */
+typedef struct StackHeapCounters {
+        uint64_t blocks;                /* live blocks, in 1/STACK_HEAP_BLOCK_UNIT */
+        uint64_t max_bytes, max_blocks; /* at the process's maximum, when max_gen is its gen */
+        uint32_t max_gen;
+} StackHeapCounters;
+
+/* Blocks are counted in fractions: a sampled block stands for 1/p blocks, seldom a whole number. */
+#define STACK_HEAP_BLOCK_UNIT 256u
+
+/* Gives every node heap counters (before any chain is interned). -ENOMEM. */
+int stacktree_enable_heap(StackTree *t);
+/* Adds (or with negative values takes) bytes and blocks on the node and its ancestors, for the process
+ * whose maximum count is gen. */
+void stacktree_heap_apply(StackTree *t, uint32_t node, int64_t bytes, int64_t blocks, uint32_t gen);
+/* The node's live blocks, and its bytes and blocks at the maximum numbered gen; zeros for an index out of
+ * range or a tree without heap counters. */
+void stacktree_heap_values(const StackTree *t, uint32_t idx, uint32_t gen, uint64_t *ret_blocks,
+                uint64_t *ret_max_bytes, uint64_t *ret_max_blocks);
+
 /* Every peak becomes the current value. */
 void stacktree_reset_peaks(StackTree *t);
 /* Drops every node but the roots, whose counts become 0. Node indices are invalid afterwards. */

@@ -29,6 +29,7 @@
         X(ftrace)                                                                                       \
         X(replay)                                                                                       \
         X(page_owner)                                                                                   \
+        X(heap)                                                                                         \
         /* end of the registry */
 #endif
 

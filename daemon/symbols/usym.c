@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -55,7 +57,18 @@ typedef struct UsymMemo {
         uint64_t offset;
 } UsymMemo;
 
+/* Image sessions kept (usym_image()): a heap report has one or a few processes. */
+#define USYM_IMAGES_MAX 8u
+
+struct UsymImage {
+        uint64_t key;
+        uint64_t text_hash;     /* of the maps text it was made from */
+        uint64_t last_used;
+        Dwfl *dwfl;             /* owned; NULL: a free slot */
+};
+
 struct UserSymbols {
+        UsymImage images[USYM_IMAGES_MAX];
         UsymProcess *processes; /* owned: max_processes slots, never moved (modules point into it) */
         size_t max_processes;
         UsymMemo *memo;         /* owned, USYM_MEMO_SIZE entries, allocated by the first lookup */
@@ -281,6 +294,9 @@ UserSymbols *usym_free(UserSymbols *u) {
                 return NULL;
         for (size_t i = 0; i < u->max_processes; i++)
                 process_clear(&u->processes[i]);
+        for (size_t i = 0; i < USYM_IMAGES_MAX; i++)
+                if (u->images[i].dwfl)
+                        dwfl_end(u->images[i].dwfl);
         free(u->processes);
         free(u->memo);
         free(u);
@@ -416,4 +432,151 @@ answer:
 bool usym_lookup(UserSymbols *u, pid_t pid, uint64_t ip, UsymResult *ret) {
         UsymProcess *p = usym_process(u, pid);
         return p && usym_process_lookup(p, ip, ret);
+}
+
+/* ---- Images from saved maps ------------------------------------------------------------------------ */
+
+/* The file by its path; never the vDSO (it would be read from a process's memory) or a deleted file. */
+static int image_find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, Dwarf_Addr base,
+                char **file_name, Elf **elfp) {
+        if (module_name[0] != '/' || endswith(module_name, " (deleted)"))
+                return -1;
+        return dwfl_linux_proc_find_elf(mod, userdata, module_name, base, file_name, elfp);
+}
+
+static const Dwfl_Callbacks image_callbacks = {
+        .find_elf = image_find_elf,
+        /* The file's own DWARF, else a debug file below /usr/lib/debug (build ID, .gnu_debuglink). The
+         * daemon that reads images runs without DEBUGINFOD_URLS (memstrackctl record clears it). */
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .section_address = dwfl_offline_section_address,
+        .debuginfo_path = NULL,         /* libdwfl's default: beside the file, .debug/, /usr/lib/debug */
+};
+
+static uint64_t text_hash(const char *s) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * UINT64_C(0x100000001b3);
+        return h;
+}
+
+UsymImage *usym_image(UserSymbols *u, uint64_t key, const char *maps) {
+        uint64_t hash = text_hash(maps);
+        UsymImage *im = &u->images[0];
+
+        assert(u);
+        for (size_t i = 0; i < USYM_IMAGES_MAX; i++) {
+                UsymImage *x = &u->images[i];
+                if (x->dwfl && x->key == key && x->text_hash == hash) {
+                        x->last_used = ++u->clock;
+                        return x;
+                }
+                if (!x->dwfl || (im->dwfl && x->last_used < im->last_used))
+                        im = x;
+        }
+        if (im->dwfl)
+                dwfl_end(im->dwfl);
+        *im = (UsymImage) { .key = key, .text_hash = hash, .last_used = ++u->clock };
+
+        _cleanup_fclose_ FILE *f = fmemopen((void *) maps, strlen(maps), "r");
+        if (!f)
+                return NULL;
+        im->dwfl = dwfl_begin(&image_callbacks);
+        if (!im->dwfl)
+                return NULL;
+        dwfl_report_begin(im->dwfl);
+        int r = dwfl_linux_proc_maps_report(im->dwfl, f);
+        if (dwfl_report_end(im->dwfl, NULL, NULL) != 0 || r != 0) {
+                log_debug("Failed to read saved process mappings; some frames stay unnamed.");
+                /* What was reported before the failure still names its frames. */
+        }
+        return im;
+}
+
+/* A DIE's name, also through DW_AT_abstract_origin / DW_AT_specification (inlined copies name none). */
+static const char *die_name(Dwarf_Die *die) {
+        Dwarf_Attribute attr;
+        const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+        if (!name)
+                name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+        return name;
+}
+
+/* The file of a DW_AT_call_file index in the CU. */
+static const char *call_file(Dwarf_Die *cu, Dwarf_Die *die) {
+        Dwarf_Attribute attr;
+        Dwarf_Word index;
+        Dwarf_Files *files;
+        size_t n;
+
+        if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &index) != 0 ||
+            dwarf_getsrcfiles(cu, &files, &n) != 0 || index >= n)
+                return NULL;
+        return dwarf_filesrc(files, index, NULL, NULL);
+}
+
+static unsigned call_line(Dwarf_Die *die) {
+        Dwarf_Attribute attr;
+        Dwarf_Word line;
+
+        if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &line) != 0 || line > UINT32_MAX)
+                return 0;
+        return (unsigned) line;
+}
+
+bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret) {
+        Dwarf_Addr at = return_address && ip > 0 ? ip - 1 : ip, bias = 0;
+        GElf_Off offset = 0;
+        GElf_Sym sym;
+
+        assert(im);
+        assert(ret);
+        *ret = (UsymSource) {};
+        if (!im->dwfl)
+                return false;
+        Dwfl_Module *mod = dwfl_addrmodule(im->dwfl, ip);
+        if (!mod)
+                return false;
+        const char *path = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+        const char *name = dwfl_module_addrinfo(mod, ip, &offset, &sym, NULL, NULL, NULL);
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        if (name && name[0] != '\0') {
+                ret->symbol = (UsymResult) { .name = name, .offset = offset, .object = slash ? slash + 1 : path };
+                ret->has_symbol = true;
+        }
+
+        /* The innermost function's own line. */
+        Dwfl_Line *line = dwfl_module_getsrc(mod, at);
+        int lineno = 0;
+        const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+        ret->frames[0] = (UsymSourceFrame) { .function = ret->has_symbol ? name : NULL, .file = file,
+                                             .line = lineno > 0 ? (unsigned) lineno : 0 };
+        ret->n_frames = 1;
+
+        /* Inlined functions: scopes innermost first; each inlined subroutine's call_file:call_line is where
+         * the function around it calls it. */
+        Dwarf_Die *cu = dwfl_module_addrdie(mod, at, &bias);
+        Dwarf_Die *scopes = NULL;
+        int n = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
+        bool named = false;
+        for (int i = 0; i < n && ret->n_frames <= USYM_INLINE_MAX; i++) {
+                int tag = dwarf_tag(&scopes[i]);
+                if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+                        continue;
+                const char *fn = die_name(&scopes[i]);
+                UsymSourceFrame *f = &ret->frames[ret->n_frames - 1];
+                if (fn)
+                        f->function = fn;
+                named = true;
+                if (tag == DW_TAG_subprogram)
+                        break;
+                /* The caller's frame, at the line of the call. */
+                ret->frames[ret->n_frames++] = (UsymSourceFrame) { .function = NULL, .file = call_file(cu, &scopes[i]),
+                                                                   .line = call_line(&scopes[i]) };
+        }
+        free(scopes);
+        /* The outermost got no name from DWARF: the ELF symbol is its function. */
+        if (ret->n_frames > 1 && !ret->frames[ret->n_frames - 1].function && ret->has_symbol)
+                ret->frames[ret->n_frames - 1].function = name;
+        return ret->has_symbol || named || file;
 }

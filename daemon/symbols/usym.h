@@ -62,5 +62,40 @@ bool usym_lookup(UserSymbols *u, pid_t pid, uint64_t ip, UsymResult *ret);
 /* Drops what is cached for pid (after it exited or exec'd). Cheap when pid is not cached. */
 void usym_forget(UserSymbols *u, pid_t pid);
 
+/*
+ * Sessions of a process image known by its /proc/PID/maps text, as it was saved while the process ran:
+ * symbolized whether it still runs or not (a heap after its process exited). Files are opened by the path
+ * the maps name, as this process sees it. Besides the symbol table these read DWARF, from the file itself
+ * or a separate debug file under /usr/lib/debug (by build ID or .gnu_debuglink; never over the network),
+ * for the source line and the functions inlined at an address.
+ */
+typedef struct UsymImage UsymImage;
+
+#define USYM_INLINE_MAX 8
+
+typedef struct UsymSourceFrame {
+        const char *function;           /* the function (DWARF's name, else the ELF symbol's), or NULL */
+        const char *file;               /* the source file, or NULL */
+        unsigned line;                  /* 0: unknown */
+} UsymSourceFrame;
+
+typedef struct UsymSource {
+        UsymResult symbol;              /* ELF symbol and file, as usym_process_lookup() gives them */
+        bool has_symbol;
+        /* What the address runs: the innermost function first, then those it was inlined into, each with
+         * the line it is at (the innermost one's own line, the others' the line calling the one inside). */
+        UsymSourceFrame frames[USYM_INLINE_MAX + 1];
+        size_t n_frames;
+} UsymSource;
+
+/* The session for this maps text, cached by key (the caller's: a new key or other text makes a new one).
+ * Borrowed: valid until the next usym_image() or usym_free(). NULL on OOM or unreadable text. */
+UsymImage *usym_image(UserSymbols *u, uint64_t key, const char *maps);
+
+/* Symbolizes ip in the image: false if nothing is known (see usym_process_lookup()). A return address
+ * (return_address) is looked up one byte before it, in the call that returns there. Strings borrowed as
+ * for usym_process_lookup(). */
+bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret);
+
 /* Processes with a cached session, at most max_processes. */
 size_t usym_cached_processes(const UserSymbols *u);

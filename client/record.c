@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * memstrackctl record [OPTIONS] -- COMMAND [ARGS]: runs COMMAND with the heap library preloaded
+ * (libmemstrack-heap.so) and a memstrackd of its own reading it (--source=heap), and when COMMAND ends
+ * prints its heap at the maximum and what it never freed (heap_maximum, heap_leaks; any report format
+ * with --format), or writes a snapshot file with --file for `report --from`. Every process COMMAND runs
+ * (exec) is recorded as a heap of its own; a child that forks without exec is not.
+ *
+ * memstrackctl exits with COMMAND's status (128 + N for a signal N), as time(1) does; 1 when nothing
+ * could be recorded (a static or setuid program, which LD_PRELOAD does not reach, says so first).
+ */
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "connection.h"
+#include "ctl.h"
+#include "heap-abi.h"
+#include "macro.h"
+#include "private-daemon.h"
+#include "reply.h"
+#include "report.h"
+#include "snapshot.h"
+
+#define RECORD_FORMAT_DEFAULT "heap_maximum,heap_leaks"
+#define RECORD_START_TIMEOUT_MSEC (30u * 1000u)
+/* How long the daemon may take to read the rest of a heap after its process ended. */
+#define RECORD_END_TIMEOUT_MSEC (10u * 1000u)
+#define RECORD_TREE_DEPTH 128
+#define RECORD_TREE_CHILDREN 1000
+
+/* COMMAND as execvp() would find it; NULL if it is nowhere (execvp() then says so). */
+static char *find_program(const char *name) {
+        const char *path = getenv("PATH");
+
+        if (strchr(name, '/'))
+                return strdup(name);
+        if (!path)
+                path = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *p = path; *p;) {
+                size_t n = strcspn(p, ":");
+                char *candidate = NULL;
+                if (asprintf(&candidate, "%.*s/%s", (int) n, n > 0 ? p : ".", name) < 0)
+                        return NULL;
+                if (access(candidate, X_OK) == 0)
+                        return candidate;
+                free(candidate);
+                p += n + (p[n] == ':');
+        }
+        return NULL;
+}
+
+/* Why LD_PRELOAD cannot reach the program at path, or NULL: a static ELF program (no interpreter) or one
+ * that runs setuid/setgid to someone else (the loader ignores LD_PRELOAD in secure-execution mode). */
+static const char *preload_obstacle(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        Elf64_Ehdr eh;
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return NULL;
+        if (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) || ((st.st_mode & S_ISGID) && st.st_gid != getegid()))
+                return "it runs setuid or setgid, and the dynamic loader ignores LD_PRELOAD for such programs";
+        if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t) sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+            eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+                return NULL;    /* a script, or another class: its interpreter is checked when it runs */
+        if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+                return NULL;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+                Elf64_Phdr ph;
+                if (pread(fd, &ph, sizeof(ph), (off_t) (eh.e_phoff + (uint64_t) i * sizeof(ph))) != (ssize_t) sizeof(ph))
+                        return NULL;
+                if (ph.p_type == PT_INTERP)
+                        return NULL;
+        }
+        return "it is statically linked: no dynamic loader runs to preload the library";
+}
+
+/* LD_PRELOAD for the child: ours first, then what the caller had. */
+static int preload_value(char **ret) {
+        const char *lib = getenv("MEMSTRACK_HEAP_LIBRARY");
+        const char *old = getenv("LD_PRELOAD");
+
+        if (!lib || !*lib)
+                lib = MEMSTRACK_HEAP_LIBRARY;
+        if (access(lib, R_OK) < 0) {
+                fprintf(stderr, "memstrackctl: cannot read the heap library %s: %s.\n", lib, strerror(errno));
+                return CTL_EXIT_FAILURE;
+        }
+        if (asprintf(ret, "%s%s%s", lib, old && *old ? " " : "", old ?: "") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int run_command(char *argv[], const char *socket_path, const char *preload, pid_t *ret) {
+        char interval[32];
+
+        (void) snprintf(interval, sizeof(interval), "%llu", (unsigned long long) arg_sample_interval);
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0)
+                return negative_errno();
+        if (pid == 0) {
+                if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv(HEAP_ENV_SOCKET, socket_path, 1) < 0 ||
+                    setenv(HEAP_ENV_SAMPLE_INTERVAL, interval, 1) < 0)
+                        _exit(127);
+                (void) signal(SIGINT, SIG_DFL);
+                (void) signal(SIGQUIT, SIG_DFL);
+                execvp(argv[0], argv);
+                fprintf(stderr, "memstrackctl: cannot run %s: %s\n", argv[0], strerror(errno));
+                _exit(errno == ENOENT ? 127 : 126);
+        }
+        *ret = pid;
+        return 0;
+}
+
+/* Waits until the daemon has read the heaps of pid to their end (its exit seen through a pidfd), asking
+ * for the roots alone meanwhile; then takes the whole trees once. */
+static int wait_heaps_ended(VarlinkClient *c, pid_t pid, json_t **ret) {
+        for (unsigned waited = 0;; waited += 20) {
+                json_auto_t *params = json_pack("{s:i, s:i}", "maxDepth", 0, "maxChildren", 1);
+                json_auto_t *reply = NULL;
+                json_t *h;
+                size_t i;
+                bool open = false;
+
+                if (!params)
+                        return -ENOMEM;
+                int r = ctl_call(c, "io.memstrack.Heap", params, &reply);
+                if (r != 0)
+                        return r;
+                json_array_foreach(reply_array(reply, "heaps"), i, h)
+                        if (reply_int(h, "pid", 0) == pid && !reply_bool(h, "ended", false))
+                                open = true;
+                if (!open || waited >= RECORD_END_TIMEOUT_MSEC) {
+                        if (open)
+                                fprintf(stderr, "memstrackctl: memstrackd did not see pid %d end; its heap is "
+                                        "reported as last read.\n", (int) pid);
+                        json_auto_t *whole = json_pack("{s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH, "maxChildren",
+                                                       RECORD_TREE_CHILDREN);
+                        if (!whole)
+                                return -ENOMEM;
+                        return ctl_call(c, "io.memstrack.Heap", whole, ret);
+                }
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        }
+}
+
+/* COMMAND's status as an exit status. */
+static int command_exit(int status) {
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return CTL_EXIT_FAILURE;
+}
+
+static int report_heaps(PrivateDaemon *d, pid_t pid, int status, const ReportOptions *o) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_auto_t *doc = NULL, *heap = NULL;
+        SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
+        int r;
+
+        arg_address = d->address;
+        r = ctl_connect(&c);
+        if (r != 0)
+                return r;
+        r = wait_heaps_ended(c, pid, &heap);
+        if (r != 0)
+                return r;
+        r = snapshot_fetch(c, &req, &doc);
+        if (r != 0)
+                return r;
+        if (json_object_set(doc, "heap", heap) < 0)
+                return -ENOMEM;
+        private_daemon_print_warnings(d);
+
+        if (json_array_size(reply_array(heap, "heaps")) == 0) {
+                fprintf(stderr, "memstrackctl: nothing was recorded: no process of the command loaded the heap "
+                        "library (a static or setuid program, or one that clears LD_PRELOAD).\n");
+                return CTL_EXIT_FAILURE;
+        }
+        if (WIFSIGNALED(status))
+                fprintf(stderr, "memstrackctl: the command was killed by signal %d (%s); its heap is reported as "
+                        "far as it was recorded.\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        if (arg_file) {
+                r = snapshot_save(doc, arg_file);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot write %s: %s\n", arg_file, strerror(-r));
+                        return CTL_EXIT_FAILURE;
+                }
+                if (!arg_format && !arg_output)
+                        return 0;
+        }
+        r = ctl_report_write(doc, o);
+        if (r == -ESRCH) {
+                fprintf(stderr, "memstrackctl: pid %lld recorded no heap.\n", (long long) arg_task);
+                return CTL_EXIT_FAILURE;
+        }
+        if (r < 0 && arg_output && r != -ENOMEM)
+                return CTL_EXIT_FAILURE;
+        return r;
+}
+
+int verb_record(int argc, char *argv[]) {
+        _cleanup_free_ char *program = NULL, *preload = NULL, *heap_socket = NULL, *source_input = NULL;
+        ReportOptions o;
+        PrivateDaemon d = {};
+        pid_t pid = 0;
+        int status = 0, r;
+
+        if (arg_address) {
+                fprintf(stderr, "memstrackctl: record runs a memstrackd of its own and takes no --address.\n");
+                return CTL_EXIT_USAGE;
+        }
+        r = ctl_report_options(RECORD_FORMAT_DEFAULT, &o);
+        if (r != 0)
+                return r;
+        program = find_program(argv[1]);
+        const char *obstacle = program ? preload_obstacle(program) : NULL;
+        if (obstacle) {
+                fprintf(stderr, "memstrackctl: cannot record %s: %s.\n", argv[1], obstacle);
+                return CTL_EXIT_FAILURE;
+        }
+        r = preload_value(&preload);
+        if (r != 0)
+                return r;
+
+        /* The heap source's socket beside the daemon's, in the directory made for it. */
+        r = private_daemon_prepare(&d);
+        if (r < 0)
+                goto finish;
+        heap_socket = private_daemon_path(&d, "heap");
+        if (!heap_socket || asprintf(&source_input, "--source-input=%s", heap_socket) < 0) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        char *const args[] = { (char *) "--source=heap", source_input, NULL };
+        r = private_daemon_run(&d, "the heap socket", args, RECORD_START_TIMEOUT_MSEC);
+        if (r != 0)
+                goto finish;
+        r = run_command(argv + 1, heap_socket, preload, &pid);
+        if (r < 0)
+                goto finish;
+
+        /* Like system(): a Ctrl-C is for the command; we report what it did. */
+        struct sigaction ignore = { .sa_handler = SIG_IGN }, old_int, old_quit;
+        (void) sigaction(SIGINT, &ignore, &old_int);
+        (void) sigaction(SIGQUIT, &ignore, &old_quit);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        (void) sigaction(SIGINT, &old_int, NULL);
+        (void) sigaction(SIGQUIT, &old_quit, NULL);
+
+        r = report_heaps(&d, pid, status, &o);
+        if (r == 0)
+                r = command_exit(status);
+
+finish:
+        arg_address = NULL;
+        private_daemon_stop(&d);
+        return r;
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "heapquery.h"
+#include "macro.h"
+#include "utf8.h"
+
+/* Standard deviations in a node's stated sampling error: 3 (99.7 % of estimates fall within it). */
+#define HEAP_ERROR_SIGMAS 3.0
+
+typedef struct HeapView {
+        const Heap *heap;
+        const StackTree *tree;
+        const HeapImage *img;
+        HeapScale scale;
+        UsymImage *symbols;             /* may be NULL */
+        const HeapQuery *q;
+} HeapView;
+
+static json_int_t reply_int_or(const json_t *o, const char *key) {
+        return json_integer_value(json_object_get(o, key));
+}
+
+static const char *end_to_string(MsHeapEnd e) {
+        switch (e) {
+        case MS_HEAP_END_EXIT:
+                return "exit";
+        case MS_HEAP_END_EXEC:
+                return "exec";
+        case MS_HEAP_END_CLOSED:
+                return "closed";
+        default:
+                return NULL;
+        }
+}
+
+static json_int_t scaled(uint64_t v, double factor) {
+        double x = round((double) v * factor);
+        return x >= (double) INT64_MAX ? INT64_MAX : (json_int_t) x;
+}
+
+/*
+ * The stated error of an estimate of bytes from one sample per T bytes: samples fall on the bytes as a
+ * Poisson process, so an estimate of B bytes rests on about B / T samples and has a standard deviation of
+ * about sqrt(B * T) bytes (at most that: large blocks are sampled surely). 0 when every block is recorded.
+ */
+static json_int_t error_bytes(uint64_t estimate, uint64_t interval, double factor) {
+        if (interval <= 1 || estimate == 0)
+                return 0;
+        return scaled((uint64_t) (HEAP_ERROR_SIGMAS * sqrt((double) estimate * (double) interval)), factor);
+}
+
+/* A JSON string of kernel- or file-given bytes, as every name is sent. */
+static json_t *name_json(const char *s) {
+        if (!s)
+                return json_null();
+        return utf8_json_string(s);
+}
+
+/* frame, module, address, function, file, line, inlinedInto of one node. */
+static int frame_json(const HeapView *v, const StackNode *n, json_t *o) {
+        char label[256];
+        UsymSource src = {};
+        bool named = false;
+
+        switch (n->kind) {
+        case STACK_FRAME_PROCESS:
+                (void) snprintf(label, sizeof(label), "[heap pid %" PRIi32 " %s]", v->img->pid, v->img->comm);
+                break;
+        case STACK_FRAME_TRUNCATED:
+                (void) snprintf(label, sizeof(label), "[truncated]");
+                break;
+        default:
+                if (n->ip == MS_FRAME_HEAP_NO_STACK)
+                        (void) snprintf(label, sizeof(label), "[no stack]");
+                else if (n->ip == MS_FRAME_HEAP_STACK_FULL)
+                        (void) snprintf(label, sizeof(label), "[stack table full]");
+                else if (v->symbols && usym_image_lookup(v->symbols, n->ip, true, &src) && src.has_symbol) {
+                        (void) snprintf(label, sizeof(label), "%s+0x%" PRIx64, src.symbol.name, src.symbol.offset);
+                        named = true;
+                } else
+                        (void) snprintf(label, sizeof(label), "[user] 0x%" PRIx64, n->ip);
+        }
+
+        json_auto_t *inlined = json_array();
+        if (!inlined)
+                return -ENOMEM;
+        for (size_t i = 1; i < src.n_frames; i++)
+                if (json_array_append_new(inlined, json_pack("{s:o, s:o, s:o}",
+                                "function", name_json(src.frames[i].function),
+                                "file", name_json(src.frames[i].file),
+                                "line", src.frames[i].line ? json_integer(src.frames[i].line) : json_null())) < 0)
+                        return -ENOMEM;
+
+        char address[32];
+        bool real_frame = n->kind == STACK_FRAME_USER && n->ip > MS_FRAME_HEAP_STACK_FULL;
+        (void) snprintf(address, sizeof(address), "0x%" PRIx64, n->ip);
+        const UsymSourceFrame *f = src.n_frames > 0 ? &src.frames[0] : NULL;
+        if (json_object_set_new(o, "frame", name_json(label)) < 0 ||
+            json_object_set_new(o, "module", named ? name_json(src.symbol.object) : json_null()) < 0 ||
+            json_object_set_new(o, "address", real_frame && v->q->show_addresses ? json_string(address)
+                                                                                  : json_null()) < 0 ||
+            json_object_set_new(o, "function", name_json(f ? f->function : NULL)) < 0 ||
+            json_object_set_new(o, "file", name_json(f ? f->file : NULL)) < 0 ||
+            json_object_set_new(o, "line", f && f->line ? json_integer(f->line) : json_null()) < 0 ||
+            json_object_set(o, "inlinedInto", inlined) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+typedef struct HeapChild {
+        uint32_t idx;
+        uint64_t key;
+} HeapChild;
+
+static int compare_children(const void *a, const void *b) {
+        const HeapChild *x = a, *y = b;
+        if (x->key != y->key)
+                return x->key > y->key ? -1 : 1;
+        return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static void node_values(const HeapView *v, uint32_t idx, Ledger *ret_bytes, uint64_t *ret_blocks,
+                uint64_t *ret_max_bytes, uint64_t *ret_max_blocks) {
+        *ret_bytes = stacktree_pages(v->tree, idx);
+        stacktree_heap_values(v->tree, idx, v->img->gen, ret_blocks, ret_max_bytes, ret_max_blocks);
+}
+
+static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
+        const StackNode *n = stacktree_node(v->tree, idx);
+        uint64_t blocks, max_bytes, max_blocks, interval = v->img->sample_interval;
+        Ledger bytes;
+
+        node_values(v, idx, &bytes, &blocks, &max_bytes, &max_blocks);
+        json_auto_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                        "currentBytes", scaled(bytes.current, v->scale.now_bytes),
+                        "currentBlocks", scaled(blocks, v->scale.now_blocks / STACK_HEAP_BLOCK_UNIT),
+                        "peakBytes", scaled(bytes.peak, v->scale.max_bytes),
+                        "maxBytes", scaled(max_bytes, v->scale.max_bytes),
+                        "maxBlocks", scaled(max_blocks, v->scale.max_blocks / STACK_HEAP_BLOCK_UNIT),
+                        "errorBytes", error_bytes(bytes.current, interval, v->scale.now_bytes),
+                        "maxErrorBytes", error_bytes(max_bytes, interval, v->scale.max_bytes));
+        json_auto_t *children = json_array();
+        if (!o || !children || frame_json(v, n, o) < 0)
+                return NULL;
+
+        /* Children with something now or at the maximum, biggest first by the larger of the two. */
+        size_t n_children = 0, truncated = 0;
+        for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(v->tree, c)->next_sibling)
+                n_children++;
+        _cleanup_free_ HeapChild *list = calloc(MAX(n_children, (size_t) 1), sizeof(HeapChild));
+        if (!list)
+                return NULL;
+        size_t k = 0;
+        for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(v->tree, c)->next_sibling) {
+                Ledger b;
+                uint64_t bl, mb, mbl;
+                node_values(v, c, &b, &bl, &mb, &mbl);
+                if (b.current == 0 && mb == 0)
+                        continue;
+                list[k++] = (HeapChild) { c, MAX(b.current, mb) };
+        }
+        qsort(list, k, sizeof(HeapChild), compare_children);
+        for (size_t i = 0; i < k; i++) {
+                if (depth >= v->q->max_depth || i >= v->q->max_children) {
+                        truncated++;
+                        continue;
+                }
+                json_t *child = node_json(v, list[i].idx, depth + 1);
+                if (!child || json_array_append_new(children, child) < 0)
+                        return NULL;
+        }
+        if (json_object_set(o, "children", children) < 0 ||
+            json_object_set_new(o, "truncatedChildren", json_integer((json_int_t) truncated)) < 0)
+                return NULL;
+        return TAKE_PTR(o);
+}
+
+/*
+ * With sampled stacks a heap can hold bytes while none of its live blocks was sampled (a heap smaller than
+ * a few intervals): nothing to scale. Those bytes go to a "[not sampled]" child of the root, so that the
+ * tree's totals are still the exact counts.
+ */
+static int add_unsampled(json_t *root, uint64_t now_bytes, uint64_t now_blocks, uint64_t max_bytes) {
+        bool now = reply_int_or(root, "currentBytes") == 0 && now_bytes > 0;
+        bool max = reply_int_or(root, "maxBytes") == 0 && max_bytes > 0;
+
+        if (!now && !max)
+                return 0;
+        json_t *child = json_pack("{s:s, s:n, s:n, s:n, s:n, s:n, s:[], s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[], s:I}",
+                                  "frame", "[not sampled]", "module", "address", "function", "file", "line",
+                                  "inlinedInto",
+                                  "currentBytes", (json_int_t) (now ? now_bytes : 0),
+                                  "currentBlocks", (json_int_t) (now ? now_blocks : 0),
+                                  "peakBytes", (json_int_t) max_bytes,
+                                  "maxBytes", (json_int_t) (max ? max_bytes : 0),
+                                  "maxBlocks", (json_int_t) 0,
+                                  "errorBytes", (json_int_t) (now ? now_bytes : 0),
+                                  "maxErrorBytes", (json_int_t) (max ? max_bytes : 0),
+                                  "children", "truncatedChildren", (json_int_t) 0);
+        if (!child || json_array_append_new(json_object_get(root, "children"), child) < 0)
+                return -ENOMEM;
+        if (now && (json_object_set_new(root, "currentBytes", json_integer((json_int_t) now_bytes)) < 0 ||
+                    json_object_set_new(root, "currentBlocks", json_integer((json_int_t) now_blocks)) < 0))
+                return -ENOMEM;
+        if (max && json_object_set_new(root, "maxBytes", json_integer((json_int_t) max_bytes)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
+        const Heap *heap = accounting_heap(a);
+        const HeapImage *img = heap_image(heap, serial);
+        const MsHeapCounters *c = &img->counters;
+        HeapView v = {
+                .heap = heap,
+                .tree = heap_stacktree(heap),
+                .img = img,
+                .scale = heap_scale(heap, serial),
+                .symbols = usym && img->maps ? usym_image(usym, serial, img->maps) : NULL,
+                .q = q,
+        };
+        uint32_t scope = heap_scope_node(heap, serial);
+        json_t *root = NULL;
+
+        if (scope != STACK_NODE_NONE) {
+                root = node_json(&v, scope, 0);
+                if (!root)
+                        return NULL;
+        } else {
+                char label[64];
+                (void) snprintf(label, sizeof(label), "[heap pid %" PRIi32 " %s]", img->pid, img->comm);
+                root = json_pack("{s:o, s:n, s:n, s:n, s:n, s:n, s:[], s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[], s:I}",
+                                 "frame", name_json(label), "module", "address", "function", "file", "line",
+                                 "inlinedInto", "currentBytes", (json_int_t) 0, "currentBlocks",
+                                 (json_int_t) 0, "peakBytes", (json_int_t) c->peak_bytes, "maxBytes",
+                                 (json_int_t) 0, "maxBlocks",
+                                 (json_int_t) 0, "errorBytes", (json_int_t) 0, "maxErrorBytes", (json_int_t) 0,
+                                 "children", "truncatedChildren", (json_int_t) 0);
+                if (!root)
+                        return NULL;
+        }
+        uint64_t live_blocks = c->allocs - MIN(c->frees, c->allocs);
+        if (add_unsampled(root, c->live_bytes, live_blocks, c->peak_bytes) < 0) {
+                json_decref(root);
+                return NULL;
+        }
+        return json_pack("{s:i, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+                         "s:I, s:I, s:I, s:I, s:I, s:o}",
+                         "pid", (int) img->pid,
+                         "comm", name_json(img->comm),
+                         "cmdline", name_json(img->cmdline),
+                         "serial", (json_int_t) serial,
+                         "ended", img->ended,
+                         "end", img->ended ? json_string(end_to_string(img->end)) : json_null(),
+                         "sampleInterval", (json_int_t) img->sample_interval,
+                         "liveBytes", (json_int_t) c->live_bytes,
+                         "peakBytes", (json_int_t) c->peak_bytes,
+                         "liveBlocks", (json_int_t) (c->allocs - MIN(c->frees, c->allocs)),
+                         "allocs", (json_int_t) c->allocs,
+                         "frees", (json_int_t) c->frees,
+                         "allocBytes", (json_int_t) c->alloc_bytes,
+                         "unknownFrees", (json_int_t) c->unknown_frees,
+                         "invalidFrees", (json_int_t) c->invalid_frees,
+                         "lostRecords", (json_int_t) (c->lost_records + img->dropped),
+                         "stacksFull", (json_int_t) c->stacks_full,
+                         "nestedCalls", (json_int_t) c->nested_calls,
+                         "sampledBlocks", (json_int_t) img->sampled_blocks,
+                         "unmatchedFrees", (json_int_t) img->unmatched_frees,
+                         "startUsec", (json_int_t) (img->start_nsec / 1000),
+                         "endUsec", (json_int_t) (img->end_nsec / 1000),
+                         "root", root);
+}
+
+int heap_query_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, json_t **ret) {
+        const Heap *heap = accounting_heap(a);
+        json_auto_t *list = json_array();
+        HeapStats stats;
+        bool found = false;
+
+        if (!list)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < heap_image_count(heap); i++) {
+                if (q->pid > 0 && heap_image(heap, i)->pid != q->pid)
+                        continue;
+                found = true;
+                json_t *img = image_json(a, usym, q, i);
+                if (!img || json_array_append_new(list, img) < 0)
+                        return -ENOMEM;
+        }
+        if (q->pid > 0 && !found)
+                return -ESRCH;
+        heap_get_stats(heap, &stats);
+        *ret = json_pack("{s:O, s:I, s:I}", "heaps", list, "heapsDropped", (json_int_t) stats.images_dropped,
+                         "invalidEvents", (json_int_t) stats.invalid_events);
+        return *ret ? 0 : -ENOMEM;
+}

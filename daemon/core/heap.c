@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap.h"
+#include "keyindex.h"
+#include "macro.h"
+#include "probe.h"
+
+#define BLOCKS_MIN 1024u        /* slots of the block table at first; a power of two */
+#define PIDS_MIN 64u
+
+/* A live sampled block: (image, ptr) -> the leaf it is charged to and what it stands for. */
+typedef struct BlockSlot {
+        uint64_t ptr;                   /* 0: empty (no allocator hands out 0) */
+        uint32_t image;
+        uint32_t leaf;
+        uint64_t bytes;                 /* weighted */
+        uint64_t blocks;                /* weighted, in 1/STACK_HEAP_BLOCK_UNIT */
+} BlockSlot;
+
+/* pid -> its latest image; updated in place, never removed. */
+typedef struct PidSlot {
+        int32_t pid;                    /* 0: empty */
+        uint32_t image;
+} PidSlot;
+
+struct Heap {
+        StackTree *stacks;              /* owned; made at the first heap */
+        size_t max_nodes, max_blocks, max_images;
+        HeapImage *images;              /* owned, n_images of them, index = serial */
+        size_t n_images, n_allocated;
+        BlockSlot *blocks;              /* owned; linear probing, deletion shifts back */
+        size_t n_slots, n_blocks;
+        PidSlot *pids;                  /* owned */
+        size_t n_pid_slots, n_pids;
+        uint64_t images_dropped, invalid_events;
+};
+
+Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images) {
+        Heap *h = calloc(1, sizeof(Heap));
+        if (!h)
+                return NULL;
+        h->max_nodes = MAX(max_nodes, (size_t) 16);
+        h->max_blocks = MAX(max_blocks, (size_t) 1);
+        h->max_images = MIN(MAX(max_images, (size_t) 1), (size_t) UINT32_MAX - 1);
+        return h;
+}
+
+static void images_done(Heap *h) {
+        for (size_t i = 0; i < h->n_images; i++) {
+                free(h->images[i].cmdline);
+                free(h->images[i].maps);
+        }
+        free(h->images);
+        h->images = NULL;
+        h->n_images = h->n_allocated = 0;
+}
+
+Heap *heap_free(Heap *h) {
+        if (!h)
+                return NULL;
+        images_done(h);
+        stacktree_free(h->stacks);
+        free(h->blocks);
+        free(h->pids);
+        free(h);
+        return NULL;
+}
+
+void heap_clear(Heap *h) {
+        images_done(h);
+        h->stacks = stacktree_free(h->stacks);
+        free(h->blocks);
+        free(h->pids);
+        h->blocks = NULL;
+        h->pids = NULL;
+        h->n_slots = h->n_blocks = h->n_pid_slots = h->n_pids = 0;
+        h->images_dropped = h->invalid_events = 0;
+}
+
+/* ---- pid -> image ------------------------------------------------------------------------------------- */
+
+static size_t pid_home(size_t n_slots, int32_t pid) {
+        return key_index_mix((uint64_t) (uint32_t) pid) & (n_slots - 1);
+}
+
+static PidSlot *pid_slot(const Heap *h, int32_t pid) {
+        if (h->n_pid_slots == 0)
+                return NULL;
+        for (size_t i = pid_home(h->n_pid_slots, pid);; i = (i + 1) & (h->n_pid_slots - 1))
+                if (h->pids[i].pid == pid || h->pids[i].pid == 0)
+                        return &h->pids[i];
+}
+
+static int pid_set(Heap *h, int32_t pid, uint32_t image) {
+        if ((h->n_pids + 1) * 2 > h->n_pid_slots) {
+                size_t n = h->n_pid_slots ? h->n_pid_slots * 2 : PIDS_MIN;
+                PidSlot *slots = calloc(n, sizeof(PidSlot));
+                if (!slots)
+                        return -ENOMEM;
+                for (size_t i = 0; i < h->n_pid_slots; i++) {
+                        if (h->pids[i].pid == 0)
+                                continue;
+                        size_t j = pid_home(n, h->pids[i].pid);
+                        while (slots[j].pid != 0)
+                                j = (j + 1) & (n - 1);
+                        slots[j] = h->pids[i];
+                }
+                free(h->pids);
+                h->pids = slots;
+                h->n_pid_slots = n;
+        }
+        PidSlot *s = pid_slot(h, pid);
+        if (s->pid == 0)
+                h->n_pids++;
+        *s = (PidSlot) { .pid = pid, .image = image };
+        return 0;
+}
+
+uint32_t heap_find(const Heap *h, int32_t pid) {
+        const PidSlot *s = pid > 0 ? pid_slot(h, pid) : NULL;
+        return s && s->pid == pid ? s->image : HEAP_NONE;
+}
+
+/* The open heap of the event's process, or NULL (counted). */
+static HeapImage *open_image(Heap *h, int32_t pid) {
+        uint32_t i = heap_find(h, pid);
+        if (i == HEAP_NONE || h->images[i].ended) {
+                h->invalid_events++;
+                return NULL;
+        }
+        return &h->images[i];
+}
+
+/* ---- Blocks ------------------------------------------------------------------------------------------- */
+
+static size_t block_home_of(size_t n_slots, uint64_t ptr, uint32_t image) {
+        return key_index_mix(ptr ^ ((uint64_t) image * UINT64_C(0x9E3779B97F4A7C15))) & (n_slots - 1);
+}
+
+static size_t block_home(const void *table, size_t i) {
+        const Heap *h = table;
+        const BlockSlot *s = &h->blocks[i];
+        return s->ptr == 0 ? PROBE_EMPTY : block_home_of(h->n_slots, s->ptr, s->image);
+}
+
+static void block_move(void *table, size_t to, size_t from) {
+        Heap *h = table;
+        h->blocks[to] = h->blocks[from];
+}
+
+static void block_clear(void *table, size_t i) {
+        Heap *h = table;
+        h->blocks[i].ptr = 0;
+}
+
+/* The slot of (image, ptr), or the empty slot where it would go. */
+static size_t block_find(const Heap *h, uint32_t image, uint64_t ptr) {
+        size_t i = block_home_of(h->n_slots, ptr, image);
+        while (h->blocks[i].ptr != 0 && (h->blocks[i].ptr != ptr || h->blocks[i].image != image))
+                i = (i + 1) & (h->n_slots - 1);
+        return i;
+}
+
+static int blocks_grow(Heap *h) {
+        size_t n = h->n_slots ? h->n_slots * 2 : BLOCKS_MIN;
+        BlockSlot *slots = calloc(n, sizeof(BlockSlot));
+        if (!slots)
+                return -ENOMEM;
+        BlockSlot *old = h->blocks;
+        size_t old_n = h->n_slots;
+        h->blocks = slots;
+        h->n_slots = n;
+        for (size_t i = 0; i < old_n; i++)
+                if (old[i].ptr != 0)
+                        h->blocks[block_find(h, old[i].image, old[i].ptr)] = old[i];
+        free(old);
+        return 0;
+}
+
+static void block_remove(Heap *h, size_t i) {
+        probe_delete(h, h->n_slots, i, block_home, block_move, block_clear);
+        h->n_blocks--;
+}
+
+void heap_block_weight(uint64_t bytes, uint64_t sample_interval, uint64_t *ret_bytes, uint64_t *ret_blocks) {
+        if (sample_interval <= 1) {
+                *ret_bytes = bytes;
+                *ret_blocks = STACK_HEAP_BLOCK_UNIT;
+                return;
+        }
+        /* The library counts a block of 0 bytes as 1 towards the next sample. */
+        double s = (double) MAX(bytes, (uint64_t) 1);
+        double p = -expm1(-s / (double) sample_interval);
+        *ret_bytes = (uint64_t) llround((double) bytes / p);
+        *ret_blocks = (uint64_t) llround(STACK_HEAP_BLOCK_UNIT / p);
+}
+
+/* ---- Events ------------------------------------------------------------------------------------------- */
+
+static void mark_peak(HeapImage *img) {
+        img->gen++;
+}
+
+static void release_block(Heap *h, HeapImage *img, size_t slot) {
+        BlockSlot *b = &h->blocks[slot];
+        stacktree_heap_apply(h->stacks, b->leaf, -(int64_t) b->bytes, -(int64_t) b->blocks, img->gen);
+        img->sampled_blocks--;
+        block_remove(h, slot);
+}
+
+static void handle_start(Heap *h, const MsEvent *e) {
+        const MsHeapEvent *x = &e->heap;
+        uint32_t prev = heap_find(h, e->pid);
+
+        /* A heap of the same pid still open: the process exec'd (its old heap is gone with the old image). */
+        if (prev != HEAP_NONE && !h->images[prev].ended) {
+                h->images[prev].ended = true;
+                h->images[prev].end = MS_HEAP_END_EXEC;
+                h->images[prev].end_nsec = e->timestamp_nsec;
+        }
+        if (e->pid <= 0 || h->n_images >= h->max_images) {
+                h->images_dropped++;
+                return;
+        }
+        if (!h->stacks) {
+                h->stacks = stacktree_new(h->max_nodes, false, NULL, NULL);
+                if (!h->stacks || stacktree_enable_heap(h->stacks) < 0) {
+                        h->stacks = stacktree_free(h->stacks);
+                        h->images_dropped++;
+                        return;
+                }
+        }
+        if (h->n_images == h->n_allocated) {
+                size_t n = h->n_allocated ? h->n_allocated * 2 : 16;
+                HeapImage *images = realloc(h->images, n * sizeof(HeapImage));
+                if (!images) {
+                        h->images_dropped++;
+                        return;
+                }
+                h->images = images;
+                h->n_allocated = n;
+        }
+        uint32_t serial = (uint32_t) h->n_images;
+        if (pid_set(h, e->pid, serial) < 0) {
+                h->images_dropped++;
+                return;
+        }
+        HeapImage *img = &h->images[serial];
+        *img = (HeapImage) {
+                .pid = e->pid,
+                .serial = serial,
+                .sample_interval = MAX(x->sample_interval, (uint64_t) 1),
+                .start_nsec = e->timestamp_nsec,
+                .cmdline = x->cmdline ? strdup(x->cmdline) : NULL,
+                .maps = x->maps ? strdup(x->maps) : NULL,
+        };
+        if (x->comm)
+                (void) snprintf(img->comm, sizeof(img->comm), "%s", x->comm);
+        h->n_images++;
+}
+
+static void handle_alloc(Heap *h, const MsEvent *e) {
+        const MsHeapEvent *x = &e->heap;
+        HeapImage *img = open_image(h, e->pid);
+
+        if (!img)
+                return;
+        if (x->ptr == 0 || (x->stack.n_frames > 0 && !x->stack.frames)) {
+                h->invalid_events++;
+                return;
+        }
+        if (x->peak == MS_HEAP_PEAK_BEFORE)
+                mark_peak(img);
+        img->sampled_allocs++;
+
+        if (h->n_blocks >= h->max_blocks ||
+            ((h->n_slots == 0 || (h->n_blocks + 1) * 2 > h->n_slots) && blocks_grow(h) < 0)) {
+                img->dropped++;
+                goto out;
+        }
+        size_t slot = block_find(h, img->serial, x->ptr);
+        if (h->blocks[slot].ptr != 0) {
+                /* Still live: the free of the block that had this address was lost. */
+                img->replaced++;
+                release_block(h, img, slot);
+                slot = block_find(h, img->serial, x->ptr);
+        }
+
+        uint64_t none = MS_FRAME_HEAP_NO_STACK;
+        const uint64_t *frames = x->stack.n_frames > 0 ? x->stack.frames : &none;
+        size_t n = x->stack.n_frames > 0 ? x->stack.n_frames : 1;
+        uint32_t leaf = stacktree_intern(h->stacks, frames, n, 0, img->serial);
+        uint64_t bytes, blocks;
+        heap_block_weight(x->bytes, img->sample_interval, &bytes, &blocks);
+
+        h->blocks[slot] = (BlockSlot) { .ptr = x->ptr, .image = img->serial, .leaf = leaf, .bytes = bytes,
+                                        .blocks = blocks };
+        h->n_blocks++;
+        img->sampled_blocks++;
+        stacktree_heap_apply(h->stacks, leaf, (int64_t) bytes, (int64_t) blocks, img->gen);
+out:
+        if (x->peak == MS_HEAP_PEAK_AFTER)
+                mark_peak(img);
+}
+
+static void handle_free(Heap *h, const MsEvent *e) {
+        const MsHeapEvent *x = &e->heap;
+        HeapImage *img = open_image(h, e->pid);
+
+        if (!img)
+                return;
+        if (x->peak == MS_HEAP_PEAK_BEFORE)
+                mark_peak(img);
+        img->sampled_frees++;
+        size_t slot = h->n_slots > 0 ? block_find(h, img->serial, x->ptr) : 0;
+        if (h->n_slots > 0 && h->blocks[slot].ptr != 0)
+                release_block(h, img, slot);
+        else
+                img->unmatched_frees++;
+        if (x->peak == MS_HEAP_PEAK_AFTER)
+                mark_peak(img);
+}
+
+static void handle_state(Heap *h, const MsEvent *e) {
+        HeapImage *img = open_image(h, e->pid);
+
+        if (!img)
+                return;
+        if (!e->heap.counters) {
+                h->invalid_events++;
+                return;
+        }
+        img->counters = *e->heap.counters;
+        if (e->heap.peak != MS_HEAP_PEAK_NONE)
+                mark_peak(img);
+}
+
+static void handle_maps(Heap *h, const MsEvent *e) {
+        HeapImage *img = open_image(h, e->pid);
+        char *maps;
+
+        if (!img || !e->heap.maps)
+                return;
+        maps = strdup(e->heap.maps);
+        if (!maps)
+                return;         /* the older maps still name what they named */
+        free(img->maps);
+        img->maps = maps;
+}
+
+/* The heap is over: its blocks can be freed no more, so they leave the table; the tree keeps what they
+ * held (what was never freed). */
+static void handle_end(Heap *h, const MsEvent *e) {
+        HeapImage *img = open_image(h, e->pid);
+
+        if (!img)
+                return;
+        img->ended = true;
+        img->end = e->heap.end;
+        img->end_nsec = e->timestamp_nsec;
+        if (img->sampled_blocks == 0)
+                return;
+        for (size_t i = 0; i < h->n_slots;) {
+                if (h->blocks[i].ptr != 0 && h->blocks[i].image == img->serial) {
+                        /* The slot is refilled by the shift: look at it again. */
+                        probe_delete(h, h->n_slots, i, block_home, block_move, block_clear);
+                        h->n_blocks--;
+                        continue;
+                }
+                i++;
+        }
+}
+
+void heap_handle_event(Heap *h, const MsEvent *e) {
+        switch (e->type) {
+        case MS_EVENT_HEAP_START:
+                handle_start(h, e);
+                break;
+        case MS_EVENT_HEAP_ALLOC:
+                handle_alloc(h, e);
+                break;
+        case MS_EVENT_HEAP_FREE:
+                handle_free(h, e);
+                break;
+        case MS_EVENT_HEAP_STATE:
+                handle_state(h, e);
+                break;
+        case MS_EVENT_HEAP_MAPS:
+                handle_maps(h, e);
+                break;
+        case MS_EVENT_HEAP_END:
+                handle_end(h, e);
+                break;
+        default:
+                break;
+        }
+}
+
+/* ---- Readers ------------------------------------------------------------------------------------------ */
+
+size_t heap_image_count(const Heap *h) {
+        return h->n_images;
+}
+
+const HeapImage *heap_image(const Heap *h, uint32_t serial) {
+        return serial < h->n_images ? &h->images[serial] : NULL;
+}
+
+const StackTree *heap_stacktree(const Heap *h) {
+        return h->stacks;
+}
+
+uint32_t heap_scope_node(const Heap *h, uint32_t serial) {
+        if (!h->stacks || serial >= h->n_images)
+                return STACK_NODE_NONE;
+        return stacktree_find_child(h->stacks, STACK_NODE_ROOT, STACK_FRAME_PROCESS, serial);
+}
+
+static double ratio(uint64_t exact, uint64_t estimate) {
+        return estimate > 0 && exact > 0 ? (double) exact / (double) estimate : 1.0;
+}
+
+HeapScale heap_scale(const Heap *h, uint32_t serial) {
+        const HeapImage *img = heap_image(h, serial);
+        uint32_t scope = heap_scope_node(h, serial);
+        HeapScale s = { 1.0, 1.0, 1.0, 1.0 };
+        uint64_t blocks, max_bytes, max_blocks;
+
+        if (!img || scope == STACK_NODE_NONE)
+                return s;
+        stacktree_heap_values(h->stacks, scope, img->gen, &blocks, &max_bytes, &max_blocks);
+        uint64_t live_blocks = img->counters.allocs - MIN(img->counters.frees, img->counters.allocs);
+        s.now_bytes = ratio(img->counters.live_bytes, stacktree_pages(h->stacks, scope).current);
+        s.now_blocks = ratio(live_blocks * STACK_HEAP_BLOCK_UNIT, blocks);
+        s.max_bytes = ratio(img->counters.peak_bytes, max_bytes);
+        /* The number of blocks at the maximum is not counted exactly: the bytes' factor stands for it. */
+        s.max_blocks = s.max_bytes;
+        return s;
+}
+
+void heap_get_stats(const Heap *h, HeapStats *ret) {
+        *ret = (HeapStats) {
+                .n_images = h->n_images,
+                .images_dropped = h->images_dropped,
+                .live_blocks = h->n_blocks,
+                .invalid_events = h->invalid_events,
+        };
+}
+
+size_t heap_memory_bytes(const Heap *h) {
+        size_t b = sizeof(Heap) + h->n_allocated * sizeof(HeapImage) + h->n_slots * sizeof(BlockSlot) +
+                   h->n_pid_slots * sizeof(PidSlot) + (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
+        for (size_t i = 0; i < h->n_images; i++)
+                b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0);
+        return b;
+}

@@ -1,0 +1,947 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * libmemstrack-heap.so: preloaded into a process (memstrackctl record), it sees every call of the malloc
+ * family, keeps the exact counters in a region it shares with memstrackd's heap source (heap-abi.h) and
+ * writes a record with a call stack for a sample of the bytes allocated (one per sample_interval bytes on
+ * average, a Poisson process over the bytes as tcmalloc and jemalloc sample; every call with interval 1),
+ * and for the free of each sampled block. It records and sends; the accounting is the daemon's.
+ *
+ * What it must never do, and how it does not:
+ *   - allocate with malloc: its tables are mmap()ed, dlsym()'s own allocations come from a static
+ *     bootstrap buffer before the real functions are known;
+ *   - recurse or deadlock: a per-thread guard (initial-exec TLS, no allocation on first use) marks a call
+ *     running on the thread. A call that finds it set (a signal handler that allocates, or an allocation
+ *     made by what the library calls itself) still counts exactly, takes no stack and only try-locks; a
+ *     record it cannot write is counted as lost;
+ *   - be seen by a child that forks without exec: the child stops recording (pthread_atfork) and unmaps
+ *     the region, so it cannot write the parent's records. A program it runs is recorded as its own process
+ *     (LD_PRELOAD is inherited);
+ *   - block for good: a full ring is waited on only while the daemon keeps polling, else the record is
+ *     dropped and counted;
+ *   - hold a file descriptor: the socket and the memfd are closed once the daemon has the region, so a
+ *     program that closes every descriptor or lowers RLIMIT_NOFILE changes nothing.
+ */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap-abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- The real functions ------------------------------------------------------------------------------- */
+
+typedef void *(*MallocFn)(size_t);
+typedef void *(*CallocFn)(size_t, size_t);
+typedef void *(*ReallocFn)(void *, size_t);
+typedef void (*FreeFn)(void *);
+typedef void *(*MemalignFn)(size_t, size_t);
+typedef int (*PosixMemalignFn)(void **, size_t, size_t);
+typedef void *(*VallocFn)(size_t);
+
+static struct {
+        MallocFn malloc;
+        CallocFn calloc;
+        ReallocFn realloc;
+        FreeFn free;
+        MemalignFn memalign;
+        MemalignFn aligned_alloc;
+        PosixMemalignFn posix_memalign;
+        VallocFn valloc;
+        VallocFn pvalloc;
+} real;
+
+/* dlsym() allocates (its error buffer) before it can tell where malloc is: such blocks come from here,
+ * with their size in front, and are never given to the real allocator. */
+#define BOOTSTRAP_BYTES (64u * 1024u)
+static _Alignas(16) char bootstrap[BOOTSTRAP_BYTES];
+static size_t bootstrap_used;
+
+static bool is_bootstrap(const void *p) {
+        return (const char *) p >= bootstrap && (const char *) p < bootstrap + BOOTSTRAP_BYTES;
+}
+
+static void *bootstrap_alloc(size_t n) {
+        size_t need = 16 + ((n + 15) & ~(size_t) 15);
+        size_t at = __atomic_fetch_add(&bootstrap_used, need, __ATOMIC_RELAXED);
+
+        if (n > BOOTSTRAP_BYTES || at + need > BOOTSTRAP_BYTES)
+                return NULL;
+        memcpy(bootstrap + at, &n, sizeof(n));
+        return bootstrap + at + 16;     /* static storage is zero: calloc's too */
+}
+
+static size_t bootstrap_size(const void *p) {
+        size_t n;
+        memcpy(&n, (const char *) p - 16, sizeof(n));
+        return n;
+}
+
+/* ---- State -------------------------------------------------------------------------------------------- */
+
+typedef enum State {
+        STATE_UNINITIALIZED,
+        STATE_INITIALIZING,
+        STATE_RECORDING,
+        STATE_OFF,              /* not asked to record, the daemon refused, or a forked child */
+} State;
+
+static int state = STATE_UNINITIALIZED;
+static HeapAbiHeader *header;           /* the shared region; NULL unless recording */
+static HeapAbiRecord *ring;
+static HeapAbiStackSlot *stack_slots;
+static uint64_t *frames;
+static HeapAbiObject *objects;
+static HeapAbiThread *thread_slots;
+static int objects_lock;
+static uint64_t ring_mask, sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT, seed;
+static uintptr_t own_text_start, own_text_end;  /* our code: frames inside it are left out of stacks */
+static int stack_lock;
+static bool consumer_stalled;           /* the daemon stopped polling: full rings drop at once */
+
+static TLS unsigned in_call;            /* calls running on this thread (more than one: nested) */
+static TLS int64_t bytes_until_sample;
+static TLS uint64_t rng;
+static TLS uint32_t thread_id;
+static TLS HeapAbiThread *my_counts;
+
+/* This thread's counts: a slot of its own, claimed at its first call, or the shared last one. */
+static HeapAbiThread *counts(void) {
+        if (unlikely(!my_counts)) {
+                uint64_t i = __atomic_fetch_add(&header->threads_used, 1, __ATOMIC_RELAXED);
+                my_counts = &thread_slots[i < header->n_thread_slots ? i : header->n_thread_slots - 1];
+        }
+        return my_counts;
+}
+
+static void lock_release(int *l) {
+        __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* Takes the lock; a nested call only tries once, as the thread it interrupted may hold it. */
+static bool lock_take(int *l, bool nested) {
+        for (unsigned spins = 0;; spins++) {
+                if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0)
+                        return true;
+                if (nested)
+                        return false;
+                if (spins > 64)
+                        sched_yield();
+        }
+}
+
+static uint64_t mix64(uint64_t x) {
+        x ^= x >> 33;
+        x *= UINT64_C(0xff51afd7ed558ccd);
+        x ^= x >> 33;
+        x *= UINT64_C(0xc4ceb9fe1a85ec53);
+        x ^= x >> 33;
+        return x;
+}
+
+static uint64_t threads_seeded;
+
+static uint64_t next_random(void) {
+        /* Each thread its own stream: the seed and the thread's order of first use (reproducible with a
+         * fixed seed, as far as the threads' order is). */
+        if (unlikely(rng == 0))
+                rng = mix64(seed + __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED) *
+                                           UINT64_C(0x9E3779B97F4A7C15)) | 1;
+        /* xorshift64* */
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        return rng * UINT64_C(2685821657736338717);
+}
+
+/* -ln(u) for u uniform in (0, 1], without libm: log2 from the exponent and an odd series in
+ * t = (m - 1) / (m + 1) for the mantissa m (error below 1e-5, far inside the sampling noise). */
+static double exponential_draw(void) {
+        double u = (double) ((next_random() >> 11) + 1) * 0x1.0p-53;
+        uint64_t bits;
+
+        memcpy(&bits, &u, sizeof(bits));
+        int exponent = (int) ((bits >> 52) & 0x7ff) - 1023;
+        bits = (bits & ~(UINT64_C(0x7ff) << 52)) | (UINT64_C(1023) << 52);
+        double m;
+        memcpy(&m, &bits, sizeof(m));
+        double t = (m - 1.0) / (m + 1.0), t2 = t * t;
+        double ln_m = 2.0 * t * (1.0 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 / 9))));
+        return -(exponent * 0.6931471805599453 + ln_m);
+}
+
+static int64_t next_sample_distance(void) {
+        double d = exponential_draw() * (double) sample_interval;
+        return d < 1.0 ? 1 : d > (double) INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t) d;
+}
+
+/* ---- Sampled blocks ----------------------------------------------------------------------------------- */
+
+/*
+ * The blocks that have a record, so that their frees get one too: a set of pointers in shards, each an
+ * open-addressing table in mmap()ed memory under its own lock. In sampled mode most frees are of blocks
+ * without a record: a counting filter (one saturating 8-bit counter per hash bucket) answers
+ * them without a lock. In every-call mode every live block is in the set, and a free of a pointer not in
+ * it is a double free or a pointer never handed out here.
+ */
+#define SHARDS 64u
+#define SHARD_MIN_SLOTS 1024u
+#define FILTER_BITS 13u         /* 8 KiB: stays in the first-level cache */
+
+typedef struct Shard {
+        int lock;
+        uint64_t *slots;                /* 0: empty */
+        size_t capacity, used;
+} Shard;
+
+static Shard shards[SHARDS];
+static uint8_t filter[1u << FILTER_BITS];
+
+static Shard *shard_of(uint64_t h) {
+        return &shards[h & (SHARDS - 1)];
+}
+
+static uint8_t *filter_of(uint64_t h) {
+        return &filter[h >> (64 - FILTER_BITS)];
+}
+
+/* Counters stop at 255 and then stay there: "maybe" for good, never a wrong "no". */
+static void filter_add(uint8_t *c) {
+        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+        while (v < UINT8_MAX && !__atomic_compare_exchange_n(c, &v, v + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
+}
+
+static void filter_sub(uint8_t *c) {
+        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+        while (v > 0 && v < UINT8_MAX &&
+               !__atomic_compare_exchange_n(c, &v, v - 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
+}
+
+static size_t slot_home(const Shard *s, uint64_t ptr) {
+        return (mix64(ptr) >> 6) & (s->capacity - 1);
+}
+
+static bool shard_grow(Shard *s) {
+        size_t capacity = s->capacity ? s->capacity * 2 : SHARD_MIN_SLOTS;
+        uint64_t *slots = mmap(NULL, capacity * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (slots == MAP_FAILED)
+                return false;
+        uint64_t *old = s->slots;
+        size_t old_capacity = s->capacity;
+        s->slots = slots;
+        s->capacity = capacity;
+        for (size_t i = 0; i < old_capacity; i++) {
+                if (old[i] == 0)
+                        continue;
+                size_t j = slot_home(s, old[i]);
+                while (slots[j] != 0)
+                        j = (j + 1) & (capacity - 1);
+                slots[j] = old[i];
+        }
+        if (old)
+                (void) munmap(old, old_capacity * sizeof(uint64_t));
+        return true;
+}
+
+/* false: not kept (counted by the caller). */
+static bool set_insert(uint64_t ptr, bool nested) {
+        uint64_t h = mix64(ptr);
+        Shard *s = shard_of(h);
+        bool ok = false;
+
+        if (!lock_take(&s->lock, nested))
+                return false;
+        if ((s->used + 1) * 2 > s->capacity && !shard_grow(s))
+                goto out;
+        size_t i = slot_home(s, ptr);
+        while (s->slots[i] != 0 && s->slots[i] != ptr)
+                i = (i + 1) & (s->capacity - 1);
+        if (s->slots[i] == 0) {
+                s->slots[i] = ptr;
+                s->used++;
+                filter_add(filter_of(h));
+        }
+        ok = true;
+out:
+        lock_release(&s->lock);
+        return ok;
+}
+
+/* 1: was in the set (now removed), 0: was not, -1: could not look (nested, lock held). */
+static int set_remove(uint64_t ptr, bool nested) {
+        uint64_t h = mix64(ptr);
+        Shard *s = shard_of(h);
+
+        if (sample_interval > 1 && __atomic_load_n(filter_of(h), __ATOMIC_RELAXED) == 0)
+                return 0;
+        if (!lock_take(&s->lock, nested))
+                return -1;
+        if (s->capacity == 0) {
+                lock_release(&s->lock);
+                return 0;
+        }
+        size_t i = slot_home(s, ptr);
+        while (s->slots[i] != 0 && s->slots[i] != ptr)
+                i = (i + 1) & (s->capacity - 1);
+        if (s->slots[i] == 0) {
+                lock_release(&s->lock);
+                return 0;
+        }
+        /* Backward-shift deletion: later members of the run that would become unreachable move back. */
+        size_t hole = i;
+        for (size_t j = (hole + 1) & (s->capacity - 1); s->slots[j] != 0; j = (j + 1) & (s->capacity - 1)) {
+                size_t home = slot_home(s, s->slots[j]);
+                bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+                if (stays)
+                        continue;
+                s->slots[hole] = s->slots[j];
+                hole = j;
+        }
+        s->slots[hole] = 0;
+        s->used--;
+        filter_sub(filter_of(h));
+        lock_release(&s->lock);
+        return 1;
+}
+
+/* ---- Stacks ------------------------------------------------------------------------------------------- */
+
+static uint64_t stack_hash(const uint64_t *f, size_t n) {
+        uint64_t h = UINT64_C(0x9E3779B97F4A7C15) ^ n;
+        for (size_t i = 0; i < n; i++)
+                h = mix64(h ^ f[i]);
+        return h ?: 1;
+}
+
+static bool stack_equal(const HeapAbiStackSlot *s, const uint64_t *f, size_t n) {
+        if (s->n_frames != n || (uint64_t) s->offset + n > header->n_frames)
+                return false;
+        return memcmp(frames + s->offset, f, n * sizeof(uint64_t)) == 0;
+}
+
+/* The id of this stack in the shared table, adding it. Published slots are never changed: a lookup
+ * reads them without the lock. */
+static uint32_t stack_id(const uint64_t *f, size_t n, bool nested, bool *ret_new) {
+        uint64_t h = stack_hash(f, n), mask = header->n_stack_slots - 1;
+        bool locked = false;
+        uint32_t id = HEAP_STACK_FULL;
+
+        for (size_t i = h & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+                HeapAbiStackSlot *s = &stack_slots[i];
+                uint64_t sh = __atomic_load_n(&s->hash, __ATOMIC_ACQUIRE);
+
+                if (sh == h && stack_equal(s, f, n)) {
+                        id = (uint32_t) i + HEAP_STACK_FIRST;
+                        break;
+                }
+                if (sh != 0)
+                        continue;
+                /* Empty: take the lock and look at this slot again, another thread may be filling it. */
+                if (!locked) {
+                        if (!lock_take(&stack_lock, nested))
+                                break;
+                        locked = true;
+                        i = (i - 1) & mask;     /* the same slot once more, now under the lock */
+                        probes--;
+                        continue;
+                }
+                uint64_t used = header->frames_used;
+                if (used + n > header->n_frames)
+                        break;
+                memcpy(frames + used, f, n * sizeof(uint64_t));
+                header->frames_used = used + n;
+                s->offset = (uint32_t) used;
+                s->n_frames = (uint32_t) n;
+                __atomic_store_n(&s->hash, h, __ATOMIC_RELEASE);
+                id = (uint32_t) i + HEAP_STACK_FIRST;
+                *ret_new = true;
+                break;
+        }
+        if (id == HEAP_STACK_FULL)
+                __atomic_fetch_add(&header->stacks_full, 1, __ATOMIC_RELAXED);
+        if (locked)
+                lock_release(&stack_lock);
+        return id;
+}
+
+/* ---- Loaded objects ------------------------------------------------------------------------------------- */
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
+        uint64_t *n = data;
+        const char *path = info->dlpi_name;
+        char exe[HEAP_OBJECT_PATH_MAX];
+
+        if (!path || !*path) {
+                /* The main program: its name is what /proc/self/exe says. */
+                ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+                if (k <= 0)
+                        return 0;
+                exe[k] = '\0';
+                path = exe;
+        }
+        char resolved[PATH_MAX];
+        /* dlopen("dir/lib.so") keeps the name relative: as the loader found it, from here. */
+        if (path[0] != '/' && strchr(path, '/') && realpath(path, resolved))
+                path = resolved;
+        if (path[0] != '/' || strlen(path) >= HEAP_OBJECT_PATH_MAX)
+                return 0;       /* the vDSO ("linux-vdso.so.1"), or a path too long to keep */
+        for (int i = 0; i < info->dlpi_phnum && *n < header->n_objects_max; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                if (ph->p_type != PT_LOAD)
+                        continue;
+                uint64_t start = info->dlpi_addr + ph->p_vaddr, page = 4096;
+                HeapAbiObject *o = &objects[(*n)++];
+                o->start = start & ~(page - 1);
+                o->end = (start + ph->p_memsz + page - 1) & ~(page - 1);
+                o->offset = ph->p_offset & ~(page - 1);
+                o->flags = ph->p_flags;
+                memcpy(o->path, path, strlen(path) + 1);
+        }
+        return 0;
+}
+
+/* Rewrites the objects from the loader's list. Skipped when another thread does it. */
+static void publish_objects(bool nested) {
+        uint64_t n = 0;
+
+        if (!lock_take(&objects_lock, true))
+                return;
+        (void) nested;
+        __atomic_fetch_add(&header->objects_generation, 1, __ATOMIC_ACQ_REL);      /* odd: being written */
+        (void) dl_iterate_phdr(add_object, &n);
+        __atomic_store_n(&header->n_objects, n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&header->objects_generation, 1, __ATOMIC_RELEASE);     /* even: done */
+        lock_release(&objects_lock);
+}
+
+static bool frame_in_objects(uint64_t ip) {
+        uint64_t n = __atomic_load_n(&header->n_objects, __ATOMIC_RELAXED);
+        for (uint64_t i = 0; i < n && i < header->n_objects_max; i++)
+                if ((objects[i].flags & PF_X) && ip >= objects[i].start && ip < objects[i].end)
+                        return true;
+        return false;
+}
+
+static uint32_t take_stack(void) {
+        void *raw[HEAP_FRAMES_MAX + 8];
+        uint64_t f[HEAP_FRAMES_MAX];
+        int n = backtrace(raw, (int) (sizeof(raw) / sizeof(raw[0])));
+        size_t k = 0;
+        int i = 0;
+
+        /* Our own frames (this function, the hook) come first. */
+        while (i < n && (uintptr_t) raw[i] >= own_text_start && (uintptr_t) raw[i] < own_text_end)
+                i++;
+        for (; i < n && k < HEAP_FRAMES_MAX; i++)
+                f[k++] = (uint64_t) (uintptr_t) raw[i];
+        bool new_stack = false;
+        uint32_t id = stack_id(f, k, false, &new_stack);
+        /* A new stack with a frame in no object known: a library was loaded since (dlopen). */
+        if (new_stack)
+                for (size_t j = 0; j < k; j++)
+                        if (!frame_in_objects(f[j])) {
+                                publish_objects(false);
+                                break;
+                        }
+        return id;
+}
+
+/* ---- Records ------------------------------------------------------------------------------------------ */
+
+static uint64_t now_msec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* Reserves the next record, waiting on a full ring while the daemon keeps polling (not in a nested call).
+ * false: dropped, counted. */
+static bool ring_reserve(bool nested, uint64_t *ret_seq) {
+        uint64_t head = __atomic_load_n(&header->ring_head, __ATOMIC_RELAXED);
+        uint64_t polls = 0, since = 0;
+        unsigned spins = 0;
+
+        for (;;) {
+                uint64_t tail = __atomic_load_n(&header->ring_tail, __ATOMIC_ACQUIRE);
+                if (head - tail >= header->ring_records) {
+                        uint64_t p = __atomic_load_n(&header->consumer_polls, __ATOMIC_RELAXED);
+                        if (nested || __atomic_load_n(&consumer_stalled, __ATOMIC_RELAXED)) {
+                                __atomic_fetch_add(&header->lost_ring_full, 1, __ATOMIC_RELAXED);
+                                return false;
+                        }
+                        if (since == 0 || p != polls) {
+                                polls = p;
+                                since = now_msec();
+                        } else if (now_msec() - since > 1000) {
+                                /* The daemon stopped draining: stop waiting, here and in every thread. */
+                                __atomic_store_n(&consumer_stalled, true, __ATOMIC_RELAXED);
+                                continue;
+                        }
+                        if (++spins < 64)
+                                sched_yield();
+                        else
+                                (void) nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 }, NULL);
+                        head = __atomic_load_n(&header->ring_head, __ATOMIC_RELAXED);
+                        continue;
+                }
+                if (since != 0)
+                        __atomic_store_n(&consumer_stalled, false, __ATOMIC_RELAXED);
+                if (__atomic_compare_exchange_n(&header->ring_head, &head, head + 1, true, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED)) {
+                        *ret_seq = head;
+                        return true;
+                }
+        }
+}
+
+static void emit(HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, uint64_t live_after, uint32_t stack,
+                bool nested) {
+        uint64_t seq;
+
+        if (!ring_reserve(nested, &seq))
+                return;
+        if (thread_id == 0)
+                thread_id = (uint32_t) gettid();
+        HeapAbiRecord *r = &ring[seq & ring_mask];
+        r->ptr = ptr;
+        r->bytes = bytes;
+        r->live_after = live_after;
+        r->peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        r->stack = stack;
+        r->tid = thread_id;
+        r->type = type;
+        __atomic_store_n(&r->commit, seq + 1, __ATOMIC_RELEASE);
+}
+
+/* A block the allocator handed out. */
+static void record_alloc(void *p) {
+        bool nested = in_call > 0;
+        uint64_t bytes = malloc_usable_size(p);
+
+        in_call++;
+        int64_t live = __atomic_add_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
+        /* Atomic though the slot is the thread's: a signal handler on this thread may count too. */
+        HeapAbiThread *t = counts();
+        __atomic_fetch_add(&t->allocs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->alloc_bytes, bytes, __ATOMIC_RELAXED);
+        uint64_t peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        while (live > 0 && (uint64_t) live > peak &&
+               !__atomic_compare_exchange_n(&header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+                ;
+        if (nested)
+                __atomic_fetch_add(&header->nested_calls, 1, __ATOMIC_RELAXED);
+
+        bool sampled = sample_interval <= 1;
+        if (!sampled) {
+                if (bytes_until_sample == 0)
+                        bytes_until_sample = next_sample_distance();
+                bytes_until_sample -= (int64_t) (bytes ?: 1);
+                if (bytes_until_sample <= 0) {
+                        sampled = true;
+                        bytes_until_sample = next_sample_distance();
+                }
+        }
+        if (sampled) {
+                if (!set_insert((uint64_t) (uintptr_t) p, nested))
+                        __atomic_fetch_add(nested ? &header->lost_nested : &header->lost_table, 1,
+                                           __ATOMIC_RELAXED);
+                else
+                        emit(HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live > 0 ? (uint64_t) live : 0,
+                             nested ? HEAP_STACK_NONE : take_stack(), nested);
+        }
+        in_call--;
+}
+
+/* A block about to go back to the allocator: called before it does. false: not a block any allocator
+ * hands out (misaligned), which the caller still passes on but which is not measured. */
+static void record_free(void *p) {
+        bool nested = in_call > 0;
+        uint64_t ptr = (uint64_t) (uintptr_t) p;
+
+        in_call++;
+        if (nested)
+                __atomic_fetch_add(&header->nested_calls, 1, __ATOMIC_RELAXED);
+        /* Every allocator aligns blocks to at least 2 * sizeof(void *); glibc's malloc_usable_size() would
+         * read outside the heap for such a pointer. */
+        if (ptr % (2 * sizeof(void *)) != 0) {
+                __atomic_fetch_add(&header->invalid_frees, 1, __ATOMIC_RELAXED);
+                goto out;
+        }
+        int was = set_remove(ptr, nested);
+        if (was == 0 && sample_interval <= 1) {
+                /* Every live block is in the set: this one was freed before, or never allocated here. */
+                __atomic_fetch_add(&header->unknown_frees, 1, __ATOMIC_RELAXED);
+                goto out;
+        }
+        if (was < 0)
+                __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
+        uint64_t bytes = malloc_usable_size(p);
+        int64_t live = __atomic_sub_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&counts()->frees, 1, __ATOMIC_RELAXED);
+        if (was > 0)
+                emit(HEAP_RECORD_FREE, ptr, bytes, live > 0 ? (uint64_t) live : 0, HEAP_STACK_NONE, nested);
+out:
+        in_call--;
+}
+
+/* ---- Starting --------------------------------------------------------------------------------------- */
+
+static int find_own_text(struct dl_phdr_info *info, size_t size, void *data) {
+        uintptr_t self = (uintptr_t) data;
+
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                uintptr_t start = info->dlpi_addr + ph->p_vaddr, end = start + ph->p_memsz;
+                if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || self < start || self >= end)
+                        continue;
+                own_text_start = start;
+                own_text_end = end;
+                return 1;
+        }
+        return 0;
+}
+
+static void child_after_fork(void) {
+        /* Only this thread runs in the child; the region is the parent's. */
+        HeapAbiHeader *h = header;
+        __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+        header = NULL;
+        thread_id = 0;
+        my_counts = NULL;
+        if (h)
+                (void) munmap(h, (size_t) h->region_bytes);
+}
+
+static uint64_t env_uint(const char *name, uint64_t fallback) {
+        const char *s = getenv(name);
+        char *end;
+
+        if (!s || !*s)
+                return fallback;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v == 0 || v > HEAP_SAMPLE_INTERVAL_MAX)
+                return fallback;
+        return v;
+}
+
+static void warn(const char *what, int error) {
+        char line[512];
+        int n = snprintf(line, sizeof(line), "memstrack-heap: %s: %s; this process is not recorded.\n", what,
+                         strerror(error));
+        if (n > 0)
+                (void) !write(STDERR_FILENO, line, (size_t) n < sizeof(line) ? (size_t) n : sizeof(line) - 1);
+}
+
+/* Builds the region and gives it to the daemon; false (said once on stderr) if that fails. */
+static bool connect_daemon(const char *path) {
+        /* Every call's record needs room for the daemon's scheduling delay at millions of calls a second. */
+        size_t ring_records = sample_interval <= 1 ? HEAP_RING_RECORDS_EVERY_CALL : HEAP_RING_RECORDS;
+        size_t ring_bytes = ring_records * sizeof(HeapAbiRecord);
+        size_t slots_bytes = (size_t) HEAP_STACK_SLOTS * sizeof(HeapAbiStackSlot);
+        size_t frames_bytes = (size_t) HEAP_FRAMES * sizeof(uint64_t);
+        size_t objects_bytes = (size_t) HEAP_OBJECTS * sizeof(HeapAbiObject);
+        size_t ring_offset = 4096, slots_offset = ring_offset + ring_bytes, frames_offset = slots_offset + slots_bytes;
+        size_t objects_offset = frames_offset + frames_bytes;
+        size_t threads_offset = objects_offset + objects_bytes;
+        size_t total = threads_offset + (size_t) HEAP_THREAD_SLOTS * sizeof(HeapAbiThread);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = -1, sock = -1, error = 0;
+        const char *what = "cannot create its shared memory";
+        void *region = MAP_FAILED;
+
+        if (strlen(path) >= sizeof(sa.sun_path)) {
+                warn("the socket path is too long", ENAMETOOLONG);
+                return false;
+        }
+        memcpy(sa.sun_path, path, strlen(path));
+
+        fd = memfd_create("memstrack-heap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || ftruncate(fd, (off_t) total) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+                goto fail;
+        region = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (region == MAP_FAILED)
+                goto fail;
+        header = region;
+        *header = (HeapAbiHeader) {
+                .magic = HEAP_ABI_MAGIC,
+                .version = HEAP_ABI_VERSION,
+                .header_bytes = sizeof(HeapAbiHeader),
+                .region_bytes = total,
+                .ring_offset = ring_offset,
+                .ring_records = ring_records,
+                .stack_slots_offset = slots_offset,
+                .n_stack_slots = HEAP_STACK_SLOTS,
+                .frames_offset = frames_offset,
+                .n_frames = HEAP_FRAMES,
+                .objects_offset = objects_offset,
+                .n_objects_max = HEAP_OBJECTS,
+                .threads_offset = threads_offset,
+                .n_thread_slots = HEAP_THREAD_SLOTS,
+                .sample_interval = sample_interval,
+                .pid = getpid(),
+        };
+        ring = (HeapAbiRecord *) ((char *) region + ring_offset);
+        stack_slots = (HeapAbiStackSlot *) ((char *) region + slots_offset);
+        frames = (uint64_t *) ((char *) region + frames_offset);
+        objects = (HeapAbiObject *) ((char *) region + objects_offset);
+        thread_slots = (HeapAbiThread *) ((char *) region + threads_offset);
+        ring_mask = ring_records - 1;
+        publish_objects(true);
+
+        what = "cannot reach memstrackd's heap socket";
+        sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (sock < 0 || connect(sock, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                goto fail;
+        /* The daemon answers at once; a daemon that does not is not waited for long. */
+        struct timeval tv = { .tv_sec = 10 };
+        (void) setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        char control[CMSG_SPACE(sizeof(int))] = {};
+        uint64_t hello[2] = { HEAP_ABI_MAGIC, HEAP_ABI_VERSION };
+        struct iovec iov = { .iov_base = hello, .iov_len = sizeof(hello) };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                              .msg_controllen = sizeof(control) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        what = "memstrackd's heap socket did not take the region";
+        if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
+                goto fail;
+        char answer = 0;
+        ssize_t k = recv(sock, &answer, 1, 0);
+        if (k != 1 || answer != 'y') {
+                errno = k < 0 ? errno : ECONNREFUSED;
+                goto fail;
+        }
+        close(sock);
+        close(fd);
+        return true;
+
+fail:
+        error = errno;
+        if (sock >= 0)
+                close(sock);
+        if (fd >= 0)
+                close(fd);
+        if (region != MAP_FAILED)
+                (void) munmap(region, total);
+        header = NULL;
+        warn(what, error);
+        return false;
+}
+
+static void initialize(void) {
+        int expected = STATE_UNINITIALIZED;
+
+        if (!__atomic_compare_exchange_n(&state, &expected, STATE_INITIALIZING, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+                /* Another thread initializes: wait for it (this thread holds nothing it needs). */
+                while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING)
+                        sched_yield();
+                return;
+        }
+
+        in_call++;
+        /* dlsym() may allocate: it gets the bootstrap buffer while real.malloc is still unknown. */
+        real.malloc = (MallocFn) dlsym(RTLD_NEXT, "malloc");
+        real.calloc = (CallocFn) dlsym(RTLD_NEXT, "calloc");
+        real.realloc = (ReallocFn) dlsym(RTLD_NEXT, "realloc");
+        real.free = (FreeFn) dlsym(RTLD_NEXT, "free");
+        real.memalign = (MemalignFn) dlsym(RTLD_NEXT, "memalign");
+        real.aligned_alloc = (MemalignFn) dlsym(RTLD_NEXT, "aligned_alloc");
+        real.posix_memalign = (PosixMemalignFn) dlsym(RTLD_NEXT, "posix_memalign");
+        real.valloc = (VallocFn) dlsym(RTLD_NEXT, "valloc");
+        real.pvalloc = (VallocFn) dlsym(RTLD_NEXT, "pvalloc");
+
+        const char *path = getenv(HEAP_ENV_SOCKET);
+        State next = STATE_OFF;
+        if (real.malloc && real.calloc && real.realloc && real.free && path && *path) {
+                sample_interval = env_uint(HEAP_ENV_SAMPLE_INTERVAL, HEAP_SAMPLE_INTERVAL_DEFAULT);
+                seed = env_uint(HEAP_ENV_SEED, 0) ?: mix64((uint64_t) getpid() ^ (uint64_t) now_msec() << 20);
+                (void) dl_iterate_phdr(find_own_text, (void *) (uintptr_t) &find_own_text);
+                if (connect_daemon(path)) {
+                        /* backtrace() loads libgcc's unwinder at its first call, which allocates: that is the
+                         * library's own doing, done now and not recorded (nor is pthread_atfork()'s). */
+                        void *warm[4];
+                        (void) backtrace(warm, 4);
+                        (void) pthread_atfork(NULL, NULL, child_after_fork);
+                        next = STATE_RECORDING;
+                }
+        }
+        __atomic_store_n(&state, next, __ATOMIC_RELEASE);
+        in_call--;
+}
+
+/* Whether this call is recorded; initializes on the first. */
+static inline bool recording(void) {
+        int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+
+        if (likely(s == STATE_RECORDING))
+                return true;
+        if (s == STATE_UNINITIALIZED) {
+                initialize();
+                return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_RECORDING;
+        }
+        return false;
+}
+
+/* Inside initialize() on this thread, before the real functions are known: the bootstrap buffer. */
+static inline bool bootstrapping(void) {
+        return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING && in_call > 0 && !header;
+}
+
+__attribute__((constructor)) static void heap_constructor(void) {
+        (void) recording();
+}
+
+/* ---- The hooks ---------------------------------------------------------------------------------------- */
+
+EXPORT void *malloc(size_t n) {
+        if (unlikely(bootstrapping()))
+                return bootstrap_alloc(n);
+        bool on = recording();
+        void *p = real.malloc(n);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void *calloc(size_t n, size_t size) {
+        if (unlikely(bootstrapping())) {
+                if (size != 0 && n > SIZE_MAX / size)
+                        return NULL;
+                return bootstrap_alloc(n * size);
+        }
+        bool on = recording();
+        void *p = real.calloc(n, size);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void free(void *p) {
+        if (!p || is_bootstrap(p))
+                return;
+        if (recording())
+                record_free(p);
+        real.free(p);
+}
+
+EXPORT void *realloc(void *p, size_t n) {
+        if (unlikely(bootstrapping() || (p && is_bootstrap(p)))) {
+                void *q = bootstrapping() ? bootstrap_alloc(n) : malloc(n);
+                if (q && p)
+                        memcpy(q, p, bootstrap_size(p) < n ? bootstrap_size(p) : n);
+                return q;
+        }
+        bool on = recording();
+        if (!p) {
+                void *q = real.realloc(NULL, n);
+                if (on && q)
+                        record_alloc(q);
+                return q;
+        }
+        /* The old block is released first: once the allocator moved it, another thread may get its address. */
+        if (on)
+                record_free(p);
+        void *q = real.realloc(p, n);
+        if (on) {
+                if (q)
+                        record_alloc(q);
+                else if (n != 0)
+                        record_alloc(p);        /* failed: the old block is still there */
+        }
+        return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size) {
+        if (size != 0 && n > SIZE_MAX / size) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        return realloc(p, n * size);
+}
+
+EXPORT int posix_memalign(void **ret, size_t alignment, size_t n) {
+        bool on = recording();
+        if (!real.posix_memalign)
+                return ENOMEM;
+        int r = real.posix_memalign(ret, alignment, n);
+        if (on && r == 0 && *ret)
+                record_alloc(*ret);
+        return r;
+}
+
+static void *aligned_call(MemalignFn fn, size_t alignment, size_t n) {
+        bool on = recording();
+        if (!fn) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        void *p = fn(alignment, n);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void *aligned_alloc(size_t alignment, size_t n) {
+        (void) recording();
+        return aligned_call(real.aligned_alloc, alignment, n);
+}
+
+EXPORT void *memalign(size_t alignment, size_t n) {
+        (void) recording();
+        return aligned_call(real.memalign, alignment, n);
+}
+
+static void *page_call(VallocFn fn, size_t n) {
+        bool on = recording();
+        if (!fn) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        void *p = fn(n);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void *valloc(size_t n) {
+        (void) recording();
+        return page_call(real.valloc, n);
+}
+
+EXPORT void *pvalloc(size_t n) {
+        (void) recording();
+        return page_call(real.pvalloc, n);
+}

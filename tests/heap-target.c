@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * A program with known heap allocations, for memstrackctl record (tests/test-heap-record.py). It works out
+ * what it expects memstrack to report from malloc_usable_size() itself, and writes that as JSON to the
+ * file $HEAP_TARGET_EXPECT: for each of its call sites (function, line) the bytes and blocks live at its
+ * maximum and at exit. It uses no stdio, so that the only allocations are its own and the C library's
+ * few (thread descriptors), which the test tells apart by call site.
+ *
+ * heap-target-cxx.cc adds C++ call sites (new[] and delete[]).
+ *
+ * heap-target MODE: known (the default), double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
+ * closefds, sigkill, storm N, hold SECONDS (for record --pid).
+ */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SITES_MAX 32
+#define THREADS 4
+#define THREAD_BLOCKS 50
+
+typedef struct Site {
+        const char *function;
+        int line;
+        uint64_t max_bytes, max_blocks, leak_bytes, leak_blocks;
+        uint64_t live_bytes, live_blocks;       /* now */
+} Site;
+
+static Site sites[SITES_MAX];
+static int n_sites;
+static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static Site *site(const char *function, int line) {
+        for (int i = 0; i < n_sites; i++)
+                if (sites[i].line == line && strcmp(sites[i].function, function) == 0)
+                        return &sites[i];
+        sites[n_sites] = (Site) { .function = function, .line = line };
+        return &sites[n_sites++];
+}
+
+/* Counts p as allocated at (function, line). */
+static void *took(void *p, const char *function, int line) {
+        if (!p)
+                abort();
+        pthread_mutex_lock(&sites_lock);
+        Site *s = site(function, line);
+        s->live_bytes += malloc_usable_size(p);
+        s->live_blocks++;
+        pthread_mutex_unlock(&sites_lock);
+        return p;
+}
+
+/* Counts p as gone from its allocation's site (it is about to be freed or reallocated). */
+static void uncount(void *p, const char *function, int line) {
+        pthread_mutex_lock(&sites_lock);
+        Site *s = site(function, line);
+        s->live_bytes -= malloc_usable_size(p);
+        s->live_blocks--;
+        pthread_mutex_unlock(&sites_lock);
+}
+
+static void gave(void *p, const char *function, int line) {
+        uncount(p, function, line);
+        free(p);
+}
+
+/* The live values now are the values at the maximum. */
+static void at_maximum(void) {
+        for (int i = 0; i < n_sites; i++) {
+                sites[i].max_bytes = sites[i].live_bytes;
+                sites[i].max_blocks = sites[i].live_blocks;
+        }
+}
+
+static void write_expectations(void) {
+        const char *path = getenv("HEAP_TARGET_EXPECT");
+        static char buf[16384];
+        size_t n = 0;
+
+        if (!path)
+                return;
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "{\"sites\": [");
+        for (int i = 0; i < n_sites; i++)
+                n += (size_t) snprintf(buf + n, sizeof(buf) - n,
+                                       "%s{\"function\": \"%s\", \"line\": %d, \"maxBytes\": %llu, \"maxBlocks\": %llu, "
+                                       "\"leakBytes\": %llu, \"leakBlocks\": %llu}",
+                                       i ? ", " : "", sites[i].function, sites[i].line,
+                                       (unsigned long long) sites[i].max_bytes, (unsigned long long) sites[i].max_blocks,
+                                       (unsigned long long) sites[i].live_bytes, (unsigned long long) sites[i].live_blocks);
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "]}\n");
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, buf, n) != (ssize_t) n)
+                abort();
+        close(fd);
+}
+
+/* ---- known ------------------------------------------------------------------------------------------- */
+
+/* Each allocation is on a line of its own: the line is what memstrack must name. */
+#define AT(expr) took((expr), __func__, __LINE__)
+
+static void *leak_blocks[10];
+
+static void leak_site(void) {
+        for (int i = 0; i < 10; i++)
+                leak_blocks[i] = AT(malloc(1000));
+}
+
+static void *calloc_site(int *ret_line) {
+        void *p = AT(calloc(100, 1000));
+        *ret_line = __LINE__ - 1;
+        return p;
+}
+
+/* A chain of reallocations: the block belongs to the site of the last one. */
+static void *realloc_chain(int *ret_line) {
+        void *p = AT(realloc(NULL, 100));
+        int line = __LINE__ - 1;
+        uncount(p, __func__, line);
+        p = AT(realloc(p, 5000));
+        line = __LINE__ - 1;
+        uncount(p, __func__, line);
+        /* Moves: beyond the mmap threshold. */
+        p = AT(realloc(p, 200000));
+        *ret_line = __LINE__ - 1;
+        return p;
+}
+
+typedef struct Aligned {
+        void *p[4];
+        int line[4];
+} Aligned;
+
+static void aligned_site(Aligned *a) {
+        void *q;
+        if (posix_memalign(&q, 64, 3000) != 0)
+                abort();
+        a->p[0] = took(q, __func__, __LINE__ - 2);
+        a->line[0] = __LINE__ - 3;
+        a->p[1] = AT(aligned_alloc(4096, 8192));
+        a->line[1] = __LINE__ - 1;
+        a->p[2] = AT(memalign(256, 1000));
+        a->line[2] = __LINE__ - 1;
+        a->p[3] = AT(valloc(5000));
+        a->line[3] = __LINE__ - 1;
+}
+
+static void *thread_main(void *arg) {
+        void **blocks = arg;
+        for (int i = 0; i < THREAD_BLOCKS; i++)
+                blocks[i] = AT(malloc(2000));
+        int line = __LINE__ - 1;
+        for (int i = 0; i < THREAD_BLOCKS; i += 2)
+                gave(blocks[i], __func__, line);
+        return NULL;
+}
+
+/* C++ new and delete (heap-target-cxx.cc). */
+void *heap_target_new(size_t n, int *ret_line);
+void heap_target_delete(void *p);
+
+static void *peak_site(int *ret_line) {
+        void *p = AT(malloc(8u << 20));
+        *ret_line = __LINE__ - 1;
+        return p;
+}
+
+static int mode_known(void) {
+        static void *thread_blocks[THREADS][THREAD_BLOCKS];
+        pthread_t t[THREADS];
+        Aligned a;
+        int realloc_line, calloc_line, peak_line;
+
+        leak_site();
+        void *c = calloc_site(&calloc_line);
+        void *r = realloc_chain(&realloc_line);
+        aligned_site(&a);
+        for (int i = 0; i < THREADS; i++)
+                if (pthread_create(&t[i], NULL, thread_main, thread_blocks[i]) != 0)
+                        abort();
+        for (int i = 0; i < THREADS; i++)
+                pthread_join(t[i], NULL);
+        int new_line;
+        void *kept = heap_target_new(3000, &new_line), *dropped = heap_target_new(700, &new_line);
+        took(kept, "heap_target_new", new_line);
+        took(dropped, "heap_target_new", new_line);
+
+        /* The maximum: everything above, and 8 MiB more for a moment. */
+        void *big = peak_site(&peak_line);
+        at_maximum();
+        gave(big, "peak_site", peak_line);
+
+        /* What goes back; the rest leaks: leak_site's, aligned_alloc's, half of each thread's. */
+        gave(c, "calloc_site", calloc_line);
+        gave(r, "realloc_chain", realloc_line);
+        gave(a.p[0], "aligned_site", a.line[0]);
+        gave(a.p[2], "aligned_site", a.line[2]);
+        gave(a.p[3], "aligned_site", a.line[3]);
+        uncount(dropped, "heap_target_new", new_line);
+        heap_target_delete(dropped);
+        write_expectations();
+        return 0;
+}
+
+/* ---- Edge cases --------------------------------------------------------------------------------------- */
+
+/* A double free glibc does not catch (run with GLIBC_TUNABLES=glibc.malloc.tcache_count=0: fastbins
+ * check only their top). Every-call mode counts it; nothing crashes. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
+static int mode_double_free(void) {
+        void *a = malloc(32), *b = malloc(32);
+        free(a);
+        free(b);
+        free(a);
+        /* Take both copies of a back out of the fastbin, so the program ends with a sane heap. */
+        void *x = malloc(32), *y = malloc(32), *z = malloc(32);
+        (void) x, (void) y, (void) z;
+        return 0;
+}
+
+/* A pointer never allocated: glibc aborts ("free(): invalid pointer"); the record says so. */
+static _Alignas(64) char not_from_malloc[256];
+
+static int mode_bad_free(void) {
+        free(not_from_malloc + 16);
+        return 0;
+}
+#pragma GCC diagnostic pop
+
+static volatile sig_atomic_t handled;
+
+static void on_alarm(int sig) {
+        free(malloc(64));
+        handled++;
+}
+
+/* Allocations from a signal handler that often lands inside malloc and free. */
+static int mode_signal(void) {
+        struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+        struct itimerval it = { .it_interval = { .tv_usec = 100 }, .it_value = { .tv_usec = 100 } };
+        sigaction(SIGALRM, &sa, NULL);
+        setitimer(ITIMER_REAL, &it, NULL);
+        while (handled < 2000)
+                for (int i = 0; i < 1000; i++)
+                        free(malloc((size_t) (i % 100) * 16 + 16));
+        it = (struct itimerval) {};
+        setitimer(ITIMER_REAL, &it, NULL);
+        leak_site();
+        write_expectations();
+        return 0;
+}
+
+/* A child that forks without exec allocates and frees; the parent's heap stays as it is. */
+static int mode_fork(void) {
+        leak_site();
+        pid_t pid = fork();
+        if (pid == 0) {
+                for (int i = 0; i < 1000; i++)
+                        free(malloc(4096));
+                void *keep = malloc(12345);
+                (void) keep;
+                _exit(0);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        write_expectations();
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+/* Allocates, then runs itself again ("known"): two heaps of one pid. */
+static int mode_exec(const char *self) {
+        leak_site();
+        execl(self, self, "known", (char *) NULL);
+        return 127;
+}
+
+static int mode_dlopen(const char *plugin) {
+        void *h = dlopen(plugin, RTLD_NOW);
+        if (!h)
+                return 2;
+        void *(*alloc)(size_t) = (void *(*)(size_t)) dlsym(h, "heap_plugin_alloc");
+        if (!alloc)
+                return 2;
+        for (int i = 0; i < 3; i++)
+                (void) alloc(7000);
+        return 0;
+}
+
+/* A program that closes every descriptor it did not open and lowers its limits. */
+static int mode_closefds(void) {
+        for (int fd = 3; fd < 1024; fd++)
+                (void) close(fd);
+        struct rlimit rl, low;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 2;
+        low = (struct rlimit) { .rlim_cur = 3, .rlim_max = rl.rlim_max };
+        if (setrlimit(RLIMIT_NOFILE, &low) < 0)
+                return 2;
+        leak_site();
+        /* Back up, to write what it expects. */
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+        write_expectations();
+        return 0;
+}
+
+static int mode_sigkill(void) {
+        leak_site();
+        write_expectations();
+        raise(SIGKILL);
+        return 1;
+}
+
+static void *storm_thread(void *arg) {
+        long n = (long) (intptr_t) arg;
+        for (long i = 0; i < n; i++)
+                free(malloc((size_t) (i % 64) * 8 + 8));
+        return NULL;
+}
+
+/* Many small calls from 4 threads at once: more records than the channel holds. */
+static int mode_storm(long n) {
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++)
+                pthread_create(&t[i], NULL, storm_thread, (void *) (intptr_t) n);
+        for (int i = 0; i < THREADS; i++)
+                pthread_join(t[i], NULL);
+        leak_site();
+        write_expectations();
+        return 0;
+}
+
+/* Leaks a known amount every 10 ms for SECONDS, then exits (record --pid). */
+static int mode_hold(long seconds) {
+        static char ready[] = "ready\n";
+        if (write(STDOUT_FILENO, ready, sizeof(ready) - 1) < 0)
+                return 1;
+        for (long i = 0; i < seconds * 100; i++) {
+                (void) AT(malloc(10000));
+                free(malloc(50000));
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
+        write_expectations();
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        const char *mode = argc > 1 ? argv[1] : "known";
+
+        if (strcmp(mode, "known") == 0)
+                return mode_known();
+        if (strcmp(mode, "double-free") == 0)
+                return mode_double_free();
+        if (strcmp(mode, "bad-free") == 0)
+                return mode_bad_free();
+        if (strcmp(mode, "signal") == 0)
+                return mode_signal();
+        if (strcmp(mode, "fork") == 0)
+                return mode_fork();
+        if (strcmp(mode, "exec") == 0)
+                return mode_exec(argv[0]);
+        if (strcmp(mode, "dlopen") == 0 && argc > 2)
+                return mode_dlopen(argv[2]);
+        if (strcmp(mode, "closefds") == 0)
+                return mode_closefds();
+        if (strcmp(mode, "sigkill") == 0)
+                return mode_sigkill();
+        if (strcmp(mode, "storm") == 0 && argc > 2)
+                return mode_storm(strtol(argv[2], NULL, 10));
+        if (strcmp(mode, "hold") == 0 && argc > 2)
+                return mode_hold(strtol(argv[2], NULL, 10));
+        return 2;
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+
+/* The core's user-space heaps (daemon/core/heap.c) on synthetic events: sampled blocks by pointer, the tree
+ * at the maximum, frees nobody allocated, weights and scales, exec and the end of a heap. */
+
+#include <math.h>
+#include <string.h>
+
+#include "heap.h"
+#include "tests.h"
+
+static MsEvent ev(MsEventType type, int32_t pid) {
+        return (MsEvent) { .type = type, .pid = pid, .tid = pid, .timestamp_nsec = 1000 };
+}
+
+static void start(Heap *h, int32_t pid, uint64_t interval) {
+        MsEvent e = ev(MS_EVENT_HEAP_START, pid);
+        e.heap.sample_interval = interval;
+        e.heap.comm = "prog";
+        heap_handle_event(h, &e);
+}
+
+static void alloc(Heap *h, int32_t pid, uint64_t ptr, uint64_t bytes, uint64_t frame, MsHeapPeak peak) {
+        uint64_t frames[2] = { frame, 0x1000 };
+        MsEvent e = ev(MS_EVENT_HEAP_ALLOC, pid);
+        e.heap.ptr = ptr;
+        e.heap.bytes = bytes;
+        e.heap.stack = (MsStack) { .frames = frames, .n_frames = 2 };
+        e.heap.peak = peak;
+        heap_handle_event(h, &e);
+}
+
+static void release(Heap *h, int32_t pid, uint64_t ptr, MsHeapPeak peak) {
+        MsEvent e = ev(MS_EVENT_HEAP_FREE, pid);
+        e.heap.ptr = ptr;
+        e.heap.peak = peak;
+        heap_handle_event(h, &e);
+}
+
+static void state(Heap *h, int32_t pid, uint64_t live, uint64_t peak, uint64_t allocs, uint64_t frees,
+                MsHeapPeak new_peak) {
+        MsHeapCounters c = { .live_bytes = live, .peak_bytes = peak, .allocs = allocs, .frees = frees };
+        MsEvent e = ev(MS_EVENT_HEAP_STATE, pid);
+        e.heap.counters = &c;
+        e.heap.peak = new_peak;
+        heap_handle_event(h, &e);
+}
+
+/* The leaf of a two-frame stack (innermost frame first) below the heap's scope. */
+static uint32_t leaf(const Heap *h, uint32_t serial, uint64_t frame) {
+        const StackTree *t = heap_stacktree(h);
+        uint32_t outer = stacktree_find_child(t, heap_scope_node(h, serial), STACK_FRAME_USER, 0x1000);
+        return stacktree_find_child(t, outer, STACK_FRAME_USER, frame);
+}
+
+static void values(const Heap *h, uint32_t node, uint32_t serial, uint64_t *now, uint64_t *max) {
+        uint64_t blocks, max_blocks;
+        *now = stacktree_pages(heap_stacktree(h), node).current;
+        stacktree_heap_values(heap_stacktree(h), node, heap_image(h, serial)->gen, &blocks, max, &max_blocks);
+}
+
+static void test_maximum(void) {
+        Heap *h = heap_new(1024, 1024, 16);
+        uint64_t now, max;
+
+        start(h, 100, 1);
+        alloc(h, 100, 0x10, 100, 0xa, MS_HEAP_PEAK_AFTER);
+        alloc(h, 100, 0x20, 200, 0xb, MS_HEAP_PEAK_AFTER);      /* the maximum: 300 */
+        release(h, 100, 0x20, MS_HEAP_PEAK_NONE);
+        alloc(h, 100, 0x30, 50, 0xa, MS_HEAP_PEAK_NONE);         /* 150, below it */
+        state(h, 100, 150, 300, 3, 1, MS_HEAP_PEAK_NONE);
+
+        uint32_t a = leaf(h, 0, 0xa), b = leaf(h, 0, 0xb);
+        ASSERT_TRUE(a != STACK_NODE_NONE && b != STACK_NODE_NONE);
+        values(h, a, 0, &now, &max);
+        ASSERT_EQ(now, 150u);
+        ASSERT_EQ(max, 100u);
+        values(h, b, 0, &now, &max);
+        ASSERT_EQ(now, 0u);
+        ASSERT_EQ(max, 200u);
+        values(h, heap_scope_node(h, 0), 0, &now, &max);
+        ASSERT_EQ(now, 150u);
+        ASSERT_EQ(max, 300u);
+
+        /* A new maximum reached between two sampled records (before this one): the tree as it was. */
+        state(h, 100, 400, 400, 3, 1, MS_HEAP_PEAK_AFTER);          /* unsampled allocations raised it, the tree did not move */
+        values(h, heap_scope_node(h, 0), 0, &now, &max);
+        ASSERT_EQ(max, 150u);
+        HeapScale s = heap_scale(h, 0);
+        ASSERT_TRUE(fabs(s.max_bytes - 400.0 / 150.0) < 1e-9);
+        ASSERT_TRUE(fabs(s.now_bytes - 400.0 / 150.0) < 1e-9);
+
+        /* A free of a pointer never sampled, an allocation over a live pointer. */
+        release(h, 100, 0x999, MS_HEAP_PEAK_NONE);
+        ASSERT_EQ(heap_image(h, 0)->unmatched_frees, 1u);
+        alloc(h, 100, 0x10, 10, 0xb, MS_HEAP_PEAK_NONE);
+        ASSERT_EQ(heap_image(h, 0)->replaced, 1u);
+        values(h, a, 0, &now, &max);
+        ASSERT_EQ(now, 50u);
+
+        /* The end: the blocks leave the table, the tree keeps what was never freed. */
+        MsEvent end = ev(MS_EVENT_HEAP_END, 100);
+        end.heap.end = MS_HEAP_END_EXIT;
+        heap_handle_event(h, &end);
+        HeapStats st;
+        heap_get_stats(h, &st);
+        ASSERT_EQ(st.live_blocks, 0u);
+        ASSERT_TRUE(heap_image(h, 0)->ended);
+        values(h, heap_scope_node(h, 0), 0, &now, &max);
+        ASSERT_EQ(now, 60u);
+
+        /* Nothing is open for pid 100 now. */
+        alloc(h, 100, 0x40, 1, 0xa, MS_HEAP_PEAK_NONE);
+        heap_get_stats(h, &st);
+        ASSERT_EQ(st.invalid_events, 1u);
+        heap_free(h);
+}
+
+static void test_exec(void) {
+        Heap *h = heap_new(1024, 1024, 16);
+
+        start(h, 7, 1);
+        alloc(h, 7, 0x10, 100, 0xa, MS_HEAP_PEAK_AFTER);
+        start(h, 7, 1);                         /* the same process again: it exec'd */
+        ASSERT_EQ(heap_image_count(h), 2u);
+        ASSERT_TRUE(heap_image(h, 0)->ended);
+        ASSERT_EQ((int) heap_image(h, 0)->end, (int) MS_HEAP_END_EXEC);
+        ASSERT_EQ(heap_find(h, 7), 1u);
+        /* The new heap's pointer 0x10 is another block. */
+        alloc(h, 7, 0x10, 30, 0xa, MS_HEAP_PEAK_AFTER);
+        ASSERT_EQ(heap_image(h, 1)->replaced, 0u);
+
+        /* Past max_images, heaps are dropped and counted. */
+        Heap *small = heap_new(1024, 1024, 1);
+        start(small, 1, 1);
+        start(small, 2, 1);
+        HeapStats st;
+        heap_get_stats(small, &st);
+        ASSERT_EQ(st.n_images, 1u);
+        ASSERT_EQ(st.images_dropped, 1u);
+        heap_free(small);
+        heap_free(h);
+}
+
+static void test_weights(void) {
+        uint64_t bytes, blocks;
+
+        heap_block_weight(1000, 1, &bytes, &blocks);
+        ASSERT_EQ(bytes, 1000u);
+        ASSERT_EQ(blocks, (uint64_t) STACK_HEAP_BLOCK_UNIT);
+        /* s / (1 - exp(-s / T)): a small block stands for about T bytes, a huge one for itself. */
+        heap_block_weight(1000, 524288, &bytes, &blocks);
+        ASSERT_TRUE(llabs((long long) bytes - 524788) <= 1);
+        heap_block_weight(UINT64_C(1) << 30, 524288, &bytes, &blocks);
+        ASSERT_EQ(bytes, UINT64_C(1) << 30);
+        ASSERT_EQ(blocks, (uint64_t) STACK_HEAP_BLOCK_UNIT);
+
+        /* Sampled: the tree holds weights, the scale brings them to the exact counts. */
+        Heap *h = heap_new(1024, 1024, 16);
+        start(h, 9, 524288);
+        alloc(h, 9, 0x10, 1000, 0xa, MS_HEAP_PEAK_AFTER);
+        state(h, 9, 262394, 262394, 100, 0, MS_HEAP_PEAK_AFTER);
+        uint64_t now, max;
+        values(h, heap_scope_node(h, 0), 0, &now, &max);
+        ASSERT_TRUE(llabs((long long) now - 524788) <= 1);
+        HeapScale s = heap_scale(h, 0);
+        ASSERT_TRUE(fabs(s.now_bytes * (double) now - 262394.0) < 1.0);
+        heap_free(h);
+}
+
+int main(void) {
+        test_maximum();
+        test_exec();
+        test_weights();
+        return 0;
+}
