@@ -23,10 +23,17 @@ static const char *const slab_by_names[] = { "callsite", "cache", "task", "unit"
 static const char *slab_row_note(json_t *row, char *buf, size_t size) {
         bool invisible = json_is_false(json_object_get(row, "freesVisible"));
         bool drifting = reply_bool(reply_object(row, "kernel"), "drifting", false);
+        uint64_t lost = reply_count(row, "lostFrees"), known = lost + reply_count(row, "frees");
+        char share[32] = "";
 
         if (!invisible && !drifting)
                 return NULL;
-        (void) snprintf(buf, size, "%s%s%s", invisible ? "frees not visible" : "",
+        /* How many of its frees were not seen: all, or a few paths of many. */
+        if (invisible && known > 0) {
+                double percent = 100.0 * (double) lost / (double) known;
+                (void) snprintf(share, sizeof(share), percent >= 1 ? " (%.0f%% lost)" : " (%.2f%% lost)", percent);
+        }
+        (void) snprintf(buf, size, "%s%s%s%s", invisible ? "frees not visible" : "", share,
                         invisible && drifting ? ", " : "", drifting ? "above kernel" : "");
         return buf;
 }

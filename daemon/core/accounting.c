@@ -615,6 +615,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 if (e->lost.n_lost > COUNT_MAX - a->stats.lost_events)
                         a->stats.saturated_events++;
                 a->stats.lost_events = count_add(a->stats.lost_events, e->lost.n_lost);
+                slab_note_lost(a->slab, e->lost.n_lost);
                 break;
         case MS_EVENT_SAMPLE:
                 handle_sample(a, e);

@@ -24,6 +24,7 @@ struct Slab {
         SlabGroup *sites, *caches;
         size_t n_sites, n_sites_allocated, n_caches, n_caches_allocated;
         KeyIndex site_index, cache_index;       /* call site address, cache name hash -> group */
+        KeyIndex size_index;                    /* size class bytes + 1 -> its cache group */
         SlabStats stats;
         SlabReconcileStats reconcile;
 };
@@ -54,6 +55,7 @@ Slab *slab_free(Slab *s) {
         free(s->caches);
         key_index_done(&s->site_index);
         key_index_done(&s->cache_index);
+        key_index_done(&s->size_index);
         free(s);
         return NULL;
 }
@@ -181,12 +183,17 @@ static uint32_t object_cache(Slab *s, const char *cache, uint64_t allocated) {
 
         if (cache && *cache)
                 return cache_lookup(s, cache, true, 0);
-        if (allocated == 0)
+        if (allocated == 0 || allocated == UINT64_MAX)
                 return SLAB_NONE;
+        /* Every kmalloc comes here: by size, not by a name to print and hash. */
+        uint32_t group = key_index_get(&s->size_index, allocated + 1);
+        if (group != KEY_INDEX_NONE)
+                return group;
         size_class_name(allocated, name, sizeof(name));
-        uint32_t group = cache_lookup(s, name, true, SLAB_SIZE_CLASS);
-        if (group != SLAB_NONE)
-                s->caches[group].kernel.object_size = allocated;
+        group = cache_lookup(s, name, true, SLAB_SIZE_CLASS);
+        if (group == SLAB_NONE || key_index_put(&s->size_index, allocated + 1, group) < 0)
+                return SLAB_NONE;
+        s->caches[group].kernel.object_size = allocated;
         return group;
 }
 
@@ -211,9 +218,24 @@ static void group_freed(SlabGroup *g, bool remote) {
 /* One of g's objects came back live at an allocation: its free was not seen. */
 static void group_lost_free(SlabGroup *g) {
         g->lost_frees++;
-        if (g->lost_frees >= SLAB_INVISIBLE_MIN_LOST &&
-            g->lost_frees * 100 >= (g->frees + g->lost_frees) * SLAB_INVISIBLE_PERCENT)
-                g->flags |= SLAB_FREES_INVISIBLE;
+}
+
+void slab_note_lost(Slab *s, uint64_t n) {
+        s->stats.lost_events = count_add(s->stats.lost_events, n);
+}
+
+/* Whether g lost too many frees to count its frees as visible (slab.h). */
+static bool group_frees_invisible(const Slab *s, const SlabGroup *g) {
+        if (g->lost_frees < SLAB_INVISIBLE_MIN_LOST)
+                return false;
+        /* The share lost, against the share allowed: SLAB_INVISIBLE_BASIS_POINTS and twice the share of
+         * the events the source lost, in the slab events and those. */
+        double known = (double) g->frees + (double) g->lost_frees;
+        double events = (double) s->stats.allocs + (double) s->stats.frees + (double) s->stats.unknown_frees +
+                (double) s->stats.lost_events;
+        double allowed = SLAB_INVISIBLE_BASIS_POINTS / 10000.0 +
+                (events > 0 ? 2.0 * (double) s->stats.lost_events / events : 0.0);
+        return (double) g->lost_frees >= known * allowed;
 }
 
 /* Takes o's bytes off every total it was counted in. */
@@ -302,14 +324,14 @@ bool slab_release(Slab *s, uint64_t ptr, uint32_t cpu, SlabObject *ret) {
 }
 
 bool slab_cache_frees_visible(const Slab *s, uint32_t cache) {
-        return cache >= s->n_caches || !(s->caches[cache].flags & SLAB_FREES_INVISIBLE);
+        return cache >= s->n_caches || !group_frees_invisible(s, &s->caches[cache]);
 }
 
 bool slab_site_frees_visible(const Slab *s, uint32_t site) {
         if (site >= s->n_sites)
                 return true;
         const SlabGroup *g = &s->sites[site];
-        if (g->flags & SLAB_FREES_INVISIBLE)
+        if (group_frees_invisible(s, g))
                 return false;
         if (slab_cache_frees_visible(s, g->cache))
                 return true;
@@ -537,5 +559,6 @@ void slab_foreach(const Slab *s, void (*fn)(void *userdata, uint64_t ptr, const 
 size_t slab_memory_bytes(const Slab *s) {
         return sizeof(Slab) + s->n_slots * sizeof(ObjectSlot) +
                 (s->n_sites_allocated + s->n_caches_allocated) * sizeof(SlabGroup) +
-                key_index_memory_bytes(&s->site_index) + key_index_memory_bytes(&s->cache_index);
+                key_index_memory_bytes(&s->site_index) + key_index_memory_bytes(&s->cache_index) +
+                key_index_memory_bytes(&s->size_index);
 }

@@ -14,8 +14,8 @@
  *
  * Not every free fires a tracepoint: the kernel frees kfree_rcu() batches, RCU sheaves and bulk frees
  * without one. Such an object stays live here until its pointer is allocated again, which ends it as a
- * lost free. A call site or cache whose objects come back that way often enough is marked
- * SLAB_FREES_INVISIBLE (slab_alloc()), so that views say its counts are an upper bound and leak verdicts
+ * lost free. A call site or cache whose objects come back that way is taken to have frees that are not
+ * visible (slab_site_frees_visible()), so that views say its counts are an upper bound and leak verdicts
  * leave it out. slab_reconcile() holds every cache against the kernel's own count of its active objects
  * (/proc/slabinfo).
  */
@@ -40,20 +40,20 @@ typedef struct SlabObject {
 } SlabObject;
 
 /*
- * A lost free is an allocation that found its pointer live. When at least SLAB_INVISIBLE_MIN_LOST of a
- * group's frees were lost, and they are at least SLAB_INVISIBLE_PERCENT of all its frees known to have
- * happened (seen, and lost), its frees are taken to be invisible on this kernel. A kernel that frees
- * through the tracepoints loses none (a source's lost records aside, which Status counts); one that frees
- * a cache behind them loses most.
+ * A lost free is an allocation that found its pointer live. A kernel that frees through the tracepoints
+ * loses none; one that frees a cache behind them loses most, or some (a few paths of many). A group's frees
+ * count as visible only while fewer than SLAB_INVISIBLE_BASIS_POINTS in 10,000 of its frees known to have
+ * happened (seen, and lost) were lost, or fewer than SLAB_INVISIBLE_MIN_LOST in all. Records the source
+ * lost (slab_note_lost()) lose frees too, anywhere: the share allowed grows by twice the share of events
+ * lost, so that a loss does not read as a kernel's hidden frees (Status counts it).
  */
 #define SLAB_INVISIBLE_MIN_LOST 4
-#define SLAB_INVISIBLE_PERCENT 1
+#define SLAB_INVISIBLE_BASIS_POINTS 1
 
 typedef enum SlabGroupFlags {
-        SLAB_FREES_INVISIBLE = 1 << 0,  /* its frees are not visible on this kernel (above) */
-        SLAB_DRIFTING        = 1 << 1,  /* a cache that held more live objects than the kernel counts
+        SLAB_DRIFTING        = 1 << 0,  /* a cache that held more live objects than the kernel counts
                                          * active at the last reconciliation */
-        SLAB_SIZE_CLASS      = 1 << 2,  /* "[size-N]": objects of unnamed caches of N bytes */
+        SLAB_SIZE_CLASS      = 1 << 1,  /* "[size-N]": objects of unnamed caches of N bytes */
 } SlabGroupFlags;
 
 /* A cache's figures from /proc/slabinfo (slab_reconcile()). */
@@ -94,6 +94,7 @@ typedef struct SlabStats {
         uint64_t replaced;              /* an allocation found its pointer live: that free was lost */
         uint64_t dropped;               /* allocations not kept: the table was full, or out of memory */
         uint64_t first_nsec, last_nsec; /* the first and the last allocation's time: the span rates are of */
+        uint64_t lost_events;           /* events the source lost (slab_note_lost()) */
 } SlabStats;
 
 /* How often memstrackd reconciles (observers/slab-reconciler.c). */
@@ -127,10 +128,12 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
 /* Ends a live object: true with its record in *ret, false for a pointer not live here (counted). */
 bool slab_release(Slab *s, uint64_t ptr, uint32_t cpu, SlabObject *ret);
 
-/* Whether a call site's or cache's frees are visible: not marked SLAB_FREES_INVISIBLE, nor (a call site)
- * its cache, unless that cache is a size class and the call site never lost a free itself. */
+/* Whether a call site's or cache's frees are visible (above), and for a call site its cache's too, unless
+ * that cache is a size class and the call site never lost a free itself. */
 bool slab_site_frees_visible(const Slab *s, uint32_t site);
 bool slab_cache_frees_visible(const Slab *s, uint32_t cache);
+/* The source lost n records (of any kind). */
+void slab_note_lost(Slab *s, uint64_t n);
 
 /* Called for each object slab_reconcile() drops, with its record, so that the caller releases what its
  * allocation charged. */
