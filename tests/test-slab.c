@@ -224,6 +224,8 @@ static void test_reconcile(void) {
         ASSERT_EQ(maple->kernel.bound, k_maple->active_objects);
         ASSERT_EQ(maple->kernel.slack, k_maple->objects_per_slab);
         ASSERT_EQ(maple->live_objects, k_maple->active_objects + k_maple->objects_per_slab);
+        ASSERT_EQ(maple->kernel.live_objects, maple->live_objects);
+        ASSERT_EQ(maple->kernel.allocs, n_maple);
         ASSERT_EQ(maple->trimmed, n_maple - maple->live_objects);
         ASSERT_EQ(slab_site(s, site_at(s, SITE_MAPLE))->live_objects, maple->live_objects);
         ASSERT_EQ(maple->frees, 0);

@@ -132,13 +132,15 @@ static json_t *kernel_json(const SlabGroup *g) {
                 int64_t growth = (int64_t) k->active_objects - (int64_t) k->start_active_objects;
                 drift = json_integer((json_int_t) ((int64_t) MIN(g->live_objects, (uint64_t) INT64_MAX / 2) - growth));
         }
-        return json_pack("{s:I, s:I, s:I, s:I, s:o, s:b}",
+        return json_pack("{s:I, s:I, s:I, s:I, s:o, s:b, s:I, s:I}",
                          "activeObjects", varlink_count(k->active_objects),
                          "activeObjectsAtStart", varlink_count(k->start_active_objects),
                          "boundObjects", varlink_count(k->bound),
                          "slackObjects", varlink_count(k->slack),
                          "driftObjects", drift ?: json_null(),
-                         "drifting", (g->flags & SLAB_DRIFTING) != 0);
+                         "drifting", (g->flags & SLAB_DRIFTING) != 0,
+                         "liveObjects", varlink_count(k->live_objects),
+                         "allocs", varlink_count(k->allocs));
 }
 
 /* What call-site and cache rows add: their counts, whether their frees are visible, and for call sites

@@ -508,6 +508,12 @@ int slab_reconcile(Slab *s, const SlabInfo *info, uint64_t now_nsec, SlabDropFn 
                         g->flags &= ~SLAB_DRIFTING;
         }
         r = drop_oldest(s, want, drop, userdata);
+        if (r < 0)
+                goto finish;
+        for (size_t i = 0; i < s->n_caches; i++) {
+                s->caches[i].kernel.live_objects = s->caches[i].live_objects;
+                s->caches[i].kernel.allocs = s->caches[i].allocs;
+        }
 finish:
         key_index_done(&by_size);
         return r;

@@ -69,6 +69,7 @@ typedef struct SlabKernelFigures {
         uint64_t slack;                 /* objects allowed above the bound: one slab, for what changed
                                          * between the last events and the read */
         uint64_t object_size;           /* bytes per object, the kernel's */
+        uint64_t live_objects, allocs;  /* memstrack's own, right after the reconciliation */
 } SlabKernelFigures;
 
 /* One call site or one cache. */
@@ -98,7 +99,7 @@ typedef struct SlabStats {
 } SlabStats;
 
 /* How often memstrackd reconciles (observers/slab-reconciler.c). */
-#define SLAB_RECONCILE_INTERVAL_NSEC UINT64_C(10000000000)
+#define SLAB_RECONCILE_INTERVAL_NSEC UINT64_C(2000000000)
 
 /* The reconciliations with /proc/slabinfo (slab_reconcile()). */
 typedef struct SlabReconcileStats {
