@@ -426,6 +426,45 @@ static void test_leaks_invisible_frees(void) {
         ksym_free(k);
 }
 
+/* Processes that exited holding old pages and objects and were evicted (beyond max_exited_tasks): Leaks
+ * and Slab by task show them as "[evicted]", with or without a pid asked for, rather than reading a record
+ * that is gone. */
+static void test_leaks_evicted(void) {
+        Ksym *k = NULL;
+        Accounting *a = core_new(2, &k);
+        json_auto_t *all = NULL, *one = NULL, *by_task = NULL;
+
+        for (int32_t pid = 20; pid < 30; pid++) {
+                page_at(a, pid, 0x1000 + (uint64_t) pid * 16, 0, 0, 1 * SEC);
+                object_at(a, pid, 0x100000 + (uint64_t) pid * 64, 64, 1 * SEC);
+                event_at(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid }, 2 * SEC);
+        }
+        UsageStats us;
+        usage_get_stats(accounting_usage(a), &us);
+        ASSERT_GE(us.tasks_evicted, 8);
+
+        LeaksQuery q = { .now_nsec = 100 * SEC, .min_age_nsec = 60 * SEC, .interval_nsec = 10 * SEC,
+                         .intervals = 3, .limit = 100 };
+        ASSERT_OK(leaks_query_json(a, &q, &all));
+        uint64_t pages = 0;
+        json_t *row;
+        size_t i;
+        json_array_foreach(json_object_get(all, "pages"), i, row)
+                pages += json_integer_value(json_object_get(row, "pages"));
+        ASSERT_EQ(pages, 10);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(all, "rows"), 0), "objects")), 10);
+        q.pid = 21;
+        ASSERT_OK(leaks_query_json(a, &q, &one));
+        ASSERT_EQ(json_array_size(json_object_get(one, "rows")), 0);
+        ASSERT_OK(slab_query_json(a, SLAB_BY_TASK, 100, false, &by_task));
+        uint64_t objects = 0;
+        json_array_foreach(json_object_get(by_task, "rows"), i, row)
+                objects += json_integer_value(json_object_get(row, "liveObjects"));
+        ASSERT_EQ(objects, 10);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 /* The user frames below the process node of pid, outermost first, in one string ("frame@address|..."). */
 static void user_frames_of(json_t *node, int32_t pid, bool below, char *buf, size_t size) {
         char prefix[32];
@@ -548,6 +587,7 @@ int main(void) {
         TEST(test_tasks_and_modules);
         TEST(test_leaks);
         TEST(test_leaks_invisible_frees);
+        TEST(test_leaks_evicted);
         TEST(test_user_addresses);
         return 0;
 }

@@ -54,8 +54,12 @@ static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
         (void) ptr;
         if (o->site >= l->n_sites || o->time_nsec > q->now_nsec)
                 return;
-        if (q->pid > 0 && usage_task(l->usage, usage_task_process(l->usage, o->task))->pid != q->pid)
-                return;
+        if (q->pid > 0) {
+                /* An evicted process's objects are "[evicted]"'s, which has no pid asked for. */
+                const Task *p = usage_task(l->usage, usage_task_forward(l->usage, usage_task_process(l->usage, o->task)));
+                if (!p || p->pid != q->pid)
+                        return;
+        }
         uint64_t age = q->now_nsec - o->time_nsec;
         ObjectRow *row = &l->rows[o->site];
         if (!row->visible) {
@@ -254,7 +258,7 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                                                                      .usym = q->usym });
         json_t *g = growth_json(q, growth);
 
-        if (!frames || !g) {
+        if (!t || !frames || !g) {
                 json_decref(frames);
                 json_decref(g);
                 return NULL;
@@ -280,7 +284,8 @@ static int merge_cells(PageLeaks *l, size_t *ret_n_rows) {
                 cell->row = ROW_NONE;
                 if (cell->pages == 0)
                         continue;
-                uint32_t process = chargeindex_process(ci, (uint32_t) c);
+                /* An evicted process's pages are "[evicted]"'s now: one row for all of them. */
+                uint32_t process = usage_task_forward(accounting_usage(l->a), chargeindex_process(ci, (uint32_t) c));
                 uint32_t leaf = global_leaf(l->a, chargeindex_node(ci, (uint32_t) c));
                 /* Never 0, which KeyIndex does not take. */
                 uint64_t key = ((uint64_t) process << 32 | leaf) + 1;

@@ -74,7 +74,8 @@ static void sum_object(void *userdata, uint64_t ptr, const SlabObject *o) {
 
         (void) ptr;
         if (r->by == SLAB_BY_TASK)
-                owner = usage_task(r->usage, o->task)->process;
+                /* An evicted process's objects are "[evicted]"'s now. */
+                owner = usage_task_forward(r->usage, usage_task_process(r->usage, o->task));
         else {
                 owner = o->cgroup != SLAB_NONE ? units_unit_of(r->units, o->cgroup) : UNITS_NONE;
                 if (owner == UNITS_NONE)
@@ -181,6 +182,8 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
                 break;
         case SLAB_BY_TASK: {
                 Task *t = usage_task(accounting_usage(a), row->owner);
+                if (!t)
+                        return NULL;
                 name = utf8_json_string(t->comm);
                 pid = json_integer(t->pid);
                 peak = json_integer(varlink_count(t->ledger[LEDGER_BYTES].peak));
