@@ -12,6 +12,27 @@
 #include "format.h"
 #include "reply.h"
 
+/* Status slabReconciliation (memstrackd --slab): how the slab counts stand against the kernel's. */
+static void print_slab_reconciliation(json_t *r) {
+        if (!json_is_object(r))
+                return;
+        printf("     Slab frees: %" PRIu64 " lost (%.1f an hour), %.4f%% of the allocations whose frees are visible;"
+               " not visible on this kernel: %" PRIu64 " caches, %" PRIu64 " call sites (memstrackctl slab)\n",
+               reply_count(r, "lostFrees"), reply_double(r, "lostFreesPerHour", 0),
+               reply_double(r, "visibleLostFreesPercent", 0), reply_count(r, "invisibleFreeCaches"),
+               reply_count(r, "invisibleFreeCallSites"));
+        if (!reply_bool(r, "reconciling", false)) {
+                _cleanup_free_ char *why = format_sanitize(reply_string(r, "error") ?: "not read yet");
+                printf("  Slab vs kernel: /proc/slabinfo not read: %s\n", why ?: "?");
+                return;
+        }
+        printf("  Slab vs kernel: %" PRIu64 " caches held against /proc/slabinfo every %" PRIu64 " s, %" PRIu64
+               " above the kernel's count; %" PRIu64 " objects dropped above it (%" PRIu64 " of destroyed "
+               "caches)\n", reply_count(r, "caches"), reply_count(r, "intervalUsec") / 1000000,
+               reply_count(r, "driftingCaches"), reply_count(r, "trimmedObjects"),
+               reply_count(r, "destroyedObjects"));
+}
+
 static void print_status(json_t *s) {
         char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX], sampling[FORMAT_STACK_SAMPLING_MAX];
         uint64_t page_size = reply_count(s, "pageSize");
@@ -76,6 +97,7 @@ static void print_status(json_t *s) {
         if (reply_count(s, "unsupportedEvents") > 0)
                 printf("    Unsupported: %" PRIu64 " events of a kind not applied yet (slab objects)\n",
                        reply_count(s, "unsupportedEvents"));
+        print_slab_reconciliation(json_object_get(s, "slabReconciliation"));
         if (json_object_get(s, "stackSampleInterval"))
                 printf("   Stacks taken: %s\n", format_stack_sampling(sampling, sizeof(sampling),
                                                                     reply_count(s, "stackSampleInterval")));

@@ -24,6 +24,14 @@ int units_print_table(json_t *units, uint64_t page_size, bool cgroup_column, FIL
 /* SlabRow objects (borrowed) grouped by by ("callsite", "cache", "task" or "unit") as a table (client/slab.c).
  * -ENOMEM. */
 int slab_print_table(json_t *rows, const char *by, FILE *f, size_t width);
+/* Whether a row of a Slab reply is noted (frees not visible, above the kernel's count), and what the notes
+ * mean. */
+bool slab_rows_marked(json_t *rows);
+#define SLAB_NOTE_LEGEND                                                                                    \
+        "frees not visible: this kernel frees these objects without a tracepoint (kfree_rcu batches, RCU "  \
+        "sheaves, bulk frees), so their live counts are an upper bound and leaks leaves them out.\n"        \
+        "above kernel: more live objects than /proc/slabinfo counts active; the oldest were dropped down to " \
+        "it."
 /* Adds --sort (as sortBy; "allocs" only if allocs, else a usage error naming what) and --limit to the
  * params of a list method. 0, -ENOMEM or CTL_EXIT_USAGE (the message printed). */
 int list_params_sort_limit(json_t *params, const char *what, bool allocs);

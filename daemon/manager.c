@@ -20,6 +20,7 @@
 #include "oom-watch.h"
 #include "oomlog.h"
 #include "service.h"
+#include "slab-reconciler.h"
 #include "status-line.h"
 #include "summary.h"
 #include "time-util.h"
@@ -168,6 +169,10 @@ static int add_observers(Manager *m) {
                 return r;
         m->status = status_line_new(m->accounting, m->page_size);
         r = observe(m, m->status ? status_line_observer(m->status) : NULL);
+        if (r < 0)
+                return r;
+        SlabReconciler *slab = slab_reconciler_new(m->accounting, "/proc/slabinfo");
+        r = observe(m, slab ? slab_reconciler_observer(slab) : NULL);
         if (r < 0)
                 return r;
         m->oom_moments = oom_moments_new(&(OomMomentsConfig) {

@@ -279,7 +279,7 @@ static int section_flamegraph(FILE *f, json_t *doc, const ReportOptions *o) {
 
 static void section_slab(FILE *f, json_t *doc, const ReportOptions *o) {
         static const char *const columns[] = { "Name", "#Objects", "#Bytes", "#Requested", "#Waste %", "#Peak",
-                                               "#Allocs", "#Frees", NULL };
+                                               "#Allocs", "#Frees", "#Lost frees", "Note", NULL };
         json_t *slab = reply_object(doc, "slab");
 
         fputs("<section id=\"slab\"><h2>Slab objects</h2>\n", f);
@@ -306,6 +306,11 @@ static void section_slab(FILE *f, json_t *doc, const ReportOptions *o) {
                         cell_bytes(f, reply_count(r, "peakLiveBytes"));
                         cell_count(f, reply_count(r, "allocs"));
                         cell_count(f, reply_count(r, "frees"));
+                        cell_count(f, reply_count(r, "lostFrees"));
+                        cell_text(f, json_is_false(json_object_get(r, "freesVisible")) ?
+                                  "frees not visible on this kernel" :
+                                  reply_bool(reply_object(r, "kernel"), "drifting", false) ? "above the kernel's count" :
+                                  "");
                         fputs("</tr>\n", f);
                         shown++;
                 }
@@ -377,6 +382,28 @@ static void section_leaks(FILE *f, json_t *doc, const ReportOptions *o, uint64_t
                         shown++;
                 }
                 table_end(f, shown, json_array_size(rows));
+        }
+        json_t *invisible = reply_array(leaks, "freesNotVisible");
+        if (json_array_size(invisible) > 0) {
+                static const char *const invisible_columns[] = { "Call site", "Cache", "#Objects", "#Bytes",
+                                                                 "#Lost frees", NULL };
+                fputs("<p class=\"meta\">Left out: call sites whose frees this kernel makes without a tracepoint, "
+                      "so their objects would look leaked. Their counts are an upper bound.</p>\n", f);
+                shown = 0;
+                table_start(f, "leak-invisible-table", invisible_columns);
+                json_array_foreach(invisible, i, e) {
+                        if (shown >= rows_for(o))
+                                break;
+                        fputs("<tr>", f);
+                        cell_text(f, reply_string(e, "name"));
+                        cell_text(f, reply_string(e, "cache"));
+                        cell_count(f, reply_count(e, "objects"));
+                        cell_bytes(f, reply_count(e, "bytes"));
+                        cell_count(f, reply_count(e, "lostFrees"));
+                        fputs("</tr>\n", f);
+                        shown++;
+                }
+                table_end(f, shown, json_array_size(invisible));
         }
         (void) page_size;
         fputs("</section>\n", f);

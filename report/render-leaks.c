@@ -57,6 +57,20 @@ static int text_leaks(json_t *doc, const ReportOptions *o, FILE *f) {
                         format_bytes(a, sizeof(a), reply_count(row, "bytes")), reply_count(row, "oldestAgeUsec") / 1000000);
                 print_growth(row, f);
         }
+        json_t *invisible = reply_array(reply, "freesNotVisible");
+        if (json_array_size(invisible) > 0)
+                fputs("Left out, frees not visible on this kernel (freed without a tracepoint, so they would look "
+                      "leaked):\n", f);
+        for (size_t i = 0, n = leak_rows_shown(invisible, o); i < n; i++) {
+                json_t *row = json_array_get(invisible, i);
+                _cleanup_free_ char *name = format_sanitize(reply_string(row, "name") ?: "?");
+                _cleanup_free_ char *cache = format_sanitize(reply_string(row, "cache") ?: "?");
+                if (!name || !cache)
+                        return -ENOMEM;
+                fprintf(f, "  %s (%s): at most %" PRIu64 " objects, %s; %" PRIu64 " lost frees\n", name, cache,
+                        reply_count(row, "objects"), format_bytes(a, sizeof(a), reply_count(row, "bytes")),
+                        reply_count(row, "lostFrees"));
+        }
         fprintf(f, "Pages by process and stack:%s\n", json_array_size(pages) ? "" : " none");
         for (size_t i = 0, n = leak_rows_shown(pages, o); i < n; i++) {
                 json_t *row = json_array_get(pages, i), *frame;
@@ -91,7 +105,7 @@ static int text_leaks(json_t *doc, const ReportOptions *o, FILE *f) {
 static int json_leaks(json_t *doc, const ReportOptions *o, json_t **ret) {
         json_t *reply = reply_object(doc, "leaks");
         json_auto_t *copy = NULL;
-        static const char *const lists[] = { "rows", "pages" };
+        static const char *const lists[] = { "rows", "freesNotVisible", "pages" };
 
         if (!reply) {
                 *ret = json_null();

@@ -152,6 +152,27 @@ static size_t slab_rows_shown(json_t *reply, const ReportOptions *o) {
         return n;
 }
 
+/* What a call site's or cache's line adds: lost frees, the kernel's count, and whether its counts hold. */
+static void print_row_notes(json_t *row, FILE *f) {
+        json_t *kernel = reply_object(row, "kernel");
+
+        if (reply_count(row, "lostFrees") > 0)
+                fprintf(f, ", %" PRIu64 " lost frees", reply_count(row, "lostFrees"));
+        if (kernel) {
+                fprintf(f, "; kernel: %" PRIu64 " active", reply_count(kernel, "activeObjects"));
+                if (json_is_integer(json_object_get(kernel, "driftObjects")))
+                        fprintf(f, " (%" PRIu64 " at start, drift %" JSON_INTEGER_FORMAT ")",
+                                reply_count(kernel, "activeObjectsAtStart"),
+                                json_integer_value(json_object_get(kernel, "driftObjects")));
+        }
+        if (reply_count(row, "trimmedObjects") > 0)
+                fprintf(f, "; %" PRIu64 " dropped above the kernel's count", reply_count(row, "trimmedObjects"));
+        if (json_is_false(json_object_get(row, "freesVisible")))
+                fputs("; frees not visible on this kernel: an upper bound", f);
+        if (reply_bool(kernel, "drifting", false))
+                fputs("; above the kernel's count", f);
+}
+
 static int text_slab_objects(json_t *doc, const ReportOptions *o, bool callsites, FILE *f) {
         json_t *reply = doc_slab(doc, callsites);
         char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
@@ -168,18 +189,27 @@ static int text_slab_objects(json_t *doc, const ReportOptions *o, bool callsites
                 json_number_value(json_object_get(reply, "wastePercent")),
                 format_bytes(c, sizeof(c), reply_count(reply, "peakLiveBytes")), reply_count(reply, "unknownFrees"),
                 reply_count(reply, "lostFrees"), reply_count(reply, "droppedObjects"));
+        /* Replies of memstrackd before the reconciliation with /proc/slabinfo lack these. */
+        if (json_object_get(reply, "lostFreesPerHour"))
+                fprintf(f, "Lost frees: %.1f an hour, %.4f%% of the allocations whose frees are visible; frees not "
+                        "visible on this kernel: %" PRIu64 " caches, %" PRIu64 " call sites; %" PRIu64 " objects "
+                        "dropped above the kernel's count\n", reply_double(reply, "lostFreesPerHour", 0),
+                        reply_double(reply, "visibleLostFreesPercent", 0), reply_count(reply, "invisibleFreeCaches"),
+                        reply_count(reply, "invisibleFreeCallSites"), reply_count(reply, "trimmedObjects"));
         for (size_t i = 0, n = slab_rows_shown(reply, o); i < n; i++) {
                 json_t *row = json_array_get(reply_array(reply, "rows"), i);
                 _cleanup_free_ char *name = format_sanitize(reply_string(row, "name") ?: "?");
                 if (!name)
                         return -ENOMEM;
                 fprintf(f, "  %s: %" PRIu64 " objects, %s (%s requested, waste %.1f%%), peak %s, %" PRIu64
-                        " allocs, %" PRIu64 " frees (%" PRIu64 " on another CPU)\n", name,
+                        " allocs, %" PRIu64 " frees (%" PRIu64 " on another CPU)", name,
                         reply_count(row, "liveObjects"), format_bytes(a, sizeof(a), reply_count(row, "liveBytesAllocated")),
                         format_bytes(b, sizeof(b), reply_count(row, "liveBytesRequested")),
                         json_number_value(json_object_get(row, "wastePercent")),
                         format_bytes(c, sizeof(c), reply_count(row, "peakLiveBytes")), reply_count(row, "allocs"),
                         reply_count(row, "frees"), reply_count(row, "remoteFrees"));
+                print_row_notes(row, f);
+                fputc('\n', f);
         }
         return 0;
 }

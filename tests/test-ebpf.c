@@ -857,6 +857,75 @@ static void test_prefetch_ahead(void) {
         printf("test-ebpf: page prefetch hints ahead of delivery, within the batch\n");
 }
 
+/*
+ * The slab programs' twins on the live kernel: loaded with --slab only, each attached at its main program's
+ * first recursion miss (slab_twin_update()), or from the start with --nested-allocations=always, on its
+ * main program's tracepoint, and once.
+ */
+static void test_slab_twins(void) {
+        for (int mode = 0; mode <= 2; mode++) {
+                _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+                SlabProgram p[EBPF_SLAB_PROGRAMS];
+                EventSource *source = NULL;
+                bool always = mode == 2;
+                size_t n_loaded = 0;
+                SourceOptions o;
+                EbpfSource *s;
+                char tp[64];
+                int r;
+
+                source_options_init(&o);
+                o.slab = mode > 0;
+                o.nested_allocations_always = always;
+                r = ebpf_source_type.new(&o, &source);
+                if (r < 0) {
+                        printf("test-ebpf: the slab twins not checked: the source cannot run here (%s)\n",
+                               strerror(-r));
+                        return;
+                }
+                s = ebpf_source_from(source);
+                ASSERT_OK(sd_event_new(&event));
+                ASSERT_OK(source->ops->start(source, event, &(MsEventSink) { .event = ignore_event }));
+                slab_programs(s, p);
+                for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++) {
+                        bool loaded = bpf_program__autoload(p[i].main);
+
+                        /* A twin loads with its main program, and only under --slab. */
+                        ASSERT_EQ(bpf_program__autoload(p[i].twin), loaded);
+                        if (!o.slab)
+                                ASSERT_TRUE(!loaded);
+                        if (!loaded) {
+                                slab_twin_update(s, &p[i], 5);
+                                ASSERT_NULL(*p[i].twin_link);
+                                continue;
+                        }
+                        n_loaded++;
+                        struct bpf_link *link = *p[i].twin_link;
+                        ASSERT_EQ(link != NULL, always);
+                        slab_twin_update(s, &p[i], 0);
+                        ASSERT_TRUE(*p[i].twin_link == link);
+                        slab_twin_update(s, &p[i], 5);
+                        ASSERT_NOT_NULL(*p[i].twin_link);
+                        if (always)
+                                ASSERT_TRUE(*p[i].twin_link == link);
+                        link = *p[i].twin_link;
+                        link_tracepoint(link, tp, sizeof(tp));
+                        ASSERT_STREQ(tp, p[i].event);
+                        slab_twin_update(s, &p[i], 6);
+                        ASSERT_TRUE(*p[i].twin_link == link);
+                        ASSERT_EQ(program_slab_kind(s, p[i].main), 1);
+                        ASSERT_EQ(program_slab_kind(s, p[i].twin), 2);
+                }
+                /* kmalloc and kmem_cache_alloc (or their *_node twins), kfree and kmem_cache_free. */
+                if (o.slab)
+                        ASSERT_GE(n_loaded, 4);
+                ASSERT_EQ(s->slab_twin_failed, false);
+                ASSERT_EQ(program_slab_kind(s, s->skel->progs.page_alloc), 0);
+                event_source_free(source);
+        }
+        printf("test-ebpf: the slab twins loaded with --slab, attached at a miss, or at start when told\n");
+}
+
 int main(int argc, char *argv[]) {
         int r = slab_live_mode(argc, argv, &ebpf_source_type);
         if (r >= 0)
@@ -877,6 +946,7 @@ int main(int argc, char *argv[]) {
         test_gap_distribution();
         test_misses_unrecorded();
         test_alloc_twin();
+        test_slab_twins();
         printf("test-ebpf: all passed\n");
         return 0;
 }

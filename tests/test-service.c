@@ -301,9 +301,14 @@ static void test_status_and_summary(void) {
         ASSERT_EQ(get_int(slab, "allocs"), 2);
         ASSERT_EQ(get_int(slab, "frees"), 1);
         ASSERT_TRUE(json_is_false(json_object_get(slab, "tracing")));
+        ASSERT_EQ(get_int(slab, "lostFrees"), 0);
+        ASSERT_EQ(get_int(slab, "visibleAllocs"), 2);
+        ASSERT_EQ(get_int(slab, "invisibleFreeCaches"), 0);
         json_t *row = json_array_get(json_object_get(slab, "rows"), 0);
         ASSERT_STREQ(json_string_value(json_object_get(row, "name")), "[unknown]");
         ASSERT_EQ(get_int(row, "remoteFrees"), 0);
+        ASSERT_TRUE(json_is_true(json_object_get(row, "freesVisible")));
+        ASSERT_STREQ(json_string_value(json_object_get(row, "cache")), "[size-64]");
         json_auto_t *by_task = call_ok(&f, "io.memstrack.Slab", "{\"by\": \"task\"}");
         row = json_array_get(json_object_get(by_task, "rows"), 0);
         ASSERT_EQ(get_int(row, "pid"), 100);
@@ -316,8 +321,14 @@ static void test_status_and_summary(void) {
         ASSERT_STREQ(json_string_value(json_object_get(row, "name")), "alpha.service");
         ASSERT_EQ(get_int(row, "liveBytesAllocated"), 64);
         ASSERT_EQ(get_int(row, "peakLiveBytes"), 64);
+        /* By cache: no name, so the size class of the live one. */
         json_auto_t *by_cache = call_ok(&f, "io.memstrack.Slab", "{\"by\": \"cache\"}");
-        ASSERT_EQ(json_array_size(json_object_get(by_cache, "rows")), 0);
+        ASSERT_EQ(json_array_size(json_object_get(by_cache, "rows")), 1);
+        row = json_array_get(json_object_get(by_cache, "rows"), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(row, "name")), "[size-64]");
+        ASSERT_TRUE(json_is_null(json_object_get(row, "kernel")));
+        /* Not traced here (no --slab): Status says nothing of reconciliation. */
+        ASSERT_TRUE(json_is_null(json_object_get(st2, "slabReconciliation")));
         expect_invalid(&f, "io.memstrack.Slab", "{\"by\": \"pfn\"}", "by");
         expect_invalid(&f, "io.memstrack.Slab", "{\"limit\": 0}", "limit");
         fixture_done(&f);

@@ -187,7 +187,9 @@ static int update_slab(TopModel *m, json_t *slab) {
                         .peak_bytes = reply_count(e, "peakLiveBytes"),
                         .allocs = reply_count(e, "allocs"),
                         .frees = reply_count(e, "frees"),
+                        .lost_frees = reply_count(e, "lostFrees"),
                         .waste_percent = reply_double(e, "wastePercent", 0),
+                        .frees_invisible = json_is_false(json_object_get(e, "freesVisible")),
                 };
                 int r = dup_or_null(reply_string(e, "name") ?: "?", &site->name);
                 if (r < 0)

@@ -150,8 +150,9 @@ typedef struct TopMemInfo {
 
 typedef struct TopSlabSite {
         char *name;             /* owned: function+offset */
-        uint64_t objects, bytes, requested, peak_bytes, allocs, frees;
+        uint64_t objects, bytes, requested, peak_bytes, allocs, frees, lost_frees;
         double waste_percent;
+        bool frees_invisible;   /* its frees are not visible on this kernel (SlabRow freesVisible false) */
 } TopSlabSite;
 
 typedef struct TopStackNode {

@@ -352,6 +352,8 @@ static char *unit_header(TopModel *m) {
 
 /* Call sites are function+offset: 28 columns hold most, the rest is cut with an ellipsis. */
 #define TOP_SLAB_SITE_WIDTH 28
+/* A call site whose frees this kernel makes without a tracepoint: its counts are an upper bound. */
+#define TOP_SLAB_INVISIBLE_NOTE "frees not visible"
 
 static char *slab_row(size_t index, void *userdata) {
         TopModel *m = ((RowContext *) userdata)->model;
@@ -366,11 +368,12 @@ static char *slab_row(size_t index, void *userdata) {
         name = clean ? format_ellipsize(clean, TOP_SLAB_SITE_WIDTH) : NULL;
         if (!name)
                 return NULL;
-        if (asprintf(&s, "%s%*s %8" PRIu64 " %9s %9s %5.1f%% %9s %9" PRIu64 " %9" PRIu64, name,
+        if (asprintf(&s, "%s%*s %8" PRIu64 " %9s %9s %5.1f%% %9s %9" PRIu64 " %9" PRIu64 " %8" PRIu64 " %s", name,
                      (int) (TOP_SLAB_SITE_WIDTH - format_text_width(name)), "", site->objects,
                      format_bytes(bytes, sizeof(bytes), site->bytes),
                      format_bytes(requested, sizeof(requested), site->requested), site->waste_percent,
-                     format_bytes(peak, sizeof(peak), site->peak_bytes), site->allocs, site->frees) < 0)
+                     format_bytes(peak, sizeof(peak), site->peak_bytes), site->allocs, site->frees, site->lost_frees,
+                     site->frees_invisible ? TOP_SLAB_INVISIBLE_NOTE : "") < 0)
                 return NULL;
         return s;
 }
@@ -380,13 +383,13 @@ static char *slab_header(TopModel *m) {
         char a[16], b[16], c[16], d[16], e[16], f[16];
         char *s;
 
-        if (asprintf(&s, "%-*s %8s %9s %9s %6s %9s %9s %9s", TOP_SLAB_SITE_WIDTH,
+        if (asprintf(&s, "%-*s %8s %9s %9s %6s %9s %9s %9s %8s %s", TOP_SLAB_SITE_WIDTH,
                      column(a, sizeof(a), "CALL SITE", sorted == TOP_SLAB_SITE),
                      column(b, sizeof(b), "OBJECTS", sorted == TOP_SLAB_OBJECTS),
                      column(c, sizeof(c), "BYTES", sorted == TOP_SLAB_BYTES), "REQUESTED",
                      column(d, sizeof(d), "WASTE", sorted == TOP_SLAB_WASTE),
                      column(e, sizeof(e), "PEAK", sorted == TOP_SLAB_PEAK),
-                     column(f, sizeof(f), "ALLOCS", sorted == TOP_SLAB_ALLOCS), "FREES") < 0)
+                     column(f, sizeof(f), "ALLOCS", sorted == TOP_SLAB_ALLOCS), "FREES", "LOST", "NOTE") < 0)
                 return NULL;
         return s;
 }

@@ -31,9 +31,11 @@ static json_t *growth_json(const LeaksQuery *q, const uint64_t *growth) {
         return TAKE_PTR(a);
 }
 
-/* Live objects of one call site that are old enough, and when their kind was allocated. */
+/* Live objects of one call site that are old enough, and when their kind was allocated. A call site whose
+ * frees are not visible counts its live objects of any age instead: they are listed apart. */
 typedef struct ObjectRow {
         uint32_t site;
+        bool visible;                   /* slab_site_frees_visible() */
         uint64_t objects, bytes, oldest_nsec;
         uint64_t *growth;               /* LeaksQuery.intervals counts, oldest first */
 } ObjectRow;
@@ -52,10 +54,20 @@ static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
         (void) ptr;
         if (o->site >= l->n_sites || o->time_nsec > q->now_nsec)
                 return;
-        if (q->pid > 0 && usage_task(l->usage, usage_task_owner(l->usage, o->task))->pid != q->pid)
-                return;
+        if (q->pid > 0) {
+                /* An evicted process's objects are "[evicted]"'s, which has no pid asked for. */
+                const Task *p = usage_task(l->usage, usage_task_owner(l->usage, o->task));
+                if (!p || p->pid != q->pid)
+                        return;
+        }
         uint64_t age = q->now_nsec - o->time_nsec;
         ObjectRow *row = &l->rows[o->site];
+        if (!row->visible) {
+                /* Freed unseen, maybe: no age says anything about these. */
+                row->objects++;
+                row->bytes += o->allocated;
+                return;
+        }
         if (age >= q->min_age_nsec) {
                 row->objects++;
                 row->bytes += o->allocated;
@@ -68,47 +80,82 @@ static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
 
 static int compare_object_rows(const void *x, const void *y) {
         const ObjectRow *a = x, *b = y;
+        /* The visible call sites first: those are the leak rows, the others follow. */
+        if (a->visible != b->visible)
+                return a->visible ? -1 : 1;
         if (a->bytes != b->bytes)
                 return a->bytes < b->bytes ? 1 : -1;
         return a->site < b->site ? -1 : a->site > b->site;
 }
 
-/* [LeakRow]: old live slab objects by call site, most bytes first. */
-static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
+/* An InvisibleFreeSite: a call site left out of the leak rows, its frees not being visible. */
+static json_t *invisible_site_json(Accounting *a, const LeaksQuery *q, const ObjectRow *row) {
+        Slab *slab = accounting_slab(a);
+        const SlabGroup *g = slab_site(slab, row->site), *cache = slab_cache(slab, g->cache);
+        json_t *name, *address;
+
+        slab_call_site_json(a, g->address, q->show_addresses, &name, &address);
+        return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I}",
+                         "name", name ?: json_null(),
+                         "address", address ?: json_null(),
+                         "cache", cache ? utf8_json_string(cache->name) ?: json_null() : json_null(),
+                         "objects", varlink_count(row->objects),
+                         "bytes", varlink_count(row->bytes),
+                         "lostFrees", varlink_count(g->lost_frees));
+}
+
+/* [LeakRow]: old live slab objects by call site, most bytes first, and in *ret_invisible
+ * [InvisibleFreeSite] the call sites left out because their frees are not visible. */
+static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret, json_t **ret_invisible) {
         Slab *slab = accounting_slab(a);
         ObjectLeaks l = { .q = q, .usage = accounting_usage(a), .n_sites = slab_site_count(slab) };
         _cleanup_free_ uint64_t *growth = calloc(MAX(l.n_sites, (size_t) 1) * q->intervals, sizeof(uint64_t));
-        json_auto_t *rows = json_array();
+        json_auto_t *rows = json_array(), *invisible = json_array();
+        size_t n_rows = 0, n_invisible = 0;
+        int r = -ENOMEM;
 
         l.rows = calloc(MAX(l.n_sites, (size_t) 1), sizeof(ObjectRow));
-        if (!rows || !l.rows || !growth) {
-                free(l.rows);
-                return -ENOMEM;
-        }
+        if (!rows || !invisible || !l.rows || !growth)
+                goto finish;
         for (size_t i = 0; i < l.n_sites; i++)
-                l.rows[i] = (ObjectRow) { .site = (uint32_t) i, .growth = growth + i * q->intervals };
+                l.rows[i] = (ObjectRow) { .site = (uint32_t) i, .visible = slab_site_frees_visible(slab, (uint32_t) i),
+                                          .growth = growth + i * q->intervals };
         slab_foreach(slab, leak_object, &l);
         qsort(l.rows, l.n_sites, sizeof(ObjectRow), compare_object_rows);
-        for (size_t i = 0; i < MIN(l.n_sites, q->limit) && l.rows[i].objects > 0; i++) {
+        for (size_t i = 0; i < l.n_sites; i++) {
                 const ObjectRow *row = &l.rows[i];
-                json_t *name, *address;
+                json_t *o;
 
-                slab_call_site_json(a, slab_site(slab, row->site)->address, q->show_addresses, &name, &address);
-                json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o}",
-                                      "name", name ?: json_null(),
-                                      "address", address ?: json_null(),
-                                      "objects", varlink_count(row->objects),
-                                      "bytes", varlink_count(row->bytes),
-                                      "oldestAgeUsec", varlink_count(row->oldest_nsec / 1000),
-                                      "growth", growth_json(q, row->growth) ?: json_null());
-                if (!o || !json_is_array(json_object_get(o, "growth")) || json_array_append_new(rows, o) < 0) {
-                        free(l.rows);
-                        return -ENOMEM;
+                if (row->objects == 0)
+                        continue;
+                if (!row->visible) {
+                        if (n_invisible++ >= q->limit)
+                                continue;
+                        o = invisible_site_json(a, q, row);
+                        if (!o || json_array_append_new(invisible, o) < 0)
+                                goto finish;
+                        continue;
                 }
+                if (n_rows++ >= q->limit)
+                        continue;
+                json_t *name, *address;
+                slab_call_site_json(a, slab_site(slab, row->site)->address, q->show_addresses, &name, &address);
+                o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o}",
+                              "name", name ?: json_null(),
+                              "address", address ?: json_null(),
+                              "objects", varlink_count(row->objects),
+                              "bytes", varlink_count(row->bytes),
+                              "oldestAgeUsec", varlink_count(row->oldest_nsec / 1000),
+                              "growth", growth_json(q, row->growth) ?: json_null());
+                if (!o || !json_is_array(json_object_get(o, "growth")) || json_array_append_new(rows, o) < 0)
+                        goto finish;
         }
-        free(l.rows);
         *ret = TAKE_PTR(rows);
-        return 0;
+        *ret_invisible = TAKE_PTR(invisible);
+        r = 0;
+finish:
+        free(l.rows);
+        return r;
 }
 
 /*
@@ -212,7 +259,7 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                                                                      .usym = q->usym });
         json_t *g = growth_json(q, growth);
 
-        if (!frames || !g) {
+        if (!t || !frames || !g) {
                 json_decref(frames);
                 json_decref(g);
                 return NULL;
@@ -378,7 +425,7 @@ finish:
 }
 
 int leaks_query_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
-        json_auto_t *objects = NULL, *pages = NULL;
+        json_auto_t *objects = NULL, *invisible = NULL, *pages = NULL;
         int r;
 
         assert(q && q->interval_nsec > 0 && q->intervals > 0);
@@ -386,18 +433,19 @@ int leaks_query_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
 
         /* Ages in the page table are modular: held below the wrap before they are read. */
         accounting_clamp_page_ages(a, q->now_nsec);
-        r = object_leaks_json(a, q, &objects);
+        r = object_leaks_json(a, q, &objects, &invisible);
         if (r < 0)
                 return r;
         r = page_leaks_json(a, q, &pages);
         if (r < 0)
                 return r;
-        json_t *reply = json_pack("{s:b, s:I, s:I, s:i, s:O, s:O, s:I}",
+        json_t *reply = json_pack("{s:b, s:I, s:I, s:i, s:O, s:O, s:O, s:I}",
                                   "tracing", accounting_traces_slab(a),
                                   "minAgeUsec", varlink_count(q->min_age_nsec / 1000),
                                   "intervalUsec", varlink_count(q->interval_nsec / 1000),
                                   "intervals", (int) q->intervals,
                                   "rows", objects,
+                                  "freesNotVisible", invisible,
                                   "pages", pages,
                                   "pageAgeGrainUsec",
                                   varlink_count((UINT64_C(1) << PAGEMAP_STAMP_SHIFT) / 1000));

@@ -120,6 +120,53 @@ void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, j
         }
 }
 
+/* A cache's kernel figures (SlabKernel), or null when the last reconciliation had none for it. */
+static json_t *kernel_json(const SlabGroup *g) {
+        const SlabKernelFigures *k = &g->kernel;
+
+        if (!k->known)
+                return json_null();
+        json_t *drift = json_null();
+        if (!(g->flags & SLAB_SIZE_CLASS)) {
+                /* What memstrack holds against what the kernel gained since tracing began. */
+                int64_t growth = (int64_t) k->active_objects - (int64_t) k->start_active_objects;
+                drift = json_integer((json_int_t) ((int64_t) MIN(g->live_objects, (uint64_t) INT64_MAX / 2) - growth));
+        }
+        return json_pack("{s:I, s:I, s:I, s:I, s:o, s:b, s:I, s:I}",
+                         "activeObjects", varlink_count(k->active_objects),
+                         "activeObjectsAtStart", varlink_count(k->start_active_objects),
+                         "boundObjects", varlink_count(k->bound),
+                         "slackObjects", varlink_count(k->slack),
+                         "driftObjects", drift ?: json_null(),
+                         "drifting", (g->flags & SLAB_DRIFTING) != 0,
+                         "liveObjects", varlink_count(k->live_objects),
+                         "allocs", varlink_count(k->allocs));
+}
+
+/* What call-site and cache rows add: their counts, whether their frees are visible, and for call sites
+ * their cache, for caches the kernel's figures. -ENOMEM. */
+static int group_fields(Slab *slab, SlabBy by, const Row *row, json_t *o) {
+        const SlabGroup *g = row->group, *cache = NULL;
+        bool visible = by == SLAB_BY_CALLSITE ? slab_site_frees_visible(slab, row->owner) :
+                slab_cache_frees_visible(slab, row->owner);
+
+        if (by == SLAB_BY_CALLSITE)
+                cache = slab_cache(slab, g->cache);
+        if (json_object_set_new(o, "allocs", json_integer(varlink_count(g->allocs))) < 0 ||
+            json_object_set_new(o, "frees", json_integer(varlink_count(g->frees))) < 0 ||
+            json_object_set_new(o, "remoteFrees", json_integer(varlink_count(g->remote_frees))) < 0 ||
+            json_object_set_new(o, "lostFrees", json_integer(varlink_count(g->lost_frees))) < 0 ||
+            json_object_set_new(o, "freesVisible", json_boolean(visible)) < 0)
+                return -ENOMEM;
+        if (by == SLAB_BY_CALLSITE)
+                return json_object_set_new(o, "cache", cache ? utf8_json_string(cache->name) : json_null()) < 0 ?
+                        -ENOMEM : 0;
+        if (json_object_set_new(o, "trimmedObjects", json_integer(varlink_count(g->trimmed))) < 0 ||
+            json_object_set_new(o, "kernel", kernel_json(g)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addresses) {
         json_t *name = NULL, *address = json_null(), *pid = json_null(), *peak = json_null();
 
@@ -134,6 +181,8 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
                 break;
         case SLAB_BY_TASK: {
                 Task *t = usage_task(accounting_usage(a), row->owner);
+                if (!t)
+                        return NULL;
                 name = utf8_json_string(t->comm);
                 pid = json_integer(t->pid);
                 peak = json_integer(varlink_count(t->ledger[LEDGER_BYTES].peak));
@@ -158,14 +207,50 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
                               "liveBytesAllocated", varlink_count(row->allocated),
                               "wastePercent", waste_percent(row->requested, row->allocated),
                               "peakLiveBytes", peak ?: json_null());
-        if (o && row->group &&
-            (json_object_set_new(o, "allocs", json_integer(varlink_count(row->group->allocs))) < 0 ||
-             json_object_set_new(o, "frees", json_integer(varlink_count(row->group->frees))) < 0 ||
-             json_object_set_new(o, "remoteFrees", json_integer(varlink_count(row->group->remote_frees))) < 0)) {
+        if (o && row->group && group_fields(accounting_slab(a), by, row, o) < 0) {
                 json_decref(o);
                 return NULL;
         }
         return o;
+}
+
+void slab_visibility_totals(const Slab *slab, SlabVisibility *ret) {
+        SlabVisibility v = {};
+
+        for (uint32_t i = 0; i < slab_site_count(slab); i++) {
+                const SlabGroup *g = slab_site(slab, i);
+                if (slab_site_frees_visible(slab, i)) {
+                        v.visible_allocs += g->allocs;
+                        v.visible_lost_frees += g->lost_frees;
+                } else
+                        v.invisible_sites++;
+        }
+        for (uint32_t i = 0; i < slab_cache_count(slab); i++)
+                v.invisible_caches += !slab_cache_frees_visible(slab, i);
+        const SlabStats *st = slab_stats(slab);
+        uint64_t span = st->last_nsec > st->first_nsec ? st->last_nsec - st->first_nsec : 0;
+        /* Over a second at least, so that the first lost free does not read as thousands an hour. */
+        v.lost_frees_per_hour = (double) st->replaced * 3600e9 / (double) MAX(span, (uint64_t) 1000000000);
+        v.visible_lost_frees_percent = v.visible_allocs > 0 ?
+                100.0 * (double) v.visible_lost_frees / (double) v.visible_allocs : 0.0;
+        *ret = v;
+}
+
+/* The Slab reply's counts beside the totals: lost frees by visibility, and what reconciliation dropped. */
+static int add_visibility(const Slab *slab, json_t *reply) {
+        SlabVisibility v;
+
+        slab_visibility_totals(slab, &v);
+        const SlabReconcileStats *rs = slab_reconcile_stats(slab);
+        if (json_object_set_new(reply, "lostFreesPerHour", json_real(v.lost_frees_per_hour)) < 0 ||
+            json_object_set_new(reply, "visibleAllocs", json_integer(varlink_count(v.visible_allocs))) < 0 ||
+            json_object_set_new(reply, "visibleLostFrees", json_integer(varlink_count(v.visible_lost_frees))) < 0 ||
+            json_object_set_new(reply, "visibleLostFreesPercent", json_real(v.visible_lost_frees_percent)) < 0 ||
+            json_object_set_new(reply, "invisibleFreeCaches", json_integer(varlink_count(v.invisible_caches))) < 0 ||
+            json_object_set_new(reply, "invisibleFreeCallSites", json_integer(varlink_count(v.invisible_sites))) < 0 ||
+            json_object_set_new(reply, "trimmedObjects", json_integer(varlink_count(rs->trimmed))) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses, json_t **ret) {
@@ -222,7 +307,7 @@ int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses,
                           "lostFrees", varlink_count(st->replaced),
                           "droppedObjects", varlink_count(st->dropped),
                           "wastePercent", waste_percent(st->live_requested, st->live_allocated.current));
-        if (!reply)
+        if (!reply || add_visibility(slab, reply) < 0)
                 err = -ENOMEM;
         else
                 *ret = TAKE_PTR(reply);
@@ -242,4 +327,29 @@ int slab_top_json(Accounting *a, size_t limit, json_t **ret) {
         (void) json_object_del(reply, "by");
         *ret = reply;
         return 0;
+}
+
+json_t *slab_status_json(Accounting *a) {
+        if (!accounting_traces_slab(a))
+                return json_null();
+        const Slab *slab = accounting_slab(a);
+        const SlabReconcileStats *rs = slab_reconcile_stats(slab);
+        SlabVisibility v;
+
+        slab_visibility_totals(slab, &v);
+        return json_pack("{s:b, s:o, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
+                         "reconciling", rs->runs > 0 && rs->error == 0,
+                         "error", rs->error < 0 ? json_string(strerror(-rs->error)) : json_null(),
+                         "intervalUsec", varlink_count(SLAB_RECONCILE_INTERVAL_NSEC / 1000),
+                         "runs", varlink_count(rs->runs),
+                         "lastUsec", rs->last_nsec > 0 ? json_integer(varlink_count(rs->last_nsec / 1000)) : json_null(),
+                         "caches", varlink_count(rs->caches),
+                         "driftingCaches", varlink_count(rs->drifting),
+                         "invisibleFreeCaches", varlink_count(v.invisible_caches),
+                         "invisibleFreeCallSites", varlink_count(v.invisible_sites),
+                         "trimmedObjects", varlink_count(rs->trimmed),
+                         "destroyedObjects", varlink_count(rs->destroyed),
+                         "lostFrees", varlink_count(slab_stats(slab)->replaced),
+                         "lostFreesPerHour", v.lost_frees_per_hour,
+                         "visibleLostFreesPercent", v.visible_lost_frees_percent);
 }

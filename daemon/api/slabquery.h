@@ -31,3 +31,18 @@ void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, j
 
 /* The Top reply's slab field (TopSlab): the Slab reply by call site, names only. -ENOMEM. */
 int slab_top_json(Accounting *a, size_t limit, json_t **ret);
+
+/* Lost frees split by whether the call site's frees are visible (slab.h), and the marks. */
+typedef struct SlabVisibility {
+        uint64_t visible_allocs;        /* of call sites whose frees are visible */
+        uint64_t visible_lost_frees;    /* of the same call sites */
+        double visible_lost_frees_percent;
+        uint64_t invisible_caches, invisible_sites;
+        double lost_frees_per_hour;     /* all lost frees, over the time between the first and the last
+                                         * allocation */
+} SlabVisibility;
+void slab_visibility_totals(const Slab *slab, SlabVisibility *ret);
+
+/* Status slabReconciliation: the reconciliations with /proc/slabinfo and the lost frees; JSON null without
+ * --slab, NULL for lack of memory. */
+json_t *slab_status_json(Accounting *a);

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "macro.h"
+#include "slabquery.h"
 #include "status.h"
 #include "varlink.h"
 
@@ -131,6 +132,7 @@ json_t *status_reply_json(Accounting *a, const ServiceLive *live, long page_size
             json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
             status_add_event_counts(a, o) < 0 ||
             status_add_oom(o, live->oom) < 0 ||
+            json_object_set_new(o, "slabReconciliation", slab_status_json(a)) < 0 ||
             (live->heap_socket && json_object_set_new(o, "heapSocket", json_string(live->heap_socket)) < 0))
                 return NULL;
         return TAKE_PTR(o);

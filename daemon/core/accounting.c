@@ -329,6 +329,15 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
                 units_charge_slab(a->units, cgroup, bytes);
 }
 
+/* SlabDropFn: an object the kernel freed unseen leaves its owners as a free would. */
+static void drop_object(void *userdata, const SlabObject *o) {
+        release_object(userdata, o);
+}
+
+int accounting_slab_reconcile(Accounting *a, const SlabInfo *info, uint64_t now_nsec) {
+        return slab_reconcile(a->slab, info, now_nsec, drop_object, a);
+}
+
 static void handle_object_free(Accounting *a, const MsEvent *e) {
         SlabObject o;
 
@@ -650,6 +659,7 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
                 if (e->lost.n_lost > COUNT_MAX - a->stats.lost_events)
                         a->stats.saturated_events++;
                 a->stats.lost_events = count_add(a->stats.lost_events, e->lost.n_lost);
+                slab_note_lost(a->slab, e->lost.n_lost);
                 break;
         case MS_EVENT_SAMPLE:
                 handle_sample(a, e);

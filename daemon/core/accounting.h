@@ -155,6 +155,9 @@ StackTree *accounting_slab_stacktree(Accounting *a);
 Units *accounting_units(Accounting *a);
 /* Slab objects (slab.h): task and cgroup indexes are Usage's and Units'. */
 Slab *accounting_slab(Accounting *a);
+/* slab_reconcile() with the kernel's figures in info, read at now_nsec: what it drops leaves its task and
+ * unit. 0 or -ENOMEM. */
+int accounting_slab_reconcile(Accounting *a, const SlabInfo *info, uint64_t now_nsec);
 /* User-space heaps of processes that record them (heap.h). */
 Heap *accounting_heap(Accounting *a);
 /* Keeps the page table's allocation times from wrapping (pagemap.h): a walk of it when

@@ -2,6 +2,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +24,9 @@ struct Slab {
         SlabGroup *sites, *caches;
         size_t n_sites, n_sites_allocated, n_caches, n_caches_allocated;
         KeyIndex site_index, cache_index;       /* call site address, cache name hash -> group */
+        KeyIndex size_index;                    /* size class bytes + 1 -> its cache group */
         SlabStats stats;
+        SlabReconcileStats reconcile;
 };
 
 /* FNV-1a. */
@@ -51,6 +55,7 @@ Slab *slab_free(Slab *s) {
         free(s->caches);
         key_index_done(&s->site_index);
         key_index_done(&s->cache_index);
+        key_index_done(&s->size_index);
         free(s);
         return NULL;
 }
@@ -120,13 +125,12 @@ static uint32_t site_intern(Slab *s, uint64_t address) {
         if (greedy_realloc(&s->sites, &s->n_sites_allocated, s->n_sites + 1, sizeof(SlabGroup), 64) < 0 ||
             key_index_put(&s->site_index, key, (uint32_t) s->n_sites) < 0)
                 return SLAB_NONE;
-        s->sites[s->n_sites] = (SlabGroup) { .address = address };
+        s->sites[s->n_sites] = (SlabGroup) { .address = address, .cache = SLAB_NONE };
         return (uint32_t) s->n_sites++;
 }
 
-static uint32_t cache_intern(Slab *s, const char *name) {
-        if (!name || !*name)
-                return SLAB_NONE;
+/* The cache group of this name, or SLAB_NONE with *ret_key the key a new one would take. */
+static uint32_t cache_probe(const Slab *s, const char *name, uint64_t *ret_key) {
         /* A collision of two names' hashes goes on probing: the index keeps hashes, the groups names. */
         uint64_t key = name_hash(name);
         for (;;) {
@@ -137,15 +141,60 @@ static uint32_t cache_intern(Slab *s, const char *name) {
                         return cache;
                 key = key_index_mix(key) ?: 1;  /* the mix keeps 0 at 0: never a fixed point */
         }
-        if (greedy_realloc(&s->caches, &s->n_caches_allocated, s->n_caches + 1, sizeof(SlabGroup), 64) < 0)
+        *ret_key = key;
+        return SLAB_NONE;
+}
+
+uint32_t slab_cache_find(const Slab *s, const char *name) {
+        uint64_t key;
+
+        return name && *name ? cache_probe(s, name, &key) : SLAB_NONE;
+}
+
+/* The cache group of this name, or SLAB_NONE; with create, a new one if there is none (flags its
+ * SlabGroupFlags), SLAB_NONE only for lack of memory. */
+static uint32_t cache_lookup(Slab *s, const char *name, bool create, unsigned flags) {
+        uint64_t key;
+
+        if (!name || !*name)
                 return SLAB_NONE;
+        uint32_t found = cache_probe(s, name, &key);
+        if (found != SLAB_NONE || !create ||
+            greedy_realloc(&s->caches, &s->n_caches_allocated, s->n_caches + 1, sizeof(SlabGroup), 64) < 0)
+                return found;
         char *copy = strdup(name);
         if (!copy || key_index_put(&s->cache_index, key, (uint32_t) s->n_caches) < 0) {
                 free(copy);
                 return SLAB_NONE;
         }
-        s->caches[s->n_caches] = (SlabGroup) { .name = copy };
+        s->caches[s->n_caches] = (SlabGroup) { .name = copy, .cache = SLAB_NONE, .flags = flags };
         return (uint32_t) s->n_caches++;
+}
+
+/* "[size-N]": brackets, which no kernel cache name has, keep it apart from the named caches. */
+static void size_class_name(uint64_t bytes, char *buf, size_t size) {
+        (void) snprintf(buf, size, "[size-%" PRIu64 "]", bytes);
+}
+
+/* An object's cache group: its named cache, else the size class of the bytes it was handed (none when the
+ * source does not know them). */
+static uint32_t object_cache(Slab *s, const char *cache, uint64_t allocated) {
+        char name[32];
+
+        if (cache && *cache)
+                return cache_lookup(s, cache, true, 0);
+        if (allocated == 0 || allocated == UINT64_MAX)
+                return SLAB_NONE;
+        /* Every kmalloc comes here: by size, not by a name to print and hash. */
+        uint32_t group = key_index_get(&s->size_index, allocated + 1);
+        if (group != KEY_INDEX_NONE)
+                return group;
+        size_class_name(allocated, name, sizeof(name));
+        group = cache_lookup(s, name, true, SLAB_SIZE_CLASS);
+        if (group == SLAB_NONE || key_index_put(&s->size_index, allocated + 1, group) < 0)
+                return SLAB_NONE;
+        s->caches[group].kernel.object_size = allocated;
+        return group;
 }
 
 static void group_add(SlabGroup *g, const SlabObject *o) {
@@ -155,21 +204,45 @@ static void group_add(SlabGroup *g, const SlabObject *o) {
         g->allocs++;
 }
 
-static void group_sub(SlabGroup *g, const SlabObject *o, bool remote) {
+static void group_sub(SlabGroup *g, const SlabObject *o) {
         g->live_objects--;
         g->live_requested -= o->requested;
         (void) ledger_sub(&g->live_allocated, o->allocated);
+}
+
+static void group_freed(SlabGroup *g, bool remote) {
         g->frees++;
         g->remote_frees += remote;
 }
 
-/* Takes o's bytes off every total it was counted in. */
-static void uncount(Slab *s, const SlabObject *o, uint32_t cpu) {
-        bool remote = cpu != o->cpu;
+/* One of g's objects came back live at an allocation: its free was not seen. */
+static void group_lost_free(SlabGroup *g) {
+        g->lost_frees++;
+}
 
-        group_sub(&s->sites[o->site], o, remote);
+void slab_note_lost(Slab *s, uint64_t n) {
+        s->stats.lost_events = count_add(s->stats.lost_events, n);
+}
+
+/* Whether g lost too many frees to count its frees as visible (slab.h). */
+static bool group_frees_invisible(const Slab *s, const SlabGroup *g) {
+        if (g->lost_frees < SLAB_INVISIBLE_MIN_LOST)
+                return false;
+        /* The share lost, against the share allowed: SLAB_INVISIBLE_BASIS_POINTS and twice the share of
+         * the events the source lost, in the slab events and those. */
+        double known = (double) g->frees + (double) g->lost_frees;
+        double events = (double) s->stats.allocs + (double) s->stats.frees + (double) s->stats.unknown_frees +
+                (double) s->stats.lost_events;
+        double allowed = SLAB_INVISIBLE_BASIS_POINTS / 10000.0 +
+                (events > 0 ? 2.0 * (double) s->stats.lost_events / events : 0.0);
+        return (double) g->lost_frees >= known * allowed;
+}
+
+/* Takes o's bytes off every total it was counted in. */
+static void uncount(Slab *s, const SlabObject *o) {
+        group_sub(&s->sites[o->site], o);
         if (o->cache != SLAB_NONE)
-                group_sub(&s->caches[o->cache], o, remote);
+                group_sub(&s->caches[o->cache], o);
         s->stats.live_objects--;
         s->stats.live_requested -= o->requested;
         (void) ledger_sub(&s->stats.live_allocated, o->allocated);
@@ -188,18 +261,24 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
                 /* Its free was lost: the old record ends here, unseen by any CPU. */
                 if (ret_replaced)
                         *ret_replaced = slot->o;
-                uncount(s, &slot->o, slot->o.cpu);
+                uncount(s, &slot->o);
+                group_lost_free(&s->sites[slot->o.site]);
+                if (slot->o.cache != SLAB_NONE)
+                        group_lost_free(&s->caches[slot->o.cache]);
                 object_delete(s, slot);
                 s->n_live--;
                 s->stats.replaced++;
         }
+        if (s->stats.allocs == 1)
+                s->stats.first_nsec = now_nsec;
+        s->stats.last_nsec = MAX(s->stats.last_nsec, now_nsec);
         if (ptr == 0 || s->n_live >= s->max_objects) {
                 s->stats.dropped++;
                 return -ENOSPC;
         }
         SlabObject o = {
                 .site = site_intern(s, call_site),
-                .cache = cache_intern(s, cache),
+                .cache = object_cache(s, cache, allocated),
                 .task = task,
                 .cgroup = cgroup,
                 .stack = stack,
@@ -217,6 +296,7 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
         *free_slot = (ObjectSlot) { .ptr = ptr, .o = o };
         s->n_live++;
         group_add(&s->sites[o.site], &o);
+        s->sites[o.site].cache = o.cache;
         if (o.cache != SLAB_NONE)
                 group_add(&s->caches[o.cache], &o);
         s->stats.live_objects++;
@@ -235,11 +315,219 @@ bool slab_release(Slab *s, uint64_t ptr, uint32_t cpu, SlabObject *ret) {
         }
         if (ret)
                 *ret = slot->o;
-        uncount(s, &slot->o, cpu);
+        uncount(s, &slot->o);
+        group_freed(&s->sites[slot->o.site], cpu != slot->o.cpu);
+        if (slot->o.cache != SLAB_NONE)
+                group_freed(&s->caches[slot->o.cache], cpu != slot->o.cpu);
         object_delete(s, slot);
         s->n_live--;
         s->stats.frees++;
         return true;
+}
+
+bool slab_cache_frees_visible(const Slab *s, uint32_t cache) {
+        return cache >= s->n_caches || !group_frees_invisible(s, &s->caches[cache]);
+}
+
+bool slab_site_frees_visible(const Slab *s, uint32_t site) {
+        if (site >= s->n_sites)
+                return true;
+        const SlabGroup *g = &s->sites[site];
+        if (group_frees_invisible(s, g))
+                return false;
+        if (slab_cache_frees_visible(s, g->cache))
+                return true;
+        /* A named cache is one kind of object (or a few that SLUB merged): its call sites share its frees.
+         * A size class is every kmalloc of that size: only its call sites that lost a free themselves. */
+        return (s->caches[g->cache].flags & SLAB_SIZE_CLASS) && g->lost_frees == 0;
+}
+
+/* Ends a live object that the kernel freed unseen (slab_reconcile()): no free, no lost free, a trim. */
+static void object_drop(Slab *s, uint64_t ptr, SlabDropFn drop, void *userdata) {
+        ObjectSlot *slot = object_find(s, ptr);
+
+        if (!slot)
+                return;
+        SlabObject o = slot->o;
+        uncount(s, &o);
+        object_delete(s, slot);
+        s->n_live--;
+        if (o.cache != SLAB_NONE)
+                s->caches[o.cache].trimmed++;
+        s->reconcile.trimmed++;
+        if (drop)
+                drop(userdata, &o);
+}
+
+/* A live object of a cache that has objects to drop, and when it was allocated. */
+typedef struct Candidate {
+        uint64_t time_nsec, ptr;
+        uint32_t cache;
+} Candidate;
+
+static int compare_candidates(const void *x, const void *y) {
+        const Candidate *a = x, *b = y;
+        if (a->cache != b->cache)
+                return a->cache < b->cache ? -1 : 1;
+        if (a->time_nsec != b->time_nsec)
+                return a->time_nsec < b->time_nsec ? -1 : 1;
+        return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+/* Drops the oldest want[c] live objects of every cache c. -ENOMEM (nothing dropped). */
+static int drop_oldest(Slab *s, const uint64_t *want, SlabDropFn drop, void *userdata) {
+        _cleanup_free_ Candidate *c = NULL;
+        size_t n = 0, total = 0;
+
+        for (size_t i = 0; i < s->n_caches; i++)
+                if (want[i] > 0)
+                        total += s->caches[i].live_objects;
+        if (total == 0)
+                return 0;
+        c = calloc(total, sizeof(Candidate));
+        if (!c)
+                return -ENOMEM;
+        /* Candidates first, drops after: deleting shifts the slots a walk would visit. */
+        for (size_t i = 0; i < s->n_slots && n < total; i++) {
+                const ObjectSlot *slot = &s->objects[i];
+                if (slot->ptr != 0 && slot->o.cache != SLAB_NONE && want[slot->o.cache] > 0)
+                        c[n++] = (Candidate) { .time_nsec = slot->o.time_nsec, .ptr = slot->ptr,
+                                               .cache = slot->o.cache };
+        }
+        qsort(c, n, sizeof(Candidate), compare_candidates);
+        for (size_t i = 0, taken = 0; i < n; i++) {
+                taken = i > 0 && c[i].cache == c[i - 1].cache ? taken + 1 : 0;
+                if (taken < want[c[i].cache])
+                        object_drop(s, c[i].ptr, drop, userdata);
+        }
+        return 0;
+}
+
+/* The kernel's figures of the caches of one object size, summed. */
+typedef struct SizeSum {
+        uint64_t active, start, slack;
+        uint64_t named_live;            /* what the named groups of this size hold, up to their own bounds */
+} SizeSum;
+
+int slab_reconcile(Slab *s, const SlabInfo *info, uint64_t now_nsec, SlabDropFn drop, void *userdata) {
+        _cleanup_free_ uint64_t *want = NULL;
+        _cleanup_free_ SizeSum *sums = NULL;
+        _cleanup_free_ bool *listed = NULL;
+        KeyIndex by_size = {};
+        size_t n_sums = 0;
+        bool first = s->reconcile.runs == 0;
+        int r = -ENOMEM;
+
+        assert(s);
+        assert(info);
+
+        s->reconcile.last_nsec = now_nsec;
+        s->reconcile.error = 0;
+        s->reconcile.runs++;
+
+        /* Every cache the kernel lists gets a group, so that its count now is its start if memstrack
+         * meets its objects only later. */
+        for (size_t i = 0; i < info->n_caches; i++)
+                if (cache_lookup(s, info->caches[i].name, true, 0) == SLAB_NONE)
+                        return -ENOMEM;
+        listed = calloc(MAX(s->n_caches, (size_t) 1), sizeof(bool));
+        want = calloc(MAX(s->n_caches, (size_t) 1), sizeof(uint64_t));
+        sums = calloc(MAX(info->n_caches, (size_t) 1), sizeof(SizeSum));
+        if (!listed || !want || !sums)
+                goto finish;
+
+        /* Named caches: their own figures, and their sizes' sums. */
+        for (size_t i = 0; i < info->n_caches; i++) {
+                const SlabCache *k = &info->caches[i];
+                uint32_t cache = cache_lookup(s, k->name, false, 0);
+                SlabGroup *g = &s->caches[cache];
+
+                if (g->flags & SLAB_SIZE_CLASS)
+                        continue;       /* not a kernel name: brackets */
+                listed[cache] = true;
+                if (!g->kernel.seen)
+                        g->kernel = (SlabKernelFigures) {
+                                .seen = true,
+                                .start_active_objects = first ? k->active_objects : 0,
+                        };
+                g->kernel.known = true;
+                g->kernel.active_objects = g->kernel.bound = k->active_objects;
+                g->kernel.slack = k->objects_per_slab;
+                g->kernel.object_size = k->object_size;
+
+                uint64_t key = k->object_size + 1;      /* never 0 */
+                uint32_t at = key_index_get(&by_size, key);
+                if (at == KEY_INDEX_NONE) {
+                        if (key_index_put(&by_size, key, (uint32_t) n_sums) < 0)
+                                goto finish;
+                        at = (uint32_t) n_sums++;
+                }
+                sums[at].active += k->active_objects;
+                sums[at].start += g->kernel.start_active_objects;
+                sums[at].slack = MAX(sums[at].slack, k->objects_per_slab);
+                sums[at].named_live += MIN(g->live_objects, k->active_objects);
+        }
+
+        s->reconcile.caches = s->reconcile.drifting = 0;
+        for (size_t i = 0; i < s->n_caches; i++) {
+                SlabGroup *g = &s->caches[i];
+
+                if (g->flags & SLAB_SIZE_CLASS) {
+                        /* Unnamed objects of N bytes are in some cache of that size, beside what the named
+                         * ones of that size hold. */
+                        uint64_t bytes = g->kernel.object_size;
+                        uint32_t at = key_index_get(&by_size, bytes + 1);
+                        if (at == KEY_INDEX_NONE) {
+                                g->kernel.known = false;        /* no slab cache of that size: large kmalloc */
+                                g->flags &= ~SLAB_DRIFTING;
+                                continue;
+                        }
+                        g->kernel = (SlabKernelFigures) {
+                                .known = true,
+                                .seen = true,
+                                .active_objects = sums[at].active,
+                                .start_active_objects = sums[at].start,
+                                .bound = sums[at].active - MIN(sums[at].named_live, sums[at].active),
+                                .slack = sums[at].slack,
+                                .object_size = bytes,
+                        };
+                } else if (!listed[i]) {
+                        /* Gone from the kernel's list: destroyed, and every object with it. */
+                        if (g->kernel.known) {
+                                want[i] = g->live_objects;
+                                s->reconcile.destroyed += g->live_objects;
+                        }
+                        g->kernel.known = false;
+                        g->flags &= ~SLAB_DRIFTING;
+                        continue;
+                }
+                s->reconcile.caches++;
+                if (g->live_objects > g->kernel.bound + g->kernel.slack) {
+                        g->flags |= SLAB_DRIFTING;
+                        s->reconcile.drifting++;
+                        want[i] = g->live_objects - (g->kernel.bound + g->kernel.slack);
+                } else
+                        g->flags &= ~SLAB_DRIFTING;
+        }
+        r = drop_oldest(s, want, drop, userdata);
+        if (r < 0)
+                goto finish;
+        for (size_t i = 0; i < s->n_caches; i++) {
+                s->caches[i].kernel.live_objects = s->caches[i].live_objects;
+                s->caches[i].kernel.allocs = s->caches[i].allocs;
+        }
+finish:
+        key_index_done(&by_size);
+        return r;
+}
+
+void slab_reconcile_failed(Slab *s, int error, uint64_t now_nsec) {
+        s->reconcile.last_nsec = now_nsec;
+        s->reconcile.error = error;
+}
+
+const SlabReconcileStats *slab_reconcile_stats(const Slab *s) {
+        return &s->reconcile;
 }
 
 void slab_reset_peaks(Slab *s) {
@@ -295,5 +583,6 @@ void slab_foreach(const Slab *s, void (*fn)(void *userdata, uint64_t ptr, const 
 size_t slab_memory_bytes(const Slab *s) {
         return sizeof(Slab) + s->n_slots * sizeof(ObjectSlot) +
                 (s->n_sites_allocated + s->n_caches_allocated) * sizeof(SlabGroup) +
-                key_index_memory_bytes(&s->site_index) + key_index_memory_bytes(&s->cache_index);
+                key_index_memory_bytes(&s->site_index) + key_index_memory_bytes(&s->cache_index) +
+                key_index_memory_bytes(&s->size_index);
 }

@@ -33,10 +33,10 @@
  * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST with
  * their CPU), numbers given up on that no other reason counts (sequenceGap), recursion misses (an event
  * nested in a running program of the same kind on that CPU, which its *_nested twin did not catch either
- * (page_alloc_nested waits for page_alloc's first miss, see alloc_twin_update()): the kernel's per-program
- * recursion_misses minus the twins' records (misses_unrecorded()), emitted as MS_EVENT_LOST on CPU 0; those
- * of the slab programs, which have no twins, apart as slabRecursionMiss), and stack failures (the allocation
- * is counted, its stack held as if unsampled).
+ * (page_alloc_nested waits for page_alloc's first miss, see alloc_twin_update(); each slab program's twin
+ * for its first miss, see slab_twins_update()): the kernel's per-program recursion_misses minus the twins'
+ * records (misses_unrecorded()), emitted as MS_EVENT_LOST on CPU 0, those of the slab programs apart as
+ * slabRecursionMiss), and stack failures (the allocation is counted, its stack held as if unsampled).
  *
  * The daemon's own allocations are dropped in the kernel, its frees kept (as perf does). Tasks alive at
  * start are seeded from /proc after the programs are attached (proc-seed.h).
@@ -168,8 +168,11 @@ typedef struct EbpfSource {
         uint64_t nested_records;        /* events the nested twins recorded (bpf/memstrack.bpf.c) */
         uint64_t held_objects;          /* objects charged to a held stack */
         uint64_t unsampled_objects;     /* objects charged to "[not sampled]" */
-        uint64_t slab_recursion_misses; /* as last read: the slab programs' recursion_misses */
+        uint64_t slab_recursion_misses; /* slab events nobody recorded, as emitted */
+        uint64_t slab_misses_read;      /* the slab programs' recursion_misses at the last poll */
+        uint64_t slab_nested_records;   /* slab events the slab twins recorded */
         bool alloc_twin_failed;         /* page_alloc_nested could not be attached: said so */
+        bool slab_twin_failed;          /* a slab twin could not be attached: said so */
         char cache[MS_BPF_CACHE_NAME_MAX + 1];  /* the current object's cache name */
 } EbpfSource;
 
@@ -716,12 +719,70 @@ static void emit_lost_growth(EbpfSource *s, unsigned reason, uint64_t total, uin
         *emitted = total;
 }
 
-static bool program_is_slab(const EbpfSource *s, const struct bpf_program *prog) {
-        const struct memstrack_bpf *k = s->skel;
+/* A slab program, its nested twin on the same tracepoint, and the twin's link. */
+typedef struct SlabProgram {
+        struct bpf_program *main, *twin;
+        struct bpf_link **twin_link;
+        const char *event;              /* the tracepoint */
+} SlabProgram;
 
-        return prog == k->progs.slab_kmalloc || prog == k->progs.slab_kmalloc_node ||
-               prog == k->progs.slab_cache_alloc || prog == k->progs.slab_cache_alloc_node ||
-               prog == k->progs.slab_kfree || prog == k->progs.slab_cache_free;
+#define EBPF_SLAB_PROGRAMS (MS_BPF_SLAB_ALLOCS + 2)
+
+/* The slab programs in MS_BPF_SLAB_* order, then kfree's and kmem_cache_free's. */
+static void slab_programs(const EbpfSource *s, SlabProgram ret[static EBPF_SLAB_PROGRAMS]) {
+        struct memstrack_bpf *k = s->skel;
+        SlabProgram p[EBPF_SLAB_PROGRAMS] = {
+                [MS_BPF_SLAB_KMALLOC] = { k->progs.slab_kmalloc, k->progs.slab_kmalloc_nested,
+                                          &k->links.slab_kmalloc_nested, "kmalloc" },
+                [MS_BPF_SLAB_KMALLOC_NODE] = { k->progs.slab_kmalloc_node, k->progs.slab_kmalloc_node_nested,
+                                               &k->links.slab_kmalloc_node_nested, "kmalloc_node" },
+                [MS_BPF_SLAB_CACHE_ALLOC] = { k->progs.slab_cache_alloc, k->progs.slab_cache_alloc_nested,
+                                              &k->links.slab_cache_alloc_nested, "kmem_cache_alloc" },
+                [MS_BPF_SLAB_CACHE_ALLOC_NODE] = { k->progs.slab_cache_alloc_node,
+                                                   k->progs.slab_cache_alloc_node_nested,
+                                                   &k->links.slab_cache_alloc_node_nested,
+                                                   "kmem_cache_alloc_node" },
+                [MS_BPF_SLAB_NEST_KFREE] = { k->progs.slab_kfree, k->progs.slab_kfree_nested,
+                                             &k->links.slab_kfree_nested, "kfree" },
+                [MS_BPF_SLAB_NEST_CACHE_FREE] = { k->progs.slab_cache_free, k->progs.slab_cache_free_nested,
+                                                  &k->links.slab_cache_free_nested, "kmem_cache_free" },
+        };
+        memcpy(ret, p, sizeof(p));
+}
+
+/* Whether prog is a slab program: 1 a main one, 2 a twin, 0 neither. */
+static int program_slab_kind(const EbpfSource *s, const struct bpf_program *prog) {
+        SlabProgram p[EBPF_SLAB_PROGRAMS];
+
+        slab_programs(s, p);
+        for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++) {
+                if (prog == p[i].main)
+                        return 1;
+                if (prog == p[i].twin)
+                        return 2;
+        }
+        return 0;
+}
+
+/*
+ * A slab program's twin costs every event of its tracepoint a second program. Slab frees nest under any
+ * load (RCU callbacks freeing in a softirq that interrupted the program), allocations less, so each twin
+ * is attached at its main program's first recursion miss (with --nested-allocations=always, from the
+ * start): the misses until this poll are counted as slabRecursionMiss, the nested events after it are
+ * caught. main_misses: the main program's recursion_misses, read now.
+ */
+static void slab_twin_update(EbpfSource *s, const SlabProgram *p, uint64_t main_misses) {
+        if (main_misses == 0 || *p->twin_link || s->slab_twin_failed || !bpf_program__autoload(p->twin))
+                return;
+        *p->twin_link = bpf_program__attach(p->twin);
+        if (!*p->twin_link) {
+                s->slab_twin_failed = true;
+                log_warning_errno(negative_errno(), "Failed to attach the program for kmem:%s events nested in "
+                                  "interrupts; they stay missed, counted as slabRecursionMiss: %m", p->event);
+                return;
+        }
+        log_info("%" PRIu64 " kmem:%s events made by an interrupt while their program ran were missed (counted "
+                 "as slabRecursionMiss); recording such events from now on.", main_misses, p->event);
 }
 
 /*
@@ -769,7 +830,7 @@ static uint64_t misses_unrecorded(uint64_t *misses_before, uint64_t page_misses,
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
         struct bpf_program *prog;
-        uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0, numbered_lost = 0;
+        uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0, slab_nested = 0, numbered_lost = 0;
         SeqOrderStats order;
         uint32_t zero = 0;
 
@@ -786,6 +847,7 @@ static void poll_losses(EbpfSource *s) {
                         emit_lost(s, EBPF_LOSS_RING_FULL, (uint32_t) c, d);
                 stack_failed += now[c].stack_failed;
                 nested += now[c].nested;
+                slab_nested += now[c].slab_nested;
                 numbered_lost += now[c].numbered_lost;
                 s->cpu_stats[c] = now[c];
         }
@@ -803,19 +865,32 @@ static void poll_losses(EbpfSource *s) {
                 uint32_t len = sizeof(info);
                 int fd = bpf_program__fd(prog);
 
-                if (prog == s->skel->progs.page_alloc_nested || prog == s->skel->progs.page_free_nested)
+                int slab = program_slab_kind(s, prog);
+
+                if (prog == s->skel->progs.page_alloc_nested || prog == s->skel->progs.page_free_nested ||
+                    slab == 2)
                         continue;
                 if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
                         continue;
-                if (program_is_slab(s, prog))
+                if (slab == 1)
                         slab_misses += info.recursion_misses;
                 else
                         misses += info.recursion_misses;
                 if (prog == s->skel->progs.page_alloc)
                         alloc_twin_update(s, info.recursion_misses);
+                if (slab == 1) {
+                        SlabProgram p[EBPF_SLAB_PROGRAMS];
+
+                        slab_programs(s, p);
+                        for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++)
+                                if (p[i].main == prog)
+                                        slab_twin_update(s, &p[i], info.recursion_misses);
+                }
         }
         /* The kernel does not say on which CPU a program missed. */
-        emit_lost_growth(s, EBPF_LOSS_SLAB_RECURSION, slab_misses, &s->slab_recursion_misses);
+        s->slab_nested_records = slab_nested;
+        emit_lost_growth(s, EBPF_LOSS_SLAB_RECURSION,
+                         misses_unrecorded(&s->slab_misses_read, slab_misses, slab_nested), &s->slab_recursion_misses);
         s->nested_records = nested;
         emit_lost_growth(s, EBPF_LOSS_RECURSION, misses_unrecorded(&s->page_misses_read, misses, nested),
                          &s->recursion_misses);
@@ -965,10 +1040,10 @@ static EbpfSource *ebpf_source_free(EbpfSource *s) {
                 return NULL;
         log_debug("eBPF source: %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64 " wakeups, %" PRIu64
                   " pages on held stacks, %" PRIu64 " before a first sample, %" PRIu64 " objects on held "
-                  "stacks, %" PRIu64 " before a first sample, %" PRIu64 " nested events caught, %" PRIu64
-                  " bad records, %" PRIu64 " batches asked for.",
+                  "stacks, %" PRIu64 " before a first sample, %" PRIu64 " nested page events and %" PRIu64
+                  " nested slab events caught, %" PRIu64 " bad records, %" PRIu64 " batches asked for.",
                   s->records, s->lost_records, s->wakeups, s->held_pages, s->unsampled_pages, s->held_objects,
-                  s->unsampled_objects, s->nested_records, s->bad_records, s->flushes);
+                  s->unsampled_objects, s->nested_records, s->slab_nested_records, s->bad_records, s->flushes);
         s->order_timer = sd_event_source_disable_unref(s->order_timer);
         s->order = seq_order_free(s->order);
         s->io_source = sd_event_source_disable_unref(s->io_source);
@@ -1044,10 +1119,16 @@ static int enable(LiveSource *ls) {
                         return log_error_errno(negative_errno(), "Failed to attach the eBPF program %s: %m",
                                                bpf_program__name(tasks_first[i].program));
         }
-        /* The rest; the skeleton leaves programs that have a link alone. The allocation twin waits for
-         * a miss (alloc_twin_update()). */
-        if (!s->options.nested_allocations_always)
+        /* The rest; the skeleton leaves programs that have a link alone. The allocation twin and the slab
+         * twins wait for a miss (alloc_twin_update(), slab_twin_update()). */
+        if (!s->options.nested_allocations_always) {
+                SlabProgram p[EBPF_SLAB_PROGRAMS];
+
                 (void) bpf_program__set_autoattach(s->skel->progs.page_alloc_nested, false);
+                slab_programs(s, p);
+                for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++)
+                        (void) bpf_program__set_autoattach(p[i].twin, false);
+        }
         r = memstrack_bpf__attach(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the eBPF programs: %m");
@@ -1263,10 +1344,15 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
         struct btf *btf;
         bool present[MS_BPF_SLAB_ALLOCS] = {};
 
+        SlabProgram twins[EBPF_SLAB_PROGRAMS];
+
+        slab_programs(s, twins);
         for (size_t i = 0; i < MS_BPF_SLAB_ALLOCS; i++)
                 (void) bpf_program__set_autoload(alloc_progs[i], false);
         for (size_t i = 0; i < ELEMENTSOF(free_progs); i++)
                 (void) bpf_program__set_autoload(free_progs[i].prog, false);
+        for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++)
+                (void) bpf_program__set_autoload(twins[i].twin, false);
         if (!slab)
                 return 0;
 
@@ -1284,6 +1370,7 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
                         continue;
                 s->skel->rodata->slab_layout[i] = layout;
                 (void) bpf_program__set_autoload(alloc_progs[i], true);
+                (void) bpf_program__set_autoload(twins[i].twin, true);
                 present[i] = true;
         }
         for (size_t i = 0; i < ELEMENTSOF(free_progs); i++) {
@@ -1297,6 +1384,7 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
                         continue;
                 }
                 (void) bpf_program__set_autoload(free_progs[i].prog, true);
+                (void) bpf_program__set_autoload(twins[MS_BPF_SLAB_ALLOCS + i].twin, true);
         }
         btf__free(btf);
         /* A kind and its *_node twin are one: Linux 6.1 folded the twins in. */

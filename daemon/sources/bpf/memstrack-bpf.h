@@ -33,7 +33,8 @@ enum {
 };
 
 /* The slab allocation tracepoints, each a program of its own (the *_node ones before Linux 6.1): the
- * index of their slab_layout entry and scratch slot (MS_BPF_SLAB_SCRATCH + it). */
+ * index of their slab_layout entry and scratch slot (MS_BPF_SLAB_SCRATCH + it; their nested twins'
+ * MS_BPF_SLAB_SCRATCH + MS_BPF_SLAB_ALLOCS + it). */
 enum {
         MS_BPF_SLAB_KMALLOC,
         MS_BPF_SLAB_KMALLOC_NODE,
@@ -42,6 +43,14 @@ enum {
         MS_BPF_SLAB_ALLOCS,
 };
 #define MS_BPF_SLAB_SCRATCH 2
+
+/* The notes the slab programs leave for their nested twins, one per tracepoint: the allocations' by
+ * MS_BPF_SLAB_*, then the frees'. */
+enum {
+        MS_BPF_SLAB_NEST_KFREE = MS_BPF_SLAB_ALLOCS,
+        MS_BPF_SLAB_NEST_CACHE_FREE,
+        MS_BPF_SLAB_NESTS,
+};
 
 /*
  * Where a slab allocation tracepoint's prototype has its sizes (ebpf.c reads it from the kernel's BTF):
@@ -192,7 +201,8 @@ typedef struct MsBpfStats {
         __u64 stack_failed;     /* sampled allocations whose bpf_get_stack() failed */
         __u64 sampled;          /* allocations whose stack was taken */
         __u64 self_dropped;     /* the daemon's own allocations, not recorded */
-        __u64 nested;           /* events the *_nested programs recorded for their busy main program */
+        __u64 nested;           /* page events the *_nested programs recorded for their busy main program */
+        __u64 slab_nested;      /* slab events the slab_*_nested programs recorded for theirs */
         __u64 records;          /* slab records written on this CPU (see slab_wakeup_flag()) */
         __u64 numbered_lost;    /* records lost to a full ring after they took their number */
 } MsBpfStats;

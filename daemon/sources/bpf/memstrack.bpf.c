@@ -89,8 +89,9 @@ struct scratch {
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
         /* 0: page_alloc, 1: page_alloc_nested, which may interrupt it; then one per slab allocation
-         * program (MS_BPF_SLAB_SCRATCH + MS_BPF_SLAB_*), since any may interrupt another. */
-        __uint(max_entries, MS_BPF_SLAB_SCRATCH + MS_BPF_SLAB_ALLOCS);
+         * program (MS_BPF_SLAB_SCRATCH + MS_BPF_SLAB_*), since any may interrupt another, and one per
+         * nested twin of those, which interrupts its main program. */
+        __uint(max_entries, MS_BPF_SLAB_SCRATCH + 2 * MS_BPF_SLAB_ALLOCS);
         __type(key, __u32);
         __type(value, struct scratch);
 } scratch SEC(".maps");
@@ -621,6 +622,7 @@ typedef struct Nest {
 typedef struct Busy {
         __u64 scratch;                          /* turns an address into a number (see frame_of()) */
         Nest alloc, free;
+        Nest slab[MS_BPF_SLAB_NESTS];           /* the slab programs' (MS_BPF_SLAB_*, MS_BPF_SLAB_NEST_*) */
 } Busy;
 
 struct {
@@ -836,9 +838,14 @@ int BPF_PROG(cgroup_made, struct cgroup *cgrp, const char *path) {
  *
  * The tracepoints' prototypes changed over time (see the MS_BPF_SLAB_* layouts); ebpf.c reads which one
  * this kernel has from its BTF, and the verifier, knowing slab_layout, drops the branches for the others,
- * including their reads of arguments this kernel's tracepoint does not have. Nested events (an interrupt
- * that frees an object while a slab program runs on its CPU) are missed and counted (the kernel's
- * recursion_misses of these programs, "slabRecursionMiss" in ebpf.c); they have no twins as pages do.
+ * including their reads of arguments this kernel's tracepoint does not have.
+ *
+ * Nested events: an interrupt that frees or allocates an object while the program of that tracepoint runs
+ * on its CPU (RCU callbacks freeing in a softirq, network buffers allocated in one) is refused by the
+ * kernel's recursion guard, which is per program. Each slab program has a twin on its tracepoint, as
+ * page_alloc and page_free do (see page_alloc_nested): the main program leaves a note with the object's
+ * pointer, the twin records the event only when the main program did not. ebpf.c attaches a twin at its
+ * main program's first miss (slabRecursionMiss counts the misses before, and those no twin caught).
  */
 #define SLAB_ZERO_SIZE_PTR 16
 
@@ -872,12 +879,17 @@ static __always_inline int slab_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
                             size, st);
 }
 
-/* which: MS_BPF_SLAB_*, a constant in each program, so slab_layout[which] is known to the verifier. */
-static __always_inline int slab_alloc_event(__u64 *ctx, __u32 which) {
+/* The pointer an allocation or free event is about: what the notes are keyed by. */
+static __always_inline __u64 slab_ptr(const __u64 *ctx) {
+        return ctx[1];
+}
+
+/* which: MS_BPF_SLAB_*, a constant in each program, so slab_layout[which] is known to the verifier;
+ * nested: the twin's record, whose sampled stack is built in a scratch slot of its own. */
+static __always_inline int slab_alloc_record(__u64 *ctx, __u32 which, bool nested, MsBpfStats *st) {
         __u64 pid_tgid = current_pid_tgid();
         const struct kmem_cache *cache = NULL;
-        __u64 call_site = ctx[0], ptr = ctx[1], req, alloc;
-        MsBpfStats *st = stats_get();
+        __u64 call_site = ctx[0], ptr = slab_ptr(ctx), req, alloc;
         MsBpfObject *rec;
         __u32 layout = slab_layout[which];
 
@@ -905,8 +917,8 @@ static __always_inline int slab_alloc_event(__u64 *ctx, __u32 which) {
                 cache = NULL;
 
         if (sample_this(cpu_batch(), 1, 1))
-                return slab_alloc_sampled(ctx, MS_BPF_SLAB_SCRATCH + which, pid_tgid, call_site, ptr, req, alloc,
-                                          cache, st);
+                return slab_alloc_sampled(ctx, MS_BPF_SLAB_SCRATCH + (nested ? MS_BPF_SLAB_ALLOCS : 0) + which,
+                                          pid_tgid, call_site, ptr, req, alloc, cache, st);
         rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
         if (!rec) {
                 if (st)
@@ -919,14 +931,12 @@ static __always_inline int slab_alloc_event(__u64 *ctx, __u32 which) {
         return 0;
 }
 
-static __always_inline int slab_free_event(__u64 *ctx) {
-        MsBpfStats *st;
+static __always_inline int slab_free_record(__u64 *ctx, MsBpfStats *st) {
         MsBpfObjectFree *rec;
-        __u64 ptr = ctx[1];
+        __u64 ptr = slab_ptr(ctx);
 
         if (ptr <= SLAB_ZERO_SIZE_PTR)
                 return 0;
-        st = stats_get();
         rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
         if (!rec) {
                 if (st)
@@ -944,34 +954,103 @@ static __always_inline int slab_free_event(__u64 *ctx) {
         return 0;
 }
 
+/* The note of slab tracepoint nest (MS_BPF_SLAB_*, MS_BPF_SLAB_NEST_*), NULL without the map. */
+static __always_inline Nest *slab_nest(Busy *b, __u32 nest) {
+        return b && nest < MS_BPF_SLAB_NESTS ? &b->slab[nest] : NULL;
+}
+
+/* A main program: the note, the record, the note's end. */
+static __always_inline int slab_event(__u64 *ctx, __u32 which, bool alloc) {
+        Busy *b = busy_get();
+        Nest *n = slab_nest(b, which);
+
+        if (n)
+                nest_enter(b, n, bpf_get_current_task_btf(), ctx, slab_ptr(ctx));
+        if (alloc)
+                slab_alloc_record(ctx, which, false, stats_get());
+        else
+                slab_free_record(ctx, stats_get());
+        if (n)
+                nest_leave(n);
+        return 0;
+}
+
+/* A twin: the record, when its main program did not make it. */
+static __always_inline int slab_event_nested(__u64 *ctx, __u32 which, bool alloc) {
+        Busy *b = busy_get();
+        Nest *n = slab_nest(b, which);
+        MsBpfStats *st;
+
+        if (!n || !nest_missed(b, n, ctx, slab_ptr(ctx)))
+                return 0;
+        st = stats_get();
+        if (st)
+                st->slab_nested++;
+        if (alloc)
+                return slab_alloc_record(ctx, which, true, st);
+        return slab_free_record(ctx, st);
+}
+
 SEC("tp_btf/kmalloc")
 int slab_kmalloc(__u64 *ctx) {
-        return slab_alloc_event(ctx, MS_BPF_SLAB_KMALLOC);
+        return slab_event(ctx, MS_BPF_SLAB_KMALLOC, true);
 }
 
 SEC("tp_btf/kmalloc_node")
 int slab_kmalloc_node(__u64 *ctx) {
-        return slab_alloc_event(ctx, MS_BPF_SLAB_KMALLOC_NODE);
+        return slab_event(ctx, MS_BPF_SLAB_KMALLOC_NODE, true);
 }
 
 SEC("tp_btf/kmem_cache_alloc")
 int slab_cache_alloc(__u64 *ctx) {
-        return slab_alloc_event(ctx, MS_BPF_SLAB_CACHE_ALLOC);
+        return slab_event(ctx, MS_BPF_SLAB_CACHE_ALLOC, true);
 }
 
 SEC("tp_btf/kmem_cache_alloc_node")
 int slab_cache_alloc_node(__u64 *ctx) {
-        return slab_alloc_event(ctx, MS_BPF_SLAB_CACHE_ALLOC_NODE);
+        return slab_event(ctx, MS_BPF_SLAB_CACHE_ALLOC_NODE, true);
 }
 
 SEC("tp_btf/kfree")
 int slab_kfree(__u64 *ctx) {
-        return slab_free_event(ctx);
+        return slab_event(ctx, MS_BPF_SLAB_NEST_KFREE, false);
 }
 
 SEC("tp_btf/kmem_cache_free")
 int slab_cache_free(__u64 *ctx) {
-        return slab_free_event(ctx);
+        return slab_event(ctx, MS_BPF_SLAB_NEST_CACHE_FREE, false);
+}
+
+/* The twins, after their main programs in this file: with --nested-allocations=always the skeleton
+ * attaches them in this order, and a tracepoint runs its programs in the order they were attached. */
+SEC("tp_btf/kmalloc")
+int slab_kmalloc_nested(__u64 *ctx) {
+        return slab_event_nested(ctx, MS_BPF_SLAB_KMALLOC, true);
+}
+
+SEC("tp_btf/kmalloc_node")
+int slab_kmalloc_node_nested(__u64 *ctx) {
+        return slab_event_nested(ctx, MS_BPF_SLAB_KMALLOC_NODE, true);
+}
+
+SEC("tp_btf/kmem_cache_alloc")
+int slab_cache_alloc_nested(__u64 *ctx) {
+        return slab_event_nested(ctx, MS_BPF_SLAB_CACHE_ALLOC, true);
+}
+
+SEC("tp_btf/kmem_cache_alloc_node")
+int slab_cache_alloc_node_nested(__u64 *ctx) {
+        return slab_event_nested(ctx, MS_BPF_SLAB_CACHE_ALLOC_NODE, true);
+}
+
+SEC("tp_btf/kfree")
+int slab_kfree_nested(__u64 *ctx) {
+        return slab_event_nested(ctx, MS_BPF_SLAB_NEST_KFREE, false);
+}
+
+SEC("tp_btf/kmem_cache_free")
+int slab_cache_free_nested(__u64 *ctx) {
+        return slab_event_nested(ctx, MS_BPF_SLAB_NEST_CACHE_FREE, false);
 }
 
 /*

@@ -3,8 +3,9 @@
 
 /*
  * /proc/slabinfo (version 2.x, with or without the statistics columns of SLAB_DEBUG kernels): the slab
- * caches and the pages their slabs take, for memstrack's proc_slab_static report. The file is read when
- * the report renders: it is the machine's state then, not a traced count.
+ * caches, their objects and the pages their slabs take. memstrack's proc_slab_static report prints it when
+ * the report renders (the machine's state then, not a traced count); memstrackd reads it periodically to
+ * hold its own slab counts against the kernel's (slab-reconciler).
  */
 
 #include <stddef.h>
