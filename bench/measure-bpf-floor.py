@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """What each piece of an in-kernel exact mode costs per page, measured alone (not a test: the numbers depend
-on the machine; docs/performance.md, "The floor of a BPF program, piece by piece").
+on the machine; docs/performance.md, "The floor of a BPF program").
 
 Runs bench/bpf-floor VARIANT (bpf-floor.bpf.c says what each variant does) around the page-fault load of
 measure-overhead.py (loadgen mapping, touching and unmapping CHUNK-MiB regions on one CPU), interleaved with

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """What tracing adds to real work: a C project built from clean, repeatedly, untraced and traced (not a
-test: the numbers depend on the machine; docs/performance.md, "Cost on a real workload").
+test: the numbers depend on the machine; docs/performance.md, "The cost on a real workload").
 
 The work is memstrack's own C sources compiled by make: the script turns BUILD/compile_commands.json
 (written by meson) into a Makefile with one rule per object, the compiler commands unchanged but their

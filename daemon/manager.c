@@ -176,18 +176,11 @@ static int add_observers(Manager *m) {
         if (r < 0)
                 return r;
         m->oom_moments = oom_moments_new(&(OomMomentsConfig) {
-                .log = m->oom,
-                .accounting = m->accounting,
-                .usym = m->usym,
-                .page_size = m->page_size,
-                .journal = m->journal,
-                .unit = m->unit,
-                .flush_source = manager_flush,
-                .name_units = observers_flush,
-                .userdata = m,
-                .event = m->event,
-                .memcg = m->memcg,
-                .pressure = m->config.pressure,
+                /* What it reads, where it writes, and the Manager's hooks it calls. */
+                .log = m->oom, .accounting = m->accounting, .usym = m->usym, .memcg = m->memcg,
+                .page_size = m->page_size, .journal = m->journal, .unit = m->unit,
+                .event = m->event, .pressure = m->config.pressure,
+                .flush_source = manager_flush, .name_units = observers_flush, .userdata = m,
         });
         return observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
 }
@@ -297,8 +290,8 @@ static int start_tick_timer(Manager *m) {
 }
 
 static int heap_stop(void *userdata, int32_t pid) {
-        return source_heap_stop((EventSource *[]) { ((Manager *) userdata)->source, ((Manager *) userdata)->heap_source },
-                                2, pid);
+        Manager *m = userdata;
+        return source_heap_stop((EventSource *[]) { m->source, m->heap_source }, 2, pid);
 }
 
 static int start_service(Manager *m) {
