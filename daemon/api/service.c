@@ -321,6 +321,16 @@ static int stack_tree_heap(Service *sv, VarlinkCall *call, int32_t pid, unsigned
         return 0;
 }
 
+/* pid, unit and module each name what a view is about and exclude each other: the later one named is the
+ * wrong one (its name), NULL when at most one is given. */
+static const char *second_subject(int64_t pid, const char *unit, const char *module) {
+        if (pid >= 0 && unit)
+                return "unit";
+        if ((pid >= 0 || unit) && module)
+                return "module";
+        return NULL;
+}
+
 static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         const char *module = NULL, *unit = NULL, *sort = NULL;
@@ -338,11 +348,9 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        /* pid, unit and module exclude each other: the later one named is the wrong one. */
-        if (pid >= 0 && unit)
-                return varlink_call_error_invalid_parameter(call, "unit");
-        if ((pid >= 0 || unit) && module)
-                return varlink_call_error_invalid_parameter(call, "module");
+        const char *extra = second_subject(pid, unit, module);
+        if (extra)
+                return varlink_call_error_invalid_parameter(call, extra);
 
         QueryStackTree q = {
                 .pid = (int32_t) pid,
@@ -858,11 +866,9 @@ static int method_page_breakdown(VarlinkCall *call, json_t *parameters, void *us
 
         if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
                 return 0;
-        /* pid, unit and module exclude each other, as in StackTree. */
-        if (pid >= 0 && unit)
-                return varlink_call_error_invalid_parameter(call, "unit");
-        if ((pid >= 0 || unit) && module)
-                return varlink_call_error_invalid_parameter(call, "module");
+        const char *extra = second_subject(pid, unit, module);
+        if (extra)
+                return varlink_call_error_invalid_parameter(call, extra);
         BreakdownQuery q = {
                 .by = breakdown_by_from_string(by),
                 .pid = (int32_t) pid,
