@@ -178,16 +178,6 @@ static int rows_json(Accounting *a, BreakdownBy by, const KindPages *k, size_t l
         return 0;
 }
 
-/* The unit of a name as clients were shown it. */
-static uint32_t find_unit(const Units *un, const char *name) {
-        for (uint32_t i = 1; i < units_unit_count(un); i++) {
-                const UnitUsage *x = units_unit(un, i);
-                if (x && x->name && utf8_escaped_streq(x->name, name))
-                        return i;
-        }
-        return UNITS_NONE;
-}
-
 static int kind_pages_init(Accounting *a, KindPages *k) {
         *k = (KindPages) {
                 .ci = accounting_chargeindex(a),
@@ -207,7 +197,7 @@ int breakdown_rows_json(Accounting *a, BreakdownBy by, const char *unit, size_t 
         if (r < 0)
                 return r;
         if (unit) {
-                k.unit = find_unit(k.units, unit);
+                k.unit = units_find_shown(k.units, unit);
                 if (k.unit == UNITS_NONE) {
                         free(k.pages);
                         return -ENXIO;
@@ -243,7 +233,7 @@ int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
                 (void) snprintf(scope, sizeof(scope), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
                 chargeindex_foreach_cell_of_process(k.ci, process, add_cell, &k);
         } else if (q->unit) {
-                k.unit = find_unit(k.units, q->unit);
+                k.unit = units_find_shown(k.units, q->unit);
                 if (k.unit == UNITS_NONE) {
                         r = -ENXIO;
                         goto finish;

@@ -199,16 +199,6 @@ static void explain_done(Explain *e) {
         free(e->process_slab);
 }
 
-/* The unit of a name as clients were shown it (a pending unit has none). */
-static uint32_t find_unit(const Units *un, const char *name) {
-        for (uint32_t i = 1; i < units_unit_count(un); i++) {
-                const UnitUsage *x = units_unit(un, i);
-                if (x && x->name && utf8_escaped_streq(x->name, name))
-                        return i;
-        }
-        return UNITS_NONE;
-}
-
 /* Orders rows (indexes into amounts) by amount, biggest first, at most limit; returns how many. */
 static size_t top_indexes(const uint64_t *amounts, size_t n, size_t limit, uint32_t **ret) {
         _cleanup_free_ Tally *t = malloc(MAX(n, (size_t) 1) * sizeof(Tally));
@@ -543,7 +533,7 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
         q.limit = MIN(q.limit ?: EXPLAIN_LIMIT_DEFAULT, (size_t) QUERY_LIMIT_MAX);
         q.stacks = MIN(q.stacks, (unsigned) EXPLAIN_STACKS_MAX);
         q.page_size = q.page_size > 0 ? q.page_size : 4096;
-        uint32_t unit = find_unit(accounting_units(a), q.name);
+        uint32_t unit = units_find_shown(accounting_units(a), q.name);
         if (unit == UNITS_NONE)
                 return -ENXIO;
         const UnitUsage *x = units_unit(accounting_units(a), unit);
@@ -716,7 +706,7 @@ int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long pa
 
         uint64_t ps = (uint64_t) (page_size > 0 ? page_size : 4096);
         json_array_foreach(names, i, name) {
-                uint32_t unit = json_is_string(name) ? find_unit(un, json_string_value(name)) : UNITS_NONE;
+                uint32_t unit = json_is_string(name) ? units_find_shown(un, json_string_value(name)) : UNITS_NONE;
                 const UnitUsage *x = unit != UNITS_NONE ? units_unit(un, unit) : NULL;
                 json_t *kernel = json_null();
                 MemcgFigures f;

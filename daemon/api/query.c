@@ -524,16 +524,6 @@ done:
         return 0;
 }
 
-/* The unit of a name as clients were shown it (a pending unit has none). */
-static uint32_t find_unit(const Units *un, const char *name) {
-        for (uint32_t i = 1; i < units_unit_count(un); i++) {
-                const UnitUsage *x = units_unit(un, i);
-                if (x && x->name && utf8_escaped_streq(x->name, name))
-                        return i;
-        }
-        return UNITS_NONE;
-}
-
 /* A walk of the charge index's cells for one unit: fn gets the cells of the unit's cgroups. */
 typedef struct UnitCells {
         const Units *units;
@@ -576,7 +566,7 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
         }
         uint32_t unit = UNITS_NONE;
         if (q->unit) {
-                unit = find_unit(accounting_units(a), q->unit);
+                unit = units_find_shown(accounting_units(a), q->unit);
                 if (unit == UNITS_NONE)
                         return -ENXIO;
                 (void) snprintf(root_name, sizeof(root_name), "[unit %s]", q->unit);
@@ -772,7 +762,7 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
         if (!items || !tasks || !list)
                 return -ENOMEM;
         if (q->name) {
-                only = find_unit(un, q->name);
+                only = units_find_shown(un, q->name);
                 if (only == UNITS_NONE)
                         return -ENXIO;
         }

@@ -7,6 +7,7 @@
 #include "keyindex.h"
 #include "macro.h"
 #include "units.h"
+#include "utf8.h"
 
 struct Units {
         CgroupUsage *cgroups;           /* owned; [0] reserved */
@@ -312,4 +313,13 @@ size_t units_memory_bytes(const Units *u) {
                 n += (u->units[i].name ? strlen(u->units[i].name) + 1 : 0) +
                      (u->units[i].cgroup ? strlen(u->units[i].cgroup) + 1 : 0);
         return n;
+}
+
+uint32_t units_find_shown(const Units *u, const char *name) {
+        for (uint32_t i = 1; i < units_unit_count(u); i++) {
+                const UnitUsage *x = units_unit(u, i);
+                if (x && x->name && utf8_escaped_streq(x->name, name))
+                        return i;
+        }
+        return UNITS_NONE;
 }

@@ -89,6 +89,9 @@ size_t units_pending(const Units *u);
 
 size_t units_unit_count(const Units *u);
 const UnitUsage *units_unit(const Units *u, uint32_t unit);
+/* The unit of a name as clients were shown it (UTF-8-escaped, as the replies carry it); UNITS_NONE if
+ * none, or only a pending unit (which has no name yet). */
+uint32_t units_find_shown(const Units *u, const char *name);
 /* ledger_interval_take() of a unit's pages; 0 for an index out of range or unused. */
 uint64_t units_interval_take(Units *u, uint32_t unit);
 /* The unit of this name, or UNITS_NONE. Walks the units: for queries and resolution, not per event. */
