@@ -27,7 +27,6 @@ ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 MEMSTRACKD = os.path.join(BUILD, "daemon", "memstrackd")
 LOADGEN = os.path.join(BUILD, "bench", "loadgen")
 WORK = tempfile.mkdtemp(prefix="measure-memstrackd.")
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def call(sock, method, parameters=None):
@@ -43,26 +42,12 @@ def loadgen_rate(*extra):
     raise RuntimeError(f"no rate in loadgen's output: {out}")
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def traced(options, queries=False):
     sock = os.path.join(WORK, "sock")
     d, _ = livelib.start_memstrackd(MEMSTRACKD, sock, *options, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, timeout=60)
     before = call(sock, "io.memstrack.Status")
-    cpu0 = cpu_seconds(d.pid)
+    cpu0 = livelib.process_cpu_seconds(d.pid)
 
     latencies = {"Tasks(limit 50)": [], "Status": [], "StackTree": []}
     stop = threading.Event()
@@ -89,8 +74,8 @@ def traced(options, queries=False):
         q.join()
 
     after = call(sock, "io.memstrack.Status")
-    cpu = cpu_seconds(d.pid) - cpu0
-    rss = rss_bytes(d.pid)
+    cpu = livelib.process_cpu_seconds(d.pid) - cpu0
+    rss = livelib.process_rss_bytes(d.pid)
     d.terminate()
     d.wait()
     events = after["events"] - before["events"]

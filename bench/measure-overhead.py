@@ -56,7 +56,6 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import livelib  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 READY_TIMEOUT = 60
 STOP_TIMEOUT = 30
@@ -69,12 +68,6 @@ BPFTRACE_PROGRAMS = [
 
 class Unavailable(Exception):
     """A tracer that would not start; the message is its own error line."""
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def bpf_prog_stats(pid):
@@ -157,7 +150,7 @@ class Memstrackd:
 
     def sample(self):
         status = self.call("io.memstrack.Status")
-        return {"cpu": cpu_seconds(self.proc.pid), "events": status.get("events", 0),
+        return {"cpu": livelib.process_cpu_seconds(self.proc.pid), "events": status.get("events", 0),
                 "lost": status.get("lostEvents", 0), "lost_by_reason": status.get("lostByReason"),
                 "bpf": bpf_prog_stats(self.proc.pid), "status": status}
 
@@ -200,7 +193,7 @@ class Bpftrace:
         time.sleep(1)
 
     def sample(self):
-        return {"cpu": cpu_seconds(self.proc.pid), "events": None, "lost": None, "lost_by_reason": None,
+        return {"cpu": livelib.process_cpu_seconds(self.proc.pid), "events": None, "lost": None, "lost_by_reason": None,
                 "bpf": bpf_prog_stats(self.proc.pid), "status": None}
 
     def stop(self):

@@ -31,22 +31,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import livelib  # noqa: E402
 import slabsoak  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
 
 def slab(sock, by):
     return livelib.call(sock, "io.memstrack.Slab", {"by": by, "limit": 10000}, timeout=None)
@@ -93,7 +77,7 @@ def main():
 
 def soak(args, daemon, sock):
     started = time.monotonic()
-    cpu0 = cpu_seconds(daemon.pid)
+    cpu0 = livelib.process_cpu_seconds(daemon.pid)
     churn = slabsoak.Churn(workers=args.workers, rounds=args.rounds)
     over = {}           # cache: the most live objects above the kernel's figure, and when
     history = []        # (seconds, {call site: live objects}) at each sixth of the soak
@@ -142,8 +126,8 @@ def soak(args, daemon, sock):
     sites = slab(sock, "callsite")
     caches = slab(sock, "cache")
     st = status(sock)
-    cpu = cpu_seconds(daemon.pid) - cpu0
-    rss = rss_bytes(daemon.pid)
+    cpu = livelib.process_cpu_seconds(daemon.pid) - cpu0
+    rss = livelib.process_rss_bytes(daemon.pid)
     elapsed = time.monotonic() - started
 
     final = {r["name"]: r for r in sites["rows"]}

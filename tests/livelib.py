@@ -7,6 +7,7 @@ with sys.path.insert(0, the tests folder) before "import livelib".
 Waits are bounds against hanging, never measurements: nothing here asserts how fast anything is."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -79,6 +80,22 @@ class DaemonExited(Exception):
     def __init__(self, returncode):
         super().__init__(f"memstrackd exited with {returncode}")
         self.returncode = returncode
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU time of a process so far, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_rss_bytes(pid):
+    """A process's resident set now, from /proc/PID/status (0 once it is gone)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def start_memstrackd(exe, sock, *args, stdout=None, stderr=None, timeout=WAIT):
