@@ -257,6 +257,31 @@ static void test_growth(void) {
         heap_free(h);
 }
 
+/* A process's own events may say anything: a block larger than any address space is counted invalid, not
+ * applied, and a sample interval past the library's is held to it, so no weight leaves the tree's signed
+ * range. */
+static void test_impossible_sizes(void) {
+        Heap *h = heap_new(1024, 1024, 16, false);
+        uint64_t now, max;
+        HeapStats st;
+
+        start(h, 100, UINT64_MAX);
+        ASSERT_EQ(heap_image(h, 0)->sample_interval, HEAP_EVENT_SAMPLE_INTERVAL_MAX);
+        alloc(h, 100, 0x10, UINT64_MAX, 0xa, MS_HEAP_PEAK_AFTER);
+        alloc(h, 100, 0x20, HEAP_BLOCK_BYTES_MAX + 1, 0xa, MS_HEAP_PEAK_AFTER);
+        heap_get_stats(h, &st);
+        ASSERT_EQ(st.invalid_events, 2u);
+        ASSERT_EQ(st.live_blocks, 0u);
+        alloc(h, 100, 0x30, HEAP_BLOCK_BYTES_MAX, 0xa, MS_HEAP_PEAK_AFTER);
+        values(h, leaf(h, 0, 0xa), 0, &now, &max);
+        ASSERT_GE(now, HEAP_BLOCK_BYTES_MAX);
+        ASSERT_LT(now, UINT64_C(1) << 62);
+        release(h, 100, 0x30, MS_HEAP_PEAK_NONE);
+        values(h, leaf(h, 0, 0xa), 0, &now, &max);
+        ASSERT_EQ(now, 0u);
+        heap_free(h);
+}
+
 int main(void) {
         test_growth();
         test_shares();
@@ -264,5 +289,6 @@ int main(void) {
         test_maximum();
         test_exec();
         test_weights();
+        test_impossible_sizes();
         return 0;
 }

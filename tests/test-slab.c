@@ -288,8 +288,30 @@ static void test_reconcile(void) {
         slabinfo_free(later);
 }
 
+/* A slabinfo line without a name (no kernel writes one, a damaged file may) is left out: the other caches
+ * are reconciled, nothing is taken for a failed allocation. */
+static void test_reconcile_unnamed(void) {
+        SlabCache caches[] = {
+                { .name = (char *) "", .active_objects = 5, .objects = 8, .object_size = 64 },
+                { .name = (char *) "filp", .active_objects = 1, .objects = 16, .object_size = 192 },
+                { .name = NULL, .active_objects = 5, .objects = 8, .object_size = 64 },
+        };
+        SlabInfo info = { .caches = caches, .n_caches = ELEMENTSOF(caches) };
+        Slab *s = slab_new(1 << 20);
+        Dropped d = {};
+
+        ASSERT_NOT_NULL(s);
+        alloc(s, 0x2000000, SITE_FILP, "filp", 192);
+        ASSERT_OK(slab_reconcile(s, &info, 1000, on_drop, &d));
+        ASSERT_EQ(slab_reconcile_stats(s)->caches, 1);
+        ASSERT_TRUE(cache_named(s, "filp")->kernel.known);
+        ASSERT_EQ(d.n, 0);
+        slab_free(s);
+}
+
 int main(void) {
         TEST(test_invisible_frees);
         TEST(test_reconcile);
+        TEST(test_reconcile_unnamed);
         return 0;
 }

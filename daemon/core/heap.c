@@ -350,7 +350,7 @@ static void handle_start(Heap *h, const MsEvent *e) {
         *img = (HeapImage) {
                 .pid = e->pid,
                 .serial = serial,
-                .sample_interval = MAX(x->sample_interval, (uint64_t) 1),
+                .sample_interval = MIN(MAX(x->sample_interval, (uint64_t) 1), HEAP_EVENT_SAMPLE_INTERVAL_MAX),
                 .start_nsec = e->timestamp_nsec,
                 .cmdline = x->cmdline ? strdup(x->cmdline) : NULL,
                 .maps = x->maps ? strdup(x->maps) : NULL,
@@ -366,7 +366,7 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
 
         if (!img)
                 return;
-        if (x->ptr == 0 || (x->stack.n_frames > 0 && !x->stack.frames)) {
+        if (x->ptr == 0 || (x->stack.n_frames > 0 && !x->stack.frames) || x->bytes > HEAP_BLOCK_BYTES_MAX) {
                 h->invalid_events++;
                 return;
         }

@@ -36,6 +36,12 @@
 #define HEAP_GROWTH_POINTS 32u
 #define HEAP_GROWTH_STEP_USEC 10000u    /* the first step: the heap source's poll */
 
+/* What the events of a process's own making may say, beyond which they are invalid (counted, not applied):
+ * no block is larger than a 57-bit address space, no sample interval longer than the library's. Weights
+ * then stay far below 2^63, the stack tree's signed deltas. */
+#define HEAP_BLOCK_BYTES_MAX (UINT64_C(1) << 57)
+#define HEAP_EVENT_SAMPLE_INTERVAL_MAX (UINT64_C(1) << 40)
+
 typedef struct HeapPoint {
         uint32_t msec;                  /* since the heap's start */
         uint64_t live_bytes;

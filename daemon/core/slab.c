@@ -403,6 +403,12 @@ static int drop_oldest(Slab *s, const uint64_t *want, SlabDropFn drop, void *use
         return 0;
 }
 
+/* A line of slabinfo without a name (no kernel writes one) names no group: left out, never taken for a
+ * failed allocation. */
+static bool cache_unnamed(const SlabCache *c) {
+        return !c->name || !*c->name;
+}
+
 /* The kernel's figures of the caches of one object size, summed. */
 typedef struct SizeSum {
         uint64_t active, start, slack;
@@ -428,7 +434,7 @@ int slab_reconcile(Slab *s, const SlabInfo *info, uint64_t now_nsec, SlabDropFn 
         /* Every cache the kernel lists gets a group, so that its count now is its start if memstrack
          * meets its objects only later. */
         for (size_t i = 0; i < info->n_caches; i++)
-                if (cache_lookup(s, info->caches[i].name, true, 0) == SLAB_NONE)
+                if (!cache_unnamed(&info->caches[i]) && cache_lookup(s, info->caches[i].name, true, 0) == SLAB_NONE)
                         return -ENOMEM;
         listed = calloc(MAX(s->n_caches, (size_t) 1), sizeof(bool));
         want = calloc(MAX(s->n_caches, (size_t) 1), sizeof(uint64_t));
@@ -439,6 +445,8 @@ int slab_reconcile(Slab *s, const SlabInfo *info, uint64_t now_nsec, SlabDropFn 
         /* Named caches: their own figures, and their sizes' sums. */
         for (size_t i = 0; i < info->n_caches; i++) {
                 const SlabCache *k = &info->caches[i];
+                if (cache_unnamed(k))
+                        continue;
                 uint32_t cache = cache_lookup(s, k->name, false, 0);
                 SlabGroup *g = &s->caches[cache];
 

@@ -50,6 +50,7 @@
 #include "oomlog.h"
 #include "query.h"
 #include "service.h"
+#include "slabinfo.h"
 #include "summary.h"
 #include "time-util.h"
 #include "varlink.h"
@@ -447,6 +448,84 @@ static void op_object_free(Program *p) {
         feed(p, e);
 }
 
+/* A process's user-space heap, as the heap source reports it: a start (with maps that are text, empty or
+ * none), sampled blocks with user frames, frees of them or of pointers never seen, exact counters that
+ * need not agree with the blocks, a library loaded, the end for any reason. */
+static void op_heap(Program *p) {
+        static const char *const maps[] = { NULL, "", "00400000-00452000 r-xp 00000000 08:01 42 /usr/bin/x\n",
+                                            "garbage\xff\n" };
+        static const uint64_t sizes[] = { 0, 1, 24, 4096, 1 << 20, UINT64_MAX };
+        static const uint64_t pointers[] = { 0x5000, 0x5010, 0x7f0000000000, 0, UINT64_MAX };
+        int32_t pid = next_pid(p);
+        MsEvent e = { .pid = pid, .tid = pid };
+        MsHeapCounters counters = {};
+        uint64_t frames[8];
+        uint8_t b = next_byte(p);
+
+        e.heap.peak = (MsHeapPeak) (next_byte(p) % _MS_HEAP_PEAK_MAX);
+        switch (b % 8) {
+        case 0:
+                e.type = MS_EVENT_HEAP_START;
+                e.heap.sample_interval = next_byte(p) < 128 ? 1 : 524288;
+                e.heap.maps = PICK(p, maps);
+                e.heap.comm = next_byte(p) < 240 ? "heapy" : "bad\xff";
+                e.heap.cmdline = next_byte(p) < 128 ? "heapy --run" : NULL;
+                break;
+        case 1:
+        case 2:
+        case 3: {
+                size_t n = pick(p, ELEMENTSOF(frames) + 1);
+                for (size_t i = 0; i < n; i++)
+                        frames[i] = PICK(p, user_frames);
+                e.type = MS_EVENT_HEAP_ALLOC;
+                e.heap.ptr = PICK(p, pointers);
+                e.heap.bytes = PICK(p, sizes);
+                e.heap.stack = (MsStack) { .frames = n > 0 ? frames : NULL, .n_frames = (uint32_t) n };
+                e.heap.stack_id = next_byte(p) % 4;
+                break;
+        }
+        case 4:
+                e.type = MS_EVENT_HEAP_FREE;
+                e.heap.ptr = PICK(p, pointers);
+                e.heap.bytes = PICK(p, sizes);
+                break;
+        case 5:
+                counters = (MsHeapCounters) { .live_bytes = PICK(p, sizes), .peak_bytes = PICK(p, sizes),
+                                              .allocs = next_byte(p), .frees = next_byte(p),
+                                              .alloc_bytes = PICK(p, sizes), .lost_records = next_byte(p) % 2 };
+                e.type = MS_EVENT_HEAP_STATE;
+                e.heap.counters = &counters;
+                break;
+        case 6:
+                e.type = MS_EVENT_HEAP_MAPS;
+                e.heap.maps = PICK(p, maps);
+                break;
+        default:
+                e.type = MS_EVENT_HEAP_END;
+                e.heap.end = (MsHeapEnd) (next_byte(p) % _MS_HEAP_END_MAX);
+        }
+        feed(p, e);
+}
+
+/* The slab counts held against a /proc/slabinfo: each cache's active objects from nothing to more than
+ * were ever allocated, or a cache the kernel destroyed (absent). */
+static void op_slab_reconcile(Program *p) {
+        static const uint64_t actives[] = { 0, 1, 2, 8, 1000, UINT64_MAX };
+        SlabCache caches[ELEMENTSOF(cache_names)] = {};
+        SlabInfo info = { .caches = caches };
+
+        for (size_t i = 0; i < ELEMENTSOF(cache_names); i++) {
+                if (!cache_names[i] || next_byte(p) < 32)
+                        continue;
+                caches[info.n_caches++] = (SlabCache) { .name = (char *) cache_names[i],
+                                                         .active_objects = PICK(p, actives),
+                                                         .objects = UINT64_MAX, .object_size = 64,
+                                                         .index = i };
+        }
+        if (accounting_slab_reconcile(p->accounting, &info, p->clock_nsec) == -ENOMEM)
+                abort();
+}
+
 static void op_sample(Program *p) {
         static const int64_t deltas[] = { 1, 2, 16, -1, -2, -16, 0, 1000000, -1000000, INT64_C(1) << 40,
                                           -(INT64_C(1) << 40), (INT64_C(1) << 40) + 1, INT64_MAX, INT64_MIN };
@@ -699,6 +778,8 @@ typedef enum ParamKind {
         PARAM_LEVEL,
         PARAM_UNITS,
         PARAM_PAGE_BY,
+        PARAM_UID,
+        PARAM_PPM,
 } ParamKind;
 
 static json_t *int_value(Program *p, const int64_t *values, size_t n) {
@@ -769,6 +850,10 @@ static json_t *param_value(Program *p, ParamKind kind) {
         }
         case PARAM_PAGE_BY:
                 return STRINGS("order", "gfp", "migratetype", "node", "zone", "");
+        case PARAM_UID:
+                return INTS(0, p->f->root ? 0 : (int64_t) getuid(), 65534, -1, (int64_t) UINT32_MAX + 1);
+        case PARAM_PPM:
+                return INTS(0, 1, 1000, 1000000, 1000001, -1);
         }
         return json_null();
 }
@@ -840,7 +925,8 @@ static const Method methods[] = {
         { "io.memstrack.Reset", { { "what", PARAM_WHAT } } },
         { "io.memstrack.Snapshot", { { "name", PARAM_SNAPSHOT } } },
         { "io.memstrack.Diff", { { "name", PARAM_SNAPSHOT }, { "limit", PARAM_LIMIT } } },
-        { "io.memstrack.ListSnapshots", {} },
+        { "io.memstrack.ListSnapshots", { { "allUsers", PARAM_BOOL } } },
+        { "io.memstrack.DeleteSnapshot", { { "name", PARAM_SNAPSHOT }, { "uid", PARAM_UID } } },
         { "io.memstrack.BootPhase", {} },
         { "io.memstrack.SetLogLevel", { { "level", PARAM_LEVEL } } },
         { "io.memstrack.OomKills", {} },
@@ -851,6 +937,9 @@ static const Method methods[] = {
         { "io.memstrack.ExplainUnits", { { "names", PARAM_UNITS } } },
         { "io.memstrack.PageBreakdown", { { "by", PARAM_PAGE_BY }, { "pid", PARAM_PID }, { "unit", PARAM_UNIT },
                                           { "module", PARAM_MODULE }, { "limit", PARAM_LIMIT } } },
+        { "io.memstrack.Heap", { { "pid", PARAM_PID }, { "maxDepth", PARAM_DEPTH },
+                                 { "maxChildren", PARAM_CHILDREN }, { "minPartsPerMillion", PARAM_PPM } } },
+        { "io.memstrack.HeapStop", { { "pid", PARAM_PID } } },
 };
 
 static void op_call(Program *p) {
@@ -985,6 +1074,7 @@ static const Op ops[] = {
         OP(lost), OP(cgroup_resolve), OP(cgroup_resolve_pending), OP(cgroup_removed), OP(symbols_stale),
         OP(symbols_reload), OP(clock), OP(clock), OP(history_tick), OP(oom_kill), OP(oom_peak), OP(call), OP(call),
         OP(call), OP(call), OP(call), OP(call), OP(call), OP(summary), OP(document), OP(module_burst),
+        OP(heap), OP(heap), OP(heap), OP(slab_reconcile),
 };
 
 static void fuzz_flush(void *userdata) {
