@@ -192,6 +192,40 @@ static void test_stacks(void) {
         top_model_free(m);
 }
 
+static json_t *heap_node(const char *frame, int bytes, int peak, json_t *children) {
+        return json_pack("{s:s, s:i, s:i, s:o, s:i}", "frame", frame, "currentBytes", bytes, "peakBytes", peak,
+                         "children", children ?: json_array(), "truncatedChildren", 0);
+}
+
+/* A task that records its heap into the daemon: its user-space heap is the last child of its stacks, in
+ * bytes, with its own peak, and can be opened like any node. */
+static void test_stacks_heap(void) {
+        TopModel *m;
+
+        ASSERT_OK(top_model_new(4096, &m));
+        json_t *r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_open_stacks(m), 1);
+
+        r = json_pack("{s:o, s:o, s:i}", "root", node("[pid 10 big]", 500, json_pack("[o]", node("a", 500, NULL))),
+                      "heap", heap_node("[heap pid 10 big]", 3000, 8000,
+                                        json_pack("[o]", heap_node("leak_site", 3000, 8000, NULL))),
+                      "totalPages", 500);
+        ASSERT_OK(top_model_update_stacks(m, r));
+        json_decref(r);
+        ASSERT_EQ(m->stack_root->n_children, 2u);
+        const TopStackNode *heap = &m->stack_root->children[1];
+        ASSERT_STREQ(heap->label, "[heap] (user space)");
+        ASSERT_TRUE(heap->bytes);
+        ASSERT_EQ(heap->current_pages, 3000u);
+        ASSERT_EQ(heap->peak_pages, 8000);
+        ASSERT_EQ(heap->n_children, 1u);
+        ASSERT_TRUE(heap->children[0].bytes);
+        ASSERT_STREQ(heap->children[0].label, "leak_site");
+        top_model_free(m);
+}
+
 static json_t *unit(const char *name, int current, int peak, int tasks) {
         return json_pack("{s:s, s:s, s:i, s:i, s:i, s:b}", "name", name, "cgroup", name,
                          "currentPages", current, "peakPages", peak, "tasks", tasks, "live", true);
@@ -686,6 +720,7 @@ int main(void) {
         TEST(test_selection_survives_refresh);
         TEST(test_sort_and_filter);
         TEST(test_stacks);
+        TEST(test_stacks_heap);
         TEST(test_units);
         TEST(test_slab);
         TEST(test_graph);
