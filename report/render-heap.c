@@ -270,7 +270,8 @@ static int text_one(FILE *f, const json_t *h, bool leaks, const ReportOptions *o
                 free(c.sites);
                 return r;
         }
-        qsort(c.sites, c.n, sizeof(CallSite), compare_sites);
+        if (c.n > 1)    /* c.sites is NULL when the heap has no call site */
+                qsort(c.sites, c.n, sizeof(CallSite), compare_sites);
         fprintf(f, "Call sites:\n");
         size_t shown = 0;
         for (size_t i = 0; i < c.n && (o->top == 0 || shown < o->top); i++) {
@@ -353,7 +354,8 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
                         free(c.sites);
                         return -ENOMEM;
                 }
-                qsort(c.sites, c.n, sizeof(CallSite), compare_sites);
+                if (c.n > 1)
+                        qsort(c.sites, c.n, sizeof(CallSite), compare_sites);
                 for (size_t j = 0; j < c.n && (o->top == 0 || j < o->top); j++) {
                         const json_t *s = c.sites[j].node;
                         if (json_array_append_new(sites, json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:I}",
