@@ -10,18 +10,13 @@ set -uo pipefail
 
 D=${1:?memstrackd}
 CTL=${2:?memstrackctl}
-work=$(mktemp -d /tmp/test-input-files.XXXXXX)
+# shellcheck source=daemon-lib.sh
+. "$(dirname "$0")/daemon-lib.sh"
+# Every process started here, memstrackd or memstrackctl, killed at exit.
 pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait; rm -rf "$work"' EXIT
-chmod 755 "$work"
 # A hang guard: what should end at once (or at a signal) and does not within this is hanging.
 GUARD=600
-
-fail() {
-    echo "FAIL: $*" >&2
-    [ -f "$work/log" ] && { echo "--- log:" >&2; tail -n 40 "$work/log" >&2; }
-    exit 1
-}
 
 # exits PID WHAT: waits (hang guard) for PID to end and sets $status; a hang fails the test.
 exits() {
@@ -36,16 +31,6 @@ exits() {
 # alive PID: PID runs (a zombie has ended).
 alive() {
     [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null
-}
-
-# answers WHAT: waits (hang guard) until the daemon answers on $work/sock.
-answers() {
-    for _ in $(seq $GUARD); do
-        "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && return 0
-        kill -0 "$daemon" 2>/dev/null || fail "$1: memstrackd exited"
-        sleep 0.1
-    done
-    fail "$1: memstrackd does not answer"
 }
 
 # refuses WHAT TEXT ARGS...: memstrackd ARGS exits 1 on its own, saying TEXT.
@@ -95,7 +80,7 @@ mkfifo "$work/state/history"
     --socket="$work/sock" --group="$(id -gn)" --state-directory="$work/state" >"$work/log" 2>&1 &
 daemon=$!
 pids+=("$daemon")
-answers "a FIFO as the history"
+daemon_answers "a FIFO as the history"
 grep -q "history from $work/state/history, starting a new one: not a regular file" "$work/log" ||
     fail "a FIFO as the history: the log does not say so"
 kill -TERM "$daemon"
@@ -111,7 +96,7 @@ echo "ok a FIFO as the history file"
     >"$work/log" 2>&1 &
 daemon=$!
 pids+=("$daemon")
-answers "a report into an unread FIFO"
+daemon_answers "a report into an unread FIFO"
 kill -TERM "$daemon"
 exits "$daemon" "a report into an unread FIFO"
 [ $status = 1 ] || fail "a report into an unread FIFO: exit status $status"

@@ -10,39 +10,17 @@ set -uo pipefail
 
 D=${1:?memstrackd}
 CTL=${2:?memstrackctl}
-work=$(mktemp -d /tmp/test-input-limits.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait; rm -rf "$work"' EXIT
-chmod 755 "$work"
+# shellcheck source=daemon-lib.sh
+. "$(dirname "$0")/daemon-lib.sh"
 INT64_MAX=9223372036854775807
 PAGES_MAX=4503599627370495
-
-fail() {
-    echo "FAIL: $*" >&2
-    [ -f "$work/log" ] && { echo "--- memstrackd log:" >&2; tail -n 40 "$work/log" >&2; }
-    exit 1
-}
 
 # start SOURCE INPUT: memstrackd on INPUT, answering.
 start() {
     "$D" --foreground --source="$1" --source-input="$2" --socket="$work/sock" --group="$(id -gn)" \
         --state-directory= >"$work/log" 2>&1 &
     daemon=$!
-    for _ in $(seq 600); do
-        "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && return 0
-        kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited on $2"
-        sleep 0.1
-    done
-    fail "memstrackd does not answer on $2"
-}
-
-stop() {
-    local status
-    kill "$daemon"
-    wait "$daemon"
-    status=$?
-    daemon=
-    [ $status = 0 ] || fail "memstrackd exited with status $status"
+    daemon_answers "$2"
 }
 
 # Every reply a client can ask for, saved for the checks below: status, a snapshot file (tasks, modules,
@@ -137,7 +115,7 @@ check "samples beyond 2^52" \
      tasks[1]['peakPages'] == $PAGES_MAX and tasks[2]['currentPages'] == 0"
 grep -q "^ *Saturated: 3 events" "$work/status.txt" ||
     fail "memstrackctl status does not show the saturation: $(cat "$work/status.txt")"
-stop
+daemon_stop
 grep -q "^Saturated: 3 events would have taken a count beyond its ceiling" "$work/log" ||
     fail "the summary does not show the saturation"
 echo "ok samples beyond 2^52 - 1 pages stay at 2^52 - 1"
@@ -147,7 +125,7 @@ printf 'lost 0 %s\nlost 0 %s\nlost 1 5\n' $INT64_MAX $INT64_MAX >"$work/lost"
 start replay "$work/lost"
 collect "losses beyond 2^63"
 check "losses beyond 2^63" "status['lostEvents'] == $INT64_MAX and status['saturatedEvents'] >= 1"
-stop
+daemon_stop
 echo "ok losses beyond 2^63 - 1 stay at 2^63 - 1"
 
 # Page frame numbers beyond 2^40 (52-bit physical addresses of 4 KiB pages), or a block that would end
@@ -164,7 +142,7 @@ start replay "$work/pfn"
 collect "pfns beyond 2^40"
 check "pfns beyond 2^40" \
     "status['invalidEvents'] == 4 and status['trackedPages'] == 1 and status['untrackedFrees'] == 0"
-stop
+daemon_stop
 echo "ok pfns beyond 2^40 are invalid events"
 
 # page_owner counts no machine has: skipped as bad records with their line; the rest is imported.
@@ -178,7 +156,7 @@ collect "page_owner counts beyond a machine"
 check "page_owner counts beyond a machine" \
     "status['trackedPages'] == 3 and tasks[11]['currentPages'] == 3 and 10 not in tasks and
      [l['count'] for l in status['lostByReason'] if l['reason'] == 'badRecord'] == [2]"
-stop
+daemon_stop
 for line in 1 3; do
     grep -q "page-owner:$line: not a page_owner record (more pages than a machine has)" "$work/log" ||
         fail "page_owner counts beyond a machine: line $line is not named"
@@ -191,7 +169,7 @@ start page-owner "$work/many"
 collect "page_owner totals beyond 2^52"
 check "page_owner totals beyond 2^52" \
     "status['trackedPages'] == $PAGES_MAX and status['saturatedEvents'] == 3 and tasks[20]['currentPages'] == $PAGES_MAX"
-stop
+daemon_stop
 echo "ok page_owner totals beyond 2^52 - 1 stay at 2^52 - 1"
 
 echo "numbers at the top of their range are refused or held, never wrapped"

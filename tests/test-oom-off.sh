@@ -9,27 +9,15 @@ set -uo pipefail
 
 D=${1:?memstrackd}
 CTL=${2:?memstrackctl}
-work=$(mktemp -d /tmp/test-oom-off.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait; rm -rf "$work"' EXIT
-chmod 755 "$work"
+# shellcheck source=daemon-lib.sh
+. "$(dirname "$0")/daemon-lib.sh"
 mkdir -p "$work/tracefs/events"
-
-fail() {
-    echo "FAIL: $*" >&2
-    [ -f "$work/log" ] && { echo "--- memstrackd log:" >&2; cat "$work/log" >&2; }
-    exit 1
-}
 
 printf 'task 4242 a\nalloc 4242 0x1000 2\n' >"$work/events"
 "$D" --foreground --source=replay --source-input="$work/events" --tracefs="$work/tracefs" \
     --socket="$work/sock" --group="$(id -gn)" >"$work/log" 2>&1 &
 daemon=$!
-for _ in $(seq 600); do
-    "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && break
-    kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited"
-    sleep 0.1
-done
+daemon_answers "the replayed events"
 
 reason="the kernel has no oom:mark_victim tracepoint"
 "$CTL" --address "unix:$work/sock" status --json=short >"$work/status" 2>&1 || fail "status: $(cat "$work/status")"

@@ -25,24 +25,8 @@ for p in dpkg-buildpackage rpmbuild rpmspec lintian; do
     command -v "$p" >/dev/null || { echo "SKIP: no $p (scripts/deps installs it)" >&2; exit 77; }
 done
 
-pass=0 fail=0
-failed=()
-run_case() {
-    echo "== $1"
-    if "$1"; then
-        pass=$((pass + 1))
-        echo "PASS: $1"
-    else
-        fail=$((fail + 1))
-        failed+=("$1")
-        echo "FAIL: $1"
-    fi
-}
-
-bad() {
-    echo "  $*" >&2
-    return 1
-}
+# shellcheck source=case-lib.sh
+. "$(dirname "$0")/case-lib.sh"
 
 # The packages every build makes, by name, in both formats.
 PACKAGES=(memstrack memstrack-client memstrack-metrics memstrack-heap)
@@ -179,5 +163,4 @@ if [ "$fail" -eq 0 ]; then
 fi
 run_case test_heap
 
-echo "package-build: $pass passed, $fail failed${failed[*]:+ (${failed[*]})}"
-[ "$fail" -eq 0 ]
+cases_report package-build

@@ -12,16 +12,8 @@ set -uo pipefail
 D=${1:?memstrackd}
 CTL=${2:?memstrackctl}
 DATA=${3:?data directory}/page-owner
-work=$(mktemp -d /tmp/test-page-owner.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait; rm -rf "$work"' EXIT
-chmod 755 "$work"
-
-fail() {
-    echo "FAIL: $*" >&2
-    [ -f "$work/log" ] && { echo "--- memstrackd log:" >&2; cat "$work/log" >&2; }
-    exit 1
-}
+# shellcheck source=daemon-lib.sh
+. "$(dirname "$0")/daemon-lib.sh"
 
 # Starts memstrackd on the log $1 and waits for it. $2: "stdin" reads it from standard input, "pipe" from
 # a pipe's path, "crlf" with CRLF line ends and blanks on the empty lines.
@@ -42,22 +34,7 @@ start() {
             >"$work/log" 2>&1 &
     fi
     daemon=$!
-    for _ in $(seq 600); do
-        "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && return 0
-        kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited on $1"
-        sleep 0.1
-    done
-    fail "memstrackd does not answer on $1"
-}
-
-# Stops it: a clean exit (under ASan, no leak either).
-stop() {
-    local status
-    kill "$daemon"
-    wait "$daemon"
-    status=$?
-    daemon=
-    [ $status = 0 ] || fail "memstrackd exited with status $status"
+    daemon_answers "$1"
 }
 
 # Compares the daemon's answers with what the log holds: check NAME TASKS MODULES TOPFRAMES TOTAL BAD, the
@@ -106,7 +83,7 @@ for how in file crlf pipe stdin; do
         '{"vmlinux": 516, "virtio_net": 1024, "xfs": 2, "ext4": 1}' \
         '{"virtio_dev_probe+0x1b6": 1024, "handle_mm_fault+0xe2": 512, "do_pipe2+0x3f": 4, "vfs_read+0x23c": 2, "kthread+0xe4": 1}' \
         1543 0
-    stop
+    daemon_stop
 done
 grep -q "Imported 6 page_owner records (1543 pages) from (standard input); 0 bad records skipped" "$work/log" ||
     fail "standard input: the import is not logged"
@@ -115,19 +92,19 @@ grep -q "Imported 6 page_owner records (1543 pages) from (standard input); 0 bad
 start "$DATA/tgid-free-ts.txt"
 check "tgid-free-ts" '{1500: ("sshd", 1), 77: ("kworker/u8:3", 4)}' '{"vmlinux": 1, "i915": 4}' \
     '{"do_anonymous_page+0x1cd": 1, "process_one_work+0x174": 4}' 5 0
-stop
+daemon_stop
 
 # 5.11 to 6.5: a pid and no name; the pid is the process.
 start "$DATA/pid-ts.txt"
 check "pid-ts" '{812: ("[unknown]", 9), 1: ("[unknown]", 1)}' '{"vmlinux": 1, "btrfs": 8, "overlay": 1}' \
     '{"wp_page_copy+0x8c": 1, "btrfs_read_node_slot+0x6e [btrfs]": 8, "ovl_copy_up_data+0x1b7 [overlay]": 1}' 10 0
-stop
+daemon_stop
 
 # 4.x to 5.10: no task at all (pid 0), 4.4's mask without names, orders 9 and 10.
 start "$DATA/no-task.txt"
 check "no-task" '{0: ("[unknown]", 1539)}' '{"vmlinux": 514, "e1000e": 1, "ttm": 1024}' \
     '{"pte_alloc_one+0x13": 2, "net_rx_action+0x14f": 1, "kthread+0x112": 512, "ttm_tt_populate+0xa5 [ttm]": 1024}' 1539 0
-stop
+daemon_stop
 
 # page_owner_sort's output: counted records, the old "N times:", culled by task and by stack, one-liners.
 start "$DATA/sorted.txt"
@@ -136,13 +113,13 @@ check "sorted" \
     '{"vmlinux": 22, "nvme": 16, "drm": 64}' \
     '{"__do_fault+0x31": 3, "nvme_probe+0x2c1 [nvme]": 16, "pte_alloc_one+0x13": 10, "drm_gem_shmem_get_pages+0x2d [drm_shmem_helper]": 64}' \
     102 0
-stop
+daemon_stop
 
 # page_owner_stacks/show_stacks: pages per stack, no task.
 start "$DATA/show-stacks.txt"
 check "show-stacks" '{0: ("[unknown]", 344)}' '{"vmlinux": 44, "kvm": 300}' \
     '{"kvm_arch_vcpu_ioctl_run+0x11e [kvm]": 300, "copy_process+0x1c1": 44}' 344 0
-stop
+daemon_stop
 
 # Bad records among good ones: each is named by its line, the others are imported.
 start "$DATA/corrupt.txt"
@@ -151,7 +128,7 @@ check "corrupt" '{10: ("good", 1), 11: ("good too", 4), 12: ("third", 2)}' '{"vm
 "$CTL" --address "unix:$work/sock" status >"$work/status.txt" 2>&1 || fail "corrupt: memstrackctl status"
 grep -q '^ *Lost events: 4 (counts are lower bounds) by reason: badRecord 4$' "$work/status.txt" ||
     fail "corrupt: status does not show the bad records: $(cat "$work/status.txt")"
-stop
+daemon_stop
 for want in "corrupt.txt:9: not a page_owner record (a garbled 'Page allocated' line)" \
             "corrupt.txt:28: not a page_owner record (a garbled frame)" \
             "corrupt.txt:31: not a page_owner record (an unknown line)" \
@@ -165,7 +142,7 @@ printf '%s\n' "7 times, 7 pages, TGID 900, task_comm_name: cron" "5 apples" \
     "1 times, 2 pages, PID 901, task_comm_name: cron" >"$work/culled.txt"
 start "$work/culled.txt"
 check "culled" '{900: ("cron", 7), 901: ("cron", 2)}' '{"vmlinux": 9}' '{}' 9 1
-stop
+daemon_stop
 grep -q "culled.txt:2: not a page_owner record (a garbled 'N times' line)" "$work/log" ||
     fail "culled: the log does not name line 2"
 
@@ -174,7 +151,7 @@ head -n 38 "$DATA/corrupt.txt" >"$work/cut.txt"
 start "$work/cut.txt"
 check "cut" '{10: ("good", 1), 11: ("good too", 4)}' '{"vmlinux": 4, "xfs": 1}' \
     '{"xfs_buf_alloc_pages+0x55 [xfs]": 1, "copy_process+0x1c1": 4}' 5 4
-stop
+daemon_stop
 grep -q "cut.txt:38: not a page_owner record (the file ends inside the record)" "$work/log" ||
     fail "cut: the log does not name line 38"
 

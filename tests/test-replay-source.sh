@@ -9,16 +9,8 @@ set -uo pipefail
 
 D=${1:?memstrackd}
 CTL=${2:?memstrackctl}
-work=$(mktemp -d /tmp/test-replay-source.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait; rm -rf "$work"' EXIT
-chmod 755 "$work"
-
-fail() {
-    echo "FAIL: $*" >&2
-    [ -f "$work/log" ] && { echo "--- memstrackd log:" >&2; cat "$work/log" >&2; }
-    exit 1
-}
+# shellcheck source=daemon-lib.sh
+. "$(dirname "$0")/daemon-lib.sh"
 
 cat >"$work/events" <<'END'
 # 4242 keeps an order-2 block and frees a page; 4300 keeps an order-3 block.
@@ -49,11 +41,7 @@ END
 "$D" --foreground --source=replay --source-input="$work/events" --socket="$work/sock" --group="$(id -gn)" \
     >"$work/log" 2>&1 &
 daemon=$!
-for _ in $(seq 600); do
-    "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && break
-    kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited"
-    sleep 0.1
-done
+daemon_answers "the replayed events"
 "$CTL" --address "unix:$work/sock" tasks --all --json=short >"$work/tasks" 2>"$work/err" ||
     fail "memstrackctl tasks: $(cat "$work/err")"
 "$CTL" --address "unix:$work/sock" status --json=short >"$work/status" 2>"$work/err" ||
@@ -97,9 +85,7 @@ END
 grep -q '"backend": *"replay"' "$work/status" || fail "status does not name the replay backend: $(cat "$work/status")"
 grep -q '^ *Samples: 2 (.*; 2 pages taken off that no sample had charged)$' "$work/status.txt" ||
     fail "status does not show the samples: $(cat "$work/status.txt")"
-kill "$daemon"
-wait "$daemon"
-daemon=
+daemon_stop
 
 # Pages per unit without a kernel: cgroup ids are the inode numbers of a fake cgroup tree (--cgroup-root).
 # 4242 allocates in replay.service, moves to session-7.scope and allocates there; freeing its first block
@@ -122,11 +108,7 @@ END
 "$D" --foreground --source=replay --source-input="$work/units-events" --socket="$work/sock" --group="$(id -gn)" \
     --cgroup-root="$cg" >"$work/log" 2>&1 &
 daemon=$!
-for _ in $(seq 600); do
-    "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && break
-    kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited"
-    sleep 0.1
-done
+daemon_answers "the replayed events"
 "$CTL" --address "unix:$work/sock" units --all --stacks 1 --json=short >"$work/units" 2>"$work/err" ||
     fail "memstrackctl units: $(cat "$work/err")"
 python3 - "$work/units" <<'END' || fail "units differ from the replayed events: $(cat "$work/units")"
@@ -155,9 +137,7 @@ END
 "$CTL" --address "unix:$work/sock" units --no-legend >"$work/units.txt" 2>&1 || fail "memstrackctl units (text)"
 awk '$1 == "session-7.scope" && $4 == 8 { f = 1 } END { exit !f }' "$work/units.txt" ||
     fail "memstrackctl units does not list session-7.scope with 8 pages: $(cat "$work/units.txt")"
-kill "$daemon"
-wait "$daemon"
-daemon=
+daemon_stop
 
 # A line that is not an event stops the start, naming the line; so does a missing input.
 printf 'task 1 a\nalloc 1 0x10 99\n' >"$work/bad"

@@ -10,17 +10,9 @@ set -uo pipefail
 
 D=${1:?memstrackd}
 CTL=${2:?memstrackctl}
-work=$(mktemp -d /tmp/test-report-exit.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait; rm -rf "$work"' EXIT
-chmod 755 "$work"
+# shellcheck source=daemon-lib.sh
+. "$(dirname "$0")/daemon-lib.sh"
 export MEMSTRACK_SLABINFO=$work/slabinfo
-
-fail() {
-    echo "FAIL: $*" >&2
-    [ -f "$work/log" ] && { echo "--- memstrackd log:" >&2; cat "$work/log" >&2; }
-    exit 1
-}
 
 cat >"$work/slabinfo" <<'END'
 slabinfo - version: 2.1
@@ -50,20 +42,7 @@ start_daemon() {
     "$D" --foreground --source=replay --source-input="$work/events" --socket="$work/sock" --group="$(id -gn)" \
         --report "$1" "${output[@]}" >"$work/stdout" 2>"$work/log" &
     daemon=$!
-    for _ in $(seq 600); do
-        "$CTL" --address "unix:$work/sock" status >/dev/null 2>&1 && return 0
-        kill -0 "$daemon" 2>/dev/null || fail "memstrackd exited"
-        sleep 0.1
-    done
-    fail "memstrackd did not answer"
-}
-
-stop_daemon() {
-    kill -TERM "$daemon"
-    wait "$daemon"
-    local rc=$?
-    daemon=
-    [ $rc -eq 0 ] || fail "memstrackd exited $rc after SIGTERM"
+    daemon_answers "the replayed events"
 }
 
 list="module_summary,task_summary:top=2:sort_by_peak,task_top:top=1,task_top_json:throttle=90,proc_slab_static:top=1"
@@ -71,7 +50,7 @@ start_daemon "$list" "$work/report.txt"
 "$CTL" --address "unix:$work/sock" report --format "$list" >"$work/client.txt" 2>"$work/err" ||
     fail "memstrackctl report: $(cat "$work/err")"
 [ ! -e "$work/report.txt" ] || fail "the report was written before memstrackd stopped"
-stop_daemon
+daemon_stop
 [ -s "$work/report.txt" ] || fail "no report in $work/report.txt"
 diff -u "$work/client.txt" "$work/report.txt" || fail "memstrackd's report differs from memstrackctl's"
 grep -q "^Wrote the report to $work/report.txt.\|Wrote the report to $work/report.txt." "$work/log" ||
@@ -88,7 +67,7 @@ echo "ok memstrackd's report at SIGTERM is memstrackctl's report"
 start_daemon "task_top_json"
 "$CTL" --address "unix:$work/sock" report --format task_top_json >"$work/client.json" 2>"$work/err" ||
     fail "memstrackctl report: $(cat "$work/err")"
-stop_daemon
+daemon_stop
 cmp -s "$work/client.json" "$work/stdout" || fail "task_top_json on standard output differs: $(head -5 "$work/stdout")"
 python3 -m json.tool "$work/stdout" >/dev/null || fail "task_top_json on standard output is not JSON"
 echo "ok --report without --output writes to standard output"
@@ -98,7 +77,7 @@ mkfifo "$work/fifo"
 cat "$work/fifo" >"$work/fifo.out" &
 reader=$!
 start_daemon "module_summary" "$work/fifo"
-stop_daemon
+daemon_stop
 wait "$reader"
 grep -q "^Module " "$work/fifo.out" || fail "nothing came through the FIFO: $(cat "$work/fifo.out")"
 [ -p "$work/fifo" ] || fail "the FIFO was replaced"

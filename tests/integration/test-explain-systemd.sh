@@ -25,94 +25,22 @@ FILES=100000
 WAIT=60                 # seconds any awaited state may take: a bound, not a measurement
 PRESSURE_ID=5b7e2c9d4a1f4e08b3c6d2a9e7f1c054   # OOMLOG_PRESSURE_MESSAGE_ID, daemon/api/oomlog.h
 
-skip() {
-    echo "SKIP: $*" >&2
-    exit 77
-}
+# shellcheck source=sysbox-lib.sh
+. "$(dirname "$0")/sysbox-lib.sh"
+CASES_VAR=MEMSTRACK_EXPLAIN_CASES     # MEMSTRACK_EXPLAIN_CASES="test_a test_b" runs only those
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to boot a container"
-[ -x "$SYSBOX" ] || skip "no $SYSBOX (shared/ is expected beside the checkout)"
-[ -e /proc/sys/kernel/perf_event_paranoid ] || skip "the kernel has no perf events"
-[ -d /sys/kernel/tracing/events/kmem ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+sysbox_require_host
 [ -d /sys/kernel/tracing/events/kmem/kmem_cache_alloc ] || skip "no kmem slab tracepoints in tracefs"
 command -v jq >/dev/null || skip "no jq"
 
-SYSBOX_NAME=memstrack-explain-$(printf %s "$WORK" | sha256sum | cut -c1-8)
-export SYSBOX_NAME
+sysbox_container memstrack-explain
 export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,libbpf1,libmicrohttpd12,libprotobuf-c1,zlib1g,procps,man-db,curl
-export SYSBOX_NSPAWN_ARGS=--capability=CAP_SYSLOG,CAP_BPF,CAP_PERFMON
 export SYSBOX_BIND_RO="$WORK/stage:/opt/memstrack-stage $WORK/tools:/opt/memstrack-test"
 CTL=/usr/local/bin/memstrackctl
 
-pass=0 fail=0
-failed=()
-
-# The memory controller in the container, as test-systemd.sh sets it up: where the host binds it to
-# cgroup v1, the suite enters a v1 memory cgroup of its own before booting and makes the container's view
-# of that hierarchy writable, so that its systemd makes memory cgroups for units.
-MEMCG_V1=
+# The memory controller's hierarchy in the container (sysbox-lib.sh hands a v1 controller over): explain
+# reads the kernel's figures from it, and the checks below differ by it.
 HIERARCHY=v2
-memcg_v1_enter() {
-    local hierarchy
-    hierarchy=$(awk '$1 == "memory" {print $2}' /proc/cgroups)
-    [ "${hierarchy:-0}" != 0 ] || return 0
-    [ "$(stat -fc %T /sys/fs/cgroup/memory 2>/dev/null)" = cgroupfs ] ||
-        skip "the memory controller is on cgroup v1 but not mounted at /sys/fs/cgroup/memory"
-    MEMCG_V1=/sys/fs/cgroup/memory/$SYSBOX_NAME
-    mkdir -p "$MEMCG_V1" && echo $$ >"$MEMCG_V1/cgroup.procs" || skip "cannot enter $MEMCG_V1"
-    HIERARCHY=v1
-}
-memcg_v1_leave() {
-    [ -n "$MEMCG_V1" ] || return 0
-    local try
-    echo $$ >/sys/fs/cgroup/memory/cgroup.procs
-    for try in $(seq 50); do
-        find "$MEMCG_V1" -depth -type d -exec rmdir {} + 2>/dev/null
-        [ -d "$MEMCG_V1" ] || return 0
-        sleep 0.1
-    done
-    echo "could not remove $MEMCG_V1" >&2
-}
-
-cleanup() {
-    "$SYSBOX" destroy >/dev/null 2>&1
-    memcg_v1_leave
-}
-trap cleanup EXIT
-
-ct() {
-    "$SYSBOX" exec "$@"
-}
-
-bad() {
-    echo "  $*" >&2
-    return 1
-}
-
-run_case() {
-    local t0=$SECONDS
-    if [ -n "${MEMSTRACK_EXPLAIN_CASES:-}" ] && [[ " $MEMSTRACK_EXPLAIN_CASES " != *" $1 "* ]]; then
-        return 0
-    fi
-    echo "== $1"
-    if "$1"; then
-        pass=$((pass + 1))
-        echo "PASS: $1 ($((SECONDS - t0)) s)"
-    else
-        fail=$((fail + 1))
-        failed+=("$1")
-        echo "FAIL: $1 ($((SECONDS - t0)) s)"
-    fi
-}
-
-# Polls "$@" (in the container) until it succeeds, for up to $WAIT seconds.
-wait_for() {
-    local deadline=$((SECONDS + WAIT))
-    until ct "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || return 1
-        sleep 0.3
-    done
-}
 
 # explain UNIT [ARGS...]: the Explain reply as JSON, into $WORK/UNIT.json.
 explain_json() {
@@ -123,24 +51,16 @@ explain_json() {
 }
 
 setup() {
-    local try
     rm -rf "$WORK"
     mkdir -p "$WORK/stage" "$WORK/tools"
     meson install -C "$BUILD" --no-rebuild --quiet --destdir "$WORK/stage" >"$WORK/install.log" 2>&1 ||
         { cat "$WORK/install.log"; return 1; }
     cp "$BUILD/bench/loadgen" "$WORK/tools/" || return 1
     "$SYSBOX" create >"$WORK/create.log" 2>&1 || { cat "$WORK/create.log"; return 1; }
-    memcg_v1_enter
+    memcg_v1_enter || skip "$MEMCG_SETUP"
+    [ -z "$MEMCG_V1" ] || HIERARCHY=v1
     echo "memory controller: cgroup $HIERARCHY${MEMCG_V1:+ (the container runs in $MEMCG_V1)}"
-    for try in 1 2 3; do
-        "$SYSBOX" boot >"$WORK/boot.log" 2>&1 && break
-        "$SYSBOX" stop >/dev/null 2>&1
-        [ $try -lt 3 ] || { cat "$WORK/boot.log"; return 1; }
-    done
-    if [ -n "$MEMCG_V1" ]; then
-        ct mount -o remount,bind,rw /sys/fs/cgroup/memory && ct systemctl daemon-reexec ||
-            bad "cannot make /sys/fs/cgroup/memory writable for the container's systemd" || return 1
-    fi
+    sysbox_boot || return 1
     # memstrackd as installed, tracing slab objects too (explain's dentries and inodes).
     ct sh -ec 'cp -a /opt/memstrack-stage/. /
                systemd-sysusers
@@ -282,6 +202,4 @@ run_case test_orphaned_slab
 run_case test_pressure_record
 
 echo "hierarchy: cgroup $HIERARCHY"
-[ $fail = 0 ] || echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+cases_report explain-systemd

@@ -37,15 +37,10 @@ T=$WORK/install             # this test's files
 CT_DIR=/opt/memstrack-test  # the same, inside the container
 WAIT=30                     # seconds any awaited state may take; a bound, not a measurement
 
-skip() {
-    echo "SKIP: $*" >&2
-    exit 77
-}
+# shellcheck source=sysbox-lib.sh
+. "$(dirname "$0")/sysbox-lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to boot a container"
-[ -x "$SYSBOX" ] || skip "no $SYSBOX (shared/ is expected beside the checkout)"
-[ -e /proc/sys/kernel/perf_event_paranoid ] || skip "the kernel has no perf events"
-[ -d /sys/kernel/tracing/events/kmem ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+sysbox_require_host
 [ -d /sys/kernel/tracing/events/kmem/mm_page_alloc ] || skip "no kmem tracepoints in tracefs"
 for p in dpkg-deb dpkg-scanpackages apt-get; do
     command -v "$p" >/dev/null || skip "no $p (scripts/deps installs dpkg-dev)"
@@ -57,52 +52,11 @@ if ! ls "$DEBS"/memstrack_*.deb >/dev/null 2>&1; then
         { tail -n 40 "$WORK/build.log"; echo "scripts/build-packages failed" >&2; exit 1; }
 fi
 
-# The container: a name of its own per work directory, the base image (systemd, dbus, apt: nothing of
-# ours), the capabilities memstrackd.service asks for (nspawn gives no CAP_SYSLOG, CAP_BPF, CAP_PERFMON).
-SYSBOX_NAME=memstrack-pkg-$(printf %s "$WORK" | sha256sum | cut -c1-8)
-export SYSBOX_NAME
+# The container (its name and capabilities: sysbox-lib.sh) with the base image alone (systemd, dbus, apt:
+# nothing of ours).
+sysbox_container memstrack-pkg
 export SYSBOX_PACKAGES=
-export SYSBOX_NSPAWN_ARGS=--capability=CAP_SYSLOG,CAP_BPF,CAP_PERFMON
 unset SYSBOX_BIND_RO SYSBOX_BIND
-
-pass=0 fail=0
-failed=()
-
-cleanup() {
-    "$SYSBOX" destroy >/dev/null 2>&1
-}
-trap cleanup EXIT
-
-ct() {
-    "$SYSBOX" exec "$@"
-}
-
-run_case() {
-    local t0=$SECONDS
-    echo "== $1"
-    if "$1"; then
-        pass=$((pass + 1))
-        echo "PASS: $1 ($((SECONDS - t0)) s)"
-    else
-        fail=$((fail + 1))
-        failed+=("$1")
-        echo "FAIL: $1 ($((SECONDS - t0)) s)"
-    fi
-}
-
-bad() {
-    echo "  $*" >&2
-    return 1
-}
-
-# Polls "$@" (in the container) every 0.2 s until it succeeds, for up to $WAIT seconds.
-wait_for() {
-    local deadline=$((SECONDS + WAIT))
-    until ct "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || return 1
-        sleep 0.2
-    done
-}
 
 # apt in the container, without questions, bounded.
 ct_apt() {
@@ -170,7 +124,7 @@ setup() {
         { bad "expected $want packages in $DEBS: $(cat "$T/debs")"; return 1; }
     dpkg --compare-versions "$PREVIOUS" lt "$VERSION" || return 1
     make_previous || { bad "cannot make the $PREVIOUS packages"; return 1; }
-    "$SYSBOX" boot || return 1
+    sysbox_boot || return 1
     make_archive || { bad "cannot download the dependencies from Debian's archive"; return 1; }
     mkdir -p "$T/stage/debs"
     cp "$DEBS"/memstrack*.deb "$T/stage/debs/"
@@ -222,7 +176,7 @@ test_running() {
         [ "$(ct systemctl is-enabled $u)" = enabled ] || bad "$u is $(ct systemctl is-enabled $u), not enabled" || return
         wait_for systemctl is-active --quiet $u || bad "$u is $(ct systemctl is-active $u), not active" || return
     done
-    [ "$(ct systemctl show -p NRestarts --value memstrackd.service)" = 0 ] || bad "memstrackd.service restarted" || return
+    [ "$(show memstrackd.service NRestarts)" = 0 ] || bad "memstrackd.service restarted" || return
     ct getent group memstrack >/dev/null || bad "no group memstrack" || return
     [ "$(ct stat -c '%G %a' /run/memstrack/io.memstrack)" = "memstrack 660" ] ||
         bad "the socket is $(ct stat -c '%G %a' /run/memstrack/io.memstrack), expected group memstrack, 660" || return
@@ -328,7 +282,7 @@ test_upgrade() {
         sleep 0.5
     done
     first=$(history_times | sed -n 1p)
-    pid0=$(ct systemctl show -p MainPID --value memstrackd.service)
+    pid0=$(show memstrackd.service MainPID)
 
     ct_apt sh -c "cd $CT_DIR/debs && apt install -y ./memstrack*.deb" >"$T/upgrade.log" 2>&1 ||
         { cat "$T/upgrade.log" >&2; bad "apt install of $VERSION over $PREVIOUS failed"; return 1; }
@@ -338,7 +292,7 @@ test_upgrade() {
         bad "memstrack: $(installed_version memstrack), expected $VERSION" || return
     wait_for systemctl is-active --quiet memstrackd.service || bad "memstrackd.service is not active after the upgrade" || return
     [ "$(ct systemctl is-enabled memstrackd.service)" = enabled ] || bad "memstrackd.service not enabled after the upgrade" || return
-    pid1=$(ct systemctl show -p MainPID --value memstrackd.service)
+    pid1=$(show memstrackd.service MainPID)
     [ "$pid1" != "$pid0" ] && [ "$pid1" != 0 ] || bad "memstrackd was not restarted by the upgrade (MainPID $pid0, $pid1)" || return
     ct test -s /var/lib/private/memstrack/history || bad "no history file in the state directory" || return
     out=$(history_times)
@@ -360,5 +314,4 @@ run_case test_remove
 run_case test_purge
 run_case test_upgrade
 
-echo "package-install: $pass passed, $fail failed${failed[*]:+ (${failed[*]})}"
-[ "$fail" -eq 0 ]
+cases_report package-install

@@ -32,114 +32,21 @@ EXPOSURE_MAX=1.5
 TOLERANCE=$((PAGES * 5 / 1000)) # 0.5 %
 WAIT=30                 # seconds any awaited state may take; a bound, not a measurement
 
-skip() {
-    echo "SKIP: $*" >&2
-    exit 77
-}
+# shellcheck source=sysbox-lib.sh
+. "$(dirname "$0")/sysbox-lib.sh"
+CASES_VAR=MEMSTRACK_SYSTEMD_CASES     # MEMSTRACK_SYSTEMD_CASES="test_a test_b" runs only those (setup
+                                      # always runs; some cases expect the service an earlier case started)
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to boot a container"
-[ -x "$SYSBOX" ] || skip "no $SYSBOX (shared/ is expected beside the checkout)"
-[ -e /proc/sys/kernel/perf_event_paranoid ] || skip "the kernel has no perf events"
-[ -d /sys/kernel/tracing/events/kmem ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+sysbox_require_host
 [ -d /sys/kernel/tracing/events/kmem/mm_page_alloc ] || skip "no kmem tracepoints in tracefs"
 
-# The container: an instance name of its own per build directory, so that neither a developer's sysbox
-# nor a run from another checkout is touched; the runtime libraries of our binaries; procps for
-# /bin/kill (ExecReload=) and man-db so that `systemd-analyze verify` can resolve Documentation=man:.
-# nspawn gives no CAP_SYSLOG, CAP_BPF or CAP_PERFMON by default; the unit needs them (kallsyms, the eBPF
-# source; perf falls back on CAP_SYS_ADMIN).
-SYSBOX_NAME=memstrack-$(printf %s "$WORK" | sha256sum | cut -c1-8)
-export SYSBOX_NAME
+# The container (its name and capabilities: sysbox-lib.sh); the runtime libraries of our binaries; procps
+# for /bin/kill (ExecReload=) and man-db so that `systemd-analyze verify` can resolve Documentation=man:.
+sysbox_container memstrack
 export SYSBOX_PACKAGES=libtraceevent1,libjansson4,libncursesw6,libdw1,libelf1,libbpf1,libmicrohttpd12,libprotobuf-c1,zlib1g,procps,man-db,curl
-export SYSBOX_NSPAWN_ARGS=--capability=CAP_SYSLOG,CAP_BPF,CAP_PERFMON
 export SYSBOX_BIND_RO="$WORK/stage:/opt/memstrack-stage $WORK/tools:/opt/memstrack-test"
 
-pass=0 fail=0
-failed=()
 t_start=$SECONDS
-
-# MemoryMax= needs the memory controller in the container. Where the host binds it to cgroup v1 (a hybrid
-# host like the reference VM), nspawn mounts that hierarchy read-only inside, rooted at the cgroup nspawn
-# started in: the suite moves into a v1 memory cgroup of its own before booting and makes that mount
-# writable once the container runs, so that the container's systemd applies MemoryMax= (as
-# memory.limit_in_bytes). On a cgroup2 host nspawn delegates the controller and nothing needs doing.
-MEMCG_V1=
-MEMCG_SETUP="the memory controller is cgroup2's"
-memcg_v1_enter() {
-    local hierarchy
-    hierarchy=$(awk '$1 == "memory" {print $2}' /proc/cgroups)
-    [ "${hierarchy:-0}" != 0 ] || return 0
-    if [ "$(stat -fc %T /sys/fs/cgroup/memory 2>/dev/null)" != cgroupfs ]; then
-        MEMCG_SETUP="the memory controller is on cgroup v1 but not mounted at /sys/fs/cgroup/memory"
-        return 0
-    fi
-    MEMCG_V1=/sys/fs/cgroup/memory/$SYSBOX_NAME
-    if ! { mkdir -p "$MEMCG_V1" && echo $$ >"$MEMCG_V1/cgroup.procs"; }; then
-        MEMCG_SETUP="the memory controller is on cgroup v1 and $MEMCG_V1 cannot be entered"
-        MEMCG_V1=
-        return 0
-    fi
-    MEMCG_SETUP="the memory controller is on cgroup v1: the container runs in $MEMCG_V1"
-}
-memcg_v1_leave() {
-    [ -n "$MEMCG_V1" ] || return 0
-    local try
-    echo $$ >/sys/fs/cgroup/memory/cgroup.procs
-    # The container's last processes may still be leaving it.
-    for try in $(seq 50); do
-        find "$MEMCG_V1" -depth -type d -exec rmdir {} + 2>/dev/null
-        [ -d "$MEMCG_V1" ] || return 0
-        sleep 0.1
-    done
-    echo "could not remove $MEMCG_V1" >&2
-}
-
-cleanup() {
-    "$SYSBOX" destroy >/dev/null 2>&1
-    memcg_v1_leave
-}
-trap cleanup EXIT
-
-ct() {
-    "$SYSBOX" exec "$@"
-}
-
-# Runs one case; a case fails by returning non-zero after saying why.
-run_case() {
-    local t0=$SECONDS
-    # MEMSTRACK_SYSTEMD_CASES="test_a test_b" runs only those, to chase one failure (setup always runs;
-    # some cases expect the service an earlier case started).
-    if [ -n "${MEMSTRACK_SYSTEMD_CASES:-}" ] && [[ " $MEMSTRACK_SYSTEMD_CASES " != *" $1 "* ]]; then
-        return 0
-    fi
-    echo "== $1"
-    if "$1"; then
-        pass=$((pass + 1))
-        echo "PASS: $1 ($((SECONDS - t0)) s)"
-    else
-        fail=$((fail + 1))
-        failed+=("$1")
-        echo "FAIL: $1 ($((SECONDS - t0)) s)"
-    fi
-}
-
-bad() {
-    echo "  $*" >&2
-    return 1
-}
-
-# Polls "$@" (in the container) every 0.2 s until it succeeds, for up to $WAIT seconds.
-wait_for() {
-    local deadline=$((SECONDS + WAIT))
-    until ct "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || return 1
-        sleep 0.2
-    done
-}
-
-show() {
-    ct systemctl show -p "$2" --value "$1"
-}
 
 # A raw varlink call through vlgo: vl METHOD JSON.
 vl() {
@@ -165,28 +72,6 @@ summaries() {
     ct journalctl -u memstrackd "MESSAGE_ID=$SUMMARY_ID" "$@" -o cat --no-pager 2>/dev/null | grep -c '^memstrack summary'
 }
 
-# Boots the container (with SYSBOX_BIND_RO as set by the caller), leaving BOOT_SECONDS.
-# sysbox boot can exit early when it takes a short-lived child of systemd-nspawn for the container's
-# PID 1 (its /proc/PID/ns/pid is gone when read, and set -e ends the script): stop and boot again.
-boot_container() {
-    local t1 try
-    for try in 1 2 3; do
-        t1=$SECONDS
-        "$SYSBOX" boot >"$WORK/boot.log" 2>&1 && break
-        cat "$WORK/boot.log"
-        "$SYSBOX" stop >/dev/null 2>&1
-        [ $try -lt 3 ] || return 1
-        echo "boot attempt $try failed, trying again"
-    done
-    tail -1 "$WORK/boot.log"
-    BOOT_SECONDS=$((SECONDS - t1))
-    # systemd decides at start which controllers it can use: it starts over (daemon-reexec) to take it up.
-    if [ -n "$MEMCG_V1" ]; then
-        ct mount -o remount,bind,rw /sys/fs/cgroup/memory && ct systemctl daemon-reexec ||
-            bad "cannot make /sys/fs/cgroup/memory writable for the container's systemd"
-    fi
-}
-
 # Copies the container's /etc/systemd/system (what systemctl enable made) to the host directory $1, for a
 # later boot to find it in place.
 save_unit_config() {
@@ -200,7 +85,7 @@ save_unit_config() {
 # from /usr/local/lib/sysusers.d.
 boot_installed() {
     SYSBOX_BIND_RO="$WORK/stage/usr/local:/usr/local $1:/etc/systemd/system $WORK/tools:/opt/memstrack-test" \
-        boot_container || return 1
+        sysbox_boot || return 1
     CTL=/usr/local/bin/memstrackctl
     ct getent group memstrack >/dev/null || bad "no group memstrack after boot"
 }
@@ -231,7 +116,7 @@ setup() {
     "$SYSBOX" create >"$WORK/create.log" 2>&1 || { cat "$WORK/create.log"; return 1; }
     memcg_v1_enter
     echo "memory controller: $MEMCG_SETUP"
-    boot_container || return 1
+    sysbox_boot || return 1
     ct sh -ec 'cp -a /opt/memstrack-stage/. /
                systemd-sysusers
                systemctl daemon-reload' || return 1
@@ -811,6 +696,4 @@ run_case test_traced_from_boot
 run_case test_socket_only_boot
 
 echo "times: container boot $BOOT_SECONDS s, cases $((SECONDS - t_cases)) s, total $((SECONDS - t_start)) s"
-[ $fail = 0 ] || echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+cases_report systemd
