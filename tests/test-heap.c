@@ -165,6 +165,13 @@ static void test_weights(void) {
         ASSERT_TRUE(llabs((long long) now - 524788) <= 1);
         HeapScale s = heap_scale(h, 0);
         ASSERT_TRUE(fabs(s.now_bytes * (double) now - 262394.0) < 1.0);
+        /* Blocks at the maximum follow the bytes' factor, but never past the 100 blocks ever allocated
+         * (the one sampled block of 1000 bytes stands for about 525 of them). */
+        uint64_t blocks_now, max_bytes, max_blocks;
+        stacktree_heap_values(heap_stacktree(h), heap_scope_node(h, 0), heap_image(h, 0)->gen, &blocks_now,
+                              &max_bytes, &max_blocks);
+        ASSERT_GT((double) max_blocks * s.max_bytes, 100.0 * STACK_HEAP_BLOCK_UNIT);
+        ASSERT_TRUE(fabs(s.max_blocks * (double) max_blocks - 100.0 * STACK_HEAP_BLOCK_UNIT) < 1.0);
         heap_free(h);
 }
 

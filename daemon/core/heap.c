@@ -582,8 +582,12 @@ HeapScale heap_scale(const Heap *h, uint32_t serial) {
         s.now_bytes = ratio(img->counters.live_bytes, stacktree_pages(h->stacks, scope).current);
         s.now_blocks = ratio(live_blocks * STACK_HEAP_BLOCK_UNIT, blocks);
         s.max_bytes = ratio(img->counters.peak_bytes, max_bytes);
-        /* The number of blocks at the maximum is not counted exactly: the bytes' factor stands for it. */
+        /* The number of blocks at the maximum is not counted exactly: the bytes' factor stands for it, held
+         * to what can have been live then (never more blocks than were allocated). */
         s.max_blocks = s.max_bytes;
+        double most = (double) img->counters.allocs * STACK_HEAP_BLOCK_UNIT;
+        if (img->counters.allocs > 0 && max_blocks > 0 && (double) max_blocks * s.max_blocks > most)
+                s.max_blocks = most / (double) max_blocks;
         return s;
 }
 
