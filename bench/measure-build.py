@@ -101,20 +101,8 @@ def build_once(makefile, jobs):
 
 def prog_stats(pid):
     """run_time_ns and run_cnt of each BPF program whose fd pid holds, by program id."""
-    stats = {}
-    try:
-        fds = os.listdir(f"/proc/{pid}/fdinfo")
-    except OSError:
-        return stats
-    for fd in fds:
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
-        except OSError:
-            continue
-        if "prog_id" in fields and "run_time_ns" in fields:
-            stats[int(fields["prog_id"])] = (int(fields["run_time_ns"]), int(fields["run_cnt"]))
-    return stats
+    return {i: (p["run_time_ns"], p["run_cnt"]) for i, p in overhead.bpf_programs(pid).items()
+            if "run_time_ns" in p}
 
 
 def prog_names(ids):

@@ -70,26 +70,35 @@ class Unavailable(Exception):
     """A tracer that would not start; the message is its own error line."""
 
 
-def bpf_prog_stats(pid):
-    """Sums run_time_ns, run_cnt and recursion_misses over the BPF programs whose fds pid holds."""
-    total = {"run_time_ns": 0, "run_cnt": 0, "recursion_misses": 0, "programs": 0}
+def bpf_programs(pid):
+    """The BPF programs whose fds pid holds, by program id: each its fdinfo's numeric fields."""
+    programs = {}
     try:
         fds = os.listdir(f"/proc/{pid}/fdinfo")
     except OSError:
-        return total
+        return programs
     for fd in fds:
         try:
             with open(f"/proc/{pid}/fdinfo/{fd}") as f:
                 text = f.read()
         except OSError:
             continue
-        if "prog_type:" not in text:
-            continue
-        total["programs"] += 1
+        fields = {}
         for line in text.splitlines():
             key, _, value = line.partition(":")
-            if key in total and value.strip().isdigit():
-                total[key] += int(value)
+            if value.strip().isdigit():
+                fields[key] = int(value)
+        if "prog_id" in fields and "prog_type" in fields:
+            programs[fields["prog_id"]] = fields
+    return programs
+
+
+def bpf_prog_stats(pid):
+    """Sums run_time_ns, run_cnt and recursion_misses over the BPF programs whose fds pid holds."""
+    programs = bpf_programs(pid)
+    total = {key: sum(p.get(key, 0) for p in programs.values())
+             for key in ("run_time_ns", "run_cnt", "recursion_misses")}
+    total["programs"] = len(programs)
     return total
 
 
