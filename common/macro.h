@@ -104,6 +104,15 @@ static inline uint64_t count_add(uint64_t a, uint64_t n) {
         return sum;
 }
 
+/* a * n, or COUNT_MAX if that is more. */
+static inline uint64_t count_mul(uint64_t a, uint64_t n) {
+        uint64_t product;
+
+        if (__builtin_mul_overflow(a, n, &product) || product > COUNT_MAX)
+                return COUNT_MAX;
+        return product;
+}
+
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
 /* The rest of s after prefix, or NULL if s does not start with it. */

@@ -241,10 +241,7 @@ int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
                 (void) snprintf(scope, sizeof(scope), "[unit %s]", q->unit);
                 chargeindex_foreach_cell(k.ci, add_cell, &k);
         } else if (q->module) {
-                uint16_t module = USAGE_MODULE_NONE;
-                for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                        if (utf8_escaped_streq(usage_module(u, id)->name, q->module))
-                                module = id;
+                uint16_t module = usage_find_module_shown(u, q->module);
                 if (module == USAGE_MODULE_NONE) {
                         r = -ENOENT;
                         goto finish;

@@ -60,15 +60,6 @@ typedef struct Explain {
  * kernel memory (slab, page tables, stacks, socket buffers) is not. */
 #define GFP_MOVABLE_BIT UINT64_C(0x08)
 
-/* a * b and a + b held at COUNT_MAX: counts near their own ceilings make no negative reply. */
-static uint64_t mul_sat(uint64_t a, uint64_t b) {
-        return b != 0 && a > COUNT_MAX / b ? COUNT_MAX : a * b;
-}
-
-static uint64_t add_sat(uint64_t a, uint64_t b) {
-        return a > COUNT_MAX - MIN(b, COUNT_MAX) ? COUNT_MAX : a + b;
-}
-
 static int tally_add(TallyList *l, uint32_t key, uint64_t amount, uint64_t objects) {
         if (greedy_realloc(&l->items, &l->allocated, l->n + 1, sizeof(Tally), 64) < 0)
                 return -ENOMEM;
@@ -296,7 +287,7 @@ static json_t *tasks_json(Explain *e, Holder h, const ExplainQuery *q) {
                 return NULL;
         for (uint32_t p = 0; p < e->n_slots; p++)
                 if ((e->process_pages[p] > 0 || e->process_slab[p] > 0) && holder_of(e, p) == h)
-                        rows[n++] = (Tally) { p, add_sat(mul_sat(e->process_pages[p], (uint64_t) q->page_size), e->process_slab[p]), 1 };
+                        rows[n++] = (Tally) { p, count_add(count_mul(e->process_pages[p], (uint64_t) q->page_size), e->process_slab[p]), 1 };
         if (h == HOLDER_ORPHANED && n > 0) {
                 /* Exited processes of one name make one row (its first process's counters hold the sums):
                  * which of them exited is rarely the question. */
@@ -419,7 +410,7 @@ static int reason_add(json_t *reasons, const char *reason, bool has_bytes, uint6
 static int compare_add(json_t *list, const char *what, const MemcgFigures *f, MemcgFigure a, MemcgFigure b,
                 bool has_memstrack, uint64_t memstrack_bytes, const char *note) {
         bool known = f && memcg_figure_known(f, a) && (b == _MEMCG_FIGURE_INVALID || memcg_figure_known(f, b));
-        uint64_t kernel = known ? add_sat(f->value[a], b == _MEMCG_FIGURE_INVALID ? 0 : f->value[b]) : 0;
+        uint64_t kernel = known ? count_add(f->value[a], b == _MEMCG_FIGURE_INVALID ? 0 : f->value[b]) : 0;
         json_t *o = json_pack("{s:s, s:o, s:o, s:s}", "what", what,
                               "kernelBytes", known ? json_integer(varlink_count(kernel)) : json_null(),
                               "memstrackBytes", has_memstrack ? json_integer(varlink_count(memstrack_bytes)) : json_null(),
@@ -444,8 +435,8 @@ static void descendants(Explain *e, const UnitUsage *x, uint64_t *ret_pages, uin
                              strncmp(y->cgroup, x->cgroup, len) == 0 && y->cgroup[len] == '/';
                 if (!below)
                         continue;
-                *ret_pages = add_sat(*ret_pages, y->ledger.current);
-                *ret_slab = add_sat(*ret_slab, y->slab_bytes.current);
+                *ret_pages = count_add(*ret_pages, y->ledger.current);
+                *ret_slab = count_add(*ret_slab, y->slab_bytes.current);
                 (*ret_n)++;
         }
 }
@@ -463,12 +454,12 @@ static int reasons_json(Explain *e, const ExplainQuery *q, const UnitUsage *x, c
                 r = reason_add(list, "no-kernel-figures", false, 0, "The kernel's figures cannot be read: %s.",
                                kernel_reason ?: "unknown reason");
         if (r >= 0 && x->n_live == 0)
-                r = reason_add(list, "reparented", true, add_sat(mul_sat(x->ledger.current, ps), x->slab_bytes.current),
+                r = reason_add(list, "reparented", true, count_add(count_mul(x->ledger.current, ps), x->slab_bytes.current),
                                "The unit's cgroups are gone: the kernel moved what they still held (page cache, "
                                "slab objects) to the parent cgroup, where it is charged now; memstrack keeps it "
                                "here, with the tasks that allocated it.");
         if (r >= 0 && n_desc > 0)
-                r = reason_add(list, "hierarchical", true, add_sat(mul_sat(desc_pages, ps), desc_slab),
+                r = reason_add(list, "hierarchical", true, count_add(count_mul(desc_pages, ps), desc_slab),
                                "The kernel's figures include the %zu units below this cgroup; memstrack counts them "
                                "apart (%" PRIu64 " pages, %" PRIu64 " slab bytes), and adds them in the total "
                                "compared.", n_desc, desc_pages, desc_slab);
@@ -579,22 +570,22 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
                 descendants(&e, x, &desc_pages, &desc_slab, &n_desc);
                 r = reasons_json(&e, &q, x, f, kernel_reason, desc_pages, desc_slab, n_desc, &reasons);
         }
-        uint64_t ps = (uint64_t) q.page_size, total = mul_sat(add_sat(x->ledger.current, desc_pages), ps);
+        uint64_t ps = (uint64_t) q.page_size, total = count_mul(count_add(x->ledger.current, desc_pages), ps);
         bool slab = accounting_traces_slab(a);
         comparisons = json_array();
         if (r >= 0 && (!comparisons ||
             compare_add(comparisons, "total", f, MEMCG_CURRENT, _MEMCG_FIGURE_INVALID, true, total,
                         "memory.current (usage_in_bytes on v1) against the pages the unit's tasks (and those of "
                         "the units below it) allocated and still hold") < 0 ||
-            compare_add(comparisons, "user", f, MEMCG_ANON, MEMCG_FILE, true, mul_sat(e.movable_pages, ps),
+            compare_add(comparisons, "user", f, MEMCG_ANON, MEMCG_FILE, true, count_mul(e.movable_pages, ps),
                         "anon + file against the unit's pages allocated movable (user memory)") < 0 ||
-            compare_add(comparisons, "anon", f, MEMCG_ANON, _MEMCG_FIGURE_INVALID, true, mul_sat(e.movable_pages, ps),
+            compare_add(comparisons, "anon", f, MEMCG_ANON, _MEMCG_FIGURE_INVALID, true, count_mul(e.movable_pages, ps),
                         "anon against the unit's pages allocated movable, which include its page cache") < 0 ||
-            compare_add(comparisons, "kernel", f, MEMCG_KERNEL, _MEMCG_FIGURE_INVALID, true, mul_sat(e.kernel_pages, ps),
+            compare_add(comparisons, "kernel", f, MEMCG_KERNEL, _MEMCG_FIGURE_INVALID, true, count_mul(e.kernel_pages, ps),
                         "kernel memory (memory.kmem.usage_in_bytes on v1) against the unit's pages allocated "
                         "unmovable or reclaimable: slab pages, page tables, stacks, buffers") < 0 ||
             compare_add(comparisons, "slab", f, MEMCG_SLAB, _MEMCG_FIGURE_INVALID, slab,
-                        add_sat(e.side[HOLDER_ALIVE].slab_bytes, e.side[HOLDER_ORPHANED].slab_bytes),
+                        count_add(e.side[HOLDER_ALIVE].slab_bytes, e.side[HOLDER_ORPHANED].slab_bytes),
                         "slab objects charged against the unit's live slab objects (v1 has no slab figure: "
                         "its objects are in kernel)") < 0))
                 r = -ENOMEM;
@@ -667,7 +658,7 @@ static void held_cell(void *userdata, uint32_t cell) {
 
         if (unit < h->n_units) {
                 uint64_t *x = &h->held[unit][process_orphaned(h->usage, chargeindex_process(h->ci, cell))];
-                *x = add_sat(*x, chargeindex_pages(h->ci, cell));
+                *x = count_add(*x, chargeindex_pages(h->ci, cell));
         }
 }
 
@@ -724,8 +715,8 @@ int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long pa
                                       "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
                                       "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
                                       "live", x->n_live > 0,
-                                      "aliveBytes", varlink_count(mul_sat(h.held[unit][0], ps)),
-                                      "orphanedBytes", varlink_count(mul_sat(h.held[unit][1], ps)),
+                                      "aliveBytes", varlink_count(count_mul(h.held[unit][0], ps)),
+                                      "orphanedBytes", varlink_count(count_mul(h.held[unit][1], ps)),
                                       "aliveSlabBytes", varlink_count(h.held[unit][2]),
                                       "orphanedSlabBytes", varlink_count(h.held[unit][3]),
                                       "kernel", kernel);

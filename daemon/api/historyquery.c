@@ -14,18 +14,12 @@
 static const char *history_owner_name(Accounting *a, HistoryKind kind, const char *name) {
         if (kind == HISTORY_UNIT) {
                 Units *un = accounting_units(a);
-                for (uint32_t i = 1; i < units_unit_count(un); i++) {
-                        const UnitUsage *x = units_unit(un, i);
-                        if (x && x->name && utf8_escaped_streq(x->name, name))
-                                return x->name;
-                }
-        } else {
-                Usage *u = accounting_usage(a);
-                for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                        if (utf8_escaped_streq(usage_module(u, id)->name, name))
-                                return usage_module(u, id)->name;
+                uint32_t unit = units_find_shown(un, name);
+                return unit != UNITS_NONE ? units_unit(un, unit)->name : NULL;
         }
-        return NULL;
+        Usage *u = accounting_usage(a);
+        uint16_t module = usage_find_module_shown(u, name);
+        return module != USAGE_MODULE_NONE ? usage_module(u, module)->name : NULL;
 }
 
 /* The series asked for, tracked from now on if it was not: NULL with -errno in *ret_r when there is

@@ -572,9 +572,7 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                 (void) snprintf(root_name, sizeof(root_name), "[unit %s]", q->unit);
         }
         if (q->module) {
-                for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                        if (utf8_escaped_streq(usage_module(u, id)->name, q->module))
-                                module = id;
+                module = usage_find_module_shown(u, q->module);
                 if (module == USAGE_MODULE_NONE)
                         return -ENOENT;
                 (void) snprintf(root_name, sizeof(root_name), "[module %s]", q->module);

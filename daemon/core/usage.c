@@ -7,6 +7,7 @@
 #include "macro.h"
 #include "keyindex.h"
 #include "usage.h"
+#include "utf8.h"
 
 struct Usage {
         Task *tasks;            /* owned; slot 0 is "[evicted]" */
@@ -623,6 +624,15 @@ ModuleUsage *usage_module(Usage *u, uint16_t id) {
 
 size_t usage_module_count(const Usage *u) {
         return u->n_modules;
+}
+
+uint16_t usage_find_module_shown(Usage *u, const char *name) {
+        uint16_t found = USAGE_MODULE_NONE;
+
+        for (uint16_t id = 1; id <= usage_module_count(u); id++)
+                if (utf8_escaped_streq(usage_module(u, id)->name, name))
+                        found = id;
+        return found;
 }
 
 void usage_module_charge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n) {

@@ -159,6 +159,9 @@ uint32_t usage_task_owner(const Usage *u, uint32_t idx);
 uint16_t usage_module_intern(Usage *u, const char *name);
 ModuleUsage *usage_module(Usage *u, uint16_t id);
 size_t usage_module_count(const Usage *u);     /* ids are 1..count */
+/* The module of a name as clients were shown it (UTF-8-escaped), the last of that name;
+ * USAGE_MODULE_NONE if none. */
+uint16_t usage_find_module_shown(Usage *u, const char *name);
 void usage_module_charge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n);
 void usage_module_uncharge(Usage *u, uint16_t id, LedgerUnit unit, uint64_t n);
 void usage_module_apply(Usage *u, uint16_t id, LedgerUnit unit, uint64_t rise, int64_t delta);
