@@ -138,10 +138,20 @@ static int read_maps(int32_t pid, char **ret_text, Range **ret_code, size_t *ret
         return 0;
 }
 
+/* Whether ip is in an executable mapping: a bisection of the ranges, which /proc/PID/maps lists in address
+ * order without overlap (every frame of every record asks). */
 static bool in_code(const UprobeSource *s, uint64_t ip) {
-        for (size_t i = 0; i < s->n_code; i++)
-                if (ip >= s->code[i].start && ip < s->code[i].end)
+        size_t lo = 0, hi = s->n_code;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (ip < s->code[mid].start)
+                        hi = mid;
+                else if (ip >= s->code[mid].end)
+                        lo = mid + 1;
+                else
                         return true;
+        }
         return false;
 }
 
