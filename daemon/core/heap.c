@@ -11,7 +11,6 @@
 #include "probe.h"
 
 #define BLOCKS_MIN 1024u        /* slots of the block table at first; a power of two */
-#define PIDS_MIN 64u
 
 /* A live sampled block: (image, ptr) -> the leaf it is charged to and what it stands for. */
 typedef struct BlockSlot {
@@ -22,19 +21,6 @@ typedef struct BlockSlot {
         uint64_t blocks;                /* weighted, in 1/STACK_HEAP_BLOCK_UNIT */
 } BlockSlot;
 
-/* (image, the source's stack id) -> the leaf its frames led to: a stack interned once per heap, not per
- * block. Removed with the image's blocks at its end. */
-typedef struct StackSlot {
-        uint64_t key;                   /* (serial + 1) << 32 | stack id; 0: empty */
-        uint32_t leaf;
-} StackSlot;
-
-/* pid -> its latest image; updated in place, never removed. */
-typedef struct PidSlot {
-        int32_t pid;                    /* 0: empty */
-        uint32_t image;
-} PidSlot;
-
 struct Heap {
         StackTree *stacks;              /* owned; made at the first heap */
         size_t max_nodes, max_blocks, max_images;
@@ -43,10 +29,10 @@ struct Heap {
         size_t n_images, n_allocated;
         BlockSlot *blocks;              /* owned; linear probing, deletion shifts back */
         size_t n_slots, n_blocks;
-        PidSlot *pids;                  /* owned */
-        size_t n_pid_slots, n_pids;
-        StackSlot *stack_slots;         /* owned; linear probing, deletion shifts back */
-        size_t n_stack_slots, n_stacks;
+        KeyIndex pids;                  /* pid -> its latest image; updated in place, never removed */
+        /* (image, the source's stack id) -> the leaf its frames led to: a stack interned once per heap,
+         * not per block. Removed with the image's blocks at its end. */
+        KeyIndex stacks_seen;
         uint64_t images_dropped, invalid_events;
 };
 
@@ -78,8 +64,8 @@ Heap *heap_free(Heap *h) {
         images_done(h);
         stacktree_free(h->stacks);
         free(h->blocks);
-        free(h->pids);
-        free(h->stack_slots);
+        key_index_done(&h->pids);
+        key_index_done(&h->stacks_seen);
         free(h);
         return NULL;
 }
@@ -88,57 +74,17 @@ void heap_clear(Heap *h) {
         images_done(h);
         h->stacks = stacktree_free(h->stacks);
         free(h->blocks);
-        free(h->pids);
-        free(h->stack_slots);
         h->blocks = NULL;
-        h->pids = NULL;
-        h->stack_slots = NULL;
-        h->n_slots = h->n_blocks = h->n_pid_slots = h->n_pids = h->n_stack_slots = h->n_stacks = 0;
+        h->n_slots = h->n_blocks = 0;
+        key_index_done(&h->pids);
+        key_index_done(&h->stacks_seen);
         h->images_dropped = h->invalid_events = 0;
 }
 
 /* ---- pid -> image ------------------------------------------------------------------------------------- */
 
-static size_t pid_home(size_t n_slots, int32_t pid) {
-        return key_index_mix((uint64_t) (uint32_t) pid) & (n_slots - 1);
-}
-
-static PidSlot *pid_slot(const Heap *h, int32_t pid) {
-        if (h->n_pid_slots == 0)
-                return NULL;
-        for (size_t i = pid_home(h->n_pid_slots, pid);; i = (i + 1) & (h->n_pid_slots - 1))
-                if (h->pids[i].pid == pid || h->pids[i].pid == 0)
-                        return &h->pids[i];
-}
-
-static int pid_set(Heap *h, int32_t pid, uint32_t image) {
-        if ((h->n_pids + 1) * 2 > h->n_pid_slots) {
-                size_t n = h->n_pid_slots ? h->n_pid_slots * 2 : PIDS_MIN;
-                PidSlot *slots = calloc(n, sizeof(PidSlot));
-                if (!slots)
-                        return -ENOMEM;
-                for (size_t i = 0; i < h->n_pid_slots; i++) {
-                        if (h->pids[i].pid == 0)
-                                continue;
-                        size_t j = pid_home(n, h->pids[i].pid);
-                        while (slots[j].pid != 0)
-                                j = (j + 1) & (n - 1);
-                        slots[j] = h->pids[i];
-                }
-                free(h->pids);
-                h->pids = slots;
-                h->n_pid_slots = n;
-        }
-        PidSlot *s = pid_slot(h, pid);
-        if (s->pid == 0)
-                h->n_pids++;
-        *s = (PidSlot) { .pid = pid, .image = image };
-        return 0;
-}
-
 uint32_t heap_find(const Heap *h, int32_t pid) {
-        const PidSlot *s = pid > 0 ? pid_slot(h, pid) : NULL;
-        return s && s->pid == pid ? s->image : HEAP_NONE;
+        return pid > 0 ? key_index_get(&h->pids, (uint64_t) pid) : HEAP_NONE;
 }
 
 /* The open heap of the event's process, or NULL (counted). */
@@ -208,70 +154,24 @@ static uint64_t stack_key(uint32_t image, uint32_t id) {
         return (uint64_t) (image + 1) << 32 | id;
 }
 
-static size_t stack_home_of(size_t n_slots, uint64_t key) {
-        return key_index_mix(key) & (n_slots - 1);
-}
-
-static size_t stack_home(const void *table, size_t i) {
-        const Heap *h = table;
-        return h->stack_slots[i].key == 0 ? PROBE_EMPTY : stack_home_of(h->n_stack_slots, h->stack_slots[i].key);
-}
-
-static void stack_move(void *table, size_t to, size_t from) {
-        Heap *h = table;
-        h->stack_slots[to] = h->stack_slots[from];
-}
-
-static void stack_clear(void *table, size_t i) {
-        Heap *h = table;
-        h->stack_slots[i].key = 0;
-}
-
-static size_t stack_find(const Heap *h, uint64_t key) {
-        size_t i = stack_home_of(h->n_stack_slots, key);
-        while (h->stack_slots[i].key != 0 && h->stack_slots[i].key != key)
-                i = (i + 1) & (h->n_stack_slots - 1);
-        return i;
-}
-
 /* The leaf remembered for the key, or STACK_NODE_NONE. */
 static uint32_t stack_lookup(const Heap *h, uint64_t key) {
-        if (h->n_stack_slots == 0)
-                return STACK_NODE_NONE;
-        const StackSlot *s = &h->stack_slots[stack_find(h, key)];
-        return s->key == key ? s->leaf : STACK_NODE_NONE;
+        uint32_t leaf = key_index_get(&h->stacks_seen, key);
+        return leaf == KEY_INDEX_NONE ? STACK_NODE_NONE : leaf;
 }
 
 /* Remembers a leaf; forgotten on OOM (the frames are interned again next time). */
 static void stack_remember(Heap *h, uint64_t key, uint32_t leaf) {
-        if ((h->n_stacks + 1) * 2 > h->n_stack_slots) {
-                size_t n = h->n_stack_slots ? h->n_stack_slots * 2 : BLOCKS_MIN;
-                StackSlot *slots = calloc(n, sizeof(StackSlot)), *old = h->stack_slots;
-                size_t old_n = h->n_stack_slots;
-                if (!slots)
-                        return;
-                h->stack_slots = slots;
-                h->n_stack_slots = n;
-                for (size_t i = 0; i < old_n; i++)
-                        if (old[i].key != 0)
-                                h->stack_slots[stack_find(h, old[i].key)] = old[i];
-                free(old);
-        }
-        StackSlot *s = &h->stack_slots[stack_find(h, key)];
-        if (s->key == 0)
-                h->n_stacks++;
-        *s = (StackSlot) { .key = key, .leaf = leaf };
+        (void) key_index_put(&h->stacks_seen, key, leaf);
 }
 
 /* The image ended: its ids name nothing any more. */
 static void stacks_forget(Heap *h, uint32_t image) {
-        for (size_t i = 0; i < h->n_stack_slots;) {
-                if (h->stack_slots[i].key != 0 && h->stack_slots[i].key >> 32 == (uint64_t) image + 1) {
-                        /* The slot is refilled by the shift: look at it again. */
-                        probe_delete(h, h->n_stack_slots, i, stack_home, stack_move, stack_clear);
-                        h->n_stacks--;
+        KeyIndex *x = &h->stacks_seen;
+        for (size_t i = 0; i < x->n_slots;) {
+                /* A removal shifts a later key back into slot i: look at it again. */
+                if (x->keys[i] >> 32 == (uint64_t) image + 1 && key_index_remove(x, x->keys[i]))
                         continue;
-                }
                 i++;
         }
 }
@@ -342,7 +242,7 @@ static void handle_start(Heap *h, const MsEvent *e) {
                 h->n_allocated = n;
         }
         uint32_t serial = (uint32_t) h->n_images;
-        if (pid_set(h, e->pid, serial) < 0) {
+        if (key_index_put(&h->pids, (uint64_t) e->pid, serial) < 0) {
                 h->images_dropped++;
                 return;
         }
@@ -602,7 +502,7 @@ void heap_get_stats(const Heap *h, HeapStats *ret) {
 
 size_t heap_memory_bytes(const Heap *h) {
         size_t b = sizeof(Heap) + h->n_allocated * sizeof(HeapImage) + h->n_slots * sizeof(BlockSlot) +
-                   h->n_pid_slots * sizeof(PidSlot) + h->n_stack_slots * sizeof(StackSlot) +
+                   key_index_memory_bytes(&h->pids) + key_index_memory_bytes(&h->stacks_seen) +
                    (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
         for (size_t i = 0; i < h->n_images; i++)
                 b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0) +
