@@ -24,7 +24,7 @@ struct Slab {
         SlabGroup *sites, *caches;
         size_t n_sites, n_sites_allocated, n_caches, n_caches_allocated;
         KeyIndex site_index, cache_index;       /* call site address, cache name hash -> group */
-        KeyIndex size_index;                    /* size class bytes + 1 -> its cache group */
+        KeyIndex size_index;                    /* size class bytes -> its cache group */
         SlabStats stats;
         SlabReconcileStats reconcile;
 };
@@ -186,12 +186,12 @@ static uint32_t object_cache(Slab *s, const char *cache, uint64_t allocated) {
         if (allocated == 0 || allocated == UINT64_MAX)
                 return SLAB_NONE;
         /* Every kmalloc comes here: by size, not by a name to print and hash. */
-        uint32_t group = key_index_get(&s->size_index, allocated + 1);
+        uint32_t group = key_index_get(&s->size_index, allocated);
         if (group != KEY_INDEX_NONE)
                 return group;
         size_class_name(allocated, name, sizeof(name));
         group = cache_lookup(s, name, true, SLAB_SIZE_CLASS);
-        if (group == SLAB_NONE || key_index_put(&s->size_index, allocated + 1, group) < 0)
+        if (group == SLAB_NONE || key_index_put(&s->size_index, allocated, group) < 0)
                 return SLAB_NONE;
         s->caches[group].kernel.object_size = allocated;
         return group;
@@ -463,10 +463,9 @@ int slab_reconcile(Slab *s, const SlabInfo *info, uint64_t now_nsec, SlabDropFn 
                 g->kernel.slack = k->objects_per_slab;
                 g->kernel.object_size = k->object_size;
 
-                uint64_t key = k->object_size + 1;      /* never 0 */
-                uint32_t at = key_index_get(&by_size, key);
+                uint32_t at = key_index_get(&by_size, k->object_size);
                 if (at == KEY_INDEX_NONE) {
-                        if (key_index_put(&by_size, key, (uint32_t) n_sums) < 0)
+                        if (key_index_put(&by_size, k->object_size, (uint32_t) n_sums) < 0)
                                 goto finish;
                         at = (uint32_t) n_sums++;
                 }
@@ -484,7 +483,7 @@ int slab_reconcile(Slab *s, const SlabInfo *info, uint64_t now_nsec, SlabDropFn 
                         /* Unnamed objects of N bytes are in some cache of that size, beside what the named
                          * ones of that size hold. */
                         uint64_t bytes = g->kernel.object_size;
-                        uint32_t at = key_index_get(&by_size, bytes + 1);
+                        uint32_t at = key_index_get(&by_size, bytes);
                         if (at == KEY_INDEX_NONE) {
                                 g->kernel.known = false;        /* no slab cache of that size: large kmalloc */
                                 g->flags &= ~SLAB_DRIFTING;
