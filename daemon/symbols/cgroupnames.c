@@ -53,15 +53,17 @@ static bool is_cgroup2(const char *path) {
         return statfs(path, &fs) == 0 && (uint64_t) fs.f_type == (uint64_t) CGROUP2_SUPER_MAGIC;
 }
 
+const char *cgroupnames_system_root(void) {
+        if (is_cgroup2("/sys/fs/cgroup"))
+                return "/sys/fs/cgroup";
+        if (is_cgroup2("/sys/fs/cgroup/unified"))
+                return "/sys/fs/cgroup/unified";
+        return NULL;
+}
+
 int cgroupnames_new(const char *root, CgroupNames **ret) {
-        if (!root) {
-                if (is_cgroup2("/sys/fs/cgroup"))
-                        root = "/sys/fs/cgroup";
-                else if (is_cgroup2("/sys/fs/cgroup/unified"))
-                        root = "/sys/fs/cgroup/unified";
-                else
-                        return -ENOMEDIUM;
-        }
+        if (!root && !(root = cgroupnames_system_root()))
+                return -ENOMEDIUM;
 
         _cleanup_free_ CgroupNames *c = calloc(1, sizeof(CgroupNames));
         if (!c)

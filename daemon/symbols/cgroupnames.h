@@ -22,11 +22,14 @@
 
 typedef struct CgroupNames CgroupNames;
 
+/* The system's cgroup2 mount: /sys/fs/cgroup when it is a cgroup2 mount ("unified" hosts), else
+ * /sys/fs/cgroup/unified (hybrid hosts: cgroup v1 controllers with the cgroup2 tree beside them); NULL if
+ * neither is cgroup2. */
+const char *cgroupnames_system_root(void);
+
 /*
- * root: the cgroup2 mount to walk. NULL: /sys/fs/cgroup when it is a cgroup2 mount ("unified" hosts),
- * else /sys/fs/cgroup/unified (hybrid hosts: cgroup v1 controllers with the cgroup2 tree beside them);
- * -ENOMEDIUM if neither is cgroup2. A root given explicitly is taken as it is (tests use a plain
- * directory). Does not walk yet.
+ * root: the cgroup2 mount to walk. NULL: cgroupnames_system_root(), -ENOMEDIUM if there is none. A root
+ * given explicitly is taken as it is (tests use a plain directory). Does not walk yet.
  */
 int cgroupnames_new(const char *root, CgroupNames **ret);
 CgroupNames *cgroupnames_free(CgroupNames *c);

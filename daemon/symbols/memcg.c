@@ -7,16 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 
+#include "cgroupnames.h"
 #include "macro.h"
 #include "memcg.h"
 #include "parse-util.h"
 #include "read-file.h"
-
-#ifndef CGROUP2_SUPER_MAGIC
-#define CGROUP2_SUPER_MAGIC 0x63677270
-#endif
 
 /* memory.stat of a cgroup: a few dozen "key value" lines, 2 KiB on a 6.x kernel. */
 #define MEMCG_STAT_SIZE_MAX (64u * 1024u)
@@ -150,12 +146,6 @@ const char *memcg_figure_source(MemcgHierarchy h, MemcgFigure x) {
         return text[h][x];
 }
 
-static bool is_cgroup2(const char *path) {
-        struct statfs fs;
-
-        return statfs(path, &fs) == 0 && (uint64_t) fs.f_type == (uint64_t) CGROUP2_SUPER_MAGIC;
-}
-
 /* Whether a cgroup.controllers file lists name. */
 static bool lists_controller(const char *root, const char *name) {
         _cleanup_free_ char *path = NULL;
@@ -245,8 +235,7 @@ int memcg_new(const char *cgroup2_root, const char *memory_root, Memcg **ret) {
         if (!m)
                 return -ENOMEM;
         if (!cgroup2_root)
-                cgroup2_root = is_cgroup2("/sys/fs/cgroup") ? "/sys/fs/cgroup" :
-                               is_cgroup2("/sys/fs/cgroup/unified") ? "/sys/fs/cgroup/unified" : NULL;
+                cgroup2_root = cgroupnames_system_root();
         if (cgroup2_root && !(m->cgroup2_root = strdup(cgroup2_root)))
                 return -ENOMEM;
 
