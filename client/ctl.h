@@ -92,6 +92,9 @@ int verb_explain(int argc, char *argv[]);
 int verb_pages(int argc, char *argv[]);
 int verb_record(int argc, char *argv[]);
 
+/* What record shows of a heap, and report of a document record saved, unless --format says otherwise. */
+#define CTL_HEAP_FORMAT_DEFAULT "heap_maximum,heap_leaks"
+
 /* report's options from the command line (its --format, else default_formats), checked for usage before
  * anything is asked: 0, CTL_EXIT_USAGE (said), -ENOMEM. */
 typedef struct ReportOptions ReportOptions;

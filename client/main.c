@@ -296,7 +296,8 @@ static const CmdlineOption options[] = {
                 .completion = CMDLINE_COMPLETE_WORD_LIST,
                 .parse = cmdline_set_string, .target = &arg_format,
                 .parts = { { .verbs = CMDLINE_WORDS("import", "report"),
-                             .help = "(default module_summary,module_top); each takes :top=N, :throttle=PERCENT, "
+                             .help = "(default module_summary,module_top; heap_maximum,heap_leaks for a heap record saved); "
+                             "each takes :top=N, :throttle=PERCENT, "
                              ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word },
                            { .verbs = CMDLINE_WORDS("history"), .help = "text (default), or svg: a chart",
                              .words = CMDLINE_WORDS("text", "svg") },

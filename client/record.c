@@ -45,7 +45,6 @@
 #include "report.h"
 #include "snapshot.h"
 
-#define RECORD_FORMAT_DEFAULT "heap_maximum,heap_leaks"
 #define RECORD_START_TIMEOUT_MSEC (30u * 1000u)
 /* How long the daemon may take to read the rest of a heap after its process ended. */
 #define RECORD_END_TIMEOUT_MSEC (10u * 1000u)
@@ -368,7 +367,7 @@ int verb_record(int argc, char *argv[]) {
                         "Try 'memstrackctl --help'.\n");
                 return CTL_EXIT_USAGE;
         }
-        r = ctl_report_options(RECORD_FORMAT_DEFAULT, &o);
+        r = ctl_report_options(CTL_HEAP_FORMAT_DEFAULT, &o);
         if (r != 0)
                 return r;
         if (arg_pid > 0)

@@ -21,6 +21,7 @@
 #include "connection.h"
 #include "ctl.h"
 #include "report.h"
+#include "report-select.h"
 #include "snapshot.h"
 
 #define REPORT_FORMAT_DEFAULT "module_summary,module_top"
@@ -157,6 +158,12 @@ int verb_report(int argc, char *argv[]) {
                 r = arg_boot ? snapshot_fetch_boot(&doc) : snapshot_load(arg_from, &doc);
                 if (r != 0)
                         return r;
+                /* A heap that memstrackctl record saved: its own views, as record shows them. */
+                if (!arg_format && report_doc_stacks_are_heaps(doc)) {
+                        r = ctl_report_options(CTL_HEAP_FORMAT_DEFAULT, &o);
+                        if (r != 0)
+                                return r;
+                }
         } else {
                 _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
                 SnapshotRequest req = {

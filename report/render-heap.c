@@ -20,6 +20,7 @@
 #include "report-format.h"
 #include "macro.h"
 #include "reply.h"
+#include "report-select.h"
 
 #define HEAP_DEPTH_MAX 255
 
@@ -33,37 +34,6 @@ static const HeapKeys keys_now = { "currentBytes", "currentBlocks", "errorBytes"
 
 static json_t *doc_heaps(json_t *doc) {
         return reply_array(reply_object(doc, "heap"), "heaps");
-}
-
-/* "function  file:line", the function's inlined callers after it; the frame when nothing is known. */
-static char *node_label(const json_t *node) {
-        const char *function = reply_string(node, "function"), *file = reply_string(node, "file");
-        int64_t line = reply_int(node, "line", 0);
-        char *s = NULL;
-        int r;
-
-        if (!function && !file)
-                return strdup(reply_string(node, "frame") ?: "[unknown]");
-        if (file)
-                r = asprintf(&s, "%s  %s:%" PRIi64, function ?: reply_string(node, "frame") ?: "?", file, line);
-        else
-                r = asprintf(&s, "%s", function);
-        if (r < 0)
-                return NULL;
-        json_t *in;
-        size_t i;
-        json_array_foreach(reply_array(node, "inlinedInto"), i, in) {
-                char *t = NULL;
-                const char *f = reply_string(in, "file");
-                r = f ? asprintf(&t, "%s (inlined into %s  %s:%" PRIi64 ")", s, reply_string(in, "function") ?: "?", f,
-                                 reply_int(in, "line", 0))
-                      : asprintf(&t, "%s (inlined into %s)", s, reply_string(in, "function") ?: "?");
-                free(s);
-                if (r < 0)
-                        return NULL;
-                s = t;
-        }
-        return s;
 }
 
 /* ---- Call sites --------------------------------------------------------------------------------------- */
@@ -167,7 +137,7 @@ static int compare_child_items(const void *a, const void *b) {
 static int print_tree(FILE *f, const json_t *node, const HeapKeys *k, const ReportOptions *o, uint64_t total,
                 char *prefix, size_t prefix_len, bool last, unsigned depth) {
         uint64_t bytes = reply_count(node, k->bytes);
-        _cleanup_free_ char *label = node_label(node), *clean = label ? format_sanitize(label) : NULL;
+        _cleanup_free_ char *label = report_heap_frame_label(node), *clean = label ? format_sanitize(label) : NULL;
         json_t *children = reply_array(node, "children"), *child;
         size_t n = json_array_size(children), i, kept = 0;
         int r;
@@ -277,7 +247,7 @@ static int text_one(FILE *f, const json_t *h, bool leaks, const ReportOptions *o
         for (size_t i = 0; i < c.n && (o->top == 0 || shown < o->top); i++) {
                 if (c.sites[i].bytes == 0)
                         continue;
-                _cleanup_free_ char *label = node_label(c.sites[i].node);
+                _cleanup_free_ char *label = report_heap_frame_label(c.sites[i].node);
                 _cleanup_free_ char *clean = label ? format_sanitize(label) : NULL;
                 if (!clean) {
                         free(c.sites);

@@ -172,22 +172,41 @@ bool report_doc_stacks_are_heaps(json_t *doc) {
         return json_array_size(doc_heaps(doc)) > 0 && reply_count(reply_object(tree, "root"), "currentPages") == 0;
 }
 
-/* "function  file:line" for a frame named by DWARF, else the frame as StackTree names it (the module is
- * added where the tree is shown). */
-static char *heap_frame_label(const json_t *node) {
+char *report_heap_frame_label(const json_t *node) {
         const char *function = reply_string(node, "function"), *file = reply_string(node, "file");
-        char *s;
+        int64_t line = reply_int(node, "line", 0);
+        char *s = NULL;
+        int r;
 
-        if (function && file)
-                return asprintf(&s, "%s  %s:%" PRIi64, function, file, reply_int(node, "line", 0)) < 0 ? NULL : s;
-        return strdup(reply_string(node, "frame") ?: "[unknown]");
+        if (!function && !file)
+                return strdup(reply_string(node, "frame") ?: "[unknown]");
+        if (file)
+                r = asprintf(&s, "%s  %s:%" PRIi64, function ?: reply_string(node, "frame") ?: "?", file, line);
+        else
+                r = asprintf(&s, "%s", function);
+        if (r < 0)
+                return NULL;
+        json_t *in;
+        size_t i;
+        json_array_foreach(reply_array(node, "inlinedInto"), i, in) {
+                char *t = NULL;
+                const char *f = reply_string(in, "file");
+                r = f ? asprintf(&t, "%s (inlined into %s  %s:%" PRIi64 ")", s, reply_string(in, "function") ?: "?", f,
+                                 reply_int(in, "line", 0))
+                      : asprintf(&t, "%s (inlined into %s)", s, reply_string(in, "function") ?: "?");
+                free(s);
+                if (r < 0)
+                        return NULL;
+                s = t;
+        }
+        return s;
 }
 
 /* A HeapNode at the heap's maximum as a StackNode whose counts are bytes: the frames holding nothing then
  * are left out. */
 static json_t *heap_as_stack_node(const json_t *node) {
         json_auto_t *children = json_array();
-        _cleanup_free_ char *label = heap_frame_label(node);
+        _cleanup_free_ char *label = report_heap_frame_label(node);
         uint64_t bytes = reply_count(node, "maxBytes"), below = 0;
         json_t *child;
         size_t i;

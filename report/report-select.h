@@ -70,9 +70,12 @@ int report_doc_select_units(json_t *doc, const ReportOptions *o, unsigned max, R
 int report_doc_pruned_tree(json_t *doc, const ReportOptions *o, bool by_function, json_t **ret);
 /* The heaps of the document (pid's only, unless -1) at their maximum as one stack tree counting bytes
  * (currentPages, selfPages) and blocks (currentBlocks), "unit": "bytes" at its root: a heap's own root, or
- * a "[heaps]" root above several; frames "function  file:line" where DWARF names them. -ESRCH if none,
+ * a "[heaps]" root above several; frames named by report_heap_frame_label(). -ESRCH if none,
  * -ENOMEM. */
 int report_doc_heap_tree(json_t *doc, int64_t pid, json_t **ret);
+/* A HeapNode's frame as every heap view names it: "function  file:line", the function's inlined callers
+ * after it ("(inlined into caller  file:line)"); the frame as StackTree names it when DWARF knows nothing. */
+char *report_heap_frame_label(const json_t *node);
 /* Whether the stack formats show the document's heaps: it has some and its page stack tree holds nothing
  * (memstrackctl record's). */
 bool report_doc_stacks_are_heaps(json_t *doc);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# memstrackctl report on the fixed snapshot tests/data/report-snapshot.json: every format's output must
-# equal its golden file in tests/data/golden/, every --json output must parse, and the flame graph must
+# memstrackctl report on the fixed snapshot tests/data/report-snapshot.json (and, for the cases named heap-*,
+# tests/data/heap-snapshot.json: a recorded heap with inlined frames): every format's output must equal its
+# golden file in tests/data/golden/, every --json output must parse, and the flame graph must
 # pass check-flamegraph.py. No daemon needed.
 #
 # Usage: test-report-golden.sh MEMSTRACKCTL TESTS_DIR [--update]
@@ -13,6 +14,7 @@ TESTS=${2:?tests dir}
 UPDATE=${3:-}
 DATA=$TESTS/data
 SNAP=$DATA/report-snapshot.json
+HEAP_SNAP=$DATA/heap-snapshot.json
 GOLDEN=$DATA/golden
 # proc_slab_static reads this fixture instead of the machine's /proc/slabinfo.
 export MEMSTRACK_SLABINFO=$DATA/slabinfo.txt
@@ -70,13 +72,18 @@ cases=(
     "json-explain           --format explain:top=1 --json=short"
     "initramfs              --format task_summary,module_summary,module_top:top=2 --throttle 80"
     "json-sub               --format task_top_json,proc_slab_static:top=2,module_summary:sort_by_peak --json=pretty"
+    # Every heap view names a frame alike, inlined callers included.
+    "heap-default           "
+    "heap-stacks            --format heap_maximum,heap_leaks,stack_tree,folded"
+    "heap-json              --format heap_maximum,folded --json=pretty"
 )
 
 check() {
     local name=$1; shift
-    local out=$work/$name.out golden=$GOLDEN/report-$name.txt
+    local out=$work/$name.out golden=$GOLDEN/report-$name.txt snap=$SNAP
+    [[ $name == heap-* ]] && snap=$HEAP_SNAP
     # shellcheck disable=SC2068
-    if ! "$CTL" report --from "$SNAP" "$@" >"$out" 2>"$work/$name.err"; then
+    if ! "$CTL" report --from "$snap" "$@" >"$out" 2>"$work/$name.err"; then
         echo "FAIL $name: memstrackctl report $* exited $?: $(cat "$work/$name.err")"
         failed=1
         return
