@@ -31,6 +31,7 @@
 #include <bpf/libbpf.h>
 
 #include "heap-abi.h"
+#include "heap-progress.h"
 #include "heap-uprobe-bpf.h"
 #include "heap-uprobe.skel.h"
 #include "log.h"
@@ -74,9 +75,8 @@ typedef struct UprobeSource {
         uint64_t maps_read_usec;
         bool maps_stale;                /* a frame fell in no mapping: read the maps again (rate-limited) */
 
-        uint64_t last_peak;
-        MsHeapCounters sent;
-        bool sent_counters, ended;
+        HeapProgress progress;
+        bool ended;
         uint64_t records, bad_records, wakeups, budget_left;
         EventSourceLoss losses[3];
 } UprobeSource;
@@ -259,12 +259,7 @@ static int on_record(void *ctx, void *data, size_t size) {
         e.tid = r->tid > 0 && r->tid <= INT32_MAX ? (int32_t) r->tid : s->pid;
         e.heap.ptr = r->ptr;
         e.heap.bytes = r->bytes;
-        if (r->peak > s->last_peak) {
-                /* The maximum moved since the last record: this allocation made it, or something between. */
-                e.heap.peak = r->type == HEAP_BPF_ALLOC && r->live_after >= r->peak ? MS_HEAP_PEAK_AFTER
-                                                                                    : MS_HEAP_PEAK_BEFORE;
-                s->last_peak = r->peak;
-        }
+        e.heap.peak = heap_progress_record(&s->progress, r->type == HEAP_BPF_ALLOC, r->live_after, r->peak);
         if (r->type == HEAP_BPF_ALLOC) {
                 e.heap.stack = r->n_frames > 0 ? (MsStack) { .frames = (const uint64_t *) r->frames, .n_frames = r->n_frames }
                                                : (MsStack) { .frames = &none, .n_frames = 1 };
@@ -311,17 +306,12 @@ static void drain(UprobeSource *s, bool all) {
 
         MsHeapCounters now;
         read_counters(s, &now);
-        if (!s->sent_counters || memcmp(&now, &s->sent, sizeof(now)) != 0) {
+        MsHeapPeak peak;
+        if (heap_progress_counters(&s->progress, &now, &peak)) {
                 MsEvent e = heap_event(s, MS_EVENT_HEAP_STATE);
                 e.heap.counters = &now;
-                /* A maximum reached after the last sampled record: the tree stands as it did then. */
-                if (now.peak_bytes > s->last_peak) {
-                        e.heap.peak = MS_HEAP_PEAK_AFTER;
-                        s->last_peak = now.peak_bytes;
-                }
+                e.heap.peak = peak;
                 emit(s, &e);
-                s->sent = now;
-                s->sent_counters = true;
         }
 }
 

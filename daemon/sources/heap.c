@@ -31,6 +31,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "heap-abi.h"
+#include "heap-progress.h"
 #include "log.h"
 #include "macro.h"
 #include "proc-seed.h"
@@ -75,9 +76,7 @@ typedef struct HeapChannel {
         uint64_t sample_interval;
 
         uint64_t tail;                  /* our read position; the region's copy is only for the producers */
-        uint64_t last_peak;             /* the peak as of the last record applied */
-        MsHeapCounters counters;        /* as last sent */
-        bool sent_counters;
+        HeapProgress progress;
         HeapAbiObject *objects;
         uint64_t n_objects_max;
         HeapAbiThread *threads;
@@ -208,12 +207,7 @@ static void apply_record(HeapChannel *c, const HeapAbiRecord *r) {
         e.tid = r->tid > 0 && r->tid <= INT32_MAX ? (int32_t) r->tid : c->pid;
         e.heap.ptr = r->ptr;
         e.heap.bytes = r->bytes;
-        if (r->peak > c->last_peak) {
-                /* The maximum moved since the last record: this allocation made it, or something between. */
-                e.heap.peak = r->type == HEAP_RECORD_ALLOC && r->live_after >= r->peak ? MS_HEAP_PEAK_AFTER
-                                                                                      : MS_HEAP_PEAK_BEFORE;
-                c->last_peak = r->peak;
-        }
+        e.heap.peak = heap_progress_record(&c->progress, r->type == HEAP_RECORD_ALLOC, r->live_after, r->peak);
         if (r->type == HEAP_RECORD_ALLOC) {
                 size_t n = read_stack(c, r->stack, f);
                 e.heap.stack = (MsStack) { .frames = f, .n_frames = (uint32_t) n };
@@ -289,17 +283,12 @@ static uint64_t drain(HeapChannel *c, bool final, bool budget) {
 
         MsHeapCounters now;
         read_counters(c, &now);
-        if (!c->sent_counters || memcmp(&now, &c->counters, sizeof(now)) != 0) {
+        MsHeapPeak peak;
+        if (heap_progress_counters(&c->progress, &now, &peak)) {
                 MsEvent e = heap_event(c, MS_EVENT_HEAP_STATE);
                 e.heap.counters = &now;
-                /* A maximum reached after the last sampled record: the tree stands as it did then. */
-                if (now.peak_bytes > c->last_peak) {
-                        e.heap.peak = MS_HEAP_PEAK_AFTER;
-                        c->last_peak = now.peak_bytes;
-                }
+                e.heap.peak = peak;
                 emit(s, &e);
-                c->counters = now;
-                c->sent_counters = true;
         }
         return n;
 }

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * HeapProgress: what a heap source has told the core of one process so far, the maximum as of the last
+ * record and the exact counters as last sent, so that both heap sources (the preloaded library's channel
+ * and the uprobes) mark peaks and send counters alike.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "event.h"
+
+typedef struct HeapProgress {
+        uint64_t last_peak;
+        MsHeapCounters sent;
+        bool sent_any;
+} HeapProgress;
+
+/* The peak mark of a record made when the maximum stood at peak, with live_after bytes live after it. */
+static inline MsHeapPeak heap_progress_record(HeapProgress *p, bool alloc, uint64_t live_after, uint64_t peak) {
+        if (peak <= p->last_peak)
+                return MS_HEAP_PEAK_NONE;
+        p->last_peak = peak;
+        /* The maximum moved since the last record: this allocation made it, or something between. */
+        return alloc && live_after >= peak ? MS_HEAP_PEAK_AFTER : MS_HEAP_PEAK_BEFORE;
+}
+
+/* Whether now differs from the counters last sent; if so they count as sent, and *ret_peak marks a
+ * maximum reached after the last sampled record (the tree stands as it did then). */
+static inline bool heap_progress_counters(HeapProgress *p, const MsHeapCounters *now, MsHeapPeak *ret_peak) {
+        if (p->sent_any && memcmp(now, &p->sent, sizeof(*now)) == 0)
+                return false;
+        *ret_peak = MS_HEAP_PEAK_NONE;
+        if (now->peak_bytes > p->last_peak) {
+                *ret_peak = MS_HEAP_PEAK_AFTER;
+                p->last_peak = now->peak_bytes;
+        }
+        p->sent = *now;
+        p->sent_any = true;
+        return true;
+}
