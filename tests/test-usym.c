@@ -2,11 +2,13 @@
 
 /*
  * daemon/symbols/usym.c against live processes: usym-target children (tests/usym-target.c) print where their
- * function, libc's getppid() and an anonymous mapping are, and the lookups must name exactly those.
+ * function, libc's getppid() and an anonymous mapping are, and the lookups must name exactly those; and
+ * against images made from their maps text, moved and renamed, which must share what they read.
  *
  * Usage: test-usym USYM-TARGET USYM-OTHER (the same program built under two names)
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -279,6 +281,172 @@ static void test_deleted_file(void) {
         usym_free(u);
 }
 
+/* The process's maps text, as the heap source saves it. */
+static char *read_maps(pid_t pid) {
+        char path[64], buf[4096];
+        char *text = NULL;
+        size_t size = 0, n;
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
+        FILE *in = fopen(path, "re");
+        ASSERT_NOT_NULL(in);
+        FILE *out = open_memstream(&text, &size);
+        ASSERT_NOT_NULL(out);
+        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+                ASSERT_EQ(fwrite(buf, 1, n, out), n);
+        (void) fclose(in);
+        ASSERT_EQ(fclose(out), 0);
+        return text;
+}
+
+/* maps with the lines of the file at path moved by delta and, if rename is given, naming that path instead:
+ * the same file loaded elsewhere, or another copy of it. */
+static char *maps_moved(const char *maps, const char *path, uint64_t delta, const char *rename) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&text, &size);
+
+        ASSERT_NOT_NULL(out);
+        for (const char *line = maps; *line; ) {
+                const char *eol = strchrnul(line, '\n');
+                int len = (int) (eol - line), at = 0;
+                unsigned long long start, end;
+                const char *name = memchr(line, '/', (size_t) len);
+
+                if (name && (size_t) (eol - name) == strlen(path) && strncmp(name, path, strlen(path)) == 0) {
+                        ASSERT_EQ(sscanf(line, "%llx-%llx%n", &start, &end, &at), 2);
+                        ASSERT_GT(fprintf(out, "%llx-%llx%.*s%s\n", start + delta, end + delta,
+                                          (int) (name - line - at), line + at, rename ?: path), 0);
+                } else
+                        ASSERT_GT(fprintf(out, "%.*s\n", len, line), 0);
+                line = *eol ? eol + 1 : eol;
+        }
+        ASSERT_EQ(fclose(out), 0);
+        return text;
+}
+
+/* The innermost frame of ip in the image, checked to be usym_target_function() in usym-target.c. */
+static UsymSource image_function(UsymImage *im, uint64_t ip, const char *object) {
+        UsymSource src;
+
+        ASSERT_NOT_NULL(im);
+        ASSERT_TRUE(usym_image_lookup(im, ip, false, &src));
+        ASSERT_TRUE(src.has_symbol);
+        ASSERT_STREQ(src.symbol.name, "usym_target_function");
+        ASSERT_EQ(src.symbol.offset, 3);
+        ASSERT_STREQ(src.symbol.object, object);
+        ASSERT_TRUE(src.n_frames >= 1 && src.frames[0].file && src.frames[0].line > 0);
+        ASSERT_TRUE(strstr(src.frames[0].file, "usym-target.c") != NULL);
+        return src;
+}
+
+static void image_libc(UsymImage *im, uint64_t ip) {
+        UsymSource src;
+
+        ASSERT_TRUE(usym_image_lookup(im, ip + 1, false, &src));
+        ASSERT_STREQ(src.symbol.name, "getppid");
+        ASSERT_STREQ(src.symbol.object, "libc.so.6");
+}
+
+/* Images of one program loaded at other addresses, and under another path, share its symbols and DWARF:
+ * each file is read once, each image names the same lines, and an image that goes away leaves them to
+ * the others. Files no image uses any more are kept up to a bound. */
+static void test_images_share_files(void) {
+        /* A multiple of any page size, past where anything is mapped. */
+        const uint64_t delta = UINT64_C(1) << 36;
+        UserSymbols *u = usym_new(USYM_MAX_PROCESSES_DEFAULT);
+        _cleanup_free_ char *copy = copy_target(0755), *exe = realpath(target_path, NULL), *copy_abs = NULL;
+        Target t = target_start(target_path);
+        _cleanup_free_ char *maps = read_maps(t.pid), *moved = NULL, *renamed = NULL;
+        const char *copy_name = strrchr(copy, '/') + 1;
+
+        ASSERT_NOT_NULL(u);
+        ASSERT_NOT_NULL(exe);
+        copy_abs = realpath(copy, NULL);
+        ASSERT_NOT_NULL(copy_abs);
+        moved = maps_moved(maps, exe, delta, NULL);
+        renamed = maps_moved(maps, exe, 0, copy_abs);
+        ASSERT_EQ(usym_image_files_opened(u), 0);
+
+        UsymSource here = image_function(usym_image(u, 1, maps), t.function + 3, "usym-target");
+        image_libc(usym_image(u, 1, maps), t.libc);
+        _cleanup_free_ char *file = strdup(here.frames[0].file);
+        ASSERT_NOT_NULL(file);
+        unsigned line = here.frames[0].line;
+        ASSERT_EQ(usym_image_files_opened(u), 2);
+
+        /* Elsewhere: the same line, from the same file session. */
+        UsymSource there = image_function(usym_image(u, 2, moved), t.function + 3 + delta, "usym-target");
+        ASSERT_STREQ(there.frames[0].file, file);
+        ASSERT_EQ(there.frames[0].line, line);
+        /* The old addresses are not the program's in the moved image. */
+        UsymSource none;
+        ASSERT_TRUE(!usym_image_lookup(usym_image(u, 2, moved), t.function + 3, false, &none) ||
+                    !streq(none.symbol.object, "usym-target"));
+        image_libc(usym_image(u, 2, moved), t.libc);
+        /* A copy of the program (the same build ID) under its own name. */
+        UsymSource copied = image_function(usym_image(u, 3, renamed), t.function + 3, copy_name);
+        ASSERT_EQ(copied.frames[0].line, line);
+        ASSERT_EQ(usym_image_files_opened(u), 2);
+        ASSERT_EQ(usym_image_files_cached(u), 2);
+
+        /* Image 1 gives its slot to others (the least recently used), the moved one still answers. */
+        ASSERT_NOT_NULL(usym_image(u, 2, moved));
+        ASSERT_NOT_NULL(usym_image(u, 3, renamed));
+        for (uint64_t key = 10; key < 16; key++)
+                ASSERT_NOT_NULL(usym_image(u, key, ""));
+        there = image_function(usym_image(u, 2, moved), t.function + 3 + delta, "usym-target");
+        ASSERT_EQ(there.frames[0].line, line);
+        image_function(usym_image(u, 1, maps), t.function + 3, "usym-target");
+        ASSERT_EQ(usym_image_files_opened(u), 2);
+
+        /* Many files, then no image using them: the least recently used beyond the bound are freed. Each
+         * test program beside the target is another file (another build ID). */
+        _cleanup_free_ char *dir = strdup(exe);
+        ASSERT_NOT_NULL(dir);
+        char *many = NULL;
+        size_t many_size = 0;
+        FILE *out = open_memstream(&many, &many_size);
+        ASSERT_NOT_NULL(out);
+        DIR *d = opendir(dirname(dir));
+        ASSERT_NOT_NULL(d);
+        size_t n_files = 0;
+        for (struct dirent *e; (e = readdir(d)) && n_files < 2 * USYM_IDLE_FILES_MAX; ) {
+                if (strncmp(e->d_name, "test-", 5) != 0 || e->d_type != DT_REG)
+                        continue;
+                n_files++;
+                ASSERT_GT(fprintf(out, "%llx-%llx r--p 00000000 00:00 0 %s/%s\n",
+                                  (unsigned long long) n_files << 32, ((unsigned long long) n_files << 32) + 4096,
+                                  dir, e->d_name), 0);
+        }
+        (void) closedir(d);
+        ASSERT_EQ(fclose(out), 0);
+        if (n_files <= USYM_IDLE_FILES_MAX)
+                fprintf(stderr, "only %zu test programs: the bound on idle files is not reached\n", n_files);
+        UsymImage *im = usym_image(u, 20, many);
+        ASSERT_NOT_NULL(im);
+        for (size_t i = 1; i <= n_files; i++)
+                (void) usym_image_lookup(im, (uint64_t) i << 32, false, &none);
+        ASSERT_EQ(usym_image_files_opened(u), 2 + n_files);
+        ASSERT_EQ(usym_image_files_cached(u), 2 + n_files);
+        /* The program and libc used last. */
+        image_function(usym_image(u, 1, maps), t.function + 3, "usym-target");
+        image_libc(usym_image(u, 1, maps), t.libc);
+        for (uint64_t key = 30; key < 30 + USYM_IMAGES_MAX; key++)
+                ASSERT_NOT_NULL(usym_image(u, key, ""));
+        ASSERT_EQ(usym_image_files_cached(u), MIN(2 + n_files, (size_t) USYM_IDLE_FILES_MAX));
+        free(many);
+
+        /* The program and libc were used last: still there, not read again. */
+        image_function(usym_image(u, 1, maps), t.function + 3, "usym-target");
+        image_libc(usym_image(u, 1, maps), t.libc);
+        ASSERT_EQ(usym_image_files_opened(u), 2 + n_files);
+
+        target_stop(&t);
+        ASSERT_OK(unlink(copy));
+        usym_free(u);
+}
+
 /* A process whose maps we may not read gives false, not a crash. The target runs from an execute-only
  * copy, which makes it non-dumpable: only CAP_SYS_PTRACE reads its maps then. Root has that, so as root
  * the lookup runs in a child that became uid 65534, for which a root process is unreadable anyway.
@@ -349,5 +517,6 @@ int main(int argc, char *argv[]) {
         TEST(test_session);
         TEST(test_forget_and_lru);
         TEST(test_deleted_file);
+        TEST(test_images_share_files);
         return EXIT_SUCCESS;
 }

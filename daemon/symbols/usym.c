@@ -12,6 +12,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -73,23 +74,74 @@ typedef struct UsymMemo {
         uint64_t offset;
 } UsymMemo;
 
-/* Image sessions kept (usym_image()): a heap report has one or a few processes. */
-#define USYM_IMAGES_MAX 8u
+/* Loadable segments of a file kept to place its mappings: two to five in practice. */
+#define USYM_SEGMENTS_MAX 16u
+
+typedef struct UsymSegment {
+        uint64_t offset;        /* p_offset */
+        uint64_t vaddr;         /* p_vaddr */
+} UsymSegment;
+
+/*
+ * One ELF file's symbols and DWARF, shared by every image that maps it: inflating a compressed debug file
+ * (libc's under /usr/lib/debug) costs far more than all lookups in it, and the processes of one run map
+ * the same files. Known by its build ID, else (none) by device, inode, size and modification time. Its
+ * session holds the file alone, at its link-time addresses plus the session's own bias; each image
+ * keeps its own load address (UsymObject.bias).
+ */
+typedef struct UsymFile {
+        uint8_t build_id[64];
+        size_t build_id_size;   /* 0: none, the stat fields tell it apart */
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
+        UsymSegment segments[USYM_SEGMENTS_MAX];
+        size_t n_segments;
+        Dwfl *dwfl;             /* owned: this file's module only */
+        Dwfl_Module *module;
+        uint64_t bias;          /* session address - link-time address */
+        UsymIndex *indexes;     /* owned: the module's symbol index, once made */
+        unsigned n_refs;        /* images' objects using it; 0: idle, freed when too many are */
+        uint64_t last_used;     /* UserSymbols.clock when last referenced */
+        struct UsymFile *next;
+} UsymFile;
+
+/* A file as one image maps it. */
+typedef struct UsymObject {
+        char *path;             /* owned: as the maps name it */
+        uint64_t start;         /* its mapping of the lowest file offset: where, */
+        uint64_t offset;        /* and of which offset */
+        bool resolved;          /* file and bias looked for (at the first lookup in it) */
+        UsymFile *file;         /* a reference; NULL: not found or not ELF */
+        uint64_t bias;          /* load address - link-time address in this image */
+} UsymObject;
+
+typedef struct UsymRange {
+        uint64_t start, end;
+        size_t object;          /* index in UsymImage.objects */
+} UsymRange;
 
 struct UsymImage {
+        UserSymbols *owner;
+        bool used;              /* false: a free slot */
         uint64_t key;
         uint64_t text_hash;     /* of the maps text it was made from */
         uint64_t last_used;
-        Dwfl *dwfl;             /* owned; NULL: a free slot */
-        UsymIndex *indexes;     /* owned */
+        UsymObject *objects;    /* owned */
+        size_t n_objects;
+        UsymRange *ranges;      /* owned, sorted by address */
+        size_t n_ranges;
 };
 
 struct UserSymbols {
         UsymImage images[USYM_IMAGES_MAX];
+        UsymFile *files;        /* owned: in use by images, and at most USYM_IDLE_FILES_MAX idle ones */
+        size_t files_opened;    /* file sessions made so far */
         UsymProcess *processes; /* owned: max_processes slots, never moved (modules point into it) */
         size_t max_processes;
         UsymMemo *memo;         /* owned, USYM_MEMO_SIZE entries, allocated by the first lookup */
-        uint64_t clock;         /* counts usym_process() calls */
+        uint64_t clock;         /* counts usym_process() and usym_image() calls */
         uint64_t generation;    /* the last one given to a session */
 };
 
@@ -384,6 +436,10 @@ static UsymProcess *take_slot(UserSymbols *u) {
         return lru;
 }
 
+/* Below, with the images. */
+static void image_clear(UsymImage *im);
+static void file_free(UsymFile *f);
+
 UserSymbols *usym_new(size_t max_processes) {
         _cleanup_free_ UserSymbols *u = NULL;
 
@@ -399,6 +455,8 @@ UserSymbols *usym_new(size_t max_processes) {
                 return NULL;
         for (size_t i = 0; i < max_processes; i++)
                 u->processes[i].owner = u;
+        for (size_t i = 0; i < USYM_IMAGES_MAX; i++)
+                u->images[i].owner = u;
         u->max_processes = max_processes;
         return TAKE_PTR(u);
 }
@@ -408,10 +466,12 @@ UserSymbols *usym_free(UserSymbols *u) {
                 return NULL;
         for (size_t i = 0; i < u->max_processes; i++)
                 process_clear(&u->processes[i]);
-        for (size_t i = 0; i < USYM_IMAGES_MAX; i++) {
-                indexes_free(&u->images[i].indexes);
-                if (u->images[i].dwfl)
-                        dwfl_end(u->images[i].dwfl);
+        for (size_t i = 0; i < USYM_IMAGES_MAX; i++)
+                image_clear(&u->images[i]);
+        while (u->files) {
+                UsymFile *f = u->files;
+                u->files = f->next;
+                file_free(f);
         }
         free(u->processes);
         free(u->memo);
@@ -551,22 +611,236 @@ bool usym_lookup(UserSymbols *u, pid_t pid, uint64_t ip, UsymResult *ret) {
 
 /* ---- Images from saved maps ------------------------------------------------------------------------ */
 
-/* The file by its path; never the vDSO (it would be read from a process's memory) or a deleted file. */
-static int image_find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, Dwarf_Addr base,
+/* Files reported one by one (dwfl_report_elf()): find_elf is never asked. */
+static int file_find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, Dwarf_Addr base,
                 char **file_name, Elf **elfp) {
-        if (module_name[0] != '/' || endswith(module_name, " (deleted)"))
-                return -1;
-        return dwfl_linux_proc_find_elf(mod, userdata, module_name, base, file_name, elfp);
+        return -1;
 }
 
-static const Dwfl_Callbacks image_callbacks = {
-        .find_elf = image_find_elf,
+static const Dwfl_Callbacks file_callbacks = {
+        .find_elf = file_find_elf,
         /* The file's own DWARF, else a debug file below /usr/lib/debug (build ID, .gnu_debuglink). The
          * daemon that reads images runs without DEBUGINFOD_URLS (memstrackctl record clears it). */
         .find_debuginfo = dwfl_standard_find_debuginfo,
         .section_address = dwfl_offline_section_address,
         .debuginfo_path = NULL,         /* libdwfl's default: beside the file, .debug/, /usr/lib/debug */
 };
+
+static void file_free(UsymFile *f) {
+        indexes_free(&f->indexes);
+        if (f->dwfl)
+                dwfl_end(f->dwfl);
+        free(f);
+}
+
+static bool file_same(const UsymFile *a, const UsymFile *b) {
+        if (a->build_id_size > 0 || b->build_id_size > 0)
+                return a->build_id_size == b->build_id_size &&
+                       memcmp(a->build_id, b->build_id, a->build_id_size) == 0;
+        return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+               a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/* What tells the ELF file open at fd apart (its build ID, else its stat) and its loadable segments. */
+static int file_identify(int fd, UsymFile *f) {
+        struct stat st;
+        size_t n_headers;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+        f->size = st.st_size;
+        f->mtime = st.st_mtim;
+
+        Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (!elf)
+                return -EBADMSG;
+        int r = -EBADMSG;
+        if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &n_headers) != 0)
+                goto finish;
+        const void *id = NULL;
+        ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+        if (n > 0 && (size_t) n <= sizeof(f->build_id)) {
+                memcpy(f->build_id, id, (size_t) n);
+                f->build_id_size = (size_t) n;
+        }
+        for (size_t i = 0; i < n_headers && f->n_segments < USYM_SEGMENTS_MAX; i++) {
+                GElf_Phdr ph;
+                if (gelf_getphdr(elf, (int) i, &ph) && ph.p_type == PT_LOAD)
+                        f->segments[f->n_segments++] = (UsymSegment) { .offset = ph.p_offset, .vaddr = ph.p_vaddr };
+        }
+        r = f->n_segments > 0 ? 0 : -EBADMSG;
+finish:
+        (void) elf_end(elf);
+        return r;
+}
+
+/*
+ * The file at path as a referenced UsymFile: one already open if it is the same file, else a new session
+ * (which the DWARF is read into at its first lookup). NULL if it is not a readable ELF file (or on OOM).
+ * Opened as a regular file only (open_regular(): a FIFO put at the path would be waited on).
+ */
+static UsymFile *file_get(UserSymbols *u, const char *path) {
+        _cleanup_free_ UsymFile *f = calloc(1, sizeof(UsymFile));
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!f)
+                return NULL;
+        fd = open_regular(path, 0);
+        if (fd < 0) {
+                log_debug_errno(fd, "Failed to open %s, not symbolizing it: %m", path);
+                return NULL;
+        }
+        r = file_identify(fd, f);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to read %s as ELF, not symbolizing it: %m", path);
+                return NULL;
+        }
+        for (UsymFile *x = u->files; x; x = x->next)
+                if (file_same(x, f)) {
+                        x->n_refs++;
+                        x->last_used = u->clock;
+                        return x;
+                }
+
+        f->dwfl = dwfl_begin(&file_callbacks);
+        if (!f->dwfl)
+                return NULL;
+        const char *slash = strrchr(path, '/');
+        dwfl_report_begin(f->dwfl);
+        /* Base 0: the session's addresses are the file's own (bias 0), whatever its type. */
+        f->module = dwfl_report_elf(f->dwfl, slash ? slash + 1 : path, path, fd, 0, false);
+        if (f->module)
+                TAKE_FD(fd);    /* the module's now, closed by dwfl_end() */
+        if (dwfl_report_end(f->dwfl, NULL, NULL) != 0 || !f->module) {
+                log_debug("Failed to open %s for symbols: %s", path, dwfl_errmsg(-1));
+                dwfl_end(TAKE_PTR(f->dwfl));
+                return NULL;
+        }
+        Dwarf_Addr bias = 0;
+        if (!dwfl_module_getelf(f->module, &bias)) {
+                dwfl_end(TAKE_PTR(f->dwfl));
+                return NULL;
+        }
+        f->bias = bias;
+        f->n_refs = 1;
+        f->last_used = u->clock;
+        f->next = u->files;
+        u->files = f;
+        u->files_opened++;
+        return TAKE_PTR(f);
+}
+
+/* Frees the least recently used idle files beyond USYM_IDLE_FILES_MAX. */
+static void files_trim(UserSymbols *u) {
+        for (;;) {
+                UsymFile **oldest = NULL;
+                size_t idle = 0;
+
+                for (UsymFile **x = &u->files; *x; x = &(*x)->next)
+                        if ((*x)->n_refs == 0) {
+                                idle++;
+                                if (!oldest || (*x)->last_used < (*oldest)->last_used)
+                                        oldest = x;
+                        }
+                if (idle <= USYM_IDLE_FILES_MAX)
+                        return;
+                UsymFile *f = *oldest;
+                *oldest = f->next;
+                file_free(f);
+        }
+}
+
+static void image_clear(UsymImage *im) {
+        for (size_t i = 0; i < im->n_objects; i++) {
+                UsymFile *f = im->objects[i].file;
+                if (f) {
+                        assert(f->n_refs > 0);
+                        f->n_refs--;
+                }
+                free(im->objects[i].path);
+        }
+        free(im->objects);
+        free(im->ranges);
+        *im = (UsymImage) { .owner = im->owner };
+}
+
+/* The object's file and where this image loaded it, at its first lookup. */
+static void object_resolve(UserSymbols *u, UsymObject *o) {
+        long page = sysconf(_SC_PAGESIZE);
+
+        o->resolved = true;
+        o->file = file_get(u, o->path);
+        if (!o->file)
+                return;
+        /* The lowest mapping holds the segment whose offset lies in its first page (the file's first
+         * segment, normally at offset 0): what is at that offset is at its p_vaddr after linking. */
+        const UsymSegment *seg = &o->file->segments[0];
+        for (size_t i = 0; i < o->file->n_segments; i++) {
+                const UsymSegment *x = &o->file->segments[i];
+                if (x->offset >= o->offset && x->offset - o->offset < (uint64_t) MAX(page, 4096L)) {
+                        seg = x;
+                        break;
+                }
+        }
+        o->bias = o->start + (seg->offset - o->offset) - seg->vaddr;
+}
+
+static int range_compare(const void *a, const void *b) {
+        const UsymRange *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Reads /proc/PID/maps text: each mapped file (a path, not deleted) is an object, each of its lines a range. */
+static int image_parse(UsymImage *im, const char *maps) {
+        size_t objects_size = 0, ranges_size = 0;
+        bool sorted = true;
+
+        for (const char *line = maps; *line; ) {
+                const char *eol = strchrnul(line, '\n');
+                _cleanup_free_ char *text = strndup(line, (size_t) (eol - line));
+                unsigned long long start, end, offset;
+                int path_at = -1;
+
+                line = *eol ? eol + 1 : eol;
+                if (!text)
+                        return -ENOMEM;
+                if (sscanf(text, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &offset, &path_at) < 3 ||
+                    path_at < 0 || text[path_at] != '/' || end <= start || endswith(text, " (deleted)"))
+                        continue;
+                const char *path = text + path_at;
+
+                /* A file's lines follow each other: look at the last object first. */
+                size_t k = im->n_objects;
+                for (size_t i = im->n_objects; i > 0; i--)
+                        if (streq(im->objects[i - 1].path, path)) {
+                                k = i - 1;
+                                break;
+                        }
+                if (k == im->n_objects) {
+                        if (greedy_realloc(&im->objects, &objects_size, im->n_objects + 1, sizeof(UsymObject), 16) < 0)
+                                return -ENOMEM;
+                        im->objects[k] = (UsymObject) { .path = strdup(path), .start = start, .offset = offset };
+                        if (!im->objects[k].path)
+                                return -ENOMEM;
+                        im->n_objects++;
+                } else if (offset < im->objects[k].offset) {
+                        im->objects[k].start = start;
+                        im->objects[k].offset = offset;
+                }
+
+                if (greedy_realloc(&im->ranges, &ranges_size, im->n_ranges + 1, sizeof(UsymRange), 64) < 0)
+                        return -ENOMEM;
+                if (im->n_ranges > 0 && im->ranges[im->n_ranges - 1].start > start)
+                        sorted = false;
+                im->ranges[im->n_ranges++] = (UsymRange) { .start = start, .end = end, .object = k };
+        }
+        if (!sorted)
+                qsort(im->ranges, im->n_ranges, sizeof(UsymRange), range_compare);
+        return 0;
+}
 
 static uint64_t text_hash(const char *s) {
         uint64_t h = UINT64_C(0xcbf29ce484222325);
@@ -582,31 +856,58 @@ UsymImage *usym_image(UserSymbols *u, uint64_t key, const char *maps) {
         assert(u);
         for (size_t i = 0; i < USYM_IMAGES_MAX; i++) {
                 UsymImage *x = &u->images[i];
-                if (x->dwfl && x->key == key && x->text_hash == hash) {
+                if (x->used && x->key == key && x->text_hash == hash) {
                         x->last_used = ++u->clock;
                         return x;
                 }
-                if (!x->dwfl || (im->dwfl && x->last_used < im->last_used))
+                if (!x->used || (im->used && x->last_used < im->last_used))
                         im = x;
         }
-        indexes_free(&im->indexes);
-        if (im->dwfl)
-                dwfl_end(im->dwfl);
-        *im = (UsymImage) { .key = key, .text_hash = hash, .last_used = ++u->clock };
-
-        _cleanup_fclose_ FILE *f = fmemopen((void *) maps, strlen(maps), "r");
-        if (!f)
+        image_clear(im);
+        files_trim(u);
+        *im = (UsymImage) { .owner = u, .used = true, .key = key, .text_hash = hash, .last_used = ++u->clock };
+        if (image_parse(im, maps) < 0) {
+                image_clear(im);
                 return NULL;
-        im->dwfl = dwfl_begin(&image_callbacks);
-        if (!im->dwfl)
-                return NULL;
-        dwfl_report_begin(im->dwfl);
-        int r = dwfl_linux_proc_maps_report(im->dwfl, f);
-        if (dwfl_report_end(im->dwfl, NULL, NULL) != 0 || r != 0) {
-                log_debug("Failed to read saved process mappings; some frames stay unnamed.");
-                /* What was reported before the failure still names its frames. */
         }
         return im;
+}
+
+size_t usym_image_files_opened(const UserSymbols *u) {
+        assert(u);
+        return u->files_opened;
+}
+
+size_t usym_image_files_cached(const UserSymbols *u) {
+        size_t n = 0;
+
+        assert(u);
+        for (const UsymFile *f = u->files; f; f = f->next)
+                n++;
+        return n;
+}
+
+/* The object holding ip, resolved; NULL if none. */
+static UsymObject *image_object(UsymImage *im, uint64_t ip) {
+        size_t lo = 0, hi = im->n_ranges;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (im->ranges[mid].start <= ip)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+       
+        if (lo == 0 || ip >= im->ranges[lo - 1].end)
+                return NULL;
+        UsymObject *o = &im->objects[im->ranges[lo - 1].object];
+        if (!o->resolved)
+                object_resolve(im->owner, o);
+        if (!o->file)
+                return NULL;
+        o->file->last_used = im->owner->clock;
+        return o;
 }
 
 /* A DIE's name, also through DW_AT_abstract_origin / DW_AT_specification (inlined copies name none). */
@@ -654,22 +955,23 @@ static Dwarf_Die *module_unit_at(Dwfl_Module *mod, Dwarf_Addr at, Dwarf_Addr *bi
 }
 
 bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret) {
-        Dwarf_Addr at = return_address && ip > 0 ? ip - 1 : ip, bias = 0;
         uint64_t offset = 0;
+        Dwarf_Addr bias = 0;
 
         assert(im);
         assert(ret);
         *ret = (UsymSource) {};
-        if (!im->dwfl)
+        UsymObject *o = image_object(im, ip);
+        if (!o)
                 return false;
-        Dwfl_Module *mod = dwfl_addrmodule(im->dwfl, ip);
-        if (!mod)
-                return false;
-        const char *path = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-        const char *name = module_symbol(&im->indexes, mod, ip, &offset);
-        const char *slash = path ? strrchr(path, '/') : NULL;
+        Dwfl_Module *mod = o->file->module;
+        /* In the file's session: its link-time address, plus that session's own bias. */
+        uint64_t addr = ip - o->bias + o->file->bias;
+        Dwarf_Addr at = return_address && addr > 0 ? addr - 1 : addr;
+        const char *name = module_symbol(&o->file->indexes, mod, addr, &offset);
+        const char *slash = strrchr(o->path, '/');
         if (name && name[0] != '\0') {
-                ret->symbol = (UsymResult) { .name = name, .offset = offset, .object = slash ? slash + 1 : path };
+                ret->symbol = (UsymResult) { .name = name, .offset = offset, .object = slash ? slash + 1 : o->path };
                 ret->has_symbol = true;
         }
 

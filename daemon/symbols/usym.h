@@ -88,9 +88,25 @@ typedef struct UsymSource {
         size_t n_frames;
 } UsymSource;
 
-/* The session for this maps text, cached by key (the caller's: a new key or other text makes a new one).
- * Borrowed: valid until the next usym_image() or usym_free(). NULL on OOM or unreadable text. */
+/*
+ * The session for this maps text, cached by key (the caller's: a new key or other text makes a new one).
+ * Borrowed: valid until the next usym_image() or usym_free(). NULL on OOM.
+ *
+ * Each ELF file's symbols and DWARF are read once and shared by all images that map it, whatever their
+ * load addresses (the same file: the same build ID, else the same device, inode, size and modification
+ * time), as the processes of one recorded run map the same libraries. A file is opened at the first
+ * lookup in it; files no image uses any more stay cached, the USYM_IDLE_FILES_MAX most recently used.
+ */
 UsymImage *usym_image(UserSymbols *u, uint64_t key, const char *maps);
+
+/* Image sessions kept, the least recently used replaced: a heap report has one or a few processes. */
+#define USYM_IMAGES_MAX 8u
+#define USYM_IDLE_FILES_MAX 16u
+
+/* Files whose symbols and DWARF were read for images so far (a file read again after it was dropped from
+ * the cache counts again), and those held now. */
+size_t usym_image_files_opened(const UserSymbols *u);
+size_t usym_image_files_cached(const UserSymbols *u);
 
 /* Symbolizes ip in the image: false if nothing is known (see usym_process_lookup()). A return address
  * (return_address) is looked up one byte before it, in the call that returns there. Strings borrowed as
