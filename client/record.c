@@ -390,7 +390,9 @@ int verb_record(int argc, char *argv[]) {
                 r = private_daemon_listen(&d, "heap", SOCK_SEQPACKET, &heap_socket);
         if (r < 0)
                 goto finish;
-        char *const args[] = { (char *) "--source=heap", NULL };
+        /* No PSI trigger: units near their memory limit are the system daemon's concern, and closing a
+         * trigger waits for an RCU grace period (~10 ms) as this daemon stops, on the command's clock. */
+        char *const args[] = { (char *) "--source=heap", (char *) "--pressure-trigger=", NULL };
         r = private_daemon_start(&d, args);
         if (r < 0)
                 goto finish;
