@@ -4,14 +4,18 @@
 side in one interleaved run (each round runs every configuration once, in turn, so that a change of the
 machine's load hits all of them alike).
 
-Usage: measure-heap.py BUILD_DIR [--rounds N] [--steps N] [--attach-steps N] [--only-attached]
+Usage: measure-heap.py BUILD_DIR [--rounds N] [--steps N] [--attach-steps N] [--only-attached] [--no-attached]
 
 Workloads: (a) build/bench/malloc-bench: 4 threads freeing and allocating random sizes from 16 B to
 64 KiB; (b) a real program, the C compiler on four of memstrack's larger sources in one run (cc -O2 -c:
-the driver, four cc1 and four as, each a heap of its own; about 0.9 s untraced on the reference VM).
+the driver, four cc1 and four as, each a heap of its own; about 0.9 s untraced on the reference VM);
+(c) the same compiler run on sixteen sources (the four and twelve more: 33 processes, about 3.5 s
+untraced), where record's fixed cost weighs a quarter as much.
 Configurations: untraced; memstrackctl record (default sampling, and --sample-interval=1); heaptrack.
 A profiler that is not installed is said so and skipped. Prints one Markdown table per workload: median
 wall time, its ratio to untraced, and for malloc-bench the process's peak RSS (what it reports of itself).
+Then record's fixed cost: the median wall of recording /bin/true (a private memstrackd started and
+stopped, one heap reported), which every recorded command pays once whatever it does.
 
 Then the profilers that attach to a running process, on malloc-bench --attach-steps (fewer: uprobes trap on
 every call): untraced, record --pid (default and --sample-interval=1), memleak-bpfcc -p (bpfcc-tools;
@@ -142,6 +146,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1000000)
     ap.add_argument("--attach-steps", type=int, default=50000)
     ap.add_argument("--only-attached", action="store_true")
+    ap.add_argument("--no-attached", action="store_true", help="skip the profilers that attach")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     ctl = os.path.join(build, "client", "memstrackctl")
@@ -154,9 +159,16 @@ def main():
                              "daemon/varlink", "daemon/api", "daemon/sources", "daemon/observers")]
     sources = [os.path.join(root, f) for f in ("daemon/varlink/varlink-server.c", "daemon/api/service.c",
                                                "daemon/core/accounting.c", "daemon/core/stacktree.c")]
+    more = [os.path.join(root, f) for f in ("daemon/sources/perf.c", "daemon/sources/tracepoint.c",
+                                            "daemon/symbols/usym.c", "daemon/api/query.c", "daemon/api/explain.c",
+                                            "daemon/core/usage.c", "daemon/core/heap.c", "daemon/sources/ftrace.c",
+                                            "daemon/sources/page-owner.c", "daemon/api/heapquery.c",
+                                            "daemon/core/slab.c", "daemon/api/summary.c")]
     workloads = {
         "malloc-bench": [os.path.join(build, "bench", "malloc-bench"), str(a.steps)],
         "cc -O2 -c (4 files)": ["cc", "-O2", "-D_GNU_SOURCE", "-c"] + sources + inc,
+        "cc -O2 -c (16 files)": ["cc", "-O2", "-D_GNU_SOURCE", "-c"] + sources + more + inc,
+        "/bin/true (record's fixed cost)": ["true"],
     }
     record = [ctl, "record", "--format", "heap_leaks", "--output", os.devnull, "--"]
     configs = [("untraced", lambda w: w),
@@ -195,7 +207,12 @@ def main():
                   f"| {c} | {m:.3f} | {m / base:.2f}x | |")
     for s in skipped:
         print(f"\nnot measured: {s}")
-    measure_attached(a, build, env, ctl)
+    w = "/bin/true (record's fixed cost)"
+    fixed = statistics.median(results[(w, "record (default, 1 stack per 512 KiB)")]) - \
+        statistics.median(results[(w, "untraced")])
+    print(f"\nrecord's fixed cost (record of /bin/true minus /bin/true): {fixed:.3f} s")
+    if not a.no_attached:
+        measure_attached(a, build, env, ctl)
     shutil.rmtree(tmp)
 
 
