@@ -768,16 +768,6 @@ static void twinned_programs(EbpfSource *s) {
                                                                "kmem_cache_free", true };
 }
 
-/* The entry of s->twinned prog is the main program or the twin of (*ret_twin says which); NULL for others. */
-static const TwinnedProgram *twinned_find(const EbpfSource *s, const struct bpf_program *prog, bool *ret_twin) {
-        for (size_t i = 0; i < EBPF_TWINNED; i++)
-                if (prog == s->twinned[i].main || prog == s->twinned[i].twin) {
-                        *ret_twin = prog == s->twinned[i].twin;
-                        return &s->twinned[i];
-                }
-        return NULL;
-}
-
 /*
  * A twin costs every event of its tracepoint a second program, about 0.07 us per page (docs/performance.md).
  * Frees nest under any load (pages and objects freed by RCU callbacks in a softirq that interrupted the
@@ -823,7 +813,6 @@ static uint64_t misses_unrecorded(uint64_t *misses_before, uint64_t page_misses,
 /* Reads the kernel's loss counters and emits what grew since the last read. A few syscalls per drain. */
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
-        struct bpf_program *prog;
         uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0, slab_nested = 0, numbered_lost = 0;
         SeqOrderStats order;
         uint32_t zero = 0;
@@ -853,24 +842,22 @@ static void poll_losses(EbpfSource *s) {
                          &s->order_lost);
 
         /* The nested programs' own misses are events their twin recorded; the twins' misses minus what
-         * the nested programs recorded for them are the events nobody recorded. */
-        bpf_object__for_each_program(prog, s->skel->obj) {
+         * the nested programs recorded for them are the events nobody recorded. Only the twinned programs
+         * are asked (a syscall each, every drain): a program misses only when it runs nested in itself on
+         * a CPU, and the others (tasks, modules, cgroups) run in process context only. */
+        for (size_t i = 0; i < EBPF_TWINNED; i++) {
+                const TwinnedProgram *p = &s->twinned[i];
                 struct bpf_prog_info info = {};
                 uint32_t len = sizeof(info);
-                int fd = bpf_program__fd(prog);
-                bool twin = false;
-                const TwinnedProgram *p = twinned_find(s, prog, &twin);
+                int fd = bpf_program__fd(p->main);
 
-                if (twin)
-                        continue;
                 if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
                         continue;
-                if (p && p->slab)
+                if (p->slab)
                         slab_misses += info.recursion_misses;
                 else
                         misses += info.recursion_misses;
-                if (p)
-                        twin_update(s, p, info.recursion_misses);
+                twin_update(s, p, info.recursion_misses);
         }
         /* The kernel does not say on which CPU a program missed. */
         s->slab_nested_records = slab_nested;
