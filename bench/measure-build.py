@@ -27,8 +27,9 @@ on this kernel from what memstrackd adds to it:
                    the kernel with a nested twin on the free; `owner`, `total`, `kstack`. Row floor-VARIANT.
   --bpftrace       bpftrace's `@[kstack] = count()` on mm_page_alloc (a count per kernel stack, kept in the
                    kernel): the floor of full mode. Row bpftrace-kstack; left out if bpftrace is not installed.
-Their page events are what their programs counted (bpftrace counts allocations only); their own CPU is
-almost nothing, since their programs run in the traced tasks and are charged to the builds.
+Their page events are what their programs counted (bpftrace counts allocations only; bpf-floor's programs
+count only with --bpf-stats); their own CPU is almost nothing, since their programs run in the traced
+tasks and are charged to the builds.
 
 Usage: bench/measure-build.py [--build DIR] [--builds N] [--rounds N] [--jobs J] [--floor VARIANT[,VARIANT]]
                               [--bpftrace] [LABEL=ARGS ...]  (root)
@@ -367,9 +368,11 @@ def measure(args, build, makefile, n_objects, tracers, rng, started, work, notes
             lost += " (" + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()) if v) + ")"
         misses = sum(r["bpf"]["recursion_misses"] for r in rs)
         what = t.describe() if t.kind != "memstrackd" else shlex.join(t.args)
+        # bpf-floor counts its programs' runs only with --bpf-stats (the kernel's run_cnt).
+        rate = f"{events / wall / 1e3:.0f} k" if events else "n/a"
+        per_event = f"{tracer_cpu / events * 1e6:.3f} us" if events else "n/a"
         print(f"| {t.label} (`{what}`) | {pct([r['added_wall'] for r in rs])} | "
-              f"{pct([r['added_cpu'] for r in rs])} | {100 * tracer_cpu / wall:.1f} % | {events / wall / 1e3:.0f} k | "
-              f"{tracer_cpu / events * 1e6 if events else 0:.3f} us | {lost} | "
+              f"{pct([r['added_cpu'] for r in rs])} | {100 * tracer_cpu / wall:.1f} % | {rate} | {per_event} | {lost} | "
               f"{misses if any(r['bpf']['programs'] for r in rs) else 'n/a'} |")
     if args.bpf_stats:
         print("\n| configuration | BPF program | runs per second of build | ns per run | share of the CPUs |")
