@@ -212,34 +212,10 @@ static __always_inline __u64 slab_time(const MsBpfStats *st) {
  * set and cleared by the same program; a nested program's read-modify-write of anything in the batch
  * completes before the interrupted one resumes.
  */
-#define NEST_IRQ_NOTES 8
-
-typedef struct NestNote {
-        __u64 frame, key;
-} NestNote;
-
-/* A program's notes for its nested twin (see page_alloc_nested). What an event in task context touches
- * (scratch, task, n_irq) comes first, in a cache line of the Nest's own: a page free writes one line of
- * notes, not the allocation's line as well. */
-typedef struct Nest {
-        __u64 scratch;                          /* turns an address into a number (see frame_of()) */
-        NestNote task;                          /* the event in task context; frame 0: none */
-        __u32 n_irq, flag;                      /* flag: the fallback */
-        NestNote irq[NEST_IRQ_NOTES];           /* on the interrupt stack, outermost first */
-} __attribute__((aligned(64))) Nest;
-
-/*
- * Everything a page event reads and writes per CPU but the batch's words, in one map value: each map a
- * program looks up costs a load of the map's own pointer table (the kernel inlines the lookup of a per-CPU
- * array), a cache line the traced work evicts between two page events (docs/performance.md). The loss
- * counters (stats) are looked up only when one grows.
- */
 typedef struct CpuBatch {
         MsBpfBatchState state;                  /* first: the daemon reads it */
         __s64 countdown[2];                     /* pages, objects until the next sampled one */
         __u64 cgroup, cgroup_id, cgroup_gen;    /* task_cgroup_id()'s last answer */
-        Nest alloc, free;                       /* page_alloc's and page_free's notes */
-        Nest slab[MS_BPF_SLAB_NESTS];           /* the slab programs' (MS_BPF_SLAB_*, MS_BPF_SLAB_NEST_*) */
 } CpuBatch;
 
 /* The batch itself, an MsBpfBatch with room for MS_BPF_BATCH_WORDS. Apart from CpuBatch so that the
@@ -321,11 +297,12 @@ static __always_inline void batch_end(CpuBatch *b, BatchBuffer *buf) {
 
 /* The index of n free words for an entry in the claimed batch, or -1 (counted as lost): the batch is full,
  * which happens only while the ring is. */
-static __always_inline long batch_room(CpuBatch *b, BatchBuffer *buf, __u64 n) {
+static __always_inline long batch_room(CpuBatch *b, BatchBuffer *buf, __u64 n, MsBpfStats *st) {
         __u64 used = b->state.used;
 
         if (used > MS_BPF_BATCH_WORDS - n) {
-                count_ring_full();
+                if (st)
+                        st->ring_full++;
                 return -1;
         }
         if (used == 0)
@@ -364,11 +341,12 @@ _Static_assert(__builtin_offsetof(DirectEntry, words) == __builtin_offsetof(MsBp
                "DirectEntry is an MsBpfBatch");
 
 /* A batch of one entry of n words (a constant at each call, as the ring's reserve needs), head unset. */
-static __always_inline DirectEntry *direct_reserve(__u32 n) {
+static __always_inline DirectEntry *direct_reserve(__u32 n, MsBpfStats *st) {
         DirectEntry *rec = bpf_ringbuf_reserve(&events, sizeof(MsBpfBatch) + n * 8, 0);
 
         if (!rec) {
-                count_ring_full();
+                if (st)
+                        st->ring_full++;
                 return NULL;
         }
         rec->type = MS_BPF_PAGE_BATCH;
@@ -384,13 +362,13 @@ static __always_inline void direct_send(DirectEntry *rec, __u32 kind, __u32 orde
         bpf_ringbuf_submit(rec, wakeup_flag());
 }
 
-static __always_inline void page_free_entry(CpuBatch *b, __u64 key, __u32 order) {
+static __always_inline void page_free_entry(CpuBatch *b, __u64 key, __u32 order, MsBpfStats *st) {
         BatchBuffer *buf = batch_buffer();
         DirectEntry *rec;
         long i;
 
         if (batch_begin(b, buf)) {
-                i = batch_room(b, buf, MS_BPF_ENTRY_FREE_WORDS);
+                i = batch_room(b, buf, MS_BPF_ENTRY_FREE_WORDS, st);
                 if (i >= 0) {
                         BATCH_AT(buf, i + 1) = key;
                         batch_commit(b, buf, i, MS_BPF_ENTRY_FREE_WORDS, MS_BPF_ENTRY_FREE, order);
@@ -398,7 +376,7 @@ static __always_inline void page_free_entry(CpuBatch *b, __u64 key, __u32 order)
                 batch_end(b, buf);
                 return;
         }
-        rec = direct_reserve(MS_BPF_ENTRY_FREE_WORDS);
+        rec = direct_reserve(MS_BPF_ENTRY_FREE_WORDS, st);
         if (!rec)
                 return;
         rec->words[1] = key;
@@ -406,14 +384,14 @@ static __always_inline void page_free_entry(CpuBatch *b, __u64 key, __u32 order)
 }
 
 static __always_inline void page_alloc_entry(CpuBatch *b, __u64 key, __u32 order, __u64 pid_tgid,
-                __u64 cgroup_id, __u64 gfp, __s32 migrate_type) {
+                __u64 cgroup_id, __u64 gfp, __s32 migrate_type, MsBpfStats *st) {
         __u64 flags = gfp << 32 | (__u32) migrate_type;
         BatchBuffer *buf = batch_buffer();
         DirectEntry *rec;
         long i;
 
         if (batch_begin(b, buf)) {
-                i = batch_room(b, buf, MS_BPF_ENTRY_ALLOC_WORDS);
+                i = batch_room(b, buf, MS_BPF_ENTRY_ALLOC_WORDS, st);
                 if (i >= 0) {
                         BATCH_AT(buf, i + 1) = key;
                         BATCH_AT(buf, i + 2) = pid_tgid;
@@ -424,7 +402,7 @@ static __always_inline void page_alloc_entry(CpuBatch *b, __u64 key, __u32 order
                 batch_end(b, buf);
                 return;
         }
-        rec = direct_reserve(MS_BPF_ENTRY_ALLOC_WORDS);
+        rec = direct_reserve(MS_BPF_ENTRY_ALLOC_WORDS, st);
         if (!rec)
                 return;
         rec->words[1] = key;
@@ -575,27 +553,25 @@ static __always_inline int page_alloc_sampled(void *ctx, __u32 slot, __u64 pid_t
                             size, st);
 }
 
-/* t: the current task, b: this CPU's state. The stack-taking path is rare (1 in interval pages) and keeps
- * the helpers. */
-static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct task_struct *t, CpuBatch *b,
-                struct page *page, __u32 order, __u64 gfp, __s32 migrate_type) {
+/* t: the current task. The stack-taking path is rare (1 in interval pages) and keeps the helpers. */
+static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct task_struct *t, struct page *page,
+                __u32 order, __u64 gfp, __s32 migrate_type, MsBpfStats *st) {
         __u64 pid_tgid;
+        CpuBatch *b;
 
         /* A failed allocation: no page to account. */
         if (!page)
                 return 0;
         pid_tgid = task_pid_tgid(t);
         if ((__u32) (pid_tgid >> 32) == self_tgid) {
-                MsBpfStats *st = stats_get();
-
                 if (st)
                         st->self_dropped++;
                 return 0;
         }
+        b = cpu_batch();
         if (sample_this(b, 0, 1ULL << (order & 31)))
-                return page_alloc_sampled(ctx, slot, pid_tgid, page_key(page), order, gfp, migrate_type,
-                                          stats_get());
-        page_alloc_entry(b, page_key(page), order, pid_tgid, task_cgroup_id(b, t), gfp, migrate_type);
+                return page_alloc_sampled(ctx, slot, pid_tgid, page_key(page), order, gfp, migrate_type, st);
+        page_alloc_entry(b, page_key(page), order, pid_tgid, task_cgroup_id(b, t), gfp, migrate_type, st);
         return 0;
 }
 
@@ -629,7 +605,38 @@ static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct task_s
  * Kernels without struct irq_stack in their BTF (not x86-64) fall back to the first version: a flag set
  * while page_alloc runs.
  */
-/* The notes are kept in the CPU's CpuBatch (Nest, NEST_IRQ_NOTES above). */
+#define NEST_IRQ_NOTES 8
+
+typedef struct NestNote {
+        __u64 frame, key;
+} NestNote;
+
+typedef struct Nest {
+        NestNote task;                          /* the event in task context; frame 0: none */
+        __u32 n_irq, flag;                      /* flag: the fallback */
+        NestNote irq[NEST_IRQ_NOTES];           /* on the interrupt stack, outermost first */
+} Nest;
+
+/* Per CPU: each CPU writes its own cache lines on every event, and the kernel inlines the lookup of a
+ * per-CPU array, so the note is among the program's first instructions. */
+typedef struct Busy {
+        __u64 scratch;                          /* turns an address into a number (see frame_of()) */
+        Nest alloc, free;
+        Nest slab[MS_BPF_SLAB_NESTS];           /* the slab programs' (MS_BPF_SLAB_*, MS_BPF_SLAB_NEST_*) */
+} Busy;
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, Busy);
+} busy SEC(".maps");
+
+static __always_inline Busy *busy_get(void) {
+        __u32 zero = 0;
+
+        return bpf_map_lookup_elem(&busy, &zero);
+}
 
 static __always_inline bool nest_by_frame(void) {
         return bpf_core_type_exists(struct irq_stack);
@@ -637,9 +644,9 @@ static __always_inline bool nest_by_frame(void) {
 
 /* The event's frame as a number: the verifier allows no arithmetic on ctx, but a value read back from a
  * map is a plain number. */
-static __always_inline __u64 frame_of(Nest *n, void *ctx) {
-        n->scratch = (__u64) ctx;
-        return *(volatile __u64 *) &n->scratch;
+static __always_inline __u64 frame_of(Busy *b, void *ctx) {
+        b->scratch = (__u64) ctx;
+        return *(volatile __u64 *) &b->scratch;
 }
 
 /* Whether frame is on the current task's stack (task context) rather than an interrupt stack. */
@@ -673,7 +680,7 @@ static __always_inline __u32 nest_irq_above(const Nest *n, __u64 frame, bool dro
 }
 
 /* The main program's note, first thing. */
-static __always_inline void nest_enter(Nest *n, const struct task_struct *t, void *ctx, __u64 key) {
+static __always_inline void nest_enter(Busy *b, Nest *n, const struct task_struct *t, void *ctx, __u64 key) {
         __u64 frame;
         __u32 i;
 
@@ -681,7 +688,7 @@ static __always_inline void nest_enter(Nest *n, const struct task_struct *t, voi
                 n->flag = 1;
                 return;
         }
-        frame = frame_of(n, ctx);
+        frame = frame_of(b, ctx);
         if (frame_in_task(t, frame)) {
                 n->task.frame = frame;
                 n->task.key = key;
@@ -704,7 +711,7 @@ static __always_inline void nest_leave(Nest *n) {
 }
 
 /* Whether the twin must record this event: the main program did not. */
-static __always_inline bool nest_missed(Nest *n, void *ctx, __u64 key) {
+static __always_inline bool nest_missed(Busy *b, Nest *n, void *ctx, __u64 key) {
         __u64 frame;
         bool handled = false;
         __u32 i;
@@ -713,7 +720,7 @@ static __always_inline bool nest_missed(Nest *n, void *ctx, __u64 key) {
                 return n->flag;
         /* No need to ask which stack the frame is on: the task's note is at this frame only in task
          * context, and in task context no interrupt runs, so the interrupt stack's notes are all stale. */
-        frame = frame_of(n, ctx);
+        frame = frame_of(b, ctx);
         if (n->task.frame == frame) {
                 handled = n->task.key == key;
                 n->task.frame = 0;
@@ -738,54 +745,52 @@ static __always_inline bool nest_missed(Nest *n, void *ctx, __u64 key) {
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
         struct task_struct *t = bpf_get_current_task_btf();
-        CpuBatch *b = cpu_batch();
+        Busy *b = busy_get();
 
-        if (!b)
-                return 0;
-        nest_enter(&b->alloc, t, ctx, page_key(page));
-        page_alloc_event(ctx, 0, t, b, page, order, gfp_flags, migratetype);
-        nest_leave(&b->alloc);
+        if (b)
+                nest_enter(b, &b->alloc, t, ctx, page_key(page));
+        page_alloc_event(ctx, 0, t, page, order, gfp_flags, migratetype, stats_get());
+        if (b)
+                nest_leave(&b->alloc);
         return 0;
-}
-
-/* Counts an event a twin recorded. */
-static __always_inline void count_nested(void) {
-        MsBpfStats *st = stats_get();
-
-        if (st)
-                st->nested++;
 }
 
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc_nested, struct page *page, unsigned int order, gfp_t gfp_flags, int migratetype) {
-        CpuBatch *b = cpu_batch();
+        Busy *b = busy_get();
+        MsBpfStats *st;
 
-        if (!b || !nest_missed(&b->alloc, ctx, page_key(page)))
+        if (!b || !nest_missed(b, &b->alloc, ctx, page_key(page)))
                 return 0;
-        count_nested();
-        return page_alloc_event(ctx, 1, bpf_get_current_task_btf(), b, page, order, gfp_flags, migratetype);
+        st = stats_get();
+        if (st)
+                st->nested++;
+        return page_alloc_event(ctx, 1, bpf_get_current_task_btf(), page, order, gfp_flags, migratetype, st);
 }
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free, struct page *page, unsigned int order) {
-        CpuBatch *b = cpu_batch();
+        Busy *b = busy_get();
 
-        if (!b)
-                return 0;
-        nest_enter(&b->free, bpf_get_current_task_btf(), ctx, page_key(page));
-        page_free_entry(b, page_key(page), order);
-        nest_leave(&b->free);
+        if (b)
+                nest_enter(b, &b->free, bpf_get_current_task_btf(), ctx, page_key(page));
+        page_free_entry(cpu_batch(), page_key(page), order, stats_get());
+        if (b)
+                nest_leave(&b->free);
         return 0;
 }
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free_nested, struct page *page, unsigned int order) {
-        CpuBatch *b = cpu_batch();
+        Busy *b = busy_get();
+        MsBpfStats *st;
 
-        if (!b || !nest_missed(&b->free, ctx, page_key(page)))
+        if (!b || !nest_missed(b, &b->free, ctx, page_key(page)))
                 return 0;
-        count_nested();
-        page_free_entry(b, page_key(page), order);
+        st = stats_get();
+        if (st)
+                st->nested++;
+        page_free_entry(cpu_batch(), page_key(page), order, st);
         return 0;
 }
 
@@ -950,17 +955,17 @@ static __always_inline int slab_free_record(__u64 *ctx, MsBpfStats *st) {
 }
 
 /* The note of slab tracepoint nest (MS_BPF_SLAB_*, MS_BPF_SLAB_NEST_*), NULL without the map. */
-static __always_inline Nest *slab_nest(CpuBatch *b, __u32 nest) {
+static __always_inline Nest *slab_nest(Busy *b, __u32 nest) {
         return b && nest < MS_BPF_SLAB_NESTS ? &b->slab[nest] : NULL;
 }
 
 /* A main program: the note, the record, the note's end. */
 static __always_inline int slab_event(__u64 *ctx, __u32 which, bool alloc) {
-        CpuBatch *b = cpu_batch();
+        Busy *b = busy_get();
         Nest *n = slab_nest(b, which);
 
         if (n)
-                nest_enter(n, bpf_get_current_task_btf(), ctx, slab_ptr(ctx));
+                nest_enter(b, n, bpf_get_current_task_btf(), ctx, slab_ptr(ctx));
         if (alloc)
                 slab_alloc_record(ctx, which, false, stats_get());
         else
@@ -972,11 +977,11 @@ static __always_inline int slab_event(__u64 *ctx, __u32 which, bool alloc) {
 
 /* A twin: the record, when its main program did not make it. */
 static __always_inline int slab_event_nested(__u64 *ctx, __u32 which, bool alloc) {
-        CpuBatch *b = cpu_batch();
+        Busy *b = busy_get();
         Nest *n = slab_nest(b, which);
         MsBpfStats *st;
 
-        if (!n || !nest_missed(n, ctx, slab_ptr(ctx)))
+        if (!n || !nest_missed(b, n, ctx, slab_ptr(ctx)))
                 return 0;
         st = stats_get();
         if (st)
