@@ -29,7 +29,7 @@ on this kernel from what memstrackd adds to it:
                    kernel): the floor of full mode. Row bpftrace-kstack; left out if bpftrace is not installed.
 Their page events are what their programs counted (bpftrace counts allocations only; bpf-floor's programs
 count only with --bpf-stats); their own CPU is almost nothing, since their programs run in the traced
-tasks and are charged to the builds.
+tasks and are charged to the builds. With either option and no LABEL=ARGS, only the reference tracers run.
 
 Usage: bench/measure-build.py [--build DIR] [--builds N] [--rounds N] [--jobs J] [--floor VARIANT[,VARIANT]]
                               [--bpftrace] [LABEL=ARGS ...]  (root)
