@@ -20,9 +20,19 @@ start of each run (the machine's other work, which the interleaving does not ful
 
 Configurations are memstrackd argument strings, LABEL=ARGS (LABEL@PATH=ARGS runs another build's
 memstrackd). Default: exact="--source ebpf" full="--source ebpf --stack-sample-interval 1"
-perf="--source perf".
+perf="--source perf". Two kinds of reference tracer can sit beside them, to tell what any tracer must cost
+on this kernel from what memstrackd adds to it:
+  --floor VARIANT  bench/bpf-floor VARIANT (bench/bpf-floor.bpf.c says what each does): e.g. `empty`, two
+                   programs that return at once, the floor of any exact mode; `twin`, ownership and counters in
+                   the kernel with a nested twin on the free; `owner`, `total`, `kstack`. Row floor-VARIANT.
+  --bpftrace       bpftrace's `@[kstack] = count()` on mm_page_alloc (a count per kernel stack, kept in the
+                   kernel): the floor of full mode. Row bpftrace-kstack; left out if bpftrace is not installed.
+Their page events are what their programs counted (bpftrace counts allocations only; bpf-floor's programs
+count only with --bpf-stats); their own CPU is almost nothing, since their programs run in the traced
+tasks and are charged to the builds. With either option and no LABEL=ARGS, only the reference tracers run.
 
-Usage: bench/measure-build.py [--build DIR] [--builds N] [--rounds N] [--jobs J] [LABEL=ARGS ...]  (root)
+Usage: bench/measure-build.py [--build DIR] [--builds N] [--rounds N] [--jobs J] [--floor VARIANT[,VARIANT]]
+                              [--bpftrace] [LABEL=ARGS ...]  (root)
 The defaults (10 builds per run, 4 rounds, 3 configurations: 28 runs of 10 builds) take about 45 minutes
 on a quiet 2-CPU machine; --builds 3 --rounds 3 about 12.
 """
@@ -53,6 +63,59 @@ DEFAULT_CONFIGS = [
 # Compiler options that name files of the meson build (dependency files) or only colour its output.
 DROP_WITH_VALUE = ("-o", "-MQ", "-MF", "-MT")
 DROP_ALONE = ("-MD", "-MMD", "-fdiagnostics-color=always")
+
+
+class BpfFloor:
+    """bench/bpf-floor VARIANT as a tracer: loaded until its stdin closes, then prints its programs' counts."""
+    kind = "bpf-floor"
+
+    def __init__(self, variant, exe):
+        self.variant, self.exe = variant, exe
+        self.label = f"floor-{variant}"
+        self.args = [variant]
+        self.backend = "bpf-floor"
+        self.proc = None
+
+    def describe(self):
+        return f"bench/bpf-floor {self.variant}"
+
+    def start(self):
+        self.proc = subprocess.Popen([self.exe, self.variant], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            err = self.proc.stderr.read().strip()
+            self.proc.wait()
+            self.proc = None
+            raise overhead.Unavailable(err.splitlines()[-1] if err else "bpf-floor did not start")
+
+    def sample(self):
+        return {"cpu": overhead.livelib.process_cpu_seconds(self.proc.pid), "events": None, "lost": 0,
+                "lost_by_reason": None, "bpf": overhead.bpf_prog_stats(self.proc.pid)}
+
+    def stop(self):
+        """Stops bpf-floor; the page events its main pair of programs ran for (the twin's runs left out)."""
+        if not self.proc:
+            return None
+        self.proc.stdin.close()
+        out = self.proc.stdout.read()
+        self.proc.wait()
+        self.proc = None
+        fields = dict(w.split("=", 1) for w in out.split() if "=" in w)
+        return sum(int(v) for k, v in fields.items()
+                   if k.endswith(".run_cnt") and not k.startswith("twin_"))
+
+
+class Bpftrace(overhead.Bpftrace):
+    """measure-overhead.py's bpftrace tracer, with the figures run() reads."""
+
+    def __init__(self, label, program, work):
+        super().__init__(label, program, work)
+        self.args = ["-e", program]
+
+    def sample(self):
+        r = super().sample()
+        r["lost"] = 0
+        return r
 
 
 def write_makefile(build, objdir):
@@ -139,11 +202,11 @@ def run(tracer, makefile, jobs, builds):
         progs_after = prog_stats(tracer.proc.pid) if tracer else {}
         names = prog_names(progs_after) if progs_after else {}
     finally:
-        if tracer:
-            tracer.stop()
+        counted = tracer.stop() if tracer else None
     r = {"wall": wall, "cpu": cpu, "load": load}
     if tracer:
-        r["events"] = after["events"] - before["events"]
+        # A reference tracer's events are what its programs counted, known once it stopped.
+        r["events"] = after["events"] - before["events"] if after["events"] is not None else counted or 0
         r["tracer_cpu"] = after["cpu"] - before["cpu"]
         r["lost"] = after["lost"] - before["lost"]
         was = reasons(before["lost_by_reason"])
@@ -172,6 +235,10 @@ def parse_args():
     p.add_argument("--jobs", type=int, default=os.cpu_count(), help="make -j (default: the CPUs)")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
     p.add_argument("--json", metavar="FILE", help="write every run's raw figures to FILE")
+    p.add_argument("--floor", action="append", default=[], metavar="VARIANT[,VARIANT]",
+                   help="add bench/bpf-floor VARIANT as a configuration (floor-VARIANT); repeatable")
+    p.add_argument("--bpftrace", action="store_true",
+                   help="add bpftrace's `@[kstack] = count()` on mm_page_alloc (bpftrace-kstack), if installed")
     p.add_argument("--bpf-stats", action="store_true",
                    help="turn kernel.bpf_stats_enabled on for the run (restored after) and report each BPF "
                         "program's ns per run and share of the CPUs; the timing adds ~50 ns to every run, so "
@@ -179,6 +246,7 @@ def parse_args():
     args = p.parse_args()
     if args.builds < 1 or args.rounds < 1 or args.jobs < 1:
         p.error("--builds, --rounds and --jobs must be at least 1")
+    args.floor = [v for spec in args.floor for v in spec.split(",") if v]
     return args
 
 
@@ -200,7 +268,12 @@ def main():
     os.mkdir(objdir)
     makefile, n_objects = write_makefile(build, objdir)
     tracers = []
-    for spec in args.configs or DEFAULT_CONFIGS:
+    notes = []
+    floor_exe = os.path.join(build, "bench", "bpf-floor")
+    if args.floor and not os.access(floor_exe, os.X_OK):
+        print(f"measure-build.py: no {floor_exe} (built with the eBPF source)", file=sys.stderr)
+        return 1
+    for spec in args.configs or ([] if args.floor or args.bpftrace else DEFAULT_CONFIGS):
         label, sep, rest = spec.partition("=")
         if not sep:
             print(f"measure-build.py: {spec!r} is not LABEL=ARGS", file=sys.stderr)
@@ -208,6 +281,16 @@ def main():
         label, _, exe = label.partition("@")
         tracers.append(overhead.Memstrackd(label, os.path.abspath(exe) if exe else default_exe,
                                            shlex.split(rest), work))
+    tracers += [BpfFloor(v, floor_exe) for v in args.floor]
+    if args.bpftrace:
+        if shutil.which("bpftrace"):
+            tracers.append(Bpftrace(*overhead.BPFTRACE_PROGRAMS[0], work))
+        else:
+            notes.append("bpftrace is not installed: bpftrace-kstack left out")
+    labels = [t.label for t in tracers]
+    if len(set(labels)) != len(labels):
+        print(f"measure-build.py: a label is given twice: {' '.join(labels)}", file=sys.stderr)
+        return 2
     rng = random.Random(args.seed)
     started = time.monotonic()
     stats_path = "/proc/sys/kernel/bpf_stats_enabled"
@@ -217,16 +300,18 @@ def main():
         with open(stats_path, "w") as f:
             f.write("1")
     try:
-        return measure(args, build, makefile, n_objects, tracers, rng, started, work)
+        return measure(args, build, makefile, n_objects, tracers, rng, started, work, notes)
     finally:
         if args.bpf_stats:
             with open(stats_path, "w") as f:
                 f.write(stats_before)
 
 
-def measure(args, build, makefile, n_objects, tracers, rng, started, work):
+def measure(args, build, makefile, n_objects, tracers, rng, started, work, notes):
     print(f"# {n_objects} objects, make -B -j{args.jobs}, {args.builds} builds per run, {args.rounds} rounds, "
           f"{os.cpu_count()} CPUs, Linux {os.uname().release}")
+    for note in notes:
+        print(f"# {note}")
     build_once(makefile, args.jobs)         # warm the page cache: the first build reads every header
     runs = {t.label: [] for t in tracers}
     untraced = []
@@ -282,9 +367,12 @@ def measure(args, build, makefile, n_objects, tracers, rng, started, work):
         if any(reasons.values()):
             lost += " (" + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()) if v) + ")"
         misses = sum(r["bpf"]["recursion_misses"] for r in rs)
-        print(f"| {t.label} (`{shlex.join(t.args)}`) | {pct([r['added_wall'] for r in rs])} | "
-              f"{pct([r['added_cpu'] for r in rs])} | {100 * tracer_cpu / wall:.1f} % | {events / wall / 1e3:.0f} k | "
-              f"{tracer_cpu / events * 1e6:.3f} us | {lost} | "
+        what = t.describe() if t.kind != "memstrackd" else shlex.join(t.args)
+        # bpf-floor counts its programs' runs only with --bpf-stats (the kernel's run_cnt).
+        rate = f"{events / wall / 1e3:.0f} k" if events else "n/a"
+        per_event = f"{tracer_cpu / events * 1e6:.3f} us" if events else "n/a"
+        print(f"| {t.label} (`{what}`) | {pct([r['added_wall'] for r in rs])} | "
+              f"{pct([r['added_cpu'] for r in rs])} | {100 * tracer_cpu / wall:.1f} % | {rate} | {per_event} | {lost} | "
               f"{misses if any(r['bpf']['programs'] for r in rs) else 'n/a'} |")
     if args.bpf_stats:
         print("\n| configuration | BPF program | runs per second of build | ns per run | share of the CPUs |")

@@ -774,18 +774,22 @@ static void test_alloc_twin(void) {
                 link = s->skel->links.page_alloc_nested;
                 ASSERT_EQ(link != NULL, always);
 
-                alloc_twin_update(s, 0);
+                twin_update(s, &s->twinned[EBPF_TWINNED_PAGE_ALLOC], 0);
                 ASSERT_TRUE(s->skel->links.page_alloc_nested == link);
-                alloc_twin_update(s, 2);
+                twin_update(s, &s->twinned[EBPF_TWINNED_PAGE_ALLOC], 2);
                 ASSERT_NOT_NULL(s->skel->links.page_alloc_nested);
                 if (always)
                         ASSERT_TRUE(s->skel->links.page_alloc_nested == link);
                 link = s->skel->links.page_alloc_nested;
                 link_tracepoint(link, tp, sizeof(tp));
                 ASSERT_STREQ(tp, "mm_page_alloc");
-                alloc_twin_update(s, 3);
+                twin_update(s, &s->twinned[EBPF_TWINNED_PAGE_ALLOC], 3);
                 ASSERT_TRUE(s->skel->links.page_alloc_nested == link);
                 ASSERT_EQ(s->alloc_twin_failed, false);
+                /* The free twin is there from the start: a miss changes nothing. */
+                link = s->skel->links.page_free_nested;
+                twin_update(s, &s->twinned[EBPF_TWINNED_PAGE_FREE], 4);
+                ASSERT_TRUE(s->skel->links.page_free_nested == link);
                 event_source_free(source);
         }
         printf("test-ebpf: the allocation twin attached at a miss, or at start when told\n");
@@ -859,13 +863,13 @@ static void test_prefetch_ahead(void) {
 
 /*
  * The slab programs' twins on the live kernel: loaded with --slab only, each attached at its main program's
- * first recursion miss (slab_twin_update()), or from the start with --nested-allocations=always, on its
+ * first recursion miss (twin_update()), or from the start with --nested-allocations=always, on its
  * main program's tracepoint, and once.
  */
 static void test_slab_twins(void) {
         for (int mode = 0; mode <= 2; mode++) {
                 _cleanup_(sd_event_unrefp) sd_event *event = NULL;
-                SlabProgram p[EBPF_SLAB_PROGRAMS];
+                const TwinnedProgram *p;
                 EventSource *source = NULL;
                 bool always = mode == 2;
                 size_t n_loaded = 0;
@@ -886,8 +890,8 @@ static void test_slab_twins(void) {
                 s = ebpf_source_from(source);
                 ASSERT_OK(sd_event_new(&event));
                 ASSERT_OK(source->ops->start(source, event, &(MsEventSink) { .event = ignore_event }));
-                slab_programs(s, p);
-                for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++) {
+                p = s->twinned + EBPF_TWINNED_SLAB;
+                for (size_t i = 0; i < EBPF_TWINNED - EBPF_TWINNED_SLAB; i++) {
                         bool loaded = bpf_program__autoload(p[i].main);
 
                         /* A twin loads with its main program, and only under --slab. */
@@ -895,32 +899,32 @@ static void test_slab_twins(void) {
                         if (!o.slab)
                                 ASSERT_TRUE(!loaded);
                         if (!loaded) {
-                                slab_twin_update(s, &p[i], 5);
+                                twin_update(s, &p[i], 5);
                                 ASSERT_NULL(*p[i].twin_link);
                                 continue;
                         }
                         n_loaded++;
                         struct bpf_link *link = *p[i].twin_link;
                         ASSERT_EQ(link != NULL, always);
-                        slab_twin_update(s, &p[i], 0);
+                        twin_update(s, &p[i], 0);
                         ASSERT_TRUE(*p[i].twin_link == link);
-                        slab_twin_update(s, &p[i], 5);
+                        twin_update(s, &p[i], 5);
                         ASSERT_NOT_NULL(*p[i].twin_link);
                         if (always)
                                 ASSERT_TRUE(*p[i].twin_link == link);
                         link = *p[i].twin_link;
                         link_tracepoint(link, tp, sizeof(tp));
                         ASSERT_STREQ(tp, p[i].event);
-                        slab_twin_update(s, &p[i], 6);
+                        twin_update(s, &p[i], 6);
                         ASSERT_TRUE(*p[i].twin_link == link);
-                        ASSERT_EQ(program_slab_kind(s, p[i].main), 1);
-                        ASSERT_EQ(program_slab_kind(s, p[i].twin), 2);
+                        ASSERT_TRUE(p[i].slab);
                 }
                 /* kmalloc and kmem_cache_alloc (or their *_node twins), kfree and kmem_cache_free. */
                 if (o.slab)
                         ASSERT_GE(n_loaded, 4);
                 ASSERT_EQ(s->slab_twin_failed, false);
-                ASSERT_EQ(program_slab_kind(s, s->skel->progs.page_alloc), 0);
+                ASSERT_EQ(s->twinned[EBPF_TWINNED_PAGE_ALLOC].slab, false);
+                ASSERT_EQ(s->twinned[EBPF_TWINNED_PAGE_FREE].slab, false);
                 event_source_free(source);
         }
         printf("test-ebpf: the slab twins loaded with --slab, attached at a miss, or at start when told\n");

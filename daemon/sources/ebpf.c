@@ -33,8 +33,8 @@
  * Losses, each counted per reason: ring full (the program's per-CPU counters, emitted as MS_EVENT_LOST with
  * their CPU), numbers given up on that no other reason counts (sequenceGap), recursion misses (an event
  * nested in a running program of the same kind on that CPU, which its *_nested twin did not catch either
- * (page_alloc_nested waits for page_alloc's first miss, see alloc_twin_update(); each slab program's twin
- * for its first miss, see slab_twins_update()): the kernel's per-program recursion_misses minus the twins'
+ * (page_alloc_nested and each slab program's twin wait for their main program's first miss, see
+ * twin_update()): the kernel's per-program recursion_misses minus the twins'
  * records (misses_unrecorded()), emitted as MS_EVENT_LOST on CPU 0, those of the slab programs apart as
  * slabRecursionMiss), and stack failures (the allocation is counted, its stack held as if unsampled).
  *
@@ -112,6 +112,23 @@ typedef struct HeldStack {
         uint64_t *frames;               /* owned, n_frames entries */
 } HeldStack;
 
+/* A program that records the events of one tracepoint, its nested twin there, and the twin's link. */
+typedef struct TwinnedProgram {
+        struct bpf_program *main, *twin;
+        struct bpf_link **twin_link;
+        const char *event;              /* the tracepoint */
+        bool slab;                      /* its misses count as slabRecursionMiss, not recursionMiss */
+} TwinnedProgram;
+
+/* The page programs (EBPF_TWINNED_PAGE_*), then the slab ones from EBPF_TWINNED_SLAB in MS_BPF_SLAB_* order,
+ * then kfree's and kmem_cache_free's. */
+enum {
+        EBPF_TWINNED_PAGE_ALLOC,
+        EBPF_TWINNED_PAGE_FREE,
+        EBPF_TWINNED_SLAB,
+        EBPF_TWINNED = EBPF_TWINNED_SLAB + MS_BPF_SLAB_ALLOCS + 2,
+};
+
 typedef struct EbpfSource {
         LiveSource live;                /* first: the skeleton every live source shares (live.h) */
         SourceOptions options;          /* strings not kept */
@@ -173,6 +190,7 @@ typedef struct EbpfSource {
         uint64_t slab_nested_records;   /* slab events the slab twins recorded */
         bool alloc_twin_failed;         /* page_alloc_nested could not be attached: said so */
         bool slab_twin_failed;          /* a slab twin could not be attached: said so */
+        TwinnedProgram twinned[EBPF_TWINNED];   /* see twinned_programs() */
         char cache[MS_BPF_CACHE_NAME_MAX + 1];  /* the current object's cache name */
 } EbpfSource;
 
@@ -719,96 +737,62 @@ static void emit_lost_growth(EbpfSource *s, unsigned reason, uint64_t total, uin
         *emitted = total;
 }
 
-/* A slab program, its nested twin on the same tracepoint, and the twin's link. */
-typedef struct SlabProgram {
-        struct bpf_program *main, *twin;
-        struct bpf_link **twin_link;
-        const char *event;              /* the tracepoint */
-} SlabProgram;
-
-#define EBPF_SLAB_PROGRAMS (MS_BPF_SLAB_ALLOCS + 2)
-
-/* The slab programs in MS_BPF_SLAB_* order, then kfree's and kmem_cache_free's. */
-static void slab_programs(const EbpfSource *s, SlabProgram ret[static EBPF_SLAB_PROGRAMS]) {
+/* Fills s->twinned, once the skeleton is open. */
+static void twinned_programs(EbpfSource *s) {
         struct memstrack_bpf *k = s->skel;
-        SlabProgram p[EBPF_SLAB_PROGRAMS] = {
-                [MS_BPF_SLAB_KMALLOC] = { k->progs.slab_kmalloc, k->progs.slab_kmalloc_nested,
-                                          &k->links.slab_kmalloc_nested, "kmalloc" },
-                [MS_BPF_SLAB_KMALLOC_NODE] = { k->progs.slab_kmalloc_node, k->progs.slab_kmalloc_node_nested,
-                                               &k->links.slab_kmalloc_node_nested, "kmalloc_node" },
-                [MS_BPF_SLAB_CACHE_ALLOC] = { k->progs.slab_cache_alloc, k->progs.slab_cache_alloc_nested,
-                                              &k->links.slab_cache_alloc_nested, "kmem_cache_alloc" },
-                [MS_BPF_SLAB_CACHE_ALLOC_NODE] = { k->progs.slab_cache_alloc_node,
-                                                   k->progs.slab_cache_alloc_node_nested,
-                                                   &k->links.slab_cache_alloc_node_nested,
-                                                   "kmem_cache_alloc_node" },
-                [MS_BPF_SLAB_NEST_KFREE] = { k->progs.slab_kfree, k->progs.slab_kfree_nested,
-                                             &k->links.slab_kfree_nested, "kfree" },
-                [MS_BPF_SLAB_NEST_CACHE_FREE] = { k->progs.slab_cache_free, k->progs.slab_cache_free_nested,
-                                                  &k->links.slab_cache_free_nested, "kmem_cache_free" },
-        };
-        memcpy(ret, p, sizeof(p));
-}
+        TwinnedProgram *t = s->twinned, *slab = t + EBPF_TWINNED_SLAB;
 
-/* Whether prog is a slab program: 1 a main one, 2 a twin, 0 neither. */
-static int program_slab_kind(const EbpfSource *s, const struct bpf_program *prog) {
-        SlabProgram p[EBPF_SLAB_PROGRAMS];
-
-        slab_programs(s, p);
-        for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++) {
-                if (prog == p[i].main)
-                        return 1;
-                if (prog == p[i].twin)
-                        return 2;
-        }
-        return 0;
+        t[EBPF_TWINNED_PAGE_ALLOC] = (TwinnedProgram) { k->progs.page_alloc, k->progs.page_alloc_nested,
+                                                        &k->links.page_alloc_nested, "mm_page_alloc", false };
+        t[EBPF_TWINNED_PAGE_FREE] = (TwinnedProgram) { k->progs.page_free, k->progs.page_free_nested,
+                                                       &k->links.page_free_nested, "mm_page_free", false };
+        slab[MS_BPF_SLAB_KMALLOC] = (TwinnedProgram) { k->progs.slab_kmalloc, k->progs.slab_kmalloc_nested,
+                                                       &k->links.slab_kmalloc_nested, "kmalloc", true };
+        slab[MS_BPF_SLAB_KMALLOC_NODE] = (TwinnedProgram) { k->progs.slab_kmalloc_node,
+                                                            k->progs.slab_kmalloc_node_nested,
+                                                            &k->links.slab_kmalloc_node_nested, "kmalloc_node",
+                                                            true };
+        slab[MS_BPF_SLAB_CACHE_ALLOC] = (TwinnedProgram) { k->progs.slab_cache_alloc,
+                                                           k->progs.slab_cache_alloc_nested,
+                                                           &k->links.slab_cache_alloc_nested, "kmem_cache_alloc",
+                                                           true };
+        slab[MS_BPF_SLAB_CACHE_ALLOC_NODE] = (TwinnedProgram) { k->progs.slab_cache_alloc_node,
+                                                                k->progs.slab_cache_alloc_node_nested,
+                                                                &k->links.slab_cache_alloc_node_nested,
+                                                                "kmem_cache_alloc_node", true };
+        slab[MS_BPF_SLAB_NEST_KFREE] = (TwinnedProgram) { k->progs.slab_kfree, k->progs.slab_kfree_nested,
+                                                          &k->links.slab_kfree_nested, "kfree", true };
+        slab[MS_BPF_SLAB_NEST_CACHE_FREE] = (TwinnedProgram) { k->progs.slab_cache_free,
+                                                               k->progs.slab_cache_free_nested,
+                                                               &k->links.slab_cache_free_nested,
+                                                               "kmem_cache_free", true };
 }
 
 /*
- * A slab program's twin costs every event of its tracepoint a second program. Slab frees nest under any
- * load (RCU callbacks freeing in a softirq that interrupted the program), allocations less, so each twin
- * is attached at its main program's first recursion miss (with --nested-allocations=always, from the
- * start): the misses until this poll are counted as slabRecursionMiss, the nested events after it are
- * caught. main_misses: the main program's recursion_misses, read now.
+ * A twin costs every event of its tracepoint a second program, about 0.07 us per page (docs/performance.md).
+ * Frees nest under any load (pages and objects freed by RCU callbacks in a softirq that interrupted the
+ * program), so the page free twin is attached from the start; allocations nest on few machines (network
+ * buffers refilled in a softirq; never in any test or bench run here), and slab events cost too much per
+ * object for a twin nobody needs. So unless told otherwise (--nested-allocations=always) every other twin
+ * is attached at its main program's first recursion miss: the misses until this poll are counted as
+ * recursionMiss (slabRecursionMiss), the nested events after it are caught. main_misses: the main
+ * program's recursion_misses, read now.
  */
-static void slab_twin_update(EbpfSource *s, const SlabProgram *p, uint64_t main_misses) {
-        if (main_misses == 0 || *p->twin_link || s->slab_twin_failed || !bpf_program__autoload(p->twin))
+static void twin_update(EbpfSource *s, const TwinnedProgram *p, uint64_t main_misses) {
+        bool *failed = p->slab ? &s->slab_twin_failed : &s->alloc_twin_failed;
+        const char *reason = p->slab ? "slabRecursionMiss" : "recursionMiss";
+
+        if (main_misses == 0 || *p->twin_link || *failed || !bpf_program__autoload(p->twin))
                 return;
         *p->twin_link = bpf_program__attach(p->twin);
         if (!*p->twin_link) {
-                s->slab_twin_failed = true;
+                *failed = true;
                 log_warning_errno(negative_errno(), "Failed to attach the program for kmem:%s events nested in "
-                                  "interrupts; they stay missed, counted as slabRecursionMiss: %m", p->event);
+                                  "interrupts; they stay missed, counted as %s: %m", p->event, reason);
                 return;
         }
         log_info("%" PRIu64 " kmem:%s events made by an interrupt while their program ran were missed (counted "
-                 "as slabRecursionMiss); recording such events from now on.", main_misses, p->event);
-}
-
-/*
- * The allocation twin (page_alloc_nested) costs every allocation a second program on its tracepoint, about
- * 0.07 us per page (docs/performance.md), to catch the allocations an interrupt makes while page_alloc
- * runs: network buffers refilled in a softirq, say. Frees nest under any load (pages freed by RCU in an
- * interrupt), so the free twin is always there; allocations nest on few machines (never in any test or
- * bench run here). So unless told otherwise (--nested-allocations=always) the allocation twin is attached
- * at page_alloc's first recursion miss: the misses until this poll are counted as recursionMiss, the
- * nested allocations after it are caught.
- */
-static void alloc_twin_update(EbpfSource *s, uint64_t page_alloc_misses) {
-        struct memstrack_bpf *k = s->skel;
-
-        if (page_alloc_misses == 0 || k->links.page_alloc_nested || s->alloc_twin_failed)
-                return;
-        k->links.page_alloc_nested = bpf_program__attach(k->progs.page_alloc_nested);
-        if (!k->links.page_alloc_nested) {
-                s->alloc_twin_failed = true;
-                log_warning_errno(negative_errno(), "Failed to attach the program for allocations nested in "
-                                  "interrupts; they stay missed, counted as recursionMiss: %m");
-                return;
-        }
-        log_info("%" PRIu64 " page allocations made by an interrupt while the allocation program ran were "
-                 "missed (counted as recursionMiss); recording such allocations from now on.",
-                 page_alloc_misses);
+                 "as %s); recording such events from now on.", main_misses, p->event, reason);
 }
 
 /*
@@ -829,7 +813,6 @@ static uint64_t misses_unrecorded(uint64_t *misses_before, uint64_t page_misses,
 /* Reads the kernel's loss counters and emits what grew since the last read. A few syscalls per drain. */
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
-        struct bpf_program *prog;
         uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0, slab_nested = 0, numbered_lost = 0;
         SeqOrderStats order;
         uint32_t zero = 0;
@@ -859,33 +842,22 @@ static void poll_losses(EbpfSource *s) {
                          &s->order_lost);
 
         /* The nested programs' own misses are events their twin recorded; the twins' misses minus what
-         * the nested programs recorded for them are the events nobody recorded. */
-        bpf_object__for_each_program(prog, s->skel->obj) {
+         * the nested programs recorded for them are the events nobody recorded. Only the twinned programs
+         * are asked (a syscall each, every drain): a program misses only when it runs nested in itself on
+         * a CPU, and the others (tasks, modules, cgroups) run in process context only. */
+        for (size_t i = 0; i < EBPF_TWINNED; i++) {
+                const TwinnedProgram *p = &s->twinned[i];
                 struct bpf_prog_info info = {};
                 uint32_t len = sizeof(info);
-                int fd = bpf_program__fd(prog);
+                int fd = bpf_program__fd(p->main);
 
-                int slab = program_slab_kind(s, prog);
-
-                if (prog == s->skel->progs.page_alloc_nested || prog == s->skel->progs.page_free_nested ||
-                    slab == 2)
-                        continue;
                 if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
                         continue;
-                if (slab == 1)
+                if (p->slab)
                         slab_misses += info.recursion_misses;
                 else
                         misses += info.recursion_misses;
-                if (prog == s->skel->progs.page_alloc)
-                        alloc_twin_update(s, info.recursion_misses);
-                if (slab == 1) {
-                        SlabProgram p[EBPF_SLAB_PROGRAMS];
-
-                        slab_programs(s, p);
-                        for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++)
-                                if (p[i].main == prog)
-                                        slab_twin_update(s, &p[i], info.recursion_misses);
-                }
+                twin_update(s, p, info.recursion_misses);
         }
         /* The kernel does not say on which CPU a program missed. */
         s->slab_nested_records = slab_nested;
@@ -1120,15 +1092,11 @@ static int enable(LiveSource *ls) {
                                                bpf_program__name(tasks_first[i].program));
         }
         /* The rest; the skeleton leaves programs that have a link alone. The allocation twin and the slab
-         * twins wait for a miss (alloc_twin_update(), slab_twin_update()). */
-        if (!s->options.nested_allocations_always) {
-                SlabProgram p[EBPF_SLAB_PROGRAMS];
-
-                (void) bpf_program__set_autoattach(s->skel->progs.page_alloc_nested, false);
-                slab_programs(s, p);
-                for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++)
-                        (void) bpf_program__set_autoattach(p[i].twin, false);
-        }
+         * twins wait for a miss (twin_update()). */
+        if (!s->options.nested_allocations_always)
+                for (size_t i = 0; i < EBPF_TWINNED; i++)
+                        if (i != EBPF_TWINNED_PAGE_FREE)
+                                (void) bpf_program__set_autoattach(s->twinned[i].twin, false);
         r = memstrack_bpf__attach(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the eBPF programs: %m");
@@ -1321,38 +1289,14 @@ static int slab_layout_of(const struct btf *btf, const char *event, uint32_t *re
  * the programs' layouts. -errno only for a BTF that cannot be read.
  */
 static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
-        struct memstrack_bpf *k = s->skel;
-        static const char *const alloc_events[MS_BPF_SLAB_ALLOCS] = {
-                [MS_BPF_SLAB_KMALLOC] = "kmalloc",
-                [MS_BPF_SLAB_KMALLOC_NODE] = "kmalloc_node",
-                [MS_BPF_SLAB_CACHE_ALLOC] = "kmem_cache_alloc",
-                [MS_BPF_SLAB_CACHE_ALLOC_NODE] = "kmem_cache_alloc_node",
-        };
-        struct bpf_program *alloc_progs[MS_BPF_SLAB_ALLOCS] = {
-                [MS_BPF_SLAB_KMALLOC] = k->progs.slab_kmalloc,
-                [MS_BPF_SLAB_KMALLOC_NODE] = k->progs.slab_kmalloc_node,
-                [MS_BPF_SLAB_CACHE_ALLOC] = k->progs.slab_cache_alloc,
-                [MS_BPF_SLAB_CACHE_ALLOC_NODE] = k->progs.slab_cache_alloc_node,
-        };
-        const struct {
-                struct bpf_program *prog;
-                const char *event;
-        } free_progs[] = {
-                { k->progs.slab_kfree, "kfree" },
-                { k->progs.slab_cache_free, "kmem_cache_free" },
-        };
+        const TwinnedProgram *slab_progs = s->twinned + EBPF_TWINNED_SLAB;
         struct btf *btf;
         bool present[MS_BPF_SLAB_ALLOCS] = {};
 
-        SlabProgram twins[EBPF_SLAB_PROGRAMS];
-
-        slab_programs(s, twins);
-        for (size_t i = 0; i < MS_BPF_SLAB_ALLOCS; i++)
-                (void) bpf_program__set_autoload(alloc_progs[i], false);
-        for (size_t i = 0; i < ELEMENTSOF(free_progs); i++)
-                (void) bpf_program__set_autoload(free_progs[i].prog, false);
-        for (size_t i = 0; i < EBPF_SLAB_PROGRAMS; i++)
-                (void) bpf_program__set_autoload(twins[i].twin, false);
+        for (size_t i = EBPF_TWINNED_SLAB; i < EBPF_TWINNED; i++) {
+                (void) bpf_program__set_autoload(s->twinned[i].main, false);
+                (void) bpf_program__set_autoload(s->twinned[i].twin, false);
+        }
         if (!slab)
                 return 0;
 
@@ -1361,30 +1305,30 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
                 return log_error_errno(negative_errno(), "Failed to read the kernel BTF at %s: %m", btf_path);
         for (size_t i = 0; i < MS_BPF_SLAB_ALLOCS; i++) {
                 uint32_t layout;
-                int r = slab_layout_of(btf, alloc_events[i], &layout);
+                int r = slab_layout_of(btf, slab_progs[i].event, &layout);
 
                 if (r == -EBADMSG)
                         log_notice("--slab: the kmem:%s tracepoint has a prototype memstrackd does not know, no "
-                                   "slab events from it.", alloc_events[i]);
+                                   "slab events from it.", slab_progs[i].event);
                 if (r < 0)
                         continue;
                 s->skel->rodata->slab_layout[i] = layout;
-                (void) bpf_program__set_autoload(alloc_progs[i], true);
-                (void) bpf_program__set_autoload(twins[i].twin, true);
+                (void) bpf_program__set_autoload(slab_progs[i].main, true);
+                (void) bpf_program__set_autoload(slab_progs[i].twin, true);
                 present[i] = true;
         }
-        for (size_t i = 0; i < ELEMENTSOF(free_progs); i++) {
+        for (size_t i = MS_BPF_SLAB_ALLOCS; i < EBPF_TWINNED - EBPF_TWINNED_SLAB; i++) {
                 char name[64];
 
                 /* Every version's free events start (call_site, ptr): their presence is all to check. */
-                (void) snprintf(name, sizeof(name), "btf_trace_%s", free_progs[i].event);
+                (void) snprintf(name, sizeof(name), "btf_trace_%s", slab_progs[i].event);
                 if (btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) < 0) {
                         log_notice("--slab: the kernel has no kmem:%s tracepoint, no slab events from it.",
-                                   free_progs[i].event);
+                                   slab_progs[i].event);
                         continue;
                 }
-                (void) bpf_program__set_autoload(free_progs[i].prog, true);
-                (void) bpf_program__set_autoload(twins[MS_BPF_SLAB_ALLOCS + i].twin, true);
+                (void) bpf_program__set_autoload(slab_progs[i].main, true);
+                (void) bpf_program__set_autoload(slab_progs[i].twin, true);
         }
         btf__free(btf);
         /* A kind and its *_node twin are one: Linux 6.1 folded the twins in. */
@@ -1467,6 +1411,7 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         s->skel = memstrack_bpf__open_opts(&open_opts);
         if (!s->skel)
                 return log_error_errno(errno, "Failed to open the eBPF program: %m");
+        twinned_programs(s);
 
         /* The BPF program reports pids as the daemon sees them (its /proc, its own pid). */
         bool pidns_initial = true;
