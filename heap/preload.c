@@ -228,13 +228,16 @@ static int64_t next_sample_distance(void) {
 
 /*
  * The blocks that have a record, so that their frees get one too: a set of pointers in shards, each an
- * open-addressing table in mmap()ed memory under its own lock. In sampled mode most frees are of blocks
+ * open-addressing table under its own lock. The first tables are small and side by side (32 KiB in all),
+ * so that a sampled block's insert and removal find their slot in the cache: a table spread over pages
+ * of its own missed it on almost every sampled call. A shard that fills moves to mmap()ed memory, twice
+ * the size each time. In sampled mode most frees are of blocks
  * without a record: a counting filter (one saturating 8-bit counter per hash bucket) answers
  * them without a lock. In every-call mode every live block is in the set, and a free of a pointer not in
  * it is a double free or a pointer never handed out here.
  */
 #define SHARDS 64u
-#define SHARD_MIN_SLOTS 1024u
+#define SHARD_FIRST_SLOTS 64u
 #define FILTER_BITS 13u         /* 8 KiB: stays in the first-level cache */
 
 typedef struct Shard {
@@ -244,6 +247,7 @@ typedef struct Shard {
 } Shard;
 
 static Shard shards[SHARDS];
+static _Alignas(64) uint64_t first_slots[SHARDS][SHARD_FIRST_SLOTS];
 static uint8_t filter[1u << FILTER_BITS];
 
 static Shard *shard_of(uint64_t h) {
@@ -273,7 +277,14 @@ static size_t slot_home(const Shard *s, uint64_t ptr) {
 }
 
 static bool shard_grow(Shard *s) {
-        size_t capacity = s->capacity ? s->capacity * 2 : SHARD_MIN_SLOTS;
+        uint64_t *first = first_slots[s - shards];
+
+        if (s->capacity == 0) {
+                s->slots = first;
+                s->capacity = SHARD_FIRST_SLOTS;
+                return true;
+        }
+        size_t capacity = s->capacity * 2;
         uint64_t *slots = mmap(NULL, capacity * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -291,7 +302,7 @@ static bool shard_grow(Shard *s) {
                         j = (j + 1) & (capacity - 1);
                 slots[j] = old[i];
         }
-        if (old)
+        if (old != first)
                 (void) munmap(old, old_capacity * sizeof(uint64_t));
         return true;
 }
