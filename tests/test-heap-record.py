@@ -20,6 +20,9 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
   dlopen       frames of a library loaded later are named with their file and line
   closefds     a program that closes every descriptor and lowers RLIMIT_NOFILE is recorded
   sigkill      a process killed by SIGKILL: what was received is reported, exit status 137
+  many         thousands of blocks live at once, each with a record (a small sample interval), then one
+               site's all freed from other threads: every free finds its record (that site holds nothing
+               at exit, the kept site exactly its bytes); and the same with every call's stack
   storm        more records than the channel holds, from 4 threads: totals exact, losses counted
   static       a static program: refused with the reason, exit status 1
   setuid       a setuid program of another user: refused with the reason (root only, else 77)
@@ -255,6 +258,32 @@ def case_sigkill():
         check_sites(l, expected, "heap_leaks", exact=True)
         if "killed by signal 9" not in err:
             fail(f"sigkill: record did not say so: {err.strip()}")
+
+
+def case_many():
+    reply, expected, _ = record(["--sample-interval=1"], ["many"])
+    l = one_heap(reply, "heap_leaks")
+    if l:
+        check_sites(l, expected, "heap_leaks", exact=True)
+        if l["unknownFrees"] != 0 or l["lostRecords"] != 0:
+            fail(f"many, every call: unknown frees {l['unknownFrees']}, lost {l['lostRecords']}")
+    # An interval far below the blocks' size: every block of heap-target's is sampled (the chance that one
+    # of 1000 bytes is not is e^-62), so each free goes through the sampled blocks' set.
+    reply, expected, _ = record(["--sample-interval=16"], ["many"])
+    l = one_heap(reply, "heap_leaks")
+    if not l:
+        return
+    if l["lostRecords"] != 0:
+        fail(f"many, sampled: {l['lostRecords']} records lost")
+    got = sites(l)
+    for s in expected["sites"]:
+        b, n, _ = got.get((s["function"], s["line"]), (0, 0, 0))
+        want = s["leakBytes"]
+        # Sites are scaled to the exact total, which also holds the C library's few blocks.
+        if abs(b - want) > want // 100 + 1024:
+            fail(f"many, sampled: {s['function']}:{s['line']} holds {b} bytes at exit, expected {want}")
+        else:
+            ok(f"many, sampled: {s['function']}:{s['line']} holds {b} bytes at exit, expected {want}")
 
 
 def case_storm():
