@@ -263,15 +263,7 @@ static int range_compare(const void *a, const void *b) {
 /* The directory of the range holding addr, or NULL. Ranges of different CUs do not overlap in practice
  * (code against variables); look back a little in case they do. */
 static const char *range_lookup(const RangeList *l, uint64_t addr) {
-        size_t lo = 0, hi = l->n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (l->ranges[mid].start <= addr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        size_t lo = SORTED_COUNT_AT_MOST(l->ranges, l->n, start, addr);
         for (size_t i = lo, k = 0; i > 0 && k < 16; i--, k++)
                 if (addr < l->ranges[i - 1].end)
                         return l->ranges[i - 1].directory;

@@ -88,6 +88,24 @@ static inline int negative_errno(void) {
 #define MAX(a, b) MS_MINMAX_(a, b, >, __COUNTER__)
 #define MIN(a, b) MS_MINMAX_(a, b, <, __COUNTER__)
 
+/* How many of the n elements of array, sorted by member, have member <= value: the index just past the
+ * last of them, so the one at or below value is at the result - 1 (none if the result is 0). */
+#define SORTED_COUNT_AT_MOST(array, n, member, value) \
+        MS_SORTED_COUNT_AT_MOST_(array, n, member, value, __COUNTER__)
+#define MS_SORTED_COUNT_AT_MOST_(array, n, member, value, u)                                    \
+        __extension__({                                                                         \
+                size_t MS_UNIQ(lo, u) = 0, MS_UNIQ(hi, u) = (n);                                \
+                while (MS_UNIQ(lo, u) < MS_UNIQ(hi, u)) {                                       \
+                        size_t MS_UNIQ(mid, u) =                                                \
+                                MS_UNIQ(lo, u) + (MS_UNIQ(hi, u) - MS_UNIQ(lo, u)) / 2;         \
+                        if ((array)[MS_UNIQ(mid, u)].member <= (value))                         \
+                                MS_UNIQ(lo, u) = MS_UNIQ(mid, u) + 1;                           \
+                        else                                                                    \
+                                MS_UNIQ(hi, u) = MS_UNIQ(mid, u);                               \
+                }                                                                               \
+                MS_UNIQ(lo, u);                                                                 \
+        })
+
 /*
  * The most any count holds: the largest signed 64-bit integer, so that every count fits in a reply
  * (varlink integers are signed 64-bit). Counts add with count_add(), which stops there instead of

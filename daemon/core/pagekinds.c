@@ -34,14 +34,7 @@ static uint16_t zone_of(PageKinds *k, uint64_t pfn) {
         if (_likely_(pfn >= z->start_pfn && pfn < z->end_pfn))
                 return (uint16_t) k->last_zone;
         /* The last zone starting at or below pfn. */
-        size_t lo = 0, hi = k->n_zones;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (k->zones[mid].start_pfn <= pfn)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        size_t lo = SORTED_COUNT_AT_MOST(k->zones, k->n_zones, start_pfn, pfn);
         if (lo == 0 || pfn >= k->zones[lo - 1].end_pfn)
                 return PAGE_ZONE_UNKNOWN;
         k->last_zone = lo - 1;

@@ -338,15 +338,7 @@ static UsymIndex *index_of(UsymIndex **list, Dwfl_Module *mod) {
 /* The symbol at ip, as dwfl_module_addrinfo() finds it: the closest one below ip whose size holds it
  * (of two at one address the global one), else a symbol without size right below ip. */
 static const char *index_lookup(const UsymIndex *x, uint64_t ip, uint64_t *ret_offset) {
-        size_t lo = 0, hi = x->n_symbols;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (x->symbols[mid].start <= ip)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        size_t lo = SORTED_COUNT_AT_MOST(x->symbols, x->n_symbols, start, ip);
         /* Symbols without size, or nested ones, may lie between ip and the one whose size holds it. */
         for (size_t i = lo, scanned = 0; i > 0 && scanned < 64; i--, scanned++) {
                 const UsymSymbol *sym = &x->symbols[i - 1];
@@ -889,16 +881,8 @@ size_t usym_image_files_cached(const UserSymbols *u) {
 
 /* The object holding ip, resolved; NULL if none. */
 static UsymObject *image_object(UsymImage *im, uint64_t ip) {
-        size_t lo = 0, hi = im->n_ranges;
+        size_t lo = SORTED_COUNT_AT_MOST(im->ranges, im->n_ranges, start, ip);
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (im->ranges[mid].start <= ip)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-       
         if (lo == 0 || ip >= im->ranges[lo - 1].end)
                 return NULL;
         UsymObject *o = &im->objects[im->ranges[lo - 1].object];
