@@ -231,9 +231,8 @@ static int64_t next_sample_distance(void) {
  * open-addressing table under its own lock. The first tables are small and side by side (32 KiB in all),
  * so that a sampled block's insert and removal find their slot in the cache: a table spread over pages
  * of its own missed it on almost every sampled call. A shard that fills moves to mmap()ed memory, twice
- * the size each time. In sampled mode most frees are of blocks
- * without a record: a counting filter (one saturating 8-bit counter per hash bucket) answers
- * them without a lock. In every-call mode every live block is in the set, and a free of a pointer not in
+ * the size each time. In sampled mode most frees are of blocks without a record: a counting filter (one
+ * saturating 8-bit counter per hash bucket) answers them without a lock. In every-call mode every live block is in the set, and a free of a pointer not in
  * it is a double free or a pointer never handed out here.
  */
 #define SHARDS 64u
