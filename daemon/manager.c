@@ -267,6 +267,10 @@ static void get_live(void *userdata, ServiceLive *ret) {
 static int start_oom_watch(Manager *m) {
         const char *reason = NULL;
 
+        /* Heaps alone (record's private daemon): no kernel pages to show beside a kill, and closing the
+         * watch's events at exit would wait for an RCU grace period that record's user waits out too. */
+        if (streq(m->source->ops->name, "heap"))
+                return oomlog_set_watching(m->oom, false, "only user-space heaps are traced") < 0 ? log_oom() : 0;
         int r = oomwatch_new(m->event, m->config.source_options.tracefs, on_oom_kill, m, &m->oom_watch, &reason);
         if (r == -ENOMEM)
                 return log_oom();
