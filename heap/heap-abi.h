@@ -39,6 +39,10 @@
 #define HEAP_ENV_SOCKET "MEMSTRACK_HEAP_SOCKET"                 /* the heap source's socket */
 #define HEAP_ENV_SAMPLE_INTERVAL "MEMSTRACK_HEAP_SAMPLE_INTERVAL" /* bytes per sampled stack, 1: every call */
 #define HEAP_ENV_SEED "MEMSTRACK_HEAP_SEED"                     /* sampling's random seed, for tests */
+#define HEAP_ENV_ALLOWANCE "MEMSTRACK_HEAP_ALLOWANCE"   /* live bytes a thread may keep to itself, 0: none */
+
+/* Far enough below the peak that a thread's allocations stay its own for a while (heap/live.c). */
+#define HEAP_ALLOWANCE_DEFAULT (UINT64_C(256) * 1024)
 
 /* One stack per this many bytes allocated on average, as tcmalloc and jemalloc sample. */
 #define HEAP_SAMPLE_INTERVAL_DEFAULT (UINT64_C(512) * 1024)
@@ -90,14 +94,17 @@ typedef struct HeapAbiStackSlot {
         uint32_t n_frames;
 } HeapAbiStackSlot;
 
-/* A thread's counts: only live bytes need one order for all threads (the peak), these are summed. One
- * cache line, so threads do not share one. The thread's own calls change the first three with plain
- * stores; calls made inside another on the thread (a signal handler), which may land in the middle of
- * such a store, count in the nested ones, atomically. The reader adds both. */
+/* A thread's counts, summed by the reader. One cache line, so threads do not share one. The thread's own
+ * calls change the first three with plain stores; calls made inside another on the thread (a signal
+ * handler), which may land in the middle of such a store, count in the nested ones, atomically. The
+ * reader adds both. live_delta: live bytes this thread's calls changed that are not yet in the header's
+ * live_bytes (its allowance while the process is far below its peak, heap/live.c); live_busy: set while
+ * one of its calls reads or changes them. */
 typedef struct HeapAbiThread {
         uint64_t allocs, frees, alloc_bytes;
         uint64_t nested_allocs, nested_frees, nested_alloc_bytes;
-        uint64_t reserved[2];
+        int64_t live_delta;
+        uint64_t live_busy;
 } HeapAbiThread;
 
 /* One loadable segment of a loaded ELF file. */
@@ -128,10 +135,12 @@ typedef struct HeapAbiHeader {
         int32_t pid;
         uint32_t flags;                 /* HEAP_ABI_FLAG_*: the daemon's word to the library */
 
-        /* The exact counters, all changed with atomic operations, on one cache line. */
+        /* The exact counters, all changed with atomic operations, on one cache line. The process's live
+         * bytes are live_bytes + nested_pending + every thread's live_delta. */
         _Alignas(64) int64_t live_bytes;        /* usable bytes of the blocks recorded and not freed */
-        uint64_t peak_bytes;            /* the most live_bytes ever was */
+        uint64_t peak_bytes;            /* the most the process's live bytes ever were */
         uint64_t threads_used;          /* thread slots claimed (may pass n_thread_slots) */
+        int64_t nested_pending;         /* calls inside another, while live_bytes was not exact on its own */
 
         _Alignas(64) uint64_t ring_head;        /* next sequence number to reserve (producers) */
         _Alignas(64) uint64_t ring_tail;        /* next sequence number to read (the daemon) */

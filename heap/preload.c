@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "heap-abi.h"
+#include "live.h"
 #include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -659,13 +660,8 @@ static void record_alloc(void *p) {
         uint64_t bytes = usable_size(p);
 
         in_call++;
-        int64_t live = __atomic_add_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
         count_call(nested, true, bytes);
-        uint64_t peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
-        while (live > 0 && (uint64_t) live > peak &&
-               !__atomic_compare_exchange_n(&header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED))
-                ;
+        int64_t live = live_change(my_counts_shared ? NULL : my_counts, (int64_t) bytes, nested);
         if (nested)
                 __atomic_fetch_add(&header->nested_calls, 1, __ATOMIC_RELAXED);
 
@@ -714,8 +710,8 @@ static void record_free(void *p) {
         if (was < 0)
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
         uint64_t bytes = usable_size(p);
-        int64_t live = __atomic_sub_fetch(&header->live_bytes, (int64_t) bytes, __ATOMIC_RELAXED);
         count_call(nested, false, 0);
+        int64_t live = live_change(my_counts_shared ? NULL : my_counts, -(int64_t) bytes, nested);
         if (was > 0)
                 emit(HEAP_RECORD_FREE, ptr, bytes, live > 0 ? (uint64_t) live : 0, HEAP_STACK_NONE, nested);
 out:
@@ -744,6 +740,7 @@ static void child_after_fork(void) {
         HeapAbiHeader *h = header;
         __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
         header = NULL;
+        live_reset();
         thread_id = 0;
         my_counts = NULL;
         if (h)
@@ -901,6 +898,7 @@ static void initialize(void) {
                 seed = env_uint(HEAP_ENV_SEED, 0) ?: mix64((uint64_t) getpid() ^ (uint64_t) now_msec() << 20);
                 (void) dl_iterate_phdr(find_own_text, (void *) (uintptr_t) &find_own_text);
                 if (connect_daemon(path)) {
+                        live_init(header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT));
                         /* Without its cache every stack comes from backtrace(), as complete and slower. */
                         (void) unwind_init();
                         check_glibc_chunks();

@@ -220,7 +220,9 @@ static void apply_record(HeapChannel *c, const HeapAbiRecord *r) {
 
 static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
         HeapAbiHeader *h = c->header;
-        int64_t live = __atomic_load_n(&h->live_bytes, __ATOMIC_RELAXED);
+        /* Threads far below the peak keep their changes to themselves a while (heap/live.c). */
+        int64_t live = __atomic_load_n(&h->live_bytes, __ATOMIC_RELAXED) +
+                       __atomic_load_n(&h->nested_pending, __ATOMIC_RELAXED);
 
         uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
         uint64_t used = MIN(__atomic_load_n(&h->threads_used, __ATOMIC_RELAXED), c->n_thread_slots);
@@ -232,6 +234,7 @@ static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
                          __atomic_load_n(&t->nested_frees, __ATOMIC_RELAXED);
                 alloc_bytes += __atomic_load_n(&t->alloc_bytes, __ATOMIC_RELAXED) +
                                __atomic_load_n(&t->nested_alloc_bytes, __ATOMIC_RELAXED);
+                live += __atomic_load_n(&t->live_delta, __ATOMIC_RELAXED);
         }
         *ret = (MsHeapCounters) {
                 .live_bytes = live > 0 ? (uint64_t) live : 0,

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * Live bytes and their exact peak, without a shared atomic operation on every call where the peak cannot
+ * move. One counter for all threads costs a cache line that every allocation and free pulls from the other
+ * CPUs: on a malloc-heavy program with four threads, more than half of the library's own time.
+ *
+ * The peak needs every change of the live bytes in one order. Near the peak (MODE_EXACT) each call adds
+ * to the header's live_bytes atomically and raises peak_bytes, so the order is the counter's. Far below it
+ * (MODE_FAST) a thread keeps its changes in its own slot's live_delta with plain stores while that stays
+ * within the allowance either way; past it, the thread moves its delta into live_bytes with a
+ * compare-and-swap that keeps
+ *
+ *         live_bytes + n_fast * allowance <= peak_bytes
+ *
+ * That bound holds at every moment in MODE_FAST, and every delta is within the allowance, so no call made
+ * there can take the live bytes past the peak: none needs the shared counter, and the peak stays exact.
+ *
+ * Switching takes `lock`: to MODE_EXACT when a move would break the bound (MODE_FOLDING while every
+ * delta is folded into live_bytes), back to MODE_FAST when an exact call leaves the live bytes two bounds
+ * below the peak (MODE_LEAVING while the exact calls under way finish). A call marks its slot live_busy
+ * around its look at the mode and what it does by it; a switch stores the new mode, runs membarrier()
+ * and waits until no slot is marked. That is an asymmetric Dekker handshake: calls pay plain stores, the
+ * rare switch pays a system call, and after it no call acts on the old mode.
+ *
+ * Calls that mark no slot use others_busy, an atomic count: those of threads without a fast slot (beyond
+ * FAST_THREADS_MAX, or sharing the last counts slot), which keep the process in MODE_EXACT from their
+ * first call on, and nested calls (a signal handler that allocates), which may interrupt this very code
+ * and so never wait. Outside MODE_EXACT a nested call that cannot move its bytes within the bound adds
+ * them to nested_pending and asks for a fold (MODE_RECHECK): the peak sees them when the next call folds
+ * them in.
+ */
+
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "live.h"
+
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define FAST_THREADS_MAX 64u
+
+typedef enum Mode {
+        MODE_EXACT,
+        MODE_FAST,
+        MODE_FOLDING,           /* to MODE_EXACT: the deltas are being folded in */
+        MODE_LEAVING,           /* to MODE_FAST, if the bound holds once the exact calls under way are done */
+        MODE_RECHECK,           /* MODE_FAST, and a nested call left bytes in nested_pending: fold */
+} Mode;
+
+typedef enum ThreadKind {
+        THREAD_NEW,             /* no ordinary call yet */
+        THREAD_FAST,            /* its slot is among fast_slots */
+        THREAD_SHARED,          /* no slot of its own: always exact */
+} ThreadKind;
+
+static HeapAbiHeader *header;
+static int64_t allowance;
+static bool fast_possible;              /* membarrier is registered and every thread has a fast slot */
+static int mode = MODE_EXACT;
+static int lock;                        /* switches and joins */
+static HeapAbiThread *fast_slots[FAST_THREADS_MAX];
+static unsigned n_fast;
+static uint64_t others_busy;
+
+static TLS int thread_kind;
+
+static void lock_hold(void) {
+        for (unsigned spins = 0; __atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE) != 0; spins++)
+                if (spins > 64)
+                        sched_yield();
+}
+
+static void lock_drop(void) {
+        __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+}
+
+static int64_t load_live(void) {
+        return __atomic_load_n(&header->live_bytes, __ATOMIC_RELAXED);
+}
+
+static int64_t load_peak(void) {
+        return (int64_t) __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+}
+
+static int64_t bound(void) {
+        return (int64_t) __atomic_load_n(&n_fast, __ATOMIC_ACQUIRE) * allowance;
+}
+
+static void peak_raise(int64_t live) {
+        uint64_t peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        while (live > 0 && (uint64_t) live > peak &&
+               !__atomic_compare_exchange_n(&header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+                ;
+}
+
+/* MODE_EXACT: the counter holds everything but what nested calls left pending, folded in here. */
+static int64_t exact_add(int64_t bytes) {
+        int64_t live = __atomic_add_fetch(&header->live_bytes, bytes, __ATOMIC_RELAXED);
+        if (unlikely(__atomic_load_n(&header->nested_pending, __ATOMIC_RELAXED) != 0)) {
+                int64_t pending = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+                live = __atomic_add_fetch(&header->live_bytes, pending, __ATOMIC_RELAXED);
+        }
+        peak_raise(live);
+        return live;
+}
+
+/* MODE_FAST: moves bytes into the counter if the bound still holds after; false if it would not. */
+static bool move_within_bound(int64_t bytes) {
+        int64_t live = load_live();
+        do {
+                if (bytes > 0 && live + bytes + bound() > load_peak())
+                        return false;
+        } while (!__atomic_compare_exchange_n(&header->live_bytes, &live, live + bytes, true, __ATOMIC_RELAXED,
+                                              __ATOMIC_RELAXED));
+        return true;
+}
+
+/* After storing a new mode: once this returns, every call that saw the old one has finished. */
+static void wait_for_calls(void) {
+        (void) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        for (unsigned i = 0; i < n_fast; i++)
+                while (__atomic_load_n(&fast_slots[i]->live_busy, __ATOMIC_ACQUIRE) != 0)
+                        sched_yield();
+        while (__atomic_load_n(&others_busy, __ATOMIC_ACQUIRE) != 0)
+                sched_yield();
+}
+
+/* Under the lock: to MODE_EXACT, every delta and pending byte in the counter, the peak raised by it. */
+static void fold_locked(void) {
+        if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_EXACT)
+                return;
+        __atomic_store_n(&mode, MODE_FOLDING, __ATOMIC_RELAXED);
+        wait_for_calls();
+        int64_t sum = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+        for (unsigned i = 0; i < n_fast; i++) {
+                sum += __atomic_load_n(&fast_slots[i]->live_delta, __ATOMIC_RELAXED);
+                __atomic_store_n(&fast_slots[i]->live_delta, 0, __ATOMIC_RELAXED);
+        }
+        peak_raise(__atomic_add_fetch(&header->live_bytes, sum, __ATOMIC_RELAXED));
+        __atomic_store_n(&mode, MODE_EXACT, __ATOMIC_RELEASE);
+}
+
+/* From MODE_EXACT back to MODE_FAST if the bound holds once the exact calls under way are done. Tries the
+ * lock only: another thread's switch or join is as good a moment to stay. */
+static void try_leave(void) {
+        if (!__atomic_load_n(&fast_possible, __ATOMIC_RELAXED) || __atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
+                return;
+        if (fast_possible && __atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_EXACT) {
+                __atomic_store_n(&mode, MODE_LEAVING, __ATOMIC_RELAXED);
+                wait_for_calls();
+                int64_t pending = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+                int64_t live = __atomic_add_fetch(&header->live_bytes, pending, __ATOMIC_RELAXED);
+                peak_raise(live);
+                int expected = MODE_LEAVING;
+                /* A nested call that came since turned it to MODE_RECHECK: fold what it left. */
+                if (live + bound() > load_peak() ||
+                    !__atomic_compare_exchange_n(&mode, &expected, MODE_FAST, false, __ATOMIC_RELEASE,
+                                                 __ATOMIC_RELAXED))
+                        fold_locked();
+        }
+        lock_drop();
+}
+
+/* Where the fast way cannot go on: under the lock, folds if asked to or if a nested call left bytes, and
+ * adds exactly. need_exact: the bound would break. Returns false if the mode is MODE_FAST again and the
+ * call should try the fast way. */
+static bool change_locked(int64_t bytes, bool need_exact, int64_t *ret_live) {
+        lock_hold();
+        int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
+        if (m == MODE_FAST && !need_exact) {
+                lock_drop();
+                return false;
+        }
+        fold_locked();
+        *ret_live = exact_add(bytes);
+        lock_drop();
+        return true;
+}
+
+/* A thread's first ordinary call: a fast slot if there is one, else the process stays exact for good. The
+ * bound grows with the slots, so the mode goes to MODE_EXACT (a later call comes back if it may). */
+static void join(HeapAbiThread *own) {
+        lock_hold();
+        fold_locked();
+        if (own && fast_possible && n_fast < FAST_THREADS_MAX) {
+                fast_slots[n_fast] = own;
+                __atomic_store_n(&n_fast, n_fast + 1, __ATOMIC_RELEASE);
+                thread_kind = THREAD_FAST;
+        } else {
+                __atomic_store_n(&fast_possible, false, __ATOMIC_RELAXED);
+                thread_kind = THREAD_SHARED;
+        }
+        lock_drop();
+}
+
+static int64_t nested_change(int64_t bytes) {
+        int64_t live;
+
+        __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
+        int m = __atomic_load_n(&mode, __ATOMIC_SEQ_CST);
+        if (m == MODE_EXACT)
+                live = exact_add(bytes);
+        else if (m == MODE_FAST && move_within_bound(bytes))
+                live = load_live();
+        else {
+                live = __atomic_add_fetch(&header->nested_pending, bytes, __ATOMIC_RELAXED) + load_live();
+                /* Whoever folds next takes them in: ask for it unless a fold or MODE_EXACT is on its way. */
+                for (;;) {
+                        m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
+                        if ((m != MODE_FAST && m != MODE_LEAVING) ||
+                            __atomic_compare_exchange_n(&mode, &m, MODE_RECHECK, false, __ATOMIC_RELAXED,
+                                                        __ATOMIC_RELAXED))
+                                break;
+                }
+        }
+        __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
+        return live;
+}
+
+static int64_t shared_change(int64_t bytes) {
+        int64_t live;
+
+        __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
+        bool exact = __atomic_load_n(&mode, __ATOMIC_SEQ_CST) == MODE_EXACT;
+        if (exact)
+                live = exact_add(bytes);
+        __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
+        if (!exact)
+                (void) change_locked(bytes, true, &live);
+        return live;
+}
+
+static void mark(HeapAbiThread *own, uint64_t busy) {
+        __atomic_store_n(&own->live_busy, busy, __ATOMIC_RELEASE);
+        /* Only the compiler may not move it past the mode's load: membarrier() orders it for the CPU. */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested) {
+        if (unlikely(nested))
+                return nested_change(bytes);
+        if (unlikely(thread_kind != THREAD_FAST)) {
+                if (thread_kind == THREAD_NEW)
+                        join(own);
+                if (thread_kind == THREAD_SHARED)
+                        return shared_change(bytes);
+        }
+        for (;;) {
+                mark(own, 1);
+                int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
+                if (likely(m == MODE_FAST)) {
+                        int64_t delta = __atomic_load_n(&own->live_delta, __ATOMIC_RELAXED) + bytes;
+                        if (likely(delta >= -allowance && delta <= allowance)) {
+                                __atomic_store_n(&own->live_delta, delta, __ATOMIC_RELAXED);
+                                mark(own, 0);
+                                return load_live() + delta;
+                        }
+                        if (move_within_bound(delta)) {
+                                __atomic_store_n(&own->live_delta, 0, __ATOMIC_RELAXED);
+                                mark(own, 0);
+                                return load_live();
+                        }
+                } else if (m == MODE_EXACT) {
+                        int64_t live = exact_add(bytes);
+                        mark(own, 0);
+                        if (unlikely(live + 2 * bound() <= load_peak()))
+                                try_leave();
+                        return live;
+                }
+                mark(own, 0);
+                int64_t live;
+                if (change_locked(bytes, m == MODE_FAST, &live))
+                        return live;
+        }
+}
+
+void live_init(HeapAbiHeader *h, uint64_t allowance_bytes) {
+        header = h;
+        allowance = (int64_t) (allowance_bytes < (UINT64_C(1) << 40) ? allowance_bytes : UINT64_C(1) << 40);
+        fast_possible = allowance > 0 &&
+                        syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+void live_reset(void) {
+        header = NULL;
+        fast_possible = false;
+        mode = MODE_EXACT;
+        lock = 0;
+        n_fast = 0;
+        others_busy = 0;
+        thread_kind = THREAD_NEW;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The process's live bytes and their exact peak (heap/live.c). Far below the peak, each thread keeps its
+ * changes in an allowance of its own, with plain stores; near it, every change goes to the one shared
+ * counter, as the peak needs one order for all threads.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "heap-abi.h"
+
+/* Counts into h's live_bytes and peak_bytes, with allowances of allowance bytes per thread (0: none).
+ * Allowances need the kernel's expedited membarrier; without it every change is shared. */
+void live_init(HeapAbiHeader *h, uint64_t allowance);
+/* Forgets the region (a forked child, which records nothing). */
+void live_reset(void);
+
+/*
+ * Adds bytes (negative: a free) to the live bytes for a call on this thread: own is its counts slot,
+ * NULL for a thread that shares the last one; nested: the call runs inside another on this thread (a
+ * signal handler), which may be amid this module's own work. Returns the live bytes after it, as this
+ * thread sees them: exact near the peak, where it matters.
+ */
+int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested);
