@@ -23,6 +23,11 @@
  * and waits until no slot is marked. That is an asymmetric Dekker handshake: calls pay plain stores, the
  * rare switch pays a system call, and after it no call acts on the old mode.
  *
+ * A call that writes a record reserves its ring slot inside its change: near the peak under order_lock,
+ * with the add, so that the records there are in the order of the changes (each record's tree is the heap
+ * as that change left it, and the peak's record closes the tree at the maximum); far below it while its
+ * slot is marked, so that a switch to MODE_EXACT waits for those reservations too.
+ *
  * Calls that mark no slot use others_busy, an atomic count: those of threads without a fast slot (beyond
  * FAST_THREADS_MAX, or sharing the last counts slot), which keep the process in MODE_EXACT from their
  * first call on, and nested calls (a signal handler that allocates), which may interrupt this very code
@@ -60,6 +65,8 @@ typedef enum ThreadKind {
 
 static HeapAbiHeader *header;
 static int64_t allowance;
+static LiveReserveFn reserve_slot;
+static int order_lock;                  /* MODE_EXACT: a change and its record's slot, together */
 static bool fast_possible;              /* membarrier is registered and every thread has a fast slot */
 static int mode = MODE_EXACT;
 static int lock;                        /* switches and joins */
@@ -69,14 +76,22 @@ static uint64_t others_busy;
 
 static TLS int thread_kind;
 
-static void lock_hold(void) {
-        for (unsigned spins = 0; __atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE) != 0; spins++)
+static void spin_hold(int *l) {
+        for (unsigned spins = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0; spins++)
                 if (spins > 64)
                         sched_yield();
 }
 
+static void spin_drop(int *l) {
+        __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static void lock_hold(void) {
+        spin_hold(&lock);
+}
+
 static void lock_drop(void) {
-        __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+        spin_drop(&lock);
 }
 
 static int64_t load_live(void) {
@@ -107,6 +122,31 @@ static int64_t exact_add(int64_t bytes) {
                 live = __atomic_add_fetch(&header->live_bytes, pending, __ATOMIC_RELAXED);
         }
         peak_raise(live);
+        return live;
+}
+
+static void reserve(LiveRecord *record, bool nested) {
+        if (record) {
+                record->reserved = reserve_slot(nested, &record->seq);
+                record->peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        }
+}
+
+/* MODE_EXACT, with the record's slot reserved in the order of the change. A nested call only tries the
+ * lock (the call it interrupted may hold it): without it, the record is dropped and counted. */
+static int64_t exact_add_recorded(int64_t bytes, bool nested, LiveRecord *record) {
+        if (!record)
+                return exact_add(bytes);
+        if (nested && __atomic_exchange_n(&order_lock, 1, __ATOMIC_ACQUIRE) != 0) {
+                record->reserved = false;
+                __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
+                return exact_add(bytes);
+        }
+        if (!nested)
+                spin_hold(&order_lock);
+        int64_t live = exact_add(bytes);
+        reserve(record, nested);
+        spin_drop(&order_lock);
         return live;
 }
 
@@ -170,7 +210,7 @@ static void try_leave(void) {
 /* Where the fast way cannot go on: under the lock, folds if asked to or if a nested call left bytes, and
  * adds exactly. need_exact: the bound would break. Returns false if the mode is MODE_FAST again and the
  * call should try the fast way. */
-static bool change_locked(int64_t bytes, bool need_exact, int64_t *ret_live) {
+static bool change_locked(int64_t bytes, bool need_exact, LiveRecord *record, int64_t *ret_live) {
         lock_hold();
         int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
         if (m == MODE_FAST && !need_exact) {
@@ -178,7 +218,7 @@ static bool change_locked(int64_t bytes, bool need_exact, int64_t *ret_live) {
                 return false;
         }
         fold_locked();
-        *ret_live = exact_add(bytes);
+        *ret_live = exact_add_recorded(bytes, false, record);
         lock_drop();
         return true;
 }
@@ -199,14 +239,17 @@ static void join(HeapAbiThread *own) {
         lock_drop();
 }
 
-static int64_t nested_change(int64_t bytes) {
+static int64_t nested_change(int64_t bytes, LiveRecord *record) {
         int64_t live;
 
         __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
         int m = __atomic_load_n(&mode, __ATOMIC_SEQ_CST);
-        if (m == MODE_EXACT)
-                live = exact_add(bytes);
-        else if (m == MODE_FAST && move_within_bound(bytes))
+        if (m == MODE_EXACT) {
+                live = exact_add_recorded(bytes, true, record);
+                __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
+                return live;
+        }
+        if (m == MODE_FAST && move_within_bound(bytes))
                 live = load_live();
         else {
                 live = __atomic_add_fetch(&header->nested_pending, bytes, __ATOMIC_RELAXED) + load_live();
@@ -219,20 +262,21 @@ static int64_t nested_change(int64_t bytes) {
                                 break;
                 }
         }
+        reserve(record, true);
         __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
         return live;
 }
 
-static int64_t shared_change(int64_t bytes) {
+static int64_t shared_change(int64_t bytes, LiveRecord *record) {
         int64_t live;
 
         __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
         bool exact = __atomic_load_n(&mode, __ATOMIC_SEQ_CST) == MODE_EXACT;
         if (exact)
-                live = exact_add(bytes);
+                live = exact_add_recorded(bytes, false, record);
         __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
         if (!exact)
-                (void) change_locked(bytes, true, &live);
+                (void) change_locked(bytes, true, record, &live);
         return live;
 }
 
@@ -242,46 +286,50 @@ static void mark(HeapAbiThread *own, uint64_t busy) {
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested) {
+int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *record) {
         if (unlikely(nested))
-                return nested_change(bytes);
+                return nested_change(bytes, record);
         if (unlikely(thread_kind != THREAD_FAST)) {
                 if (thread_kind == THREAD_NEW)
                         join(own);
                 if (thread_kind == THREAD_SHARED)
-                        return shared_change(bytes);
+                        return shared_change(bytes, record);
         }
         for (;;) {
+                int64_t live;
                 mark(own, 1);
                 int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
                 if (likely(m == MODE_FAST)) {
                         int64_t delta = __atomic_load_n(&own->live_delta, __ATOMIC_RELAXED) + bytes;
                         if (likely(delta >= -allowance && delta <= allowance)) {
                                 __atomic_store_n(&own->live_delta, delta, __ATOMIC_RELAXED);
-                                mark(own, 0);
-                                return load_live() + delta;
-                        }
-                        if (move_within_bound(delta)) {
+                                live = load_live() + delta;
+                        } else if (move_within_bound(delta)) {
                                 __atomic_store_n(&own->live_delta, 0, __ATOMIC_RELAXED);
-                                mark(own, 0);
-                                return load_live();
-                        }
-                } else if (m == MODE_EXACT) {
-                        int64_t live = exact_add(bytes);
+                                live = load_live();
+                        } else
+                                goto slow;
+                        reserve(record, false);
+                        mark(own, 0);
+                        return live;
+                }
+                if (m == MODE_EXACT) {
+                        live = exact_add_recorded(bytes, false, record);
                         mark(own, 0);
                         if (unlikely(live + 2 * bound() <= load_peak()))
                                 try_leave();
                         return live;
                 }
+        slow:
                 mark(own, 0);
-                int64_t live;
-                if (change_locked(bytes, m == MODE_FAST, &live))
+                if (change_locked(bytes, m == MODE_FAST, record, &live))
                         return live;
         }
 }
 
-void live_init(HeapAbiHeader *h, uint64_t allowance_bytes) {
+void live_init(HeapAbiHeader *h, uint64_t allowance_bytes, LiveReserveFn reserve_fn) {
         header = h;
+        reserve_slot = reserve_fn;
         allowance = (int64_t) (allowance_bytes < (UINT64_C(1) << 40) ? allowance_bytes : UINT64_C(1) << 40);
         fast_possible = allowance > 0 &&
                         syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
@@ -292,6 +340,7 @@ void live_reset(void) {
         fast_possible = false;
         mode = MODE_EXACT;
         lock = 0;
+        order_lock = 0;
         n_fast = 0;
         others_busy = 0;
         thread_kind = THREAD_NEW;

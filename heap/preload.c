@@ -589,28 +589,31 @@ static bool ring_reserve(bool nested, uint64_t *ret_seq) {
         }
 }
 
-static void emit(HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, uint64_t live_after, uint32_t stack,
-                bool nested) {
-        uint64_t seq;
-
+/* A record's slot, reserved by live_change() in the order of its change of the live bytes. */
+static bool reserve_record(bool nested, uint64_t *ret_seq) {
         /* Nobody reads the region any more (HeapStop): the process goes on unrecorded. */
         if (unlikely(__atomic_load_n(&header->flags, __ATOMIC_ACQUIRE) & HEAP_ABI_FLAG_CLOSED)) {
                 __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
-                return;
+                return false;
         }
-        if (!ring_reserve(nested, &seq))
+        return ring_reserve(nested, ret_seq);
+}
+
+static void emit(const LiveRecord *slot, HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, int64_t live_after,
+                 uint32_t stack) {
+        if (!slot->reserved)
                 return;
         if (thread_id == 0)
                 thread_id = (uint32_t) gettid();
-        HeapAbiRecord *r = &ring[seq & ring_mask];
+        HeapAbiRecord *r = &ring[slot->seq & ring_mask];
         r->ptr = ptr;
         r->bytes = bytes;
-        r->live_after = live_after;
-        r->peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        r->live_after = live_after > 0 ? (uint64_t) live_after : 0;
+        r->peak = slot->peak;
         r->stack = stack;
         r->tid = thread_id;
         r->type = type;
-        __atomic_store_n(&r->commit, seq + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&r->commit, slot->seq + 1, __ATOMIC_RELEASE);
 }
 
 /* ---- Block sizes ------------------------------------------------------------------------------------ */
@@ -661,7 +664,6 @@ static void record_alloc(void *p) {
 
         in_call++;
         count_call(nested, true, bytes);
-        int64_t live = live_change(my_counts_shared ? NULL : my_counts, (int64_t) bytes, nested);
         if (nested)
                 __atomic_fetch_add(&header->nested_calls, 1, __ATOMIC_RELAXED);
 
@@ -675,14 +677,17 @@ static void record_alloc(void *p) {
                         bytes_until_sample = next_sample_distance();
                 }
         }
-        if (sampled) {
-                if (!set_insert((uint64_t) (uintptr_t) p, nested))
-                        __atomic_fetch_add(nested ? &header->lost_nested : &header->lost_table, 1,
-                                           __ATOMIC_RELAXED);
-                else
-                        emit(HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live > 0 ? (uint64_t) live : 0,
-                             nested ? HEAP_STACK_NONE : take_stack(), nested);
+        if (sampled && !set_insert((uint64_t) (uintptr_t) p, nested)) {
+                __atomic_fetch_add(nested ? &header->lost_nested : &header->lost_table, 1, __ATOMIC_RELAXED);
+                sampled = false;
         }
+        /* The stack before the change: near the peak its record's slot is reserved under a lock. */
+        uint32_t stack = sampled && !nested ? take_stack() : HEAP_STACK_NONE;
+        LiveRecord slot;
+        int64_t live = live_change(my_counts_shared ? NULL : my_counts, (int64_t) bytes, nested,
+                                   sampled ? &slot : NULL);
+        if (sampled)
+                emit(&slot, HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live, stack);
         in_call--;
 }
 
@@ -711,9 +716,11 @@ static void record_free(void *p) {
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
         uint64_t bytes = usable_size(p);
         count_call(nested, false, 0);
-        int64_t live = live_change(my_counts_shared ? NULL : my_counts, -(int64_t) bytes, nested);
+        LiveRecord slot;
+        int64_t live = live_change(my_counts_shared ? NULL : my_counts, -(int64_t) bytes, nested,
+                                   was > 0 ? &slot : NULL);
         if (was > 0)
-                emit(HEAP_RECORD_FREE, ptr, bytes, live > 0 ? (uint64_t) live : 0, HEAP_STACK_NONE, nested);
+                emit(&slot, HEAP_RECORD_FREE, ptr, bytes, live, HEAP_STACK_NONE);
 out:
         in_call--;
 }
@@ -898,7 +905,7 @@ static void initialize(void) {
                 seed = env_uint(HEAP_ENV_SEED, 0) ?: mix64((uint64_t) getpid() ^ (uint64_t) now_msec() << 20);
                 (void) dl_iterate_phdr(find_own_text, (void *) (uintptr_t) &find_own_text);
                 if (connect_daemon(path)) {
-                        live_init(header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT));
+                        live_init(header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT), reserve_record);
                         /* Without its cache every stack comes from backtrace(), as complete and slower. */
                         (void) unwind_init();
                         check_glibc_chunks();

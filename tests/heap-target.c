@@ -9,7 +9,7 @@
  *
  * heap-target-cxx.cc adds C++ call sites (new[] and delete[]).
  *
- * heap-target MODE: known (the default), double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
+ * heap-target MODE: known (the default), churn, double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
  * closefds, sigkill, storm N, hold SECONDS, wait-leak (for record --pid).
  */
 
@@ -213,6 +213,85 @@ static int mode_known(void) {
         gave(a.p[3], "aligned_site", a.line[3]);
         uncount(dropped, "heap_target_new", new_line);
         heap_target_delete(dropped);
+        write_expectations();
+        return 0;
+}
+
+/* ---- churn ------------------------------------------------------------------------------------------- */
+
+/*
+ * Threads that allocate and free random sizes all the time, far below the peak and near it, so that the
+ * library's live bytes go in and out of each thread's allowance (MEMSTRACK_HEAP_ALLOWANCE) and between
+ * its modes many times. The peak is where the churn cannot reach: every thread holds one 2 MiB block at
+ * once, between barriers, with all its churn freed; before and after, a thread's churn stays below
+ * CHURN_BLOCKS * 8 KiB. What a thread's last churn leaves is its leak.
+ */
+#define CHURN_BLOCKS 48
+#define CHURN_ROUNDS 20000
+
+static pthread_barrier_t churn_barrier;
+
+static void *churn_site(size_t n, int *ret_line) {
+        void *p = AT(malloc(n));
+        *ret_line = __LINE__ - 1;
+        return p;
+}
+
+static void *churn_peak_site(int *ret_line) {
+        void *p = AT(malloc(2u << 20));
+        *ret_line = __LINE__ - 1;
+        return p;
+}
+
+static void churn(uint64_t *x, void **blocks, bool free_all) {
+        int line = 0;
+        for (int i = 0; i < CHURN_ROUNDS; i++) {
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                int k = (int) (*x % CHURN_BLOCKS);
+                if (blocks[k]) {
+                        gave(blocks[k], "churn_site", line);
+                        blocks[k] = NULL;
+                } else
+                        blocks[k] = churn_site(16 + (size_t) ((*x >> 20) % 8192), &line);
+        }
+        for (int k = 0; free_all && k < CHURN_BLOCKS; k++)
+                if (blocks[k]) {
+                        gave(blocks[k], "churn_site", line);
+                        blocks[k] = NULL;
+                }
+}
+
+static void *churn_main(void *arg) {
+        void *blocks[CHURN_BLOCKS] = { 0 };
+        uint64_t x = (uint64_t) (uintptr_t) arg * UINT64_C(0x9E3779B97F4A7C15) + 1;
+        int line;
+
+        churn(&x, blocks, true);
+        pthread_barrier_wait(&churn_barrier);
+        void *peak = churn_peak_site(&line);
+        pthread_barrier_wait(&churn_barrier);   /* the maximum */
+        pthread_barrier_wait(&churn_barrier);
+        gave(peak, "churn_peak_site", line);
+        churn(&x, blocks, false);
+        return NULL;
+}
+
+static int mode_churn(void) {
+        pthread_t t[THREADS];
+
+        if (pthread_barrier_init(&churn_barrier, NULL, THREADS + 1) != 0)
+                abort();
+        for (int i = 0; i < THREADS; i++)
+                if (pthread_create(&t[i], NULL, churn_main, (void *) (uintptr_t) (i + 1)) != 0)
+                        abort();
+        pthread_barrier_wait(&churn_barrier);
+        pthread_barrier_wait(&churn_barrier);
+        at_maximum();
+        pthread_barrier_wait(&churn_barrier);
+        for (int i = 0; i < THREADS; i++)
+                pthread_join(t[i], NULL);
         write_expectations();
         return 0;
 }
@@ -457,6 +536,8 @@ int main(int argc, char *argv[]) {
 
         if (strcmp(mode, "known") == 0)
                 return mode_known();
+        if (strcmp(mode, "churn") == 0)
+                return mode_churn();
         if (strcmp(mode, "double-free") == 0)
                 return mode_double_free();
         if (strcmp(mode, "bad-free") == 0)

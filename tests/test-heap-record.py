@@ -12,6 +12,9 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
                peak and live bytes, and the call sites add up to them
   sampled      the default sampling: the same totals, exactly; each site within the error the output
                states for it
+  churn        4 threads allocating and freeing random sizes, far below the peak and near it, with each
+               thread's allowance of live bytes off, tiny (many moves and mode switches) and the default:
+               every call site exact at the maximum and at exit, the same totals each time
   double-free  a double free glibc lets through (tcache off) is counted, nothing crashes
   bad-free     a pointer never allocated: glibc aborts the program, record reports what it got, 134
   signal       allocations in a signal handler that lands inside malloc/free: totals stay exact
@@ -175,6 +178,26 @@ def case_sampled():
     for view, h in (("heap_maximum", m), ("heap_leaks", l)):
         check_totals(h, view)
         check_sites(h, expected, view, exact=False)
+
+
+def case_churn():
+    totals = {}
+    for allowance in ("0", "4096", None):
+        env = {"MEMSTRACK_HEAP_ALLOWANCE": allowance} if allowance else {}
+        reply, expected, _ = record(["--sample-interval=1"], ["churn"], env=env)
+        m, l = one_heap(reply, "heap_maximum"), one_heap(reply, "heap_leaks")
+        if not m or not l or not expected:
+            fail(f"churn, allowance {allowance or 'default'}: no heap or no expectations")
+            continue
+        for view, h in (("heap_maximum", m), ("heap_leaks", l)):
+            check_totals(h, view)
+            check_sites(h, expected, view, exact=True)
+        totals[allowance or "default"] = (m["bytes"], l["bytes"])
+    # The threads' sequences are fixed and the peak waits at a barrier: one answer whatever the allowance.
+    if len(set(totals.values())) != 1:
+        fail(f"churn: peak and live bytes differ with the allowance: {totals}")
+    else:
+        ok(f"churn: peak {m['bytes']}, never freed {l['bytes']} with every allowance")
 
 
 def case_double_free():
