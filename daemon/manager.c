@@ -164,7 +164,9 @@ static int add_observers(Manager *m) {
         r = observe(m, history_keeper_observer(m->history));
         if (r < 0)
                 return r;
-        r = observe(m, user_symbols_observer_new(m->usym));
+        /* record's private daemon (heaps alone) is asked for its report the moment the program ends. */
+        bool heaps_alone = m->config.source && streq(m->config.source, "heap");
+        r = observe(m, user_symbols_observer_new(m->usym, heaps_alone ? accounting_heap(m->accounting) : NULL));
         if (r < 0)
                 return r;
         m->status = status_line_new(m->accounting, m->page_size);
