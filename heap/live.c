@@ -28,6 +28,10 @@
  * as that change left it, and the peak's record closes the tree at the maximum); far below it while its
  * slot is marked, so that a switch to MODE_EXACT waits for those reservations too.
  *
+ * A thread alone in its process (the one fast slot) changes the counter and the peak in MODE_EXACT with
+ * plain stores: nested calls leave their bytes pending then, and a thread's first call, which makes two,
+ * waits for the lone thread's call under way, as a switch does.
+ *
  * Calls that mark no slot use others_busy, an atomic count: those of threads without a fast slot (beyond
  * FAST_THREADS_MAX, or sharing the last counts slot), which keep the process in MODE_EXACT from their
  * first call on, and nested calls (a signal handler that allocates), which may interrupt this very code
@@ -150,6 +154,24 @@ static int64_t exact_add_recorded(int64_t bytes, bool nested, LiveRecord *record
         return live;
 }
 
+/* One thread in all: in MODE_EXACT nobody else changes the counter or the peak (nested calls leave their
+ * bytes pending; a thread that joins waits for this call once it counted itself in), so plain stores do
+ * what the locked operations do for many, and the records are in this thread's order. */
+static bool alone(void) {
+        return __atomic_load_n(&n_fast, __ATOMIC_RELAXED) == 1 && __atomic_load_n(&fast_possible, __ATOMIC_RELAXED);
+}
+
+static int64_t alone_add(int64_t bytes, LiveRecord *record) {
+        int64_t live = load_live() + bytes;
+        if (unlikely(__atomic_load_n(&header->nested_pending, __ATOMIC_RELAXED) != 0))
+                live += __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&header->live_bytes, live, __ATOMIC_RELAXED);
+        if (live > load_peak())
+                __atomic_store_n(&header->peak_bytes, (uint64_t) live, __ATOMIC_RELAXED);
+        reserve(record, false);
+        return live;
+}
+
 /* MODE_FAST: moves bytes into the counter if the bound still holds after; false if it would not. */
 static bool move_within_bound(int64_t bytes) {
         int64_t live = load_live();
@@ -224,10 +246,12 @@ static bool change_locked(int64_t bytes, bool need_exact, LiveRecord *record, in
 }
 
 /* A thread's first ordinary call: a fast slot if there is one, else the process stays exact for good. The
- * bound grows with the slots, so the mode goes to MODE_EXACT (a later call comes back if it may). */
+ * bound grows with the slots, so the mode goes to MODE_EXACT (a later call comes back if it may); and a
+ * thread that was alone may be amid a change with plain stores: it is waited for. */
 static void join(HeapAbiThread *own) {
         lock_hold();
         fold_locked();
+        bool handshake = fast_possible;
         if (own && fast_possible && n_fast < FAST_THREADS_MAX) {
                 fast_slots[n_fast] = own;
                 __atomic_store_n(&n_fast, n_fast + 1, __ATOMIC_RELEASE);
@@ -236,6 +260,8 @@ static void join(HeapAbiThread *own) {
                 __atomic_store_n(&fast_possible, false, __ATOMIC_RELAXED);
                 thread_kind = THREAD_SHARED;
         }
+        if (handshake)
+                wait_for_calls();
         lock_drop();
 }
 
@@ -244,7 +270,7 @@ static int64_t nested_change(int64_t bytes, LiveRecord *record) {
 
         __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
         int m = __atomic_load_n(&mode, __ATOMIC_SEQ_CST);
-        if (m == MODE_EXACT) {
+        if (m == MODE_EXACT && !alone()) {
                 live = exact_add_recorded(bytes, true, record);
                 __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
                 return live;
@@ -314,7 +340,7 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                         return live;
                 }
                 if (m == MODE_EXACT) {
-                        live = exact_add_recorded(bytes, false, record);
+                        live = alone() ? alone_add(bytes, record) : exact_add_recorded(bytes, false, record);
                         mark(own, 0);
                         if (unlikely(live + 2 * bound() <= load_peak()))
                                 try_leave();

@@ -623,8 +623,10 @@ static bool glibc_chunks;
 
 /* What malloc_usable_size() says of a block, without the call: glibc keeps a chunk's size in the word
  * before the block, its low three bits flags (0x2: mmap()ed, whose header takes a word more); a chunk
- * that is not mmap()ed is in use when the next one's 0x1 bit says so (a double free's is not: 0). */
-static inline uint64_t usable_size(void *p) {
+ * that is not mmap()ed is in use when the next one's 0x1 bit says so (a double free's is not: 0). A block
+ * the allocator just handed out (handed_out) is in use: its neighbour's header, often another cache
+ * line, is not read. */
+static inline uint64_t usable_size(void *p, bool handed_out) {
         if (likely(glibc_chunks)) {
                 const char *block = p;
                 size_t head, next;
@@ -632,6 +634,8 @@ static inline uint64_t usable_size(void *p) {
                 size_t chunk = head & ~(size_t) 7;
                 if (head & 2)
                         return chunk - 2 * sizeof(size_t);
+                if (handed_out)
+                        return chunk - sizeof(size_t);
                 memcpy(&next, block - sizeof(size_t) + chunk, sizeof(next));
                 return next & 1 ? chunk - sizeof(size_t) : 0;
         }
@@ -652,7 +656,8 @@ static void check_glibc_chunks(void) {
                 void *p = i % 2 == 0 || !real.memalign ? real.malloc(n) : real.memalign(256, n);
                 if (!p)
                         continue;
-                glibc_chunks = usable_size(p) == malloc_usable_size(p);
+                glibc_chunks = usable_size(p, true) == malloc_usable_size(p) &&
+                               usable_size(p, false) == malloc_usable_size(p);
                 real.free(p);
         }
 }
@@ -660,7 +665,7 @@ static void check_glibc_chunks(void) {
 /* A block the allocator handed out. */
 static void record_alloc(void *p) {
         bool nested = in_call > 0;
-        uint64_t bytes = usable_size(p);
+        uint64_t bytes = usable_size(p, true);
 
         in_call++;
         count_call(nested, true, bytes);
@@ -714,7 +719,7 @@ static void record_free(void *p) {
         }
         if (was < 0)
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
-        uint64_t bytes = usable_size(p);
+        uint64_t bytes = usable_size(p, false);
         count_call(nested, false, 0);
         LiveRecord slot;
         int64_t live = live_change(my_counts_shared ? NULL : my_counts, -(int64_t) bytes, nested,
