@@ -38,6 +38,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "proc-seed.h"
+#include "proc-maps.h"
 #include "read-file.h"
 #include "source.h"
 #include "time-util.h"
@@ -103,30 +104,25 @@ static int read_maps(int32_t pid, char **ret_text, Range **ret_code, size_t *ret
         r = read_file_full(path, UPROBE_MAPS_MAX, &text, &size);
         if (r < 0)
                 return r;
-        for (const char *line = text; line && *line;) {
-                const char *eol = strchr(line, '\n');
-                unsigned long long start, end;
-                char perms[5];
-                int name_at = 0;
-
-                if (sscanf(line, "%llx-%llx %4s %*s %*s %*s %n", &start, &end, perms, &name_at) >= 3 &&
-                    perms[2] == 'x') {
-                        if (n == allocated) {
-                                allocated = allocated ? allocated * 2 : 64;
-                                Range *grown = realloc(code, allocated * sizeof(Range));
-                                if (!grown)
-                                        return -ENOMEM;
-                                code = grown;
-                        }
-                        code[n++] = (Range) { start, end };
-                        const char *name = name_at > 0 ? line + name_at : NULL;
-                        size_t len = name ? (size_t) (eol ? eol - name : (ptrdiff_t) strlen(name)) : 0;
-                        const char *base = name ? memrchr(name, '/', len) : NULL;
-                        if (ret_libc && !libc && base && name[0] == '/' &&
-                            (size_t) (name + len - base) > 9 && strncmp(base + 1, "libc.so.6", 9) == 0)
-                                libc = strndup(name, len);
+        MapsLine m;
+        for (const char *cursor = text; (r = maps_next(&cursor, &m)) != 0;) {
+                if (r < 0 || m.perms[2] != 'x')
+                        continue;
+                if (n == allocated) {
+                        allocated = allocated ? allocated * 2 : 64;
+                        Range *grown = realloc(code, allocated * sizeof(Range));
+                        if (!grown)
+                                return -ENOMEM;
+                        code = grown;
                 }
-                line = eol ? eol + 1 : NULL;
+                code[n++] = (Range) { m.start, m.end };
+                const char *base = maps_line_is_file(&m) ? memrchr(m.path, '/', m.path_len) : NULL;
+                if (ret_libc && !libc && base && (size_t) (m.path + m.path_len - base) > 9 &&
+                    strncmp(base + 1, "libc.so.6", 9) == 0) {
+                        libc = strndup(m.path, m.path_len);
+                        if (!libc)
+                                return -ENOMEM;
+                }
         }
         if (ret_libc && !libc)
                 return -ENOENT;

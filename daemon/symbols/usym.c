@@ -19,6 +19,7 @@
 
 #include "file-util.h"
 #include "log.h"
+#include "proc-maps.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "time-util.h"
@@ -789,45 +790,39 @@ static int range_compare(const void *a, const void *b) {
 static int image_parse(UsymImage *im, const char *maps) {
         size_t objects_size = 0, ranges_size = 0;
         bool sorted = true;
+        MapsLine m;
+        int r;
 
-        for (const char *line = maps; *line; ) {
-                const char *eol = strchrnul(line, '\n');
-                _cleanup_free_ char *text = strndup(line, (size_t) (eol - line));
-                unsigned long long start, end, offset;
-                int path_at = -1;
-
-                line = *eol ? eol + 1 : eol;
-                if (!text)
-                        return -ENOMEM;
-                if (sscanf(text, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &offset, &path_at) < 3 ||
-                    path_at < 0 || text[path_at] != '/' || end <= start || endswith(text, " (deleted)"))
+        for (const char *cursor = maps; (r = maps_next(&cursor, &m)) != 0;) {
+                if (r < 0 || !maps_line_is_file(&m))
                         continue;
-                const char *path = text + path_at;
 
                 /* A file's lines follow each other: look at the last object first. */
                 size_t k = im->n_objects;
                 for (size_t i = im->n_objects; i > 0; i--)
-                        if (streq(im->objects[i - 1].path, path)) {
+                        if (strlen(im->objects[i - 1].path) == m.path_len &&
+                            memcmp(im->objects[i - 1].path, m.path, m.path_len) == 0) {
                                 k = i - 1;
                                 break;
                         }
                 if (k == im->n_objects) {
                         if (greedy_realloc(&im->objects, &objects_size, im->n_objects + 1, sizeof(UsymObject), 16) < 0)
                                 return -ENOMEM;
-                        im->objects[k] = (UsymObject) { .path = strdup(path), .start = start, .offset = offset };
+                        im->objects[k] = (UsymObject) { .path = strndup(m.path, m.path_len), .start = m.start,
+                                                        .offset = m.offset };
                         if (!im->objects[k].path)
                                 return -ENOMEM;
                         im->n_objects++;
-                } else if (offset < im->objects[k].offset) {
-                        im->objects[k].start = start;
-                        im->objects[k].offset = offset;
+                } else if (m.offset < im->objects[k].offset) {
+                        im->objects[k].start = m.start;
+                        im->objects[k].offset = m.offset;
                 }
 
                 if (greedy_realloc(&im->ranges, &ranges_size, im->n_ranges + 1, sizeof(UsymRange), 64) < 0)
                         return -ENOMEM;
-                if (im->n_ranges > 0 && im->ranges[im->n_ranges - 1].start > start)
+                if (im->n_ranges > 0 && im->ranges[im->n_ranges - 1].start > m.start)
                         sorted = false;
-                im->ranges[im->n_ranges++] = (UsymRange) { .start = start, .end = end, .object = k };
+                im->ranges[im->n_ranges++] = (UsymRange) { .start = m.start, .end = m.end, .object = k };
         }
         if (!sorted)
                 qsort(im->ranges, im->n_ranges, sizeof(UsymRange), range_compare);
