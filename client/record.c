@@ -200,6 +200,8 @@ static int report_heaps(const PrivateDaemon *d, pid_t pid, int status, bool stop
         SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
         int r;
 
+        /* The private daemon traces heaps alone: nothing of the kernel's to ask it for. */
+        req.heaps_only = d != NULL;
         if (d)
                 arg_address = d->address;
         r = ctl_connect(&c);

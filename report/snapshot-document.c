@@ -207,6 +207,8 @@ int snapshot_document_build(const char *program, const SnapshotRequest *req, Sna
         r = fetch("io.memstrack.Modules", params, 0, &modules, userdata);
         if (r != 0)
                 return r;
+        if (req->heaps_only)
+                goto trees;
         /* Units with each unit's biggest stacks. */
         r = fetch_optional(&b, "io.memstrack.Units",
                            json_pack("{s:i, s:i, s:s}", "limit", SNAPSHOT_LIST_LIMIT,
@@ -233,6 +235,7 @@ int snapshot_document_build(const char *program, const SnapshotRequest *req, Sna
                 if (r != 0)
                         return r;
         }
+trees:
         r = fetch_tree(&b, NULL, NULL, true, &tree);
         if (r != 0)
                 return r;

@@ -80,6 +80,8 @@ typedef struct SnapshotRequest {
         unsigned max_depth;     /* levels of each stack tree; 0: SNAPSHOT_STACK_DEPTH_DEFAULT */
         int64_t pid;            /* this task's tree too, biggest or not (-1: none); fails if unknown */
         const char *module;     /* this module's tree too (NULL: none); fails if unknown */
+        bool heaps_only;        /* the daemon traces user-space heaps alone (record's own): the kernel's
+                                 * units, slab, leaks, history and OOM kills are not asked for */
 } SnapshotRequest;
 
 #define SNAPSHOT_REQUEST_DEFAULT ((SnapshotRequest) { .pid = -1 })
@@ -87,7 +89,7 @@ typedef struct SnapshotRequest {
 /*
  * Builds the document by asking fetch (with userdata) for Status, Tasks, Modules, Units, Slab, Leaks,
  * History, OomKills, Explain and the StackTrees, in that order; Units, Slab, Leaks, History, OomKills and
- * Explain are optional, and the biggest tasks' and modules'
+ * Explain are optional (and not asked for with heaps_only), and the biggest tasks' and modules'
  * trees are left out for those that went away meanwhile. program ("memstrackctl", "memstrackd") names the
  * generator. 0 with a new reference in *ret, -ENOMEM, or what fetch failed with.
  */
