@@ -63,6 +63,12 @@ struct Manager {
 };
 
 /* Takes o. -ENOMEM, logged. */
+/* record's private daemon: user-space heaps alone, no kernel memory to account, its report wanted the
+ * moment the program ends. */
+static bool heaps_alone(const ManagerConfig *c) {
+        return c->source && streq(c->source, "heap");
+}
+
 static int observe(Manager *m, EventObserver *o) {
         return observer_list_add(&m->observers, o) < 0 ? log_oom() : 0;
 }
@@ -164,9 +170,8 @@ static int add_observers(Manager *m) {
         r = observe(m, history_keeper_observer(m->history));
         if (r < 0)
                 return r;
-        /* record's private daemon (heaps alone) is asked for its report the moment the program ends. */
-        bool heaps_alone = m->config.source && streq(m->config.source, "heap");
-        r = observe(m, user_symbols_observer_new(m->usym, heaps_alone ? accounting_heap(m->accounting) : NULL));
+        r = observe(m, user_symbols_observer_new(m->usym,
+                                                 heaps_alone(&m->config) ? accounting_heap(m->accounting) : NULL));
         if (r < 0)
                 return r;
         m->status = status_line_new(m->accounting, m->page_size);
@@ -210,6 +215,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 return r;
         AccountingConfig accounting = config->accounting;
         accounting.slab = config->source_options.slab;
+        if (heaps_alone(config))
+                accounting.expected_pages = 0;  /* the page table's smallest: no page will come */
         r = accounting_new(&accounting, kernel_symbols_table(m->ksyms), &m->accounting);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up accounting: %m");
@@ -269,9 +276,9 @@ static void get_live(void *userdata, ServiceLive *ret) {
 static int start_oom_watch(Manager *m) {
         const char *reason = NULL;
 
-        /* Heaps alone (record's private daemon): no kernel pages to show beside a kill, and closing the
-         * watch's events at exit would wait for an RCU grace period that record's user waits out too. */
-        if (streq(m->source->ops->name, "heap"))
+        /* No kernel pages to show beside a kill, and closing the watch's events at exit would wait for an
+         * RCU grace period that record's user waits out too. */
+        if (heaps_alone(&m->config))
                 return oomlog_set_watching(m->oom, false, "only user-space heaps are traced") < 0 ? log_oom() : 0;
         int r = oomwatch_new(m->event, m->config.source_options.tracefs, on_oom_kill, m, &m->oom_watch, &reason);
         if (r == -ENOMEM)
@@ -349,7 +356,8 @@ int manager_start(Manager *m) {
         EventSourceStats st = {};
         GfpName *gfp_names = NULL;
         size_t n_gfp_names = 0;
-        if (tracepoint_gfp_names(m->config.source_options.tracefs, &gfp_names, &n_gfp_names) >= 0)
+        if (!heaps_alone(&m->config) &&
+            tracepoint_gfp_names(m->config.source_options.tracefs, &gfp_names, &n_gfp_names) >= 0)
                 page_kinds_set_gfp_names(accounting_page_kinds(m->accounting), gfp_names, n_gfp_names);
         m->source->ops->get_stats(m->source, &st);
         (void) page_kinds_read_zones(accounting_page_kinds(m->accounting), m->config.zoneinfo, st.pfns);
