@@ -541,6 +541,35 @@ static uint32_t take_stack(void) {
         return id;
 }
 
+/* The executable segment holding an address, and its object's path ("" for the main program). */
+typedef struct TextOf {
+        uintptr_t address;
+        uintptr_t start, end;
+        const char *name;
+} TextOf;
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *data) {
+        TextOf *t = data;
+
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                uintptr_t start = info->dlpi_addr + ph->p_vaddr, end = start + ph->p_memsz;
+                if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || t->address < start || t->address >= end)
+                        continue;
+                t->start = start;
+                t->end = end;
+                t->name = info->dlpi_name ?: "";
+                return 1;
+        }
+        return 0;
+}
+
+static TextOf text_of(const void *address) {
+        TextOf t = { .address = (uintptr_t) address };
+        (void) dl_iterate_phdr(find_text, &t);
+        return t;
+}
+
 /* ---- Records ------------------------------------------------------------------------------------------ */
 
 static uint64_t now_msec(void) {
@@ -645,10 +674,11 @@ static inline uint64_t usable_size(void *p, bool handed_out) {
 /* Reads chunks directly only where the real malloc is glibc's and agrees with it on blocks of every kind
  * (small, large, mmap()ed, aligned); another allocator, or a glibc that changed, gets the call. */
 static void check_glibc_chunks(void) {
-        static const size_t sizes[] = { 1, 24, 100, 1000, 5000, 70000, 300000, 4u << 20 };
-        Dl_info info;
+        /* One of each kind is enough: each mmap()ed one costs the process a TLB shootdown at its start. */
+        static const size_t sizes[] = { 1, 24, 100, 1000, 5000, 70000, 300000 };
+        TextOf libc = text_of((const void *) real.malloc);
 
-        if (!dladdr((void *) real.malloc, &info) || !info.dli_fname || !strstr(info.dli_fname, "/libc.so"))
+        if (!libc.name || !strstr(libc.name, "/libc.so"))
                 return;
         glibc_chunks = true;
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) * 2 && glibc_chunks; i++) {
@@ -731,21 +761,6 @@ out:
 }
 
 /* ---- Starting --------------------------------------------------------------------------------------- */
-
-static int find_own_text(struct dl_phdr_info *info, size_t size, void *data) {
-        uintptr_t self = (uintptr_t) data;
-
-        for (int i = 0; i < info->dlpi_phnum; i++) {
-                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-                uintptr_t start = info->dlpi_addr + ph->p_vaddr, end = start + ph->p_memsz;
-                if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || self < start || self >= end)
-                        continue;
-                own_text_start = start;
-                own_text_end = end;
-                return 1;
-        }
-        return 0;
-}
 
 static void child_after_fork(void) {
         /* Only this thread runs in the child; the region is the parent's. */
@@ -908,7 +923,9 @@ static void initialize(void) {
         if (real.malloc && real.calloc && real.realloc && real.free && path && *path) {
                 sample_interval = env_uint(HEAP_ENV_SAMPLE_INTERVAL, HEAP_SAMPLE_INTERVAL_DEFAULT);
                 seed = env_uint(HEAP_ENV_SEED, 0) ?: mix64((uint64_t) getpid() ^ (uint64_t) now_msec() << 20);
-                (void) dl_iterate_phdr(find_own_text, (void *) (uintptr_t) &find_own_text);
+                TextOf own = text_of((const void *) &find_text);
+                own_text_start = own.start;
+                own_text_end = own.end;
                 if (connect_daemon(path)) {
                         live_init(header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT), reserve_record);
                         /* Without its cache every stack comes from backtrace(), as complete and slower. */

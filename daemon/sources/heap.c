@@ -463,6 +463,8 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
         s->poll_nsec = now_nsec(CLOCK_MONOTONIC);
         proc_read_comm(PROC_ROOT_DEFAULT, c->pid, comm);
         const char *cmdline = proc_read_cmdline(PROC_ROOT_DEFAULT, c->pid, cmdline_buf, sizeof(cmdline_buf));
+        /* Taken: the process waits for this answer, the rest reads only the region. */
+        (void) send(conn, "y", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void) read_objects(c, &maps);
         if (!s->beside) {
                 MsEvent task = heap_event(c, MS_EVENT_TASK_NEW);
@@ -494,7 +496,8 @@ static HeapPending *pending_free(HeapPending *p) {
         return NULL;
 }
 
-/* The hello: magic and version, and the memfd. Answered 'y' or 'n'; the connection is then closed. */
+/* The hello: magic and version, and the memfd. Answered 'y' (by channel_open(), as soon as it is sure) or
+ * 'n'; the connection is then closed. */
 static int on_hello(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
         HeapPending *p = userdata;
         HeapSource *s = p->source;
@@ -527,7 +530,8 @@ static int on_hello(sd_event_source *es, int fd, uint32_t revents, void *userdat
                 s->refused++;
                 log_warning_errno(r, "Refused a heap to record: %m");
         }
-        (void) send(fd, r < 0 ? "n" : "y", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r < 0)
+                (void) send(fd, "n", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         safe_close(memfd);
         pending_free(p);
         return 0;
