@@ -326,15 +326,20 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                 mark(own, 1);
                 int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
                 if (likely(m == MODE_FAST)) {
-                        int64_t delta = __atomic_load_n(&own->live_delta, __ATOMIC_RELAXED) + bytes;
+                        int64_t before = __atomic_load_n(&own->live_delta, __ATOMIC_RELAXED), delta = before + bytes;
                         if (likely(delta >= -allowance && delta <= allowance)) {
                                 __atomic_store_n(&own->live_delta, delta, __ATOMIC_RELAXED);
                                 live = load_live() + delta;
-                        } else if (move_within_bound(delta)) {
+                        } else {
+                                /* Out of the slot before into the counter: the daemon, which reads the counter
+                                 * first, may miss the bytes for a moment but never counts them twice. */
                                 __atomic_store_n(&own->live_delta, 0, __ATOMIC_RELAXED);
+                                if (!move_within_bound(delta)) {
+                                        __atomic_store_n(&own->live_delta, before, __ATOMIC_RELAXED);
+                                        goto slow;
+                                }
                                 live = load_live();
-                        } else
-                                goto slow;
+                        }
                         reserve(record, false);
                         mark(own, 0);
                         return live;

@@ -220,7 +220,9 @@ static void apply_record(HeapChannel *c, const HeapAbiRecord *r) {
 
 static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
         HeapAbiHeader *h = c->header;
-        /* Threads far below the peak keep their changes to themselves a while (heap/live.c). */
+        /* Threads far below the peak keep their changes to themselves a while (heap/live.c). The counter is
+         * read first: bytes moved into it leave the slots and nested_pending before they arrive, so a read
+         * in between misses them for a moment, never counts them twice. */
         int64_t live = __atomic_load_n(&h->live_bytes, __ATOMIC_RELAXED) +
                        __atomic_load_n(&h->nested_pending, __ATOMIC_RELAXED);
 
