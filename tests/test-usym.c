@@ -375,10 +375,13 @@ static void test_images_share_files(void) {
         unsigned line = here.frames[0].line;
         ASSERT_EQ(usym_image_files_opened(u), 2);
 
-        /* Elsewhere: the same line, from the same file session. */
+        /* Elsewhere: the same line, from the same file session, and what image 1 found there is not looked
+         * for again. */
+        size_t memoized = usym_image_lookups_memoized(u);
         UsymSource there = image_function(usym_image(u, 2, moved), t.function + 3 + delta, "usym-target");
         ASSERT_STREQ(there.frames[0].file, file);
         ASSERT_EQ(there.frames[0].line, line);
+        ASSERT_GT(usym_image_lookups_memoized(u), memoized);
         /* The old addresses are not the program's in the moved image. */
         UsymSource none;
         ASSERT_TRUE(!usym_image_lookup(usym_image(u, 2, moved), t.function + 3, false, &none) ||

@@ -75,6 +75,18 @@ typedef struct UsymMemo {
         uint64_t offset;
 } UsymMemo;
 
+/* What an image lookup found at one address of one file, for every image that maps the file: the
+ * processes of one run (sixteen cc1) ask for the same frames, and DWARF's scopes are the costly part. */
+#define USYM_SOURCE_MEMO_SIZE 4096u
+
+typedef struct UsymSourceMemo {
+        uint64_t file_serial;   /* UsymFile.serial; 0: empty. A freed file's serial is never given again */
+        uint64_t addr;          /* the file's link-time address asked for */
+        bool return_address;
+        bool found;
+        UsymSource source;      /* symbol.object left out: it is the image's name for the file */
+} UsymSourceMemo;
+
 /* Loadable segments of a file kept to place its mappings: two to five in practice. */
 #define USYM_SEGMENTS_MAX 16u
 
@@ -103,6 +115,7 @@ typedef struct UsymFile {
         Dwfl_Module *module;
         uint64_t bias;          /* session address - link-time address */
         UsymIndex *indexes;     /* owned: the module's symbol index, once made */
+        uint64_t serial;        /* unique among the files of a UserSymbols, from 1 */
         unsigned n_refs;        /* images' objects using it; 0: idle, freed when too many are */
         uint64_t last_used;     /* UserSymbols.clock when last referenced */
         struct UsymFile *next;
@@ -142,6 +155,8 @@ struct UserSymbols {
         UsymProcess *processes; /* owned: max_processes slots, never moved (modules point into it) */
         size_t max_processes;
         UsymMemo *memo;         /* owned, USYM_MEMO_SIZE entries, allocated by the first lookup */
+        UsymSourceMemo *source_memo;    /* owned, USYM_SOURCE_MEMO_SIZE entries, by the first image lookup */
+        size_t source_memo_hits;
         uint64_t clock;         /* counts usym_process() and usym_image() calls */
         uint64_t generation;    /* the last one given to a session */
 };
@@ -468,6 +483,7 @@ UserSymbols *usym_free(UserSymbols *u) {
         }
         free(u->processes);
         free(u->memo);
+        free(u->source_memo);
         free(u);
         return NULL;
 }
@@ -722,7 +738,7 @@ static UsymFile *file_get(UserSymbols *u, const char *path) {
         f->last_used = u->clock;
         f->next = u->files;
         u->files = f;
-        u->files_opened++;
+        f->serial = ++u->files_opened;
         return TAKE_PTR(f);
 }
 
@@ -933,24 +949,62 @@ static Dwarf_Die *module_unit_at(Dwfl_Module *mod, Dwarf_Addr at, Dwarf_Addr *bi
         return NULL;
 }
 
-bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret) {
-        uint64_t offset = 0;
-        Dwarf_Addr bias = 0;
+static UsymSourceMemo *source_memo_slot(UserSymbols *u, uint64_t serial, uint64_t addr, bool return_address) {
+        uint64_t h = ((addr << 1 | return_address) ^ serial * UINT64_C(0x9e3779b97f4a7c15)) *
+                     UINT64_C(0x9e3779b97f4a7c15);
 
+        if (!u->source_memo) {
+                u->source_memo = calloc(USYM_SOURCE_MEMO_SIZE, sizeof(UsymSourceMemo));
+                if (!u->source_memo)
+                        return NULL;    /* answers are just not memoized */
+        }
+        return &u->source_memo[h >> 52 & (USYM_SOURCE_MEMO_SIZE - 1)];
+}
+
+static bool source_lookup(UsymObject *o, uint64_t addr, bool return_address, UsymSource *ret);
+
+bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret) {
         assert(im);
         assert(ret);
         *ret = (UsymSource) {};
         UsymObject *o = image_object(im, ip);
         if (!o)
                 return false;
-        Dwfl_Module *mod = o->file->module;
         /* In the file's session: its link-time address, plus that session's own bias. */
         uint64_t addr = ip - o->bias + o->file->bias;
+        UsymSourceMemo *m = source_memo_slot(im->owner, o->file->serial, addr, return_address);
+        bool found;
+        if (m && m->file_serial == o->file->serial && m->addr == addr && m->return_address == return_address) {
+                *ret = m->source;
+                found = m->found;
+                im->owner->source_memo_hits++;
+        } else {
+                found = source_lookup(o, addr, return_address, ret);
+                if (m)
+                        *m = (UsymSourceMemo) { .file_serial = o->file->serial, .addr = addr,
+                                                .return_address = return_address, .found = found, .source = *ret };
+        }
+        if (ret->has_symbol) {
+                const char *slash = strrchr(o->path, '/');
+                ret->symbol.object = slash ? slash + 1 : o->path;
+        }
+        return found;
+}
+
+size_t usym_image_lookups_memoized(const UserSymbols *u) {
+        assert(u);
+        return u->source_memo_hits;
+}
+
+/* What the file says of addr: its ELF symbol, its line, the functions inlined there. */
+static bool source_lookup(UsymObject *o, uint64_t addr, bool return_address, UsymSource *ret) {
+        uint64_t offset = 0;
+        Dwarf_Addr bias = 0;
+        Dwfl_Module *mod = o->file->module;
         Dwarf_Addr at = return_address && addr > 0 ? addr - 1 : addr;
         const char *name = module_symbol(&o->file->indexes, mod, addr, &offset);
-        const char *slash = strrchr(o->path, '/');
         if (name && name[0] != '\0') {
-                ret->symbol = (UsymResult) { .name = name, .offset = offset, .object = slash ? slash + 1 : o->path };
+                ret->symbol = (UsymResult) { .name = name, .offset = offset };
                 ret->has_symbol = true;
         }
 

@@ -107,6 +107,9 @@ UsymImage *usym_image(UserSymbols *u, uint64_t key, const char *maps);
  * the cache counts again), and those held now. */
 size_t usym_image_files_opened(const UserSymbols *u);
 size_t usym_image_files_cached(const UserSymbols *u);
+/* Image lookups answered from what an earlier one found at the same address of the same file (by any
+ * image that maps it). */
+size_t usym_image_lookups_memoized(const UserSymbols *u);
 
 /* Symbolizes ip in the image: false if nothing is known (see usym_process_lookup()). A return address
  * (return_address) is looked up one byte before it, in the call that returns there. Strings borrowed as
