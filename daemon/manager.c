@@ -338,7 +338,10 @@ int manager_start(Manager *m) {
         /* Before any event: its tracing frames, and its own symbols if it names its frames (a log), else the
          * kernel's (read only now: a source with a table of its own needs none). */
         accounting_set_tracer_frames(m->accounting, m->source->ops->tracer_frames);
-        r = kernel_symbols_load(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
+        /* Heaps alone have no kernel frame to name: /proc/kallsyms (tens of ms of the kernel's time to
+         * write out) is not read. */
+        r = heaps_alone(&m->config) ? 0 :
+            kernel_symbols_load(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
                                 m->source->ops->name);
         if (r < 0)
                 return r;
