@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #define HEAP_ABI_MAGIC UINT64_C(0x3170616568736d00)    /* "\0msheap1", little-endian */
-#define HEAP_ABI_VERSION 1u
+#define HEAP_ABI_VERSION 2u                     /* 2: live bytes in threads' slots and nested_pending too */
 
 /* What the library puts in the environment of the process it records. */
 #define HEAP_ENV_SOCKET "MEMSTRACK_HEAP_SOCKET"                 /* the heap source's socket */

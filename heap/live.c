@@ -23,6 +23,10 @@
  * and waits until no slot is marked. That is an asymmetric Dekker handshake: calls pay plain stores, the
  * rare switch pays a system call, and after it no call acts on the old mode.
  *
+ * A switch waits for calls, and a call may wait for a full ring, which waits for the records reserved
+ * before: so a thread never switches while it holds a reserved record. An exact call that finds the
+ * process far below its peak leaves the switch to live_done(), after its record is written.
+ *
  * A call that writes a record reserves its ring slot inside its change: near the peak under order_lock,
  * with the add, so that the records there are in the order of the changes (each record's tree is the heap
  * as that change left it, and the peak's record closes the tree at the maximum); far below it while its
@@ -79,6 +83,7 @@ static unsigned n_fast;
 static uint64_t others_busy;
 
 static TLS int thread_kind;
+static TLS bool want_leave;             /* an exact call found the peak far: try MODE_FAST after its record */
 
 static void spin_hold(int *l) {
         for (unsigned spins = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0; spins++)
@@ -118,22 +123,24 @@ static void peak_raise(int64_t live) {
                 ;
 }
 
-/* MODE_EXACT: the counter holds everything but what nested calls left pending, folded in here. */
+/* MODE_EXACT: the counter holds everything (nested calls' pending bytes are taken in by the switches). */
 static int64_t exact_add(int64_t bytes) {
-        int64_t live = __atomic_add_fetch(&header->live_bytes, bytes, __ATOMIC_RELAXED);
-        if (unlikely(__atomic_load_n(&header->nested_pending, __ATOMIC_RELAXED) != 0)) {
-                int64_t pending = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
-                live = __atomic_add_fetch(&header->live_bytes, pending, __ATOMIC_RELAXED);
-        }
+        int64_t live = __atomic_add_fetch(&header->live_bytes, bytes, __ATOMIC_RELEASE);
         peak_raise(live);
         return live;
 }
 
-static void reserve(LiveRecord *record, bool nested) {
+/* peak: the peak as this change left it, not as later ones may have raised it since (a record that named
+ * a later peak would mark the maximum before its own block). */
+static void reserve(LiveRecord *record, bool nested, uint64_t peak) {
         if (record) {
                 record->reserved = reserve_slot(nested, &record->seq);
-                record->peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+                record->peak = peak;
         }
+}
+
+static uint64_t peak_after(uint64_t peak_before, int64_t live) {
+        return live > 0 && (uint64_t) live > peak_before ? (uint64_t) live : peak_before;
 }
 
 /* MODE_EXACT, with the record's slot reserved in the order of the change. A nested call only tries the
@@ -148,8 +155,9 @@ static int64_t exact_add_recorded(int64_t bytes, bool nested, LiveRecord *record
         }
         if (!nested)
                 spin_hold(&order_lock);
+        uint64_t peak_before = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
         int64_t live = exact_add(bytes);
-        reserve(record, nested);
+        reserve(record, nested, peak_after(peak_before, live));
         spin_drop(&order_lock);
         return live;
 }
@@ -161,14 +169,22 @@ static bool alone(void) {
         return __atomic_load_n(&n_fast, __ATOMIC_RELAXED) == 1 && __atomic_load_n(&fast_possible, __ATOMIC_RELAXED);
 }
 
-static int64_t alone_add(int64_t bytes, LiveRecord *record) {
-        int64_t live = load_live() + bytes;
-        if (unlikely(__atomic_load_n(&header->nested_pending, __ATOMIC_RELAXED) != 0))
-                live += __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&header->live_bytes, live, __ATOMIC_RELAXED);
+static void alone_store_peak(int64_t live) {
         if (live > load_peak())
                 __atomic_store_n(&header->peak_bytes, (uint64_t) live, __ATOMIC_RELAXED);
-        reserve(record, false);
+}
+
+static int64_t alone_add(int64_t bytes, LiveRecord *record) {
+        int64_t live = load_live();
+        /* What nested calls left came first: into the counter, and the peak, before this change. */
+        if (unlikely(__atomic_load_n(&header->nested_pending, __ATOMIC_RELAXED) != 0)) {
+                live += __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+                alone_store_peak(live);
+        }
+        live += bytes;
+        __atomic_store_n(&header->live_bytes, live, __ATOMIC_RELEASE);
+        alone_store_peak(live);
+        reserve(record, false, (uint64_t) load_peak());
         return live;
 }
 
@@ -178,7 +194,7 @@ static bool move_within_bound(int64_t bytes) {
         do {
                 if (bytes > 0 && live + bytes + bound() > load_peak())
                         return false;
-        } while (!__atomic_compare_exchange_n(&header->live_bytes, &live, live + bytes, true, __ATOMIC_RELAXED,
+        } while (!__atomic_compare_exchange_n(&header->live_bytes, &live, live + bytes, true, __ATOMIC_RELEASE,
                                               __ATOMIC_RELAXED));
         return true;
 }
@@ -186,6 +202,8 @@ static bool move_within_bound(int64_t bytes) {
 /* After storing a new mode: once this returns, every call that saw the old one has finished. */
 static void wait_for_calls(void) {
         (void) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        /* This side's own order: the mode's store before the loads below (others_busy's side is atomic). */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         for (unsigned i = 0; i < n_fast; i++)
                 while (__atomic_load_n(&fast_slots[i]->live_busy, __ATOMIC_ACQUIRE) != 0)
                         sched_yield();
@@ -193,19 +211,32 @@ static void wait_for_calls(void) {
                 sched_yield();
 }
 
-/* Under the lock: to MODE_EXACT, every delta and pending byte in the counter, the peak raised by it. */
-static void fold_locked(void) {
-        if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_EXACT)
-                return;
-        __atomic_store_n(&mode, MODE_FOLDING, __ATOMIC_RELAXED);
+/* Under the lock, the mode just set to MODE_FOLDING: once the calls that saw the old one are done, every
+ * delta and pending byte goes into the counter and the peak is raised by it; then MODE_EXACT. Nested calls
+ * that saw MODE_FOLDING meanwhile are waited for and what they left taken in too: only their bytes, in the
+ * moment of that last step, meet exact calls of other threads before they are in the counter. */
+static void fold_all_locked(void) {
         wait_for_calls();
         int64_t sum = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < n_fast; i++) {
                 sum += __atomic_load_n(&fast_slots[i]->live_delta, __ATOMIC_RELAXED);
                 __atomic_store_n(&fast_slots[i]->live_delta, 0, __ATOMIC_RELAXED);
         }
-        peak_raise(__atomic_add_fetch(&header->live_bytes, sum, __ATOMIC_RELAXED));
+        peak_raise(__atomic_add_fetch(&header->live_bytes, sum, __ATOMIC_RELEASE));
         __atomic_store_n(&mode, MODE_EXACT, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&others_busy, __ATOMIC_ACQUIRE) != 0)
+                sched_yield();
+        int64_t pending = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+        if (pending != 0)
+                peak_raise(__atomic_add_fetch(&header->live_bytes, pending, __ATOMIC_RELEASE));
+}
+
+/* Under the lock: to MODE_EXACT. */
+static void fold_locked(void) {
+        if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_EXACT)
+                return;
+        __atomic_store_n(&mode, MODE_FOLDING, __ATOMIC_RELAXED);
+        fold_all_locked();
 }
 
 /* From MODE_EXACT back to MODE_FAST if the bound holds once the exact calls under way are done. Tries the
@@ -246,12 +277,14 @@ static bool change_locked(int64_t bytes, bool need_exact, LiveRecord *record, in
 }
 
 /* A thread's first ordinary call: a fast slot if there is one, else the process stays exact for good. The
- * bound grows with the slots, so the mode goes to MODE_EXACT (a later call comes back if it may); and a
- * thread that was alone may be amid a change with plain stores: it is waited for. */
+ * bound grows with the slots, so the mode goes to MODE_EXACT (a later call comes back if it may). A thread
+ * that was alone may be amid a change with plain stores, and nested calls decide by the count too: no call
+ * runs (MODE_FOLDING) while the count changes. */
 static void join(HeapAbiThread *own) {
         lock_hold();
-        fold_locked();
-        bool handshake = fast_possible;
+        __atomic_store_n(&mode, MODE_FOLDING, __ATOMIC_RELAXED);
+        if (fast_possible)
+                wait_for_calls();
         if (own && fast_possible && n_fast < FAST_THREADS_MAX) {
                 fast_slots[n_fast] = own;
                 __atomic_store_n(&n_fast, n_fast + 1, __ATOMIC_RELEASE);
@@ -260,8 +293,7 @@ static void join(HeapAbiThread *own) {
                 __atomic_store_n(&fast_possible, false, __ATOMIC_RELAXED);
                 thread_kind = THREAD_SHARED;
         }
-        if (handshake)
-                wait_for_calls();
+        fold_all_locked();
         lock_drop();
 }
 
@@ -288,7 +320,7 @@ static int64_t nested_change(int64_t bytes, LiveRecord *record) {
                                 break;
                 }
         }
-        reserve(record, true);
+        reserve(record, true, (uint64_t) load_peak());
         __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
         return live;
 }
@@ -340,21 +372,29 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                                 }
                                 live = load_live();
                         }
-                        reserve(record, false);
+                        reserve(record, false, (uint64_t) load_peak());
                         mark(own, 0);
                         return live;
                 }
                 if (m == MODE_EXACT) {
                         live = alone() ? alone_add(bytes, record) : exact_add_recorded(bytes, false, record);
                         mark(own, 0);
+                        /* Not now: a switch waits for other calls, which may wait for this call's record. */
                         if (unlikely(live + 2 * bound() <= load_peak()))
-                                try_leave();
+                                want_leave = true;
                         return live;
                 }
         slow:
                 mark(own, 0);
                 if (change_locked(bytes, m == MODE_FAST, record, &live))
                         return live;
+        }
+}
+
+void live_done(bool nested) {
+        if (unlikely(want_leave) && !nested) {
+                want_leave = false;
+                try_leave();
         }
 }
 
@@ -375,4 +415,5 @@ void live_reset(void) {
         n_fast = 0;
         others_busy = 0;
         thread_kind = THREAD_NEW;
+        want_leave = false;
 }

@@ -37,3 +37,5 @@ void live_reset(void);
  * NULL. Returns the live bytes after it, as this thread sees them: exact near the peak, where it matters.
  */
 int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *record);
+/* After the call's record is written (or there is none): what live_change() left for later, done now. */
+void live_done(bool nested);

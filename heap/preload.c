@@ -674,8 +674,10 @@ static inline uint64_t usable_size(void *p, bool handed_out) {
 /* Reads chunks directly only where the real malloc is glibc's and agrees with it on blocks of every kind
  * (small, large, mmap()ed, aligned); another allocator, or a glibc that changed, gets the call. */
 static void check_glibc_chunks(void) {
-        /* One of each kind is enough: each mmap()ed one costs the process a TLB shootdown at its start. */
-        static const size_t sizes[] = { 1, 24, 100, 1000, 5000, 70000, 300000 };
+        /* One of each kind. The mmap()ed one is beyond glibc's largest dynamic mmap threshold (32 MiB): a
+         * smaller one's free would raise the program's threshold, and its blocks would come from elsewhere
+         * than they do without the library. */
+        static const size_t sizes[] = { 1, 24, 100, 1000, 5000, 70000, (size_t) 40 << 20 };
         TextOf libc = text_of((const void *) real.malloc);
 
         if (!libc.name || !strstr(libc.name, "/libc.so"))
@@ -723,6 +725,7 @@ static void record_alloc(void *p) {
                                    sampled ? &slot : NULL);
         if (sampled)
                 emit(&slot, HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live, stack);
+        live_done(nested);
         in_call--;
 }
 
@@ -756,6 +759,7 @@ static void record_free(void *p) {
                                    was > 0 ? &slot : NULL);
         if (was > 0)
                 emit(&slot, HEAP_RECORD_FREE, ptr, bytes, live, HEAP_STACK_NONE);
+        live_done(nested);
 out:
         in_call--;
 }

@@ -9,7 +9,7 @@
  *
  * heap-target-cxx.cc adds C++ call sites (new[] and delete[]).
  *
- * heap-target MODE: known (the default), churn, double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
+ * heap-target MODE: known (the default), churn, placement, double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
  * closefds, sigkill, storm N, hold SECONDS, wait-leak (for record --pid).
  */
 
@@ -386,6 +386,25 @@ static int mode_dlopen(const char *plugin) {
 }
 
 /* A program that closes every descriptor it did not open and lowers its limits. */
+/* Where glibc puts blocks of a few sizes, freed one by one as they come: from the heap, or mmap()ed on
+ * their own (malloc_usable_size() tells: an mmap()ed block's is a page multiple less 16 bytes), which
+ * glibc's dynamic threshold moves as mmap()ed blocks are freed. Printed one size a line. */
+static int mode_placement(void) {
+        static const size_t sizes[] = { 100000, 200000, 1u << 20, 2u << 20, 8u << 20 };
+        char line[64];
+
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                void *p = malloc(sizes[i]);
+                if (!p)
+                        abort();
+                int n = snprintf(line, sizeof(line), "%zu %zu\n", sizes[i], malloc_usable_size(p));
+                if (write(STDOUT_FILENO, line, (size_t) n) != n)
+                        abort();
+                free(p);
+        }
+        return 0;
+}
+
 static int mode_closefds(void) {
         for (int fd = 3; fd < 1024; fd++)
                 (void) close(fd);
@@ -538,6 +557,8 @@ int main(int argc, char *argv[]) {
                 return mode_known();
         if (strcmp(mode, "churn") == 0)
                 return mode_churn();
+        if (strcmp(mode, "placement") == 0)
+                return mode_placement();
         if (strcmp(mode, "double-free") == 0)
                 return mode_double_free();
         if (strcmp(mode, "bad-free") == 0)

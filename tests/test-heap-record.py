@@ -15,6 +15,8 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
   churn        4 threads allocating and freeing random sizes, far below the peak and near it, with each
                thread's allowance of live bytes off, tiny (many moves and mode switches) and the default:
                every call site exact at the maximum and at exit, the same totals each time
+  placement    the library's own start leaves glibc's choices alone: blocks of each size land where they
+               do without it (heap or mmap(), as the dynamic mmap threshold says)
   double-free  a double free glibc lets through (tcache off) is counted, nothing crashes
   bad-free     a pointer never allocated: glibc aborts the program, record reports what it got, 134
   signal       allocations in a signal handler that lands inside malloc/free: totals stay exact
@@ -198,6 +200,21 @@ def case_churn():
         fail(f"churn: peak and live bytes differ with the allowance: {totals}")
     else:
         ok(f"churn: peak {m['bytes']}, never freed {l['bytes']} with every allowance")
+
+
+def case_placement():
+    untraced = subprocess.run([TARGET, "placement"], capture_output=True, text=True, timeout=60)
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY)
+    traced = subprocess.run([CTL, "record", "--format", "heap_leaks", "--output", os.devnull, "--", TARGET,
+                             "placement"], env=e,
+                            capture_output=True, text=True, timeout=300)
+    if untraced.returncode != 0 or traced.returncode != 0 or not untraced.stdout.strip():
+        fail(f"placement: exit {untraced.returncode}, {traced.returncode}: {untraced.stderr} {traced.stderr}")
+    elif traced.stdout != untraced.stdout:
+        fail(f"placement: glibc placed blocks otherwise under record:\n{traced.stdout}\nwithout it:\n"
+             f"{untraced.stdout}")
+    else:
+        ok(f"placement: the same usable sizes with and without record: {untraced.stdout.split()}")
 
 
 def case_double_free():

@@ -223,8 +223,8 @@ static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
         /* Threads far below the peak keep their changes to themselves a while (heap/live.c). The counter is
          * read first: bytes moved into it leave the slots and nested_pending before they arrive, so a read
          * in between misses them for a moment, never counts them twice. */
-        int64_t live = __atomic_load_n(&h->live_bytes, __ATOMIC_RELAXED) +
-                       __atomic_load_n(&h->nested_pending, __ATOMIC_RELAXED);
+        uint64_t live = (uint64_t) __atomic_load_n(&h->live_bytes, __ATOMIC_ACQUIRE) +
+                        (uint64_t) __atomic_load_n(&h->nested_pending, __ATOMIC_RELAXED);
 
         uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
         uint64_t used = MIN(__atomic_load_n(&h->threads_used, __ATOMIC_RELAXED), c->n_thread_slots);
@@ -236,11 +236,15 @@ static void read_counters(HeapChannel *c, MsHeapCounters *ret) {
                          __atomic_load_n(&t->nested_frees, __ATOMIC_RELAXED);
                 alloc_bytes += __atomic_load_n(&t->alloc_bytes, __ATOMIC_RELAXED) +
                                __atomic_load_n(&t->nested_alloc_bytes, __ATOMIC_RELAXED);
-                live += __atomic_load_n(&t->live_delta, __ATOMIC_RELAXED);
+                live += (uint64_t) __atomic_load_n(&t->live_delta, __ATOMIC_RELAXED);      /* untrusted: wraps */
         }
+        /* Read last: an add lands before the peak it raises, and a signal handler's bytes wait for the next
+         * call to reach the peak; the peak is never below the live bytes it is shown with. */
+        uint64_t peak = __atomic_load_n(&h->peak_bytes, __ATOMIC_ACQUIRE);
+        live = (int64_t) live > 0 ? live : 0;
         *ret = (MsHeapCounters) {
-                .live_bytes = live > 0 ? (uint64_t) live : 0,
-                .peak_bytes = __atomic_load_n(&h->peak_bytes, __ATOMIC_RELAXED),
+                .live_bytes = live,
+                .peak_bytes = MAX(peak, live),
                 .allocs = allocs,
                 .frees = frees,
                 .alloc_bytes = alloc_bytes,
