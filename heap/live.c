@@ -83,7 +83,7 @@ static unsigned n_fast;
 static uint64_t others_busy;
 
 static TLS int thread_kind;
-static TLS bool want_leave;             /* an exact call found the peak far: try MODE_FAST after its record */
+TLS bool live_leave_wanted;             /* an exact call found the peak far: try MODE_FAST after its record */
 
 static void spin_hold(int *l) {
         for (unsigned spins = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0; spins++)
@@ -133,10 +133,8 @@ static int64_t exact_add(int64_t bytes) {
 /* peak: the peak as this change left it, not as later ones may have raised it since (a record that named
  * a later peak would mark the maximum before its own block). */
 static void reserve(LiveRecord *record, bool nested, uint64_t peak) {
-        if (record) {
-                record->reserved = reserve_slot(nested, &record->seq);
-                record->peak = peak;
-        }
+        record->reserved = reserve_slot(nested, &record->seq);
+        record->peak = peak;
 }
 
 static uint64_t peak_after(uint64_t peak_before, int64_t live) {
@@ -184,7 +182,8 @@ static int64_t alone_add(int64_t bytes, LiveRecord *record) {
         live += bytes;
         __atomic_store_n(&header->live_bytes, live, __ATOMIC_RELEASE);
         alone_store_peak(live);
-        reserve(record, false, (uint64_t) load_peak());
+        if (record)
+                reserve(record, false, (uint64_t) load_peak());
         return live;
 }
 
@@ -320,7 +319,8 @@ static int64_t nested_change(int64_t bytes, LiveRecord *record) {
                                 break;
                 }
         }
-        reserve(record, true, (uint64_t) load_peak());
+        if (record)
+                reserve(record, true, (uint64_t) load_peak());
         __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
         return live;
 }
@@ -372,7 +372,8 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                                 }
                                 live = load_live();
                         }
-                        reserve(record, false, (uint64_t) load_peak());
+                        if (record)
+                                reserve(record, false, (uint64_t) load_peak());
                         mark(own, 0);
                         return live;
                 }
@@ -381,7 +382,7 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                         mark(own, 0);
                         /* Not now: a switch waits for other calls, which may wait for this call's record. */
                         if (unlikely(live + 2 * bound() <= load_peak()))
-                                want_leave = true;
+                                live_leave_wanted = true;
                         return live;
                 }
         slow:
@@ -391,11 +392,9 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
         }
 }
 
-void live_done(bool nested) {
-        if (unlikely(want_leave) && !nested) {
-                want_leave = false;
-                try_leave();
-        }
+void live_leave(void) {
+        live_leave_wanted = false;
+        try_leave();
 }
 
 void live_init(HeapAbiHeader *h, uint64_t allowance_bytes, LiveReserveFn reserve_fn) {
@@ -415,5 +414,5 @@ void live_reset(void) {
         n_fast = 0;
         others_busy = 0;
         thread_kind = THREAD_NEW;
-        want_leave = false;
+        live_leave_wanted = false;
 }

@@ -38,4 +38,9 @@ void live_reset(void);
  */
 int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *record);
 /* After the call's record is written (or there is none): what live_change() left for later, done now. */
-void live_done(bool nested);
+extern __thread bool live_leave_wanted __attribute__((tls_model("initial-exec")));
+void live_leave(void);
+static inline void live_done(bool nested) {
+        if (__builtin_expect(live_leave_wanted, 0) && !nested)
+                live_leave();
+}
