@@ -326,9 +326,17 @@ int private_daemon_wait_ready(PrivateDaemon *d, const char *action, unsigned tim
         }
 }
 
+void private_daemon_terminate(PrivateDaemon *d) {
+        if (d->pid > 0 && !d->terminating) {
+                (void) kill(d->pid, SIGTERM);
+                d->terminating = true;
+        }
+}
+
 void private_daemon_stop(PrivateDaemon *d) {
         if (d->pid > 0) {
-                (void) kill(d->pid, SIGTERM);
+                private_daemon_terminate(d);
+                d->terminating = false;
                 while (waitpid(d->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
                 d->pid = 0;

@@ -25,6 +25,7 @@ typedef struct PrivateDaemon {
         int notify_fd;          /* READY=1 comes here */
         int pidfd;              /* readable once it exited; -1 where pidfds do not exist */
         pid_t pid;              /* 0: not running */
+        bool terminating;       /* SIGTERM sent (private_daemon_terminate()), its exit not yet waited for */
         /* The sockets it is passed, [0] the varlink one; closed here once it has them. */
         int listen_fds[PRIVATE_DAEMON_SOCKETS_MAX];
         const char *listen_names[PRIVATE_DAEMON_SOCKETS_MAX];
@@ -64,3 +65,6 @@ void private_daemon_print_warnings(const PrivateDaemon *d);
 
 /* Stops it (SIGTERM, then waits) and removes the directory. */
 void private_daemon_stop(PrivateDaemon *d);
+/* Tells it to stop (SIGTERM) once nothing more is asked of it, so that it exits while the caller goes
+ * on; private_daemon_stop() then waits for it. */
+void private_daemon_terminate(PrivateDaemon *d);

@@ -194,7 +194,7 @@ static int command_exit(int status) {
 /* Reports the heaps of pid: the command's (status its wait status), or with stop a process recorded with
  * --pid, whose recording is stopped first. d: the private memstrackd, whose warnings are shown; NULL: the
  * system's (--live), whose heaps of other processes are left out. */
-static int report_heaps(const PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o) {
+static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *doc = NULL, *heap = NULL;
         SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
@@ -223,8 +223,11 @@ static int report_heaps(const PrivateDaemon *d, pid_t pid, int status, bool stop
                 return r;
         if (json_object_set(doc, "heap", heap) < 0)
                 return -ENOMEM;
-        if (d)
+        if (d) {
                 private_daemon_print_warnings(d);
+                /* All is asked: it exits while the report is written. */
+                private_daemon_terminate(d);
+        }
 
         if (json_array_size(reply_array(heap, "heaps")) == 0 && stop) {
                 fprintf(stderr, "memstrackctl: nothing was recorded of process %d.\n", (int) pid);
