@@ -361,7 +361,7 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                         int64_t before = __atomic_load_n(&own->live_delta, __ATOMIC_RELAXED), delta = before + bytes;
                         if (likely(delta >= -allowance && delta <= allowance)) {
                                 __atomic_store_n(&own->live_delta, delta, __ATOMIC_RELAXED);
-                                live = load_live() + delta;
+                                live = delta;
                         } else {
                                 /* Out of the slot before into the counter: the daemon, which reads the counter
                                  * first, may miss the bytes for a moment but never counts them twice. */
@@ -370,10 +370,13 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                                         __atomic_store_n(&own->live_delta, before, __ATOMIC_RELAXED);
                                         goto slow;
                                 }
-                                live = load_live();
+                                live = 0;
                         }
-                        if (record)
+                        /* The counter's line is the one other threads' moves write: read for a record only. */
+                        if (record) {
+                                live += load_live();
                                 reserve(record, false, (uint64_t) load_peak());
+                        }
                         mark(own, 0);
                         return live;
                 }

@@ -34,7 +34,8 @@ void live_reset(void);
  * Adds bytes (negative: a free) to the live bytes for a call on this thread: own is its counts slot,
  * NULL for a thread that shares the last one; nested: the call runs inside another on this thread (a
  * signal handler), which may be amid this module's own work; record: its record's slot to reserve, or
- * NULL. Returns the live bytes after it, as this thread sees them: exact near the peak, where it matters.
+ * NULL. Returns the live bytes after it, as this thread sees them, for the record: exact near the peak,
+ * where it matters; without a record, far below the peak, not looked up (this thread's own part only).
  */
 int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *record);
 /* After the call's record is written (or there is none): what live_change() left for later, done now. */
