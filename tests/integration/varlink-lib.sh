@@ -30,6 +30,9 @@ build_vlgo() {
 # Starts the test server with the given arguments and waits (bounded) for it to listen.
 SERVER_PID=
 start_server() {
+    # Emptied first: the background shell may not have truncated it yet when the loop reads it, and a
+    # previous server's READY would pass for this one's.
+    : >"$WORK/server.out"
     "$SERVER" "$@" >"$WORK/server.out" 2>"$WORK/server.err" &
     SERVER_PID=$!
     for _ in $(seq 1 500); do
