@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "live.h"
+#include "spin-lock.h"
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -85,22 +86,12 @@ static uint64_t others_busy;
 static TLS int thread_kind;
 TLS bool live_leave_wanted;             /* an exact call found the peak far: try MODE_FAST after its record */
 
-static void spin_hold(int *l) {
-        for (unsigned spins = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0; spins++)
-                if (spins > 64)
-                        sched_yield();
-}
-
-static void spin_drop(int *l) {
-        __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
 static void lock_hold(void) {
-        spin_hold(&lock);
+        (void) lock_take(&lock, false);
 }
 
 static void lock_drop(void) {
-        spin_drop(&lock);
+        lock_release(&lock);
 }
 
 static int64_t load_live(void) {
@@ -146,17 +137,15 @@ static uint64_t peak_after(uint64_t peak_before, int64_t live) {
 static int64_t exact_add_recorded(int64_t bytes, bool nested, LiveRecord *record) {
         if (!record)
                 return exact_add(bytes);
-        if (nested && __atomic_exchange_n(&order_lock, 1, __ATOMIC_ACQUIRE) != 0) {
+        if (!lock_take(&order_lock, nested)) {
                 record->reserved = false;
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
                 return exact_add(bytes);
         }
-        if (!nested)
-                spin_hold(&order_lock);
         uint64_t peak_before = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
         int64_t live = exact_add(bytes);
         reserve(record, nested, peak_after(peak_before, live));
-        spin_drop(&order_lock);
+        lock_release(&order_lock);
         return live;
 }
 
@@ -241,7 +230,7 @@ static void fold_locked(void) {
 /* From MODE_EXACT back to MODE_FAST if the bound holds once the exact calls under way are done. Tries the
  * lock only: another thread's switch or join is as good a moment to stay. */
 static void try_leave(void) {
-        if (!__atomic_load_n(&fast_possible, __ATOMIC_RELAXED) || __atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&fast_possible, __ATOMIC_RELAXED) || !lock_take(&lock, true))
                 return;
         if (fast_possible && __atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_EXACT) {
                 __atomic_store_n(&mode, MODE_LEAVING, __ATOMIC_RELAXED);

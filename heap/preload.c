@@ -46,6 +46,7 @@
 
 #include "heap-abi.h"
 #include "live.h"
+#include "spin-lock.h"
 #include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -162,22 +163,6 @@ static inline void count_call(bool nested, bool alloc, uint64_t bytes) {
                 __atomic_fetch_add(&t->nested_alloc_bytes, bytes, __ATOMIC_RELAXED);
         } else
                 __atomic_fetch_add(&t->nested_frees, 1, __ATOMIC_RELAXED);
-}
-
-static void lock_release(int *l) {
-        __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
-/* Takes the lock; a nested call only tries once, as the thread it interrupted may hold it. */
-static bool lock_take(int *l, bool nested) {
-        for (unsigned spins = 0;; spins++) {
-                if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0)
-                        return true;
-                if (nested)
-                        return false;
-                if (spins > 64)
-                        sched_yield();
-        }
 }
 
 static uint64_t mix64(uint64_t x) {
