@@ -217,13 +217,15 @@ static int64_t next_sample_distance(void) {
  * open-addressing table under its own lock. The first tables are small and side by side (32 KiB in all),
  * so that a sampled block's insert and removal find their slot in the cache: a table spread over pages
  * of its own missed it on almost every sampled call. A shard that fills moves to mmap()ed memory, twice
- * the size each time. In sampled mode most frees are of blocks without a record: a counting filter (one
- * saturating 8-bit counter per hash bucket) answers them without a lock. In every-call mode every live block is in the set, and a free of a pointer not in
- * it is a double free or a pointer never handed out here.
+ * the size each time. In sampled mode most frees are of blocks without a record: a filter of one bit per
+ * hash bucket (2 KiB, small enough to stay in the first-level cache beside a busy program) answers them
+ * without a lock. A bucket's members are all in one shard, which keeps their count under its lock and
+ * clears the bit when the last one goes. In every-call mode every live block is in the set, and a free of
+ * a pointer not in it is a double free or a pointer never handed out here.
  */
 #define SHARDS 64u
 #define SHARD_FIRST_SLOTS 64u
-#define FILTER_BITS 13u         /* 8 KiB: stays in the first-level cache */
+#define FILTER_BITS 14u
 
 typedef struct Shard {
         int lock;
@@ -233,28 +235,43 @@ typedef struct Shard {
 
 static Shard shards[SHARDS];
 static _Alignas(64) uint64_t first_slots[SHARDS][SHARD_FIRST_SLOTS];
-static uint8_t filter[1u << FILTER_BITS];
+static _Alignas(64) uint64_t filter[(1u << FILTER_BITS) / 64];
+static uint16_t filter_members[1u << FILTER_BITS];     /* under the bucket's shard's lock; stops at the top */
 
+/* Where a pointer's filter bit and shard are: one multiply (Fibonacci hashing), as every free asks. */
+static uint64_t bucket_hash(uint64_t ptr) {
+        return (ptr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+static size_t bucket_of(uint64_t h) {
+        return (size_t) (h >> (64 - FILTER_BITS));
+}
+
+/* A bucket's shard: its low bits, so that the bucket's members share a lock. */
 static Shard *shard_of(uint64_t h) {
-        return &shards[h & (SHARDS - 1)];
+        return &shards[bucket_of(h) & (SHARDS - 1)];
 }
 
-static uint8_t *filter_of(uint64_t h) {
-        return &filter[h >> (64 - FILTER_BITS)];
+static bool filter_maybe(uint64_t h) {
+        size_t b = bucket_of(h);
+        return (__atomic_load_n(&filter[b / 64], __ATOMIC_RELAXED) >> (b % 64)) & 1;
 }
 
-/* Counters stop at 255 and then stay there: "maybe" for good, never a wrong "no". */
-static void filter_add(uint8_t *c) {
-        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
-        while (v < UINT8_MAX && !__atomic_compare_exchange_n(c, &v, v + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-                ;
+/* Under the bucket's shard's lock; other bits of the word belong to other shards. */
+static void filter_add(uint64_t h) {
+        size_t b = bucket_of(h);
+        if (filter_members[b] == UINT16_MAX)
+                return;
+        if (filter_members[b]++ == 0)
+                __atomic_fetch_or(&filter[b / 64], UINT64_C(1) << (b % 64), __ATOMIC_RELAXED);
 }
 
-static void filter_sub(uint8_t *c) {
-        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
-        while (v > 0 && v < UINT8_MAX &&
-               !__atomic_compare_exchange_n(c, &v, v - 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-                ;
+static void filter_sub(uint64_t h) {
+        size_t b = bucket_of(h);
+        if (filter_members[b] == UINT16_MAX)
+                return;         /* "maybe" for good, never a wrong "no" */
+        if (--filter_members[b] == 0)
+                __atomic_fetch_and(&filter[b / 64], ~(UINT64_C(1) << (b % 64)), __ATOMIC_RELAXED);
 }
 
 static size_t slot_home(const Shard *s, uint64_t ptr) {
@@ -294,7 +311,7 @@ static bool shard_grow(Shard *s) {
 
 /* false: not kept (counted by the caller). */
 static bool set_insert(uint64_t ptr, bool nested) {
-        uint64_t h = mix64(ptr);
+        uint64_t h = bucket_hash(ptr);
         Shard *s = shard_of(h);
         bool ok = false;
 
@@ -308,7 +325,8 @@ static bool set_insert(uint64_t ptr, bool nested) {
         if (s->slots[i] == 0) {
                 s->slots[i] = ptr;
                 s->used++;
-                filter_add(filter_of(h));
+                if (sample_interval > 1)
+                        filter_add(h);
         }
         ok = true;
 out:
@@ -318,10 +336,10 @@ out:
 
 /* 1: was in the set (now removed), 0: was not, -1: could not look (nested, lock held). */
 static int set_remove(uint64_t ptr, bool nested) {
-        uint64_t h = mix64(ptr);
+        uint64_t h = bucket_hash(ptr);
         Shard *s = shard_of(h);
 
-        if (sample_interval > 1 && __atomic_load_n(filter_of(h), __ATOMIC_RELAXED) == 0)
+        if (sample_interval > 1 && !filter_maybe(h))
                 return 0;
         if (!lock_take(&s->lock, nested))
                 return -1;
@@ -348,7 +366,8 @@ static int set_remove(uint64_t ptr, bool nested) {
         }
         s->slots[hole] = 0;
         s->used--;
-        filter_sub(filter_of(h));
+        if (sample_interval > 1)
+                filter_sub(h);
         lock_release(&s->lock);
         return 1;
 }
@@ -635,23 +654,15 @@ static void emit(const LiveRecord *slot, HeapAbiRecordType type, uint64_t ptr, u
 /* Whether the allocator is glibc's, with chunks as usable_size() reads them: checked at the start. */
 static bool glibc_chunks;
 
-/* What malloc_usable_size() says of a block, without the call: glibc keeps a chunk's size in the word
- * before the block, its low three bits flags (0x2: mmap()ed, whose header takes a word more); a chunk
- * that is not mmap()ed is in use when the next one's 0x1 bit says so (a double free's is not: 0). A block
- * the allocator just handed out (handed_out) is in use: its neighbour's header, often another cache
- * line, is not read. */
-static inline uint64_t usable_size(void *p, bool handed_out) {
+/* What malloc_usable_size() says of a block in use, without the call: glibc keeps a chunk's size in the
+ * word before the block, its low three bits flags (0x2: mmap()ed, whose header takes a word more). Only
+ * that word is read: whether the chunk is in use is in the next chunk's header, often another cache line,
+ * and a block freed twice that glibc does not stop (a fastbin's, under its top) has that bit set anyway. */
+static inline uint64_t usable_size(void *p) {
         if (likely(glibc_chunks)) {
-                const char *block = p;
-                size_t head, next;
-                memcpy(&head, block - sizeof(size_t), sizeof(head));
-                size_t chunk = head & ~(size_t) 7;
-                if (head & 2)
-                        return chunk - 2 * sizeof(size_t);
-                if (handed_out)
-                        return chunk - sizeof(size_t);
-                memcpy(&next, block - sizeof(size_t) + chunk, sizeof(next));
-                return next & 1 ? chunk - sizeof(size_t) : 0;
+                size_t head;
+                memcpy(&head, (const char *) p - sizeof(size_t), sizeof(head));
+                return (head & ~(size_t) 7) - (head & 2 ? 2 : 1) * sizeof(size_t);
         }
         return malloc_usable_size(p);
 }
@@ -673,8 +684,7 @@ static void check_glibc_chunks(void) {
                 void *p = i % 2 == 0 || !real.memalign ? real.malloc(n) : real.memalign(256, n);
                 if (!p)
                         continue;
-                glibc_chunks = usable_size(p, true) == malloc_usable_size(p) &&
-                               usable_size(p, false) == malloc_usable_size(p);
+                glibc_chunks = usable_size(p) == malloc_usable_size(p);
                 real.free(p);
         }
 }
@@ -682,7 +692,7 @@ static void check_glibc_chunks(void) {
 /* A block the allocator handed out. */
 static void record_alloc(void *p) {
         bool nested = in_call > 0;
-        uint64_t bytes = usable_size(p, true);
+        uint64_t bytes = usable_size(p);
 
         in_call++;
         count_call(nested, true, bytes);
@@ -737,7 +747,7 @@ static void record_free(void *p) {
         }
         if (was < 0)
                 __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
-        uint64_t bytes = usable_size(p, false);
+        uint64_t bytes = usable_size(p);
         count_call(nested, false, 0);
         LiveRecord slot;
         int64_t live = live_change(my_counts_shared ? NULL : my_counts, -(int64_t) bytes, nested,

@@ -22,8 +22,8 @@
 
 #if defined(__x86_64__)
 
-#define CACHE_BITS 17u                  /* 2 MiB of address space, touched as rules come */
-#define CACHE_SLOTS (1u << CACHE_BITS)
+#define CACHE_BITS_FIRST 10u            /* 16 KiB: most programs' sampled stacks need no more */
+#define CACHE_BITS_MAX 18u              /* 4 MiB */
 #define CACHE_PROBES 8u
 #define KEY_EMPTY 0u
 #define KEY_BUSY 1u                     /* a writer is filling the slot */
@@ -121,18 +121,48 @@ typedef struct CacheSlot {
         uint64_t rule;
 } CacheSlot;
 
-static CacheSlot *cache;
+/* The table starts small and is replaced by one four times the size when half full: a table that a
+ * hash spreads over pages faults in every page it touches, twice (a read maps the zero page, the first
+ * write copies it), which cost a short program more than its stacks. A replaced table stays mapped for
+ * the readers still in it (all of them take a third of the last one) and its rules are worked out again. */
+typedef struct Cache {
+        unsigned bits;
+        uint64_t used;
+        CacheSlot slots[];
+} Cache;
+
+static Cache *cache;
+static int growing;
 static uint64_t generation = 1;         /* 1 to 0xffff; unwind_flush() moves it on */
 static uint64_t rules_cached, rule_misses;
 
-bool unwind_init(void) {
-        void *p = mmap(NULL, (size_t) CACHE_SLOTS * sizeof(CacheSlot), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+static Cache *cache_new(unsigned bits) {
+        Cache *c = mmap(NULL, sizeof(Cache) + ((size_t) 1 << bits) * sizeof(CacheSlot), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-        if (p == MAP_FAILED)
+        if (c == MAP_FAILED)
+                return NULL;
+        c->bits = bits;
+        return c;
+}
+
+bool unwind_init(void) {
+        Cache *c = cache_new(CACHE_BITS_FIRST);
+
+        if (!c)
                 return false;
-        cache = p;
+        __atomic_store_n(&cache, c, __ATOMIC_RELEASE);
         return true;
+}
+
+/* c is half full: the next one, unless another thread makes it or the last size is reached. */
+static void cache_grow(Cache *c) {
+        if (c->bits + 2 > CACHE_BITS_MAX || __atomic_exchange_n(&growing, 1, __ATOMIC_ACQUIRE))
+                return;
+        Cache *next = __atomic_load_n(&cache, __ATOMIC_RELAXED) == c ? cache_new(c->bits + 2) : NULL;
+        if (next)
+                __atomic_store_n(&cache, next, __ATOMIC_RELEASE);
+        __atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
 }
 
 void unwind_flush(void) {
@@ -152,13 +182,15 @@ void unwind_get_stats(uint64_t *ret_cached, uint64_t *ret_misses) {
 
 /* ---- The cache ---------------------------------------------------------------------------------------- */
 
-static size_t cache_home(uint64_t address) {
-        return (size_t) ((address * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - CACHE_BITS));
+static size_t cache_home(const Cache *c, uint64_t address) {
+        return (size_t) ((address * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - c->bits));
 }
 
-static bool cache_get(uint64_t address, uint64_t key, Rule *ret) {
-        for (size_t i = cache_home(address), probes = 0; probes < CACHE_PROBES; probes++, i = (i + 1) % CACHE_SLOTS) {
-                CacheSlot *s = &cache[i];
+static bool cache_get(const Cache *c, uint64_t address, uint64_t key, Rule *ret) {
+        size_t mask = ((size_t) 1 << c->bits) - 1;
+
+        for (size_t i = cache_home(c, address), probes = 0; probes < CACHE_PROBES; probes++, i = (i + 1) & mask) {
+                const CacheSlot *s = &c->slots[i];
                 uint64_t k = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
 
                 if (k == KEY_EMPTY)
@@ -176,12 +208,13 @@ static bool cache_get(uint64_t address, uint64_t key, Rule *ret) {
 }
 
 /* Keeps a rule, in an empty slot or one of an older generation; not at all when the probes find none. */
-static void cache_put(uint64_t address, uint64_t key, Rule rule) {
+static void cache_put(Cache *c, uint64_t address, uint64_t key, Rule rule) {
+        size_t mask = ((size_t) 1 << c->bits) - 1;
         uint64_t g = key >> KEY_ADDRESS_BITS, value;
 
         memcpy(&value, &rule, sizeof(value));
-        for (size_t i = cache_home(address), probes = 0; probes < CACHE_PROBES; probes++, i = (i + 1) % CACHE_SLOTS) {
-                CacheSlot *s = &cache[i];
+        for (size_t i = cache_home(c, address), probes = 0; probes < CACHE_PROBES; probes++, i = (i + 1) & mask) {
+                CacheSlot *s = &c->slots[i];
                 uint64_t k = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
 
                 if (k == key)
@@ -194,6 +227,8 @@ static void cache_put(uint64_t address, uint64_t key, Rule rule) {
                 __atomic_store_n(&s->rule, value, __ATOMIC_RELAXED);
                 __atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
                 __atomic_fetch_add(&rules_cached, 1, __ATOMIC_RELAXED);
+                if (__atomic_add_fetch(&c->used, 1, __ATOMIC_RELAXED) * 2 > mask)
+                        cache_grow(c);
                 return;
         }
 }
@@ -753,14 +788,15 @@ static Rule rule_of(uint64_t address) {
         uint64_t g = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
         uint64_t key = address | g << KEY_ADDRESS_BITS;
         bool cacheable = address >> KEY_ADDRESS_BITS == 0 && address > KEY_BUSY;
+        Cache *c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
         Rule r;
 
-        if (cacheable && cache_get(address, key, &r))
+        if (cacheable && cache_get(c, address, key, &r))
                 return r;
         __atomic_fetch_add(&rule_misses, 1, __ATOMIC_RELAXED);
         r = compute_rule(address);
         if (cacheable)
-                cache_put(address, key, r);
+                cache_put(c, address, key, r);
         return r;
 }
 

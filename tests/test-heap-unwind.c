@@ -4,7 +4,8 @@
  * The heap library's unwinder (heap/unwind.c) against glibc's backtrace() on the same stacks: frames
  * without frame pointers of every shape GCC makes (tests/unwind-frames.c), a signal handler's stack
  * through the signal trampoline, a thread's stack to its outermost frame, a stack deeper than the frames
- * kept; and its cache: a second walk works out no rule, a flush makes it work them out again.
+ * kept; and its cache: a second walk works out no rule, a flush makes it work them out again, and it
+ * grows past its first size without losing rules for good.
  */
 
 #include <execinfo.h>
@@ -124,6 +125,46 @@ static void test_cache(void) {
         ASSERT_GE(misses[2], misses[1] + 5);
 }
 
+/* 1,024 call sites, one return address each (noipa: neither inlined nor folded into one). */
+#define SITE(n) \
+        __attribute__((noipa)) static int site_##n(Capture *c) { \
+                int r = capture(c); \
+                __asm__ volatile("" ::: "memory"); \
+                return r; \
+        }
+#define SITES4(n) SITE(n##0) SITE(n##1) SITE(n##2) SITE(n##3)
+#define SITES16(n) SITES4(n##0) SITES4(n##1) SITES4(n##2) SITES4(n##3)
+#define SITES64(n) SITES16(n##0) SITES16(n##1) SITES16(n##2) SITES16(n##3)
+#define SITES256(n) SITES64(n##0) SITES64(n##1) SITES64(n##2) SITES64(n##3)
+SITES256(0) SITES256(1) SITES256(2) SITES256(3)
+#define REF(n) site_##n,
+#define REFS4(n) REF(n##0) REF(n##1) REF(n##2) REF(n##3)
+#define REFS16(n) REFS4(n##0) REFS4(n##1) REFS4(n##2) REFS4(n##3)
+#define REFS64(n) REFS16(n##0) REFS16(n##1) REFS16(n##2) REFS16(n##3)
+#define REFS256(n) REFS64(n##0) REFS64(n##1) REFS64(n##2) REFS64(n##3)
+static int (*const sites[])(Capture *) = { REFS256(0) REFS256(1) REFS256(2) REFS256(3) };
+#define N_SITES (sizeof(sites) / sizeof(sites[0]))
+
+/* More rules than the cache's first table holds: it grows (its rules worked out again once, in the pass
+ * after), and then keeps them all: a third pass works out none. Every stack stays right. */
+static void test_cache_growth(void) {
+        static Capture c;
+        uint64_t cached, misses[4];
+
+        for (size_t pass = 0; pass < 3; pass++) {
+                unwind_get_stats(&cached, &misses[pass]);
+                for (size_t i = 0; i < N_SITES; i++) {
+                        ASSERT_EQ(sites[i](&c), 1);
+                        if (pass == 2 && i % 64 == 0)
+                                assert_same(&c, 3);
+                }
+        }
+        unwind_get_stats(&cached, &misses[3]);
+        ASSERT_GE(misses[1] - misses[0], (uint64_t) N_SITES);
+        ASSERT_EQ(misses[3], misses[2]);
+        ASSERT_GE(cached, (uint64_t) N_SITES);
+}
+
 static Capture in_handler;
 
 static void on_signal(int sig) {
@@ -172,6 +213,7 @@ int main(void) {
         TEST(test_realigned_frame);
         TEST(test_deeper_than_kept);
         TEST(test_cache);
+        TEST(test_cache_growth);
         TEST(test_signal_frame);
         TEST(test_thread);
         return 0;
