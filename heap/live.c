@@ -58,33 +58,16 @@
 
 #define FAST_THREADS_MAX 64u
 
-typedef enum Mode {
-        MODE_EXACT,
-        MODE_FAST,
-        MODE_FOLDING,           /* to MODE_EXACT: the deltas are being folded in */
-        MODE_LEAVING,           /* to MODE_FAST, if the bound holds once the exact calls under way are done */
-        MODE_RECHECK,           /* MODE_FAST, and a nested call left bytes in nested_pending: fold */
-} Mode;
+_Alignas(64) LiveState live_state = { .mode = MODE_EXACT };
+TLS int live_thread_kind;
+TLS bool live_leave_wanted;
 
-typedef enum ThreadKind {
-        THREAD_NEW,             /* no ordinary call yet */
-        THREAD_FAST,            /* its slot is among fast_slots */
-        THREAD_SHARED,          /* no slot of its own: always exact */
-} ThreadKind;
-
-static HeapAbiHeader *header;
-static int64_t allowance;
-static LiveReserveFn reserve_slot;
-static int order_lock;                  /* MODE_EXACT: a change and its record's slot, together */
-static bool fast_possible;              /* membarrier is registered and every thread has a fast slot */
-static int mode = MODE_EXACT;
+/* What calls write, on lines of their own: the line of `live` is read by every call. */
+static _Alignas(64) int order_lock;     /* MODE_EXACT: a change and its record's slot, together */
 static int lock;                        /* switches and joins */
-static HeapAbiThread *fast_slots[FAST_THREADS_MAX];
-static unsigned n_fast;
 static uint64_t others_busy;
-
-static TLS int thread_kind;
-TLS bool live_leave_wanted;             /* an exact call found the peak far: try MODE_FAST after its record */
+static _Alignas(64) HeapAbiThread *fast_slots[FAST_THREADS_MAX];
+static LiveReserveFn reserve_slot;
 
 static void lock_hold(void) {
         (void) lock_take(&lock, false);
@@ -95,28 +78,28 @@ static void lock_drop(void) {
 }
 
 static int64_t load_live(void) {
-        return __atomic_load_n(&header->live_bytes, __ATOMIC_RELAXED);
+        return __atomic_load_n(&live_state.header->live_bytes, __ATOMIC_RELAXED);
 }
 
 static int64_t load_peak(void) {
-        return (int64_t) __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        return (int64_t) __atomic_load_n(&live_state.header->peak_bytes, __ATOMIC_RELAXED);
 }
 
 static int64_t bound(void) {
-        return (int64_t) __atomic_load_n(&n_fast, __ATOMIC_ACQUIRE) * allowance;
+        return (int64_t) __atomic_load_n(&live_state.n_fast, __ATOMIC_ACQUIRE) * live_state.allowance;
 }
 
 static void peak_raise(int64_t live) {
-        uint64_t peak = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        uint64_t peak = __atomic_load_n(&live_state.header->peak_bytes, __ATOMIC_RELAXED);
         while (live > 0 && (uint64_t) live > peak &&
-               !__atomic_compare_exchange_n(&header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
+               !__atomic_compare_exchange_n(&live_state.header->peak_bytes, &peak, (uint64_t) live, true, __ATOMIC_RELAXED,
                                             __ATOMIC_RELAXED))
                 ;
 }
 
 /* MODE_EXACT: the counter holds everything (nested calls' pending bytes are taken in by the switches). */
 static int64_t exact_add(int64_t bytes) {
-        int64_t live = __atomic_add_fetch(&header->live_bytes, bytes, __ATOMIC_RELEASE);
+        int64_t live = __atomic_add_fetch(&live_state.header->live_bytes, bytes, __ATOMIC_RELEASE);
         peak_raise(live);
         return live;
 }
@@ -139,37 +122,31 @@ static int64_t exact_add_recorded(int64_t bytes, bool nested, LiveRecord *record
                 return exact_add(bytes);
         if (!lock_take(&order_lock, nested)) {
                 record->reserved = false;
-                __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&live_state.header->lost_nested, 1, __ATOMIC_RELAXED);
                 return exact_add(bytes);
         }
-        uint64_t peak_before = __atomic_load_n(&header->peak_bytes, __ATOMIC_RELAXED);
+        uint64_t peak_before = __atomic_load_n(&live_state.header->peak_bytes, __ATOMIC_RELAXED);
         int64_t live = exact_add(bytes);
         reserve(record, nested, peak_after(peak_before, live));
         lock_release(&order_lock);
         return live;
 }
 
-/* One thread in all: in MODE_EXACT nobody else changes the counter or the peak (nested calls leave their
- * bytes pending; a thread that joins waits for this call once it counted itself in), so plain stores do
- * what the locked operations do for many, and the records are in this thread's order. */
-static bool alone(void) {
-        return __atomic_load_n(&n_fast, __ATOMIC_RELAXED) == 1 && __atomic_load_n(&fast_possible, __ATOMIC_RELAXED);
-}
-
+/* The lone thread's change in MODE_EXACT (live_alone()), with plain stores. */
 static void alone_store_peak(int64_t live) {
         if (live > load_peak())
-                __atomic_store_n(&header->peak_bytes, (uint64_t) live, __ATOMIC_RELAXED);
+                __atomic_store_n(&live_state.header->peak_bytes, (uint64_t) live, __ATOMIC_RELAXED);
 }
 
 static int64_t alone_add(int64_t bytes, LiveRecord *record) {
         int64_t live = load_live();
         /* What nested calls left came first: into the counter, and the peak, before this change. */
-        if (unlikely(__atomic_load_n(&header->nested_pending, __ATOMIC_RELAXED) != 0)) {
-                live += __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+        if (unlikely(__atomic_load_n(&live_state.header->nested_pending, __ATOMIC_RELAXED) != 0)) {
+                live += __atomic_exchange_n(&live_state.header->nested_pending, 0, __ATOMIC_RELAXED);
                 alone_store_peak(live);
         }
         live += bytes;
-        __atomic_store_n(&header->live_bytes, live, __ATOMIC_RELEASE);
+        __atomic_store_n(&live_state.header->live_bytes, live, __ATOMIC_RELEASE);
         alone_store_peak(live);
         if (record)
                 reserve(record, false, (uint64_t) load_peak());
@@ -182,7 +159,7 @@ static bool move_within_bound(int64_t bytes) {
         do {
                 if (bytes > 0 && live + bytes + bound() > load_peak())
                         return false;
-        } while (!__atomic_compare_exchange_n(&header->live_bytes, &live, live + bytes, true, __ATOMIC_RELEASE,
+        } while (!__atomic_compare_exchange_n(&live_state.header->live_bytes, &live, live + bytes, true, __ATOMIC_RELEASE,
                                               __ATOMIC_RELAXED));
         return true;
 }
@@ -192,7 +169,7 @@ static void wait_for_calls(void) {
         (void) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
         /* This side's own order: the mode's store before the loads below (others_busy's side is atomic). */
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        for (unsigned i = 0; i < n_fast; i++)
+        for (unsigned i = 0; i < live_state.n_fast; i++)
                 while (__atomic_load_n(&fast_slots[i]->live_busy, __ATOMIC_ACQUIRE) != 0)
                         sched_yield();
         while (__atomic_load_n(&others_busy, __ATOMIC_ACQUIRE) != 0)
@@ -205,43 +182,43 @@ static void wait_for_calls(void) {
  * moment of that last step, meet exact calls of other threads before they are in the counter. */
 static void fold_all_locked(void) {
         wait_for_calls();
-        int64_t sum = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
-        for (unsigned i = 0; i < n_fast; i++) {
+        int64_t sum = __atomic_exchange_n(&live_state.header->nested_pending, 0, __ATOMIC_RELAXED);
+        for (unsigned i = 0; i < live_state.n_fast; i++) {
                 sum += __atomic_load_n(&fast_slots[i]->live_delta, __ATOMIC_RELAXED);
                 __atomic_store_n(&fast_slots[i]->live_delta, 0, __ATOMIC_RELAXED);
         }
-        peak_raise(__atomic_add_fetch(&header->live_bytes, sum, __ATOMIC_RELEASE));
-        __atomic_store_n(&mode, MODE_EXACT, __ATOMIC_RELEASE);
+        peak_raise(__atomic_add_fetch(&live_state.header->live_bytes, sum, __ATOMIC_RELEASE));
+        __atomic_store_n(&live_state.mode, MODE_EXACT, __ATOMIC_RELEASE);
         while (__atomic_load_n(&others_busy, __ATOMIC_ACQUIRE) != 0)
                 sched_yield();
-        int64_t pending = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
+        int64_t pending = __atomic_exchange_n(&live_state.header->nested_pending, 0, __ATOMIC_RELAXED);
         if (pending != 0)
-                peak_raise(__atomic_add_fetch(&header->live_bytes, pending, __ATOMIC_RELEASE));
+                peak_raise(__atomic_add_fetch(&live_state.header->live_bytes, pending, __ATOMIC_RELEASE));
 }
 
 /* Under the lock: to MODE_EXACT. */
 static void fold_locked(void) {
-        if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_EXACT)
+        if (__atomic_load_n(&live_state.mode, __ATOMIC_RELAXED) == MODE_EXACT)
                 return;
-        __atomic_store_n(&mode, MODE_FOLDING, __ATOMIC_RELAXED);
+        __atomic_store_n(&live_state.mode, MODE_FOLDING, __ATOMIC_RELAXED);
         fold_all_locked();
 }
 
 /* From MODE_EXACT back to MODE_FAST if the bound holds once the exact calls under way are done. Tries the
  * lock only: another thread's switch or join is as good a moment to stay. */
 static void try_leave(void) {
-        if (!__atomic_load_n(&fast_possible, __ATOMIC_RELAXED) || !lock_take(&lock, true))
+        if (!__atomic_load_n(&live_state.fast_possible, __ATOMIC_RELAXED) || !lock_take(&lock, true))
                 return;
-        if (fast_possible && __atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_EXACT) {
-                __atomic_store_n(&mode, MODE_LEAVING, __ATOMIC_RELAXED);
+        if (live_state.fast_possible && __atomic_load_n(&live_state.mode, __ATOMIC_RELAXED) == MODE_EXACT) {
+                __atomic_store_n(&live_state.mode, MODE_LEAVING, __ATOMIC_RELAXED);
                 wait_for_calls();
-                int64_t pending = __atomic_exchange_n(&header->nested_pending, 0, __ATOMIC_RELAXED);
-                int64_t live = __atomic_add_fetch(&header->live_bytes, pending, __ATOMIC_RELAXED);
+                int64_t pending = __atomic_exchange_n(&live_state.header->nested_pending, 0, __ATOMIC_RELAXED);
+                int64_t live = __atomic_add_fetch(&live_state.header->live_bytes, pending, __ATOMIC_RELAXED);
                 peak_raise(live);
                 int expected = MODE_LEAVING;
                 /* A nested call that came since turned it to MODE_RECHECK: fold what it left. */
                 if (live + bound() > load_peak() ||
-                    !__atomic_compare_exchange_n(&mode, &expected, MODE_FAST, false, __ATOMIC_RELEASE,
+                    !__atomic_compare_exchange_n(&live_state.mode, &expected, MODE_FAST, false, __ATOMIC_RELEASE,
                                                  __ATOMIC_RELAXED))
                         fold_locked();
         }
@@ -253,7 +230,7 @@ static void try_leave(void) {
  * call should try the fast way. */
 static bool change_locked(int64_t bytes, bool need_exact, LiveRecord *record, int64_t *ret_live) {
         lock_hold();
-        int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
+        int m = __atomic_load_n(&live_state.mode, __ATOMIC_RELAXED);
         if (m == MODE_FAST && !need_exact) {
                 lock_drop();
                 return false;
@@ -270,16 +247,16 @@ static bool change_locked(int64_t bytes, bool need_exact, LiveRecord *record, in
  * runs (MODE_FOLDING) while the count changes. */
 static void join(HeapAbiThread *own) {
         lock_hold();
-        __atomic_store_n(&mode, MODE_FOLDING, __ATOMIC_RELAXED);
-        if (fast_possible)
+        __atomic_store_n(&live_state.mode, MODE_FOLDING, __ATOMIC_RELAXED);
+        if (live_state.fast_possible)
                 wait_for_calls();
-        if (own && fast_possible && n_fast < FAST_THREADS_MAX) {
-                fast_slots[n_fast] = own;
-                __atomic_store_n(&n_fast, n_fast + 1, __ATOMIC_RELEASE);
-                thread_kind = THREAD_FAST;
+        if (own && live_state.fast_possible && live_state.n_fast < FAST_THREADS_MAX) {
+                fast_slots[live_state.n_fast] = own;
+                __atomic_store_n(&live_state.n_fast, live_state.n_fast + 1, __ATOMIC_RELEASE);
+                live_thread_kind = THREAD_FAST;
         } else {
-                __atomic_store_n(&fast_possible, false, __ATOMIC_RELAXED);
-                thread_kind = THREAD_SHARED;
+                __atomic_store_n(&live_state.fast_possible, false, __ATOMIC_RELAXED);
+                live_thread_kind = THREAD_SHARED;
         }
         fold_all_locked();
         lock_drop();
@@ -289,8 +266,8 @@ static int64_t nested_change(int64_t bytes, LiveRecord *record) {
         int64_t live;
 
         __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
-        int m = __atomic_load_n(&mode, __ATOMIC_SEQ_CST);
-        if (m == MODE_EXACT && !alone()) {
+        int m = __atomic_load_n(&live_state.mode, __ATOMIC_SEQ_CST);
+        if (m == MODE_EXACT && !live_alone()) {
                 live = exact_add_recorded(bytes, true, record);
                 __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
                 return live;
@@ -298,12 +275,12 @@ static int64_t nested_change(int64_t bytes, LiveRecord *record) {
         if (m == MODE_FAST && move_within_bound(bytes))
                 live = load_live();
         else {
-                live = __atomic_add_fetch(&header->nested_pending, bytes, __ATOMIC_RELAXED) + load_live();
+                live = __atomic_add_fetch(&live_state.header->nested_pending, bytes, __ATOMIC_RELAXED) + load_live();
                 /* Whoever folds next takes them in: ask for it unless a fold or MODE_EXACT is on its way. */
                 for (;;) {
-                        m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
+                        m = __atomic_load_n(&live_state.mode, __ATOMIC_RELAXED);
                         if ((m != MODE_FAST && m != MODE_LEAVING) ||
-                            __atomic_compare_exchange_n(&mode, &m, MODE_RECHECK, false, __ATOMIC_RELAXED,
+                            __atomic_compare_exchange_n(&live_state.mode, &m, MODE_RECHECK, false, __ATOMIC_RELAXED,
                                                         __ATOMIC_RELAXED))
                                 break;
                 }
@@ -318,7 +295,7 @@ static int64_t shared_change(int64_t bytes, LiveRecord *record) {
         int64_t live;
 
         __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
-        bool exact = __atomic_load_n(&mode, __ATOMIC_SEQ_CST) == MODE_EXACT;
+        bool exact = __atomic_load_n(&live_state.mode, __ATOMIC_SEQ_CST) == MODE_EXACT;
         if (exact)
                 live = exact_add_recorded(bytes, false, record);
         __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
@@ -327,28 +304,22 @@ static int64_t shared_change(int64_t bytes, LiveRecord *record) {
         return live;
 }
 
-static void mark(HeapAbiThread *own, uint64_t busy) {
-        __atomic_store_n(&own->live_busy, busy, __ATOMIC_RELEASE);
-        /* Only the compiler may not move it past the mode's load: membarrier() orders it for the CPU. */
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-
 int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *record) {
         if (unlikely(nested))
                 return nested_change(bytes, record);
-        if (unlikely(thread_kind != THREAD_FAST)) {
-                if (thread_kind == THREAD_NEW)
+        if (unlikely(live_thread_kind != THREAD_FAST)) {
+                if (live_thread_kind == THREAD_NEW)
                         join(own);
-                if (thread_kind == THREAD_SHARED)
+                if (live_thread_kind == THREAD_SHARED)
                         return shared_change(bytes, record);
         }
         for (;;) {
                 int64_t live;
-                mark(own, 1);
-                int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
+                live_mark(own, 1);
+                int m = __atomic_load_n(&live_state.mode, __ATOMIC_ACQUIRE);
                 if (likely(m == MODE_FAST)) {
                         int64_t before = __atomic_load_n(&own->live_delta, __ATOMIC_RELAXED), delta = before + bytes;
-                        if (likely(delta >= -allowance && delta <= allowance)) {
+                        if (likely(delta >= -live_state.allowance && delta <= live_state.allowance)) {
                                 __atomic_store_n(&own->live_delta, delta, __ATOMIC_RELAXED);
                                 live = delta;
                         } else {
@@ -366,19 +337,19 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                                 live += load_live();
                                 reserve(record, false, (uint64_t) load_peak());
                         }
-                        mark(own, 0);
+                        live_mark(own, 0);
                         return live;
                 }
                 if (m == MODE_EXACT) {
-                        live = alone() ? alone_add(bytes, record) : exact_add_recorded(bytes, false, record);
-                        mark(own, 0);
+                        live = live_alone() ? alone_add(bytes, record) : exact_add_recorded(bytes, false, record);
+                        live_mark(own, 0);
                         /* Not now: a switch waits for other calls, which may wait for this call's record. */
                         if (unlikely(live + 2 * bound() <= load_peak()))
                                 live_leave_wanted = true;
                         return live;
                 }
         slow:
-                mark(own, 0);
+                live_mark(own, 0);
                 if (change_locked(bytes, m == MODE_FAST, record, &live))
                         return live;
         }
@@ -390,21 +361,21 @@ void live_leave(void) {
 }
 
 void live_init(HeapAbiHeader *h, uint64_t allowance_bytes, LiveReserveFn reserve_fn) {
-        header = h;
+        live_state.header = h;
         reserve_slot = reserve_fn;
-        allowance = (int64_t) (allowance_bytes < (UINT64_C(1) << 40) ? allowance_bytes : UINT64_C(1) << 40);
-        fast_possible = allowance > 0 &&
+        live_state.allowance = (int64_t) (allowance_bytes < (UINT64_C(1) << 40) ? allowance_bytes : UINT64_C(1) << 40);
+        live_state.fast_possible = live_state.allowance > 0 &&
                         syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 void live_reset(void) {
-        header = NULL;
-        fast_possible = false;
-        mode = MODE_EXACT;
+        live_state.header = NULL;
+        live_state.fast_possible = false;
+        live_state.mode = MODE_EXACT;
         lock = 0;
         order_lock = 0;
-        n_fast = 0;
+        live_state.n_fast = 0;
         others_busy = 0;
-        thread_kind = THREAD_NEW;
+        live_thread_kind = THREAD_NEW;
         live_leave_wanted = false;
 }

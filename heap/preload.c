@@ -689,8 +689,8 @@ static void check_glibc_chunks(void) {
         }
 }
 
-/* A block the allocator handed out. */
-static void record_alloc(void *p) {
+/* A block the allocator handed out: every case. */
+__attribute__((noinline)) static void record_alloc_any(void *p) {
         bool nested = in_call > 0;
         uint64_t bytes = usable_size(p);
 
@@ -724,9 +724,9 @@ static void record_alloc(void *p) {
         in_call--;
 }
 
-/* A block about to go back to the allocator: called before it does. false: not a block any allocator
- * hands out (misaligned), which the caller still passes on but which is not measured. */
-static void record_free(void *p) {
+/* A block about to go back to the allocator, called before it does: every case. A pointer no allocator
+ * hands out (misaligned) is counted, not measured. */
+__attribute__((noinline)) static void record_free_any(void *p) {
         bool nested = in_call > 0;
         uint64_t ptr = (uint64_t) (uintptr_t) p;
 
@@ -757,6 +757,62 @@ static void record_free(void *p) {
         live_done(nested);
 out:
         in_call--;
+}
+
+/* The common calls, inline: an ordinary call (not nested) of a thread counting in a slot of its own,
+ * without a record, whose live bytes live_change_quick() takes. in_call is set around the change, so
+ * that a signal handler's call made meanwhile is a nested one; the fences keep the compiler from moving
+ * it past the change. */
+static inline bool quick_call_begin(HeapAbiThread *own) {
+        if (unlikely(in_call != 0 || !own || my_counts_shared))
+                return false;
+        in_call = 1;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        return true;
+}
+
+/* What live_change_quick() left for later runs inside the call too (a switch takes locks a handler's
+ * call must know to be held). */
+static inline void quick_call_end(bool done) {
+        if (done)
+                live_done(false);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        in_call = 0;
+}
+
+__attribute__((always_inline)) static inline void record_alloc(void *p) {
+        HeapAbiThread *own = my_counts;
+        uint64_t bytes = usable_size(p);
+        int64_t until = bytes_until_sample - (int64_t) (bytes ?: 1);
+
+        if (likely(until > 0 && sample_interval > 1) && quick_call_begin(own)) {
+                bool done = live_change_quick(own, (int64_t) bytes);
+                if (likely(done)) {
+                        bytes_until_sample = until;
+                        count_own(&own->allocs, 1);
+                        count_own(&own->alloc_bytes, bytes);
+                }
+                quick_call_end(done);
+                if (likely(done))
+                        return;
+        }
+        record_alloc_any(p);
+}
+
+__attribute__((always_inline)) static inline void record_free(void *p) {
+        HeapAbiThread *own = my_counts;
+        uint64_t ptr = (uint64_t) (uintptr_t) p;
+
+        if (likely(sample_interval > 1 && ptr % (2 * sizeof(void *)) == 0 && !filter_maybe(bucket_hash(ptr))) &&
+            quick_call_begin(own)) {
+                bool done = live_change_quick(own, -(int64_t) usable_size(p));
+                if (likely(done))
+                        count_own(&own->frees, 1);
+                quick_call_end(done);
+                if (likely(done))
+                        return;
+        }
+        record_free_any(p);
 }
 
 /* ---- Starting --------------------------------------------------------------------------------------- */
