@@ -44,6 +44,7 @@
 #include "reply.h"
 #include "report.h"
 #include "snapshot.h"
+#include "time-util.h"
 
 #define RECORD_START_TIMEOUT_MSEC (30u * 1000u)
 /* How long the daemon may take to read the rest of a heap after its process ended. */
@@ -141,9 +142,12 @@ static int run_command(char *argv[], const char *socket_path, const char *preloa
 }
 
 /* Waits until the daemon has read the heaps of pid to their end (its exit seen through a pidfd), asking
- * for the roots alone meanwhile; then takes the whole trees once. */
+ * for the roots alone meanwhile; then takes the whole trees once. The daemon usually sees the end within a
+ * millisecond of the exit: asked again after 1 ms, then twice as long each time, up to 20 ms. */
 static int wait_heaps_ended(VarlinkClient *c, pid_t pid, bool only_pid, json_t **ret) {
-        for (unsigned waited = 0;; waited += 20) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC), pause_usec = 1000;
+
+        for (;;) {
                 json_auto_t *params = json_pack("{s:i, s:i}", "maxDepth", 0, "maxChildren", 1);
                 json_auto_t *reply = NULL;
                 json_t *h;
@@ -160,7 +164,7 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, bool only_pid, json_t *
                                 seen = true;
                                 open |= !reply_bool(h, "ended", false);
                         }
-                if (!open || waited >= RECORD_END_TIMEOUT_MSEC) {
+                if (!open || now_usec(CLOCK_MONOTONIC) - start >= RECORD_END_TIMEOUT_MSEC * USEC_PER_MSEC) {
                         if (open)
                                 fprintf(stderr, "memstrackctl: memstrackd did not see pid %d end; its heap is "
                                         "reported as last read.\n", (int) pid);
@@ -178,7 +182,8 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, bool only_pid, json_t *
                                 return -ENOMEM;
                         return ctl_call(c, "io.memstrack.Heap", whole, ret);
                 }
-                (void) nanosleep(&(struct timespec) { .tv_nsec = 20 * 1000 * 1000 }, NULL);
+                (void) nanosleep(&(struct timespec) { .tv_nsec = (long) (pause_usec * NSEC_PER_USEC) }, NULL);
+                pause_usec = MIN(pause_usec * 2, 20 * USEC_PER_MSEC);
         }
 }
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #define USEC_PER_SEC  UINT64_C(1000000)
+#define USEC_PER_MSEC UINT64_C(1000)
 #define NSEC_PER_USEC UINT64_C(1000)
 #define NSEC_PER_SEC  UINT64_C(1000000000)
 
