@@ -62,13 +62,14 @@ struct Manager {
         bool journal;                   /* log and summarize to the journal */
 };
 
-/* Takes o. -ENOMEM, logged. */
-/* record's private daemon: user-space heaps alone, no kernel memory to account, its report wanted the
- * moment the program ends. */
+/* A daemon of user-space heaps alone (record's private one): no kernel memory to account, its report
+ * wanted the moment the program ends. */
 static bool heaps_alone(const ManagerConfig *c) {
-        return c->source && streq(c->source, "heap");
+        const SourceType *t = c->source ? source_type_find(c->source) : NULL;
+        return t && t->user_space_only;
 }
 
+/* Takes o. -ENOMEM, logged. */
 static int observe(Manager *m, EventObserver *o) {
         return observer_list_add(&m->observers, o) < 0 ? log_oom() : 0;
 }

@@ -785,5 +785,6 @@ const SourceType heap_source_type = {
         .description = "user-space heaps of processes preloading libmemstrack-heap.so, on the socket "
                        "--source-input names (memstrackctl record)",
         .automatic = false,
+        .user_space_only = true,
         .new = heap_source_new,
 };

@@ -111,6 +111,7 @@ typedef struct SourceType {
         const char *name;               /* what --source= takes */
         const char *description;        /* one line for --help */
         bool automatic;                 /* "auto" may pick it (false for test-only sources) */
+        bool user_space_only;           /* its events are user-space heaps: no kernel memory to account */
         /* Whether it can run here: 0, or -errno with the reason in *ret_reason (a static string). Cheap and
          * silent: opening the source says the rest. NULL: it can always run. */
         int (*probe)(const SourceOptions *options, const char **ret_reason);
