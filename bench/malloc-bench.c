@@ -2,13 +2,13 @@
 
 /*
  * A malloc-heavy workload for bench/measure-heap.py: THREADS threads (4 by default), each with 1024 slots,
- * each step freeing a random slot and allocating a random size of 16 B to 64 KiB into it (and touching
- * its first byte), for STEPS steps per thread. Prints its own peak RSS in KiB at the end, so the memory the
+ * each step freeing a random slot and allocating a random size of 16 B to MAX_BYTES (64 KiB by default)
+ * into it (and touching its first byte), for STEPS steps per thread. Prints its own peak RSS in KiB at the end, so the memory the
  * heap library adds to a process can be read beside the untraced run's, and the wall time of the steps.
  * With MALLOC_BENCH_WAIT set it says "ready" on standard output and waits for SIGUSR1 first, so that a
  * profiler can attach to it (record --pid, memleak -p) before it starts.
  *
- * malloc-bench [STEPS [THREADS]]
+ * malloc-bench [STEPS [THREADS [MAX_BYTES]]]
  */
 
 #include <pthread.h>
@@ -22,6 +22,7 @@
 #define SLOTS 1024
 
 static long steps = 2000000;
+static size_t max_bytes = 64 * 1024;
 
 static void *worker(void *arg) {
         uint64_t x = (uint64_t) (uintptr_t) arg * 0x9E3779B97F4A7C15u + 1;
@@ -31,7 +32,7 @@ static void *worker(void *arg) {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                size_t k = (size_t) (x % SLOTS), n = 16 + (size_t) ((x >> 20) % (64 * 1024 - 16 + 1));
+                size_t k = (size_t) (x % SLOTS), n = 16 + (size_t) ((x >> 20) % (max_bytes - 16 + 1));
                 free(slot[k]);
                 slot[k] = malloc(n);
                 if (!slot[k])
@@ -52,7 +53,9 @@ int main(int argc, char *argv[]) {
                 steps = strtol(argv[1], NULL, 10);
         if (argc > 2)
                 threads = atoi(argv[2]);
-        if (steps <= 0 || threads < 1 || threads > 64)
+        if (argc > 3)
+                max_bytes = (size_t) strtoul(argv[3], NULL, 10);
+        if (steps <= 0 || threads < 1 || threads > 64 || max_bytes < 16)
                 return 2;
         if (getenv("MALLOC_BENCH_WAIT")) {
                 sigset_t usr1;

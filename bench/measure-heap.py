@@ -10,7 +10,9 @@ Workloads: (a) build/bench/malloc-bench: 4 threads freeing and allocating random
 64 KiB; (b) a real program, the C compiler on four of memstrack's larger sources in one run (cc -O2 -c:
 the driver, four cc1 and four as, each a heap of its own; about 0.9 s untraced on the reference VM);
 (c) the same compiler run on sixteen sources (the four and twelve more: 33 processes, about 3.5 s
-untraced), where record's fixed cost weighs a quarter as much.
+untraced), where record's fixed cost weighs a quarter as much; (d) malloc-bench with one thread and
+blocks of 16 to 216 bytes, the calls a compiler makes most (untraced and record only), timed on its steps
+alone: the library's cost per call.
 Configurations: untraced; memstrackctl record (default sampling, and --sample-interval=1); heaptrack.
 A profiler that is not installed is said so and skipped. Prints one Markdown table per workload: median
 wall time, its ratio to untraced, and for malloc-bench the process's peak RSS (what it reports of itself).
@@ -37,6 +39,9 @@ import time
 # record of a program that does nothing: what every recorded command pays once (untraced and default only)
 FIXED = "/bin/true (record's fixed cost)"
 FIXED_CONFIGS = ("untraced", "record (default, 1 stack per 512 KiB)")
+# small blocks on one thread: the library's cost per call, from the steps' own wall time (untraced and record)
+SMALL = "small blocks, 1 thread (malloc-bench STEPS 1 216)"
+SMALL_CONFIGS = ("untraced", "record (default, 1 stack per 512 KiB)", "record --sample-interval=1")
 
 
 def run(cmd, env, cwd):
@@ -45,11 +50,13 @@ def run(cmd, env, cwd):
     wall = time.monotonic() - start
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit status {p.returncode}: {p.stderr.strip()[-500:]}")
-    rss = None
+    rss = steps = None
     for line in p.stderr.splitlines():
         if line.startswith("maxrss_kib "):
             rss = int(line.split()[1])
-    return wall, rss
+        if line.startswith("steps_wall_s "):
+            steps = float(line.split()[1])
+    return wall, rss, steps
 
 
 def attached_run(cmd, env, attach):
@@ -150,6 +157,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=1000000)
     ap.add_argument("--attach-steps", type=int, default=50000)
+    ap.add_argument("--small-steps", type=int, default=4000000)
     ap.add_argument("--only-attached", action="store_true")
     ap.add_argument("--no-attached", action="store_true", help="skip the profilers that attach")
     a = ap.parse_args()
@@ -174,6 +182,7 @@ def main():
         "cc -O2 -c (4 files)": ["cc", "-O2", "-D_GNU_SOURCE", "-c"] + sources + inc,
         "cc -O2 -c (16 files)": ["cc", "-O2", "-D_GNU_SOURCE", "-c"] + sources + more + inc,
         FIXED: ["/bin/true"],
+        SMALL: [os.path.join(build, "bench", "malloc-bench"), str(a.small_steps), "1", "216"],
     }
     record = [ctl, "record", "--format", "heap_leaks", "--output", os.devnull, "--"]
     configs = [("untraced", lambda w: w),
@@ -191,18 +200,23 @@ def main():
 
     results = {(w, c): [] for w in workloads for c, _ in configs}
     rss = {(w, c): [] for w in workloads for c, _ in configs}
+    steps = {(w, c): [] for w in workloads for c, _ in configs}
     for r in range(a.rounds):
         for w, cmd in workloads.items():
             for c, make in configs:
-                if w == FIXED and c not in FIXED_CONFIGS:
+                if (w == FIXED and c not in FIXED_CONFIGS) or (w == SMALL and c not in SMALL_CONFIGS):
                     continue
-                wall, kib = run(make(cmd), env, tmp)
+                wall, kib, steps_wall = run(make(cmd), env, tmp)
                 results[(w, c)].append(wall)
                 if kib:
                     rss[(w, c)].append(kib)
+                if steps_wall:
+                    steps[(w, c)].append(steps_wall)
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
 
     for w in workloads:
+        if w == SMALL:
+            continue
         base = statistics.median(results[(w, "untraced")])
         print(f"\n{w} (median of {a.rounds} interleaved rounds)\n")
         print("| configuration | wall (s) | vs untraced | peak RSS (MiB) |")
@@ -214,6 +228,15 @@ def main():
             kib = statistics.median(rss[(w, c)]) if rss[(w, c)] else None
             print(f"| {c} | {m:.3f} | {m / base:.2f}x | {kib / 1024:.1f} |" if kib else
                   f"| {c} | {m:.3f} | {m / base:.2f}x | |")
+    calls = 2 * a.small_steps   # a free and a malloc a step
+    base = statistics.median(steps[(SMALL, "untraced")])
+    print(f"\n{SMALL.replace('STEPS', str(a.small_steps))}, the steps alone (median of {a.rounds} interleaved "
+          "rounds)\n")
+    print("| configuration | wall of the steps (s) | ns per call | added ns per call |")
+    print("| --- | --- | --- | --- |")
+    for c in SMALL_CONFIGS:
+        m = statistics.median(steps[(SMALL, c)])
+        print(f"| {c} | {m:.3f} | {m / calls * 1e9:.1f} | {(m - base) / calls * 1e9:.1f} |")
     for s in skipped:
         print(f"\nnot measured: {s}")
     w = FIXED
