@@ -32,9 +32,13 @@
  * as that change left it, and the peak's record closes the tree at the maximum); far below it while its
  * slot is marked, so that a switch to MODE_EXACT waits for those reservations too.
  *
- * A thread alone in its process (the one fast slot) changes the counter and the peak in MODE_EXACT with
- * plain stores: nested calls leave their bytes pending then, and a thread's first call, which makes two,
- * waits for the lone thread's call under way, as a switch does.
+ * One thread in MODE_EXACT may own the counter (live_state.owner) and change it and the peak with plain
+ * stores: the thread alone in its process (the one fast slot), or one that made BIAS_STREAK_FIRST exact
+ * changes in a row while the others made none (a program whose worker allocates while its main thread
+ * waits). Nested calls leave their bytes pending then; the owner takes them in. Ownership is given and
+ * taken only by a switch, so that no call of another thread is under way: it is given by the owner's own
+ * switch after its record (as live_leave_wanted leaves MODE_EXACT), and taken by any other thread's call,
+ * which doubles the run the next owner needs (threads that take turns soon stop trading it).
  *
  * Calls that mark no slot use others_busy, an atomic count: those of threads without a fast slot (beyond
  * FAST_THREADS_MAX, or sharing the last counts slot), which keep the process in MODE_EXACT from their
@@ -61,6 +65,16 @@
 _Alignas(64) LiveState live_state = { .mode = MODE_EXACT };
 TLS int live_thread_kind;
 TLS bool live_leave_wanted;
+
+/* Exact changes in a row that make a thread the counter's owner; doubled each time ownership is taken. */
+#define BIAS_STREAK_FIRST 256u
+#define BIAS_STREAK_MAX (UINT32_C(1) << 20)
+
+static uint32_t bias_streak = BIAS_STREAK_FIRST;
+static TLS HeapAbiThread *my_slot;      /* this thread's fast slot, if it has one */
+static TLS int64_t my_last_live;        /* the counter after this thread's last exact change */
+static TLS uint32_t my_streak;          /* exact changes in a row that found the counter as it left it */
+static TLS bool bias_wanted;
 
 /* What calls write, on lines of their own: the line of `live` is read by every call. */
 static _Alignas(64) int order_lock;     /* MODE_EXACT: a change and its record's slot, together */
@@ -132,7 +146,7 @@ static int64_t exact_add_recorded(int64_t bytes, bool nested, LiveRecord *record
         return live;
 }
 
-/* The lone thread's change in MODE_EXACT (live_alone()), with plain stores. */
+/* The owner's change in MODE_EXACT (live_owns()), with plain stores. */
 static void alone_store_peak(int64_t live) {
         if (live > load_peak())
                 __atomic_store_n(&live_state.header->peak_bytes, (uint64_t) live, __ATOMIC_RELAXED);
@@ -177,10 +191,12 @@ static void wait_for_calls(void) {
 }
 
 /* Under the lock, the mode just set to MODE_FOLDING: once the calls that saw the old one are done, every
- * delta and pending byte goes into the counter and the peak is raised by it; then MODE_EXACT. Nested calls
- * that saw MODE_FOLDING meanwhile are waited for and what they left taken in too: only their bytes, in the
- * moment of that last step, meet exact calls of other threads before they are in the counter. */
-static void fold_all_locked(void) {
+ * delta and pending byte goes into the counter and the peak is raised by it; then MODE_EXACT, owned by
+ * owner: this thread's slot or NULL (the pending bytes taken in last are added atomically, which only
+ * the owner itself may do beside its own plain stores). Nested calls that saw MODE_FOLDING meanwhile are
+ * waited for and what they left taken in too: only their bytes, in the moment of that last step, meet
+ * exact calls of other threads before they are in the counter. */
+static void fold_all_locked(HeapAbiThread *owner) {
         wait_for_calls();
         int64_t sum = __atomic_exchange_n(&live_state.header->nested_pending, 0, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < live_state.n_fast; i++) {
@@ -188,6 +204,7 @@ static void fold_all_locked(void) {
                 __atomic_store_n(&fast_slots[i]->live_delta, 0, __ATOMIC_RELAXED);
         }
         peak_raise(__atomic_add_fetch(&live_state.header->live_bytes, sum, __ATOMIC_RELEASE));
+        __atomic_store_n(&live_state.owner, owner, __ATOMIC_RELAXED);
         __atomic_store_n(&live_state.mode, MODE_EXACT, __ATOMIC_RELEASE);
         while (__atomic_load_n(&others_busy, __ATOMIC_ACQUIRE) != 0)
                 sched_yield();
@@ -196,12 +213,36 @@ static void fold_all_locked(void) {
                 peak_raise(__atomic_add_fetch(&live_state.header->live_bytes, pending, __ATOMIC_RELEASE));
 }
 
-/* Under the lock: to MODE_EXACT. */
+/* The owner after a switch this thread makes: the lone thread, or this one if it owned the counter. */
+static HeapAbiThread *owner_after_switch(void) {
+        HeapAbiThread *owner = __atomic_load_n(&live_state.owner, __ATOMIC_RELAXED);
+        return my_slot && (owner == my_slot || live_alone()) ? my_slot : NULL;
+}
+
+/* Under the lock: to MODE_EXACT, which another thread's ownership leaves (its plain stores would race
+ * this thread's atomic ones). */
 static void fold_locked(void) {
-        if (__atomic_load_n(&live_state.mode, __ATOMIC_RELAXED) == MODE_EXACT)
+        int m = __atomic_load_n(&live_state.mode, __ATOMIC_RELAXED);
+        HeapAbiThread *owner = __atomic_load_n(&live_state.owner, __ATOMIC_RELAXED);
+        if (m == MODE_EXACT && (!owner || owner == my_slot))
                 return;
+        if (m == MODE_EXACT && bias_streak < BIAS_STREAK_MAX)    /* taken: the next owner needs a longer run */
+                __atomic_store_n(&bias_streak, bias_streak * 2, __ATOMIC_RELAXED);
         __atomic_store_n(&live_state.mode, MODE_FOLDING, __ATOMIC_RELAXED);
-        fold_all_locked();
+        fold_all_locked(m == MODE_EXACT ? NULL : owner_after_switch());
+}
+
+/* MODE_EXACT without an owner: this thread owns the counter from now on, once no other call is under way.
+ * Tries the lock only. */
+static void try_own(void) {
+        if (!my_slot || !lock_take(&lock, true))
+                return;
+        if (__atomic_load_n(&live_state.mode, __ATOMIC_RELAXED) == MODE_EXACT && !live_state.owner &&
+            live_state.fast_possible) {
+                __atomic_store_n(&live_state.mode, MODE_FOLDING, __ATOMIC_RELAXED);
+                fold_all_locked(my_slot);
+        }
+        lock_drop();
 }
 
 /* From MODE_EXACT back to MODE_FAST if the bound holds once the exact calls under way are done. Tries the
@@ -258,7 +299,9 @@ static void join(HeapAbiThread *own) {
                 __atomic_store_n(&live_state.fast_possible, false, __ATOMIC_RELAXED);
                 live_thread_kind = THREAD_SHARED;
         }
-        fold_all_locked();
+        if (live_thread_kind == THREAD_FAST)
+                my_slot = own;
+        fold_all_locked(owner_after_switch());
         lock_drop();
 }
 
@@ -267,7 +310,7 @@ static int64_t nested_change(int64_t bytes, LiveRecord *record) {
 
         __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
         int m = __atomic_load_n(&live_state.mode, __ATOMIC_SEQ_CST);
-        if (m == MODE_EXACT && !live_alone()) {
+        if (m == MODE_EXACT && !__atomic_load_n(&live_state.owner, __ATOMIC_RELAXED)) {
                 live = exact_add_recorded(bytes, true, record);
                 __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
                 return live;
@@ -295,13 +338,25 @@ static int64_t shared_change(int64_t bytes, LiveRecord *record) {
         int64_t live;
 
         __atomic_add_fetch(&others_busy, 1, __ATOMIC_SEQ_CST);
-        bool exact = __atomic_load_n(&live_state.mode, __ATOMIC_SEQ_CST) == MODE_EXACT;
+        bool exact = __atomic_load_n(&live_state.mode, __ATOMIC_SEQ_CST) == MODE_EXACT &&
+                     !__atomic_load_n(&live_state.owner, __ATOMIC_RELAXED);
         if (exact)
                 live = exact_add_recorded(bytes, false, record);
         __atomic_sub_fetch(&others_busy, 1, __ATOMIC_RELEASE);
         if (!exact)
                 (void) change_locked(bytes, true, record, &live);
         return live;
+}
+
+/* An exact change without an owner, from before to after: a run of them that found the counter as this
+ * thread left it asks for ownership (after the call's record, as a switch must). */
+static void count_streak(int64_t before, int64_t after) {
+        my_streak = before == my_last_live ? my_streak + 1 : 0;
+        my_last_live = after;
+        if (unlikely(my_streak >= __atomic_load_n(&bias_streak, __ATOMIC_RELAXED) && live_state.fast_possible)) {
+                my_streak = 0;
+                bias_wanted = live_leave_wanted = true;
+        }
 }
 
 int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *record) {
@@ -340,8 +395,14 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
                         live_mark(own, 0);
                         return live;
                 }
-                if (m == MODE_EXACT) {
-                        live = live_alone() ? alone_add(bytes, record) : exact_add_recorded(bytes, false, record);
+                HeapAbiThread *owner = __atomic_load_n(&live_state.owner, __ATOMIC_RELAXED);
+                if (m == MODE_EXACT && (!owner || owner == own)) {
+                        if (owner)
+                                live = alone_add(bytes, record);
+                        else {
+                                live = exact_add_recorded(bytes, false, record);
+                                count_streak(live - bytes, live);
+                        }
                         live_mark(own, 0);
                         /* Not now: a switch waits for other calls, which may wait for this call's record. */
                         if (unlikely(live + 2 * bound() <= load_peak()))
@@ -357,7 +418,11 @@ int64_t live_change(HeapAbiThread *own, int64_t bytes, bool nested, LiveRecord *
 
 void live_leave(void) {
         live_leave_wanted = false;
-        try_leave();
+        if (bias_wanted) {
+                bias_wanted = false;
+                try_own();
+        } else
+                try_leave();
 }
 
 void live_init(HeapAbiHeader *h, uint64_t allowance_bytes, LiveReserveFn reserve_fn) {
@@ -376,6 +441,10 @@ void live_reset(void) {
         order_lock = 0;
         live_state.n_fast = 0;
         others_busy = 0;
+        live_state.owner = NULL;
+        bias_streak = BIAS_STREAK_FIRST;
         live_thread_kind = THREAD_NEW;
-        live_leave_wanted = false;
+        live_leave_wanted = bias_wanted = false;
+        my_slot = NULL;
+        my_streak = 0;
 }

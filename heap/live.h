@@ -42,6 +42,8 @@ typedef struct LiveState {
         int mode;                       /* LiveMode */
         unsigned n_fast;                /* threads with a fast slot */
         bool fast_possible;             /* membarrier is registered and every thread has a fast slot */
+        HeapAbiThread *owner;           /* MODE_EXACT: the fast slot of the thread that changes the counter
+                                         * with plain stores; NULL: every thread atomically */
 } LiveState;
 
 extern LiveState live_state;
@@ -79,9 +81,7 @@ static inline void live_mark(HeapAbiThread *own, uint64_t busy) {
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-/* One thread in all: in MODE_EXACT nobody else changes the counter or the peak (nested calls leave their
- * bytes pending; a thread that joins waits for this call once it counted itself in), so plain stores do
- * what the locked operations do for many, and the records are in this thread's order. */
+/* One thread in all: it owns the counter in MODE_EXACT (heap/live.c). */
 static inline bool live_alone(void) {
         return __atomic_load_n(&live_state.n_fast, __ATOMIC_RELAXED) == 1 &&
                __atomic_load_n(&live_state.fast_possible, __ATOMIC_RELAXED);
@@ -89,8 +89,10 @@ static inline bool live_alone(void) {
 
 /*
  * live_change() of the common calls, inline: an ordinary call of a thread with a fast slot and no record
- * to reserve, far below the peak and within its allowance (MODE_FAST), or alone in its process with no
- * bytes pending from nested calls (MODE_EXACT). false: nothing done, live_change() does it.
+ * to reserve, far below the peak and within its allowance (MODE_FAST), or owning the counter with no
+ * bytes pending from nested calls (MODE_EXACT): in MODE_EXACT nobody else changes the counter or the peak
+ * then, so plain stores do what the locked operations do for many, and the records are in the owner's
+ * order. false: nothing done, live_change() does it.
  */
 __attribute__((always_inline)) static inline bool live_change_quick(HeapAbiThread *own, int64_t bytes) {
         if (__builtin_expect(live_thread_kind != THREAD_FAST, 0))
@@ -104,7 +106,7 @@ __attribute__((always_inline)) static inline bool live_change_quick(HeapAbiThrea
                         __atomic_store_n(&own->live_delta, delta, __ATOMIC_RELAXED);
                         done = true;
                 }
-        } else if (m == MODE_EXACT && live_alone() &&
+        } else if (m == MODE_EXACT && __atomic_load_n(&live_state.owner, __ATOMIC_RELAXED) == own &&
                    __atomic_load_n(&live_state.header->nested_pending, __ATOMIC_RELAXED) == 0) {
                 HeapAbiHeader *h = live_state.header;
                 int64_t live = __atomic_load_n(&h->live_bytes, __ATOMIC_RELAXED) + bytes;
@@ -112,7 +114,7 @@ __attribute__((always_inline)) static inline bool live_change_quick(HeapAbiThrea
                 __atomic_store_n(&h->live_bytes, live, __ATOMIC_RELEASE);
                 if (live > peak)
                         __atomic_store_n(&h->peak_bytes, (uint64_t) live, __ATOMIC_RELAXED);
-                else if (__builtin_expect(live + 2 * live_state.allowance <= peak, 0))
+                else if (__builtin_expect(live + 2 * (int64_t) live_state.n_fast * live_state.allowance <= peak, 0))
                         live_leave_wanted = true;       /* MODE_FAST, once the call is done */
                 done = true;
         }

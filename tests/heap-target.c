@@ -9,7 +9,7 @@
  *
  * heap-target-cxx.cc adds C++ call sites (new[] and delete[]).
  *
- * heap-target MODE: known (the default), churn, placement, double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
+ * heap-target MODE: known (the default), churn, churn-turns, placement, double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
  * closefds, sigkill, storm N, hold SECONDS, wait-leak (for record --pid).
  */
 
@@ -224,12 +224,16 @@ static int mode_known(void) {
  * library's live bytes go in and out of each thread's allowance (MEMSTRACK_HEAP_ALLOWANCE) and between
  * its modes many times. The peak is where the churn cannot reach: every thread holds one 2 MiB block at
  * once, between barriers, with all its churn freed; before and after, a thread's churn stays below
- * CHURN_BLOCKS * 8 KiB. What a thread's last churn leaves is its leak.
+ * CHURN_BLOCKS * 8 KiB. What a thread's last churn leaves is its leak. churn-turns: the threads churn
+ * one at a time (each while the others wait), so that the counter of live bytes passes from thread to
+ * thread, each owning it for a while.
  */
 #define CHURN_BLOCKS 48
 #define CHURN_ROUNDS 20000
 
 static pthread_barrier_t churn_barrier;
+static bool churn_in_turns;
+static pthread_mutex_t churn_turn = PTHREAD_MUTEX_INITIALIZER;
 
 static void *churn_site(size_t n, int *ret_line) {
         void *p = AT(malloc(n));
@@ -245,6 +249,8 @@ static void *churn_peak_site(int *ret_line) {
 
 static void churn(uint64_t *x, void **blocks, bool free_all) {
         int line = 0;
+        if (churn_in_turns && pthread_mutex_lock(&churn_turn) != 0)
+                abort();
         for (int i = 0; i < CHURN_ROUNDS; i++) {
                 *x ^= *x << 13;
                 *x ^= *x >> 7;
@@ -261,6 +267,8 @@ static void churn(uint64_t *x, void **blocks, bool free_all) {
                         gave(blocks[k], "churn_site", line);
                         blocks[k] = NULL;
                 }
+        if (churn_in_turns && pthread_mutex_unlock(&churn_turn) != 0)
+                abort();
 }
 
 static void *churn_main(void *arg) {
@@ -278,9 +286,10 @@ static void *churn_main(void *arg) {
         return NULL;
 }
 
-static int mode_churn(void) {
+static int mode_churn(bool in_turns) {
         pthread_t t[THREADS];
 
+        churn_in_turns = in_turns;
         if (pthread_barrier_init(&churn_barrier, NULL, THREADS + 1) != 0)
                 abort();
         for (int i = 0; i < THREADS; i++)
@@ -555,8 +564,8 @@ int main(int argc, char *argv[]) {
 
         if (strcmp(mode, "known") == 0)
                 return mode_known();
-        if (strcmp(mode, "churn") == 0)
-                return mode_churn();
+        if (strcmp(mode, "churn") == 0 || strcmp(mode, "churn-turns") == 0)
+                return mode_churn(strcmp(mode, "churn-turns") == 0);
         if (strcmp(mode, "placement") == 0)
                 return mode_placement();
         if (strcmp(mode, "double-free") == 0)

@@ -14,7 +14,8 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
                states for it
   churn        4 threads allocating and freeing random sizes, far below the peak and near it, with each
                thread's allowance of live bytes off, tiny (many moves and mode switches) and the default:
-               every call site exact at the maximum and at exit, the same totals each time
+               every call site exact at the maximum and at exit, the same totals each time; then the
+               same with the threads taking turns (the live-bytes counter owned by one thread after another)
   placement    the library's own start leaves glibc's choices alone: blocks of each size land where they
                do without it (heap or mmap(), as the dynamic mmap threshold says)
   double-free  a double free glibc lets through (tcache off) is counted, nothing crashes
@@ -183,23 +184,24 @@ def case_sampled():
 
 
 def case_churn():
-    totals = {}
-    for allowance in ("0", "4096", None):
-        env = {"MEMSTRACK_HEAP_ALLOWANCE": allowance} if allowance else {}
-        reply, expected, _ = record(["--sample-interval=1"], ["churn"], env=env)
-        m, l = one_heap(reply, "heap_maximum"), one_heap(reply, "heap_leaks")
-        if not m or not l or not expected:
-            fail(f"churn, allowance {allowance or 'default'}: no heap or no expectations")
-            continue
-        for view, h in (("heap_maximum", m), ("heap_leaks", l)):
-            check_totals(h, view)
-            check_sites(h, expected, view, exact=True)
-        totals[allowance or "default"] = (m["bytes"], l["bytes"])
-    # The threads' sequences are fixed and the peak waits at a barrier: one answer whatever the allowance.
-    if len(set(totals.values())) != 1:
-        fail(f"churn: peak and live bytes differ with the allowance: {totals}")
-    else:
-        ok(f"churn: peak {m['bytes']}, never freed {l['bytes']} with every allowance")
+    for mode in ("churn", "churn-turns"):
+        totals = {}
+        for allowance in ("0", "4096", None):
+            env = {"MEMSTRACK_HEAP_ALLOWANCE": allowance} if allowance else {}
+            reply, expected, _ = record(["--sample-interval=1"], [mode], env=env)
+            m, l = one_heap(reply, "heap_maximum"), one_heap(reply, "heap_leaks")
+            if not m or not l or not expected:
+                fail(f"{mode}, allowance {allowance or 'default'}: no heap or no expectations")
+                continue
+            for view, h in (("heap_maximum", m), ("heap_leaks", l)):
+                check_totals(h, view)
+                check_sites(h, expected, view, exact=True)
+            totals[allowance or "default"] = (m["bytes"], l["bytes"])
+        # The threads' sequences are fixed and the peak waits at a barrier: one answer whatever the allowance.
+        if len(set(totals.values())) != 1:
+            fail(f"{mode}: peak and live bytes differ with the allowance: {totals}")
+        else:
+            ok(f"{mode}: peak {m['bytes']}, never freed {l['bytes']} with every allowance")
 
 
 def case_placement():
