@@ -76,7 +76,7 @@ static TLS int64_t my_last_live;        /* the counter after this thread's last 
 static TLS uint32_t my_streak;          /* exact changes in a row that found the counter as it left it */
 static TLS bool bias_wanted;
 
-/* What calls write, on lines of their own: the line of `live` is read by every call. */
+/* What calls write, on lines of their own: the line of live_state is read by every call. */
 static _Alignas(64) int order_lock;     /* MODE_EXACT: a change and its record's slot, together */
 static int lock;                        /* switches and joins */
 static uint64_t others_busy;
@@ -146,7 +146,7 @@ static int64_t exact_add_recorded(int64_t bytes, bool nested, LiveRecord *record
         return live;
 }
 
-/* The owner's change in MODE_EXACT (live_owns()), with plain stores. */
+/* The owner's change in MODE_EXACT (live_state.owner is this thread's slot), with plain stores. */
 static void alone_store_peak(int64_t live) {
         if (live > load_peak())
                 __atomic_store_n(&live_state.header->peak_bytes, (uint64_t) live, __ATOMIC_RELAXED);
