@@ -651,6 +651,12 @@ static void emit(const LiveRecord *slot, HeapAbiRecordType type, uint64_t ptr, u
 
 /* ---- Block sizes ------------------------------------------------------------------------------------ */
 
+/* Every allocator aligns blocks to at least 2 * sizeof(void *): a pointer that is not is none of theirs
+ * (and glibc's malloc_usable_size() would read outside the heap for it). */
+static inline bool block_aligned(uint64_t ptr) {
+        return ptr % (2 * sizeof(void *)) == 0;
+}
+
 /* Whether the allocator is glibc's, with chunks as usable_size() reads them: checked at the start. */
 static bool glibc_chunks;
 
@@ -733,9 +739,7 @@ __attribute__((noinline)) static void record_free_any(void *p) {
         in_call++;
         if (nested)
                 __atomic_fetch_add(&header->nested_calls, 1, __ATOMIC_RELAXED);
-        /* Every allocator aligns blocks to at least 2 * sizeof(void *); glibc's malloc_usable_size() would
-         * read outside the heap for such a pointer. */
-        if (ptr % (2 * sizeof(void *)) != 0) {
+        if (!block_aligned(ptr)) {
                 __atomic_fetch_add(&header->invalid_frees, 1, __ATOMIC_RELAXED);
                 goto out;
         }
@@ -803,7 +807,7 @@ __attribute__((always_inline)) static inline void record_free(void *p) {
         HeapAbiThread *own = my_counts;
         uint64_t ptr = (uint64_t) (uintptr_t) p;
 
-        if (likely(sample_interval > 1 && ptr % (2 * sizeof(void *)) == 0 && !filter_maybe(bucket_hash(ptr))) &&
+        if (likely(sample_interval > 1 && block_aligned(ptr) && !filter_maybe(bucket_hash(ptr))) &&
             quick_call_begin(own)) {
                 bool done = live_change_quick(own, -(int64_t) usable_size(p));
                 if (likely(done))

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include "spin-lock.h"
 #include "unwind.h"
 
 #if defined(__x86_64__)
@@ -157,12 +158,12 @@ bool unwind_init(void) {
 
 /* c is half full: the next one, unless another thread makes it or the last size is reached. */
 static void cache_grow(Cache *c) {
-        if (c->bits + 2 > CACHE_BITS_MAX || __atomic_exchange_n(&growing, 1, __ATOMIC_ACQUIRE))
+        if (c->bits + 2 > CACHE_BITS_MAX || !lock_take(&growing, true))
                 return;
         Cache *next = __atomic_load_n(&cache, __ATOMIC_RELAXED) == c ? cache_new(c->bits + 2) : NULL;
         if (next)
                 __atomic_store_n(&cache, next, __ATOMIC_RELEASE);
-        __atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
+        lock_release(&growing);
 }
 
 void unwind_flush(void) {
