@@ -919,6 +919,10 @@ int tracepoint_gfp_names(const char *tracefs, GfpName **ret, size_t *ret_n) {
                 char *end;
                 errno = 0;
                 unsigned long long mask = f->value ? strtoull(f->value, &end, 0) : 0;
+                /* A mask that is one literal stays as the kernel wrote it, C's suffix and all: Linux 6.1
+                 * prints "(( gfp_t)0x40000u)" for __GFP_COMP, where libtraceevent leaves "0x40000u". */
+                if (f->value)
+                        end += strspn(end, "uUlL");
                 if (!f->value || !f->str || errno != 0 || *end != '\0' || mask == 0)
                         continue;
                 if (greedy_realloc(&names, &allocated, n + 1, sizeof(GfpName), 64) < 0 ||
