@@ -15,8 +15,12 @@
  * probability 1 - (1 - 1/interval)^(2^order) and draws a random number only when sampled. Unsampled
  * entries carry no frames; ebpf.c charges them to their thread's last sampled stack.
  *
- * All programs are BTF tracepoints (tp_btf): typed arguments, no trace buffer filled for nothing, and a
- * recursion guard per program rather than one for all tracing programs on the CPU (see page_alloc_nested).
+ * The page, task and module programs are BTF tracepoints (tp_btf): typed arguments, no trace buffer filled
+ * for nothing, and a recursion guard per program rather than one for all tracing programs on the CPU (see
+ * page_alloc_nested). The slab programs are raw tracepoints, which run the same way with the same guard but
+ * take their arguments as plain words: older kernels (Debian 11's 5.10 and 12's 6.1) refuse a tp_btf program
+ * that reads an argument of type void *, as every slab tracepoint's object pointer is ("func 'kmalloc' arg1
+ * type UNKNOWN is not a struct"), and the slab programs read only words and CO-RE probes anyway.
  *
  * Nothing here allocates or loops; a record that does not fit is counted per CPU, never retried.
  * GPL-compatible license: bpf_get_stack() and bpf_probe_read_kernel_str() are GPL-only helpers.
@@ -991,64 +995,64 @@ static __always_inline int slab_event_nested(__u64 *ctx, __u32 which, bool alloc
         return slab_free_record(ctx, st);
 }
 
-SEC("tp_btf/kmalloc")
+SEC("raw_tp/kmalloc")
 int slab_kmalloc(__u64 *ctx) {
         return slab_event(ctx, MS_BPF_SLAB_KMALLOC, true);
 }
 
-SEC("tp_btf/kmalloc_node")
+SEC("raw_tp/kmalloc_node")
 int slab_kmalloc_node(__u64 *ctx) {
         return slab_event(ctx, MS_BPF_SLAB_KMALLOC_NODE, true);
 }
 
-SEC("tp_btf/kmem_cache_alloc")
+SEC("raw_tp/kmem_cache_alloc")
 int slab_cache_alloc(__u64 *ctx) {
         return slab_event(ctx, MS_BPF_SLAB_CACHE_ALLOC, true);
 }
 
-SEC("tp_btf/kmem_cache_alloc_node")
+SEC("raw_tp/kmem_cache_alloc_node")
 int slab_cache_alloc_node(__u64 *ctx) {
         return slab_event(ctx, MS_BPF_SLAB_CACHE_ALLOC_NODE, true);
 }
 
-SEC("tp_btf/kfree")
+SEC("raw_tp/kfree")
 int slab_kfree(__u64 *ctx) {
         return slab_event(ctx, MS_BPF_SLAB_NEST_KFREE, false);
 }
 
-SEC("tp_btf/kmem_cache_free")
+SEC("raw_tp/kmem_cache_free")
 int slab_cache_free(__u64 *ctx) {
         return slab_event(ctx, MS_BPF_SLAB_NEST_CACHE_FREE, false);
 }
 
 /* The twins, after their main programs in this file: with --nested-allocations=always the skeleton
  * attaches them in this order, and a tracepoint runs its programs in the order they were attached. */
-SEC("tp_btf/kmalloc")
+SEC("raw_tp/kmalloc")
 int slab_kmalloc_nested(__u64 *ctx) {
         return slab_event_nested(ctx, MS_BPF_SLAB_KMALLOC, true);
 }
 
-SEC("tp_btf/kmalloc_node")
+SEC("raw_tp/kmalloc_node")
 int slab_kmalloc_node_nested(__u64 *ctx) {
         return slab_event_nested(ctx, MS_BPF_SLAB_KMALLOC_NODE, true);
 }
 
-SEC("tp_btf/kmem_cache_alloc")
+SEC("raw_tp/kmem_cache_alloc")
 int slab_cache_alloc_nested(__u64 *ctx) {
         return slab_event_nested(ctx, MS_BPF_SLAB_CACHE_ALLOC, true);
 }
 
-SEC("tp_btf/kmem_cache_alloc_node")
+SEC("raw_tp/kmem_cache_alloc_node")
 int slab_cache_alloc_node_nested(__u64 *ctx) {
         return slab_event_nested(ctx, MS_BPF_SLAB_CACHE_ALLOC_NODE, true);
 }
 
-SEC("tp_btf/kfree")
+SEC("raw_tp/kfree")
 int slab_kfree_nested(__u64 *ctx) {
         return slab_event_nested(ctx, MS_BPF_SLAB_NEST_KFREE, false);
 }
 
-SEC("tp_btf/kmem_cache_free")
+SEC("raw_tp/kmem_cache_free")
 int slab_cache_free_nested(__u64 *ctx) {
         return slab_event_nested(ctx, MS_BPF_SLAB_NEST_CACHE_FREE, false);
 }
