@@ -1480,6 +1480,42 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
 static char probe_reason[256];
 
 /*
+ * Whether the kernel's BPF has the atomic fetch-and-add that numbers every event (seq_next() in the BPF
+ * program; Linux 5.12): a program of one such add on a map value, loaded and closed. Kernels without it
+ * refuse the whole object ("BPF_STX uses reserved fields", Debian 11's 5.10). 1 yes, 0 no, -errno when no
+ * program could be loaded at all.
+ */
+static int probe_atomic_fetch(void) {
+        _cleanup_close_ int map = -EBADF, prog = -EBADF;
+        int r;
+
+        map = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, sizeof(__u32), sizeof(__u64), 1, NULL);
+        if (map < 0)
+                return -errno;
+        const struct bpf_insn insns[] = {
+                /* key = 0; r0 = lookup(map, &key) */
+                { .code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .off = -4, .imm = 0 },
+                { .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+                { .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -4 },
+                { .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD, .imm = map },
+                { .code = 0 },
+                { .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_map_lookup_elem },
+                { .code = BPF_JMP | BPF_JEQ | BPF_K, .dst_reg = BPF_REG_0, .off = 2, .imm = 0 },
+                /* r1 = 1; r1 = atomic_fetch_add(*(u64 *) r0, r1) */
+                { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 1 },
+                { .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_0, .src_reg = BPF_REG_1,
+                  .imm = BPF_ADD | BPF_FETCH },
+                { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+                { .code = BPF_JMP | BPF_EXIT },
+        };
+        prog = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns, ELEMENTSOF(insns), NULL);
+        if (prog >= 0)
+                return 1;
+        r = -errno;
+        return r == -EINVAL ? 0 : r;
+}
+
+/*
  * Whether BPF with BTF can work here: the BTF file is readable, the kernel has BPF ring buffers and we
  * may load a tracepoint program. Cheap: one map and one tiny program, created and closed.
  */
@@ -1520,6 +1556,17 @@ static int ebpf_source_probe(const SourceOptions *options, const char **ret_reas
         if (r <= 0) {
                 *ret_reason = "not allowed to load BPF tracepoint programs (needs root, or CAP_BPF with CAP_PERFMON)";
                 return r < 0 ? r : -EOPNOTSUPP;
+        }
+        r = probe_atomic_fetch();
+        if (r == 0) {
+                *ret_reason = "the kernel's BPF has no atomic fetch-and-add, which numbers the events (Linux 5.12 "
+                              "or later)";
+                return -EOPNOTSUPP;
+        }
+        if (r < 0) {
+                (void) snprintf(probe_reason, sizeof(probe_reason), "bpf() failed: %s", strerror(-r));
+                *ret_reason = probe_reason;
+                return r;
         }
         return 0;
 }
