@@ -61,7 +61,7 @@ class Churn:
 
 
 def read_slabinfo(path="/proc/slabinfo"):
-    """{cache: (active objects, objects per slab)}."""
+    """{cache: (active objects, objects per slab, bytes per object)}."""
     caches = {}
     with open(path) as f:
         for line in f:
@@ -69,8 +69,20 @@ def read_slabinfo(path="/proc/slabinfo"):
                 continue
             words = line.split()
             if len(words) >= 6:
-                caches[words[0]] = (int(words[1]), int(words[4]))
+                caches[words[0]] = (int(words[1]), int(words[4]), int(words[3]))
     return caches
+
+
+SIZE_CLASS = re.compile(r"^\[size-([0-9]+)\]$")
+
+
+def active_objects(slabinfo, cache):
+    """What /proc/slabinfo counts active of a cache memstrackd names: the cache itself, or for "[size-N]" (the
+    objects of a cache the kernel's tracepoints do not name, by their size) every cache of objects of N bytes."""
+    m = SIZE_CLASS.match(cache or "")
+    if not m:
+        return slabinfo.get(cache, (0, 0, 0))[0]
+    return sum(active for active, _, size in slabinfo.values() if size == int(m.group(1)))
 
 
 TRACEFS = "/sys/kernel/tracing"
@@ -81,7 +93,9 @@ def kernel_slab_view(seconds, buffer_kb=65536):
     """What the kernel's own kmem_cache_alloc and kmem_cache_free tracepoints show for seconds, in a tracefs
     instance of ours with raw pointers: {cache: [allocs, frees, lost]}, lost counting allocations of a
     pointer allocated before and not freed since (a free that fired no tracepoint), or None when the
-    instance's buffer overran (the view would count what it dropped) or cannot be made."""
+    instance's buffer overran (the view would count what it dropped) or cannot be made. Empty where the
+    kernel's kmem_cache_alloc names no cache (before 6.1 neither event does, 6.1 only the free): by
+    pointers alone the view could not tell which cache lost the frees."""
     inst = tempfile.mktemp(prefix="slabsoak-", dir=os.path.join(TRACEFS, "instances"))
     try:
         os.mkdir(inst)
@@ -92,7 +106,12 @@ def kernel_slab_view(seconds, buffer_kb=65536):
             with open(os.path.join(inst, rel), "w") as f:
                 f.write(value)
         write("buffer_size_kb", str(buffer_kb))
-        write("options/hash-ptr", "0")
+        # Raw pointers where an instance may choose; elsewhere (5.10: a top-level option only) hashed ones,
+        # which compare equal exactly when the pointers do.
+        try:
+            write("options/hash-ptr", "0")
+        except OSError:
+            pass
         write("events/kmem/kmem_cache_alloc/enable", "1")
         write("events/kmem/kmem_cache_free/enable", "1")
         time.sleep(seconds)

@@ -75,13 +75,20 @@ def check_source(source, work):
         if child.stdout.readline().strip() != "ready":
             fail(f"{source}: the holder did not get its pages")
 
+        last = {}
+
         def ring_seen():
-            gfp = rows(sock, "gfp", child.pid)
+            gfp = last["gfp"] = rows(sock, "gfp", child.pid)
             for r in gfp["rows"]:
                 if set(r["key"].split("|")) == RING_FLAGS and r["pages"] >= RING_PAGES:
                     return gfp
             return None
-        gfp = wait_for(f"{source}: the ring's pages", ring_seen)
+        try:
+            gfp = wait_for(f"{source}: the ring's pages", ring_seen)
+        except SystemExit:
+            print(f"{source}: the holder's pages by GFP flags: {[(r['key'], r['pages']) for r in last['gfp']['rows']]}",
+                  file=sys.stderr)
+            raise
         order = rows(sock, "order", child.pid)
         node = rows(sock, "node", child.pid)
         task = call(sock, "io.memstrack.Tasks", {"pid": child.pid})["tasks"][0]

@@ -206,7 +206,7 @@ def soak(source, daemon, sock):
             # Objects the kernel itself still holds are no phantom, whoever freed them last (vmap areas of
             # exited tasks' stacks wait for a lazy purge): its own count of the cache grew as much.
             cache = (site_rows.get(name) or {}).get("cache")
-            active = [k.get(cache, (0, 0))[0] for k in kernel_active]
+            active = [slabsoak.active_objects(k, cache) for k in kernel_active]
             if cache and active[-1] - active[0] >= counts[-1] - counts[0]:
                 continue
             problems.append(f"the churn workers, which keep nothing, hold ever more objects of {name}: {counts}"
