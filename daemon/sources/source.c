@@ -149,8 +149,15 @@ int source_new(const char *name, const SourceOptions *options, EventSource **ret
                 return log_oom();
 
         r = t->new(options, ret);
-        if (r < 0)
+        if (r < 0) {
+                const char *reason = NULL;
+
+                /* What the kernel lacks, as auto would say it: the constructor's error may not (a program
+                 * the kernel refuses as a whole). */
+                if (name && t->probe && t->probe(options, &reason) < 0 && reason)
+                        log_error("Event source %s cannot run here: %s.", t->name, reason);
                 return r;
+        }
         if (ret_type)
                 *ret_type = t;
         if (ret_reason)

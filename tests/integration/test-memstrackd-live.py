@@ -508,6 +508,26 @@ def test_auto_picks_ebpf():
     d.stop()
 
 
+def test_auto_says_why():
+    """On every kernel: --source auto runs eBPF where the kernel has what it needs, else perf, with Status
+    naming what eBPF lacks ("auto: ebpf: ..."), and --source ebpf then refuses to start with the same
+    reason. (Debian 11's 5.10 has no BPF atomic fetch-and-add.)"""
+    d = Daemon()
+    status = d.call("io.memstrack.Status")
+    d.stop()
+    if status["backend"] == "ebpf":
+        if status["backendReason"] != "auto":
+            fail(f"auto runs ebpf, saying {status['backendReason']!r}")
+        return
+    m = re.match(r"^auto: ebpf: (.+)$", status["backendReason"])
+    if status["backend"] != "perf" or not m:
+        fail(f"auto runs {status['backend']} ({status['backendReason']!r}): expected ebpf, or perf and why not ebpf")
+    out = run_failing("--source", "ebpf")
+    if m.group(1).split(";")[0] not in out:
+        fail(f"--source ebpf does not say what auto said ({m.group(1)!r}): {out}")
+    print(f"auto: perf, because {m.group(1)}", file=sys.stderr)
+
+
 def test_ebpf_probe_failure_falls_back():
     """A BTF file that is not there: auto says in one line what the eBPF source lacks and runs perf, and
     Status gives the same reason; --source ebpf refuses to start, naming it."""
@@ -586,7 +606,8 @@ CASES = [(test_64mib_ten_times, s) for s in SOURCES] + [(test_four_threads, s) f
         [(test_lost_events_counted, s) for s in SOURCES] + \
         [(c, None) for c in (test_no_call_chains, test_page_fault_stack, test_user_stacks_symbolized,
                              test_own_allocations_filtered, test_summary_biggest,
-                             test_hostile_client_does_not_starve_status, test_bad_environment)] + \
+                             test_hostile_client_does_not_starve_status, test_bad_environment,
+                             test_auto_says_why)] + \
         [(test_page_fault_stack, "ftrace"), (test_page_fault_stack, "ebpf")] + \
         [(c, "ebpf") for c in (test_sampled_stacks_sum_to_exact_counts, test_full_mode_stacks, test_auto_picks_ebpf,
                                test_ebpf_probe_failure_falls_back, test_nested_allocations_always)]
