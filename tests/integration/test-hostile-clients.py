@@ -78,10 +78,15 @@ class Counters:
             self.values[key] = self.values.get(key, 0) + n
 
 
+# What a socket's last read brought past the message it ended: a stream's next replies may come in the
+# same read (they do when the reader is slow, as under emulation), keyed by the socket.
+unread = {}
+
+
 def read_message(s, deadline):
     """One NUL-terminated message, or None when the server closed the connection."""
-    data = b""
-    while not data.endswith(b"\0"):
+    data = unread.pop(s, b"")
+    while b"\0" not in data:
         s.settimeout(max(0.01, deadline - time.monotonic()))
         try:
             chunk = s.recv(1 << 16)
@@ -92,7 +97,10 @@ def read_message(s, deadline):
         if not chunk:
             return None
         data += chunk
-    return json.loads(data[:-1])
+    message, _, rest = data.partition(b"\0")
+    if rest:
+        unread[s] = rest
+    return json.loads(message)
 
 
 def wait_closed(s, deadline):
