@@ -634,9 +634,78 @@ static void test_gfp_names(void) {
         ASSERT_EQ(tracepoint_gfp_names("data/tracefs-partial-none", &names, &n), -ENOENT);
 }
 
+/*
+ * The formats of Debian's kernels as the kernel lab found them (tests/data/tracefs-VERSION, copied from each
+ * guest's tracefs): every event memstrackd reads loads, the *_node slab twins only before 6.1, the page
+ * allocator's GFP flags by name (single flags are literals with C's suffix before 6.12), and a slab
+ * allocation of each kernel's layout decodes at the offsets its format gives.
+ */
+static void check_debian_tree(const char *tree, bool node_twins) {
+        _cleanup_(tracepoint_freep) Tracepoints *t = NULL;
+        const TracepointKind present[] = {
+                TRACEPOINT_PAGE_ALLOC, TRACEPOINT_PAGE_FREE, TRACEPOINT_PAGE_FREE_BATCHED, TRACEPOINT_MODULE_LOAD,
+                TRACEPOINT_MODULE_FREE, TRACEPOINT_SCHED_FORK, TRACEPOINT_SCHED_EXEC, TRACEPOINT_SCHED_EXIT,
+                TRACEPOINT_TASK_NEWTASK, TRACEPOINT_TASK_RENAME, TRACEPOINT_KMALLOC, TRACEPOINT_KMEM_CACHE_ALLOC,
+                TRACEPOINT_KFREE, TRACEPOINT_KMEM_CACHE_FREE,
+        };
+        const char *what = NULL;
+        GfpName *names = NULL;
+        size_t n = 0;
+        uint64_t comp = 0, zero = 0, kernel = 0;
+        uint8_t rec[64] = {};
+        MsEvent ev;
+        int id;
+
+        fprintf(stderr, "  %s\n", tree);
+        ASSERT_OK(tracepoint_load(tree, TRACEPOINT_BYTE_ORDER_LITTLE, &t, &what));
+        ASSERT_NULL(what);
+        for (size_t i = 0; i < ELEMENTSOF(present); i++)
+                ASSERT_GT(tracepoint_id(t, present[i]), 0);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMALLOC_NODE) > 0, node_twins);
+        ASSERT_EQ(tracepoint_id(t, TRACEPOINT_KMEM_CACHE_ALLOC_NODE) > 0, node_twins);
+        ASSERT_TRUE(!tracepoint_pfn_is_surrogate(t));
+
+        ASSERT_OK(tracepoint_gfp_names(tree, &names, &n));
+        ASSERT_GT(n, 30);
+        for (size_t i = 0; i < n; i++) {
+                if (streq(names[i].name, "__GFP_COMP"))
+                        comp = names[i].mask;
+                else if (streq(names[i].name, "__GFP_ZERO"))
+                        zero = names[i].mask;
+                else if (streq(names[i].name, "GFP_KERNEL"))
+                        kernel = names[i].mask;
+                free(names[i].name);
+        }
+        free(names);
+        ASSERT_EQ(comp, 0x40000);
+        ASSERT_EQ(zero, 0x100);
+        ASSERT_EQ(kernel, 0xcc0);
+
+        /* kmem_cache_alloc: call_site@8, ptr@16, bytes_req@24, bytes_alloc@32 on all three, no cache name. */
+        id = tracepoint_id(t, TRACEPOINT_KMEM_CACHE_ALLOC);
+        put_common(rec, (uint16_t) id, 77, false);
+        put(rec, 8, 8, UINT64_C(0xffffffff81234567), false);
+        put(rec, 16, 8, UINT64_C(0xffff888012345600), false);
+        put(rec, 24, 8, 184, false);
+        put(rec, 32, 8, 192, false);
+        clear_event(&ev);
+        ASSERT_EQ(tracepoint_decode(t, rec, sizeof(rec), &ev), TRACEPOINT_KMEM_CACHE_ALLOC);
+        ASSERT_EQ(ev.object.ptr, UINT64_C(0xffff888012345600));
+        ASSERT_EQ(ev.object.call_site, UINT64_C(0xffffffff81234567));
+        ASSERT_EQ(ev.object.bytes_requested, 184);
+        ASSERT_EQ(ev.object.bytes_allocated, 192);
+        ASSERT_NULL(ev.object.cache);
+}
+
+static void test_debian_kernels(void) {
+        check_debian_tree("data/tracefs-5.10", true);
+        check_debian_tree("data/tracefs-6.12", false);
+}
+
 int main(void) {
         TEST(test_kind_strings);
         TEST(test_gfp_names);
+        TEST(test_debian_kernels);
         TEST(test_load_new);
         TEST(test_new_little);
         TEST(test_new_big);
