@@ -33,6 +33,24 @@ static void print_slab_reconciliation(json_t *r) {
                reply_count(r, "destroyedObjects"));
 }
 
+/* Status kernelHooks: one line each, what the hook covers and whether it runs here. */
+static void print_kernel_hooks(json_t *hooks) {
+        size_t i;
+        json_t *h;
+
+        json_array_foreach(hooks, i, h) {
+                _cleanup_free_ char *function = format_sanitize(reply_string(h, "function") ?: "?"),
+                                    *covers = format_sanitize(reply_string(h, "covers") ?: "?"),
+                                    *why = format_sanitize(reply_string(h, "reason") ?: "?");
+                if (reply_bool(h, "attached", false))
+                        printf("%s %s: hooked (%s)\n", i == 0 ? "   Kernel hooks:" : "               ",
+                               function ?: "?", covers ?: "?");
+                else
+                        printf("%s %s: not hooked, %s (%s stay unseen)\n", i == 0 ? "   Kernel hooks:" :
+                               "               ", function ?: "?", why ?: "?", covers ?: "?");
+        }
+}
+
 static void print_status(json_t *s) {
         char a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX], sampling[FORMAT_STACK_SAMPLING_MAX];
         uint64_t page_size = reply_count(s, "pageSize");
@@ -98,6 +116,7 @@ static void print_status(json_t *s) {
                 printf("    Unsupported: %" PRIu64 " events of a kind not applied yet (slab objects)\n",
                        reply_count(s, "unsupportedEvents"));
         print_slab_reconciliation(json_object_get(s, "slabReconciliation"));
+        print_kernel_hooks(reply_array(s, "kernelHooks"));
         if (json_object_get(s, "stackSampleInterval"))
                 printf("   Stacks taken: %s\n", format_stack_sampling(sampling, sizeof(sampling),
                                                                     reply_count(s, "stackSampleInterval")));

@@ -86,16 +86,18 @@ def active_objects(slabinfo, cache):
 
 
 TRACEFS = "/sys/kernel/tracing"
-EVENT = re.compile(r" (kmem_cache_alloc|kmem_cache_free): call_site=\S+ ptr=(?:0x)?([0-9a-f]+) name=(\S+)")
+EVENT = re.compile(r" (kmem_cache_alloc|kmem_cache_free): call_site=(\S+) ptr=(?:0x)?([0-9a-f]+)(?:.* name=(\S+))?")
 
 
-def kernel_slab_view(seconds, buffer_kb=65536):
+def kernel_slab_views(seconds, buffer_kb=65536):
     """What the kernel's own kmem_cache_alloc and kmem_cache_free tracepoints show for seconds, in a tracefs
-    instance of ours with raw pointers: {cache: [allocs, frees, lost]}, lost counting allocations of a
-    pointer allocated before and not freed since (a free that fired no tracepoint), or None when the
-    instance's buffer overran (the view would count what it dropped) or cannot be made. Empty where the
-    kernel's kmem_cache_alloc names no cache (before 6.1 neither event does, 6.1 only the free): by
-    pointers alone the view could not tell which cache lost the frees."""
+    instance of ours with raw pointers: ({cache: [allocs, frees, lost]}, {call site: [allocs, frees, lost]}),
+    lost counting allocations of a pointer allocated before and not freed since (a free that fired no
+    tracepoint), charged to the cache and the call site of the allocation whose free was hidden. Call sites
+    are as memstrackd names them (function+offset). The caches are empty where the kernel's
+    kmem_cache_alloc names none (before 6.18): by pointers alone the view cannot tell which cache lost the
+    frees, but the call sites still say. None when the instance's buffer overran (the view would count what
+    it dropped) or cannot be made."""
     inst = tempfile.mktemp(prefix="slabsoak-", dir=os.path.join(TRACEFS, "instances"))
     try:
         os.mkdir(inst)
@@ -122,24 +124,33 @@ def kernel_slab_view(seconds, buffer_kb=65536):
                     key, _, value = line.partition(":")
                     if key.strip() in ("overrun", "dropped events") and int(value.split()[0]) > 0:
                         return None
-        view, live = {}, {}
+        by_cache, by_site, live = {}, {}, {}
         # Task names are any bytes (another test names one "bad\xff\xfe").
         with open(os.path.join(inst, "trace"), errors="replace") as f:
             for line in f:
                 m = EVENT.search(line)
                 if not m:
                     continue
-                kind, ptr, cache = m.groups()
-                counts = view.setdefault(cache, [0, 0, 0])
+                kind, site, ptr, cache = m.groups()
+                site = site.split("/", 1)[0]
                 if kind == "kmem_cache_alloc":
-                    counts[0] += 1
-                    if live.get(ptr):
-                        counts[2] += 1
-                    live[ptr] = True
+                    # The counters of this allocation's cache (when named) and call site.
+                    counts = (by_cache.setdefault(cache, [0, 0, 0]) if cache else None,
+                              by_site.setdefault(site, [0, 0, 0]))
+                    for c in counts:
+                        if c is not None:
+                            c[0] += 1
+                    for c in live.get(ptr) or ():
+                        if c is not None:
+                            c[2] += 1
+                    live[ptr] = counts
                 else:
-                    counts[1] += 1
-                    live[ptr] = False
-        return view
+                    if cache:
+                        by_cache.setdefault(cache, [0, 0, 0])[1] += 1
+                    if live.get(ptr):
+                        live[ptr][1][1] += 1
+                    live[ptr] = None
+        return by_cache, by_site
     finally:
         try:
             with open(os.path.join(inst, "tracing_on"), "w") as f:
@@ -150,6 +161,12 @@ def kernel_slab_view(seconds, buffer_kb=65536):
         except OSError:
             pass
         os.rmdir(inst)
+
+
+def kernel_slab_view(seconds, buffer_kb=65536):
+    """kernel_slab_views()'s caches alone."""
+    views = kernel_slab_views(seconds, buffer_kb)
+    return views and views[0]
 
 
 def rows_by_name(reply):

@@ -112,6 +112,20 @@ static json_t *lost_by_reason_json(const EventSourceStats *src) {
         return TAKE_PTR(a);
 }
 
+/* Status kernelHooks: [{function, covers, attached, reason}]. NULL on OOM. */
+static json_t *kernel_hooks_json(const EventSourceStats *src) {
+        json_auto_t *a = json_array();
+
+        for (size_t i = 0; a && i < src->n_hooks; i++) {
+                const EventSourceHook *h = &src->hooks[i];
+                if (json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:o}", "function", h->function,
+                                                       "covers", h->covers, "attached", h->attached, "reason",
+                                                       h->attached ? json_null() : json_string(h->reason))) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(a);
+}
+
 /* Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
 static int status_add_oom(json_t *status, const OomLog *oom) {
         const char *reason = oom ? oomlog_reason(oom) : "not started";
@@ -133,6 +147,7 @@ json_t *status_reply_json(Accounting *a, const ServiceLive *live, long page_size
             status_add_event_counts(a, o) < 0 ||
             status_add_oom(o, live->oom) < 0 ||
             json_object_set_new(o, "slabReconciliation", slab_status_json(a)) < 0 ||
+            json_object_set_new(o, "kernelHooks", kernel_hooks_json(&live->source)) < 0 ||
             (live->heap_socket && json_object_set_new(o, "heapSocket", json_string(live->heap_socket)) < 0))
                 return NULL;
         return TAKE_PTR(o);

@@ -300,6 +300,18 @@ static void release_object(Accounting *a, const SlabObject *o) {
                 units_uncharge_slab(a->units, o->cgroup, o->allocated);
 }
 
+/* The call site of an object allocation: the event's, or where a source cannot name it (a hook on a bulk
+ * allocation sees only its own function) and leaves 0, the first frame of its stack past the tracer's. */
+static uint64_t object_call_site(Accounting *a, const MsEvent *e) {
+        const MsStack *chain = &e->object.stack;
+        size_t skip;
+
+        if (e->object.call_site != 0 || chain->n_kernel_frames == 0 || !chain->frames)
+                return e->object.call_site;
+        skip = a->tracer ? tracer_frames(a, chain) : 0;
+        return skip < chain->n_kernel_frames ? chain->frames[skip] : 0;
+}
+
 /* A slab object: charged to its task's bytes (LEDGER_BYTES) and its cgroup's unit, and kept by pointer, so
  * that its free releases it from the same owners whoever frees it. */
 static void handle_object_alloc(Accounting *a, const MsEvent *e) {
@@ -315,7 +327,7 @@ static void handle_object_alloc(Accounting *a, const MsEvent *e) {
         bool has_chain = a->slab_stacks && (chain->n_frames == 0 || chain->frames);
         uint32_t stack = has_chain ? intern_chain_in(a, a->slab_stacks, chain, process) : STACK_NODE_ROOT;
         SlabObject old;
-        int r = slab_alloc(a->slab, e->object.ptr, e->object.call_site, e->object.cache, task,
+        int r = slab_alloc(a->slab, e->object.ptr, object_call_site(a, e), e->object.cache, task,
                            cgroup == UNITS_NONE ? SLAB_NONE : cgroup, stack, e->object.bytes_requested,
                            e->object.bytes_allocated, e->cpu, e->timestamp_nsec, &old);
         if (old.site != SLAB_NONE)

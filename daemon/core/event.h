@@ -234,6 +234,15 @@ typedef struct EventSourceLoss {
         uint64_t count;
 } EventSourceLoss;
 
+/* A kernel function a source hooks beyond its tracepoints for what no tracepoint shows (Status
+ * kernelHooks): whether the hook runs on this kernel, and if not why. */
+typedef struct EventSourceHook {
+        const char *function;           /* static: "kmem_cache_free_bulk" */
+        const char *covers;             /* static: what the hook makes visible */
+        bool attached;
+        char reason[192];               /* why not attached; "" when attached */
+} EventSourceHook;
+
 /* What a source counts about its own delivery: in the summary and Status replies, beside the core's counts. */
 typedef struct EventSourceStats {
         uint64_t records;               /* records decoded into events */
@@ -252,4 +261,7 @@ typedef struct EventSourceStats {
         /* Page events' keys are the kernel's pfns (perf and ftrace on kernels whose tracepoint records
          * one), so they tell the page's zone and node; false: keys of the source's own. */
         bool pfns;
+        /* n_hooks entries, owned by the source, valid until it is freed. */
+        const EventSourceHook *hooks;
+        size_t n_hooks;
 } EventSourceStats;

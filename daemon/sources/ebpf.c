@@ -78,6 +78,10 @@
 #define EBPF_DRAIN_BUDGET 4096u
 /* A kernel and a user stack of up to this many frames each (kernel.perf_event_max_stack's default). */
 #define EBPF_DEPTH_MAX (MS_BPF_FRAMES_MAX - 1u)
+/* Stack frames a bulk allocation's record takes at least, for its call site, when stacks are off. */
+#define EBPF_BULK_FRAMES_MIN 8u
+/* kmalloc(0)'s pointer (ZERO_SIZE_PTR) and NULL: no object. */
+#define EBPF_ZERO_SIZE_PTR 16u
 /* Returned by the ring callback to stop a drain that used its budget. */
 #define EBPF_BUDGET_SPENT (-EAGAIN)
 /* How long events may wait in a CPU's batch before the daemon asks for them (see order_timer_handler()). */
@@ -99,8 +103,16 @@ enum {
         EBPF_LOSS_STACK,
         EBPF_LOSS_SEQUENCE,             /* numbered events that never came (see order_timer_handler()) */
         EBPF_LOSS_SLAB_RECURSION,       /* slab events nested in a slab program (no twins catch those);
-                                         * last: listed with --slab only */
+                                         * from here on listed with --slab only */
+        EBPF_LOSS_SLAB_BULK_CUT,        /* objects of bulk calls too big to send (MS_BPF_BULK_CHUNKS) */
         _EBPF_LOSS_MAX,
+};
+
+/* The kernel functions hooked beside the tracepoints (Status kernelHooks), with --slab. */
+enum {
+        EBPF_HOOK_FREE_BULK,
+        EBPF_HOOK_ALLOC_BULK,
+        _EBPF_HOOK_MAX,
 };
 
 /* A thread's most recently sampled stack: what its unsampled allocations are charged to. Pages hold under
@@ -188,6 +200,10 @@ typedef struct EbpfSource {
         uint64_t slab_recursion_misses; /* slab events nobody recorded, as emitted */
         uint64_t slab_misses_read;      /* the slab programs' recursion_misses at the last poll */
         uint64_t slab_nested_records;   /* slab events the slab twins recorded */
+        uint64_t bulk_cut_emitted;      /* objects of bulk calls not sent, as emitted */
+        EventSourceHook hooks[_EBPF_HOOK_MAX];
+        struct bpf_program *hook_programs[_EBPF_HOOK_MAX];     /* the one loaded for each hook, or NULL */
+        struct bpf_link **hook_links[_EBPF_HOOK_MAX];
         bool alloc_twin_failed;         /* page_alloc_nested could not be attached: said so */
         bool slab_twin_failed;          /* a slab twin could not be attached: said so */
         TwinnedProgram twinned[EBPF_TWINNED];   /* see twinned_programs() */
@@ -535,6 +551,40 @@ static void handle_object_free(EbpfSource *s, const MsBpfObjectFree *f) {
 }
 
 /*
+ * The objects of a bulk call, one event each (see MsBpfObjectBulk). An allocation's call site is left 0:
+ * the hook sees only its own function, and the core takes the stack's first frame past the tracer's
+ * (ebpf_tracer_frames names the hooks' frames), so the record's stack goes along even when no stacks are
+ * kept otherwise. ring_record() checked that the pointers fit the record.
+ */
+static void handle_object_bulk(EbpfSource *s, const MsBpfObjectBulk *b) {
+        bool alloc = b->head.type == MS_BPF_OBJECT_ALLOC_BULK;
+        const __u64 *ptrs = b->words + b->frames_at;
+        MsStack stack = {};
+
+        if (alloc) {
+                memcpy(s->cache, b->cache, MS_BPF_CACHE_NAME_MAX);
+                s->cache[MS_BPF_CACHE_NAME_MAX] = '\0';
+                if (b->flags & MS_BPF_STACK) {
+                        uint32_t n = MIN((uint32_t) b->n_kernel, b->frames_at);
+                        stack = (MsStack) { .frames = (const uint64_t *) b->words, .n_frames = n, .n_kernel_frames = n };
+                }
+        }
+        for (uint32_t i = 0; i < b->head.aux; i++) {
+                if (ptrs[i] <= EBPF_ZERO_SIZE_PTR)
+                        continue;
+                event_reset(s, alloc ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE, &b->head);
+                s->ev.object = (MsObjectEvent) { .ptr = ptrs[i] };
+                if (alloc) {
+                        s->ev.object.bytes_requested = b->bytes_requested;
+                        s->ev.object.bytes_allocated = b->bytes_allocated;
+                        s->ev.object.cache = s->cache[0] ? s->cache : NULL;
+                        s->ev.object.stack = stack;
+                }
+                emit(s);
+        }
+}
+
+/*
  * A thread that is not its process's leader and execs takes the leader's id: its own id ends without an
  * exit record (the kernel traces the exits of the other threads, not this one's old id). The exec record
  * names the old id (aux; 0 when unknown, in a PID namespace): its thread exits here, so its held stack
@@ -590,6 +640,10 @@ static void deliver_record(EbpfSource *s, const void *data, size_t size) {
                 break;
         case MS_BPF_OBJECT_FREE:
                 handle_object_free(s, data);
+                break;
+        case MS_BPF_OBJECT_ALLOC_BULK:
+        case MS_BPF_OBJECT_FREE_BULK:
+                handle_object_bulk(s, data);
                 break;
         case MS_BPF_TASK_FORK:
                 event_reset(s, MS_EVENT_TASK_FORK, h);
@@ -669,6 +723,9 @@ static size_t record_min_size(uint16_t type) {
                 return sizeof(MsBpfObject);
         case MS_BPF_OBJECT_FREE:
                 return sizeof(MsBpfObjectFree);
+        case MS_BPF_OBJECT_ALLOC_BULK:
+        case MS_BPF_OBJECT_FREE_BULK:
+                return sizeof(MsBpfObjectBulk);
         case MS_BPF_TASK_COMM:
         case MS_BPF_TASK_EXEC:
                 return sizeof(MsBpfTask);
@@ -698,6 +755,14 @@ static int ring_record(void *userdata, void *data, size_t size) {
         if (min == 0 || size < min) {
                 s->bad_records++;
                 return 0;
+        }
+        if (b->type == MS_BPF_OBJECT_ALLOC_BULK || b->type == MS_BPF_OBJECT_FREE_BULK) {
+                const MsBpfObjectBulk *bulk = data;
+
+                if ((uint64_t) bulk->frames_at + bulk->head.aux > (size - sizeof(*bulk)) / sizeof(uint64_t)) {
+                        s->bad_records++;
+                        return 0;
+                }
         }
         if (b->type == MS_BPF_PAGE_BATCH) {
                 if (b->n_words > (size - sizeof(*b)) / sizeof(uint64_t)) {
@@ -813,7 +878,8 @@ static uint64_t misses_unrecorded(uint64_t *misses_before, uint64_t page_misses,
 /* Reads the kernel's loss counters and emits what grew since the last read. A few syscalls per drain. */
 static void poll_losses(EbpfSource *s) {
         _cleanup_free_ MsBpfStats *now = NULL;
-        uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0, slab_nested = 0, numbered_lost = 0;
+        uint64_t misses = 0, slab_misses = 0, stack_failed = 0, nested = 0, slab_nested = 0, numbered_lost = 0,
+                 bulk_cut = 0;
         SeqOrderStats order;
         uint32_t zero = 0;
 
@@ -832,6 +898,7 @@ static void poll_losses(EbpfSource *s) {
                 nested += now[c].nested;
                 slab_nested += now[c].slab_nested;
                 numbered_lost += now[c].numbered_lost;
+                bulk_cut += now[c].bulk_cut;
                 s->cpu_stats[c] = now[c];
         }
         s->losses[EBPF_LOSS_STACK].count = stack_failed;
@@ -859,6 +926,17 @@ static void poll_losses(EbpfSource *s) {
                         misses += info.recursion_misses;
                 twin_update(s, p, info.recursion_misses);
         }
+        /* The hooks have no twins: what they miss stays missed. */
+        for (size_t i = 0; i < _EBPF_HOOK_MAX; i++) {
+                struct bpf_prog_info info = {};
+                uint32_t len = sizeof(info);
+                int fd = s->hooks[i].attached ? bpf_program__fd(s->hook_programs[i]) : -1;
+
+                if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+                        slab_misses += info.recursion_misses;
+        }
+        if (s->options.slab)
+                emit_lost_growth(s, EBPF_LOSS_SLAB_BULK_CUT, bulk_cut, &s->bulk_cut_emitted);
         /* The kernel does not say on which CPU a program missed. */
         s->slab_nested_records = slab_nested;
         emit_lost_growth(s, EBPF_LOSS_SLAB_RECURSION,
@@ -1059,6 +1137,28 @@ static int attach(LiveSource *ls, sd_event *event) {
         return 0;
 }
 
+/* Attaches the loaded hooks, each on its own: a kernel that cannot (no BPF trampolines, no function
+ * tracing) keeps the tracepoints and says why in Status. */
+static void bulk_hooks_attach(EbpfSource *s) {
+        for (size_t h = 0; h < _EBPF_HOOK_MAX; h++) {
+                EventSourceHook *hook = &s->hooks[h];
+
+                if (!s->hook_programs[h])
+                        continue;
+                *s->hook_links[h] = bpf_program__attach(s->hook_programs[h]);
+                if (!*s->hook_links[h]) {
+                        int r = negative_errno();
+                        (void) snprintf(hook->reason, sizeof(hook->reason), "cannot attach to %s: %s",
+                                        hook->function, strerror(-r));
+                        log_notice("--slab: %s; %s stay unseen, their caches marked as such.", hook->reason,
+                                   hook->covers);
+                        continue;
+                }
+                hook->attached = true;
+                log_debug("--slab: %s hooked (%s).", hook->function, hook->covers);
+        }
+}
+
 /* LiveSourceSteps.enable: the programs attached, the task programs first. */
 static int enable(LiveSource *ls) {
         EbpfSource *s = (EbpfSource *) ls;
@@ -1100,7 +1200,7 @@ static int enable(LiveSource *ls) {
         r = memstrack_bpf__attach(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the eBPF programs: %m");
-
+        bulk_hooks_attach(s);
         return 0;
 }
 
@@ -1180,12 +1280,16 @@ static void ebpf_source_get_stats(EventSource *es, EventSourceStats *ret) {
                 /* The slab reason only where slab events are traced: without --slab, as before. */
                 .n_losses = s->options.slab ? _EBPF_LOSS_MAX : EBPF_LOSS_SLAB_RECURSION,
                 .stack_sample_interval = s->depth > 0 ? s->options.stack_sample_interval : 0,
+                .hooks = s->hooks,
+                .n_hooks = s->options.slab ? _EBPF_HOOK_MAX : 0,
         };
 }
 
-/* bpf_get_stack() unwinds from inside the program: the program, then the functions that ran it. */
+/* bpf_get_stack() unwinds from inside the program: the program, then the functions that ran it (for the
+ * bulk hooks, the trampoline and the hooked function). */
 static const MsTracerFrames ebpf_tracer_frames = {
-        .prefixes = (const char *const[]) { "__traceiter_", "__bpf_trace_", "bpf_trace_run", NULL },
+        .prefixes = (const char *const[]) { "__traceiter_", "__bpf_trace_", "bpf_trace_run", "bpf_trampoline_",
+                                            "kmem_cache_alloc_bulk", NULL },
         .program_first = true,
 };
 
@@ -1284,6 +1388,58 @@ static int slab_layout_of(const struct btf *btf, const char *event, uint32_t *re
 }
 
 /*
+ * The bulk hooks (see the BPF program): with --slab, each on the first of its functions the kernel's BTF
+ * has (kmem_cache_alloc_bulk was renamed in 6.10), unless s->hooks says already why it cannot run (the
+ * object would not load with it: ebpf_source_new() tries again without).
+ */
+static void bulk_hooks_setup(EbpfSource *s, bool slab) {
+        struct memstrack_bpf *k = s->skel;
+        const struct {
+                const char *function;
+                struct bpf_program *program;
+                struct bpf_link **link;
+        } candidates[_EBPF_HOOK_MAX][2] = {
+                [EBPF_HOOK_FREE_BULK] = { { "kmem_cache_free_bulk", k->progs.slab_free_bulk, &k->links.slab_free_bulk } },
+                [EBPF_HOOK_ALLOC_BULK] = {
+                        { "kmem_cache_alloc_bulk_noprof", k->progs.slab_alloc_bulk_noprof,
+                          &k->links.slab_alloc_bulk_noprof },
+                        { "kmem_cache_alloc_bulk", k->progs.slab_alloc_bulk, &k->links.slab_alloc_bulk },
+                },
+        };
+        static const char *const covers[_EBPF_HOOK_MAX] = {
+                [EBPF_HOOK_FREE_BULK] = "slab objects freed in bulk: kmem_cache_free_bulk(), kfree_bulk(), "
+                                        "kfree_rcu() batches",
+                [EBPF_HOOK_ALLOC_BULK] = "slab objects allocated in bulk: kmem_cache_alloc_bulk()",
+        };
+
+        for (size_t h = 0; h < _EBPF_HOOK_MAX; h++) {
+                EventSourceHook *hook = &s->hooks[h];
+                bool refused = hook->reason[0] != '\0';
+
+                hook->covers = covers[h];
+                hook->function = candidates[h][0].function;
+                s->hook_programs[h] = NULL;
+                for (size_t c = 0; c < ELEMENTSOF(candidates[h]); c++) {
+                        if (!candidates[h][c].program)
+                                continue;
+                        (void) bpf_program__set_autoload(candidates[h][c].program, false);
+                        (void) bpf_program__set_autoattach(candidates[h][c].program, false);
+                        if (!slab || refused || s->hook_programs[h] ||
+                            libbpf_find_vmlinux_btf_id(candidates[h][c].function, BPF_TRACE_FENTRY) < 0)
+                                continue;
+                        (void) bpf_program__set_autoload(candidates[h][c].program, true);
+                        s->hook_programs[h] = candidates[h][c].program;
+                        s->hook_links[h] = candidates[h][c].link;
+                        hook->function = candidates[h][c].function;
+                }
+                if (slab && !refused && !s->hook_programs[h])
+                        (void) snprintf(hook->reason, sizeof(hook->reason), "the kernel's BTF has no %s",
+                                        hook->function);
+        }
+        s->skel->rodata->bulk_frames = MAX(s->depth, EBPF_BULK_FRAMES_MIN);
+}
+
+/*
  * The slab programs: loaded only with --slab (without it the kernel runs nothing more than before), and
  * then each only where the kernel has its tracepoint with a prototype we know, which it logs once. Sets
  * the programs' layouts. -errno only for a BTF that cannot be read.
@@ -1297,6 +1453,7 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
                 (void) bpf_program__set_autoload(s->twinned[i].main, false);
                 (void) bpf_program__set_autoload(s->twinned[i].twin, false);
         }
+        bulk_hooks_setup(s, slab);
         if (!slab)
                 return 0;
 
@@ -1340,74 +1497,25 @@ static int slab_programs_setup(EbpfSource *s, const char *btf_path, bool slab) {
         return 0;
 }
 
-static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
-        _cleanup_(ebpf_source_freep) EbpfSource *s = NULL;
-        LIBBPF_OPTS(bpf_object_open_opts, open_opts);
-        long page_size = sysconf(_SC_PAGESIZE), n_online = sysconf(_SC_NPROCESSORS_ONLN);
-        size_t ring;
+/* Whether this process may load tracing programs (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON, effective):
+ * then an EACCES from loading is the verifier's refusal, not a missing privilege. */
+static bool ebpf_privileged(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[256];
+        unsigned long long eff;
+
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "CapEff: %llx", &eff) == 1)
+                        return (eff >> 21 & 1) || ((eff >> 38 & 1) && (eff >> 39 & 1));
+        return false;
+}
+
+/* Opens the skeleton, sets what the kernel half reads as constants, picks the programs and loads them;
+ * -errno without a word when the kernel refuses the object. */
+static int skeleton_load(EbpfSource *s, const SourceOptions *options) {
+        LIBBPF_OPTS(bpf_object_open_opts, open_opts, .btf_custom_path = options->btf);
         int r;
 
-        assert(options);
-        assert(ret);
-
-        if (options->stack_sample_interval < 1 || options->stack_sample_interval > SOURCE_STACK_SAMPLE_INTERVAL_MAX)
-                return log_error_errno(EINVAL, "Stack sample interval %u out of range 1..%u.",
-                                       options->stack_sample_interval, SOURCE_STACK_SAMPLE_INTERVAL_MAX);
-
-        (void) libbpf_set_print(libbpf_log);
-        /* libbpf opens it as it is: a FIFO there would be waited on. */
-        r = open_regular(options->btf ?: SOURCE_BTF_DEFAULT, 0);
-        if (r < 0)
-                return log_error_errno(r, "Cannot read the kernel BTF at %s, which the eBPF source needs: %s",
-                                       options->btf ?: SOURCE_BTF_DEFAULT, file_error_string(r));
-        (void) close(r);
-
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return log_oom();
-        live_source_init(&s->live, &ebpf_source_ops, &ebpf_steps, options->self > 0 ? options->self : getpid());
-        s->options = *options;
-        s->options.tracefs = s->options.input = s->options.btf = NULL;
-        s->depth = MIN(options->depth, EBPF_DEPTH_MAX);
-        if (options->depth > EBPF_DEPTH_MAX)
-                log_info("The eBPF source takes at most %u frames per stack, not %u.", EBPF_DEPTH_MAX,
-                         options->depth);
-        s->user_at = s->depth;
-        s->not_sampled_frame = MS_FRAME_NOT_SAMPLED;
-        s->losses[EBPF_LOSS_RING_FULL].reason = "ringFull";
-        s->losses[EBPF_LOSS_RECURSION].reason = "recursionMiss";
-        s->losses[EBPF_LOSS_STACK].reason = "stackFailed";
-        s->losses[EBPF_LOSS_SEQUENCE].reason = "sequenceGap";
-        s->losses[EBPF_LOSS_SLAB_RECURSION].reason = "slabRecursionMiss";
-
-        /* As much memory as the perf source's per-CPU rings together, in one ring of a power of two. */
-        ring = (size_t) options->buffer_pages * (size_t) page_size * (size_t) MAX(n_online, 1L);
-        s->ring_bytes = (size_t) page_size;
-        while (s->ring_bytes < ring && s->ring_bytes < (SIZE_MAX >> 2))
-                s->ring_bytes <<= 1;
-        s->wakeup_bytes = options->wakeup_bytes > 0 ? options->wakeup_bytes : s->ring_bytes / 4;
-        if (s->wakeup_bytes >= s->ring_bytes)
-                return log_error_errno(EINVAL, "Wakeup watermark of %zu bytes does not fit a ring of %zu bytes.",
-                                       s->wakeup_bytes, s->ring_bytes);
-
-        s->n_possible_cpus = libbpf_num_possible_cpus();
-        if (s->n_possible_cpus <= 0)
-                return log_error_errno(s->n_possible_cpus < 0 ? s->n_possible_cpus : -EINVAL,
-                                       "Failed to count the possible CPUs: %m");
-        s->cpu_stats = calloc(s->n_possible_cpus, sizeof(*s->cpu_stats));
-        s->lost_per_cpu = calloc(s->n_possible_cpus, sizeof(*s->lost_per_cpu));
-        s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
-        s->cmdline = malloc(PROC_CMDLINE_MAX);
-        s->order = seq_order_new(&order_ops, s);
-        if (!s->cpu_stats || !s->lost_per_cpu || !s->frames || !s->cmdline || !s->order)
-                return log_oom();
-
-        r = struct_page_size(options->btf ?: SOURCE_BTF_DEFAULT, &s->struct_page_size);
-        if (r < 0)
-                return log_error_errno(r, "Failed to find the size of struct page in the kernel BTF at %s: %m",
-                                       options->btf ?: SOURCE_BTF_DEFAULT);
-
-        open_opts.btf_custom_path = options->btf;
         s->skel = memstrack_bpf__open_opts(&open_opts);
         if (!s->skel)
                 return log_error_errno(errno, "Failed to open the eBPF program: %m");
@@ -1457,12 +1565,99 @@ static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
         if (r < 0)
                 return r;
 
-        r = memstrack_bpf__load(s->skel);
-        if (r == -EPERM || r == -EACCES)
+        /* The caller says why it failed: it may try again without the hooks. */
+        return memstrack_bpf__load(s->skel);
+}
+
+static int ebpf_source_new(const SourceOptions *options, EventSource **ret) {
+        _cleanup_(ebpf_source_freep) EbpfSource *s = NULL;
+        long page_size = sysconf(_SC_PAGESIZE), n_online = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t ring;
+        int r;
+
+        assert(options);
+        assert(ret);
+
+        if (options->stack_sample_interval < 1 || options->stack_sample_interval > SOURCE_STACK_SAMPLE_INTERVAL_MAX)
+                return log_error_errno(EINVAL, "Stack sample interval %u out of range 1..%u.",
+                                       options->stack_sample_interval, SOURCE_STACK_SAMPLE_INTERVAL_MAX);
+
+        (void) libbpf_set_print(libbpf_log);
+        /* libbpf opens it as it is: a FIFO there would be waited on. */
+        r = open_regular(options->btf ?: SOURCE_BTF_DEFAULT, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the kernel BTF at %s, which the eBPF source needs: %s",
+                                       options->btf ?: SOURCE_BTF_DEFAULT, file_error_string(r));
+        (void) close(r);
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return log_oom();
+        live_source_init(&s->live, &ebpf_source_ops, &ebpf_steps, options->self > 0 ? options->self : getpid());
+        s->options = *options;
+        s->options.tracefs = s->options.input = s->options.btf = NULL;
+        s->depth = MIN(options->depth, EBPF_DEPTH_MAX);
+        if (options->depth > EBPF_DEPTH_MAX)
+                log_info("The eBPF source takes at most %u frames per stack, not %u.", EBPF_DEPTH_MAX,
+                         options->depth);
+        s->user_at = s->depth;
+        s->not_sampled_frame = MS_FRAME_NOT_SAMPLED;
+        s->losses[EBPF_LOSS_RING_FULL].reason = "ringFull";
+        s->losses[EBPF_LOSS_RECURSION].reason = "recursionMiss";
+        s->losses[EBPF_LOSS_STACK].reason = "stackFailed";
+        s->losses[EBPF_LOSS_SEQUENCE].reason = "sequenceGap";
+        s->losses[EBPF_LOSS_SLAB_RECURSION].reason = "slabRecursionMiss";
+        s->losses[EBPF_LOSS_SLAB_BULK_CUT].reason = "slabBulkCut";
+
+        /* As much memory as the perf source's per-CPU rings together, in one ring of a power of two. */
+        ring = (size_t) options->buffer_pages * (size_t) page_size * (size_t) MAX(n_online, 1L);
+        s->ring_bytes = (size_t) page_size;
+        while (s->ring_bytes < ring && s->ring_bytes < (SIZE_MAX >> 2))
+                s->ring_bytes <<= 1;
+        s->wakeup_bytes = options->wakeup_bytes > 0 ? options->wakeup_bytes : s->ring_bytes / 4;
+        if (s->wakeup_bytes >= s->ring_bytes)
+                return log_error_errno(EINVAL, "Wakeup watermark of %zu bytes does not fit a ring of %zu bytes.",
+                                       s->wakeup_bytes, s->ring_bytes);
+
+        s->n_possible_cpus = libbpf_num_possible_cpus();
+        if (s->n_possible_cpus <= 0)
+                return log_error_errno(s->n_possible_cpus < 0 ? s->n_possible_cpus : -EINVAL,
+                                       "Failed to count the possible CPUs: %m");
+        s->cpu_stats = calloc(s->n_possible_cpus, sizeof(*s->cpu_stats));
+        s->lost_per_cpu = calloc(s->n_possible_cpus, sizeof(*s->lost_per_cpu));
+        s->frames = calloc(2 * EBPF_DEPTH_MAX, sizeof(*s->frames));
+        s->cmdline = malloc(PROC_CMDLINE_MAX);
+        s->order = seq_order_new(&order_ops, s);
+        if (!s->cpu_stats || !s->lost_per_cpu || !s->frames || !s->cmdline || !s->order)
+                return log_oom();
+
+        r = struct_page_size(options->btf ?: SOURCE_BTF_DEFAULT, &s->struct_page_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to find the size of struct page in the kernel BTF at %s: %m",
+                                       options->btf ?: SOURCE_BTF_DEFAULT);
+
+        r = skeleton_load(s, options);
+        if (r < 0 && s->skel && (s->hook_programs[EBPF_HOOK_FREE_BULK] || s->hook_programs[EBPF_HOOK_ALLOC_BULK])) {
+                /* A kernel whose verifier refuses the bulk hooks still gets the tracepoints. */
+                bool no_ftrace = access("/sys/kernel/tracing/available_filter_functions", F_OK) < 0 &&
+                        access("/sys/kernel/debug/tracing/available_filter_functions", F_OK) < 0;
+                for (size_t h = 0; h < _EBPF_HOOK_MAX; h++)
+                        if (s->hook_programs[h])
+                                (void) snprintf(s->hooks[h].reason, sizeof(s->hooks[h].reason),
+                                                "the kernel refused the program for %s: %s%s", s->hooks[h].function,
+                                                strerror(-r), no_ftrace ? " (the kernel has no function tracing, "
+                                                "which BPF trampolines need)" : "");
+                log_notice("--slab: the kernel refused the bulk hooks (%s); loading without them.", strerror(-r));
+                memstrack_bpf__destroy(s->skel);
+                s->skel = NULL;
+                r = skeleton_load(s, options);
+        }
+        /* The verifier's refusals are EACCES too. */
+        if (r == -EPERM || (r == -EACCES && !ebpf_privileged()))
                 return log_error_errno(r, "Not allowed to load the eBPF program: run as root or with CAP_BPF and "
                                        "CAP_PERFMON: %m");
         if (r < 0)
-                return log_error_errno(r, "Failed to load the eBPF program (libbpf says why with "
+                return log_error_errno(r, "The kernel refused the eBPF program (libbpf says why with "
                                        "--log-level=debug): %m");
 
         s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.events), ring_record, s, NULL);

@@ -139,15 +139,18 @@ def soak(source, daemon, sock):
     problems = []
     try:
         # The kernel's own view, while the churn runs; a smaller window if its buffer overran.
-        view = None
+        views = None
         for seconds in (2, 1, 0.5):
-            view = slabsoak.kernel_slab_view(seconds)
-            if view is not None:
+            views = slabsoak.kernel_slab_views(seconds)
+            if views is not None:
                 break
-        if view is None:
+        if views is None:
             skip("the tracefs instance's buffer overran at every window: no view of the kernel's own to check against")
+        view, site_view = views
         proven = {name for name, (allocs, frees, lost) in view.items()
                   if lost >= PROVEN and lost >= PROVEN_SHARE * allocs}
+        proven_sites = {name for name, (allocs, frees, lost) in site_view.items()
+                        if lost >= PROVEN and lost >= PROVEN_SHARE * allocs}
         deadline = time.monotonic() + SECONDS
         samples = 0
         runs = status["runs"]
@@ -174,12 +177,30 @@ def soak(source, daemon, sock):
     sites = slab(sock, "callsite")
     caches = slabsoak.rows_by_name(slab(sock, "cache"))
     status = livelib.call(sock, "io.memstrack.Status")
-    for name in sorted(proven):
-        row = caches.get(name)
-        if row is not None and row["freesVisible"]:
-            problems.append(f"{name}: the kernel's own view has {view[name][2]} of its pointers allocated "
-                            f"again without a free in {view[name][0]} allocations, but memstrackd "
-                            f"says its frees are visible: {row}")
+    # What the tracepoints hide, memstrackd sees only through its hooks on the bulk calls (Status
+    # kernelHooks); where they do not run, it must mark the cache or call site and say why they do not.
+    hooks = {h["function"]: h for h in status["kernelHooks"]}
+    hooked = bool(hooks) and all(h["attached"] for h in hooks.values())
+    site_rows_now = {r["name"]: r for r in sites["rows"]}
+    for what, names, counts, rows in (("cache", proven, view, caches), ("call site", proven_sites, site_view,
+                                                                         site_rows_now)):
+        for name in sorted(names):
+            row = rows.get(name)
+            if row is None:
+                continue
+            if row["freesVisible"] and not hooked:
+                problems.append(f"{what} {name}: the kernel's own view has {counts[name][2]} of its pointers "
+                                f"allocated again without a free in {counts[name][0]} allocations, but "
+                                f"memstrackd says its frees are visible: {row}")
+            if not row["freesVisible"] and not any(h["reason"] for h in hooks.values()):
+                problems.append(f"{what} {name}: marked as its frees not visible, but Status names no hook that "
+                                f"does not run: {status['kernelHooks']}")
+            verdict = ("seen through the bulk hooks" if row["freesVisible"] else
+                       "marked: " + "; ".join(h["reason"] for h in hooks.values() if h["reason"]))
+            print(f"{source}: {what} {name} ({row.get('cache', name)}): {counts[name][2]} of {counts[name][0]} "
+                  f"allocations found their object's free hidden from the tracepoints in the kernel's own view; "
+                  f"{verdict}; memstrackd's lost frees {row['lostFrees']} of {row['allocs']} allocations",
+                  file=sys.stderr)
     invisible = {name for name, row in caches.items() if not row["freesVisible"]}
     site_rows = {r["name"]: r for r in sites["rows"]}
     invisible_sites = {r["name"] for r in sites_before["rows"] if not r["freesVisible"]} & \
@@ -216,11 +237,28 @@ def soak(source, daemon, sock):
         problems.append(f"reconciliation: {reconciled}")
     if "lostFreesPerHour" not in sites or sites["lostFreesPerHour"] < 0:
         problems.append(f"no lostFreesPerHour in the Slab reply: {sites}")
+    # The maple tree's nodes, which the kernel allocates and frees in bulk (and frees through kfree_rcu()):
+    # seen where the bulk hooks run, else marked, and then Status says why (a hook that does not run, or
+    # records the source lost).
+    maple = caches.get("maple_node")
+    if maple is not None and maple["allocs"] >= 1000:
+        reasons = [h["reason"] for h in hooks.values() if h["reason"]]
+        if status["lostEvents"] > 0:
+            reasons.append(f"{status['lostEvents']} records lost ({status['lostByReason']})")
+        if not maple["freesVisible"] and not reasons:
+            problems.append(f"maple_node is marked as its frees not visible, with the bulk hooks running and no "
+                            f"record lost: {maple}")
+        print(f"{source}: maple_node: {maple['allocs']} allocations, {maple['lostFrees']} lost frees: "
+              f"{'seen' if maple['freesVisible'] else 'marked, ' + '; '.join(reasons)}", file=sys.stderr)
+    marked = sorted(invisible - {n for n in invisible if n.startswith("[")})
+    for name in marked:
+        print(f"{source}: marked {name}: {caches[name]['lostFrees']} lost frees in {caches[name]['allocs']} "
+              f"allocations; the source lost {status['lostByReason']}", file=sys.stderr)
     if problems:
         fail(f"{source}: " + "\n  ".join(problems))
-    marked = sorted(invisible - {n for n in invisible if n.startswith("[")})
     return (f"ok {source}: {samples} samples over {SECONDS:.0f} s; frees proven hidden by the kernel's own "
-            f"view: {sorted(proven)}; marked by memstrackd: {marked}; lost frees {sites['lostFrees']} "
+            f"view: {sorted(proven)}, call sites {sorted(proven_sites)}; marked by memstrackd: {marked}; "
+            f"lost frees {sites['lostFrees']} "
             f"({sites['lostFreesPerHour']:.0f} an hour), {sites['visibleLostFreesPercent']:.4f}% of the "
             f"allocations whose frees are visible; {reconciled['trimmedObjects']} objects dropped above the "
             f"kernel's counts; records lost {status['lostEvents']}")

@@ -30,6 +30,8 @@ enum {
         MS_BPF_MODULE_FREE,     /* MsBpfModule */
         MS_BPF_OBJECT_ALLOC,    /* MsBpfObject, frames when flags has MS_BPF_STACK */
         MS_BPF_OBJECT_FREE,     /* MsBpfObjectFree */
+        MS_BPF_OBJECT_ALLOC_BULK, /* MsBpfObjectBulk: objects one kmem_cache_alloc_bulk() call allocated */
+        MS_BPF_OBJECT_FREE_BULK,  /* MsBpfObjectBulk: objects one kmem_cache_free_bulk() call freed */
 };
 
 /* The slab allocation tracepoints, each a program of its own (the *_node ones before Linux 6.1): the
@@ -176,6 +178,30 @@ typedef struct MsBpfObjectFree {
         __u64 call_site;
 } MsBpfObjectFree;
 
+/*
+ * Objects of one bulk call, which fires no slab tracepoint: the fexit program on kmem_cache_alloc_bulk()
+ * and the fentry program on kmem_cache_free_bulk() (kfree_bulk(), kfree_rcu()'s batches, the maple tree's
+ * nodes) send them. words[] holds, for allocations, the call's kernel stack in the first bulk_frames words
+ * (n_kernel of them; the program cannot name its caller, so the call site is the stack's first frame past
+ * the hook's, see ebpf.c), then head.aux object pointers; for frees the pointers alone. A call of more than
+ * MS_BPF_BULK_CHUNK objects sends a record per chunk, each with its number.
+ */
+typedef struct MsBpfObjectBulk {
+        MsBpfHead head;                         /* aux: the pointers in words[] */
+        __u64 bytes_requested;                  /* each object's: the cache's object_size */
+        __u64 bytes_allocated;                  /* the cache's size */
+        char cache[MS_BPF_CACHE_NAME_MAX];      /* "" for frees */
+        __u8 flags;                             /* MS_BPF_STACK or MS_BPF_STACK_FAILED, allocations only */
+        __u8 n_kernel;
+        __u8 pad[2];
+        __u32 frames_at;                        /* words[] before the pointers: bulk_frames, or 0 for frees */
+        __u64 words[];
+} MsBpfObjectBulk;
+
+/* Pointers per bulk record, and records per bulk call at most (objects past them are counted, bulk_cut). */
+#define MS_BPF_BULK_CHUNK 512
+#define MS_BPF_BULK_CHUNKS 4
+
 typedef struct MsBpfTask {
         MsBpfHead head;
         char comm[MS_BPF_COMM_MAX];
@@ -205,4 +231,5 @@ typedef struct MsBpfStats {
         __u64 slab_nested;      /* slab events the slab_*_nested programs recorded for theirs */
         __u64 records;          /* slab records written on this CPU (see slab_wakeup_flag()) */
         __u64 numbered_lost;    /* records lost to a full ring after they took their number */
+        __u64 bulk_cut;         /* objects of bulk calls past MS_BPF_BULK_CHUNKS records, not sent */
 } MsBpfStats;

@@ -1058,6 +1058,138 @@ int slab_cache_free_nested(__u64 *ctx) {
 }
 
 /*
+ * Bulk slab calls (--slab, where the kernel lets a program attach to the functions): kmem_cache_alloc_bulk()
+ * and kmem_cache_free_bulk() fire no slab tracepoint for their objects, so without these a cache that uses
+ * them (maple_node; kfree_rcu()'s batches end in kfree_bulk()) loses frees, or never shows its objects.
+ * One record per call (per MS_BPF_BULK_CHUNK objects): its pointers copied in one read, the cache's name
+ * and sizes, and for allocations the stack, whose first frame past the hook is the call site. fentry and
+ * fexit programs have the kernel's recursion guard per program as tracepoints do: a bulk call an interrupt
+ * makes while the same program runs on its CPU is missed, counted as slabRecursionMiss.
+ */
+const volatile __u32 bulk_frames = 0;   /* stack words a bulk allocation's record has room for */
+
+struct bulk_scratch {
+        __u64 data[sizeof(MsBpfObjectBulk) / 8 + MS_BPF_FRAMES_MAX + MS_BPF_BULK_CHUNK];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 2);         /* the free program's, the allocation program's: either may interrupt
+                                         * the other */
+        __type(key, __u32);
+        __type(value, struct bulk_scratch);
+} bulk_scratch SEC(".maps");
+
+/* n objects at p (a kernel array of pointers) of cache (NULL for kfree_bulk()). */
+static __always_inline int slab_bulk(void *ctx, bool alloc, const struct kmem_cache *cache, __u64 n, __u64 p) {
+        __u32 slot = alloc, at = 0;
+        struct bulk_scratch *sc = bpf_map_lookup_elem(&bulk_scratch, &slot);
+        __u64 pid_tgid = current_pid_tgid();
+        MsBpfStats *st = stats_get();
+        MsBpfObjectBulk *rec;
+
+        if (!sc || n == 0 || !p)
+                return 0;
+        if ((__u32) (pid_tgid >> 32) == self_tgid) {
+                if (st)
+                        st->self_dropped++;
+                return 0;
+        }
+        rec = (MsBpfObjectBulk *) sc->data;
+        head_fill(&rec->head, alloc ? MS_BPF_OBJECT_ALLOC_BULK : MS_BPF_OBJECT_FREE_BULK, pid_tgid,
+                  bpf_ktime_get_ns());
+        rec->bytes_requested = 0;
+        rec->bytes_allocated = 0;
+        rec->cache[0] = '\0';
+        rec->flags = 0;
+        rec->n_kernel = 0;
+        rec->pad[0] = rec->pad[1] = 0;
+        if (alloc) {
+                long k;
+
+                if (cache) {
+                        rec->bytes_requested = BPF_CORE_READ(cache, object_size);
+                        rec->bytes_allocated = BPF_CORE_READ(cache, size);
+                        if (bpf_probe_read_kernel_str(rec->cache, sizeof(rec->cache), BPF_CORE_READ(cache, name)) < 0)
+                                rec->cache[0] = '\0';
+                }
+                k = bpf_get_stack(ctx, rec->words, bulk_frames * 8, 0);
+                if (k > 0) {
+                        rec->flags = MS_BPF_STACK;
+                        rec->n_kernel = (__u8) ((__u64) k / 8);
+                } else {
+                        rec->flags = MS_BPF_STACK_FAILED;
+                        if (st)
+                                st->stack_failed++;
+                }
+                at = bulk_frames;
+        }
+        rec->frames_at = at;
+        for (__u32 c = 0; c < MS_BPF_BULK_CHUNKS; c++) {
+                __u64 done = (__u64) c * MS_BPF_BULK_CHUNK, m, size;
+
+                if (done >= n)
+                        return 0;
+                m = n - done;
+                if (m > MS_BPF_BULK_CHUNK)
+                        m = MS_BPF_BULK_CHUNK;
+                barrier_var(m);
+                if (m == 0 || m > MS_BPF_BULK_CHUNK)
+                        return 0;
+                if (bpf_probe_read_kernel(&rec->words[at], m * 8,
+                                          (const void *) (p + done * 8)) < 0)
+                        return 0;
+                rec->head.aux = (__u32) m;
+                size = sizeof(*rec) + ((__u64) at + m) * 8;
+                barrier_var(size);
+                if (size > sizeof(struct bulk_scratch))
+                        size = sizeof(struct bulk_scratch);
+                barrier_var(size);
+                rec->head.seq = seq_next();
+                if (bpf_ringbuf_output(&events, rec, size, slab_wakeup_flag(st)) < 0 && st) {
+                        st->ring_full++;
+                        st->numbered_lost++;
+                }
+        }
+        if (st && n > (__u64) MS_BPF_BULK_CHUNKS * MS_BPF_BULK_CHUNK)
+                st->bulk_cut += n - (__u64) MS_BPF_BULK_CHUNKS * MS_BPF_BULK_CHUNK;
+        return 0;
+}
+
+/* Word i of the traced function's arguments (then its return value), as the trampoline stored them: read
+ * as a plain word, since the verifier checks a direct read against the argument's type and older kernels
+ * (6.1) refuse pointers to pointers (void **) and to void. */
+static __always_inline __u64 traced_arg(__u64 *ctx, __u32 i) {
+        __u64 v = 0;
+
+        (void) bpf_probe_read_kernel(&v, sizeof(v), &ctx[i]);
+        return v;
+}
+
+/* void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p) */
+SEC("fentry/kmem_cache_free_bulk")
+int slab_free_bulk(__u64 *ctx) {
+        return slab_bulk(ctx, false, NULL, traced_arg(ctx, 1), traced_arg(ctx, 2));
+}
+
+/* int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t size, void **p): how many it
+ * allocated, at p (0: none, it freed what it had). Named kmem_cache_alloc_bulk_noprof since 6.10. */
+static __always_inline int slab_alloc_bulk_exit(__u64 *ctx) {
+        return slab_bulk(ctx, true, (const struct kmem_cache *) traced_arg(ctx, 0), (__u32) traced_arg(ctx, 4),
+                         traced_arg(ctx, 3));
+}
+
+SEC("fexit/kmem_cache_alloc_bulk")
+int slab_alloc_bulk(__u64 *ctx) {
+        return slab_alloc_bulk_exit(ctx);
+}
+
+SEC("fexit/kmem_cache_alloc_bulk_noprof")
+int slab_alloc_bulk_noprof(__u64 *ctx) {
+        return slab_alloc_bulk_exit(ctx);
+}
+
+/*
  * Sends a task record, or drops it when its task is outside memstrackd's PID namespace (pid 0 there):
  * such a task has no pid the daemon could name, and records for pid 0 would keep ending and re-creating
  * one task that stands for all of them (their pages are still charged to pid 0, as perf does).
