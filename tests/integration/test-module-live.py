@@ -8,7 +8,8 @@ are written with O_DIRECT (no page cache between), Modules must show brd holding
 before, and its peak that high; the stack tree of module brd has its pages below a frame of brd; and once
 `rmmod brd` frees the disk, brd holds none of them any more and is marked unloaded (or forgotten).
 
-Per source that records a stack for every page: perf, and ebpf with --stack-sample-interval=1.
+Per source that records a stack for every page: perf, and ebpf with --stack-sample-interval=1 where the
+kernel runs it (auto's choice says; it says why not where it does not).
 
 Needs root, a kernel with loadable modules and brd among them (Debian's kernels have it; the kernel lab
 boots them: scripts/kernel-lab); exits 77 (skip) otherwise, saying why.
@@ -111,6 +112,16 @@ def check_source(source, *extra):
             fail(f"{source}: memstrackd exited with {daemon.returncode}")
 
 
+def ebpf_missing():
+    """Why the eBPF source cannot run here (auto says, in Status), or None."""
+    sock = os.path.join(WORK, "sock-auto")
+    daemon, status = livelib.start_memstrackd(MEMSTRACKD, sock, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL)
+    daemon.terminate()
+    daemon.wait(WAIT)
+    return None if status["backend"] == "ebpf" else status["backendReason"]
+
+
 def main():
     if os.geteuid() != 0:
         skip("needs root to trace page events and load a module")
@@ -122,7 +133,10 @@ def main():
         skip("brd is loaded already: its disks may be in use")
     try:
         check_source("perf")
-        if os.path.exists("/sys/kernel/btf/vmlinux"):
+        why_not = ebpf_missing()
+        if why_not:
+            print(f"ebpf: not checked, {why_not}", file=sys.stderr)
+        else:
             check_source("ebpf", "--stack-sample-interval=1")
     finally:
         subprocess.run(["rm", "-rf", WORK])
