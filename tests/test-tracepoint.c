@@ -699,6 +699,7 @@ static void check_debian_tree(const char *tree, bool node_twins) {
 
 static void test_debian_kernels(void) {
         check_debian_tree("data/tracefs-5.10", true);
+        check_debian_tree("data/tracefs-6.1", false);
         check_debian_tree("data/tracefs-6.12", false);
 }
 
