@@ -410,3 +410,106 @@ SEC("tp_btf/mm_page_free")
 int BPF_PROG(clock_free, struct page *page, unsigned int order) {
         return clock_event();
 }
+
+/*
+ * fentry: the floor of exact mode on fentry and fexit programs instead of the page tracepoints, where the
+ * kernel has BPF trampolines (Debian's kernels; not this machine's, without function tracing): the
+ * allocator's return and each free path's entry, each reading what an exact mode must (the block and its
+ * order; every folio of a freed batch) into per-CPU page counts. Which functions a kernel has differs
+ * (__alloc_pages_noprof since 6.10, __alloc_pages before; free_unref_folios since 6.10,
+ * free_unref_page_list before): bpf-floor.c loads those the running kernel's BTF names. fcover is fentry
+ * and the empty tracepoint pair together, each counting, to tell whether the functions see every page the
+ * tracepoints do.
+ */
+enum { PAGES_TP_ALLOC, PAGES_TP_FREE, PAGES_F_ALLOC, PAGES_F_FREE, PAGES_COUNTERS };
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, PAGES_COUNTERS);
+        __type(key, __u32);
+        __type(value, __u64);
+} pages SEC(".maps");
+
+static __always_inline void count_pages(__u32 which, __u64 n) {
+        __u64 *c = bpf_map_lookup_elem(&pages, &which);
+
+        if (c)
+                *c += n;
+}
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(cover_alloc, struct page *page, unsigned int order) {
+        if (page)
+                count_pages(PAGES_TP_ALLOC, 1ULL << (order & 31));
+        return 0;
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(cover_free, struct page *page, unsigned int order) {
+        count_pages(PAGES_TP_FREE, 1ULL << (order & 31));
+        return 0;
+}
+
+SEC("fexit/__alloc_pages_noprof")
+int BPF_PROG(fentry_alloc_noprof, gfp_t gfp, unsigned int order, int nid, nodemask_t *nodemask, struct page *ret) {
+        if (ret)
+                count_pages(PAGES_F_ALLOC, 1ULL << (order & 31));
+        return 0;
+}
+
+SEC("fexit/__alloc_pages")
+int BPF_PROG(fentry_alloc, gfp_t gfp, unsigned int order, int nid, nodemask_t *nodemask, struct page *ret) {
+        if (ret)
+                count_pages(PAGES_F_ALLOC, 1ULL << (order & 31));
+        return 0;
+}
+
+SEC("fentry/free_unref_page")
+int BPF_PROG(fentry_free_unref_page, struct page *page, unsigned int order) {
+        count_pages(PAGES_F_FREE, 1ULL << (order & 31));
+        return 0;
+}
+
+SEC("fentry/__free_pages_ok")
+int BPF_PROG(fentry_free_pages_ok, struct page *page, unsigned int order) {
+        count_pages(PAGES_F_FREE, 1ULL << (order & 31));
+        return 0;
+}
+
+/* A batch of folios (PAGEVEC_SIZE, 31), each of its order: the loop an exact mode runs per batch. */
+SEC("fentry/free_unref_folios")
+int BPF_PROG(fentry_free_unref_folios, struct folio_batch *batch) {
+        unsigned int n = BPF_CORE_READ(batch, nr);
+        __u64 total = 0;
+
+        for (unsigned int i = 0; i < 31 && i < n; i++) {
+                struct folio *f = BPF_CORE_READ(batch, folios[i]);
+                /* folio_order() since 6.10: a large folio's order is the low byte of its second page's flags.
+                 * Read as words: the flags became a struct of one (memdesc_flags_t) in 6.18. */
+                unsigned long flags = 0, flags_1 = 0;
+                unsigned int order = 0;
+
+                (void) bpf_core_read(&flags, sizeof(flags), &f->page.flags);
+                if (flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))) {
+                        (void) bpf_core_read(&flags_1, sizeof(flags_1), &f->_flags_1);
+                        order = (unsigned int) (flags_1 & 0xff);
+                }
+                total += 1ULL << (order & 31);
+        }
+        count_pages(PAGES_F_FREE, total);
+        return 0;
+}
+
+/* Order-0 pages on their lru list: the walk an exact mode makes, bounded. */
+SEC("fentry/free_unref_page_list")
+int BPF_PROG(fentry_free_unref_page_list, struct list_head *list) {
+        struct list_head *at = BPF_CORE_READ(list, next);
+        __u64 total = 0;
+
+        for (int i = 0; i < 512 && at && at != list; i++) {
+                total++;
+                at = BPF_CORE_READ(at, next);
+        }
+        count_pages(PAGES_F_FREE, total);
+        return 0;
+}

@@ -6,8 +6,7 @@
  * run_cnt, run_time_ns and recursion_misses summed over its programs (run_time_ns counts only while
  * kernel.bpf_stats_enabled is 1) and the variant's own counters. bench/measure-bpf-floor.py runs it between
  * untraced loads. Variants: empty, owner, twin, total, cgroup, kstack, getstack, cell, storage,
- * counter, seq, clock (bpf-floor.bpf.c says what
- * each does).
+ * counter, seq, clock, fentry, fcover (bpf-floor.bpf.c says what each does).
  */
 
 #include <errno.h>
@@ -41,6 +40,9 @@ static const Variant variants[] = {
         { "counter", { "counter_alloc", "owner_free_prog" } },
         { "seq", { "seq_alloc", "seq_free" } },
         { "clock", { "clock_alloc", "clock_free" } },
+        /* fentry and fcover load every fentry_* program whose function the kernel's BTF has. */
+        { "fentry", { NULL, NULL } },
+        { "fcover", { "cover_alloc", "cover_free" } },
 };
 
 static volatile sig_atomic_t stop;
@@ -95,6 +97,12 @@ int main(int argc, char **argv) {
                             (v->programs[1] && strcmp(name, v->programs[1]) == 0) ||
                             (strcmp(v->name, "twin") == 0 && strcmp(name, "twin_free") == 0);
 
+                /* The fentry programs: those whose function this kernel has. */
+                if ((strcmp(v->name, "fentry") == 0 || strcmp(v->name, "fcover") == 0) &&
+                    strncmp(name, "fentry_", 7) == 0) {
+                        const char *function = strchr(bpf_program__section_name(prog), '/') + 1;
+                        load = libbpf_find_vmlinux_btf_id(function, BPF_TRACE_FENTRY) >= 0;
+                }
                 bpf_program__set_autoload(prog, load);
         }
         r = bpf_floor__load(skel);
@@ -143,6 +151,18 @@ int main(int argc, char **argv) {
                        (unsigned long long) info.run_cnt, bpf_program__name(prog),
                        (unsigned long long) info.run_time_ns, bpf_program__name(prog),
                        (unsigned long long) info.recursion_misses);
+        }
+        /* The fentry variants' page counts, summed over the CPUs. */
+        int ncpu = libbpf_num_possible_cpus();
+        const char *counted[] = { "tp_alloc_pages", "tp_free_pages", "f_alloc_pages", "f_free_pages" };
+        for (__u32 k = 0; ncpu > 0 && k < 4; k++) {
+                __u64 per_cpu[ncpu], sum = 0;
+
+                if (bpf_map__lookup_elem(skel->maps.pages, &k, sizeof(k), per_cpu, sizeof(per_cpu), 0) < 0)
+                        continue;
+                for (int c = 0; c < ncpu; c++)
+                        sum += per_cpu[c];
+                printf("%s=%llu ", counted[k], (unsigned long long) sum);
         }
         printf("run_cnt=%llu run_time_ns=%llu recursion_misses=%llu total_current=%lld total_peak=%lld "
                "untracked_frees=%llu stack_errors=%llu slots=%u\n", (unsigned long long) cnt,

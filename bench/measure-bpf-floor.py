@@ -12,6 +12,9 @@ untraced runs (U A U B U ...), in random order per round. Two figures per varian
     second pass of every variant, restored after; the timing adds two clock reads, ~40-50 ns, to every run,
     so these figures are the programs' cost plus that), and the recursion misses.
 
+The fentry variant is exact mode's floor on fentry/fexit programs, where the kernel has BPF trampolines
+(not this machine's kernel: run it in the kernel lab); fcover says whether those functions see every page.
+
 Usage: bench/measure-bpf-floor.py [--build DIR] [--rounds N] [--seconds S] [--threads N] [VARIANT ...] (root)
 Default: every variant, 6 rounds of 2 s: about 6 minutes.
 """
@@ -31,7 +34,7 @@ overhead = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(overhead)
 
 VARIANTS = ["empty", "owner", "twin", "total", "cgroup", "kstack", "getstack", "cell", "storage", "counter", "seq",
-            "clock"]
+            "clock", "fentry", "fcover"]
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
 
@@ -116,6 +119,13 @@ def main():
         rng_txt = lambda xs: f"{statistics.median(xs):.0f} ({min(xs):.0f} to {max(xs):.0f})" if xs else "n/a"
         print(f"| {v} | {overhead.fmt_range(added[v])} | {rng_txt(per_run)} | {rng_txt(per_event)} | "
               f"{rng_txt(misses)} |")
+    # fcover: the fentry programs beside the tracepoints, each counting pages: what the functions miss.
+    for v in args.variants:
+        for load, f in timing[v]:
+            if f.get("tp_alloc_pages"):
+                print(f"\n{v}: the functions counted {f.get('f_alloc_pages', 0)} pages allocated and "
+                      f"{f.get('f_free_pages', 0)} freed where the tracepoints counted {f['tp_alloc_pages']} and "
+                      f"{f['tp_free_pages']} (load: {load['pages']} pages)")
     print(f"\n# took {time.monotonic() - started:.0f} s")
     return 0
 
