@@ -26,6 +26,9 @@
 #define K_BPF_TRACE_RUN 0xffffffff81010080
 #define K_TRACEITER     0xffffffff81011040
 #define BPF_PROG        0xffffffffc0200010
+#define K_ALLOC_BULK    0xffffffff81012005
+#define K_MAS_ALLOC     0xffffffff81013040
+#define BPF_TRAMPOLINE  0xffffffffc0202040
 
 static const uint64_t fault_chain[] = { K_ALLOC_PAGES, K_ANON_PAGE, K_MM_FAULT, K_PAGE_FAULT };
 static const uint64_t write_chain[] = { K_ALLOC_PAGES, K_VFS_WRITE, K_SYSCALL };
@@ -1352,6 +1355,43 @@ static const MsTracerFrames bpf_tracer = {
         .program_first = true,
 };
 
+/* The eBPF source's bulk allocation hook: its object events carry no call site, and their stack starts in
+ * the hook (the program, its BPF trampoline, listed under [bpf], the hooked function): the call site is
+ * the first frame past them, the bulk allocation's caller. */
+static const MsTracerFrames bulk_tracer = {
+        .prefixes = (const char *const[]) { "__traceiter_", "__bpf_trace_", "bpf_trace_run", "bpf_trampoline_",
+                                            "kmem_cache_alloc_bulk", NULL },
+        .program_first = true,
+};
+
+static void test_bulk_call_site(void) {
+        static const uint64_t hook_chain[] = { BPF_PROG, BPF_TRAMPOLINE, K_ALLOC_BULK, K_MAS_ALLOC, K_SYSCALL };
+        Ksym *k = fixture_ksym();
+        Accounting *a = new_accounting(k, false);
+        Slab *slab = accounting_slab(a);
+
+        accounting_set_tracer_frames(a, &bulk_tracer);
+        alloc(a, 10, 4096, 1);
+        MsEvent e = {
+                .type = MS_EVENT_OBJECT_ALLOC, .pid = 10, .tid = 10,
+                .object = { .ptr = 0xffff888000001000, .bytes_requested = 256, .bytes_allocated = 256,
+                            .cache = "maple_node",
+                            .stack = { .frames = hook_chain, .n_frames = ELEMENTSOF(hook_chain),
+                                       .n_kernel_frames = ELEMENTSOF(hook_chain) } },
+        };
+        accounting_handle_event(a, &e);
+        ASSERT_EQ(slab_site_count(slab), 1);
+        ASSERT_EQ(slab_site(slab, 0)->address, K_MAS_ALLOC);
+        /* An event that names its call site keeps it, whatever its stack. */
+        e.object.ptr += 256;
+        e.object.call_site = K_VFS_WRITE;
+        accounting_handle_event(a, &e);
+        ASSERT_EQ(slab_site_count(slab), 2);
+        ASSERT_EQ(slab_site(slab, 1)->address, K_VFS_WRITE);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 /* A chain that bpf_get_stack() took from inside the BPF program: the program, bpf_trace_run4 and the
  * tracepoint's iterator, which the source says are its own, are dropped, and the allocation is charged
  * where perf's chain would be. A source that declares none keeps every frame. */
@@ -1556,6 +1596,7 @@ int main(void) {
         TEST(test_exited_bound_every_event);
         TEST(test_module_attribution);
         TEST(test_tracer_frames_dropped);
+        TEST(test_bulk_call_site);
         TEST(test_deferred_symbols);
         TEST(test_reset_all_and_lost);
         TEST(test_samples);

@@ -86,9 +86,11 @@ static const TracerFrameSlot *tracer_frame(Accounting *a, uint64_t ip) {
         if (slot->ip != ip) {
                 KsymResult sym;
                 bool known = a->ksym && ksym_lookup(a->ksym, ip, &sym);
+                bool bpf = known && sym.module && streq(sym.module, "bpf");
+                /* The kernel's own functions, and BPF trampolines, which kallsyms lists under [bpf]. */
                 *slot = (TracerFrameSlot) {
                         .ip = ip,
-                        .tracer = known && !sym.module && is_tracer_function(a, sym.name),
+                        .tracer = known && (!sym.module || bpf) && is_tracer_function(a, sym.name),
                         .program = a->tracer && a->tracer->program_first &&
                                    (!known || (sym.module && streq(sym.module, "bpf"))),
                 };

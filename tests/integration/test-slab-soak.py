@@ -237,6 +237,12 @@ def soak(source, daemon, sock):
         problems.append(f"reconciliation: {reconciled}")
     if "lostFreesPerHour" not in sites or sites["lostFreesPerHour"] < 0:
         problems.append(f"no lostFreesPerHour in the Slab reply: {sites}")
+    # A bulk allocation's call site is the function that called kmem_cache_alloc_bulk(), found past the
+    # hook's own frames in its stack: never the hook, its trampoline or the bulk function.
+    for r in sites["rows"]:
+        if r["name"].startswith(("bpf_prog_", "bpf_trampoline_", "kmem_cache_alloc_bulk")) or \
+                r["name"] in ("0x0", "0"):
+            problems.append(f"a call site named {r['name']} ({r.get('cache')}): not the allocation's caller")
     # The maple tree's nodes, which the kernel allocates and frees in bulk (and frees through kfree_rcu()):
     # seen where the bulk hooks run, else marked, and then Status says why (a hook that does not run, or
     # records the source lost).
