@@ -351,19 +351,20 @@ int manager_start(Manager *m) {
         if (r < 0)      /* -ECANCELED: stopped by a signal, logged */
                 return r == -ECANCELED ? r :
                        log_error_errno(r, "Failed to start the %s event source: %m", m->source->ops->name);
+        EventSourceStats st = {};
+        m->source->ops->get_stats(m->source, &st);
+        kernel_symbols_after_hooks(m->ksyms, &st);
         r = source_start_heap_beside(&m->config.source_options, m->config.heap_socket, m->source, m->event, &sink,
                                      &m->heap_source);
         if (r < 0)
                 return r;
         /* Pages by kind are named from outside the events: the GFP flags from the allocation tracepoint's
          * format, the zones from /proc/zoneinfo where the source's page keys are pfns. */
-        EventSourceStats st = {};
         GfpName *gfp_names = NULL;
         size_t n_gfp_names = 0;
         if (!heaps_alone(&m->config) &&
             tracepoint_gfp_names(m->config.source_options.tracefs, &gfp_names, &n_gfp_names) >= 0)
                 page_kinds_set_gfp_names(accounting_page_kinds(m->accounting), gfp_names, n_gfp_names);
-        m->source->ops->get_stats(m->source, &st);
         (void) page_kinds_read_zones(accounting_page_kinds(m->accounting), m->config.zoneinfo, st.pfns);
         r = start_oom_watch(m);
         if (r < 0)

@@ -112,6 +112,17 @@ int kernel_symbols_new(sd_event *event, const char *kallsyms, KernelSymbols **re
         return 0;
 }
 
+void kernel_symbols_after_hooks(KernelSymbols *k, const EventSourceStats *source) {
+        for (size_t i = 0; i < source->n_hooks; i++)
+                if (source->hooks[i].attached) {
+                        int r = kernel_symbols_reload(k);
+                        if (r < 0)
+                                log_warning_errno(r, "Failed to read the kernel symbols again after hooking kernel "
+                                                  "functions, ignoring: %m");
+                        return;
+                }
+}
+
 const Ksym *kernel_symbols_table(const KernelSymbols *k) {
         return k->table;
 }

@@ -37,6 +37,9 @@ int kernel_symbols_load(KernelSymbols *k, const char *text, const char *source);
 bool kernel_symbols_from_source(const KernelSymbols *k);
 /* Reads kallsyms again now (a source's own table stays). -errno, the old table kept. */
 int kernel_symbols_reload(KernelSymbols *k);
+/* Reads the table again once the source hooked kernel functions (EventSourceStats hooks): their BPF
+ * trampolines are named in kallsyms only once attached, and the stacks their programs take start there. */
+void kernel_symbols_after_hooks(KernelSymbols *k, const EventSourceStats *source);
 
 /* The observer to register with the Manager; it frees k. */
 EventObserver *kernel_symbols_observer(KernelSymbols *k);

@@ -86,6 +86,11 @@ def worker_objects(sock, pids):
     return worker_objects_from(worker_replies(sock, pids))
 
 
+def lazy_purge_pages():
+    """lazy_max_pages() of mm/vmalloc.c: the lazily freed vmap pages the kernel keeps before purging."""
+    return (32 << 20) // os.sysconf("SC_PAGE_SIZE") * os.cpu_count().bit_length()
+
+
 def start(source):
     sock = os.path.join(WORK, f"{source}.sock")
     log = open(os.path.join(WORK, f"{source}.log"), "w")
@@ -229,6 +234,11 @@ def soak(source, daemon, sock):
             cache = (site_rows.get(name) or {}).get("cache")
             active = [slabsoak.active_objects(k, cache) for k in kernel_active]
             if cache and active[-1] - active[0] >= counts[-1] - counts[0]:
+                continue
+            # vmap areas of exited tasks' stacks wait for the lazy purge until their pages pass
+            # lazy_max_pages() (32 MiB times fls(CPUs)), each area one page at least; SLUB's slabinfo need
+            # not show them (its active count stood still on 6.1 while they piled up).
+            if name.split("+")[0] == "alloc_vmap_area" and counts[-1] - counts[0] <= lazy_purge_pages():
                 continue
             problems.append(f"the churn workers, which keep nothing, hold ever more objects of {name}: {counts}"
                             f" (the kernel's {cache}: {active})")
