@@ -437,43 +437,41 @@ static __always_inline void count_pages(__u32 which, __u64 n) {
                 *c += n;
 }
 
+/* A block of 2^order pages at page (NULL: a failed allocation, none). */
+static __always_inline int count_block(__u32 which, const struct page *page, unsigned int order) {
+        if (page)
+                count_pages(which, 1ULL << (order & 31));
+        return 0;
+}
+
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(cover_alloc, struct page *page, unsigned int order) {
-        if (page)
-                count_pages(PAGES_TP_ALLOC, 1ULL << (order & 31));
-        return 0;
+        return count_block(PAGES_TP_ALLOC, page, order);
 }
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(cover_free, struct page *page, unsigned int order) {
-        count_pages(PAGES_TP_FREE, 1ULL << (order & 31));
-        return 0;
+        return count_block(PAGES_TP_FREE, page, order);
 }
 
 SEC("fexit/__alloc_pages_noprof")
 int BPF_PROG(fentry_alloc_noprof, gfp_t gfp, unsigned int order, int nid, nodemask_t *nodemask, struct page *ret) {
-        if (ret)
-                count_pages(PAGES_F_ALLOC, 1ULL << (order & 31));
-        return 0;
+        return count_block(PAGES_F_ALLOC, ret, order);
 }
 
 SEC("fexit/__alloc_pages")
 int BPF_PROG(fentry_alloc, gfp_t gfp, unsigned int order, int nid, nodemask_t *nodemask, struct page *ret) {
-        if (ret)
-                count_pages(PAGES_F_ALLOC, 1ULL << (order & 31));
-        return 0;
+        return count_block(PAGES_F_ALLOC, ret, order);
 }
 
 SEC("fentry/free_unref_page")
 int BPF_PROG(fentry_free_unref_page, struct page *page, unsigned int order) {
-        count_pages(PAGES_F_FREE, 1ULL << (order & 31));
-        return 0;
+        return count_block(PAGES_F_FREE, page, order);
 }
 
 SEC("fentry/__free_pages_ok")
 int BPF_PROG(fentry_free_pages_ok, struct page *page, unsigned int order) {
-        count_pages(PAGES_F_FREE, 1ULL << (order & 31));
-        return 0;
+        return count_block(PAGES_F_FREE, page, order);
 }
 
 /* A batch of folios (PAGEVEC_SIZE, 31), each of its order: the loop an exact mode runs per batch. */
@@ -485,13 +483,15 @@ int BPF_PROG(fentry_free_unref_folios, struct folio_batch *batch) {
         for (unsigned int i = 0; i < 31 && i < n; i++) {
                 struct folio *f = BPF_CORE_READ(batch, folios[i]);
                 /* folio_order() since 6.10: a large folio's order is the low byte of its second page's flags.
-                 * Read as words: the flags became a struct of one (memdesc_flags_t) in 6.18. */
+                 * Read as words at their offsets, the flags first in a folio: their type became a struct of
+                 * one (memdesc_flags_t) in 6.18, which CO-RE will not match with 6.12's unsigned long. */
                 unsigned long flags = 0, flags_1 = 0;
                 unsigned int order = 0;
 
-                (void) bpf_core_read(&flags, sizeof(flags), &f->page.flags);
+                (void) bpf_probe_read_kernel(&flags, sizeof(flags), f);
                 if (flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))) {
-                        (void) bpf_core_read(&flags_1, sizeof(flags_1), &f->_flags_1);
+                        (void) bpf_probe_read_kernel(&flags_1, sizeof(flags_1),
+                                                     (const char *) f + bpf_core_field_offset(struct folio, _flags_1));
                         order = (unsigned int) (flags_1 & 0xff);
                 }
                 total += 1ULL << (order & 31);
