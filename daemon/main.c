@@ -25,6 +25,7 @@
 
 static const char *arg_source = NULL;  /* NULL: auto */
 static SourceOptions arg_source_options;
+static bool arg_buffer_pages_set = false;      /* else the default, which --slab raises */
 static AccountingConfig arg_accounting;
 static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
@@ -159,7 +160,7 @@ static void help(void) {
                "     --callchain-depth=N    Frames per allocation stack, 0 for none (default %u, max %u)\n"
                "     --user-stacks          Also record user-space frames\n"
                "     --slab                 Also trace slab objects (kmalloc, kmem_cache)\n"
-               "     --buffer-pages=N       Ring pages per CPU, a power of two (default %u)\n"
+               "     --buffer-pages=N       Ring pages per CPU, a power of two (default %u, %u with --slab)\n"
                "     --wakeup-bytes=N       Buffered bytes that wake the daemon (default: half the ring)\n"
                "     --stack-sample-interval=N  eBPF: a stack per N pages on average, 1 for every\n"
                "                            allocation; counts stay exact (default %u)\n"
@@ -200,7 +201,7 @@ static void help(void) {
                "     --report=LIST          memstrack's reports to write when stopping, e.g.\n"
                "                            module_summary,module_top:top=5:sort_by_peak\n"
                "     --output=FILE          The file of --report (default: standard output)\n",
-               SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT,
+               SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT, SOURCE_BUFFER_PAGES_SLAB_DEFAULT,
                SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT, PRESSURE_MARGIN_PERCENT_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
 
@@ -328,6 +329,7 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                         return r;
                 }
                 arg_source_options.buffer_pages = (unsigned) v;
+                arg_buffer_pages_set = true;
                 break;
         case ARG_WAKEUP_BYTES:
                 r = parse_uint(value, 1, UINT32_MAX, &v, ret_expected);
@@ -725,6 +727,8 @@ static int run(void) {
         /* A client that hangs up must not kill us. */
         signal(SIGPIPE, SIG_IGN);
 
+        if (arg_source_options.slab && !arg_buffer_pages_set)
+                arg_source_options.buffer_pages = SOURCE_BUFFER_PAGES_SLAB_DEFAULT;
         ManagerConfig config = {
                 .source = arg_source,
                 .source_options = arg_source_options,

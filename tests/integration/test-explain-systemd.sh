@@ -126,11 +126,13 @@ test_orphaned_slab() {
         sleep 0.5
     done
     ct "$CTL" explain files.service --limit 5 --stacks 1 >"$WORK/files.txt" 2>&1
+    ct "$CTL" status --json=short >"$WORK/files-status.json" 2>&1
     reply="$WORK/files.service.json"
     ct systemctl stop files.service
     ct umount /mnt/explain-files
     echo "  cgroup $HIERARCHY; orphaned: $(jq -c '.orphaned | {pages, slabObjects, slabBytes,
         caches: [.slabCaches[:4][] | {name, objects, bytes}], tasks: [.tasks[] | {comm, processes}]}' "$reply")"
+    echo "  losses: $(jq -c '{lostEvents, lostByReason: [.lostByReason[] | select(.count > 0)]}' "$WORK/files-status.json")"
     # The dentries and inodes: by cache and by call site, held by the exited tasks, named.
     caches=$(jq -c --argjson n $FILES '[.orphaned.slabCaches[] | select(.objects >= $n) | .name]' "$reply")
     jq -e 'index("dentry") != null and (map(select(test("inode"))) | length) > 0' <<<"$caches" >/dev/null ||
