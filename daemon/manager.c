@@ -23,6 +23,7 @@
 #include "slab-reconciler.h"
 #include "status-line.h"
 #include "summary.h"
+#include "system-memory.h"
 #include "time-util.h"
 #include "user-symbols.h"
 #include "usym.h"
@@ -57,6 +58,7 @@ struct Manager {
         sd_event_source *tick_timer;    /* owned: once a second, the observers' ticks */
 
         uint64_t start_usec;            /* CLOCK_MONOTONIC */
+        SystemMemory memory_at_start;   /* the machine's memory right before tracing began */
         char *unit;                     /* our systemd unit, if started by systemd */
         long page_size;
         bool journal;                   /* log and summarize to the journal */
@@ -269,6 +271,7 @@ static void get_live(void *userdata, ServiceLive *ret) {
                 .heap_socket = m->heap_source ? m->config.heap_socket : NULL,
                 .memcg = m->memcg,
                 .memcg_reason = m->memcg ? NULL : "no memory controller on this host",
+                .memory = m->start_usec ? &m->memory_at_start : NULL,
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);
@@ -346,6 +349,9 @@ int manager_start(Manager *m) {
                                 m->source->ops->name);
         if (r < 0)
                 return r;
+        /* What tracing will not see: read before it begins, so that nothing falls between the two (a page
+         * allocated in between counts in both, which errs on the large side). */
+        system_memory_read(NULL, &m->memory_at_start);
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         r = m->source->ops->start(m->source, m->event, &sink);
         if (r < 0)      /* -ECANCELED: stopped by a signal, logged */

@@ -31,6 +31,7 @@
         X(html)                                                 /* render-html.c */                     \
         X(heap_maximum)                                         /* render-heap.c */                     \
         X(heap_leaks)                                                                                   \
+        X(crashkernel)                                          /* render-crashkernel.c */              \
         /* end of the table */
 
 #define REPORT_FORMAT_DECLARE(n) extern const ReportFormat report_format_##n;

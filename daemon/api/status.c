@@ -126,6 +126,19 @@ static json_t *kernel_hooks_json(const EventSourceStats *src) {
         return TAKE_PTR(a);
 }
 
+/* Status systemMemory, or null when tracing has not begun or /proc/meminfo could not be read. */
+static json_t *system_memory_json(const SystemMemory *m) {
+        if (!m || !m->known)
+                return json_null();
+        return json_pack("{s:I, s:I, s:I, s:o, s:b}",
+                         "totalBytes", varlink_count(m->total_bytes),
+                         "freeAtStartBytes", varlink_count(m->free_bytes),
+                         "availableAtStartBytes", varlink_count(m->available_bytes),
+                         "systemRamBytes", m->system_ram_bytes ? json_integer(varlink_count(m->system_ram_bytes)) :
+                                                                 json_null(),
+                         "captureKernel", m->capture_kernel);
+}
+
 /* Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
 static int status_add_oom(json_t *status, const OomLog *oom) {
         const char *reason = oom ? oomlog_reason(oom) : "not started";
@@ -148,6 +161,7 @@ json_t *status_reply_json(Accounting *a, const ServiceLive *live, long page_size
             status_add_oom(o, live->oom) < 0 ||
             json_object_set_new(o, "slabReconciliation", slab_status_json(a)) < 0 ||
             json_object_set_new(o, "kernelHooks", kernel_hooks_json(&live->source)) < 0 ||
+            json_object_set_new(o, "systemMemory", system_memory_json(live->memory)) < 0 ||
             (live->heap_socket && json_object_set_new(o, "heapSocket", json_string(live->heap_socket)) < 0))
                 return NULL;
         return TAKE_PTR(o);

@@ -16,6 +16,7 @@
 #include "event.h"
 #include "memcg.h"
 #include "oomlog.h"
+#include "system-memory.h"
 
 /* What the owner knows at the moment of a call. */
 typedef struct ServiceLive {
@@ -28,6 +29,7 @@ typedef struct ServiceLive {
         const Memcg *memcg;             /* the memory controller's figures (Explain); NULL: none */
         const char *memcg_reason;       /* why there are none; NULL: unknown */
         const char *heap_socket;        /* where processes hand over their heap beside the source; NULL: none */
+        const SystemMemory *memory;     /* the machine's memory when tracing began; NULL: not started */
 } ServiceLive;
 
 /* Whether raw kernel addresses go to a caller: root only, and never the made-up ones of a source that
