@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tests.h"
+#include "tracefs.h"
 #include "tracepoint.h"
 
 #define TREE_NEW "data/tracefs-6.18"
@@ -703,7 +704,31 @@ static void test_debian_kernels(void) {
         check_debian_tree("data/tracefs-6.12", false);
 }
 
+/* The lockdown file as the kernel writes it, each mode in turn; only confidentiality closes tracing. */
+static void test_lockdown(void) {
+        char path[] = "/tmp/test-lockdown-XXXXXX";
+        const char *reason = NULL;
+        int fd = mkstemp(path);
+
+        ASSERT_OK(fd);
+        ASSERT_EQ(write(fd, "none integrity [confidentiality]\n", 33), 33);
+        ASSERT_EQ(close(fd), 0);
+        ASSERT_EQ(tracefs_lockdown_check(path, &reason), -EPERM);
+        ASSERT_NOT_NULL(strstr(reason, "confidentiality"));
+        FILE *f = fopen(path, "we");
+        ASSERT_NOT_NULL(f);
+        fputs("none [integrity] confidentiality\n", f);
+        ASSERT_EQ(fclose(f), 0);
+        reason = NULL;
+        ASSERT_EQ(tracefs_lockdown_check(path, &reason), 0);
+        ASSERT_NULL(reason);
+        ASSERT_EQ(unlink(path), 0);
+        /* No securityfs, or no lockdown LSM: nothing to say. */
+        ASSERT_EQ(tracefs_lockdown_check(path, &reason), 0);
+}
+
 int main(void) {
+        TEST(test_lockdown);
         TEST(test_kind_strings);
         TEST(test_gfp_names);
         TEST(test_debian_kernels);

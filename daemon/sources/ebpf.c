@@ -68,6 +68,7 @@
 #include "proc-seed.h"
 #include "seqorder.h"
 #include "source.h"
+#include "tracefs.h"
 #include "time-util.h"
 
 /* Page entries of a batch whose pages the sink is asked to prefetch ahead of the one it is given: the core's
@@ -1720,6 +1721,9 @@ static int ebpf_source_probe(const SourceOptions *options, const char **ret_reas
 
         assert(ret_reason);
 
+        r = tracefs_lockdown_check(NULL, ret_reason);
+        if (r < 0)
+                return r;
         r = open_regular(btf, 0);
         if (r < 0) {
                 (void) snprintf(probe_reason, sizeof(probe_reason), r == -ENOENT ? "no BTF at %s" :

@@ -1011,6 +1011,9 @@ static int perf_source_probe(const SourceOptions *options, const char **ret_reas
 
         assert(ret_reason);
 
+        fd = tracefs_lockdown_check(NULL, ret_reason);
+        if (fd < 0)
+                return fd;
         fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd >= 0) {
                 (void) close(fd);

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "read-file.h"
 #include "tracefs.h"
 
 static bool is_dir(const char *path) {
@@ -85,4 +86,15 @@ int tracefs_find(char **ret_path) {
         if (r < 0)
                 return r;
         return 1;
+}
+
+int tracefs_lockdown_check(const char *path, const char **ret_reason) {
+        char buf[128];
+
+        assert(ret_reason);
+        if (read_file_small(path ?: LOCKDOWN_FILE_DEFAULT, buf, sizeof(buf)) < 0 || !strstr(buf, "[confidentiality]"))
+                return 0;
+        *ret_reason = "the kernel is locked down in confidentiality mode (/sys/kernel/security/lockdown), which "
+                      "closes tracefs, perf's kernel data and BPF's reads of kernel memory to every tracer";
+        return -EPERM;
 }

@@ -16,3 +16,14 @@
  * neither mounted nor mountable (mount's own error when it is more telling, e.g. -EPERM).
  */
 int tracefs_find(char **ret_path);
+
+#define LOCKDOWN_FILE_DEFAULT "/sys/kernel/security/lockdown"
+
+/*
+ * Whether the kernel's lockdown (lockdown=, or Secure Boot on some distributions) closes tracing:
+ * confidentiality mode shuts tracefs, perf's kernel data and BPF's reads of kernel memory to every
+ * tracer, root included. -EPERM with *ret_reason saying so when path (NULL: LOCKDOWN_FILE_DEFAULT) reads
+ * "[confidentiality]"; 0 otherwise, also when the file cannot be read (no securityfs, no lockdown LSM):
+ * the sources then find out for themselves.
+ */
+int tracefs_lockdown_check(const char *path, const char **ret_reason);
