@@ -9,6 +9,7 @@
  */
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "format-text.h"
 #include "format-util.h"
@@ -34,7 +35,15 @@ typedef struct CrashkernelFigures {
         uint64_t needed, margin, recommended;
         uint64_t lost_events;
         size_t oom_kills;               /* kills the snapshot's OomKills holds: the run ran out of memory */
+        /* The biggest peak of memstrack's own tools in the run (memstrackctl printing reports, the dracut
+         * module's script): in the peak, and not needed where memstrack does not run. */
+        uint64_t tools_peak;
 } CrashkernelFigures;
+
+/* The names memstrack's own programs run under in a capture initramfs (comm, cut at 15 characters). */
+static bool memstrack_tool(const char *comm) {
+        return comm && (streq(comm, "memstrackctl") || strncmp(comm, "memstrackd-init", 15) == 0);
+}
 
 static uint64_t add_saturating(uint64_t a, uint64_t b) {
         return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -57,6 +66,12 @@ static void crashkernel_figures(json_t *doc, CrashkernelFigures *ret) {
         c.peak_tracked = peak > UINT64_MAX / page_size ? UINT64_MAX : peak * page_size;
         c.lost_events = reply_count(status, "lostEvents");
         c.oom_kills = json_array_size(reply_array(reply_object(doc, "oomKills"), "kills"));
+        json_t *task;
+        size_t i;
+        json_array_foreach(reply_array(reply_object(doc, "tasks"), "tasks"), i, task)
+                if (memstrack_tool(reply_string(task, "comm")))
+                        c.tools_peak = MAX(c.tools_peak, reply_count(task, "peakPages"));
+        c.tools_peak = c.tools_peak > UINT64_MAX / page_size ? UINT64_MAX : c.tools_peak * page_size;
         c.needed = add_saturating(add_saturating(c.kept_by_kernel, c.in_use_at_start), c.peak_tracked);
         c.margin = MAX(c.needed / 100 * CRASHKERNEL_MARGIN_PERCENT, CRASHKERNEL_MARGIN_MIN);
         uint64_t sum = add_saturating(c.needed, c.margin);
@@ -107,6 +122,9 @@ static int text_crashkernel(json_t *doc, const ReportOptions *o, FILE *f) {
                    "MemTotal - MemFree then: early allocations, the initramfs");
         print_line(f, "peak of tracked pages", c.peak_tracked,
                    "the most pages allocated since and not yet freed at once");
+        if (c.tools_peak > 0)
+                print_line(f, "  memstrack's own, at most", c.tools_peak,
+                           "its tools printing reports: in the peak, not needed without memstrack");
         print_line(f, "needed at the peak", c.needed, "the sum of the three above");
         fprintf(f, "  %-28s %12s   %d %% of what was needed, at least %s\n", "margin",
                 format_bytes(b, sizeof(b), c.margin), CRASHKERNEL_MARGIN_PERCENT,
@@ -150,13 +168,14 @@ static int json_crashkernel(json_t *doc, const ReportOptions *o, json_t **ret) {
         }
         char value[32];
         snprintf(value, sizeof(value), "%" PRIu64 "M", c.recommended >> 20);
-        *ret = json_pack("{s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I}",
+        *ret = json_pack("{s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I}",
                          "captureKernel", c.capture_kernel,
                          "systemRamBytes", c.ram_known ? json_integer((json_int_t) MIN(c.system_ram, (uint64_t) INT64_MAX)) :
                                                          json_null(),
                          "keptByKernelBytes", (json_int_t) MIN(c.kept_by_kernel, (uint64_t) INT64_MAX),
                          "inUseAtStartBytes", (json_int_t) MIN(c.in_use_at_start, (uint64_t) INT64_MAX),
                          "peakTrackedBytes", (json_int_t) MIN(c.peak_tracked, (uint64_t) INT64_MAX),
+                         "memstrackToolsPeakBytes", (json_int_t) MIN(c.tools_peak, (uint64_t) INT64_MAX),
                          "neededBytes", (json_int_t) MIN(c.needed, (uint64_t) INT64_MAX),
                          "marginBytes", (json_int_t) MIN(c.margin, (uint64_t) INT64_MAX),
                          "recommendedBytes", (json_int_t) MIN(c.recommended, (uint64_t) INT64_MAX),
