@@ -44,10 +44,6 @@ void top_colors_start(void) {
                 (void) init_pair((short) i, roles[i].fg, default_colors ? -1 : COLOR_BLACK);
 }
 
-bool top_colors_enabled(void) {
-        return enabled;
-}
-
 int top_color(TopColor c) {
         if (c <= TOP_COLOR_NORMAL || c >= _TOP_COLOR_MAX)
                 return A_NORMAL;

@@ -34,7 +34,5 @@ typedef enum TopColor {
 
 /* Decides colour or monochrome for the screen just started, and sets the pairs up. */
 void top_colors_start(void);
-/* Whether colours are in use. */
-bool top_colors_enabled(void);
 /* The attribute of a role. */
 int top_color(TopColor c);

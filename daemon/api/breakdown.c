@@ -189,26 +189,6 @@ static int kind_pages_init(Accounting *a, KindPages *k) {
         return k->pages ? 0 : -ENOMEM;
 }
 
-int breakdown_rows_json(Accounting *a, BreakdownBy by, const char *unit, size_t limit, json_t **ret) {
-        KindPages k;
-        int r;
-
-        r = kind_pages_init(a, &k);
-        if (r < 0)
-                return r;
-        if (unit) {
-                k.unit = units_find_shown(k.units, unit);
-                if (k.unit == UNITS_NONE) {
-                        free(k.pages);
-                        return -ENXIO;
-                }
-        }
-        chargeindex_foreach_cell(k.ci, add_cell, &k);
-        r = rows_json(a, by, &k, limit, ret, NULL);
-        free(k.pages);
-        return r;
-}
-
 int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
         Usage *u = accounting_usage(a);
         json_auto_t *rows = NULL;

@@ -36,7 +36,3 @@ typedef struct BreakdownQuery {
 
 /* The PageBreakdown reply. -ESRCH (no such task), -ENXIO (unit), -ENOENT (module), -ENOMEM. */
 int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret);
-
-/* The rows alone ([PageBreakdownRow], biggest first, or by order for orders) of the whole system or of one
- * unit (as Unit.name; -ENXIO if unknown): what the metrics and Explain show. New reference in *ret. */
-int breakdown_rows_json(Accounting *a, BreakdownBy by, const char *unit, size_t limit, json_t **ret);

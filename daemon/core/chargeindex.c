@@ -391,10 +391,6 @@ void chargeindex_clear(ChargeIndex *ci) {
         ci->free_cell = NONE;
 }
 
-size_t chargeindex_cells(const ChargeIndex *ci) {
-        return ci->n_used;
-}
-
 size_t chargeindex_cell_bound(const ChargeIndex *ci) {
         return ci->n_cells;
 }

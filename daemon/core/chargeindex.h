@@ -83,7 +83,6 @@ void chargeindex_foreach_cgroup(const ChargeIndex *ci, bool (*match)(void *userd
                 ChargeIndexFn fn, void *userdata);
 
 void chargeindex_clear(ChargeIndex *ci);
-size_t chargeindex_cells(const ChargeIndex *ci);
 /* Every cell id is below it: for arrays indexed by cell. */
 size_t chargeindex_cell_bound(const ChargeIndex *ci);
 size_t chargeindex_memory_bytes(const ChargeIndex *ci);

@@ -159,10 +159,6 @@ int kernel_symbols_load(KernelSymbols *k, const char *text, const char *source) 
         return 0;
 }
 
-bool kernel_symbols_from_source(const KernelSymbols *k) {
-        return k->from_source;
-}
-
 EventObserver *kernel_symbols_observer(KernelSymbols *k) {
         return &k->observer;
 }

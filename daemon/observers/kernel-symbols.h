@@ -33,8 +33,6 @@ void kernel_symbols_attach(KernelSymbols *k, Accounting *accounting);
  * with a table of its own (an imported log, the heap source's empty one) saves a daemon that starts for
  * one command the 0.1 to 0.2 s of reading kallsyms. source names the source in logs. -errno, logged. */
 int kernel_symbols_load(KernelSymbols *k, const char *text, const char *source);
-/* Whether the table is a source's own (kernel_symbols_load() with text). */
-bool kernel_symbols_from_source(const KernelSymbols *k);
 /* Reads kallsyms again now (a source's own table stays). -errno, the old table kept. */
 int kernel_symbols_reload(KernelSymbols *k);
 /* Reads the table again once the source hooked kernel functions (EventSourceStats hooks): their BPF
