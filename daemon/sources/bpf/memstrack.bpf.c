@@ -587,7 +587,7 @@ static __always_inline int page_alloc_event(void *ctx, __u32 slot, struct task_s
  * the order they were attached, and the skeleton attaches them in the order this file defines them),
  * records exactly the events page_alloc did not, by what page_alloc notes first thing, per CPU (the
  * daemon attaches page_alloc_nested late, at page_alloc's first miss, unless told otherwise: ebpf.c,
- * alloc_twin_update()):
+ * twin_update()):
  *
  * - The note is the event's page and where the event is: the address of the tracepoint's argument array
  *   (ctx), which lies in the frame of the kernel function that calls both programs, so the same address
