@@ -152,7 +152,7 @@ static void on_oom_kill(void *userdata, const OomKill *kill) {
         Manager *m = userdata;
 
         oom_moments_kill(m->oom_moments, kill);
-        oomlog_set_lost(m->oom, oomwatch_lost(m->oom_watch));
+        oomlog_set_lost(m->oom, oom_watch_lost(m->oom_watch));
 }
 
 /* The observers after the kernel symbols', in the order they are told of an event. */
@@ -241,7 +241,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         service_free(m->service);
-        oomwatch_free(m->oom_watch);
+        oom_watch_free(m->oom_watch);
         sd_event_source_disable_unref(m->tick_timer);
         event_source_free(m->heap_source);
         event_source_free(m->source);
@@ -284,7 +284,7 @@ static int start_oom_watch(Manager *m) {
          * RCU grace period that record's user waits out too. */
         if (heaps_alone(&m->config))
                 return oomlog_set_watching(m->oom, false, "only user-space heaps are traced") < 0 ? log_oom() : 0;
-        int r = oomwatch_new(m->event, m->config.source_options.tracefs, on_oom_kill, m, &m->oom_watch, &reason);
+        int r = oom_watch_new(m->event, m->config.source_options.tracefs, on_oom_kill, m, &m->oom_watch, &reason);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)

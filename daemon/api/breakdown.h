@@ -4,7 +4,7 @@
 /*
  * The PageBreakdown view: pages by allocation order, GFP flags, migrate type or NUMA node and zone, for the
  * whole system, one task, one unit or one module. The charge cells keep the kind of every allocation
- * (pagekinds.h), so this is a walk of the cells of what is asked about, summing exact counts.
+ * (page-kinds.h), so this is a walk of the cells of what is asked about, summing exact counts.
  */
 
 #include <errno.h>

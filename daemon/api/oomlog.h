@@ -71,7 +71,7 @@ int oomlog_set_watching(OomLog *l, bool watching, const char *reason);
 bool oomlog_watching(const OomLog *l);
 const char *oomlog_reason(const OomLog *l);
 
-/* Kill records the watcher lost so far (oomwatch_lost()). */
+/* Kill records the watcher lost so far (oom_watch_lost()). */
 void oomlog_set_lost(OomLog *l, uint64_t n);
 
 /*

@@ -34,7 +34,7 @@
 #include "event.h"
 #include "heap.h"
 #include "ksym.h"
-#include "pagekinds.h"
+#include "page-kinds.h"
 #include "pagemap.h"
 #include "stacktree.h"
 #include "units.h"

@@ -31,7 +31,7 @@ typedef struct Cell {
         uint64_t module:63 - CHARGE_CELL_PAGES_BITS;
         CellLink link[_CELL_LIST_MAX];  /* per CellList */
         uint32_t cgroup;                /* the cgroup the pages are charged to (units.h) */
-        uint32_t kind;                  /* what kind of allocation (pagekinds.h) */
+        uint32_t kind;                  /* what kind of allocation (page-kinds.h) */
 } Cell;
 
 _Static_assert(sizeof(Cell) == 40, "a cell is five words");

@@ -15,7 +15,7 @@
  * One cell per key holding pages: a cell whose pages go to zero is removed. Cells of one process and
  * of one module are chained in two doubly linked lists. Lookups hash the triple (open addressing, backward
  * shift deletion); processes are task indices (usage.h), modules module ids (< 2048), nodes the stack
- * leaves pages are charged to (stacktree.h), cgroups indices of units.h, kinds ids of pagekinds.h (order, GFP
+ * leaves pages are charged to (stacktree.h), cgroups indices of units.h, kinds ids of page-kinds.h (order, GFP
  * flags, migrate type, zone: a chain nearly always allocates with the same, so they barely add cells, and a
  * breakdown by any of them is a walk of cells). Page owners name their cell, so a release costs no lookup
  * and an allocation one probe.

@@ -159,9 +159,9 @@ static int open_ring(OomWatch *w, sd_event *event, int cpu, OomRing *ring) {
         return sd_event_source_set_priority(ring->io, SD_EVENT_PRIORITY_IMPORTANT);
 }
 
-int oomwatch_new(sd_event *event, const char *tracefs, OomWatchHandler handler, void *userdata, OomWatch **ret,
+int oom_watch_new(sd_event *event, const char *tracefs, OomWatchHandler handler, void *userdata, OomWatch **ret,
                 const char **reterr_reason) {
-        _cleanup_(oomwatch_freep) OomWatch *w = NULL;
+        _cleanup_(oom_watch_freep) OomWatch *w = NULL;
         _cleanup_free_ char *found = NULL;
         long n_cpus = sysconf(_SC_NPROCESSORS_CONF);
         int r;
@@ -226,7 +226,7 @@ int oomwatch_new(sd_event *event, const char *tracefs, OomWatchHandler handler, 
         return 0;
 }
 
-OomWatch *oomwatch_free(OomWatch *w) {
+OomWatch *oom_watch_free(OomWatch *w) {
         if (!w)
                 return NULL;
         for (size_t i = 0; i < w->n_rings; i++) {
@@ -242,6 +242,6 @@ OomWatch *oomwatch_free(OomWatch *w) {
         return NULL;
 }
 
-uint64_t oomwatch_lost(const OomWatch *w) {
+uint64_t oom_watch_lost(const OomWatch *w) {
         return w ? w->lost : 0;
 }

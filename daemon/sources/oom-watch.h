@@ -26,10 +26,10 @@ typedef void (*OomWatchHandler)(void *userdata, const OomKill *kill);
  * *reterr_reason (if not NULL) is a static sentence saying why, for Status: -ENOENT no tracepoint,
  * -EACCES/-EPERM no permission, -errno otherwise. Logs at debug level only.
  */
-int oomwatch_new(sd_event *event, const char *tracefs, OomWatchHandler handler, void *userdata, OomWatch **ret,
+int oom_watch_new(sd_event *event, const char *tracefs, OomWatchHandler handler, void *userdata, OomWatch **ret,
                 const char **reterr_reason);
-OomWatch *oomwatch_free(OomWatch *w);
-DEFINE_TRIVIAL_CLEANUP_FUNC(OomWatch *, oomwatch_free);
+OomWatch *oom_watch_free(OomWatch *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(OomWatch *, oom_watch_free);
 
 /* Kill records the kernel dropped because a ring was full. */
-uint64_t oomwatch_lost(const OomWatch *w);
+uint64_t oom_watch_lost(const OomWatch *w);

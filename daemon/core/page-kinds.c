@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "pagekinds.h"
+#include "page-kinds.h"
 
 int page_kinds_init(PageKinds *k) {
         *k = (PageKinds) {};
