@@ -45,10 +45,6 @@ static bool memstrack_tool(const char *comm) {
         return comm && (streq(comm, "memstrackctl") || strncmp(comm, "memstrackd-init", 15) == 0);
 }
 
-static uint64_t add_saturating(uint64_t a, uint64_t b) {
-        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static void crashkernel_figures(json_t *doc, CrashkernelFigures *ret) {
         json_t *status = reply_object(doc, "status"), *mem = reply_object(status, "systemMemory");
         uint64_t page_size = reply_count(status, "pageSize") ?: 4096;
@@ -63,7 +59,7 @@ static void crashkernel_figures(json_t *doc, CrashkernelFigures *ret) {
         c.kept_by_kernel = c.ram_known && c.system_ram > c.total ? c.system_ram - c.total : 0;
         c.in_use_at_start = c.total - c.free_at_start;
         uint64_t peak = reply_count(status, "peakTrackedPages");
-        c.peak_tracked = peak > UINT64_MAX / page_size ? UINT64_MAX : peak * page_size;
+        c.peak_tracked = count_mul(peak, page_size);
         c.lost_events = reply_count(status, "lostEvents");
         c.oom_kills = json_array_size(reply_array(reply_object(doc, "oomKills"), "kills"));
         json_t *task;
@@ -71,11 +67,12 @@ static void crashkernel_figures(json_t *doc, CrashkernelFigures *ret) {
         json_array_foreach(reply_array(reply_object(doc, "tasks"), "tasks"), i, task)
                 if (memstrack_tool(reply_string(task, "comm")))
                         c.tools_peak = MAX(c.tools_peak, reply_count(task, "peakPages"));
-        c.tools_peak = c.tools_peak > UINT64_MAX / page_size ? UINT64_MAX : c.tools_peak * page_size;
-        c.needed = add_saturating(add_saturating(c.kept_by_kernel, c.in_use_at_start), c.peak_tracked);
+        c.tools_peak = count_mul(c.tools_peak, page_size);
+        /* Every figure stops at COUNT_MAX (macro.h), so each fits a JSON integer as it is. */
+        c.needed = count_add(count_add(c.kept_by_kernel, c.in_use_at_start), c.peak_tracked);
         c.margin = MAX(c.needed / 100 * CRASHKERNEL_MARGIN_PERCENT, CRASHKERNEL_MARGIN_MIN);
-        uint64_t sum = add_saturating(c.needed, c.margin);
-        c.recommended = sum > UINT64_MAX - CRASHKERNEL_ROUND ? sum : (sum + CRASHKERNEL_ROUND - 1) / CRASHKERNEL_ROUND * CRASHKERNEL_ROUND;
+        c.recommended = count_add(count_add(c.needed, c.margin), CRASHKERNEL_ROUND - 1) / CRASHKERNEL_ROUND *
+                        CRASHKERNEL_ROUND;
         *ret = c;
 }
 
@@ -170,19 +167,19 @@ static int json_crashkernel(json_t *doc, const ReportOptions *o, json_t **ret) {
         snprintf(value, sizeof(value), "%" PRIu64 "M", c.recommended >> 20);
         *ret = json_pack("{s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I}",
                          "captureKernel", c.capture_kernel,
-                         "systemRamBytes", c.ram_known ? json_integer((json_int_t) MIN(c.system_ram, (uint64_t) INT64_MAX)) :
+                         "systemRamBytes", c.ram_known ? json_integer((json_int_t) c.system_ram) :
                                                          json_null(),
-                         "keptByKernelBytes", (json_int_t) MIN(c.kept_by_kernel, (uint64_t) INT64_MAX),
-                         "inUseAtStartBytes", (json_int_t) MIN(c.in_use_at_start, (uint64_t) INT64_MAX),
-                         "peakTrackedBytes", (json_int_t) MIN(c.peak_tracked, (uint64_t) INT64_MAX),
-                         "memstrackToolsPeakBytes", (json_int_t) MIN(c.tools_peak, (uint64_t) INT64_MAX),
-                         "neededBytes", (json_int_t) MIN(c.needed, (uint64_t) INT64_MAX),
-                         "marginBytes", (json_int_t) MIN(c.margin, (uint64_t) INT64_MAX),
-                         "recommendedBytes", (json_int_t) MIN(c.recommended, (uint64_t) INT64_MAX),
-                         "recommendedMiB", (json_int_t) MIN(c.recommended >> 20, (uint64_t) INT64_MAX),
+                         "keptByKernelBytes", (json_int_t) c.kept_by_kernel,
+                         "inUseAtStartBytes", (json_int_t) c.in_use_at_start,
+                         "peakTrackedBytes", (json_int_t) c.peak_tracked,
+                         "memstrackToolsPeakBytes", (json_int_t) c.tools_peak,
+                         "neededBytes", (json_int_t) c.needed,
+                         "marginBytes", (json_int_t) c.margin,
+                         "recommendedBytes", (json_int_t) c.recommended,
+                         "recommendedMiB", (json_int_t) (c.recommended >> 20),
                          "crashkernel", value,
                          "verdict", crashkernel_verdict(&c),
-                         "lostEvents", (json_int_t) MIN(c.lost_events, (uint64_t) INT64_MAX),
+                         "lostEvents", (json_int_t) c.lost_events,
                          "oomKills", (json_int_t) c.oom_kills);
         return *ret ? 0 : -ENOMEM;
 }
