@@ -133,28 +133,29 @@ def saved_recommendation(build, dump_dir):
     return json.loads(r.stdout).get("crashkernel") if r.returncode == 0 and r.stdout.strip() else None
 
 
-def check_dump(dump_dir, checks):
-    """The dump is one makedumpfile reads: the crashed kernel's log comes out of it, with the panic."""
+def check_dump(dump_dir):
+    """Whether a vmcore was written, and the check that it is one makedumpfile reads: the crashed kernel's
+    log comes out of it, with the panic."""
     vmcore = os.path.join(dump_dir, "vmcore")
     status = open(os.path.join(dump_dir, "makedumpfile.status")).read().strip() \
         if os.path.exists(os.path.join(dump_dir, "makedumpfile.status")) else "none"
     if not os.path.exists(vmcore):
-        checks.append((False, f"no vmcore written (makedumpfile status {status}): " +
+        return False, (False, f"no vmcore written (makedumpfile status {status}): " +
                        open(os.path.join(dump_dir, "makedumpfile.log"), errors="replace").read()[-500:]
-                       if os.path.exists(os.path.join(dump_dir, "makedumpfile.log")) else "no makedumpfile log"))
-        return False
+                       if os.path.exists(os.path.join(dump_dir, "makedumpfile.log")) else "no makedumpfile log")
     dmesg = os.path.join(dump_dir, "dmesg-from-vmcore")
     r = subprocess.run(["makedumpfile", "--dump-dmesg", vmcore, dmesg], capture_output=True, text=True)
     text = open(dmesg, errors="replace").read() if os.path.exists(dmesg) else ""
     size = os.path.getsize(vmcore)
-    checks.append((r.returncode == 0 and "sysrq: Trigger a crash" in text,
-                   f"the dump ({size >> 20} MiB) read back by makedumpfile --dump-dmesg: exit {r.returncode}, "
-                   f"the crashed kernel's log {'holds' if 'sysrq: Trigger a crash' in text else 'lacks'} its panic"
-                   + ("" if r.returncode == 0 else f" ({(r.stderr or r.stdout).strip()[-300:]})")))
-    return True
+    return True, (r.returncode == 0 and "sysrq: Trigger a crash" in text,
+                  f"the dump ({size >> 20} MiB) read back by makedumpfile --dump-dmesg: exit {r.returncode}, "
+                  f"the crashed kernel's log {'holds' if 'sysrq: Trigger a crash' in text else 'lacks'} its panic"
+                  + ("" if r.returncode == 0 else f" ({(r.stderr or r.stdout).strip()[-300:]})"))
 
 
-def check_traced(build, console_after, reports, dump_dir, checks, figures):
+def check_traced(build, console_after, reports, dump_dir, checks):
+    """The traced run's checks; returns its crashkernel figures (None without them), which the sizing
+    scenarios size by."""
     capture_modules = loaded_modules(os.path.join(dump_dir, "modules"))
     named = module_names(reports.get("module_summary", []))
     checks.append((bool(named) and named <= capture_modules,
@@ -168,7 +169,7 @@ def check_traced(build, console_after, reports, dump_dir, checks, figures):
     snapshot = os.path.join(dump_dir, "memstrack.snapshot")
     if not os.path.exists(snapshot):
         checks.append((False, f"no memstrack.snapshot beside the dump: {sorted(os.listdir(dump_dir))}"))
-        return
+        return None
     r = memstrackctl(build, "report", "--from", snapshot, "--format", "module_summary")
     saved = module_names(r.stdout.splitlines())
     checks.append((r.returncode == 0 and named <= saved,
@@ -182,8 +183,7 @@ def check_traced(build, console_after, reports, dump_dir, checks, figures):
     rec = saved_recommendation(build, dump_dir)
     if not rec:
         checks.append((False, "no crashkernel recommendation from the saved snapshot"))
-        return
-    figures.update(rec)
+        return None
     checks.append((rec["captureKernel"] and rec["systemRamBytes"] and rec["recommendedMiB"] > 0 and
                    rec["neededBytes"] <= rec["systemRamBytes"],
                    f"crashkernel: RAM {mib(rec['systemRamBytes'])}, kept by the kernel {mib(rec['keptByKernelBytes'])}, "
@@ -191,6 +191,7 @@ def check_traced(build, console_after, reports, dump_dir, checks, figures):
                    f"{mib(rec['peakTrackedBytes'])}, needed {mib(rec['neededBytes'])}: recommends "
                    f"crashkernel={rec['crashkernel']} ({rec['verdict']} for this run)"))
     checks.append(("crashkernel" in reports, "the crashkernel report on the console after the dump"))
+    return rec
 
 
 def check_untraced(console_after, checks):
@@ -248,14 +249,16 @@ def run_scenario(lab, args, kernel, entry, root, tree, image_dir, build, release
     checks = []
     checks.append((bool(console_after), "the first kernel panicked and the capture kernel booted"))
     dump_dir = read_dump_disk(lab, disk, os.path.join(out, "dump")) if console_after else None
-    figures = {}
     if console_after and not dump_dir:
         checks.append((name == "below", "the capture kernel wrote nothing to the dump disk"))
     elif dump_dir:
-        wrote = check_dump(dump_dir, checks)
+        wrote, dump_check = check_dump(dump_dir)
+        # Below the need, a dump that is not written is what the scenario expects.
+        if name != "below":
+            checks.append(dump_check)
         if name == "traced":
-            check_traced(build, console_after, reports, dump_dir, checks, figures)
-            args.__dict__.setdefault("kdump_figures", {})[kernel.name] = figures if figures else None
+            args.__dict__.setdefault("kdump_figures", {})[kernel.name] = \
+                check_traced(build, console_after, reports, dump_dir, checks)
         elif name == "untraced":
             check_untraced(console_after, checks)
         elif name == "recommended":
@@ -269,7 +272,6 @@ def run_scenario(lab, args, kernel, entry, root, tree, image_dir, build, release
             # margin to spare). Either way the scenario passes; what happened goes in its lines.
             rec = saved_recommendation(build, dump_dir)
             verdict = rec["verdict"] if rec else "no snapshot"
-            checks = [c for c in checks if not c[1].startswith("the dump")]
             checks.append((not wrote or verdict in ("too small", "tight"),
                            f"a quarter below the traced run's need: dump {'written' if wrote else 'failed'}, "
                            f"memstrack's verdict: {verdict}"))
