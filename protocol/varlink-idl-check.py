@@ -42,6 +42,9 @@ class Parser:
         self.members = set()
         self.methods = []
         self.errors = []
+        # Type trees (see type()): named types by name, and each method's parameters (a struct).
+        self.type_defs = {}
+        self.method_parameters = {}
         self.name = None
 
     def peek(self, ahead=0):
@@ -79,10 +82,10 @@ class Parser:
             self.members.add(mname)
             if kw == 'type':
                 self.types[mname] = mline
-                self.struct_or_enum(allow_enum=True)
+                self.type_defs[mname] = self.struct_or_enum(allow_enum=True)
             elif kw == 'method':
                 self.methods.append(mname)
-                self.struct_or_enum(allow_enum=False)
+                self.method_parameters[mname] = self.struct_or_enum(allow_enum=False)
                 self.take('->')
                 self.struct_or_enum(allow_enum=False)
             else:
@@ -94,16 +97,20 @@ class Parser:
             if ref not in self.types:
                 self.fail(f'unknown type "{ref}"', line)
 
+    # A type tree is a dict: kind (a basic type's name, 'enum', 'struct', 'array', 'map' or 'ref'),
+    # nullable, and choices (enum), fields (struct: a list of (name, tree)), element (array, map) or
+    # name (ref: a named type, in type_defs once parsed).
     def struct_or_enum(self, allow_enum):
         self.take('(')
         if self.peek()[0] == ')':
             self.take(')')
-            return
+            return {'kind': 'struct', 'nullable': False, 'fields': []}
         # "name :" starts a struct, a bare name an enum.
         is_enum = self.peek(1)[0] in (',', ')')
         if is_enum and not allow_enum:
             self.fail('expected a struct of "name: type" fields')
         seen = set()
+        members = []
         while True:
             fname, line = self.take()
             if not FIELD_RE.match(fname):
@@ -113,12 +120,16 @@ class Parser:
             if fname in seen:
                 self.fail(f'field "{fname}" appears twice', line)
             seen.add(fname)
-            if not is_enum:
+            if is_enum:
+                members.append(fname)
+            else:
                 self.take(':')
-                self.type(maybe_ok=True)
+                members.append((fname, self.type(maybe_ok=True)))
             t, line = self.take()
             if t == ')':
-                return
+                if is_enum:
+                    return {'kind': 'enum', 'nullable': False, 'choices': members}
+                return {'kind': 'struct', 'nullable': False, 'fields': members}
             if t != ',':
                 self.fail(f'expected "," or ")", got "{t}"', line)
 
@@ -128,21 +139,19 @@ class Parser:
             if not maybe_ok:
                 self.fail('"?" cannot apply to a nullable type')
             self.take()
-            self.type(maybe_ok=False)
-            return
+            return dict(self.type(maybe_ok=False), nullable=True)
         if t in ('[]', '[string]'):
             self.take()
-            self.type(maybe_ok=True)
-            return
+            return {'kind': 'array' if t == '[]' else 'map', 'nullable': False,
+                    'element': self.type(maybe_ok=True)}
         if t == '(':
-            self.struct_or_enum(allow_enum=True)
-            return
+            return self.struct_or_enum(allow_enum=True)
         self.take()
         if t in BASIC:
-            return
+            return {'kind': t, 'nullable': False}
         if t is not None and MEMBER_RE.match(t):
             self.refs.append((t, line))
-            return
+            return {'kind': 'ref', 'nullable': False, 'name': t}
         self.fail(f'invalid type "{t}"', line)
 
 

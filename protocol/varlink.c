@@ -533,113 +533,127 @@ int varlink_reply_parse(const char *text, size_t size, VarlinkReply *ret) {
         return 0;
 }
 
-/* ---- Parameter validation --------------------------------------------------------------------------- */
+/* ---- Parameter types, from the interface file ------------------------------------------------------ */
 
-static const VarlinkField *field_find(const VarlinkField *fields, size_t n, const char *name) {
-        for (size_t i = 0; i < n; i++)
-                if (streq(fields[i].name, name))
-                        return fields + i;
+const VarlinkMethodSignature *varlink_signature_find(const VarlinkSignature *s, const char *method) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_methods; i++)
+                if (streq(s->methods[i].name, method))
+                        return s->methods + i;
         return NULL;
 }
 
+static const VarlinkTypeField *struct_field(const VarlinkType *t, const char *name) {
+        for (size_t i = 0; i < t->n_fields; i++)
+                if (streq(t->fields[i].name, name))
+                        return t->fields + i;
+        return NULL;
+}
+
+const VarlinkType *varlink_method_parameter_type(const VarlinkMethodSignature *m, const char *name) {
+        const VarlinkTypeField *f = struct_field(m->parameters, name);
+        return f ? f->type : NULL;
+}
+
 static bool string_in_choices(const char *s, const char *const *choices) {
-        if (!choices)
-                return true;
         for (; *choices; choices++)
                 if (streq(*choices, s))
                         return true;
         return false;
 }
 
-/* Checks and stores one present, non-null member. 0 or -EINVAL. */
-static int field_unpack(const VarlinkField *f, json_t *v) {
-        json_error_t error;
-        json_int_t i;
-        const char *s;
-        double d;
-        int b;
+/* Nesting deeper than this is refused rather than followed: a recursive type meets a deep document. */
+#define VARLINK_TYPE_DEPTH_MAX 32
 
-        switch (f->type) {
-        case VARLINK_FIELD_BOOL:
-                if (json_unpack_ex(v, &error, JSON_STRICT, "b", &b) < 0)
-                        return -EINVAL;
-                if (f->ret)
-                        *(bool *) f->ret = b;
-                return 0;
+static bool value_is(json_t *v, const VarlinkType *t, unsigned depth);
 
-        case VARLINK_FIELD_INT:
-                if (json_unpack_ex(v, &error, JSON_STRICT, "I", &i) < 0)
-                        return -EINVAL;
-                if ((f->min != 0 || f->max != 0) && ((int64_t) i < f->min || (int64_t) i > f->max))
-                        return -EINVAL;
-                if (f->ret)
-                        *(int64_t *) f->ret = (int64_t) i;
-                return 0;
+static bool struct_is(json_t *v, const VarlinkType *t, unsigned depth) {
+        const char *key;
+        json_t *member;
 
-        case VARLINK_FIELD_FLOAT:
-                if (json_unpack_ex(v, &error, JSON_STRICT, "F", &d) < 0)
-                        return -EINVAL;
-                if (f->ret)
-                        *(double *) f->ret = d;
-                return 0;
+        if (!json_is_object(v))
+                return false;
+        json_object_foreach(v, key, member)
+                if (!struct_field(t, key))
+                        return false;
+        for (size_t i = 0; i < t->n_fields; i++)
+                if (!value_is(json_object_get(v, t->fields[i].name), t->fields[i].type, depth + 1))
+                        return false;
+        return true;
+}
 
-        case VARLINK_FIELD_STRING:
-                if (json_unpack_ex(v, &error, JSON_STRICT, "s", &s) < 0)
-                        return -EINVAL;
-                if (!string_in_choices(s, f->choices))
-                        return -EINVAL;
-                if (f->ret)
-                        *(const char **) f->ret = s;
-                return 0;
+/* Whether v (NULL: absent) is a value of type t. */
+static bool value_is(json_t *v, const VarlinkType *t, unsigned depth) {
+        const char *key;
+        json_t *item;
+        size_t i;
 
-        case VARLINK_FIELD_OBJECT:
-        case VARLINK_FIELD_ARRAY:
-                if (f->type == VARLINK_FIELD_OBJECT ? !json_is_object(v) : !json_is_array(v))
-                        return -EINVAL;
-                if (f->ret)
-                        *(json_t **) f->ret = v;
-                return 0;
-
+        if (!v || json_is_null(v))
+                return t->nullable;
+        if (depth > VARLINK_TYPE_DEPTH_MAX)
+                return false;
+        switch (t->kind) {
+        case VARLINK_TYPE_BOOL:
+                return json_is_boolean(v);
+        case VARLINK_TYPE_INT:
+                return json_is_integer(v);
+        case VARLINK_TYPE_FLOAT:
+                return json_is_number(v);
+        case VARLINK_TYPE_STRING:
+                return json_is_string(v);
+        case VARLINK_TYPE_OBJECT:
+                return json_is_object(v);
+        case VARLINK_TYPE_ENUM:
+                return json_is_string(v) && string_in_choices(json_string_value(v), t->choices);
+        case VARLINK_TYPE_STRUCT:
+                return struct_is(v, t, depth);
+        case VARLINK_TYPE_ARRAY:
+                if (!json_is_array(v))
+                        return false;
+                json_array_foreach(v, i, item)
+                        if (!value_is(item, t->element, depth + 1))
+                                return false;
+                return true;
+        case VARLINK_TYPE_MAP:
+                if (!json_is_object(v))
+                        return false;
+                json_object_foreach(v, key, item)
+                        if (!value_is(item, t->element, depth + 1))
+                                return false;
+                return true;
+        case VARLINK_TYPE_REF:
+                return value_is(v, t->element, depth + 1);
         default:
-                assert(!"unknown VarlinkFieldType");
-                return -EINVAL;
+                assert(!"unknown VarlinkTypeKind");
+                return false;
         }
 }
 
-int varlink_parameters_unpack(json_t *parameters, const VarlinkField *fields, size_t n_fields,
-                const char **reterr_parameter) {
+int varlink_parameters_check(json_t *parameters, const VarlinkMethodSignature *m, const char **reterr_parameter) {
+        const VarlinkType *t = m->parameters;
         const char *key;
         json_t *v;
 
-        assert(fields || n_fields == 0);
+        assert(t->kind == VARLINK_TYPE_STRUCT);
 
         if (!json_is_object(parameters)) {
                 if (reterr_parameter)
                         *reterr_parameter = "parameters";
                 return -EINVAL;
         }
-
-        /* Unknown members first: a misspelt optional field must not be silently ignored. */
+        /* Unknown members first: a misspelt optional parameter must not be silently ignored. */
         json_object_foreach(parameters, key, v)
-                if (!field_find(fields, n_fields, key)) {
+                if (!struct_field(t, key)) {
                         if (reterr_parameter)
                                 *reterr_parameter = key;
                         return -EINVAL;
                 }
-
-        for (size_t i = 0; i < n_fields; i++) {
-                const VarlinkField *f = fields + i;
-
-                v = json_object_get(parameters, f->name);
-                if (!v || json_is_null(v)) {
-                        if (!f->mandatory)
-                                continue;
-                } else if (field_unpack(f, v) >= 0)
-                        continue;
-
-                if (reterr_parameter)
-                        *reterr_parameter = f->name;
-                return -EINVAL;
-        }
+        for (size_t i = 0; i < t->n_fields; i++)
+                if (!value_is(json_object_get(parameters, t->fields[i].name), t->fields[i].type, 1)) {
+                        if (reterr_parameter)
+                                *reterr_parameter = t->fields[i].name;
+                        return -EINVAL;
+                }
         return 0;
 }

@@ -149,37 +149,64 @@ int varlink_reply_parse(const char *text, size_t size, VarlinkReply *ret);
 /* Error parameter shortcuts: new references. */
 json_t *varlink_error_parameters_invalid_parameter(const char *parameter);
 
-/* ---- Parameter validation --------------------------------------------------------------------------- */
-
-typedef enum VarlinkFieldType {
-        VARLINK_FIELD_BOOL,     /* bool * */
-        VARLINK_FIELD_INT,      /* int64_t *, checked against [min, max] unless both are 0 */
-        VARLINK_FIELD_FLOAT,    /* double *, integers are accepted */
-        VARLINK_FIELD_STRING,   /* const char ** borrowed from the parameters; see choices */
-        VARLINK_FIELD_OBJECT,   /* json_t ** borrowed */
-        VARLINK_FIELD_ARRAY,    /* json_t ** borrowed */
-        _VARLINK_FIELD_TYPE_MAX,
-        _VARLINK_FIELD_TYPE_INVALID = -EINVAL,
-} VarlinkFieldType;
-
-typedef struct VarlinkField {
-        const char *name;
-        VarlinkFieldType type;
-        void *ret;                      /* written only when the member is present and not null */
-        bool mandatory;                 /* else absent or null leaves *ret alone (a "?type" field) */
-        int64_t min, max;
-        const char *const *choices;     /* STRING: NULL-terminated list of allowed values, or NULL */
-} VarlinkField;
+/* ---- Parameter types, from the interface file ------------------------------------------------------ */
 
 /*
- * Checks parameters (an object) against the fields with json_unpack_ex(JSON_STRICT) per member and
- * stores the values. Unknown members, wrong types, out-of-range integers, strings outside choices and
- * missing mandatory members give -EINVAL with *reterr_parameter naming the member, ready for
- * InvalidParameter (borrowed from fields or parameters, valid while both live). Nothing is stored on
- * failure except fields checked before the bad one.
+ * What an interface file declares a method's parameters to be, as a tree of types that varlink-embed.py
+ * writes from the .varlink file itself (one VarlinkSignature per interface): the server checks every
+ * call against it, so the interface file is the one place a parameter is declared.
  */
-int varlink_parameters_unpack(json_t *parameters, const VarlinkField *fields, size_t n_fields,
-                const char **reterr_parameter);
+typedef enum VarlinkTypeKind {
+        VARLINK_TYPE_BOOL,
+        VARLINK_TYPE_INT,
+        VARLINK_TYPE_FLOAT,     /* integers are accepted */
+        VARLINK_TYPE_STRING,
+        VARLINK_TYPE_OBJECT,    /* "object": any JSON object */
+        VARLINK_TYPE_ENUM,      /* a string among choices */
+        VARLINK_TYPE_STRUCT,    /* an object of exactly these fields (the nullable ones may be left out) */
+        VARLINK_TYPE_ARRAY,     /* []element */
+        VARLINK_TYPE_MAP,       /* [string]element */
+        VARLINK_TYPE_REF,       /* "?Named": element, nullable */
+        _VARLINK_TYPE_KIND_MAX,
+} VarlinkTypeKind;
+
+typedef struct VarlinkType VarlinkType;
+
+typedef struct VarlinkTypeField {
+        const char *name;
+        const VarlinkType *type;
+} VarlinkTypeField;
+
+struct VarlinkType {
+        VarlinkTypeKind kind;
+        bool nullable;                  /* "?type": null, or absent from a struct */
+        const char *const *choices;     /* ENUM: NULL-terminated */
+        const VarlinkType *element;     /* ARRAY, MAP, REF */
+        const VarlinkTypeField *fields; /* STRUCT */
+        size_t n_fields;
+};
+
+typedef struct VarlinkMethodSignature {
+        const char *name;               /* "io.memstrack.Tasks" */
+        const VarlinkType *parameters;  /* a STRUCT */
+} VarlinkMethodSignature;
+
+typedef struct VarlinkSignature {
+        const VarlinkMethodSignature *methods;
+        size_t n_methods;
+} VarlinkSignature;
+
+const VarlinkMethodSignature *varlink_signature_find(const VarlinkSignature *s, const char *method);
+/* The declared type of a method's parameter, NULL if it has none of that name. */
+const VarlinkType *varlink_method_parameter_type(const VarlinkMethodSignature *m, const char *name);
+
+/*
+ * Checks a call's parameters (an object) against its method's declared ones: unknown members, values of
+ * the wrong type (at any depth), strings outside an enum and missing non-nullable members give -EINVAL
+ * with *reterr_parameter naming the parameter, ready for InvalidParameter (borrowed from the signature or
+ * the parameters, valid while both live).
+ */
+int varlink_parameters_check(json_t *parameters, const VarlinkMethodSignature *m, const char **reterr_parameter);
 
 /* ---- Client ----------------------------------------------------------------------------------------- */
 

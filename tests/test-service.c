@@ -40,6 +40,9 @@
 #include "time-util.h"
 #include "varlink.h"
 
+extern const char varlink_interface_io_memstrack[];
+extern const VarlinkSignature varlink_signature_io_memstrack;
+
 #define CALL_TIMEOUT_USEC (30U * 1000000U)
 #define LOOP_SLICE_USEC 10000U
 /* Bounded waits: 3000 slices of at most 10 ms, far beyond any reply; they only keep a bug from hanging. */
@@ -1301,6 +1304,111 @@ static void test_explain_and_breakdown(void) {
         fixture_done(&f);
 }
 
+/* A value of type t (valid_value) and one that is not (wrong_value), new references. */
+static json_t *valid_value(const VarlinkType *t) {
+        switch (t->kind) {
+        case VARLINK_TYPE_BOOL:
+                return json_true();
+        case VARLINK_TYPE_INT:
+                return json_integer(1);
+        case VARLINK_TYPE_FLOAT:
+                return json_real(0.5);
+        case VARLINK_TYPE_STRING:
+                return json_string("x");
+        case VARLINK_TYPE_ENUM:
+                return json_string(t->choices[0]);
+        case VARLINK_TYPE_ARRAY:
+                return json_array();
+        case VARLINK_TYPE_REF:
+                return valid_value(t->element);
+        case VARLINK_TYPE_STRUCT: {
+                json_t *o = json_object();
+                for (size_t i = 0; i < t->n_fields; i++)
+                        if (!t->fields[i].type->nullable)
+                                ASSERT_OK(json_object_set_new(o, t->fields[i].name, valid_value(t->fields[i].type)));
+                return o;
+        }
+        default:                /* OBJECT, MAP */
+                return json_object();
+        }
+}
+
+static json_t *wrong_value(const VarlinkType *t) {
+        switch (t->kind) {
+        case VARLINK_TYPE_INT:
+        case VARLINK_TYPE_FLOAT:
+        case VARLINK_TYPE_OBJECT:
+        case VARLINK_TYPE_STRUCT:
+        case VARLINK_TYPE_MAP:
+                return json_string("1");
+        case VARLINK_TYPE_ENUM:
+                return json_string("notAChoice");
+        case VARLINK_TYPE_ARRAY:
+                return json_pack("[o]", wrong_value(t->element));
+        case VARLINK_TYPE_REF:
+                return wrong_value(t->element);
+        default:                /* BOOL, STRING */
+                return json_integer(1);
+        }
+}
+
+/* Parameters for m with every mandatory one valid, then name (NULL: none) set to value (stolen). */
+static char *parameters_with(const VarlinkMethodSignature *m, const char *name, json_t *value) {
+        json_auto_t *p = valid_value(m->parameters);
+        if (name)
+                ASSERT_OK(json_object_set_new(p, name, value));
+        char *text = json_dumps(p, JSON_COMPACT);
+        ASSERT_NOT_NULL(text);
+        return text;
+}
+
+/* Every method of the interface file, through the server as a client calls it: a parameter it does not
+ * declare, one of the wrong type, a string outside its enum and a missing mandatory one are each refused
+ * with InvalidParameter naming it, before any handler runs (nothing is flushed). */
+static void test_every_method_checks_parameters(void) {
+        const VarlinkSignature *sig = &varlink_signature_io_memstrack;
+        unsigned checked = 0, methods_in_file = 0;
+        Fixture f;
+
+        /* The types are the served interface file's: as many methods as its text declares. */
+        for (const char *l = varlink_interface_io_memstrack; (l = strstr(l, "\nmethod ")); l++)
+                methods_in_file++;
+        ASSERT_EQ(sig->n_methods, methods_in_file);
+
+        fixture_setup(&f, 0);
+        unsigned flushes = f.flushes;
+        for (size_t i = 0; i < sig->n_methods; i++) {
+                const VarlinkMethodSignature *m = sig->methods + i;
+                const VarlinkType *t = m->parameters;
+
+                if (!f.root && (streq(m->name, "io.memstrack.Reset") || streq(m->name, "io.memstrack.SetLogLevel"))) {
+                        fprintf(stderr, "not root: %s answers PermissionDenied before its parameters\n", m->name);
+                        continue;
+                }
+                _cleanup_free_ char *unknown = parameters_with(m, "notInTheInterface", json_integer(1));
+                expect_invalid(&f, m->name, unknown, "notInTheInterface");
+                for (size_t j = 0; j < t->n_fields; j++) {
+                        const VarlinkTypeField *field = t->fields + j;
+                        _cleanup_free_ char *wrong = parameters_with(m, field->name, wrong_value(field->type));
+                        expect_invalid(&f, m->name, wrong, field->name);
+                        if (!field->type->nullable) {
+                                _cleanup_free_ char *null = parameters_with(m, field->name, json_null());
+                                expect_invalid(&f, m->name, null, field->name);
+                                json_auto_t *p = valid_value(t);
+                                ASSERT_OK(json_object_del(p, field->name));
+                                _cleanup_free_ char *missing = json_dumps(p, JSON_COMPACT);
+                                expect_invalid(&f, m->name, missing, field->name);
+                        }
+                        checked++;
+                }
+        }
+        ASSERT_EQ(f.flushes, flushes);
+        fprintf(stderr, "%zu methods, %u parameters refused when unknown, of the wrong type or missing\n",
+                sig->n_methods, checked);
+        ASSERT_TRUE(checked > 50);
+        fixture_done(&f);
+}
+
 int main(void) {
         /* A peer that goes away while we write must not kill the test. */
         (void) signal(SIGPIPE, SIG_IGN);
@@ -1326,5 +1434,6 @@ int main(void) {
         TEST(test_huge_integers);
         TEST(test_user_frames);
         TEST(test_root_only);
+        TEST(test_every_method_checks_parameters);
         return 0;
 }

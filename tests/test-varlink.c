@@ -438,62 +438,114 @@ static void test_replies(void) {
         }
 }
 
-static void test_parameters_unpack(void) {
-        static const char *const sorts[] = { "current", "peak", "allocs", NULL };
-        json_auto_t *p = NULL;
-        int64_t pid = -1, limit = 10;
-        const char *sort = NULL, *comm = NULL, *bad = NULL;
-        bool exited = false;
-        double f = 0;
-        json_t *obj = NULL, *arr = NULL;
-        const VarlinkField fields[] = {
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .mandatory = true },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 0, .max = 1000 },
-                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sorts },
-                { .name = "comm", .type = VARLINK_FIELD_STRING, .ret = &comm },
-                { .name = "includeExited", .type = VARLINK_FIELD_BOOL, .ret = &exited },
-                { .name = "ratio", .type = VARLINK_FIELD_FLOAT, .ret = &f },
-                { .name = "o", .type = VARLINK_FIELD_OBJECT, .ret = &obj },
-                { .name = "a", .type = VARLINK_FIELD_ARRAY, .ret = &arr },
-        };
+/* The types varlink-embed.py writes for
+ *   type Range (low: int, high: ?int)
+ *   method M(pid: int, sortBy: ?(current, peak, allocs), comm: ?string, includeExited: ?bool, ratio: ?float,
+ *            o: ?object, a: ?[]int, m: ?[string]?string, range: ?Range, ranges: ?[]Range) */
+static const VarlinkType type_int = { .kind = VARLINK_TYPE_INT };
+static const VarlinkType type_int_nullable = { .kind = VARLINK_TYPE_INT, .nullable = true };
+static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
+static const VarlinkType type_sort = { .kind = VARLINK_TYPE_ENUM, .nullable = true, .choices = sort_choices };
+static const VarlinkType type_string = { .kind = VARLINK_TYPE_STRING, .nullable = true };
+static const VarlinkType type_bool = { .kind = VARLINK_TYPE_BOOL, .nullable = true };
+static const VarlinkType type_float = { .kind = VARLINK_TYPE_FLOAT, .nullable = true };
+static const VarlinkType type_object = { .kind = VARLINK_TYPE_OBJECT, .nullable = true };
+static const VarlinkType type_ints = { .kind = VARLINK_TYPE_ARRAY, .nullable = true, .element = &type_int };
+static const VarlinkType type_map = { .kind = VARLINK_TYPE_MAP, .nullable = true, .element = &type_string };
+static const VarlinkTypeField range_fields[] = { { "low", &type_int }, { "high", &type_int_nullable } };
+static const VarlinkType type_range = { .kind = VARLINK_TYPE_STRUCT, .fields = range_fields, .n_fields = 2 };
+static const VarlinkType type_range_nullable = { .kind = VARLINK_TYPE_REF, .nullable = true, .element = &type_range };
+static const VarlinkType type_ranges = { .kind = VARLINK_TYPE_ARRAY, .nullable = true, .element = &type_range };
+static const VarlinkTypeField m_fields[] = {
+        { "pid", &type_int }, { "sortBy", &type_sort }, { "comm", &type_string }, { "includeExited", &type_bool },
+        { "ratio", &type_float }, { "o", &type_object }, { "a", &type_ints }, { "m", &type_map },
+        { "range", &type_range_nullable }, { "ranges", &type_ranges },
+};
+static const VarlinkType m_parameters = { .kind = VARLINK_TYPE_STRUCT, .fields = m_fields, .n_fields = ELEMENTSOF(m_fields) };
+static const VarlinkMethodSignature m_signatures[] = { { "a.b.M", &m_parameters } };
+static const VarlinkSignature m_signature = { .methods = m_signatures, .n_methods = 1 };
 
-        p = json_pack("{s:i, s:s, s:n, s:b, s:i, s:{}, s:[]}", "pid", 3, "sortBy", "peak", "comm",
-                        "includeExited", 1, "ratio", 2, "o", "a");
-        ASSERT_OK(varlink_parameters_unpack(p, fields, ELEMENTSOF(fields), &bad));
-        ASSERT_EQ(pid, 3);
-        ASSERT_EQ(limit, 10);           /* absent: untouched */
-        ASSERT_STREQ(sort, "peak");
-        ASSERT_NULL(comm);              /* null: untouched */
-        ASSERT_TRUE(exited);
-        ASSERT_TRUE(f == 2.0);          /* an integer is a valid float */
-        ASSERT_TRUE(json_is_object(obj));
-        ASSERT_TRUE(json_is_array(arr));
+static void test_parameters_check(void) {
+        const VarlinkMethodSignature *m = varlink_signature_find(&m_signature, "a.b.M");
+        const char *bad = NULL;
 
+        ASSERT_NOT_NULL(m);
+        ASSERT_NULL(varlink_signature_find(&m_signature, "a.b.N"));
+        ASSERT_TRUE(varlink_method_parameter_type(m, "ratio") == &type_float);
+        ASSERT_NULL(varlink_method_parameter_type(m, "Ratio"));
+
+#define EXPECT_GOOD(...)                                                                        \
+        do {                                                                                    \
+                json_auto_t *_p = json_pack(__VA_ARGS__);                                       \
+                ASSERT_NOT_NULL(_p);                                                            \
+                ASSERT_OK(varlink_parameters_check(_p, m, &bad));                               \
+        } while (0)
 #define EXPECT_BAD(name, ...)                                                                   \
         do {                                                                                    \
                 json_auto_t *_p = json_pack(__VA_ARGS__);                                       \
                 bad = NULL;                                                                     \
                 ASSERT_NOT_NULL(_p);                                                            \
-                ASSERT_EQ(varlink_parameters_unpack(_p, fields, ELEMENTSOF(fields), &bad), -EINVAL); \
+                ASSERT_EQ(varlink_parameters_check(_p, m, &bad), -EINVAL);                      \
                 ASSERT_STREQ(bad, name);                                                        \
         } while (0)
+
+        EXPECT_GOOD("{s:i}", "pid", 3);
+        /* Every optional one given, null, or of its type; an integer is a valid float. */
+        EXPECT_GOOD("{s:i, s:s, s:n, s:b, s:i, s:{}, s:[i, i], s:{s:s, s:n}, s:{s:i}, s:[{s:i, s:i}]}",
+                    "pid", 3, "sortBy", "peak", "comm", "includeExited", 1, "ratio", 2, "o", "a", 1, 2,
+                    "m", "k", "v", "null", "range", "low", 1, "ranges", "low", 1, "high", 2);
+        EXPECT_GOOD("{s:i, s:f, s:[], s:{}, s:n}", "pid", 3, "ratio", 0.5, "a", "m", "range");
 
         EXPECT_BAD("pid", "{}");
         EXPECT_BAD("pid", "{s:n}", "pid");
         EXPECT_BAD("pid", "{s:s}", "pid", "3");
         EXPECT_BAD("pid", "{s:f}", "pid", 3.5);
-        EXPECT_BAD("limit", "{s:i, s:i}", "pid", 1, "limit", -1);
-        EXPECT_BAD("limit", "{s:i, s:i}", "pid", 1, "limit", 1001);
+        EXPECT_BAD("pid", "{s:b}", "pid", 1);
         EXPECT_BAD("sortBy", "{s:i, s:s}", "pid", 1, "sortBy", "name");
+        EXPECT_BAD("sortBy", "{s:i, s:i}", "pid", 1, "sortBy", 0);
         EXPECT_BAD("includeExited", "{s:i, s:i}", "pid", 1, "includeExited", 1);
         EXPECT_BAD("ratio", "{s:i, s:s}", "pid", 1, "ratio", "x");
         EXPECT_BAD("o", "{s:i, s:[]}", "pid", 1, "o");
         EXPECT_BAD("a", "{s:i, s:{}}", "pid", 1, "a");
+        EXPECT_BAD("a", "{s:i, s:[i, s]}", "pid", 1, "a", 1, "2");
+        EXPECT_BAD("a", "{s:i, s:[n]}", "pid", 1, "a");        /* []int: no null items */
+        EXPECT_BAD("m", "{s:i, s:{s:i}}", "pid", 1, "m", "k", 1);
+        EXPECT_BAD("range", "{s:i, s:{}}", "pid", 1, "range");  /* low is not optional */
+        EXPECT_BAD("range", "{s:i, s:{s:i, s:i}}", "pid", 1, "range", "low", 1, "width", 2);
+        EXPECT_BAD("range", "{s:i, s:{s:i, s:s}}", "pid", 1, "range", "low", 1, "high", "2");
+        EXPECT_BAD("ranges", "{s:i, s:[{s:i}, {s:b}]}", "pid", 1, "ranges", "low", 1, "low", 0);
         EXPECT_BAD("typo", "{s:i, s:i}", "pid", 1, "typo", 1);
+        EXPECT_BAD("typo", "{s:i, s:n}", "pid", 1, "typo");    /* unknown even when null */
+#undef EXPECT_GOOD
 #undef EXPECT_BAD
 
-        ASSERT_EQ(varlink_parameters_unpack(NULL, fields, ELEMENTSOF(fields), &bad), -EINVAL);
+        ASSERT_EQ(varlink_parameters_check(NULL, m, &bad), -EINVAL);
         ASSERT_STREQ(bad, "parameters");
+        json_auto_t *array = json_array();
+        ASSERT_EQ(varlink_parameters_check(array, m, &bad), -EINVAL);
+        ASSERT_STREQ(bad, "parameters");
+}
+
+/* A document nested deeper than the checker follows is refused, not walked: a stack is not a client's. */
+static const VarlinkType type_any_list = { .kind = VARLINK_TYPE_ARRAY, .nullable = true, .element = &type_any_list };
+
+static void test_parameters_check_deep(void) {
+        static const VarlinkTypeField fields[] = { { "l", &type_any_list } };
+        static const VarlinkType parameters = { .kind = VARLINK_TYPE_STRUCT, .fields = fields, .n_fields = 1 };
+        static const VarlinkMethodSignature m = { "a.b.Deep", &parameters };
+        json_auto_t *shallow = json_pack("{s:[[[]]]}", "l"), *deep = json_array();
+        const char *bad = NULL;
+
+        ASSERT_OK(varlink_parameters_check(shallow, &m, &bad));
+        json_t *inner = deep;
+        for (int i = 0; i < 100; i++) {
+                json_t *a = json_array();
+                ASSERT_OK(json_array_append_new(inner, a));
+                inner = a;
+        }
+        json_auto_t *p = json_pack("{s:O}", "l", deep);
+        ASSERT_EQ(varlink_parameters_check(p, &m, &bad), -EINVAL);
+        ASSERT_STREQ(bad, "l");
 }
 
 static void test_addresses(void) {
@@ -618,7 +670,8 @@ int main(void) {
         TEST(test_call_parse_overflow);
         TEST(test_call_build_round_trip);
         TEST(test_replies);
-        TEST(test_parameters_unpack);
+        TEST(test_parameters_check);
+        TEST(test_parameters_check_deep);
         TEST(test_addresses);
         TEST(test_client_socketpair);
         TEST(test_embedded_interfaces);

@@ -81,22 +81,20 @@ static int stream_timer(sd_event_source *source, uint64_t usec, void *userdata) 
 
 static int method_stream(VarlinkCall *call, json_t *parameters, void *userdata) {
         TestService *t = userdata;
-        int64_t count = 0, interval = 0, burst = 1;
-        const char *bad = NULL;
+        int64_t count = varlink_call_parameter_int(call, "count", 0);
+        int64_t interval = varlink_call_parameter_int(call, "intervalUsec", 0);
+        int64_t burst = varlink_call_parameter_int(call, "burst", 1);
         TestStream *st;
         uint64_t now;
-        const VarlinkField fields[] = {
-                { .name = "count", .type = VARLINK_FIELD_INT, .ret = &count, .mandatory = true,
-                  .min = 1, .max = INT32_MAX },
-                { .name = "intervalUsec", .type = VARLINK_FIELD_INT, .ret = &interval, .min = 0,
-                  .max = 60 * 1000000LL },
-                { .name = "burst", .type = VARLINK_FIELD_INT, .ret = &burst, .min = 1, .max = 100000 },
-        };
         int r;
 
-        r = varlink_parameters_unpack(parameters, fields, ELEMENTSOF(fields), &bad);
-        if (r < 0)
-                return varlink_call_error_invalid_parameter(call, bad);
+        /* The ranges the interface file cannot say. */
+        if (count < 1 || count > INT32_MAX)
+                return varlink_call_error_invalid_parameter(call, "count");
+        if (interval < 0 || interval > 60 * 1000000LL)
+                return varlink_call_error_invalid_parameter(call, "intervalUsec");
+        if (burst < 1 || burst > 100000)
+                return varlink_call_error_invalid_parameter(call, "burst");
 
         if (!varlink_call_wants_more(call) || count == 1) {
                 json_auto_t *p = json_pack("{s:i, s:I}", "index", 0, "count", (json_int_t) count);
@@ -137,67 +135,37 @@ static int method_stream(VarlinkCall *call, json_t *parameters, void *userdata) 
 }
 
 static int method_echo(VarlinkCall *call, json_t *parameters, void *userdata) {
-        const char *text = NULL, *bad = NULL;
-        int64_t number = 0;
-        bool flag = false;
         json_auto_t *reply = NULL;
-        const VarlinkField fields[] = {
-                { .name = "text", .type = VARLINK_FIELD_STRING, .ret = &text, .mandatory = true },
-                { .name = "number", .type = VARLINK_FIELD_INT, .ret = &number },
-                { .name = "flag", .type = VARLINK_FIELD_BOOL, .ret = &flag },
-        };
-        int r;
 
-        r = varlink_parameters_unpack(parameters, fields, ELEMENTSOF(fields), &bad);
-        if (r < 0)
-                return varlink_call_error_invalid_parameter(call, bad);
-
-        reply = json_pack("{s:s, s:I, s:b}", "text", text, "uid",
+        reply = json_pack("{s:s, s:I, s:b}", "text", varlink_call_parameter_string(call, "text"), "uid",
                         (json_int_t) varlink_call_get_peer_uid(call), "isRoot", varlink_call_peer_is_root(call));
         if (!reply)
                 return -ENOMEM;
         /* Optional members are echoed only when given, as a "?type" field should be. */
-        if (json_object_get(parameters, "number") && !json_is_null(json_object_get(parameters, "number")) &&
-            json_object_set_new(reply, "number", json_integer(number)) < 0)
+        if (varlink_call_has_parameter(call, "number") &&
+            json_object_set_new(reply, "number", json_integer(varlink_call_parameter_int(call, "number", 0))) < 0)
                 return -ENOMEM;
-        if (json_object_get(parameters, "flag") && !json_is_null(json_object_get(parameters, "flag")) &&
-            json_object_set_new(reply, "flag", json_boolean(flag)) < 0)
+        if (varlink_call_has_parameter(call, "flag") &&
+            json_object_set_new(reply, "flag", json_boolean(varlink_call_parameter_bool(call, "flag", false))) < 0)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
 
 static int method_fail(VarlinkCall *call, json_t *parameters, void *userdata) {
-        int64_t pid = 0;
-        const char *bad = NULL;
-        json_auto_t *e = NULL;
-        const VarlinkField fields[] = {
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .mandatory = true },
-        };
-        int r;
+        json_auto_t *e = json_pack("{s:I}", "pid", (json_int_t) varlink_call_parameter_int(call, "pid", 0));
 
-        r = varlink_parameters_unpack(parameters, fields, ELEMENTSOF(fields), &bad);
-        if (r < 0)
-                return varlink_call_error_invalid_parameter(call, bad);
-        e = json_pack("{s:I}", "pid", (json_int_t) pid);
         if (!e)
                 return -ENOMEM;
         return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, e);
 }
 
 static int method_big(VarlinkCall *call, json_t *parameters, void *userdata) {
-        int64_t bytes = 0;
-        const char *bad = NULL;
+        int64_t bytes = varlink_call_parameter_int(call, "bytes", 0);
         _cleanup_free_ char *data = NULL;
         json_auto_t *reply = NULL;
-        const VarlinkField fields[] = {
-                { .name = "bytes", .type = VARLINK_FIELD_INT, .ret = &bytes, .mandatory = true,
-                  .min = 0, .max = 64 * 1024 * 1024 },
-        };
-        int r;
 
-        r = varlink_parameters_unpack(parameters, fields, ELEMENTSOF(fields), &bad);
-        if (r < 0)
-                return varlink_call_error_invalid_parameter(call, bad);
+        if (bytes < 0 || bytes > 64 * 1024 * 1024)
+                return varlink_call_error_invalid_parameter(call, "bytes");
         data = malloc((size_t) bytes + 1);
         if (!data)
                 return -ENOMEM;
@@ -211,13 +179,8 @@ static int method_big(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_stats(VarlinkCall *call, json_t *parameters, void *userdata) {
         TestService *t = userdata;
-        const char *bad = NULL;
         json_auto_t *reply = NULL;
-        int r;
 
-        r = varlink_parameters_unpack(parameters, NULL, 0, &bad);
-        if (r < 0)
-                return varlink_call_error_invalid_parameter(call, bad);
         reply = json_pack("{s:I, s:I, s:I}",
                         "connections", (json_int_t) (t->server ? varlink_server_n_connections(t->server) : 0),
                         "streamsCompleted", (json_int_t) t->streams_completed,
@@ -232,7 +195,8 @@ static int method_root_only(VarlinkCall *call, json_t *parameters, void *userdat
 }
 
 static const VarlinkInterface test_interfaces[] = {
-        { .name = "io.memstrack.test", .description = varlink_interface_io_memstrack_test },
+        { .name = "io.memstrack.test", .description = varlink_interface_io_memstrack_test,
+          .signature = &varlink_signature_io_memstrack_test },
 };
 
 static const VarlinkMethod test_methods[] = {

@@ -13,6 +13,7 @@
 #include "varlink-server.h"
 
 extern const char varlink_interface_io_memstrack_test[];
+extern const VarlinkSignature varlink_signature_io_memstrack_test;
 
 typedef struct TestStream TestStream;
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * The io.memstrack methods: parameter checking and replies. The views themselves are built by query.c
- * and marks.c; this file only maps calls onto them and errors onto the interface's errors.
+ * The io.memstrack methods: replies. The server checked each call's parameters against
+ * io.memstrack.varlink before its handler runs; the views themselves are built by query.c, marks.c and
+ * the other api/ files; this file maps calls onto them, and their errnos onto the interface's errors in
+ * one place (service_reply_errno()).
  */
 
 #include <assert.h>
@@ -33,6 +35,7 @@
 #include "varlink.h"
 
 extern const char varlink_interface_io_memstrack[];
+extern const VarlinkSignature varlink_signature_io_memstrack;
 
 struct Service {
         /* From ServiceConfig: event, accounting and usym are borrowed. */
@@ -75,21 +78,74 @@ static ServiceLive service_live(Service *sv) {
         return live;
 }
 
-/* Checks the parameters (replying InvalidParameter if they are wrong), then brings the core up to date
- * with what the kernel reported so far: every method answers about now. */
-static int begin_call(VarlinkCall *call, json_t *parameters, const VarlinkField *fields, size_t n) {
-        const char *bad = NULL;
-        int r = varlink_parameters_unpack(parameters, fields, n, &bad);
-        if (r < 0) {
-                (void) varlink_call_error_invalid_parameter(call, bad ?: "parameters");
-                return r;
-        }
-        service_flush(varlink_call_get_userdata(call));
-        return 0;
+/* Before every method (VarlinkServerConfig.before_call), its parameters already checked against the
+ * interface file: the core brought up to date with what the kernel reported so far, so every method
+ * answers about now. */
+static void service_before_call(void *userdata) {
+        service_flush(userdata);
 }
 
-static const char *const sort_choices[] = { "current", "peak", "allocs", NULL };
-static const char *const sort_choices_pages[] = { "current", "peak", NULL };
+/* An integer parameter (absent: the default) within [min, max], a range the interface file cannot say.
+ * False once the call got InvalidParameter. */
+static bool int_parameter(VarlinkCall *call, const char *name, int64_t absent, int64_t min, int64_t max,
+                int64_t *ret) {
+        *ret = varlink_call_parameter_int(call, name, absent);
+        if (varlink_call_has_parameter(call, name) && (*ret < min || *ret > max)) {
+                (void) varlink_call_error_invalid_parameter(call, name);
+                return false;
+        }
+        return true;
+}
+
+/* The pid a call is about: -1 when it names none. */
+static bool pid_parameter(VarlinkCall *call, int64_t min, int64_t *ret) {
+        return int_parameter(call, "pid", -1, min, INT32_MAX, ret);
+}
+
+static bool limit_parameter(VarlinkCall *call, int64_t absent, int64_t *ret) {
+        return int_parameter(call, "limit", absent, 1, QUERY_LIMIT_MAX, ret);
+}
+
+static int reply_error_name(VarlinkCall *call, const char *error, const char *name) {
+        json_auto_t *p = json_pack("{s:s}", "name", name);
+        return p ? varlink_call_error(call, error, p) : -ENOMEM;
+}
+
+/* The string parameter name if the call's method declares it and it was given, else NULL. */
+static const char *given_string(VarlinkCall *call, const char *name) {
+        return varlink_call_declares_parameter(call, name) ? varlink_call_parameter_string(call, name) : NULL;
+}
+
+/* What a view's -errno means in the interface's errors, said about the call's own parameters
+ * (VarlinkServerConfig.reply_errno): the one place they are mapped. 0 once answered; an errno the call
+ * gives no meaning to goes back to the server as InternalError. */
+static int service_reply_errno(VarlinkCall *call, int error, void *userdata) {
+        json_auto_t *p = NULL;
+        const char *name;
+
+        switch (error) {
+        case -ESRCH:            /* no such task: the call's pid */
+                if (!varlink_call_declares_parameter(call, "pid"))
+                        return error;
+                p = json_pack("{s:I}", "pid", (json_int_t) varlink_call_parameter_int(call, "pid", 0));
+                return p ? varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p) : -ENOMEM;
+        case -ENXIO:            /* no such unit: the call's unit, or the name of a method about one unit */
+                name = given_string(call, "unit") ?: given_string(call, "name");
+                return name ? reply_error_name(call, MEMSTRACK_ERROR_NO_SUCH_UNIT, name) : error;
+        case -ENOENT:           /* no such module where the call names one, else no such snapshot */
+                if ((name = given_string(call, "module")))
+                        return reply_error_name(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, name);
+                name = given_string(call, "name");
+                return name ? reply_error_name(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, name) : error;
+        case -EDQUOT:           /* the caller's snapshots are full */
+        case -ENOSPC:           /* every user's but root's are */
+                p = json_pack("{s:s, s:i}", "limit", error == -EDQUOT ? "snapshots" : "snapshotsAllUsers",
+                              "value", error == -EDQUOT ? MARKS_PER_UID_MAX : MARKS_OTHERS_MAX);
+                return p ? varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p) : -ENOMEM;
+        default:
+                return error;
+        }
+}
 
 static bool show_addresses(Service *sv, bool peer_is_root) {
         return status_addresses_shown(sv->accounting, peer_is_root);
@@ -101,10 +157,13 @@ static QueryUserAddresses user_addresses(VarlinkCall *call) {
         return varlink_call_peer_is_root(call) ? QUERY_USER_ADDRESSES_ALL : QUERY_USER_ADDRESSES_OWN;
 }
 
+/* sortBy, as the interface file's enum let it through (absent: current). */
+static QuerySort sort_parameter(VarlinkCall *call) {
+        return query_sort_from_string(varlink_call_parameter_string(call, "sortBy"));
+}
+
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        if (begin_call(call, parameters, NULL, 0) < 0)
-                return 0;
         ServiceLive live = service_live(sv);
         json_auto_t *reply = status_reply_json(sv->accounting, &live, sv->page_size,
                                                  varlink_call_peer_is_root(call));
@@ -115,16 +174,13 @@ static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) 
 
 static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        int64_t limit = 10;
-        const VarlinkField fields[] = {
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-        };
         json_auto_t *tasks = NULL, *modules = NULL, *units = NULL, *reply = NULL;
         AccountingStats s;
         UsageStats us;
+        int64_t limit;
         int r;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!limit_parameter(call, 10, &limit))
                 return 0;
         /* The biggest: tasks holding nothing are not among them. */
         r = query_tasks(sv->accounting, &(QueryTasks) { .sort = QUERY_SORT_CURRENT, .limit = (size_t) limit, .pid = -1,
@@ -164,36 +220,21 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
 
 static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *sort = NULL, *comm = NULL;
-        int64_t limit = 50, pid = -1;
-        bool include_exited = false, threads = false, hide_zero = false;
-        const VarlinkField fields[] = {
-                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
-                { .name = "comm", .type = VARLINK_FIELD_STRING, .ret = &comm },
-                { .name = "includeExited", .type = VARLINK_FIELD_BOOL, .ret = &include_exited },
-                { .name = "threads", .type = VARLINK_FIELD_BOOL, .ret = &threads },
-                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
-        };
         json_auto_t *reply = NULL;
+        int64_t limit, pid;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!limit_parameter(call, 50, &limit) || !pid_parameter(call, 0, &pid))
                 return 0;
         QueryTasks q = {
-                .sort = query_sort_from_string(sort),
+                .sort = sort_parameter(call),
                 .limit = (size_t) limit,
                 .pid = (int32_t) pid,
-                .comm = comm,
-                .include_exited = include_exited,
-                .threads = threads,
-                .hide_zero = hide_zero,
+                .comm = varlink_call_parameter_string(call, "comm"),
+                .include_exited = varlink_call_parameter_bool(call, "includeExited", false),
+                .threads = varlink_call_parameter_bool(call, "threads", false),
+                .hide_zero = varlink_call_parameter_bool(call, "hideZero", false),
         };
         int r = query_tasks(sv->accounting, &q, &reply);
-        if (r == -ESRCH) {
-                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
-        }
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -201,17 +242,12 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *sort = NULL;
-        int64_t limit = 50;
-        const VarlinkField fields[] = {
-                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices_pages },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-        };
         json_auto_t *modules = NULL, *reply = NULL;
+        int64_t limit;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!limit_parameter(call, 50, &limit))
                 return 0;
-        int r = query_modules(sv->accounting, query_sort_from_string(sort), (size_t) limit, &modules);
+        int r = query_modules(sv->accounting, sort_parameter(call), (size_t) limit, &modules);
         if (r < 0)
                 return r;
         reply = json_pack("{s:O}", "modules", modules);
@@ -220,41 +256,26 @@ static int method_modules(VarlinkCall *call, json_t *parameters, void *userdata)
         return varlink_call_reply(call, reply);
 }
 
-static int reply_no_such_unit(VarlinkCall *call, const char *name) {
-        json_auto_t *p = json_pack("{s:s}", "name", name);
-        return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_UNIT, p);
-}
-
 static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *sort = NULL, *name = NULL;
-        int64_t limit = 50, stacks = 0;
-        bool hide_zero = false;
-        const VarlinkField fields[] = {
-                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices_pages },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name },
-                { .name = "stacks", .type = VARLINK_FIELD_INT, .ret = &stacks, .min = 0, .max = QUERY_UNIT_STACKS_MAX },
-                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
-        };
         json_auto_t *units = NULL, *reply = NULL;
+        int64_t limit, stacks;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!limit_parameter(call, 50, &limit) ||
+            !int_parameter(call, "stacks", 0, 0, QUERY_UNIT_STACKS_MAX, &stacks))
                 return 0;
         QueryUnits q = {
-                .sort = query_sort_from_string(sort),
+                .sort = sort_parameter(call),
                 .limit = (size_t) limit,
-                .name = name,
+                .name = varlink_call_parameter_string(call, "name"),
                 .stacks = (unsigned) stacks,
-                .hide_zero = hide_zero,
+                .hide_zero = varlink_call_parameter_bool(call, "hideZero", false),
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
                 .user_addresses = user_addresses(call),
                 .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = query_units(sv->accounting, &q, &units);
-        if (r == -ENXIO)
-                return reply_no_such_unit(call, name);
         if (r < 0)
                 return r;
         reply = json_pack("{s:O}", "units", units);
@@ -265,35 +286,24 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        HistoryQuery q = { .pid = -1, .seconds = -1, .resolution = -1 };
-        int64_t pid = -1;
-        const VarlinkField fields[] = {
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
-                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &q.unit },
-                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &q.module },
-                { .name = "seconds", .type = VARLINK_FIELD_INT, .ret = &q.seconds, .min = 0, .max = INT32_MAX },
-                { .name = "resolution", .type = VARLINK_FIELD_INT, .ret = &q.resolution, .min = 1, .max = INT32_MAX },
-        };
+        int64_t pid, seconds, resolution;
         json_auto_t *reply = NULL;
         const char *bad = NULL;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!pid_parameter(call, 0, &pid) || !int_parameter(call, "seconds", -1, 0, INT32_MAX, &seconds) ||
+            !int_parameter(call, "resolution", -1, 1, INT32_MAX, &resolution))
                 return 0;
-        q.pid = (int32_t) pid;
-        q.now_realtime_usec = service_now_usec(sv, CLOCK_REALTIME);
+        HistoryQuery q = {
+                .pid = (int32_t) pid,
+                .unit = varlink_call_parameter_string(call, "unit"),
+                .module = varlink_call_parameter_string(call, "module"),
+                .seconds = seconds,
+                .resolution = resolution,
+                .now_realtime_usec = service_now_usec(sv, CLOCK_REALTIME),
+        };
         int r = history_query_json(sv->history, sv->accounting, &q, &bad, &reply);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, bad);
-        if (r == -ESRCH) {
-                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
-        }
-        if (r == -ENXIO)
-                return reply_no_such_unit(call, q.unit);
-        if (r == -ENOENT) {
-                json_auto_t *p = json_pack("{s:s}", "name", q.module);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
-        }
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -321,61 +331,40 @@ static int stack_tree_heap(Service *sv, VarlinkCall *call, int32_t pid, unsigned
         return 0;
 }
 
-/* pid, unit and module each name what a view is about and exclude each other: the later one named is the
- * wrong one (its name), NULL when at most one is given. */
-static const char *second_subject(int64_t pid, const char *unit, const char *module) {
-        if (pid >= 0 && unit)
-                return "unit";
-        if ((pid >= 0 || unit) && module)
-                return "module";
-        return NULL;
+/* pid, unit and module each name what a view is about and exclude each other: false once the later one
+ * named got InvalidParameter. */
+static bool one_subject(VarlinkCall *call) {
+        bool pid = varlink_call_has_parameter(call, "pid"), unit = varlink_call_has_parameter(call, "unit");
+        const char *extra = pid && unit ? "unit" :
+                            (pid || unit) && varlink_call_has_parameter(call, "module") ? "module" : NULL;
+        if (extra)
+                (void) varlink_call_error_invalid_parameter(call, extra);
+        return !extra;
 }
 
 static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *module = NULL, *unit = NULL, *sort = NULL;
-        int64_t pid = -1, max_depth = 32, min_pages = 1, max_children = 16;
-        const VarlinkField fields[] = {
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
-                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &unit },
-                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
-                { .name = "maxDepth", .type = VARLINK_FIELD_INT, .ret = &max_depth, .min = 0, .max = 255 },
-                { .name = "minPages", .type = VARLINK_FIELD_INT, .ret = &min_pages, .min = 0, .max = INT64_MAX },
-                { .name = "maxChildren", .type = VARLINK_FIELD_INT, .ret = &max_children, .min = 1, .max = 10000 },
-                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices_pages },
-        };
+        int64_t pid, max_depth, min_pages, max_children;
         json_auto_t *reply = NULL;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!pid_parameter(call, 0, &pid) || !int_parameter(call, "maxDepth", 32, 0, 255, &max_depth) ||
+            !int_parameter(call, "minPages", 1, 0, INT64_MAX, &min_pages) ||
+            !int_parameter(call, "maxChildren", 16, 1, 10000, &max_children) || !one_subject(call))
                 return 0;
-        const char *extra = second_subject(pid, unit, module);
-        if (extra)
-                return varlink_call_error_invalid_parameter(call, extra);
-
         QueryStackTree q = {
                 .pid = (int32_t) pid,
-                .unit = unit,
-                .module = module,
+                .unit = varlink_call_parameter_string(call, "unit"),
+                .module = varlink_call_parameter_string(call, "module"),
                 .max_depth = (unsigned) max_depth,
                 .min_pages = (uint64_t) min_pages,
                 .max_children = (unsigned) max_children,
-                .sort = query_sort_from_string(sort),
+                .sort = sort_parameter(call),
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
                 .user_addresses = user_addresses(call),
                 .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
         };
         int r = query_stacktree(sv->accounting, &q, &reply);
-        if (r == -ESRCH) {
-                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
-        }
-        if (r == -ENOENT) {
-                json_auto_t *p = json_pack("{s:s}", "name", module);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
-        }
-        if (r == -ENXIO)
-                return reply_no_such_unit(call, unit);
         if (r < 0)
                 return r;
         ServiceLive live = service_live(sv);
@@ -435,25 +424,20 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *sort = NULL;
-        int64_t interval = 1000000, limit = 20;
-        bool hide_zero = false;
-        const VarlinkField fields[] = {
-                { .name = "intervalUsec", .type = VARLINK_FIELD_INT, .ret = &interval, .min = TOP_INTERVAL_MIN_USEC, .max = INT64_MAX },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &sort, .choices = sort_choices },
-                { .name = "hideZero", .type = VARLINK_FIELD_BOOL, .ret = &hide_zero },
-        };
+        bool hide_zero = varlink_call_parameter_bool(call, "hideZero", false);
+        QuerySort sort = sort_parameter(call);
         json_auto_t *reply = NULL;
+        int64_t interval, limit;
         int r;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!int_parameter(call, "intervalUsec", 1000000, TOP_INTERVAL_MIN_USEC, INT64_MAX, &interval) ||
+            !limit_parameter(call, 20, &limit))
                 return 0;
         if (varlink_call_wants_more(call) && top_streams_count(sv->top) >= TOP_STREAMS_MAX) {
                 json_auto_t *p = json_pack("{s:s, s:i}", "limit", "topStreams", "value", TOP_STREAMS_MAX);
                 return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
         }
-        r = top_frame(sv, query_sort_from_string(sort), limit, hide_zero, &reply);
+        r = top_frame(sv, sort, limit, hide_zero, &reply);
         if (r < 0)
                 return r;
         if (!varlink_call_wants_more(call))
@@ -461,7 +445,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         r = varlink_call_reply_more(call, reply);
         if (r < 0)
                 return r;
-        r = top_streams_open(sv->top, call, (uint64_t) interval, limit, query_sort_from_string(sort), hide_zero);
+        r = top_streams_open(sv->top, call, (uint64_t) interval, limit, sort, hide_zero);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -483,15 +467,9 @@ int service_top_timer(Service *sv, uint64_t *ret_usec, uint64_t *ret_accuracy_us
 }
 
 static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
-        static const char *const choices[] = { "peaks", "all", NULL };
         Service *sv = userdata;
-        const char *what = NULL;
-        const VarlinkField fields[] = {
-                { .name = "what", .type = VARLINK_FIELD_STRING, .ret = &what, .mandatory = true, .choices = choices },
-        };
+        const char *what = varlink_call_parameter_string(call, "what");
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
-                return 0;
         accounting_reset(sv->accounting, streq(what, "all") ? ACCOUNTING_RESET_ALL : ACCOUNTING_RESET_PEAKS);
         log_notice("Reset of %s requested by uid %u.", what, (unsigned) varlink_call_get_peer_uid(call));
         return varlink_call_reply(call, NULL);
@@ -499,23 +477,13 @@ static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *name = NULL;
-        const VarlinkField fields[] = {
-                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
-        };
+        const char *name = varlink_call_parameter_string(call, "name");
+        uint64_t now = service_now_usec(sv, CLOCK_MONOTONIC);
         json_auto_t *reply = NULL;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
-                return 0;
-        uint64_t now = service_now_usec(sv, CLOCK_MONOTONIC);
         int r = marks_save(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting, now);
         if (r == -EINVAL)
                 return varlink_call_error_invalid_parameter(call, "name");
-        if (r == -EDQUOT || r == -ENOSPC) {
-                json_auto_t *p = json_pack("{s:s, s:i}", "limit", r == -EDQUOT ? "snapshots" : "snapshotsAllUsers",
-                                           "value", r == -EDQUOT ? MARKS_PER_UID_MAX : MARKS_OTHERS_MAX);
-                return varlink_call_error(call, MEMSTRACK_ERROR_LIMIT_EXCEEDED, p);
-        }
         if (r < 0)
                 return r;
         reply = json_pack("{s:s, s:I}", "name", name, "timestampUsec", varlink_count(now));
@@ -526,22 +494,13 @@ static int method_snapshot(VarlinkCall *call, json_t *parameters, void *userdata
 
 static int method_diff(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *name = NULL;
-        int64_t limit = 50;
-        const VarlinkField fields[] = {
-                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-        };
         json_auto_t *reply = NULL;
+        int64_t limit;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!limit_parameter(call, 50, &limit))
                 return 0;
-        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), name, sv->accounting,
-                           service_now_usec(sv, CLOCK_MONOTONIC), (size_t) limit, &reply);
-        if (r == -ENOENT) {
-                json_auto_t *p = json_pack("{s:s}", "name", name);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p);
-        }
+        int r = marks_diff(sv->marks, varlink_call_get_peer_uid(call), varlink_call_parameter_string(call, "name"),
+                           sv->accounting, service_now_usec(sv, CLOCK_MONOTONIC), (size_t) limit, &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -554,14 +513,9 @@ static int reply_not_root(VarlinkCall *call, const char *reason) {
 
 static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        bool all_users = false;
-        const VarlinkField fields[] = {
-                { .name = "allUsers", .type = VARLINK_FIELD_BOOL, .ret = &all_users },
-        };
+        bool all_users = varlink_call_parameter_bool(call, "allUsers", false);
         json_auto_t *reply = NULL;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
-                return 0;
         if (all_users && !varlink_call_peer_is_root(call))
                 return reply_not_root(call, "only root sees other users' snapshots");
         int r = marks_list(sv->marks, sv->accounting, all_users, varlink_call_get_peer_uid(call), &reply);
@@ -572,23 +526,15 @@ static int method_list_snapshots(VarlinkCall *call, json_t *parameters, void *us
 
 static int method_delete_snapshot(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *name = NULL;
-        int64_t uid = -1;
-        const VarlinkField fields[] = {
-                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
-                { .name = "uid", .type = VARLINK_FIELD_INT, .ret = &uid, .min = 0, .max = UINT32_MAX - 1 },
-        };
-
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
-                return 0;
+        const char *name = varlink_call_parameter_string(call, "name");
         uid_t caller = varlink_call_get_peer_uid(call);
+        int64_t uid;
+
+        if (!int_parameter(call, "uid", -1, 0, UINT32_MAX - 1, &uid))
+                return 0;
         if (uid >= 0 && (uid_t) uid != caller && !varlink_call_peer_is_root(call))
                 return reply_not_root(call, "only root deletes other users' snapshots");
         int r = marks_delete(sv->marks, uid >= 0 ? (uid_t) uid : caller, name);
-        if (r == -ENOENT) {
-                json_auto_t *p = json_pack("{s:s}", "name", name);
-                return p ? varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, p) : -ENOMEM;
-        }
         if (r < 0)
                 return r;
         if (uid >= 0 && (uid_t) uid != caller)
@@ -599,12 +545,8 @@ static int method_delete_snapshot(VarlinkCall *call, json_t *parameters, void *u
 static int method_boot_phase(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
 
-        if (begin_call(call, parameters, NULL, 0) < 0)
-                return 0;
-        if (!sv->boot_phase) {
-                json_auto_t *e = json_pack("{s:s}", "name", "initramfs");
-                return e ? varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, e) : -ENOMEM;
-        }
+        if (!sv->boot_phase)
+                return reply_error_name(call, MEMSTRACK_ERROR_NO_SUCH_SNAPSHOT, "initramfs");
         json_auto_t *doc = boot_phase_for_caller(sv->boot_phase, varlink_call_peer_is_root(call));
         json_auto_t *reply = doc ? json_pack("{s:O}", "snapshot", doc) : NULL;
         if (!reply)
@@ -613,14 +555,7 @@ static int method_boot_phase(VarlinkCall *call, json_t *parameters, void *userda
 }
 
 static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *userdata) {
-        const char *level = NULL;
-        const VarlinkField fields[] = {
-                { .name = "level", .type = VARLINK_FIELD_STRING, .ret = &level, .mandatory = true },
-        };
-
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
-                return 0;
-        int l = log_level_from_string(level);
+        int l = log_level_from_string(varlink_call_parameter_string(call, "level"));
         if (l < 0)
                 return varlink_call_error_invalid_parameter(call, "level");
         log_set_max_level(l);
@@ -628,19 +563,13 @@ static int method_set_log_level(VarlinkCall *call, json_t *parameters, void *use
         return varlink_call_reply(call, NULL);
 }
 
-static const char *const slab_by_choices[] = { "callsite", "cache", "task", "unit", NULL };
-
 static int method_slab(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *by = NULL;
-        int64_t limit = 50;
-        const VarlinkField fields[] = {
-                { .name = "by", .type = VARLINK_FIELD_STRING, .ret = &by, .choices = slab_by_choices },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-        };
+        const char *by = varlink_call_parameter_string(call, "by");
         json_auto_t *reply = NULL;
+        int64_t limit;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!limit_parameter(call, 50, &limit))
                 return 0;
         int r = slab_query_json(sv->accounting, by ? slab_by_from_string(by) : SLAB_BY_CALLSITE, (size_t) limit,
                                 show_addresses(sv, varlink_call_peer_is_root(call)), &reply);
@@ -651,31 +580,22 @@ static int method_slab(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        int64_t pid = 0, max_depth = HEAP_QUERY_DEPTH_DEFAULT, max_children = HEAP_QUERY_CHILDREN_DEFAULT, min_ppm = 0;
-        const VarlinkField fields[] = {
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX },
-                { .name = "maxDepth", .type = VARLINK_FIELD_INT, .ret = &max_depth, .min = 0, .max = 255 },
-                { .name = "maxChildren", .type = VARLINK_FIELD_INT, .ret = &max_children, .min = 1,
-                  .max = 10000 },
-                { .name = "minPartsPerMillion", .type = VARLINK_FIELD_INT, .ret = &min_ppm, .min = 0,
-                  .max = 1000000 },
-        };
+        int64_t pid, max_depth, max_children, min_ppm;
         json_auto_t *reply = NULL;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!pid_parameter(call, 1, &pid) ||
+            !int_parameter(call, "maxDepth", HEAP_QUERY_DEPTH_DEFAULT, 0, 255, &max_depth) ||
+            !int_parameter(call, "maxChildren", HEAP_QUERY_CHILDREN_DEFAULT, 1, 10000, &max_children) ||
+            !int_parameter(call, "minPartsPerMillion", 0, 0, 1000000, &min_ppm))
                 return 0;
         HeapQuery q = {
-                .pid = (int32_t) pid,
+                .pid = (int32_t) MAX(pid, 0),
                 .max_depth = (unsigned) max_depth,
                 .max_children = (unsigned) max_children,
                 .min_ppm = (uint32_t) min_ppm,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
         };
         int r = heap_query_json(sv->accounting, sv->usym, &q, &reply);
-        if (r == -ESRCH) {
-                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
-        }
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -695,26 +615,16 @@ static int process_owner(int32_t pid, uid_t *ret) {
 
 static int method_heap_stop(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        int64_t pid = 0;
-        const VarlinkField fields[] = {
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX,
-                  .mandatory = true },
-        };
         uid_t owner;
+        int64_t pid;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!pid_parameter(call, 1, &pid))
                 return 0;
         /* Root, or the user whose process it is: nobody stops someone else's recording. */
         if (!varlink_call_peer_is_root(call) &&
-            (process_owner((int32_t) pid, &owner) < 0 || owner != varlink_call_get_peer_uid(call))) {
-                json_auto_t *p = json_pack("{s:s}", "reason", "only root or the process's owner may stop its heap");
-                return varlink_call_error(call, MEMSTRACK_ERROR_PERMISSION_DENIED, p);
-        }
+            (process_owner((int32_t) pid, &owner) < 0 || owner != varlink_call_get_peer_uid(call)))
+                return reply_not_root(call, "only root or the process's owner may stop its heap");
         int r = sv->heap_stop ? sv->heap_stop(sv->userdata, (int32_t) pid) : -ESRCH;
-        if (r == -ESRCH) {
-                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
-        }
         if (r < 0)
                 return r;
         return varlink_call_reply(call, NULL);
@@ -724,18 +634,13 @@ static int method_heap_stop(VarlinkCall *call, json_t *parameters, void *userdat
 
 static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        int64_t min_age = 60, interval = 10, intervals = 6, pid = 0, limit = 20;
-        const VarlinkField fields[] = {
-                { .name = "minAgeSeconds", .type = VARLINK_FIELD_INT, .ret = &min_age, .min = 0, .max = INT32_MAX },
-                { .name = "intervalSeconds", .type = VARLINK_FIELD_INT, .ret = &interval, .min = 1, .max = INT32_MAX },
-                { .name = "intervals", .type = VARLINK_FIELD_INT, .ret = &intervals, .min = 1,
-                  .max = LEAKS_INTERVALS_MAX },
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 1, .max = INT32_MAX },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-        };
+        int64_t min_age, interval, intervals, pid, limit;
         json_auto_t *reply = NULL;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!int_parameter(call, "minAgeSeconds", 60, 0, INT32_MAX, &min_age) ||
+            !int_parameter(call, "intervalSeconds", 10, 1, INT32_MAX, &interval) ||
+            !int_parameter(call, "intervals", 6, 1, LEAKS_INTERVALS_MAX, &intervals) ||
+            !pid_parameter(call, 1, &pid) || !limit_parameter(call, 20, &limit))
                 return 0;
         /* One walk of every tracked page per call (docs/performance.md): paced for all callers together,
          * so that no client, or all of them, can keep the daemon from its events. */
@@ -750,7 +655,7 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .min_age_nsec = (uint64_t) min_age * UINT64_C(1000000000),
                 .interval_nsec = (uint64_t) interval * UINT64_C(1000000000),
                 .intervals = (unsigned) intervals,
-                .pid = (int32_t) pid,
+                .pid = (int32_t) MAX(pid, 0),
                 .limit = (size_t) limit,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
                 .user_addresses = user_addresses(call),
@@ -768,10 +673,8 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
 static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         json_auto_t *reply = NULL;
-
-        if (begin_call(call, parameters, NULL, 0) < 0)
-                return 0;
         ServiceLive live = service_live(sv);
+
         if (live.oom)
                 reply = oomlog_json(live.oom);
         else {
@@ -786,22 +689,17 @@ static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdat
 
 static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *name = NULL;
-        int64_t limit = EXPLAIN_LIMIT_DEFAULT, stacks = EXPLAIN_STACKS_DEFAULT;
-        const VarlinkField fields[] = {
-                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-                { .name = "stacks", .type = VARLINK_FIELD_INT, .ret = &stacks, .min = 0, .max = EXPLAIN_STACKS_MAX },
-        };
         json_auto_t *reply = NULL;
+        int64_t limit, stacks;
         AccountingStats s;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!limit_parameter(call, EXPLAIN_LIMIT_DEFAULT, &limit) ||
+            !int_parameter(call, "stacks", EXPLAIN_STACKS_DEFAULT, 0, EXPLAIN_STACKS_MAX, &stacks))
                 return 0;
         ServiceLive live = service_live(sv);
         accounting_get_stats(sv->accounting, &s);
         ExplainQuery q = {
-                .name = name,
+                .name = varlink_call_parameter_string(call, "name"),
                 .limit = (size_t) limit,
                 .stacks = (unsigned) stacks,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
@@ -816,8 +714,6 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
                 .uptime_usec = live.uptime_usec,
         };
         int r = explain_query_json(sv->accounting, &q, &reply);
-        if (r == -ENXIO)
-                return reply_no_such_unit(call, name);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -827,20 +723,11 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
 
 static int method_explain_units(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        json_t *names = NULL, *name;
-        const VarlinkField fields[] = {
-                { .name = "names", .type = VARLINK_FIELD_ARRAY, .ret = &names, .mandatory = true },
-        };
+        json_t *names = varlink_call_parameter_json(call, "names");
         json_auto_t *reply = NULL;
-        size_t i;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
-                return 0;
         if (json_array_size(names) > EXPLAIN_UNITS_MAX)
                 return varlink_call_error_invalid_parameter(call, "names");
-        json_array_foreach(names, i, name)
-                if (!json_is_string(name))
-                        return varlink_call_error_invalid_parameter(call, "names");
         ServiceLive live = service_live(sv);
         int r = explain_units_json(sv->accounting, names, live.memcg, sv->page_size, &reply);
         if (r < 0)
@@ -848,45 +735,21 @@ static int method_explain_units(VarlinkCall *call, json_t *parameters, void *use
         return varlink_call_reply(call, reply);
 }
 
-static const char *const breakdown_by_choices[] = { "order", "gfp", "migratetype", "node", NULL };
-
 static int method_page_breakdown(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        const char *by = NULL, *unit = NULL, *module = NULL;
-        int64_t pid = -1, limit = 0;
-        const VarlinkField fields[] = {
-                { .name = "by", .type = VARLINK_FIELD_STRING, .ret = &by, .mandatory = true,
-                  .choices = breakdown_by_choices },
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &pid, .min = 0, .max = INT32_MAX },
-                { .name = "unit", .type = VARLINK_FIELD_STRING, .ret = &unit },
-                { .name = "module", .type = VARLINK_FIELD_STRING, .ret = &module },
-                { .name = "limit", .type = VARLINK_FIELD_INT, .ret = &limit, .min = 1, .max = QUERY_LIMIT_MAX },
-        };
         json_auto_t *reply = NULL;
+        int64_t pid, limit;
 
-        if (begin_call(call, parameters, fields, ELEMENTSOF(fields)) < 0)
+        if (!pid_parameter(call, 0, &pid) || !limit_parameter(call, 0, &limit) || !one_subject(call))
                 return 0;
-        const char *extra = second_subject(pid, unit, module);
-        if (extra)
-                return varlink_call_error_invalid_parameter(call, extra);
         BreakdownQuery q = {
-                .by = breakdown_by_from_string(by),
+                .by = breakdown_by_from_string(varlink_call_parameter_string(call, "by")),
                 .pid = (int32_t) pid,
-                .unit = unit,
-                .module = module,
+                .unit = varlink_call_parameter_string(call, "unit"),
+                .module = varlink_call_parameter_string(call, "module"),
                 .limit = (size_t) limit,
         };
         int r = breakdown_query_json(sv->accounting, &q, &reply);
-        if (r == -ESRCH) {
-                json_auto_t *p = json_pack("{s:I}", "pid", (json_int_t) pid);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_TASK, p);
-        }
-        if (r == -ENXIO)
-                return reply_no_such_unit(call, unit);
-        if (r == -ENOENT) {
-                json_auto_t *p = json_pack("{s:s}", "name", module);
-                return varlink_call_error(call, MEMSTRACK_ERROR_NO_SUCH_MODULE, p);
-        }
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -919,7 +782,7 @@ static const VarlinkMethod methods[] = {
 };
 
 static const VarlinkInterface interfaces[] = {
-        { "io.memstrack", varlink_interface_io_memstrack },
+        { "io.memstrack", varlink_interface_io_memstrack, &varlink_signature_io_memstrack },
 };
 
 Service *service_free(Service *sv) {
@@ -986,6 +849,8 @@ int service_new(const ServiceConfig *config, Service **ret) {
                         .internal = MEMSTRACK_ERROR_INTERNAL,
                 },
                 .userdata = sv,
+                .before_call = service_before_call,
+                .reply_errno = service_reply_errno,
                 .first_message_timeout_usec = config->first_message_timeout_usec,
                 .request_timeout_usec = config->request_timeout_usec,
                 .idle_timeout_usec = config->idle_timeout_usec,

@@ -52,6 +52,7 @@ struct VarlinkCall {
         char *method;
         json_t *parameters;
         VarlinkCallFlags flags;
+        const VarlinkMethodSignature *signature; /* what the interface file declares of its parameters */
         /* The final message was queued but the call is kept until its connection goes (a stream
          * cut short by a limit): the owner still holds the pointer until its disconnect handler. */
         bool finished;
@@ -569,31 +570,9 @@ static const VarlinkMethod *server_find_method(VarlinkServer *s, const char *nam
         return NULL;
 }
 
-/* True if the IDL text declares "method <member>": then a missing handler is MethodNotImplemented. */
-static bool description_declares_method(const char *description, const char *member) {
-        size_t n = strlen(member);
-
-        for (const char *l = description; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-                l += strspn(l, " \t");
-                if (strncmp(l, "method", 6) != 0 || (l[6] != ' ' && l[6] != '\t'))
-                        continue;
-                l += 6;
-                l += strspn(l, " \t");
-                if (strncmp(l, member, n) == 0 && strchr(" \t(", l[n]) && l[n] != '\0')
-                        return true;
-        }
-        return false;
-}
-
-static int builtin_get_info(VarlinkCall *call, json_t *parameters) {
+static int builtin_get_info(VarlinkCall *call) {
         VarlinkServer *s = call->connection->server;
         json_auto_t *reply = NULL, *ifaces = NULL;
-        const char *bad = NULL;
-        int r;
-
-        r = varlink_parameters_unpack(parameters, NULL, 0, &bad);
-        if (r < 0)
-                return varlink_call_error_invalid_parameter(call, bad);
 
         ifaces = json_array();
         if (!ifaces || json_array_append_new(ifaces, json_string(VARLINK_SERVICE_INTERFACE)) < 0)
@@ -610,19 +589,11 @@ static int builtin_get_info(VarlinkCall *call, json_t *parameters) {
         return varlink_call_reply(call, reply);
 }
 
-static int builtin_get_interface_description(VarlinkCall *call, json_t *parameters) {
+static int builtin_get_interface_description(VarlinkCall *call) {
         VarlinkServer *s = call->connection->server;
+        const char *name = varlink_call_parameter_string(call, "interface"), *text;
         const VarlinkInterface *iface;
-        const char *name = NULL, *bad = NULL, *text;
         json_auto_t *reply = NULL;
-        const VarlinkField fields[] = {
-                { .name = "interface", .type = VARLINK_FIELD_STRING, .ret = &name, .mandatory = true },
-        };
-        int r;
-
-        r = varlink_parameters_unpack(parameters, fields, ELEMENTSOF(fields), &bad);
-        if (r < 0)
-                return varlink_call_error_invalid_parameter(call, bad);
 
         if (streq(name, VARLINK_SERVICE_INTERFACE))
                 text = varlink_interface_org_varlink_service;
@@ -650,9 +621,51 @@ static int call_error_name(VarlinkCall *call, const char *error, const char *key
         return varlink_call_error(call, error, e);
 }
 
+static int builtin_get_info_handler(VarlinkCall *call, json_t *parameters, void *userdata) {
+        return builtin_get_info(call);
+}
+
+static int builtin_get_interface_description_handler(VarlinkCall *call, json_t *parameters, void *userdata) {
+        return builtin_get_interface_description(call);
+}
+
+static const VarlinkMethod builtin_methods[] = {
+        { VARLINK_SERVICE_INTERFACE ".GetInfo", builtin_get_info_handler, 0 },
+        { VARLINK_SERVICE_INTERFACE ".GetInterfaceDescription", builtin_get_interface_description_handler, 0 },
+};
+
+/* The one way into every method: its parameters checked against what its interface file declares
+ * (InvalidParameter naming the first one that is wrong), the owner's before_call, the handler, and the
+ * owner's reply_errno for a failure the handler left unanswered. */
+static int call_run(VarlinkCall *call, const VarlinkMethodSignature *signature, const VarlinkMethod *method,
+                bool builtin) {
+        Connection *c = call->connection;
+        VarlinkServer *s = c->server;
+        const char *bad = NULL;
+        int r;
+
+        if ((method->flags & VARLINK_METHOD_ROOT_ONLY) && !c->is_root)
+                return call_error_name(call, s->cfg.errors.permission_denied, "reason",
+                                "this method is for root only");
+        if (varlink_parameters_check(call->parameters, signature, &bad) < 0)
+                return varlink_call_error_invalid_parameter(call, bad);
+        call->signature = signature;
+        if (builtin)
+                return method->handler(call, call->parameters, NULL);
+
+        if (s->cfg.before_call)
+                s->cfg.before_call(s->cfg.userdata);
+        r = method->handler(call, call->parameters, s->cfg.userdata);
+        /* Still unanswered (an answer clears c->call): the owner's errors before the internal one. */
+        if (r < 0 && s->cfg.reply_errno && c->call == call && !call->finished && !c->dead)
+                return s->cfg.reply_errno(call, r, s->cfg.userdata);
+        return r;
+}
+
 static int connection_run_call(Connection *c, VarlinkCall *call) {
         VarlinkServer *s = c->server;
         _cleanup_free_ char *iface_name = NULL;
+        const VarlinkMethodSignature *signature;
         const VarlinkInterface *iface;
         const VarlinkMethod *method;
         const char *member;
@@ -666,10 +679,10 @@ static int connection_run_call(Connection *c, VarlinkCall *call) {
                 return r;
 
         if (streq(iface_name, VARLINK_SERVICE_INTERFACE)) {
-                if (streq(member, "GetInfo"))
-                        return builtin_get_info(call, call->parameters);
-                if (streq(member, "GetInterfaceDescription"))
-                        return builtin_get_interface_description(call, call->parameters);
+                signature = varlink_signature_find(&varlink_signature_org_varlink_service, call->method);
+                for (size_t i = 0; signature && i < ELEMENTSOF(builtin_methods); i++)
+                        if (streq(builtin_methods[i].name, call->method))
+                                return call_run(call, signature, builtin_methods + i, true);
                 return call_error_name(call, VARLINK_ERROR_METHOD_NOT_FOUND, "method", call->method);
         }
 
@@ -677,19 +690,56 @@ static int connection_run_call(Connection *c, VarlinkCall *call) {
         if (!iface)
                 return call_error_name(call, VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", iface_name);
 
+        /* varlink_server_new() made sure the interface file declares every method served. */
+        signature = varlink_signature_find(iface->signature, call->method);
         method = server_find_method(s, call->method);
-        if (!method || !method->handler) {
-                if (method || description_declares_method(iface->description, member))
-                        return call_error_name(call, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED, "method",
-                                        call->method);
-                return call_error_name(call, VARLINK_ERROR_METHOD_NOT_FOUND, "method", call->method);
-        }
+        if (!method || !method->handler)
+                return call_error_name(call, signature ? VARLINK_ERROR_METHOD_NOT_IMPLEMENTED :
+                                       VARLINK_ERROR_METHOD_NOT_FOUND, "method", call->method);
+        assert(signature);
+        return call_run(call, signature, method, false);
+}
 
-        if ((method->flags & VARLINK_METHOD_ROOT_ONLY) && !c->is_root)
-                return call_error_name(call, s->cfg.errors.permission_denied, "reason",
-                                "this method is for root only");
+/* ---- Parameters, as checked against the interface file --------------------------------------------- */
 
-        return method->handler(call, call->parameters, s->cfg.userdata);
+/* The parameter's value, NULL when absent or null; asserts that the method declares it of this kind, so
+ * that a misspelt name fails every test that reaches it instead of reading as "absent". */
+static json_t *call_parameter(VarlinkCall *call, const char *name, VarlinkTypeKind kind) {
+        assert(call->signature);
+        const VarlinkType *t = varlink_method_parameter_type(call->signature, name);
+        assert(t);
+        if (t->kind == VARLINK_TYPE_REF)
+                t = t->element;
+        assert(t->kind == kind || (kind == VARLINK_TYPE_STRING && t->kind == VARLINK_TYPE_ENUM) ||
+               (kind == _VARLINK_TYPE_KIND_MAX));
+        json_t *v = json_object_get(call->parameters, name);
+        return json_is_null(v) ? NULL : v;
+}
+
+bool varlink_call_declares_parameter(const VarlinkCall *call, const char *name) {
+        return call->signature && varlink_method_parameter_type(call->signature, name);
+}
+
+bool varlink_call_has_parameter(VarlinkCall *call, const char *name) {
+        return call_parameter(call, name, _VARLINK_TYPE_KIND_MAX);
+}
+
+json_t *varlink_call_parameter_json(VarlinkCall *call, const char *name) {
+        return call_parameter(call, name, _VARLINK_TYPE_KIND_MAX);
+}
+
+int64_t varlink_call_parameter_int(VarlinkCall *call, const char *name, int64_t absent) {
+        json_t *v = call_parameter(call, name, VARLINK_TYPE_INT);
+        return v ? (int64_t) json_integer_value(v) : absent;
+}
+
+bool varlink_call_parameter_bool(VarlinkCall *call, const char *name, bool absent) {
+        json_t *v = call_parameter(call, name, VARLINK_TYPE_BOOL);
+        return v ? json_is_true(v) : absent;
+}
+
+const char *varlink_call_parameter_string(VarlinkCall *call, const char *name) {
+        return json_string_value(call_parameter(call, name, VARLINK_TYPE_STRING));
 }
 
 static void connection_handle_message(Connection *c, const char *text, size_t size) {
@@ -1415,9 +1465,21 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
         for (size_t i = 0; i < cfg->n_interfaces; i++)
                 if (!varlink_interface_name_is_valid(cfg->interfaces[i].name) || !cfg->interfaces[i].description)
                         return -EINVAL;
-        for (size_t i = 0; i < cfg->n_methods; i++)
-                if (!varlink_method_name_is_valid(cfg->methods[i].name))
+        /* Every method served is declared by its interface's file, whose types check its calls. */
+        for (size_t i = 0; i < cfg->n_methods; i++) {
+                _cleanup_free_ char *iface_name = NULL;
+                const VarlinkInterface *iface = NULL;
+                const char *member;
+
+                if (!varlink_method_name_is_valid(cfg->methods[i].name) ||
+                    varlink_method_name_split(cfg->methods[i].name, &iface_name, &member) < 0)
                         return -EINVAL;
+                for (size_t j = 0; j < cfg->n_interfaces; j++)
+                        if (streq(cfg->interfaces[j].name, iface_name))
+                                iface = cfg->interfaces + j;
+                if (!iface || !varlink_signature_find(iface->signature, cfg->methods[i].name))
+                        return -EINVAL;
+        }
         /* The errors the server sends on its own belong to the caller's interface. */
         const char *const error_names[] = { cfg->errors.permission_denied, cfg->errors.too_many_connections,
                                             cfg->errors.limit_exceeded, cfg->errors.internal };

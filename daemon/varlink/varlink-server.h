@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "macro.h"
+#include "varlink.h"
 
 #define VARLINK_SERVER_MAX_CONNECTIONS_DEFAULT         64U
 #define VARLINK_SERVER_MAX_CONNECTIONS_PER_UID_DEFAULT 16U
@@ -75,7 +76,11 @@ typedef struct VarlinkMethod {
 typedef struct VarlinkInterface {
         const char *name;               /* "io.memstrack" */
         const char *description;        /* the IDL text served by GetInterfaceDescription */
+        const VarlinkSignature *signature; /* its methods' parameters, from the same file (varlink-embed.py) */
 } VarlinkInterface;
+
+/* The interface the server implements itself, from org.varlink.service.varlink. */
+extern const VarlinkSignature varlink_signature_org_varlink_service;
 
 /* The errors the server sends by itself, named in the caller's interface (all required, e.g.
  * "io.memstrack.PermissionDenied"). Their parameters are fixed: */
@@ -120,7 +125,13 @@ typedef struct VarlinkServerConfig {
         size_t n_interfaces;
         const VarlinkMethod *methods;
         size_t n_methods;
-        void *userdata;                 /* passed to every handler */
+        void *userdata;                 /* passed to every handler and hook */
+        /* Run before every handler, once the call's parameters are known good (e.g. to bring what the
+         * methods answer about up to date). */
+        void (*before_call)(void *userdata);
+        /* A handler returned -errno without answering: reply with the interface's error for it and
+         * return 0, or return the errno for the internal error. */
+        int (*reply_errno)(VarlinkCall *call, int error, void *userdata);
 } VarlinkServerConfig;
 
 /*
@@ -165,6 +176,18 @@ bool varlink_call_wants_more(const VarlinkCall *call);
 bool varlink_call_is_oneway(const VarlinkCall *call);
 /* The peer at connect time (SO_PEERCRED). Only root sees raw kernel addresses. */
 bool varlink_call_peer_is_root(const VarlinkCall *call);
+
+/*
+ * The call's parameters, read after the server checked them against the interface file: each is of its
+ * declared type, so these only read. A name the method does not declare (or of another type) is a bug and
+ * asserts. Absent and null are the same: the given default, NULL or false.
+ */
+bool varlink_call_declares_parameter(const VarlinkCall *call, const char *name); /* never asserts */
+bool varlink_call_has_parameter(VarlinkCall *call, const char *name);
+int64_t varlink_call_parameter_int(VarlinkCall *call, const char *name, int64_t absent);
+bool varlink_call_parameter_bool(VarlinkCall *call, const char *name, bool absent);
+const char *varlink_call_parameter_string(VarlinkCall *call, const char *name); /* strings and enums */
+json_t *varlink_call_parameter_json(VarlinkCall *call, const char *name);       /* borrowed */
 uid_t varlink_call_get_peer_uid(const VarlinkCall *call);
 pid_t varlink_call_get_peer_pid(const VarlinkCall *call);
 void *varlink_call_get_userdata(const VarlinkCall *call);

@@ -19,26 +19,12 @@
 #include "varlink.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+extern const VarlinkSignature varlink_signature_io_memstrack;
 
 static void exercise_call(const VarlinkCallMessage *m) {
-        static const char *const sorts[] = { "current", "peak", "allocs", NULL };
         _cleanup_free_ char *iface = NULL, *text = NULL, *again = NULL;
-        const char *member = NULL, *bad = NULL, *s = NULL;
+        const char *member = NULL, *bad = NULL;
         json_auto_t *reply = NULL, *error = NULL, *ip = NULL;
-        int64_t i = 0;
-        double d = 0;
-        bool b = false;
-        json_t *o = NULL;
-        const VarlinkField fields[] = {
-                { .name = "pid", .type = VARLINK_FIELD_INT, .ret = &i, .min = 1, .max = INT32_MAX },
-                { .name = "sortBy", .type = VARLINK_FIELD_STRING, .ret = &s, .choices = sorts },
-                { .name = "comm", .type = VARLINK_FIELD_STRING, .ret = &s },
-                { .name = "includeExited", .type = VARLINK_FIELD_BOOL, .ret = &b },
-                { .name = "ratio", .type = VARLINK_FIELD_FLOAT, .ret = &d },
-                { .name = "o", .type = VARLINK_FIELD_OBJECT, .ret = &o },
-                { .name = "a", .type = VARLINK_FIELD_ARRAY, .ret = &o },
-                { .name = "name", .type = VARLINK_FIELD_STRING, .ret = &s, .mandatory = true },
-        };
         VarlinkReply r = {};
         size_t n;
 
@@ -48,7 +34,13 @@ static void exercise_call(const VarlinkCallMessage *m) {
         if (varlink_method_name_split(m->method, &iface, &member) < 0 || !varlink_interface_name_is_valid(iface))
                 abort();
 
-        if (varlink_parameters_unpack(m->parameters, fields, ELEMENTSOF(fields), &bad) < 0) {
+        /* Against io.memstrack's own parameter types (from its interface file), as the server checks
+         * them; for any other method, against Tasks's. */
+        const VarlinkMethodSignature *sig = varlink_signature_find(&varlink_signature_io_memstrack, m->method) ?:
+                                            varlink_signature_find(&varlink_signature_io_memstrack, "io.memstrack.Tasks");
+        if (!sig)
+                abort();
+        if (varlink_parameters_check(m->parameters, sig, &bad) < 0) {
                 if (!bad)
                         abort();
                 ip = varlink_error_parameters_invalid_parameter(bad);
