@@ -2,10 +2,21 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "format-util.h"
 #include "macro.h"
+
+char *strdup_printf(const char *format, ...) {
+        char *s;
+        va_list ap;
+
+        va_start(ap, format);
+        int r = vasprintf(&s, format, ap);
+        va_end(ap);
+        return r < 0 ? NULL : s;
+}
 
 char *format_bytes(char *buf, size_t size, uint64_t bytes) {
         static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

@@ -18,6 +18,11 @@ static Ksym *load(const char *path) {
         return k;
 }
 
+static void expect_format(const Ksym *k, uint64_t address, const char *expected) {
+        _cleanup_free_ char *text = ksym_format(k, address);
+        ASSERT_STREQ(text, expected);
+}
+
 static void test_lookup_kernel(void) {
         Ksym *k = load("data/kallsyms-modules");
         KsymResult r;
@@ -52,7 +57,6 @@ static void test_lookup_kernel(void) {
 static void test_lookup_modules(void) {
         Ksym *k = load("data/kallsyms-modules");
         KsymResult r;
-        char buf[128];
 
         ASSERT_TRUE(ksym_lookup(k, 0xffffffffc0002040, &r));
         ASSERT_STREQ(r.name, "ext4_alloc_da_blocks");
@@ -62,9 +66,9 @@ static void test_lookup_modules(void) {
 
         ASSERT_TRUE(ksym_lookup(k, 0xffffffffc0101008, &r));
         ASSERT_STREQ(r.module, "xfs");
-        ASSERT_STREQ(ksym_format(k, 0xffffffffc0101008, buf, sizeof(buf)), "xfs_init+0x8 [xfs]");
-        ASSERT_STREQ(ksym_format(k, 0xffffffff81006010, buf, sizeof(buf)), "handle_mm_fault+0x10");
-        ASSERT_STREQ(ksym_format(NULL, 0xffffffff81006010, buf, sizeof(buf)), "0xffffffff81006010");
+        expect_format(k, 0xffffffffc0101008, "xfs_init+0x8 [xfs]");
+        expect_format(k, 0xffffffff81006010, "handle_mm_fault+0x10");
+        expect_format(NULL, 0xffffffff81006010, "0xffffffff81006010");
 
         /* bpf and ftrace trampolines are shown with their tag but are not modules to charge. */
         ASSERT_TRUE(ksym_lookup(k, 0xffffffffc0200010, &r));
@@ -125,13 +129,12 @@ static void test_load_text(void) {
 static void test_hidden_addresses(void) {
         Ksym *k = load("data/kallsyms-hidden");
         KsymResult r;
-        char buf[64];
 
         ASSERT_TRUE(ksym_addresses_hidden(k));
         ASSERT_EQ(ksym_count(k), 0);
         ASSERT_TRUE(!ksym_lookup(k, 0xffffffff81005123, &r));
         /* Raw addresses are kept. */
-        ASSERT_STREQ(ksym_format(k, 0xffffffff81005123, buf, sizeof(buf)), "0xffffffff81005123");
+        expect_format(k, 0xffffffff81005123, "0xffffffff81005123");
         ksym_free(k);
 }
 
@@ -343,7 +346,9 @@ static void test_live_names(void) {
                 ASSERT_OK(e);
                 ASSERT_EQ(b, a);
                 /* Printed back with the name ksym_lookup() picks, which may be another alias at a. */
-                e = ksym_parse_frame(k, ksym_format(k, a + 1, buf, sizeof(buf)), &b);
+                _cleanup_free_ char *text = ksym_format(k, a + 1);
+                ASSERT_NOT_NULL(text);
+                e = ksym_parse_frame(k, text, &b);
                 if (e == -ENOTUNIQ)
                         continue;
                 ASSERT_OK(e);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "accounting.h"
+#include "format-util.h"
 #include "leaks.h"
 #include "macro.h"
 #include "query.h"
@@ -749,6 +750,44 @@ static void test_object_holds_slot(void) {
         ksym_free(k);
 }
 
+/* A frame's name is as long as its symbol: a Rust or C++ symbol of 700 bytes is not cut (the stack tree
+ * and slab call sites). */
+static void test_long_symbol_names(void) {
+        char path[] = "/tmp/test-query-kallsyms.XXXXXX", symbol[701];
+        AccountingConfig c = ACCOUNTING_CONFIG_DEFAULT;
+        json_auto_t *reply = NULL, *name = NULL, *address = NULL;
+        Accounting *a = NULL;
+        Ksym *k = NULL;
+
+        memset(symbol, 'a', sizeof(symbol) - 1);
+        symbol[sizeof(symbol) - 1] = '\0';
+        int fd = mkstemp(path);
+        ASSERT_TRUE(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        ASSERT_NOT_NULL(f);
+        fprintf(f, "ffffffff81000000 T _stext\nffffffff81001000 T %s\nffffffff81002000 T _etext\n", symbol);
+        ASSERT_EQ(fclose(f), 0);
+        ASSERT_OK(ksym_load(path, &k));
+        ASSERT_OK(unlink(path));
+        c.slab = true;
+        ASSERT_OK(accounting_new(&c, k, &a));
+
+        static const uint64_t frames[] = { 0xffffffff81001010 };
+        accounting_handle_event(a, &(MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = 7, .tid = 7,
+                                                .page = { .pfn = 0x10, .stack = { .frames = frames, .n_frames = 1,
+                                                                                  .n_kernel_frames = 1 } } });
+        QueryStackTree q = { .pid = -1, .max_depth = 4, .max_children = 10, .sort = QUERY_SORT_CURRENT };
+        ASSERT_OK(query_stacktree(a, &q, &reply));
+        json_t *leaf = json_array_get(json_object_get(json_object_get(reply, "root"), "children"), 0);
+        _cleanup_free_ char *expected = strdup_printf("%s+0x10", symbol);
+        ASSERT_STREQ(json_string_value(json_object_get(leaf, "frame")), expected);
+
+        slab_call_site_json(a, 0xffffffff81001010, false, &name, &address);
+        ASSERT_STREQ(json_string_value(name), expected);
+        accounting_free(a);
+        ksym_free(k);
+}
+
 int main(void) {
         TEST(test_filtered_views_match_page_table);
         TEST(test_tasks_and_modules);
@@ -758,6 +797,7 @@ int main(void) {
         TEST(test_user_addresses);
         TEST(test_evicted_owners);
         TEST(test_reused_slot_scope);
+        TEST(test_long_symbol_names);
         TEST(test_object_holds_slot);
         return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format-util.h"
 #include "keyindex.h"
 #include "macro.h"
 #include "query.h"
@@ -371,45 +372,45 @@ static uint64_t view_key(const StackView *v, uint32_t i) {
 static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name) {
         const StackNode *n = stacktree_node(v->tree, i);
         const char *module = NULL;
-        char name[512];
+        _cleanup_free_ char *name = NULL;
         KsymResult sym;
         UsymResult usym;
 
         switch (n->kind) {
         case STACK_FRAME_KERNEL:
                 if (n->ip == MS_FRAME_NOT_SAMPLED)
-                        (void) snprintf(name, sizeof(name), "[not sampled]");
+                        name = strdup_printf("[not sampled]");
                 else if (v->ksym && ksym_lookup(v->ksym, n->ip, &sym)) {
-                        (void) snprintf(name, sizeof(name), "%s+0x%" PRIx64, sym.name, sym.offset);
+                        name = strdup_printf("%s+0x%" PRIx64, sym.name, sym.offset);
                         module = sym.module;
                 } else
-                        (void) snprintf(name, sizeof(name), v->q->show_addresses ? "0x%" PRIx64 : "[unknown]", n->ip);
+                        name = strdup_printf(v->q->show_addresses ? "0x%" PRIx64 : "[unknown]", n->ip);
                 break;
         case STACK_FRAME_USER:
                 /* The ELF file's name takes the place of the kernel module's. */
                 if (v->user_process && usym_process_lookup(v->user_process, n->ip, &usym)) {
-                        (void) snprintf(name, sizeof(name), "%s+0x%" PRIx64, usym.name, usym.offset);
+                        name = strdup_printf("%s+0x%" PRIx64, usym.name, usym.offset);
                         module = usym.object;
                 } else if (v->user_addresses)
-                        (void) snprintf(name, sizeof(name), "[user] 0x%" PRIx64, n->ip);
+                        name = strdup_printf("[user] 0x%" PRIx64, n->ip);
                 else
-                        (void) snprintf(name, sizeof(name), "[user] [unknown]");
+                        name = strdup_printf("[user] [unknown]");
                 break;
         case STACK_FRAME_TRUNCATED:
-                (void) snprintf(name, sizeof(name), "[truncated]");
+                name = strdup_printf("[truncated]");
                 break;
         case STACK_FRAME_PROCESS: {
                 /* A process forgotten to bound memory is no task any more, as in Tasks: what it still
                  * holds is "[evicted]"'s. */
                 const Task *t = usage_task_of_scope(accounting_usage(v->a), n->ip);
                 if (t)
-                        (void) snprintf(name, sizeof(name), "[pid %d %s]", (int) t->pid, t->comm);
+                        name = strdup_printf("[pid %d %s]", (int) t->pid, t->comm);
                 else
-                        (void) snprintf(name, sizeof(name), "%s", USAGE_EVICTED_COMM);
+                        name = strdup_printf("%s", USAGE_EVICTED_COMM);
                 break;
         }
         default:
-                (void) snprintf(name, sizeof(name), "%s", root_name ?: "[all]");
+                name = strdup_printf("%s", root_name ?: "[all]");
         }
 
         /* Hex text: a kernel address does not fit varlink's signed 64-bit int. */
@@ -417,8 +418,11 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
         bool has_address = n->kind == STACK_FRAME_KERNEL ? v->q->show_addresses :
                            n->kind == STACK_FRAME_USER && v->q->show_addresses && v->user_addresses;
         (void) snprintf(address, sizeof(address), "0x%016" PRIx64, n->ip);
-        /* Symbol, module and file names and comm come from the kernel or ELF files, and the snprintf()s
-         * above may have cut a character: utf8.h encodes what is not UTF-8. */
+        /* Names are formatted to their length: a C++ or Rust symbol runs to hundreds of bytes. */
+        if (!name)
+                return NULL;
+        /* Symbol, module and file names and comm come from the kernel or ELF files: utf8.h encodes what
+         * is not UTF-8. */
         return json_pack("{s:o, s:o, s:o, s:I, s:o, s:[], s:i}",
                          "frame", utf8_json_string(name),
                          "module", module ? utf8_json_string(module) : json_null(),

@@ -104,20 +104,19 @@ static double waste_percent(uint64_t requested, uint64_t allocated) {
 void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, json_t **ret_name,
                            json_t **ret_address) {
         const Ksym *k = accounting_ksym(a);
-        char buf[256];
+        char hex[2 + 16 + 1];
 
         *ret_address = json_null();
         if (address == 0) {
                 *ret_name = json_string("[unknown]");
                 return;
         }
-        if (!k || !ksym_format(k, address, buf, sizeof(buf)))
-                (void) snprintf(buf, sizeof(buf), "0x%" PRIx64, address);
-        *ret_name = utf8_json_string(buf);
-        if (show_addresses) {
-                (void) snprintf(buf, sizeof(buf), "0x%" PRIx64, address);
-                *ret_address = json_string(buf);
-        }
+        (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, address);
+        /* As long as the symbol is (KSYM_NAME_LEN is 512 bytes); the address itself on OOM. */
+        _cleanup_free_ char *name = ksym_format(k, address);
+        *ret_name = utf8_json_string(name ?: hex);
+        if (show_addresses)
+                *ret_address = json_string(hex);
 }
 
 /* A cache's kernel figures (SlabKernel), or null when the last reconciliation had none for it. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "file-util.h"
+#include "format-util.h"
 #include "frame-text.h"
 #include "ksym.h"
 #include "macro.h"
@@ -275,17 +276,13 @@ uint64_t ksym_address_of(const Ksym *k, const char *name) {
         return 0;
 }
 
-char *ksym_format(const Ksym *k, uint64_t addr, char *buf, size_t size) {
+char *ksym_format(const Ksym *k, uint64_t addr) {
         KsymResult r;
 
-        if (k && ksym_lookup(k, addr, &r)) {
-                if (r.module)
-                        (void) snprintf(buf, size, "%s+0x%" PRIx64 " [%s]", r.name, r.offset, r.module);
-                else
-                        (void) snprintf(buf, size, "%s+0x%" PRIx64, r.name, r.offset);
-        } else
-                (void) snprintf(buf, size, "0x%" PRIx64, addr);
-        return buf;
+        if (k && ksym_lookup(k, addr, &r))
+                return r.module ? strdup_printf("%s+0x%" PRIx64 " [%s]", r.name, r.offset, r.module) :
+                                  strdup_printf("%s+0x%" PRIx64, r.name, r.offset);
+        return strdup_printf("0x%" PRIx64, addr);
 }
 
 /* Module name of an entry for ordering and matching: "" for the kernel image, which no module is named. */

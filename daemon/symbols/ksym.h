@@ -64,5 +64,5 @@ int ksym_lookup_name(Ksym *k, const char *name, const char *module, uint64_t *re
  * (the text came from another kernel), or ksym_lookup_name()'s errors. */
 int ksym_parse_frame(Ksym *k, const char *text, uint64_t *ret_address);
 
-/* Formats "name+0xoff [module]" or "0xaddr" into buf. Returns buf. */
-char *ksym_format(const Ksym *k, uint64_t addr, char *buf, size_t size);
+/* "name+0xoff [module]" or "0xaddr", as long as the name is: a new string, NULL on OOM. */
+char *ksym_format(const Ksym *k, uint64_t addr);
