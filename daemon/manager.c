@@ -16,9 +16,7 @@
 #include "memcg.h"
 #include "tracepoint.h"
 #include "observer.h"
-#include "oom-moments.h"
-#include "oom-watch.h"
-#include "oomlog.h"
+#include "oom.h"
 #include "service.h"
 #include "slab-reconciler.h"
 #include "status-line.h"
@@ -44,15 +42,14 @@ struct Manager {
         char *source_reason;            /* owned: why this source runs (Status backendReason) */
         Service *service;               /* owned: io.memstrack on the varlink socket, if serving */
         UserSymbols *usym;              /* owned: names user frames in StackTree replies */
-        OomWatch *oom_watch;            /* owned: oom:mark_victim; NULL when it could not be opened */
-        OomLog *oom;                    /* owned: the last kills and peak snapshots (OomKills) */
+        Oom *oom;                       /* owned: OOM kills, their moments, pressure, the log */
+        CgroupNaming *cgroup_naming;    /* the observer's: names new cgroups for the OOM room */
         Memcg *memcg;                   /* owned: the memory controller's figures; NULL: none */
 
         ObserverList observers;         /* owned: the policies told of events (observer.h) */
         /* Observers the Manager also talks to, borrowed from the list. */
         KernelSymbols *ksyms;           /* the kernel's symbol table */
         HistoryKeeper *history;         /* answers History */
-        OomMoments *oom_moments;        /* told of OOM kills */
         StatusLine *status;             /* the event rate */
 
         sd_event_source *tick_timer;    /* owned: once a second, the observers' ticks */
@@ -91,10 +88,6 @@ static void on_prefetch_page(void *userdata, uint64_t pfn) {
         accounting_prefetch_page(((Manager *) userdata)->accounting, pfn);
 }
 
-static void observers_flush(void *userdata) {
-        observer_list_run(&((Manager *) userdata)->observers, OBSERVER_HOOK_FLUSH);
-}
-
 /* Delivers what the source buffers below its wakeup watermark, so an answer reflects everything the
  * kernel reported up to now, and lets the observers catch up (answers name every unit they show). */
 static void manager_flush(void *userdata) {
@@ -105,7 +98,7 @@ static void manager_flush(void *userdata) {
         int r = m->source->ops->flush(m->source);
         if (r < 0)
                 log_debug_errno(r, "Failed to flush the event source, answering with what arrived: %m");
-        observers_flush(m);
+        observer_list_run(&m->observers, OBSERVER_HOOK_FLUSH);
 }
 
 static uint64_t uptime_usec(const Manager *m) {
@@ -118,12 +111,15 @@ static int tick_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* On a quiet system records can sit below the wakeup watermark for long: a second at most. */
         manager_flush(m);
         observer_list_run(&m->observers, OBSERVER_HOOK_TICK);
+        /* Outside the observers' hooks: a pressure record may deliver again. */
+        oom_tick(m->oom);
         return sd_event_source_set_time(s, usec + TICK_INTERVAL_USEC);
 }
 
-static void log_summary(Manager *m, const char *reason) {
+void manager_log_summary(Manager *m, const char *reason) {
         EventSourceStats src = {};
 
+        manager_flush(m);
         if (m->source)
                 m->source->ops->get_stats(m->source, &src);
         SummaryInput in = {
@@ -139,20 +135,13 @@ static void log_summary(Manager *m, const char *reason) {
                 log_warning_errno(r, "Failed to write the summary, ignoring: %m");
 }
 
-void manager_log_summary(Manager *m, const char *reason) {
-        manager_flush(m);
-        log_summary(m, reason);
-}
-
 void manager_reload(Manager *m) {
         observer_list_run(&m->observers, OBSERVER_HOOK_RELOAD);
 }
 
-static void on_oom_kill(void *userdata, const OomKill *kill) {
-        Manager *m = userdata;
-
-        oom_moments_kill(m->oom_moments, kill);
-        oomlog_set_lost(m->oom, oom_watch_lost(m->oom_watch));
+/* The cgroup namer alone, not the observers' flush: the OOM room names units from inside delivery. */
+static void name_units(void *userdata) {
+        cgroup_naming_resolve(((Manager *) userdata)->cgroup_naming);
 }
 
 /* The observers after the kernel symbols', in the order they are told of an event. */
@@ -164,6 +153,7 @@ static int add_observers(Manager *m) {
         r = cgroup_naming_new(m->event, m->config.cgroup_root, m->accounting, &cgroup_naming);
         if (r < 0)
                 return r;
+        m->cgroup_naming = cgroup_naming_of(cgroup_naming);
         r = observe(m, cgroup_naming);
         if (r < 0)
                 return r;
@@ -185,14 +175,14 @@ static int add_observers(Manager *m) {
         r = observe(m, slab ? slab_reconciler_observer(slab) : NULL);
         if (r < 0)
                 return r;
-        m->oom_moments = oom_moments_new(&(OomMomentsConfig) {
-                /* What it reads, where it writes, and the Manager's hooks it calls. */
-                .log = m->oom, .accounting = m->accounting, .usym = m->usym, .memcg = m->memcg,
+        m->oom = oom_new(&(OomConfig) {
+                /* What it reads, and the Manager's hooks its own handlers call. */
+                .event = m->event, .accounting = m->accounting, .usym = m->usym, .memcg = m->memcg,
                 .page_size = m->page_size, .journal = m->journal, .unit = m->unit,
-                .event = m->event, .pressure = m->config.pressure,
-                .flush_source = manager_flush, .name_units = observers_flush, .userdata = m,
+                .pressure = m->config.pressure, .flush_source = manager_flush, .name_units = name_units,
+                .userdata = m,
         });
-        return observe(m, m->oom_moments ? oom_moments_observer(m->oom_moments) : NULL);
+        return observe(m, m->oom ? oom_observer(m->oom) : NULL);
 }
 
 int manager_new(const ManagerConfig *config, Manager **ret) {
@@ -227,8 +217,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         if (r == -ENOMEM)
                 return log_oom();
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
-        m->oom = oomlog_new();
-        if (!m->usym || !m->oom)
+        if (!m->usym)
                 return log_oom();
         r = add_observers(m);
         if (r < 0)
@@ -241,13 +230,12 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         service_free(m->service);
-        oom_watch_free(m->oom_watch);
         sd_event_source_disable_unref(m->tick_timer);
         event_source_free(m->heap_source);
         event_source_free(m->source);
         /* Observers may hold timers on the loop and borrow the core: before both. */
         observer_list_done(&m->observers);
-        oomlog_free(m->oom);
+        oom_free(m->oom);
         memcg_free(m->memcg);
         usym_free(m->usym);
         accounting_free(m->accounting);
@@ -267,7 +255,6 @@ static void get_live(void *userdata, ServiceLive *ret) {
                 .backend_reason = m->source_reason,
                 .uptime_usec = uptime_usec(m),
                 .events_per_second = status_line_events_per_second(m->status),
-                .oom = m->oom,
                 .heap_socket = m->heap_source ? m->config.heap_socket : NULL,
                 .memcg = m->memcg,
                 .memcg_reason = m->memcg ? NULL : "no memory controller on this host",
@@ -275,23 +262,8 @@ static void get_live(void *userdata, ServiceLive *ret) {
         };
         if (m->source)
                 m->source->ops->get_stats(m->source, &ret->source);
-}
-
-static int start_oom_watch(Manager *m) {
-        const char *reason = NULL;
-
-        /* No kernel pages to show beside a kill, and closing the watch's events at exit would wait for an
-         * RCU grace period that record's user waits out too. */
-        if (heaps_alone(&m->config))
-                return oomlog_set_watching(m->oom, false, "only user-space heaps are traced") < 0 ? log_oom() : 0;
-        int r = oom_watch_new(m->event, m->config.source_options.tracefs, on_oom_kill, m, &m->oom_watch, &reason);
-        if (r == -ENOMEM)
-                return log_oom();
-        if (r < 0)
-                log_notice("Not watching OOM kills: %s.", reason ?: "oom:mark_victim could not be opened");
-        if (oomlog_set_watching(m->oom, r >= 0, r >= 0 ? NULL : reason) < 0)
-                return log_oom();
-        return 0;
+        if (m->oom)
+                oom_service_view(m->oom, ret);
 }
 
 static int start_tick_timer(Manager *m) {
@@ -372,7 +344,10 @@ int manager_start(Manager *m) {
             tracepoint_gfp_names(m->config.source_options.tracefs, &gfp_names, &n_gfp_names) >= 0)
                 page_kinds_set_gfp_names(accounting_page_kinds(m->accounting), gfp_names, n_gfp_names);
         (void) page_kinds_read_zones(accounting_page_kinds(m->accounting), m->config.zoneinfo, st.pfns);
-        r = start_oom_watch(m);
+        /* A daemon of user-space heaps alone shows no kernel pages beside a kill, and closing the watch's
+         * events at exit would wait for an RCU grace period that record's user waits out too. */
+        r = oom_start(m->oom, !heaps_alone(&m->config), "only user-space heaps are traced",
+                      m->config.source_options.tracefs);
         if (r < 0)
                 return r;
         r = start_tick_timer(m);
@@ -418,6 +393,6 @@ int manager_finish(Manager *m) {
         /* What the observers have pending (module names to read, the last history) comes before the
          * summary, as before any answer. */
         observer_list_run(&m->observers, OBSERVER_HOOK_FINISH);
-        log_summary(m, "shutdown");
+        manager_log_summary(m, "shutdown");
         return m->config.report ? write_reports(m) : 0;
 }

@@ -33,6 +33,7 @@
 #include "ksym.h"
 #include "log.h"
 #include "macro.h"
+#include "oomlog.h"
 #include "service.h"
 #include "synthetic-events.h"
 #include "test-json.h"
@@ -75,8 +76,9 @@ static void fixture_get_live(void *userdata, ServiceLive *ret) {
                 .source = { .records = 42, .lost_records = 5, .n_cpus = 2, .lost_per_cpu = f->lost_per_cpu },
                 .uptime_usec = 7000000,
                 .events_per_second = 2.5,
-                .oom = f->oom,
         };
+        if (f->oom)
+                oomlog_service_view(f->oom, ret);
 }
 
 /* Set before fixture_setup() for an accounting that traces slab objects (memstrackd --slab), and for
@@ -1159,15 +1161,24 @@ static void test_oom_kills(void) {
         Fixture f;
 
         fixture_setup(&f, 0);
+        /* No OOM room at all (a core without a Manager): said so, not a crash. */
+        json_auto_t *none = call_error(&f, "io.memstrack.OomKills", NULL, MEMSTRACK_ERROR_NOT_TRACING);
+        ASSERT_TRUE(json_is_string(json_object_get(none, "reason")));
+        json_auto_t *status_none = call_ok(&f, "io.memstrack.Status", NULL);
+        ASSERT_TRUE(json_is_false(json_object_get(status_none, "oomWatching")));
+        ASSERT_STREQ(json_string_value(json_object_get(status_none, "oomWatchReason")), "not started");
+
+        /* A room whose watch has not started yet. */
+        f.oom = oomlog_new();
+        ASSERT_NOT_NULL(f.oom);
         json_auto_t *off = call_ok(&f, "io.memstrack.OomKills", NULL);
         ASSERT_TRUE(json_is_false(json_object_get(off, "watching")));
         ASSERT_STREQ(json_string_value(json_object_get(off, "reason")), "not started");
         ASSERT_EQ(json_array_size(json_object_get(off, "kills")), 0);
         json_auto_t *status_off = call_ok(&f, "io.memstrack.Status", NULL);
         ASSERT_TRUE(json_is_false(json_object_get(status_off, "oomWatching")));
+        ASSERT_STREQ(json_string_value(json_object_get(status_off, "oomWatchReason")), "not started");
 
-        f.oom = oomlog_new();
-        ASSERT_NOT_NULL(f.oom);
         ASSERT_OK(oomlog_set_watching(f.oom, true, NULL));
         OomKill k = { .pid = 200, .timestamp_nsec = 9000000, .fields = OOM_KILL_HAS_COMM, .comm = "beta" };
         ASSERT_OK(oomlog_record_kill(f.oom, f.accounting, NULL, &k, 4096, NULL));

@@ -17,7 +17,6 @@
 #include "leaks.h"
 #include "log.h"
 #include "macro.h"
-#include "oomlog.h"
 #include "query.h"
 #include "slabquery.h"
 #include "snapshot-document.h"
@@ -161,9 +160,9 @@ static int document_history(const DocumentInput *in, json_t *params, json_t **re
 
 /* The OomKills reply, for the HTML page's OOM section; a memstrackd not watching them leaves it out. */
 static int document_oom_kills(const DocumentInput *in, json_t *params, json_t **ret) {
-        if (!in->live || !in->live->oom)
+        if (!in->live || !in->live->oom_kills)
                 return -EOPNOTSUPP;
-        *ret = oomlog_json(in->live->oom);
+        *ret = in->live->oom_kills(in->live->oom_room);
         return *ret ? 0 : -ENOMEM;
 }
 

@@ -671,17 +671,13 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
 }
 
 static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Service *sv = userdata;
-        json_auto_t *reply = NULL;
-        ServiceLive live = service_live(sv);
+        ServiceLive live = service_live(userdata);
 
-        if (live.oom)
-                reply = oomlog_json(live.oom);
-        else {
-                _cleanup_(oomlog_freep) OomLog *empty = oomlog_new();
-                if (empty && oomlog_set_watching(empty, false, "not started") >= 0)
-                        reply = oomlog_json(empty);
+        if (!live.oom_kills) {
+                json_auto_t *p = json_pack("{s:s}", "reason", "OOM kills are not watched");
+                return p ? varlink_call_error(call, MEMSTRACK_ERROR_NOT_TRACING, p) : -ENOMEM;
         }
+        json_auto_t *reply = live.oom_kills(live.oom_room);
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);

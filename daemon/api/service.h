@@ -19,7 +19,6 @@
 #include "event.h"
 #include "history.h"
 #include "macro.h"
-#include "oomlog.h"
 #include "status.h"
 #include "usym.h"
 

@@ -139,11 +139,11 @@ static json_t *system_memory_json(const SystemMemory *m) {
                          "captureKernel", m->capture_kernel);
 }
 
-/* Status oomWatching and oomWatchReason for oom (NULL: not watched). -ENOMEM. */
-static int status_add_oom(json_t *status, const OomLog *oom) {
-        const char *reason = oom ? oomlog_reason(oom) : "not started";
+/* Status oomWatching and oomWatchReason. -ENOMEM. */
+static int status_add_oom(json_t *status, const ServiceLive *live) {
+        const char *reason = live->oom_kills ? live->oom_reason : "not started";
 
-        if (json_object_set_new(status, "oomWatching", json_boolean(oom && oomlog_watching(oom))) < 0 ||
+        if (json_object_set_new(status, "oomWatching", json_boolean(live->oom_kills && live->oom_watching)) < 0 ||
             json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
                 return -ENOMEM;
         return 0;
@@ -158,7 +158,7 @@ json_t *status_reply_json(Accounting *a, const ServiceLive *live, long page_size
                                 json_integer(varlink_count(live->source.stack_sample_interval))) < 0 ||
             json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
             status_add_event_counts(a, o) < 0 ||
-            status_add_oom(o, live->oom) < 0 ||
+            status_add_oom(o, live) < 0 ||
             json_object_set_new(o, "slabReconciliation", slab_status_json(a)) < 0 ||
             json_object_set_new(o, "kernelHooks", kernel_hooks_json(&live->source)) < 0 ||
             json_object_set_new(o, "systemMemory", system_memory_json(live->memory)) < 0 ||

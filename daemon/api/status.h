@@ -15,7 +15,6 @@
 #include "accounting.h"
 #include "event.h"
 #include "memcg.h"
-#include "oomlog.h"
 #include "system-memory.h"
 
 /* What the owner knows at the moment of a call. */
@@ -25,7 +24,13 @@ typedef struct ServiceLive {
         EventSourceStats source;        /* zeros without a source */
         uint64_t uptime_usec;
         double events_per_second;
-        const OomLog *oom;              /* the OOM kills and peak snapshots (OomKills); NULL: not watched */
+        /* The OOM room's (daemon/oom, which sits above this folder and fills these): whether it watches
+         * kills and why not, and its OomKills reply, a new reference (NULL on OOM). oom_kills NULL: no
+         * room (Status says "not started", OomKills NotTracing). */
+        bool oom_watching;
+        const char *oom_reason;
+        json_t *(*oom_kills)(const void *room);
+        const void *oom_room;
         const Memcg *memcg;             /* the memory controller's figures (Explain); NULL: none */
         const char *memcg_reason;       /* why there are none; NULL: unknown */
         const char *heap_socket;        /* where processes hand over their heap beside the source; NULL: none */

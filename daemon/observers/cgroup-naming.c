@@ -210,3 +210,7 @@ int cgroup_naming_new(sd_event *event, const char *root, Accounting *accounting,
         *ret = &TAKE_PTR(n)->observer;
         return 0;
 }
+
+CgroupNaming *cgroup_naming_of(EventObserver *o) {
+        return o->userdata;
+}

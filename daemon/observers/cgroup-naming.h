@@ -26,5 +26,8 @@ int cgroup_naming_new(sd_event *event, const char *root, Accounting *accounting,
 CgroupNaming *cgroup_naming_free(CgroupNaming *n);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupNaming *, cgroup_naming_free);
 
+/* The namer behind the observer cgroup_naming_new() returned. */
+CgroupNaming *cgroup_naming_of(EventObserver *o);
+
 /* Names the core's pending cgroups now, walking the tree once if one is not in the last walk. */
 void cgroup_naming_resolve(CgroupNaming *n);

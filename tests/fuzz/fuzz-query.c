@@ -669,7 +669,7 @@ static void op_oom_peak(Program *p) {
 
 static ServiceLive live_of(Program *p) {
         static const EventSourceLoss losses[] = { { "ringFull", 3 }, { "stackFailed", 0 } };
-        return (ServiceLive) {
+        ServiceLive live = {
                 .backend = "fuzz",
                 .backend_reason = "chosen by the fuzzer",
                 .source = { .records = 42, .lost_records = 5, .n_cpus = ELEMENTSOF(p->lost_per_cpu),
@@ -677,8 +677,9 @@ static ServiceLive live_of(Program *p) {
                             .stack_sample_interval = 1 },
                 .uptime_usec = p->clock_nsec / NSEC_PER_USEC,
                 .events_per_second = 1.5,
-                .oom = p->oom,
         };
+        oomlog_service_view(p->oom, &live);
+        return live;
 }
 
 static void op_summary(Program *p) {

@@ -30,6 +30,7 @@
 #include "accounting.h"
 #include "macro.h"
 #include "oomkill.h"
+#include "status.h"
 #include "usym.h"
 
 #define OOMLOG_MESSAGE_ID "3d1f9a6c0b8e4f27a5c2e7d4b1906f38"
@@ -108,3 +109,7 @@ void oomlog_set_pressure_watch(OomLog *l, json_t *watch);
 
 /* The OomKills reply. New reference, NULL on OOM. */
 json_t *oomlog_json(const OomLog *l);
+
+/* What Status, OomKills and the document show of l (ServiceLive's oom_ fields): they read it through these,
+ * as api/ sits below this room. */
+void oomlog_service_view(const OomLog *l, ServiceLive *live);

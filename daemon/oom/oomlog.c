@@ -78,6 +78,9 @@ OomLog *oomlog_new(void) {
         l->peaks.max = OOMLOG_PEAKS_MAX;
         l->pressure.max = OOMLOG_PRESSURE_MAX;
         l->growth_pages = l->peak_threshold_pages = 1;
+        l->reason = strdup("not started");
+        if (!l->reason)
+                return oomlog_free(l);
         return l;
 }
 
@@ -467,4 +470,15 @@ json_t *oomlog_json(const OomLog *l) {
                          "peakIntervalUsec", varlink_count(OOMLOG_PEAK_INTERVAL_USEC),
                          "peakGrowthPercent", OOMLOG_PEAK_GROWTH_PERCENT,
                          "pressureRecords", OOMLOG_PRESSURE_MAX);
+}
+
+static json_t *service_kills(const void *room) {
+        return oomlog_json(room);
+}
+
+void oomlog_service_view(const OomLog *l, ServiceLive *live) {
+        live->oom_watching = l->watching;
+        live->oom_reason = l->reason;
+        live->oom_kills = service_kills;
+        live->oom_room = l;
 }

@@ -64,25 +64,21 @@ static void on_event(void *userdata, const MsEvent *e, bool applied) {
                 offer_peak(m, current);
 }
 
-void oom_moments_kill(OomMoments *m, const OomKill *kill) {
+void oom_moments_kill_heard(OomMoments *m, const OomKill *kill) {
         if (m->pending)
                 snapshot(m);    /* two kills at once: the first one's moment is now */
         m->pending_kill = *kill;
         set_pending(m, true);
-        m->config.flush_source(m->config.userdata);
+}
+
+void oom_moments_kill_delivered(OomMoments *m) {
         if (m->pending)
                 snapshot(m);
 }
 
-static void on_tick(void *userdata) {
-        OomMoments *m = userdata;
-
+void oom_moments_tick(OomMoments *m) {
         if (m->pressure)
                 pressure_watch_check(m->pressure);
-}
-
-static void observer_free(void *userdata) {
-        oom_moments_free(userdata);
 }
 
 OomMoments *oom_moments_new(const OomMomentsConfig *config) {
@@ -116,8 +112,6 @@ OomMoments *oom_moments_new(const OomMomentsConfig *config) {
                 .after_types = MS_EVENT_BIT(MS_EVENT_PAGE_ALLOC) | MS_EVENT_BIT(MS_EVENT_SAMPLE),
                 .userdata = m,
                 .event = on_event,
-                .tick = on_tick,
-                .free = observer_free,
         };
         return m;
 }

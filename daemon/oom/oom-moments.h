@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * OomMoments: when the OOM log (oomlog.h) takes its snapshots, as the events arrive.
+ *
+ * A kill: the snapshot is of the moment the OOM killer picked the victim. Once the kill is heard of, the
+ * snapshot is taken before the first record after the kill's time is applied, or when the records the
+ * source held at the kill have been delivered (by the room's kill handler, oom.h), whichever comes first.
+ * A peak: every page allocation or sample that brings the tracked total to the OOM log's threshold offers
+ * a peak snapshot. Pressure: once a second (oom_moments_tick(), from the Manager's tick, not an observer
+ * hook) its PressureWatch (pressure-watch.h) looks at units near their memory limits and at memory
+ * pressure, and takes the pressure records.
+ *
+ * Its observer only reads the core: it never delivers records or runs other observers.
+ */
+
+#include <stdbool.h>
+
+#include "accounting.h"
+#include "macro.h"
+#include "observer.h"
+#include "pressure-watch.h"
+#include "oomkill.h"
+#include "oomlog.h"
+#include "usym.h"
+
+typedef struct OomMomentsConfig {
+        OomLog *log;                    /* borrowed: where the snapshots go */
+        Accounting *accounting;         /* borrowed */
+        UserSymbols *usym;              /* borrowed */
+        long page_size;
+        bool journal;                   /* log kills to the journal, else to stderr */
+        const char *unit;               /* ours, for the journal entry; may be NULL */
+        /* Handed to the PressureWatch (its trigger handler delivers before a record); never called here. */
+        void (*flush_source)(void *userdata);
+        /* Names the units of the core's new cgroups now (the cgroup namer alone), so the snapshot names
+         * the victim's unit: safe inside delivery, it runs no observer. */
+        void (*name_units)(void *userdata);
+        void *userdata;
+        /* Pressure records (PressureWatchConfig's): the loop for PSI triggers, the memory controller, the
+         * margin, the trigger, the interval. event NULL: none taken. */
+        sd_event *event;
+        const Memcg *memcg;
+        PressureSettings pressure;
+} OomMomentsConfig;
+
+typedef struct OomMoments OomMoments;
+
+/* NULL on OOM, or for a pressure trigger pressure_trigger_parse() refuses (check it beforehand). */
+OomMoments *oom_moments_new(const OomMomentsConfig *config);
+OomMoments *oom_moments_free(OomMoments *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(OomMoments *, oom_moments_free);
+
+/* The OOM killer picked a victim (the OOM watcher's handler): its snapshot is taken at its moment, at the
+ * latest by oom_moments_kill_delivered() once what the source held then has been delivered. */
+void oom_moments_kill_heard(OomMoments *m, const OomKill *kill);
+void oom_moments_kill_delivered(OomMoments *m);
+
+/* The pressure checks, once a second. */
+void oom_moments_tick(OomMoments *m);
+
+/* The observer to register with the Manager; m keeps owning it (free the observers first). */
+EventObserver *oom_moments_observer(OomMoments *m);
