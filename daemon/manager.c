@@ -247,10 +247,10 @@ Manager *manager_free(Manager *m) {
 }
 
 /* The Service's and the reports' view of the Manager: what they may ask between calls. */
-static void get_live(void *userdata, ServiceLive *ret) {
+static void get_state(void *userdata, ServiceState *ret) {
         Manager *m = userdata;
 
-        *ret = (ServiceLive) {
+        *ret = (ServiceState) {
                 .backend = m->source ? m->source->ops->name : "none",
                 .backend_reason = m->source_reason,
                 .uptime_usec = uptime_usec(m),
@@ -295,7 +295,7 @@ static int start_service(Manager *m) {
         c.priority = PRIORITY_CLIENTS;
         c.userdata = m;
         c.flush = manager_flush;
-        c.get_live = get_live;
+        c.get_state = get_state;
         c.heap_stop = heap_stop;
         return service_new(&c, &m->service);
 }
@@ -372,13 +372,13 @@ int manager_run(Manager *m) {
 
 /* memstrack's reports from the state at exit, as memstrackctl report would render them now. */
 static int write_reports(Manager *m) {
-        ServiceLive live;
+        ServiceState state;
 
-        get_live(m, &live);
+        get_state(m, &state);
         DocumentInput in = {
                 .accounting = m->accounting,
                 .usym = m->usym,
-                .live = &live,
+                .state = &state,
                 .history = history_keeper_history(m->history),
                 .page_size = m->page_size,
                 .sort_by_peak = report_wants_peak(m->config.report),

@@ -61,7 +61,7 @@ typedef struct Fixture {
         unsigned flushes;
         uint64_t lost_per_cpu[2];
         bool root;
-        OomLog *oom;                    /* what get_live hands out; NULL: kills not watched */
+        OomLog *oom;                    /* what get_state hands out; NULL: kills not watched */
 } Fixture;
 
 static void fixture_flush(void *userdata) {
@@ -69,9 +69,9 @@ static void fixture_flush(void *userdata) {
         f->flushes++;
 }
 
-static void fixture_get_live(void *userdata, ServiceLive *ret) {
+static void fixture_get_state(void *userdata, ServiceState *ret) {
         Fixture *f = userdata;
-        *ret = (ServiceLive) {
+        *ret = (ServiceState) {
                 .backend = "synthetic",
                 .source = { .records = 42, .lost_records = 5, .n_cpus = 2, .lost_per_cpu = f->lost_per_cpu },
                 .uptime_usec = 7000000,
@@ -131,7 +131,7 @@ static void fixture_setup(Fixture *f, unsigned max_connections_per_uid) {
                 .leaks_pace = fixture_leaks_pace,
                 .userdata = f,
                 .flush = fixture_flush,
-                .get_live = fixture_get_live,
+                .get_state = fixture_get_state,
                 .now_nsec = fixture_clock_stands ? fixture_now_nsec : NULL,
         };
         ASSERT_OK(service_new(&sc, &f->service));

@@ -62,7 +62,7 @@ static int document_status(const DocumentInput *in, json_t *params, json_t **ret
         r = unpack_params(params, "{}");
         if (r < 0)
                 return r;
-        *ret = status_reply_json(in->accounting, in->live, in->page_size, true);
+        *ret = status_reply_json(in->accounting, in->state, in->page_size, true);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -160,9 +160,9 @@ static int document_history(const DocumentInput *in, json_t *params, json_t **re
 
 /* The OomKills reply, for the HTML page's OOM section; a memstrackd not watching them leaves it out. */
 static int document_oom_kills(const DocumentInput *in, json_t *params, json_t **ret) {
-        if (!in->live || !in->live->oom_kills)
+        if (!in->state || !in->state->oom_kills)
                 return -EOPNOTSUPP;
-        *ret = in->live->oom_kills(in->live->oom_room);
+        *ret = in->state->oom_kills(in->state->oom_room);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -182,12 +182,12 @@ static int document_explain(const DocumentInput *in, json_t *params, json_t **re
                 return r;
         q.limit = (size_t) limit;
         q.stacks = (unsigned) stacks;
-        if (in->live) {
-                q.memcg = in->live->memcg;
-                q.memcg_reason = in->live->memcg_reason;
-                q.lost_events = in->live->source.lost_records;
-                q.stack_sample_interval = in->live->source.stack_sample_interval;
-                q.uptime_usec = in->live->uptime_usec;
+        if (in->state) {
+                q.memcg = in->state->memcg;
+                q.memcg_reason = in->state->memcg_reason;
+                q.lost_events = in->state->source.lost_records;
+                q.stack_sample_interval = in->state->source.stack_sample_interval;
+                q.uptime_usec = in->state->uptime_usec;
         }
         return explain_query_json(in->accounting, &q, ret);
 }
@@ -218,7 +218,7 @@ static int document_stack_tree(const DocumentInput *in, json_t *params, json_t *
         if (r < 0)
                 return r;
         if (json_object_set_new(tree, "stackSampleInterval",
-                                json_integer(varlink_count(in->live->source.stack_sample_interval))) < 0)
+                                json_integer(varlink_count(in->state->source.stack_sample_interval))) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(tree);
         return 0;

@@ -20,7 +20,7 @@
 typedef struct DocumentInput {
         Accounting *accounting;         /* borrowed */
         UserSymbols *usym;              /* borrowed; NULL: user frames as raw addresses */
-        const ServiceLive *live;        /* what the owner knows now (backend, uptime, source counters) */
+        const ServiceState *state;        /* what the owner knows now (backend, uptime, source counters) */
         History *history;               /* borrowed; NULL: the document has no history */
         long page_size;
         bool sort_by_peak;              /* the stack trees keep their biggest children by peak, not current */

@@ -47,7 +47,7 @@ struct Service {
         int64_t priority;
         void *userdata;
         void (*flush)(void *userdata);
-        void (*get_live)(void *userdata, ServiceLive *ret);
+        void (*get_state)(void *userdata, ServiceState *ret);
         int (*heap_stop)(void *userdata, int32_t pid);
         uint64_t (*now_nsec)(void *userdata, clockid_t clock);  /* NULL: the system's */
 
@@ -72,10 +72,10 @@ static uint64_t service_now_usec(Service *sv, clockid_t clock) {
         return service_now_nsec(sv, clock) / NSEC_PER_USEC;
 }
 
-static ServiceLive service_live(Service *sv) {
-        ServiceLive live = { .backend = "none" };
-        sv->get_live(sv->userdata, &live);
-        return live;
+static ServiceState service_state(Service *sv) {
+        ServiceState state = { .backend = "none" };
+        sv->get_state(sv->userdata, &state);
+        return state;
 }
 
 /* Before every method (VarlinkServerConfig.before_call), its parameters already checked against the
@@ -164,8 +164,8 @@ static QuerySort sort_parameter(VarlinkCall *call) {
 
 static int method_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
-        ServiceLive live = service_live(sv);
-        json_auto_t *reply = status_reply_json(sv->accounting, &live, sv->page_size,
+        ServiceState state = service_state(sv);
+        json_auto_t *reply = status_reply_json(sv->accounting, &state, sv->page_size,
                                                  varlink_call_peer_is_root(call));
         if (!reply)
                 return -ENOMEM;
@@ -197,10 +197,10 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
 
         accounting_get_stats(sv->accounting, &s);
         usage_get_stats(accounting_usage(sv->accounting), &us);
-        ServiceLive live = service_live(sv);
+        ServiceState state = service_state(sv);
         reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O, s:O}",
-                          "backend", live.backend,
-                          "uptimeUsec", varlink_count(live.uptime_usec),
+                          "backend", state.backend,
+                          "uptimeUsec", varlink_count(state.uptime_usec),
                           "pages", "current", varlink_count(s.current_pages),
                           "peak", varlink_count(s.peak_pages),
                           "events", varlink_count(s.events),
@@ -367,9 +367,9 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         int r = query_stacktree(sv->accounting, &q, &reply);
         if (r < 0)
                 return r;
-        ServiceLive live = service_live(sv);
+        ServiceState state = service_state(sv);
         if (json_object_set_new(reply, "stackSampleInterval",
-                                json_integer(varlink_count(live.source.stack_sample_interval))) < 0)
+                                json_integer(varlink_count(state.source.stack_sample_interval))) < 0)
                 return -ENOMEM;
         r = stack_tree_heap(sv, call, (int32_t) pid, (unsigned) max_depth, (unsigned) max_children, reply);
         if (r < 0)
@@ -405,14 +405,14 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         }
         accounting_get_stats(sv->accounting, &s);
         stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
-        ServiceLive live = service_live(sv);
+        ServiceState state = service_state(sv);
         *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:O?}",
                          "timestampUsec", varlink_count(service_now_usec(sv, CLOCK_MONOTONIC)),
                          "trackedPages", varlink_count(s.current_pages),
                          "peakTrackedPages", varlink_count(s.peak_pages),
-                         "eventsPerSecond", live.events_per_second,
+                         "eventsPerSecond", state.events_per_second,
                          "lostEvents", varlink_count(s.lost_events),
-                         "uptimeUsec", varlink_count(live.uptime_usec),
+                         "uptimeUsec", varlink_count(state.uptime_usec),
                          "stacksTruncated", varlink_count(st.stacks_truncated + st.process_paths_truncated),
                          "tasks", json_object_get(tasks, "tasks"),
                          "evicted", json_object_get(tasks, "evicted"),
@@ -671,13 +671,13 @@ static int method_leaks(VarlinkCall *call, json_t *parameters, void *userdata) {
 }
 
 static int method_oom_kills(VarlinkCall *call, json_t *parameters, void *userdata) {
-        ServiceLive live = service_live(userdata);
+        ServiceState state = service_state(userdata);
 
-        if (!live.oom_kills) {
+        if (!state.oom_kills) {
                 json_auto_t *p = json_pack("{s:s}", "reason", "OOM kills are not watched");
                 return p ? varlink_call_error(call, MEMSTRACK_ERROR_NOT_TRACING, p) : -ENOMEM;
         }
-        json_auto_t *reply = live.oom_kills(live.oom_room);
+        json_auto_t *reply = state.oom_kills(state.oom_room);
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply);
@@ -692,7 +692,7 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
         if (!limit_parameter(call, EXPLAIN_LIMIT_DEFAULT, &limit) ||
             !int_parameter(call, "stacks", EXPLAIN_STACKS_DEFAULT, 0, EXPLAIN_STACKS_MAX, &stacks))
                 return 0;
-        ServiceLive live = service_live(sv);
+        ServiceState state = service_state(sv);
         accounting_get_stats(sv->accounting, &s);
         ExplainQuery q = {
                 .name = varlink_call_parameter_string(call, "name"),
@@ -702,12 +702,12 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
                 .user_addresses = user_addresses(call),
                 .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
-                .memcg = live.memcg,
-                .memcg_reason = live.memcg_reason,
+                .memcg = state.memcg,
+                .memcg_reason = state.memcg_reason,
                 .page_size = sv->page_size,
-                .lost_events = MAX(s.lost_events, live.source.lost_records),
-                .stack_sample_interval = live.source.stack_sample_interval,
-                .uptime_usec = live.uptime_usec,
+                .lost_events = MAX(s.lost_events, state.source.lost_records),
+                .stack_sample_interval = state.source.stack_sample_interval,
+                .uptime_usec = state.uptime_usec,
         };
         int r = explain_query_json(sv->accounting, &q, &reply);
         if (r < 0)
@@ -724,8 +724,8 @@ static int method_explain_units(VarlinkCall *call, json_t *parameters, void *use
 
         if (json_array_size(names) > EXPLAIN_UNITS_MAX)
                 return varlink_call_error_invalid_parameter(call, "names");
-        ServiceLive live = service_live(sv);
-        int r = explain_units_json(sv->accounting, names, live.memcg, sv->page_size, &reply);
+        ServiceState state = service_state(sv);
+        int r = explain_units_json(sv->accounting, names, state.memcg, sv->page_size, &reply);
         if (r < 0)
                 return r;
         return varlink_call_reply(call, reply);
@@ -798,7 +798,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
         int r;
 
         assert(config);
-        assert(config->event && config->accounting && config->flush && config->get_live);
+        assert(config->event && config->accounting && config->flush && config->get_state);
         assert(ret);
 
         sv = calloc(1, sizeof(Service));
@@ -813,7 +813,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .priority = config->priority,
                 .userdata = config->userdata,
                 .flush = config->flush,
-                .get_live = config->get_live,
+                .get_state = config->get_state,
                 .heap_stop = config->heap_stop,
                 .now_nsec = config->now_nsec,
                 .leaks_pace = config->leaks_pace ?: SERVICE_LEAKS_PACE,

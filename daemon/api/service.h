@@ -46,7 +46,7 @@ typedef struct ServiceConfig {
         void *userdata;                 /* passed to the callbacks */
         /* Brings the core up to date with what the kernel reported so far; every call runs it first. */
         void (*flush)(void *userdata);
-        void (*get_live)(void *userdata, ServiceLive *ret);
+        void (*get_state)(void *userdata, ServiceState *ret);
         /* Optional (HeapStop): stops recording pid's heap, which then ends as closed: 0, also when it had
          * ended already; -ESRCH when the source never recorded it or records no heaps. */
         int (*heap_stop)(void *userdata, int32_t pid);

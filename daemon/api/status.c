@@ -2,7 +2,7 @@
 
 /*
  * The Status view: the daemon's health, totals and losses, from the core's counters and what the owner
- * knows at the moment of the call (ServiceLive). Status answers it; the snapshot document keeps it.
+ * knows at the moment of the call (ServiceState). Status answers it; the snapshot document keeps it.
  */
 
 #include <stdio.h>
@@ -31,7 +31,7 @@ bool status_addresses_shown(const Accounting *a, bool peer_is_root) {
         return peer_is_root && !(k && ksym_addresses_synthetic(k));
 }
 
-static json_t *status_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
+static json_t *status_json(Accounting *a, const ServiceState *state, long page_size, bool peer_is_root) {
         AccountingStats s;
         StackTreeStats st;
         UsageStats us;
@@ -39,7 +39,7 @@ static json_t *status_json(Accounting *a, const ServiceLive *live, long page_siz
         accounting_get_stats(a, &s);
         stacktree_get_stats(accounting_stacktree(a), &st);
         usage_get_stats(accounting_usage(a), &us);
-        const EventSourceStats *src = &live->source;
+        const EventSourceStats *src = &state->source;
         const Ksym *k = accounting_ksym(a);
         bool addresses_hidden = !status_addresses_shown(a, peer_is_root) || !k || ksym_addresses_hidden(k);
 
@@ -52,10 +52,10 @@ static json_t *status_json(Accounting *a, const ServiceLive *live, long page_siz
         uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(a));
 
         return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
-                         "backend", live->backend,
+                         "backend", state->backend,
                          "version", PACKAGE_VERSION,
-                         "uptimeUsec", varlink_count(live->uptime_usec),
-                         "eventsPerSecond", live->events_per_second,
+                         "uptimeUsec", varlink_count(state->uptime_usec),
+                         "eventsPerSecond", state->events_per_second,
                          "events", varlink_count(s.events),
                          "resets", varlink_count(s.resets),
                          "lostEvents", varlink_count(MAX(s.lost_events, src->lost_records)),
@@ -140,29 +140,29 @@ static json_t *system_memory_json(const SystemMemory *m) {
 }
 
 /* Status oomWatching and oomWatchReason. -ENOMEM. */
-static int status_add_oom(json_t *status, const ServiceLive *live) {
-        const char *reason = live->oom_kills ? live->oom_reason : "not started";
+static int status_add_oom(json_t *status, const ServiceState *state) {
+        const char *reason = state->oom_kills ? state->oom_reason : "not started";
 
-        if (json_object_set_new(status, "oomWatching", json_boolean(live->oom_kills && live->oom_watching)) < 0 ||
+        if (json_object_set_new(status, "oomWatching", json_boolean(state->oom_kills && state->oom_watching)) < 0 ||
             json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
                 return -ENOMEM;
         return 0;
 }
 
-json_t *status_reply_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root) {
-        json_auto_t *o = status_json(a, live, page_size, peer_is_root);
+json_t *status_reply_json(Accounting *a, const ServiceState *state, long page_size, bool peer_is_root) {
+        json_auto_t *o = status_json(a, state, page_size, peer_is_root);
 
         if (!o ||
-            json_object_set_new(o, "backendReason", json_string(live->backend_reason ?: "")) < 0 ||
+            json_object_set_new(o, "backendReason", json_string(state->backend_reason ?: "")) < 0 ||
             json_object_set_new(o, "stackSampleInterval",
-                                json_integer(varlink_count(live->source.stack_sample_interval))) < 0 ||
-            json_object_set_new(o, "lostByReason", lost_by_reason_json(&live->source)) < 0 ||
+                                json_integer(varlink_count(state->source.stack_sample_interval))) < 0 ||
+            json_object_set_new(o, "lostByReason", lost_by_reason_json(&state->source)) < 0 ||
             status_add_event_counts(a, o) < 0 ||
-            status_add_oom(o, live) < 0 ||
+            status_add_oom(o, state) < 0 ||
             json_object_set_new(o, "slabReconciliation", slab_status_json(a)) < 0 ||
-            json_object_set_new(o, "kernelHooks", kernel_hooks_json(&live->source)) < 0 ||
-            json_object_set_new(o, "systemMemory", system_memory_json(live->memory)) < 0 ||
-            (live->heap_socket && json_object_set_new(o, "heapSocket", json_string(live->heap_socket)) < 0))
+            json_object_set_new(o, "kernelHooks", kernel_hooks_json(&state->source)) < 0 ||
+            json_object_set_new(o, "systemMemory", system_memory_json(state->memory)) < 0 ||
+            (state->heap_socket && json_object_set_new(o, "heapSocket", json_string(state->heap_socket)) < 0))
                 return NULL;
         return TAKE_PTR(o);
 }

@@ -18,7 +18,7 @@
 #include "system-memory.h"
 
 /* What the owner knows at the moment of a call. */
-typedef struct ServiceLive {
+typedef struct ServiceState {
         const char *backend;            /* the event source's name; "none" without a source */
         const char *backend_reason;     /* why it runs (source_new()); NULL: unknown */
         EventSourceStats source;        /* zeros without a source */
@@ -35,7 +35,7 @@ typedef struct ServiceLive {
         const char *memcg_reason;       /* why there are none; NULL: unknown */
         const char *heap_socket;        /* where processes hand over their heap beside the source; NULL: none */
         const SystemMemory *memory;     /* the machine's memory when tracing began; NULL: not started */
-} ServiceLive;
+} ServiceState;
 
 /* Whether raw kernel addresses go to a caller: root only, and never the made-up ones of a source that
  * names its own frames (an imported page_owner log). */
@@ -43,4 +43,4 @@ bool status_addresses_shown(const Accounting *a, bool peer_is_root);
 
 /* The Status reply for accounting a and what its owner knows now; kernel addresses count as hidden
  * unless peer_is_root. New reference, NULL on OOM. */
-json_t *status_reply_json(Accounting *a, const ServiceLive *live, long page_size, bool peer_is_root);
+json_t *status_reply_json(Accounting *a, const ServiceState *state, long page_size, bool peer_is_root);

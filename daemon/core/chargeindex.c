@@ -6,7 +6,7 @@
 
 #include "chargeindex.h"
 #include "macro.h"
-#include "probe.h"
+#include "backshift.h"
 
 #define NONE CHARGE_CELL_NONE
 #define MODULES 2048u           /* module ids fit 11 bits (USAGE_MODULE_ID_MAX) */
@@ -256,27 +256,27 @@ static void unlink_cell(ChargeIndex *ci, uint32_t c) {
         ci->free_cell = c;
 }
 
-static size_t probe_home(const void *table, size_t i) {
+static size_t slot_home(const void *table, size_t i) {
         const ChargeIndex *ci = table;
         if (ci->slots[i] == NONE)
-                return PROBE_EMPTY;
+                return BACKSHIFT_EMPTY;
         const Cell *x = &ci->cells[ci->slots[i]];
         return home(ci, x->process, x->module, x->leaf, x->cgroup, x->sampled, x->kind);
 }
 
-static void probe_move(void *table, size_t to, size_t from) {
+static void slot_move(void *table, size_t to, size_t from) {
         ChargeIndex *ci = table;
         ci->slots[to] = ci->slots[from];
 }
 
-static void probe_clear(void *table, size_t i) {
+static void slot_clear(void *table, size_t i) {
         ChargeIndex *ci = table;
         ci->slots[i] = NONE;
 }
 
-/* Backward-shift deletion (probe.h): lookups stay exact without tombstones. */
+/* Backward-shift deletion (backshift.h): lookups stay exact without tombstones. */
 static void remove_slot(ChargeIndex *ci, size_t hole) {
-        probe_delete(ci, ci->capacity, hole, probe_home, probe_move, probe_clear);
+        backshift_delete(ci, ci->capacity, hole, slot_home, slot_move, slot_clear);
 }
 
 void chargeindex_sub(ChargeIndex *ci, uint32_t cell, uint64_t pages) {

@@ -8,7 +8,7 @@
 #include "heap.h"
 #include "keyindex.h"
 #include "macro.h"
-#include "probe.h"
+#include "backshift.h"
 
 #define BLOCKS_MIN 1024u        /* slots of the block table at first; a power of two */
 
@@ -106,7 +106,7 @@ static size_t block_home_of(size_t n_slots, uint64_t ptr, uint32_t image) {
 static size_t block_home(const void *table, size_t i) {
         const Heap *h = table;
         const BlockSlot *s = &h->blocks[i];
-        return s->ptr == 0 ? PROBE_EMPTY : block_home_of(h->n_slots, s->ptr, s->image);
+        return s->ptr == 0 ? BACKSHIFT_EMPTY : block_home_of(h->n_slots, s->ptr, s->image);
 }
 
 static void block_move(void *table, size_t to, size_t from) {
@@ -144,7 +144,7 @@ static int blocks_grow(Heap *h) {
 }
 
 static void block_remove(Heap *h, size_t i) {
-        probe_delete(h, h->n_slots, i, block_home, block_move, block_clear);
+        backshift_delete(h, h->n_slots, i, block_home, block_move, block_clear);
         h->n_blocks--;
 }
 
@@ -412,7 +412,7 @@ static void handle_end(Heap *h, const MsEvent *e) {
         for (size_t i = 0; i < h->n_slots;) {
                 if (h->blocks[i].ptr != 0 && h->blocks[i].image == img->serial) {
                         /* The slot is refilled by the shift: look at it again. */
-                        probe_delete(h, h->n_slots, i, block_home, block_move, block_clear);
+                        backshift_delete(h, h->n_slots, i, block_home, block_move, block_clear);
                         h->n_blocks--;
                         continue;
                 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "keyindex.h"
-#include "probe.h"
+#include "backshift.h"
 
 #define KEY_INDEX_MIN 64u               /* slots at first; a power of two */
 
@@ -65,18 +65,18 @@ int key_index_put(KeyIndex *x, uint64_t key, uint32_t value) {
         return 0;
 }
 
-static size_t probe_home(const void *table, size_t i) {
+static size_t slot_home(const void *table, size_t i) {
         const KeyIndex *x = table;
-        return x->keys[i] == 0 ? PROBE_EMPTY : home_of(x, x->keys[i]);
+        return x->keys[i] == 0 ? BACKSHIFT_EMPTY : home_of(x, x->keys[i]);
 }
 
-static void probe_move(void *table, size_t to, size_t from) {
+static void slot_move(void *table, size_t to, size_t from) {
         KeyIndex *x = table;
         x->keys[to] = x->keys[from];
         x->values[to] = x->values[from];
 }
 
-static void probe_clear(void *table, size_t i) {
+static void slot_clear(void *table, size_t i) {
         KeyIndex *x = table;
         x->keys[i] = 0;
 }
@@ -90,7 +90,7 @@ bool key_index_remove(KeyIndex *x, uint64_t key) {
         size_t i = slot_of(x, key);
         if (i == SIZE_MAX || x->keys[i] != key)
                 return false;
-        probe_delete(x, x->n_slots, i, probe_home, probe_move, probe_clear);
+        backshift_delete(x, x->n_slots, i, slot_home, slot_move, slot_clear);
         x->n_used--;
         return true;
 }

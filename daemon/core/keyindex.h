@@ -4,7 +4,7 @@
 /*
  * KeyIndex: open addressing from a 64-bit key to a 32-bit value (an index into the caller's array): the
  * core's one hash table for keyed maps (task ids, cgroup ids, slab call sites and caches, Leaks' rows, the
- * heap's processes and stack ids, the stack views' subsets). Linear probing, at most half full, removal by backward shift (probe.h), so
+ * heap's processes and stack ids, the stack views' subsets). Linear probing, at most half full, removal by backward shift (backshift.h), so
  * lookups stay exact without tombstones. Key 0 is a key like any other (kept beside the slots, whose 0
  * means empty).
  *

@@ -6,7 +6,7 @@
 
 #include "macro.h"
 #include "pagemap.h"
-#include "probe.h"
+#include "backshift.h"
 
 /*
  * A slot is 16 bytes: key packs pfn (40 bits), stamp (19 bits) and order (5 bits); an empty slot has
@@ -125,25 +125,25 @@ static int grow(PageMap *m) {
         return 0;
 }
 
-static size_t probe_home(const void *table, size_t i) {
+static size_t slot_home(const void *table, size_t i) {
         const PageMap *m = table;
         uint64_t k = m->slots[i].key;
-        return k == SLOT_EMPTY ? PROBE_EMPTY : home_slot(m, KEY_PFN(k));
+        return k == SLOT_EMPTY ? BACKSHIFT_EMPTY : home_slot(m, KEY_PFN(k));
 }
 
-static void probe_move(void *table, size_t to, size_t from) {
+static void slot_move(void *table, size_t to, size_t from) {
         PageMap *m = table;
         m->slots[to] = m->slots[from];
 }
 
-static void probe_clear(void *table, size_t i) {
+static void slot_clear(void *table, size_t i) {
         PageMap *m = table;
         m->slots[i].key = SLOT_EMPTY;
 }
 
-/* Backward-shift deletion (probe.h): lookups stay exact without tombstones. */
+/* Backward-shift deletion (backshift.h): lookups stay exact without tombstones. */
 static void remove_slot(PageMap *m, size_t hole) {
-        probe_delete(m, m->capacity, hole, probe_home, probe_move, probe_clear);
+        backshift_delete(m, m->capacity, hole, slot_home, slot_move, slot_clear);
 }
 
 static int insert_block(PageMap *m, uint64_t pfn, unsigned order, const PageOwner *owner) {

@@ -77,6 +77,6 @@ void oom_tick(Oom *o) {
         oom_moments_tick(o->moments);
 }
 
-void oom_service_view(const Oom *o, ServiceLive *live) {
-        oomlog_service_view(o->log, live);
+void oom_service_view(const Oom *o, ServiceState *state) {
+        oomlog_service_view(o->log, state);
 }

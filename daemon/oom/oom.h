@@ -61,4 +61,4 @@ int oom_start(Oom *o, bool watch, const char *reason, const char *tracefs);
 void oom_tick(Oom *o);
 
 /* What Status, OomKills and the document show of the room. */
-void oom_service_view(const Oom *o, ServiceLive *live);
+void oom_service_view(const Oom *o, ServiceState *state);

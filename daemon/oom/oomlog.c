@@ -476,9 +476,9 @@ static json_t *service_kills(const void *room) {
         return oomlog_json(room);
 }
 
-void oomlog_service_view(const OomLog *l, ServiceLive *live) {
-        live->oom_watching = l->watching;
-        live->oom_reason = l->reason;
-        live->oom_kills = service_kills;
-        live->oom_room = l;
+void oomlog_service_view(const OomLog *l, ServiceState *state) {
+        state->oom_watching = l->watching;
+        state->oom_reason = l->reason;
+        state->oom_kills = service_kills;
+        state->oom_room = l;
 }

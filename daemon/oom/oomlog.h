@@ -110,6 +110,6 @@ void oomlog_set_pressure_watch(OomLog *l, json_t *watch);
 /* The OomKills reply. New reference, NULL on OOM. */
 json_t *oomlog_json(const OomLog *l);
 
-/* What Status, OomKills and the document show of l (ServiceLive's oom_ fields): they read it through these,
+/* What Status, OomKills and the document show of l (ServiceState's oom_ fields): they read it through these,
  * as api/ sits below this room. */
-void oomlog_service_view(const OomLog *l, ServiceLive *live);
+void oomlog_service_view(const OomLog *l, ServiceState *state);

@@ -4,18 +4,18 @@
 /*
  * PressureWatch: when to take the evidence before an OOM kill (oomlog.h pressure records).
  *
- * Limits: once a second (the observer's tick) every live unit with a memory limit of its own (memory.max or
- * memory.high; memory.limit_in_bytes on cgroup v1) has its usage read, and one within margin_percent of
- * the limit gets a record; units are looked at for limits every PRESSURE_LIMITS_EVERY ticks, those with a
- * limit every tick. Pressure: the kernel's PSI triggers ("some 150000 1000000": 150 ms of stall in 1 s)
- * on the system's memory.pressure (the cgroup2 root's, else /proc/pressure/memory) and on each unit with a
- * limit, as sd-event sources the kernel wakes with POLLPRI. Where a trigger cannot be written (the
- * service's sandbox mounts cgroupfs read-only, and unprivileged triggers need windows of whole 2 s) the
+ * Limits: once a second (the Manager's tick, oom_tick()) every live unit with a memory limit of its own
+ * (memory.max or memory.high; memory.limit_in_bytes on cgroup v1) has its usage read, and one within
+ * margin_percent of the limit gets a record; units are looked at for limits every PRESSURE_LIMITS_EVERY
+ * ticks, those with a limit every tick. Pressure: the kernel's PSI triggers ("some 150000 1000000": 150 ms of
+ * stall in 1 s) on the system's memory.pressure (the cgroup2 root's, else /proc/pressure/memory) and on each
+ * unit with a limit, as sd-event sources the kernel wakes with POLLPRI. Where a trigger cannot be written
+ * (the service's sandbox mounts cgroupfs read-only, and unprivileged triggers need windows of whole 2 s) the
  * watcher reads the same files' avg10 each tick and compares it with the trigger's share of stall instead.
  *
  * Each unit (and the system) gets at most one record per interval_usec. A record brings the core up to
  * date first (flush_source), names new cgroups, and holds the holders and the unit's Explain view.
- * OomMoments (oom-moments.h) owns one and runs its checks at each tick.
+ * OomMoments (oom-moments.h) owns one and runs its checks at each oom_moments_tick().
  */
 
 #include <stdbool.h>

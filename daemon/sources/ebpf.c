@@ -64,7 +64,7 @@
 #include "macro.h"
 #include "memstrack-bpf.h"
 #include "memstrack.skel.h"
-#include "probe.h"
+#include "backshift.h"
 #include "proc-seed.h"
 #include "seqorder.h"
 #include "source.h"
@@ -300,7 +300,7 @@ static void held_store(EbpfSource *s, int32_t tid, const MsStack *st) {
 static size_t held_home_fn(const void *table, size_t i) {
         const EbpfSource *s = table;
 
-        return s->held[i].tid == 0 ? PROBE_EMPTY : held_home(s, s->held[i].tid);
+        return s->held[i].tid == 0 ? BACKSHIFT_EMPTY : held_home(s, s->held[i].tid);
 }
 
 static void held_move_fn(void *table, size_t to, size_t from) {
@@ -322,7 +322,7 @@ static void held_forget_key(EbpfSource *s, int32_t key) {
                 return;
         free(h->frames);
         s->n_held--;
-        probe_delete(s, s->held_size, (size_t) (h - s->held), held_home_fn, held_move_fn, held_clear_fn);
+        backshift_delete(s, s->held_size, (size_t) (h - s->held), held_home_fn, held_move_fn, held_clear_fn);
 }
 
 /* Drops the stacks thread tid holds, its page and its object stack. */

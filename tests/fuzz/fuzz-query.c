@@ -667,9 +667,9 @@ static void op_oom_peak(Program *p) {
                 abort();
 }
 
-static ServiceLive live_of(Program *p) {
+static ServiceState state_of(Program *p) {
         static const EventSourceLoss losses[] = { { "ringFull", 3 }, { "stackFailed", 0 } };
-        ServiceLive live = {
+        ServiceState state = {
                 .backend = "fuzz",
                 .backend_reason = "chosen by the fuzzer",
                 .source = { .records = 42, .lost_records = 5, .n_cpus = ELEMENTSOF(p->lost_per_cpu),
@@ -678,22 +678,22 @@ static ServiceLive live_of(Program *p) {
                 .uptime_usec = p->clock_nsec / NSEC_PER_USEC,
                 .events_per_second = 1.5,
         };
-        oomlog_service_view(p->oom, &live);
-        return live;
+        oomlog_service_view(p->oom, &state);
+        return state;
 }
 
 static void op_summary(Program *p) {
-        ServiceLive live = live_of(p);
-        SummaryInput in = { .accounting = p->accounting, .source = &live.source, .reason = "fuzz",
-                            .uptime_usec = live.uptime_usec, .page_size = 4096 };
+        ServiceState state = state_of(p);
+        SummaryInput in = { .accounting = p->accounting, .source = &state.source, .reason = "fuzz",
+                            .uptime_usec = state.uptime_usec, .page_size = 4096 };
         _cleanup_free_ char *text = summary_format(&in);
         if (!text)
                 abort();
 }
 
 static void op_document(Program *p) {
-        ServiceLive live = live_of(p);
-        DocumentInput in = { .accounting = p->accounting, .live = &live, .page_size = 4096,
+        ServiceState state = state_of(p);
+        DocumentInput in = { .accounting = p->accounting, .state = &state, .page_size = 4096,
                              .sort_by_peak = next_byte(p) % 2, .now_nsec = p->clock_nsec };
         json_auto_t *doc = NULL;
         if (document_build(&in, &doc) < 0)
@@ -1086,8 +1086,8 @@ static int reply_ready(sd_event_source *s, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-static void fuzz_get_live(void *userdata, ServiceLive *ret) {
-        *ret = live_of(userdata);
+static void fuzz_get_state(void *userdata, ServiceState *ret) {
+        *ret = state_of(userdata);
 }
 
 static uint64_t fuzz_now_nsec(void *userdata, clockid_t clock) {
@@ -1125,7 +1125,7 @@ static void run(Program *p) {
                 .group = p->f->group,
                 .userdata = p,
                 .flush = fuzz_flush,
-                .get_live = fuzz_get_live,
+                .get_state = fuzz_get_state,
                 .now_nsec = fuzz_now_nsec,
         };
         if (service_new(&sc, &p->service) < 0 || varlink_client_connect(p->f->socket, &p->client) < 0 ||

@@ -13,21 +13,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The home slot of the entry in slot i, or PROBE_EMPTY if slot i is empty. */
-typedef size_t (*ProbeHomeFn)(const void *table, size_t i);
+/* The home slot of the entry in slot i, or BACKSHIFT_EMPTY if slot i is empty. */
+typedef size_t (*BackshiftHomeFn)(const void *table, size_t i);
 /* Copies the entry in slot from into slot to. */
-typedef void (*ProbeMoveFn)(void *table, size_t to, size_t from);
+typedef void (*BackshiftMoveFn)(void *table, size_t to, size_t from);
 /* Marks slot i empty. */
-typedef void (*ProbeClearFn)(void *table, size_t i);
+typedef void (*BackshiftClearFn)(void *table, size_t i);
 
-#define PROBE_EMPTY ((size_t) -1)
+#define BACKSHIFT_EMPTY ((size_t) -1)
 
 /*
  * Whether an entry in slot i, whose home is home, may stay when slot hole (earlier in the same probe run)
  * empties: only if its home lies cyclically within (hole, i], or a lookup starting at home would stop at
  * the hole before reaching it.
  */
-static inline bool probe_entry_stays(size_t hole, size_t i, size_t home) {
+static inline bool backshift_entry_stays(size_t hole, size_t i, size_t home) {
         return hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
 }
 
@@ -36,13 +36,13 @@ static inline bool probe_entry_stays(size_t hole, size_t i, size_t home) {
  * of its probe run that would become unreachable move back into the hole, one after another, until an
  * empty slot ends the run.
  */
-static inline __attribute__((always_inline)) void probe_delete(void *table, size_t capacity, size_t hole,
-                ProbeHomeFn home_fn, ProbeMoveFn move_fn, ProbeClearFn clear_fn) {
+static inline __attribute__((always_inline)) void backshift_delete(void *table, size_t capacity, size_t hole,
+                BackshiftHomeFn home_fn, BackshiftMoveFn move_fn, BackshiftClearFn clear_fn) {
         for (size_t i = hole + 1 == capacity ? 0 : hole + 1;; i = i + 1 == capacity ? 0 : i + 1) {
                 size_t home = home_fn(table, i);
-                if (home == PROBE_EMPTY)
+                if (home == BACKSHIFT_EMPTY)
                         break;
-                if (probe_entry_stays(hole, i, home))
+                if (backshift_entry_stays(hole, i, home))
                         continue;
                 move_fn(table, hole, i);
                 hole = i;

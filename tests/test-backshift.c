@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * probe_delete() (daemon/core/probe.h): the backward-shift deletion the page table, the charge index and
+ * backshift_delete() (daemon/core/backshift.h): the backward-shift deletion the page table, the charge index and
  * the task id maps share. A small table with a chosen home per key, so probe runs collide and wrap around
  * the end; after every removal, every key still present must be found and no removed key may be.
  */
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "probe.h"
+#include "backshift.h"
 #include "tests.h"
 
 #define EMPTY UINT32_MAX
@@ -26,7 +26,7 @@ static size_t key_home(const Table *t, uint32_t key) {
 
 static size_t table_home(const void *table, size_t i) {
         const Table *t = table;
-        return t->keys[i] == EMPTY ? PROBE_EMPTY : key_home(t, t->keys[i]);
+        return t->keys[i] == EMPTY ? BACKSHIFT_EMPTY : key_home(t, t->keys[i]);
 }
 
 static void table_move(void *table, size_t to, size_t from) {
@@ -61,17 +61,17 @@ static void insert(Table *t, uint32_t key) {
 
 static void test_stays(void) {
         /* hole before i: stays only if home is in (hole, i]. */
-        ASSERT_TRUE(probe_entry_stays(2, 5, 3));
-        ASSERT_TRUE(probe_entry_stays(2, 5, 5));
-        ASSERT_TRUE(!probe_entry_stays(2, 5, 2));
-        ASSERT_TRUE(!probe_entry_stays(2, 5, 1));
-        ASSERT_TRUE(!probe_entry_stays(2, 5, 6));
+        ASSERT_TRUE(backshift_entry_stays(2, 5, 3));
+        ASSERT_TRUE(backshift_entry_stays(2, 5, 5));
+        ASSERT_TRUE(!backshift_entry_stays(2, 5, 2));
+        ASSERT_TRUE(!backshift_entry_stays(2, 5, 1));
+        ASSERT_TRUE(!backshift_entry_stays(2, 5, 6));
         /* The run wrapped: hole near the end, i near the start. */
-        ASSERT_TRUE(probe_entry_stays(6, 1, 7));
-        ASSERT_TRUE(probe_entry_stays(6, 1, 0));
-        ASSERT_TRUE(probe_entry_stays(6, 1, 1));
-        ASSERT_TRUE(!probe_entry_stays(6, 1, 6));
-        ASSERT_TRUE(!probe_entry_stays(6, 1, 3));
+        ASSERT_TRUE(backshift_entry_stays(6, 1, 7));
+        ASSERT_TRUE(backshift_entry_stays(6, 1, 0));
+        ASSERT_TRUE(backshift_entry_stays(6, 1, 1));
+        ASSERT_TRUE(!backshift_entry_stays(6, 1, 6));
+        ASSERT_TRUE(!backshift_entry_stays(6, 1, 3));
 }
 
 /* A run that wraps: keys homed at the last slot spill into slot 0 and 1; deleting the first pulls them
@@ -86,7 +86,7 @@ static void test_wrap(void) {
         insert(&t, 20);         /* home 6 -> slot 1 */
         insert(&t, 7);          /* home 0 -> slot 2 */
         ASSERT_EQ(find(&t, 20), 1);
-        probe_delete(&t, t.capacity, find(&t, 6), table_home, table_move, table_clear);
+        backshift_delete(&t, t.capacity, find(&t, 6), table_home, table_move, table_clear);
         ASSERT_EQ(find(&t, 6), SIZE_MAX);
         ASSERT_EQ(find(&t, 13), 6);
         ASSERT_EQ(find(&t, 20), 0);
@@ -115,7 +115,7 @@ static void test_random(void) {
                                 if (present[key]) {
                                         size_t at = find(&t, key);
                                         ASSERT_NE(at, SIZE_MAX);
-                                        probe_delete(&t, t.capacity, at, table_home, table_move, table_clear);
+                                        backshift_delete(&t, t.capacity, at, table_home, table_move, table_clear);
                                         present[key] = false;
                                         n--;
                                 } else if (n + 1 < t.capacity) {
