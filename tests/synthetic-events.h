@@ -2,8 +2,10 @@
 #pragma once
 
 /*
- * Synthetic events for the API tests (service, query, summary): the only place these tests build an
- * MsEvent, so a change of the event record is adapted here once. Each helper feeds one event to a.
+ * Synthetic events for the tests of the core, the heap and the API: the one place the tests spell out the
+ * body of an MsEvent, so a change of the event record is adapted here once. The synthetic_*_event()
+ * builders return one event (tid = pid, time 0: the caller sets the header's time, cpu or cgroup where
+ * it matters); the synthetic_*() helpers below them feed one event of the API tests' scene to a.
  */
 
 #include <stdint.h>
@@ -19,6 +21,106 @@ static const uint64_t synthetic_chain_ext4[] = { 0xffffffff81003010, 0xffffffffc
 static const uint64_t synthetic_chain_xfs[] = { 0xffffffff81003010, 0xffffffffc0100010, 0xffffffff8100a010,
                                                 0xffffffff8100e010 };
 
+/* ---- Builders ------------------------------------------------------------------------------------ */
+
+static inline MsStack synthetic_stack(const uint64_t *frames, size_t n_frames, size_t n_kernel_frames) {
+        return (MsStack) { .frames = frames, .n_frames = (uint32_t) n_frames, .n_kernel_frames = (uint32_t) n_kernel_frames };
+}
+
+/* An event of type by pid's thread pid, with no body: exits, and the bodies no test fills. */
+static inline MsEvent synthetic_event(MsEventType type, int32_t pid) {
+        return (MsEvent) { .type = type, .pid = pid, .tid = pid };
+}
+
+/* A page allocation or free of 2^order pages at pfn; migrate type unknown (-1) on allocations. */
+static inline MsEvent synthetic_page_event(MsEventType type, int32_t pid, uint64_t pfn, uint32_t order, MsStack stack) {
+        MsEvent e = synthetic_event(type, pid);
+        e.page = (MsPageEvent) { .pfn = pfn, .order = order, .migrate_type = type == MS_EVENT_PAGE_ALLOC ? -1 : 0,
+                                 .stack = stack };
+        return e;
+}
+
+/* The same allocation with the kind of page: its GFP flags and migrate type. */
+static inline MsEvent synthetic_page_kind_event(int32_t pid, uint64_t pfn, uint32_t order, MsStack stack,
+                                                uint64_t gfp_flags, int32_t migrate_type) {
+        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, order, stack);
+        e.page.gfp_flags = gfp_flags;
+        e.page.migrate_type = migrate_type;
+        return e;
+}
+
+/* TASK_NEW, TASK_FORK, TASK_COMM, TASK_EXIT: name (NEW, COMM) and parent (FORK, NEW) as given. */
+static inline MsEvent synthetic_task_event(MsEventType type, int32_t pid, const char *name, int32_t parent_pid) {
+        MsEvent e = synthetic_event(type, pid);
+        e.task = (MsTaskEvent) { .name = name, .parent_pid = parent_pid };
+        return e;
+}
+
+static inline MsEvent synthetic_module_event(MsEventType type, const char *name) {
+        MsEvent e = synthetic_event(type, 0);
+        e.module.name = name;
+        return e;
+}
+
+static inline MsEvent synthetic_lost_event(uint32_t cpu, uint64_t n_lost) {
+        MsEvent e = synthetic_event(MS_EVENT_LOST, 0);
+        e.cpu = cpu;
+        e.lost.n_lost = n_lost;
+        return e;
+}
+
+/* An aggregated sample: pid's unit count through stack changed by delta, rising at most peak. */
+static inline MsEvent synthetic_sample_event(int32_t pid, MsStack stack, LedgerUnit unit, int64_t delta, uint64_t peak) {
+        MsEvent e = synthetic_event(MS_EVENT_SAMPLE, pid);
+        e.sample = (MsSampleEvent) { .stack = stack, .unit = unit, .delta = delta, .peak = peak };
+        return e;
+}
+
+/* A slab object allocation or free at ptr: bytes asked for and handed out, its cache (NULL: unknown),
+ * call site (0: unknown) and stack. */
+static inline MsEvent synthetic_object_event(MsEventType type, int32_t pid, uint64_t ptr, uint64_t requested,
+                                             uint64_t allocated, const char *cache, uint64_t call_site, MsStack stack) {
+        MsEvent e = synthetic_event(type, pid);
+        e.object = (MsObjectEvent) { .ptr = ptr, .bytes_requested = requested, .bytes_allocated = allocated,
+                                     .cache = cache, .call_site = call_site, .stack = stack };
+        return e;
+}
+
+/* A heap's events (MsHeapEvent): its start, a block allocated or freed, its exact counts, its end. */
+static inline MsEvent synthetic_heap_start_event(int32_t pid, uint64_t sample_interval, const char *comm) {
+        MsEvent e = synthetic_event(MS_EVENT_HEAP_START, pid);
+        e.heap.sample_interval = sample_interval;
+        e.heap.comm = comm;
+        return e;
+}
+
+/* HEAP_ALLOC (stack and its id, 0: none) or HEAP_FREE (no stack) of the block at ptr. */
+static inline MsEvent synthetic_heap_block_event(MsEventType type, int32_t pid, uint64_t ptr, uint64_t bytes,
+                                                 MsStack stack, uint32_t stack_id, MsHeapPeak peak) {
+        MsEvent e = synthetic_event(type, pid);
+        e.heap.ptr = ptr;
+        e.heap.bytes = bytes;
+        e.heap.stack = stack;
+        e.heap.stack_id = stack_id;
+        e.heap.peak = peak;
+        return e;
+}
+
+static inline MsEvent synthetic_heap_state_event(int32_t pid, const MsHeapCounters *counters, MsHeapPeak peak) {
+        MsEvent e = synthetic_event(MS_EVENT_HEAP_STATE, pid);
+        e.heap.counters = counters;
+        e.heap.peak = peak;
+        return e;
+}
+
+static inline MsEvent synthetic_heap_end_event(int32_t pid, MsHeapEnd end) {
+        MsEvent e = synthetic_event(MS_EVENT_HEAP_END, pid);
+        e.heap.end = end;
+        return e;
+}
+
+/* ---- The API tests' scene ------------------------------------------------------------------------ */
+
 typedef enum SyntheticChain {
         SYNTHETIC_KERNEL,
         SYNTHETIC_EXT4,
@@ -33,11 +135,11 @@ static inline void synthetic_feed(Accounting *a, MsEvent e) {
 }
 
 static inline void synthetic_task(Accounting *a, int32_t pid, const char *comm) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_NEW, .pid = pid, .tid = pid, .task.name = comm });
+        synthetic_feed(a, synthetic_task_event(MS_EVENT_TASK_NEW, pid, comm, 0));
 }
 
 static inline void synthetic_exit(Accounting *a, int32_t pid) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid });
+        synthetic_feed(a, synthetic_event(MS_EVENT_TASK_EXIT, pid));
 }
 
 /* The cgroup id of a pid's allocations: 100 in 1001, 200 and 300 in 1002, 400 in 1003, others none (0). */
@@ -79,10 +181,9 @@ static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uin
         uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) :
                      chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
 
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid,
-                                      .cgroup_id = synthetic_cgroup_of(pid),
-                                      .page = { .pfn = pfn, .order = order, .migrate_type = -1,
-                                                .stack = { .frames = frames, .n_frames = n, .n_kernel_frames = n } } });
+        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, order, synthetic_stack(frames, n, n));
+        e.cgroup_id = synthetic_cgroup_of(pid);
+        synthetic_feed(a, e);
 }
 
 /* An allocation whose stack goes on into user space (memstrackd --user-stacks): two kernel frames of the
@@ -91,20 +192,16 @@ static const uint64_t synthetic_chain_user[] = { 0xffffffff81003010, 0xffffffff8
                                                  0x55d0c0ffee00 };
 
 static inline void synthetic_alloc_user(Accounting *a, int32_t pid, uint64_t pfn) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid,
-                                      .page = { .pfn = pfn, .migrate_type = -1,
-                                                .stack = { .frames = synthetic_chain_user,
-                                                           .n_frames = ELEMENTSOF(synthetic_chain_user),
-                                                           .n_kernel_frames = 2 } } });
+        synthetic_feed(a, synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, 0,
+                                               synthetic_stack(synthetic_chain_user, ELEMENTSOF(synthetic_chain_user), 2)));
 }
 
 static inline void synthetic_free(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid,
-                                      .page = { .pfn = pfn, .order = order } });
+        synthetic_feed(a, synthetic_page_event(MS_EVENT_PAGE_FREE, pid, pfn, order, (MsStack) {}));
 }
 
 static inline void synthetic_lost(Accounting *a, uint32_t cpu, uint64_t n) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_LOST, .cpu = cpu, .lost.n_lost = n });
+        synthetic_feed(a, synthetic_lost_event(cpu, n));
 }
 
 /* An aggregated sample of pages: pid's pages through the chain changed by delta, rising at most peak. */
@@ -114,16 +211,15 @@ static inline void synthetic_sample(Accounting *a, int32_t pid, int64_t delta, u
         uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) :
                      chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
 
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_SAMPLE, .pid = pid, .tid = pid,
-                                      .sample = { .stack = { .frames = frames, .n_frames = n, .n_kernel_frames = n },
-                                                  .unit = LEDGER_PAGES, .delta = delta, .peak = peak } });
+        synthetic_feed(a, synthetic_sample_event(pid, synthetic_stack(frames, n, n), LEDGER_PAGES, delta, peak));
 }
 
 /* A slab object allocation (bytes > 0) or free (bytes == 0) at ptr. */
 static inline void synthetic_object(Accounting *a, int32_t pid, uint64_t ptr, uint64_t bytes) {
-        synthetic_feed(a, (MsEvent) { .type = bytes > 0 ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE,
-                                      .pid = pid, .tid = pid, .cgroup_id = synthetic_cgroup_of(pid),
-                                      .object = { .ptr = ptr, .bytes_requested = bytes, .bytes_allocated = bytes } });
+        MsEvent e = synthetic_object_event(bytes > 0 ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE, pid, ptr, bytes,
+                                           bytes, NULL, 0, (MsStack) {});
+        e.cgroup_id = synthetic_cgroup_of(pid);
+        synthetic_feed(a, e);
 }
 
 /*

@@ -8,6 +8,7 @@
 
 #include "accounting.h"
 #include "macro.h"
+#include "synthetic-events.h"
 #include "tests.h"
 
 /* Addresses from tests/data/kallsyms-modules. */
@@ -61,18 +62,11 @@ static uint64_t cgroup_id;
 static void alloc_chain(Accounting *a, int32_t pid, int32_t tid, uint64_t pfn, unsigned order, const uint64_t *frames,
                 size_t n) {
         static uint64_t now = 1000;
-        MsEvent e = {
-                .type = MS_EVENT_PAGE_ALLOC,
-                .cgroup_id = cgroup_id,
-                .pid = pid,
-                .tid = tid,
-                .timestamp_nsec = now++,
-                .page.pfn = pfn,
-                .page.order = order,
-                .page.stack.frames = frames,
-                .page.stack.n_frames = (uint32_t) n,
-                .page.stack.n_kernel_frames = (uint32_t) n,
-        };
+        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, order, synthetic_stack(frames, n, n));
+
+        e.tid = tid;
+        e.cgroup_id = cgroup_id;
+        e.timestamp_nsec = now++;
         accounting_handle_event(a, &e);
 }
 
@@ -81,26 +75,17 @@ static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned order) {
 }
 
 static void free_pages_(Accounting *a, int32_t pid, uint64_t pfn, unsigned order) {
-        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .page.pfn = pfn, .page.order = order };
+        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_FREE, pid, pfn, order, (MsStack) {});
         accounting_handle_event(a, &e);
 }
 
 static void sample_chain(Accounting *a, int32_t pid, LedgerUnit unit, int64_t delta, uint64_t peak, const uint64_t *frames,
                 size_t n) {
         static uint64_t now = 1000000;
-        MsEvent e = {
-                .type = MS_EVENT_SAMPLE,
-                .cgroup_id = cgroup_id,
-                .pid = pid,
-                .tid = pid,
-                .timestamp_nsec = now++,
-                .sample = {
-                        .stack = { .frames = frames, .n_frames = (uint32_t) n, .n_kernel_frames = (uint32_t) n },
-                        .unit = unit,
-                        .delta = delta,
-                        .peak = peak,
-                },
-        };
+        MsEvent e = synthetic_sample_event(pid, synthetic_stack(frames, n, n), unit, delta, peak);
+
+        e.cgroup_id = cgroup_id;
+        e.timestamp_nsec = now++;
         accounting_handle_event(a, &e);
 }
 
@@ -118,12 +103,10 @@ static Ledger leaf_pages(Accounting *a, int32_t pid, const uint64_t *frames, siz
 
 
 static void task_event(Accounting *a, MsEventType type, int32_t pid, const char *name) {
-        MsEvent e = { .type = type, .pid = pid, .tid = pid };
+        MsEvent e = type == MS_EVENT_MODULE_LOAD || type == MS_EVENT_MODULE_FREE ? synthetic_module_event(type, name) :
+                    synthetic_task_event(type, pid, name, 1);
 
-        if (type == MS_EVENT_MODULE_LOAD || type == MS_EVENT_MODULE_FREE)
-                e.module.name = name;
-        else
-                e.task = (MsTaskEvent) { .name = name, .parent_pid = 1 };
+        e.pid = e.tid = pid;
         accounting_handle_event(a, &e);
 }
 
@@ -296,8 +279,7 @@ static void test_invalid_order(void) {
         free_pages_(a, 10, 0, 31);
         free_pages_(a, 10, 1 << 22, UINT32_MAX);
         /* A chain of 3 frames without its frames: counted, not applied. */
-        MsEvent missing = { .type = MS_EVENT_PAGE_ALLOC, .pid = 10, .tid = 10, .page = { .pfn = 1 << 24,
-                            .stack = { .frames = NULL, .n_frames = 3, .n_kernel_frames = 3 } } };
+        MsEvent missing = synthetic_page_event(MS_EVENT_PAGE_ALLOC, 10, 1 << 24, 0, synthetic_stack(NULL, 3, 3));
         accounting_handle_event(a, &missing);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.invalid_events, 4);
@@ -410,11 +392,10 @@ static void test_saturation(void) {
         ASSERT_EQ(module(a, "ext4")->ledger[LEDGER_BYTES].peak, COUNT_MAX);
 
         /* Losses: 2^63 - 1 twice and 5 more are 2^63 - 1, not 3. */
-        MsEvent lost = { .type = MS_EVENT_LOST, .lost.n_lost = COUNT_MAX };
+        MsEvent lost = synthetic_lost_event(0, COUNT_MAX), five = synthetic_lost_event(0, 5);
         accounting_handle_event(a, &lost);
         accounting_handle_event(a, &lost);
-        lost.lost.n_lost = 5;
-        accounting_handle_event(a, &lost);
+        accounting_handle_event(a, &five);
         accounting_get_stats(a, &s);
         ASSERT_EQ(s.lost_events, COUNT_MAX);
         ASSERT_EQ(s.saturated_events, 8);
@@ -552,14 +533,15 @@ static void test_eviction_churn(void) {
 
         srand(11);
         for (int32_t pid = 100; pid < 3100; pid++) {
-                MsEvent fork = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .task.parent_pid = 1 };
+                MsEvent fork = synthetic_task_event(MS_EVENT_TASK_FORK, pid, NULL, 1);
                 accounting_handle_event(a, &fork);
                 alloc_chain(a, pid, pid, (uint64_t) pid * 8, 1, fault_chain, ELEMENTSOF(fault_chain));
                 alloc_chain(a, pid, pid + 100000, (uint64_t) pid * 8 + 4, 0, write_chain, ELEMENTSOF(write_chain));
                 /* Some pages die with their task, some outlive it and are freed later by someone else. */
                 if (rand() % 2)
                         free_pages_(a, pid, (uint64_t) pid * 8, 1);
-                MsEvent exit_thread = { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid + 100000 };
+                MsEvent exit_thread = synthetic_event(MS_EVENT_TASK_EXIT, pid);
+                exit_thread.tid = pid + 100000;
                 accounting_handle_event(a, &exit_thread);
                 task_event(a, MS_EVENT_TASK_EXIT, pid, NULL);
                 if (pid % 7 == 0)
@@ -779,7 +761,7 @@ static void test_reset_all_and_lost(void) {
         AccountingStats s;
 
         alloc(a, 10, 100, 3);
-        MsEvent lost = { .type = MS_EVENT_LOST, .lost.n_lost = 17 };
+        MsEvent lost = synthetic_lost_event(0, 17);
         accounting_handle_event(a, &lost);
         accounting_reset(a, ACCOUNTING_RESET_ALL);
         accounting_get_stats(a, &s);
@@ -860,10 +842,10 @@ static void test_samples(void) {
         sample_chain(a, 10, _LEDGER_UNIT_MAX, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
         sample_chain(a, 10, _LEDGER_UNIT_INVALID, 5, 5, fault_chain, ELEMENTSOF(fault_chain));
         sample(a, 10, INT64_MIN, 0, fault_chain);
-        MsEvent bad = { .type = MS_EVENT_SAMPLE, .pid = 10, .tid = 10,
-                        .sample = { .stack = { .frames = fault_chain, .n_frames = 1, .n_kernel_frames = 2 }, .delta = 1 } };
+        /* More kernel frames than frames, and frames missing. */
+        MsEvent bad = synthetic_sample_event(10, synthetic_stack(fault_chain, 1, 2), LEDGER_PAGES, 1, 0);
         accounting_handle_event(a, &bad);
-        bad.sample.stack = (MsStack) { .frames = NULL, .n_frames = 3 };
+        bad = synthetic_sample_event(10, synthetic_stack(NULL, 3, 0), LEDGER_PAGES, 1, 0);
         accounting_handle_event(a, &bad);
         /* Sizes no machine has: the counts would wrap or lose bits. */
         sample(a, 10, INT64_MAX, 0, fault_chain);
@@ -991,11 +973,10 @@ static void test_sample_bytes(void) {
 
 static void object_event(Accounting *a, MsEventType type, int32_t pid, uint32_t cpu, uint64_t ptr, uint64_t requested,
                 uint64_t allocated, const char *cache, uint64_t call_site) {
-        MsEvent e = {
-                .type = type, .pid = pid, .tid = pid, .cpu = cpu, .cgroup_id = cgroup_id,
-                .object = { .ptr = ptr, .bytes_requested = requested, .bytes_allocated = allocated, .cache = cache,
-                            .call_site = call_site },
-        };
+        MsEvent e = synthetic_object_event(type, pid, ptr, requested, allocated, cache, call_site, (MsStack) {});
+
+        e.cpu = cpu;
+        e.cgroup_id = cgroup_id;
         accounting_handle_event(a, &e);
 }
 
@@ -1372,19 +1353,15 @@ static void test_bulk_call_site(void) {
 
         accounting_set_tracer_frames(a, &bulk_tracer);
         alloc(a, 10, 4096, 1);
-        MsEvent e = {
-                .type = MS_EVENT_OBJECT_ALLOC, .pid = 10, .tid = 10,
-                .object = { .ptr = 0xffff888000001000, .bytes_requested = 256, .bytes_allocated = 256,
-                            .cache = "maple_node",
-                            .stack = { .frames = hook_chain, .n_frames = ELEMENTSOF(hook_chain),
-                                       .n_kernel_frames = ELEMENTSOF(hook_chain) } },
-        };
+        MsStack hooked = synthetic_stack(hook_chain, ELEMENTSOF(hook_chain), ELEMENTSOF(hook_chain));
+        MsEvent e = synthetic_object_event(MS_EVENT_OBJECT_ALLOC, 10, 0xffff888000001000, 256, 256, "maple_node", 0,
+                                           hooked);
         accounting_handle_event(a, &e);
         ASSERT_EQ(slab_site_count(slab), 1);
         ASSERT_EQ(slab_site(slab, 0)->address, K_MAS_ALLOC);
         /* An event that names its call site keeps it, whatever its stack. */
-        e.object.ptr += 256;
-        e.object.call_site = K_VFS_WRITE;
+        e = synthetic_object_event(MS_EVENT_OBJECT_ALLOC, 10, 0xffff888000001100, 256, 256, "maple_node", K_VFS_WRITE,
+                                   hooked);
         accounting_handle_event(a, &e);
         ASSERT_EQ(slab_site_count(slab), 2);
         ASSERT_EQ(slab_site(slab, 1)->address, K_VFS_WRITE);
@@ -1467,14 +1444,9 @@ static void test_tracer_frames_dropped(void) {
 }
 
 static void alloc_kind(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, uint64_t gfp, int32_t migrate_type) {
-        MsEvent e = {
-                .type = MS_EVENT_PAGE_ALLOC,
-                .pid = pid,
-                .tid = pid,
-                .timestamp_nsec = 5000,
-                .page = { .pfn = pfn, .order = order, .gfp_flags = gfp, .migrate_type = migrate_type,
-                          .stack = { .frames = fault_chain, .n_frames = 4, .n_kernel_frames = 4 } },
-        };
+        MsEvent e = synthetic_page_kind_event(pid, pfn, order, synthetic_stack(fault_chain, 4, 4), gfp, migrate_type);
+
+        e.timestamp_nsec = 5000;
         accounting_handle_event(a, &e);
 }
 

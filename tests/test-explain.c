@@ -22,10 +22,9 @@
 #define GFP_KERNEL_ 0xcc0
 
 static void alloc_kind(Accounting *a, int32_t pid, uint64_t cgroup, uint64_t pfn, uint32_t order, uint64_t gfp) {
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid, .tid = pid, .cgroup_id = cgroup,
-                                      .page = { .pfn = pfn, .order = order, .gfp_flags = gfp, .migrate_type = 1,
-                                                .stack = { .frames = synthetic_chain_kernel, .n_frames = 3,
-                                                           .n_kernel_frames = 3 } } });
+        MsEvent e = synthetic_page_kind_event(pid, pfn, order, synthetic_stack(synthetic_chain_kernel, 3, 3), gfp, 1);
+        e.cgroup_id = cgroup;
+        synthetic_feed(a, e);
 }
 
 static void object(Accounting *a, int32_t pid, uint64_t cgroup, uint64_t ptr, uint64_t bytes, const char *cache,
@@ -33,10 +32,10 @@ static void object(Accounting *a, int32_t pid, uint64_t cgroup, uint64_t ptr, ui
         const uint64_t *frames = chain == SYNTHETIC_EXT4 ? synthetic_chain_ext4 : synthetic_chain_kernel;
         uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) : ELEMENTSOF(synthetic_chain_kernel);
 
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_OBJECT_ALLOC, .pid = pid, .tid = pid, .cgroup_id = cgroup,
-                                      .object = { .ptr = ptr, .bytes_requested = bytes, .bytes_allocated = bytes,
-                                                  .cache = cache, .call_site = call_site,
-                                                  .stack = { .frames = frames, .n_frames = n, .n_kernel_frames = n } } });
+        MsEvent e = synthetic_object_event(MS_EVENT_OBJECT_ALLOC, pid, ptr, bytes, bytes, cache, call_site,
+                                           synthetic_stack(frames, n, n));
+        e.cgroup_id = cgroup;
+        synthetic_feed(a, e);
 }
 
 static void name_cgroups(Accounting *a) {
@@ -85,7 +84,7 @@ static Accounting *scene(void) {
         object(a, 12, HOLDER_ID, 0xb200, 600, "inode_cache", 0xffffffff8100a010, SYNTHETIC_EXT4);
         object(a, 12, HOLDER_ID, 0xb300, 64, NULL, 0xffffffff81005020, SYNTHETIC_KERNEL);
         /* freed again: */
-        synthetic_feed(a, (MsEvent) { .type = MS_EVENT_OBJECT_FREE, .pid = 12, .tid = 12, .object = { .ptr = 0xb300 } });
+        synthetic_feed(a, synthetic_object_event(MS_EVENT_OBJECT_FREE, 12, 0xb300, 0, 0, NULL, 0, (MsStack) {}));
         alloc_kind(a, 12, HOLDER_ID, 0x30000, 0, GFP_KERNEL_);
         for (uint64_t i = 0; i < 4; i++)
                 alloc_kind(a, 13, INNER_ID, 0x40000 + i, 0, GFP_USER_MOVABLE);

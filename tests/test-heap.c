@@ -7,43 +7,33 @@
 #include <string.h>
 
 #include "heap.h"
+#include "synthetic-events.h"
 #include "tests.h"
 
-static MsEvent ev(MsEventType type, int32_t pid) {
-        return (MsEvent) { .type = type, .pid = pid, .tid = pid, .timestamp_nsec = 1000 };
+/* Every event at 1000 ns unless a case says otherwise. */
+static void feed(Heap *h, MsEvent e) {
+        if (e.timestamp_nsec == 0)
+                e.timestamp_nsec = 1000;
+        heap_handle_event(h, &e);
 }
 
 static void start(Heap *h, int32_t pid, uint64_t interval) {
-        MsEvent e = ev(MS_EVENT_HEAP_START, pid);
-        e.heap.sample_interval = interval;
-        e.heap.comm = "prog";
-        heap_handle_event(h, &e);
+        feed(h, synthetic_heap_start_event(pid, interval, "prog"));
 }
 
 static void alloc(Heap *h, int32_t pid, uint64_t ptr, uint64_t bytes, uint64_t frame, MsHeapPeak peak) {
         uint64_t frames[2] = { frame, 0x1000 };
-        MsEvent e = ev(MS_EVENT_HEAP_ALLOC, pid);
-        e.heap.ptr = ptr;
-        e.heap.bytes = bytes;
-        e.heap.stack = (MsStack) { .frames = frames, .n_frames = 2 };
-        e.heap.peak = peak;
-        heap_handle_event(h, &e);
+        feed(h, synthetic_heap_block_event(MS_EVENT_HEAP_ALLOC, pid, ptr, bytes, synthetic_stack(frames, 2, 0), 0, peak));
 }
 
 static void release(Heap *h, int32_t pid, uint64_t ptr, MsHeapPeak peak) {
-        MsEvent e = ev(MS_EVENT_HEAP_FREE, pid);
-        e.heap.ptr = ptr;
-        e.heap.peak = peak;
-        heap_handle_event(h, &e);
+        feed(h, synthetic_heap_block_event(MS_EVENT_HEAP_FREE, pid, ptr, 0, (MsStack) {}, 0, peak));
 }
 
 static void state(Heap *h, int32_t pid, uint64_t live, uint64_t peak, uint64_t allocs, uint64_t frees,
                 MsHeapPeak new_peak) {
         MsHeapCounters c = { .live_bytes = live, .peak_bytes = peak, .allocs = allocs, .frees = frees };
-        MsEvent e = ev(MS_EVENT_HEAP_STATE, pid);
-        e.heap.counters = &c;
-        e.heap.peak = new_peak;
-        heap_handle_event(h, &e);
+        feed(h, synthetic_heap_state_event(pid, &c, new_peak));
 }
 
 /* The leaf of a two-frame stack (innermost frame first) below the heap's scope. */
@@ -99,9 +89,7 @@ static void test_maximum(void) {
         ASSERT_EQ(now, 50u);
 
         /* The end: the blocks leave the table, the tree keeps what was never freed. */
-        MsEvent end = ev(MS_EVENT_HEAP_END, 100);
-        end.heap.end = MS_HEAP_END_EXIT;
-        heap_handle_event(h, &end);
+        feed(h, synthetic_heap_end_event(100, MS_HEAP_END_EXIT));
         HeapStats st;
         heap_get_stats(h, &st);
         ASSERT_EQ(st.live_blocks, 0u);
@@ -177,12 +165,8 @@ static void test_weights(void) {
 
 static void alloc_with_id(Heap *h, int32_t pid, uint64_t ptr, uint64_t frame, uint32_t id) {
         uint64_t frames[2] = { frame, 0x1000 };
-        MsEvent e = ev(MS_EVENT_HEAP_ALLOC, pid);
-        e.heap.ptr = ptr;
-        e.heap.bytes = 10;
-        e.heap.stack = (MsStack) { .frames = frames, .n_frames = 2 };
-        e.heap.stack_id = id;
-        heap_handle_event(h, &e);
+        feed(h, synthetic_heap_block_event(MS_EVENT_HEAP_ALLOC, pid, ptr, 10, synthetic_stack(frames, 2, 0), id,
+                                           MS_HEAP_PEAK_NONE));
 }
 
 /* A stack id names the frames it first came with for the rest of its heap (the source's promise: the
@@ -202,9 +186,7 @@ static void test_stack_ids(void) {
         values(h, leaf(h, 0, 0xc), 0, &now, &max);
         ASSERT_EQ(now, 10u);
 
-        MsEvent end = ev(MS_EVENT_HEAP_END, 100);
-        end.heap.end = MS_HEAP_END_EXIT;
-        heap_handle_event(h, &end);
+        feed(h, synthetic_heap_end_event(100, MS_HEAP_END_EXIT));
         start(h, 200, 1);
         alloc_with_id(h, 200, 0x10, 0xb, 5);
         values(h, leaf(h, 1, 0xb), 1, &now, &max);
@@ -244,10 +226,9 @@ static void test_growth(void) {
         start(h, 100, 1);
         for (uint64_t i = 0; i <= 1000; i++) {
                 MsHeapCounters c = { .live_bytes = i * 100, .peak_bytes = i * 100 };
-                MsEvent e = ev(MS_EVENT_HEAP_STATE, 100);
+                MsEvent e = synthetic_heap_state_event(100, &c, MS_HEAP_PEAK_NONE);
                 e.timestamp_nsec = 1000 + i * 10 * 1000 * 1000;         /* every 10 ms for 10 s */
-                e.heap.counters = &c;
-                heap_handle_event(h, &e);
+                feed(h, e);
         }
         const HeapImage *img = heap_image(h, 0);
         ASSERT_LE(img->n_growth, HEAP_GROWTH_POINTS);

@@ -8,26 +8,18 @@
 #include "accounting.h"
 #include "macro.h"
 #include "marks.h"
+#include "synthetic-events.h"
 #include "tests.h"
 
 static const uint64_t chain[] = { 0xffffffff81003010, 0xffffffff81005020 };
 
 static void event(Accounting *a, MsEventType type, int32_t pid, uint64_t pfn) {
         static uint64_t now = 1000;
-        MsEvent e = {
-                .type = type,
-                .pid = pid,
-                .tid = pid,
-                .timestamp_nsec = now++,
-        };
+        MsEvent e = type == MS_EVENT_PAGE_ALLOC || type == MS_EVENT_PAGE_FREE ?
+                synthetic_page_event(type, pid, pfn, 0, synthetic_stack(chain, ELEMENTSOF(chain), ELEMENTSOF(chain))) :
+                synthetic_task_event(type, pid, NULL, 1);
 
-        if (type == MS_EVENT_PAGE_ALLOC || type == MS_EVENT_PAGE_FREE)
-                e.page = (MsPageEvent) {
-                        .pfn = pfn,
-                        .stack = { .frames = chain, .n_frames = ELEMENTSOF(chain), .n_kernel_frames = ELEMENTSOF(chain) },
-                };
-        else
-                e.task.parent_pid = 1;
+        e.timestamp_nsec = now++;
         accounting_handle_event(a, &e);
 }
 

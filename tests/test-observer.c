@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "observer.h"
+#include "synthetic-events.h"
 #include "tests.h"
 
 typedef struct Recorder {
@@ -68,7 +69,7 @@ static Recorder *recorder_new(const char *name, uint32_t before, uint32_t after,
 }
 
 static void deliver(ObserverList *l, MsEventType type, char *shared, const char *core_mark) {
-        MsEvent e = { .type = type };
+        MsEvent e = synthetic_event(type, 0);
 
         observer_list_event(l, &e, false);
         strcat(shared, core_mark);
@@ -106,7 +107,7 @@ int main(void) {
         ASSERT_STREQ(shared, "core ");
 
         /* An event type beyond the known ones reaches nobody. */
-        MsEvent odd = { .type = _MS_EVENT_TYPE_MAX };
+        MsEvent odd = synthetic_event(_MS_EVENT_TYPE_MAX, 0);
         observer_list_event(&l, &odd, true);
         ASSERT_STREQ(shared, "core ");
 

@@ -42,16 +42,8 @@ static const uint32_t lens[] = { 4, 3, 5, 4, 4 };
 static const uint32_t kernel_lens[] = { 4, 3, 5, 4, 2 };
 
 static void alloc(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, unsigned chain) {
-        MsEvent e = {
-                .type = MS_EVENT_PAGE_ALLOC,
-                .pid = pid,
-                .tid = pid,
-                .page.pfn = pfn,
-                .page.order = order,
-                .page.stack.frames = chains[chain],
-                .page.stack.n_frames = lens[chain],
-                .page.stack.n_kernel_frames = kernel_lens[chain],
-        };
+        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, order,
+                                         synthetic_stack(chains[chain], lens[chain], kernel_lens[chain]));
         accounting_handle_event(a, &e);
 }
 
@@ -158,15 +150,15 @@ static void test_filtered_views_match_page_table(void) {
                 if (rand() % 3)
                         alloc(a, pid, pfn, (unsigned) (rand() % 3), (unsigned) (rand() % ELEMENTSOF(chains)));
                 else {
-                        MsEvent e = { .type = MS_EVENT_PAGE_FREE, .pid = pid, .tid = pid, .page.pfn = pfn,
-                                      .page.order = (unsigned) (rand() % 3) };
+                        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_FREE, pid, pfn, (unsigned) (rand() % 3),
+                                                         (MsStack) {});
                         accounting_handle_event(a, &e);
                 }
                 /* Processes come and go: evicted ones keep pages that others free later. */
                 if (step % 5000 == 4999) {
-                        MsEvent e = { .type = MS_EVENT_TASK_EXIT, .pid = pid, .tid = pid };
+                        MsEvent e = synthetic_event(MS_EVENT_TASK_EXIT, pid);
                         accounting_handle_event(a, &e);
-                        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = pid, .tid = pid, .task.parent_pid = 1 };
+                        MsEvent f = synthetic_task_event(MS_EVENT_TASK_FORK, pid, NULL, 1);
                         accounting_handle_event(a, &f);
                 }
         }
@@ -177,7 +169,7 @@ static void test_filtered_views_match_page_table(void) {
         check_subset(a, -1, "vmlinux");
 
         /* A task with no pages: an empty tree, not an error. */
-        MsEvent f = { .type = MS_EVENT_TASK_FORK, .pid = 999, .tid = 999, .task.parent_pid = 1 };
+        MsEvent f = synthetic_task_event(MS_EVENT_TASK_FORK, 999, NULL, 1);
         accounting_handle_event(a, &f);
         check_subset(a, 999, NULL);
         accounting_free(a);
@@ -282,15 +274,13 @@ static void event_at(Accounting *a, MsEvent e, uint64_t t) {
 }
 
 static void page_at(Accounting *a, int32_t pid, uint64_t pfn, unsigned order, unsigned chain, uint64_t t) {
-        event_at(a, (MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = pid,
-                                .page = { .pfn = pfn, .order = order, .stack = { .frames = chains[chain],
-                                          .n_frames = lens[chain], .n_kernel_frames = kernel_lens[chain] } } }, t);
+        event_at(a, synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, order,
+                                         synthetic_stack(chains[chain], lens[chain], kernel_lens[chain])), t);
 }
 
 static void object_at(Accounting *a, int32_t pid, uint64_t ptr, uint64_t bytes, uint64_t t) {
-        event_at(a, (MsEvent) { .type = bytes > 0 ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE, .pid = pid,
-                                .object = { .ptr = ptr, .bytes_requested = bytes, .bytes_allocated = bytes,
-                                            .call_site = K_VFS_WRITE } }, t);
+        event_at(a, synthetic_object_event(bytes > 0 ? MS_EVENT_OBJECT_ALLOC : MS_EVENT_OBJECT_FREE, pid, ptr, bytes,
+                                           bytes, NULL, K_VFS_WRITE, (MsStack) {}), t);
 }
 
 static json_t *row_of_pid(json_t *rows, int pid) {
@@ -315,7 +305,7 @@ static void test_leaks(void) {
         page_at(a, 10, 0x300, 1, 0, 99 * SEC);
         page_at(a, 10, 0x400, 0, 1, 85 * SEC);          /* 1 young page through the write chain: no row */
         page_at(a, 11, 0x800, 3, 1, 1 * SEC);           /* 8 old pages, freed */
-        event_at(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = 11, .page = { .pfn = 0x800, .order = 3 } },
+        event_at(a, synthetic_page_event(MS_EVENT_PAGE_FREE, 11, 0x800, 3, (MsStack) {}),
                  2 * SEC);
         page_at(a, 12, 0x900, 0, 1, 30 * SEC);          /* 1 old page of another process */
         object_at(a, 10, 0xa000, 64, 1 * SEC);          /* 1 old object, 2 young ones, 1 old one freed */
@@ -368,9 +358,7 @@ static void test_leaks(void) {
 }
 
 static void cache_object_at(Accounting *a, int32_t pid, uint64_t ptr, const char *cache, uint64_t site, uint64_t t) {
-        event_at(a, (MsEvent) { .type = MS_EVENT_OBJECT_ALLOC, .pid = pid,
-                                .object = { .ptr = ptr, .bytes_requested = 256, .bytes_allocated = 256,
-                                            .cache = cache, .call_site = site } }, t);
+        event_at(a, synthetic_object_event(MS_EVENT_OBJECT_ALLOC, pid, ptr, 256, 256, cache, site, (MsStack) {}), t);
 }
 
 /* A cache whose frees never come (maple_node on 6.18) keeps old objects that are not leaks: once its
@@ -438,7 +426,7 @@ static void test_leaks_evicted(void) {
         for (int32_t pid = 20; pid < 30; pid++) {
                 page_at(a, pid, 0x1000 + (uint64_t) pid * 16, 0, 0, 1 * SEC);
                 object_at(a, pid, 0x100000 + (uint64_t) pid * 64, 64, 1 * SEC);
-                event_at(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid }, 2 * SEC);
+                event_at(a, synthetic_event(MS_EVENT_TASK_EXIT, pid), 2 * SEC);
         }
         UsageStats us;
         usage_get_stats(accounting_usage(a), &us);
@@ -543,7 +531,8 @@ static void test_user_addresses(void) {
         alloc(a, (int32_t) gone, 0x20000, 0, 4);
         alloc(a, (int32_t) undumpable, 0x30000, 0, 4);
         alloc(a, 4242, 0x40000, 0, 4);
-        accounting_handle_event(a, &(MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = 4242, .tid = 4242 });
+        MsEvent exit_event = synthetic_event(MS_EVENT_TASK_EXIT, 4242);
+        accounting_handle_event(a, &exit_event);
 
         /* Root: all. */
         expect_user_frames(a, self, QUERY_USER_ADDRESSES_ALL, 0, shown);
@@ -598,7 +587,7 @@ static json_t *only_row(json_t *rows, const char *key, json_int_t value) {
 }
 
 static void exit_at(Accounting *a, int32_t pid, uint64_t t) {
-        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_EXIT, .pid = pid }, t);
+        event_at(a, synthetic_event(MS_EVENT_TASK_EXIT, pid), t);
 }
 
 /*
@@ -697,15 +686,15 @@ static void test_reused_slot_scope(void) {
         /* 10 holds 8 pages through a chain with user frames, frees them and is forgotten. */
         page_at(a, 10, 0x100, 3, 4, 1 * SEC);
         uint32_t slot = usage_find_process(u, 10);
-        event_at(a, (MsEvent) { .type = MS_EVENT_PAGE_FREE, .pid = 10, .page = { .pfn = 0x100, .order = 3 } },
+        event_at(a, synthetic_page_event(MS_EVENT_PAGE_FREE, 10, 0x100, 3, (MsStack) {}),
                  2 * SEC);
         exit_at(a, 10, 3 * SEC);
         exit_at(a, 11, 4 * SEC);
         ASSERT_EQ(usage_find_process(u, 10), USAGE_TASK_NONE);
 
         /* 20 takes the slot and allocates 1 page through the same chain. */
-        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_FORK, .pid = 20, .task.parent_pid = 1 }, 5 * SEC);
-        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_COMM, .pid = 20, .task.name = "newcomer" }, 5 * SEC);
+        event_at(a, synthetic_task_event(MS_EVENT_TASK_FORK, 20, NULL, 1), 5 * SEC);
+        event_at(a, synthetic_task_event(MS_EVENT_TASK_COMM, 20, "newcomer", 0), 5 * SEC);
         ASSERT_EQ(usage_find_process(u, 20), slot);
         page_at(a, 20, 0x200, 0, 4, 6 * SEC);
 
@@ -726,12 +715,12 @@ static void test_object_holds_slot(void) {
         Accounting *a = core_new(1, &k);
         json_auto_t *slab = NULL;
 
-        event_at(a, (MsEvent) { .type = MS_EVENT_OBJECT_ALLOC, .pid = 10,
-                                .object = { .ptr = 0x10, .call_site = K_VFS_WRITE } }, 1 * SEC);
+        event_at(a, synthetic_object_event(MS_EVENT_OBJECT_ALLOC, 10, 0x10, 0, 0, NULL, K_VFS_WRITE, (MsStack) {}),
+                 1 * SEC);
         uint32_t slot = usage_find_process(accounting_usage(a), 10);
         exit_at(a, 10, 2 * SEC);
         exit_at(a, 11, 3 * SEC);
-        event_at(a, (MsEvent) { .type = MS_EVENT_TASK_FORK, .pid = 20, .task.parent_pid = 1 }, 4 * SEC);
+        event_at(a, synthetic_task_event(MS_EVENT_TASK_FORK, 20, NULL, 1), 4 * SEC);
         ASSERT_NE(usage_find_process(accounting_usage(a), 20), slot);
 
         ASSERT_OK(slab_query_json(a, SLAB_BY_TASK, 10, false, &slab));
@@ -773,9 +762,8 @@ static void test_long_symbol_names(void) {
         ASSERT_OK(accounting_new(&c, k, &a));
 
         static const uint64_t frames[] = { 0xffffffff81001010 };
-        accounting_handle_event(a, &(MsEvent) { .type = MS_EVENT_PAGE_ALLOC, .pid = 7, .tid = 7,
-                                                .page = { .pfn = 0x10, .stack = { .frames = frames, .n_frames = 1,
-                                                                                  .n_kernel_frames = 1 } } });
+        MsEvent alloc_event = synthetic_page_event(MS_EVENT_PAGE_ALLOC, 7, 0x10, 0, synthetic_stack(frames, 1, 1));
+        accounting_handle_event(a, &alloc_event);
         QueryStackTree q = { .pid = -1, .max_depth = 4, .max_children = 10, .sort = QUERY_SORT_CURRENT };
         ASSERT_OK(query_stacktree(a, &q, &reply));
         json_t *leaf = json_array_get(json_object_get(json_object_get(reply, "root"), "children"), 0);
