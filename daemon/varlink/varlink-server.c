@@ -570,7 +570,7 @@ static const VarlinkMethod *server_find_method(VarlinkServer *s, const char *nam
         return NULL;
 }
 
-static int builtin_get_info(VarlinkCall *call) {
+static int builtin_get_info(VarlinkCall *call, json_t *parameters, void *userdata) {
         VarlinkServer *s = call->connection->server;
         json_auto_t *reply = NULL, *ifaces = NULL;
 
@@ -589,7 +589,7 @@ static int builtin_get_info(VarlinkCall *call) {
         return varlink_call_reply(call, reply);
 }
 
-static int builtin_get_interface_description(VarlinkCall *call) {
+static int builtin_get_interface_description(VarlinkCall *call, json_t *parameters, void *userdata) {
         VarlinkServer *s = call->connection->server;
         const char *name = varlink_call_parameter_string(call, "interface"), *text;
         const VarlinkInterface *iface;
@@ -621,17 +621,9 @@ static int call_error_name(VarlinkCall *call, const char *error, const char *key
         return varlink_call_error(call, error, e);
 }
 
-static int builtin_get_info_handler(VarlinkCall *call, json_t *parameters, void *userdata) {
-        return builtin_get_info(call);
-}
-
-static int builtin_get_interface_description_handler(VarlinkCall *call, json_t *parameters, void *userdata) {
-        return builtin_get_interface_description(call);
-}
-
 static const VarlinkMethod builtin_methods[] = {
-        { VARLINK_SERVICE_INTERFACE ".GetInfo", builtin_get_info_handler, 0 },
-        { VARLINK_SERVICE_INTERFACE ".GetInterfaceDescription", builtin_get_interface_description_handler, 0 },
+        { VARLINK_SERVICE_INTERFACE ".GetInfo", builtin_get_info, 0 },
+        { VARLINK_SERVICE_INTERFACE ".GetInterfaceDescription", builtin_get_interface_description, 0 },
 };
 
 /* The one way into every method: its parameters checked against what its interface file declares
@@ -1465,21 +1457,6 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
         for (size_t i = 0; i < cfg->n_interfaces; i++)
                 if (!varlink_interface_name_is_valid(cfg->interfaces[i].name) || !cfg->interfaces[i].description)
                         return -EINVAL;
-        /* Every method served is declared by its interface's file, whose types check its calls. */
-        for (size_t i = 0; i < cfg->n_methods; i++) {
-                _cleanup_free_ char *iface_name = NULL;
-                const VarlinkInterface *iface = NULL;
-                const char *member;
-
-                if (!varlink_method_name_is_valid(cfg->methods[i].name) ||
-                    varlink_method_name_split(cfg->methods[i].name, &iface_name, &member) < 0)
-                        return -EINVAL;
-                for (size_t j = 0; j < cfg->n_interfaces; j++)
-                        if (streq(cfg->interfaces[j].name, iface_name))
-                                iface = cfg->interfaces + j;
-                if (!iface || !varlink_signature_find(iface->signature, cfg->methods[i].name))
-                        return -EINVAL;
-        }
         /* The errors the server sends on its own belong to the caller's interface. */
         const char *const error_names[] = { cfg->errors.permission_denied, cfg->errors.too_many_connections,
                                             cfg->errors.limit_exceeded, cfg->errors.internal };
@@ -1493,6 +1470,20 @@ int varlink_server_new(sd_event *e, const VarlinkServerConfig *cfg, VarlinkServe
         s->listen_fd = -EBADF;
         s->event = sd_event_ref(e);
         s->cfg = *cfg;
+
+        /* Every method served is declared by its interface's file, whose types check its calls. */
+        for (size_t i = 0; i < cfg->n_methods; i++) {
+                _cleanup_free_ char *iface_name = NULL;
+                const VarlinkInterface *iface;
+                const char *member;
+
+                if (!varlink_method_name_is_valid(cfg->methods[i].name) ||
+                    varlink_method_name_split(cfg->methods[i].name, &iface_name, &member) < 0)
+                        return -EINVAL;
+                iface = server_find_interface(s, iface_name);
+                if (!iface || !varlink_signature_find(iface->signature, cfg->methods[i].name))
+                        return -EINVAL;
+        }
 
         if (s->cfg.socket_mode == 0)
                 s->cfg.socket_mode = VARLINK_SERVER_SOCKET_MODE_DEFAULT;
