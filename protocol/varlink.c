@@ -568,19 +568,29 @@ static bool string_in_choices(const char *s, const char *const *choices) {
 
 static bool value_is(json_t *v, const VarlinkType *t, unsigned depth);
 
-static bool struct_is(json_t *v, const VarlinkType *t, unsigned depth) {
-        const char *key;
+/* Whether v is an object of t's fields; if not, *reterr_member (if not NULL) names the member that is
+ * wrong. Unknown members first: a misspelt optional one must not be silently ignored. */
+static bool struct_is(json_t *v, const VarlinkType *t, unsigned depth, const char **reterr_member) {
+        const char *key, *bad = NULL;
         json_t *member;
 
         if (!json_is_object(v))
                 return false;
         json_object_foreach(v, key, member)
-                if (!struct_field(t, key))
-                        return false;
+                if (!struct_field(t, key)) {
+                        bad = key;
+                        goto fail;
+                }
         for (size_t i = 0; i < t->n_fields; i++)
-                if (!value_is(json_object_get(v, t->fields[i].name), t->fields[i].type, depth + 1))
-                        return false;
+                if (!value_is(json_object_get(v, t->fields[i].name), t->fields[i].type, depth + 1)) {
+                        bad = t->fields[i].name;
+                        goto fail;
+                }
         return true;
+fail:
+        if (reterr_member)
+                *reterr_member = bad;
+        return false;
 }
 
 /* Whether v (NULL: absent) is a value of type t. */
@@ -607,7 +617,7 @@ static bool value_is(json_t *v, const VarlinkType *t, unsigned depth) {
         case VARLINK_TYPE_ENUM:
                 return json_is_string(v) && string_in_choices(json_string_value(v), t->choices);
         case VARLINK_TYPE_STRUCT:
-                return struct_is(v, t, depth);
+                return struct_is(v, t, depth, NULL);
         case VARLINK_TYPE_ARRAY:
                 if (!json_is_array(v))
                         return false;
@@ -631,29 +641,13 @@ static bool value_is(json_t *v, const VarlinkType *t, unsigned depth) {
 }
 
 int varlink_parameters_check(json_t *parameters, const VarlinkMethodSignature *m, const char **reterr_parameter) {
-        const VarlinkType *t = m->parameters;
-        const char *key;
-        json_t *v;
+        const char *bad = "parameters";       /* not an object at all */
 
-        assert(t->kind == VARLINK_TYPE_STRUCT);
+        assert(m->parameters->kind == VARLINK_TYPE_STRUCT);
 
-        if (!json_is_object(parameters)) {
-                if (reterr_parameter)
-                        *reterr_parameter = "parameters";
-                return -EINVAL;
-        }
-        /* Unknown members first: a misspelt optional parameter must not be silently ignored. */
-        json_object_foreach(parameters, key, v)
-                if (!struct_field(t, key)) {
-                        if (reterr_parameter)
-                                *reterr_parameter = key;
-                        return -EINVAL;
-                }
-        for (size_t i = 0; i < t->n_fields; i++)
-                if (!value_is(json_object_get(parameters, t->fields[i].name), t->fields[i].type, 1)) {
-                        if (reterr_parameter)
-                                *reterr_parameter = t->fields[i].name;
-                        return -EINVAL;
-                }
-        return 0;
+        if (struct_is(parameters, m->parameters, 0, &bad))
+                return 0;
+        if (reterr_parameter)
+                *reterr_parameter = bad;
+        return -EINVAL;
 }
