@@ -143,7 +143,7 @@ static json_t *system_memory_json(const SystemMemory *m) {
 static int status_add_oom(json_t *status, const ServiceState *state) {
         const char *reason = state->oom_kills ? state->oom_reason : "not started";
 
-        if (json_object_set_new(status, "oomWatching", json_boolean(state->oom_kills && state->oom_watching)) < 0 ||
+        if (json_object_set_new(status, "oomWatching", json_boolean(state->oom_watching)) < 0 ||
             json_object_set_new(status, "oomWatchReason", reason ? json_string(reason) : json_null()) < 0)
                 return -ENOMEM;
         return 0;

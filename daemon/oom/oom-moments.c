@@ -7,7 +7,8 @@
 #include "time-util.h"
 
 struct OomMoments {
-        OomMomentsConfig config;
+        OomConfig config;
+        OomLog *log;                    /* borrowed: where the snapshots go */
         bool pending;                   /* a kill heard of whose snapshot waits for the records up to it */
         OomKill pending_kill;
         uint64_t peak_threshold_pages;  /* oomlog_peak_threshold(), cached for the per-event check */
@@ -24,7 +25,7 @@ static void set_pending(OomMoments *m, bool pending) {
 
 /* The snapshot of the pending kill, from the core as it is now. */
 static void snapshot(OomMoments *m) {
-        const OomMomentsConfig *c = &m->config;
+        const OomConfig *c = &m->config;
         const json_t *record = NULL;
         int r;
 
@@ -32,7 +33,7 @@ static void snapshot(OomMoments *m) {
         /* The victim's unit by name. */
         if (units_pending(accounting_units(c->accounting)) > 0)
                 c->name_units(c->userdata);
-        r = oomlog_record_kill(c->log, c->accounting, c->usym, &m->pending_kill, c->page_size, &record);
+        r = oomlog_record_kill(m->log, c->accounting, c->usym, &m->pending_kill, c->page_size, &record);
         if (r < 0)
                 return (void) log_warning_errno(r, "Failed to take the snapshot of the OOM kill of pid %d: %m",
                                                 (int) m->pending_kill.pid);
@@ -43,12 +44,12 @@ static void snapshot(OomMoments *m) {
 
 /* A new global peak high enough above the last snapshot's: maybe a snapshot (rate-limited). */
 static void offer_peak(OomMoments *m, uint64_t current) {
-        const OomMomentsConfig *c = &m->config;
+        const OomConfig *c = &m->config;
 
-        int r = oomlog_offer_peak(c->log, c->accounting, c->usym, current, now_usec(CLOCK_MONOTONIC));
+        int r = oomlog_offer_peak(m->log, c->accounting, c->usym, current, now_usec(CLOCK_MONOTONIC));
         if (r < 0)
                 log_debug_errno(r, "Failed to take a peak snapshot: %m");
-        m->peak_threshold_pages = oomlog_peak_threshold(c->log);
+        m->peak_threshold_pages = oomlog_peak_threshold(m->log);
 }
 
 static void on_event(void *userdata, const MsEvent *e, bool applied) {
@@ -81,16 +82,17 @@ void oom_moments_tick(OomMoments *m) {
                 pressure_watch_check(m->pressure);
 }
 
-OomMoments *oom_moments_new(const OomMomentsConfig *config) {
+OomMoments *oom_moments_new(const OomConfig *config, OomLog *log) {
         OomMoments *m = calloc(1, sizeof(OomMoments));
 
         if (!m)
                 return NULL;
         m->config = *config;
-        m->peak_threshold_pages = oomlog_peak_threshold(config->log);
+        m->log = log;
+        m->peak_threshold_pages = oomlog_peak_threshold(log);
         if (config->event && pressure_watch_new(&(PressureWatchConfig) {
                         .event = config->event,
-                        .log = config->log,
+                        .log = log,
                         .accounting = config->accounting,
                         .usym = config->usym,
                         .memcg = config->memcg,

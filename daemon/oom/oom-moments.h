@@ -20,35 +20,20 @@
 #include "accounting.h"
 #include "macro.h"
 #include "observer.h"
+#include "oom.h"
 #include "pressure-watch.h"
 #include "oomkill.h"
 #include "oomlog.h"
 #include "usym.h"
 
-typedef struct OomMomentsConfig {
-        OomLog *log;                    /* borrowed: where the snapshots go */
-        Accounting *accounting;         /* borrowed */
-        UserSymbols *usym;              /* borrowed */
-        long page_size;
-        bool journal;                   /* log kills to the journal, else to stderr */
-        const char *unit;               /* ours, for the journal entry; may be NULL */
-        /* Handed to the PressureWatch (its trigger handler delivers before a record); never called here. */
-        void (*flush_source)(void *userdata);
-        /* Names the units of the core's new cgroups now (the cgroup namer alone), so the snapshot names
-         * the victim's unit: safe inside delivery, it runs no observer. */
-        void (*name_units)(void *userdata);
-        void *userdata;
-        /* Pressure records (PressureWatchConfig's): the loop for PSI triggers, the memory controller, the
-         * margin, the trigger, the interval. event NULL: none taken. */
-        sd_event *event;
-        const Memcg *memcg;
-        PressureSettings pressure;
-} OomMomentsConfig;
-
 typedef struct OomMoments OomMoments;
 
-/* NULL on OOM, or for a pressure trigger pressure_trigger_parse() refuses (check it beforehand). */
-OomMoments *oom_moments_new(const OomMomentsConfig *config);
+/* The snapshots go to log; config is the room's (oom.h): what is read, the hooks, and the pressure
+ * records (none without config->event). Its flush_source is handed to the PressureWatch (its trigger
+ * handler delivers before a record), never called here; name_units names new cgroups for a snapshot
+ * (the cgroup namer alone, so safe inside delivery). NULL on OOM, or for a pressure trigger
+ * pressure_trigger_parse() refuses (check it beforehand). */
+OomMoments *oom_moments_new(const OomConfig *config, OomLog *log);
 OomMoments *oom_moments_free(OomMoments *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(OomMoments *, oom_moments_free);
 

@@ -24,13 +24,7 @@ Oom *oom_new(const OomConfig *config) {
         o->log = oomlog_new();
         if (!o->log)
                 return NULL;
-        o->moments = oom_moments_new(&(OomMomentsConfig) {
-                .log = o->log, .accounting = config->accounting, .usym = config->usym,
-                .memcg = config->memcg, .page_size = config->page_size, .journal = config->journal,
-                .unit = config->unit, .event = config->event, .pressure = config->pressure,
-                .flush_source = config->flush_source, .name_units = config->name_units,
-                .userdata = config->userdata,
-        });
+        o->moments = oom_moments_new(config, o->log);
         if (!o->moments)
                 return NULL;
         return TAKE_PTR(o);
