@@ -59,7 +59,11 @@ struct Service {
         uint64_t leaks_ready_usec;      /* CLOCK_MONOTONIC time from which Leaks is served again */
 };
 
-static void service_flush(Service *sv) {
+/* The core brought up to date with what the kernel reported so far, so that an answer is about now:
+ * before every method (VarlinkServerConfig.before_call, its parameters already checked against the
+ * interface file) and every Top frame (TopStreamsConfig.flush). */
+static void service_flush(void *userdata) {
+        Service *sv = userdata;
         sv->flush(sv->userdata);
 }
 
@@ -76,13 +80,6 @@ static ServiceState service_state(Service *sv) {
         ServiceState state = { .backend = "none" };
         sv->get_state(sv->userdata, &state);
         return state;
-}
-
-/* Before every method (VarlinkServerConfig.before_call), its parameters already checked against the
- * interface file: the core brought up to date with what the kernel reported so far, so every method
- * answers about now. */
-static void service_before_call(void *userdata) {
-        service_flush(userdata);
 }
 
 /* An integer parameter (absent: the default) within [min, max], a range the interface file cannot say.
@@ -458,10 +455,6 @@ static int top_stream_frame(void *userdata, QuerySort sort, int64_t limit, bool 
         return top_frame(userdata, sort, limit, hide_zero, ret);
 }
 
-static void top_stream_flush(void *userdata) {
-        service_flush(userdata);
-}
-
 int service_top_timer(Service *sv, uint64_t *ret_usec, uint64_t *ret_accuracy_usec) {
         return top_streams_timer(sv->top, ret_usec, ret_accuracy_usec);
 }
@@ -820,7 +813,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
         };
         sv->marks = marks_new();
         sv->top = top_streams_new(&(TopStreamsConfig) { .event = sv->event, .priority = sv->priority, .userdata = sv,
-                                                         .flush = top_stream_flush, .frame = top_stream_frame });
+                                                         .flush = service_flush, .frame = top_stream_frame });
         if (!sv->marks || !sv->top)
                 return log_oom();
         /* Not serving it is no reason not to serve the rest: boot_phase_load() said why. */
@@ -845,7 +838,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                         .internal = MEMSTRACK_ERROR_INTERNAL,
                 },
                 .userdata = sv,
-                .before_call = service_before_call,
+                .before_call = service_flush,
                 .reply_errno = service_reply_errno,
                 .first_message_timeout_usec = config->first_message_timeout_usec,
                 .request_timeout_usec = config->request_timeout_usec,
