@@ -24,7 +24,8 @@ static const uint64_t synthetic_chain_xfs[] = { 0xffffffff81003010, 0xffffffffc0
 /* ---- Builders ------------------------------------------------------------------------------------ */
 
 static inline MsStack synthetic_stack(const uint64_t *frames, size_t n_frames, size_t n_kernel_frames) {
-        return (MsStack) { .frames = frames, .n_frames = (uint32_t) n_frames, .n_kernel_frames = (uint32_t) n_kernel_frames };
+        return (MsStack) { .frames = frames, .n_frames = (uint32_t) n_frames,
+                           .n_kernel_frames = (uint32_t) n_kernel_frames };
 }
 
 /* An event of type by pid's thread pid, with no body: exits, and the bodies no test fills. */
@@ -33,7 +34,8 @@ static inline MsEvent synthetic_event(MsEventType type, int32_t pid) {
 }
 
 /* A page allocation or free of 2^order pages at pfn; migrate type unknown (-1) on allocations. */
-static inline MsEvent synthetic_page_event(MsEventType type, int32_t pid, uint64_t pfn, uint32_t order, MsStack stack) {
+static inline MsEvent synthetic_page_event(MsEventType type, int32_t pid, uint64_t pfn, uint32_t order,
+                                           MsStack stack) {
         MsEvent e = synthetic_event(type, pid);
         e.page = (MsPageEvent) { .pfn = pfn, .order = order, .migrate_type = type == MS_EVENT_PAGE_ALLOC ? -1 : 0,
                                  .stack = stack };
@@ -70,7 +72,8 @@ static inline MsEvent synthetic_lost_event(uint32_t cpu, uint64_t n_lost) {
 }
 
 /* An aggregated sample: pid's unit count through stack changed by delta, rising at most peak. */
-static inline MsEvent synthetic_sample_event(int32_t pid, MsStack stack, LedgerUnit unit, int64_t delta, uint64_t peak) {
+static inline MsEvent synthetic_sample_event(int32_t pid, MsStack stack, LedgerUnit unit, int64_t delta,
+                                             uint64_t peak) {
         MsEvent e = synthetic_event(MS_EVENT_SAMPLE, pid);
         e.sample = (MsSampleEvent) { .stack = stack, .unit = unit, .delta = delta, .peak = peak };
         return e;
@@ -79,7 +82,8 @@ static inline MsEvent synthetic_sample_event(int32_t pid, MsStack stack, LedgerU
 /* A slab object allocation or free at ptr: bytes asked for and handed out, its cache (NULL: unknown),
  * call site (0: unknown) and stack. */
 static inline MsEvent synthetic_object_event(MsEventType type, int32_t pid, uint64_t ptr, uint64_t requested,
-                                             uint64_t allocated, const char *cache, uint64_t call_site, MsStack stack) {
+                                             uint64_t allocated, const char *cache, uint64_t call_site,
+                                             MsStack stack) {
         MsEvent e = synthetic_event(type, pid);
         e.object = (MsObjectEvent) { .ptr = ptr, .bytes_requested = requested, .bytes_allocated = allocated,
                                      .cache = cache, .call_site = call_site, .stack = stack };
@@ -142,6 +146,21 @@ static inline void synthetic_exit(Accounting *a, int32_t pid) {
         synthetic_feed(a, synthetic_event(MS_EVENT_TASK_EXIT, pid));
 }
 
+/* The stack of a chain: every frame a kernel one. */
+static inline MsStack synthetic_chain_stack(SyntheticChain chain) {
+        switch (chain) {
+        case SYNTHETIC_EXT4:
+                return synthetic_stack(synthetic_chain_ext4, ELEMENTSOF(synthetic_chain_ext4),
+                                       ELEMENTSOF(synthetic_chain_ext4));
+        case SYNTHETIC_XFS:
+                return synthetic_stack(synthetic_chain_xfs, ELEMENTSOF(synthetic_chain_xfs),
+                                       ELEMENTSOF(synthetic_chain_xfs));
+        default:
+                return synthetic_stack(synthetic_chain_kernel, ELEMENTSOF(synthetic_chain_kernel),
+                                       ELEMENTSOF(synthetic_chain_kernel));
+        }
+}
+
 /* The cgroup id of a pid's allocations: 100 in 1001, 200 and 300 in 1002, 400 in 1003, others none (0). */
 static inline uint64_t synthetic_cgroup_of(int32_t pid) {
         switch (pid) {
@@ -176,12 +195,7 @@ static inline void synthetic_name_units(Accounting *a) {
 }
 
 static inline void synthetic_alloc(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order, SyntheticChain chain) {
-        const uint64_t *frames = chain == SYNTHETIC_EXT4 ? synthetic_chain_ext4 :
-                                 chain == SYNTHETIC_XFS ? synthetic_chain_xfs : synthetic_chain_kernel;
-        uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) :
-                     chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
-
-        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, order, synthetic_stack(frames, n, n));
+        MsEvent e = synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, order, synthetic_chain_stack(chain));
         e.cgroup_id = synthetic_cgroup_of(pid);
         synthetic_feed(a, e);
 }
@@ -192,8 +206,8 @@ static const uint64_t synthetic_chain_user[] = { 0xffffffff81003010, 0xffffffff8
                                                  0x55d0c0ffee00 };
 
 static inline void synthetic_alloc_user(Accounting *a, int32_t pid, uint64_t pfn) {
-        synthetic_feed(a, synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, 0,
-                                               synthetic_stack(synthetic_chain_user, ELEMENTSOF(synthetic_chain_user), 2)));
+        MsStack user = synthetic_stack(synthetic_chain_user, ELEMENTSOF(synthetic_chain_user), 2);
+        synthetic_feed(a, synthetic_page_event(MS_EVENT_PAGE_ALLOC, pid, pfn, 0, user));
 }
 
 static inline void synthetic_free(Accounting *a, int32_t pid, uint64_t pfn, uint32_t order) {
@@ -206,12 +220,7 @@ static inline void synthetic_lost(Accounting *a, uint32_t cpu, uint64_t n) {
 
 /* An aggregated sample of pages: pid's pages through the chain changed by delta, rising at most peak. */
 static inline void synthetic_sample(Accounting *a, int32_t pid, int64_t delta, uint64_t peak, SyntheticChain chain) {
-        const uint64_t *frames = chain == SYNTHETIC_EXT4 ? synthetic_chain_ext4 :
-                                 chain == SYNTHETIC_XFS ? synthetic_chain_xfs : synthetic_chain_kernel;
-        uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) :
-                     chain == SYNTHETIC_XFS ? ELEMENTSOF(synthetic_chain_xfs) : ELEMENTSOF(synthetic_chain_kernel);
-
-        synthetic_feed(a, synthetic_sample_event(pid, synthetic_stack(frames, n, n), LEDGER_PAGES, delta, peak));
+        synthetic_feed(a, synthetic_sample_event(pid, synthetic_chain_stack(chain), LEDGER_PAGES, delta, peak));
 }
 
 /* A slab object allocation (bytes > 0) or free (bytes == 0) at ptr. */

@@ -29,11 +29,8 @@ static void alloc_kind(Accounting *a, int32_t pid, uint64_t cgroup, uint64_t pfn
 
 static void object(Accounting *a, int32_t pid, uint64_t cgroup, uint64_t ptr, uint64_t bytes, const char *cache,
                 uint64_t call_site, SyntheticChain chain) {
-        const uint64_t *frames = chain == SYNTHETIC_EXT4 ? synthetic_chain_ext4 : synthetic_chain_kernel;
-        uint32_t n = chain == SYNTHETIC_EXT4 ? ELEMENTSOF(synthetic_chain_ext4) : ELEMENTSOF(synthetic_chain_kernel);
-
         MsEvent e = synthetic_object_event(MS_EVENT_OBJECT_ALLOC, pid, ptr, bytes, bytes, cache, call_site,
-                                           synthetic_stack(frames, n, n));
+                                           synthetic_chain_stack(chain));
         e.cgroup_id = cgroup;
         synthetic_feed(a, e);
 }
