@@ -16,6 +16,8 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define _likely_(x) (__builtin_expect(!!(x), 1))
+/* For a hot function called with constant arguments, whose dead branches then go. */
+#define _always_inline_ inline __attribute__((always_inline))
 #define _unlikely_(x) (__builtin_expect(!!(x), 0))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 #define _pure_ __attribute__((pure))

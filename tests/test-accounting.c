@@ -126,30 +126,6 @@ static const ModuleUsage *module(Accounting *a, const char *name) {
         return NULL;
 }
 
-static uint32_t tree_root(StackTree *st, uint32_t i) {
-        while (stacktree_node(st, i)->parent != STACK_NODE_NONE)
-                i = stacktree_node(st, i)->parent;
-        return i;
-}
-
-static void add_pages(void *userdata, uint32_t leaf, uint64_t pages) {
-        uint64_t *sum = userdata;
-        *sum += pages;
-}
-
-typedef struct CgroupCells {
-        uint32_t cgroup;
-        uint64_t pages;
-} CgroupCells;
-
-static bool match_cgroup(void *userdata, uint32_t cgroup) {
-        return ((CgroupCells *) userdata)->cgroup == cgroup;
-}
-
-static void add_cgroup_pages(void *userdata, uint32_t leaf, uint64_t pages) {
-        ((CgroupCells *) userdata)->pages += pages;
-}
-
 /* The unit of a cgroup id, named "cg<id>" if it was pending. */
 static const UnitUsage *unit_of(Accounting *a, uint64_t id) {
         Units *u = accounting_units(a);
@@ -164,78 +140,44 @@ static const UnitUsage *unit_of(Accounting *a, uint64_t id) {
         return units_unit(u, units_unit_of(u, c));
 }
 
-/* Every view of current pages must agree: tasks, both stack trees, modules, page table, totals, the
- * charge index. */
+/* Every view of current pages must agree: tasks, both stack trees, modules, units, cgroups, page table,
+ * totals, the charge index. */
 static void check_invariants(Accounting *a) {
-        Usage *u = accounting_usage(a);
-        AccountingStats s;
-        uint64_t by_process = 0, by_leaf[2] = {};
+        const char *what = NULL;
+        int r = accounting_check_sums(a, &what);
 
-        accounting_get_stats(a, &s);
-        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
-                const Task *t = usage_task(u, i);
-                if (t && !t->is_thread)
-                        by_process += t->ledger[LEDGER_PAGES].current;
-        }
-        StackTree *st = accounting_stacktree(a);
-        for (uint32_t i = 0; i < stacktree_size(st); i++) {
-                const StackNode *n = stacktree_node(st, i);
-                Ledger np = stacktree_pages(st, i);
-                uint64_t children = 0;
-                for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(st, c)->next_sibling)
-                        children += stacktree_pages(st, c).current;
-                ASSERT_LE(children, np.current);
-                ASSERT_LE(np.current, np.peak);
-                by_leaf[tree_root(st, i)] += np.current - children;
-        }
-        ASSERT_EQ(by_process, s.current_pages);
-        /* The index's cells add up per process (evicted ones included: they hold pages still freed)
-         * and per module. */
-        uint64_t indexed = 0;
-        const ChargeIndex *ci = accounting_chargeindex(a);
-        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
-                const Task *t = usage_task(u, i);
-                uint64_t sum = 0;
-                chargeindex_foreach_process(ci, i, add_pages, &sum);
-                /* "[evicted]" counts pages the index keeps under the evicted slots. */
-                if (t && !t->is_thread && i != USAGE_TASK_EVICTED)
-                        ASSERT_EQ(sum, t->ledger[LEDGER_PAGES].current);
-                indexed += sum;
-        }
-        ASSERT_EQ(indexed, s.current_pages);
-        for (uint16_t id = 1; id <= usage_module_count(u); id++) {
-                uint64_t sum = 0;
-                chargeindex_foreach_module(ci, id, add_pages, &sum);
-                ASSERT_EQ(sum, usage_module(u, id)->ledger[LEDGER_PAGES].current);
-        }
-        ASSERT_EQ(by_leaf[STACK_NODE_ROOT], s.current_pages);
-        ASSERT_EQ(by_leaf[STACK_NODE_PROCESSES], s.current_pages);
-        /* Pages of aggregated samples have no pfn: the page table holds the rest. */
-        ASSERT_EQ(pagemap_pages(accounting_pagemap(a)) + s.sampled_pages, s.current_pages);
-        uint64_t by_module = 0;
-        for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                by_module += usage_module(u, id)->ledger[LEDGER_PAGES].current;
-        ASSERT_EQ(by_module, s.current_pages);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_ROOT).current, s.current_pages);
-        ASSERT_EQ(stacktree_pages(st, STACK_NODE_PROCESSES).current, s.current_pages);
-        ASSERT_LE(s.current_pages, s.peak_pages);
+        if (r < 0)
+                fprintf(stderr, "sums disagree: %s\n", what ?: strerror(-r));
+        ASSERT_OK(r);
+}
 
-        /* Units and cgroups add up, and each cgroup's cells hold what it does. */
-        Units *un = accounting_units(a);
-        uint64_t by_unit = 0, by_cgroup = 0;
-        for (uint32_t i = 1; i < units_unit_count(un); i++)
-                if (units_unit(un, i)) {
-                        by_unit += units_unit(un, i)->ledger.current;
-                        ASSERT_LE(units_unit(un, i)->ledger.current, units_unit(un, i)->ledger.peak);
-                }
-        for (uint32_t i = 1; i < units_cgroup_count(un); i++) {
-                CgroupCells cc = { .cgroup = i };
-                chargeindex_foreach_cgroup(ci, match_cgroup, add_cgroup_pages, &cc);
-                ASSERT_EQ(cc.pages, units_cgroup(un, i)->current_pages);
-                by_cgroup += cc.pages;
-        }
-        ASSERT_EQ(by_unit, s.current_pages);
-        ASSERT_EQ(by_cgroup, s.current_pages);
+/* The check finds a count out of step with the others, whichever it is, and names it. */
+static void test_check_sums_finds_disagreement(void) {
+        Accounting *a = new_accounting(NULL, false);
+        const char *what = NULL;
+
+        alloc(a, 100, 0x1000, 2);
+        alloc(a, 200, 0x2000, 0);
+        check_invariants(a);
+
+        Task *t = usage_task(accounting_usage(a), usage_find_process(accounting_usage(a), 200));
+        t->ledger[LEDGER_PAGES].current++;
+        ASSERT_EQ(accounting_check_sums(a, &what), -EBADMSG);
+        ASSERT_NOT_NULL(strstr(what, "current"));
+        t->ledger[LEDGER_PAGES].current--;
+        check_invariants(a);
+
+        ModuleUsage *m = usage_module(accounting_usage(a), usage_find_module_shown(accounting_usage(a), "vmlinux"));
+        m->ledger[LEDGER_PAGES].current--;
+        what = NULL;
+        ASSERT_EQ(accounting_check_sums(a, &what), -EBADMSG);
+        ASSERT_NOT_NULL(what);
+        m->ledger[LEDGER_PAGES].current++;
+
+        free_pages_(a, 100, 0x1000, 2);
+        free_pages_(a, 200, 0x2000, 0);
+        check_invariants(a);
+        accounting_free(a);
 }
 
 static void test_orders_and_untracked(void) {
@@ -1554,6 +1496,7 @@ static void test_gfp_text(void) {
 }
 
 int main(void) {
+        TEST(test_check_sums_finds_disagreement);
         TEST(test_orders_and_untracked);
         TEST(test_gfp_text);
         TEST(test_page_kinds);

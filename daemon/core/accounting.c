@@ -179,32 +179,78 @@ Accounting *accounting_free(Accounting *a) {
 }
 
 /*
- * A page owner's node is its charge cell (chargeindex.h): the cell names the stack leaf and the module,
- * and counts the owner's pages per (process, module, leaf) for stack views of one task or module. The
- * cell's module is the one charged: relabeling a cell moves all its blocks at once.
+ * Where pages are counted besides the total: a task (and so its process), and the stack leaf, module and
+ * cgroup (so the unit) of a charge cell, which counts them too. A page owner's node is its cell: the
+ * cell names the rest, and relabeling a cell moves all its blocks to another module at once.
  */
-static void charge(Accounting *a, const PageOwner *o, uint64_t pages) {
-        usage_task_charge(a->usage, o->task, LEDGER_PAGES, pages);
-        stacktree_charge(a->stacks, chargeindex_node(a->index, o->node), pages);
-        usage_module_charge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
-        units_charge(a->units, chargeindex_cgroup(a->index, o->node), pages);
-        a->stats.current_pages += pages;       /* at most ACCOUNTING_PAGES_MAX: see handle_alloc() */
-        a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages);
-        a->interval_peak_pages = MAX(a->interval_peak_pages, a->stats.current_pages);
+typedef struct PagePlace {
+        uint32_t task;
+        uint32_t cell;                  /* CHARGE_CELL_NONE: none holds them (a sample's first rise) */
+        uint32_t leaf;
+        uint32_t cgroup;
+        uint16_t module;
+} PagePlace;
+
+static PagePlace cell_place(const Accounting *a, uint32_t task, uint32_t cell) {
+        return (PagePlace) {
+                .task = task,
+                .cell = cell,
+                .leaf = chargeindex_node(a->index, cell),
+                .cgroup = chargeindex_cgroup(a->index, cell),
+                .module = chargeindex_module(a->index, cell),
+        };
 }
 
-/* PageReleaseFn: pages leave whoever allocated them. */
+/*
+ * The one place a count of pages changes, so the six counts of a page stay in step: the total, the
+ * task's, the leaf's (and every node above it), the module's, the unit's and the cell's. Each peak is
+ * first raised to at least current + rise (ledger_raise(); 0 for a block, whose counts are exact), then
+ * delta pages come or go. Pages come into their cell where the cell is chosen (chargeindex_add(), which
+ * the block's owner names before its block is inserted), and leave it here. A block's move to another
+ * module (move_block()) changes only the module and the cell, and keeps every sum.
+ * accounting_disagreement() checks that the sums agree.
+ */
+static _always_inline_ void count_pages(Accounting *a, const PagePlace *p, uint64_t rise, int64_t delta) {
+        uint64_t n = delta < 0 ? (uint64_t) -delta : (uint64_t) delta;      /* |delta| <= ACCOUNTING_PAGES_MAX */
+
+        if (rise == 0 && delta > 0) {
+                /* A block comes: exact counts, no peak to raise first (the cheaper walks). */
+                usage_task_charge(a->usage, p->task, LEDGER_PAGES, n);
+                stacktree_charge(a->stacks, p->leaf, n);
+                usage_module_charge(a->usage, p->module, LEDGER_PAGES, n);
+                units_charge(a->units, p->cgroup, n);
+        } else if (rise == 0 && delta < 0) {
+                usage_task_uncharge(a->usage, p->task, LEDGER_PAGES, n);
+                stacktree_uncharge(a->stacks, p->leaf, n);
+                usage_module_uncharge(a->usage, p->module, LEDGER_PAGES, n);
+                units_uncharge(a->units, p->cgroup, n);
+        } else {
+                usage_task_apply(a->usage, p->task, LEDGER_PAGES, rise, delta);
+                stacktree_apply(a->stacks, p->leaf, rise, delta);
+                usage_module_apply(a->usage, p->module, LEDGER_PAGES, rise, delta);
+                units_apply(a->units, p->cgroup, rise, delta);
+        }
+        if (delta < 0 && p->cell != CHARGE_CELL_NONE)
+                chargeindex_sub(a->index, p->cell, n);
+
+        /* The total stays at most ACCOUNTING_PAGES_MAX (see handle_alloc() and handle_sample()). */
+        uint64_t high = a->stats.current_pages + rise;
+        if (delta < 0)
+                a->stats.current_pages -= MIN(n, a->stats.current_pages);
+        else
+                a->stats.current_pages += n;
+        high = MAX(high, a->stats.current_pages);
+        a->stats.peak_pages = MAX(a->stats.peak_pages, high);
+        a->interval_peak_pages = MAX(a->interval_peak_pages, high);
+}
+
+/* PageReleaseFn: pages leave whoever allocated them (the cell's module: a relabeled cell took its blocks
+ * along; the cell's cgroup: where they were allocated, wherever the task is now). */
 static void release(void *userdata, const PageOwner *o, uint64_t pages) {
         Accounting *a = userdata;
+        PagePlace p = cell_place(a, o->task, o->node);
 
-        usage_task_uncharge(a->usage, o->task, LEDGER_PAGES, pages);
-        stacktree_uncharge(a->stacks, chargeindex_node(a->index, o->node), pages);
-        /* The cell's module: a relabeled cell took its blocks along. */
-        usage_module_uncharge(a->usage, chargeindex_module(a->index, o->node), LEDGER_PAGES, pages);
-        /* The cell's cgroup: where the pages were allocated, wherever the task is now. */
-        units_uncharge(a->units, chargeindex_cgroup(a->index, o->node), pages);
-        chargeindex_sub(a->index, o->node, pages);
-        a->stats.current_pages -= MIN(pages, a->stats.current_pages);
+        count_pages(a, &p, 0, -(int64_t) pages);
 }
 
 /* The module charged for a block allocated through node by process. */
@@ -289,7 +335,8 @@ static void handle_alloc(Accounting *a, const MsEvent *e) {
         if (r > 0)
                 a->stats.stale_blocks++;
 
-        charge(a, &owner, pages);
+        PagePlace place = cell_place(a, task, cell);
+        count_pages(a, &place, 0, (int64_t) pages);
         a->stats.allocs++;
         a->stats.alloc_pages += pages;
 }
@@ -375,38 +422,33 @@ static void find_leaf_cell(void *userdata, uint32_t cell) {
 }
 
 /*
- * Takes up to budget pages of (process, leaf) off the charge index for a negative sample, from the cells
- * of sampled pages only (blocks in the page table name the others): first from the
- * cell of the chain's module and the task's cgroup now, then from cells of the same chain under other
- * modules or cgroups (a symbol reload re-classified the chain after earlier samples charged it, or the
- * task moved: those pages leave the module and the cgroup they were charged to, uncharged here). Sets
- * *ret_delta to minus what leaves (module, cgroup) themselves (0 if nothing does). Returns the pages
- * taken.
+ * Takes up to budget pages of the sample's chain off the counts for a negative sample, from cells of
+ * sampled pages only (blocks in the page table name the others): first from the cell of place (the
+ * chain's module and the task's cgroup now), raising the peaks by rise, then from cells of the same chain
+ * under other modules or cgroups (a symbol reload re-classified the chain after earlier samples charged
+ * it, or the task moved: those pages leave the module and the cgroup they were charged to). Returns the
+ * pages taken.
  */
-static uint64_t take_sampled_pages(Accounting *a, uint32_t process, uint16_t module, uint32_t leaf,
-                uint32_t cgroup, uint64_t budget, int64_t *ret_delta) {
-        uint32_t cell = chargeindex_lookup(a->index, process, module, leaf, cgroup, true, PAGE_KIND_UNKNOWN);
-        uint64_t taken = 0;
+static uint64_t take_sampled_pages(Accounting *a, const PagePlace *place, uint32_t process, uint64_t rise,
+                uint64_t budget) {
+        PagePlace own = *place;
 
-        if (cell != CHARGE_CELL_NONE) {
-                taken = MIN(chargeindex_pages(a->index, cell), budget);
-                chargeindex_sub(a->index, cell, taken);
-        }
-        *ret_delta = -(int64_t) taken;
+        own.cell = chargeindex_lookup(a->index, process, own.module, own.leaf, own.cgroup, true, PAGE_KIND_UNKNOWN);
+        uint64_t taken = own.cell != CHARGE_CELL_NONE ? MIN(chargeindex_pages(a->index, own.cell), budget) : 0;
+        count_pages(a, &own, rise, -(int64_t) taken);
 
         /* Rare: one walk of the process's cells per other (module, cgroup) holding the chain. */
         while (taken < budget) {
                 CellSearch c = {
-                        .index = a->index, .leaf = leaf, .skip = cell, .found = CHARGE_CELL_NONE,
+                        .index = a->index, .leaf = own.leaf, .skip = own.cell, .found = CHARGE_CELL_NONE,
                 };
 
                 chargeindex_foreach_cell_of_process(a->index, process, find_leaf_cell, &c);
                 if (c.found == CHARGE_CELL_NONE)
                         break;
                 uint64_t n = MIN(chargeindex_pages(a->index, c.found), budget - taken);
-                usage_module_uncharge(a->usage, chargeindex_module(a->index, c.found), LEDGER_PAGES, n);
-                units_uncharge(a->units, chargeindex_cgroup(a->index, c.found), n);
-                chargeindex_sub(a->index, c.found, n);
+                PagePlace other = cell_place(a, own.task, c.found);
+                count_pages(a, &other, 0, -(int64_t) n);
                 taken += n;
         }
         return taken;
@@ -454,7 +496,7 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         uint32_t process = usage_task(a->usage, task)->process;
         uint32_t leaf = intern_chain(a, &s->stack, process);
         uint16_t module = owner_module(a, stacktree_node(a->stacks, leaf), process);
-        int64_t delta = s->delta, module_delta = delta;
+        int64_t delta = s->delta;
         uint64_t rise = MAX(s->peak, delta > 0 ? (uint64_t) delta : 0);
         uint32_t cgroup = event_cgroup(a, process, e->cgroup_id);
         if (cgroup == UNITS_NONE) {
@@ -488,33 +530,30 @@ static void handle_sample(Accounting *a, const MsEvent *e) {
         if (_unlikely_(rise > room)) {
                 rise = room;
                 if (delta > 0 && (uint64_t) delta > room)
-                        delta = module_delta = (int64_t) room;
+                        delta = (int64_t) room;
                 a->stats.saturated_events++;
         }
 
+        PagePlace place = {
+                .task = task, .cell = CHARGE_CELL_NONE, .leaf = leaf, .cgroup = cgroup, .module = module,
+        };
         if (delta > 0) {
-                if (chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, true,
-                                    PAGE_KIND_UNKNOWN, (uint64_t) delta) == CHARGE_CELL_NONE) {
+                place.cell = chargeindex_add(a->index, CHARGE_CELL_NONE, process, module, leaf, cgroup, true,
+                                             PAGE_KIND_UNKNOWN, (uint64_t) delta);
+                if (place.cell == CHARGE_CELL_NONE) {
                         a->stats.alloc_failures++;
                         return;
                 }
                 a->stats.sampled_pages += (uint64_t) delta;
+                count_pages(a, &place, rise, delta);
         } else if (delta < 0) {
                 uint64_t want = (uint64_t) -delta, budget = MIN(want, a->stats.sampled_pages);
-                uint64_t taken = take_sampled_pages(a, process, module, leaf, cgroup, budget, &module_delta);
+                uint64_t taken = take_sampled_pages(a, &place, process, rise, budget);
 
                 a->stats.sample_untracked_pages = count_add(a->stats.sample_untracked_pages, want - taken);
                 a->stats.sampled_pages -= taken;
-                delta = -(int64_t) taken;
-        }
-
-        usage_task_apply(a->usage, task, LEDGER_PAGES, rise, delta);
-        stacktree_apply(a->stacks, leaf, rise, delta);
-        usage_module_apply(a->usage, module, LEDGER_PAGES, rise, module_delta);
-        units_apply(a->units, cgroup, rise, module_delta);
-        a->stats.peak_pages = MAX(a->stats.peak_pages, a->stats.current_pages + rise);
-        a->interval_peak_pages = MAX(a->interval_peak_pages, a->stats.current_pages + rise);
-        a->stats.current_pages = (uint64_t) ((int64_t) a->stats.current_pages + delta);
+        } else
+                count_pages(a, &place, rise, 0);
 }
 
 static void handle_free(Accounting *a, const MsEvent *e) {
@@ -828,6 +867,10 @@ StackTree *accounting_slab_stacktree(Accounting *a) {
 
 Units *accounting_units(Accounting *a) {
         return a->units;
+}
+
+bool accounting_per_process_stacks(const Accounting *a) {
+        return a->config.per_process_stacks;
 }
 
 bool accounting_traces_slab(const Accounting *a) {

@@ -9,7 +9,7 @@
  * the same counters by +n/-n with a known peak (see handle_sample() for what their peaks mean). Knows
  * nothing of perf, tracefs, JSON or sockets; the query layer reads it through the accessors below.
  *
- * Invariants (tested in tests/test-accounting.c):
+ * Invariants (accounting_check_sums(), run after events in tests/test-accounting.c and the query fuzzer):
  *   - sum of current pages over processes == over stack leaves == tracked pages in the PageMap +
  *     sampled_pages;
  *   - a free takes pages off the task/node/module/cgroup that allocated them, whoever frees, wherever the
@@ -131,6 +131,8 @@ MsEventSink accounting_sink(Accounting *a);
  */
 void accounting_symbols_stale(Accounting *a);
 bool accounting_symbols_are_stale(const Accounting *a);
+/* Whether each process has a stack tree of its own (AccountingConfig.per_process_stacks). */
+bool accounting_per_process_stacks(const Accounting *a);
 /* Whether slab objects are traced (AccountingConfig.slab). */
 bool accounting_traces_slab(const Accounting *a);
 /*
@@ -177,5 +179,13 @@ uint64_t accounting_current_pages(const Accounting *a);
 /* The most current_pages reached since the last call (ledger_interval_take() for the total), and the
  * current pages in *ret_current_pages. */
 uint64_t accounting_interval_take(Accounting *a, uint64_t *ret_current_pages);
+/*
+ * Whether the counts of pages agree with each other, as the invariants above say: over
+ * processes, modules, units, cgroups, charge cells and each stack tree they add up to the total, the
+ * cells of each process, module and cgroup to what it holds, and the page table with sampled_pages to the
+ * total; no current count is above its peak. 0 if they do; -EBADMSG if not, the first that does not
+ * named in *ret_what; -ENOMEM. A walk of every table: for tests and fuzzers, after any event.
+ */
+int accounting_check_sums(Accounting *a, const char **ret_what);
 /* Heap bytes held by the core's tables. */
 size_t accounting_memory_bytes(const Accounting *a);

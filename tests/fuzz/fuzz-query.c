@@ -18,8 +18,8 @@
  * (ServiceConfig.now_nsec), and no state survives an input but the symbol tables and the event loop.
  *
  * Oracles: the sanitizers (ASan, UBSan, LeakSanitizer); every call gets a final reply or an error of the
- * interface, never InternalError nor a dropped connection; at the end the core's sums agree (tasks,
- * modules, units, stack roots, charge cells and the page table).
+ * interface, never InternalError nor a dropped connection; after every op the core's sums agree
+ * (accounting_check_sums(): tasks, modules, units, cgroups, stack trees, charge cells and the page table).
  *
  * Built as a libFuzzer target (-Dfuzzers=true) and, with fuzz-driver.c, as a unit test running a fixed
  * number of pseudo-random programs (test-fuzz-query).
@@ -73,7 +73,7 @@ typedef struct Fixture {
         sd_event *event;
         Ksym *ksyms[ELEMENTSOF(ksym_files)];
         bool root;
-        bool trace;                     /* $FUZZ_QUERY_TRACE: every op said, the core checked after each */
+        bool trace;                     /* $FUZZ_QUERY_TRACE: every op said */
         int log_level;
 } Fixture;
 
@@ -1011,49 +1011,16 @@ static void final_calls(Program *p) {
 }
 
 /* The core's sums agree: every tracked page is charged once per view. */
-
-static void add_pages(void *userdata, uint32_t node, uint64_t pages) {
-        *(uint64_t *) userdata += pages;
-}
-
-#define CHECK(expr)                                                                                     \
-        do {                                                                                            \
-                if (!(expr)) {                                                                          \
-                        fprintf(stderr, "%s:%d: the core disagrees with itself: %s\n", __FILE__, __LINE__, #expr); \
-                        abort();                                                                        \
-                }                                                                                       \
-        } while (0)
-
 static void check_core(Program *p) {
-        Accounting *a = p->accounting;
-        Usage *u = accounting_usage(a);
-        const ChargeIndex *ci = accounting_chargeindex(a);
-        AccountingStats s;
-        uint64_t by_process = 0, by_module = 0, by_unit = 0, indexed = 0;
+        const char *what = NULL;
+        int r = accounting_check_sums(p->accounting, &what);
 
-        accounting_get_stats(a, &s);
-        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
-                const Task *t = usage_task(u, i);
-                uint64_t cells = 0;
-
-                if (t && !t->is_thread)
-                        by_process += t->ledger[LEDGER_PAGES].current;
-                chargeindex_foreach_process(ci, i, add_pages, &cells);
-                indexed += cells;
+        if (r == -ENOMEM)
+                abort();
+        if (r < 0) {
+                fprintf(stderr, "the core disagrees with itself: %s\n", what);
+                abort();
         }
-        for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                by_module += usage_module(u, id)->ledger[LEDGER_PAGES].current;
-        Units *un = accounting_units(a);
-        for (uint32_t i = 1; i < units_unit_count(un); i++)
-                if (units_unit(un, i))
-                        by_unit += units_unit(un, i)->ledger.current;
-        StackTree *st = accounting_stacktree(a);
-        CHECK(by_process == s.current_pages);
-        CHECK(by_module == s.current_pages);
-        CHECK(by_unit == s.current_pages);
-        CHECK(indexed == s.current_pages);
-        CHECK(stacktree_pages(st, STACK_NODE_ROOT).current == s.current_pages);
-        CHECK(pagemap_pages(accounting_pagemap(a)) + s.sampled_pages == s.current_pages);
 }
 
 /* A program. */
@@ -1139,8 +1106,7 @@ static void run(Program *p) {
                 if (p->f->trace)
                         fprintf(stderr, "op %u: %s at byte %zu\n", i, op->name, (size_t) (p->p - p->start));
                 op->fn(p);
-                if (p->f->trace)
-                        check_core(p);
+                check_core(p);
         }
         final_calls(p);
         check_core(p);
