@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "accounting.h"
+#include "view.h"
 #include "macro.h"
 #include "synthetic-events.h"
 #include "tests.h"
@@ -1108,6 +1109,60 @@ static void test_object_table(void) {
 
 /* A task that moves to another cgroup leaves what it allocated before charged to the old one: frees (by
  * anyone) take the pages off the cgroup that allocated them. */
+typedef struct ScopeSum {
+        uint64_t pages, sampled;
+        uint32_t unit;                  /* the one unit every cell named, or UNITS_NONE if they differ */
+        size_t cells;
+} ScopeSum;
+
+static void sum_cell(void *userdata, const ViewCell *cell) {
+        ScopeSum *s = userdata;
+
+        s->pages += cell->pages;
+        s->sampled += cell->sampled ? cell->pages : 0;
+        s->unit = s->cells++ == 0 || s->unit == cell->unit ? cell->unit : UNITS_NONE;
+}
+
+static ScopeSum scope_sum(Accounting *a, ViewScopeKind kind, uint32_t id) {
+        ScopeSum s = {};
+        view_foreach_cell(a, (ViewScope) { kind, id }, sum_cell, &s);
+        return s;
+}
+
+/* A scope's cells hold what its process, module or unit does, each with its unit looked up. */
+static void test_view_cells(void) {
+        Accounting *a = new_accounting(NULL, false);
+        Usage *u = accounting_usage(a);
+        Units *un = accounting_units(a);
+
+        cgroup_id = 100;
+        alloc(a, 10, 0x1000, 2);
+        cgroup_id = 200;
+        alloc(a, 10, 0x2000, 0);
+        alloc(a, 11, 0x3000, 1);
+        sample(a, 11, 5, 5, write_chain);
+        (void) unit_of(a, 100);
+        (void) unit_of(a, 200);
+        uint32_t u100 = units_unit_of(un, units_cgroup_intern(un, 100));
+        uint32_t u200 = units_unit_of(un, units_cgroup_intern(un, 200));
+        ASSERT_NE(u100, u200);
+
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_ALL, 0).pages, 4 + 1 + 2 + 5);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_ALL, 0).sampled, 5);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_PROCESS, usage_find_process(u, 10)).pages, process(a, 10)->ledger[LEDGER_PAGES].current);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_PROCESS, usage_find_process(u, 11)).pages, 2 + 5);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_UNIT, u100).pages, 4);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_UNIT, u100).unit, u100);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_UNIT, u200).pages, 1 + 2 + 5);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_UNIT, u200).unit, u200);
+        uint16_t vmlinux = usage_find_module_shown(u, ACCOUNTING_KERNEL_MODULE);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_MODULE, vmlinux).pages, usage_module(u, vmlinux)->ledger[LEDGER_PAGES].current);
+        ASSERT_EQ(scope_sum(a, VIEW_SCOPE_PROCESS, USAGE_TASK_NONE - 1).cells, 0);
+        check_invariants(a);
+        cgroup_id = 0;
+        accounting_free(a);
+}
+
 static void test_cgroup_move(void) {
         Ksym *k = fixture_ksym();
         Accounting *a = new_accounting(k, false);
@@ -1522,6 +1577,7 @@ int main(void) {
         TEST(test_object_at_null);
         TEST(test_object_table);
         TEST(test_object_reconcile);
+        TEST(test_view_cells);
         TEST(test_cgroup_move);
         TEST(test_cgroup_merge);
         TEST(test_random_against_model);

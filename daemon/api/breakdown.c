@@ -9,6 +9,7 @@
 #include "breakdown.h"
 #include "macro.h"
 #include "utf8.h"
+#include "view.h"
 
 static const char *const by_table[_BREAKDOWN_BY_MAX] = {
         [BREAKDOWN_BY_ORDER] = "order",
@@ -30,23 +31,16 @@ BreakdownBy breakdown_by_from_string(const char *s) {
 
 /* Pages per kind id over the cells asked about. */
 typedef struct KindPages {
-        const ChargeIndex *ci;
-        const Units *units;
-        uint32_t unit;                  /* UNITS_NONE: every cell given */
         uint64_t *pages;                /* per kind id */
         size_t n_kinds;
         uint64_t total;
 } KindPages;
 
-static void add_cell(void *userdata, uint32_t cell) {
+static void add_cell(void *userdata, const ViewCell *cell) {
         KindPages *k = userdata;
 
-        if (k->unit != UNITS_NONE && units_unit_of(k->units, chargeindex_cgroup(k->ci, cell)) != k->unit)
-                return;
-        uint32_t kind = chargeindex_kind(k->ci, cell);
-        uint64_t pages = chargeindex_pages(k->ci, cell);
-        k->pages[kind < k->n_kinds ? kind : PAGE_KIND_UNKNOWN] += pages;
-        k->total += pages;
+        k->pages[cell->kind < k->n_kinds ? cell->kind : PAGE_KIND_UNKNOWN] += cell->pages;
+        k->total += cell->pages;
 }
 
 /* One row: the kinds that share its key summed. */
@@ -180,9 +174,6 @@ static int rows_json(Accounting *a, BreakdownBy by, const KindPages *k, size_t l
 
 static int kind_pages_init(Accounting *a, KindPages *k) {
         *k = (KindPages) {
-                .ci = accounting_chargeindex(a),
-                .units = accounting_units(a),
-                .unit = UNITS_NONE,
                 .n_kinds = page_kinds_count(accounting_page_kinds(a)),
         };
         k->pages = calloc(MAX(k->n_kinds, (size_t) 1), sizeof(uint64_t));
@@ -194,6 +185,7 @@ int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
         json_auto_t *rows = NULL;
         char scope[256] = "[all]";
         uint64_t other = 0;
+        ViewScope of = VIEW_SCOPE_EVERY;
         KindPages k;
         int r;
 
@@ -211,15 +203,14 @@ int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
                         goto finish;
                 }
                 (void) snprintf(scope, sizeof(scope), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
-                chargeindex_foreach_cell_of_process(k.ci, process, add_cell, &k);
+                of = (ViewScope) { VIEW_SCOPE_PROCESS, process };
         } else if (q->unit) {
-                k.unit = units_find_shown(k.units, q->unit);
-                if (k.unit == UNITS_NONE) {
+                of = (ViewScope) { VIEW_SCOPE_UNIT, units_find_shown(accounting_units(a), q->unit) };
+                if (of.id == UNITS_NONE) {
                         r = -ENXIO;
                         goto finish;
                 }
                 (void) snprintf(scope, sizeof(scope), "[unit %s]", q->unit);
-                chargeindex_foreach_cell(k.ci, add_cell, &k);
         } else if (q->module) {
                 uint16_t module = usage_find_module_shown(u, q->module);
                 if (module == USAGE_MODULE_NONE) {
@@ -227,9 +218,9 @@ int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
                         goto finish;
                 }
                 (void) snprintf(scope, sizeof(scope), "[module %s]", q->module);
-                chargeindex_foreach_cell_of_module(k.ci, module, add_cell, &k);
-        } else
-                chargeindex_foreach_cell(k.ci, add_cell, &k);
+                of = (ViewScope) { VIEW_SCOPE_MODULE, module };
+        }
+        view_foreach_cell(a, of, add_cell, &k);
 
         r = rows_json(a, q->by, &k, q->limit, &rows, &other);
         if (r < 0)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "explain.h"
+#include "view.h"
 #include "macro.h"
 #include "slabquery.h"
 #include "varlink.h"
@@ -80,35 +81,27 @@ static Holder holder_of(Explain *e, uint32_t process) {
         return !t || t->exited || t->evicted ? HOLDER_ORPHANED : HOLDER_ALIVE;
 }
 
-static uint32_t global_leaf(Explain *e, uint32_t leaf) {
-        /* A process-tree leaf stands for its twin in the global tree, as in stack views. */
-        const StackNode *n = stacktree_node(accounting_stacktree(e->a), leaf);
-        return n && n->twin != STACK_NODE_NONE ? n->twin : leaf;
-}
-
-static void count_cell(void *userdata, uint32_t cell) {
+static void count_cell(void *userdata, const ViewCell *cell) {
         Explain *e = userdata;
-        const ChargeIndex *ci = accounting_chargeindex(e->a);
 
-        if (e->error < 0 || units_unit_of(e->units, chargeindex_cgroup(ci, cell)) != e->unit)
+        if (e->error < 0)
                 return;
-        uint32_t process = chargeindex_process(ci, cell);
-        uint64_t pages = chargeindex_pages(ci, cell);
+        uint32_t process = cell->process;
+        uint64_t pages = cell->pages;
         Side *s = &e->side[holder_of(e, process)];
 
         s->pages += pages;
         if (process < e->n_slots)
                 e->process_pages[process] += pages;
-        const PageKind *k = page_kinds_get(accounting_page_kinds(e->a), chargeindex_kind(ci, cell));
+        const PageKind *k = page_kinds_get(accounting_page_kinds(e->a), cell->kind);
         if (!k || !k->known)
                 e->unknown_kind_pages += pages;
         else if (k->gfp_flags & GFP_MOVABLE_BIT)
                 e->movable_pages += pages;
         else
                 e->kernel_pages += pages;
-        uint32_t leaf = global_leaf(e, chargeindex_node(ci, cell));
-        if (leaf < e->n_nodes)
-                s->leaf_pages[leaf] += pages;
+        if (cell->leaf < e->n_nodes)
+                s->leaf_pages[cell->leaf] += pages;
 }
 
 static void count_object(void *userdata, uint64_t ptr, const SlabObject *o) {
@@ -554,7 +547,7 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
 
         r = explain_init(&e, a, unit);
         if (r >= 0) {
-                chargeindex_foreach_cell(accounting_chargeindex(a), count_cell, &e);
+                view_foreach_cell(a, (ViewScope) { VIEW_SCOPE_UNIT, unit }, count_cell, &e);
                 if (accounting_traces_slab(a))
                         slab_foreach(accounting_slab(a), count_object, &e);
                 r = e.error;
@@ -640,7 +633,6 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
 
 /* Per unit index: what its live processes and no live process hold. */
 typedef struct UnitHeld {
-        const ChargeIndex *ci;
         Usage *usage;
         Units *units;
         uint64_t (*held)[4];            /* [unit][alive pages, orphaned pages, alive slab, orphaned slab] */
@@ -652,13 +644,12 @@ static bool process_orphaned(Usage *u, uint32_t process) {
         return !t || t->exited || t->evicted;
 }
 
-static void held_cell(void *userdata, uint32_t cell) {
+static void held_cell(void *userdata, const ViewCell *cell) {
         UnitHeld *h = userdata;
-        uint32_t unit = units_unit_of(h->units, chargeindex_cgroup(h->ci, cell));
 
-        if (unit < h->n_units) {
-                uint64_t *x = &h->held[unit][process_orphaned(h->usage, chargeindex_process(h->ci, cell))];
-                *x = count_add(*x, chargeindex_pages(h->ci, cell));
+        if (cell->unit < h->n_units) {
+                uint64_t *x = &h->held[cell->unit][process_orphaned(h->usage, cell->process)];
+                *x = count_add(*x, cell->pages);
         }
 }
 
@@ -674,7 +665,6 @@ static void held_object(void *userdata, uint64_t ptr, const SlabObject *o) {
 int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long page_size, json_t **ret) {
         Units *un = accounting_units(a);
         UnitHeld h = {
-                .ci = accounting_chargeindex(a),
                 .usage = accounting_usage(a),
                 .units = un,
                 .n_units = units_unit_count(un),
@@ -691,7 +681,7 @@ int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long pa
         if (!h.held)
                 return -ENOMEM;
         /* One walk of the cells and one of the objects for every unit asked about. */
-        chargeindex_foreach_cell(h.ci, held_cell, &h);
+        view_foreach_cell(a, VIEW_SCOPE_EVERY, held_cell, &h);
         if (accounting_traces_slab(a))
                 slab_foreach(accounting_slab(a), held_object, &h);
 
