@@ -12,6 +12,7 @@
 #include "read-file.h"
 #include "utf8.h"
 #include "varlink.h"
+#include "view.h"
 
 QuerySort query_sort_from_string(const char *s) {
         if (!s || streq(s, "current"))
@@ -255,19 +256,17 @@ static uint32_t subset_get(Subset *s, uint32_t node, bool *ret_created) {
 }
 
 /*
- * ChargeIndexFn: the cell's pages go to its leaf's entry; missing ancestors are created and linked up to
- * the first one that exists, so building costs one step per cell plus one per node of the subset (the
+ * ViewCellFn: the cell's pages go to its global leaf's entry; missing ancestors are created and linked up
+ * to the first one that exists, so building costs one step per cell plus one per node of the subset (the
  * sums up the tree come after, in subset_sum()).
  */
-static void subset_add_leaf(void *userdata, uint32_t leaf, uint64_t pages) {
+static void subset_add_cell(void *userdata, const ViewCell *cell) {
         Subset *s = userdata;
-        uint32_t child = SUBSET_NONE;
+        uint32_t child = SUBSET_NONE, leaf = cell->leaf;
+        uint64_t pages = cell->pages;
 
         if (s->error < 0)
                 return;
-        /* A process-tree leaf: its pages are shown on the global tree, at its twin. */
-        if (stacktree_node(s->tree, leaf)->twin != STACK_NODE_NONE)
-                leaf = stacktree_node(s->tree, leaf)->twin;
         for (uint32_t i = leaf; i != STACK_NODE_NONE; i = stacktree_node(s->tree, i)->parent) {
                 bool created;
                 uint32_t e = subset_get(s, i, &created);
@@ -528,24 +527,6 @@ done:
         return 0;
 }
 
-/* A walk of the charge index's cells for one unit: fn gets the cells of the unit's cgroups. */
-typedef struct UnitCells {
-        const Units *units;
-        uint32_t unit;
-        ChargeIndexFn fn;
-        void *userdata;
-} UnitCells;
-
-static bool unit_cell_matches(void *userdata, uint32_t cgroup) {
-        const UnitCells *uc = userdata;
-        return units_unit_of(uc->units, cgroup) == uc->unit;
-}
-
-static void unit_cell_add(void *userdata, uint32_t leaf, uint64_t pages) {
-        const UnitCells *uc = userdata;
-        uc->fn(uc->userdata, leaf, pages);
-}
-
 int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
         StackTree *tree = accounting_stacktree(a);
         Usage *u = accounting_usage(a);
@@ -584,16 +565,12 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
 
         /* A subset without a tree of its own: its cells of the charge index, summed up to the root. */
         Subset subset = { .tree = tree };
-        UnitCells uc = { .units = accounting_units(a), .unit = unit, .fn = subset_add_leaf, .userdata = &subset };
         if (start == STACK_NODE_ROOT &&
             (process != USAGE_TASK_NONE || module != USAGE_MODULE_NONE || unit != UNITS_NONE)) {
-                const ChargeIndex *ci = accounting_chargeindex(a);
-                if (process != USAGE_TASK_NONE)
-                        chargeindex_foreach_process(ci, process, subset_add_leaf, &subset);
-                else if (unit != UNITS_NONE)
-                        chargeindex_foreach_cgroup(ci, unit_cell_matches, unit_cell_add, &uc);
-                else
-                        chargeindex_foreach_module(ci, module, subset_add_leaf, &subset);
+                ViewScope of = process != USAGE_TASK_NONE ? (ViewScope) { VIEW_SCOPE_PROCESS, process } :
+                               unit != UNITS_NONE ? (ViewScope) { VIEW_SCOPE_UNIT, unit } :
+                               (ViewScope) { VIEW_SCOPE_MODULE, module };
+                view_foreach_cell(a, of, subset_add_cell, &subset);
                 if (subset.error >= 0)
                         subset.error = subset_sum(&subset);
                 if (subset.error < 0) {
@@ -621,37 +598,24 @@ typedef struct LeafPages {
 } LeafPages;
 
 typedef struct LeafList {
-        const StackTree *tree;
-        const Units *units;
         const uint32_t *rank_of;        /* per unit index: its place in the reply, UINT32_MAX if not listed */
         size_t n_units;
-        uint32_t rank;                  /* of the cell just matched */
         LeafPages *items;               /* owned */
         size_t n, n_allocated;
         int error;
 } LeafList;
 
-static bool leaf_list_match(void *userdata, uint32_t cgroup) {
+static void leaf_list_add(void *userdata, const ViewCell *cell) {
         LeafList *l = userdata;
-        uint32_t unit = units_unit_of(l->units, cgroup);
+        uint32_t rank = cell->unit < l->n_units ? l->rank_of[cell->unit] : UINT32_MAX;
 
-        l->rank = unit < l->n_units ? l->rank_of[unit] : UINT32_MAX;
-        return l->rank != UINT32_MAX;
-}
-
-static void leaf_list_add(void *userdata, uint32_t leaf, uint64_t pages) {
-        LeafList *l = userdata;
-
-        if (l->error < 0)
+        if (l->error < 0 || rank == UINT32_MAX)
                 return;
-        /* A process-tree leaf stands for its twin in the global tree, as in stack views. */
-        if (stacktree_node(l->tree, leaf)->twin != STACK_NODE_NONE)
-                leaf = stacktree_node(l->tree, leaf)->twin;
         if (greedy_realloc(&l->items, &l->n_allocated, l->n + 1, sizeof(LeafPages), 64) < 0) {
                 l->error = -ENOMEM;
                 return;
         }
-        l->items[l->n++] = (LeafPages) { l->rank, leaf, pages };
+        l->items[l->n++] = (LeafPages) { rank, cell->leaf, cell->pages };
 }
 
 static int compare_rank_leaf(const void *a, const void *b) {
@@ -678,11 +642,10 @@ static int compare_rank_pages(const void *a, const void *b) {
  */
 static int listed_unit_leaves(Accounting *a, const uint32_t *rank_of, size_t n_units, LeafPages **ret,
                 size_t *ret_n) {
-        LeafList l = { .tree = accounting_stacktree(a), .units = accounting_units(a), .rank_of = rank_of,
-                       .n_units = n_units };
+        LeafList l = { .rank_of = rank_of, .n_units = n_units };
         size_t n = 0;
 
-        chargeindex_foreach_cgroup(accounting_chargeindex(a), leaf_list_match, leaf_list_add, &l);
+        view_foreach_cell(a, VIEW_SCOPE_EVERY, leaf_list_add, &l);
         if (l.error < 0) {
                 free(l.items);
                 return l.error;

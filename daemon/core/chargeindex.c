@@ -373,14 +373,6 @@ void chargeindex_foreach_module(const ChargeIndex *ci, uint16_t module, ChargeIn
                 fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
 }
 
-void chargeindex_foreach_cgroup(const ChargeIndex *ci, bool (*match)(void *userdata, uint32_t cgroup),
-                ChargeIndexFn fn, void *userdata) {
-        /* Free cells have leaf NONE; a cell in use never has. */
-        for (size_t c = 0; c < ci->n_cells; c++)
-                if (ci->cells[c].leaf != NONE && match(userdata, ci->cells[c].cgroup))
-                        fn(userdata, ci->cells[c].leaf, ci->cells[c].pages);
-}
-
 void chargeindex_clear(ChargeIndex *ci) {
         memset(ci->slots, 0xff, ci->capacity * sizeof(uint32_t));
         if (ci->process_head)

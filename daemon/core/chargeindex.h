@@ -77,10 +77,6 @@ typedef void (*ChargeIndexFn)(void *userdata, uint32_t node, uint64_t pages);
 void chargeindex_foreach_process(const ChargeIndex *ci, uint32_t process, ChargeIndexFn fn, void *userdata);
 void chargeindex_foreach_module(const ChargeIndex *ci, uint16_t module, ChargeIndexFn fn, void *userdata);
 
-/* Calls fn with the node and pages of each cell whose cgroup match() accepts: a walk of every cell, for
- * queries (a unit's stacks), never the event path. */
-void chargeindex_foreach_cgroup(const ChargeIndex *ci, bool (*match)(void *userdata, uint32_t cgroup),
-                ChargeIndexFn fn, void *userdata);
 
 void chargeindex_clear(ChargeIndex *ci);
 /* Every cell id is below it: for arrays indexed by cell. */

@@ -200,10 +200,21 @@ selected_pid() {
 header() {
     screen | head -1
 }
+# The pid of the panel's first row.
+first_pid() {
+    screen | tail -n +5 | grep -E '^ +[0-9]+ ' | awk '{ print $1 }' | head -1
+}
 # Moves the selection with Down, a key at a time, to the row of pid $1 (other loadgens may run too).
+# Home is seen to reach the first row before the first Down: pressed together, both may be read before
+# a frame is drawn, and the selection seen before Home would then look stuck.
 select_pid() {
     local i before deadline
     keys Home
+    deadline=$((SECONDS + WAIT))
+    until [ -n "$(selected_pid)" ] && [ "$(selected_pid)" = "$(first_pid)" ]; do
+        [ $SECONDS -lt $deadline ] || { screen >&2; fail "Home did not select the first row"; }
+        sleep 0.1
+    done
     for i in $(seq 60); do
         [ "$(selected_pid)" = "$1" ] && return 0
         before=$(selected_pid)
