@@ -40,6 +40,7 @@
 #include "units.h"
 #include "slab.h"
 #include "usage.h"
+#include "stats.h"
 
 /*
  * The most pages the core counts in all, current or peak: 2^52 - 1, all but one of the pages a 64-bit
@@ -77,30 +78,6 @@ typedef struct AccountingConfig {
                 .max_heap_blocks = 1u << 22,                                                            \
                 .max_heaps = 1u << 16,                                                                  \
         })
-
-typedef struct AccountingStats {
-        uint64_t events;
-        uint64_t allocs, alloc_pages;
-        uint64_t frees, freed_pages;                    /* frees that released tracked pages */
-        uint64_t untracked_frees, untracked_free_pages; /* frees of pages allocated before tracing */
-        uint64_t stale_blocks;          /* an alloc found its pfn still tracked: that free was lost */
-        uint64_t alloc_failures;        /* allocations not tracked for lack of memory or bad input */
-        uint64_t lost_events;           /* reported by the source */
-        uint64_t resets;                /* ACCOUNTING_RESET_ALL so far: tells counts from before a reset apart */
-        uint64_t invalid_events;        /* not applied: page events with order > MS_EVENT_ORDER_MAX, a block
-                                         * beyond MS_PAGE_KEY_MAX or frames missing; samples of a bad unit, size
-                                         * (MS_EVENT_SAMPLE_*_MAX) or chain */
-        uint64_t saturated_events;      /* would have taken a count beyond ACCOUNTING_PAGES_MAX or COUNT_MAX:
-                                         * samples and losses applied up to it, allocations not at all */
-        uint64_t symbol_walks;          /* page-table walks moving blocks to a module named by a reload */
-        uint64_t module_walks;          /* page-table walks moving a module loader's blocks (rare fallback) */
-        uint64_t samples;               /* aggregated samples applied (MS_EVENT_SAMPLE) */
-        uint64_t sampled_pages;         /* of current_pages, charged by samples: not in the page table */
-        uint64_t sample_untracked_pages;        /* pages negative samples took that no sample had charged */
-        uint64_t unsupported_events;    /* events of a kind the core does not apply yet (object alloc/free) */
-        uint64_t current_pages, peak_pages;
-        uint64_t first_event_nsec, last_event_nsec;
-} AccountingStats;
 
 typedef enum AccountingReset {
         ACCOUNTING_RESET_PEAKS,         /* peaks become current values */

@@ -27,6 +27,7 @@
 
 #include "event.h"
 #include "ledger.h"
+#include "stats.h"
 #include "stacktree.h"
 
 #define HEAP_NONE UINT32_MAX
@@ -70,13 +71,6 @@ typedef struct HeapImage {
         uint32_t n_growth;
         uint64_t growth_step_usec;
 } HeapImage;
-
-typedef struct HeapStats {
-        size_t n_images;
-        uint64_t images_dropped;        /* heaps not recorded: max_images reached, or out of memory */
-        uint64_t live_blocks;           /* sampled blocks kept now, over every heap */
-        uint64_t invalid_events;        /* heap events for no open heap, or with bad fields */
-} HeapStats;
 
 typedef struct Heap Heap;
 

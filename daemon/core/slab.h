@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "ledger.h"
+#include "stats.h"
 #include "slabinfo.h"
 
 #define SLAB_NONE UINT32_MAX
@@ -89,30 +90,8 @@ typedef struct SlabGroup {
         SlabKernelFigures kernel;       /* caches */
 } SlabGroup;
 
-typedef struct SlabStats {
-        uint64_t live_objects, live_requested;
-        Ledger live_allocated;
-        uint64_t allocs, frees;
-        uint64_t unknown_frees;         /* of pointers not live here: allocated before tracing, or dropped */
-        uint64_t replaced;              /* an allocation found its pointer live: that free was lost */
-        uint64_t dropped;               /* allocations not kept: the table was full, or out of memory */
-        uint64_t first_nsec, last_nsec; /* the first and the last allocation's time: the span rates are of */
-        uint64_t lost_events;           /* events the source lost (slab_note_lost()) */
-} SlabStats;
-
 /* How often memstrackd reconciles (observers/slab-reconciler.c). */
 #define SLAB_RECONCILE_INTERVAL_NSEC UINT64_C(2000000000)
-
-/* The reconciliations with /proc/slabinfo (slab_reconcile()). */
-typedef struct SlabReconcileStats {
-        uint64_t runs;                  /* reconciliations that read the kernel's figures */
-        uint64_t last_nsec;             /* CLOCK_MONOTONIC time of the last attempt, 0: none yet */
-        int error;                      /* its -errno when it could not read them, else 0 */
-        size_t caches;                  /* caches and size classes with a figure at the last */
-        size_t drifting;                /* of them, those above their bound at the last */
-        uint64_t trimmed;               /* objects dropped above the bounds, in all */
-        uint64_t destroyed;             /* objects dropped because the kernel destroyed their cache */
-} SlabReconcileStats;
 
 /* The bytes an object is charged: what the allocator handed out (never less than asked for). */
 static inline uint32_t slab_object_bytes(uint64_t requested, uint64_t allocated) {

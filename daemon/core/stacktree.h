@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "ledger.h"
+#include "stats.h"
 
 #define STACK_NODE_ROOT 0u
 #define STACK_NODE_PROCESSES 1u
@@ -73,17 +74,6 @@ typedef enum StackNodeFlags {
  * StackNodeFlags in *flags. Called once per node, when it is created.
  */
 typedef uint16_t (*StackModuleFn)(void *userdata, uint64_t ip, unsigned *flags);
-
-typedef struct StackTreeStats {
-        size_t n_nodes;
-        size_t max_nodes;
-        size_t n_process_nodes;                 /* of n_nodes, in process trees (at most max_nodes / 2) */
-        uint64_t process_paths_truncated;       /* process chains charged to the global tree only (budget) */
-        uint64_t stacks_truncated;      /* chains cut short because the node budget was reached */
-        uint64_t cache_hits;
-        uint64_t cache_misses;
-        uint64_t underflows;            /* uncharges of more than a node held: a bug or lost events */
-} StackTreeStats;
 
 typedef struct StackTree StackTree;
 

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "ledger.h"
+#include "stats.h"
 
 #define USAGE_TASK_NONE UINT32_MAX
 #define USAGE_TASK_EVICTED 0u           /* index of the record that inherits evicted tasks' pages */
@@ -72,15 +73,6 @@ typedef struct ModuleUsage {
         bool loaded;
         bool loaded_known;              /* loaded was set by a load or free event, or by kallsyms listing it */
 } ModuleUsage;
-
-typedef struct UsageStats {
-        size_t n_tasks;                 /* records in use, exited ones included */
-        size_t n_exited;
-        uint64_t tasks_evicted;
-        uint64_t tasks_recycled;        /* evicted slots made reusable (at eviction, or at their last free) */
-        uint64_t modules_dropped;       /* modules beyond the id space, charged to none */
-        uint64_t underflows;
-} UsageStats;
 
 typedef struct Usage Usage;
 
