@@ -9,7 +9,9 @@ Every `#include "x.h"` in a .c or .h file of a checked folder is resolved as the
 including file's own folder first, then the folders it may use (ALLOWED; each daemon folder is a library
 built with exactly those include paths). A name found only in a folder it may not use is a forbidden
 include; a name found in two folders it may use is ambiguous (the build would pick one silently). Every
-resolved include is an edge between two folders, and the folder graph must have no cycle. Each offending
+resolved include is an edge between two folders, and the folder graph must have no cycle. Some folders see
+another only through its interface headers (INTERFACES: the query layer reads the core through view.h), and
+those headers reach no other header of their folder than the plain data they hand out. Each offending
 include is printed with its file and line, so the fix is obvious. Names found nowhere (config.h, the
 generated *.varlink.c, system headers in quotes) are not checked. docs/layout.md explains the rules.
 """
@@ -40,6 +42,16 @@ ALLOWED = {
         "client": {"common", "protocol", "report", "heap"},
         "client/top": {"common", "protocol", "report", "client"},
         "metrics": {"common", "protocol"},
+}
+
+# Including folder -> {folder it sees through an interface: the headers it may include there}, and per such
+# folder what its interface headers may include of it in turn, transitively: plain data, never a part's
+# own header, so that a reader cannot reach the core's tables through the interface either.
+INTERFACES = {
+        "daemon/api": {"daemon/core": {"view.h"}},
+}
+INTERFACE_CLOSURE = {
+        "daemon/core": {"view.h", "event.h", "ledger.h", "stats.h"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -85,6 +97,7 @@ def check(root, allowed):
                 where.setdefault(name, []).append(folder)
 
         edges = {}
+        includes = {}           # (folder, name) -> [(line number, included name)]
         for folder, name in files:
                 with open(os.path.join(root, folder, name), encoding="utf-8") as f:
                         for lineno, line in enumerate(f, 1):
@@ -92,6 +105,7 @@ def check(root, allowed):
                                 if not m:
                                         continue
                                 target = os.path.basename(m.group(1))
+                                includes.setdefault((folder, name), []).append((lineno, target))
                                 found = where.get(target)
                                 if not found:
                                         continue        # generated (config.h, *.varlink.c) or outside the tree
@@ -108,6 +122,28 @@ def check(root, allowed):
                                 if not visible:
                                         errors.append(f"{here}: includes {dest}/{target}, but {folder}/ may "
                                                       f"only include {', '.join(sorted(allowed[folder])) or 'nothing'}")
+                                        continue
+                                through = INTERFACES.get(folder, {}).get(dest)
+                                if through is not None and target not in through:
+                                        errors.append(f"{here}: includes {dest}/{target}, but {folder}/ reads "
+                                                      f"{dest}/ only through {', '.join(sorted(through))}")
+
+        # What the interface headers reach in their own folder, include by include.
+        for folder, plain in sorted(INTERFACE_CLOSURE.items()):
+                headers = set().union(*(i.get(folder, set()) for i in INTERFACES.values()))
+                queue = sorted(headers)
+                seen = set(queue)
+                while queue:
+                        name = queue.pop()
+                        for lineno, target in includes.get((folder, name), []):
+                                if folder not in where.get(target, []):
+                                        continue
+                                if target not in plain:
+                                        errors.append(f"{folder}/{name}:{lineno}: the interface reaches {folder}/"
+                                                      f"{target}; it may reach only {', '.join(sorted(plain))}")
+                                elif target not in seen:
+                                        seen.add(target)
+                                        queue.append(target)
 
         # A cycle among folders means two rooms that cannot be understood apart.
         errors += [f"folder cycle: {c}" for c in cycles(edges)]
@@ -131,11 +167,12 @@ def self_test():
                 "daemon/util/log.h": '#include "macro.h"\n',
                 "daemon/core/accounting.h": '#include "ksym.h"\n#include "event.h"\n#include "config.h"\n',
                 "daemon/core/event.h": "#pragma once\n",
+                "daemon/core/view.h": '#include "event.h"\n',
                 "daemon/symbols/ksym.h": '#include "log.h"\n',
-                "daemon/api/service.c": '#include "accounting.h"\n#include <stdio.h>\n',
+                "daemon/api/service.c": '#include "view.h"\n#include <stdio.h>\n',
                 "client/snapshot.h": "#pragma once\n",
                 # The same name in two folders that no folder sees both of.
-                "daemon/api/snapshot.h": '#include "accounting.h"\n',
+                "daemon/api/snapshot.h": '#include "view.h"\n',
                 "client/report.c": '#include "snapshot.h"\n',
                 "daemon/manager.c": '#include "snapshot.h"\n#include "service.h"\n',
                 "daemon/api/service.h": "#pragma once\n",
@@ -165,6 +202,14 @@ def self_test():
                                 "daemon/api/service.h": '#include "event.h"\n'},
                loose, "folder cycle: daemon/api -> daemon/core -> daemon/api")
         expect("cyclic table", base, loose, "the allowed folder edges have a cycle")
+        # The query layer reads the core through view.h alone, and view.h reaches only plain data.
+        viewed = base
+        expect("api past the view", {**viewed, "daemon/api/query.c": '#include "view.h"\n#include "accounting.h"\n'},
+               ALLOWED, "daemon/api/query.c:2: includes daemon/core/accounting.h, but daemon/api/ reads daemon/core/ "
+               "only through view.h")
+        expect("view reaching the core", {**viewed, "daemon/core/event.h": '#include "pagemap.h"\n',
+                                          "daemon/core/pagemap.h": "#pragma once\n"},
+               ALLOWED, "daemon/core/event.h:1: the interface reaches daemon/core/pagemap.h")
         expect("empty tree", {"README": ""}, ALLOWED, "no sources found")
 
         for f in failures:

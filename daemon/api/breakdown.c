@@ -39,20 +39,23 @@ typedef struct KindPages {
 static void add_cell(void *userdata, const ViewCell *cell) {
         KindPages *k = userdata;
 
-        k->pages[cell->kind < k->n_kinds ? cell->kind : PAGE_KIND_UNKNOWN] += cell->pages;
+        k->pages[cell->kind < k->n_kinds ? cell->kind : VIEW_PAGE_KIND_UNKNOWN] += cell->pages;
         k->total += cell->pages;
 }
 
 /* One row: the kinds that share its key summed. */
 typedef struct Row {
-        const PageKind *kind;           /* the first kind of the row; NULL: unknown */
+        bool known;                     /* false: the kind is unknown */
+        ViewPageKind kind;              /* the first kind of the row */
         uint64_t pages;
 } Row;
 
-/* Whether two kinds are one row of the breakdown. */
-static bool same_key(BreakdownBy by, const PageKind *a, const PageKind *b) {
-        if (!a || !b)
-                return a == b;
+/* Whether a kind belongs to a row of the breakdown. */
+static bool same_key(BreakdownBy by, const Row *row, bool known, const ViewPageKind *b) {
+        const ViewPageKind *a = &row->kind;
+
+        if (!row->known || !known)
+                return row->known == known;
         switch (by) {
         case BREAKDOWN_BY_ORDER:
                 return a->order == b->order;
@@ -70,22 +73,21 @@ static int compare_rows(const void *x, const void *y, void *userdata) {
         BreakdownBy by = *(const BreakdownBy *) userdata;
 
         /* Unknown last; orders in order; the rest biggest first. */
-        if (!a->kind || !b->kind)
-                return !a->kind - !b->kind;
+        if (!a->known || !b->known)
+                return !a->known - !b->known;
         if (by == BREAKDOWN_BY_ORDER)
-                return a->kind->order - b->kind->order;
+                return a->kind.order - b->kind.order;
         if (a->pages != b->pages)
                 return a->pages > b->pages ? -1 : 1;
         if (by == BREAKDOWN_BY_GFP)
-                return a->kind->gfp_flags < b->kind->gfp_flags ? -1 : a->kind->gfp_flags > b->kind->gfp_flags;
+                return a->kind.gfp_flags < b->kind.gfp_flags ? -1 : a->kind.gfp_flags > b->kind.gfp_flags;
         if (by == BREAKDOWN_BY_MIGRATETYPE)
-                return a->kind->migrate_type - b->kind->migrate_type;
-        return a->kind->zone - b->kind->zone;
+                return a->kind.migrate_type - b->kind.migrate_type;
+        return a->kind.zone - b->kind.zone;
 }
 
 static json_t *row_json(Accounting *a, BreakdownBy by, const Row *row) {
-        const PageKinds *pk = accounting_page_kinds(a);
-        const PageKind *k = row->kind;
+        const ViewPageKind *k = row->known ? &row->kind : NULL;
         json_t *order = json_null(), *gfp = json_null(), *mt = json_null(), *node = json_null(), *zone = json_null();
         char key[512] = "[unknown]", hex[24];
 
@@ -96,13 +98,13 @@ static json_t *row_json(Accounting *a, BreakdownBy by, const Row *row) {
                         order = json_integer(k->order);
                         break;
                 case BREAKDOWN_BY_GFP:
-                        (void) page_kinds_gfp_text(pk, k->gfp_flags, key, sizeof(key));
+                        (void) view_gfp_text(a, k->gfp_flags, key, sizeof(key));
                         (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, k->gfp_flags);
                         gfp = json_string(hex);
                         break;
                 case BREAKDOWN_BY_MIGRATETYPE:
                         if (k->migrate_type >= 0) {
-                                const char *name = page_kinds_migrate_type_name(k->migrate_type);
+                                const char *name = view_migrate_type_name(k->migrate_type);
                                 if (name)
                                         (void) snprintf(key, sizeof(key), "%s", name);
                                 else
@@ -111,12 +113,13 @@ static json_t *row_json(Accounting *a, BreakdownBy by, const Row *row) {
                         }
                         break;
                 default: {
-                        const ZoneRange *z = page_kinds_zone(pk, k->zone);
-                        if (z) {
-                                (void) snprintf(key, sizeof(key), *z->name ? "node %d %s" : "node %d", (int) z->node,
-                                                z->name);
-                                node = json_integer(z->node);
-                                zone = *z->name ? utf8_json_string(z->name) : json_null();
+                        int32_t numa_node;
+                        const char *zone_name;
+                        if (view_zone(a, k->zone, &numa_node, &zone_name)) {
+                                (void) snprintf(key, sizeof(key), *zone_name ? "node %d %s" : "node %d", (int) numa_node,
+                                                zone_name);
+                                node = json_integer(numa_node);
+                                zone = *zone_name ? utf8_json_string(zone_name) : json_null();
                         }
                         break;
                 }
@@ -134,7 +137,6 @@ static json_t *row_json(Accounting *a, BreakdownBy by, const Row *row) {
 /* The rows of the kinds' pages, at most limit (0: all) into a new array; *ret_other the pages of the rest. */
 static int rows_json(Accounting *a, BreakdownBy by, const KindPages *k, size_t limit, json_t **ret,
                 uint64_t *ret_other) {
-        const PageKinds *pk = accounting_page_kinds(a);
         _cleanup_free_ Row *rows = calloc(MAX(k->n_kinds, (size_t) 1), sizeof(Row));
         json_auto_t *list = json_array();
         size_t n = 0;
@@ -144,15 +146,14 @@ static int rows_json(Accounting *a, BreakdownBy by, const KindPages *k, size_t l
         for (uint32_t id = 0; id < k->n_kinds; id++) {
                 if (k->pages[id] == 0)
                         continue;
-                const PageKind *kind = page_kinds_get(pk, id);
-                if (kind && !kind->known)
-                        kind = NULL;
+                ViewPageKind kind = {};
+                bool known = view_page_kind(a, id, &kind) && kind.known;
                 /* Few kinds (a few hundred at most): a scan for the row is cheaper than a hash. */
                 size_t r = 0;
-                while (r < n && !same_key(by, rows[r].kind, kind))
+                while (r < n && !same_key(by, &rows[r], known, &kind))
                         r++;
                 if (r == n)
-                        rows[n++] = (Row) { .kind = kind };
+                        rows[n++] = (Row) { .known = known, .kind = kind };
                 rows[r].pages += k->pages[id];
         }
         qsort_r(rows, n, sizeof(Row), compare_rows, &by);
@@ -174,14 +175,13 @@ static int rows_json(Accounting *a, BreakdownBy by, const KindPages *k, size_t l
 
 static int kind_pages_init(Accounting *a, KindPages *k) {
         *k = (KindPages) {
-                .n_kinds = page_kinds_count(accounting_page_kinds(a)),
+                .n_kinds = view_page_kind_count(a),
         };
         k->pages = calloc(MAX(k->n_kinds, (size_t) 1), sizeof(uint64_t));
         return k->pages ? 0 : -ENOMEM;
 }
 
 int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
-        Usage *u = accounting_usage(a);
         json_auto_t *rows = NULL;
         char scope[256] = "[all]";
         uint64_t other = 0;
@@ -197,23 +197,24 @@ int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
         if (r < 0)
                 return r;
         if (q->pid >= 0) {
-                uint32_t process = usage_find_process(u, q->pid);
-                if (process == USAGE_TASK_NONE) {
+                uint32_t process = view_find_process(a, q->pid);
+                ViewTask t;
+                if (process == VIEW_TASK_NONE || !view_task(a, process, &t)) {
                         r = -ESRCH;
                         goto finish;
                 }
-                (void) snprintf(scope, sizeof(scope), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
+                (void) snprintf(scope, sizeof(scope), "[pid %d %s]", (int) q->pid, t.comm);
                 of = (ViewScope) { VIEW_SCOPE_PROCESS, process };
         } else if (q->unit) {
-                of = (ViewScope) { VIEW_SCOPE_UNIT, units_find_shown(accounting_units(a), q->unit) };
-                if (of.id == UNITS_NONE) {
+                of = (ViewScope) { VIEW_SCOPE_UNIT, view_find_unit_shown(a, q->unit) };
+                if (of.id == VIEW_UNIT_NONE) {
                         r = -ENXIO;
                         goto finish;
                 }
                 (void) snprintf(scope, sizeof(scope), "[unit %s]", q->unit);
         } else if (q->module) {
-                uint16_t module = usage_find_module_shown(u, q->module);
-                if (module == USAGE_MODULE_NONE) {
+                uint16_t module = view_find_module_shown(a, q->module);
+                if (module == VIEW_MODULE_NONE) {
                         r = -ENOENT;
                         goto finish;
                 }
@@ -225,15 +226,14 @@ int breakdown_query_json(Accounting *a, const BreakdownQuery *q, json_t **ret) {
         r = rows_json(a, q->by, &k, q->limit, &rows, &other);
         if (r < 0)
                 goto finish;
-        const PageKinds *pk = accounting_page_kinds(a);
         *ret = json_pack("{s:s, s:o, s:I, s:O, s:I, s:b, s:b}",
                          "by", breakdown_by_to_string(q->by),
                          "scope", utf8_json_string(scope),
                          "totalPages", (json_int_t) k.total,
                          "rows", rows,
                          "otherPages", (json_int_t) other,
-                         "gfpNamesKnown", pk->n_gfp_names > 0,
-                         "zonesKnown", pk->n_zones > 0);
+                         "gfpNamesKnown", view_gfp_names_known(a),
+                         "zonesKnown", view_zones_known(a));
         r = *ret ? 0 : -ENOMEM;
 finish:
         free(k.pages);

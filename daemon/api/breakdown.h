@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
+#include "view.h"
 
 typedef enum BreakdownBy {
         BREAKDOWN_BY_ORDER,

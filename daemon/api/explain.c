@@ -45,8 +45,6 @@ typedef struct Side {
 
 typedef struct Explain {
         Accounting *a;
-        Usage *usage;
-        Units *units;
         uint32_t unit;
         size_t n_caches, n_sites, n_slots, n_nodes, n_slab_nodes;
         Side side[_HOLDER_MAX];
@@ -76,9 +74,14 @@ static int compare_amount(const void *x, const void *y) {
         return a->key < b->key ? -1 : a->key > b->key;
 }
 
+/* No live process holds what a process that exited or was evicted allocated. */
+static bool process_orphaned(Accounting *a, uint32_t process) {
+        ViewTask t;
+        return !view_task(a, process, &t) || t.exited;
+}
+
 static Holder holder_of(Explain *e, uint32_t process) {
-        const Task *t = usage_task(e->usage, process);
-        return !t || t->exited || t->evicted ? HOLDER_ORPHANED : HOLDER_ALIVE;
+        return process_orphaned(e->a, process) ? HOLDER_ORPHANED : HOLDER_ALIVE;
 }
 
 static void count_cell(void *userdata, const ViewCell *cell) {
@@ -93,10 +96,10 @@ static void count_cell(void *userdata, const ViewCell *cell) {
         s->pages += pages;
         if (process < e->n_slots)
                 e->process_pages[process] += pages;
-        const PageKind *k = page_kinds_get(accounting_page_kinds(e->a), cell->kind);
-        if (!k || !k->known)
+        ViewPageKind k;
+        if (!view_page_kind(e->a, cell->kind, &k) || !k.known)
                 e->unknown_kind_pages += pages;
-        else if (k->gfp_flags & GFP_MOVABLE_BIT)
+        else if (k.gfp_flags & GFP_MOVABLE_BIT)
                 e->movable_pages += pages;
         else
                 e->kernel_pages += pages;
@@ -104,15 +107,14 @@ static void count_cell(void *userdata, const ViewCell *cell) {
                 s->leaf_pages[cell->leaf] += pages;
 }
 
-static void count_object(void *userdata, uint64_t ptr, const SlabObject *o) {
+static void count_object(void *userdata, const ViewSlabObject *o) {
         Explain *e = userdata;
 
-        (void) ptr;
-        if (e->error < 0 || o->cgroup == SLAB_NONE || units_unit_of(e->units, o->cgroup) != e->unit)
+        if (e->error < 0 || o->unit != e->unit)
                 return;
-        uint32_t process = usage_task_process(e->usage, o->task);
+        uint32_t process = view_task_process(e->a, o->task);
         Side *s = &e->side[holder_of(e, process)];
-        size_t cache = o->cache == SLAB_NONE ? e->n_caches : o->cache;
+        size_t cache = o->cache == VIEW_SLAB_NONE ? e->n_caches : o->cache;
 
         s->slab_objects++;
         s->slab_bytes += o->allocated;
@@ -133,19 +135,15 @@ static void count_object(void *userdata, uint64_t ptr, const SlabObject *o) {
 }
 
 static int explain_init(Explain *e, Accounting *a, uint32_t unit) {
-        Slab *slab = accounting_slab(a);
-
         *e = (Explain) {
                 .a = a,
-                .usage = accounting_usage(a),
-                .units = accounting_units(a),
                 .unit = unit,
-                .n_caches = slab_cache_count(slab),
-                .n_sites = slab_site_count(slab),
+                .n_caches = view_slab_cache_count(a),
+                .n_sites = view_slab_site_count(a),
+                .n_slots = view_task_slots(a),
+                .n_nodes = view_tree_size(a, VIEW_TREE_PAGES),
+                .n_slab_nodes = view_tree_size(a, VIEW_TREE_SLAB),
         };
-        e->n_slots = usage_task_slots(e->usage);
-        e->n_nodes = stacktree_size(accounting_stacktree(a));
-        e->n_slab_nodes = accounting_slab_stacktree(a) ? stacktree_size(accounting_slab_stacktree(a)) : 0;
         e->process_pages = calloc(e->n_slots + 1, sizeof(uint64_t));
         e->process_slab = calloc(e->n_slots + 1, sizeof(uint64_t));
         if (!e->process_pages || !e->process_slab)
@@ -218,13 +216,14 @@ static json_t *slab_rows_json(Explain *e, const Side *s, bool by_cache, const Ex
                 return NULL;
         for (size_t i = 0; i < k; i++) {
                 json_t *name = NULL, *address = json_null();
-                if (!by_cache)
-                        slab_call_site_json(e->a, slab_site(accounting_slab(e->a), idx[i])->address, q->show_addresses,
-                                            &name, &address);
-                else if (idx[i] == e->n_caches)
+                ViewSlabGroup g = {};
+                if (!by_cache) {
+                        (void) view_slab_site(e->a, idx[i], &g);
+                        slab_call_site_json(e->a, g.address, q->show_addresses, &name, &address);
+                } else if (idx[i] == e->n_caches || !view_slab_cache(e->a, idx[i], &g))
                         name = json_string("[unnamed]");
                 else
-                        name = utf8_json_string(slab_cache(accounting_slab(e->a), idx[i])->name);
+                        name = utf8_json_string(g.name);
                 json_t *o = json_pack("{s:o, s:o, s:I, s:I}",
                                       "name", name ?: json_null(),
                                       "address", address ?: json_null(),
@@ -243,13 +242,13 @@ static QueryStackTree frames_view(const ExplainQuery *q) {
 
 /* [StackPages] or [SlabStack] of one holder, the q->stacks biggest. */
 static json_t *stacks_json(Explain *e, const TallyList *l, bool slab, const ExplainQuery *q) {
-        StackTree *tree = slab ? accounting_slab_stacktree(e->a) : accounting_stacktree(e->a);
+        ViewTree tree = slab ? VIEW_TREE_SLAB : VIEW_TREE_PAGES;
         QueryStackTree view = frames_view(q);
         json_auto_t *list = json_array();
 
         if (!list)
                 return NULL;
-        for (size_t i = 0; tree && i < l->n && i < q->stacks; i++) {
+        for (size_t i = 0; view_tree_size(e->a, tree) > 0 && i < l->n && i < q->stacks; i++) {
                 json_t *frames = query_tree_frames_json(e->a, tree, l->items[i].key, &view);
                 json_t *o = !frames ? NULL : slab ?
                         json_pack("{s:o, s:I, s:I}", "frames", frames, "bytes", (json_int_t) l->items[i].amount,
@@ -261,9 +260,9 @@ static json_t *stacks_json(Explain *e, const TallyList *l, bool slab, const Expl
         return TAKE_PTR(list);
 }
 
-static const char *comm_of(Usage *u, uint32_t process) {
-        const Task *t = usage_task(u, process);
-        return t ? t->comm : "[evicted]";
+static const char *comm_of(Accounting *a, uint32_t process) {
+        ViewTask t;
+        return view_task(a, process, &t) ? t.comm : VIEW_EVICTED_COMM;
 }
 
 static int compare_comm(const void *x, const void *y, void *userdata) {
@@ -284,10 +283,10 @@ static json_t *tasks_json(Explain *e, Holder h, const ExplainQuery *q) {
         if (h == HOLDER_ORPHANED && n > 0) {
                 /* Exited processes of one name make one row (its first process's counters hold the sums):
                  * which of them exited is rarely the question. */
-                qsort_r(rows, n, sizeof(Tally), compare_comm, e->usage);
+                qsort_r(rows, n, sizeof(Tally), compare_comm, e->a);
                 size_t k = 0;
                 for (size_t i = 0; i < n; i++)
-                        if (k > 0 && compare_comm(&rows[k - 1], &rows[i], e->usage) == 0) {
+                        if (k > 0 && compare_comm(&rows[k - 1], &rows[i], e->a) == 0) {
                                 rows[k - 1].objects++;
                                 rows[k - 1].amount += rows[i].amount;
                                 e->process_pages[rows[k - 1].key] += e->process_pages[rows[i].key];
@@ -298,10 +297,11 @@ static json_t *tasks_json(Explain *e, Holder h, const ExplainQuery *q) {
         }
         qsort(rows, n, sizeof(Tally), compare_amount);
         for (size_t i = 0; i < n && i < q->limit; i++) {
-                const Task *t = usage_task(e->usage, rows[i].key);
+                ViewTask t;
+                bool known = view_task(e->a, rows[i].key, &t);
                 json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I}",
-                                      "pid", h == HOLDER_ALIVE && t ? json_integer(t->pid) : json_null(),
-                                      "comm", utf8_json_string(comm_of(e->usage, rows[i].key)),
+                                      "pid", h == HOLDER_ALIVE && known ? json_integer(t.pid) : json_null(),
+                                      "comm", utf8_json_string(comm_of(e->a, rows[i].key)),
                                       "processes", (json_int_t) rows[i].objects,
                                       "pages", (json_int_t) e->process_pages[rows[i].key],
                                       "slabBytes", (json_int_t) e->process_slab[rows[i].key]);
@@ -413,29 +413,29 @@ static int compare_add(json_t *list, const char *what, const MemcgFigures *f, Me
 
 /* Pages and slab bytes of the units whose cgroups lie below this unit's: the kernel's figures include
  * them, memstrack's unit does not. */
-static void descendants(Explain *e, const UnitUsage *x, uint64_t *ret_pages, uint64_t *ret_slab, size_t *ret_n) {
+static void descendants(Explain *e, const ViewUnit *x, uint64_t *ret_pages, uint64_t *ret_slab, size_t *ret_n) {
         size_t len = x->cgroup ? strlen(x->cgroup) : 0;
+        ViewUnit y;
 
         *ret_pages = *ret_slab = 0;
         *ret_n = 0;
         if (!x->cgroup)
                 return;
-        for (uint32_t i = 1; i < units_unit_count(e->units); i++) {
-                const UnitUsage *y = units_unit(e->units, i);
-                if (!y || i == e->unit || !y->cgroup)
+        for (uint32_t i = 1; i < view_unit_count(e->a); i++) {
+                if (!view_unit(e->a, i, &y) || i == e->unit || !y.cgroup)
                         continue;
-                bool below = streq(x->cgroup, "/") ? !streq(y->cgroup, "/") :
-                             strncmp(y->cgroup, x->cgroup, len) == 0 && y->cgroup[len] == '/';
+                bool below = streq(x->cgroup, "/") ? !streq(y.cgroup, "/") :
+                             strncmp(y.cgroup, x->cgroup, len) == 0 && y.cgroup[len] == '/';
                 if (!below)
                         continue;
-                *ret_pages = count_add(*ret_pages, y->ledger.current);
-                *ret_slab = count_add(*ret_slab, y->slab_bytes.current);
+                *ret_pages = count_add(*ret_pages, y.pages.current);
+                *ret_slab = count_add(*ret_slab, y.slab_bytes.current);
                 (*ret_n)++;
         }
 }
 
 /* The reasons memstrack's count and the kernel's differ, each with what it accounts for where known. */
-static int reasons_json(Explain *e, const ExplainQuery *q, const UnitUsage *x, const MemcgFigures *f,
+static int reasons_json(Explain *e, const ExplainQuery *q, const ViewUnit *x, const MemcgFigures *f,
                 const char *kernel_reason, uint64_t desc_pages, uint64_t desc_slab, size_t n_desc, json_t **ret) {
         json_auto_t *list = json_array();
         uint64_t ps = (uint64_t) q->page_size;
@@ -446,8 +446,8 @@ static int reasons_json(Explain *e, const ExplainQuery *q, const UnitUsage *x, c
         if (!f)
                 r = reason_add(list, "no-kernel-figures", false, 0, "The kernel's figures cannot be read: %s.",
                                kernel_reason ?: "unknown reason");
-        if (r >= 0 && x->n_live == 0)
-                r = reason_add(list, "reparented", true, count_add(count_mul(x->ledger.current, ps), x->slab_bytes.current),
+        if (r >= 0 && !x->live)
+                r = reason_add(list, "reparented", true, count_add(count_mul(x->pages.current, ps), x->slab_bytes.current),
                                "The unit's cgroups are gone: the kernel moved what they still held (page cache, "
                                "slab objects) to the parent cgroup, where it is charged now; memstrack keeps it "
                                "here, with the tasks that allocated it.");
@@ -477,7 +477,7 @@ static int reasons_json(Explain *e, const ExplainQuery *q, const UnitUsage *x, c
                                "Page cache and shared memory are charged to the cgroup that first brought a page "
                                "in; memstrack charges the task that allocated it, which is the same task, but "
                                "pages another unit brought in are that unit's in both counts.");
-        if (r >= 0 && !accounting_traces_slab(e->a))
+        if (r >= 0 && !view_traces_slab(e->a))
                 r = reason_add(list, "slab-not-traced", false, 0,
                                "Slab objects are not traced (memstrackd --slab): memstrack's count has the slab "
                                "pages the unit's tasks caused, not its objects.");
@@ -517,13 +517,14 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
         q.limit = MIN(q.limit ?: EXPLAIN_LIMIT_DEFAULT, (size_t) QUERY_LIMIT_MAX);
         q.stacks = MIN(q.stacks, (unsigned) EXPLAIN_STACKS_MAX);
         q.page_size = q.page_size > 0 ? q.page_size : 4096;
-        uint32_t unit = units_find_shown(accounting_units(a), q.name);
-        if (unit == UNITS_NONE)
+        uint32_t unit = view_find_unit_shown(a, q.name);
+        ViewUnit unit_view;
+        if (unit == VIEW_UNIT_NONE || !view_unit(a, unit, &unit_view))
                 return -ENXIO;
-        const UnitUsage *x = units_unit(accounting_units(a), unit);
+        const ViewUnit *x = &unit_view;
 
         /* The kernel's side first: a cgroup that is gone is said so, never read at another's path. */
-        if (q.memcg && x->cgroup && x->n_live > 0) {
+        if (q.memcg && x->cgroup && x->live) {
                 r = memcg_read(q.memcg, x->cgroup, &figures);
                 if (r == -ENOMEM)
                         return r;
@@ -537,7 +538,7 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
                 } else
                         kernel_reason = r == -ENOENT ? "the cgroup is gone" : "the cgroup could not be read";
         } else if (q.memcg)
-                kernel_reason = x->n_live == 0 ? "the unit's cgroups are gone" : "the unit's cgroup is not known";
+                kernel_reason = !x->live ? "the unit's cgroups are gone" : "the unit's cgroup is not known";
         if (f) {
                 json_decref(kernel);
                 kernel = explain_kernel_json(q.memcg, x->cgroup, f);
@@ -548,8 +549,7 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
         r = explain_init(&e, a, unit);
         if (r >= 0) {
                 view_foreach_cell(a, (ViewScope) { VIEW_SCOPE_UNIT, unit }, count_cell, &e);
-                if (accounting_traces_slab(a))
-                        slab_foreach(accounting_slab(a), count_object, &e);
+                view_foreach_slab_object(a, count_object, &e);
                 r = e.error;
         }
         if (r >= 0) {
@@ -563,8 +563,8 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
                 descendants(&e, x, &desc_pages, &desc_slab, &n_desc);
                 r = reasons_json(&e, &q, x, f, kernel_reason, desc_pages, desc_slab, n_desc, &reasons);
         }
-        uint64_t ps = (uint64_t) q.page_size, total = count_mul(count_add(x->ledger.current, desc_pages), ps);
-        bool slab = accounting_traces_slab(a);
+        uint64_t ps = (uint64_t) q.page_size, total = count_mul(count_add(x->pages.current, desc_pages), ps);
+        bool slab = view_traces_slab(a);
         comparisons = json_array();
         if (r >= 0 && (!comparisons ||
             compare_add(comparisons, "total", f, MEMCG_CURRENT, _MEMCG_FIGURE_INVALID, true, total,
@@ -589,23 +589,22 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
 
         /* Live processes by the unit of the cgroup they last allocated in, as Units counts them. */
         for (uint32_t i = 0; r >= 0 && i < e.n_slots; i++) {
-                const Task *t = usage_task(e.usage, i);
-                if (t && !t->is_thread && !t->exited && !t->evicted && t->cgroup != UNITS_NONE &&
-                    units_unit_of(e.units, t->cgroup) == unit)
+                ViewTask t;
+                if (view_task(a, i, &t) && !t.is_thread && !t.exited && t.unit == unit)
                         tasks++;
         }
         if (r >= 0) {
                 json_t *o = json_pack("{s:o, s:o, s:b, s:I, s:i, s:O, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:b, "
                                       "s:O, s:O, s:o, s:o, s:O, s:O, s:{s:I, s:I, s:I}}",
-                                      "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
+                                      "name", utf8_json_string(x->name ?: VIEW_UNKNOWN_UNIT),
                                       "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
-                                      "live", x->n_live > 0,
+                                      "live", x->live,
                                       "tasks", (json_int_t) tasks,
                                       "pageSize", (int) q.page_size,
                                       "kernel", kernel,
                                       "kernelReason", f || !kernel_reason ? json_null() : json_string(kernel_reason),
-                                      "currentPages", (json_int_t) x->ledger.current,
-                                      "peakPages", (json_int_t) x->ledger.peak,
+                                      "currentPages", (json_int_t) x->pages.current,
+                                      "peakPages", (json_int_t) x->pages.peak,
                                       "slabBytes", (json_int_t) x->slab_bytes.current,
                                       "peakSlabBytes", (json_int_t) x->slab_bytes.peak,
                                       "descendantPages", (json_int_t) desc_pages,
@@ -633,41 +632,31 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
 
 /* Per unit index: what its live processes and no live process hold. */
 typedef struct UnitHeld {
-        Usage *usage;
-        Units *units;
+        Accounting *a;
         uint64_t (*held)[4];            /* [unit][alive pages, orphaned pages, alive slab, orphaned slab] */
         size_t n_units;
 } UnitHeld;
-
-static bool process_orphaned(Usage *u, uint32_t process) {
-        const Task *t = usage_task(u, process);
-        return !t || t->exited || t->evicted;
-}
 
 static void held_cell(void *userdata, const ViewCell *cell) {
         UnitHeld *h = userdata;
 
         if (cell->unit < h->n_units) {
-                uint64_t *x = &h->held[cell->unit][process_orphaned(h->usage, cell->process)];
+                uint64_t *x = &h->held[cell->unit][process_orphaned(h->a, cell->process)];
                 *x = count_add(*x, cell->pages);
         }
 }
 
-static void held_object(void *userdata, uint64_t ptr, const SlabObject *o) {
+static void held_object(void *userdata, const ViewSlabObject *o) {
         UnitHeld *h = userdata;
-        uint32_t unit = o->cgroup != SLAB_NONE ? units_unit_of(h->units, o->cgroup) : UNITS_NONE;
 
-        (void) ptr;
-        if (unit < h->n_units)
-                h->held[unit][2 + process_orphaned(h->usage, usage_task_process(h->usage, o->task))] += o->allocated;
+        if (o->unit < h->n_units)
+                h->held[o->unit][2 + process_orphaned(h->a, view_task_process(h->a, o->task))] += o->allocated;
 }
 
 int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long page_size, json_t **ret) {
-        Units *un = accounting_units(a);
         UnitHeld h = {
-                .usage = accounting_usage(a),
-                .units = un,
-                .n_units = units_unit_count(un),
+                .a = a,
+                .n_units = view_unit_count(a),
         };
         json_auto_t *list = json_array();
         json_t *name;
@@ -682,29 +671,28 @@ int explain_units_json(Accounting *a, json_t *names, const Memcg *memcg, long pa
                 return -ENOMEM;
         /* One walk of the cells and one of the objects for every unit asked about. */
         view_foreach_cell(a, VIEW_SCOPE_EVERY, held_cell, &h);
-        if (accounting_traces_slab(a))
-                slab_foreach(accounting_slab(a), held_object, &h);
+        view_foreach_slab_object(a, held_object, &h);
 
         uint64_t ps = (uint64_t) (page_size > 0 ? page_size : 4096);
         json_array_foreach(names, i, name) {
-                uint32_t unit = json_is_string(name) ? units_find_shown(un, json_string_value(name)) : UNITS_NONE;
-                const UnitUsage *x = unit != UNITS_NONE ? units_unit(un, unit) : NULL;
+                uint32_t unit = json_is_string(name) ? view_find_unit_shown(a, json_string_value(name)) : VIEW_UNIT_NONE;
                 json_t *kernel = json_null();
                 MemcgFigures f;
+                ViewUnit x;
 
-                if (!x)
+                if (unit == VIEW_UNIT_NONE || !view_unit(a, unit, &x))
                         continue;       /* never known, or merged into another name since it was listed */
-                if (memcg && x->cgroup && x->n_live > 0 && memcg_read(memcg, x->cgroup, &f) >= 0) {
-                        kernel = explain_kernel_json(memcg, x->cgroup, &f);
+                if (memcg && x.cgroup && x.live && memcg_read(memcg, x.cgroup, &f) >= 0) {
+                        kernel = explain_kernel_json(memcg, x.cgroup, &f);
                         if (!kernel) {
                                 free(h.held);
                                 return -ENOMEM;
                         }
                 }
                 json_t *o = json_pack("{s:o, s:o, s:b, s:I, s:I, s:I, s:I, s:o}",
-                                      "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
-                                      "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
-                                      "live", x->n_live > 0,
+                                      "name", utf8_json_string(x.name ?: VIEW_UNKNOWN_UNIT),
+                                      "cgroup", x.cgroup ? utf8_json_string(x.cgroup) : json_null(),
+                                      "live", x.live,
                                       "aliveBytes", varlink_count(count_mul(h.held[unit][0], ps)),
                                       "orphanedBytes", varlink_count(count_mul(h.held[unit][1], ps)),
                                       "aliveSlabBytes", varlink_count(h.held[unit][2]),

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
+#include "view.h"
 #include "memcg.h"
 #include "query.h"
 #include "usym.h"

@@ -13,10 +13,9 @@
 #define HEAP_ERROR_SIGMAS 3.0
 
 typedef struct HeapView {
-        const Heap *heap;
-        const StackTree *tree;
-        const HeapImage *img;
-        HeapScale scale;
+        Accounting *a;
+        ViewHeap img;
+        ViewHeapScale scale;
         UsymImage *symbols;             /* may be NULL */
         const HeapQuery *q;
         uint64_t min_now, min_max;      /* a frame below both (scaled bytes now, at the maximum) is left out */
@@ -63,16 +62,16 @@ static json_t *name_json(const char *s) {
 }
 
 /* frame, module, address, function, file, line, inlinedInto of one node. */
-static int frame_json(const HeapView *v, const StackNode *n, json_t *o) {
+static int frame_json(const HeapView *v, const ViewNode *n, json_t *o) {
         char label[256];
         UsymSource src = {};
         bool named = false;
 
         switch (n->kind) {
-        case STACK_FRAME_PROCESS:
-                (void) snprintf(label, sizeof(label), "[heap pid %" PRIi32 " %s]", v->img->pid, v->img->comm);
+        case VIEW_FRAME_PROCESS:
+                (void) snprintf(label, sizeof(label), "[heap pid %" PRIi32 " %s]", v->img.pid, v->img.comm);
                 break;
-        case STACK_FRAME_TRUNCATED:
+        case VIEW_FRAME_TRUNCATED:
                 (void) snprintf(label, sizeof(label), "[truncated]");
                 break;
         default:
@@ -98,7 +97,7 @@ static int frame_json(const HeapView *v, const StackNode *n, json_t *o) {
                         return -ENOMEM;
 
         char address[32];
-        bool real_frame = n->kind == STACK_FRAME_USER && n->ip > MS_FRAME_HEAP_STACK_FULL;
+        bool real_frame = n->kind == VIEW_FRAME_USER && n->ip > MS_FRAME_HEAP_STACK_FULL;
         (void) snprintf(address, sizeof(address), "0x%" PRIx64, n->ip);
         const UsymSourceFrame *f = src.n_frames > 0 ? &src.frames[0] : NULL;
         if (json_object_set_new(o, "frame", name_json(label)) < 0 ||
@@ -125,50 +124,51 @@ static int compare_children(const void *a, const void *b) {
         return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static void node_values(const HeapView *v, uint32_t idx, Ledger *ret_bytes, uint64_t *ret_blocks,
-                uint64_t *ret_max_bytes, uint64_t *ret_max_blocks) {
-        *ret_bytes = stacktree_pages(v->tree, idx);
-        stacktree_heap_values(v->tree, idx, v->img->gen, ret_blocks, ret_max_bytes, ret_max_blocks);
+/* The next sibling of a heap tree's node; VIEW_NODE_NONE after the last. */
+static uint32_t next_sibling(const HeapView *v, uint32_t c) {
+        ViewNode n;
+        return view_node(v->a, VIEW_TREE_HEAP, c, &n) ? n.next_sibling : VIEW_NODE_NONE;
 }
 
 static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
-        const StackNode *n = stacktree_node(v->tree, idx);
-        uint64_t blocks, max_bytes, max_blocks, interval = v->img->sample_interval;
-        Ledger bytes;
+        uint64_t interval = v->img.sample_interval;
+        ViewHeapNode x;
+        ViewNode n;
 
-        node_values(v, idx, &bytes, &blocks, &max_bytes, &max_blocks);
+        if (!view_node(v->a, VIEW_TREE_HEAP, idx, &n))
+                return NULL;
+        view_heap_node(v->a, v->img.serial, idx, &x);
         json_auto_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                        "currentBytes", scaled(bytes.current, v->scale.now_bytes),
-                        "currentBlocks", scaled(blocks, v->scale.now_blocks / STACK_HEAP_BLOCK_UNIT),
-                        "peakBytes", scaled(bytes.peak, v->scale.max_bytes),
-                        "maxBytes", scaled(max_bytes, v->scale.max_bytes),
-                        "maxBlocks", scaled(max_blocks, v->scale.max_blocks / STACK_HEAP_BLOCK_UNIT),
-                        "errorBytes", error_bytes(bytes.current, interval, v->scale.now_bytes),
-                        "maxErrorBytes", error_bytes(max_bytes, interval, v->scale.max_bytes));
+                        "currentBytes", scaled(x.bytes.current, v->scale.now_bytes),
+                        "currentBlocks", scaled(x.blocks, v->scale.now_blocks / VIEW_HEAP_BLOCK_UNIT),
+                        "peakBytes", scaled(x.bytes.peak, v->scale.max_bytes),
+                        "maxBytes", scaled(x.max_bytes, v->scale.max_bytes),
+                        "maxBlocks", scaled(x.max_blocks, v->scale.max_blocks / VIEW_HEAP_BLOCK_UNIT),
+                        "errorBytes", error_bytes(x.bytes.current, interval, v->scale.now_bytes),
+                        "maxErrorBytes", error_bytes(x.max_bytes, interval, v->scale.max_bytes));
         json_auto_t *children = json_array();
-        if (!o || !children || frame_json(v, n, o) < 0)
+        if (!o || !children || frame_json(v, &n, o) < 0)
                 return NULL;
 
         /* Children with something now or at the maximum, biggest first by the larger of the two. */
         size_t n_children = 0, truncated = 0;
-        for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(v->tree, c)->next_sibling)
+        for (uint32_t c = n.first_child; c != VIEW_NODE_NONE; c = next_sibling(v, c))
                 n_children++;
         _cleanup_free_ HeapChild *list = calloc(MAX(n_children, (size_t) 1), sizeof(HeapChild));
         if (!list)
                 return NULL;
         size_t k = 0;
-        for (uint32_t c = n->first_child; c != STACK_NODE_NONE; c = stacktree_node(v->tree, c)->next_sibling) {
-                Ledger b;
-                uint64_t bl, mb, mbl;
-                node_values(v, c, &b, &bl, &mb, &mbl);
-                if (b.current == 0 && mb == 0)
+        for (uint32_t c = n.first_child; c != VIEW_NODE_NONE; c = next_sibling(v, c)) {
+                ViewHeapNode y;
+                view_heap_node(v->a, v->img.serial, c, &y);
+                if (y.bytes.current == 0 && y.max_bytes == 0)
                         continue;
-                if ((uint64_t) scaled(b.current, v->scale.now_bytes) < v->min_now &&
-                    (uint64_t) scaled(mb, v->scale.max_bytes) < v->min_max) {
+                if ((uint64_t) scaled(y.bytes.current, v->scale.now_bytes) < v->min_now &&
+                    (uint64_t) scaled(y.max_bytes, v->scale.max_bytes) < v->min_max) {
                         truncated++;
                         continue;
                 }
-                list[k++] = (HeapChild) { c, MAX(b.current, mb) };
+                list[k++] = (HeapChild) { c, MAX(y.bytes.current, y.max_bytes) };
         }
         qsort(list, k, sizeof(HeapChild), compare_children);
         for (size_t i = 0; i < k; i++) {
@@ -219,24 +219,21 @@ static int add_unsampled(json_t *root, uint64_t now_bytes, uint64_t now_blocks, 
 }
 
 json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
-        const Heap *heap = accounting_heap(a);
-        const HeapImage *img = heap_image(heap, serial);
+        HeapView v = { .a = a, .q = q };
+
+        if (!view_heap(a, serial, &v.img))
+                return NULL;
+        const ViewHeap *img = &v.img;
         const MsHeapCounters *c = &img->counters;
-        HeapView v = {
-                .heap = heap,
-                .tree = heap_stacktree(heap),
-                .img = img,
-                .scale = heap_scale(heap, serial),
-                .symbols = usym && img->maps ? usym_image(usym, serial, img->maps) : NULL,
-                .q = q,
-                /* Rounded up: with min_ppm > 0 a frame of 0 bytes in one view never counts as above it. */
-                .min_now = (img->counters.live_bytes * q->min_ppm + 999999) / 1000000,
-                .min_max = (img->counters.peak_bytes * q->min_ppm + 999999) / 1000000,
-        };
-        uint32_t scope = heap_scope_node(heap, serial);
+        v.scale = view_heap_scale(a, serial);
+        v.symbols = usym && img->maps ? usym_image(usym, serial, img->maps) : NULL;
+        /* Rounded up: with min_ppm > 0 a frame of 0 bytes in one view never counts as above it. */
+        v.min_now = (c->live_bytes * q->min_ppm + 999999) / 1000000;
+        v.min_max = (c->peak_bytes * q->min_ppm + 999999) / 1000000;
+        uint32_t scope = view_heap_scope_node(a, serial);
         json_t *root = NULL;
 
-        if (scope != STACK_NODE_NONE) {
+        if (scope != VIEW_NODE_NONE) {
                 root = node_json(&v, scope, 0);
                 if (!root)
                         return NULL;
@@ -261,23 +258,24 @@ json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *
         return root;
 }
 
-static json_t *growth_json(const HeapImage *img) {
-        json_auto_t *a = json_array();
+static json_t *growth_json(Accounting *a, const ViewHeap *img) {
+        json_auto_t *list = json_array();
+        uint64_t live_bytes;
+        uint32_t msec;
 
-        if (!a)
+        if (!list)
                 return NULL;
-        for (uint32_t i = 0; i < img->n_growth; i++)
-                if (json_array_append_new(a, json_pack("{s:I, s:I}", "msec", (json_int_t) img->growth[i].msec,
-                                                       "liveBytes", (json_int_t) img->growth[i].live_bytes)) < 0)
+        for (uint32_t i = 0; view_heap_point(a, img->serial, i, &msec, &live_bytes); i++)
+                if (json_array_append_new(list, json_pack("{s:I, s:I}", "msec", (json_int_t) msec,
+                                                          "liveBytes", (json_int_t) live_bytes)) < 0)
                         return NULL;
-        return TAKE_PTR(a);
+        return TAKE_PTR(list);
 }
 
-static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
-        const HeapImage *img = heap_image(accounting_heap(a), serial);
+static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, const ViewHeap *img) {
         const MsHeapCounters *c = &img->counters;
-        json_t *root = heap_query_root_json(a, usym, q, serial);
-        json_t *growth = growth_json(img);
+        json_t *root = heap_query_root_json(a, usym, q, img->serial);
+        json_t *growth = growth_json(a, img);
 
         if (!root || !growth) {
                 json_decref(root);
@@ -289,7 +287,7 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                          "pid", (int) img->pid,
                          "comm", name_json(img->comm),
                          "cmdline", name_json(img->cmdline),
-                         "serial", (json_int_t) serial,
+                         "serial", (json_int_t) img->serial,
                          "ended", img->ended,
                          "end", img->ended ? json_string(end_to_string(img->end)) : json_null(),
                          "sampleInterval", (json_int_t) img->sample_interval,
@@ -313,24 +311,24 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
 }
 
 int heap_query_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, json_t **ret) {
-        const Heap *heap = accounting_heap(a);
         json_auto_t *list = json_array();
         HeapStats stats;
         bool found = false;
+        ViewHeap h;
 
         if (!list)
                 return -ENOMEM;
-        for (uint32_t i = 0; i < heap_image_count(heap); i++) {
-                if (q->pid > 0 && heap_image(heap, i)->pid != q->pid)
+        for (uint32_t i = 0; i < view_heap_count(a); i++) {
+                if (!view_heap(a, i, &h) || (q->pid > 0 && h.pid != q->pid))
                         continue;
                 found = true;
-                json_t *img = image_json(a, usym, q, i);
+                json_t *img = image_json(a, usym, q, &h);
                 if (!img || json_array_append_new(list, img) < 0)
                         return -ENOMEM;
         }
         if (q->pid > 0 && !found)
                 return -ESRCH;
-        heap_get_stats(heap, &stats);
+        view_heap_stats(a, &stats);
         *ret = json_pack("{s:O, s:I, s:I}", "heaps", list, "heapsDropped", (json_int_t) stats.images_dropped,
                          "invalidEvents", (json_int_t) stats.invalid_events);
         return *ret ? 0 : -ENOMEM;

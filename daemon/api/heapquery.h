@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
+#include "view.h"
 #include "usym.h"
 
 typedef struct HeapQuery {

@@ -11,8 +11,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
-#include "history.h"
+#include "view.h"
 
 typedef struct HistoryQuery {
         int32_t pid;                    /* a process; -1: none */

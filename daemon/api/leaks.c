@@ -35,29 +35,28 @@ static json_t *growth_json(const LeaksQuery *q, const uint64_t *growth) {
  * frees are not visible counts its live objects of any age instead: they are listed apart. */
 typedef struct ObjectRow {
         uint32_t site;
-        bool visible;                   /* slab_site_frees_visible() */
+        bool visible;                   /* the call site's frees are visible (ViewSlabGroup) */
         uint64_t objects, bytes, oldest_nsec;
         uint64_t *growth;               /* LeaksQuery.intervals counts, oldest first */
 } ObjectRow;
 
 typedef struct ObjectLeaks {
         const LeaksQuery *q;
-        Usage *usage;
+        Accounting *a;
         ObjectRow *rows;                /* by site index */
         size_t n_sites;
 } ObjectLeaks;
 
-static void leak_object(void *userdata, uint64_t ptr, const SlabObject *o) {
+static void leak_object(void *userdata, const ViewSlabObject *o) {
         ObjectLeaks *l = userdata;
         const LeaksQuery *q = l->q;
 
-        (void) ptr;
         if (o->site >= l->n_sites || o->time_nsec > q->now_nsec)
                 return;
         if (q->pid > 0) {
                 /* An evicted process's objects are "[evicted]"'s, which has no pid asked for. */
-                const Task *p = usage_task(l->usage, usage_task_owner(l->usage, o->task));
-                if (!p || p->pid != q->pid)
+                ViewTask p;
+                if (!view_task(l->a, view_task_owner(l->a, o->task), &p) || p.pid != q->pid)
                         return;
         }
         uint64_t age = q->now_nsec - o->time_nsec;
@@ -90,25 +89,26 @@ static int compare_object_rows(const void *x, const void *y) {
 
 /* An InvisibleFreeSite: a call site left out of the leak rows, its frees not being visible. */
 static json_t *invisible_site_json(Accounting *a, const LeaksQuery *q, const ObjectRow *row) {
-        Slab *slab = accounting_slab(a);
-        const SlabGroup *g = slab_site(slab, row->site), *cache = slab_cache(slab, g->cache);
+        ViewSlabGroup g = {}, cache;
         json_t *name, *address;
 
-        slab_call_site_json(a, g->address, q->show_addresses, &name, &address);
+        (void) view_slab_site(a, row->site, &g);
+        bool has_cache = view_slab_cache(a, g.cache, &cache);
+        slab_call_site_json(a, g.address, q->show_addresses, &name, &address);
         return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I}",
                          "name", name ?: json_null(),
                          "address", address ?: json_null(),
-                         "cache", cache ? utf8_json_string(cache->name) ?: json_null() : json_null(),
+                         "cache", has_cache ? utf8_json_string(cache.name) ?: json_null() : json_null(),
                          "objects", varlink_count(row->objects),
                          "bytes", varlink_count(row->bytes),
-                         "lostFrees", varlink_count(g->lost_frees));
+                         "lostFrees", varlink_count(g.lost_frees));
 }
 
 /* [LeakRow]: old live slab objects by call site, most bytes first, and in *ret_invisible
  * [InvisibleFreeSite] the call sites left out because their frees are not visible. */
 static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret, json_t **ret_invisible) {
-        Slab *slab = accounting_slab(a);
-        ObjectLeaks l = { .q = q, .usage = accounting_usage(a), .n_sites = slab_site_count(slab) };
+        ObjectLeaks l = { .q = q, .a = a, .n_sites = view_slab_site_count(a) };
+        ViewSlabGroup g;
         _cleanup_free_ uint64_t *growth = calloc(MAX(l.n_sites, (size_t) 1) * q->intervals, sizeof(uint64_t));
         json_auto_t *rows = json_array(), *invisible = json_array();
         size_t n_rows = 0, n_invisible = 0;
@@ -118,9 +118,10 @@ static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret, j
         if (!rows || !invisible || !l.rows || !growth)
                 goto finish;
         for (size_t i = 0; i < l.n_sites; i++)
-                l.rows[i] = (ObjectRow) { .site = (uint32_t) i, .visible = slab_site_frees_visible(slab, (uint32_t) i),
+                l.rows[i] = (ObjectRow) { .site = (uint32_t) i,
+                                          .visible = view_slab_site(a, (uint32_t) i, &g) && g.frees_visible,
                                           .growth = growth + i * q->intervals };
-        slab_foreach(slab, leak_object, &l);
+        view_foreach_slab_object(a, leak_object, &l);
         qsort(l.rows, l.n_sites, sizeof(ObjectRow), compare_object_rows);
         for (size_t i = 0; i < l.n_sites; i++) {
                 const ObjectRow *row = &l.rows[i];
@@ -139,7 +140,8 @@ static int object_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret, j
                 if (n_rows++ >= q->limit)
                         continue;
                 json_t *name, *address;
-                slab_call_site_json(a, slab_site(slab, row->site)->address, q->show_addresses, &name, &address);
+                (void) view_slab_site(a, row->site, &g);
+                slab_call_site_json(a, g.address, q->show_addresses, &name, &address);
                 o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o}",
                               "name", name ?: json_null(),
                               "address", address ?: json_null(),
@@ -170,7 +172,7 @@ typedef struct CellAge {
 } CellAge;
 
 typedef struct PageRow {
-        uint32_t process, leaf;         /* process: usage_task_owner(), so evicted ones make one; leaf: the
+        uint32_t process, leaf;         /* process: view_task_owner(), so evicted ones make one; leaf: the
                                          * global stack node */
         uint64_t pages, oldest_nsec;
         uint32_t rank;                  /* place among the rows shown, ROW_NONE if not shown */
@@ -201,36 +203,31 @@ static bool cell_wanted(const PageLeaks *l, uint32_t cell) {
         return cell < l->n_cells && (!l->wanted || bit_test(l->wanted, cell));
 }
 
-static void want_cell(void *userdata, uint32_t cell) {
+static void want_cell(void *userdata, const ViewCell *cell) {
         PageLeaks *l = userdata;
 
-        if (cell < l->n_cells)
-                bit_set(l->wanted, cell);
+        if (cell->id < l->n_cells)
+                bit_set(l->wanted, cell->id);
 }
 
-static void age_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+static void age_block(void *userdata, const ViewBlock *b) {
         PageLeaks *l = userdata;
 
-        (void) pfn;
-        if (!cell_wanted(l, o->node))
+        if (!cell_wanted(l, b->cell) || b->age_nsec < l->q->min_age_nsec)
                 return;
-        uint64_t age = pagemap_stamp_age_nsec(o->stamp, l->q->now_nsec);
-        if (age < l->q->min_age_nsec)
-                return;
-        l->cells[o->node].pages += UINT64_C(1) << order;
-        l->cells[o->node].oldest_nsec = MAX(l->cells[o->node].oldest_nsec, age);
+        l->cells[b->cell].pages += UINT64_C(1) << b->order;
+        l->cells[b->cell].oldest_nsec = MAX(l->cells[b->cell].oldest_nsec, b->age_nsec);
 }
 
-static void grow_block(void *userdata, uint64_t pfn, unsigned order, PageOwner *o) {
+static void grow_block(void *userdata, const ViewBlock *b) {
         PageLeaks *l = userdata;
 
-        (void) pfn;
-        if (o->node >= l->n_cells || !bit_test(l->shown, o->node))
+        if (b->cell >= l->n_cells || !bit_test(l->shown, b->cell))
                 return;
-        uint32_t rank = l->rows[l->cells[o->node].row].rank;
-        ssize_t k = growth_slot(l->q, pagemap_stamp_age_nsec(o->stamp, l->q->now_nsec));
+        uint32_t rank = l->rows[l->cells[b->cell].row].rank;
+        ssize_t k = growth_slot(l->q, b->age_nsec);
         if (rank != ROW_NONE && k >= 0)
-                l->growth[(size_t) rank * l->q->intervals + (size_t) k] += UINT64_C(1) << order;
+                l->growth[(size_t) rank * l->q->intervals + (size_t) k] += UINT64_C(1) << b->order;
 }
 
 /* Orders row numbers by their rows' pages, then by process and stack. */
@@ -244,14 +241,9 @@ static int compare_row_pages(const void *x, const void *y, void *userdata) {
         return a->leaf < b->leaf ? -1 : a->leaf > b->leaf;
 }
 
-static uint32_t global_leaf(Accounting *a, uint32_t leaf) {
-        /* A process-tree leaf stands for its twin in the global tree, as in stack views. */
-        const StackNode *n = stacktree_node(accounting_stacktree(a), leaf);
-        return n && n->twin != STACK_NODE_NONE ? n->twin : leaf;
-}
-
 static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *row, const uint64_t *growth) {
-        const Task *t = usage_task(accounting_usage(a), row->process);
+        ViewTask task;
+        const ViewTask *t = view_task(a, row->process, &task) ? &task : NULL;
         json_t *frames = query_stack_frames_json(a, row->leaf,
                                                  &(QueryStackTree) { .show_addresses = q->show_addresses,
                                                                      .user_addresses = q->user_addresses,
@@ -273,27 +265,27 @@ static json_t *page_row_json(Accounting *a, const LeaksQuery *q, const PageRow *
                          "growth", g);
 }
 
-/* A cell's row key: its owner (usage_task_owner(): evicted processes are one) and global leaf. */
-static uint64_t cell_row_key(const PageLeaks *l, uint32_t cell) {
-        const ChargeIndex *ci = accounting_chargeindex(l->a);
-        uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, cell));
-        return (uint64_t) process << 32 | global_leaf(l->a, chargeindex_node(ci, cell));
+/* A cell's row: its owner (view_task_owner(): evicted processes are one) and global leaf. */
+static void cell_row(const PageLeaks *l, const ViewCell *cell, uint32_t *ret_process, uint64_t *ret_key) {
+        *ret_process = view_task_owner(l->a, cell->process);
+        *ret_key = (uint64_t) *ret_process << 32 | cell->leaf;
 }
 
 /* Merges the cells holding old pages into rows by (process, global leaf), mapped in *by_key. -ENOMEM. */
 static int merge_cells(PageLeaks *l, KeyIndex *by_key, size_t *ret_n_rows) {
-        const ChargeIndex *ci = accounting_chargeindex(l->a);
         size_t n_rows = 0, allocated = 0;
         int r = 0;
 
         for (size_t c = 0; c < l->n_cells; c++) {
                 CellAge *cell = &l->cells[c];
+                ViewCell v;
+                uint32_t process;
+                uint64_t key;
+
                 cell->row = ROW_NONE;
-                if (cell->pages == 0)
+                if (cell->pages == 0 || !view_cell(l->a, (uint32_t) c, &v))
                         continue;
-                uint32_t process = usage_task_owner(accounting_usage(l->a), chargeindex_process(ci, (uint32_t) c));
-                uint32_t leaf = global_leaf(l->a, chargeindex_node(ci, (uint32_t) c));
-                uint64_t key = cell_row_key(l, (uint32_t) c);
+                cell_row(l, &v, &process, &key);
                 uint32_t row = key_index_get(by_key, key);
                 if (row == KEY_INDEX_NONE) {
                         if (greedy_realloc(&l->rows, &allocated, n_rows + 1, sizeof(PageRow), 64) < 0 ||
@@ -302,7 +294,7 @@ static int merge_cells(PageLeaks *l, KeyIndex *by_key, size_t *ret_n_rows) {
                                 break;
                         }
                         row = (uint32_t) n_rows++;
-                        l->rows[row] = (PageRow) { .process = process, .leaf = leaf, .rank = ROW_NONE };
+                        l->rows[row] = (PageRow) { .process = process, .leaf = v.leaf, .rank = ROW_NONE };
                 }
                 l->rows[row].pages += cell->pages;
                 l->rows[row].oldest_nsec = MAX(l->rows[row].oldest_nsec, cell->oldest_nsec);
@@ -315,15 +307,18 @@ static int merge_cells(PageLeaks *l, KeyIndex *by_key, size_t *ret_n_rows) {
 /* Cells holding young pages only, of the process and stack of a row: its growth too (they differ from the
  * row's cells by module, cgroup or kind of allocation). */
 static void join_young_cells(PageLeaks *l, const KeyIndex *by_key) {
-        const ChargeIndex *ci = accounting_chargeindex(l->a);
+        for (size_t c = 0; c < l->n_cells; c++) {
+                ViewCell v;
+                uint32_t process;
+                uint64_t key;
 
-        for (size_t c = 0; c < l->n_cells; c++)
-                if (l->cells[c].row == ROW_NONE && chargeindex_node(ci, (uint32_t) c) != STACK_NODE_NONE &&
-                    cell_wanted(l, (uint32_t) c)) {
-                        uint32_t row = key_index_get(by_key, cell_row_key(l, (uint32_t) c));
-                        if (row != KEY_INDEX_NONE)
-                                l->cells[c].row = row;
-                }
+                if (l->cells[c].row != ROW_NONE || !cell_wanted(l, (uint32_t) c) || !view_cell(l->a, (uint32_t) c, &v))
+                        continue;
+                cell_row(l, &v, &process, &key);
+                uint32_t row = key_index_get(by_key, key);
+                if (row != KEY_INDEX_NONE)
+                        l->cells[c].row = row;
+        }
 }
 
 /* Row numbers of the k rows that compare_row_pages() puts first, in that order, into top (room for k): a
@@ -363,7 +358,7 @@ static size_t first_rows(const PageRow *rows, size_t n_rows, size_t k, uint32_t 
 
 /* [PageLeak]: old live pages by process and stack, most pages first. */
 static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
-        PageLeaks l = { .q = q, .a = a, .n_cells = chargeindex_cell_bound(accounting_chargeindex(a)) };
+        PageLeaks l = { .q = q, .a = a, .n_cells = view_cell_bound(a) };
         _cleanup_free_ uint32_t *order = NULL;
         json_auto_t *rows = json_array();
         size_t n_rows = 0, n_shown;
@@ -375,14 +370,14 @@ static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
                 goto finish;
         if (q->pid > 0) {
                 /* The process's cells, from the charge index's list of them. */
-                uint32_t process = usage_find_process(accounting_usage(a), q->pid);
+                uint32_t process = view_find_process(a, q->pid);
                 l.wanted = calloc(l.n_cells / 64 + 1, sizeof(uint64_t));
                 if (!l.wanted)
                         goto finish;
-                if (process != USAGE_TASK_NONE)
-                        chargeindex_foreach_cell_of_process(accounting_chargeindex(a), process, want_cell, &l);
+                if (process != VIEW_TASK_NONE)
+                        view_foreach_cell(a, (ViewScope) { VIEW_SCOPE_PROCESS, process }, want_cell, &l);
         }
-        pagemap_foreach(accounting_pagemap(a), age_block, &l);
+        view_foreach_block(a, q->now_nsec, age_block, &l);
         r = merge_cells(&l, &by_key, &n_rows);
         if (r < 0)
                 goto finish;
@@ -405,7 +400,7 @@ static int page_leaks_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
                 if (l.cells[c].row != ROW_NONE && l.rows[l.cells[c].row].rank != ROW_NONE)
                         bit_set(l.shown, (uint32_t) c);
         if (n_shown > 0)
-                pagemap_foreach(accounting_pagemap(a), grow_block, &l);
+                view_foreach_block(a, q->now_nsec, grow_block, &l);
 
         for (size_t i = 0; i < n_shown; i++) {
                 json_t *o = page_row_json(a, q, &l.rows[order[i]], l.growth + i * q->intervals);
@@ -431,8 +426,6 @@ int leaks_query_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
         assert(q && q->interval_nsec > 0 && q->intervals > 0);
         assert(ret);
 
-        /* Ages in the page table are modular: held below the wrap before they are read. */
-        accounting_clamp_page_ages(a, q->now_nsec);
         r = object_leaks_json(a, q, &objects, &invisible);
         if (r < 0)
                 return r;
@@ -440,7 +433,7 @@ int leaks_query_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
         if (r < 0)
                 return r;
         json_t *reply = json_pack("{s:b, s:I, s:I, s:i, s:O, s:O, s:O, s:I}",
-                                  "tracing", accounting_traces_slab(a),
+                                  "tracing", view_traces_slab(a),
                                   "minAgeUsec", varlink_count(q->min_age_nsec / 1000),
                                   "intervalUsec", varlink_count(q->interval_nsec / 1000),
                                   "intervals", (int) q->intervals,
@@ -448,7 +441,7 @@ int leaks_query_json(Accounting *a, const LeaksQuery *q, json_t **ret) {
                                   "freesNotVisible", invisible,
                                   "pages", pages,
                                   "pageAgeGrainUsec",
-                                  varlink_count((UINT64_C(1) << PAGEMAP_STAMP_SHIFT) / 1000));
+                                  varlink_count(VIEW_PAGE_AGE_GRAIN_NSEC / 1000));
         if (!reply)
                 return -ENOMEM;
         *ret = reply;

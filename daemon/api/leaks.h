@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "accounting.h"
+#include "view.h"
 #include "query.h"
 #include "usym.h"
 

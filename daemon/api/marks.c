@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,7 @@ typedef struct MarkTask {
         int32_t pid;
         bool exited;
         uint64_t first_seen_nsec;       /* tells a reused pid apart */
-        char comm[USAGE_COMM_MAX];
+        char comm[VIEW_COMM_MAX];
         uint64_t pages;
 } MarkTask;
 
@@ -127,43 +128,43 @@ static int compare_mark_age(const void *a, const void *b) {
 
 static int capture(Accounting *a, const char *name, uint64_t now_usec, uint64_t *steps, Mark **ret) {
         _cleanup_(mark_freep) Mark *snap = calloc(1, sizeof(Mark));
-        Usage *u = accounting_usage(a);
         AccountingStats stats;
+        ViewModule m;
+        ViewTask t;
 
         if (!snap)
                 return -ENOMEM;
         (void) snprintf(snap->name, sizeof(snap->name), "%s", name);
         snap->timestamp_usec = now_usec;
-        accounting_get_stats(a, &stats);
+        view_accounting_stats(a, &stats);
         snap->total_pages = stats.current_pages;
         snap->resets = stats.resets;
 
-        size_t n_slots = usage_task_slots(u);
+        size_t n_slots = view_task_slots(a);
         snap->tasks = malloc(MAX(n_slots, (size_t) 1) * sizeof(MarkTask));
         if (!snap->tasks)
                 return -ENOMEM;
         for (uint32_t i = 0; i < n_slots; i++) {
-                const Task *t = usage_task(u, i);
                 /* Tasks only: what evicted tasks still hold is no task's (Tasks "evicted"). */
-                if (!t || t->is_thread || i == USAGE_TASK_EVICTED)
+                if (i == VIEW_TASK_EVICTED || !view_task(a, i, &t) || t.is_thread)
                         continue;
                 MarkTask *st = &snap->tasks[snap->n_tasks++];
-                *st = (MarkTask) { .pid = t->pid, .first_seen_nsec = t->first_seen_nsec,
-                                   .pages = t->ledger[LEDGER_PAGES].current, .exited = t->exited };
-                memcpy(st->comm, t->comm, sizeof(st->comm));
+                *st = (MarkTask) { .pid = t.pid, .first_seen_nsec = t.first_seen_nsec,
+                                   .pages = t.pages.current, .exited = t.exited };
+                (void) snprintf(st->comm, sizeof(st->comm), "%s", t.comm);
         }
 
-        size_t n_modules = usage_module_count(u);
+        size_t n_modules = view_module_count(a);
         snap->modules = calloc(MAX(n_modules, (size_t) 1), sizeof(MarkModule));
         if (!snap->modules)
                 return -ENOMEM;
         for (uint16_t id = 1; id <= n_modules; id++) {
-                const ModuleUsage *m = usage_module(u, id);
-                char *copy = strdup(m->name);
+                if (!view_module(a, id, &m))
+                        continue;
+                char *copy = strdup(m.name);
                 if (!copy)
                         return -ENOMEM;
-                snap->modules[snap->n_modules++] = (MarkModule) { .name = copy,
-                                                                  .pages = m->ledger[LEDGER_PAGES].current };
+                snap->modules[snap->n_modules++] = (MarkModule) { .name = copy, .pages = m.pages.current };
         }
         qsort_r(snap->tasks, snap->n_tasks, sizeof(MarkTask), compare_tasks, steps);
         qsort_r(snap->modules, snap->n_modules, sizeof(MarkModule), compare_modules, steps);
@@ -177,7 +178,7 @@ int marks_list(const Marks *s, Accounting *a, bool all_uids, uid_t uid, json_t *
 
         if (!list)
                 return -ENOMEM;
-        accounting_get_stats(a, &stats);
+        view_accounting_stats(a, &stats);
         /* Oldest first: the order they are usually compared in. */
         const Mark *sorted[MARKS_MAX];
         size_t n = 0;

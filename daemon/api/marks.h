@@ -21,7 +21,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
+#include "view.h"
 
 #define MARKS_PER_UID_MAX 8
 #define MARKS_OTHERS_MAX 24             /* every uid but root, together */

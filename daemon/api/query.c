@@ -7,6 +7,7 @@
 
 #include "format-util.h"
 #include "keyindex.h"
+#include "ksym.h"
 #include "macro.h"
 #include "query.h"
 #include "read-file.h"
@@ -24,15 +25,15 @@ QuerySort query_sort_from_string(const char *s) {
         return _QUERY_SORT_INVALID;
 }
 
-static uint64_t counter_key(const Ledger *pages, uint64_t allocs, QuerySort sort) {
+static uint64_t counter_key(Ledger pages, uint64_t allocs, QuerySort sort) {
         switch (sort) {
         case QUERY_SORT_PEAK:
-                return pages->peak;
+                return pages.peak;
         case QUERY_SORT_ALLOCS:
                 return allocs;
         default:
-                return pages->current;
-}
+                return pages.current;
+        }
 }
 
 /* Adds a key to an object, stealing the value; -ENOMEM if either is missing. */
@@ -42,15 +43,15 @@ static int set_new(json_t *o, const char *key, json_t *value) {
         return 0;
 }
 
-json_t *query_task_json(const Task *t) {
+json_t *query_task_json(const ViewTask *t) {
         /* comm and cmdline are the process's bytes: utf8.h encodes them for JSON. */
         /* parentPid: processes only (a thread's parent is its process); null when unknown. */
         return json_pack("{s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:n, s:o}",
                          "pid", (int) t->pid,
                          "comm", utf8_json_string(t->comm),
                          "cmdline", t->cmdline ? utf8_json_string(t->cmdline) : json_null(),
-                         "currentPages", varlink_count(t->ledger[LEDGER_PAGES].current),
-                         "peakPages", varlink_count(t->ledger[LEDGER_PAGES].peak),
+                         "currentPages", varlink_count(t->pages.current),
+                         "peakPages", varlink_count(t->pages.peak),
                          "allocs", varlink_count(t->allocs),
                          "frees", varlink_count(t->frees),
                          "baselinePages", varlink_count(t->baseline_pages),
@@ -59,22 +60,22 @@ json_t *query_task_json(const Task *t) {
                          "parentPid", !t->is_thread && t->parent_pid > 0 ? json_integer(t->parent_pid) : json_null());
 }
 
-uint32_t query_task_heap_serial(Accounting *a, const Task *t) {
-        const Heap *h = accounting_heap(a);
-        uint32_t serial = h && !t->is_thread ? heap_find(h, t->pid) : HEAP_NONE;
-        const HeapImage *img = serial != HEAP_NONE ? heap_image(h, serial) : NULL;
+uint32_t query_task_heap_serial(Accounting *a, const ViewTask *t) {
+        uint32_t serial = !t->is_thread ? view_find_heap(a, t->pid) : VIEW_HEAP_NONE;
+        ViewHeap h;
 
-        if (!img || (img->ended && !(t->exited && img->end == MS_HEAP_END_EXIT)))
-                return HEAP_NONE;
+        if (serial == VIEW_HEAP_NONE || !view_heap(a, serial, &h) ||
+            (h.ended && !(t->exited && h.end == MS_HEAP_END_EXIT)))
+                return VIEW_HEAP_NONE;
         return serial;
 }
 
-int query_task_heap(Accounting *a, const Task *t, json_t *task) {
-        uint32_t serial = query_task_heap_serial(a, t);
-        const HeapImage *img = serial != HEAP_NONE ? heap_image(accounting_heap(a), serial) : NULL;
+int query_task_heap(Accounting *a, const ViewTask *t, json_t *task) {
+        ViewHeap h;
+        bool has = view_heap(a, query_task_heap_serial(a, t), &h);
 
-        if (set_new(task, "heapBytes", img ? json_integer(varlink_count(img->counters.live_bytes)) : json_null()) < 0 ||
-            set_new(task, "heapPeakBytes", img ? json_integer(varlink_count(img->counters.peak_bytes)) : json_null()) < 0)
+        if (set_new(task, "heapBytes", has ? json_integer(varlink_count(h.counters.live_bytes)) : json_null()) < 0 ||
+            set_new(task, "heapPeakBytes", has ? json_integer(varlink_count(h.counters.peak_bytes)) : json_null()) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -94,11 +95,11 @@ static int compare_items(const void *a, const void *b) {
         return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static bool task_matches(const Task *t, const QueryTasks *q) {
+static bool task_matches(const ViewTask *t, const QueryTasks *q) {
         if (t->is_thread)
                 return false;
         /* A task asked for by pid is shown whatever it holds. */
-        if (q->hide_zero && q->pid < 0 && counter_key(&t->ledger[LEDGER_PAGES], t->allocs, q->sort) == 0)
+        if (q->hide_zero && q->pid < 0 && counter_key(t->pages, t->allocs, q->sort) == 0)
                 return false;
         if (q->pid >= 0 && t->pid != q->pid)
                 return false;
@@ -111,79 +112,77 @@ static bool task_matches(const Task *t, const QueryTasks *q) {
         return true;
 }
 
-static json_t *threads_json(Usage *u, uint32_t process, QuerySort sort) {
-        json_auto_t *a = json_array();
+static json_t *threads_json(Accounting *a, uint32_t process, QuerySort sort) {
+        json_auto_t *list = json_array();
         _cleanup_free_ SortItem *items = NULL;
-        size_t n = 0, n_slots = usage_task_slots(u);
+        size_t n = 0, n_slots = view_task_slots(a);
+        ViewTask t;
 
-        if (!a)
+        if (!list)
                 return NULL;
         items = malloc(MAX(n_slots, (size_t) 1) * sizeof(SortItem));
         if (!items)
                 return NULL;
-        for (uint32_t i = 0; i < n_slots; i++) {
-                const Task *t = usage_task(u, i);
-                if (t && t->is_thread && t->process == process)
-                        items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, sort),
-                                                  (uint64_t) t->pid, i };
-        }
+        for (uint32_t i = 0; i < n_slots; i++)
+                if (view_task(a, i, &t) && t.is_thread && t.process == process)
+                        items[n++] = (SortItem) { counter_key(t.pages, t.allocs, sort), (uint64_t) t.pid, i };
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < QUERY_LIMIT_MAX; i++)
-                if (json_array_append_new(a, query_task_json(usage_task(u, items[i].idx))) < 0)
+                if (!view_task(a, items[i].idx, &t) || json_array_append_new(list, query_task_json(&t)) < 0)
                         return NULL;
-        return TAKE_PTR(a);
+        return TAKE_PTR(list);
 }
 
 int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
-        Usage *u = accounting_usage(a);
-        size_t n = 0, n_slots = usage_task_slots(u), limit = MIN(q->limit ?: 50, (size_t) QUERY_LIMIT_MAX);
+        size_t n = 0, n_slots = view_task_slots(a), limit = MIN(q->limit ?: 50, (size_t) QUERY_LIMIT_MAX);
         _cleanup_free_ SortItem *items = malloc(MAX(n_slots, (size_t) 1) * sizeof(SortItem));
         json_auto_t *list = json_array();
+        ViewTask t;
 
         if (!items || !list)
                 return -ENOMEM;
 
         for (uint32_t i = 0; i < n_slots; i++) {
-                const Task *t = usage_task(u, i);
                 /* The "[evicted]" record is no task: it is reported apart, as "evicted". */
-                if (!t || i == USAGE_TASK_EVICTED || !task_matches(t, q))
+                if (i == VIEW_TASK_EVICTED || !view_task(a, i, &t) || !task_matches(&t, q))
                         continue;
-                items[n++] = (SortItem) { counter_key(&t->ledger[LEDGER_PAGES], t->allocs, q->sort),
-                                          (uint64_t) (uint32_t) t->pid, i };
+                items[n++] = (SortItem) { counter_key(t.pages, t.allocs, q->sort), (uint64_t) (uint32_t) t.pid, i };
         }
         if (q->pid >= 0 && n == 0)
                 return -ESRCH;
 
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < limit; i++) {
-                const Task *t = usage_task(u, items[i].idx);
-                json_t *task = query_task_json(t);
+                if (!view_task(a, items[i].idx, &t))
+                        return -ENOMEM;
+                json_t *task = query_task_json(&t);
                 if (!task || json_array_append_new(list, task) < 0)
                         return -ENOMEM;
-                if (query_task_heap(a, t, task) < 0)
+                if (query_task_heap(a, &t, task) < 0)
                         return -ENOMEM;
-                if (q->threads && usage_tracks_threads(u) && set_new(task, "threads", threads_json(u, items[i].idx, q->sort)) < 0)
+                if (q->threads && view_tracks_threads(a) &&
+                    set_new(task, "threads", threads_json(a, items[i].idx, q->sort)) < 0)
                         return -ENOMEM;
         }
 
-        *ret = json_pack("{s:O, s:o}", "tasks", list, "evicted", query_evicted_json(u));
+        *ret = json_pack("{s:O, s:o}", "tasks", list, "evicted", query_evicted_json(a));
         return *ret ? 0 : -ENOMEM;
 }
 
-json_t *query_evicted_json(Usage *u) {
-        const Task *e = usage_task(u, USAGE_TASK_EVICTED);
+json_t *query_evicted_json(Accounting *a) {
+        ViewTask e = {};
         UsageStats s;
 
-        usage_get_stats(u, &s);
+        (void) view_task(a, VIEW_TASK_EVICTED, &e);
+        view_usage_stats(a, &s);
         return json_pack("{s:I, s:I, s:I}",
                          "tasks", varlink_count(s.tasks_evicted),
-                         "currentPages", varlink_count(e ? e->ledger[LEDGER_PAGES].current : 0),
-                         "peakPages", varlink_count(e ? e->ledger[LEDGER_PAGES].peak : 0));
+                         "currentPages", varlink_count(e.pages.current),
+                         "peakPages", varlink_count(e.pages.peak));
 }
 
 int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
-        Usage *u = accounting_usage(a);
-        size_t n_modules = usage_module_count(u), n = 0;
+        size_t n_modules = view_module_count(a), n = 0;
         _cleanup_free_ SortItem *items = malloc(MAX(n_modules, (size_t) 1) * sizeof(SortItem));
         json_auto_t *list = json_array();
 
@@ -191,20 +190,21 @@ int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret) {
                 return -ENOMEM;
         limit = MIN(limit ?: 50, (size_t) QUERY_LIMIT_MAX);
 
+        ViewModule m;
         for (uint16_t id = 1; id <= n_modules; id++) {
-                const ModuleUsage *m = usage_module(u, id);
-                if (m->ledger[LEDGER_PAGES].peak == 0 && !m->loaded)
+                if (!view_module(a, id, &m) || (m.pages.peak == 0 && !m.loaded))
                         continue;
-                items[n++] = (SortItem) { counter_key(&m->ledger[LEDGER_PAGES], m->allocs, sort), 0, id };
+                items[n++] = (SortItem) { counter_key(m.pages, m.allocs, sort), 0, id };
         }
         qsort(items, n, sizeof(SortItem), compare_items);
         for (size_t i = 0; i < n && i < limit; i++) {
-                const ModuleUsage *m = usage_module(u, (uint16_t) items[i].idx);
+                if (!view_module(a, (uint16_t) items[i].idx, &m))
+                        return -ENOMEM;
                 json_t *o = json_pack("{s:o, s:I, s:I, s:b}",
-                                      "name", utf8_json_string(m->name),
-                                      "currentPages", varlink_count(m->ledger[LEDGER_PAGES].current),
-                                      "peakPages", varlink_count(m->ledger[LEDGER_PAGES].peak),
-                                      "loaded", m->loaded || streq(m->name, ACCOUNTING_KERNEL_MODULE));
+                                      "name", utf8_json_string(m.name),
+                                      "currentPages", varlink_count(m.pages.current),
+                                      "peakPages", varlink_count(m.pages.peak),
+                                      "loaded", m.loaded || m.kernel);
                 if (!o || json_array_append_new(list, o) < 0)
                         return -ENOMEM;
         }
@@ -227,7 +227,7 @@ typedef struct SubsetNode {
 } SubsetNode;
 
 typedef struct Subset {
-        const StackTree *tree;
+        Accounting *a;
         SubsetNode *entries;            /* owned */
         size_t n, n_allocated;
         KeyIndex by_node;               /* owned: stack node -> entry */
@@ -255,6 +255,15 @@ static uint32_t subset_get(Subset *s, uint32_t node, bool *ret_created) {
         return e;
 }
 
+/* A node of a tree, with links to none when the id is out of range. */
+static ViewNode node_at(Accounting *a, ViewTree tree, uint32_t i) {
+        ViewNode n = { .id = i, .parent = VIEW_NODE_NONE, .first_child = VIEW_NODE_NONE,
+                       .next_sibling = VIEW_NODE_NONE };
+
+        (void) view_node(a, tree, i, &n);
+        return n;
+}
+
 /*
  * ViewCellFn: the cell's pages go to its global leaf's entry; missing ancestors are created and linked up
  * to the first one that exists, so building costs one step per cell plus one per node of the subset (the
@@ -267,7 +276,7 @@ static void subset_add_cell(void *userdata, const ViewCell *cell) {
 
         if (s->error < 0)
                 return;
-        for (uint32_t i = leaf; i != STACK_NODE_NONE; i = stacktree_node(s->tree, i)->parent) {
+        for (uint32_t i = leaf; i != VIEW_NODE_NONE; i = node_at(s->a, VIEW_TREE_PAGES, i).parent) {
                 bool created;
                 uint32_t e = subset_get(s, i, &created);
                 if (e == SUBSET_NONE) {
@@ -288,7 +297,7 @@ static void subset_add_cell(void *userdata, const ViewCell *cell) {
 
 /* Adds every entry's pages into its parent's, children first: one pass over the subset. */
 static int subset_sum(Subset *s) {
-        uint32_t root = subset_find(s, STACK_NODE_ROOT);
+        uint32_t root = subset_find(s, VIEW_NODE_ROOT);
         if (root == SUBSET_NONE)
                 return 0;
 
@@ -317,7 +326,7 @@ static void subset_done(Subset *s) {
 /* What a stack view shows: the real tree, or current pages of a subset. */
 typedef struct StackView {
         Accounting *a;
-        StackTree *tree;
+        ViewTree tree;
         const Ksym *ksym;
         const QueryStackTree *q;
         Subset *subset;         /* NULL for the real tree (true peaks) */
@@ -328,7 +337,7 @@ typedef struct StackView {
 
 static uint64_t view_current(const StackView *v, uint32_t i) {
         if (!v->subset)
-                return stacktree_pages(v->tree, i).current;
+                return view_node_pages(v->a, v->tree, i).current;
         uint32_t e = subset_find(v->subset, i);
         return e == SUBSET_NONE ? 0 : v->subset->entries[e].pages;
 }
@@ -349,12 +358,12 @@ static int view_children(const StackView *v, uint32_t i, uint32_t **ret, size_t 
                 for (uint32_t x = first; x != SUBSET_NONE; x = s->entries[x].next_sibling)
                         c[k++] = s->entries[x].node;
         } else {
-                const StackNode *node = stacktree_node(v->tree, i);
-                for (uint32_t x = node->first_child; x != STACK_NODE_NONE; x = stacktree_node(v->tree, x)->next_sibling)
+                uint32_t first = node_at(v->a, v->tree, i).first_child;
+                for (uint32_t x = first; x != VIEW_NODE_NONE; x = node_at(v->a, v->tree, x).next_sibling)
                         n++;
                 if (n > 0 && !(c = malloc(n * sizeof(uint32_t))))
                         return -ENOMEM;
-                for (uint32_t x = node->first_child; x != STACK_NODE_NONE; x = stacktree_node(v->tree, x)->next_sibling)
+                for (uint32_t x = first; x != VIEW_NODE_NONE; x = node_at(v->a, v->tree, x).next_sibling)
                         c[k++] = x;
         }
         *ret = TAKE_PTR(c);
@@ -364,19 +373,20 @@ static int view_children(const StackView *v, uint32_t i, uint32_t **ret, size_t 
 
 static uint64_t view_key(const StackView *v, uint32_t i) {
         if (v->q->sort == QUERY_SORT_PEAK && !v->subset)
-                return stacktree_pages(v->tree, i).peak;
+                return view_node_pages(v->a, v->tree, i).peak;
         return view_current(v, i);
 }
 
 static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name) {
-        const StackNode *n = stacktree_node(v->tree, i);
+        ViewNode node = node_at(v->a, v->tree, i);
+        const ViewNode *n = &node;
         const char *module = NULL;
         _cleanup_free_ char *name = NULL;
         KsymResult sym;
         UsymResult usym;
 
         switch (n->kind) {
-        case STACK_FRAME_KERNEL:
+        case VIEW_FRAME_KERNEL:
                 if (n->ip == MS_FRAME_NOT_SAMPLED)
                         name = strdup_printf("[not sampled]");
                 else if (v->ksym && ksym_lookup(v->ksym, n->ip, &sym)) {
@@ -385,7 +395,7 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                 } else
                         name = strdup_printf(v->q->show_addresses ? "0x%" PRIx64 : "[unknown]", n->ip);
                 break;
-        case STACK_FRAME_USER:
+        case VIEW_FRAME_USER:
                 /* The ELF file's name takes the place of the kernel module's. */
                 if (v->user_process && usym_process_lookup(v->user_process, n->ip, &usym)) {
                         name = strdup_printf("%s+0x%" PRIx64, usym.name, usym.offset);
@@ -395,17 +405,17 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                 else
                         name = strdup_printf("[user] [unknown]");
                 break;
-        case STACK_FRAME_TRUNCATED:
+        case VIEW_FRAME_TRUNCATED:
                 name = strdup_printf("[truncated]");
                 break;
-        case STACK_FRAME_PROCESS: {
+        case VIEW_FRAME_PROCESS: {
                 /* A process forgotten to bound memory is no task any more, as in Tasks: what it still
                  * holds is "[evicted]"'s. */
-                const Task *t = usage_task_of_scope(accounting_usage(v->a), n->ip);
-                if (t)
-                        name = strdup_printf("[pid %d %s]", (int) t->pid, t->comm);
+                ViewTask t;
+                if (view_task_of_scope(v->a, n->ip, &t))
+                        name = strdup_printf("[pid %d %s]", (int) t.pid, t.comm);
                 else
-                        name = strdup_printf("%s", USAGE_EVICTED_COMM);
+                        name = strdup_printf("%s", VIEW_EVICTED_COMM);
                 break;
         }
         default:
@@ -414,8 +424,8 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
 
         /* Hex text: a kernel address does not fit varlink's signed 64-bit int. */
         char address[2 + 16 + 1];
-        bool has_address = n->kind == STACK_FRAME_KERNEL ? v->q->show_addresses :
-                           n->kind == STACK_FRAME_USER && v->q->show_addresses && v->user_addresses;
+        bool has_address = n->kind == VIEW_FRAME_KERNEL ? v->q->show_addresses :
+                           n->kind == VIEW_FRAME_USER && v->q->show_addresses && v->user_addresses;
         (void) snprintf(address, sizeof(address), "0x%016" PRIx64, n->ip);
         /* Names are formatted to their length: a C++ or Rust symbol runs to hundreds of bytes. */
         if (!name)
@@ -428,39 +438,39 @@ static json_t *frame_json(const StackView *v, uint32_t i, const char *root_name)
                          "address", has_address ? json_string(address) : json_null(),
                          "currentPages", varlink_count(view_current(v, i)),
                          "peakPages",
-                         v->subset ? json_null() : json_integer(varlink_count(stacktree_pages(v->tree, i).peak)),
+                         v->subset ? json_null() : json_integer(varlink_count(view_node_pages(v->a, v->tree, i).peak)),
                          "children",
                          "truncatedChildren", 0);
 }
 
-/* User frames hang below their process's node, whose ip is its scope (usage_task_scope()). Only a live
+/* User frames hang below their process's node, whose ip is its scope (view_task_of_scope()). Only a live
  * process's files say what its addresses were: an exited one's pid may belong to another by now. */
-static UsymProcess *user_process_of(const StackView *v, const StackNode *node) {
-        const Task *t = usage_task_of_scope(accounting_usage(v->a), node->ip);
-        return v->q->usym && t && !t->exited && t->pid > 0 ? usym_process(v->q->usym, t->pid) : NULL;
+static UsymProcess *user_process_of(const StackView *v, const ViewNode *node) {
+        ViewTask t;
+        return v->q->usym && view_task_of_scope(v->a, node->ip, &t) && !t.exited && t.pid > 0 ?
+                usym_process(v->q->usym, t.pid) : NULL;
 }
 
 /* Whether the caller may see the raw user-space addresses of node's process: root always; another caller
  * only for a running process that is wholly its own (so that it could read the process's maps itself),
  * never for an exited one, whose owner can no longer be asked. */
-static bool user_addresses_of(const StackView *v, const StackNode *node) {
-        const Task *t;
+static bool user_addresses_of(const StackView *v, const ViewNode *node) {
+        ViewTask t;
         uid_t owner;
 
         switch (v->q->user_addresses) {
         case QUERY_USER_ADDRESSES_ALL:
                 return true;
         case QUERY_USER_ADDRESSES_OWN:
-                t = usage_task(accounting_usage(v->a), (uint32_t) node->ip);
-                return t && !t->exited && t->pid > 0 && read_proc_owner(t->pid, &owner) >= 0 &&
-                       owner == v->q->caller_uid;
+                return view_task_of_scope(v->a, node->ip, &t) && !t.exited && t.pid > 0 &&
+                       read_proc_owner(t.pid, &owner) >= 0 && owner == v->q->caller_uid;
         default:
                 return false;
         }
 }
 
-/* Enters the process of node (a STACK_FRAME_PROCESS node) for the user frames below it. */
-static void view_enter_process(StackView *v, const StackNode *node) {
+/* Enters the process of node (a VIEW_FRAME_PROCESS node) for the user frames below it. */
+static void view_enter_process(StackView *v, const ViewNode *node) {
         v->user_process = user_process_of(v, node);
         v->user_addresses = user_addresses_of(v, node);
 }
@@ -481,7 +491,7 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
                 return -ENOMEM;
         v->budget--;
 
-        const StackNode *node = stacktree_node(v->tree, i);
+        ViewNode node = node_at(v->a, v->tree, i);
         r = view_children(v, i, &children_of, &n_children);
         if (r < 0)
                 return r;
@@ -500,7 +510,7 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
                 shown++;
                 if (view_current(v, c) < v->q->min_pages && view_key(v, c) < v->q->min_pages)
                         continue;
-                items[n++] = (SortItem) { view_key(v, c), stacktree_node(v->tree, c)->ip, c };
+                items[n++] = (SortItem) { view_key(v, c), node_at(v->a, v->tree, c).ip, c };
         }
         qsort(items, n, sizeof(SortItem), compare_items);
 
@@ -508,8 +518,8 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
         json_t *children = json_object_get(o, "children");
         size_t k;
         /* Process nodes do not nest: one session per process subtree, checked once per query. */
-        if (node->kind == STACK_FRAME_PROCESS && keep > 0)
-                view_enter_process(v, node);
+        if (node.kind == VIEW_FRAME_PROCESS && keep > 0)
+                view_enter_process(v, &node);
         for (k = 0; k < keep && v->budget > 0; k++) {
                 json_t *child = NULL;
                 r = render(v, items[k].idx, depth + 1, NULL, &child);
@@ -518,7 +528,7 @@ static int render(StackView *v, uint32_t i, unsigned depth, const char *root_nam
                 if (json_array_append_new(children, child) < 0)
                         return -ENOMEM;
         }
-        if (node->kind == STACK_FRAME_PROCESS)
+        if (node.kind == VIEW_FRAME_PROCESS)
                 view_leave_process(v);
         if (set_new(o, "truncatedChildren", json_integer(varlink_count(shown - k))) < 0)
                 return -ENOMEM;
@@ -528,11 +538,11 @@ done:
 }
 
 int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
-        StackTree *tree = accounting_stacktree(a);
-        Usage *u = accounting_usage(a);
-        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = q, .budget = QUERY_STACK_NODES_MAX };
-        uint32_t process = USAGE_TASK_NONE, start = STACK_NODE_ROOT;
-        uint16_t module = USAGE_MODULE_NONE;
+        StackView v = { .a = a, .tree = VIEW_TREE_PAGES, .ksym = view_ksym(a), .q = q,
+                        .budget = QUERY_STACK_NODES_MAX };
+        uint32_t process = VIEW_TASK_NONE, start = VIEW_NODE_ROOT;
+        uint16_t module = VIEW_MODULE_NONE;
+        ViewTask t;
         char root_name[256] = "[all]";
         int r;
 
@@ -540,35 +550,35 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret) {
                 return -EINVAL;
 
         if (q->pid >= 0) {
-                process = usage_find_process(u, q->pid);
-                if (process == USAGE_TASK_NONE)
+                process = view_find_process(a, q->pid);
+                if (process == VIEW_TASK_NONE || !view_task(a, process, &t))
                         return -ESRCH;
-                (void) snprintf(root_name, sizeof(root_name), "[pid %d %s]", (int) q->pid, usage_task(u, process)->comm);
+                (void) snprintf(root_name, sizeof(root_name), "[pid %d %s]", (int) q->pid, t.comm);
                 /* With per-process trees the process has its own tree, with true peaks. */
-                uint32_t scope = stacktree_process_scope(tree, usage_task_scope(u, process));
-                if (scope != STACK_NODE_NONE)
-                        start = scope;
+                uint32_t own = view_process_tree(a, process);
+                if (own != VIEW_NODE_NONE)
+                        start = own;
         }
-        uint32_t unit = UNITS_NONE;
+        uint32_t unit = VIEW_UNIT_NONE;
         if (q->unit) {
-                unit = units_find_shown(accounting_units(a), q->unit);
-                if (unit == UNITS_NONE)
+                unit = view_find_unit_shown(a, q->unit);
+                if (unit == VIEW_UNIT_NONE)
                         return -ENXIO;
                 (void) snprintf(root_name, sizeof(root_name), "[unit %s]", q->unit);
         }
         if (q->module) {
-                module = usage_find_module_shown(u, q->module);
-                if (module == USAGE_MODULE_NONE)
+                module = view_find_module_shown(a, q->module);
+                if (module == VIEW_MODULE_NONE)
                         return -ENOENT;
                 (void) snprintf(root_name, sizeof(root_name), "[module %s]", q->module);
         }
 
         /* A subset without a tree of its own: its cells of the charge index, summed up to the root. */
-        Subset subset = { .tree = tree };
-        if (start == STACK_NODE_ROOT &&
-            (process != USAGE_TASK_NONE || module != USAGE_MODULE_NONE || unit != UNITS_NONE)) {
-                ViewScope of = process != USAGE_TASK_NONE ? (ViewScope) { VIEW_SCOPE_PROCESS, process } :
-                               unit != UNITS_NONE ? (ViewScope) { VIEW_SCOPE_UNIT, unit } :
+        Subset subset = { .a = a };
+        if (start == VIEW_NODE_ROOT &&
+            (process != VIEW_TASK_NONE || module != VIEW_MODULE_NONE || unit != VIEW_UNIT_NONE)) {
+                ViewScope of = process != VIEW_TASK_NONE ? (ViewScope) { VIEW_SCOPE_PROCESS, process } :
+                               unit != VIEW_UNIT_NONE ? (ViewScope) { VIEW_SCOPE_UNIT, unit } :
                                (ViewScope) { VIEW_SCOPE_MODULE, module };
                 view_foreach_cell(a, of, subset_add_cell, &subset);
                 if (subset.error >= 0)
@@ -674,14 +684,16 @@ static json_t *leaf_frames_json(StackView *v, uint32_t leaf) {
         if (!frames)
                 return NULL;
         /* User frames need the session of their process, whose node is above them. */
-        for (uint32_t i = leaf; i != STACK_NODE_NONE; i = stacktree_node(v->tree, i)->parent)
-                if (stacktree_node(v->tree, i)->kind == STACK_FRAME_PROCESS) {
-                        view_enter_process(v, stacktree_node(v->tree, i));
+        for (uint32_t i = leaf; i != VIEW_NODE_NONE; i = node_at(v->a, v->tree, i).parent) {
+                ViewNode n = node_at(v->a, v->tree, i);
+                if (n.kind == VIEW_FRAME_PROCESS) {
+                        view_enter_process(v, &n);
                         break;
                 }
-        for (uint32_t i = leaf; i != STACK_NODE_NONE && depth < 512; i = stacktree_node(v->tree, i)->parent, depth++) {
-                StackFrameKind kind = stacktree_node(v->tree, i)->kind;
-                if (kind == STACK_FRAME_ROOT || kind == STACK_FRAME_PROCESS)
+        }
+        for (uint32_t i = leaf; i != VIEW_NODE_NONE && depth < 512; i = node_at(v->a, v->tree, i).parent, depth++) {
+                ViewFrameKind kind = node_at(v->a, v->tree, i).kind;
+                if (kind == VIEW_FRAME_ROOT || kind == VIEW_FRAME_PROCESS)
                         continue;
                 json_auto_t *f = frame_json(v, i, NULL);
                 if (!f || json_array_append(frames, json_object_get(f, "frame")) < 0) {
@@ -699,27 +711,27 @@ static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         return frames ? json_pack("{s:o, s:I}", "frames", frames, "currentPages", varlink_count(pages)) : NULL;
 }
 
-json_t *query_tree_frames_json(Accounting *a, StackTree *tree, uint32_t leaf, const QueryStackTree *view) {
+json_t *query_tree_frames_json(Accounting *a, ViewTree tree, uint32_t leaf, const QueryStackTree *view) {
         QueryStackTree sq = { .show_addresses = view->show_addresses, .user_addresses = view->user_addresses,
                               .caller_uid = view->caller_uid, .usym = view->usym };
-        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
+        StackView v = { .a = a, .tree = tree, .ksym = view_ksym(a), .q = &sq };
         return leaf_frames_json(&v, leaf);
 }
 
 json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view) {
-        return query_tree_frames_json(a, accounting_stacktree(a), leaf, view);
+        return query_tree_frames_json(a, VIEW_TREE_PAGES, leaf, view);
 }
 
 int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
-        Units *un = accounting_units(a);
-        Usage *u = accounting_usage(a);
-        size_t n_units = units_unit_count(un), n = 0, limit = MIN(q->limit ?: 50, (size_t) QUERY_LIMIT_MAX);
+        size_t n_units = view_unit_count(a), n = 0, limit = MIN(q->limit ?: 50, (size_t) QUERY_LIMIT_MAX);
         _cleanup_free_ SortItem *items = malloc(n_units * sizeof(SortItem));
         _cleanup_free_ uint32_t *tasks = calloc(n_units, sizeof(uint32_t));
         _cleanup_free_ LeafPages *leaves = NULL;
         size_t n_leaves = 0, next_leaf = 0;
         json_auto_t *list = json_array();
-        uint32_t only = UNITS_NONE;
+        uint32_t only = VIEW_UNIT_NONE;
+        ViewUnit x;
+        ViewTask t;
         int r;
 
         if (q->sort != QUERY_SORT_CURRENT && q->sort != QUERY_SORT_PEAK)
@@ -727,27 +739,21 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
         if (!items || !tasks || !list)
                 return -ENOMEM;
         if (q->name) {
-                only = units_find_shown(un, q->name);
-                if (only == UNITS_NONE)
+                only = view_find_unit_shown(a, q->name);
+                if (only == VIEW_UNIT_NONE)
                         return -ENXIO;
         }
 
         /* Live processes by the unit of the cgroup they last allocated in. */
-        for (uint32_t i = 0; i < usage_task_slots(u); i++) {
-                const Task *t = usage_task(u, i);
-                if (t && !t->is_thread && !t->exited && !t->evicted && t->cgroup != UNITS_NONE) {
-                        uint32_t unit = units_unit_of(un, t->cgroup);
-                        if (unit < n_units)
-                                tasks[unit]++;
-                }
-        }
+        for (uint32_t i = 0; i < view_task_slots(a); i++)
+                if (view_task(a, i, &t) && !t.is_thread && !t.exited && t.unit != VIEW_UNIT_NONE && t.unit < n_units)
+                        tasks[t.unit]++;
 
         for (uint32_t i = 1; i < n_units; i++) {
-                const UnitUsage *x = units_unit(un, i);
-                if (!x || (only != UNITS_NONE && i != only))
+                if (!view_unit(a, i, &x) || (only != VIEW_UNIT_NONE && i != only))
                         continue;
-                uint64_t key = counter_key(&x->ledger, x->allocs, q->sort);
-                if (only == UNITS_NONE && (x->ledger.peak == 0 || (q->hide_zero && key == 0)))
+                uint64_t key = counter_key(x.pages, x.allocs, q->sort);
+                if (only == VIEW_UNIT_NONE && (x.pages.peak == 0 || (q->hide_zero && key == 0)))
                         continue;
                 items[n++] = (SortItem) { key, 0, i };
         }
@@ -766,12 +772,12 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
                         return r;
         }
 
-        StackTree *tree = accounting_stacktree(a);
         QueryStackTree sq = { .show_addresses = q->show_addresses, .user_addresses = q->user_addresses,
                               .caller_uid = q->caller_uid, .usym = q->usym };
-        StackView v = { .a = a, .tree = tree, .ksym = accounting_ksym(a), .q = &sq };
+        StackView v = { .a = a, .tree = VIEW_TREE_PAGES, .ksym = view_ksym(a), .q = &sq };
         for (size_t i = 0; i < n; i++) {
-                const UnitUsage *x = units_unit(un, items[i].idx);
+                if (!view_unit(a, items[i].idx, &x))
+                        return -ENOMEM;
                 json_auto_t *stacks = q->stacks > 0 ? json_array() : json_null();
                 if (!stacks)
                         return -ENOMEM;
@@ -785,12 +791,12 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
                 }
                 /* Cgroup and unit names are the kernel's bytes, as module names are. */
                 json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:b, s:O}",
-                                      "name", utf8_json_string(x->name ?: UNITS_UNKNOWN_NAME),
-                                      "cgroup", x->cgroup ? utf8_json_string(x->cgroup) : json_null(),
-                                      "currentPages", varlink_count(x->ledger.current),
-                                      "peakPages", varlink_count(x->ledger.peak),
+                                      "name", utf8_json_string(x.name ?: VIEW_UNKNOWN_UNIT),
+                                      "cgroup", x.cgroup ? utf8_json_string(x.cgroup) : json_null(),
+                                      "currentPages", varlink_count(x.pages.current),
+                                      "peakPages", varlink_count(x.pages.peak),
                                       "tasks", varlink_count(tasks[items[i].idx]),
-                                      "live", x->n_live > 0,
+                                      "live", x.live,
                                       "topStacks", stacks);
                 if (!o || json_array_append_new(list, o) < 0)
                         return -ENOMEM;
@@ -800,7 +806,7 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
 }
 
 int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbols *usym, json_t **ret) {
-        size_t n_units = units_unit_count(accounting_units(a)), n_leaves = 0;
+        size_t n_units = view_unit_count(a), n_leaves = 0;
         _cleanup_free_ uint32_t *rank_of = calloc(MAX(n_units, (size_t) 1), sizeof(uint32_t));
         _cleanup_free_ LeafPages *leaves = NULL;
         json_auto_t *list = json_array();
@@ -813,7 +819,7 @@ int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbo
         if (r < 0)
                 return r;
         QueryStackTree sq = { .show_addresses = show_addresses, .usym = usym };
-        StackView v = { .a = a, .tree = accounting_stacktree(a), .ksym = accounting_ksym(a), .q = &sq };
+        StackView v = { .a = a, .tree = VIEW_TREE_PAGES, .ksym = view_ksym(a), .q = &sq };
         for (size_t i = 0; i < n_leaves && i < MIN(limit, (size_t) QUERY_LIMIT_MAX); i++) {
                 if (leaves[i].pages == 0)
                         break;

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
+#include "view.h"
 #include "usym.h"
 
 #define QUERY_LIMIT_MAX 10000
@@ -46,19 +46,19 @@ typedef struct QueryTasks {
 
 /* {"tasks": [Task...], "evicted": EvictedTasks}; the "[evicted]" record is never in tasks. */
 int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret);
-/* EvictedTasks: what the tasks forgotten to bound memory (usage_evict()) still hold, in one sum. */
-json_t *query_evicted_json(Usage *u);
+/* EvictedTasks: what the tasks forgotten to bound memory still hold, in one sum. */
+json_t *query_evicted_json(Accounting *a);
 /* [Module...] sorted, at most limit; modules with no pages ever are left out. */
 int query_modules(Accounting *a, QuerySort sort, size_t limit, json_t **ret);
 /* The Task object of one record (threads not filled, nor the heap: query_task_heap()). */
-json_t *query_task_json(const Task *t);
-/* The heap (heap.h serial) the task's process records, if it is this process's: one still running, or one
- * its exit ended for a task that exited (an older one under the same pid was another process's); HEAP_NONE
- * if none. */
-uint32_t query_task_heap_serial(Accounting *a, const Task *t);
+json_t *query_task_json(const ViewTask *t);
+/* The heap (its serial) the task's process records, if it is this process's: one still running, or one
+ * its exit ended for a task that exited (an older one under the same pid was another process's);
+ * VIEW_HEAP_NONE if none. */
+uint32_t query_task_heap_serial(Accounting *a, const ViewTask *t);
 /* Adds heapBytes and heapPeakBytes to task's object: its process's user-space heap (null when it records
  * none). -ENOMEM. */
-int query_task_heap(Accounting *a, const Task *t, json_t *task);
+int query_task_heap(Accounting *a, const ViewTask *t, json_t *task);
 
 /*
  * Whose raw user-space addresses a reply shows, in user frames without a symbol ("[user] 0x7f..."; the
@@ -118,5 +118,5 @@ int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbo
 /* A stack leaf's frames, innermost first, as StackPages.frames, with the addresses view (show_addresses,
  * user_addresses, caller_uid and usym; the rest ignored) allows; NULL on OOM. */
 json_t *query_stack_frames_json(Accounting *a, uint32_t leaf, const QueryStackTree *view);
-/* The same for a leaf of another tree of the core's (accounting_slab_stacktree()). */
-json_t *query_tree_frames_json(Accounting *a, StackTree *tree, uint32_t leaf, const QueryStackTree *view);
+/* The same for a leaf of another tree of the core's (VIEW_TREE_SLAB). */
+json_t *query_tree_frames_json(Accounting *a, ViewTree tree, uint32_t leaf, const QueryStackTree *view);

@@ -19,7 +19,7 @@
 #include "config.h"
 #include "explain.h"
 #include "heapquery.h"
-#include "history.h"
+#include "view.h"
 #include "historyquery.h"
 #include "log.h"
 #include "marks.h"
@@ -29,7 +29,6 @@
 #include "slabquery.h"
 #include "time-util.h"
 #include "topstream.h"
-#include "units.h"
 #include "utf8.h"
 #include "varlink-server.h"
 #include "varlink.h"
@@ -192,8 +191,8 @@ static int method_summary(VarlinkCall *call, json_t *parameters, void *userdata)
         if (r < 0)
                 return r;
 
-        accounting_get_stats(sv->accounting, &s);
-        usage_get_stats(accounting_usage(sv->accounting), &us);
+        view_accounting_stats(sv->accounting, &s);
+        view_usage_stats(sv->accounting, &us);
         ServiceState state = service_state(sv);
         reply = json_pack("{s:s, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:i, s:I, s:I, s:O, s:O, s:O, s:O}",
                           "backend", state.backend,
@@ -309,12 +308,12 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
 /* A process's user-space heap beside its pages (StackTree heap): the tree Heap would give of it. */
 static int stack_tree_heap(Service *sv, VarlinkCall *call, int32_t pid, unsigned max_depth, unsigned max_children,
                 json_t *reply) {
-        Usage *u = accounting_usage(sv->accounting);
-        uint32_t idx = pid > 0 ? usage_find_process(u, pid) : USAGE_TASK_NONE;
-        const Task *t = idx != USAGE_TASK_NONE ? usage_task(u, idx) : NULL;
-        uint32_t serial = t ? query_task_heap_serial(sv->accounting, t) : HEAP_NONE;
+        uint32_t idx = pid > 0 ? view_find_process(sv->accounting, pid) : VIEW_TASK_NONE;
+        ViewTask t;
+        uint32_t serial = idx != VIEW_TASK_NONE && view_task(sv->accounting, idx, &t) ?
+                query_task_heap_serial(sv->accounting, &t) : VIEW_HEAP_NONE;
 
-        if (serial == HEAP_NONE)
+        if (serial == VIEW_HEAP_NONE)
                 return 0;
         HeapQuery q = {
                 .pid = pid,
@@ -395,13 +394,13 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         if (r < 0)
                 return r;
         /* Call sites by name only: one frame goes to every stream, root's or not. */
-        if (accounting_traces_slab(sv->accounting)) {
+        if (view_traces_slab(sv->accounting)) {
                 r = slab_top_json(sv->accounting, (size_t) limit, &slab);
                 if (r < 0)
                         return r;
         }
-        accounting_get_stats(sv->accounting, &s);
-        stacktree_get_stats(accounting_stacktree(sv->accounting), &st);
+        view_accounting_stats(sv->accounting, &s);
+        view_stack_stats(sv->accounting, &st);
         ServiceState state = service_state(sv);
         *ret = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:O?}",
                          "timestampUsec", varlink_count(service_now_usec(sv, CLOCK_MONOTONIC)),
@@ -463,7 +462,7 @@ static int method_reset(VarlinkCall *call, json_t *parameters, void *userdata) {
         Service *sv = userdata;
         const char *what = varlink_call_parameter_string(call, "what");
 
-        accounting_reset(sv->accounting, streq(what, "all") ? ACCOUNTING_RESET_ALL : ACCOUNTING_RESET_PEAKS);
+        view_reset(sv->accounting, streq(what, "all"));
         log_notice("Reset of %s requested by uid %u.", what, (unsigned) varlink_call_get_peer_uid(call));
         return varlink_call_reply(call, NULL);
 }
@@ -686,7 +685,7 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
             !int_parameter(call, "stacks", EXPLAIN_STACKS_DEFAULT, 0, EXPLAIN_STACKS_MAX, &stacks))
                 return 0;
         ServiceState state = service_state(sv);
-        accounting_get_stats(sv->accounting, &s);
+        view_accounting_stats(sv->accounting, &s);
         ExplainQuery q = {
                 .name = varlink_call_parameter_string(call, "name"),
                 .limit = (size_t) limit,

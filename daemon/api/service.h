@@ -15,9 +15,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
-#include "event.h"
-#include "history.h"
+#include "view.h"
 #include "macro.h"
 #include "status.h"
 #include "usym.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ksym.h"
 #include "macro.h"
 #include "slabquery.h"
 #include "utf8.h"
@@ -30,12 +31,13 @@ SlabBy slab_by_from_string(const char *s) {
         return _SLAB_BY_INVALID;
 }
 
-/* One row before it is rendered: call sites and caches have their SlabGroup, tasks and units are summed
+/* One row before it is rendered: call sites and caches have their group, tasks and units are summed
  * from the live objects. */
 typedef struct Row {
-        uint32_t owner;                 /* site, cache, process (usage_task_owner()) or unit index */
+        uint32_t owner;                 /* site, cache, process (view_task_owner()) or unit */
         uint64_t objects, requested, allocated;
-        const SlabGroup *group;         /* call sites and caches */
+        bool has_group;                 /* call sites and caches */
+        ViewSlabGroup group;
 } Row;
 
 typedef struct Rows {
@@ -43,8 +45,7 @@ typedef struct Rows {
         size_t n, allocated;
         uint32_t *slot_of;              /* owner index -> rows index + 1, 0: none yet */
         size_t n_slots;
-        Usage *usage;
-        Units *units;
+        Accounting *a;
         SlabBy by;
         int error;
 } Rows;
@@ -68,18 +69,11 @@ static Row *row_of(Rows *r, uint32_t owner) {
         return &r->rows[r->slot_of[owner] - 1];
 }
 
-static void sum_object(void *userdata, uint64_t ptr, const SlabObject *o) {
+static void sum_object(void *userdata, const ViewSlabObject *o) {
         Rows *r = userdata;
-        uint32_t owner;
 
-        (void) ptr;
-        if (r->by == SLAB_BY_TASK)
-                owner = usage_task_owner(r->usage, o->task);
-        else {
-                owner = o->cgroup != SLAB_NONE ? units_unit_of(r->units, o->cgroup) : UNITS_NONE;
-                if (owner == UNITS_NONE)
-                        owner = 0;      /* the "[unknown]" unit of units.h */
-        }
+        /* Objects of no known unit make the "[unknown]" row, unit 0. */
+        uint32_t owner = r->by == SLAB_BY_TASK ? view_task_owner(r->a, o->task) : o->unit;
         Row *row = row_of(r, owner);
         if (!row) {
                 r->error = -ENOMEM;
@@ -103,7 +97,7 @@ static double waste_percent(uint64_t requested, uint64_t allocated) {
 
 void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, json_t **ret_name,
                            json_t **ret_address) {
-        const Ksym *k = accounting_ksym(a);
+        const Ksym *k = view_ksym(a);
         char hex[2 + 16 + 1];
 
         *ret_address = json_null();
@@ -120,13 +114,13 @@ void slab_call_site_json(Accounting *a, uint64_t address, bool show_addresses, j
 }
 
 /* A cache's kernel figures (SlabKernel), or null when the last reconciliation had none for it. */
-static json_t *kernel_json(const SlabGroup *g) {
-        const SlabKernelFigures *k = &g->kernel;
+static json_t *kernel_json(const ViewSlabGroup *g) {
+        const ViewSlabKernel *k = &g->kernel;
 
         if (!k->known)
                 return json_null();
         json_t *drift = json_null();
-        if (!(g->flags & SLAB_SIZE_CLASS)) {
+        if (!g->size_class) {
                 /* What memstrack holds against what the kernel gained since tracing began. */
                 int64_t growth = (int64_t) k->active_objects - (int64_t) k->start_active_objects;
                 drift = json_integer((json_int_t) ((int64_t) MIN(g->live_objects, (uint64_t) INT64_MAX / 2) - growth));
@@ -137,28 +131,26 @@ static json_t *kernel_json(const SlabGroup *g) {
                          "boundObjects", varlink_count(k->bound),
                          "slackObjects", varlink_count(k->slack),
                          "driftObjects", drift ?: json_null(),
-                         "drifting", (g->flags & SLAB_DRIFTING) != 0,
+                         "drifting", g->drifting,
                          "liveObjects", varlink_count(k->live_objects),
                          "allocs", varlink_count(k->allocs));
 }
 
 /* What call-site and cache rows add: their counts, whether their frees are visible, and for call sites
  * their cache, for caches the kernel's figures. -ENOMEM. */
-static int group_fields(Slab *slab, SlabBy by, const Row *row, json_t *o) {
-        const SlabGroup *g = row->group, *cache = NULL;
-        bool visible = by == SLAB_BY_CALLSITE ? slab_site_frees_visible(slab, row->owner) :
-                slab_cache_frees_visible(slab, row->owner);
+static int group_fields(Accounting *a, SlabBy by, const Row *row, json_t *o) {
+        const ViewSlabGroup *g = &row->group;
+        ViewSlabGroup cache;
+        bool has_cache = by == SLAB_BY_CALLSITE && view_slab_cache(a, g->cache, &cache);
 
-        if (by == SLAB_BY_CALLSITE)
-                cache = slab_cache(slab, g->cache);
         if (json_object_set_new(o, "allocs", json_integer(varlink_count(g->allocs))) < 0 ||
             json_object_set_new(o, "frees", json_integer(varlink_count(g->frees))) < 0 ||
             json_object_set_new(o, "remoteFrees", json_integer(varlink_count(g->remote_frees))) < 0 ||
             json_object_set_new(o, "lostFrees", json_integer(varlink_count(g->lost_frees))) < 0 ||
-            json_object_set_new(o, "freesVisible", json_boolean(visible)) < 0)
+            json_object_set_new(o, "freesVisible", json_boolean(g->frees_visible)) < 0)
                 return -ENOMEM;
         if (by == SLAB_BY_CALLSITE)
-                return json_object_set_new(o, "cache", cache ? utf8_json_string(cache->name) : json_null()) < 0 ?
+                return json_object_set_new(o, "cache", has_cache ? utf8_json_string(cache.name) : json_null()) < 0 ?
                         -ENOMEM : 0;
         if (json_object_set_new(o, "trimmedObjects", json_integer(varlink_count(g->trimmed))) < 0 ||
             json_object_set_new(o, "kernel", kernel_json(g)) < 0)
@@ -168,30 +160,30 @@ static int group_fields(Slab *slab, SlabBy by, const Row *row, json_t *o) {
 
 static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addresses) {
         json_t *name = NULL, *address = json_null(), *pid = json_null(), *peak = json_null();
+        ViewTask t;
+        ViewUnit u;
 
         switch (by) {
         case SLAB_BY_CALLSITE:
-                slab_call_site_json(a, row->group->address, show_addresses, &name, &address);
-                peak = json_integer(varlink_count(row->group->live_allocated.peak));
+                slab_call_site_json(a, row->group.address, show_addresses, &name, &address);
+                peak = json_integer(varlink_count(row->group.live_allocated.peak));
                 break;
         case SLAB_BY_CACHE:
-                name = utf8_json_string(row->group->name);
-                peak = json_integer(varlink_count(row->group->live_allocated.peak));
+                name = utf8_json_string(row->group.name);
+                peak = json_integer(varlink_count(row->group.live_allocated.peak));
                 break;
-        case SLAB_BY_TASK: {
-                Task *t = usage_task(accounting_usage(a), row->owner);
-                if (!t)
+        case SLAB_BY_TASK:
+                if (!view_task(a, row->owner, &t))
                         return NULL;
-                name = utf8_json_string(t->comm);
-                pid = json_integer(t->pid);
-                peak = json_integer(varlink_count(t->ledger[LEDGER_BYTES].peak));
+                name = utf8_json_string(t.comm);
+                pid = json_integer(t.pid);
+                peak = json_integer(varlink_count(t.slab_bytes.peak));
                 break;
-        }
         case SLAB_BY_UNIT: {
-                const UnitUsage *u = units_unit(accounting_units(a), row->owner);
-                name = utf8_json_string(u && u->name ? u->name : "[unknown]");
-                if (u)
-                        peak = json_integer(varlink_count(u->slab_bytes.peak));
+                bool known = view_unit(a, row->owner, &u);
+                name = utf8_json_string(known && u.name ? u.name : VIEW_UNKNOWN_UNIT);
+                if (known)
+                        peak = json_integer(varlink_count(u.slab_bytes.peak));
                 break;
         }
         default:
@@ -206,56 +198,59 @@ static json_t *row_json(Accounting *a, SlabBy by, const Row *row, bool show_addr
                               "liveBytesAllocated", varlink_count(row->allocated),
                               "wastePercent", waste_percent(row->requested, row->allocated),
                               "peakLiveBytes", peak ?: json_null());
-        if (o && row->group && group_fields(accounting_slab(a), by, row, o) < 0) {
+        if (o && row->has_group && group_fields(a, by, row, o) < 0) {
                 json_decref(o);
                 return NULL;
         }
         return o;
 }
 
-void slab_visibility_totals(const Slab *slab, SlabVisibility *ret) {
+void slab_visibility_totals(Accounting *a, SlabVisibility *ret) {
         SlabVisibility v = {};
+        ViewSlabGroup g;
+        SlabStats st;
 
-        for (uint32_t i = 0; i < slab_site_count(slab); i++) {
-                const SlabGroup *g = slab_site(slab, i);
-                if (slab_site_frees_visible(slab, i)) {
-                        v.visible_allocs += g->allocs;
-                        v.visible_lost_frees += g->lost_frees;
+        for (uint32_t i = 0; i < view_slab_site_count(a); i++) {
+                if (!view_slab_site(a, i, &g))
+                        continue;
+                if (g.frees_visible) {
+                        v.visible_allocs += g.allocs;
+                        v.visible_lost_frees += g.lost_frees;
                 } else
                         v.invisible_sites++;
         }
-        for (uint32_t i = 0; i < slab_cache_count(slab); i++)
-                v.invisible_caches += !slab_cache_frees_visible(slab, i);
-        const SlabStats *st = slab_stats(slab);
-        uint64_t span = st->last_nsec > st->first_nsec ? st->last_nsec - st->first_nsec : 0;
+        for (uint32_t i = 0; i < view_slab_cache_count(a); i++)
+                v.invisible_caches += view_slab_cache(a, i, &g) && !g.frees_visible;
+        view_slab_stats(a, &st);
+        uint64_t span = st.last_nsec > st.first_nsec ? st.last_nsec - st.first_nsec : 0;
         /* Over a second at least, so that the first lost free does not read as thousands an hour. */
-        v.lost_frees_per_hour = (double) st->replaced * 3600e9 / (double) MAX(span, (uint64_t) 1000000000);
+        v.lost_frees_per_hour = (double) st.replaced * 3600e9 / (double) MAX(span, (uint64_t) 1000000000);
         v.visible_lost_frees_percent = v.visible_allocs > 0 ?
                 100.0 * (double) v.visible_lost_frees / (double) v.visible_allocs : 0.0;
         *ret = v;
 }
 
 /* The Slab reply's counts beside the totals: lost frees by visibility, and what reconciliation dropped. */
-static int add_visibility(const Slab *slab, json_t *reply) {
+static int add_visibility(Accounting *a, json_t *reply) {
+        SlabReconcileStats rs;
         SlabVisibility v;
 
-        slab_visibility_totals(slab, &v);
-        const SlabReconcileStats *rs = slab_reconcile_stats(slab);
+        slab_visibility_totals(a, &v);
+        view_slab_reconcile_stats(a, &rs);
         if (json_object_set_new(reply, "lostFreesPerHour", json_real(v.lost_frees_per_hour)) < 0 ||
             json_object_set_new(reply, "visibleAllocs", json_integer(varlink_count(v.visible_allocs))) < 0 ||
             json_object_set_new(reply, "visibleLostFrees", json_integer(varlink_count(v.visible_lost_frees))) < 0 ||
             json_object_set_new(reply, "visibleLostFreesPercent", json_real(v.visible_lost_frees_percent)) < 0 ||
             json_object_set_new(reply, "invisibleFreeCaches", json_integer(varlink_count(v.invisible_caches))) < 0 ||
             json_object_set_new(reply, "invisibleFreeCallSites", json_integer(varlink_count(v.invisible_sites))) < 0 ||
-            json_object_set_new(reply, "trimmedObjects", json_integer(varlink_count(rs->trimmed))) < 0)
+            json_object_set_new(reply, "trimmedObjects", json_integer(varlink_count(rs.trimmed))) < 0)
                 return -ENOMEM;
         return 0;
 }
 
 int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses, json_t **ret) {
-        Slab *slab = accounting_slab(a);
-        const SlabStats *st = slab_stats(slab);
-        Rows r = { .usage = accounting_usage(a), .units = accounting_units(a), .by = by };
+        Rows r = { .a = a, .by = by };
+        SlabStats st;
         json_auto_t *rows = json_array(), *reply = NULL;
         int err = 0;
 
@@ -263,21 +258,24 @@ int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses,
 
         if (!rows)
                 return -ENOMEM;
+        view_slab_stats(a, &st);
         if (by == SLAB_BY_CALLSITE || by == SLAB_BY_CACHE) {
-                size_t n = by == SLAB_BY_CALLSITE ? slab_site_count(slab) : slab_cache_count(slab);
+                size_t n = by == SLAB_BY_CALLSITE ? view_slab_site_count(a) : view_slab_cache_count(a);
                 for (uint32_t i = 0; i < n; i++) {
-                        const SlabGroup *g = by == SLAB_BY_CALLSITE ? slab_site(slab, i) : slab_cache(slab, i);
-                        Row *row = g->live_objects > 0 ? row_of(&r, i) : NULL;
-                        if (g->live_objects > 0 && !row) {
+                        ViewSlabGroup g;
+                        if (!(by == SLAB_BY_CALLSITE ? view_slab_site(a, i, &g) : view_slab_cache(a, i, &g)) ||
+                            g.live_objects == 0)
+                                continue;
+                        Row *row = row_of(&r, i);
+                        if (!row) {
                                 err = -ENOMEM;
                                 goto finish;
                         }
-                        if (row)
-                                *row = (Row) { .owner = i, .objects = g->live_objects, .requested = g->live_requested,
-                                               .allocated = g->live_allocated.current, .group = g };
+                        *row = (Row) { .owner = i, .objects = g.live_objects, .requested = g.live_requested,
+                                       .allocated = g.live_allocated.current, .has_group = true, .group = g };
                 }
         } else {
-                slab_foreach(slab, sum_object, &r);
+                view_foreach_slab_object(a, sum_object, &r);
                 if (r.error < 0) {
                         err = r.error;
                         goto finish;
@@ -293,20 +291,20 @@ int slab_query_json(Accounting *a, SlabBy by, size_t limit, bool show_addresses,
                 }
         }
         reply = json_pack("{s:b, s:s, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
-                          "tracing", accounting_traces_slab(a),
+                          "tracing", view_traces_slab(a),
                           "by", slab_by_to_string(by),
                           "rows", rows,
-                          "liveObjects", varlink_count(st->live_objects),
-                          "liveBytesRequested", varlink_count(st->live_requested),
-                          "liveBytesAllocated", varlink_count(st->live_allocated.current),
-                          "peakLiveBytes", varlink_count(st->live_allocated.peak),
-                          "allocs", varlink_count(st->allocs),
-                          "frees", varlink_count(st->frees),
-                          "unknownFrees", varlink_count(st->unknown_frees),
-                          "lostFrees", varlink_count(st->replaced),
-                          "droppedObjects", varlink_count(st->dropped),
-                          "wastePercent", waste_percent(st->live_requested, st->live_allocated.current));
-        if (!reply || add_visibility(slab, reply) < 0)
+                          "liveObjects", varlink_count(st.live_objects),
+                          "liveBytesRequested", varlink_count(st.live_requested),
+                          "liveBytesAllocated", varlink_count(st.live_allocated.current),
+                          "peakLiveBytes", varlink_count(st.live_allocated.peak),
+                          "allocs", varlink_count(st.allocs),
+                          "frees", varlink_count(st.frees),
+                          "unknownFrees", varlink_count(st.unknown_frees),
+                          "lostFrees", varlink_count(st.replaced),
+                          "droppedObjects", varlink_count(st.dropped),
+                          "wastePercent", waste_percent(st.live_requested, st.live_allocated.current));
+        if (!reply || add_visibility(a, reply) < 0)
                 err = -ENOMEM;
         else
                 *ret = TAKE_PTR(reply);
@@ -329,26 +327,28 @@ int slab_top_json(Accounting *a, size_t limit, json_t **ret) {
 }
 
 json_t *slab_status_json(Accounting *a) {
-        if (!accounting_traces_slab(a))
+        if (!view_traces_slab(a))
                 return json_null();
-        const Slab *slab = accounting_slab(a);
-        const SlabReconcileStats *rs = slab_reconcile_stats(slab);
+        SlabReconcileStats rs;
         SlabVisibility v;
+        SlabStats st;
 
-        slab_visibility_totals(slab, &v);
+        view_slab_reconcile_stats(a, &rs);
+        view_slab_stats(a, &st);
+        slab_visibility_totals(a, &v);
         return json_pack("{s:b, s:o, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
-                         "reconciling", rs->runs > 0 && rs->error == 0,
-                         "error", rs->error < 0 ? json_string(strerror(-rs->error)) : json_null(),
-                         "intervalUsec", varlink_count(SLAB_RECONCILE_INTERVAL_NSEC / 1000),
-                         "runs", varlink_count(rs->runs),
-                         "lastUsec", rs->last_nsec > 0 ? json_integer(varlink_count(rs->last_nsec / 1000)) : json_null(),
-                         "caches", varlink_count(rs->caches),
-                         "driftingCaches", varlink_count(rs->drifting),
+                         "reconciling", rs.runs > 0 && rs.error == 0,
+                         "error", rs.error < 0 ? json_string(strerror(-rs.error)) : json_null(),
+                         "intervalUsec", varlink_count(VIEW_SLAB_RECONCILE_INTERVAL_NSEC / 1000),
+                         "runs", varlink_count(rs.runs),
+                         "lastUsec", rs.last_nsec > 0 ? json_integer(varlink_count(rs.last_nsec / 1000)) : json_null(),
+                         "caches", varlink_count(rs.caches),
+                         "driftingCaches", varlink_count(rs.drifting),
                          "invisibleFreeCaches", varlink_count(v.invisible_caches),
                          "invisibleFreeCallSites", varlink_count(v.invisible_sites),
-                         "trimmedObjects", varlink_count(rs->trimmed),
-                         "destroyedObjects", varlink_count(rs->destroyed),
-                         "lostFrees", varlink_count(slab_stats(slab)->replaced),
+                         "trimmedObjects", varlink_count(rs.trimmed),
+                         "destroyedObjects", varlink_count(rs.destroyed),
+                         "lostFrees", varlink_count(st.replaced),
                          "lostFreesPerHour", v.lost_frees_per_hour,
                          "visibleLostFreesPercent", v.visible_lost_frees_percent);
 }

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "accounting.h"
+#include "view.h"
 
 typedef enum SlabBy {
         SLAB_BY_CALLSITE,
@@ -41,7 +41,7 @@ typedef struct SlabVisibility {
         double lost_frees_per_hour;     /* all lost frees, over the time between the first and the last
                                          * allocation */
 } SlabVisibility;
-void slab_visibility_totals(const Slab *slab, SlabVisibility *ret);
+void slab_visibility_totals(Accounting *a, SlabVisibility *ret);
 
 /* Status slabReconciliation: the reconciliations with /proc/slabinfo and the lost frees; JSON null without
  * --slab, NULL for lack of memory. */

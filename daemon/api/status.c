@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ksym.h"
 #include "macro.h"
 #include "slabquery.h"
 #include "status.h"
@@ -25,8 +26,8 @@ static uint64_t rss_bytes(void) {
 
 /* Raw addresses in stacks go to root only, and never the made-up ones of a source that names its own
  * frames (an imported page_owner log): they are no kernel's. */
-bool status_addresses_shown(const Accounting *a, bool peer_is_root) {
-        const Ksym *k = accounting_ksym(a);
+bool status_addresses_shown(Accounting *a, bool peer_is_root) {
+        const Ksym *k = view_ksym(a);
 
         return peer_is_root && !(k && ksym_addresses_synthetic(k));
 }
@@ -36,11 +37,11 @@ static json_t *status_json(Accounting *a, const ServiceState *state, long page_s
         StackTreeStats st;
         UsageStats us;
 
-        accounting_get_stats(a, &s);
-        stacktree_get_stats(accounting_stacktree(a), &st);
-        usage_get_stats(accounting_usage(a), &us);
+        view_accounting_stats(a, &s);
+        view_stack_stats(a, &st);
+        view_usage_stats(a, &us);
         const EventSourceStats *src = &state->source;
-        const Ksym *k = accounting_ksym(a);
+        const Ksym *k = view_ksym(a);
         bool addresses_hidden = !status_addresses_shown(a, peer_is_root) || !k || ksym_addresses_hidden(k);
 
         json_t *lost = json_array();
@@ -48,8 +49,8 @@ static json_t *status_json(Accounting *a, const ServiceState *state, long page_s
                 (void) json_array_append_new(lost, json_integer(varlink_count(src->lost_per_cpu[i])));
 
         size_t baseline_tasks;
-        uint64_t baseline = usage_baseline_pages(accounting_usage(a), &baseline_tasks);
-        uint64_t truncated_pages = stacktree_truncated_pages(accounting_stacktree(a));
+        uint64_t baseline = view_baseline_pages(a, &baseline_tasks);
+        uint64_t truncated_pages = view_truncated_pages(a);
 
         return json_pack("{s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:i}",
                          "backend", state->backend,
@@ -83,7 +84,7 @@ static json_t *status_json(Accounting *a, const ServiceState *state, long page_s
 static int status_add_event_counts(Accounting *a, json_t *status) {
         AccountingStats s;
 
-        accounting_get_stats(a, &s);
+        view_accounting_stats(a, &s);
         const struct {
                 const char *key;
                 uint64_t value;

@@ -12,8 +12,7 @@
 
 #include <jansson.h>
 
-#include "accounting.h"
-#include "event.h"
+#include "view.h"
 #include "memcg.h"
 #include "system-memory.h"
 
@@ -39,7 +38,7 @@ typedef struct ServiceState {
 
 /* Whether raw kernel addresses go to a caller: root only, and never the made-up ones of a source that
  * names its own frames (an imported page_owner log). */
-bool status_addresses_shown(const Accounting *a, bool peer_is_root);
+bool status_addresses_shown(Accounting *a, bool peer_is_root);
 
 /* The Status reply for accounting a and what its owner knows now; kernel addresses count as hidden
  * unless peer_is_root. New reference, NULL on OOM. */

@@ -16,59 +16,52 @@
 
 typedef struct Top {
         uint32_t idx[SUMMARY_TOP_N];
+        uint64_t key[SUMMARY_TOP_N];
         size_t n;
 } Top;
 
 /* Keeps the SUMMARY_TOP_N largest keys seen, largest first. */
-static void top_offer(Top *top, uint32_t idx, uint64_t key, uint64_t (*key_of)(void *, uint32_t), void *userdata) {
+static void top_offer(Top *top, uint32_t idx, uint64_t key) {
         size_t pos = top->n;
-        while (pos > 0 && key_of(userdata, top->idx[pos - 1]) < key)
+        while (pos > 0 && top->key[pos - 1] < key)
                 pos--;
         if (pos >= SUMMARY_TOP_N)
                 return;
         size_t end = MIN(top->n, (size_t) SUMMARY_TOP_N - 1);
         memmove(&top->idx[pos + 1], &top->idx[pos], (end - pos) * sizeof(uint32_t));
+        memmove(&top->key[pos + 1], &top->key[pos], (end - pos) * sizeof(uint64_t));
         top->idx[pos] = idx;
+        top->key[pos] = key;
         top->n = MIN(top->n + 1, (size_t) SUMMARY_TOP_N);
 }
 
-static uint64_t task_peak(void *userdata, uint32_t idx) {
-        return usage_task(userdata, idx)->ledger[LEDGER_PAGES].peak;
-}
-
-static uint64_t module_peak(void *userdata, uint32_t idx) {
-        return usage_module(userdata, (uint16_t) idx)->ledger[LEDGER_PAGES].peak;
-}
-
-static uint64_t unit_peak(void *userdata, uint32_t idx) {
-        return units_unit(userdata, idx)->ledger.peak;
-}
-
 /* The units with pages at some point, and how many they are. */
-static size_t find_top_units(Units *un, Top *units) {
+static size_t find_top_units(Accounting *a, Top *units) {
         size_t n = 0;
+        ViewUnit x;
 
         *units = (Top) {};
-        for (uint32_t i = 1; i < units_unit_count(un); i++)
-                if (units_unit(un, i) && units_unit(un, i)->ledger.peak > 0) {
-                        top_offer(units, i, units_unit(un, i)->ledger.peak, unit_peak, un);
+        for (uint32_t i = 1; i < view_unit_count(a); i++)
+                if (view_unit(a, i, &x) && x.pages.peak > 0) {
+                        top_offer(units, i, x.pages.peak);
                         n++;
                 }
         return n;
 }
 
-static void find_tops(Usage *u, Top *tasks, Top *modules) {
+static void find_tops(Accounting *a, Top *tasks, Top *modules) {
+        ViewModule m;
+        ViewTask t;
+
         *tasks = (Top) {};
         *modules = (Top) {};
         /* The "[evicted]" record is no task: summary_text() reports it apart. */
-        for (uint32_t i = USAGE_TASK_EVICTED + 1; i < usage_task_slots(u); i++) {
-                const Task *t = usage_task(u, i);
-                if (t && !t->is_thread && t->ledger[LEDGER_PAGES].peak > 0)
-                        top_offer(tasks, i, t->ledger[LEDGER_PAGES].peak, task_peak, u);
-        }
-        for (uint16_t id = 1; id <= usage_module_count(u); id++)
-                if (usage_module(u, id)->ledger[LEDGER_PAGES].peak > 0)
-                        top_offer(modules, id, usage_module(u, id)->ledger[LEDGER_PAGES].peak, module_peak, u);
+        for (uint32_t i = VIEW_TASK_EVICTED + 1; i < view_task_slots(a); i++)
+                if (view_task(a, i, &t) && !t.is_thread && t.pages.peak > 0)
+                        top_offer(tasks, i, t.pages.peak);
+        for (uint16_t id = 1; id <= view_module_count(a); id++)
+                if (view_module(a, id, &m) && m.pages.peak > 0)
+                        top_offer(modules, id, m.pages.peak);
 }
 
 /* What one summary says, gathered once for both its text and its journal fields. */
@@ -79,18 +72,18 @@ typedef struct Summary {
 } Summary;
 
 static void summary_gather(const SummaryInput *in, Summary *ret) {
-        accounting_get_stats(in->accounting, &ret->stats);
-        find_tops(accounting_usage(in->accounting), &ret->tasks, &ret->modules);
-        ret->n_units = find_top_units(accounting_units(in->accounting), &ret->units);
+        view_accounting_stats(in->accounting, &ret->stats);
+        find_tops(in->accounting, &ret->tasks, &ret->modules);
+        ret->n_units = find_top_units(in->accounting, &ret->units);
 }
 
 /* A unit's name as shown: a pending unit has none yet. */
-static const char *unit_name(const UnitUsage *x) {
-        return x->name ?: UNITS_UNKNOWN_NAME;
+static const char *unit_name(const ViewUnit *x) {
+        return x->name ?: VIEW_UNKNOWN_UNIT;
 }
 
 static char *summary_text(const SummaryInput *in, const Summary *sum) {
-        Usage *u = accounting_usage(in->accounting);
+        Accounting *acc = in->accounting;
         const AccountingStats s = sum->stats;
         const Top tasks = sum->tasks, modules = sum->modules;
         char *text = NULL, a[32], b[32];
@@ -134,40 +127,44 @@ static char *summary_text(const SummaryInput *in, const Summary *sum) {
          * the text instead of "[blob data]" and a name cannot start a line of its own on stderr. */
         fprintf(f, "\nTop tasks by peak:");
         for (size_t i = 0; i < tasks.n && !oom; i++) {
-                const Task *t = usage_task(u, tasks.idx[i]);
-                _cleanup_free_ char *comm = utf8_escape(t->comm, UTF8_ESCAPE_CONTROL);
+                ViewTask t;
+                if (!view_task(acc, tasks.idx[i], &t))
+                        continue;
+                _cleanup_free_ char *comm = utf8_escape(t.comm, UTF8_ESCAPE_CONTROL);
                 oom = !comm;
-                format_pages(a, sizeof(a), t->ledger[LEDGER_PAGES].peak, (uint64_t) in->page_size);
-                fprintf(f, "\n  %7d %-16s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", (int) t->pid,
-                        comm ?: "", a, t->ledger[LEDGER_PAGES].peak, t->ledger[LEDGER_PAGES].current,
-                        t->exited ? ", exited" : "");
+                format_pages(a, sizeof(a), t.pages.peak, (uint64_t) in->page_size);
+                fprintf(f, "\n  %7d %-16s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", (int) t.pid,
+                        comm ?: "", a, t.pages.peak, t.pages.current, t.exited ? ", exited" : "");
         }
-        const Task *evicted = usage_task(u, USAGE_TASK_EVICTED);
-        if (evicted && evicted->ledger[LEDGER_PAGES].current > 0) {
+        ViewTask evicted;
+        if (view_task(acc, VIEW_TASK_EVICTED, &evicted) && evicted.pages.current > 0) {
                 UsageStats us;
-                usage_get_stats(u, &us);
-                format_pages(a, sizeof(a), evicted->ledger[LEDGER_PAGES].current, (uint64_t) in->page_size);
+                view_usage_stats(acc, &us);
+                format_pages(a, sizeof(a), evicted.pages.current, (uint64_t) in->page_size);
                 fprintf(f, "\n  %s (%" PRIu64 " pages) still held by %" PRIu64 " evicted exited tasks", a,
-                        evicted->ledger[LEDGER_PAGES].current, us.tasks_evicted);
+                        evicted.pages.current, us.tasks_evicted);
         }
         fprintf(f, "\nTop modules by peak:");
         for (size_t i = 0; i < modules.n && !oom; i++) {
-                const ModuleUsage *m = usage_module(u, (uint16_t) modules.idx[i]);
-                _cleanup_free_ char *name = utf8_escape(m->name, UTF8_ESCAPE_CONTROL);
+                ViewModule m;
+                if (!view_module(acc, (uint16_t) modules.idx[i], &m))
+                        continue;
+                _cleanup_free_ char *name = utf8_escape(m.name, UTF8_ESCAPE_CONTROL);
                 oom = !name;
-                format_pages(a, sizeof(a), m->ledger[LEDGER_PAGES].peak, (uint64_t) in->page_size);
+                format_pages(a, sizeof(a), m.pages.peak, (uint64_t) in->page_size);
                 fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages", name ?: "", a,
-                        m->ledger[LEDGER_PAGES].peak, m->ledger[LEDGER_PAGES].current);
+                        m.pages.peak, m.pages.current);
         }
         fprintf(f, "\nTop units by peak:");
-        Units *un = accounting_units(in->accounting);
         for (size_t i = 0; i < sum->units.n && !oom; i++) {
-                const UnitUsage *x = units_unit(un, sum->units.idx[i]);
-                _cleanup_free_ char *name = utf8_escape(unit_name(x), UTF8_ESCAPE_CONTROL);
+                ViewUnit x;
+                if (!view_unit(acc, sum->units.idx[i], &x))
+                        continue;
+                _cleanup_free_ char *name = utf8_escape(unit_name(&x), UTF8_ESCAPE_CONTROL);
                 oom = !name;
-                format_pages(a, sizeof(a), x->ledger.peak, (uint64_t) in->page_size);
+                format_pages(a, sizeof(a), x.pages.peak, (uint64_t) in->page_size);
                 fprintf(f, "\n  %-24s peak %s (%" PRIu64 " pages), now %" PRIu64 " pages%s", name ?: "", a,
-                        x->ledger.peak, x->ledger.current, x->n_live > 0 ? "" : ", removed");
+                        x.pages.peak, x.pages.current, x.live ? "" : ", removed");
         }
         if (fclose(f) != 0 || oom) {
                 free(text);
@@ -184,7 +181,6 @@ char *summary_format(const SummaryInput *in) {
 }
 
 int summary_log(const SummaryInput *in, bool journal) {
-        Usage *u = accounting_usage(in->accounting);
         Summary sum;
 
         summary_gather(in, &sum);
@@ -198,12 +194,16 @@ int summary_log(const SummaryInput *in, bool journal) {
 
         const AccountingStats s = sum.stats;
         const Top tasks = sum.tasks, modules = sum.modules;
-        const Task *top_task = tasks.n > 0 ? usage_task(u, tasks.idx[0]) : NULL;
-        const ModuleUsage *top_module = modules.n > 0 ? usage_module(u, (uint16_t) modules.idx[0]) : NULL;
+        ViewTask task;
+        ViewModule module;
+        ViewUnit unit;
+        const ViewTask *top_task = tasks.n > 0 && view_task(in->accounting, tasks.idx[0], &task) ? &task : NULL;
+        const ViewModule *top_module = modules.n > 0 && view_module(in->accounting, (uint16_t) modules.idx[0], &module) ?
+                &module : NULL;
+        const ViewUnit *top_unit = sum.units.n > 0 && view_unit(in->accounting, sum.units.idx[0], &unit) ? &unit : NULL;
         /* Fields a reader matches on: the same encoding as in the replies and the text. */
         _cleanup_free_ char *top_comm = utf8_escape(top_task ? top_task->comm : "", UTF8_ESCAPE_CONTROL);
         _cleanup_free_ char *top_name = utf8_escape(top_module ? top_module->name : "", UTF8_ESCAPE_CONTROL);
-        const UnitUsage *top_unit = sum.units.n > 0 ? units_unit(accounting_units(in->accounting), sum.units.idx[0]) : NULL;
         _cleanup_free_ char *top_unit_name = utf8_escape(top_unit ? unit_name(top_unit) : "", UTF8_ESCAPE_CONTROL);
         if (!top_comm || !top_name || !top_unit_name)
                 return -ENOMEM;
@@ -236,13 +236,13 @@ int summary_log(const SummaryInput *in, bool journal) {
                                 "MEMSTRACK_UNTRACKED_FREES=%" PRIu64, s.untracked_frees,
                                 "MEMSTRACK_TOP_TASK=%s", top_comm,
                                 "MEMSTRACK_TOP_TASK_PID=%d", top_task ? (int) top_task->pid : 0,
-                                "MEMSTRACK_TOP_TASK_PEAK_PAGES=%" PRIu64, top_task ? top_task->ledger[LEDGER_PAGES].peak : 0,
+                                "MEMSTRACK_TOP_TASK_PEAK_PAGES=%" PRIu64, top_task ? top_task->pages.peak : 0,
                                 "MEMSTRACK_TOP_MODULE=%s", top_name,
                                 "MEMSTRACK_TOP_MODULE_PEAK_PAGES=%" PRIu64,
-                                top_module ? top_module->ledger[LEDGER_PAGES].peak : 0,
+                                top_module ? top_module->pages.peak : 0,
                                 "MEMSTRACK_TOP_UNIT=%s", top_unit_name,
-                                "MEMSTRACK_TOP_UNIT_PEAK_PAGES=%" PRIu64, top_unit ? top_unit->ledger.peak : 0,
-                                "MEMSTRACK_TOP_UNIT_CURRENT_PAGES=%" PRIu64, top_unit ? top_unit->ledger.current : 0,
+                                "MEMSTRACK_TOP_UNIT_PEAK_PAGES=%" PRIu64, top_unit ? top_unit->pages.peak : 0,
+                                "MEMSTRACK_TOP_UNIT_CURRENT_PAGES=%" PRIu64, top_unit ? top_unit->pages.current : 0,
                                 "MEMSTRACK_UNITS=%zu", sum.n_units,
                                 "MEMSTRACK_PAGE_SIZE=%ld", in->page_size,
                                 NULL);

@@ -9,8 +9,7 @@
 
 #include <stdint.h>
 
-#include "accounting.h"
-#include "event.h"
+#include "view.h"
 
 /* The fixed MESSAGE_ID of summary entries. */
 #define SUMMARY_MESSAGE_ID "8f3c1b2e6a7d4c59b0e4a1d2c3f4e5a6"

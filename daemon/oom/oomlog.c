@@ -157,8 +157,6 @@ static int set_kib(json_t *o, const char *key, bool has, uint64_t kib) {
 
 int oomlog_record_kill(OomLog *l, Accounting *a, UserSymbols *usym, const OomKill *k, long page_size,
                 const json_t **ret_record) {
-        Usage *u = accounting_usage(a);
-        Units *un = accounting_units(a);
         json_auto_t *holders = NULL, *victim = json_null(), *unit = json_null(), *o = NULL;
         int r;
 
@@ -167,24 +165,24 @@ int oomlog_record_kill(OomLog *l, Accounting *a, UserSymbols *usym, const OomKil
         r = holders_json(a, usym, &holders);
         if (r < 0)
                 return r;
-        uint32_t idx = k->pid > 0 ? usage_find_process(u, k->pid) : USAGE_TASK_NONE;
-        const Task *t = idx != USAGE_TASK_NONE ? usage_task(u, idx) : NULL;
-        if (t) {
+        uint32_t idx = k->pid > 0 ? view_find_process(a, k->pid) : VIEW_TASK_NONE;
+        ViewTask t;
+        ViewUnit x;
+        bool known = idx != VIEW_TASK_NONE && view_task(a, idx, &t);
+        if (known) {
                 json_decref(victim);
-                victim = query_task_json(t);
+                victim = query_task_json(&t);
                 if (!victim)
                         return -ENOMEM;
-                uint32_t x = t->cgroup != UNITS_NONE ? units_unit_of(un, t->cgroup) : UNITS_NONE;
-                const UnitUsage *uu = x != UNITS_NONE ? units_unit(un, x) : NULL;
-                if (uu && uu->name) {
+                if (t.unit != VIEW_UNIT_NONE && view_unit(a, t.unit, &x) && x.name) {
                         json_decref(unit);
-                        unit = utf8_json_string(uu->name);
+                        unit = utf8_json_string(x.name);
                         if (!unit)
                                 return -ENOMEM;
                 }
         }
         /* The kernel's comm first; memstrack's when the kernel records the pid only. */
-        const char *comm = k->fields & OOM_KILL_HAS_COMM ? k->comm : t ? t->comm : NULL;
+        const char *comm = k->fields & OOM_KILL_HAS_COMM ? k->comm : known ? t.comm : NULL;
         o = json_pack("{s:I, s:I, s:i, s:o, s:O, s:O}",
                       "timestampUsec", varlink_count(k->timestamp_nsec / 1000),
                       "realtimeUsec", varlink_count(now_usec(CLOCK_REALTIME)),
