@@ -27,6 +27,7 @@ Usage: test-slab-soak.py MEMSTRACKD MEMSTRACKCTL [SECONDS]   (root; exits 77 whe
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -248,10 +249,12 @@ def soak(source, daemon, sock):
     if "lostFreesPerHour" not in sites or sites["lostFreesPerHour"] < 0:
         problems.append(f"no lostFreesPerHour in the Slab reply: {sites}")
     # A bulk allocation's call site is the function that called kmem_cache_alloc_bulk(), found past the
-    # hook's own frames in its stack: never the hook, its trampoline or the bulk function.
+    # hook's own frames in its stack: never the hook (a BPF program's symbol, bpf_prog_TAG_NAME), its
+    # trampoline (bpf_trampoline_ID) or the bulk function. The kernel's own bpf_prog_alloc() and kin are
+    # real callers: anything on the machine that loads a BPF program allocates through them.
+    hook_frame = re.compile(r"bpf_prog_[0-9a-f]{16}_|bpf_trampoline_[0-9]+|kmem_cache_alloc_bulk")
     for r in sites["rows"]:
-        if r["name"].startswith(("bpf_prog_", "bpf_trampoline_", "kmem_cache_alloc_bulk")) or \
-                r["name"] in ("0x0", "0"):
+        if hook_frame.match(r["name"]) or r["name"] in ("0x0", "0"):
             problems.append(f"a call site named {r['name']} ({r.get('cache')}): not the allocation's caller")
     # The maple tree's nodes, which the kernel allocates and frees in bulk (and frees through kfree_rcu()):
     # seen where the bulk hooks run, else marked, and then Status says why (a hook that does not run, or
