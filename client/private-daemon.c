@@ -20,6 +20,7 @@
 #include "ctl.h"
 #include "macro.h"
 #include "private-daemon.h"
+#include "program-paths.h"
 
 #define ARGS_MAX 16
 #define NOTIFY_MESSAGE_MAX 4096
@@ -201,15 +202,15 @@ static int pass_sockets(const PrivateDaemon *d) {
 }
 
 int private_daemon_start(PrivateDaemon *d, char *const args[]) {
-        _cleanup_free_ char *group_arg = NULL;
-        const char *daemon = getenv("MEMSTRACKD");
+        _cleanup_free_ char *group_arg = NULL, *daemon = NULL;
         struct group *g = getgrgid(getgid());
         char *argv[ARGS_MAX + 8];
+        ProgramOrigin origin;
         size_t n = 0;
         pid_t pid;
 
-        if (!daemon || !*daemon)
-                daemon = MEMSTRACKD_PATH;
+        if (program_path(PROGRAM_MEMSTRACKD, &daemon, &origin) < 0)
+                return -ENOMEM;
         /* The directory is ours alone; the group lets a caller who is not root call it. */
         if (asprintf(&group_arg, "--group=%s", g ? g->gr_name : "") < 0)
                 return -ENOMEM;

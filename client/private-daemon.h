@@ -7,7 +7,7 @@
  * are memstrackctl's: it binds them and passes them to memstrackd (socket activation: LISTEN_FDS and
  * LISTEN_FDNAMES), so they take connections from the start and are answered once memstrackd is up, and
  * memstrackd says when it is (sd_notify's READY=1 on a socket of the directory): nobody polls or sleeps.
- * memstrackd is $MEMSTRACKD if set, else the installed one. It dies with memstrackctl (PR_SET_PDEATHSIG)
+ * memstrackd is found by program_path() ($MEMSTRACKD, this build tree's, the installed one). It dies with memstrackctl (PR_SET_PDEATHSIG)
  * and ignores the terminal's Ctrl-C (a process group of its own): memstrackctl stops it.
  */
 

@@ -41,6 +41,7 @@
 #include "heap-abi.h"
 #include "macro.h"
 #include "private-daemon.h"
+#include "program-paths.h"
 #include "reply.h"
 #include "report.h"
 #include "snapshot.h"
@@ -102,17 +103,29 @@ static const char *preload_obstacle(const char *path) {
         return "it is statically linked: no dynamic loader runs to preload the library";
 }
 
-/* LD_PRELOAD for the child: ours first, then what the caller had. */
+/* LD_PRELOAD for the child: ours first, then what the caller had. Says which library and memstrackd
+ * record runs when they are not the installed ones (a build tree's, or named in the environment). */
 static int preload_value(char **ret) {
-        const char *lib = getenv("MEMSTRACK_HEAP_LIBRARY");
+        _cleanup_free_ char *lib = NULL, *daemon = NULL;
         const char *old = getenv("LD_PRELOAD");
+        ProgramOrigin lib_origin, daemon_origin;
 
-        if (!lib || !*lib)
-                lib = MEMSTRACK_HEAP_LIBRARY;
+        if (program_path(PROGRAM_HEAP_LIBRARY, &lib, &lib_origin) < 0 ||
+            program_path(PROGRAM_MEMSTRACKD, &daemon, &daemon_origin) < 0)
+                return -ENOMEM;
         if (access(lib, R_OK) < 0) {
-                fprintf(stderr, "memstrackctl: cannot read the heap library %s: %s.\n", lib, strerror(errno));
+                fprintf(stderr, "memstrackctl: cannot read the heap library %s (%s): %s.\n", lib,
+                        program_origin_to_string(PROGRAM_HEAP_LIBRARY, lib_origin), strerror(errno));
                 return CTL_EXIT_FAILURE;
         }
+        /* --live records into the system's memstrackd: only the library is record's own then. */
+        if (arg_live && lib_origin != PROGRAM_INSTALLED)
+                fprintf(stderr, "memstrackctl: recording with the heap library %s (%s).\n", lib,
+                        program_origin_to_string(PROGRAM_HEAP_LIBRARY, lib_origin));
+        else if (!arg_live && (lib_origin != PROGRAM_INSTALLED || daemon_origin != PROGRAM_INSTALLED))
+                fprintf(stderr, "memstrackctl: recording with the heap library %s (%s) and memstrackd %s (%s).\n",
+                        lib, program_origin_to_string(PROGRAM_HEAP_LIBRARY, lib_origin), daemon,
+                        program_origin_to_string(PROGRAM_MEMSTRACKD, daemon_origin));
         if (asprintf(ret, "%s%s%s", lib, old && *old ? " " : "", old ?: "") < 0)
                 return -ENOMEM;
         return 0;

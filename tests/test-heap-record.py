@@ -7,6 +7,8 @@ Usage: test-heap-record.py CASE MEMSTRACKCTL MEMSTRACKD LIBRARY HEAP_TARGET PLUG
 heap-target works out what it allocates itself (malloc_usable_size() of every block, per call site) and
 writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record --json` and compares:
 
+  build-tree   memstrackctl of a build directory, neither variable set: that build's memstrackd and
+               library, said so, exact as below
   exact        every call's stack: each of heap-target's call sites (function, file, line) holds exactly
                the bytes and blocks it expects at the heap's maximum and at exit; totals are the exact
                peak and live bytes, and the call sites add up to them
@@ -65,14 +67,17 @@ def ok(msg):
     print("ok", msg)
 
 
-def record(args, target_args, env=None, expect_status=0):
-    """Runs record with --json; returns (reply or None, expected or None, stderr)."""
+def record(args, target_args, env=None, expect_status=0, unset=()):
+    """Runs record with --json; returns (reply or None, expected or None, stderr). unset: variables taken
+    out of its environment."""
     tmp = tempfile.mkdtemp(prefix="heap-record.")
     try:
         e = dict(os.environ)
         e.update({"MEMSTRACKD": MEMSTRACKD, "MEMSTRACK_HEAP_LIBRARY": LIBRARY,
                   "HEAP_TARGET_EXPECT": os.path.join(tmp, "expect.json"), "MEMSTRACK_HEAP_SEED": "42"})
         e.update(env or {})
+        for name in unset:
+            e.pop(name, None)
         p = subprocess.run([CTL, "record", "--json=short", "--format", "heap_maximum,heap_leaks"] + args +
                            ["--", TARGET] + target_args, env=e, capture_output=True, text=True, timeout=300)
         if p.returncode != expect_status:
@@ -150,8 +155,8 @@ def one_heap(reply, view):
 INTERVAL = 512 * 1024
 
 
-def case_exact():
-    reply, expected, _ = record(["--sample-interval=1"], ["known"])
+def case_exact(unset=()):
+    reply, expected, stderr = record(["--sample-interval=1"], ["known"], unset=unset)
     for view in ("heap_maximum", "heap_leaks"):
         h = one_heap(reply, view)
         if not h:
@@ -162,7 +167,22 @@ def case_exact():
     if m["sampleInterval"] != 1 or l["lostRecords"] != 0 or l["unknownFrees"] != 0:
         fail(f"every-call mode: interval {m['sampleInterval']}, lost {l['lostRecords']}, "
              f"unknown frees {l['unknownFrees']}")
+    if unset:
+        return stderr
     return m["bytes"], l["bytes"]
+
+
+def case_build_tree():
+    """memstrackctl run from its build directory with neither $MEMSTRACKD nor $MEMSTRACK_HEAP_LIBRARY takes
+    that build's memstrackd and heap library (the ones this test was given), says so, and is exact."""
+    stderr = case_exact(unset=("MEMSTRACKD", "MEMSTRACK_HEAP_LIBRARY"))
+    said = [line for line in (stderr or "").splitlines() if line.startswith("memstrackctl: recording with")]
+    want = [f"heap library {os.path.realpath(LIBRARY)} (this build tree's)",
+            f"memstrackd {os.path.realpath(MEMSTRACKD)} (this build tree's)"]
+    if len(said) != 1 or not all(w in said[0] for w in want):
+        fail(f"record did not say it used this build's library and memstrackd ({want}): {said}")
+    else:
+        ok(said[0])
 
 
 def case_sampled():
