@@ -32,44 +32,21 @@ json_t *top_graph_parameters(const TopModel *m, char **ret_key) {
 
         if (!p)
                 return NULL;
-        size_t row = top_model_selected(m, m->view);
-        const TopTask *t;
-        const TopModule *mod;
-        const TopUnit *u;
-        int64_t pid = -1;
-        const char *module = NULL, *unit = NULL;
+        /* The selection's owner (in the stacks view the scope; slab call sites have none: the total). */
+        TopOwner o = { .pid = -1 };
+        (void) top_model_owner(m, m->view, top_model_selected(m, m->view), &o);
 
-        switch (m->view) {
-        case TOP_VIEW_TASKS:
-                if ((t = top_model_task_row(m, row)))
-                        pid = t->pid;
-                break;
-        case TOP_VIEW_MODULES:
-                if ((mod = top_model_module_row(m, row)))
-                        module = mod->name;
-                break;
-        case TOP_VIEW_UNITS:
-                if ((u = top_model_unit_row(m, row)))
-                        unit = u->name;
-                break;
-        case TOP_VIEW_SLAB:
-                break;          /* slab objects have no page history: the total's */
-        default:
-                pid = m->scope_pid;
-                module = m->scope_module;
-                unit = m->scope_unit;
-        }
-        if (pid >= 0) {
-                r = json_object_set_new(p, "pid", json_integer((json_int_t) pid));
-                if (asprintf(&key, "pid %" PRIi64, pid) < 0)
+        if (o.pid >= 0) {
+                r = json_object_set_new(p, "pid", json_integer((json_int_t) o.pid));
+                if (asprintf(&key, "pid %" PRIi64, o.pid) < 0)
                         key = NULL;
-        } else if (module) {
-                r = json_object_set_new(p, "module", json_string(module));
-                if (asprintf(&key, "module %s", module) < 0)
+        } else if (o.module) {
+                r = json_object_set_new(p, "module", json_string(o.module));
+                if (asprintf(&key, "module %s", o.module) < 0)
                         key = NULL;
-        } else if (unit) {
-                r = json_object_set_new(p, "unit", json_string(unit));
-                if (asprintf(&key, "unit %s", unit) < 0)
+        } else if (o.unit) {
+                r = json_object_set_new(p, "unit", json_string(o.unit));
+                if (asprintf(&key, "unit %s", o.unit) < 0)
                         key = NULL;
         } else
                 key = strdup("total");

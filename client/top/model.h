@@ -17,15 +17,25 @@
 
 #include <jansson.h>
 
+/*
+ * The views, in the order of their tabs and number keys: one line each. X(NAME, name) makes TOP_VIEW_NAME
+ * and names the class `const TopViewClass top_view_name` its file view-name.c defines (view-class.h).
+ */
+#define TOP_VIEWS(X)                                                                                    \
+        X(TASKS, tasks)                                                                                 \
+        X(MODULES, modules)                                                                             \
+        X(STACKS, stacks)                                                                               \
+        X(UNITS, units)         /* after stacks, so the keys 1-3 keep their meaning */                  \
+        X(SLAB, slab)           /* slab objects by call site (memstrackd --slab) */                     \
+        /* end of the list */
+
+#define TOP_VIEW_ENUM_(NAME, name) TOP_VIEW_##NAME,
 typedef enum TopView {
-        TOP_VIEW_TASKS,
-        TOP_VIEW_MODULES,
-        TOP_VIEW_STACKS,
-        TOP_VIEW_UNITS,         /* after stacks, so the keys 1-3 keep their meaning */
-        TOP_VIEW_SLAB,          /* slab objects by call site (memstrackd --slab) */
+        TOP_VIEWS(TOP_VIEW_ENUM_)
         _TOP_VIEW_MAX,
         _TOP_VIEW_INVALID = -EINVAL,
 } TopView;
+#undef TOP_VIEW_ENUM_
 
 /* Sortable columns, per view. Numbers sort biggest first, names alphabetically. */
 typedef enum TopTaskColumn {
@@ -165,13 +175,26 @@ typedef struct TopStackNode {
         size_t n_children;
 } TopStackNode;
 
-/* A visible line of the stacks view. */
+/* A node of the stack tree as a row of the stacks view (whether it shows depends on what is open). */
 typedef struct TopStackRow {
         const TopStackNode *node;       /* borrowed from the model's tree */
-        char *path;                     /* owned: labels from the root, separated by '\x1f' */
+        size_t parent;                  /* the parent's index in stack_nodes, SIZE_MAX for the root */
         unsigned depth;
-        bool expanded;
 } TopStackRow;
+
+/* A view's visible rows and its selection, derived from the rows read and the user's choices. A row's
+ * value is what the view's class makes of it: an index into its rows read (tasks, units, ...), or, in a
+ * tree, a node the class adds (the units tree's slices). */
+typedef struct TopTable {
+        size_t *rows;                   /* owned, n_rows: the values shown, in order */
+        size_t n_rows;
+        TopTreeLine *lines;             /* owned, one per row when laid out as a tree; NULL when flat */
+        size_t selected;                /* row index of the selection */
+        char *selected_key;             /* owned: the selected row's key, so a refresh keeps it; NULL: none yet */
+        char **toggled;                 /* owned set of the keys of tree nodes the user opened or closed
+                                         * (against the tree's default: open, or closed for stacks) */
+        size_t n_toggled;
+} TopTable;
 
 typedef struct TopModel {
         /* The latest Top reply. */
@@ -199,6 +222,8 @@ typedef struct TopModel {
 
         /* The latest StackTree reply, for the scope below. */
         TopStackNode *stack_root;       /* owned, NULL until fetched */
+        TopStackRow *stack_nodes;       /* owned: every node of stack_root, each before its children */
+        size_t n_stack_nodes;
         uint64_t stack_sample_interval; /* the reply's stackSampleInterval: above 1 the tree is scaled from
                                          * 1 in N pages' stacks; 0 from a memstrackd that does not say */
         int64_t scope_pid;              /* -1: not a task */
@@ -213,32 +238,11 @@ typedef struct TopModel {
                                          * comm, module or unit name, or frame */
         char *filter_edit;              /* owned, the text being typed in TOP_MODE_FILTER */
         bool paused;
-        int64_t selected_pid;           /* -1: none yet */
-        char *selected_module;          /* owned */
-        char *selected_unit;            /* owned */
-        char *selected_slab_site;       /* owned */
-        char *selected_path;            /* owned */
-        char *selected_slice;           /* owned: the units tree's selected slice path, NULL: a unit is */
         bool tree[_TOP_VIEW_MAX];       /* tasks by parent, units by slice */
         TopChartSpan chart;             /* the selection's history as a chart, and over how long */
-        char **collapsed;               /* owned set of collapsed tree nodes ("pid N", "slice PATH", "unit N") */
-        size_t n_collapsed;
-        char **expanded;                /* owned set of expanded stack paths */
-        size_t n_expanded;
 
-        /* Derived: visible rows, rebuilt after every change. */
-        size_t *task_rows;              /* owned: indexes into tasks, filtered and sorted */
-        size_t n_task_rows;
-        size_t *module_rows;            /* owned */
-        size_t n_module_rows;
-        size_t *unit_rows;              /* owned: indexes into units; in the tree, n_units + k is slice k */
-        size_t n_unit_rows;
-        TopTreeLine *tree_lines[_TOP_VIEW_MAX]; /* owned, one per row of a tree view; NULL when flat */
-        size_t *slab_rows;              /* owned */
-        size_t n_slab_rows;
-        TopStackRow *stack_rows;        /* owned */
-        size_t n_stack_rows;
-        size_t selected[_TOP_VIEW_MAX]; /* row index of the selection per view */
+        /* Derived: each view's visible rows and selection, rebuilt after every change. */
+        TopTable tables[_TOP_VIEW_MAX];
 
         /* The Explain view (TOP_MODE_EXPLAIN): the unit, its reply as text lines, the first line shown. */
         char *explain_unit;             /* owned */
@@ -269,6 +273,8 @@ const char *top_model_scope_label(const TopModel *m, char *buf, size_t size);
 
 size_t top_model_rows(const TopModel *m, TopView v);
 size_t top_model_selected(const TopModel *m, TopView v);
+/* The value behind a visible row of a view (see TopTable), SIZE_MAX if out of range. */
+size_t top_model_row_value(const TopModel *m, TopView v, size_t row);
 /* The task/module/unit behind a visible row (NULL if out of range). */
 const TopTask *top_model_task_row(const TopModel *m, size_t row);
 const TopModule *top_model_module_row(const TopModel *m, size_t row);
@@ -281,6 +287,17 @@ const TopSlice *top_model_slice_row(const TopModel *m, size_t row);
 const TopTreeLine *top_model_tree_line(const TopModel *m, TopView v, size_t row);
 /* Whether a row's current pages reach the high_percent share of MemTotal. */
 bool top_model_is_high(const TopModel *m, uint64_t pages);
+
+/* Whose pages a row counts, for the calls about one owner (StackTree, History). */
+typedef struct TopOwner {
+        int64_t pid;            /* -1: not a task */
+        const char *module;     /* borrowed, NULL: not a module */
+        const char *unit;       /* borrowed, NULL: not a unit; none of the three: everything */
+} TopOwner;
+
+/* The owner of a visible row of a view (in the stacks view: the scope): false for rows that have none (a
+ * slab call site, a slice of the units tree), or out of range. */
+bool top_model_owner(const TopModel *m, TopView v, size_t row, TopOwner *ret);
 
 /* Tasks by parent and units by slice: on or off (other views have no tree; returns -EOPNOTSUPP). */
 int top_model_toggle_tree(TopModel *m);
@@ -309,9 +326,9 @@ int top_model_expand(TopModel *m);
 int top_model_collapse(TopModel *m);
 int top_model_toggle(TopModel *m);
 
-/* Opens the stacks view for the selected task, module or unit (in the stacks view: opens or closes the
- * selected node; top_model_scope_all(): everything). Returns
- * 1 if the scope changed (the stacks must be fetched again), 0 if not, -ENOMEM. */
+/* Enter, as the current view's class does it: the stacks view for the selected task, module or unit (in
+ * the stacks view: opens or closes the selected node; slab call sites: nothing); top_model_scope_all():
+ * everything. Returns 1 if the scope changed (the stacks must be fetched again), 0 if not, -ENOMEM. */
 int top_model_open_stacks(TopModel *m);
 int top_model_scope_all(TopModel *m);
 

@@ -10,8 +10,8 @@
 
 #include "macro.h"
 #include "settings.h"
+#include "view-class.h"
 
-static const char *const view_names[_TOP_VIEW_MAX] = { "tasks", "modules", "stacks", "units", "slab" };
 static const char *const chart_names[_TOP_CHART_SPAN_MAX] = { "off", "10min", "24h" };
 
 char *top_settings_path(void) {
@@ -37,27 +37,22 @@ static int lookup(const char *const *names, size_t n, const char *value) {
         return -1;
 }
 
-/* The sort column of view v named name (as top_model_sort_name() says it), -1 if none. */
-static int sort_column(TopModel *m, TopView v, const char *name) {
-        unsigned saved = m->sort[v];
-        int found = -1;
-
-        for (unsigned c = 0; c < 16 && found < 0; c++) {
-                m->sort[v] = c;
-                if (streq(top_model_sort_name(m, v), name) && m->sort[v] == c)
-                        found = (int) c;
-        }
-        m->sort[v] = saved;
-        return found;
+/* The view its class names so, _TOP_VIEW_INVALID if none. */
+static TopView view_named(const char *name) {
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                if (streq(top_view_class((TopView) v)->name, name))
+                        return (TopView) v;
+        return _TOP_VIEW_INVALID;
 }
 
 static bool set_one(TopModel *m, const char *key, const char *value) {
         int i;
 
         if (streq(key, "view")) {
-                if ((i = lookup(view_names, _TOP_VIEW_MAX, value)) < 0)
+                TopView v = view_named(value);
+                if (v < 0)
                         return false;
-                m->view = (TopView) i;
+                m->view = v;
                 return true;
         }
         if (streq(key, "chart")) {
@@ -76,15 +71,19 @@ static bool set_one(TopModel *m, const char *key, const char *value) {
                 return true;
         }
         if (strncmp(key, "sort.", 5) == 0) {
-                TopView v = (TopView) lookup(view_names, _TOP_VIEW_MAX, key + 5);
-                if (v < 0 || (i = sort_column(m, v, value)) < 0)
+                TopView v = view_named(key + 5);
+                if (v < 0)
+                        return false;
+                const TopViewClass *c = top_view_class(v);
+                if ((i = lookup(c->sort_names, c->n_sorts, value)) < 0)
                         return false;
                 m->sort[v] = (unsigned) i;
                 return true;
         }
         if (strncmp(key, "tree.", 5) == 0) {
-                TopView v = (TopView) lookup(view_names, _TOP_VIEW_MAX, key + 5);
-                if ((v != TOP_VIEW_TASKS && v != TOP_VIEW_UNITS) || (!streq(value, "yes") && !streq(value, "no")))
+                TopView v = view_named(key + 5);
+                if (v < 0 || top_view_class(v)->tree != TOP_TREE_OPTIONAL ||
+                    (!streq(value, "yes") && !streq(value, "no")))
                         return false;
                 m->tree[v] = streq(value, "yes");
                 return true;
@@ -134,11 +133,12 @@ char *top_settings_format(const TopModel *m) {
         if (!f)
                 return NULL;
         fprintf(f, "# memstrackctl top's settings, written when it quits.\n");
-        fprintf(f, "view=%s\n", view_names[m->view]);
+        fprintf(f, "view=%s\n", top_view_class(m->view)->name);
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
-                fprintf(f, "sort.%s=%s\n", view_names[v], top_model_sort_name(m, (TopView) v));
-        fprintf(f, "tree.tasks=%s\ntree.units=%s\n", m->tree[TOP_VIEW_TASKS] ? "yes" : "no",
-                m->tree[TOP_VIEW_UNITS] ? "yes" : "no");
+                fprintf(f, "sort.%s=%s\n", top_view_class((TopView) v)->name, top_model_sort_name(m, (TopView) v));
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                if (top_view_class((TopView) v)->tree == TOP_TREE_OPTIONAL)
+                        fprintf(f, "tree.%s=%s\n", top_view_class((TopView) v)->name, m->tree[v] ? "yes" : "no");
         fprintf(f, "chart=%s\n", chart_names[m->chart % _TOP_CHART_SPAN_MAX]);
         fprintf(f, "# Rows holding at least this share (%%) of the machine's memory are marked; 0: none.\n");
         fprintf(f, "high-percent=%g\n", m->high_percent);

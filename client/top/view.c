@@ -13,6 +13,7 @@
 #include "curses.h"
 #include "format.h"
 #include "macro.h"
+#include "view-class.h"
 #include "view.h"
 
 /* Screen lines above and below the panel: totals, the memory meter, tabs; the history graph (a line,
@@ -109,336 +110,50 @@ size_t top_screen_page_rows(const TopScreen *s, TopView v) {
         return panel_visible_rows(&s->panels[v]);
 }
 
-/* Header text of a column: the sorted one is marked with brackets. */
-static const char *column(char *buf, size_t size, const char *name, bool sorted) {
-        (void) snprintf(buf, size, sorted ? "[%s]" : "%s", name);
-        return buf;
-}
-
 /* What the row callbacks need besides the model. */
 typedef struct RowContext {
         TopModel *model;
         bool utf8;
 } RowContext;
 
-/* A tree row's guide lines (new string): box drawing, or ASCII without UTF-8; "[+] " after a collapsed
- * node's corner. *ret_columns: their screen width. */
-static char *tree_guides(const TopTreeLine *line, bool utf8, int *ret_columns) {
-        size_t len = line ? strlen(line->guides) : 0;
-        char *s = malloc(len * 9 + 8), *p = s;
-
-        *ret_columns = 0;
-        if (!s)
-                return NULL;
-        for (size_t i = 0; i < len; i++) {
-                const char *piece;
-                switch (line->guides[i]) {
-                case '|':
-                        piece = utf8 ? "\u2502  " : "|  ";
-                        break;
-                case 't':
-                        piece = utf8 ? "\u251c\u2500 " : "|- ";
-                        break;
-                case 'l':
-                        piece = utf8 ? "\u2514\u2500 " : "`- ";
-                        break;
-                default:
-                        piece = "   ";
-                }
-                p = stpcpy(p, piece);
-                *ret_columns += 3;
-        }
-        if (line && line->collapsed) {
-                p = stpcpy(p, "[+] ");
-                *ret_columns += 4;
-        }
-        *p = '\0';
-        return s;
-}
-
 static int trend_color(TopTrend t) {
         return t == TOP_TREND_UP || t == TOP_TREND_NEW ? top_color(TOP_COLOR_GROWING) :
                t == TOP_TREND_DOWN ? top_color(TOP_COLOR_SHRINKING) : 0;
 }
 
-/* The CURRENT column of the tasks, modules and units rows (the format strings below). */
-#define TASK_CURRENT_X 24
-#define TASK_COMMAND_X 74
-#define MODULE_CURRENT_X 25
-#define UNIT_CURRENT_X 29
-
-static void task_style(size_t index, void *userdata, PanelStyle *ret) {
+static char *row_text(size_t index, void *userdata) {
         RowContext *c = userdata;
-        const TopTask *t = top_model_task_row(c->model, index);
-        const TopTreeLine *line = top_model_tree_line(c->model, TOP_VIEW_TASKS, index);
-        int columns = 0;
+        return top_view_row_text(c->model, c->model->view, index, c->utf8);
+}
 
-        if (!t)
+/* A row's colours from what its class says of it: gone or a group, high, its trend on the column that
+ * shows it, and the tree's lines in their colour. */
+static void row_style(size_t index, void *userdata, PanelStyle *ret) {
+        RowContext *c = userdata;
+        TopView v = c->model->view;
+        const TopViewClass *k = top_view_class(v);
+        size_t value = top_model_row_value(c->model, v, index);
+        const TopTreeLine *line = top_model_tree_line(c->model, v, index);
+
+        if (value == SIZE_MAX)
                 return;
-        ret->attr = t->exited ? top_color(TOP_COLOR_EXITED) :
-                    top_model_is_high(c->model, t->current_pages) ? top_color(TOP_COLOR_HIGH) : 0;
-        if (trend_color(t->trend))
-                ret->spans[0] = (PanelSpan) { TASK_CURRENT_X, 10, trend_color(t->trend) | (ret->attr & A_BOLD) };
-        if (line) {
-                free(tree_guides(line, false, &columns));
-                ret->spans[1] = (PanelSpan) { TASK_COMMAND_X, columns, top_color(TOP_COLOR_TREE) };
-        }
-}
-
-static char *task_row(size_t index, void *userdata) {
-        RowContext *c = userdata;
-        TopModel *m = c->model;
-        const TopTask *t = top_model_task_row(m, index);
-        const TopTreeLine *line = top_model_tree_line(m, TOP_VIEW_TASKS, index);
-        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
-        _cleanup_free_ char *clean = NULL, *comm = NULL, *guides = NULL;
-        int columns;
-        char *s;
-
-        if (!t)
-                return NULL;
-        /* 15 columns of the escaped name (format_sanitize()), not 15 bytes: no cut inside a character or an
-         * escape, and the columns after it stay aligned. */
-        clean = format_sanitize(t->comm);
-        comm = clean ? format_ellipsize(clean, 15) : NULL;
-        guides = tree_guides(line, c->utf8, &columns);
-        if (!comm || !guides)
-                return NULL;
-        /* In the tree the COMMAND column starts with the lines to the parent (as htop's tree), and names
-         * a task without a command line by its comm. */
-        if (asprintf(&s, "%7" PRIi64 " %s%*s %10s %10s %9" PRIu64 " %9" PRIu64 " %-7s %s%s", t->pid, comm,
-                     (int) (15 - format_text_width(comm)), "",
-                     format_pages(cur, sizeof(cur), t->current_pages, m->page_size),
-                     format_pages(peak, sizeof(peak), t->peak_pages, m->page_size), t->allocs, t->frees,
-                     t->exited ? "exited" : "running", guides, t->cmdline ?: line ? comm : "") < 0)
-                return NULL;
-        return s;
-}
-
-static char *task_header(TopModel *m) {
-        unsigned sorted = m->sort[TOP_VIEW_TASKS];
-        char a[16], b[16], c[16], d[16], e[16], f[16], g[16];
-        char *s;
-
-        if (asprintf(&s, "%7s %-15s %10s %10s %9s %9s %-7s %s", column(a, sizeof(a), "PID", sorted == TOP_TASK_PID),
-                     column(b, sizeof(b), "COMM", sorted == TOP_TASK_COMM),
-                     column(c, sizeof(c), "CURRENT", sorted == TOP_TASK_CURRENT),
-                     column(d, sizeof(d), "PEAK", sorted == TOP_TASK_PEAK),
-                     column(e, sizeof(e), "ALLOCS", sorted == TOP_TASK_ALLOCS),
-                     column(f, sizeof(f), "FREES", sorted == TOP_TASK_FREES),
-                     column(g, sizeof(g), "STATE", sorted == TOP_TASK_STATE), "COMMAND") < 0)
-                return NULL;
-        return s;
-}
-
-static void module_style(size_t index, void *userdata, PanelStyle *ret) {
-        RowContext *c = userdata;
-        const TopModule *mod = top_model_module_row(c->model, index);
-
-        if (!mod)
+        for (size_t i = 0; line && i < k->n_columns; i++)
+                if (k->columns[i].flags & TOP_COLUMN_TREE) {
+                        int width = top_tree_guides_width(line);
+                        if (k->columns[i].width > 0)
+                                width = MIN(width, k->columns[i].width);
+                        ret->spans[1] = (PanelSpan) { top_view_column_x(k, i), width, top_color(TOP_COLOR_TREE) };
+                }
+        if (!k->look)
                 return;
-        ret->attr = !mod->loaded ? top_color(TOP_COLOR_EXITED) :
-                    top_model_is_high(c->model, mod->current_pages) ? top_color(TOP_COLOR_HIGH) : 0;
-        if (trend_color(mod->trend))
-                ret->spans[0] = (PanelSpan) { MODULE_CURRENT_X, 10, trend_color(mod->trend) | (ret->attr & A_BOLD) };
-}
-
-static char *module_row(size_t index, void *userdata) {
-        TopModel *m = ((RowContext *) userdata)->model;
-        const TopModule *mod = top_model_module_row(m, index);
-        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
-        char *s;
-
-        if (!mod)
-                return NULL;
-        if (asprintf(&s, "%-24s %10s %10" PRIu64 " %10s %10" PRIu64 " %s", mod->name,
-                     format_pages(cur, sizeof(cur), mod->current_pages, m->page_size), mod->current_pages,
-                     format_pages(peak, sizeof(peak), mod->peak_pages, m->page_size), mod->peak_pages,
-                     mod->loaded ? "loaded" : "unloaded") < 0)
-                return NULL;
-        return s;
-}
-
-static char *module_header(TopModel *m) {
-        unsigned sorted = m->sort[TOP_VIEW_MODULES];
-        char a[16], b[16], c[16];
-        char *s;
-
-        if (asprintf(&s, "%-24s %10s %10s %10s %10s %s", column(a, sizeof(a), "MODULE", sorted == TOP_MODULE_NAME),
-                     column(b, sizeof(b), "CURRENT", sorted == TOP_MODULE_CURRENT), "PAGES",
-                     column(c, sizeof(c), "PEAK", sorted == TOP_MODULE_PEAK), "PAGES", "STATE") < 0)
-                return NULL;
-        return s;
-}
-
-/* Unit names are kernel strings (cgroup paths for cgroups outside systemd's naming): escaped, and cut to
- * their column so the numbers after them stay aligned; 28 columns keep a whole row within 80. */
-#define TOP_UNIT_NAME_WIDTH 28
-
-static void unit_style(size_t index, void *userdata, PanelStyle *ret) {
-        RowContext *c = userdata;
-        const TopUnit *u = top_model_unit_row(c->model, index);
-        const TopSlice *slice = top_model_slice_row(c->model, index);
-        const TopTreeLine *line = top_model_tree_line(c->model, TOP_VIEW_UNITS, index);
-        int columns = 0;
-
-        if (line) {
-                free(tree_guides(line, false, &columns));
-                ret->spans[1] = (PanelSpan) { 0, MIN(columns, TOP_UNIT_NAME_WIDTH), top_color(TOP_COLOR_TREE) };
-        }
-        if (slice) {
-                ret->attr = top_color(TOP_COLOR_LABEL);
-                return;
-        }
-        if (!u)
-                return;
-        ret->attr = !u->live ? top_color(TOP_COLOR_EXITED) :
-                    top_model_is_high(c->model, u->current_pages) ? top_color(TOP_COLOR_HIGH) : 0;
-        if (trend_color(u->trend))
-                ret->spans[0] = (PanelSpan) { UNIT_CURRENT_X, 10, trend_color(u->trend) | (ret->attr & A_BOLD) };
-}
-
-static char *unit_row(size_t index, void *userdata) {
-        RowContext *c = userdata;
-        TopModel *m = c->model;
-        const TopUnit *u = top_model_unit_row(m, index);
-        const TopSlice *slice = top_model_slice_row(m, index);
-        const TopTreeLine *line = top_model_tree_line(m, TOP_VIEW_UNITS, index);
-        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
-        _cleanup_free_ char *clean = NULL, *name = NULL, *guides = NULL, *full = NULL;
-        int columns;
-        char *s;
-
-        if (!u && !slice)
-                return NULL;
-        /* In the tree the name follows its lines to the slice above; a slice shows its units' sums. */
-        guides = tree_guides(line, c->utf8, &columns);
-        clean = format_sanitize(u ? u->name : slice->name);
-        if (!guides || !clean || asprintf(&full, "%s%s", guides, clean) < 0)
-                return NULL;
-        name = format_ellipsize(full, TOP_UNIT_NAME_WIDTH);
-        if (!name)
-                return NULL;
-        if (!u) {
-                if (asprintf(&s, "%s%*s %10s %10" PRIu64 " %10s %7" PRIu64 " %s", name,
-                             (int) (TOP_UNIT_NAME_WIDTH - format_text_width(name)), "",
-                             format_pages(cur, sizeof(cur), slice->current_pages, m->page_size), slice->current_pages,
-                             "-", slice->tasks, "slice") < 0)
-                        return NULL;
-                return s;
-        }
-        if (asprintf(&s, "%s%*s %10s %10" PRIu64 " %10s %7" PRIu64 " %s", name,
-                     (int) (TOP_UNIT_NAME_WIDTH - format_text_width(name)), "",
-                     format_pages(cur, sizeof(cur), u->current_pages, m->page_size), u->current_pages,
-                     format_pages(peak, sizeof(peak), u->peak_pages, m->page_size), u->tasks,
-                     u->live ? "live" : "removed") < 0)
-                return NULL;
-        return s;
-}
-
-static char *unit_header(TopModel *m) {
-        unsigned sorted = m->sort[TOP_VIEW_UNITS];
-        char a[16], b[16], c[16], d[16];
-        char *s;
-
-        if (asprintf(&s, "%-*s %10s %10s %10s %7s %s", TOP_UNIT_NAME_WIDTH,
-                     column(a, sizeof(a), "UNIT", sorted == TOP_UNIT_NAME),
-                     column(b, sizeof(b), "CURRENT", sorted == TOP_UNIT_CURRENT), "PAGES",
-                     column(c, sizeof(c), "PEAK", sorted == TOP_UNIT_PEAK),
-                     column(d, sizeof(d), "TASKS", sorted == TOP_UNIT_TASKS), "STATE") < 0)
-                return NULL;
-        return s;
-}
-
-/* Call sites are function+offset: 28 columns hold most, the rest is cut with an ellipsis. */
-#define TOP_SLAB_SITE_WIDTH 28
-/* A call site whose frees this kernel makes without a tracepoint: its counts are an upper bound. */
-#define TOP_SLAB_INVISIBLE_NOTE "frees not visible"
-
-static char *slab_row(size_t index, void *userdata) {
-        TopModel *m = ((RowContext *) userdata)->model;
-        const TopSlabSite *site = top_model_slab_row(m, index);
-        char bytes[FORMAT_BUFFER_MAX], requested[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
-        _cleanup_free_ char *clean = NULL, *name = NULL;
-        char *s;
-
-        if (!site)
-                return NULL;
-        clean = format_sanitize(site->name);
-        name = clean ? format_ellipsize(clean, TOP_SLAB_SITE_WIDTH) : NULL;
-        if (!name)
-                return NULL;
-        if (asprintf(&s, "%s%*s %8" PRIu64 " %9s %9s %5.1f%% %9s %9" PRIu64 " %9" PRIu64 " %8" PRIu64 " %s", name,
-                     (int) (TOP_SLAB_SITE_WIDTH - format_text_width(name)), "", site->objects,
-                     format_bytes(bytes, sizeof(bytes), site->bytes),
-                     format_bytes(requested, sizeof(requested), site->requested), site->waste_percent,
-                     format_bytes(peak, sizeof(peak), site->peak_bytes), site->allocs, site->frees, site->lost_frees,
-                     site->frees_invisible ? TOP_SLAB_INVISIBLE_NOTE : "") < 0)
-                return NULL;
-        return s;
-}
-
-static char *slab_header(TopModel *m) {
-        unsigned sorted = m->sort[TOP_VIEW_SLAB];
-        char a[16], b[16], c[16], d[16], e[16], f[16];
-        char *s;
-
-        if (asprintf(&s, "%-*s %8s %9s %9s %6s %9s %9s %9s %8s %s", TOP_SLAB_SITE_WIDTH,
-                     column(a, sizeof(a), "CALL SITE", sorted == TOP_SLAB_SITE),
-                     column(b, sizeof(b), "OBJECTS", sorted == TOP_SLAB_OBJECTS),
-                     column(c, sizeof(c), "BYTES", sorted == TOP_SLAB_BYTES), "REQUESTED",
-                     column(d, sizeof(d), "WASTE", sorted == TOP_SLAB_WASTE),
-                     column(e, sizeof(e), "PEAK", sorted == TOP_SLAB_PEAK),
-                     column(f, sizeof(f), "ALLOCS", sorted == TOP_SLAB_ALLOCS), "FREES", "LOST", "NOTE") < 0)
-                return NULL;
-        return s;
-}
-
-static char *stack_row(size_t index, void *userdata) {
-        TopModel *m = ((RowContext *) userdata)->model;
-        const TopStackRow *row = top_model_stack_row(m, index);
-        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX], more[48] = "";
-        char *s;
-
-        if (!row)
-                return NULL;
-        /* A user-space heap's node counts bytes. */
-        if (row->node->peak_pages >= 0 && row->node->bytes)
-                (void) format_bytes(peak, sizeof(peak), (uint64_t) row->node->peak_pages);
-        else if (row->node->peak_pages >= 0)
-                (void) format_pages(peak, sizeof(peak), (uint64_t) row->node->peak_pages, m->page_size);
-        else
-                (void) snprintf(peak, sizeof(peak), "-");
-        if (row->node->truncated > 0)
-                (void) snprintf(more, sizeof(more), "  (+%" PRIu64 " smaller)", row->node->truncated);
-        if (row->node->bytes)
-                (void) format_bytes(cur, sizeof(cur), row->node->current_pages);
-        else
-                (void) format_pages(cur, sizeof(cur), row->node->current_pages, m->page_size);
-        if (asprintf(&s, "%10s %10s %*s%s %s%s", cur,
-                     peak, (int) MIN(row->depth, 40u) * 2, "",
-                     row->node->n_children == 0 ? "   " : row->expanded ? "[-]" : "[+]", row->node->label, more) < 0)
-                return NULL;
-        return s;
-}
-
-/* Sampled stacks are an estimate, said first after STACK so that 80 columns still show it. */
-static char *stack_header(TopModel *m) {
-        unsigned sorted = m->sort[TOP_VIEW_STACKS];
-        char a[16], b[16], sampling[FORMAT_STACK_SAMPLING_MAX + 16] = "";
-        char *s;
-
-        if (m->stack_sample_interval > 1) {
-                char buf[FORMAT_STACK_SAMPLING_MAX];
-                (void) snprintf(sampling, sizeof(sampling), " sampled %s;",
-                                format_stack_sampling(buf, sizeof(buf), m->stack_sample_interval));
-        }
-        if (asprintf(&s, "%10s %10s STACK%s %s", column(a, sizeof(a), "CURRENT", sorted == TOP_STACK_CURRENT),
-                     column(b, sizeof(b), "PEAK", sorted == TOP_STACK_PEAK), sampling,
-                     sampling[0] ? "callers first; Enter/Right open, Left close" :
-                                   "(callers first; Enter/Right open, Left close)") < 0)
-                return NULL;
-        return s;
+        TopRowLook look = k->look(c->model, value);
+        ret->attr = look.state == TOP_ROW_GONE ? top_color(TOP_COLOR_EXITED) :
+                    look.state == TOP_ROW_GROUP ? top_color(TOP_COLOR_LABEL) :
+                    look.high ? top_color(TOP_COLOR_HIGH) : 0;
+        for (size_t i = 0; trend_color(look.trend) && i < k->n_columns; i++)
+                if (k->columns[i].flags & TOP_COLUMN_TREND)
+                        ret->spans[0] = (PanelSpan) { top_view_column_x(k, i), k->columns[i].width,
+                                                      trend_color(look.trend) | (ret->attr & A_BOLD) };
 }
 
 /* Colours the first occurrence of needle on line y (an ASCII line: bytes are columns). */
@@ -451,9 +166,11 @@ static void color_part(int y, const char *line, const char *needle, int attr, in
                 (short) PAIR_NUMBER(attr), NULL);
 }
 
-static const char *const tab_names[_TOP_VIEW_MAX] = {
-        " 1 Tasks ", " 2 Modules ", " 3 Stacks ", " 4 Units ", " 5 Slab ",
-};
+/* A view's tab: " 1 Tasks ", its number key and its class's title; written into buf. */
+static const char *tab_name(TopView v, char *buf, size_t size) {
+        (void) snprintf(buf, size, " %d %s ", (int) v + 1, top_view_class(v)->title);
+        return buf;
+}
 
 /*
  * The memory meter, as htop's: the machine's memory (MemTotal) as a bar of what memstrack tracks, slab,
@@ -526,7 +243,7 @@ static void draw_meter(TopScreen *s, const TopModel *m, int y) {
 }
 
 static void draw_header(TopScreen *s, TopModel *m) {
-        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX], up[FORMAT_BUFFER_MAX], scope[300], lost[64] = "";
+        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX], up[FORMAT_BUFFER_MAX], lost[64] = "";
         _cleanup_free_ char *line = NULL;
 
         if (m->have_data) {
@@ -559,18 +276,19 @@ static void draw_header(TopScreen *s, TopModel *m) {
         int x = 0;
         move(2, 0);
         for (size_t v = 0; v < _TOP_VIEW_MAX && x < s->cols; v++) {
+                char tab[64];
                 attrset(v == (size_t) m->view ? A_REVERSE | A_BOLD : A_NORMAL);
-                addnstr(tab_names[v], s->cols - x);
-                x += (int) strlen(tab_names[v]);
+                addnstr(tab_name((TopView) v, tab, sizeof(tab)), s->cols - x);
+                x += (int) strlen(tab);
                 attrset(A_NORMAL);
                 if (x < s->cols) {
                         addch(' ');
                         x++;
                 }
         }
-        _cleanup_free_ char *state = NULL;
-        if (asprintf(&state, "%s%s sort: %s%s%s%s%s", m->view == TOP_VIEW_STACKS ? " " : "",
-                     m->view == TOP_VIEW_STACKS ? top_model_scope_label(m, scope, sizeof(scope)) : "",
+        const TopViewClass *k = top_view_class(m->view);
+        _cleanup_free_ char *state = NULL, *caption = k->caption ? k->caption(m) : NULL;
+        if (asprintf(&state, "%s%s sort: %s%s%s%s%s", caption ? " " : "", caption ?: "",
                      top_model_sort_name(m, m->view), m->tree[m->view] ? "  tree" : "",
                      top_model_filter(m) ? "  filter: " : "", top_model_filter(m) ?: "",
                      m->paused ? "  PAUSED" : "") >= 0 && x < s->cols)
@@ -735,35 +453,14 @@ static void draw_chart(TopScreen *s, const TopModel *m, const TopGraph *graph, i
         attrset(A_NORMAL);
 }
 
-/* Where the sort columns of each view's header are (the row formats above). */
-typedef struct ColumnPlace {
-        int x, width;
-        unsigned column;
-} ColumnPlace;
-
-static const ColumnPlace task_places[] = {
-        { 0, 7, TOP_TASK_PID }, { 8, 15, TOP_TASK_COMM }, { 24, 10, TOP_TASK_CURRENT }, { 35, 10, TOP_TASK_PEAK },
-        { 46, 9, TOP_TASK_ALLOCS }, { 56, 9, TOP_TASK_FREES }, { 66, 7, TOP_TASK_STATE },
-};
-static const ColumnPlace module_places[] = {
-        { 0, 24, TOP_MODULE_NAME }, { 25, 10, TOP_MODULE_CURRENT }, { 47, 10, TOP_MODULE_PEAK },
-};
-static const ColumnPlace unit_places[] = {
-        { 0, 28, TOP_UNIT_NAME }, { 29, 10, TOP_UNIT_CURRENT }, { 51, 10, TOP_UNIT_PEAK }, { 62, 7, TOP_UNIT_TASKS },
-};
-static const ColumnPlace slab_places[] = {
-        { 0, 28, TOP_SLAB_SITE }, { 29, 8, TOP_SLAB_OBJECTS }, { 38, 9, TOP_SLAB_BYTES }, { 58, 6, TOP_SLAB_WASTE },
-        { 65, 9, TOP_SLAB_PEAK }, { 75, 9, TOP_SLAB_ALLOCS },
-};
-static const ColumnPlace stack_places[] = { { 0, 10, TOP_STACK_CURRENT }, { 11, 10, TOP_STACK_PEAK } };
-
 TopHit top_screen_hit(const TopScreen *s, const TopModel *m, int y, int x) {
         const Panel *p = &s->panels[m->view];
 
         if (y == 2) {
                 int start = 0;
                 for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
-                        int end = start + (int) strlen(tab_names[v]);
+                        char tab[64];
+                        int end = start + (int) strlen(tab_name((TopView) v, tab, sizeof(tab)));
                         if (x >= start && x < end)
                                 return (TopHit) { TOP_HIT_TAB, v };
                         start = end + 1;
@@ -773,27 +470,13 @@ TopHit top_screen_hit(const TopScreen *s, const TopModel *m, int y, int x) {
         if (m->mode == TOP_MODE_HELP || m->mode == TOP_MODE_EXPLAIN)
                 return (TopHit) {};
         if (y == p->y) {
-                const ColumnPlace *places;
-                size_t n;
-                switch (m->view) {
-                case TOP_VIEW_TASKS:
-                        places = task_places, n = ELEMENTSOF(task_places);
-                        break;
-                case TOP_VIEW_MODULES:
-                        places = module_places, n = ELEMENTSOF(module_places);
-                        break;
-                case TOP_VIEW_UNITS:
-                        places = unit_places, n = ELEMENTSOF(unit_places);
-                        break;
-                case TOP_VIEW_SLAB:
-                        places = slab_places, n = ELEMENTSOF(slab_places);
-                        break;
-                default:
-                        places = stack_places, n = ELEMENTSOF(stack_places);
+                /* The columns that stand for a sort key, where the class's widths put them. */
+                const TopViewClass *k = top_view_class(m->view);
+                for (size_t i = 0; i < k->n_columns; i++) {
+                        int start = top_view_column_x(k, i);
+                        if (k->columns[i].sort >= 0 && x >= start && x < start + k->columns[i].width)
+                                return (TopHit) { TOP_HIT_COLUMN, (size_t) k->columns[i].sort };
                 }
-                for (size_t i = 0; i < n; i++)
-                        if (x >= places[i].x && x < places[i].x + places[i].width)
-                                return (TopHit) { TOP_HIT_COLUMN, places[i].column };
                 return (TopHit) {};
         }
         ssize_t row = panel_row_at(p, y, top_model_rows(m, m->view));
@@ -819,40 +502,16 @@ void top_screen_draw(TopScreen *s, TopModel *m, const TopGraph *graph, const cha
         else if (m->mode == TOP_MODE_EXPLAIN)
                 draw_explain(s, m);
         else {
-                switch (m->view) {
-                case TOP_VIEW_TASKS:
-                        header = task_header(m);
-                        panel_draw(&s->panels[m->view], header ?: "", m->n_task_rows, m->selected[m->view], task_row,
-                                   task_style, &ctx);
-                        break;
-                case TOP_VIEW_MODULES:
-                        header = module_header(m);
-                        panel_draw(&s->panels[m->view], header ?: "", m->n_module_rows, m->selected[m->view],
-                                   module_row, module_style, &ctx);
-                        break;
-                case TOP_VIEW_UNITS:
-                        header = unit_header(m);
-                        panel_draw(&s->panels[m->view], header ?: "", m->n_unit_rows, m->selected[m->view],
-                                   unit_row, unit_style, &ctx);
-                        /* An older memstrackd sends no units at all: not the same as none holding pages. */
-                        if (m->have_data && !m->have_units && s->rows > TOP_HEADER_LINES + 2)
-                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  memstrackd does not "
-                                                 "report units (a version without them)", A_NORMAL);
-                        break;
-                case TOP_VIEW_SLAB:
-                        header = slab_header(m);
-                        panel_draw(&s->panels[m->view], header ?: "", m->n_slab_rows, m->selected[m->view],
-                                   slab_row, NULL, &ctx);
-                        if (m->have_data && !m->have_slab && s->rows > TOP_HEADER_LINES + 2)
-                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  " TOP_SLAB_OFF_HINT, A_NORMAL);
-                        break;
-                default:
-                        header = stack_header(m);
-                        panel_draw(&s->panels[m->view], header ?: "", m->n_stack_rows, m->selected[m->view],
-                                   stack_row, NULL, &ctx);
-                        if (!m->stack_root && s->rows > TOP_HEADER_LINES + 2)
-                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, "  loading the stack tree...",
-                                                 A_NORMAL);
+                const TopViewClass *k = top_view_class(m->view);
+                const char *note = k->empty_note ? k->empty_note(m) : NULL;
+
+                header = top_view_header(m, m->view);
+                panel_draw(&s->panels[m->view], header ?: "", top_model_rows(m, m->view),
+                           top_model_selected(m, m->view), row_text, row_style, &ctx);
+                if (note && s->rows > TOP_HEADER_LINES + 2) {
+                        _cleanup_free_ char *line = NULL;
+                        if (asprintf(&line, "  %s", note) >= 0)
+                                panel_print_line(TOP_HEADER_LINES + 1, 0, s->cols, line, A_NORMAL);
                 }
         }
 
