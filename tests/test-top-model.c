@@ -7,11 +7,13 @@
 
 #include <jansson.h>
 
+#include "format.h"
 #include "graph.h"
 #include "meminfo.h"
 #include "model.h"
 #include "settings.h"
 #include "tests.h"
+#include "view-class.h"
 
 static json_t *task(int pid, const char *comm, int current, int peak, int allocs) {
         return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:b}", "pid", pid, "comm", comm, "cmdline", comm,
@@ -716,6 +718,320 @@ static void test_explain(void) {
         top_model_free(m);
 }
 
+/* Every registered class answers what the shared code asks of it, and its tables agree with themselves:
+ * each sort key has a name and one column to click, only the last column is as wide as its text, a tree
+ * has a forest, trends come in pairs. */
+static void test_view_classes(void) {
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
+                const TopViewClass *c = top_view_class((TopView) v);
+
+                fprintf(stderr, "   %s\n", c->name);
+                ASSERT_NOT_NULL(c->name);
+                ASSERT_NOT_NULL(c->title);
+                ASSERT_NOT_NULL(c->clear);
+                ASSERT_NOT_NULL(c->n_items);
+                ASSERT_NOT_NULL(c->key);
+                ASSERT_NOT_NULL(c->compare);
+                ASSERT_NOT_NULL(c->matches);
+                ASSERT_NOT_NULL(c->write);
+                ASSERT_TRUE(!c->required || c->read);
+                ASSERT_TRUE(!c->current == !c->set_trend);
+                ASSERT_TRUE((c->tree == TOP_TREE_NONE) == !c->forest);
+                ASSERT_TRUE(!c->only_child || c->tree != TOP_TREE_NONE);
+                for (size_t w = 0; w < v; w++) {
+                        ASSERT_TRUE(strcmp(top_view_class((TopView) w)->name, c->name) != 0);
+                        ASSERT_TRUE(strcmp(top_view_class((TopView) w)->title, c->title) != 0);
+                }
+
+                ASSERT_GT(c->n_sorts, 0);
+                ASSERT_LT(c->default_sort, c->n_sorts);
+                for (unsigned k = 0; k < c->n_sorts; k++) {
+                        size_t columns = 0;
+                        ASSERT_NOT_NULL(c->sort_names[k]);
+                        for (unsigned j = 0; j < k; j++)
+                                ASSERT_TRUE(strcmp(c->sort_names[j], c->sort_names[k]) != 0);
+                        for (size_t i = 0; i < c->n_columns; i++)
+                                columns += c->columns[i].sort == (int) k;
+                        ASSERT_EQ(columns, 1);
+                }
+                ASSERT_GT(c->n_columns, 0);
+                for (size_t i = 0; i < c->n_columns; i++) {
+                        ASSERT_NOT_NULL(c->columns[i].title);
+                        ASSERT_LT(c->columns[i].sort, (int) c->n_sorts);
+                        /* Width 0 is the last column's alone: every other one has a place to click. */
+                        ASSERT_TRUE((c->columns[i].width == 0) == (i + 1 == c->n_columns));
+                        ASSERT_TRUE(!(c->columns[i].flags & TOP_COLUMN_TREE) || c->tree != TOP_TREE_NONE);
+                }
+        }
+        /* The settings name each view by its class, both ways. */
+        TopModel *m;
+        ASSERT_OK(top_model_new(4096, &m));
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
+                char line[64];
+                (void) snprintf(line, sizeof(line), "view=%s\n", top_view_class((TopView) v)->name);
+                ASSERT_EQ(top_settings_parse(m, line), 1);
+                ASSERT_EQ(m->view, (TopView) v);
+        }
+        top_model_free(m);
+}
+
+static json_t *parented(int pid, int parent, const char *comm, int current, int peak, int allocs) {
+        json_t *t = task(pid, comm, current, peak, allocs);
+        ASSERT_OK(json_object_set_new(t, "parentPid", json_integer(parent)));
+        return t;
+}
+
+/* Rows that tie on every figure a sort key looks at, so each compare has to settle ties itself. */
+static TopModel *tied_model(void) {
+        TopModel *m;
+        json_t *r = top_reply(json_pack("[o, o, o, o, o]", parented(1, 0, "init", 5, 5, 5),
+                                        parented(10, 1, "same", 100, 200, 300), parented(11, 1, "same", 100, 200, 300),
+                                        parented(12, 10, "Same", 100, 200, 300), parented(13, 12, "other", 7, 200, 1)));
+
+        ASSERT_OK(json_object_set_new(r, "modules", json_pack("[{s:s, s:i, s:i}, {s:s, s:i, s:i}, {s:s, s:i, s:i}]",
+                                      "name", "b", "currentPages", 10, "peakPages", 10,
+                                      "name", "a", "currentPages", 10, "peakPages", 10,
+                                      "name", "c", "currentPages", 10, "peakPages", 20)));
+        ASSERT_OK(json_object_set_new(r, "units", json_pack("[o, o, o, o, o]",
+                                      sliced_unit("a.service", "/system.slice/a.service", 10),
+                                      sliced_unit("b.service", "/system.slice/b.service", 10),
+                                      sliced_unit("system.slice", "/system.slice", 20),
+                                      sliced_unit("c.scope", "/user.slice/c.scope", 40),
+                                      sliced_unit("d.scope", "/d.scope", 40))));
+        ASSERT_OK(json_object_set_new(r, "slab", json_pack("{s:i, s:[o, o, o]}", "liveObjects", 3, "rows",
+                                      slab_site("x+0x1", 10, 1000, 500, 1000, 10),
+                                      slab_site("y+0x2", 10, 1000, 500, 1000, 10),
+                                      slab_site("z+0x3", 20, 1000, 500, 2000, 10))));
+        ASSERT_OK(top_model_new(4096, &m));
+        ASSERT_OK(top_model_update(m, r));
+        json_decref(r);
+        /* Two siblings and two cousins of equal counts, and one label twice under different parents. */
+        r = json_pack("{s:o}", "root", node("[all]", 40, json_pack("[o, o]",
+                      node("a", 20, json_pack("[o, o]", node("dup", 10, NULL), node("c", 10, NULL))),
+                      node("b", 20, json_pack("[o]", node("dup", 20, NULL))))));
+        ASSERT_OK(top_model_update_stacks(m, r));
+        json_decref(r);
+        return m;
+}
+
+static int sign(int x) {
+        return x < 0 ? -1 : x > 0;
+}
+
+/* compare is a strict total order on the values for every sort key: antisymmetric, never equal for two
+ * values, transitive. */
+static void assert_total_order(const TopModel *m, TopView v, const size_t *values, size_t n) {
+        const TopViewClass *c = top_view_class(v);
+
+        ASSERT_GT(n, 2);
+        for (unsigned k = 0; k < c->n_sorts; k++)
+                for (size_t a = 0; a < n; a++)
+                        for (size_t b = 0; b < n; b++) {
+                                int ab = sign(c->compare(m, k, values[a], values[b]));
+                                ASSERT_EQ(ab, a == b ? 0 : -sign(c->compare(m, k, values[b], values[a])));
+                                ASSERT_TRUE(a == b || ab != 0);
+                                for (size_t z = 0; z < n && ab < 0; z++)
+                                        if (sign(c->compare(m, k, values[b], values[z])) < 0)
+                                                ASSERT_LT(c->compare(m, k, values[a], values[z]), 0);
+                        }
+}
+
+static void test_compare_total(void) {
+        TopModel *m = tied_model();
+        size_t values[16];
+
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
+                size_t n = top_view_class((TopView) v)->n_items(m);
+                ASSERT_LE(n, ELEMENTSOF(values));
+                for (size_t i = 0; i < n; i++)
+                        values[i] = i;
+                fprintf(stderr, "   %s\n", top_view_class((TopView) v)->name);
+                assert_total_order(m, (TopView) v, values, n);
+        }
+        /* The units tree's slices take part in its order too. */
+        top_model_set_view(m, TOP_VIEW_UNITS);
+        ASSERT_OK(top_model_toggle_tree(m));
+        size_t n = top_model_rows(m, TOP_VIEW_UNITS);
+        ASSERT_LE(n, ELEMENTSOF(values));
+        for (size_t i = 0; i < n; i++)
+                values[i] = top_model_row_value(m, TOP_VIEW_UNITS, i);
+        ASSERT_NOT_NULL(top_model_slice_row(m, 0));
+        assert_total_order(m, TOP_VIEW_UNITS, values, n);
+        top_model_free(m);
+}
+
+/* The text of headers and rows comes from the columns' widths as the printf formats of the rows had it,
+ * and a click lands on the column whose title the header shows there. */
+static void test_row_text(void) {
+        TopModel *m = tied_model();
+        char want[256], a[FORMAT_BUFFER_MAX], b[FORMAT_BUFFER_MAX], c[FORMAT_BUFFER_MAX];
+        char *text;
+
+        text = top_view_header(m, TOP_VIEW_TASKS);
+        (void) snprintf(want, sizeof(want), "%7s %-15s %10s %10s %9s %9s %-7s %s", "PID", "COMM", "[CURRENT]", "PEAK",
+                        "ALLOCS", "FREES", "STATE", "COMMAND");
+        ASSERT_STREQ(text, want);
+        free(text);
+        ASSERT_EQ(top_model_task_row(m, 0)->pid, 10);
+        text = top_view_row_text(m, TOP_VIEW_TASKS, 0, true);
+        (void) snprintf(want, sizeof(want), "%7d %-15s %10s %10s %9d %9d %-7s %s", 10, "same", "400.0 KiB", "800.0 KiB",
+                        300, 200, "running", "same");
+        ASSERT_STREQ(text, want);
+        free(text);
+        ASSERT_NULL(top_view_row_text(m, TOP_VIEW_TASKS, 5, true));
+
+        /* The units tree: a slice's row sums its units, lines before the names below it. */
+        top_model_set_view(m, TOP_VIEW_UNITS);
+        ASSERT_OK(top_model_toggle_tree(m));
+        text = top_view_row_text(m, TOP_VIEW_UNITS, 0, false);
+        (void) snprintf(want, sizeof(want), "%-28s %10s %10d %10s %7d %s", "system.slice", "160.0 KiB", 40, "-", 3, "slice");
+        ASSERT_STREQ(text, want);
+        free(text);
+        text = top_view_row_text(m, TOP_VIEW_UNITS, 1, false);
+        (void) snprintf(want, sizeof(want), "%-28s %10s %10d %10s %7d %s", "|- a.service", "40.0 KiB", 10, "40.0 KiB", 1,
+                        "live");
+        ASSERT_STREQ(text, want);
+        free(text);
+
+        text = top_view_row_text(m, TOP_VIEW_SLAB, 0, true);
+        (void) snprintf(want, sizeof(want), "%-28s %8d %9s %9s %5.1f%% %9s %9d %9d %8d %s", "x+0x1", 10,
+                        format_bytes(a, sizeof(a), 1000), format_bytes(b, sizeof(b), 500), 50.0,
+                        format_bytes(c, sizeof(c), 1000), 10, 0, 0, "");
+        ASSERT_STREQ(text, want);
+        free(text);
+
+        /* The stacks: sampling said after STACK, each level two columns in. */
+        m->stack_sample_interval = 64;
+        text = top_view_header(m, TOP_VIEW_STACKS);
+        ASSERT_STREQ(text, " [CURRENT]       PEAK STACK sampled 1 in 64 pages, scaled to exact counts; callers first; "
+                           "Enter/Right open, Left close");
+        free(text);
+        text = top_view_row_text(m, TOP_VIEW_STACKS, 1, true);
+        ASSERT_STREQ(text, "  80.0 KiB   80.0 KiB   [+] a");
+        free(text);
+
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
+                const TopViewClass *k = top_view_class((TopView) v);
+                for (unsigned sort = 0; sort < k->n_sorts; sort++) {
+                        m->sort[v] = sort;
+                        text = top_view_header(m, (TopView) v);
+                        ASSERT_NOT_NULL(text);
+                        for (size_t i = 0; i < k->n_columns; i++) {
+                                if (k->columns[i].sort < 0)
+                                        continue;
+                                char *at = strstr(text, k->columns[i].title);
+                                int x = top_view_column_x(k, i);
+                                ASSERT_NOT_NULL(at);
+                                ASSERT_GE(at - text, x);
+                                ASSERT_LT(at - text, x + k->columns[i].width);
+                                /* The sorted column in brackets, the others not. */
+                                ASSERT_EQ(at > text && at[-1] == '[', (unsigned) k->columns[i].sort == sort);
+                        }
+                        free(text);
+                }
+        }
+        top_model_free(m);
+}
+
+/* The / filter of each view matches its own names, case-insensitively, and leaves the other views alone;
+ * the stacks' shows a match with the way down to it, open, and all below it, closed. */
+static void test_filter_per_view(void) {
+        static const struct {
+                TopView view;
+                const char *filter;
+                size_t rows;
+                const char *first_key;
+        } cases[] = {
+                { TOP_VIEW_TASKS, "OTHER", 1, "pid 13" },
+                { TOP_VIEW_MODULES, "C", 1, "c" },
+                { TOP_VIEW_UNITS, "SCOPE", 2, "unit c.scope" },
+                { TOP_VIEW_SLAB, "Z+", 1, "z+0x3" },
+                { TOP_VIEW_STACKS, "DUP", 5, "[all]" },
+        };
+        TopModel *m = tied_model();
+        size_t all[_TOP_VIEW_MAX];
+
+        ASSERT_EQ(ELEMENTSOF(cases), _TOP_VIEW_MAX);
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                all[v] = top_model_rows(m, (TopView) v);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const TopViewClass *c = top_view_class(cases[i].view);
+                top_model_set_view(m, cases[i].view);
+                ASSERT_OK(top_model_set_filter(m, cases[i].filter));
+                ASSERT_EQ(top_model_rows(m, cases[i].view), cases[i].rows);
+                char *key = c->key(m, top_model_row_value(m, cases[i].view, 0));
+                ASSERT_STREQ(key, cases[i].first_key);
+                free(key);
+                for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                        if (v != (size_t) cases[i].view)
+                                ASSERT_EQ(top_model_rows(m, (TopView) v), all[v]);
+                /* Nothing matches: no rows, and the selection stays in range. */
+                ASSERT_OK(top_model_set_filter(m, "no such name"));
+                ASSERT_EQ(top_model_rows(m, cases[i].view), 0);
+                ASSERT_EQ(top_model_selected(m, cases[i].view), 0);
+                ASSERT_OK(top_model_set_filter(m, NULL));
+                ASSERT_EQ(top_model_rows(m, cases[i].view), all[cases[i].view]);
+        }
+
+        /* "dup" under a and under b: both, the way down to them open, "c" beside it not shown. */
+        top_model_set_view(m, TOP_VIEW_STACKS);
+        ASSERT_OK(top_model_set_filter(m, "dup"));
+        const char *labels[] = { "[all]", "a", "dup", "b", "dup" };
+        for (size_t i = 0; i < ELEMENTSOF(labels); i++) {
+                ASSERT_STREQ(top_model_stack_row(m, i)->node->label, labels[i]);
+                ASSERT_TRUE(!top_model_tree_line(m, TOP_VIEW_STACKS, i)->collapsed);
+        }
+        /* A match itself stays closed until opened, and "a" beside it goes. */
+        ASSERT_OK(top_model_set_filter(m, "b"));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 2);
+        ASSERT_STREQ(top_model_stack_row(m, 1)->node->label, "b");
+        ASSERT_TRUE(top_model_tree_line(m, TOP_VIEW_STACKS, 1)->collapsed);
+        top_model_free(m);
+}
+
+/* Keys: the same row has the same key in every update, two rows never share one, so the selection and
+ * what is open stay put; the stacks' key is the path, so one label under two parents is two rows. */
+static void test_keys(void) {
+        TopModel *m = tied_model();
+
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
+                const TopViewClass *c = top_view_class((TopView) v);
+                size_t n = c->n_items(m);
+                for (size_t a = 0; a < n; a++) {
+                        char *x = c->key(m, a);
+                        ASSERT_NOT_NULL(x);
+                        for (size_t b = a + 1; b < n; b++) {
+                                char *y = c->key(m, b);
+                                ASSERT_TRUE(strcmp(x, y) != 0);
+                                free(y);
+                        }
+                        free(x);
+                }
+        }
+        /* Open both "a" and "b": four rows below the root; the second "dup" (under b) selected stays
+         * selected when the tree comes again with the nodes in another order. */
+        top_model_set_view(m, TOP_VIEW_STACKS);
+        top_model_select(m, 1);
+        ASSERT_OK(top_model_expand(m));
+        ASSERT_STREQ(top_model_stack_row(m, 4)->node->label, "b");
+        top_model_select(m, 4);
+        ASSERT_OK(top_model_expand(m));
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 6);
+        top_model_select(m, 5);
+        ASSERT_STREQ(top_model_stack_row(m, 5)->node->label, "dup");
+        json_t *r = json_pack("{s:o}", "root", node("[all]", 40, json_pack("[o, o]",
+                              node("b", 30, json_pack("[o]", node("dup", 30, NULL))),
+                              node("a", 20, json_pack("[o, o]", node("dup", 10, NULL), node("c", 10, NULL))))));
+        ASSERT_OK(top_model_update_stacks(m, r));
+        json_decref(r);
+        ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 6);
+        size_t sel = top_model_selected(m, TOP_VIEW_STACKS);
+        ASSERT_EQ(sel, 2);
+        ASSERT_STREQ(top_model_stack_row(m, sel)->node->label, "dup");
+        ASSERT_STREQ(top_model_stack_row(m, 1)->node->label, "b");
+        top_model_free(m);
+}
+
 int main(void) {
         TEST(test_selection_survives_refresh);
         TEST(test_sort_and_filter);
@@ -731,5 +1047,10 @@ int main(void) {
         TEST(test_settings);
         TEST(test_chart);
         TEST(test_explain);
+        TEST(test_view_classes);
+        TEST(test_row_text);
+        TEST(test_compare_total);
+        TEST(test_filter_per_view);
+        TEST(test_keys);
         return 0;
 }
