@@ -5,6 +5,7 @@ side in one interleaved run (each round runs every configuration once, in turn, 
 machine's load hits all of them alike).
 
 Usage: measure-heap.py BUILD_DIR [--rounds N] [--steps N] [--attach-steps N] [--only-attached] [--no-attached]
+                      [--baseline BUILD_DIR] [--only-small] [--callgrind [--callgrind-steps N]]
 
 Workloads: (a) build/bench/malloc-bench: 4 threads freeing and allocating random sizes from 16 B to
 64 KiB; (b) a real program, the C compiler on four of memstrack's larger sources in one run (cc -O2 -c:
@@ -17,7 +18,17 @@ Configurations: untraced; memstrackctl record (default sampling, and --sample-in
 A profiler that is not installed is said so and skipped. Prints one Markdown table per workload: median
 wall time, its ratio to untraced, and for malloc-bench the process's peak RSS (what it reports of itself).
 Then record's fixed cost: the median wall of recording /bin/true (a private memstrackd started and
-stopped, one heap reported), which every recorded command pays once whatever it does.
+stopped, one heap reported), which every recorded command pays once whatever it does. Every other round
+runs the configurations in reverse order, so that a drift of the machine's load weighs on each alike.
+
+--baseline BUILD_DIR compares a change of the library with the build it started from: the baseline build's
+record configurations (its memstrackctl, memstrackd and library) join the same interleaved rounds on (d),
+and a table gives each one's cost per call beside this build's, with the difference in percent (of the
+medians, and the median of each round's own difference). --only-small measures (d) alone.
+--callgrind counts instructions instead of time, the same whatever the machine's load: malloc-bench's (d)
+with --callgrind-steps steps under valgrind --tool=callgrind, recorded by each build's record (default and
+--sample-interval=1), and the library's own instructions per call (its every function, the start included;
+the hooks malloc() and free() apart, with what they inline).
 
 Then the profilers that attach to a running process, on malloc-bench --attach-steps (fewer: uprobes trap on
 every call): untraced, record --pid (default and --sample-interval=1), memleak-bpfcc -p (bpfcc-tools;
@@ -27,6 +38,7 @@ is a malloc and a free). Needs root; skipped otherwise.
 """
 import argparse
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -42,6 +54,100 @@ FIXED_CONFIGS = ("untraced", "record (default, 1 stack per 512 KiB)")
 # small blocks on one thread: the library's cost per call, from the steps' own wall time (untraced and record)
 SMALL = "small blocks, 1 thread (malloc-bench STEPS 1 216)"
 SMALL_CONFIGS = ("untraced", "record (default, 1 stack per 512 KiB)", "record --sample-interval=1")
+# what --baseline's configurations add to the names of this build's
+BASELINE = " [baseline]"
+
+
+def record_configs(build, env, suffix):
+    """record's configurations with the memstrackctl, memstrackd and library of build."""
+    ctl = os.path.join(build, "client", "memstrackctl")
+    benv = dict(env, MEMSTRACKD=os.path.join(build, "daemon", "memstrackd"),
+                MEMSTRACK_HEAP_LIBRARY=os.path.join(build, "heap", "libmemstrack-heap.so"))
+    record = [ctl, "record", "--format", "heap_leaks", "--output", os.devnull, "--"]
+    return [("record (default, 1 stack per 512 KiB)" + suffix, lambda w: record + w, benv),
+            ("record --sample-interval=1" + suffix, lambda w: record[:2] + ["--sample-interval=1"] + record[2:] + w,
+             benv)]
+
+
+def compare_baseline(steps, calls, rounds):
+    """Each record configuration of (d) against the baseline build's: ns per call and the difference."""
+    print(f"\nthis build against the baseline on (d), ns per call (median of {rounds} interleaved rounds)\n")
+    print("| configuration | baseline | this build | difference | median of the rounds' differences |")
+    print("| --- | --- | --- | --- | --- |")
+    for c in SMALL_CONFIGS[1:]:
+        new, old = steps[(SMALL, c)], steps[(SMALL, c + BASELINE)]
+        mn, mo = statistics.median(new) / calls * 1e9, statistics.median(old) / calls * 1e9
+        paired = statistics.median((n - o) / o * 100 for n, o in zip(new, old))
+        print(f"| {c} | {mo:.2f} | {mn:.2f} | {(mn - mo) / mo * 100:+.1f} % | {paired:+.1f} % |")
+
+
+def callgrind_costs(path, library):
+    """Instructions of a callgrind output file (the Ir event alone): the self cost of every function in
+    the object whose name ends with library, of its malloc() and free(), and the calls of those two."""
+    tables = {"ob": {}, "fn": {}}
+
+    def name(kind, rest):
+        # name compression: "(id) name" defines an id, "(id)" alone uses it
+        m = re.fullmatch(r"\((\d+)\)(?: (.*))?", rest)
+        if not m:
+            return rest
+        if m.group(2) is not None:
+            tables[kind][m.group(1)] = m.group(2)
+        return tables[kind].get(m.group(1))
+
+    ob = fn = cob = cfn = None
+    in_call = False
+    total = hooks = 0
+    calls = {"malloc": 0, "free": 0}
+    with open(path) as f:
+        for line in f:
+            key, eq, rest = line.rstrip("\n").partition("=")
+            if eq and key == "ob":
+                ob = cob = name("ob", rest)
+            elif eq and key == "cob":
+                cob = name("ob", rest)
+            elif eq and key == "fn":
+                fn, cob = name("fn", rest), ob
+            elif eq and key == "cfn":
+                cfn = name("fn", rest)
+            elif eq and key == "calls":
+                if cob and cob.endswith(library) and cfn in calls:
+                    calls[cfn] += int(rest.split()[0])
+                in_call = True
+            elif line[:1].isdigit() or line[:1] in "+-*":
+                if in_call:             # the inclusive cost of the call above: not the caller's own
+                    in_call, cob = False, ob
+                elif ob and ob.endswith(library):
+                    cost = int(line.split()[-1])
+                    total += cost
+                    hooks += cost if fn in calls else 0
+    return total, hooks, calls["malloc"] + calls["free"]
+
+
+def measure_callgrind(a, bench, configs, tmp):
+    """Instructions per call of the library on (d) under each record configuration, by callgrind; a fixed
+    seed, so that each run samples the same calls."""
+    if not shutil.which("valgrind"):
+        sys.exit("--callgrind needs valgrind")
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(tmp, "callgrind.out"),
+           bench, str(a.callgrind_steps), "1", "216"]
+    per_call = {}
+    for c, make, cenv in configs:
+        if not c.startswith("record"):
+            continue
+        run(make(cmd), dict(cenv, MEMSTRACK_HEAP_SEED="1"), tmp)
+        total, hooks, calls = callgrind_costs(os.path.join(tmp, "callgrind.out"), "/libmemstrack-heap.so")
+        if calls == 0:
+            sys.exit(f"{c}: callgrind saw no call of the library's malloc() or free()")
+        per_call[c] = (total / calls, hooks / calls)
+    print(f"\n{SMALL.replace('STEPS', str(a.callgrind_steps))} under valgrind --tool=callgrind, instructions "
+          "of the library per call\n")
+    print("| configuration | the library's own, per call | malloc() and free() with what they inline, per call |")
+    print("| --- | --- | --- |")
+    for c, (total, hooks) in per_call.items():
+        old = per_call.get(c + BASELINE)
+        vs = f" ({(total - old[0]) / old[0] * 100:+.2f} % on the baseline)" if old else ""
+        print(f"| {c} | {total:.1f}{vs} | {hooks:.1f} |")
 
 
 def run(cmd, env, cwd):
@@ -160,6 +266,10 @@ def main():
     ap.add_argument("--small-steps", type=int, default=4000000)
     ap.add_argument("--only-attached", action="store_true")
     ap.add_argument("--no-attached", action="store_true", help="skip the profilers that attach")
+    ap.add_argument("--baseline", metavar="BUILD_DIR", help="another build's record configurations beside (d)")
+    ap.add_argument("--only-small", action="store_true", help="the small blocks workload (d) alone")
+    ap.add_argument("--callgrind", action="store_true", help="instructions per call of (d), not time")
+    ap.add_argument("--callgrind-steps", type=int, default=200000)
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     ctl = os.path.join(build, "client", "memstrackctl")
@@ -184,29 +294,38 @@ def main():
         FIXED: ["/bin/true"],
         SMALL: [os.path.join(build, "bench", "malloc-bench"), str(a.small_steps), "1", "216"],
     }
-    record = [ctl, "record", "--format", "heap_leaks", "--output", os.devnull, "--"]
-    configs = [("untraced", lambda w: w),
-               ("record (default, 1 stack per 512 KiB)", lambda w: record + w),
-               ("record --sample-interval=1", lambda w: record[:2] + ["--sample-interval=1"] + record[2:] + w)]
+    configs = [("untraced", lambda w: w, env)] + record_configs(build, env, "")
     skipped = []
     if shutil.which("heaptrack"):
-        configs.append(("heaptrack", lambda w: ["heaptrack", "-o", os.path.join(tmp, "ht")] + w))
+        configs.append(("heaptrack", lambda w: ["heaptrack", "-o", os.path.join(tmp, "ht")] + w, env))
     else:
         skipped.append("heaptrack: not installed")
+    if a.baseline:
+        configs += record_configs(os.path.abspath(a.baseline), env, BASELINE)
+        small_configs = SMALL_CONFIGS + tuple(c + BASELINE for c in SMALL_CONFIGS[1:])
+    else:
+        small_configs = SMALL_CONFIGS
+    if a.only_small:
+        workloads = {SMALL: workloads[SMALL]}
+    if a.callgrind:
+        measure_callgrind(a, workloads[SMALL][0], configs, tmp)
+        shutil.rmtree(tmp)
+        return
     if a.only_attached:
         measure_attached(a, build, env, ctl)
         shutil.rmtree(tmp)
         return
 
-    results = {(w, c): [] for w in workloads for c, _ in configs}
-    rss = {(w, c): [] for w in workloads for c, _ in configs}
-    steps = {(w, c): [] for w in workloads for c, _ in configs}
+    results = {(w, c): [] for w in workloads for c, _, _ in configs}
+    rss = {(w, c): [] for w in workloads for c, _, _ in configs}
+    steps = {(w, c): [] for w in workloads for c, _, _ in configs}
     for r in range(a.rounds):
         for w, cmd in workloads.items():
-            for c, make in configs:
-                if (w == FIXED and c not in FIXED_CONFIGS) or (w == SMALL and c not in SMALL_CONFIGS):
+            for c, make, cenv in configs if r % 2 == 0 else reversed(configs):
+                if (w == FIXED and c not in FIXED_CONFIGS) or (w == SMALL and c not in small_configs) or \
+                        (w != SMALL and c.endswith(BASELINE)):
                     continue
-                wall, kib, steps_wall = run(make(cmd), env, tmp)
+                wall, kib, steps_wall = run(make(cmd), cenv, tmp)
                 results[(w, c)].append(wall)
                 if kib:
                     rss[(w, c)].append(kib)
@@ -221,7 +340,7 @@ def main():
         print(f"\n{w} (median of {a.rounds} interleaved rounds)\n")
         print("| configuration | wall (s) | vs untraced | peak RSS (MiB) |")
         print("| --- | --- | --- | --- |")
-        for c, _ in configs:
+        for c, _, _ in configs:
             if not results[(w, c)]:
                 continue
             m = statistics.median(results[(w, c)])
@@ -234,11 +353,16 @@ def main():
           "rounds)\n")
     print("| configuration | wall of the steps (s) | ns per call | added ns per call |")
     print("| --- | --- | --- | --- |")
-    for c in SMALL_CONFIGS:
+    for c in small_configs:
         m = statistics.median(steps[(SMALL, c)])
         print(f"| {c} | {m:.3f} | {m / calls * 1e9:.1f} | {(m - base) / calls * 1e9:.1f} |")
+    if a.baseline:
+        compare_baseline(steps, calls, a.rounds)
     for s in skipped:
         print(f"\nnot measured: {s}")
+    if a.only_small:
+        shutil.rmtree(tmp)
+        return
     w = FIXED
     fixed = statistics.median(results[(w, "record (default, 1 stack per 512 KiB)")]) - \
         statistics.median(results[(w, "untraced")])
