@@ -26,7 +26,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <malloc.h>
@@ -35,24 +34,19 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "heap-abi.h"
+#include "library.h"
 #include "live.h"
 #include "spin-lock.h"
 #include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define TLS __thread __attribute__((tls_model("initial-exec")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- The real functions ------------------------------------------------------------------------------- */
 
@@ -108,35 +102,28 @@ typedef enum State {
         STATE_UNINITIALIZED,
         STATE_INITIALIZING,
         STATE_RECORDING,
-        STATE_OFF,              /* not asked to record, the daemon refused, or a forked child */
+        STATE_OFF,              /* not asked to, refused or stopped by the daemon, or a forked child */
 } State;
 
 static int state = STATE_UNINITIALIZED;
-static HeapAbiHeader *header;           /* the shared region; NULL unless recording */
-static HeapAbiRecord *ring;
-static HeapAbiStackSlot *stack_slots;
-static uint64_t *frames;
-static HeapAbiObject *objects;
-static HeapAbiThread *thread_slots;
 static int objects_lock;
-static uint64_t ring_mask, sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT, seed;
+static uint64_t sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT, seed;
 static uintptr_t own_text_start, own_text_end;  /* our code: frames inside it are left out of stacks */
 static int stack_lock;
-static bool consumer_stalled;           /* the daemon stopped polling: full rings drop at once */
 
 static TLS unsigned in_call;            /* calls running on this thread (more than one: nested) */
 static TLS int64_t bytes_until_sample;
 static TLS uint64_t rng;
-static TLS uint32_t thread_id;
 static TLS HeapAbiThread *my_counts;
 static TLS bool my_counts_shared;       /* the last slot, shared by the threads beyond the slots */
 
 /* This thread's counts: a slot of its own, claimed at its first call, or the shared last one. */
 static inline HeapAbiThread *counts(void) {
         if (unlikely(!my_counts)) {
-                uint64_t i = __atomic_fetch_add(&header->threads_used, 1, __ATOMIC_RELAXED);
-                my_counts_shared = i >= header->n_thread_slots - 1;
-                my_counts = &thread_slots[my_counts_shared ? header->n_thread_slots - 1 : i];
+                HeapAbiHeader *h = channel.header;
+                uint64_t i = __atomic_fetch_add(&h->threads_used, 1, __ATOMIC_RELAXED);
+                my_counts_shared = i >= h->n_thread_slots - 1;
+                my_counts = &channel.thread_slots[my_counts_shared ? h->n_thread_slots - 1 : i];
         }
         return my_counts;
 }
@@ -163,15 +150,6 @@ static inline void count_call(bool nested, bool alloc, uint64_t bytes) {
                 __atomic_fetch_add(&t->nested_alloc_bytes, bytes, __ATOMIC_RELAXED);
         } else
                 __atomic_fetch_add(&t->nested_frees, 1, __ATOMIC_RELAXED);
-}
-
-static uint64_t mix64(uint64_t x) {
-        x ^= x >> 33;
-        x *= UINT64_C(0xff51afd7ed558ccd);
-        x ^= x >> 33;
-        x *= UINT64_C(0xc4ceb9fe1a85ec53);
-        x ^= x >> 33;
-        return x;
 }
 
 static uint64_t threads_seeded;
@@ -382,20 +360,20 @@ static uint64_t stack_hash(const uint64_t *f, size_t n) {
 }
 
 static bool stack_equal(const HeapAbiStackSlot *s, const uint64_t *f, size_t n) {
-        if (s->n_frames != n || (uint64_t) s->offset + n > header->n_frames)
+        if (s->n_frames != n || (uint64_t) s->offset + n > channel.header->n_frames)
                 return false;
-        return memcmp(frames + s->offset, f, n * sizeof(uint64_t)) == 0;
+        return memcmp(channel.frames + s->offset, f, n * sizeof(uint64_t)) == 0;
 }
 
 /* The id of this stack in the shared table, adding it. Published slots are never changed: a lookup
  * reads them without the lock. */
 static uint32_t stack_id(const uint64_t *f, size_t n, bool nested, bool *ret_new) {
-        uint64_t h = stack_hash(f, n), mask = header->n_stack_slots - 1;
+        uint64_t h = stack_hash(f, n), mask = channel.header->n_stack_slots - 1;
         bool locked = false;
         uint32_t id = HEAP_STACK_FULL;
 
         for (size_t i = h & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
-                HeapAbiStackSlot *s = &stack_slots[i];
+                HeapAbiStackSlot *s = &channel.stack_slots[i];
                 uint64_t sh = __atomic_load_n(&s->hash, __ATOMIC_ACQUIRE);
 
                 if (sh == h && stack_equal(s, f, n)) {
@@ -413,11 +391,11 @@ static uint32_t stack_id(const uint64_t *f, size_t n, bool nested, bool *ret_new
                         probes--;
                         continue;
                 }
-                uint64_t used = header->frames_used;
-                if (used + n > header->n_frames)
+                uint64_t used = channel.header->frames_used;
+                if (used + n > channel.header->n_frames)
                         break;
-                memcpy(frames + used, f, n * sizeof(uint64_t));
-                header->frames_used = used + n;
+                memcpy(channel.frames + used, f, n * sizeof(uint64_t));
+                channel.header->frames_used = used + n;
                 s->offset = (uint32_t) used;
                 s->n_frames = (uint32_t) n;
                 __atomic_store_n(&s->hash, h, __ATOMIC_RELEASE);
@@ -426,7 +404,7 @@ static uint32_t stack_id(const uint64_t *f, size_t n, bool nested, bool *ret_new
                 break;
         }
         if (id == HEAP_STACK_FULL)
-                __atomic_fetch_add(&header->stacks_full, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&channel.header->stacks_full, 1, __ATOMIC_RELAXED);
         if (locked)
                 lock_release(&stack_lock);
         return id;
@@ -453,12 +431,12 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
                 path = resolved;
         if (path[0] != '/' || strlen(path) >= HEAP_OBJECT_PATH_MAX)
                 return 0;       /* the vDSO ("linux-vdso.so.1"), or a path too long to keep */
-        for (int i = 0; i < info->dlpi_phnum && *n < header->n_objects_max; i++) {
+        for (int i = 0; i < info->dlpi_phnum && *n < channel.header->n_objects_max; i++) {
                 const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
                 if (ph->p_type != PT_LOAD)
                         continue;
                 uint64_t start = info->dlpi_addr + ph->p_vaddr, page = 4096;
-                HeapAbiObject *o = &objects[(*n)++];
+                HeapAbiObject *o = &channel.objects[(*n)++];
                 o->start = start & ~(page - 1);
                 o->end = (start + ph->p_memsz + page - 1) & ~(page - 1);
                 o->offset = ph->p_offset & ~(page - 1);
@@ -469,24 +447,26 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 /* Rewrites the objects from the loader's list. Skipped when another thread does it. */
-static void publish_objects(bool nested) {
+static void publish_objects(void) {
+        HeapAbiHeader *h = channel.header;
         uint64_t n = 0;
 
         if (!lock_take(&objects_lock, true))
                 return;
-        (void) nested;
-        __atomic_fetch_add(&header->objects_generation, 1, __ATOMIC_ACQ_REL);      /* odd: being written */
+        __atomic_fetch_add(&h->objects_generation, 1, __ATOMIC_ACQ_REL);   /* odd: being written */
         (void) dl_iterate_phdr(add_object, &n);
-        __atomic_store_n(&header->n_objects, n, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&header->objects_generation, 1, __ATOMIC_RELEASE);     /* even: done */
+        __atomic_store_n(&h->n_objects, n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->objects_generation, 1, __ATOMIC_RELEASE);   /* even: done */
         lock_release(&objects_lock);
 }
 
 static bool frame_in_objects(uint64_t ip) {
-        uint64_t n = __atomic_load_n(&header->n_objects, __ATOMIC_RELAXED);
-        for (uint64_t i = 0; i < n && i < header->n_objects_max; i++)
-                if ((objects[i].flags & PF_X) && ip >= objects[i].start && ip < objects[i].end)
+        uint64_t n = __atomic_load_n(&channel.header->n_objects, __ATOMIC_RELAXED);
+        for (uint64_t i = 0; i < n && i < channel.header->n_objects_max; i++) {
+                const HeapAbiObject *o = &channel.objects[i];
+                if ((o->flags & PF_X) && ip >= o->start && ip < o->end)
                         return true;
+        }
         return false;
 }
 
@@ -539,7 +519,7 @@ static uint32_t take_stack(void) {
         if (new_stack)
                 for (size_t j = 0; j < k; j++)
                         if (!frame_in_objects(f[j])) {
-                                publish_objects(false);
+                                publish_objects();
                                 break;
                         }
         return id;
@@ -572,81 +552,6 @@ static TextOf text_of(const void *address) {
         TextOf t = { .address = (uintptr_t) address };
         (void) dl_iterate_phdr(find_text, &t);
         return t;
-}
-
-/* ---- Records ------------------------------------------------------------------------------------------ */
-
-static uint64_t now_msec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
-/* Reserves the next record, waiting on a full ring while the daemon keeps polling (not in a nested call).
- * false: dropped, counted. */
-static bool ring_reserve(bool nested, uint64_t *ret_seq) {
-        uint64_t head = __atomic_load_n(&header->ring_head, __ATOMIC_RELAXED);
-        uint64_t polls = 0, since = 0;
-        unsigned spins = 0;
-
-        for (;;) {
-                uint64_t tail = __atomic_load_n(&header->ring_tail, __ATOMIC_ACQUIRE);
-                if (head - tail >= header->ring_records) {
-                        uint64_t p = __atomic_load_n(&header->consumer_polls, __ATOMIC_RELAXED);
-                        if (nested || __atomic_load_n(&consumer_stalled, __ATOMIC_RELAXED)) {
-                                __atomic_fetch_add(&header->lost_ring_full, 1, __ATOMIC_RELAXED);
-                                return false;
-                        }
-                        if (since == 0 || p != polls) {
-                                polls = p;
-                                since = now_msec();
-                        } else if (now_msec() - since > 1000) {
-                                /* The daemon stopped draining: stop waiting, here and in every thread. */
-                                __atomic_store_n(&consumer_stalled, true, __ATOMIC_RELAXED);
-                                continue;
-                        }
-                        if (++spins < 64)
-                                sched_yield();
-                        else
-                                (void) nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 }, NULL);
-                        head = __atomic_load_n(&header->ring_head, __ATOMIC_RELAXED);
-                        continue;
-                }
-                if (since != 0)
-                        __atomic_store_n(&consumer_stalled, false, __ATOMIC_RELAXED);
-                if (__atomic_compare_exchange_n(&header->ring_head, &head, head + 1, true, __ATOMIC_ACQ_REL,
-                                                __ATOMIC_RELAXED)) {
-                        *ret_seq = head;
-                        return true;
-                }
-        }
-}
-
-/* A record's slot, reserved by live_change() in the order of its change of the live bytes. */
-static bool reserve_record(bool nested, uint64_t *ret_seq) {
-        /* Nobody reads the region any more (HeapStop): the process goes on unrecorded. */
-        if (unlikely(__atomic_load_n(&header->flags, __ATOMIC_ACQUIRE) & HEAP_ABI_FLAG_CLOSED)) {
-                __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
-                return false;
-        }
-        return ring_reserve(nested, ret_seq);
-}
-
-static void emit(const LiveRecord *slot, HeapAbiRecordType type, uint64_t ptr, uint64_t bytes, int64_t live_after,
-                 uint32_t stack) {
-        if (!slot->reserved)
-                return;
-        if (thread_id == 0)
-                thread_id = (uint32_t) gettid();
-        HeapAbiRecord *r = &ring[slot->seq & ring_mask];
-        r->ptr = ptr;
-        r->bytes = bytes;
-        r->live_after = live_after > 0 ? (uint64_t) live_after : 0;
-        r->peak = slot->peak;
-        r->stack = stack;
-        r->tid = thread_id;
-        r->type = type;
-        __atomic_store_n(&r->commit, slot->seq + 1, __ATOMIC_RELEASE);
 }
 
 /* ---- Block sizes ------------------------------------------------------------------------------------ */
@@ -703,7 +608,7 @@ __attribute__((noinline)) static void record_alloc_any(void *p) {
         in_call++;
         count_call(nested, true, bytes);
         if (nested)
-                __atomic_fetch_add(&header->nested_calls, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&channel.header->nested_calls, 1, __ATOMIC_RELAXED);
 
         bool sampled = sample_interval <= 1;
         if (!sampled) {
@@ -716,7 +621,8 @@ __attribute__((noinline)) static void record_alloc_any(void *p) {
                 }
         }
         if (sampled && !set_insert((uint64_t) (uintptr_t) p, nested)) {
-                __atomic_fetch_add(nested ? &header->lost_nested : &header->lost_table, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(nested ? &channel.header->lost_nested : &channel.header->lost_table, 1,
+                                   __ATOMIC_RELAXED);
                 sampled = false;
         }
         /* The stack before the change: near the peak its record's slot is reserved under a lock. */
@@ -725,7 +631,7 @@ __attribute__((noinline)) static void record_alloc_any(void *p) {
         int64_t live = live_change(my_counts_shared ? NULL : my_counts, (int64_t) bytes, nested,
                                    sampled ? &slot : NULL);
         if (sampled)
-                emit(&slot, HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live, stack);
+                channel_emit(&slot, HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live, stack);
         live_done(nested);
         in_call--;
 }
@@ -738,26 +644,26 @@ __attribute__((noinline)) static void record_free_any(void *p) {
 
         in_call++;
         if (nested)
-                __atomic_fetch_add(&header->nested_calls, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&channel.header->nested_calls, 1, __ATOMIC_RELAXED);
         if (!block_aligned(ptr)) {
-                __atomic_fetch_add(&header->invalid_frees, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&channel.header->invalid_frees, 1, __ATOMIC_RELAXED);
                 goto out;
         }
         int was = set_remove(ptr, nested);
         if (was == 0 && sample_interval <= 1) {
                 /* Every live block is in the set: this one was freed before, or never allocated here. */
-                __atomic_fetch_add(&header->unknown_frees, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&channel.header->unknown_frees, 1, __ATOMIC_RELAXED);
                 goto out;
         }
         if (was < 0)
-                __atomic_fetch_add(&header->lost_nested, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&channel.header->lost_nested, 1, __ATOMIC_RELAXED);
         uint64_t bytes = usable_size(p);
         count_call(nested, false, 0);
         LiveRecord slot;
         int64_t live = live_change(my_counts_shared ? NULL : my_counts, -(int64_t) bytes, nested,
                                    was > 0 ? &slot : NULL);
         if (was > 0)
-                emit(&slot, HEAP_RECORD_FREE, ptr, bytes, live, HEAP_STACK_NONE);
+                channel_emit(&slot, HEAP_RECORD_FREE, ptr, bytes, live, HEAP_STACK_NONE);
         live_done(nested);
 out:
         in_call--;
@@ -821,16 +727,17 @@ __attribute__((always_inline)) static inline void record_free(void *p) {
 
 /* ---- Starting --------------------------------------------------------------------------------------- */
 
-static void child_after_fork(void) {
-        /* Only this thread runs in the child; the region is the parent's. */
-        HeapAbiHeader *h = header;
+/* The daemon stopped reading the region (HeapStop): the process goes on unrecorded. */
+static void stop_recording(void) {
         __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
-        header = NULL;
+}
+
+/* Only this thread runs in the child; the region is the parent's. */
+static void child_after_fork(void) {
+        stop_recording();
         live_reset();
-        thread_id = 0;
         my_counts = NULL;
-        if (h)
-                (void) munmap(h, (size_t) h->region_bytes);
+        channel_forget();
 }
 
 static uint64_t env_uint(const char *name, uint64_t fallback) {
@@ -846,112 +753,12 @@ static uint64_t env_uint(const char *name, uint64_t fallback) {
         return v;
 }
 
-static void warn(const char *what, int error) {
-        char line[512];
-        int n = snprintf(line, sizeof(line), "memstrack-heap: %s: %s; this process is not recorded.\n", what,
-                         strerror(error));
-        if (n > 0)
-                (void) !write(STDERR_FILENO, line, (size_t) n < sizeof(line) ? (size_t) n : sizeof(line) - 1);
-}
-
-/* Builds the region and gives it to the daemon; false (said once on stderr) if that fails. */
+/* Makes the region and gives it to the daemon, with the loaded objects in it already. */
 static bool connect_daemon(const char *path) {
-        /* Every call's record needs room for the daemon's scheduling delay at millions of calls a second. */
-        size_t ring_records = sample_interval <= 1 ? HEAP_RING_RECORDS_EVERY_CALL : HEAP_RING_RECORDS;
-        size_t ring_bytes = ring_records * sizeof(HeapAbiRecord);
-        size_t slots_bytes = (size_t) HEAP_STACK_SLOTS * sizeof(HeapAbiStackSlot);
-        size_t frames_bytes = (size_t) HEAP_FRAMES * sizeof(uint64_t);
-        size_t objects_bytes = (size_t) HEAP_OBJECTS * sizeof(HeapAbiObject);
-        size_t ring_offset = 4096, slots_offset = ring_offset + ring_bytes, frames_offset = slots_offset + slots_bytes;
-        size_t objects_offset = frames_offset + frames_bytes;
-        size_t threads_offset = objects_offset + objects_bytes;
-        size_t total = threads_offset + (size_t) HEAP_THREAD_SLOTS * sizeof(HeapAbiThread);
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd = -1, sock = -1, error = 0;
-        const char *what = "cannot create its shared memory";
-        void *region = MAP_FAILED;
-
-        if (strlen(path) >= sizeof(sa.sun_path)) {
-                warn("the socket path is too long", ENAMETOOLONG);
+        if (!channel_create(sample_interval, stop_recording))
                 return false;
-        }
-        memcpy(sa.sun_path, path, strlen(path));
-
-        fd = memfd_create("memstrack-heap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0 || ftruncate(fd, (off_t) total) < 0 ||
-            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-                goto fail;
-        region = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (region == MAP_FAILED)
-                goto fail;
-        header = region;
-        *header = (HeapAbiHeader) {
-                .magic = HEAP_ABI_MAGIC,
-                .version = HEAP_ABI_VERSION,
-                .header_bytes = sizeof(HeapAbiHeader),
-                .region_bytes = total,
-                .ring_offset = ring_offset,
-                .ring_records = ring_records,
-                .stack_slots_offset = slots_offset,
-                .n_stack_slots = HEAP_STACK_SLOTS,
-                .frames_offset = frames_offset,
-                .n_frames = HEAP_FRAMES,
-                .objects_offset = objects_offset,
-                .n_objects_max = HEAP_OBJECTS,
-                .threads_offset = threads_offset,
-                .n_thread_slots = HEAP_THREAD_SLOTS,
-                .sample_interval = sample_interval,
-                .pid = getpid(),
-        };
-        ring = (HeapAbiRecord *) ((char *) region + ring_offset);
-        stack_slots = (HeapAbiStackSlot *) ((char *) region + slots_offset);
-        frames = (uint64_t *) ((char *) region + frames_offset);
-        objects = (HeapAbiObject *) ((char *) region + objects_offset);
-        thread_slots = (HeapAbiThread *) ((char *) region + threads_offset);
-        ring_mask = ring_records - 1;
-        publish_objects(true);
-
-        what = "cannot reach memstrackd's heap socket";
-        sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (sock < 0 || connect(sock, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                goto fail;
-        /* The daemon answers at once; a daemon that does not is not waited for long. */
-        struct timeval tv = { .tv_sec = 10 };
-        (void) setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        char control[CMSG_SPACE(sizeof(int))] = {};
-        uint64_t hello[2] = { HEAP_ABI_MAGIC, HEAP_ABI_VERSION };
-        struct iovec iov = { .iov_base = hello, .iov_len = sizeof(hello) };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-                              .msg_controllen = sizeof(control) };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-        what = "memstrackd's heap socket did not take the region";
-        if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
-                goto fail;
-        char answer = 0;
-        ssize_t k = recv(sock, &answer, 1, 0);
-        if (k != 1 || answer != 'y') {
-                errno = k < 0 ? errno : ECONNREFUSED;
-                goto fail;
-        }
-        close(sock);
-        close(fd);
-        return true;
-
-fail:
-        error = errno;
-        if (sock >= 0)
-                close(sock);
-        if (fd >= 0)
-                close(fd);
-        if (region != MAP_FAILED)
-                (void) munmap(region, total);
-        header = NULL;
-        warn(what, error);
-        return false;
+        publish_objects();
+        return channel_hand_over(path);
 }
 
 static void initialize(void) {
@@ -986,7 +793,8 @@ static void initialize(void) {
                 own_text_start = own.start;
                 own_text_end = own.end;
                 if (connect_daemon(path)) {
-                        live_init(header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT), reserve_record);
+                        live_init(channel.header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT),
+                                  channel_reserve);
                         /* Without its cache every stack comes from backtrace(), as complete and slower. */
                         (void) unwind_init();
                         check_glibc_chunks();
@@ -1017,7 +825,8 @@ static inline bool recording(void) {
 
 /* Inside initialize() on this thread, before the real functions are known: the bootstrap buffer. */
 static inline bool bootstrapping(void) {
-        return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING && in_call > 0 && !header;
+        return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING && in_call > 0 &&
+               !channel.header;
 }
 
 __attribute__((constructor)) static void heap_constructor(void) {
