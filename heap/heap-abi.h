@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The channel between the preloaded heap library (heap/preload.c) and memstrackd's heap source
+ * The channel between the preloaded heap library (heap/channel.c) and memstrackd's heap source
  * (daemon/sources/heap.c): one shared memory region per process image, a sealed memfd that the library
  * creates and hands over a Unix socket (SCM_RIGHTS) once, at its start. After that neither side makes a
  * system call for the other: the process writes, the daemon polls. What the process wrote stays readable

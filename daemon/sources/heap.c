@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * The heap source: user-space heaps of processes that preload libmemstrack-heap.so (heap/preload.c,
+ * The heap source: user-space heaps of processes that preload libmemstrack-heap.so (heap/channel.c,
  * memstrackctl record). It listens on the socket --source-input names; a process connects once, at its
  * start, and hands over the sealed memfd of its region (heap-abi.h). The peer's credentials say which
  * process it is, never the message. From then on the source polls each region: the sampled records become

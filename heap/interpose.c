@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * libmemstrack-heap.so: preloaded into a process (memstrackctl record), it sees every call of the malloc
+ * family, keeps the exact counters in a region it shares with memstrackd's heap source (heap-abi.h) and
+ * writes a record with a call stack for a sample of the bytes allocated, and for the free of each sampled
+ * block. It records and sends; the accounting is the daemon's.
+ *
+ * As heaptrack keeps its interposers apart from its recording, this file holds only the library's entry
+ * points, the exported functions of the malloc family, and its start: they find the real functions, call
+ * them, and hand each block to the recording (record.h: the common call inline, the rest in record.c;
+ * block-set.c, stacks.c, live.c and unwind.c under it), which writes to the daemon through channel.c.
+ *
+ * What it must never do, and how it does not:
+ *   - allocate with malloc: its tables are mmap()ed, dlsym()'s own allocations come from a static
+ *     bootstrap buffer before the real functions are known;
+ *   - recurse or deadlock: a per-thread guard (record_in_call, initial-exec TLS, no allocation on first
+ *     use) marks a call running on the thread. A call that finds it set (a signal handler that allocates,
+ *     or an allocation made by what the library calls itself) still counts exactly, takes no stack and only
+ *     try-locks; a record it cannot write is counted as lost;
+ *   - be seen by a child that forks without exec: the child stops recording (pthread_atfork) and unmaps
+ *     the region, so it cannot write the parent's records. A program it runs is recorded as its own process
+ *     (LD_PRELOAD is inherited);
+ *   - block for good: a full ring is waited on only while the daemon keeps polling, else the record is
+ *     dropped and counted;
+ *   - hold a file descriptor: the socket and the memfd are closed once the daemon has the region, so a
+ *     program that closes every descriptor or lowers RLIMIT_NOFILE changes nothing.
+ */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel.h"
+#include "heap-abi.h"
+#include "library.h"
+#include "live.h"
+#include "record.h"
+#include "stacks.h"
+#include "unwind.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- The real functions ------------------------------------------------------------------------------- */
+
+typedef void *(*MallocFn)(size_t);
+typedef void *(*CallocFn)(size_t, size_t);
+typedef void *(*ReallocFn)(void *, size_t);
+typedef void (*FreeFn)(void *);
+typedef void *(*MemalignFn)(size_t, size_t);
+typedef int (*PosixMemalignFn)(void **, size_t, size_t);
+typedef void *(*VallocFn)(size_t);
+
+static struct {
+        MallocFn malloc;
+        CallocFn calloc;
+        ReallocFn realloc;
+        FreeFn free;
+        MemalignFn memalign;
+        MemalignFn aligned_alloc;
+        PosixMemalignFn posix_memalign;
+        VallocFn valloc;
+        VallocFn pvalloc;
+} real;
+
+/* dlsym() allocates (its error buffer) before it can tell where malloc is: such blocks come from here,
+ * with their size in front, and are never given to the real allocator. */
+#define BOOTSTRAP_BYTES (64u * 1024u)
+static _Alignas(16) char bootstrap[BOOTSTRAP_BYTES];
+static size_t bootstrap_used;
+
+static bool is_bootstrap(const void *p) {
+        return (const char *) p >= bootstrap && (const char *) p < bootstrap + BOOTSTRAP_BYTES;
+}
+
+static void *bootstrap_alloc(size_t n) {
+        size_t need = 16 + ((n + 15) & ~(size_t) 15);
+        size_t at = __atomic_fetch_add(&bootstrap_used, need, __ATOMIC_RELAXED);
+
+        if (n > BOOTSTRAP_BYTES || at + need > BOOTSTRAP_BYTES)
+                return NULL;
+        memcpy(bootstrap + at, &n, sizeof(n));
+        return bootstrap + at + 16;     /* static storage is zero: calloc's too */
+}
+
+static size_t bootstrap_size(const void *p) {
+        size_t n;
+        memcpy(&n, (const char *) p - 16, sizeof(n));
+        return n;
+}
+
+/* ---- Starting ----------------------------------------------------------------------------------------- */
+
+typedef enum State {
+        STATE_UNINITIALIZED,
+        STATE_INITIALIZING,
+        STATE_RECORDING,
+        STATE_OFF,              /* not asked to, refused or stopped by the daemon, or a forked child */
+} State;
+
+static int state = STATE_UNINITIALIZED;
+static TLS bool initializing_here;      /* this thread runs initialize() */
+
+/* The daemon stopped reading the region (HeapStop): the process goes on unrecorded. */
+static void stop_recording(void) {
+        __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+}
+
+/* Only this thread runs in the child; the region is the parent's. */
+static void child_after_fork(void) {
+        stop_recording();
+        live_reset();
+        record_forget_thread();
+        channel_forget();
+}
+
+static uint64_t env_uint(const char *name, uint64_t fallback) {
+        const char *s = getenv(name);
+        char *end;
+
+        if (!s || !*s)
+                return fallback;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v == 0 || v > HEAP_SAMPLE_INTERVAL_MAX)
+                return fallback;
+        return v;
+}
+
+/* Sets up the recording and hands the region to the daemon at path, the real functions known; false:
+ * this process is not recorded. */
+static bool start_recording(const char *path) {
+        uint64_t interval = env_uint(HEAP_ENV_SAMPLE_INTERVAL, HEAP_SAMPLE_INTERVAL_DEFAULT);
+
+        record_init(interval, env_uint(HEAP_ENV_SEED, 0));
+        stacks_init();
+        if (!channel_create(interval, stop_recording))
+                return false;
+        /* The daemon reads the objects once it has the region: they are there before. */
+        stacks_publish_objects();
+        if (!channel_hand_over(path))
+                return false;
+        live_init(channel.header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT), channel_reserve);
+        /* Without its cache every stack comes from backtrace(), as complete and slower. */
+        (void) unwind_init();
+        record_check_chunks(real.malloc, real.memalign, real.free);
+        /* backtrace() loads libgcc's unwinder at its first call, which allocates: that is the library's own
+         * doing, done now and not recorded (nor is pthread_atfork()'s). */
+        void *warm[4];
+        (void) backtrace(warm, 4);
+        (void) pthread_atfork(NULL, NULL, child_after_fork);
+        return true;
+}
+
+static void initialize(void) {
+        int expected = STATE_UNINITIALIZED;
+
+        if (!__atomic_compare_exchange_n(&state, &expected, STATE_INITIALIZING, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+                /* Another thread initializes: wait for it (this thread holds nothing it needs). */
+                while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING)
+                        sched_yield();
+                return;
+        }
+
+        initializing_here = true;
+        /* dlsym() may allocate: it gets the bootstrap buffer while real.malloc is still unknown. */
+        real.malloc = (MallocFn) dlsym(RTLD_NEXT, "malloc");
+        real.calloc = (CallocFn) dlsym(RTLD_NEXT, "calloc");
+        real.realloc = (ReallocFn) dlsym(RTLD_NEXT, "realloc");
+        real.free = (FreeFn) dlsym(RTLD_NEXT, "free");
+        real.memalign = (MemalignFn) dlsym(RTLD_NEXT, "memalign");
+        real.aligned_alloc = (MemalignFn) dlsym(RTLD_NEXT, "aligned_alloc");
+        real.posix_memalign = (PosixMemalignFn) dlsym(RTLD_NEXT, "posix_memalign");
+        real.valloc = (VallocFn) dlsym(RTLD_NEXT, "valloc");
+        real.pvalloc = (VallocFn) dlsym(RTLD_NEXT, "pvalloc");
+
+        const char *path = getenv(HEAP_ENV_SOCKET);
+        bool on = real.malloc && real.calloc && real.realloc && real.free && path && *path &&
+                  start_recording(path);
+        __atomic_store_n(&state, on ? STATE_RECORDING : STATE_OFF, __ATOMIC_RELEASE);
+        initializing_here = false;
+}
+
+/* Whether this call is recorded; initializes on the first. */
+static inline bool recording(void) {
+        int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+
+        if (likely(s == STATE_RECORDING))
+                return true;
+        if (s == STATE_UNINITIALIZED) {
+                initialize();
+                return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_RECORDING;
+        }
+        return false;
+}
+
+/* Inside initialize() on this thread, before the real functions are known: the bootstrap buffer. */
+static inline bool bootstrapping(void) {
+        return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING && initializing_here &&
+               !channel.header;
+}
+
+__attribute__((constructor)) static void heap_constructor(void) {
+        (void) recording();
+}
+
+
+/* ---- The hooks ---------------------------------------------------------------------------------------- */
+
+EXPORT void *malloc(size_t n) {
+        if (unlikely(bootstrapping()))
+                return bootstrap_alloc(n);
+        bool on = recording();
+        void *p = real.malloc(n);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void *calloc(size_t n, size_t size) {
+        if (unlikely(bootstrapping())) {
+                if (size != 0 && n > SIZE_MAX / size)
+                        return NULL;
+                return bootstrap_alloc(n * size);
+        }
+        bool on = recording();
+        void *p = real.calloc(n, size);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void free(void *p) {
+        if (!p || is_bootstrap(p))
+                return;
+        if (recording())
+                record_free(p);
+        real.free(p);
+}
+
+EXPORT void *realloc(void *p, size_t n) {
+        if (unlikely(bootstrapping() || (p && is_bootstrap(p)))) {
+                void *q = bootstrapping() ? bootstrap_alloc(n) : malloc(n);
+                if (q && p)
+                        memcpy(q, p, bootstrap_size(p) < n ? bootstrap_size(p) : n);
+                return q;
+        }
+        bool on = recording();
+        if (!p) {
+                void *q = real.realloc(NULL, n);
+                if (on && q)
+                        record_alloc(q);
+                return q;
+        }
+        /* The old block is released first: once the allocator moved it, another thread may get its address. */
+        if (on)
+                record_free(p);
+        void *q = real.realloc(p, n);
+        if (on) {
+                if (q)
+                        record_alloc(q);
+                else if (n != 0)
+                        record_alloc(p);        /* failed: the old block is still there */
+        }
+        return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size) {
+        if (size != 0 && n > SIZE_MAX / size) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        return realloc(p, n * size);
+}
+
+EXPORT int posix_memalign(void **ret, size_t alignment, size_t n) {
+        bool on = recording();
+        if (!real.posix_memalign)
+                return ENOMEM;
+        int r = real.posix_memalign(ret, alignment, n);
+        if (on && r == 0 && *ret)
+                record_alloc(*ret);
+        return r;
+}
+
+static void *aligned_call(MemalignFn fn, size_t alignment, size_t n) {
+        bool on = recording();
+        if (!fn) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        void *p = fn(alignment, n);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void *aligned_alloc(size_t alignment, size_t n) {
+        (void) recording();
+        return aligned_call(real.aligned_alloc, alignment, n);
+}
+
+EXPORT void *memalign(size_t alignment, size_t n) {
+        (void) recording();
+        return aligned_call(real.memalign, alignment, n);
+}
+
+static void *page_call(VallocFn fn, size_t n) {
+        bool on = recording();
+        if (!fn) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        void *p = fn(n);
+        if (on && p)
+                record_alloc(p);
+        return p;
+}
+
+EXPORT void *valloc(size_t n) {
+        (void) recording();
+        return page_call(real.valloc, n);
+}
+
+EXPORT void *pvalloc(size_t n) {
+        (void) recording();
+        return page_call(real.pvalloc, n);
+}
+
+/* Unloading code: the unwinder forgets its rules, before (rules worked out while it is being unmapped) and
+ * after (its addresses may hold another library's code next). */
+EXPORT int dlclose(void *handle) {
+        static int (*real_dlclose)(void *);
+        int (*fn)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_RELAXED);
+
+        if (!fn) {
+                fn = (int (*)(void *)) dlsym(RTLD_NEXT, "dlclose");
+                __atomic_store_n(&real_dlclose, fn, __ATOMIC_RELAXED);
+        }
+        unwind_flush();
+        int r = fn ? fn(handle) : -1;
+        unwind_flush();
+        return r;
+}
