@@ -88,6 +88,7 @@ bool channel_create(uint64_t sample_interval, void (*on_closed)(void)) {
                 .n_thread_slots = HEAP_THREAD_SLOTS,
                 .sample_interval = sample_interval,
                 .pid = getpid(),
+                .start_nsec = now_nsec(),
         };
         return true;
 }
@@ -192,7 +193,7 @@ bool channel_reserve(bool nested, uint64_t *ret_seq) {
 }
 
 void channel_emit(const LiveRecord *slot, HeapAbiRecordType type, uint64_t ptr, uint64_t bytes,
-                int64_t live_after, uint32_t stack) {
+                int64_t live_after, uint32_t stack, uint32_t thread_allocs) {
         if (!slot->reserved)
                 return;
         if (thread_id == 0)
@@ -205,6 +206,9 @@ void channel_emit(const LiveRecord *slot, HeapAbiRecordType type, uint64_t ptr, 
         r->stack = stack;
         r->tid = thread_id;
         r->type = type;
+        r->thread_allocs = thread_allocs;
+        /* Only records pay for a clock read (the vDSO's, no system call): lifetimes and the timeline. */
+        r->time_nsec = now_nsec();
         __atomic_store_n(&r->commit, slot->seq + 1, __ATOMIC_RELEASE);
 }
 

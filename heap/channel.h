@@ -42,10 +42,11 @@ bool channel_hand_over(const char *path);
 /* Reserves the next record of the ring: a LiveReserveFn. A full ring is waited on while the daemon keeps
  * polling, except by a nested call. false: dropped and counted, or the daemon stopped reading. */
 bool channel_reserve(bool nested, uint64_t *ret_seq);
-/* Writes the record whose slot live_change() reserved in *slot (nothing if it was dropped) and publishes
- * it. live_after: the live bytes after the call, as live_change() returned them. */
+/* Writes the record whose slot live_change() reserved in *slot (nothing if it was dropped), stamped with
+ * the time now, and publishes it. live_after: the live bytes after the call, as live_change() returned
+ * them; thread_allocs: HeapAbiRecord's. */
 void channel_emit(const LiveRecord *slot, HeapAbiRecordType type, uint64_t ptr, uint64_t bytes,
-                int64_t live_after, uint32_t stack);
+                int64_t live_after, uint32_t stack, uint32_t thread_allocs);
 
 /* In a forked child (only the forking thread runs there): unmaps the parent's region, which the child
  * must not write, and forgets the thread's id. */

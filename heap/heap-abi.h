@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #define HEAP_ABI_MAGIC UINT64_C(0x3170616568736d00)    /* "\0msheap1", little-endian */
-#define HEAP_ABI_VERSION 2u                     /* 2: live bytes in threads' slots and nested_pending too */
+#define HEAP_ABI_VERSION 3u                     /* 3: each record's time and its thread's allocations */
 
 /* What the library puts in the environment of the process it records. */
 #define HEAP_ENV_SOCKET "MEMSTRACK_HEAP_SOCKET"                 /* the heap source's socket */
@@ -84,8 +84,14 @@ typedef struct HeapAbiRecord {
         uint32_t stack;                 /* ALLOC: stack id */
         uint32_t tid;
         uint32_t type;                  /* HeapAbiRecordType */
-        uint32_t reserved[3];
+        /* The low 32 bits of the allocations the thread had made (its own, not nested ones) when the call
+         * ended, 0 when not known (a nested call, a thread sharing the last slot): a free whose count is its
+         * block's allocation's, on the same thread, came before that thread allocated again. */
+        uint32_t thread_allocs;
+        uint64_t time_nsec;             /* CLOCK_MONOTONIC when the call made its change */
 } HeapAbiRecord;
+
+_Static_assert(sizeof(HeapAbiRecord) == 64, "a record is one cache line");
 
 /* A published slot has hash != 0; offset and n_frames are written before it. */
 typedef struct HeapAbiStackSlot {
@@ -134,6 +140,8 @@ typedef struct HeapAbiHeader {
         uint64_t sample_interval;       /* bytes per sampled stack on average; 1: every call */
         int32_t pid;
         uint32_t flags;                 /* HEAP_ABI_FLAG_*: the daemon's word to the library */
+        uint64_t start_nsec;            /* CLOCK_MONOTONIC when the library began recording: records' times
+                                         * count from it */
 
         /* The exact counters, all changed with atomic operations, on one cache line. The process's live
          * bytes are live_bytes + nested_pending + every thread's live_delta. */

@@ -26,6 +26,12 @@ static inline uint64_t mix64(uint64_t x) {
         return x;
 }
 
+static inline uint64_t now_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
 static inline uint64_t now_msec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -60,6 +60,13 @@ static inline void count_call(bool nested, bool alloc, uint64_t bytes) {
                 __atomic_fetch_add(&t->nested_frees, 1, __ATOMIC_RELAXED);
 }
 
+/* The low half of this thread's own allocations for its records, 0 when its count is not its own alone
+ * (heap-abi.h thread_allocs): a nested call, a thread on the shared slot. */
+static inline uint32_t thread_allocs(bool nested) {
+        return !nested && !record_counts_shared && record_own_counts ?
+                (uint32_t) __atomic_load_n(&record_own_counts->allocs, __ATOMIC_RELAXED) : 0;
+}
+
 void record_forget_thread(void) {
         record_own_counts = NULL;
 }
@@ -161,7 +168,8 @@ void record_alloc_any(void *p) {
         int64_t live = live_change(record_counts_shared ? NULL : record_own_counts, (int64_t) bytes, nested,
                                    sampled ? &slot : NULL);
         if (sampled)
-                channel_emit(&slot, HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live, stack);
+                channel_emit(&slot, HEAP_RECORD_ALLOC, (uint64_t) (uintptr_t) p, bytes, live, stack,
+                             thread_allocs(nested));
         live_done(nested);
         record_in_call--;
 }
@@ -192,7 +200,7 @@ void record_free_any(void *p) {
         int64_t live = live_change(record_counts_shared ? NULL : record_own_counts, -(int64_t) bytes, nested,
                                    was > 0 ? &slot : NULL);
         if (was > 0)
-                channel_emit(&slot, HEAP_RECORD_FREE, ptr, bytes, live, HEAP_STACK_NONE);
+                channel_emit(&slot, HEAP_RECORD_FREE, ptr, bytes, live, HEAP_STACK_NONE, thread_allocs(nested));
         live_done(nested);
 out:
         record_in_call--;

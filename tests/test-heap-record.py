@@ -67,9 +67,9 @@ def ok(msg):
     print("ok", msg)
 
 
-def record(args, target_args, env=None, expect_status=0, unset=()):
+def record(args, target_args, env=None, expect_status=0, unset=(), program=None):
     """Runs record with --json; returns (reply or None, expected or None, stderr). unset: variables taken
-    out of its environment."""
+    out of its environment; program: another than heap-target."""
     tmp = tempfile.mkdtemp(prefix="heap-record.")
     try:
         e = dict(os.environ)
@@ -79,7 +79,8 @@ def record(args, target_args, env=None, expect_status=0, unset=()):
         for name in unset:
             e.pop(name, None)
         p = subprocess.run([CTL, "record", "--json=short", "--format", "heap_maximum,heap_leaks"] + args +
-                           ["--", TARGET] + target_args, env=e, capture_output=True, text=True, timeout=300)
+                           ["--", program or TARGET] + target_args, env=e, capture_output=True, text=True,
+                           timeout=300)
         if p.returncode != expect_status:
             fail(f"record {args} {target_args}: exit status {p.returncode}, not {expect_status}; "
                  f"stderr: {p.stderr.strip()}")
@@ -346,6 +347,47 @@ def case_many():
             fail(f"many, sampled: {s['function']}:{s['line']} holds {b} bytes at exit, expected {want}")
         else:
             ok(f"many, sampled: {s['function']}:{s['line']} holds {b} bytes at exit, expected {want}")
+
+
+def frames(node):
+    """Every frame of a tree, depth first."""
+    yield node
+    for c in node.get("children", []):
+        yield from frames(c)
+
+
+def case_lifetimes():
+    """heap-lifetimes measures its blocks' lives itself: at each of its sites, the frees memstrack counts,
+    how many of them were temporary (within what the program's own clock allows) and that none lived less
+    than the program saw them live."""
+    program = os.path.join(os.path.dirname(TARGET), "heap-lifetimes")
+    reply, expected, _ = record(["--sample-interval=1"], [], program=program)
+    h = one_heap(reply, "heap_leaks")
+    if not h or not expected:
+        fail(f"no heap or no expectations: {expected}")
+        return
+    bounds = reply.get("lifetimeBoundsUsec") or [1000, 10000, 100000, 1000000, 10000000]
+    by_function = {}
+    for f in frames(h["root"]):
+        if f.get("function") in {s["function"] for s in expected["sites"]}:
+            by_function.setdefault(f["function"], f)
+    for s in expected["sites"]:
+        f = by_function.get(s["function"])
+        if not f:
+            fail(f"lifetimes: no frame {s['function']} in the tree")
+            continue
+        freed, temporary = f.get("freedBlocks"), f.get("temporaryBlocks")
+        where = f"lifetimes {s['function']}"
+        if freed is None or sum(freed) != s["frees"]:
+            fail(f"{where}: freed {freed}, expected {s['frees']} frees in all")
+        if temporary is None or not s["temporaryAtLeast"] <= temporary <= s["temporaryAtMost"]:
+            fail(f"{where}: {temporary} temporary, expected {s['temporaryAtLeast']} to {s['temporaryAtMost']}")
+        # No block lived less than the program saw it live: the buckets below its shortest life are empty.
+        shorter = [i for i, b in enumerate(bounds) if b <= s["minLifetimeUsec"]]
+        if freed and any(freed[i] for i in shorter):
+            fail(f"{where}: lifetimes {freed} below its shortest life of {s['minLifetimeUsec']} us")
+        ok(f"{where}: {sum(freed or [])} freed {freed}, {temporary} temporary "
+           f"({s['temporaryAtLeast']} to {s['temporaryAtMost']})")
 
 
 def case_storm():

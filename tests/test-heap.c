@@ -270,7 +270,100 @@ static void test_impossible_sizes(void) {
         heap_free(h);
 }
 
+/* An allocation or free at time t on thread tid, having made thread_allocs allocations. */
+static void timed(Heap *h, MsEventType type, uint64_t ptr, uint64_t frame, uint64_t t, int32_t tid,
+                uint32_t thread_allocs) {
+        uint64_t frames[2] = { frame, 0x1000 };
+        MsEvent e = synthetic_heap_block_event(type, 100, ptr, type == MS_EVENT_HEAP_ALLOC ? 64 : 0,
+                                               type == MS_EVENT_HEAP_ALLOC ? synthetic_stack(frames, 2, 0) : (MsStack) {},
+                                               0, MS_HEAP_PEAK_NONE);
+        e.tid = tid;
+        e.heap.time_nsec = t;
+        e.heap.thread_allocs = thread_allocs;
+        feed(h, e);
+}
+
+static HeapLifetimes lifetimes_at(const Heap *h, uint32_t node) {
+        for (size_t i = 0; i < heap_lifetimes_count(h); i++)
+                if (heap_lifetimes(h, i)->node == node)
+                        return *heap_lifetimes(h, i);
+        return (HeapLifetimes) {};
+}
+
+/* Lifetimes by bucket, and which frees are temporary: same thread, no allocation of it in between, under a
+ * millisecond; a free without a time, or a block whose free was lost, has no lifetime. */
+static void test_lifetimes(void) {
+        Heap *h = heap_new(1024, 1024, 16, false);
+        const uint64_t ms = 1000000, unit = STACK_HEAP_BLOCK_UNIT;
+
+        start(h, 100, 1);
+        timed(h, MS_EVENT_HEAP_ALLOC, 0x1000, 0xa, 10 * ms, 100, 1);
+        timed(h, MS_EVENT_HEAP_FREE, 0x1000, 0, 10 * ms + 500, 100, 1);        /* temporary */
+        timed(h, MS_EVENT_HEAP_ALLOC, 0x2000, 0xa, 11 * ms, 100, 2);
+        timed(h, MS_EVENT_HEAP_FREE, 0x2000, 0, 11 * ms + 500, 101, 0);        /* another thread freed it */
+        timed(h, MS_EVENT_HEAP_ALLOC, 0x3000, 0xa, 12 * ms, 100, 3);
+        timed(h, MS_EVENT_HEAP_FREE, 0x3000, 0, 12 * ms + 500, 100, 4);        /* the thread allocated again */
+        timed(h, MS_EVENT_HEAP_ALLOC, 0x4000, 0xa, 13 * ms, 100, 5);
+        timed(h, MS_EVENT_HEAP_FREE, 0x4000, 0, 15 * ms, 100, 5);              /* 2 ms: not temporary */
+        timed(h, MS_EVENT_HEAP_ALLOC, 0x5000, 0xb, 20 * ms, 100, 6);
+        timed(h, MS_EVENT_HEAP_FREE, 0x5000, 0, 20 * ms + 50000 * ms, 100, 9); /* 50 s */
+        timed(h, MS_EVENT_HEAP_ALLOC, 0x6000, 0xb, 30 * ms, 100, 10);
+        timed(h, MS_EVENT_HEAP_ALLOC, 0x6000, 0xb, 31 * ms, 100, 11);          /* its free was lost */
+        timed(h, MS_EVENT_HEAP_FREE, 0x6000, 0, 0, 100, 11);                   /* no time */
+
+        HeapLifetimes a = lifetimes_at(h, leaf(h, 0, 0xa)), b = lifetimes_at(h, leaf(h, 0, 0xb));
+        ASSERT_EQ(a.freed[0], 3 * unit);        /* under 1 ms */
+        ASSERT_EQ(a.freed[1], 1 * unit);        /* 2 ms */
+        ASSERT_EQ(a.temporary, 1 * unit);
+        ASSERT_EQ(b.freed[5], 1 * unit);        /* beyond 10 s */
+        ASSERT_EQ(b.freed[0] + b.freed[1] + b.freed[2] + b.freed[3] + b.freed[4], 0);
+        ASSERT_EQ(b.temporary, 0);
+        heap_free(h);
+}
+
+static uint64_t timeline_sum(const HeapTimeline *t, uint32_t leaf, bool alloc) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < t->n_cells; i++)
+                if (t->cells[i].leaf == leaf)
+                        sum += alloc ? t->cells[i].alloc_bytes : t->cells[i].free_bytes;
+        return sum;
+}
+
+/* The timeline keeps its sums whatever it merges: wider buckets past HEAP_TIMELINE_BUCKETS and past its
+ * cell budget, cells in bucket order, a late event in the newest bucket. */
+static void test_timeline(void) {
+        HeapTimeline t;
+        uint64_t step = HEAP_TIMELINE_STEP_NSEC;
+
+        heap_timeline_init(&t, 64);
+        for (uint32_t i = 0; i < 3 * HEAP_TIMELINE_BUCKETS; i++) {
+                heap_timeline_add(&t, i * step, i % 7, 100, 256);
+                heap_timeline_add(&t, i * step + step / 2, i % 7, -40, -256);
+        }
+        heap_timeline_add(&t, 0, 3, 5, 256);            /* late: into the newest bucket */
+        ASSERT_TRUE(t.bucket_nsec >= 4 * step);
+        ASSERT_TRUE(t.n_cells <= 64);
+        ASSERT_EQ(t.dropped, 0);
+        uint64_t alloc = 0, freed = 0;
+        for (uint32_t leaf = 0; leaf < 7; leaf++) {
+                alloc += timeline_sum(&t, leaf, true);
+                freed += timeline_sum(&t, leaf, false);
+        }
+        ASSERT_EQ(alloc, 3 * HEAP_TIMELINE_BUCKETS * 100 + 5);
+        ASSERT_EQ(freed, 3 * HEAP_TIMELINE_BUCKETS * 40);
+        for (size_t i = 1; i < t.n_cells; i++)
+                ASSERT_TRUE(t.cells[i - 1].bucket <= t.cells[i].bucket);
+        ASSERT_EQ(t.cells[t.n_cells - 1].bucket, t.last_bucket);
+        /* Each bucket holds one cell per leaf. */
+        for (size_t i = 0; i < t.n_cells; i++)
+                for (size_t j = i + 1; j < t.n_cells && t.cells[j].bucket == t.cells[i].bucket; j++)
+                        ASSERT_TRUE(t.cells[i].leaf != t.cells[j].leaf);
+        heap_timeline_done(&t);
+}
+
 int main(void) {
+        test_lifetimes();
+        test_timeline();
         test_growth();
         test_shares();
         test_stack_ids();

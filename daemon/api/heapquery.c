@@ -6,11 +6,23 @@
 #include <stdlib.h>
 
 #include "heapquery.h"
+#include "keyindex.h"
 #include "macro.h"
 #include "utf8.h"
 
 /* Standard deviations in a node's stated sampling error: 3 (99.7 % of estimates fall within it). */
 #define HEAP_ERROR_SIGMAS 3.0
+
+/* The lifetimes of a heap's frames, each the sum over its subtree (as bytes are), for the frames that have
+ * any: a frame's own blocks are those of the stacks that end there. */
+typedef struct LifetimeSums {
+        Accounting *a;
+        uint32_t scope;                 /* the heap's root frame */
+        KeyIndex of;                    /* node -> sums[] */
+        ViewHeapLifetimes *sums;
+        size_t n, allocated;
+        int error;
+} LifetimeSums;
 
 typedef struct HeapView {
         Accounting *a;
@@ -19,6 +31,8 @@ typedef struct HeapView {
         UsymImage *symbols;             /* may be NULL */
         const HeapQuery *q;
         uint64_t min_now, min_max;      /* a frame below both (scaled bytes now, at the maximum) is left out */
+        LifetimeSums lifetimes;
+        KeyIndex shown;                 /* with timeline: the frames in the reply (their ids are their nodes) */
 } HeapView;
 
 static json_int_t reply_int_or(const json_t *o, const char *key) {
@@ -130,7 +144,68 @@ static uint32_t next_sibling(const HeapView *v, uint32_t c) {
         return view_node(v->a, VIEW_TREE_HEAP, c, &n) ? n.next_sibling : VIEW_NODE_NONE;
 }
 
-static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
+static uint32_t parent_of(Accounting *a, uint32_t node) {
+        ViewNode n;
+        return view_node(a, VIEW_TREE_HEAP, node, &n) ? n.parent : VIEW_NODE_NONE;
+}
+
+/* ViewHeapLifetimesFn: a frame's own lifetimes go into it and each frame above it, up to the heap's root;
+ * frames of other heaps are left alone. */
+static void add_lifetimes(void *userdata, uint32_t node, const ViewHeapLifetimes *l) {
+        LifetimeSums *s = userdata;
+        uint32_t i;
+
+        for (i = node; i != VIEW_NODE_NONE && i != s->scope; i = parent_of(s->a, i))
+                ;
+        if (i == VIEW_NODE_NONE || s->error < 0)
+                return;
+        for (i = node;; i = parent_of(s->a, i)) {
+                uint32_t k = key_index_get(&s->of, i);
+                if (k == KEY_INDEX_NONE) {
+                        if (greedy_realloc(&s->sums, &s->allocated, s->n + 1, sizeof(ViewHeapLifetimes), 64) < 0 ||
+                            key_index_put(&s->of, i, (uint32_t) s->n) < 0) {
+                                s->error = -ENOMEM;
+                                return;
+                        }
+                        k = (uint32_t) s->n++;
+                        s->sums[k] = (ViewHeapLifetimes) {};
+                }
+                for (unsigned b = 0; b < VIEW_HEAP_LIFETIME_BUCKETS; b++)
+                        s->sums[k].freed[b] = count_add(s->sums[k].freed[b], l->freed[b]);
+                s->sums[k].temporary = count_add(s->sums[k].temporary, l->temporary);
+                if (i == s->scope)
+                        break;
+        }
+}
+
+static const ViewHeapLifetimes *lifetimes_of(const HeapView *v, uint32_t node) {
+        uint32_t k = key_index_get(&v->lifetimes.of, node);
+        return k != KEY_INDEX_NONE ? &v->lifetimes.sums[k] : NULL;
+}
+
+/* Blocks counted in 1/VIEW_HEAP_BLOCK_UNIT, to the nearest whole one. */
+static json_int_t whole_blocks(uint64_t units) {
+        return (json_int_t) ((units + VIEW_HEAP_BLOCK_UNIT / 2) / VIEW_HEAP_BLOCK_UNIT);
+}
+
+/* freedBlocks, temporaryBlocks and, with timeline, id of a frame. -ENOMEM. */
+static int lifetimes_json(HeapView *v, uint32_t node, json_t *o) {
+        const ViewHeapLifetimes *l = lifetimes_of(v, node);
+        json_auto_t *freed = json_array();
+
+        for (unsigned b = 0; freed && b < VIEW_HEAP_LIFETIME_BUCKETS; b++)
+                if (json_array_append_new(freed, json_integer(l ? whole_blocks(l->freed[b]) : 0)) < 0)
+                        return -ENOMEM;
+        if (!freed || json_object_set(o, "freedBlocks", freed) < 0 ||
+            json_object_set_new(o, "temporaryBlocks", json_integer(l ? whole_blocks(l->temporary) : 0)) < 0)
+                return -ENOMEM;
+        if (v->q->timeline && (json_object_set_new(o, "id", json_integer((json_int_t) node)) < 0 ||
+                               key_index_put(&v->shown, node, 0) < 0))
+                return -ENOMEM;
+        return 0;
+}
+
+static json_t *node_json(HeapView *v, uint32_t idx, unsigned depth) {
         uint64_t interval = v->img.sample_interval;
         ViewHeapNode x;
         ViewNode n;
@@ -147,10 +222,12 @@ static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
                         "errorBytes", error_bytes(x.bytes.current, interval, v->scale.now_bytes),
                         "maxErrorBytes", error_bytes(x.max_bytes, interval, v->scale.max_bytes));
         json_auto_t *children = json_array();
-        if (!o || !children || frame_json(v, &n, o) < 0)
+        if (!o || !children || frame_json(v, &n, o) < 0 || lifetimes_json(v, idx, o) < 0)
                 return NULL;
 
-        /* Children with something now or at the maximum, biggest first by the larger of the two. */
+        /* Children with something now or at the maximum, biggest first by the larger of the two; those
+         * whose blocks were all freed stay when they have lifetimes to show (a temporary allocation's
+         * stack), after the others, whatever the share asked for. */
         size_t n_children = 0, truncated = 0;
         for (uint32_t c = n.first_child; c != VIEW_NODE_NONE; c = next_sibling(v, c))
                 n_children++;
@@ -161,8 +238,11 @@ static json_t *node_json(const HeapView *v, uint32_t idx, unsigned depth) {
         for (uint32_t c = n.first_child; c != VIEW_NODE_NONE; c = next_sibling(v, c)) {
                 ViewHeapNode y;
                 view_heap_node(v->a, v->img.serial, c, &y);
-                if (y.bytes.current == 0 && y.max_bytes == 0)
+                if (y.bytes.current == 0 && y.max_bytes == 0) {
+                        if (lifetimes_of(v, c))
+                                list[k++] = (HeapChild) { c, 0 };
                         continue;
+                }
                 if ((uint64_t) scaled(y.bytes.current, v->scale.now_bytes) < v->min_now &&
                     (uint64_t) scaled(y.max_bytes, v->scale.max_bytes) < v->min_max) {
                         truncated++;
@@ -218,23 +298,37 @@ static int add_unsampled(json_t *root, uint64_t now_bytes, uint64_t now_blocks, 
         return 0;
 }
 
-json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
-        HeapView v = { .a = a, .q = q };
-
-        if (!view_heap(a, serial, &v.img))
-                return NULL;
-        const ViewHeap *img = &v.img;
-        const MsHeapCounters *c = &img->counters;
-        v.scale = view_heap_scale(a, serial);
-        v.symbols = usym && img->maps ? usym_image(usym, serial, img->maps) : NULL;
+/* A heap's view for a query: its figures, symbols and frames' lifetimes. -ESRCH (no such heap), -ENOMEM. */
+static int heap_view_init(HeapView *v, Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
+        *v = (HeapView) { .a = a, .q = q };
+        if (!view_heap(a, serial, &v->img))
+                return -ESRCH;
+        const MsHeapCounters *c = &v->img.counters;
+        v->scale = view_heap_scale(a, serial);
+        v->symbols = usym && v->img.maps ? usym_image(usym, serial, v->img.maps) : NULL;
         /* Rounded up: with min_ppm > 0 a frame of 0 bytes in one view never counts as above it. */
-        v.min_now = (c->live_bytes * q->min_ppm + 999999) / 1000000;
-        v.min_max = (c->peak_bytes * q->min_ppm + 999999) / 1000000;
-        uint32_t scope = view_heap_scope_node(a, serial);
+        v->min_now = (c->live_bytes * q->min_ppm + 999999) / 1000000;
+        v->min_max = (c->peak_bytes * q->min_ppm + 999999) / 1000000;
+        v->lifetimes = (LifetimeSums) { .a = a, .scope = view_heap_scope_node(a, serial) };
+        if (v->lifetimes.scope != VIEW_NODE_NONE)
+                view_heap_foreach_lifetimes(a, add_lifetimes, &v->lifetimes);
+        return v->lifetimes.error;
+}
+
+static void heap_view_done(HeapView *v) {
+        key_index_done(&v->lifetimes.of);
+        free(v->lifetimes.sums);
+        key_index_done(&v->shown);
+}
+
+static json_t *root_json(HeapView *v) {
+        const ViewHeap *img = &v->img;
+        const MsHeapCounters *c = &img->counters;
+        uint32_t scope = v->lifetimes.scope;
         json_t *root = NULL;
 
         if (scope != VIEW_NODE_NONE) {
-                root = node_json(&v, scope, 0);
+                root = node_json(v, scope, 0);
                 if (!root)
                         return NULL;
         } else {
@@ -258,6 +352,41 @@ json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *
         return root;
 }
 
+json_t *heap_query_root_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, uint32_t serial) {
+        HeapView v;
+        json_t *root = heap_view_init(&v, a, usym, q, serial) >= 0 ? root_json(&v) : NULL;
+
+        heap_view_done(&v);
+        return root;
+}
+
+/* The frame a timeline cell's stack counts at in the reply: its own, or the nearest shown above it. */
+static uint32_t shown_frame(const HeapView *v, uint32_t node) {
+        for (uint32_t i = node; i != VIEW_NODE_NONE; i = parent_of(v->a, i))
+                if (key_index_get(&v->shown, i) != KEY_INDEX_NONE)
+                        return i;
+        return v->lifetimes.scope;
+}
+
+/* HeapTimeline, after the tree was rendered (its frames' ids are known). */
+static json_t *timeline_json(const HeapView *v) {
+        json_auto_t *cells = json_array();
+        ViewHeapTimelineCell c;
+
+        if (!cells)
+                return NULL;
+        for (size_t i = 0; view_heap_timeline_cell(v->a, v->img.serial, i, &c); i++)
+                if (json_array_append_new(cells, json_pack("[I, I, I, I, I, I]", (json_int_t) c.bucket,
+                                                           (json_int_t) shown_frame(v, c.node),
+                                                           (json_int_t) c.alloc_bytes, whole_blocks(c.alloc_blocks),
+                                                           (json_int_t) c.free_bytes, whole_blocks(c.free_blocks))) < 0)
+                        return NULL;
+        return json_pack("{s:I, s:O, s:I}",
+                         "bucketUsec", (json_int_t) (view_heap_timeline_bucket_nsec(v->a, v->img.serial) / 1000),
+                         "cells", cells,
+                         "dropped", (json_int_t) v->img.timeline_dropped);
+}
+
 static json_t *growth_json(Accounting *a, const ViewHeap *img) {
         json_auto_t *list = json_array();
         uint64_t live_bytes;
@@ -274,16 +403,21 @@ static json_t *growth_json(Accounting *a, const ViewHeap *img) {
 
 static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, const ViewHeap *img) {
         const MsHeapCounters *c = &img->counters;
-        json_t *root = heap_query_root_json(a, usym, q, img->serial);
-        json_t *growth = growth_json(a, img);
+        json_t *root = NULL, *growth = NULL, *timeline = NULL;
+        HeapView v;
 
-        if (!root || !growth) {
+        if (heap_view_init(&v, a, usym, q, img->serial) >= 0 && (root = root_json(&v)))
+                timeline = q->timeline ? timeline_json(&v) : json_null();
+        heap_view_done(&v);
+        growth = growth_json(a, img);
+        if (!root || !growth || !timeline) {
                 json_decref(root);
                 json_decref(growth);
+                json_decref(timeline);
                 return NULL;
         }
         return json_pack("{s:i, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-                         "s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+                         "s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
                          "pid", (int) img->pid,
                          "comm", name_json(img->comm),
                          "cmdline", name_json(img->cmdline),
@@ -307,6 +441,7 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                          "startUsec", (json_int_t) (img->start_nsec / 1000),
                          "endUsec", (json_int_t) (img->end_nsec / 1000),
                          "growth", growth,
+                         "timeline", timeline,
                          "root", root);
 }
 
@@ -329,7 +464,14 @@ int heap_query_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, json_t
         if (q->pid > 0 && !found)
                 return -ESRCH;
         view_heap_stats(a, &stats);
-        *ret = json_pack("{s:O, s:I, s:I}", "heaps", list, "heapsDropped", (json_int_t) stats.images_dropped,
+        json_auto_t *bounds = json_array();
+        for (unsigned i = 0; bounds && i + 1 < VIEW_HEAP_LIFETIME_BUCKETS; i++)
+                if (json_array_append_new(bounds, json_integer((json_int_t) view_heap_lifetime_bound_usec(i))) < 0)
+                        return -ENOMEM;
+        if (!bounds)
+                return -ENOMEM;
+        *ret = json_pack("{s:O, s:O, s:I, s:I}", "heaps", list, "lifetimeBoundsUsec", bounds,
+                         "heapsDropped", (json_int_t) stats.images_dropped,
                          "invalidEvents", (json_int_t) stats.invalid_events);
         return *ret ? 0 : -ENOMEM;
 }

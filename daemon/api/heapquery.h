@@ -22,6 +22,7 @@ typedef struct HeapQuery {
         uint32_t min_ppm;               /* frames below this share (per million) of their heap's live and
                                          * peak bytes, both, are left out; 0: none */
         bool show_addresses;
+        bool timeline;                  /* each heap's timeline, and its frames' ids */
 } HeapQuery;
 
 #define HEAP_QUERY_DEPTH_DEFAULT 64u

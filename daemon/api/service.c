@@ -586,6 +586,7 @@ static int method_heap(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .max_children = (unsigned) max_children,
                 .min_ppm = (uint32_t) min_ppm,
                 .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .timeline = varlink_call_parameter_bool(call, "timeline", false),
         };
         int r = heap_query_json(sv->accounting, sv->usym, &q, &reply);
         if (r < 0)

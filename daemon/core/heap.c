@@ -11,14 +11,23 @@
 #include "backshift.h"
 
 #define BLOCKS_MIN 1024u        /* slots of the block table at first; a power of two */
+/* Timeline cells one image may keep (heap-timeline.h): 40 bytes each, 2.5 MiB, and about as much in a
+ * Heap reply, well inside its 16 MiB. */
+#define TIMELINE_CELLS_MAX (UINT32_C(1) << 16)
 
-/* A live sampled block: (image, ptr) -> the leaf it is charged to and what it stands for. */
+const uint64_t heap_lifetime_bounds_usec[HEAP_LIFETIME_BUCKETS - 1] = { 1000, 10000, 100000, 1000000, 10000000 };
+
+/* A live sampled block: (image, ptr) -> the leaf it is charged to, what it stands for, and its allocation's
+ * time and thread (for its lifetime). */
 typedef struct BlockSlot {
         uint64_t ptr;                   /* 0: empty (no allocator hands out 0) */
         uint32_t image;
         uint32_t leaf;
         uint64_t bytes;                 /* weighted */
         uint64_t blocks;                /* weighted, in 1/STACK_HEAP_BLOCK_UNIT */
+        uint64_t time_nsec;             /* of its allocation; 0: not known */
+        int32_t tid;
+        uint32_t thread_allocs;         /* MsHeapEvent's, 0: not known */
 } BlockSlot;
 
 struct Heap {
@@ -33,6 +42,10 @@ struct Heap {
         /* (image, the source's stack id) -> the leaf its frames led to: a stack interned once per heap,
          * not per block. Removed with the image's blocks at its end. */
         KeyIndex stacks_seen;
+        /* node -> its HeapLifetimes in lifetimes: the nodes sampled blocks were freed at. */
+        KeyIndex lifetime_of;
+        HeapLifetimes *lifetimes;       /* owned */
+        size_t n_lifetimes, lifetimes_allocated;
         uint64_t images_dropped, invalid_events;
 };
 
@@ -52,6 +65,7 @@ static void images_done(Heap *h) {
                 free(h->images[i].cmdline);
                 free(h->images[i].maps);
                 free(h->images[i].growth);
+                heap_timeline_done(&h->images[i].timeline);
         }
         free(h->images);
         h->images = NULL;
@@ -66,6 +80,8 @@ Heap *heap_free(Heap *h) {
         free(h->blocks);
         key_index_done(&h->pids);
         key_index_done(&h->stacks_seen);
+        key_index_done(&h->lifetime_of);
+        free(h->lifetimes);
         free(h);
         return NULL;
 }
@@ -78,6 +94,8 @@ void heap_clear(Heap *h) {
         h->n_slots = h->n_blocks = 0;
         key_index_done(&h->pids);
         key_index_done(&h->stacks_seen);
+        key_index_done(&h->lifetime_of);
+        h->n_lifetimes = 0;
         h->images_dropped = h->invalid_events = 0;
 }
 
@@ -201,9 +219,52 @@ static void mark_peak(HeapImage *img) {
         img->gen++;
 }
 
-static void release_block(Heap *h, HeapImage *img, size_t slot) {
+/* Nanoseconds since the image began; its first records may be older than its START. */
+static uint64_t image_time(const HeapImage *img, const MsEvent *e) {
+        uint64_t t = e->heap.time_nsec ?: e->timestamp_nsec;
+        return t > img->start_nsec ? t - img->start_nsec : 0;
+}
+
+/* The lifetimes of a node, made on first use; NULL without memory (that free is not timed). */
+static HeapLifetimes *lifetimes_of(Heap *h, uint32_t node) {
+        uint32_t i = key_index_get(&h->lifetime_of, node);
+
+        if (i != KEY_INDEX_NONE)
+                return &h->lifetimes[i];
+        if (greedy_realloc(&h->lifetimes, &h->lifetimes_allocated, h->n_lifetimes + 1, sizeof(HeapLifetimes), 64) < 0 ||
+            key_index_put(&h->lifetime_of, node, (uint32_t) h->n_lifetimes) < 0)
+                return NULL;
+        h->lifetimes[h->n_lifetimes] = (HeapLifetimes) { .node = node };
+        return &h->lifetimes[h->n_lifetimes++];
+}
+
+/* A sampled block's free at e (a FREE event): how long it lived, and whether it was temporary. Frees not
+ * stamped (another source, or the block's free was lost) have no lifetime. */
+static void count_lifetime(Heap *h, const BlockSlot *b, const MsEvent *e) {
+        uint64_t freed = e->heap.time_nsec;
+
+        if (b->time_nsec == 0 || freed < b->time_nsec)
+                return;
+        HeapLifetimes *l = lifetimes_of(h, b->leaf);
+        if (!l)
+                return;
+        uint64_t usec = (freed - b->time_nsec) / 1000;
+        unsigned i = 0;
+        while (i < HEAP_LIFETIME_BUCKETS - 1 && usec >= heap_lifetime_bounds_usec[i])
+                i++;
+        l->freed[i] = count_add(l->freed[i], b->blocks);
+        if (b->thread_allocs != 0 && b->thread_allocs == e->heap.thread_allocs && b->tid == e->tid &&
+            freed - b->time_nsec < HEAP_TEMPORARY_NSEC)
+                l->temporary = count_add(l->temporary, b->blocks);
+}
+
+/* A live block goes: freed at e (its lifetime counted when known), or at e without a free (lost). */
+static void release_block(Heap *h, HeapImage *img, size_t slot, const MsEvent *e, bool freed) {
         BlockSlot *b = &h->blocks[slot];
         stacktree_heap_apply(h->stacks, b->leaf, -(int64_t) b->bytes, -(int64_t) b->blocks, img->gen);
+        heap_timeline_add(&img->timeline, image_time(img, e), b->leaf, -(int64_t) b->bytes, -(int64_t) b->blocks);
+        if (freed)
+                count_lifetime(h, b, e);
         img->sampled_blocks--;
         block_remove(h, slot);
 }
@@ -251,12 +312,14 @@ static void handle_start(Heap *h, const MsEvent *e) {
                 .pid = e->pid,
                 .serial = serial,
                 .sample_interval = MIN(MAX(x->sample_interval, (uint64_t) 1), HEAP_EVENT_SAMPLE_INTERVAL_MAX),
-                .start_nsec = e->timestamp_nsec,
+                /* When the library began, if the process says a time before the source read its heap. */
+                .start_nsec = x->time_nsec > 0 && x->time_nsec <= e->timestamp_nsec ? x->time_nsec : e->timestamp_nsec,
                 .cmdline = x->cmdline ? strdup(x->cmdline) : NULL,
                 .maps = x->maps ? strdup(x->maps) : NULL,
         };
         if (x->comm)
                 (void) snprintf(img->comm, sizeof(img->comm), "%s", x->comm);
+        heap_timeline_init(&img->timeline, image_share(h, TIMELINE_CELLS_MAX));
         h->n_images++;
 }
 
@@ -285,7 +348,7 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
         if (h->blocks[slot].ptr != 0) {
                 /* Still live: the free of the block that had this address was lost. */
                 img->replaced++;
-                release_block(h, img, slot);
+                release_block(h, img, slot, e, false);
                 slot = block_find(h, img->serial, x->ptr);
         }
 
@@ -311,10 +374,12 @@ static void handle_alloc(Heap *h, const MsEvent *e) {
         heap_block_weight(x->bytes, img->sample_interval, &bytes, &blocks);
 
         h->blocks[slot] = (BlockSlot) { .ptr = x->ptr, .image = img->serial, .leaf = leaf, .bytes = bytes,
-                                        .blocks = blocks };
+                                        .blocks = blocks, .time_nsec = x->time_nsec, .tid = e->tid,
+                                        .thread_allocs = x->thread_allocs };
         h->n_blocks++;
         img->sampled_blocks++;
         stacktree_heap_apply(h->stacks, leaf, (int64_t) bytes, (int64_t) blocks, img->gen);
+        heap_timeline_add(&img->timeline, image_time(img, e), leaf, (int64_t) bytes, (int64_t) blocks);
 out:
         if (x->peak == MS_HEAP_PEAK_AFTER)
                 mark_peak(img);
@@ -331,7 +396,7 @@ static void handle_free(Heap *h, const MsEvent *e) {
         img->sampled_frees++;
         size_t slot = h->n_slots > 0 ? block_find(h, img->serial, x->ptr) : 0;
         if (h->n_slots > 0 && h->blocks[slot].ptr != 0)
-                release_block(h, img, slot);
+                release_block(h, img, slot, e, true);
         else
                 img->unmatched_frees++;
         if (x->peak == MS_HEAP_PEAK_AFTER)
@@ -465,6 +530,14 @@ uint32_t heap_scope_node(const Heap *h, uint32_t serial) {
         return stacktree_find_child(h->stacks, STACK_NODE_ROOT, STACK_FRAME_PROCESS, serial);
 }
 
+size_t heap_lifetimes_count(const Heap *h) {
+        return h->n_lifetimes;
+}
+
+const HeapLifetimes *heap_lifetimes(const Heap *h, size_t i) {
+        return i < h->n_lifetimes ? &h->lifetimes[i] : NULL;
+}
+
 static double ratio(uint64_t exact, uint64_t estimate) {
         return estimate > 0 && exact > 0 ? (double) exact / (double) estimate : 1.0;
 }
@@ -503,9 +576,11 @@ void heap_get_stats(const Heap *h, HeapStats *ret) {
 size_t heap_memory_bytes(const Heap *h) {
         size_t b = sizeof(Heap) + h->n_allocated * sizeof(HeapImage) + h->n_slots * sizeof(BlockSlot) +
                    key_index_memory_bytes(&h->pids) + key_index_memory_bytes(&h->stacks_seen) +
+                   key_index_memory_bytes(&h->lifetime_of) + h->lifetimes_allocated * sizeof(HeapLifetimes) +
                    (h->stacks ? stacktree_memory_bytes(h->stacks) : 0);
         for (size_t i = 0; i < h->n_images; i++)
                 b += (h->images[i].maps ? strlen(h->images[i].maps) + 1 : 0) +
-             (h->images[i].growth ? HEAP_GROWTH_POINTS * sizeof(HeapPoint) : 0);
+                     (h->images[i].growth ? HEAP_GROWTH_POINTS * sizeof(HeapPoint) : 0) +
+                     heap_timeline_memory_bytes(&h->images[i].timeline);
         return b;
 }

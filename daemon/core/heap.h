@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "heap-timeline.h"
 #include "ledger.h"
 #include "stats.h"
 #include "stacktree.h"
@@ -42,6 +43,23 @@
  * then stay far below 2^63, the stack tree's signed deltas. */
 #define HEAP_BLOCK_BYTES_MAX (UINT64_C(1) << 57)
 #define HEAP_EVENT_SAMPLE_INTERVAL_MAX (UINT64_C(1) << 40)
+
+/*
+ * How long sampled blocks lived, from their allocation's record to their free's (the library stamps both):
+ * bucket i holds lifetimes below heap_lifetime_bounds_usec[i] and at least the bound before it; the last
+ * bucket has no bound. A temporary allocation (heaptrack's word) was freed on its own thread before that
+ * thread allocated again, and within HEAP_TEMPORARY_NSEC. Counted per stack leaf, in blocks of
+ * 1/STACK_HEAP_BLOCK_UNIT (a sampled block stands for 1/p of them): exact with every call's stack.
+ */
+#define HEAP_LIFETIME_BUCKETS 6u
+extern const uint64_t heap_lifetime_bounds_usec[HEAP_LIFETIME_BUCKETS - 1];
+#define HEAP_TEMPORARY_NSEC UINT64_C(1000000)
+
+typedef struct HeapLifetimes {
+        uint32_t node;                  /* the tree's node whose stacks' blocks these are */
+        uint64_t freed[HEAP_LIFETIME_BUCKETS];
+        uint64_t temporary;             /* of those freed, temporary */
+} HeapLifetimes;
 
 typedef struct HeapPoint {
         uint32_t msec;                  /* since the heap's start */
@@ -70,6 +88,7 @@ typedef struct HeapImage {
         HeapPoint *growth;              /* owned: HEAP_GROWTH_POINTS of them, allocated at the first count */
         uint32_t n_growth;
         uint64_t growth_step_usec;
+        HeapTimeline timeline;          /* what its stacks allocated and freed, by time */
 } HeapImage;
 
 typedef struct Heap Heap;
@@ -91,6 +110,10 @@ uint32_t heap_find(const Heap *h, int32_t pid);
 const StackTree *heap_stacktree(const Heap *h);
 /* The image's "[heap ...]" node in the tree, STACK_NODE_NONE before its first sampled block. */
 uint32_t heap_scope_node(const Heap *h, uint32_t serial);
+/* The lifetimes of the blocks freed at each node of the tree itself (the stacks that end there), for the
+ * nodes that have any, in no order. */
+size_t heap_lifetimes_count(const Heap *h);
+const HeapLifetimes *heap_lifetimes(const Heap *h, size_t i);
 
 /* The weights of a sampled block of bytes with this sample interval: bytes and blocks
  * (in 1/STACK_HEAP_BLOCK_UNIT) it stands for. */

@@ -17,6 +17,7 @@ static_assert(VIEW_MODULE_NONE == USAGE_MODULE_NONE && VIEW_UNIT_NONE == UNITS_N
 static_assert(VIEW_NODE_ROOT == STACK_NODE_ROOT && VIEW_NODE_NONE == STACK_NODE_NONE, "node ids");
 static_assert(VIEW_SLAB_NONE == SLAB_NONE && VIEW_HEAP_NONE == HEAP_NONE, "slab and heap ids");
 static_assert(VIEW_HEAP_BLOCK_UNIT == STACK_HEAP_BLOCK_UNIT, "heap block unit");
+static_assert(VIEW_HEAP_LIFETIME_BUCKETS == HEAP_LIFETIME_BUCKETS, "heap lifetime buckets");
 static_assert(VIEW_PAGE_KIND_UNKNOWN == PAGE_KIND_UNKNOWN, "page kinds");
 static_assert(VIEW_PAGE_AGE_GRAIN_NSEC == UINT64_C(1) << PAGEMAP_STAMP_SHIFT, "page age grain");
 static_assert(VIEW_SLAB_RECONCILE_INTERVAL_NSEC == SLAB_RECONCILE_INTERVAL_NSEC, "reconcile interval");
@@ -499,6 +500,7 @@ bool view_heap(Accounting *a, uint32_t serial, ViewHeap *ret) {
                 .end = img->end,
                 .ended = img->ended,
                 .n_growth = img->n_growth,
+                .timeline_dropped = img->timeline.dropped,
         };
         return true;
 }
@@ -538,6 +540,48 @@ void view_heap_node(Accounting *a, uint32_t serial, uint32_t node, ViewHeapNode 
                 return;
         ret->bytes = stacktree_pages(t, node);
         stacktree_heap_values(t, node, img->gen, &ret->blocks, &ret->max_bytes, &ret->max_blocks);
+}
+
+uint64_t view_heap_lifetime_bound_usec(unsigned i) {
+        return i < HEAP_LIFETIME_BUCKETS - 1 ? heap_lifetime_bounds_usec[i] : UINT64_MAX;
+}
+
+void view_heap_foreach_lifetimes(Accounting *a, ViewHeapLifetimesFn fn, void *userdata) {
+        const Heap *h = accounting_heap(a);
+
+        for (size_t i = 0; h && i < heap_lifetimes_count(h); i++) {
+                const HeapLifetimes *l = heap_lifetimes(h, i);
+                ViewHeapLifetimes v = { .temporary = l->temporary };
+                memcpy(v.freed, l->freed, sizeof(v.freed));
+                fn(userdata, l->node, &v);
+        }
+}
+
+uint64_t view_heap_timeline_bucket_nsec(Accounting *a, uint32_t serial) {
+        const HeapImage *img = image_of(a, serial);
+        return img ? img->timeline.bucket_nsec : 0;
+}
+
+size_t view_heap_timeline_count(Accounting *a, uint32_t serial) {
+        const HeapImage *img = image_of(a, serial);
+        return img ? img->timeline.n_cells : 0;
+}
+
+bool view_heap_timeline_cell(Accounting *a, uint32_t serial, size_t i, ViewHeapTimelineCell *ret) {
+        const HeapImage *img = image_of(a, serial);
+
+        if (!img || i >= img->timeline.n_cells)
+                return false;
+        const HeapTimelineCell *c = &img->timeline.cells[i];
+        *ret = (ViewHeapTimelineCell) {
+                .bucket = c->bucket,
+                .node = c->leaf,
+                .alloc_bytes = c->alloc_bytes,
+                .alloc_blocks = c->alloc_blocks,
+                .free_bytes = c->free_bytes,
+                .free_blocks = c->free_blocks,
+        };
+        return true;
 }
 
 void view_heap_stats(Accounting *a, HeapStats *ret) {

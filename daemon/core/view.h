@@ -308,6 +308,7 @@ typedef struct ViewHeap {
         MsHeapEnd end;
         bool ended;
         uint32_t n_growth;              /* points of its live bytes over its life (view_heap_point()) */
+        uint64_t timeline_dropped;      /* changes its timeline could not keep */
 } ViewHeap;
 
 size_t view_heap_count(Accounting *a);
@@ -332,6 +333,30 @@ typedef struct ViewHeapNode {
 } ViewHeapNode;
 void view_heap_node(Accounting *a, uint32_t serial, uint32_t node, ViewHeapNode *ret);
 void view_heap_stats(Accounting *a, HeapStats *ret);
+
+/* How long the sampled blocks freed at a node itself lived (the stacks that end there): freed[i] below
+ * view_heap_lifetime_bound_usec(i), the last bucket beyond the last bound; temporary: freed on their own
+ * thread before it allocated again, within a millisecond. Blocks in VIEW_HEAP_BLOCK_UNIT. */
+#define VIEW_HEAP_LIFETIME_BUCKETS 6u
+typedef struct ViewHeapLifetimes {
+        uint64_t freed[VIEW_HEAP_LIFETIME_BUCKETS];
+        uint64_t temporary;
+} ViewHeapLifetimes;
+uint64_t view_heap_lifetime_bound_usec(unsigned i);
+typedef void (*ViewHeapLifetimesFn)(void *userdata, uint32_t node, const ViewHeapLifetimes *l);
+/* Calls fn for every node of VIEW_TREE_HEAP that blocks were freed at, in no order. */
+void view_heap_foreach_lifetimes(Accounting *a, ViewHeapLifetimesFn fn, void *userdata);
+
+/* A heap's timeline: what each stack leaf allocated and freed in each bucket of bucket_nsec from the heap's
+ * start (bytes, and blocks in VIEW_HEAP_BLOCK_UNIT), in bucket order. */
+typedef struct ViewHeapTimelineCell {
+        uint32_t bucket;
+        uint32_t node;
+        uint64_t alloc_bytes, alloc_blocks, free_bytes, free_blocks;
+} ViewHeapTimelineCell;
+uint64_t view_heap_timeline_bucket_nsec(Accounting *a, uint32_t serial);
+size_t view_heap_timeline_count(Accounting *a, uint32_t serial);
+bool view_heap_timeline_cell(Accounting *a, uint32_t serial, size_t i, ViewHeapTimelineCell *ret);
 
 /* --- History ---------------------------------------------------------------------------------------- */
 

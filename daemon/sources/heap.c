@@ -74,6 +74,7 @@ typedef struct HeapChannel {
         uint64_t *frames;
         uint64_t n_frames;
         uint64_t sample_interval;
+        uint64_t start_nsec;            /* the header's: when the library began recording */
 
         uint64_t tail;                  /* our read position; the region's copy is only for the producers */
         HeapProgress progress;
@@ -208,6 +209,8 @@ static void apply_record(HeapChannel *c, const HeapAbiRecord *r) {
         e.heap.ptr = r->ptr;
         e.heap.bytes = r->bytes;
         e.heap.peak = heap_progress_record(&c->progress, r->type == HEAP_RECORD_ALLOC, r->live_after, r->peak);
+        e.heap.time_nsec = r->time_nsec;
+        e.heap.thread_allocs = r->thread_allocs;
         if (r->type == HEAP_RECORD_ALLOC) {
                 size_t n = read_stack(c, r->stack, f);
                 e.heap.stack = (MsStack) { .frames = f, .n_frames = (uint32_t) n };
@@ -402,6 +405,7 @@ static int channel_map(HeapChannel *c, int memfd) {
         c->threads = (HeapAbiThread *) ((char *) c->region + h.threads_offset);
         c->n_thread_slots = h.n_thread_slots;
         c->sample_interval = h.sample_interval;
+        c->start_nsec = h.start_nsec;
         c->tail = load(&c->header->ring_tail);
         return 0;
 }
@@ -480,6 +484,7 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
         }
         MsEvent e = heap_event(c, MS_EVENT_HEAP_START);
         e.heap.sample_interval = c->sample_interval;
+        e.heap.time_nsec = c->start_nsec;
         e.heap.maps = maps;
         e.heap.comm = comm;
         e.heap.cmdline = cmdline;
