@@ -193,6 +193,25 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, bool only_pid, json_t *
                                                        text ? RECORD_TEXT_MIN_PPM : 0);
                         if (!whole || (only_pid && json_object_set_new(whole, "pid", json_integer(pid)) < 0))
                                 return -ENOMEM;
+                        /* A saved record keeps each heap's timeline, for report --at and --between; should
+                         * the heaps' timelines not fit one reply together, it goes without. */
+                        if (arg_file) {
+                                _cleanup_free_ char *error = NULL;
+                                json_auto_t *timed = json_deep_copy(whole), *answer = NULL;
+                                if (!timed || json_object_set_new(timed, "timeline", json_true()) < 0)
+                                        return -ENOMEM;
+                                r = ctl_client_call(c, "io.memstrack.Heap", timed, &answer, &error);
+                                if (r >= 0 && error && streq(error, MEMSTRACK_ERROR_LIMIT_EXCEEDED))
+                                        fprintf(stderr, "memstrackctl: the heaps' timelines do not fit one reply: "
+                                                "%s is saved without them (report --at and --between need them).\n",
+                                                arg_file);
+                                else {
+                                        r = ctl_call_result("io.memstrack.Heap", r, error, answer);
+                                        if (r == 0)
+                                                *ret = TAKE_PTR(answer);
+                                        return r;
+                                }
+                        }
                         return ctl_call(c, "io.memstrack.Heap", whole, ret);
                 }
                 (void) nanosleep(&(struct timespec) { .tv_nsec = (long) (pause_usec * NSEC_PER_USEC) }, NULL);
