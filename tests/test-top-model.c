@@ -88,13 +88,17 @@ static void test_sort_and_filter(void) {
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "peak");
         ASSERT_EQ(top_model_task_row(m, 0)->pid, 20);
+        ASSERT_STREQ(top_model_stream_sort(m), "peak");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "allocs");
         ASSERT_EQ(top_model_task_row(m, 0)->pid, 30);
+        ASSERT_STREQ(top_model_stream_sort(m), "allocs");
         top_model_sort_next(m, -1);
         top_model_sort_next(m, -1);
         top_model_sort_next(m, -1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "comm");
+        /* The daemon has no order by name: it keeps the biggest by current pages. */
+        ASSERT_STREQ(top_model_stream_sort(m), "current");
         ASSERT_EQ(top_model_task_row(m, 0)->pid, 10);    /* big, mid, Small: case-insensitive */
         ASSERT_EQ(top_model_task_row(m, 2)->pid, 30);
         top_model_sort_next(m, -1);
@@ -123,6 +127,15 @@ static void test_sort_and_filter(void) {
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_MODULES), "peak");
         ASSERT_STREQ(top_model_module_row(m, 0)->name, "ext4");
+
+        /* The Top call's order follows the tasks' sort alone; --sort names one the daemon has. */
+        ASSERT_STREQ(top_model_stream_sort(m), "current");
+        ASSERT_EQ(top_model_set_stream_sort(m, "pid"), -EINVAL);
+        ASSERT_EQ(top_model_set_stream_sort(m, "sideways"), -EINVAL);
+        ASSERT_OK(top_model_set_stream_sort(m, "allocs"));
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "allocs");
+        ASSERT_STREQ(top_model_stream_sort(m), "allocs");
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_MODULES), "peak");
         top_model_free(m);
 }
 
@@ -144,7 +157,7 @@ static void test_stacks(void) {
         /* Enter on a task scopes the stacks to it. */
         ASSERT_EQ(top_model_open_stacks(m), 1);
         ASSERT_EQ(m->view, TOP_VIEW_STACKS);
-        json_t *p = top_model_stacks_parameters(m);
+        json_t *p = top_model_fetch_parameters(m, TOP_VIEW_STACKS);
         ASSERT_EQ(json_integer_value(json_object_get(p, "pid")), 10);
         json_decref(p);
 
@@ -153,7 +166,7 @@ static void test_stacks(void) {
                            node("a", 100, json_pack("[o]", node("a1", 100, json_pack("[o]", node("a2", 100, NULL))))),
                            node("b", 400, json_pack("[o, o]", node("b1", 300, NULL), node("b2", 100, NULL))))),
                       "totalPages", 500);
-        ASSERT_OK(top_model_update_stacks(m, r));
+        ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         /* A memstrackd from before sampling says nothing: not sampled. */
         ASSERT_EQ(m->stack_sample_interval, 0);
         /* Root open, children sorted biggest first. */
@@ -169,7 +182,7 @@ static void test_stacks(void) {
 
         /* The next refresh keeps what is open and what is selected, and takes the sampling interval. */
         ASSERT_EQ(json_object_set_new(r, "stackSampleInterval", json_integer(64)), 0);
-        ASSERT_OK(top_model_update_stacks(m, r));
+        ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         ASSERT_EQ(m->stack_sample_interval, 64);
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 5);
         ASSERT_STREQ(top_model_stack_row(m, top_model_selected(m, TOP_VIEW_STACKS))->node->label, "a");
@@ -214,7 +227,7 @@ static void test_stacks_heap(void) {
                       "heap", heap_node("[heap pid 10 big]", 3000, 8000,
                                         json_pack("[o]", heap_node("leak_site", 3000, 8000, NULL))),
                       "totalPages", 500);
-        ASSERT_OK(top_model_update_stacks(m, r));
+        ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         json_decref(r);
         ASSERT_EQ(m->stack_root->n_children, 2u);
         const TopStackNode *heap = &m->stack_root->children[1];
@@ -299,7 +312,7 @@ static void test_units(void) {
         top_model_move(m, -1);
         ASSERT_EQ(top_model_open_stacks(m), 1);
         ASSERT_EQ(m->view, TOP_VIEW_STACKS);
-        p = top_model_stacks_parameters(m);
+        p = top_model_fetch_parameters(m, TOP_VIEW_STACKS);
         ASSERT_STREQ(json_string_value(json_object_get(p, "unit")), "db.service");
         ASSERT_NULL(json_object_get(p, "pid"));
         ASSERT_NULL(json_object_get(p, "module"));
@@ -309,7 +322,7 @@ static void test_units(void) {
         /* A task's stacks after a unit's: the unit is dropped from the call. */
         top_model_set_view(m, TOP_VIEW_TASKS);
         ASSERT_EQ(top_model_open_stacks(m), 1);
-        p = top_model_stacks_parameters(m);
+        p = top_model_fetch_parameters(m, TOP_VIEW_STACKS);
         ASSERT_NULL(json_object_get(p, "unit"));
         ASSERT_EQ(json_integer_value(json_object_get(p, "pid")), 10);
         json_decref(p);
@@ -320,6 +333,10 @@ static void test_units(void) {
         ASSERT_EQ(top_model_open_stacks(m), 0);
         ASSERT_EQ(top_model_scope_all(m), 1);
         ASSERT_STREQ(top_model_scope_label(m, buf, sizeof(buf)), "[all]");
+        /* 'a' from another view: the stacks of everything, which they show already. */
+        top_model_set_view(m, TOP_VIEW_UNITS);
+        ASSERT_EQ(top_model_scope_all(m), 0);
+        ASSERT_EQ(m->view, TOP_VIEW_STACKS);
         top_model_free(m);
 }
 
@@ -735,12 +752,18 @@ static void test_view_classes(void) {
                 ASSERT_NOT_NULL(c->matches);
                 ASSERT_NOT_NULL(c->write);
                 ASSERT_TRUE(!c->required || c->read);
+                /* Rows from Top replies or from a call of their own, not both. */
+                ASSERT_TRUE(!c->fetch || !c->read);
+                ASSERT_TRUE(!c->fetch || (c->fetch->method && c->fetch->what && c->fetch->parameters &&
+                                          c->fetch->read));
                 ASSERT_TRUE(!c->current == !c->set_trend);
                 ASSERT_TRUE((c->tree == TOP_TREE_NONE) == !c->forest);
                 ASSERT_TRUE(!c->only_child || c->tree != TOP_TREE_NONE);
                 for (size_t w = 0; w < v; w++) {
                         ASSERT_TRUE(strcmp(top_view_class((TopView) w)->name, c->name) != 0);
                         ASSERT_TRUE(strcmp(top_view_class((TopView) w)->title, c->title) != 0);
+                        /* One view at most orders the Top call. */
+                        ASSERT_TRUE(!c->stream_sort || !top_view_class((TopView) w)->stream_sort);
                 }
 
                 ASSERT_GT(c->n_sorts, 0);
@@ -809,7 +832,7 @@ static TopModel *tied_model(void) {
         r = json_pack("{s:o}", "root", node("[all]", 40, json_pack("[o, o]",
                       node("a", 20, json_pack("[o, o]", node("dup", 10, NULL), node("c", 10, NULL))),
                       node("b", 20, json_pack("[o]", node("dup", 20, NULL))))));
-        ASSERT_OK(top_model_update_stacks(m, r));
+        ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         json_decref(r);
         return m;
 }
@@ -1022,7 +1045,7 @@ static void test_keys(void) {
         json_t *r = json_pack("{s:o}", "root", node("[all]", 40, json_pack("[o, o]",
                               node("b", 30, json_pack("[o]", node("dup", 30, NULL))),
                               node("a", 20, json_pack("[o, o]", node("dup", 10, NULL), node("c", 10, NULL))))));
-        ASSERT_OK(top_model_update_stacks(m, r));
+        ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         json_decref(r);
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 6);
         size_t sel = top_model_selected(m, TOP_VIEW_STACKS);

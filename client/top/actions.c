@@ -7,6 +7,7 @@
 #include "actions.h"
 #include "curses.h"
 #include "macro.h"
+#include "view-class.h"
 #include "view.h"
 
 #define KEY_ESCAPE 27
@@ -39,17 +40,6 @@ const TopKeyHelp *top_actions_help(size_t *ret_n) {
         return help;
 }
 
-const char *top_actions_stream_sort(const TopModel *m) {
-        switch (m->sort[TOP_VIEW_TASKS]) {
-        case TOP_TASK_PEAK:
-                return "peak";
-        case TOP_TASK_ALLOCS:
-                return "allocs";
-        default:
-                return "current";
-        }
-}
-
 static TopReaction act_up(TopActionContext *c, int key) {
         top_model_move(c->model, -1);
         return TOP_REACT_REDRAW;
@@ -80,10 +70,15 @@ static TopReaction act_end(TopActionContext *c, int key) {
         return TOP_REACT_REDRAW;
 }
 
-/* Entering the stacks view asks for a fresh tree. */
+/* What a view whose rows come from a call of their own needs once it is shown. */
+static TopReaction fetch_if_own(TopView v) {
+        return top_view_class(v)->fetch ? TOP_REACT_FETCH_VIEW : TOP_REACT_NONE;
+}
+
+/* Entering a view with a call of its own (the stacks' tree) asks for fresh rows. */
 static TopReaction show_view(TopActionContext *c, TopView v) {
         top_model_set_view(c->model, v);
-        return TOP_REACT_REDRAW | (v == TOP_VIEW_STACKS ? TOP_REACT_FETCH_STACKS : 0);
+        return TOP_REACT_REDRAW | fetch_if_own(v);
 }
 
 static TopReaction act_next_view(TopActionContext *c, int key) {
@@ -98,13 +93,19 @@ static TopReaction act_view_number(TopActionContext *c, int key) {
         return show_view(c, (TopView) (key - '1'));
 }
 
+/* After the current view's sort changed from the stream's order before: a view with its own call asks
+ * for its rows in the new order, and the Top stream starts again when its order changed. */
+static TopReaction sorted(const TopModel *m, const char *before) {
+        if (top_view_class(m->view)->fetch)
+                return TOP_REACT_REDRAW | TOP_REACT_FETCH_VIEW;
+        return TOP_REACT_REDRAW | (streq(before, top_model_stream_sort(m)) ? 0 : TOP_REACT_RESTREAM);
+}
+
 static TopReaction sort(TopActionContext *c, int direction) {
-        const char *before = top_actions_stream_sort(c->model);
+        const char *before = top_model_stream_sort(c->model);
 
         top_model_sort_next(c->model, direction);
-        if (c->model->view == TOP_VIEW_STACKS)
-                return TOP_REACT_REDRAW | TOP_REACT_FETCH_STACKS;
-        return TOP_REACT_REDRAW | (streq(before, top_actions_stream_sort(c->model)) ? 0 : TOP_REACT_RESTREAM);
+        return sorted(c->model, before);
 }
 
 static TopReaction act_sort_next(TopActionContext *c, int key) {
@@ -156,10 +157,9 @@ static TopReaction act_enter(TopActionContext *c, int key) {
         TopView before = c->model->view;
         int r = top_model_open_stacks(c->model);
 
-        if (r < 0)
+        if (r < 0 || c->model->view == before)
                 return TOP_REACT_REDRAW;
-        return TOP_REACT_REDRAW |
-               (before != TOP_VIEW_STACKS && c->model->view == TOP_VIEW_STACKS ? TOP_REACT_FETCH_STACKS : 0);
+        return TOP_REACT_REDRAW | fetch_if_own(c->model->view);
 }
 
 static TopReaction act_expand(TopActionContext *c, int key) {
@@ -174,7 +174,7 @@ static TopReaction act_collapse(TopActionContext *c, int key) {
 
 static TopReaction act_scope_all(TopActionContext *c, int key) {
         (void) top_model_scope_all(c->model);
-        return show_view(c, TOP_VIEW_STACKS);
+        return show_view(c, c->model->view);
 }
 
 static TopReaction act_tree(TopActionContext *c, int key) {
@@ -383,11 +383,9 @@ TopReaction top_actions_handle_click(TopActionContext *c, int kind, size_t index
         case TOP_HIT_TAB:
                 return show_view(c, (TopView) index) | TOP_REACT_FETCH_GRAPH;
         case TOP_HIT_COLUMN: {
-                const char *before = top_actions_stream_sort(m);
+                const char *before = top_model_stream_sort(m);
                 top_model_set_sort(m, (unsigned) index);
-                if (m->view == TOP_VIEW_STACKS)
-                        return TOP_REACT_REDRAW | TOP_REACT_FETCH_STACKS;
-                return TOP_REACT_REDRAW | (streq(before, top_actions_stream_sort(m)) ? 0 : TOP_REACT_RESTREAM);
+                return sorted(m, before);
         }
         case TOP_HIT_ROW:
                 top_model_select(m, index);

@@ -16,7 +16,7 @@ typedef enum TopReaction {
         TOP_REACT_NONE         = 0,
         TOP_REACT_REDRAW       = 1 << 0,
         TOP_REACT_QUIT         = 1 << 1,
-        TOP_REACT_FETCH_STACKS = 1 << 2,        /* the stacks view needs a new tree */
+        TOP_REACT_FETCH_VIEW   = 1 << 2,        /* the view shown needs its own call again (its fetch) */
         TOP_REACT_RESET_PEAKS  = 1 << 3,        /* the user confirmed the reset */
         TOP_REACT_RESTREAM     = 1 << 4,        /* the daemon must send its lists sorted differently */
         TOP_REACT_CLEAR        = 1 << 5,        /* repaint the whole terminal, not just the changes */
@@ -51,6 +51,3 @@ TopReaction top_actions_handle_click(TopActionContext *c, int kind, size_t index
 
 /* The help screen's lines, in order. */
 const TopKeyHelp *top_actions_help(size_t *ret_n);
-
-/* The Top call's sortBy for the model's task sort column: "current", "peak" or "allocs". */
-const char *top_actions_stream_sort(const TopModel *m);

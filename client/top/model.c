@@ -196,6 +196,27 @@ fail:
         return r;
 }
 
+json_t *top_model_fetch_parameters(const TopModel *m, TopView v) {
+        const TopViewFetch *f = top_view_class(v)->fetch;
+        return f ? f->parameters(m) : NULL;
+}
+
+int top_model_update_fetched(TopModel *m, TopView v, json_t *reply) {
+        const TopViewFetch *f = top_view_class(v)->fetch;
+        int r;
+
+        assert(m);
+
+        if (!f)
+                return -EOPNOTSUPP;
+        if (m->paused)
+                return 0;
+        r = f->read(m, reply);
+        if (r < 0)
+                return r;
+        return top_model_rebuild(m);
+}
+
 /* ---- Rows of a view --------------------------------------------------------------------------------- */
 
 size_t top_model_rows(const TopModel *m, TopView v) {
@@ -589,6 +610,34 @@ void top_model_sort_next(TopModel *m, int direction) {
 
         m->sort[m->view] = (m->sort[m->view] + n + (direction < 0 ? n - 1 : 1)) % n;
         (void) top_model_rebuild(m);
+}
+
+/* The view whose order the Top call's limit keeps, _TOP_VIEW_INVALID if none. */
+static TopView stream_view(void) {
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
+                if (top_view_class((TopView) v)->stream_sort)
+                        return (TopView) v;
+        return _TOP_VIEW_INVALID;
+}
+
+const char *top_model_stream_sort(const TopModel *m) {
+        TopView v = stream_view();
+        return v >= 0 ? top_view_class(v)->stream_sort(m->sort[v]) : "current";
+}
+
+int top_model_set_stream_sort(TopModel *m, const char *name) {
+        TopView v = stream_view();
+
+        if (v < 0)
+                return -EINVAL;
+        /* The sort key that has the call's name for its own. */
+        const TopViewClass *c = top_view_class(v);
+        for (unsigned k = 0; k < c->n_sorts; k++)
+                if (streq(c->sort_names[k], name) && streq(c->stream_sort(k), name)) {
+                        m->sort[v] = k;
+                        return top_model_rebuild(m);
+                }
+        return -EINVAL;
 }
 
 const char *top_model_sort_name(const TopModel *m, TopView v) {

@@ -263,11 +263,18 @@ TopModel *top_model_free(TopModel *m);
 
 /* Takes a Top reply's parameters (borrowed). Ignored while paused (returns 0). -ENOMEM, -EBADMSG. */
 int top_model_update(TopModel *m, json_t *reply);
-/* Takes a StackTree reply's parameters (borrowed) for the current scope. -ENOMEM. */
-int top_model_update_stacks(TopModel *m, json_t *reply);
 
-/* The StackTree call parameters for the current scope (new reference), NULL on OOM. */
-json_t *top_model_stacks_parameters(const TopModel *m);
+/* A view whose rows come from a call of their own (its class's fetch, view-class.h): the call's parameters
+ * for the view as it stands (new reference; NULL on OOM or for a view without one), and taking its reply's
+ * parameters (borrowed; ignored while paused, returns 0). -ENOMEM, -EOPNOTSUPP for a view without one. */
+json_t *top_model_fetch_parameters(const TopModel *m, TopView v);
+int top_model_update_fetched(TopModel *m, TopView v, json_t *reply);
+
+/* The Top call's sortBy: what the view that orders the daemon's cut to the limit (its class's stream_sort)
+ * sorts by, "current" without one. */
+const char *top_model_stream_sort(const TopModel *m);
+/* Sorts that view by the sort key the Top call names so (memstrackctl top --sort). -EINVAL for none. */
+int top_model_set_stream_sort(TopModel *m, const char *name);
 /* "[all]", "[pid 42 comm]", "[module ext4]" or "[unit sshd.service]" for the title: written into buf. */
 const char *top_model_scope_label(const TopModel *m, char *buf, size_t size);
 
@@ -328,7 +335,8 @@ int top_model_toggle(TopModel *m);
 
 /* Enter, as the current view's class does it: the stacks view for the selected task, module or unit (in
  * the stacks view: opens or closes the selected node; slab call sites: nothing); top_model_scope_all():
- * everything. Returns 1 if the scope changed (the stacks must be fetched again), 0 if not, -ENOMEM. */
+ * the stacks view of everything. Returns 1 if the scope changed (the stacks must be fetched again), 0 if
+ * not, -ENOMEM. */
 int top_model_open_stacks(TopModel *m);
 int top_model_scope_all(TopModel *m);
 

@@ -4,8 +4,9 @@
  * memstrackctl top: the Top stream, shown live with curses or printed as text (--batch).
  *
  * The live view runs one sd-event loop: stdin (keys), the stream connection (Top with "more"), a second
- * connection for StackTree and Reset (a varlink connection answers nothing else while a stream runs on
- * it), SIGWINCH, SIGINT/SIGTERM/SIGHUP, and a reconnect timer while the daemon is away. Every way out
+ * connection for a view's own call (the stacks' StackTree), Reset, History and Explain (a varlink
+ * connection answers nothing else while a stream runs on it), SIGWINCH, SIGINT/SIGTERM/SIGHUP, and a
+ * reconnect timer while the daemon is away. Every way out
  * goes back through verb_top(), which gives the terminal back.
  */
 
@@ -32,6 +33,7 @@
 #include "reply.h"
 #include "settings.h"
 #include "tasks.h"
+#include "view-class.h"
 #include "view.h"
 
 #define TOP_LIMIT_DEFAULT 200
@@ -40,7 +42,7 @@
 
 typedef enum SideRequest {
         SIDE_NONE,
-        SIDE_STACKS,
+        SIDE_FETCH,                             /* a view's own call (its class's fetch) */
         SIDE_RESET,
         SIDE_HISTORY,
         SIDE_EXPLAIN,
@@ -53,10 +55,11 @@ typedef struct Top {
 
         VarlinkClient *stream;                  /* the Top call; NULL while disconnected */
         sd_event_source *stream_source;
-        VarlinkClient *side;                    /* StackTree and Reset calls, connected on demand */
+        VarlinkClient *side;                    /* the other calls, connected on demand */
         sd_event_source *side_source;
         SideRequest side_request;               /* the call in flight on side */
-        bool stacks_wanted;                     /* fetch the tree again once side is free */
+        TopView side_view;                      /* SIDE_FETCH: the view it is for */
+        bool fetch_wanted;                      /* fetch the view's rows again once side is free */
         bool explain_wanted;                    /* fetch the Explain view again once side is free */
         TopGraph graph;                         /* the selection's history, above the status line */
         char *graph_key;                        /* owned: what the History call in flight is for */
@@ -105,7 +108,7 @@ static void lost_daemon(Top *t, const char *why) {
         draw(t);
 }
 
-static void fetch_stacks(Top *t);
+static void fetch_view(Top *t);
 static void fetch_graph(Top *t);
 static void fetch_explain(Top *t);
 
@@ -128,8 +131,8 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
                         t->graph.unsupported = true;
                 if (error || !key || top_graph_update(&t->graph, key, reply) < 0)
                         top_graph_clear(&t->graph);
-                if (t->stacks_wanted)
-                        fetch_stacks(t);
+                if (t->fetch_wanted)
+                        fetch_view(t);
                 draw(t);
                 return 0;
         }
@@ -143,20 +146,20 @@ static int side_handler(sd_event_source *s, int fd, uint32_t revents, void *user
                             streq(error, MEMSTRACK_ERROR_NO_SUCH_MODULE) ||
                             streq(error, MEMSTRACK_ERROR_NO_SUCH_UNIT);
                 set_status(t, "%s%s", m ?: error, gone ? " Press a for all stacks." : "");
-        } else if (done == SIDE_STACKS) {
-                r = top_model_update_stacks(t->model, reply);
+        } else if (done == SIDE_FETCH) {
+                r = top_model_update_fetched(t->model, t->side_view, reply);
                 if (r < 0)
-                        set_status(t, "Cannot show the stack tree: %s", strerror(-r));
+                        set_status(t, "Cannot show %s: %s", top_view_class(t->side_view)->fetch->what, strerror(-r));
         } else if (done == SIDE_EXPLAIN) {
                 r = top_model_update_explain(t->model, reply);
                 if (r < 0)
                         set_status(t, "Cannot show the Explain view: %s", strerror(-r));
         } else if (done == SIDE_RESET)
                 set_status(t, "Peaks reset.");
-        /* The graph waits for the side connection behind the stack tree and the Explain view. */
+        /* The graph waits for the side connection behind a view's own rows and the Explain view. */
         if (t->explain_wanted)
                 fetch_explain(t);
-        else if (done == SIDE_STACKS || done == SIDE_EXPLAIN)
+        else if (done == SIDE_FETCH || done == SIDE_EXPLAIN)
                 fetch_graph(t);
         draw(t);
         return 0;
@@ -206,23 +209,27 @@ static void fetch_graph(Top *t) {
         t->graph_key = TAKE_PTR(key);
 }
 
-static void fetch_stacks(Top *t) {
+/* The rows of the view shown, when they come from a call of their own (the stacks' tree). */
+static void fetch_view(Top *t) {
+        const TopViewFetch *f = top_view_class(t->model->view)->fetch;
         json_auto_t *params = NULL;
         int r;
 
-        if (t->model->view != TOP_VIEW_STACKS || t->model->paused || !t->connected)
+        if (!f || t->model->paused || !t->connected)
                 return;
         if (t->side_request != SIDE_NONE) {
-                t->stacks_wanted = true;
+                t->fetch_wanted = true;
                 return;
         }
-        t->stacks_wanted = false;
-        params = top_model_stacks_parameters(t->model);
+        t->fetch_wanted = false;
+        params = top_model_fetch_parameters(t->model, t->model->view);
         if (!params)
                 return;
-        r = side_send(t, SIDE_STACKS, "io.memstrack.StackTree", params);
+        r = side_send(t, SIDE_FETCH, f->method, params);
         if (r < 0)
-                set_status(t, "Cannot ask for the stack tree: %s", strerror(-r));
+                set_status(t, "Cannot ask for %s: %s", f->what, strerror(-r));
+        else
+                t->side_view = t->model->view;
 }
 
 /* The Explain view's reply, asked for at each update while it is shown. */
@@ -284,8 +291,7 @@ static int stream_handler(sd_event_source *s, int fd, uint32_t revents, void *us
                 return 0;
         if (arg_iterations > 0 && t->updates >= arg_iterations)
                 return sd_event_exit(t->event, 0);
-        if (t->stacks_wanted || t->model->view == TOP_VIEW_STACKS)
-                fetch_stacks(t);
+        fetch_view(t);
         fetch_explain(t);
         fetch_graph(t);
         draw(t);
@@ -303,7 +309,7 @@ static int stream_open(Top *t) {
         /* Tasks at 0 for the sort key are left out unless --all, as in tasks. */
         params = json_pack("{s:I, s:I, s:s, s:b}", "intervalUsec", (json_int_t) arg_delay_usec,
                            "limit", (json_int_t) (arg_limit ?: TOP_LIMIT_DEFAULT),
-                           "sortBy", top_actions_stream_sort(t->model), "hideZero", !arg_all);
+                           "sortBy", top_model_stream_sort(t->model), "hideZero", !arg_all);
         if (!params)
                 return -ENOMEM;
         r = varlink_client_send(t->stream, "io.memstrack.Top", params, VARLINK_CALL_MORE, TOP_SEND_TIMEOUT_USEC);
@@ -332,8 +338,8 @@ static int reconnect_handler(sd_event_source *s, uint64_t usec, void *userdata) 
                        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         }
         set_status(t, "Connected to memstrackd at %s.", ctl_address());
-        if (t->model->view == TOP_VIEW_STACKS)
-                t->stacks_wanted = true;
+        if (top_view_class(t->model->view)->fetch)
+                t->fetch_wanted = true;
         draw(t);
         return 0;
 }
@@ -397,8 +403,8 @@ static int stdin_handler(sd_event_source *s, int fd, uint32_t revents, void *use
                 if (r < 0)
                         lost_daemon(t, strerror(-r));
         }
-        if (all & TOP_REACT_FETCH_STACKS)
-                fetch_stacks(t);
+        if (all & TOP_REACT_FETCH_VIEW)
+                fetch_view(t);
         if (all & TOP_REACT_FETCH_EXPLAIN)
                 fetch_explain(t);
         if (all & TOP_REACT_FETCH_GRAPH)
@@ -465,12 +471,8 @@ static int run_tui(void) {
         if (settings && (r = top_settings_load(t.model, settings)) < 0 && r != -ENOENT)
                 fprintf(stderr, "Cannot read %s: %s, ignoring.\n", settings, strerror(-r));
         (void) top_meminfo_read(NULL, &t.model->meminfo);
-        if (arg_sort && streq(arg_sort, "current"))
-                t.model->sort[TOP_VIEW_TASKS] = TOP_TASK_CURRENT;
-        else if (arg_sort && streq(arg_sort, "peak"))
-                t.model->sort[TOP_VIEW_TASKS] = TOP_TASK_PEAK;
-        else if (arg_sort && streq(arg_sort, "allocs"))
-                t.model->sort[TOP_VIEW_TASKS] = TOP_TASK_ALLOCS;
+        if (arg_sort)
+                (void) top_model_set_stream_sort(t.model, arg_sort);
         r = sd_event_default(&t.event);
         if (r < 0)
                 return r;

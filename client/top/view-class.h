@@ -60,6 +60,16 @@ typedef struct TopRowLook {
         TopTrend trend;
 } TopRowLook;
 
+/* Rows that come from a call of their own rather than from the Top stream (the stacks' StackTree). The
+ * call goes out when the view is shown, after each Top update while it is, and when its sort or what Enter
+ * scoped it to changes; its reply replaces the rows. */
+typedef struct TopViewFetch {
+        const char *method;             /* "io.memstrack.StackTree" */
+        const char *what;               /* "the stack tree": the status line's word for the rows */
+        json_t *(*parameters)(const TopModel *m);       /* new reference, NULL on OOM */
+        int (*read)(TopModel *m, json_t *reply);        /* reply borrowed; -ENOMEM */
+} TopViewFetch;
+
 /* A tree to lay out: values (what the rows will hold) and the index in values of each one's parent,
  * SIZE_MAX for a root. Owned by whoever fills it. */
 typedef struct TopForest {
@@ -80,9 +90,11 @@ typedef struct TopViewClass {
 
         /* Its rows read. From a Top reply: required names the reply's field every memstrackd sends (a reply
          * without it is refused before anything changes), NULL if the view's rows are optional; read drops
-         * the previous rows and takes the reply's (NULL: not from Top replies, the stacks'). clear drops them. */
+         * the previous rows and takes the reply's (NULL: not from Top replies). Or from a call of their own
+         * (fetch, NULL for none). clear drops them. */
         const char *required;
         int (*read)(TopModel *m, json_t *reply);
+        const TopViewFetch *fetch;
         void (*clear)(TopModel *m);
         size_t (*n_items)(const TopModel *m);
 
@@ -98,6 +110,10 @@ typedef struct TopViewClass {
          * if it has none or several: opening a node opens that chain too. */
         int (*forest)(TopModel *m, const size_t *items, size_t n, TopForest *ret);
         size_t (*only_child)(const TopModel *m, size_t value);
+
+        /* Optional: the Top call's sortBy for a sort key of this view, for the one view whose rows the
+         * daemon cuts to the call's limit in that order (the tasks'). */
+        const char *(*stream_sort)(unsigned sort);
 
         /* Trends (optional, both or neither): an item's current pages, and where its trend goes. */
         uint64_t (*current)(const TopModel *m, size_t item);

@@ -115,15 +115,12 @@ static void walk_nodes(TopModel *m, const TopStackNode *n, size_t parent, unsign
                 walk_nodes(m, &n->children[c], i, depth + 1);
 }
 
-int top_model_update_stacks(TopModel *m, json_t *reply) {
+/* A StackTree reply for the current scope. */
+static int stacks_read(TopModel *m, json_t *reply) {
         TopStackNode *root;
         TopStackRow *nodes;
         int r;
 
-        assert(m);
-
-        if (m->paused)
-                return 0;
         root = calloc(1, sizeof(TopStackNode));
         if (!root)
                 return -ENOMEM;
@@ -140,10 +137,11 @@ int top_model_update_stacks(TopModel *m, json_t *reply) {
         m->stack_nodes = nodes;
         walk_nodes(m, root, SIZE_MAX, 0);
         m->stack_sample_interval = reply_count(reply, "stackSampleInterval");
-        return top_model_rebuild(m);
+        return 0;
 }
 
-json_t *top_model_stacks_parameters(const TopModel *m) {
+/* StackTree of the scope, in the order of the view's sort. */
+static json_t *stacks_parameters(const TopModel *m) {
         json_t *p = json_pack("{s:i, s:i, s:s}", "maxDepth", TOP_STACK_DEPTH, "maxChildren", TOP_STACK_CHILDREN,
                               "sortBy", m->sort[TOP_VIEW_STACKS] == TOP_STACK_PEAK ? "peak" : "current");
 
@@ -157,6 +155,13 @@ json_t *top_model_stacks_parameters(const TopModel *m) {
                 return json_decref(p), NULL;
         return p;
 }
+
+static const TopViewFetch stacks_fetch = {
+        .method = "io.memstrack.StackTree",
+        .what = "the stack tree",
+        .parameters = stacks_parameters,
+        .read = stacks_read,
+};
 
 /* "[all]", "[pid 42 comm]", "[module ext4]" or "[unit sshd.service]": new string, NULL on OOM. */
 static char *stacks_caption(const TopModel *m) {
@@ -223,7 +228,11 @@ int top_model_open_owner(TopModel *m) {
 }
 
 int top_model_scope_all(TopModel *m) {
-        return set_scope(m, -1, NULL, NULL);
+        int r = set_scope(m, -1, NULL, NULL);
+
+        if (r >= 0)
+                m->view = TOP_VIEW_STACKS;
+        return r;
 }
 
 static size_t stacks_n_items(const TopModel *m) {
@@ -353,6 +362,7 @@ const TopViewClass top_view_stacks = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_BROWSE,
+        .fetch = &stacks_fetch,
         .clear = stacks_clear,
         .n_items = stacks_n_items,
         .key = stacks_key,

@@ -170,6 +170,18 @@ static int tasks_forest(TopModel *m, const size_t *items, size_t n, TopForest *r
         return 0;
 }
 
+/* The daemon keeps the biggest tasks by current pages, peak or allocations within the Top call's limit. */
+static const char *tasks_stream_sort(unsigned sort) {
+        switch (sort) {
+        case TOP_TASK_PEAK:
+                return "peak";
+        case TOP_TASK_ALLOCS:
+                return "allocs";
+        default:
+                return "current";
+        }
+}
+
 static uint64_t tasks_current(const TopModel *m, size_t item) {
         return m->tasks[item].current_pages;
 }
@@ -234,6 +246,7 @@ const TopViewClass top_view_tasks = {
         .compare = tasks_compare,
         .matches = tasks_matches,
         .forest = tasks_forest,
+        .stream_sort = tasks_stream_sort,
         .current = tasks_current,
         .set_trend = tasks_set_trend,
         .write = tasks_write,
