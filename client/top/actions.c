@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,11 +14,19 @@
 #define KEY_ESCAPE 27
 #define KEY_CTRL_L 12
 
+/* The number keys go up to 9: a view registered after the ninth is reached by Tab and its tab. */
+#define TOP_VIEW_KEYS_MAX 9
+
+typedef struct TopKeyHelp {
+        const char *keys;       /* NULL: the views' number keys, in the order of their registration */
+        const char *text;
+} TopKeyHelp;
+
 static const TopKeyHelp help[] = {
         { "Up/Down, PgUp/PgDn", "move the selection" },
         { "Home/End", "first/last row" },
         { "Tab, Shift-Tab", "next/previous view" },
-        { "1 2 3 4 5", "tasks, modules, stacks, units, slab view" },
+        { NULL, "view" },
         { "Enter", "stacks of the selected task/module/unit; in stacks: open/close" },
         { "Right/+, Left/-", "stacks: expand, collapse (Left again: go to parent)" },
         { "a", "stacks of everything" },
@@ -35,9 +44,37 @@ static const TopKeyHelp help[] = {
         { "q F10", "quit" },
 };
 
-const TopKeyHelp *top_actions_help(size_t *ret_n) {
-        *ret_n = ELEMENTSOF(help);
-        return help;
+/* How many views have a number key: 1 for the first registered, and on. */
+static size_t view_keys(void) {
+        return MIN((size_t) _TOP_VIEW_MAX, (size_t) TOP_VIEW_KEYS_MAX);
+}
+
+char *top_actions_help(void) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(help); i++) {
+                if (help[i].keys) {
+                        fprintf(f, "  %-22s %s\n", help[i].keys, help[i].text);
+                        continue;
+                }
+                /* "1 2 3", then "tasks, modules, stacks view" in the keys' column width. */
+                size_t n = view_keys();
+                int width = (int) (2 * n - 1);
+                fputs("  ", f);
+                for (size_t v = 0; v < n; v++)
+                        fprintf(f, "%s%zu", v > 0 ? " " : "", v + 1);
+                fprintf(f, "%*s ", MAX(22 - width, 0), "");
+                for (size_t v = 0; v < n; v++)
+                        fprintf(f, "%s%s", v > 0 ? ", " : "", top_view_class((TopView) v)->name);
+                fprintf(f, " %s\n", help[i].text);
+        }
+        if (fclose(f) != 0)
+                return mfree_ptr(text);
+        return text;
 }
 
 static TopReaction act_up(TopActionContext *c, int key) {
@@ -87,10 +124,6 @@ static TopReaction act_next_view(TopActionContext *c, int key) {
 
 static TopReaction act_previous_view(TopActionContext *c, int key) {
         return show_view(c, (TopView) ((c->model->view + _TOP_VIEW_MAX - 1) % _TOP_VIEW_MAX));
-}
-
-static TopReaction act_view_number(TopActionContext *c, int key) {
-        return show_view(c, (TopView) (key - '1'));
 }
 
 /* After the current view's sort changed from the stream's order before: a view with its own call asks
@@ -256,11 +289,6 @@ static const TopKeyBinding bindings[] = {
         { KEY_END, act_end },
         { '\t', act_next_view },
         { KEY_BTAB, act_previous_view },
-        { '1', act_view_number },
-        { '2', act_view_number },
-        { '3', act_view_number },
-        { '4', act_view_number },
-        { '5', act_view_number },
         { '\n', act_enter },
         { '\r', act_enter },
         { KEY_ENTER, act_enter },
@@ -352,6 +380,9 @@ TopReaction top_actions_handle_key(TopActionContext *c, int key) {
                 break;
         }
 
+        /* The number keys, one per view from 1 in the order of their registration. */
+        if (key >= '1' && key < '1' + (int) view_keys())
+                return show_view(c, (TopView) (key - '1'));
         for (size_t i = 0; i < ELEMENTSOF(bindings); i++)
                 if (bindings[i].key == key)
                         return bindings[i].action(c, key);

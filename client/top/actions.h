@@ -37,11 +37,6 @@ typedef struct TopKeyBinding {
         TopAction action;
 } TopKeyBinding;
 
-typedef struct TopKeyHelp {
-        const char *keys;
-        const char *text;
-} TopKeyHelp;
-
 /* Handles one key (a curses key code) in the model's current mode. */
 TopReaction top_actions_handle_key(TopActionContext *c, int key);
 
@@ -49,5 +44,6 @@ TopReaction top_actions_handle_key(TopActionContext *c, int key);
  * does what Enter does, where curses reports one) or the wheel (wheel -1 up, +1 down, 0 none). */
 TopReaction top_actions_handle_click(TopActionContext *c, int kind, size_t index, bool double_click, int wheel);
 
-/* The help screen's lines, in order. */
-const TopKeyHelp *top_actions_help(size_t *ret_n);
+/* The help screen's lines in order, each ending in a newline: the keys in a column, then what they do; the
+ * number keys name the views in the order of TOP_VIEWS. New string, NULL on OOM. */
+char *top_actions_help(void);

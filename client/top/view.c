@@ -296,17 +296,15 @@ static void draw_header(TopScreen *s, TopModel *m) {
 }
 
 static void draw_help(TopScreen *s) {
-        const TopKeyHelp *help;
-        size_t n;
+        _cleanup_free_ char *help = top_actions_help();
         int y = TOP_HEADER_LINES;
 
-        help = top_actions_help(&n);
         panel_print_line(y++, 0, s->cols, "memstrack top help - any key returns", A_REVERSE | A_BOLD);
-        for (size_t i = 0; i < n && y < s->rows - TOP_FOOTER_LINES; i++) {
-                _cleanup_free_ char *line = NULL;
-                if (asprintf(&line, "  %-22s %s", help[i].keys, help[i].text) < 0)
-                        continue;
+        for (char *line = help; line && *line && y < s->rows - TOP_FOOTER_LINES;) {
+                char *end = strchrnul(line, '\n'), *next = *end ? end + 1 : end;
+                *end = '\0';
                 panel_print_line(y++, 0, s->cols, line, A_NORMAL);
+                line = next;
         }
         while (y < s->rows - TOP_FOOTER_LINES)
                 panel_print_line(y++, 0, s->cols, "", A_NORMAL);
