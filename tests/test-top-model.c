@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 
-/* The live view's model without a terminal: selection across refreshes, sorting, filtering, stacks. */
+/*
+ * The live view's model without a terminal: selection across refreshes, sorting, filtering, stacks. The
+ * rows of each view are its class's own (view-class.h): the tests read them as the shared code and the
+ * screen do, through the class (a row's key, a column's text, its current pages, its look).
+ */
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +18,78 @@
 #include "settings.h"
 #include "tests.h"
 #include "view-class.h"
+
+/* Room for what the readers below copy out of the model: each call's result lasts until the next. */
+static char seen[512];
+
+/* The key of a value of a view (a row read, or a node of the class's tree): "pid 10", "unit x.service",
+ * "slice /x.slice", a module's or a call site's name, a stack node's labels from the root ('\x1f' between
+ * them). */
+static const char *value_key(const TopModel *m, TopView v, size_t value) {
+        char *key = top_view_class(v)->key(m, value);
+
+        ASSERT_NOT_NULL(key);
+        (void) snprintf(seen, sizeof(seen), "%s", key);
+        free(key);
+        return seen;
+}
+
+/* The key of a visible row, NULL for no such row. */
+static const char *row_key(const TopModel *m, TopView v, size_t row) {
+        size_t value = top_model_row_value(m, v, row);
+        return value == SIZE_MAX ? NULL : value_key(m, v, value);
+}
+
+/* The label of a visible row of the stacks: the last of its key's labels. */
+static const char *stack_label(const TopModel *m, size_t row) {
+        const char *key = row_key(m, TOP_VIEW_STACKS, row), *sep = key ? strrchr(key, '\x1f') : NULL;
+        return sep ? sep + 1 : key;
+}
+
+/* The text of the column titled title of a value (a row read, or a node of the class's tree), written by
+ * its class as the screen shows it without a tree. */
+static const char *column(const TopModel *m, TopView v, size_t value, const char *title) {
+        const TopViewClass *c = top_view_class(v);
+        char *fields[16] = {};
+        ssize_t at = -1;
+
+        ASSERT_LE(c->n_columns, ELEMENTSOF(fields));
+        for (size_t i = 0; i < c->n_columns; i++)
+                if (streq(c->columns[i].title, title))
+                        at = (ssize_t) i;
+        ASSERT_GE(at, 0);
+        ASSERT_OK(c->write(m, value, NULL, true, fields));
+        (void) snprintf(seen, sizeof(seen), "%s", fields[at]);
+        for (size_t i = 0; i < c->n_columns; i++)
+                free(fields[i]);
+        return seen;
+}
+
+/* The same of a visible row. */
+static const char *row_column(const TopModel *m, TopView v, size_t row, const char *title) {
+        return column(m, v, top_model_row_value(m, v, row), title);
+}
+
+/* The caption before the sort in the tab line ("[unit x.service]" for the stacks' scope). */
+static const char *caption(const TopModel *m, TopView v) {
+        char *s = top_view_class(v)->caption(m);
+
+        ASSERT_NOT_NULL(s);
+        (void) snprintf(seen, sizeof(seen), "%s", s);
+        free(s);
+        return seen;
+}
+
+/* A size as the columns write it, to compare with one of them (a buffer of its own). */
+static char figure[FORMAT_BUFFER_MAX];
+
+static const char *as_pages(uint64_t n) {
+        return format_pages(figure, sizeof(figure), n, 4096);
+}
+
+static const char *as_bytes(uint64_t n) {
+        return format_bytes(figure, sizeof(figure), n);
+}
 
 static json_t *task(int pid, const char *comm, int current, int peak, int allocs) {
         return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:b}", "pid", pid, "comm", comm, "cmdline", comm,
@@ -41,10 +117,10 @@ static void test_selection_survives_refresh(void) {
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 3);
-        ASSERT_EQ(top_model_task_row(m, 0)->pid, 10);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 10");
 
         top_model_move(m, 1);
-        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 20);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, top_model_selected(m, TOP_VIEW_TASKS)), "pid 20");
 
         /* mid grows past big: the selection follows pid 20 to the top. */
         r = top_reply(json_pack("[o, o, o]", task(20, "mid", 800, 900, 900), task(10, "big", 500, 500, 600),
@@ -52,11 +128,11 @@ static void test_selection_survives_refresh(void) {
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
         ASSERT_EQ(top_model_selected(m, TOP_VIEW_TASKS), 0);
-        ASSERT_EQ(top_model_task_row(m, 0)->pid, 20);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 20");
 
         /* pid 20 exits and vanishes: the selection stays at its row, clamped. */
         top_model_move(m, INT64_MAX);
-        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 30);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, top_model_selected(m, TOP_VIEW_TASKS)), "pid 30");
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
@@ -68,7 +144,7 @@ static void test_selection_survives_refresh(void) {
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 1);
-        ASSERT_EQ(top_model_task_row(m, 0)->current_pages, 500);
+        ASSERT_EQ(top_view_class(TOP_VIEW_TASKS)->current(m, top_model_row_value(m, TOP_VIEW_TASKS, 0)), 500);
         top_model_toggle_pause(m);
 
         top_model_free(m);
@@ -87,11 +163,11 @@ static void test_sort_and_filter(void) {
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "current");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "peak");
-        ASSERT_EQ(top_model_task_row(m, 0)->pid, 20);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 20");
         ASSERT_STREQ(top_model_stream_sort(m), "peak");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "allocs");
-        ASSERT_EQ(top_model_task_row(m, 0)->pid, 30);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 30");
         ASSERT_STREQ(top_model_stream_sort(m), "allocs");
         top_model_sort_next(m, -1);
         top_model_sort_next(m, -1);
@@ -99,8 +175,8 @@ static void test_sort_and_filter(void) {
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "comm");
         /* The daemon has no order by name: it keeps the biggest by current pages. */
         ASSERT_STREQ(top_model_stream_sort(m), "current");
-        ASSERT_EQ(top_model_task_row(m, 0)->pid, 10);    /* big, mid, Small: case-insensitive */
-        ASSERT_EQ(top_model_task_row(m, 2)->pid, 30);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 10");    /* big, mid, Small: case-insensitive */
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 2), "pid 30");
         top_model_sort_next(m, -1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "pid");
         top_model_sort_next(m, -1);
@@ -108,7 +184,7 @@ static void test_sort_and_filter(void) {
 
         ASSERT_OK(top_model_set_filter(m, "SMA"));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 1);
-        ASSERT_EQ(top_model_task_row(m, 0)->pid, 30);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 30");
         ASSERT_OK(top_model_set_filter(m, "ext"));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 0);
         /* Each view has its own filter. */
@@ -123,10 +199,10 @@ static void test_sort_and_filter(void) {
 
         /* Modules: by current, then by peak. */
         top_model_set_view(m, TOP_VIEW_MODULES);
-        ASSERT_STREQ(top_model_module_row(m, 0)->name, "vmlinux");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_MODULES, 0), "vmlinux");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_MODULES), "peak");
-        ASSERT_STREQ(top_model_module_row(m, 0)->name, "ext4");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_MODULES, 0), "ext4");
 
         /* The Top call's order follows the tasks' sort alone; --sort names one the daemon has. */
         ASSERT_STREQ(top_model_stream_sort(m), "current");
@@ -168,24 +244,28 @@ static void test_stacks(void) {
                       "totalPages", 500);
         ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         /* A memstrackd from before sampling says nothing: not sampled. */
-        ASSERT_EQ(m->stack_sample_interval, 0);
+        char *header = top_view_header(m, TOP_VIEW_STACKS);
+        ASSERT_NULL(strstr(header, "sampled"));
+        free(header);
         /* Root open, children sorted biggest first. */
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 3);
-        ASSERT_STREQ(top_model_stack_row(m, 1)->node->label, "b");
+        ASSERT_STREQ(stack_label(m, 1), "b");
 
         /* Expanding "a" opens its whole single-child chain. */
         top_model_move(m, 2);
-        ASSERT_STREQ(top_model_stack_row(m, 2)->node->label, "a");
+        ASSERT_STREQ(stack_label(m, 2), "a");
         ASSERT_OK(top_model_expand(m));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 5);
-        ASSERT_STREQ(top_model_stack_row(m, 4)->node->label, "a2");
+        ASSERT_STREQ(stack_label(m, 4), "a2");
 
         /* The next refresh keeps what is open and what is selected, and takes the sampling interval. */
         ASSERT_EQ(json_object_set_new(r, "stackSampleInterval", json_integer(64)), 0);
         ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
-        ASSERT_EQ(m->stack_sample_interval, 64);
+        header = top_view_header(m, TOP_VIEW_STACKS);
+        ASSERT_NOT_NULL(strstr(header, "sampled 1 in 64 pages"));
+        free(header);
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 5);
-        ASSERT_STREQ(top_model_stack_row(m, top_model_selected(m, TOP_VIEW_STACKS))->node->label, "a");
+        ASSERT_STREQ(stack_label(m, top_model_selected(m, TOP_VIEW_STACKS)), "a");
 
         /* Left on an open node closes it; Left again goes to the parent. */
         ASSERT_OK(top_model_collapse(m));
@@ -196,13 +276,13 @@ static void test_stacks(void) {
         /* A filter shows the way down to a match. */
         ASSERT_OK(top_model_set_filter(m, "b2"));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 3);
-        ASSERT_STREQ(top_model_stack_row(m, 2)->node->label, "b2");
+        ASSERT_STREQ(stack_label(m, 2), "b2");
         ASSERT_OK(top_model_set_filter(m, NULL));
         json_decref(r);
 
         /* Back to all stacks: the old tree is dropped until the new one comes. */
         ASSERT_EQ(top_model_scope_all(m), 1);
-        ASSERT_NULL(m->stack_root);
+        ASSERT_STREQ(top_view_class(TOP_VIEW_STACKS)->empty_note(m), "loading the stack tree...");
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 0);
         top_model_free(m);
 }
@@ -229,15 +309,36 @@ static void test_stacks_heap(void) {
                       "totalPages", 500);
         ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         json_decref(r);
-        ASSERT_EQ(m->stack_root->n_children, 2u);
-        const TopStackNode *heap = &m->stack_root->children[1];
-        ASSERT_STREQ(heap->label, "[heap] (user space)");
-        ASSERT_TRUE(heap->bytes);
-        ASSERT_EQ(heap->current_pages, 3000u);
-        ASSERT_EQ(heap->peak_pages, 8000);
-        ASSERT_EQ(heap->n_children, 1u);
-        ASSERT_TRUE(heap->children[0].bytes);
-        ASSERT_STREQ(heap->children[0].label, "leak_site");
+
+        /* The tree as the class hangs it: the root (node 0) has two children, the heap last, and the heap
+         * one. */
+        const TopViewClass *c = top_view_class(TOP_VIEW_STACKS);
+        size_t n = c->n_items(m), nodes[8], heap = SIZE_MAX, leak = SIZE_MAX, below_root = 0, below_heap = 0;
+        TopForest forest;
+        ASSERT_LE(n, ELEMENTSOF(nodes));
+        for (size_t i = 0; i < n; i++)
+                nodes[i] = i;
+        ASSERT_OK(c->forest(m, nodes, n, &forest));
+        for (size_t i = 0; i < n; i++)
+                if (forest.parent[i] == 0) {
+                        below_root++;
+                        heap = forest.values[i];
+                }
+        for (size_t i = 0; i < n; i++)
+                if (heap != SIZE_MAX && forest.parent[i] == heap) {
+                        below_heap++;
+                        leak = forest.values[i];
+                }
+        free(forest.values);
+        free(forest.parent);
+        ASSERT_EQ(below_root, 2u);
+        ASSERT_STREQ(value_key(m, TOP_VIEW_STACKS, heap), "[pid 10 big]\x1f[heap] (user space)");
+        /* Bytes, not pages: its current and its own peak, and its child's. */
+        ASSERT_STREQ(column(m, TOP_VIEW_STACKS, heap, "CURRENT"), as_bytes(3000));
+        ASSERT_STREQ(column(m, TOP_VIEW_STACKS, heap, "PEAK"), as_bytes(8000));
+        ASSERT_EQ(below_heap, 1u);
+        ASSERT_STREQ(value_key(m, TOP_VIEW_STACKS, leak), "[pid 10 big]\x1f[heap] (user space)\x1fleak_site");
+        ASSERT_STREQ(column(m, TOP_VIEW_STACKS, leak, "CURRENT"), as_bytes(3000));
         top_model_free(m);
 }
 
@@ -249,14 +350,13 @@ static json_t *unit(const char *name, int current, int peak, int tasks) {
 static void test_units(void) {
         TopModel *m;
         json_t *r, *p;
-        char buf[64];
 
         ASSERT_OK(top_model_new(4096, &m));
         /* A memstrackd without units: the reply is still good, the units view is empty and says why. */
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        ASSERT_TRUE(!m->have_units);
+        ASSERT_NOT_NULL(top_view_class(TOP_VIEW_UNITS)->empty_note(m));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 0);
 
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
@@ -265,24 +365,24 @@ static void test_units(void) {
                                       unit("session-2.scope", 300, 300, 7))));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        ASSERT_TRUE(m->have_units);
+        ASSERT_NULL(top_view_class(TOP_VIEW_UNITS)->empty_note(m));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 3);
-        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "db.service");
-        ASSERT_EQ(top_model_unit_row(m, 0)->tasks, 2);
-        ASSERT_EQ(top_model_unit_row(m, 0)->peak_pages, 500);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 0), "unit db.service");
+        ASSERT_STREQ(row_column(m, TOP_VIEW_UNITS, 0, "TASKS"), "2");
+        ASSERT_STREQ(row_column(m, TOP_VIEW_UNITS, 0, "PEAK"), as_pages(500));
 
         /* The key 4 (view number 3) shows the units; its sort columns are its own. */
         top_model_set_view(m, TOP_VIEW_UNITS);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "current");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "peak");
-        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "sshd.service");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 0), "unit sshd.service");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "tasks");
-        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "session-2.scope");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 0), "unit session-2.scope");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "name");
-        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "db.service");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 0), "unit db.service");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "current");
         /* The tasks view kept its own sort. */
@@ -290,14 +390,14 @@ static void test_units(void) {
 
         /* The selection follows the unit when it moves in the list. */
         top_model_move(m, 1);
-        ASSERT_STREQ(top_model_unit_row(m, top_model_selected(m, TOP_VIEW_UNITS))->name, "session-2.scope");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, top_model_selected(m, TOP_VIEW_UNITS)), "unit session-2.scope");
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
         ASSERT_OK(json_object_set_new(r, "units", json_pack("[o, o, o]", unit("session-2.scope", 800, 800, 7),
                                       unit("db.service", 500, 500, 2), unit("sshd.service", 100, 900, 1))));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
         ASSERT_EQ(top_model_selected(m, TOP_VIEW_UNITS), 0);
-        ASSERT_STREQ(top_model_unit_row(m, 0)->name, "session-2.scope");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 0), "unit session-2.scope");
 
         /* The filter of the units view matches unit names, and only there. */
         ASSERT_OK(top_model_set_filter(m, "SSHD"));
@@ -306,7 +406,7 @@ static void test_units(void) {
         ASSERT_OK(top_model_set_filter(m, NULL));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 3);
         /* The unit the filter left selected stays selected without it. */
-        ASSERT_STREQ(top_model_unit_row(m, top_model_selected(m, TOP_VIEW_UNITS))->name, "sshd.service");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, top_model_selected(m, TOP_VIEW_UNITS)), "unit sshd.service");
 
         /* Enter on a unit: its stacks, asked for with StackTree(unit: NAME) and nothing else. */
         top_model_move(m, -1);
@@ -317,7 +417,7 @@ static void test_units(void) {
         ASSERT_NULL(json_object_get(p, "pid"));
         ASSERT_NULL(json_object_get(p, "module"));
         json_decref(p);
-        ASSERT_STREQ(top_model_scope_label(m, buf, sizeof(buf)), "[unit db.service]");
+        ASSERT_STREQ(caption(m, TOP_VIEW_STACKS), "[unit db.service]");
 
         /* A task's stacks after a unit's: the unit is dropped from the call. */
         top_model_set_view(m, TOP_VIEW_TASKS);
@@ -332,7 +432,7 @@ static void test_units(void) {
         ASSERT_EQ(top_model_open_stacks(m), 1);
         ASSERT_EQ(top_model_open_stacks(m), 0);
         ASSERT_EQ(top_model_scope_all(m), 1);
-        ASSERT_STREQ(top_model_scope_label(m, buf, sizeof(buf)), "[all]");
+        ASSERT_STREQ(caption(m, TOP_VIEW_STACKS), "[all]");
         /* 'a' from another view: the stacks of everything, which they show already. */
         top_model_set_view(m, TOP_VIEW_UNITS);
         ASSERT_EQ(top_model_scope_all(m), 0);
@@ -351,6 +451,7 @@ static json_t *slab_site(const char *name, int objects, int bytes, int requested
 /* Top replies with and without slab objects: the slab view's rows, sorts, filter, selection, and its
  * state when memstrackd does not trace them. */
 static void test_slab(void) {
+        TopSlabTotals totals;
         TopModel *m;
         json_t *r;
 
@@ -358,7 +459,7 @@ static void test_slab(void) {
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        ASSERT_TRUE(!m->have_slab);
+        ASSERT_TRUE(!top_slab_totals(m, &totals));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 0);
 
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
@@ -371,38 +472,38 @@ static void test_slab(void) {
                 slab_site("alloc_pipe_info+0x5c", 1000, 7200, 7200, 9000, 3900))));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        ASSERT_TRUE(m->have_slab);
-        ASSERT_EQ(m->slab_bytes, 100000);
-        ASSERT_EQ(m->slab_peak_bytes, 150000);
+        ASSERT_TRUE(top_slab_totals(m, &totals));
+        ASSERT_EQ(totals.bytes, 100000);
+        ASSERT_EQ(totals.peak_bytes, 150000);
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 3);
         /* Most live bytes first, then each column in turn. */
         top_model_set_view(m, TOP_VIEW_SLAB);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "bytes");
-        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "ext4_alloc_inode+0x1a");
-        ASSERT_EQ(top_model_slab_row(m, 0)->requested, 79000);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, 0), "ext4_alloc_inode+0x1a");
+        ASSERT_STREQ(row_column(m, TOP_VIEW_SLAB, 0, "REQUESTED"), as_bytes(79000));
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "objects");
-        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "alloc_pipe_info+0x5c");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, 0), "alloc_pipe_info+0x5c");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "waste");
-        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "do_eventfd+0x34");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, 0), "do_eventfd+0x34");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "peak");
-        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "ext4_alloc_inode+0x1a");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, 0), "ext4_alloc_inode+0x1a");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "allocs");
-        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "alloc_pipe_info+0x5c");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, 0), "alloc_pipe_info+0x5c");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "site");
-        ASSERT_STREQ(top_model_slab_row(m, 0)->name, "alloc_pipe_info+0x5c");
-        ASSERT_STREQ(top_model_slab_row(m, 2)->name, "ext4_alloc_inode+0x1a");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, 0), "alloc_pipe_info+0x5c");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, 2), "ext4_alloc_inode+0x1a");
         top_model_sort_next(m, 1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "bytes");
 
         /* The selection stays on its call site across a refresh that reorders them; the filter matches
          * call-site names. Enter does nothing: call sites have no page stacks. */
         top_model_move(m, 1);
-        ASSERT_STREQ(top_model_slab_row(m, top_model_selected(m, TOP_VIEW_SLAB))->name, "do_eventfd+0x34");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_SLAB, top_model_selected(m, TOP_VIEW_SLAB)), "do_eventfd+0x34");
         r = top_reply(json_pack("[o]", task(10, "big", 500, 500, 600)));
         ASSERT_OK(json_object_set_new(r, "slab", json_pack("{s:i, s:i, s:i, s:[o, o]}", "liveObjects", 400,
                 "liveBytesAllocated", 25600, "peakLiveBytes", 150000,
@@ -421,7 +522,7 @@ static void test_slab(void) {
         ASSERT_OK(json_object_set_new(r, "slab", json_null()));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        ASSERT_TRUE(!m->have_slab);
+        ASSERT_TRUE(!top_slab_totals(m, &totals));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 0);
         top_model_free(m);
 }
@@ -512,7 +613,7 @@ static json_t *child(int pid, int parent, int current) {
 static void test_task_tree(void) {
         TopModel *m;
         json_t *r;
-        int64_t want[] = { 5, 1, 3, 2, 4, 6, 7 };
+        const char *want[] = { "pid 5", "pid 1", "pid 3", "pid 2", "pid 4", "pid 6", "pid 7" };
         const char *guides[] = { "", "", "t", "l", " l", "", "l" };
 
         ASSERT_OK(top_model_new(4096, &m));
@@ -524,7 +625,7 @@ static void test_task_tree(void) {
         ASSERT_OK(top_model_toggle_tree(m));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 7);
         for (size_t i = 0; i < 7; i++) {
-                ASSERT_EQ(top_model_task_row(m, i)->pid, want[i]);
+                ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, i), want[i]);
                 ASSERT_STREQ(top_model_tree_line(m, TOP_VIEW_TASKS, i)->guides, guides[i]);
         }
         ASSERT_TRUE(!top_model_tree_line(m, TOP_VIEW_TASKS, 0)->has_children);
@@ -537,13 +638,13 @@ static void test_task_tree(void) {
         ASSERT_TRUE(top_model_tree_line(m, TOP_VIEW_TASKS, 1)->collapsed);
         ASSERT_OK(top_model_rebuild(m));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 4);
-        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 1);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, top_model_selected(m, TOP_VIEW_TASKS)), "pid 1");
         ASSERT_OK(top_model_expand(m));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_TASKS), 7);
         /* Left on 4 goes to its parent 2. */
         top_model_select(m, 4);
         ASSERT_OK(top_model_collapse(m));
-        ASSERT_EQ(top_model_task_row(m, top_model_selected(m, TOP_VIEW_TASKS))->pid, 2);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, top_model_selected(m, TOP_VIEW_TASKS)), "pid 2");
         top_model_free(m);
 }
 
@@ -570,22 +671,29 @@ static void test_unit_tree(void) {
         /* system.slice (40) > b, a; user.slice (7) > user-1000.slice (the unit's own row) > session-1.scope;
          * init.scope at the top. */
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_UNITS), 7);
-        ASSERT_STREQ(top_model_slice_row(m, 0)->path, "/system.slice");
-        ASSERT_EQ(top_model_slice_row(m, 0)->current_pages, 40);
-        ASSERT_STREQ(top_model_unit_row(m, 1)->name, "b.service");
-        ASSERT_STREQ(top_model_unit_row(m, 2)->name, "a.service");
-        ASSERT_STREQ(top_model_slice_row(m, 3)->path, "/user.slice");
-        ASSERT_EQ(top_model_slice_row(m, 3)->current_pages, 7);
-        ASSERT_STREQ(top_model_slice_row(m, 4)->path, "/user.slice/user-1000.slice");
-        ASSERT_STREQ(m->units[top_model_slice_row(m, 4)->unit].name, "user-1000.slice");
-        ASSERT_STREQ(top_model_unit_row(m, 5)->name, "session-1.scope");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 0), "slice /system.slice");
+        ASSERT_STREQ(row_column(m, TOP_VIEW_UNITS, 0, "PAGES"), "40");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 1), "unit b.service");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 2), "unit a.service");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 3), "slice /user.slice");
+        ASSERT_STREQ(row_column(m, TOP_VIEW_UNITS, 3, "PAGES"), "7");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 4), "slice /user.slice/user-1000.slice");
+        /* The unit user-1000.slice is that slice's row, not a row of its own. */
+        for (size_t i = 0; i < 7; i++)
+                ASSERT_TRUE(!streq(row_key(m, TOP_VIEW_UNITS, i), "unit user-1000.slice"));
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 5), "unit session-1.scope");
         ASSERT_STREQ(top_model_tree_line(m, TOP_VIEW_UNITS, 5)->guides, " l");
-        ASSERT_STREQ(top_model_unit_row(m, 6)->name, "init.scope");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, 6), "unit init.scope");
         /* A slice row stays selected by its path across an update. */
         top_model_select(m, 3);
         ASSERT_OK(top_model_rebuild(m));
-        ASSERT_STREQ(top_model_slice_row(m, top_model_selected(m, TOP_VIEW_UNITS))->path, "/user.slice");
+        ASSERT_STREQ(row_key(m, TOP_VIEW_UNITS, top_model_selected(m, TOP_VIEW_UNITS)), "slice /user.slice");
         top_model_free(m);
+}
+
+/* How an item (a row read, in the daemon's order) moved since the previous update, as its row shows it. */
+static TopTrend trend(const TopModel *m, TopView v, size_t item) {
+        return top_view_class(v)->look(m, item).trend;
 }
 
 static void test_trends(void) {
@@ -596,14 +704,14 @@ static void test_trends(void) {
         r = top_reply(json_pack("[o, o, o]", task(1, "a", 10, 10, 10), task(2, "b", 10, 10, 10), task(3, "c", 5, 5, 5)));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        ASSERT_EQ(m->tasks[0].trend, TOP_TREND_SAME);   /* nothing to compare with yet */
+        ASSERT_EQ(trend(m, TOP_VIEW_TASKS, 0), TOP_TREND_SAME);         /* nothing to compare with yet */
         r = top_reply(json_pack("[o, o, o]", task(1, "a", 11, 11, 11), task(2, "b", 9, 10, 10), task(4, "d", 1, 1, 1)));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        ASSERT_EQ(m->tasks[0].trend, TOP_TREND_UP);
-        ASSERT_EQ(m->tasks[1].trend, TOP_TREND_DOWN);
-        ASSERT_EQ(m->tasks[2].trend, TOP_TREND_NEW);
-        ASSERT_EQ(m->modules[0].trend, TOP_TREND_SAME);
+        ASSERT_EQ(trend(m, TOP_VIEW_TASKS, 0), TOP_TREND_UP);
+        ASSERT_EQ(trend(m, TOP_VIEW_TASKS, 1), TOP_TREND_DOWN);
+        ASSERT_EQ(trend(m, TOP_VIEW_TASKS, 2), TOP_TREND_NEW);
+        ASSERT_EQ(trend(m, TOP_VIEW_MODULES, 0), TOP_TREND_SAME);
         /* The high share: 10 % of 1 GiB is 26215 pages. */
         m->meminfo.total = 1ULL << 30;
         ASSERT_TRUE(top_model_is_high(m, 26215));
@@ -638,9 +746,9 @@ static void test_settings(void) {
                                         "chart=24h\nhigh-percent=2.5\nview=nowhere\nsort.slab=sideways\n"
                                         "tree.modules=yes\nhigh-percent=101\nnonsense\n"), 6);
         ASSERT_EQ(m->view, TOP_VIEW_UNITS);
-        ASSERT_EQ(m->sort[TOP_VIEW_TASKS], TOP_TASK_PEAK);
-        ASSERT_EQ(m->sort[TOP_VIEW_UNITS], TOP_UNIT_TASKS);
-        ASSERT_EQ(m->sort[TOP_VIEW_SLAB], TOP_SLAB_BYTES);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "peak");
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_UNITS), "tasks");
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_SLAB), "bytes");
         ASSERT_TRUE(m->tree[TOP_VIEW_UNITS] && !m->tree[TOP_VIEW_MODULES]);
         ASSERT_EQ(m->chart, TOP_CHART_24H);
         ASSERT_TRUE(m->high_percent == 2.5);
@@ -650,7 +758,7 @@ static void test_settings(void) {
         ASSERT_OK(top_model_new(4096, &back));
         ASSERT_EQ(top_settings_parse(back, text), 10);
         ASSERT_EQ(back->view, m->view);
-        ASSERT_EQ(back->sort[TOP_VIEW_UNITS], TOP_UNIT_TASKS);
+        ASSERT_STREQ(top_model_sort_name(back, TOP_VIEW_UNITS), "tasks");
         ASSERT_TRUE(back->tree[TOP_VIEW_UNITS] && !back->tree[TOP_VIEW_TASKS]);
         ASSERT_EQ(back->chart, TOP_CHART_24H);
         free(text);
@@ -745,7 +853,8 @@ static void test_view_classes(void) {
                 fprintf(stderr, "   %s\n", c->name);
                 ASSERT_NOT_NULL(c->name);
                 ASSERT_NOT_NULL(c->title);
-                ASSERT_NOT_NULL(c->clear);
+                ASSERT_NOT_NULL(c->rows_new);
+                ASSERT_NOT_NULL(c->rows_free);
                 ASSERT_NOT_NULL(c->n_items);
                 ASSERT_NOT_NULL(c->key);
                 ASSERT_NOT_NULL(c->compare);
@@ -804,6 +913,19 @@ static json_t *parented(int pid, int parent, const char *comm, int current, int 
         return t;
 }
 
+/* Stacks of two siblings and two cousins of equal counts, and one label twice under different parents;
+ * sampled 1 in interval pages when not 0. */
+static json_t *tied_stacks(int interval) {
+        json_t *r = json_pack("{s:o}", "root", node("[all]", 40, json_pack("[o, o]",
+                              node("a", 20, json_pack("[o, o]", node("dup", 10, NULL), node("c", 10, NULL))),
+                              node("b", 20, json_pack("[o]", node("dup", 20, NULL))))));
+
+        ASSERT_NOT_NULL(r);
+        if (interval > 0)
+                ASSERT_OK(json_object_set_new(r, "stackSampleInterval", json_integer(interval)));
+        return r;
+}
+
 /* Rows that tie on every figure a sort key looks at, so each compare has to settle ties itself. */
 static TopModel *tied_model(void) {
         TopModel *m;
@@ -828,10 +950,7 @@ static TopModel *tied_model(void) {
         ASSERT_OK(top_model_new(4096, &m));
         ASSERT_OK(top_model_update(m, r));
         json_decref(r);
-        /* Two siblings and two cousins of equal counts, and one label twice under different parents. */
-        r = json_pack("{s:o}", "root", node("[all]", 40, json_pack("[o, o]",
-                      node("a", 20, json_pack("[o, o]", node("dup", 10, NULL), node("c", 10, NULL))),
-                      node("b", 20, json_pack("[o]", node("dup", 20, NULL))))));
+        r = tied_stacks(0);
         ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, r));
         json_decref(r);
         return m;
@@ -878,7 +997,7 @@ static void test_compare_total(void) {
         ASSERT_LE(n, ELEMENTSOF(values));
         for (size_t i = 0; i < n; i++)
                 values[i] = top_model_row_value(m, TOP_VIEW_UNITS, i);
-        ASSERT_NOT_NULL(top_model_slice_row(m, 0));
+        ASSERT_TRUE(strncmp(row_key(m, TOP_VIEW_UNITS, 0), "slice ", 6) == 0);
         assert_total_order(m, TOP_VIEW_UNITS, values, n);
         top_model_free(m);
 }
@@ -895,7 +1014,7 @@ static void test_row_text(void) {
                         "ALLOCS", "FREES", "STATE", "COMMAND");
         ASSERT_STREQ(text, want);
         free(text);
-        ASSERT_EQ(top_model_task_row(m, 0)->pid, 10);
+        ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 10");
         text = top_view_row_text(m, TOP_VIEW_TASKS, 0, true);
         (void) snprintf(want, sizeof(want), "%7d %-15s %10s %10s %9d %9d %-7s %s", 10, "same", "400.0 KiB", "800.0 KiB",
                         300, 200, "running", "same");
@@ -924,7 +1043,9 @@ static void test_row_text(void) {
         free(text);
 
         /* The stacks: sampling said after STACK, each level two columns in. */
-        m->stack_sample_interval = 64;
+        json_t *sampled = tied_stacks(64);
+        ASSERT_OK(top_model_update_fetched(m, TOP_VIEW_STACKS, sampled));
+        json_decref(sampled);
         text = top_view_header(m, TOP_VIEW_STACKS);
         ASSERT_STREQ(text, " [CURRENT]       PEAK STACK sampled 1 in 64 pages, scaled to exact counts; callers first; "
                            "Enter/Right open, Left close");
@@ -1001,13 +1122,13 @@ static void test_filter_per_view(void) {
         ASSERT_OK(top_model_set_filter(m, "dup"));
         const char *labels[] = { "[all]", "a", "dup", "b", "dup" };
         for (size_t i = 0; i < ELEMENTSOF(labels); i++) {
-                ASSERT_STREQ(top_model_stack_row(m, i)->node->label, labels[i]);
+                ASSERT_STREQ(stack_label(m, i), labels[i]);
                 ASSERT_TRUE(!top_model_tree_line(m, TOP_VIEW_STACKS, i)->collapsed);
         }
         /* A match itself stays closed until opened, and "a" beside it goes. */
         ASSERT_OK(top_model_set_filter(m, "b"));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 2);
-        ASSERT_STREQ(top_model_stack_row(m, 1)->node->label, "b");
+        ASSERT_STREQ(stack_label(m, 1), "b");
         ASSERT_TRUE(top_model_tree_line(m, TOP_VIEW_STACKS, 1)->collapsed);
         top_model_free(m);
 }
@@ -1036,12 +1157,12 @@ static void test_keys(void) {
         top_model_set_view(m, TOP_VIEW_STACKS);
         top_model_select(m, 1);
         ASSERT_OK(top_model_expand(m));
-        ASSERT_STREQ(top_model_stack_row(m, 4)->node->label, "b");
+        ASSERT_STREQ(stack_label(m, 4), "b");
         top_model_select(m, 4);
         ASSERT_OK(top_model_expand(m));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 6);
         top_model_select(m, 5);
-        ASSERT_STREQ(top_model_stack_row(m, 5)->node->label, "dup");
+        ASSERT_STREQ(stack_label(m, 5), "dup");
         json_t *r = json_pack("{s:o}", "root", node("[all]", 40, json_pack("[o, o]",
                               node("b", 30, json_pack("[o]", node("dup", 30, NULL))),
                               node("a", 20, json_pack("[o, o]", node("dup", 10, NULL), node("c", 10, NULL))))));
@@ -1050,8 +1171,8 @@ static void test_keys(void) {
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_STACKS), 6);
         size_t sel = top_model_selected(m, TOP_VIEW_STACKS);
         ASSERT_EQ(sel, 2);
-        ASSERT_STREQ(top_model_stack_row(m, sel)->node->label, "dup");
-        ASSERT_STREQ(top_model_stack_row(m, 1)->node->label, "b");
+        ASSERT_STREQ(stack_label(m, sel), "dup");
+        ASSERT_STREQ(stack_label(m, 1), "b");
         top_model_free(m);
 }
 

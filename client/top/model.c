@@ -40,13 +40,20 @@ static void table_done(TopTable *t) {
 
 int top_model_new(uint64_t page_size, TopModel **ret) {
         TopModel *m = calloc(1, sizeof(TopModel));
+        int r;
 
         if (!m)
                 return -ENOMEM;
         m->page_size = page_size ?: 4096;
-        m->scope_pid = -1;
-        for (size_t v = 0; v < _TOP_VIEW_MAX; v++)
-                m->sort[v] = top_view_class((TopView) v)->default_sort;
+        for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
+                const TopViewClass *c = top_view_class((TopView) v);
+                m->sort[v] = c->default_sort;
+                r = c->rows_new(&m->rows[v]);
+                if (r < 0) {
+                        top_model_free(m);
+                        return r;
+                }
+        }
         m->high_percent = 10;
         *ret = m;
         return 0;
@@ -65,12 +72,10 @@ TopModel *top_model_free(TopModel *m) {
         free(m->explain_unit);
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
                 table_done(&m->tables[v]);
-                top_view_class((TopView) v)->clear(m);
+                top_view_class((TopView) v)->rows_free(m->rows[v]);
                 free(m->filter[v]);
         }
         free(m->filter_edit);
-        free(m->scope_unit);
-        free(m->scope_module);
         free(m);
         return NULL;
 }

@@ -2,11 +2,12 @@
 #pragma once
 
 /*
- * The live view's model: the latest Top snapshot and stack tree, and what the user chose to look at
- * (view, sort column, filter, selection, expanded stack nodes). No curses and no socket here: the event
- * loop (top.c) feeds replies in, the widgets (view.c) read rows out, the key actions (actions.c) change
- * the choices. The selection is kept by identity (a pid, a module or unit name, a stack path), so it stays on
- * the same row when a refresh reorders or filters the lists.
+ * The live view's model: the latest Top snapshot's figures, each view's rows (opaque here: their types are
+ * their classes' own, view-class.h), and what the user chose to look at (view, sort column, filter,
+ * selection, expanded tree nodes). No curses and no socket here: the event loop (top.c) feeds replies in,
+ * the widgets (view.c) read rows out, the key actions (actions.c) change the choices. The selection is kept
+ * by identity (a pid, a module or unit name, a stack path), so it stays on the same row when a refresh
+ * reorders or filters the lists.
  */
 
 #include <errno.h>
@@ -37,49 +38,6 @@ typedef enum TopView {
 } TopView;
 #undef TOP_VIEW_ENUM_
 
-/* Sortable columns, per view. Numbers sort biggest first, names alphabetically. */
-typedef enum TopTaskColumn {
-        TOP_TASK_PID,
-        TOP_TASK_COMM,
-        TOP_TASK_CURRENT,
-        TOP_TASK_PEAK,
-        TOP_TASK_ALLOCS,
-        TOP_TASK_FREES,
-        TOP_TASK_STATE,
-        _TOP_TASK_COLUMN_MAX,
-} TopTaskColumn;
-
-typedef enum TopModuleColumn {
-        TOP_MODULE_NAME,
-        TOP_MODULE_CURRENT,
-        TOP_MODULE_PEAK,
-        _TOP_MODULE_COLUMN_MAX,
-} TopModuleColumn;
-
-typedef enum TopUnitColumn {
-        TOP_UNIT_NAME,
-        TOP_UNIT_CURRENT,
-        TOP_UNIT_PEAK,
-        TOP_UNIT_TASKS,
-        _TOP_UNIT_COLUMN_MAX,
-} TopUnitColumn;
-
-typedef enum TopSlabColumn {
-        TOP_SLAB_SITE,
-        TOP_SLAB_BYTES,         /* live bytes allocated */
-        TOP_SLAB_OBJECTS,
-        TOP_SLAB_WASTE,
-        TOP_SLAB_PEAK,
-        TOP_SLAB_ALLOCS,
-        _TOP_SLAB_COLUMN_MAX,
-} TopSlabColumn;
-
-typedef enum TopStackColumn {
-        TOP_STACK_CURRENT,
-        TOP_STACK_PEAK,
-        _TOP_STACK_COLUMN_MAX,
-} TopStackColumn;
-
 /* The history chart below the view: off (a one-line sparkline instead), or over one of the spans the
  * daemon keeps (memstrackd(8) HISTORY). */
 typedef enum TopChartSpan {
@@ -108,41 +66,6 @@ typedef enum TopTrend {
         TOP_TREND_NEW,          /* not in the previous update */
 } TopTrend;
 
-typedef struct TopTask {
-        int64_t pid;
-        int64_t parent_pid;     /* -1: unknown (a memstrackd without parentPid, a thread) */
-        char *comm;             /* owned */
-        char *cmdline;          /* owned, NULL if unknown */
-        uint64_t current_pages, peak_pages, allocs, frees;
-        bool exited;
-        TopTrend trend;
-} TopTask;
-
-typedef struct TopModule {
-        char *name;             /* owned */
-        uint64_t current_pages, peak_pages;
-        bool loaded;
-        TopTrend trend;
-} TopModule;
-
-typedef struct TopUnit {
-        char *name;             /* owned */
-        char *cgroup;           /* owned, NULL if unknown: the path the units tree hangs it by */
-        uint64_t current_pages, peak_pages, tasks;
-        bool live;
-        TopTrend trend;
-} TopUnit;
-
-/* A slice in the units tree: a cgroup path component ending in ".slice" above some unit (systemd-cgls's
- * tree). Its figures are its units' sums; it is a unit of its own too when the daemon listed one of the
- * same path (pages charged to the slice's own cgroup). */
-typedef struct TopSlice {
-        char *path;             /* owned: "/user.slice/user-1000.slice" */
-        const char *name;       /* the last component, in path */
-        uint64_t current_pages, tasks;
-        size_t unit;            /* index into units of the unit that is this slice, SIZE_MAX if none */
-} TopSlice;
-
 /* Where a row of a tree view sits: drawn as guide lines before its name. */
 typedef struct TopTreeLine {
         unsigned depth;         /* 0: a root */
@@ -157,30 +80,6 @@ typedef struct TopTreeLine {
 typedef struct TopMemInfo {
         uint64_t total, free, available, cached, buffers, slab;
 } TopMemInfo;
-
-typedef struct TopSlabSite {
-        char *name;             /* owned: function+offset */
-        uint64_t objects, bytes, requested, peak_bytes, allocs, frees, lost_frees;
-        double waste_percent;
-        bool frees_invisible;   /* its frees are not visible on this kernel (SlabRow freesVisible false) */
-} TopSlabSite;
-
-typedef struct TopStackNode {
-        char *label;            /* owned: "frame [module]" */
-        bool bytes;             /* a node of the process's user-space heap: current_pages counts bytes */
-        uint64_t current_pages;
-        int64_t peak_pages;     /* -1: unknown (filtered views) */
-        uint64_t truncated;     /* children the daemon left out */
-        struct TopStackNode *children;  /* owned array of n_children */
-        size_t n_children;
-} TopStackNode;
-
-/* A node of the stack tree as a row of the stacks view (whether it shows depends on what is open). */
-typedef struct TopStackRow {
-        const TopStackNode *node;       /* borrowed from the model's tree */
-        size_t parent;                  /* the parent's index in stack_nodes, SIZE_MAX for the root */
-        unsigned depth;
-} TopStackRow;
 
 /* A view's visible rows and its selection, derived from the rows read and the user's choices. A row's
  * value is what the view's class makes of it: an index into its rows read (tasks, units, ...), or, in a
@@ -203,32 +102,12 @@ typedef struct TopModel {
         uint64_t tracked_pages, peak_tracked_pages, lost_events, uptime_usec;
         uint64_t stacks_truncated;      /* the daemon's stack tree is full when not 0 */
         double events_per_second;
-        TopTask *tasks;                 /* owned, n_tasks, in the daemon's order */
-        size_t n_tasks;
-        TopModule *modules;             /* owned */
-        size_t n_modules;
-        TopUnit *units;                 /* owned */
-        size_t n_units;
-        bool have_units;                /* the reply had units: false from a memstrackd without them */
-        TopSlabSite *slab_sites;        /* owned */
-        size_t n_slab_sites;
-        bool have_slab;                 /* the reply had slab objects: memstrackd traces them (--slab) */
-        uint64_t slab_objects, slab_bytes, slab_peak_bytes;
-        double slab_waste_percent;
-        TopSlice *slices;               /* owned: the units tree's slices, n_slices (tree view only) */
-        size_t n_slices;
         TopMemInfo meminfo;             /* the header's memory meter, set by the caller */
         double high_percent;            /* rows holding at least this share of MemTotal are marked; 0: none */
 
-        /* The latest StackTree reply, for the scope below. */
-        TopStackNode *stack_root;       /* owned, NULL until fetched */
-        TopStackRow *stack_nodes;       /* owned: every node of stack_root, each before its children */
-        size_t n_stack_nodes;
-        uint64_t stack_sample_interval; /* the reply's stackSampleInterval: above 1 the tree is scaled from
-                                         * 1 in N pages' stacks; 0 from a memstrackd that does not say */
-        int64_t scope_pid;              /* -1: not a task */
-        char *scope_module;             /* owned, NULL: not a module */
-        char *scope_unit;               /* owned, NULL: not a unit; none of the three: all stacks */
+        /* Each view's rows: owned by its class, which makes, reads and frees them through its hooks and
+         * alone knows their type (the stacks' include their scope). */
+        void *rows[_TOP_VIEW_MAX];
 
         /* The user's choices. */
         TopView view;
@@ -255,9 +134,6 @@ typedef struct TopModel {
 #define TOP_STACK_WARNING                                                                               \
         "Warning: stack node budget full, new stacks go to [truncated] (memstrackctl status; --max-stack-nodes)"
 
-/* The slab view without slab objects in the replies. */
-#define TOP_SLAB_OFF_HINT "memstrackd does not trace slab objects: start it with --slab (Slab= in its configuration)"
-
 int top_model_new(uint64_t page_size, TopModel **ret);
 TopModel *top_model_free(TopModel *m);
 
@@ -275,21 +151,11 @@ int top_model_update_fetched(TopModel *m, TopView v, json_t *reply);
 const char *top_model_stream_sort(const TopModel *m);
 /* Sorts that view by the sort key the Top call names so (memstrackctl top --sort). -EINVAL for none. */
 int top_model_set_stream_sort(TopModel *m, const char *name);
-/* "[all]", "[pid 42 comm]", "[module ext4]" or "[unit sshd.service]" for the title: written into buf. */
-const char *top_model_scope_label(const TopModel *m, char *buf, size_t size);
-
 size_t top_model_rows(const TopModel *m, TopView v);
 size_t top_model_selected(const TopModel *m, TopView v);
-/* The value behind a visible row of a view (see TopTable), SIZE_MAX if out of range. */
+/* The value behind a visible row of a view (see TopTable), SIZE_MAX if out of range: what its class's hooks
+ * take. */
 size_t top_model_row_value(const TopModel *m, TopView v, size_t row);
-/* The task/module/unit behind a visible row (NULL if out of range). */
-const TopTask *top_model_task_row(const TopModel *m, size_t row);
-const TopModule *top_model_module_row(const TopModel *m, size_t row);
-const TopUnit *top_model_unit_row(const TopModel *m, size_t row);
-const TopSlabSite *top_model_slab_row(const TopModel *m, size_t row);
-const TopStackRow *top_model_stack_row(const TopModel *m, size_t row);
-/* The units tree's slice behind a row (NULL for a unit's row, or when flat). */
-const TopSlice *top_model_slice_row(const TopModel *m, size_t row);
 /* A tree view's line of a row: NULL when the view is flat. */
 const TopTreeLine *top_model_tree_line(const TopModel *m, TopView v, size_t row);
 /* Whether a row's current pages reach the high_percent share of MemTotal. */
@@ -314,11 +180,11 @@ void top_model_set_view(TopModel *m, TopView v);
 void top_model_move(TopModel *m, int64_t delta);
 /* Selects a visible row of the current view (clamped). */
 void top_model_select(TopModel *m, size_t row);
-/* Sorts the current view by a column of it (a TopTaskColumn, ...); out of range: ignored. */
+/* Sorts the current view by a sort key of its class (its sort_names' index); out of range: ignored. */
 void top_model_set_sort(TopModel *m, unsigned column);
 /* Cycles the sort column of the current view. */
 void top_model_sort_next(TopModel *m, int direction);
-/* Name of the sorted column of a view, lower case ("current", "comm", ...). */
+/* Name of the sorted column of a view, lower case ("current", "comm", ...): its class's sort_names. */
 const char *top_model_sort_name(const TopModel *m, TopView v);
 /* Sets the current view's filter (NULL or "" for none). */
 int top_model_set_filter(TopModel *m, const char *filter);

@@ -10,7 +10,10 @@
  * growing), the screen picks the colours.
  *
  * Adding a view: a file view-NAME.c defining `const TopViewClass top_view_NAME`, one X(NAME, name) line
- * in TOP_VIEWS (model.h), and its file in meson.build. Its rows live in TopModel beside the others.
+ * in TOP_VIEWS (model.h), and its file in meson.build. The file keeps its row type and its sort keys to
+ * itself: TopModel holds its rows as an opaque pointer (rows[TOP_VIEW_NAME]) that only its hooks open.
+ * Its tab, number key, help line, settings, filter, sort, trends, trees, drawing and clicks then follow
+ * from the class; a call of its own (fetch) and the Top call's order (stream_sort) are hooks too.
  */
 
 #include <stdbool.h>
@@ -88,14 +91,17 @@ typedef struct TopViewClass {
         size_t n_columns;
         TopTreeKind tree;
 
-        /* Its rows read. From a Top reply: required names the reply's field every memstrackd sends (a reply
-         * without it is refused before anything changes), NULL if the view's rows are optional; read drops
-         * the previous rows and takes the reply's (NULL: not from Top replies). Or from a call of their own
-         * (fetch, NULL for none). clear drops them. */
+        /* Its rows, of a type of the file's own, in m->rows[its view]: rows_new makes them empty with the
+         * model (-ENOMEM), rows_free frees them with it (NULL: nothing). Nothing but the class's hooks looks
+         * inside. They come from a Top reply: required names the reply's field every memstrackd sends (a
+         * reply without it is refused before anything changes), NULL if the view's rows are optional; read
+         * drops the previous rows and takes the reply's (NULL: not from Top replies). Or from a call of
+         * their own (fetch, NULL for none). n_items: how many rows were read. */
+        int (*rows_new)(void **ret);
+        void (*rows_free)(void *rows);
         const char *required;
         int (*read)(TopModel *m, json_t *reply);
         const TopViewFetch *fetch;
-        void (*clear)(TopModel *m);
         size_t (*n_items)(const TopModel *m);
 
         /* On a value (see TopTable). key: the row's identity as a new string (NULL on OOM), the same in every
@@ -163,6 +169,20 @@ int top_strdup_or_null(const char *s, char **ret);
 /* asprintf() into *ret that leaves it NULL on failure; -ENOMEM. */
 int top_field(char **ret, const char *format, ...) _printf_(2, 3);
 
+/* ---- What a view's file offers beside its class ------------------------------------------------------ */
+
 /* Enter on a row that has an owner: the stacks view, scoped to it (view-stacks.c). 1 if the scope
  * changed, 0 if not, -ENOMEM. */
 int top_model_open_owner(TopModel *m);
+
+/* The comm of the task of this pid among the tasks read, NULL if none is listed (view-tasks.c): the stacks
+ * view names its scope with it. Borrowed until the next update. */
+const char *top_task_comm(const TopModel *m, int64_t pid);
+
+/* The totals of Top's slab field as read (view-slab.c; the view draws its call sites, not these): false
+ * when memstrackd does not trace slab objects. */
+typedef struct TopSlabTotals {
+        uint64_t objects, bytes, peak_bytes;
+        double waste_percent;
+} TopSlabTotals;
+bool top_slab_totals(const TopModel *m, TopSlabTotals *ret);

@@ -10,6 +10,28 @@
 #include "reply.h"
 #include "view-class.h"
 
+/* Its sort keys, in the order 's' cycles them. */
+typedef enum TopModuleColumn {
+        TOP_MODULE_NAME,
+        TOP_MODULE_CURRENT,
+        TOP_MODULE_PEAK,
+        _TOP_MODULE_COLUMN_MAX,
+} TopModuleColumn;
+
+typedef struct TopModule {
+        char *name;             /* owned */
+        uint64_t current_pages, peak_pages;
+        bool loaded;
+        TopTrend trend;
+} TopModule;
+
+/* The view's rows (m->rows[TOP_VIEW_MODULES]): Top's modules; an item, and a row's value, is an index
+ * into them. */
+typedef struct Modules {
+        TopModule *modules;     /* owned, n */
+        size_t n;
+} Modules;
+
 static const char *const sort_names[_TOP_MODULE_COLUMN_MAX] = {
         [TOP_MODULE_NAME] = "name",
         [TOP_MODULE_CURRENT] = "current",
@@ -27,31 +49,50 @@ static const TopColumn columns[_COL_MAX] = {
         [COL_STATE] = { "STATE", 0, -1, TOP_COLUMN_LEFT },
 };
 
+static Modules *modules_of(const TopModel *m) {
+        return m->rows[TOP_VIEW_MODULES];
+}
+
+/* The module of a value, NULL out of range. */
 static const TopModule *module_of(const TopModel *m, size_t value) {
-        return value < m->n_modules ? &m->modules[value] : NULL;
+        const Modules *modules = modules_of(m);
+        return value < modules->n ? &modules->modules[value] : NULL;
 }
 
-const TopModule *top_model_module_row(const TopModel *m, size_t row) {
-        return module_of(m, top_model_row_value(m, TOP_VIEW_MODULES, row));
+static void modules_clear(Modules *modules) {
+        for (size_t i = 0; i < modules->n; i++)
+                free(modules->modules[i].name);
+        modules->modules = mfree_ptr(modules->modules);
+        modules->n = 0;
 }
 
-static void modules_clear(TopModel *m) {
-        for (size_t i = 0; i < m->n_modules; i++)
-                free(m->modules[i].name);
-        m->modules = mfree_ptr(m->modules);
-        m->n_modules = 0;
+static int modules_rows_new(void **ret) {
+        Modules *modules = calloc(1, sizeof(Modules));
+
+        if (!modules)
+                return -ENOMEM;
+        *ret = modules;
+        return 0;
+}
+
+static void modules_rows_free(void *rows) {
+        if (!rows)
+                return;
+        modules_clear(rows);
+        free(rows);
 }
 
 static int modules_read(TopModel *m, json_t *reply) {
-        json_t *modules = reply_array(reply, "modules"), *e;
+        json_t *array = reply_array(reply, "modules"), *e;
+        Modules *modules = modules_of(m);
         size_t i;
 
-        modules_clear(m);
-        m->modules = calloc(MAX(json_array_size(modules), (size_t) 1), sizeof(TopModule));
-        if (!m->modules)
+        modules_clear(modules);
+        modules->modules = calloc(MAX(json_array_size(array), (size_t) 1), sizeof(TopModule));
+        if (!modules->modules)
                 return -ENOMEM;
-        json_array_foreach(modules, i, e) {
-                TopModule *mod = &m->modules[m->n_modules++];
+        json_array_foreach(array, i, e) {
+                TopModule *mod = &modules->modules[modules->n++];
                 *mod = (TopModule) {
                         .current_pages = reply_count(e, "currentPages"),
                         .peak_pages = reply_count(e, "peakPages"),
@@ -65,15 +106,15 @@ static int modules_read(TopModel *m, json_t *reply) {
 }
 
 static size_t modules_n_items(const TopModel *m) {
-        return m->n_modules;
+        return modules_of(m)->n;
 }
 
 static char *modules_key(const TopModel *m, size_t value) {
-        return strdup(m->modules[value].name);
+        return strdup(module_of(m, value)->name);
 }
 
 static int modules_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
-        const TopModule *x = &m->modules[a], *y = &m->modules[b];
+        const TopModule *x = module_of(m, a), *y = module_of(m, b);
         int c;
 
         switch (sort) {
@@ -90,19 +131,19 @@ static int modules_compare(const TopModel *m, unsigned sort, size_t a, size_t b)
 }
 
 static bool modules_matches(const TopModel *m, size_t item, const char *filter) {
-        return top_text_matches(m->modules[item].name, filter);
+        return top_text_matches(module_of(m, item)->name, filter);
 }
 
 static uint64_t modules_current(const TopModel *m, size_t item) {
-        return m->modules[item].current_pages;
+        return module_of(m, item)->current_pages;
 }
 
 static void modules_set_trend(TopModel *m, size_t item, TopTrend trend) {
-        m->modules[item].trend = trend;
+        modules_of(m)->modules[item].trend = trend;
 }
 
 static int modules_write(const TopModel *m, size_t value, const TopTreeLine *line, bool utf8, char **fields) {
-        const TopModule *mod = &m->modules[value];
+        const TopModule *mod = module_of(m, value);
         char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
         int r;
 
@@ -116,7 +157,7 @@ static int modules_write(const TopModel *m, size_t value, const TopTreeLine *lin
 }
 
 static TopRowLook modules_look(const TopModel *m, size_t value) {
-        const TopModule *mod = &m->modules[value];
+        const TopModule *mod = module_of(m, value);
         return (TopRowLook) { .state = mod->loaded ? TOP_ROW_PLAIN : TOP_ROW_GONE,
                               .high = top_model_is_high(m, mod->current_pages), .trend = mod->trend };
 }
@@ -139,9 +180,10 @@ const TopViewClass top_view_modules = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_NONE,
+        .rows_new = modules_rows_new,
+        .rows_free = modules_rows_free,
         .required = "modules",
         .read = modules_read,
-        .clear = modules_clear,
         .n_items = modules_n_items,
         .key = modules_key,
         .compare = modules_compare,

@@ -14,6 +14,35 @@
 #define TOP_SLAB_SITE_WIDTH 28
 /* A call site whose frees this kernel makes without a tracepoint: its counts are an upper bound. */
 #define TOP_SLAB_INVISIBLE_NOTE "frees not visible"
+/* The view without slab objects in the replies. */
+#define TOP_SLAB_OFF_HINT "memstrackd does not trace slab objects: start it with --slab (Slab= in its configuration)"
+
+/* Its sort keys, in the order 's' cycles them. */
+typedef enum TopSlabColumn {
+        TOP_SLAB_SITE,
+        TOP_SLAB_BYTES,         /* live bytes allocated */
+        TOP_SLAB_OBJECTS,
+        TOP_SLAB_WASTE,
+        TOP_SLAB_PEAK,
+        TOP_SLAB_ALLOCS,
+        _TOP_SLAB_COLUMN_MAX,
+} TopSlabColumn;
+
+typedef struct TopSlabSite {
+        char *name;             /* owned: function+offset */
+        uint64_t objects, bytes, requested, peak_bytes, allocs, frees, lost_frees;
+        double waste_percent;
+        bool frees_invisible;   /* its frees are not visible on this kernel (SlabRow freesVisible false) */
+} TopSlabSite;
+
+/* The view's rows (m->rows[TOP_VIEW_SLAB]): Top's slab call sites; an item, and a row's value, is an index
+ * into them. */
+typedef struct Slab {
+        TopSlabSite *sites;     /* owned, n */
+        size_t n;
+        bool traced;            /* the reply had slab objects: memstrackd traces them (--slab) */
+        TopSlabTotals totals;
+} Slab;
 
 static const char *const sort_names[_TOP_SLAB_COLUMN_MAX] = {
         [TOP_SLAB_SITE] = "site",
@@ -40,32 +69,53 @@ static const TopColumn columns[_COL_MAX] = {
         [COL_NOTE] = { "NOTE", 0, -1, TOP_COLUMN_LEFT },
 };
 
-const TopSlabSite *top_model_slab_row(const TopModel *m, size_t row) {
-        size_t value = top_model_row_value(m, TOP_VIEW_SLAB, row);
-        return value < m->n_slab_sites ? &m->slab_sites[value] : NULL;
+static Slab *slab_of(const TopModel *m) {
+        return m->rows[TOP_VIEW_SLAB];
 }
 
-static void slab_clear(TopModel *m) {
-        for (size_t i = 0; i < m->n_slab_sites; i++)
-                free(m->slab_sites[i].name);
-        m->slab_sites = mfree_ptr(m->slab_sites);
-        m->n_slab_sites = 0;
-        m->have_slab = false;
+static const TopSlabSite *site_of(const TopModel *m, size_t value) {
+        const Slab *slab = slab_of(m);
+        return value < slab->n ? &slab->sites[value] : NULL;
+}
+
+static void slab_clear(Slab *slab) {
+        for (size_t i = 0; i < slab->n; i++)
+                free(slab->sites[i].name);
+        slab->sites = mfree_ptr(slab->sites);
+        slab->n = 0;
+        slab->traced = false;
+}
+
+static int slab_rows_new(void **ret) {
+        Slab *slab = calloc(1, sizeof(Slab));
+
+        if (!slab)
+                return -ENOMEM;
+        *ret = slab;
+        return 0;
+}
+
+static void slab_rows_free(void *rows) {
+        if (!rows)
+                return;
+        slab_clear(rows);
+        free(rows);
 }
 
 /* Top's slab field: absent or null when memstrackd does not trace slab objects. */
 static int slab_read(TopModel *m, json_t *reply) {
-        json_t *slab = reply_object(reply, "slab"), *rows = reply_array(slab, "rows"), *e;
+        json_t *field = reply_object(reply, "slab"), *rows = reply_array(field, "rows"), *e;
+        Slab *slab = slab_of(m);
         size_t i;
 
-        slab_clear(m);
-        if (!slab)
+        slab_clear(slab);
+        if (!field)
                 return 0;
-        m->slab_sites = calloc(MAX(json_array_size(rows), (size_t) 1), sizeof(TopSlabSite));
-        if (!m->slab_sites)
+        slab->sites = calloc(MAX(json_array_size(rows), (size_t) 1), sizeof(TopSlabSite));
+        if (!slab->sites)
                 return -ENOMEM;
         json_array_foreach(rows, i, e) {
-                TopSlabSite *site = &m->slab_sites[m->n_slab_sites++];
+                TopSlabSite *site = &slab->sites[slab->n++];
                 *site = (TopSlabSite) {
                         .objects = reply_count(e, "liveObjects"),
                         .bytes = reply_count(e, "liveBytesAllocated"),
@@ -81,24 +131,35 @@ static int slab_read(TopModel *m, json_t *reply) {
                 if (r < 0)
                         return r;
         }
-        m->have_slab = true;
-        m->slab_objects = reply_count(slab, "liveObjects");
-        m->slab_bytes = reply_count(slab, "liveBytesAllocated");
-        m->slab_peak_bytes = reply_count(slab, "peakLiveBytes");
-        m->slab_waste_percent = reply_double(slab, "wastePercent", 0);
+        slab->traced = true;
+        slab->totals = (TopSlabTotals) {
+                .objects = reply_count(field, "liveObjects"),
+                .bytes = reply_count(field, "liveBytesAllocated"),
+                .peak_bytes = reply_count(field, "peakLiveBytes"),
+                .waste_percent = reply_double(field, "wastePercent", 0),
+        };
         return 0;
 }
 
+bool top_slab_totals(const TopModel *m, TopSlabTotals *ret) {
+        const Slab *slab = slab_of(m);
+
+        if (!slab->traced)
+                return false;
+        *ret = slab->totals;
+        return true;
+}
+
 static size_t slab_n_items(const TopModel *m) {
-        return m->n_slab_sites;
+        return slab_of(m)->n;
 }
 
 static char *slab_key(const TopModel *m, size_t value) {
-        return strdup(m->slab_sites[value].name);
+        return strdup(site_of(m, value)->name);
 }
 
 static int slab_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
-        const TopSlabSite *x = &m->slab_sites[a], *y = &m->slab_sites[b];
+        const TopSlabSite *x = site_of(m, a), *y = site_of(m, b);
         int c;
 
         switch (sort) {
@@ -126,11 +187,11 @@ static int slab_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
 }
 
 static bool slab_matches(const TopModel *m, size_t item, const char *filter) {
-        return top_text_matches(m->slab_sites[item].name, filter);
+        return top_text_matches(site_of(m, item)->name, filter);
 }
 
 static int slab_write(const TopModel *m, size_t value, const TopTreeLine *line, bool utf8, char **fields) {
-        const TopSlabSite *site = &m->slab_sites[value];
+        const TopSlabSite *site = site_of(m, value);
         char bytes[FORMAT_BUFFER_MAX], requested[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
         _cleanup_free_ char *clean = format_sanitize(site->name);
         int r;
@@ -151,7 +212,7 @@ static int slab_write(const TopModel *m, size_t value, const TopTreeLine *line, 
 }
 
 static const char *slab_empty_note(const TopModel *m) {
-        return m->have_data && !m->have_slab ? TOP_SLAB_OFF_HINT : NULL;
+        return m->have_data && !slab_of(m)->traced ? TOP_SLAB_OFF_HINT : NULL;
 }
 
 /* Call sites own no pages (no stacks, no page history): Enter does nothing here. */
@@ -164,8 +225,9 @@ const TopViewClass top_view_slab = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_NONE,
+        .rows_new = slab_rows_new,
+        .rows_free = slab_rows_free,
         .read = slab_read,
-        .clear = slab_clear,
         .n_items = slab_n_items,
         .key = slab_key,
         .compare = slab_compare,

@@ -2,8 +2,9 @@
 
 /*
  * The stacks view: the StackTree of a scope (a task, a module, a unit or everything), callers first,
- * browsed as a tree that opens node by node. Its rows are the tree's nodes, walked into stack_nodes each
- * parent before its children; a node is kept selected and open by its path of labels from the root.
+ * browsed as a tree that opens node by node. Its rows are the tree's nodes, walked into nodes each parent
+ * before its children; a node is kept selected and open by its path of labels from the root. The tree
+ * comes from a call of its own (fetch), not from the Top stream.
  */
 
 #include <assert.h>
@@ -20,6 +21,43 @@
 #define TOP_STACK_DEPTH 64
 #define TOP_STACK_CHILDREN 32
 
+/* Its sort keys, in the order 's' cycles them; StackTree sorts by the same. */
+typedef enum TopStackColumn {
+        TOP_STACK_CURRENT,
+        TOP_STACK_PEAK,
+        _TOP_STACK_COLUMN_MAX,
+} TopStackColumn;
+
+typedef struct TopStackNode {
+        char *label;            /* owned: "frame [module]" */
+        bool bytes;             /* a node of the process's user-space heap: current_pages counts bytes */
+        uint64_t current_pages;
+        int64_t peak_pages;     /* -1: unknown (filtered views) */
+        uint64_t truncated;     /* children the daemon left out */
+        struct TopStackNode *children;  /* owned array of n_children */
+        size_t n_children;
+} TopStackNode;
+
+/* A node of the stack tree as a row of the stacks view (whether it shows depends on what is open). */
+typedef struct TopStackRow {
+        const TopStackNode *node;       /* borrowed from the tree */
+        size_t parent;                  /* the parent's index in nodes, SIZE_MAX for the root */
+        unsigned depth;
+} TopStackRow;
+
+/* The view's rows (m->rows[TOP_VIEW_STACKS]): the latest StackTree reply, for the scope below; an item,
+ * and a row's value, is an index into nodes. */
+typedef struct Stacks {
+        TopStackNode *root;             /* owned, NULL until fetched */
+        TopStackRow *nodes;             /* owned, n: every node of root, each before its children */
+        size_t n;
+        uint64_t sample_interval;       /* the reply's stackSampleInterval: above 1 the tree is scaled from
+                                         * 1 in N pages' stacks; 0 from a memstrackd that does not say */
+        int64_t scope_pid;              /* -1: not a task */
+        char *scope_module;             /* owned, NULL: not a module */
+        char *scope_unit;               /* owned, NULL: not a unit; none of the three: all stacks */
+} Stacks;
+
 static const char *const sort_names[_TOP_STACK_COLUMN_MAX] = {
         [TOP_STACK_CURRENT] = "current",
         [TOP_STACK_PEAK] = "peak",
@@ -33,9 +71,8 @@ static const TopColumn columns[_COL_MAX] = {
         [COL_STACK] = { "STACK", 0, -1, TOP_COLUMN_LEFT },
 };
 
-const TopStackRow *top_model_stack_row(const TopModel *m, size_t row) {
-        size_t value = top_model_row_value(m, TOP_VIEW_STACKS, row);
-        return value < m->n_stack_nodes ? &m->stack_nodes[value] : NULL;
+static Stacks *stacks_of(const TopModel *m) {
+        return m->rows[TOP_VIEW_STACKS];
 }
 
 static void stack_node_done(TopStackNode *n) {
@@ -52,11 +89,33 @@ static void stack_node_free(TopStackNode *n) {
         free(n);
 }
 
-static void stacks_clear(TopModel *m) {
-        m->stack_nodes = mfree_ptr(m->stack_nodes);
-        m->n_stack_nodes = 0;
-        stack_node_free(m->stack_root);
-        m->stack_root = NULL;
+/* Drops the tree; the scope stays. */
+static void stacks_clear(Stacks *stacks) {
+        stacks->nodes = mfree_ptr(stacks->nodes);
+        stacks->n = 0;
+        stack_node_free(stacks->root);
+        stacks->root = NULL;
+}
+
+static int stacks_rows_new(void **ret) {
+        Stacks *stacks = calloc(1, sizeof(Stacks));
+
+        if (!stacks)
+                return -ENOMEM;
+        stacks->scope_pid = -1;
+        *ret = stacks;
+        return 0;
+}
+
+static void stacks_rows_free(void *rows) {
+        Stacks *stacks = rows;
+
+        if (!stacks)
+                return;
+        stacks_clear(stacks);
+        free(stacks->scope_module);
+        free(stacks->scope_unit);
+        free(stacks);
 }
 
 /* A StackNode, or with bytes a HeapNode (StackTree heap: bytes, its peak the most it ever held). */
@@ -107,16 +166,17 @@ static size_t count_nodes(const TopStackNode *n) {
 }
 
 /* Depth first, so a node's first child follows it and its subtree is the run of nodes after it. */
-static void walk_nodes(TopModel *m, const TopStackNode *n, size_t parent, unsigned depth) {
-        size_t i = m->n_stack_nodes++;
+static void walk_nodes(Stacks *stacks, const TopStackNode *n, size_t parent, unsigned depth) {
+        size_t i = stacks->n++;
 
-        m->stack_nodes[i] = (TopStackRow) { .node = n, .parent = parent, .depth = depth };
+        stacks->nodes[i] = (TopStackRow) { .node = n, .parent = parent, .depth = depth };
         for (size_t c = 0; c < n->n_children; c++)
-                walk_nodes(m, &n->children[c], i, depth + 1);
+                walk_nodes(stacks, &n->children[c], i, depth + 1);
 }
 
 /* A StackTree reply for the current scope. */
 static int stacks_read(TopModel *m, json_t *reply) {
+        Stacks *stacks = stacks_of(m);
         TopStackNode *root;
         TopStackRow *nodes;
         int r;
@@ -132,26 +192,28 @@ static int stacks_read(TopModel *m, json_t *reply) {
                 stack_node_free(root);
                 return r < 0 ? r : -ENOMEM;
         }
-        stacks_clear(m);
-        m->stack_root = root;
-        m->stack_nodes = nodes;
-        walk_nodes(m, root, SIZE_MAX, 0);
-        m->stack_sample_interval = reply_count(reply, "stackSampleInterval");
+        stacks_clear(stacks);
+        stacks->root = root;
+        stacks->nodes = nodes;
+        walk_nodes(stacks, root, SIZE_MAX, 0);
+        stacks->sample_interval = reply_count(reply, "stackSampleInterval");
         return 0;
 }
 
 /* StackTree of the scope, in the order of the view's sort. */
 static json_t *stacks_parameters(const TopModel *m) {
+        const Stacks *stacks = stacks_of(m);
         json_t *p = json_pack("{s:i, s:i, s:s}", "maxDepth", TOP_STACK_DEPTH, "maxChildren", TOP_STACK_CHILDREN,
                               "sortBy", m->sort[TOP_VIEW_STACKS] == TOP_STACK_PEAK ? "peak" : "current");
 
         if (!p)
                 return NULL;
-        if (m->scope_pid >= 0 && json_object_set_new(p, "pid", json_integer((json_int_t) m->scope_pid)) < 0)
+        if (stacks->scope_pid >= 0 &&
+            json_object_set_new(p, "pid", json_integer((json_int_t) stacks->scope_pid)) < 0)
                 return json_decref(p), NULL;
-        if (m->scope_module && json_object_set_new(p, "module", json_string(m->scope_module)) < 0)
+        if (stacks->scope_module && json_object_set_new(p, "module", json_string(stacks->scope_module)) < 0)
                 return json_decref(p), NULL;
-        if (m->scope_unit && json_object_set_new(p, "unit", json_string(m->scope_unit)) < 0)
+        if (stacks->scope_unit && json_object_set_new(p, "unit", json_string(stacks->scope_unit)) < 0)
                 return json_decref(p), NULL;
         return p;
 }
@@ -165,29 +227,21 @@ static const TopViewFetch stacks_fetch = {
 
 /* "[all]", "[pid 42 comm]", "[module ext4]" or "[unit sshd.service]": new string, NULL on OOM. */
 static char *stacks_caption(const TopModel *m) {
+        const Stacks *stacks = stacks_of(m);
         char *s;
         int r;
 
-        if (m->scope_pid >= 0) {
-                const char *comm = NULL;
-                for (size_t i = 0; i < m->n_tasks; i++)
-                        if (m->tasks[i].pid == m->scope_pid)
-                                comm = m->tasks[i].comm;
-                r = asprintf(&s, "[pid %" PRIi64 "%s%s]", m->scope_pid, comm ? " " : "", comm ?: "");
-        } else if (m->scope_module)
-                r = asprintf(&s, "[module %s]", m->scope_module);
-        else if (m->scope_unit)
-                r = asprintf(&s, "[unit %s]", m->scope_unit);
+        if (stacks->scope_pid >= 0) {
+                /* The task's name as the tasks view has it, while it lists the task. */
+                const char *comm = top_task_comm(m, stacks->scope_pid);
+                r = asprintf(&s, "[pid %" PRIi64 "%s%s]", stacks->scope_pid, comm ? " " : "", comm ?: "");
+        } else if (stacks->scope_module)
+                r = asprintf(&s, "[module %s]", stacks->scope_module);
+        else if (stacks->scope_unit)
+                r = asprintf(&s, "[unit %s]", stacks->scope_unit);
         else
                 r = asprintf(&s, "[all]");
         return r < 0 ? NULL : s;
-}
-
-const char *top_model_scope_label(const TopModel *m, char *buf, size_t size) {
-        _cleanup_free_ char *label = stacks_caption(m);
-
-        (void) snprintf(buf, size, "%s", label ?: "");
-        return buf;
 }
 
 static bool same_name(const char *a, const char *b) {
@@ -197,19 +251,21 @@ static bool same_name(const char *a, const char *b) {
 /* At most one of pid (>= 0), module and unit is set; none: all stacks. */
 static int set_scope(TopModel *m, int64_t pid, const char *module, const char *unit) {
         _cleanup_free_ char *module_copy = NULL, *unit_copy = NULL;
+        Stacks *stacks = stacks_of(m);
         TopTable *t = &m->tables[TOP_VIEW_STACKS];
 
-        if (pid == m->scope_pid && same_name(module, m->scope_module) && same_name(unit, m->scope_unit))
+        if (pid == stacks->scope_pid && same_name(module, stacks->scope_module) &&
+            same_name(unit, stacks->scope_unit))
                 return 0;
         if ((module && !(module_copy = strdup(module))) || (unit && !(unit_copy = strdup(unit))))
                 return -ENOMEM;
-        free(m->scope_module);
-        m->scope_module = TAKE_PTR(module_copy);
-        free(m->scope_unit);
-        m->scope_unit = TAKE_PTR(unit_copy);
-        m->scope_pid = pid;
+        free(stacks->scope_module);
+        stacks->scope_module = TAKE_PTR(module_copy);
+        free(stacks->scope_unit);
+        stacks->scope_unit = TAKE_PTR(unit_copy);
+        stacks->scope_pid = pid;
         /* Another tree: the old one must not show under the new title. */
-        stacks_clear(m);
+        stacks_clear(stacks);
         t->selected = 0;
         t->selected_key = mfree_ptr(t->selected_key);
         int r = top_model_rebuild(m);
@@ -236,26 +292,27 @@ int top_model_scope_all(TopModel *m) {
 }
 
 static size_t stacks_n_items(const TopModel *m) {
-        return m->n_stack_nodes;
+        return stacks_of(m)->n;
 }
 
 /* The labels from the root down to the node, separated by '\x1f'. */
 static char *stacks_key(const TopModel *m, size_t value) {
+        const TopStackRow *nodes = stacks_of(m)->nodes;
         size_t len = 0, at;
         char *path;
 
-        assert(value < m->n_stack_nodes);
+        assert(value < stacks_of(m)->n);
         /* Each label and what follows it: a separator, or for the node's own the end. */
-        for (size_t i = value; i != SIZE_MAX; i = m->stack_nodes[i].parent)
-                len += strlen(m->stack_nodes[i].node->label) + 1;
+        for (size_t i = value; i != SIZE_MAX; i = nodes[i].parent)
+                len += strlen(nodes[i].node->label) + 1;
         path = malloc(len);
         if (!path)
                 return NULL;
         /* Filled from the end, the node's own label last; each label but the root's has a separator before. */
         at = len - 1;
         path[at] = '\0';
-        for (size_t i = value; i != SIZE_MAX; i = m->stack_nodes[i].parent) {
-                const char *label = m->stack_nodes[i].node->label;
+        for (size_t i = value; i != SIZE_MAX; i = nodes[i].parent) {
+                const char *label = nodes[i].node->label;
                 size_t k = strlen(label);
                 at -= k;
                 memcpy(path + at, label, k);
@@ -266,7 +323,8 @@ static char *stacks_key(const TopModel *m, size_t value) {
 }
 
 static int stacks_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
-        const TopStackNode *x = m->stack_nodes[a].node, *y = m->stack_nodes[b].node;
+        const TopStackRow *nodes = stacks_of(m)->nodes;
+        const TopStackNode *x = nodes[a].node, *y = nodes[b].node;
         int c = 0;
 
         if (sort == TOP_STACK_PEAK)
@@ -279,10 +337,11 @@ static int stacks_compare(const TopModel *m, unsigned sort, size_t a, size_t b) 
 }
 
 static bool stacks_matches(const TopModel *m, size_t item, const char *filter) {
-        return top_text_matches(m->stack_nodes[item].node->label, filter);
+        return top_text_matches(stacks_of(m)->nodes[item].node->label, filter);
 }
 
 static int stacks_forest(TopModel *m, const size_t *items, size_t n, TopForest *ret) {
+        const TopStackRow *nodes = stacks_of(m)->nodes;
         _cleanup_free_ size_t *values = calloc(MAX(n, (size_t) 1), sizeof(size_t));
         _cleanup_free_ size_t *parent = calloc(MAX(n, (size_t) 1), sizeof(size_t));
 
@@ -292,7 +351,7 @@ static int stacks_forest(TopModel *m, const size_t *items, size_t n, TopForest *
                 /* A browse tree gets every node in order: a node's index is its position. */
                 assert(items[i] == i);
                 values[i] = i;
-                parent[i] = m->stack_nodes[i].parent;
+                parent[i] = nodes[i].parent;
         }
         *ret = (TopForest) { .values = TAKE_PTR(values), .parent = TAKE_PTR(parent), .n = n };
         return 0;
@@ -300,11 +359,11 @@ static int stacks_forest(TopModel *m, const size_t *items, size_t n, TopForest *
 
 /* Kernel stacks are long runs of single children: opening a node opens the run below it. */
 static size_t stacks_only_child(const TopModel *m, size_t value) {
-        return m->stack_nodes[value].node->n_children == 1 ? value + 1 : SIZE_MAX;
+        return stacks_of(m)->nodes[value].node->n_children == 1 ? value + 1 : SIZE_MAX;
 }
 
 static int stacks_write(const TopModel *m, size_t value, const TopTreeLine *line, bool utf8, char **fields) {
-        const TopStackRow *row = &m->stack_nodes[value];
+        const TopStackRow *row = &stacks_of(m)->nodes[value];
         const TopStackNode *n = row->node;
         char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX], more[48] = "";
 
@@ -329,13 +388,14 @@ static int stacks_write(const TopModel *m, size_t value, const TopTreeLine *line
 
 /* Sampled stacks are an estimate, said first after STACK so that 80 columns still show it. */
 static char *stacks_last_title(const TopModel *m) {
+        uint64_t interval = stacks_of(m)->sample_interval;
         char sampling[FORMAT_STACK_SAMPLING_MAX + 16] = "";
         char *s;
 
-        if (m->stack_sample_interval > 1) {
+        if (interval > 1) {
                 char buf[FORMAT_STACK_SAMPLING_MAX];
                 (void) snprintf(sampling, sizeof(sampling), " sampled %s;",
-                                format_stack_sampling(buf, sizeof(buf), m->stack_sample_interval));
+                                format_stack_sampling(buf, sizeof(buf), interval));
         }
         if (asprintf(&s, "STACK%s %s", sampling, sampling[0] ? "callers first; Enter/Right open, Left close" :
                                                             "(callers first; Enter/Right open, Left close)") < 0)
@@ -344,12 +404,15 @@ static char *stacks_last_title(const TopModel *m) {
 }
 
 static const char *stacks_empty_note(const TopModel *m) {
-        return m->stack_root ? NULL : "loading the stack tree...";
+        return stacks_of(m)->root ? NULL : "loading the stack tree...";
 }
 
 /* Every row counts the scope's pages. */
 static bool stacks_owner(const TopModel *m, size_t value, TopOwner *ret) {
-        *ret = (TopOwner) { .pid = m->scope_pid, .module = m->scope_module, .unit = m->scope_unit };
+        const Stacks *stacks = stacks_of(m);
+
+        *ret = (TopOwner) { .pid = stacks->scope_pid, .module = stacks->scope_module,
+                            .unit = stacks->scope_unit };
         return true;
 }
 
@@ -362,8 +425,9 @@ const TopViewClass top_view_stacks = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_BROWSE,
+        .rows_new = stacks_rows_new,
+        .rows_free = stacks_rows_free,
         .fetch = &stacks_fetch,
-        .clear = stacks_clear,
         .n_items = stacks_n_items,
         .key = stacks_key,
         .compare = stacks_compare,

@@ -10,6 +10,35 @@
 #include "reply.h"
 #include "view-class.h"
 
+/* Its sort keys, in the order 's' cycles them. */
+typedef enum TopTaskColumn {
+        TOP_TASK_PID,
+        TOP_TASK_COMM,
+        TOP_TASK_CURRENT,
+        TOP_TASK_PEAK,
+        TOP_TASK_ALLOCS,
+        TOP_TASK_FREES,
+        TOP_TASK_STATE,
+        _TOP_TASK_COLUMN_MAX,
+} TopTaskColumn;
+
+typedef struct TopTask {
+        int64_t pid;
+        int64_t parent_pid;     /* -1: unknown (a memstrackd without parentPid, a thread) */
+        char *comm;             /* owned */
+        char *cmdline;          /* owned, NULL if unknown */
+        uint64_t current_pages, peak_pages, allocs, frees;
+        bool exited;
+        TopTrend trend;
+} TopTask;
+
+/* The view's rows (m->rows[TOP_VIEW_TASKS]): Top's tasks in the daemon's order; an item, and a row's value,
+ * is an index into them. */
+typedef struct Tasks {
+        TopTask *tasks;         /* owned, n */
+        size_t n;
+} Tasks;
+
 static const char *const sort_names[_TOP_TASK_COLUMN_MAX] = {
         [TOP_TASK_PID] = "pid",
         [TOP_TASK_COMM] = "comm",
@@ -34,34 +63,53 @@ static const TopColumn columns[_COL_MAX] = {
         [COL_COMMAND] = { "COMMAND", 0, -1, TOP_COLUMN_LEFT | TOP_COLUMN_TREE },
 };
 
+static Tasks *tasks_of(const TopModel *m) {
+        return m->rows[TOP_VIEW_TASKS];
+}
+
+/* The task of a value, NULL out of range. */
 static const TopTask *task_of(const TopModel *m, size_t value) {
-        return value < m->n_tasks ? &m->tasks[value] : NULL;
+        const Tasks *tasks = tasks_of(m);
+        return value < tasks->n ? &tasks->tasks[value] : NULL;
 }
 
-const TopTask *top_model_task_row(const TopModel *m, size_t row) {
-        return task_of(m, top_model_row_value(m, TOP_VIEW_TASKS, row));
-}
-
-static void tasks_clear(TopModel *m) {
-        for (size_t i = 0; i < m->n_tasks; i++) {
-                free(m->tasks[i].comm);
-                free(m->tasks[i].cmdline);
+static void tasks_clear(Tasks *tasks) {
+        for (size_t i = 0; i < tasks->n; i++) {
+                free(tasks->tasks[i].comm);
+                free(tasks->tasks[i].cmdline);
         }
-        m->tasks = mfree_ptr(m->tasks);
-        m->n_tasks = 0;
+        tasks->tasks = mfree_ptr(tasks->tasks);
+        tasks->n = 0;
+}
+
+static int tasks_rows_new(void **ret) {
+        Tasks *tasks = calloc(1, sizeof(Tasks));
+
+        if (!tasks)
+                return -ENOMEM;
+        *ret = tasks;
+        return 0;
+}
+
+static void tasks_rows_free(void *rows) {
+        if (!rows)
+                return;
+        tasks_clear(rows);
+        free(rows);
 }
 
 static int tasks_read(TopModel *m, json_t *reply) {
-        json_t *tasks = reply_array(reply, "tasks"), *e;
+        json_t *array = reply_array(reply, "tasks"), *e;
+        Tasks *tasks = tasks_of(m);
         size_t i;
         int r;
 
-        tasks_clear(m);
-        m->tasks = calloc(MAX(json_array_size(tasks), (size_t) 1), sizeof(TopTask));
-        if (!m->tasks)
+        tasks_clear(tasks);
+        tasks->tasks = calloc(MAX(json_array_size(array), (size_t) 1), sizeof(TopTask));
+        if (!tasks->tasks)
                 return -ENOMEM;
-        json_array_foreach(tasks, i, e) {
-                TopTask *t = &m->tasks[m->n_tasks++];
+        json_array_foreach(array, i, e) {
+                TopTask *t = &tasks->tasks[tasks->n++];
                 *t = (TopTask) {
                         .pid = reply_int(e, "pid", -1),
                         .parent_pid = reply_int(e, "parentPid", -1),
@@ -78,17 +126,27 @@ static int tasks_read(TopModel *m, json_t *reply) {
         return 0;
 }
 
+const char *top_task_comm(const TopModel *m, int64_t pid) {
+        const Tasks *tasks = tasks_of(m);
+        const char *comm = NULL;
+
+        for (size_t i = 0; i < tasks->n; i++)
+                if (tasks->tasks[i].pid == pid)
+                        comm = tasks->tasks[i].comm;
+        return comm;
+}
+
 static size_t tasks_n_items(const TopModel *m) {
-        return m->n_tasks;
+        return tasks_of(m)->n;
 }
 
 static char *tasks_key(const TopModel *m, size_t value) {
         char *key;
-        return asprintf(&key, "pid %" PRIi64, m->tasks[value].pid) < 0 ? NULL : key;
+        return asprintf(&key, "pid %" PRIi64, task_of(m, value)->pid) < 0 ? NULL : key;
 }
 
 static int tasks_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
-        const TopTask *x = &m->tasks[a], *y = &m->tasks[b];
+        const TopTask *x = task_of(m, a), *y = task_of(m, b);
         int c;
 
         switch (sort) {
@@ -119,24 +177,25 @@ static int tasks_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
 }
 
 static bool tasks_matches(const TopModel *m, size_t item, const char *filter) {
-        return top_text_matches(m->tasks[item].comm, filter);
+        return top_text_matches(task_of(m, item)->comm, filter);
 }
 
 /* Positions in a list of tasks, ordered by pid. */
 typedef struct PidOrder {
-        const TopModel *model;
+        const TopTask *tasks;
         const size_t *values;
 } PidOrder;
 
 static int compare_pid(const void *a, const void *b, void *userdata) {
         const PidOrder *o = userdata;
-        const TopTask *tasks = o->model->tasks;
-        return top_compare_i64(tasks[o->values[*(const size_t *) a]].pid, tasks[o->values[*(const size_t *) b]].pid);
+        return top_compare_i64(o->tasks[o->values[*(const size_t *) a]].pid,
+                               o->tasks[o->values[*(const size_t *) b]].pid);
 }
 
 /* Each task under the task of its parentPid among the rows shown (the filtered ones); a task whose
  * parent is not shown is a root, as htop's tree shows a process whose parent it hides. */
 static int tasks_forest(TopModel *m, const size_t *items, size_t n, TopForest *ret) {
+        const TopTask *tasks = tasks_of(m)->tasks;
         _cleanup_free_ size_t *values = calloc(MAX(n, (size_t) 1), sizeof(size_t));
         _cleanup_free_ size_t *parent = calloc(MAX(n, (size_t) 1), sizeof(size_t));
         _cleanup_free_ size_t *by_pid = calloc(MAX(n, (size_t) 1), sizeof(size_t));
@@ -147,15 +206,15 @@ static int tasks_forest(TopModel *m, const size_t *items, size_t n, TopForest *r
         /* Positions in values, by pid: a parent is found by binary search. */
         for (size_t i = 0; i < n; i++)
                 by_pid[i] = i;
-        qsort_r(by_pid, n, sizeof(size_t), compare_pid, &(PidOrder) { m, values });
+        qsort_r(by_pid, n, sizeof(size_t), compare_pid, &(PidOrder) { tasks, values });
         for (size_t i = 0; i < n; i++) {
-                const TopTask *t = &m->tasks[values[i]];
+                const TopTask *t = &tasks[values[i]];
                 parent[i] = SIZE_MAX;
                 if (t->parent_pid < 0 || t->parent_pid == t->pid)
                         continue;
                 for (size_t lo = 0, hi = n; lo < hi;) {
                         size_t mid = lo + (hi - lo) / 2;
-                        int64_t pid = m->tasks[values[by_pid[mid]]].pid;
+                        int64_t pid = tasks[values[by_pid[mid]]].pid;
                         if (pid == t->parent_pid) {
                                 parent[i] = by_pid[mid];
                                 break;
@@ -183,15 +242,15 @@ static const char *tasks_stream_sort(unsigned sort) {
 }
 
 static uint64_t tasks_current(const TopModel *m, size_t item) {
-        return m->tasks[item].current_pages;
+        return task_of(m, item)->current_pages;
 }
 
 static void tasks_set_trend(TopModel *m, size_t item, TopTrend trend) {
-        m->tasks[item].trend = trend;
+        tasks_of(m)->tasks[item].trend = trend;
 }
 
 static int tasks_write(const TopModel *m, size_t value, const TopTreeLine *line, bool utf8, char **fields) {
-        const TopTask *t = &m->tasks[value];
+        const TopTask *t = task_of(m, value);
         char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
         _cleanup_free_ char *clean = NULL, *guides = NULL;
         int r;
@@ -215,7 +274,7 @@ static int tasks_write(const TopModel *m, size_t value, const TopTreeLine *line,
 }
 
 static TopRowLook tasks_look(const TopModel *m, size_t value) {
-        const TopTask *t = &m->tasks[value];
+        const TopTask *t = task_of(m, value);
         return (TopRowLook) { .state = t->exited ? TOP_ROW_GONE : TOP_ROW_PLAIN,
                               .high = top_model_is_high(m, t->current_pages), .trend = t->trend };
 }
@@ -238,9 +297,10 @@ const TopViewClass top_view_tasks = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_OPTIONAL,
+        .rows_new = tasks_rows_new,
+        .rows_free = tasks_rows_free,
         .required = "tasks",
         .read = tasks_read,
-        .clear = tasks_clear,
         .n_items = tasks_n_items,
         .key = tasks_key,
         .compare = tasks_compare,

@@ -2,8 +2,8 @@
 
 /*
  * The units view: Top's systemd units (memstrackd's cgroups named after units), a list or a tree by
- * slice as systemd-cgls draws it. In the tree a row's value is a unit (below n_units) or a slice
- * (n_units + k: slice k), which sums the units below it.
+ * slice as systemd-cgls draws it. In the tree a row's value is a unit (below the number of units) or a
+ * slice (that number + k: slice k), which sums the units below it.
  */
 
 #include <inttypes.h>
@@ -17,6 +17,42 @@
 /* Unit names are kernel strings (cgroup paths for cgroups outside systemd's naming): escaped, and cut to
  * their column so the figures after them stay aligned; 28 columns keep a whole row within 80. */
 #define TOP_UNIT_NAME_WIDTH 28
+
+/* Its sort keys, in the order 's' cycles them. */
+typedef enum TopUnitColumn {
+        TOP_UNIT_NAME,
+        TOP_UNIT_CURRENT,
+        TOP_UNIT_PEAK,
+        TOP_UNIT_TASKS,
+        _TOP_UNIT_COLUMN_MAX,
+} TopUnitColumn;
+
+typedef struct TopUnit {
+        char *name;             /* owned */
+        char *cgroup;           /* owned, NULL if unknown: the path the units tree hangs it by */
+        uint64_t current_pages, peak_pages, tasks;
+        bool live;
+        TopTrend trend;
+} TopUnit;
+
+/* A slice in the units tree: a cgroup path component ending in ".slice" above some unit (systemd-cgls's
+ * tree). Its figures are its units' sums; it is a unit of its own too when the daemon listed one of the
+ * same path (pages charged to the slice's own cgroup), whose row it then is. */
+typedef struct TopSlice {
+        char *path;             /* owned: "/user.slice/user-1000.slice" */
+        const char *name;       /* the last component, in path */
+        uint64_t current_pages, tasks;
+} TopSlice;
+
+/* The view's rows (m->rows[TOP_VIEW_UNITS]): Top's units, an item is an index into them; and the slices
+ * the tree found above the units shown. */
+typedef struct Units {
+        TopUnit *units;         /* owned, n */
+        size_t n;
+        bool listed;            /* the reply had units: false from a memstrackd without them */
+        TopSlice *slices;       /* owned, n_slices: made by the tree's layout, dropped with the units */
+        size_t n_slices;
+} Units;
 
 static const char *const sort_names[_TOP_UNIT_COLUMN_MAX] = {
         [TOP_UNIT_NAME] = "name",
@@ -37,55 +73,73 @@ static const TopColumn columns[_COL_MAX] = {
         [COL_STATE] = { "STATE", 0, -1, TOP_COLUMN_LEFT },
 };
 
+static Units *units_of(const TopModel *m) {
+        return m->rows[TOP_VIEW_UNITS];
+}
+
+/* The unit of a value, NULL for a slice or out of range. */
 static const TopUnit *unit_of(const TopModel *m, size_t value) {
-        return value < m->n_units ? &m->units[value] : NULL;
+        const Units *units = units_of(m);
+        return value < units->n ? &units->units[value] : NULL;
 }
 
+/* The slice of a value, NULL for a unit or out of range. */
 static const TopSlice *slice_of(const TopModel *m, size_t value) {
-        if (value < m->n_units || value == SIZE_MAX)
+        const Units *units = units_of(m);
+
+        if (value < units->n || value == SIZE_MAX)
                 return NULL;
-        return value - m->n_units < m->n_slices ? &m->slices[value - m->n_units] : NULL;
+        return value - units->n < units->n_slices ? &units->slices[value - units->n] : NULL;
 }
 
-const TopUnit *top_model_unit_row(const TopModel *m, size_t row) {
-        return unit_of(m, top_model_row_value(m, TOP_VIEW_UNITS, row));
-}
-
-const TopSlice *top_model_slice_row(const TopModel *m, size_t row) {
-        return slice_of(m, top_model_row_value(m, TOP_VIEW_UNITS, row));
-}
-
-static void clear_slices(TopModel *m) {
-        for (size_t i = 0; i < m->n_slices; i++)
-                free(m->slices[i].path);
-        m->slices = mfree_ptr(m->slices);
-        m->n_slices = 0;
+static void clear_slices(Units *units) {
+        for (size_t i = 0; i < units->n_slices; i++)
+                free(units->slices[i].path);
+        units->slices = mfree_ptr(units->slices);
+        units->n_slices = 0;
 }
 
 /* The slices go with the units they were made of. */
-static void units_clear(TopModel *m) {
-        clear_slices(m);
-        for (size_t i = 0; i < m->n_units; i++) {
-                free(m->units[i].name);
-                free(m->units[i].cgroup);
+static void units_clear(Units *units) {
+        clear_slices(units);
+        for (size_t i = 0; i < units->n; i++) {
+                free(units->units[i].name);
+                free(units->units[i].cgroup);
         }
-        m->units = mfree_ptr(m->units);
-        m->n_units = 0;
-        m->have_units = false;
+        units->units = mfree_ptr(units->units);
+        units->n = 0;
+        units->listed = false;
+}
+
+static int units_rows_new(void **ret) {
+        Units *units = calloc(1, sizeof(Units));
+
+        if (!units)
+                return -ENOMEM;
+        *ret = units;
+        return 0;
+}
+
+static void units_rows_free(void *rows) {
+        if (!rows)
+                return;
+        units_clear(rows);
+        free(rows);
 }
 
 /* Optional: a memstrackd from before units sends none, and the units view says so. */
 static int units_read(TopModel *m, json_t *reply) {
-        json_t *units = reply_array(reply, "units"), *e;
+        json_t *array = reply_array(reply, "units"), *e;
+        Units *units = units_of(m);
         size_t i;
         int r;
 
-        units_clear(m);
-        m->units = calloc(MAX(json_array_size(units), (size_t) 1), sizeof(TopUnit));
-        if (!m->units)
+        units_clear(units);
+        units->units = calloc(MAX(json_array_size(array), (size_t) 1), sizeof(TopUnit));
+        if (!units->units)
                 return -ENOMEM;
-        json_array_foreach(units, i, e) {
-                TopUnit *u = &m->units[m->n_units++];
+        json_array_foreach(array, i, e) {
+                TopUnit *u = &units->units[units->n++];
                 *u = (TopUnit) {
                         .current_pages = reply_count(e, "currentPages"),
                         .peak_pages = reply_count(e, "peakPages"),
@@ -96,19 +150,19 @@ static int units_read(TopModel *m, json_t *reply) {
                     (r = top_strdup_or_null(reply_string(e, "cgroup"), &u->cgroup)) < 0)
                         return r;
         }
-        m->have_units = units != NULL;
+        units->listed = array != NULL;
         return 0;
 }
 
 static size_t units_n_items(const TopModel *m) {
-        return m->n_units;
+        return units_of(m)->n;
 }
 
 static char *units_key(const TopModel *m, size_t value) {
         const TopSlice *slice = slice_of(m, value);
         char *key;
 
-        if (asprintf(&key, slice ? "slice %s" : "unit %s", slice ? slice->path : m->units[value].name) < 0)
+        if (asprintf(&key, slice ? "slice %s" : "unit %s", slice ? slice->path : unit_of(m, value)->name) < 0)
                 return NULL;
         return key;
 }
@@ -150,7 +204,7 @@ static int units_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
 }
 
 static bool units_matches(const TopModel *m, size_t item, const char *filter) {
-        return top_text_matches(m->units[item].name, filter);
+        return top_text_matches(unit_of(m, item)->name, filter);
 }
 
 static bool has_suffix(const char *s, size_t len, const char *suffix) {
@@ -159,35 +213,36 @@ static bool has_suffix(const char *s, size_t len, const char *suffix) {
 }
 
 /* The slice of this path prefix, created if new; SIZE_MAX on OOM. */
-static size_t slice_intern(TopModel *m, const char *path, size_t len) {
-        for (size_t i = 0; i < m->n_slices; i++)
-                if (strlen(m->slices[i].path) == len && strncmp(m->slices[i].path, path, len) == 0)
+static size_t slice_intern(Units *units, const char *path, size_t len) {
+        for (size_t i = 0; i < units->n_slices; i++)
+                if (strlen(units->slices[i].path) == len && strncmp(units->slices[i].path, path, len) == 0)
                         return i;
-        TopSlice *s = reallocarray(m->slices, m->n_slices + 1, sizeof(TopSlice));
+        TopSlice *s = reallocarray(units->slices, units->n_slices + 1, sizeof(TopSlice));
         if (!s)
                 return SIZE_MAX;
-        m->slices = s;
+        units->slices = s;
         char *copy = strndup(path, len);
         if (!copy)
                 return SIZE_MAX;
         const char *slash = strrchr(copy, '/');
-        m->slices[m->n_slices] = (TopSlice) { .path = copy, .name = slash ? slash + 1 : copy, .unit = SIZE_MAX };
-        return m->n_slices++;
+        units->slices[units->n_slices] = (TopSlice) { .path = copy, .name = slash ? slash + 1 : copy };
+        return units->n_slices++;
 }
 
 /* The units tree (systemd-cgls): each unit under the slices of its cgroup path, the slices under theirs.
  * A unit that is a slice itself (pages of the slice's own cgroup) is that slice's row. Units without a
  * cgroup, or without a slice in it ("/init.scope", "[removed]"), are roots. The slices sum the units shown. */
-static int units_forest(TopModel *m, const size_t *units, size_t n_units, TopForest *ret) {
+static int units_forest(TopModel *m, const size_t *items, size_t n_items, TopForest *ret) {
+        Units *units = units_of(m);
         _cleanup_free_ size_t *unit_slice = NULL, *values = NULL, *parent = NULL;
 
-        clear_slices(m);
-        unit_slice = calloc(MAX(n_units, (size_t) 1), sizeof(size_t));
+        clear_slices(units);
+        unit_slice = calloc(MAX(n_items, (size_t) 1), sizeof(size_t));
         if (!unit_slice)
                 return -ENOMEM;
         /* Slices and each shown unit's innermost slice; slice parents come from their own paths below. */
-        for (size_t i = 0; i < n_units; i++) {
-                const TopUnit *u = &m->units[units[i]];
+        for (size_t i = 0; i < n_items; i++) {
+                const TopUnit *u = &units->units[items[i]];
                 const char *path = u->cgroup;
                 size_t deepest = SIZE_MAX;
 
@@ -199,14 +254,13 @@ static int units_forest(TopModel *m, const size_t *units, size_t n_units, TopFor
                         size_t len = (size_t) (end - path);
                         bool is_unit = (size_t) (end - c) == strlen(u->name) && strncmp(c, u->name, end - c) == 0;
                         if (has_suffix(path, len, ".slice")) {
-                                size_t k = slice_intern(m, path, len);
+                                size_t k = slice_intern(units, path, len);
                                 if (k == SIZE_MAX)
                                         return -ENOMEM;
-                                m->slices[k].current_pages += u->current_pages;
-                                m->slices[k].tasks += u->tasks;
+                                units->slices[k].current_pages += u->current_pages;
+                                units->slices[k].tasks += u->tasks;
                                 if (is_unit) {
                                         /* This unit is the slice: its row is the slice's. */
-                                        m->slices[k].unit = units[i];
                                         deepest = SIZE_MAX - 1;
                                         break;
                                 }
@@ -221,25 +275,25 @@ static int units_forest(TopModel *m, const size_t *units, size_t n_units, TopFor
         }
 
         size_t n = 0;
-        values = calloc(MAX(n_units + m->n_slices, (size_t) 1), sizeof(size_t));
-        parent = calloc(MAX(n_units + m->n_slices, (size_t) 1), sizeof(size_t));
+        values = calloc(MAX(n_items + units->n_slices, (size_t) 1), sizeof(size_t));
+        parent = calloc(MAX(n_items + units->n_slices, (size_t) 1), sizeof(size_t));
         if (!values || !parent)
                 return -ENOMEM;
         /* Nodes: the slices first (node k is slice k), then the units that are not slices. */
-        for (size_t k = 0; k < m->n_slices; k++) {
-                const char *slash = strrchr(m->slices[k].path, '/');
+        for (size_t k = 0; k < units->n_slices; k++) {
+                const char *path = units->slices[k].path, *slash = strrchr(path, '/');
                 size_t up = SIZE_MAX;
-                for (size_t j = 0; slash && slash != m->slices[k].path && j < m->n_slices; j++)
-                        if (strlen(m->slices[j].path) == (size_t) (slash - m->slices[k].path) &&
-                            strncmp(m->slices[j].path, m->slices[k].path, slash - m->slices[k].path) == 0)
+                for (size_t j = 0; slash && slash != path && j < units->n_slices; j++)
+                        if (strlen(units->slices[j].path) == (size_t) (slash - path) &&
+                            strncmp(units->slices[j].path, path, slash - path) == 0)
                                 up = j;
-                values[n] = m->n_units + k;
+                values[n] = units->n + k;
                 parent[n++] = up;
         }
-        for (size_t i = 0; i < n_units; i++) {
+        for (size_t i = 0; i < n_items; i++) {
                 if (unit_slice[i] == SIZE_MAX - 1)
                         continue;
-                values[n] = units[i];
+                values[n] = items[i];
                 parent[n++] = unit_slice[i];
         }
         *ret = (TopForest) { .values = TAKE_PTR(values), .parent = TAKE_PTR(parent), .n = n };
@@ -247,11 +301,11 @@ static int units_forest(TopModel *m, const size_t *units, size_t n_units, TopFor
 }
 
 static uint64_t units_current(const TopModel *m, size_t item) {
-        return m->units[item].current_pages;
+        return unit_of(m, item)->current_pages;
 }
 
 static void units_set_trend(TopModel *m, size_t item, TopTrend trend) {
-        m->units[item].trend = trend;
+        units_of(m)->units[item].trend = trend;
 }
 
 static int units_write(const TopModel *m, size_t value, const TopTreeLine *line, bool utf8, char **fields) {
@@ -291,7 +345,9 @@ static TopRowLook units_look(const TopModel *m, size_t value) {
 
 static const char *units_empty_note(const TopModel *m) {
         /* An older memstrackd sends no units at all: not the same as none holding pages. */
-        return m->have_data && !m->have_units ? "memstrackd does not report units (a version without them)" : NULL;
+        if (!m->have_data || units_of(m)->listed)
+                return NULL;
+        return "memstrackd does not report units (a version without them)";
 }
 
 /* A unit's own row; a slice's row has no owner of its own. */
@@ -313,8 +369,9 @@ const TopViewClass top_view_units = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_OPTIONAL,
+        .rows_new = units_rows_new,
+        .rows_free = units_rows_free,
         .read = units_read,
-        .clear = units_clear,
         .n_items = units_n_items,
         .key = units_key,
         .compare = units_compare,
