@@ -21,13 +21,19 @@
 /*
  * The views, in the order of their tabs and number keys: one line each. X(NAME, name) makes TOP_VIEW_NAME
  * and names the class `const TopViewClass top_view_name` its file view-name.c defines (view-class.h).
+ * A build may add views after these with -D'TOP_VIEWS_EXTRA(X)=X(NAME, name)': test-top-views registers a
+ * view of its own so, to show that a view is its class and one line here.
  */
+#ifndef TOP_VIEWS_EXTRA
+#define TOP_VIEWS_EXTRA(X)
+#endif
 #define TOP_VIEWS(X)                                                                                    \
         X(TASKS, tasks)                                                                                 \
         X(MODULES, modules)                                                                             \
         X(STACKS, stacks)                                                                               \
         X(UNITS, units)         /* after stacks, so the keys 1-3 keep their meaning */                  \
         X(SLAB, slab)           /* slab objects by call site (memstrackd --slab) */                     \
+        TOP_VIEWS_EXTRA(X)                                                                              \
         /* end of the list */
 
 #define TOP_VIEW_ENUM_(NAME, name) TOP_VIEW_##NAME,

@@ -14,6 +14,7 @@
  * itself: TopModel holds its rows as an opaque pointer (rows[TOP_VIEW_NAME]) that only its hooks open.
  * Its tab, number key, help line, settings, filter, sort, trends, trees, drawing and clicks then follow
  * from the class; a call of its own (fetch) and the Top call's order (stream_sort) are hooks too.
+ * tests/test-top-views.c is such a view, registered in its own build only.
  */
 
 #include <stdbool.h>
