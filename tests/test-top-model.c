@@ -853,8 +853,7 @@ static void test_view_classes(void) {
                 fprintf(stderr, "   %s\n", c->name);
                 ASSERT_NOT_NULL(c->name);
                 ASSERT_NOT_NULL(c->title);
-                ASSERT_NOT_NULL(c->rows_new);
-                ASSERT_NOT_NULL(c->rows_free);
+                ASSERT_GT(c->rows_size, 0);
                 ASSERT_NOT_NULL(c->n_items);
                 ASSERT_NOT_NULL(c->key);
                 ASSERT_NOT_NULL(c->compare);

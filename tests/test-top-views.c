@@ -44,7 +44,7 @@ typedef struct Probes {
         size_t n;
 } Probes;
 
-/* Rows made by rows_new and not yet freed by rows_free, across every model of the test. */
+/* Rows set up by rows_init and not yet emptied by rows_done, across every model of the test. */
 static int probes_alive;
 
 static const char *const probe_sort_names[_PROBE_SORT_MAX] = {
@@ -68,21 +68,12 @@ static void probes_clear(Probes *probes) {
         probes->n = 0;
 }
 
-static int probes_rows_new(void **ret) {
-        Probes *probes = calloc(1, sizeof(Probes));
-
-        if (!probes)
-                return -ENOMEM;
+static void probes_init(void *rows) {
         probes_alive++;
-        *ret = probes;
-        return 0;
 }
 
-static void probes_rows_free(void *rows) {
-        if (!rows)
-                return;
+static void probes_done(void *rows) {
         probes_clear(rows);
-        free(rows);
         probes_alive--;
 }
 
@@ -153,8 +144,9 @@ const TopViewClass top_view_probe = {
         .columns = probe_columns,
         .n_columns = ELEMENTSOF(probe_columns),
         .tree = TOP_TREE_NONE,
-        .rows_new = probes_rows_new,
-        .rows_free = probes_rows_free,
+        .rows_size = sizeof(Probes),
+        .rows_init = probes_init,
+        .rows_done = probes_done,
         .read = probes_read,
         .n_items = probes_n_items,
         .key = probes_key,
@@ -198,7 +190,7 @@ static const char *row_text(const TopModel *m, size_t row) {
         return line;
 }
 
-/* Registered after today's five, in their order; its rows made with each model and freed with it. */
+/* Registered after today's five, in their order; its rows set up with each model and emptied with it. */
 static void test_registry(void) {
         static const char *const names[] = { "tasks", "modules", "stacks", "units", "slab", "probe" };
         TopModel *a, *b;

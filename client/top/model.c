@@ -40,7 +40,6 @@ static void table_done(TopTable *t) {
 
 int top_model_new(uint64_t page_size, TopModel **ret) {
         TopModel *m = calloc(1, sizeof(TopModel));
-        int r;
 
         if (!m)
                 return -ENOMEM;
@@ -48,11 +47,13 @@ int top_model_new(uint64_t page_size, TopModel **ret) {
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
                 const TopViewClass *c = top_view_class((TopView) v);
                 m->sort[v] = c->default_sort;
-                r = c->rows_new(&m->rows[v]);
-                if (r < 0) {
+                m->rows[v] = calloc(1, c->rows_size);
+                if (!m->rows[v]) {
                         top_model_free(m);
-                        return r;
+                        return -ENOMEM;
                 }
+                if (c->rows_init)
+                        c->rows_init(m->rows[v]);
         }
         m->high_percent = 10;
         *ret = m;
@@ -71,8 +72,11 @@ TopModel *top_model_free(TopModel *m) {
         clear_explain_lines(m);
         free(m->explain_unit);
         for (size_t v = 0; v < _TOP_VIEW_MAX; v++) {
+                const TopViewClass *c = top_view_class((TopView) v);
                 table_done(&m->tables[v]);
-                top_view_class((TopView) v)->rows_free(m->rows[v]);
+                if (m->rows[v] && c->rows_done)
+                        c->rows_done(m->rows[v]);
+                free(m->rows[v]);
                 free(m->filter[v]);
         }
         free(m->filter_edit);

@@ -111,8 +111,8 @@ typedef struct TopModel {
         TopMemInfo meminfo;             /* the header's memory meter, set by the caller */
         double high_percent;            /* rows holding at least this share of MemTotal are marked; 0: none */
 
-        /* Each view's rows: owned by its class, which makes, reads and frees them through its hooks and
-         * alone knows their type (the stacks' include their scope). */
+        /* Each view's rows: owned, its class's rows_size bytes, which only its hooks set up, read and empty;
+         * their type is the class's own (the stacks' include their scope). */
         void *rows[_TOP_VIEW_MAX];
 
         /* The user's choices. */

@@ -11,10 +11,10 @@
  *
  * Adding a view: a file view-NAME.c defining `const TopViewClass top_view_NAME`, one X(NAME, name) line
  * in TOP_VIEWS (model.h), and its file in meson.build. The file keeps its row type and its sort keys to
- * itself: TopModel holds its rows as an opaque pointer (rows[TOP_VIEW_NAME]) that only its hooks open.
- * Its tab, number key, help line, settings, filter, sort, trends, trees, drawing and clicks then follow
- * from the class; a call of its own (fetch) and the Top call's order (stream_sort) are hooks too.
- * tests/test-top-views.c is such a view, registered in its own build only.
+ * itself: TopModel holds its rows as an opaque block (rows[TOP_VIEW_NAME], rows_size) that only its
+ * hooks open. Its tab, number key, help line, settings, filter, sort, trends, trees, drawing and clicks
+ * then follow from the class; a call of its own (fetch) and the Top call's order (stream_sort) are hooks
+ * too. tests/test-top-views.c is such a view, registered in its own build only.
  */
 
 #include <stdbool.h>
@@ -92,14 +92,16 @@ typedef struct TopViewClass {
         size_t n_columns;
         TopTreeKind tree;
 
-        /* Its rows, of a type of the file's own, in m->rows[its view]: rows_new makes them empty with the
-         * model (-ENOMEM), rows_free frees them with it (NULL: nothing). Nothing but the class's hooks looks
-         * inside. They come from a Top reply: required names the reply's field every memstrackd sends (a
-         * reply without it is refused before anything changes), NULL if the view's rows are optional; read
-         * drops the previous rows and takes the reply's (NULL: not from Top replies). Or from a call of
-         * their own (fetch, NULL for none). n_items: how many rows were read. */
-        int (*rows_new)(void **ret);
-        void (*rows_free)(void *rows);
+        /* Its rows, of a type of the file's own: the model keeps rows_size zeroed bytes for them in
+         * m->rows[its view] from its start to its end, which rows_init (optional) sets up first and rows_done
+         * (optional) empties last. Nothing but the class's hooks looks inside. They come from a Top reply:
+         * required names the reply's field every memstrackd sends (a reply without it is refused before
+         * anything changes), NULL if the view's rows are optional; read drops the previous rows and takes
+         * the reply's (NULL: not from Top replies). Or from a call of their own (fetch, NULL for none).
+         * n_items: how many rows were read. */
+        size_t rows_size;
+        void (*rows_init)(void *rows);
+        void (*rows_done)(void *rows);
         const char *required;
         int (*read)(TopModel *m, json_t *reply);
         const TopViewFetch *fetch;

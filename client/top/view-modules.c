@@ -59,27 +59,14 @@ static const TopModule *module_of(const TopModel *m, size_t value) {
         return value < modules->n ? &modules->modules[value] : NULL;
 }
 
-static void modules_clear(Modules *modules) {
+/* Empties them: before a read, and at the end. */
+static void modules_clear(void *rows) {
+        Modules *modules = rows;
+
         for (size_t i = 0; i < modules->n; i++)
                 free(modules->modules[i].name);
         modules->modules = mfree_ptr(modules->modules);
         modules->n = 0;
-}
-
-static int modules_rows_new(void **ret) {
-        Modules *modules = calloc(1, sizeof(Modules));
-
-        if (!modules)
-                return -ENOMEM;
-        *ret = modules;
-        return 0;
-}
-
-static void modules_rows_free(void *rows) {
-        if (!rows)
-                return;
-        modules_clear(rows);
-        free(rows);
 }
 
 static int modules_read(TopModel *m, json_t *reply) {
@@ -180,8 +167,8 @@ const TopViewClass top_view_modules = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_NONE,
-        .rows_new = modules_rows_new,
-        .rows_free = modules_rows_free,
+        .rows_size = sizeof(Modules),
+        .rows_done = modules_clear,
         .required = "modules",
         .read = modules_read,
         .n_items = modules_n_items,

@@ -78,28 +78,15 @@ static const TopSlabSite *site_of(const TopModel *m, size_t value) {
         return value < slab->n ? &slab->sites[value] : NULL;
 }
 
-static void slab_clear(Slab *slab) {
+/* Empties them: before a read, and at the end. */
+static void slab_clear(void *rows) {
+        Slab *slab = rows;
+
         for (size_t i = 0; i < slab->n; i++)
                 free(slab->sites[i].name);
         slab->sites = mfree_ptr(slab->sites);
         slab->n = 0;
         slab->traced = false;
-}
-
-static int slab_rows_new(void **ret) {
-        Slab *slab = calloc(1, sizeof(Slab));
-
-        if (!slab)
-                return -ENOMEM;
-        *ret = slab;
-        return 0;
-}
-
-static void slab_rows_free(void *rows) {
-        if (!rows)
-                return;
-        slab_clear(rows);
-        free(rows);
 }
 
 /* Top's slab field: absent or null when memstrackd does not trace slab objects. */
@@ -225,8 +212,8 @@ const TopViewClass top_view_slab = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_NONE,
-        .rows_new = slab_rows_new,
-        .rows_free = slab_rows_free,
+        .rows_size = sizeof(Slab),
+        .rows_done = slab_clear,
         .read = slab_read,
         .n_items = slab_n_items,
         .key = slab_key,

@@ -97,25 +97,19 @@ static void stacks_clear(Stacks *stacks) {
         stacks->root = NULL;
 }
 
-static int stacks_rows_new(void **ret) {
-        Stacks *stacks = calloc(1, sizeof(Stacks));
-
-        if (!stacks)
-                return -ENOMEM;
-        stacks->scope_pid = -1;
-        *ret = stacks;
-        return 0;
-}
-
-static void stacks_rows_free(void *rows) {
+/* No tree yet, and the scope everything. */
+static void stacks_init(void *rows) {
         Stacks *stacks = rows;
 
-        if (!stacks)
-                return;
+        stacks->scope_pid = -1;
+}
+
+static void stacks_done(void *rows) {
+        Stacks *stacks = rows;
+
         stacks_clear(stacks);
         free(stacks->scope_module);
         free(stacks->scope_unit);
-        free(stacks);
 }
 
 /* A StackNode, or with bytes a HeapNode (StackTree heap: bytes, its peak the most it ever held). */
@@ -425,8 +419,9 @@ const TopViewClass top_view_stacks = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_BROWSE,
-        .rows_new = stacks_rows_new,
-        .rows_free = stacks_rows_free,
+        .rows_size = sizeof(Stacks),
+        .rows_init = stacks_init,
+        .rows_done = stacks_done,
         .fetch = &stacks_fetch,
         .n_items = stacks_n_items,
         .key = stacks_key,

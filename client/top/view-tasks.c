@@ -73,29 +73,16 @@ static const TopTask *task_of(const TopModel *m, size_t value) {
         return value < tasks->n ? &tasks->tasks[value] : NULL;
 }
 
-static void tasks_clear(Tasks *tasks) {
+/* Empties them: before a read, and at the end. */
+static void tasks_clear(void *rows) {
+        Tasks *tasks = rows;
+
         for (size_t i = 0; i < tasks->n; i++) {
                 free(tasks->tasks[i].comm);
                 free(tasks->tasks[i].cmdline);
         }
         tasks->tasks = mfree_ptr(tasks->tasks);
         tasks->n = 0;
-}
-
-static int tasks_rows_new(void **ret) {
-        Tasks *tasks = calloc(1, sizeof(Tasks));
-
-        if (!tasks)
-                return -ENOMEM;
-        *ret = tasks;
-        return 0;
-}
-
-static void tasks_rows_free(void *rows) {
-        if (!rows)
-                return;
-        tasks_clear(rows);
-        free(rows);
 }
 
 static int tasks_read(TopModel *m, json_t *reply) {
@@ -297,8 +284,8 @@ const TopViewClass top_view_tasks = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_OPTIONAL,
-        .rows_new = tasks_rows_new,
-        .rows_free = tasks_rows_free,
+        .rows_size = sizeof(Tasks),
+        .rows_done = tasks_clear,
         .required = "tasks",
         .read = tasks_read,
         .n_items = tasks_n_items,

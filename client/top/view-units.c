@@ -99,8 +99,10 @@ static void clear_slices(Units *units) {
         units->n_slices = 0;
 }
 
-/* The slices go with the units they were made of. */
-static void units_clear(Units *units) {
+/* Empties them: before a read, and at the end. The slices go with the units they were made of. */
+static void units_clear(void *rows) {
+        Units *units = rows;
+
         clear_slices(units);
         for (size_t i = 0; i < units->n; i++) {
                 free(units->units[i].name);
@@ -109,22 +111,6 @@ static void units_clear(Units *units) {
         units->units = mfree_ptr(units->units);
         units->n = 0;
         units->listed = false;
-}
-
-static int units_rows_new(void **ret) {
-        Units *units = calloc(1, sizeof(Units));
-
-        if (!units)
-                return -ENOMEM;
-        *ret = units;
-        return 0;
-}
-
-static void units_rows_free(void *rows) {
-        if (!rows)
-                return;
-        units_clear(rows);
-        free(rows);
 }
 
 /* Optional: a memstrackd from before units sends none, and the units view says so. */
@@ -369,8 +355,8 @@ const TopViewClass top_view_units = {
         .columns = columns,
         .n_columns = _COL_MAX,
         .tree = TOP_TREE_OPTIONAL,
-        .rows_new = units_rows_new,
-        .rows_free = units_rows_free,
+        .rows_size = sizeof(Units),
+        .rows_done = units_clear,
         .read = units_read,
         .n_items = units_n_items,
         .key = units_key,
