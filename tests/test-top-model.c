@@ -475,6 +475,8 @@ static void test_slab(void) {
         ASSERT_TRUE(top_slab_totals(m, &totals));
         ASSERT_EQ(totals.bytes, 100000);
         ASSERT_EQ(totals.peak_bytes, 150000);
+        /* The tab line says them: the totals of every call site, listed or not. */
+        ASSERT_STREQ(caption(m, TOP_VIEW_SLAB), "[all: 97.7 KiB in 1300 objects, peak 146.5 KiB, waste 10.0 %]");
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 3);
         /* Most live bytes first, then each column in turn. */
         top_model_set_view(m, TOP_VIEW_SLAB);
@@ -524,6 +526,7 @@ static void test_slab(void) {
         json_decref(r);
         ASSERT_TRUE(!top_slab_totals(m, &totals));
         ASSERT_EQ(top_model_rows(m, TOP_VIEW_SLAB), 0);
+        ASSERT_TRUE(!top_view_class(TOP_VIEW_SLAB)->caption(m));
         top_model_free(m);
 }
 

@@ -182,8 +182,8 @@ int top_model_open_owner(TopModel *m);
  * view names its scope with it. Borrowed until the next update. */
 const char *top_task_comm(const TopModel *m, int64_t pid);
 
-/* The totals of Top's slab field as read (view-slab.c; the view draws its call sites, not these): false
- * when memstrackd does not trace slab objects. */
+/* The totals of Top's slab field as read (view-slab.c; its rows are the call sites listed, its caption these
+ * totals of all of them): false when memstrackd does not trace slab objects. */
 typedef struct TopSlabTotals {
         uint64_t objects, bytes, peak_bytes;
         double waste_percent;

@@ -137,6 +137,22 @@ bool top_slab_totals(const TopModel *m, TopSlabTotals *ret) {
         return true;
 }
 
+/* "[all: 12.0 MiB in 34567 objects, peak 20.0 MiB, waste 8.1 %]": the totals of every call site, the ones
+ * not listed too. New string, NULL on OOM or without slab objects. */
+static char *slab_caption(const TopModel *m) {
+        char bytes[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
+        TopSlabTotals t;
+        char *s;
+
+        if (!top_slab_totals(m, &t))
+                return NULL;
+        if (asprintf(&s, "[all: %s in %" PRIu64 " objects, peak %s, waste %.1f %%]",
+                     format_bytes(bytes, sizeof(bytes), t.bytes), t.objects,
+                     format_bytes(peak, sizeof(peak), t.peak_bytes), t.waste_percent) < 0)
+                return NULL;
+        return s;
+}
+
 static size_t slab_n_items(const TopModel *m) {
         return slab_of(m)->n;
 }
@@ -221,4 +237,5 @@ const TopViewClass top_view_slab = {
         .matches = slab_matches,
         .write = slab_write,
         .empty_note = slab_empty_note,
+        .caption = slab_caption,
 };
