@@ -127,6 +127,15 @@ int cmdline_set_word(const CmdlineOption *o, const char *value) {
         return 0;
 }
 
+int cmdline_add_text(const CmdlineOption *o, const char *value) {
+        CmdlineStrings *s = o->target;
+
+        if (!value || !value[0] || !utf8_is_valid(value) || s->n >= CMDLINE_STRINGS_MAX)
+                return -EINVAL;
+        s->items[s->n++] = value;
+        return 0;
+}
+
 int cmdline_set_uint64(const CmdlineOption *o, const char *value) {
         return parse_uint64(value, o->min, o->max, o->target) < 0 ? -EINVAL : 0;
 }

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -68,7 +69,7 @@ typedef struct CmdlineOption CmdlineOption;
  */
 typedef int (*CmdlineParse)(const CmdlineOption *o, const char *value);
 
-#define CMDLINE_PARTS_MAX 4
+#define CMDLINE_PARTS_MAX 6
 
 struct CmdlineOption {
         const char *name;               /* the long name, without "--" */
@@ -97,6 +98,13 @@ typedef struct Cmdline {
         size_t n_options;
 } Cmdline;
 
+/* The values of an option that may be given several times, in order, borrowed from argv. */
+#define CMDLINE_STRINGS_MAX 64
+typedef struct CmdlineStrings {
+        const char *items[CMDLINE_STRINGS_MAX];
+        size_t n;
+} CmdlineStrings;
+
 /* The generic parsers; target is what the comment says. */
 int cmdline_set_true(const CmdlineOption *o, const char *value);        /* bool */
 int cmdline_set_false(const CmdlineOption *o, const char *value);       /* bool */
@@ -105,6 +113,8 @@ int cmdline_set_string(const CmdlineOption *o, const char *value);      /* const
  * other bytes is written as memstrackctl shows it (\xNN). */
 int cmdline_set_text(const CmdlineOption *o, const char *value);
 int cmdline_set_word(const CmdlineOption *o, const char *value);        /* const char *, one of the words */
+/* CmdlineStrings, one more value (non-empty, UTF-8); -EINVAL past CMDLINE_STRINGS_MAX. */
+int cmdline_add_text(const CmdlineOption *o, const char *value);
 int cmdline_set_uint64(const CmdlineOption *o, const char *value);      /* uint64_t in [min, max] */
 int cmdline_set_int64(const CmdlineOption *o, const char *value);       /* int64_t in [min, max] */
 

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cmdline.h"
+
 typedef enum CtlExit {
         CTL_EXIT_SUCCESS = 0,
         CTL_EXIT_FAILURE = 1,           /* the daemon answered with an error, or a local failure */
@@ -67,6 +69,8 @@ extern int64_t arg_pid;                 /* record: the running process to watch,
 extern bool arg_live;                   /* record: into the system's memstrackd, not a private one */
 extern uint64_t arg_seconds_usec;       /* record --pid: how long, 0: until Ctrl-C or its exit */
 extern int64_t arg_uid;                 /* delete-snapshot: whose snapshots (root), -1: the caller's own */
+extern CmdlineStrings arg_processes;    /* record, report, diff: heaps by PID or COMM, each maybe a comma list */
+extern uint64_t arg_min_share;          /* record, report: percent of the total maximum for a full report */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -92,8 +96,10 @@ int verb_explain(int argc, char *argv[]);
 int verb_pages(int argc, char *argv[]);
 int verb_record(int argc, char *argv[]);
 
-/* What record shows of a heap, and report of a document record saved, unless --format says otherwise. */
+/* What record shows of a heap, and report of a document record saved, unless --format says otherwise;
+ * a recording of several processes gets the table of them first (ctl_heap_default_formats()). */
 #define CTL_HEAP_FORMAT_DEFAULT "heap_maximum,heap_leaks"
+#define CTL_HEAP_FORMAT_PROCESSES "heap_processes," CTL_HEAP_FORMAT_DEFAULT
 
 /* report's options from the command line (its --format, else default_formats), checked for usage before
  * anything is asked: 0, CTL_EXIT_USAGE (said), -ENOMEM. */
@@ -102,5 +108,10 @@ int ctl_report_options(const char *default_formats, ReportOptions *ret);
 /* Renders doc's reports where --output and --json say (standard output, a file, a directory). */
 typedef struct json_t json_t;
 int ctl_report_write(json_t *doc, const ReportOptions *o);
+/* The default formats of a recorded heap's document: CTL_HEAP_FORMAT_PROCESSES when it holds several
+ * heaps, else CTL_HEAP_FORMAT_DEFAULT. */
+const char *ctl_heap_default_formats(json_t *doc);
+/* 0 when each word of --process names a heap of doc, else CTL_EXIT_FAILURE after saying which does not. */
+int ctl_check_heap_processes(json_t *doc, const ReportOptions *o);
 /* "90", "90s", "10m", "2h", "1d" into seconds. -EINVAL, -ERANGE. */
 int history_parse_duration(const char *s, uint64_t *ret_seconds);

@@ -54,6 +54,8 @@ int64_t arg_pid = -1;
 bool arg_live = false;
 uint64_t arg_seconds_usec = 0;
 int64_t arg_uid = -1;
+CmdlineStrings arg_processes = {};
+uint64_t arg_min_share = REPORT_HEAP_MIN_SHARE_DEFAULT;
 
 /* What the options that stop the command line ask for; only main() reads them. */
 static bool arg_help = false;
@@ -205,7 +207,28 @@ static const CmdlineOption options[] = {
                         { .verbs = CMDLINE_WORDS("units"), .help = "include units holding nothing" },
                         { .verbs = CMDLINE_WORDS("snapshots"),
                           .help = "every user's snapshots, with their owners (root)" },
+                        { .verbs = CMDLINE_WORDS("record", "report"),
+                          .help = "the full heap report of every process recorded, not only the command's "
+                                  "and the biggest" },
                 },
+        }, {
+                .name = "process", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PID|COMM",
+                .parse = cmdline_add_text, .target = &arg_processes,
+                .expects = "a pid or a process name (at most 64 of them)",
+                .parts = {
+                        { .verbs = CMDLINE_WORDS("record", "report"),
+                          .help = "full heap reports of these processes instead (again, or a comma list, for "
+                                  "more)" },
+                        { .verbs = CMDLINE_WORDS("diff"),
+                          .help = "with two files: compare this process's heap (default: the command's)" },
+                },
+        }, {
+                .name = "min-share", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PERCENT",
+                .parse = cmdline_set_uint64, .target = &arg_min_share, .min = 1, .max = 100,
+                .expects = "a percentage from 1 to 100",
+                .parts = { { .verbs = CMDLINE_WORDS("record", "report"),
+                             .help = "full heap reports of the processes holding at least PERCENT of the "
+                                     "total maximum (default 10), besides the command's" } },
         }, {
                 .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .parse = cmdline_set_text, .target = &arg_comm,
@@ -296,13 +319,14 @@ static const CmdlineOption options[] = {
                 .completion = CMDLINE_COMPLETE_WORD_LIST,
                 .parse = cmdline_set_string, .target = &arg_format,
                 .parts = { { .verbs = CMDLINE_WORDS("import", "report"),
-                             .help = "(default module_summary,module_top; heap_maximum,heap_leaks for a heap record saved); "
+                             .help = "(default module_summary,module_top; a heap record saved: record's own); "
                              "each takes :top=N, :throttle=PERCENT, "
                              ":sort_by_alloc, :sort_by_peak", .word_at = report_format_word },
                            { .verbs = CMDLINE_WORDS("history"), .help = "text (default), or svg: a chart",
                              .words = CMDLINE_WORDS("text", "svg") },
-                           { .verbs = CMDLINE_WORDS("record"), .help = "(default heap_maximum,heap_leaks); any report "
-                             "format", .word_at = report_format_word } },
+                           { .verbs = CMDLINE_WORDS("record"), .help = "(default heap_maximum,heap_leaks, after "
+                             "heap_processes when the command ran several processes); any report format",
+                             .word_at = report_format_word } },
         }, {
                 .name = "throttle", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "PERCENT",
                 .parse = cmdline_set_uint64, .target = &arg_throttle, .min = 1, .max = 100,

@@ -258,7 +258,9 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, cons
         r = snapshot_fetch(c, &req, &doc);
         if (r != 0)
                 return r;
-        if (json_object_set(doc, "heap", heap) < 0)
+        /* Which process the recording is of: the heap formats report it in full, whatever it holds. */
+        if (json_object_set(doc, "heap", heap) < 0 ||
+            json_object_set_new(doc, "heapCommandPid", json_integer(pid)) < 0)
                 return -ENOMEM;
         if (d) {
                 private_daemon_print_warnings(d);
@@ -287,7 +289,16 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, cons
                 if (!arg_format && !arg_output)
                         return 0;
         }
-        r = ctl_report_write(doc, o);
+        ReportOptions chosen = *o;
+        if (!arg_format) {
+                r = ctl_report_options(ctl_heap_default_formats(doc), &chosen);
+                if (r != 0)
+                        return r;
+        }
+        r = ctl_check_heap_processes(doc, &chosen);
+        if (r != 0)
+                return r;
+        r = ctl_report_write(doc, &chosen);
         if (r == -ESRCH) {
                 fprintf(stderr, "memstrackctl: pid %lld recorded no heap.\n", (long long) arg_task);
                 return CTL_EXIT_FAILURE;

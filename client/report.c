@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -20,6 +21,10 @@
 
 #include "connection.h"
 #include "ctl.h"
+#include "format-text.h"
+#include "heap-select.h"
+#include "macro.h"
+#include "reply.h"
 #include "report.h"
 #include "report-select.h"
 #include "snapshot.h"
@@ -116,6 +121,10 @@ int ctl_report_options(const char *default_formats, ReportOptions *ret) {
         o.module = arg_module;
         o.max_depth = arg_depth;
         o.offsets = arg_offsets;
+        o.heap_all = arg_all;
+        o.heap_processes = arg_processes.items;
+        o.n_heap_processes = arg_processes.n;
+        o.heap_min_share = (unsigned) arg_min_share;
 
         /* Usage first, before asking the daemon for anything. */
         if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF &&
@@ -135,6 +144,27 @@ int ctl_report_options(const char *default_formats, ReportOptions *ret) {
         }
         *ret = o;
         return 0;
+}
+
+const char *ctl_heap_default_formats(json_t *doc) {
+        return json_array_size(reply_array(reply_object(doc, "heap"), "heaps")) > 1 ? CTL_HEAP_FORMAT_PROCESSES :
+                                                                                    CTL_HEAP_FORMAT_DEFAULT;
+}
+
+int ctl_check_heap_processes(json_t *doc, const ReportOptions *o) {
+        HeapSelection sel;
+        const char *word;
+        size_t len;
+
+        heap_selection_init(doc, o, &sel);
+        word = heap_selection_unmatched(&sel, &len);
+        if (!word)
+                return 0;
+        _cleanup_free_ char *name = strndup(word, len), *clean = name ? format_sanitize(name) : NULL;
+        if (!clean)
+                return -ENOMEM;
+        fprintf(stderr, "memstrackctl: no process recorded has the pid or name '%s' (--process).\n", clean);
+        return CTL_EXIT_FAILURE;
 }
 
 int ctl_report_write(json_t *doc, const ReportOptions *o) {
@@ -160,10 +190,13 @@ int verb_report(int argc, char *argv[]) {
                         return r;
                 /* A heap that memstrackctl record saved: its own views, as record shows them. */
                 if (!arg_format && report_doc_stacks_are_heaps(doc)) {
-                        r = ctl_report_options(CTL_HEAP_FORMAT_DEFAULT, &o);
+                        r = ctl_report_options(ctl_heap_default_formats(doc), &o);
                         if (r != 0)
                                 return r;
                 }
+                r = ctl_check_heap_processes(doc, &o);
+                if (r != 0)
+                        return r;
         } else {
                 _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
                 SnapshotRequest req = {

@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * heap_maximum and heap_leaks: user-space heaps (the Heap reply kept under "heap" in a snapshot document)
- * as memtrail prints them. For each heap, its call sites (the innermost frame of each stack that has a
- * source line: the line that called malloc, new or a wrapper without debug information), then its stack
- * tree, callers first, with percentages of the heap's total, bytes, blocks ("Nx"), function and file:line.
- * heap_maximum shows the heap as it stood when its live bytes were highest; heap_leaks what was never
- * freed (live now, for a heap still running). A document without heaps says so; --json gives null then.
+ * heap_processes, heap_maximum and heap_leaks: user-space heaps (the Heap reply kept under "heap" in a snapshot
+ * document) as memtrail prints them. heap_processes is a table of every heap recorded, biggest maximum first;
+ * the other two show in full the heaps heap-select.h chooses (the command's and the biggest, by default): for
+ * each, its call sites (the innermost frame of each stack that has a source line: the line that called
+ * malloc, new or a wrapper without debug information), then its stack tree, callers first, with
+ * percentages of the heap's total, bytes, blocks ("Nx"), function and file:line; a heap with no sampled
+ * stack gets one line of its exact totals instead. heap_maximum shows the heap as it stood when its live
+ * bytes were highest; heap_leaks what was never freed (live now, for a heap still running). A document
+ * without heaps says so; --json gives null then.
  */
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format-text.h"
 #include "format-util.h"
+#include "heap-select.h"
+#include "heap-sites.h"
 #include "report-format.h"
 #include "macro.h"
 #include "reply.h"
@@ -34,81 +38,6 @@ static const HeapKeys keys_now = { "currentBytes", "currentBlocks", "errorBytes"
 
 static json_t *doc_heaps(json_t *doc) {
         return reply_array(reply_object(doc, "heap"), "heaps");
-}
-
-/* ---- Call sites --------------------------------------------------------------------------------------- */
-
-typedef struct CallSite {
-        const json_t *node;             /* borrowed: the frame that names it */
-        uint64_t bytes, blocks, estimate;
-} CallSite;
-
-typedef struct CallSites {
-        CallSite *sites;
-        size_t n, allocated;
-} CallSites;
-
-static bool same_site(const json_t *a, const json_t *b) {
-        return streq(reply_string(a, "file") ?: "", reply_string(b, "file") ?: "") &&
-               reply_int(a, "line", 0) == reply_int(b, "line", 0) &&
-               streq(reply_string(a, "function") ?: reply_string(a, "frame") ?: "",
-                     reply_string(b, "function") ?: reply_string(b, "frame") ?: "");
-}
-
-static int add_site(CallSites *c, const json_t *site, uint64_t bytes, uint64_t blocks) {
-        for (size_t i = 0; i < c->n; i++)
-                if (same_site(c->sites[i].node, site)) {
-                        c->sites[i].bytes += bytes;
-                        c->sites[i].blocks += blocks;
-                        return 0;
-                }
-        if (c->n == c->allocated) {
-                size_t n = c->allocated ? c->allocated * 2 : 16;
-                CallSite *s = realloc(c->sites, n * sizeof(CallSite));
-                if (!s)
-                        return -ENOMEM;
-                c->sites = s;
-                c->allocated = n;
-        }
-        c->sites[c->n++] = (CallSite) { .node = site, .bytes = bytes, .blocks = blocks };
-        return 0;
-}
-
-/* What each node holds itself (not through its children) goes to its call site: the innermost frame of its
- * path with a source line, else its own frame. */
-static int collect_sites(const json_t *node, const json_t *site, const HeapKeys *k, CallSites *c, unsigned depth) {
-        uint64_t bytes = reply_count(node, k->bytes), blocks = reply_count(node, k->blocks);
-        uint64_t child_bytes = 0, child_blocks = 0;
-        json_t *child;
-        size_t i;
-        int r;
-
-        if (depth > 0 && reply_string(node, "file"))
-                site = node;
-        json_array_foreach(reply_array(node, "children"), i, child) {
-                child_bytes += reply_count(child, k->bytes);
-                child_blocks += reply_count(child, k->blocks);
-                if (depth < HEAP_DEPTH_MAX) {
-                        r = collect_sites(child, site, k, c, depth + 1);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        if (bytes > child_bytes)
-                return add_site(c, site && depth > 0 ? site : node, bytes - child_bytes,
-                                blocks > child_blocks ? blocks - child_blocks : 0);
-        return 0;
-}
-
-/* The sampling error the output states for bytes estimated from one stack per interval bytes: three
- * standard deviations of the Poisson estimate, 3 sqrt(bytes * interval); 0 when every stack is taken. */
-static uint64_t site_error(uint64_t bytes, uint64_t interval) {
-        return interval > 1 ? (uint64_t) (3.0 * sqrt((double) bytes * (double) interval)) : 0;
-}
-
-static int compare_sites(const void *a, const void *b) {
-        const CallSite *x = a, *y = b;
-        return x->bytes != y->bytes ? (x->bytes > y->bytes ? -1 : 1) : 0;
 }
 
 /* ---- Text --------------------------------------------------------------------------------------------- */
@@ -200,17 +129,43 @@ static void print_growth(FILE *f, const json_t *h) {
         fputc('\n', f);
 }
 
-static void print_header(FILE *f, const json_t *h, bool leaks, uint64_t bytes, uint64_t blocks) {
-        char size[FORMAT_BUFFER_MAX], interval[FORMAT_BUFFER_MAX];
-        uint64_t every = reply_count(h, "sampleInterval");
+/* "Heap of pid N (comm) at its maximum: SIZE (N bytes)", no newline. */
+static void print_title(FILE *f, const json_t *h, bool leaks, uint64_t bytes) {
+        char size[FORMAT_BUFFER_MAX];
         _cleanup_free_ char *comm = format_sanitize(reply_string(h, "comm") ?: "?");
         bool ended = reply_bool(h, "ended", false);
 
-        fprintf(f, "Heap of pid %" PRIi64 " (%s)%s: %s (%" PRIu64 " bytes) in %" PRIu64 " blocks%s\n",
-                reply_int(h, "pid", 0), comm ?: "?",
+        fprintf(f, "Heap of pid %" PRIi64 " (%s)%s: %s (%" PRIu64 " bytes)", reply_int(h, "pid", 0), comm ?: "?",
                 !leaks ? " at its maximum" : ended ? ", never freed" : ", live now",
-                format_bytes(size, sizeof(size), bytes), bytes, blocks,
-                leaks && streq(reply_string(h, "end") ?: "", "exec") ? " (when it exec'd)" : "");
+                format_bytes(size, sizeof(size), bytes), bytes);
+}
+
+static const char *exec_note(const json_t *h, bool leaks) {
+        return leaks && streq(reply_string(h, "end") ?: "", "exec") ? " (when it exec'd)" : "";
+}
+
+/* A heap with no sampled stack has no tree to show: its exact totals in one line. Its blocks at the
+ * maximum are not known (only the tree counts them), its blocks never freed are. */
+static void print_unsampled(FILE *f, const json_t *h, bool leaks) {
+        char interval[FORMAT_BUFFER_MAX];
+
+        print_title(f, h, leaks, reply_count(h, leaks ? "liveBytes" : "peakBytes"));
+        if (leaks)
+                fprintf(f, " in %" PRIu64 " blocks%s", reply_count(h, "liveBlocks"), exec_note(h, leaks));
+        fprintf(f, "; %" PRIu64 " allocations, %" PRIu64 " frees; ", reply_count(h, "allocs"), reply_count(h, "frees"));
+        if (reply_count(h, "allocs") == 0)
+                fputs("nothing allocated\n", f);
+        else
+                fprintf(f, "no stack sampled (one per %s allocated on average)\n",
+                        format_bytes(interval, sizeof(interval), reply_count(h, "sampleInterval")));
+}
+
+static void print_header(FILE *f, const json_t *h, bool leaks, uint64_t bytes, uint64_t blocks) {
+        char interval[FORMAT_BUFFER_MAX];
+        uint64_t every = reply_count(h, "sampleInterval");
+
+        print_title(f, h, leaks, bytes);
+        fprintf(f, " in %" PRIu64 " blocks%s\n", blocks, exec_note(h, leaks));
         fprintf(f, "  %" PRIu64 " allocations, %" PRIu64 " frees; stacks: ", reply_count(h, "allocs"),
                 reply_count(h, "frees"));
         if (every <= 1)
@@ -231,35 +186,30 @@ static int text_one(FILE *f, const json_t *h, bool leaks, const ReportOptions *o
         const json_t *root = reply_object(h, "root");
         uint64_t bytes = leaks ? reply_count(h, "liveBytes") : reply_count(h, "peakBytes");
         uint64_t blocks = leaks ? reply_count(h, "liveBlocks") : reply_count(root, "maxBlocks");
-        CallSites c = {};
+        _cleanup_(heap_sites_done) HeapSites c = {};
         int r;
 
-        print_header(f, h, leaks, bytes, blocks);
-        r = collect_sites(root, NULL, k, &c, 0);
-        if (r < 0) {
-                free(c.sites);
-                return r;
+        if (!heap_is_sampled(h)) {
+                print_unsampled(f, h, leaks);
+                return 0;
         }
-        if (c.n > 1)    /* c.sites is NULL when the heap has no call site */
-                qsort(c.sites, c.n, sizeof(CallSite), compare_sites);
+        print_header(f, h, leaks, bytes, blocks);
+        r = heap_sites_collect(h, leaks, o, &c);
+        if (r < 0)
+                return r;
         fprintf(f, "Call sites:\n");
         size_t shown = 0;
         for (size_t i = 0; i < c.n && (o->top == 0 || shown < o->top); i++) {
-                if (c.sites[i].bytes == 0)
-                        continue;
-                _cleanup_free_ char *label = report_heap_frame_label(c.sites[i].node);
+                _cleanup_free_ char *label = heap_site_label(&c.sites[i]);
                 _cleanup_free_ char *clean = label ? format_sanitize(label) : NULL;
-                if (!clean) {
-                        free(c.sites);
+                if (!clean)
                         return -ENOMEM;
-                }
                 fprintf(f, "  %6.2f%% (", bytes > 0 ? 100.0 * (double) c.sites[i].bytes / (double) bytes : 0.0);
                 print_size(f, c.sites[i].bytes, c.sites[i].blocks,
-                           site_error(c.sites[i].bytes, reply_count(h, "sampleInterval")));
+                           heap_site_error(c.sites[i].bytes, reply_count(h, "sampleInterval")));
                 fprintf(f, ") %s\n", clean);
                 shown++;
         }
-        free(c.sites);
         if (shown == 0)
                 fprintf(f, "  (none)\n");
         fprintf(f, "Stacks, callers first:\n");
@@ -269,21 +219,23 @@ static int text_one(FILE *f, const json_t *h, bool leaks, const ReportOptions *o
         return print_tree(f, root, k, o, reply_count(root, k->bytes), prefix, 0, true, 0);
 }
 
-static bool selected(const json_t *h, const ReportOptions *o) {
-        return o->pid < 0 || reply_int(h, "pid", -1) == o->pid;
+static void print_no_heaps(FILE *f) {
+        fputs("(no heaps: the snapshot was not taken by memstrackctl record)\n", f);
 }
 
 static int heap_render_text(json_t *doc, const ReportOptions *o, bool leaks, FILE *f) {
         json_t *h, *heaps = doc_heaps(doc);
+        HeapSelection sel;
         size_t i, n = 0;
         int r;
 
         if (!heaps) {
-                fputs("(no heaps: the snapshot was not taken by memstrackctl record)\n", f);
+                print_no_heaps(f);
                 return 0;
         }
+        heap_selection_init(doc, o, &sel);
         json_array_foreach(heaps, i, h) {
-                if (!selected(h, o))
+                if (!heap_selection_shows(&sel, h))
                         continue;
                 if (n++ > 0)
                         fputc('\n', f);
@@ -293,8 +245,12 @@ static int heap_render_text(json_t *doc, const ReportOptions *o, bool leaks, FIL
         }
         if (n == 0 && o->pid >= 0)
                 return -ESRCH;
-        if (n == 0)
+        size_t hidden = heap_selection_hidden(&sel);
+        if (n == 0 && hidden == 0)
                 fputs("(no heap was recorded)\n", f);
+        else if (hidden > 0)
+                fprintf(f, "%s(%zu more process%s in heap_processes; --all shows every one in full)\n", n > 0 ? "\n" : "",
+                        hidden, hidden == 1 ? "" : "es");
         return 0;
 }
 
@@ -304,6 +260,7 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
         const HeapKeys *k = leaks ? &keys_now : &keys_maximum;
         json_t *h, *heaps = doc_heaps(doc);
         json_auto_t *list = json_array();
+        HeapSelection sel;
         size_t i, n = 0;
 
         if (!list)
@@ -312,36 +269,23 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
                 *ret = json_null();
                 return 0;
         }
+        heap_selection_init(doc, o, &sel);
         json_array_foreach(heaps, i, h) {
-                if (!selected(h, o))
+                if (!heap_selection_shows(&sel, h))
                         continue;
                 n++;
                 const json_t *root = reply_object(h, "root");
-                CallSites c = {};
-                int r = collect_sites(root, NULL, k, &c, 0);
+                _cleanup_(heap_sites_done) HeapSites c = {};
                 json_auto_t *sites = json_array();
-                if (r < 0 || !sites) {
-                        free(c.sites);
+                int r = heap_sites_collect(h, leaks, o, &c);
+                if (r < 0)
+                        return r;
+                if (!sites)
                         return -ENOMEM;
-                }
-                if (c.n > 1)
-                        qsort(c.sites, c.n, sizeof(CallSite), compare_sites);
-                for (size_t j = 0; j < c.n && (o->top == 0 || j < o->top); j++) {
-                        const json_t *s = c.sites[j].node;
-                        if (json_array_append_new(sites, json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:I}",
-                                        "frame", json_object_get(s, "frame"),
-                                        "function", json_object_get(s, "function"),
-                                        "file", json_object_get(s, "file"),
-                                        "line", json_object_get(s, "line"),
-                                        "bytes", (json_int_t) c.sites[j].bytes,
-                                        "blocks", (json_int_t) c.sites[j].blocks,
-                                        "errorBytes", (json_int_t) site_error(c.sites[j].bytes,
-                                                        reply_count(h, "sampleInterval")))) < 0) {
-                                free(c.sites);
+                for (size_t j = 0; j < c.n && (o->top == 0 || j < o->top); j++)
+                        if (json_array_append_new(sites, heap_site_json(&c.sites[j],
+                                                                        reply_count(h, "sampleInterval"))) < 0)
                                 return -ENOMEM;
-                        }
-                }
-                free(c.sites);
                 json_t *one = json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O, s:O?, "
                                         "s:O?}",
                                         "pid", json_object_get(h, "pid"),
@@ -369,6 +313,121 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
         return 0;
 }
 
+/* ---- heap_processes ---------------------------------------------------------------------------------- */
+
+/* What the heap formats show in full, in words, for the table's head. */
+static void print_selection(FILE *f, const HeapSelection *s) {
+        const ReportOptions *o = s->options;
+
+        fputs("Full reports (*) of ", f);
+        if (o->pid >= 0)
+                fprintf(f, "pid %" PRIi64 " (--task).\n", o->pid);
+        else if (o->heap_all)
+                fputs("every process (--all).\n", f);
+        else if (o->n_heap_processes > 0)
+                fputs("the processes --process names.\n", f);
+        else
+                fprintf(f, "%seach holding at least %u%% of the total maximum; --all shows every process, "
+                        "--process PID|COMM chooses.\n", s->command_pid >= 0 ? "the command's and " : "",
+                        o->heap_min_share);
+}
+
+static int text_processes(json_t *doc, const ReportOptions *o, FILE *f) {
+        _cleanup_free_ json_t **rows = NULL;
+        char total[FORMAT_BUFFER_MAX];
+        HeapSelection sel;
+        size_t n;
+        int r;
+
+        if (!doc_heaps(doc)) {
+                print_no_heaps(f);
+                return 0;
+        }
+        heap_selection_init(doc, o, &sel);
+        r = heap_selection_by_peak(&sel, &rows, &n);
+        if (r < 0)
+                return r;
+        fprintf(f, "%zu process%s recorded, %s at their maximum in all (the sum of each one's own)", n,
+                n == 1 ? "" : "es", format_bytes(total, sizeof(total), sel.total_peak_bytes));
+        if (sel.command_pid >= 0)
+                fprintf(f, "; the command is pid %" PRIi64 "%s", sel.command_pid,
+                        sel.command_pid_recorded ? "" : " (the first process recorded: the file does not say)");
+        fputs(".\n", f);
+        print_selection(f, &sel);
+        fprintf(f, "  %7s %10s %12s %11s %6s  %s\n", "PID", "MAXIMUM", "NEVER FREED", "ALLOCATIONS", "SHARE",
+                "COMMAND");
+        for (size_t i = 0; i < n; i++) {
+                const json_t *h = rows[i];
+                char peak[FORMAT_BUFFER_MAX], live[FORMAT_BUFFER_MAX];
+                const char *cmdline = reply_string(h, "cmdline");
+                _cleanup_free_ char *command = format_sanitize(cmdline && *cmdline ? cmdline :
+                                                               reply_string(h, "comm") ?: "?");
+                if (!command)
+                        return -ENOMEM;
+                fprintf(f, "%c %7" PRIi64 " %10s %12s %11" PRIu64 " %5.1f%%  %s%s%s%s\n",
+                        heap_selection_shows(&sel, h) ? '*' : ' ', reply_int(h, "pid", 0),
+                        format_bytes(peak, sizeof(peak), reply_count(h, "peakBytes")),
+                        format_bytes(live, sizeof(live), reply_count(h, "liveBytes")), reply_count(h, "allocs"),
+                        heap_selection_share(&sel, h), command,
+                        heap_selection_is_command(&sel, h) ? "  [the command]" : "",
+                        !reply_bool(h, "ended", false) ? "  [running: never freed is live now]" :
+                        streq(reply_string(h, "end") ?: "", "exec") ? "  [exec'd: never freed by then]" : "",
+                        heap_is_sampled(h) ? "" : "  [no stack sampled]");
+        }
+        return 0;
+}
+
+static int json_processes(json_t *doc, const ReportOptions *o, json_t **ret) {
+        _cleanup_free_ json_t **rows = NULL;
+        json_auto_t *list = json_array();
+        HeapSelection sel;
+        size_t n;
+        int r;
+
+        if (!list)
+                return -ENOMEM;
+        if (!doc_heaps(doc)) {
+                *ret = json_null();
+                return 0;
+        }
+        heap_selection_init(doc, o, &sel);
+        r = heap_selection_by_peak(&sel, &rows, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                json_t *h = rows[i];
+                json_t *row = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, "
+                                        "s:b, s:b, s:b, s:f}",
+                                        "pid", json_object_get(h, "pid"),
+                                        "serial", json_object_get(h, "serial"),
+                                        "comm", json_object_get(h, "comm"),
+                                        "cmdline", json_object_get(h, "cmdline"),
+                                        "ended", json_object_get(h, "ended"),
+                                        "end", json_object_get(h, "end"),
+                                        "peakBytes", json_object_get(h, "peakBytes"),
+                                        "liveBytes", json_object_get(h, "liveBytes"),
+                                        "liveBlocks", json_object_get(h, "liveBlocks"),
+                                        "allocs", json_object_get(h, "allocs"),
+                                        "frees", json_object_get(h, "frees"),
+                                        "sampleInterval", json_object_get(h, "sampleInterval"),
+                                        "sampled", heap_is_sampled(h),
+                                        "command", heap_selection_is_command(&sel, h),
+                                        "shown", heap_selection_shows(&sel, h),
+                                        "sharePercent", heap_selection_share(&sel, h));
+                if (!row || json_array_append_new(list, row) < 0)
+                        return -ENOMEM;
+        }
+        *ret = json_pack("{s:o, s:b, s:i, s:I, s:O}",
+                         "commandPid", sel.command_pid >= 0 ? json_integer(sel.command_pid) : json_null(),
+                         "commandPidRecorded", sel.command_pid_recorded,
+                         "minSharePercent", (int) o->heap_min_share,
+                         "totalPeakBytes", (json_int_t) sel.total_peak_bytes,
+                         "processes", list);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* ---- The table's entries ------------------------------------------------------------------------------ */
+
 static int text_maximum(json_t *doc, const ReportOptions *o, FILE *f) {
         return heap_render_text(doc, o, false, f);
 }
@@ -384,6 +443,10 @@ static int json_maximum(json_t *doc, const ReportOptions *o, json_t **ret) {
 static int json_leaks(json_t *doc, const ReportOptions *o, json_t **ret) {
         return heap_render_json(doc, o, true, ret);
 }
+
+const ReportFormat report_format_heap_processes = {
+        .name = "heap_processes", .family = "heap", .text = text_processes, .json = json_processes,
+};
 
 const ReportFormat report_format_heap_maximum = {
         .name = "heap_maximum", .family = "heap", .text = text_maximum, .json = json_maximum,

@@ -4,8 +4,9 @@
  * The html format: one self-contained page of a snapshot document, to open offline or send as one
  * file. Everything is inline (styles, the table-sorting script, the history chart and the flame graph
  * as SVG with its zoom script), and a Content-Security-Policy of default-src 'none' keeps the page from
- * loading anything. Sections: summary, history, tasks, units, modules (tables sortable by a click on a
- * column), the flame graph, slab call sites and caches, leaks, OOM kills; a section the document has no
+ * loading anything. Sections: summary, the heaps of a recording (memstrackctl record's), history, tasks,
+ * units, modules (tables sortable by a click on a column), the flame graph, slab call sites and caches,
+ * leaks, OOM kills; a section the document has no
  * data for says so. Print and narrow screens get their own layout (@media rules). Its JSON form is the
  * page as one string.
  */
@@ -18,6 +19,8 @@
 
 #include "format-text.h"
 #include "format-util.h"
+#include "heap-select.h"
+#include "heap-sites.h"
 #include "history-chart.h"
 #include "macro.h"
 #include "reply.h"
@@ -249,6 +252,106 @@ static void section_modules(FILE *f, json_t *doc, const ReportOptions *o, uint64
         }
         table_end(f, shown, json_array_size(modules));
         fputs("</section>\n", f);
+}
+
+/* One heap's call sites, at its maximum or never freed, as a table. */
+static int heap_sites_table(FILE *f, const json_t *h, bool leaks, const ReportOptions *o, const char *id) {
+        static const char *const columns[] = { "Call site", "#Bytes", "#Share %", "#Blocks", "#Error +-", NULL };
+        _cleanup_(heap_sites_done) HeapSites c = {};
+        uint64_t total = reply_count(h, leaks ? "liveBytes" : "peakBytes");
+        size_t shown = 0;
+        int r;
+
+        r = heap_sites_collect(h, leaks, o, &c);
+        if (r < 0)
+                return r;
+        fprintf(f, "<h4>%s</h4>\n", leaks ? (reply_bool(h, "ended", false) ? "Never freed" : "Live now") :
+                                             "At its maximum");
+        table_start(f, id, columns);
+        for (size_t i = 0; i < c.n && shown < rows_for(o); i++, shown++) {
+                _cleanup_free_ char *label = heap_site_label(&c.sites[i]);
+                if (!label)
+                        return -ENOMEM;
+                double share = total > 0 ? 100.0 * (double) c.sites[i].bytes / (double) total : 0.0;
+                fputs("<tr>", f);
+                fputs("<td class=\"frames\">", f);
+                put(f, label);
+                fputs("</td>", f);
+                cell_bytes(f, c.sites[i].bytes);
+                fprintf(f, "<td class=\"n\" data-v=\"%.4f\">%.2f</td>", share, share);
+                cell_count(f, c.sites[i].blocks);
+                cell_bytes(f, heap_site_error(c.sites[i].bytes, reply_count(h, "sampleInterval")));
+                fputs("</tr>\n", f);
+        }
+        table_end(f, shown, c.n);
+        return 0;
+}
+
+/* Recorded heaps (memstrackctl record): every process in a table, the chosen ones' call sites below it, as
+ * heap_processes, heap_maximum and heap_leaks choose them (heap-select.h). */
+static int section_heaps(FILE *f, json_t *doc, const ReportOptions *o) {
+        static const char *const columns[] = { "Full report", "#PID", "Name", "#Maximum", "#Never freed",
+                                               "#Allocations", "#Share %", "Command", NULL };
+        _cleanup_free_ json_t **rows = NULL;
+        HeapSelection sel;
+        size_t n, i;
+        int r;
+
+        heap_selection_init(doc, o, &sel);
+        r = heap_selection_by_peak(&sel, &rows, &n);
+        if (r < 0)
+                return r;
+        fputs("<section id=\"heaps\"><h2>Heaps</h2>\n<p class=\"meta\">", f);
+        fprintf(f, "%zu process%s recorded, biggest maximum first. Call sites below for ", n, n == 1 ? "" : "es");
+        if (o->pid >= 0 || o->heap_all || o->n_heap_processes > 0)
+                fputs("the processes chosen.", f);
+        else
+                fprintf(f, "%sthose holding at least %u%% of the total maximum.",
+                        sel.command_pid >= 0 ? "the command's and " : "", o->heap_min_share);
+        fputs("</p>\n", f);
+        table_start(f, "heaps-table", columns);
+        for (i = 0; i < n; i++) {
+                const json_t *h = rows[i];
+                fputs("<tr>", f);
+                cell_text(f, heap_selection_shows(&sel, h) ? (heap_selection_is_command(&sel, h) ? "yes, the command" : "yes") :
+                          heap_selection_is_command(&sel, h) ? "the command" : "");
+                cell_count(f, (uint64_t) MAX(reply_int(h, "pid", 0), (int64_t) 0));
+                cell_text(f, reply_string(h, "comm"));
+                cell_bytes(f, reply_count(h, "peakBytes"));
+                cell_bytes(f, reply_count(h, "liveBytes"));
+                cell_count(f, reply_count(h, "allocs"));
+                fprintf(f, "<td class=\"n\" data-v=\"%.4f\">%.1f</td>", heap_selection_share(&sel, h),
+                        heap_selection_share(&sel, h));
+                fputs("<td class=\"cmd\" title=\"", f);
+                put(f, reply_string(h, "cmdline") ?: "");
+                fputs("\">", f);
+                put(f, reply_string(h, "cmdline") ?: "");
+                fputs("</td></tr>\n", f);
+        }
+        table_end(f, n, n);
+
+        json_t *h;
+        json_array_foreach(sel.heaps, i, h) {
+                char id[64], size[FORMAT_BUFFER_MAX];
+                if (!heap_selection_shows(&sel, h))
+                        continue;
+                fprintf(f, "<h3>pid %" PRIi64 " (", reply_int(h, "pid", 0));
+                put(f, reply_string(h, "comm") ?: "?");
+                fprintf(f, "), maximum %s</h3>\n", format_bytes(size, sizeof(size), reply_count(h, "peakBytes")));
+                if (!heap_is_sampled(h)) {
+                        none(f, "No stack was sampled (a stack per sample interval of bytes allocated, on average): "
+                             "its exact totals are in the table above.");
+                        continue;
+                }
+                for (int leaks = 0; leaks < 2; leaks++) {
+                        (void) snprintf(id, sizeof(id), "heap-%zu-%s", i, leaks ? "leaks" : "maximum");
+                        r = heap_sites_table(f, h, leaks, o, id);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        fputs("</section>\n", f);
+        return 0;
 }
 
 /* The flame graph's SVG without its XML declaration, which HTML does not take. */
@@ -491,11 +594,19 @@ static int text_html(json_t *doc, const ReportOptions *o, FILE *f) {
         put(f, when);
         fputs(", ", f);
         put(f, reply_string(doc, "generator") ?: "memstrack");
-        fputs("</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#history\">History</a><a href=\"#tasks\">Tasks</a>"
-              "<a href=\"#units\">Units</a><a href=\"#modules\">Modules</a><a href=\"#flamegraph\">Flame graph</a>"
-              "<a href=\"#slab\">Slab</a><a href=\"#leaks\">Leaks</a><a href=\"#oom\">OOM kills</a></nav>\n", f);
+        /* A recording of heaps (memstrackctl record) has its own section, after the summary. */
+        bool heaps = json_array_size(reply_array(reply_object(doc, "heap"), "heaps")) > 0;
+        fprintf(f, "</p>\n<nav><a href=\"#summary\">Summary</a>%s<a href=\"#history\">History</a>"
+                "<a href=\"#tasks\">Tasks</a><a href=\"#units\">Units</a><a href=\"#modules\">Modules</a>"
+                "<a href=\"#flamegraph\">Flame graph</a><a href=\"#slab\">Slab</a><a href=\"#leaks\">Leaks</a>"
+                "<a href=\"#oom\">OOM kills</a></nav>\n", heaps ? "<a href=\"#heaps\">Heaps</a>" : "");
 
         section_summary(f, doc, page_size);
+        if (heaps) {
+                r = section_heaps(f, doc, o);
+                if (r < 0)
+                        return r;
+        }
         section_history(f, doc, page_size);
         section_tasks(f, doc, o, page_size);
         section_units(f, doc, o, page_size);

@@ -29,7 +29,8 @@
         X(leaks)                                                /* render-leaks.c */                    \
         X(explain)                                              /* render-explain.c */                  \
         X(html)                                                 /* render-html.c */                     \
-        X(heap_maximum)                                         /* render-heap.c */                     \
+        X(heap_processes)                                       /* render-heap.c */                     \
+        X(heap_maximum)                                                                                 \
         X(heap_leaks)                                                                                   \
         X(crashkernel)                                          /* render-crashkernel.c */              \
         /* end of the table */

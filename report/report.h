@@ -57,10 +57,21 @@ typedef struct ReportOptions {
         bool offsets;           /* flamegraph: keep frames apart by offset instead of merging by function */
         /* proc_slab_static reads this when it renders; NULL: $MEMSTRACK_SLABINFO, else /proc/slabinfo. */
         const char *slabinfo_path;
+
+        /* Recorded heaps (memstrackctl record's documents): which processes get a full report in the heap
+         * formats (heap-select.h) besides the table of them all. */
+        bool heap_all;                          /* every process's */
+        const char *const *heap_processes;      /* PIDs and COMMs, each maybe a comma list (borrowed) */
+        size_t n_heap_processes;                /* 0: the command's, and those at heap_min_share or above */
+        unsigned heap_min_share;                /* percent of the total maximum, 1..100 */
 } ReportOptions;
 
-#define REPORT_OPTIONS_DEFAULT \
-        ((ReportOptions) { .throttle = 100, .sort = REPORT_SORT_CURRENT, .pid = -1, .max_depth = -1 })
+/* A process holding this share of the total maximum of a recording gets its full report by default. */
+#define REPORT_HEAP_MIN_SHARE_DEFAULT 10
+
+#define REPORT_OPTIONS_DEFAULT                                                                          \
+        ((ReportOptions) { .throttle = 100, .sort = REPORT_SORT_CURRENT, .pid = -1, .max_depth = -1,    \
+                           .heap_min_share = REPORT_HEAP_MIN_SHARE_DEFAULT })
 
 /* The format named name, or NULL. */
 const ReportFormat *report_format_find(const char *name);

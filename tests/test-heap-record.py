@@ -35,6 +35,9 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
   static       a static program: refused with the reason, exit status 1
   setuid       a setuid program of another user: refused with the reason (root only, else 77)
   formats      stack_tree, folded, flamegraph and pprof of a heap, in bytes; the growth of live bytes
+  processes    a script of 20 short helpers and heap-target: the table of every process first, then in
+               full heap-target's heap (exact) and the command's; --all, --process, --min-share, report
+               --from a saved file (and one without the command's pid), the HTML page
   pid          record --pid of a running heap-target: its leak within the stated error, it runs on
   pid-exact    the same with every call's stack: the leak exact
   pid-seconds  --seconds ends the recording by itself
@@ -486,6 +489,179 @@ def case_formats():
                 ok(f"go tool pprof reads the heap's {space} bytes")
         else:
             ok("pprof of the heap written (go tool pprof not installed: not read back)")
+    finally:
+        shutil.rmtree(tmp)
+
+
+# ---- Many processes ---------------------------------------------------------------------------------------
+
+HELPERS = ["/bin/true", "sed s/x/y/", "basename /a/b", "cat /dev/null"]
+HELPER_ROUNDS = 5
+
+
+def write_script(tmp):
+    """A shell script that runs 20 short helpers (each a process of its own, recorded) around heap-target
+    known. The helpers and the shell take no stack (a sample interval of a TiB: as a small process at the
+    default 512 KiB mostly does), heap-target every call's, so its sites are exact."""
+    path = os.path.join(tmp, "many.sh")
+    lines = ["#!/bin/sh", "set -e"]
+    for i in range(HELPER_ROUNDS):
+        for h in HELPERS:
+            lines.append(f"echo x | {h} >/dev/null")
+        if i == 2:
+            lines.append(f"MEMSTRACK_HEAP_SAMPLE_INTERVAL=1 {TARGET} known")
+    lines.append("exit 0")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def run_ctl(args, env_extra=None, expect_status=0):
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY)
+    e.update(env_extra or {})
+    p = subprocess.run([CTL] + args, env=e, capture_output=True, text=True, timeout=300)
+    if p.returncode != expect_status:
+        fail(f"memstrackctl {' '.join(args)}: exit status {p.returncode}, not {expect_status}; "
+             f"stderr: {p.stderr.strip()}")
+    return p
+
+
+def full_reports(text, section):
+    """The pids of one framed format's heaps: (pids with a tree, pids in one line)."""
+    body = text.split(f"======== Report format {section}: ========\n", 1)[-1].split(
+        f"======== Report format {section} END ========", 1)[0]
+    trees, lines = [], []
+    for line in body.splitlines():
+        if line.startswith("Heap of pid "):
+            pid = int(line.split()[3])
+            (lines if "no stack sampled" in line or "nothing allocated" in line else trees).append(pid)
+    return trees, lines
+
+
+def case_processes():
+    """A script of 20 short helpers and heap-target: the table of all 22 processes comes first, then in full
+    only heap-target's heap (exact) and the command's (the shell's, one line: it took no stack); --all
+    shows every one, --process chooses, and report --from a saved file chooses the same."""
+    tmp = tempfile.mkdtemp(prefix="heap-processes.")
+    try:
+        script = write_script(tmp)
+        expect = os.path.join(tmp, "expect.json")
+        env = {"HEAP_TARGET_EXPECT": expect}
+        saved = os.path.join(tmp, "record.json")
+        base = ["record", "--sample-interval=1099511627776"]
+        p = run_ctl(base + ["--file", saved, "--format", "heap_processes,heap_maximum,heap_leaks", "--", script],
+                    env)
+        p = run_ctl(["report", "--from", saved])
+        text = p.stdout
+        n = 2 + len(HELPERS) * HELPER_ROUNDS
+        lines = text.splitlines()
+        if not lines or lines[0] != "======== Report format heap_processes: ========" or \
+                not lines[1].startswith(f"{n} processes recorded"):
+            fail(f"the output does not lead with the table of {n} processes: {lines[:2]}")
+        table = json.loads(run_ctl(["--json=short", "report", "--from", saved]).stdout)
+        rows = table["heap_processes"]["processes"]
+        if len(rows) != n or [r["peakBytes"] for r in rows] != sorted((r["peakBytes"] for r in rows), reverse=True):
+            fail(f"heap_processes: {len(rows)} rows, expected {n}, biggest maximum first")
+        target = [r for r in rows if r["comm"] == "heap-target"]
+        command = [r for r in rows if r["command"]]
+        if len(target) != 1 or len(command) != 1 or command[0]["comm"] != "many.sh":
+            fail(f"heap_processes: heap-target {target}, the command {command}")
+            return
+        target, command = target[0], command[0]
+        shown = sorted(r["pid"] for r in rows if r["shown"])
+        if shown != sorted([target["pid"], command["pid"]]):
+            fail(f"shown in full: {shown}, expected heap-target's {target['pid']} and the command's {command['pid']}")
+        rows_text = [line for line in lines[4:4 + n]]
+        if len(rows_text) != n or sum(line.startswith("*") for line in rows_text) != 2:
+            fail(f"the text table: {rows_text}")
+        for section in ("heap_maximum", "heap_leaks"):
+            trees, one_line = full_reports(text, section)
+            if trees != [target["pid"]] or one_line != [command["pid"]]:
+                fail(f"{section}: trees of {trees}, one line of {one_line}; expected heap-target's tree "
+                     f"({target['pid']}) and the shell's line ({command['pid']})")
+            else:
+                ok(f"{section}: heap-target's tree alone, the shell in one line, {n - 2} helpers in the table only")
+        if f"at its maximum: " not in text or f"({command['peakBytes']} bytes); " not in text:
+            fail(f"the shell's line does not give its exact maximum, {command['peakBytes']} bytes")
+        if f"({n - 2} more processes in heap_processes" not in text:
+            fail("heap_maximum does not say how many processes it leaves out")
+        # heap-target's call sites, exact.
+        with open(expect) as f:
+            expected = json.load(f)
+        for view in ("heap_maximum", "heap_leaks"):
+            hs = table[view]
+            mine = [h for h in hs if h["pid"] == target["pid"]]
+            if len(hs) != 2 or len(mine) != 1:
+                fail(f"{view} --json: heaps of {[h['pid'] for h in hs]}, expected the command's and heap-target's")
+                continue
+            check_totals(mine[0], view)
+            check_sites(mine[0], expected, view, exact=True)
+
+        # The same from record itself, which shows them as it ends.
+        p = run_ctl(base + ["--", script], env)
+        if not p.stdout.startswith("======== Report format heap_processes: ========\n" + f"{n} processes"):
+            fail(f"record's own output does not lead with the table: {p.stdout[:200]!r}")
+        elif full_reports(p.stdout, "heap_maximum")[0] != [int(l.split()[3]) for l in p.stdout.splitlines()
+                                                            if l.startswith("Heap of pid") and "heap-target" in l][:1]:
+            fail("record's own output: heap-target's tree is not the only one")
+        else:
+            ok(f"record leads with the table of {n} processes")
+
+        # --all: every one; --process: those named, by comm and by pid.
+        everything = json.loads(run_ctl(["--json=short", "report", "--from", saved, "--all"]).stdout)
+        if len(everything["heap_maximum"]) != n or len(everything["heap_leaks"]) != n:
+            fail(f"--all: {len(everything['heap_maximum'])} heaps, expected {n}")
+        else:
+            ok(f"--all: {n} heaps in full")
+        text_all = run_ctl(["report", "--from", saved, "--all"]).stdout
+        trees, one_line = full_reports(text_all, "heap_maximum")
+        if len(trees) != 1 or len(one_line) != n - 1:
+            fail(f"--all as text: {len(trees)} trees, {len(one_line)} lines; expected 1 and {n - 1}")
+        for choice, want in ((["--process", "sed"], {r["pid"] for r in rows if r["comm"] == "sed"}),
+                             (["--process", "cat,basename"], {r["pid"] for r in rows if r["comm"] in ("cat", "basename")}),
+                             (["--process", str(target["pid"]), "--process", "true"],
+                              {r["pid"] for r in rows if r["comm"] == "true"} | {target["pid"]})):
+            got = json.loads(run_ctl(["--json=short", "report", "--from", saved] + choice).stdout)
+            pids = {h["pid"] for h in got["heap_leaks"]}
+            if pids != want or len(want) not in (HELPER_ROUNDS, 2 * HELPER_ROUNDS, HELPER_ROUNDS + 1):
+                fail(f"{' '.join(choice)}: heaps of {sorted(pids)}, expected {sorted(want)}")
+            else:
+                ok(f"{' '.join(choice)}: {len(pids)} heaps")
+        p = run_ctl(["report", "--from", saved, "--process", "nosuchprogram"], expect_status=1)
+        if "nosuchprogram" not in p.stderr:
+            fail(f"--process naming nothing: {p.stderr.strip()}")
+        # The share: at 100 % only the command's remains.
+        got = json.loads(run_ctl(["--json=short", "report", "--from", saved, "--min-share", "100"]).stdout)
+        if [h["pid"] for h in got["heap_maximum"]] != [command["pid"]]:
+            fail(f"--min-share 100: {[h['pid'] for h in got['heap_maximum']]}, expected the command's alone")
+        else:
+            ok("--min-share 100: the command's heap alone")
+
+        # A file from before record kept the command's pid: its first heap is the command's, and it says so.
+        old = os.path.join(tmp, "old.json")
+        doc = json.load(open(saved))
+        del doc["heapCommandPid"]
+        json.dump(doc, open(old, "w"))
+        got = json.loads(run_ctl(["--json=short", "report", "--from", old]).stdout)["heap_processes"]
+        first = min(doc["heap"]["heaps"], key=lambda h: h["serial"])
+        if got["commandPid"] != first["pid"] or got["commandPidRecorded"] or first["pid"] != command["pid"]:
+            fail(f"an older file: command pid {got['commandPid']} (recorded {got['commandPidRecorded']}), "
+                 f"expected the first heap's, {first['pid']}")
+        elif "the file does not say" not in run_ctl(["report", "--from", old]).stdout:
+            fail("an older file: the table does not say the command is taken as the first process")
+        else:
+            ok("an older file: the first heap is the command's")
+
+        # The HTML page: the table, and call sites of the two chosen.
+        page = run_ctl(["report", "--from", saved, "--format", "html"]).stdout
+        section = page.split('<section id="heaps">', 1)[-1].split("</section>", 1)[0]
+        if section == page or section.count("<tr>") - section.count("<h4>") < n or \
+                section.count("<h3>") != 2 or section.count("<h4>") != 2:
+            fail(f"html: the heaps section has {section.count('<h3>')} processes in full, "
+                 f"{section.count('<h4>')} call site tables")
+        else:
+            ok("html: the table of every process and heap-target's call sites")
     finally:
         shutil.rmtree(tmp)
 
