@@ -71,6 +71,8 @@ extern uint64_t arg_seconds_usec;       /* record --pid: how long, 0: until Ctrl
 extern int64_t arg_uid;                 /* delete-snapshot: whose snapshots (root), -1: the caller's own */
 extern CmdlineStrings arg_processes;    /* record, report, diff: heaps by PID or COMM, each maybe a comma list */
 extern uint64_t arg_min_share;          /* record, report: percent of the total maximum for a full report */
+extern bool arg_keep_frames;            /* record, report, diff: allocator wrappers may be call sites */
+extern CmdlineStrings arg_fold_frames;  /* record, report, diff: more wrappers, by function name */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);

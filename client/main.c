@@ -56,6 +56,8 @@ uint64_t arg_seconds_usec = 0;
 int64_t arg_uid = -1;
 CmdlineStrings arg_processes = {};
 uint64_t arg_min_share = REPORT_HEAP_MIN_SHARE_DEFAULT;
+bool arg_keep_frames = false;
+CmdlineStrings arg_fold_frames = {};
 
 /* What the options that stop the command line ask for; only main() reads them. */
 static bool arg_help = false;
@@ -229,6 +231,19 @@ static const CmdlineOption options[] = {
                 .parts = { { .verbs = CMDLINE_WORDS("record", "report"),
                              .help = "full heap reports of the processes holding at least PERCENT of the "
                                      "total maximum (default 10), besides the command's" } },
+        }, {
+                .name = "keep-frames",
+                .parse = cmdline_set_true, .target = &arg_keep_frames,
+                .parts = { { .verbs = CMDLINE_WORDS("record", "report", "diff"),
+                             .help = "heap call sites may be allocator wrappers (operator new, g_malloc, "
+                                     "PyObject_Malloc, xmalloc...), not their callers" } },
+        }, {
+                .name = "fold-frame", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FUNCTION",
+                .parse = cmdline_add_text, .target = &arg_fold_frames,
+                .expects = "a function name, * matching any characters (at most 64 of them)",
+                .parts = { { .verbs = CMDLINE_WORDS("record", "report", "diff"),
+                             .help = "a heap call site is never FUNCTION, an allocator wrapper of the "
+                                     "program's own, but its caller (again for more)" } },
         }, {
                 .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .parse = cmdline_set_text, .target = &arg_comm,

@@ -125,6 +125,9 @@ int ctl_report_options(const char *default_formats, ReportOptions *ret) {
         o.heap_processes = arg_processes.items;
         o.n_heap_processes = arg_processes.n;
         o.heap_min_share = (unsigned) arg_min_share;
+        o.keep_frames = arg_keep_frames;
+        o.fold_frames = arg_fold_frames.items;
+        o.n_fold_frames = arg_fold_frames.n;
 
         /* Usage first, before asking the daemon for anything. */
         if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF &&

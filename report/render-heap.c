@@ -4,8 +4,8 @@
  * heap_processes, heap_maximum and heap_leaks: user-space heaps (the Heap reply kept under "heap" in a snapshot
  * document) as memtrail prints them. heap_processes is a table of every heap recorded, biggest maximum first;
  * the other two show in full the heaps heap-select.h chooses (the command's and the biggest, by default): for
- * each, its call sites (the innermost frame of each stack that has a source line: the line that called
- * malloc, new or a wrapper without debug information), then its stack tree, callers first, with
+ * each, its call sites (the function that called the allocator, wrappers passed over: heap-sites.h), then
+ * its stack tree, every frame kept, callers first, with
  * percentages of the heap's total, bytes, blocks ("Nx"), function and file:line; a heap with no sampled
  * stack gets one line of its exact totals instead. heap_maximum shows the heap as it stood when its live
  * bytes were highest; heap_leaks what was never freed (live now, for a heap still running). A document

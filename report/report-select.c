@@ -172,23 +172,29 @@ bool report_doc_stacks_are_heaps(json_t *doc) {
         return json_array_size(doc_heaps(doc)) > 0 && reply_count(reply_object(tree, "root"), "currentPages") == 0;
 }
 
-char *report_heap_frame_label(const json_t *node) {
-        const char *function = reply_string(node, "function"), *file = reply_string(node, "file");
-        int64_t line = reply_int(node, "line", 0);
+char *report_heap_frame_label_at(const json_t *node, size_t level) {
+        json_t *inlined = reply_array(node, "inlinedInto"), *in;
+        const json_t *at = level == 0 ? node : json_array_get(inlined, level - 1);
+        const char *function = reply_string(at, "function"), *file = reply_string(at, "file");
         char *s = NULL;
+        size_t i;
         int r;
 
-        if (!function && !file)
+        if (!at)
+                return NULL;
+        if (level == 0 && !function && !file)
                 return strdup(reply_string(node, "frame") ?: "[unknown]");
+        /* Only the frame itself has a symbol to fall back on; the functions inlined into it have names. */
         if (file)
-                r = asprintf(&s, "%s  %s:%" PRIi64, function ?: reply_string(node, "frame") ?: "?", file, line);
+                r = asprintf(&s, "%s  %s:%" PRIi64, function ?: (level == 0 ? reply_string(node, "frame") : NULL) ?: "?",
+                             file, reply_int(at, "line", 0));
         else
-                r = asprintf(&s, "%s", function);
+                r = asprintf(&s, "%s", function ?: "?");
         if (r < 0)
                 return NULL;
-        json_t *in;
-        size_t i;
-        json_array_foreach(reply_array(node, "inlinedInto"), i, in) {
+        json_array_foreach(inlined, i, in) {
+                if (i < level)
+                        continue;
                 char *t = NULL;
                 const char *f = reply_string(in, "file");
                 r = f ? asprintf(&t, "%s (inlined into %s  %s:%" PRIi64 ")", s, reply_string(in, "function") ?: "?", f,
@@ -200,6 +206,10 @@ char *report_heap_frame_label(const json_t *node) {
                 s = t;
         }
         return s;
+}
+
+char *report_heap_frame_label(const json_t *node) {
+        return report_heap_frame_label_at(node, 0);
 }
 
 /* A HeapNode at the heap's maximum as a StackNode whose counts are bytes: the frames holding nothing then

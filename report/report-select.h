@@ -76,6 +76,10 @@ int report_doc_heap_tree(json_t *doc, int64_t pid, json_t **ret);
 /* A HeapNode's frame as every heap view names it: "function  file:line", the function's inlined callers
  * after it ("(inlined into caller  file:line)"); the frame as StackTree names it when DWARF knows nothing. */
 char *report_heap_frame_label(const json_t *node);
+/* The same from the level-th function the frame's code was inlined into on (0: the frame's own function,
+ * as report_heap_frame_label()): "caller  file:line" and the functions that one was inlined into. NULL past
+ * the last, or on OOM. */
+char *report_heap_frame_label_at(const json_t *node, size_t level);
 /* Whether the stack formats show the document's heaps: it has some and its page stack tree holds nothing
  * (memstrackctl record's). */
 bool report_doc_stacks_are_heaps(json_t *doc);

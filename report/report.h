@@ -64,6 +64,11 @@ typedef struct ReportOptions {
         const char *const *heap_processes;      /* PIDs and COMMs, each maybe a comma list (borrowed) */
         size_t n_heap_processes;                /* 0: the command's, and those at heap_min_share or above */
         unsigned heap_min_share;                /* percent of the total maximum, 1..100 */
+        /* Call sites (heap-sites.h): the known allocator wrappers are passed over unless keep_frames; the
+         * functions of fold_frames are, always. */
+        bool keep_frames;
+        const char *const *fold_frames;         /* names, '*' matching any run of characters (borrowed) */
+        size_t n_fold_frames;
 } ReportOptions;
 
 /* A process holding this share of the total maximum of a recording gets its full report by default. */

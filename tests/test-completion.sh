@@ -76,8 +76,9 @@ expect "--address --all" memstrackctl tasks --a
 expect "--batch" memstrackctl top --b
 expect "--no-legend --no-pager" memstrackctl tasks --no
 expect "" memstrackctl status --fo
-expect "--format --from" memstrackctl report --f
+expect "--fold-frame --format --from" memstrackctl report --f
 expect "--offsets --output" memstrackctl report --o
+expect "--keep-frames" memstrackctl record --kee
 expect "allocs current peak" memstrackctl tasks --sort ""
 expect "current peak" memstrackctl modules --sort ""
 expect "peak" memstrackctl tasks --sort = pe

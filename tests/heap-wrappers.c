@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * Allocations through allocator wrappers, for the call sites of memstrackctl record (tests/test-heap-sites.py).
+ * Each mode makes one big allocation (4 MiB) through a wrapper from a known line, so that it is the heap's
+ * biggest call site, and writes to $HEAP_TARGET_EXPECT what the report must say of it:
+ *   {"caller": {"function", "line", "bytes"}, "wrapper": NAME}
+ * the caller's function and the line of its call (the call site by default), the block's usable bytes, and
+ * the wrapper (the call site with --keep-frames, or without --fold-frame for a wrapper the list lacks).
+ *
+ *   xmalloc   a wrapper of the program's own with a source line: without folding it would be the site
+ *   custom    the same under a name of no list, my_pool_alloc (--fold-frame my_pool_alloc)
+ *   cxx       C++ new[] (heap-wrappers-cxx.cc): libstdc++'s operator new[], _Znam
+ *   glib      g_malloc, g_new0 and g_strdup (only when built with glib: HAVE_GLIB)
+ */
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if HAVE_GLIB
+#include <glib.h>
+#endif
+
+#define BIG_BYTES (4u << 20)
+
+void *heap_wrappers_new(size_t n, int *ret_line);        /* heap-wrappers-cxx.cc */
+void *xmalloc(size_t n);
+void *my_pool_alloc(size_t n);
+
+static int expect(const char *caller, int line, void *block, const char *wrapper) {
+        const char *path = getenv("HEAP_TARGET_EXPECT");
+        char buf[512];
+
+        if (!block)
+                return 1;
+        int n = snprintf(buf, sizeof(buf), "{\"caller\": {\"function\": \"%s\", \"line\": %d, \"bytes\": %zu}, "
+                         "\"wrapper\": \"%s\"}\n", caller, line, malloc_usable_size(block), wrapper);
+        if (!path)
+                return 0;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, buf, (size_t) n) != n)
+                return 1;
+        return close(fd) < 0;
+}
+
+/* As gnulib's, with a line of its own: without the list its line would name every call. */
+__attribute__((noinline)) void *xmalloc(size_t n) {
+        void *p = malloc(n);
+        if (!p)
+                abort();
+        return p;
+}
+
+static int mode_xmalloc(void) {
+        void *small = xmalloc(100);
+        void *big = xmalloc(BIG_BYTES);
+        int line = __LINE__ - 1;
+        (void) small;
+        return expect(__func__, line, big, "xmalloc");
+}
+
+/* A program's own pool, known to no list. */
+__attribute__((noinline)) void *my_pool_alloc(size_t n) {
+        return calloc(1, n);
+}
+
+static int mode_custom(void) {
+        void *big = my_pool_alloc(BIG_BYTES);
+        int line = __LINE__ - 1;
+        return expect(__func__, line, big, "my_pool_alloc");
+}
+
+static int mode_cxx(void) {
+        int line;
+        void *big = heap_wrappers_new(BIG_BYTES, &line);
+        return expect("heap_wrappers_new", line, big, "_Znam");
+}
+
+#if HAVE_GLIB
+typedef struct Item {
+        char name[64];
+        long value;
+} Item;
+
+static int mode_glib(void) {
+        Item *items = g_new0(Item, 100);
+        char *name = g_strdup("heap-wrappers");
+        void *big = g_malloc(BIG_BYTES);
+        int line = __LINE__ - 1;
+        (void) items, (void) name;
+        return expect(__func__, line, big, "g_malloc");
+}
+#endif
+
+int main(int argc, char *argv[]) {
+        const char *mode = argc > 1 ? argv[1] : "";
+
+        if (strcmp(mode, "xmalloc") == 0)
+                return mode_xmalloc();
+        if (strcmp(mode, "custom") == 0)
+                return mode_custom();
+        if (strcmp(mode, "cxx") == 0)
+                return mode_cxx();
+        if (strcmp(mode, "glib") == 0) {
+#if HAVE_GLIB
+                return mode_glib();
+#else
+                (void) !write(STDERR_FILENO, "built without glib\n", 19);
+                return 77;
+#endif
+        }
+        return 2;
+}
