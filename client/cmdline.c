@@ -149,6 +149,15 @@ int cmdline_set_int64(const CmdlineOption *o, const char *value) {
         return 0;
 }
 
+int cmdline_set_size(const CmdlineOption *o, const char *value) {
+        uint64_t v;
+
+        if (!value || parse_size(value, o->max, &v) < 0 || v < o->min)
+                return -EINVAL;
+        *(uint64_t *) o->target = v;
+        return 0;
+}
+
 /* "a, b or c": what o takes when it does not say (its words, each once). New string, NULL on OOM. */
 static char *option_expects(const CmdlineOption *o) {
         _cleanup_fclose_ FILE *f = NULL;

@@ -117,6 +117,8 @@ int cmdline_set_word(const CmdlineOption *o, const char *value);        /* const
 int cmdline_add_text(const CmdlineOption *o, const char *value);
 int cmdline_set_uint64(const CmdlineOption *o, const char *value);      /* uint64_t in [min, max] */
 int cmdline_set_int64(const CmdlineOption *o, const char *value);       /* int64_t in [min, max] */
+/* uint64_t bytes in [min, max]: a number with an optional binary unit, "4096", "512K", "10M", "2GiB". */
+int cmdline_set_size(const CmdlineOption *o, const char *value);
 
 /*
  * Reads argv with getopt_long (options before and after the verb), then checks that a verb is named,

@@ -24,6 +24,7 @@ typedef enum CtlExit {
         CTL_EXIT_PERMISSION = 4,        /* the socket or the daemon refused us */
         CTL_EXIT_PROTOCOL = 5,          /* malformed, oversized or missing reply */
         CTL_EXIT_BUSY = 6,              /* the daemon had no connection slot for us (TooManyConnections) */
+        CTL_EXIT_LIMIT = 7,             /* record: the command's heap passed --max-peak or --max-leaked */
 } CtlExit;
 
 typedef enum CtlJsonMode {
@@ -73,6 +74,8 @@ extern CmdlineStrings arg_processes;    /* record, report, diff: heaps by PID or
 extern uint64_t arg_min_share;          /* record, report: percent of the total maximum for a full report */
 extern bool arg_keep_frames;            /* record, report, diff: allocator wrappers may be call sites */
 extern CmdlineStrings arg_fold_frames;  /* record, report, diff: more wrappers, by function name */
+extern uint64_t arg_max_peak;           /* record: bytes the command's heap may peak at (UINT64_MAX: any) */
+extern uint64_t arg_max_leaked;         /* record: bytes it may leave never freed (UINT64_MAX: any) */
 
 /* The verbs (argv[0] is the verb, then its positional arguments). */
 int verb_status(int argc, char *argv[]);
@@ -110,6 +113,11 @@ int ctl_report_options(const char *default_formats, ReportOptions *ret);
 /* Renders doc's reports where --output and --json say (standard output, a file, a directory). */
 typedef struct json_t json_t;
 int ctl_report_write(json_t *doc, const ReportOptions *o);
+/* The heap options of the command line (--all, --process, --min-share, --keep-frames, --fold-frame) into o. */
+void ctl_heap_options(ReportOptions *o);
+/* diff A.json B.json: two recordings of record --file compared by call site (heap-diff.c); verb_diff()
+ * hands over when given two files. 0 or a CtlExit said, -ENOMEM. */
+int heap_diff(const char *path_a, const char *path_b);
 /* The default formats of a recorded heap's document: CTL_HEAP_FORMAT_PROCESSES when it holds several
  * heaps, else CTL_HEAP_FORMAT_DEFAULT. */
 const char *ctl_heap_default_formats(json_t *doc);

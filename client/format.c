@@ -53,6 +53,15 @@ int format_parse_seconds(const char *s, uint64_t *ret_usec) {
         return 0;
 }
 
+char *format_delta(char *buf, size_t size, int64_t pages, uint64_t page_size) {
+        char b[FORMAT_BUFFER_MAX];
+        uint64_t abs_pages = pages < 0 ? (uint64_t) -(pages + 1) + 1 : (uint64_t) pages;
+
+        (void) snprintf(buf, size, "%s%s", pages > 0 ? "+" : pages < 0 ? "-" : "",
+                        format_pages(b, sizeof(b), abs_pages, page_size));
+        return buf;
+}
+
 char *format_duration(char *buf, size_t size, uint64_t usec) {
         uint64_t s = usec / 1000000;
 

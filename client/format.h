@@ -18,6 +18,9 @@
 /* Parses seconds such as "2", "0.5" or "1.25" into microseconds, at least 1. -EINVAL, -ERANGE. */
 int format_parse_seconds(const char *s, uint64_t *ret_usec);
 
+/* A change of pages * page_size bytes (page_size 1: of bytes): "+64.0 MiB", "-4.0 KiB", "0 B". */
+char *format_delta(char *buf, size_t size, int64_t pages, uint64_t page_size);
+
 /* "45s", "12min 3s", "3h 02min", "2d 04h". */
 char *format_duration(char *buf, size_t size, uint64_t usec);
 

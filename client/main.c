@@ -58,6 +58,8 @@ CmdlineStrings arg_processes = {};
 uint64_t arg_min_share = REPORT_HEAP_MIN_SHARE_DEFAULT;
 bool arg_keep_frames = false;
 CmdlineStrings arg_fold_frames = {};
+uint64_t arg_max_peak = UINT64_MAX;
+uint64_t arg_max_leaked = UINT64_MAX;
 
 /* What the options that stop the command line ask for; only main() reads them. */
 static bool arg_help = false;
@@ -78,7 +80,8 @@ static const CmdlineVerb verbs[] = {
         { "snapshots", NULL, "List your snapshots saved in the daemon", 0, 0, verb_snapshots },
         { "delete-snapshot", "NAME...", "Delete your snapshots NAME... from the daemon", 1, 64,
           verb_delete_snapshot },
-        { "diff", "NAME", "Compare now with the saved snapshot NAME", 1, 1, verb_diff },
+        { "diff", "NAME | A.json B.json", "Compare now with the saved snapshot NAME, or two heap recordings by "
+          "call site", 1, 2, verb_diff },
         { "oom", NULL, "OOM kills and new peaks, with who held the memory", 0, 0, verb_oom },
         { "slab", NULL, "Live slab objects by call site, cache, task or unit", 0, 0, verb_slab },
         { "leaks", NULL, "Old live slab objects and pages, and their growth", 0, 0, verb_leaks },
@@ -406,6 +409,19 @@ static const CmdlineOption options[] = {
                 .expects = "seconds, at least 0.1",
                 .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "with --pid: stop after SECONDS (default: "
                              "at Ctrl-C or when the process exits)" } },
+        }, {
+                .name = "max-peak", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "SIZE",
+                .parse = cmdline_set_size, .target = &arg_max_peak, .max = UINT64_C(1) << 50,
+                .expects = "a size such as 4096, 512K, 10M or 2GiB",
+                .parts = { { .verbs = CMDLINE_WORDS("record"),
+                             .help = "exit with status 7 (the command's own if it failed) when the command's "
+                                     "heap peaked above SIZE, naming its biggest call sites" } },
+        }, {
+                .name = "max-leaked", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "SIZE",
+                .parse = cmdline_set_size, .target = &arg_max_leaked, .max = UINT64_C(1) << 50,
+                .expects = "a size such as 0, 4096, 512K or 10M",
+                .parts = { { .verbs = CMDLINE_WORDS("record"),
+                             .help = "the same when the command's heap left more than SIZE never freed" } },
         }, {
                 .name = "by", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "KEY",
                 .completion = CMDLINE_COMPLETE_WORD,

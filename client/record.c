@@ -8,7 +8,9 @@
  * (exec) is recorded as a heap of its own; a child that forks without exec is not.
  *
  * memstrackctl exits with COMMAND's status (128 + N for a signal N), as time(1) does; 1 when nothing
- * could be recorded (a static or setuid program, which LD_PRELOAD does not reach, says so first).
+ * could be recorded (a static or setuid program, which LD_PRELOAD does not reach, says so first); 7
+ * (CTL_EXIT_LIMIT) when COMMAND succeeded but its process's heap passed --max-peak or --max-leaked, which
+ * stderr says with the call sites that take it over.
  *
  * record --live -- COMMAND: the same, into the system's memstrackd (started with --heap-socket), where the
  * heap shows beside the process's pages; only COMMAND's own pid is reported (the processes it runs are
@@ -22,6 +24,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +41,10 @@
 #include "config.h"
 #include "connection.h"
 #include "ctl.h"
+#include "format-text.h"
+#include "format-util.h"
 #include "heap-abi.h"
+#include "heap-sites.h"
 #include "macro.h"
 #include "private-daemon.h"
 #include "program-paths.h"
@@ -55,6 +61,8 @@
 /* Frames below 0.02 % of their heap, now and at its maximum, are not in the text reports: below what
  * their percentages show. */
 #define RECORD_TEXT_MIN_PPM 200
+/* Call sites named on stderr for a heap over --max-peak or --max-leaked, at most. */
+#define RECORD_LIMIT_SITES 20
 
 /* COMMAND as execvp() would find it; NULL if it is nowhere (execvp() then says so). */
 static char *find_program(const char *name) {
@@ -228,10 +236,94 @@ static int command_exit(int status) {
         return CTL_EXIT_FAILURE;
 }
 
+/* The report of a recording's document: record's formats unless --format, the processes --process names
+ * (each must be there). 0, or a CtlExit said. */
+static int write_heap_report(json_t *doc, const ReportOptions *o) {
+        ReportOptions chosen = *o;
+        int r;
+
+        if (!arg_format) {
+                r = ctl_report_options(ctl_heap_default_formats(doc), &chosen);
+                if (r != 0)
+                        return r;
+        }
+        r = ctl_check_heap_processes(doc, &chosen);
+        if (r != 0)
+                return r;
+        r = ctl_report_write(doc, &chosen);
+        if (r == -ESRCH) {
+                fprintf(stderr, "memstrackctl: pid %lld recorded no heap.\n", (long long) arg_task);
+                return CTL_EXIT_FAILURE;
+        }
+        if (r < 0 && arg_output && r != -ENOMEM)
+                return CTL_EXIT_FAILURE;
+        return r;
+}
+
+/* The biggest call sites of heap h (at its maximum, or never freed), largest first, until they add up to
+ * more than limit (those that alone take it over), at most RECORD_LIMIT_SITES of them, on stderr. */
+static int print_limit_sites(const json_t *h, bool leaks, uint64_t limit, const ReportOptions *o) {
+        _cleanup_(heap_sites_done) HeapSites c = {};
+        uint64_t sum = 0;
+        int r;
+
+        r = heap_sites_collect(h, leaks, o, &c);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c.n && i < RECORD_LIMIT_SITES && (i == 0 || sum <= limit); i++) {
+                const HeapSite *s = &c.sites[i];
+                uint64_t error = heap_site_error(s->bytes, reply_count(h, "sampleInterval"));
+                char size[FORMAT_BUFFER_MAX], err[FORMAT_BUFFER_MAX];
+                _cleanup_free_ char *label = heap_site_label(s), *clean = label ? format_sanitize(label) : NULL;
+                if (!clean)
+                        return -ENOMEM;
+                fprintf(stderr, "  %10s (%" PRIu64 "x%s%s) %s\n", format_bytes(size, sizeof(size), s->bytes), s->blocks,
+                        error > 0 ? ", +-" : "", error > 0 ? format_bytes(err, sizeof(err), error) : "", clean);
+                sum += s->bytes;
+        }
+        return 0;
+}
+
+/* --max-peak and --max-leaked against each heap of pid (each image of the command's process): 1 when one
+ * passed a limit, said on stderr with the call sites that take it over; 0 when none did; -ENOMEM. */
+static int check_limits(json_t *doc, pid_t pid, const ReportOptions *o) {
+        json_t *h;
+        size_t i;
+        bool over = false;
+        int r;
+
+        json_array_foreach(reply_array(reply_object(doc, "heap"), "heaps"), i, h) {
+                if (reply_int(h, "pid", -1) != pid)
+                        continue;
+                for (int leaks = 0; leaks < 2; leaks++) {
+                        uint64_t limit = leaks ? arg_max_leaked : arg_max_peak;
+                        uint64_t bytes = reply_count(h, leaks ? "liveBytes" : "peakBytes");
+                        char have[FORMAT_BUFFER_MAX], allowed[FORMAT_BUFFER_MAX];
+                        _cleanup_free_ char *comm = format_sanitize(reply_string(h, "comm") ?: "?");
+                        if (limit == UINT64_MAX || bytes <= limit)
+                                continue;
+                        if (!comm)
+                                return -ENOMEM;
+                        over = true;
+                        fprintf(stderr, "memstrackctl: the heap of pid %d (%s) %s %s (%" PRIu64 " bytes)%s, over "
+                                "--max-%s=%s (%" PRIu64 " bytes); its biggest call sites:\n", (int) pid, comm,
+                                leaks ? "left" : "peaked at", format_bytes(have, sizeof(have), bytes), bytes,
+                                leaks ? " never freed" : "", leaks ? "leaked" : "peak",
+                                format_bytes(allowed, sizeof(allowed), limit), limit);
+                        r = print_limit_sites(h, leaks, limit, o);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return over;
+}
+
 /* Reports the heaps of pid: the command's (status its wait status), or with stop a process recorded with
  * --pid, whose recording is stopped first. d: the private memstrackd, whose warnings are shown; NULL: the
- * system's (--live), whose heaps of other processes are left out. */
-static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o) {
+ * system's (--live), whose heaps of other processes are left out. *ret_over_limit: whether pid's heap
+ * passed --max-peak or --max-leaked (said). */
+static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, const ReportOptions *o,
+                bool *ret_over_limit) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         json_auto_t *doc = NULL, *heap = NULL;
         SnapshotRequest req = SNAPSHOT_REQUEST_DEFAULT;
@@ -286,26 +378,24 @@ static int report_heaps(PrivateDaemon *d, pid_t pid, int status, bool stop, cons
                         fprintf(stderr, "Cannot write %s: %s\n", arg_file, strerror(-r));
                         return CTL_EXIT_FAILURE;
                 }
-                if (!arg_format && !arg_output)
-                        return 0;
         }
-        ReportOptions chosen = *o;
-        if (!arg_format) {
-                r = ctl_report_options(ctl_heap_default_formats(doc), &chosen);
+        /* --file alone writes the file; with --format or --output it reports as well. */
+        if (!arg_file || arg_format || arg_output) {
+                r = write_heap_report(doc, o);
                 if (r != 0)
                         return r;
         }
-        r = ctl_check_heap_processes(doc, &chosen);
-        if (r != 0)
+        r = check_limits(doc, pid, o);
+        if (r < 0)
                 return r;
-        r = ctl_report_write(doc, &chosen);
-        if (r == -ESRCH) {
-                fprintf(stderr, "memstrackctl: pid %lld recorded no heap.\n", (long long) arg_task);
-                return CTL_EXIT_FAILURE;
-        }
-        if (r < 0 && arg_output && r != -ENOMEM)
-                return CTL_EXIT_FAILURE;
-        return r;
+        *ret_over_limit = r > 0;
+        return 0;
+}
+
+/* record's exit status: COMMAND's (0 when it was no command: --pid), else 7 if its heap passed a limit. A
+ * command that failed keeps its own status: the limits were said all the same. */
+static int record_exit(int command_status, bool over_limit) {
+        return command_status == 0 && over_limit ? CTL_EXIT_LIMIT : command_status;
 }
 
 /* record --pid: a memstrackd whose heap-uprobe source attaches to the process, until it exits, --seconds
@@ -349,7 +439,10 @@ static int record_pid(pid_t pid, const ReportOptions *o) {
                 if (r < 0 && r != -EINTR)
                         goto finish;
         }
-        r = report_heaps(&d, pid, 0, true, o);
+        bool over = false;
+        r = report_heaps(&d, pid, 0, true, o, &over);
+        if (r == 0)
+                r = record_exit(0, over);
 
 finish:
         arg_address = NULL;
@@ -388,8 +481,9 @@ static int record_live(char *argv[], const char *preload, const ReportOptions *o
                 ;
         (void) sigaction(SIGINT, &old_int, NULL);
         (void) sigaction(SIGQUIT, &old_quit, NULL);
-        r = report_heaps(NULL, pid, status, false, o);
-        return r == 0 ? command_exit(status) : r;
+        bool over = false;
+        r = report_heaps(NULL, pid, status, false, o, &over);
+        return r == 0 ? record_exit(command_exit(status), over) : r;
 }
 
 int verb_record(int argc, char *argv[]) {
@@ -470,9 +564,10 @@ int verb_record(int argc, char *argv[]) {
                 goto finish;
         }
 
-        r = report_heaps(&d, pid, status, false, &o);
+        bool over = false;
+        r = report_heaps(&d, pid, status, false, &o, &over);
         if (r == 0)
-                r = command_exit(status);
+                r = record_exit(command_exit(status), over);
 
 finish:
         arg_address = NULL;

@@ -99,6 +99,16 @@ static int write_directory(json_t *doc, const ReportOptions *o, const char *dir)
         return 0;
 }
 
+void ctl_heap_options(ReportOptions *o) {
+        o->heap_all = arg_all;
+        o->heap_processes = arg_processes.items;
+        o->n_heap_processes = arg_processes.n;
+        o->heap_min_share = (unsigned) arg_min_share;
+        o->keep_frames = arg_keep_frames;
+        o->fold_frames = arg_fold_frames.items;
+        o->n_fold_frames = arg_fold_frames.n;
+}
+
 int ctl_report_options(const char *default_formats, ReportOptions *ret) {
         ReportOptions o = REPORT_OPTIONS_DEFAULT;
         _cleanup_free_ char *message = NULL;
@@ -121,13 +131,7 @@ int ctl_report_options(const char *default_formats, ReportOptions *ret) {
         o.module = arg_module;
         o.max_depth = arg_depth;
         o.offsets = arg_offsets;
-        o.heap_all = arg_all;
-        o.heap_processes = arg_processes.items;
-        o.n_heap_processes = arg_processes.n;
-        o.heap_min_share = (unsigned) arg_min_share;
-        o.keep_frames = arg_keep_frames;
-        o.fold_frames = arg_fold_frames.items;
-        o.n_fold_frames = arg_fold_frames.n;
+        ctl_heap_options(&o);
 
         /* Usage first, before asking the daemon for anything. */
         if (o.n_formats > 1 && !arg_output && arg_json == CTL_JSON_OFF &&

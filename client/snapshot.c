@@ -220,16 +220,6 @@ int verb_snapshot(int argc, char *argv[]) {
         return 0;
 }
 
-/* "+64.0 MiB" / "-4.0 KiB" / "0 B" */
-static char *format_delta(char *buf, size_t size, int64_t pages, uint64_t page_size) {
-        char b[FORMAT_BUFFER_MAX];
-        uint64_t abs_pages = pages < 0 ? (uint64_t) -(pages + 1) + 1 : (uint64_t) pages;
-
-        (void) snprintf(buf, size, "%s%s", pages > 0 ? "+" : pages < 0 ? "-" : "",
-                        format_pages(b, sizeof(b), abs_pages, page_size));
-        return buf;
-}
-
 static int print_diff(json_t *d, uint64_t page_size) {
         static const TableColumn task_columns[] = {
                 { .header = "PID", .align = TABLE_ALIGN_RIGHT },
@@ -391,6 +381,14 @@ int verb_diff(int argc, char *argv[]) {
         json_auto_t *params = NULL, *reply = NULL;
         uint64_t page_size;
         int r;
+
+        if (argc == 3)
+                return heap_diff(argv[1], argv[2]);
+        if (arg_processes.n > 0 || arg_keep_frames || arg_fold_frames.n > 0) {
+                fprintf(stderr, "memstrackctl: --process, --keep-frames and --fold-frame go with diff A.json B.json, "
+                        "two recordings.\nTry 'memstrackctl diff --help'.\n");
+                return CTL_EXIT_USAGE;
+        }
 
         params = json_pack("{s:s}", "name", argv[1]);
         if (!params)

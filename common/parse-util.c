@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "parse-util.h"
 
@@ -27,4 +28,42 @@ int parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
                 return -ERANGE;
         *ret = (uint64_t) v;
         return 0;
+}
+
+int parse_size(const char *s, uint64_t max, uint64_t *ret) {
+        static const struct {
+                const char *unit;
+                unsigned shift;
+        } units[] = {
+                { "", 0 }, { "B", 0 },
+                { "K", 10 }, { "k", 10 }, { "KiB", 10 },
+                { "M", 20 }, { "MiB", 20 },
+                { "G", 30 }, { "GiB", 30 },
+                { "T", 40 }, { "TiB", 40 },
+        };
+        char number[32];
+        size_t digits;
+        uint64_t v;
+        int r;
+
+        assert(s);
+        assert(ret);
+
+        digits = strspn(s, "0123456789");
+        if (digits == 0 || digits >= sizeof(number))
+                return digits == 0 ? -EINVAL : -ERANGE;
+        memcpy(number, s, digits);
+        number[digits] = '\0';
+        r = parse_uint64(number, 0, UINT64_MAX, &v);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                if (strcmp(s + digits, units[i].unit) != 0)
+                        continue;
+                if (v > (UINT64_MAX >> units[i].shift) || (v << units[i].shift) > max)
+                        return -ERANGE;
+                *ret = v << units[i].shift;
+                return 0;
+        }
+        return -EINVAL;
 }

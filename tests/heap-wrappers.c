@@ -12,10 +12,17 @@
  *   custom    the same under a name of no list, my_pool_alloc (--fold-frame my_pool_alloc)
  *   cxx       C++ new[] (heap-wrappers-cxx.cc): libstdc++'s operator new[], _Znam
  *   glib      g_malloc, g_new0 and g_strdup (only when built with glib: HAVE_GLIB)
+ *
+ * grow MIB [extra] [exit=N], for memstrackctl diff and record's limits: the same heap in every run but
+ * for grow_site's block of MIB MiB (live at the maximum, freed before the end), and with extra a site of
+ * 3 MiB only this run has; steady_site's 1 MiB and leak_site's 10 blocks of 100000 bytes, never freed, in
+ * every run. It writes
+ * {"grow": {"function", "line", "bytes"}, "extra": ...} and exits with N (default 0).
  */
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +103,63 @@ static int mode_glib(void) {
 }
 #endif
 
+/* ---- grow ------------------------------------------------------------------------------------------- */
+
+static void *grow_site(size_t mib, int *ret_line) {
+        void *p = malloc(mib << 20);
+        *ret_line = __LINE__ - 1;
+        return p;
+}
+
+static void *steady_site(void) {
+        return malloc(1u << 20);
+}
+
+static void *extra_site(int *ret_line) {
+        void *p = malloc(3u << 20);
+        *ret_line = __LINE__ - 1;
+        return p;
+}
+
+static void *leaked[10];
+
+static void leak_site(void) {
+        for (int i = 0; i < 10; i++)
+                leaked[i] = malloc(100000);
+}
+
+static int mode_grow(int argc, char *argv[]) {
+        const char *path = getenv("HEAP_TARGET_EXPECT");
+        size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 1;
+        bool extra = false;
+        int status = 0, grow_line, extra_line = 0;
+        char buf[512];
+
+        for (int i = 3; i < argc; i++) {
+                if (strcmp(argv[i], "extra") == 0)
+                        extra = true;
+                else if (strncmp(argv[i], "exit=", 5) == 0)
+                        status = atoi(argv[i] + 5);
+        }
+        leak_site();
+        void *steady = steady_site(), *grow = grow_site(mib, &grow_line);
+        void *more = extra ? extra_site(&extra_line) : NULL;
+        if (!steady || !grow || (extra && !more))
+                return 1;
+        int n = snprintf(buf, sizeof(buf), "{\"grow\": {\"function\": \"grow_site\", \"line\": %d, \"bytes\": %zu}, "
+                         "\"extra\": {\"function\": \"extra_site\", \"line\": %d, \"bytes\": %zu}}\n", grow_line,
+                         malloc_usable_size(grow), extra_line, more ? malloc_usable_size(more) : (size_t) 0);
+        free(more);
+        free(grow);
+        free(steady);
+        if (path) {
+                int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (fd < 0 || write(fd, buf, (size_t) n) != n || close(fd) < 0)
+                        return 1;
+        }
+        return status;
+}
+
 int main(int argc, char *argv[]) {
         const char *mode = argc > 1 ? argv[1] : "";
 
@@ -105,6 +169,8 @@ int main(int argc, char *argv[]) {
                 return mode_custom();
         if (strcmp(mode, "cxx") == 0)
                 return mode_cxx();
+        if (strcmp(mode, "grow") == 0)
+                return mode_grow(argc, argv);
         if (strcmp(mode, "glib") == 0) {
 #if HAVE_GLIB
                 return mode_glib();

@@ -63,6 +63,9 @@ expect "" memstrackctl delete-snapshot --uid ""
 expect "--address --all" memstrackctl snapshots --a
 # Snapshot names come from the daemon; none answers here.
 expect "" memstrackctl diff ""
+# diff A.json B.json: files, the second always, the first once begun.
+expect "$SRC/shell-completion/bash" memstrackctl diff "$SRC/shell-completion/ba"
+expect "$SRC/shell-completion/bash" memstrackctl diff a.json "$SRC/shell-completion/ba"
 expect "directory section symbol" memstrackctl footprint --by ""
 expect "--depth" memstrackctl footprint --d
 expect "--by" memstrackctl footprint --b
@@ -79,6 +82,7 @@ expect "" memstrackctl status --fo
 expect "--fold-frame --format --from" memstrackctl report --f
 expect "--offsets --output" memstrackctl report --o
 expect "--keep-frames" memstrackctl record --kee
+expect "--max-leaked --max-peak --min-share" memstrackctl record --m
 expect "allocs current peak" memstrackctl tasks --sort ""
 expect "current peak" memstrackctl modules --sort ""
 expect "peak" memstrackctl tasks --sort = pe

@@ -265,14 +265,14 @@ static void test_sites_merged(void) {
 }
 
 int main(void) {
-        test_sites_wrappers();
-        test_sites_names();
-        test_sites_inlined();
-        test_sites_no_lines();
-        test_sites_merged();
-        test_default();
-        test_choices();
-        test_command();
-        test_order();
+        TEST(test_sites_wrappers);
+        TEST(test_sites_names);
+        TEST(test_sites_inlined);
+        TEST(test_sites_no_lines);
+        TEST(test_sites_merged);
+        TEST(test_default);
+        TEST(test_choices);
+        TEST(test_command);
+        TEST(test_order);
         return 0;
 }

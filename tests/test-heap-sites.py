@@ -18,6 +18,11 @@ every call's stack and compares:
             line: no call site is a listed wrapper and the top one is a function of python's own symbol
             table; with --keep-frames CPython's allocators are sites again (77 if it cannot run)
   list      docs/client.md lists exactly the wrappers of the code's table
+  diff      diff of two recordings that differ by one 10 MiB site lists that site alone, changed by exactly
+            its bytes; a site of one recording alone is shown as such; --json; --process; identical
+            recordings differ nowhere
+  limits    record --max-peak below the peak exits with 7 naming the site, above it with the command's status
+            (0, or its own when it failed, the limit said all the same); --max-leaked likewise
 """
 import json
 import os
@@ -245,6 +250,118 @@ def case_list():
         fail(f"docs/client.md lists {sorted(documented - code)} more and {sorted(code - documented)} less than the code")
     else:
         ok(f"docs/client.md lists the {len(code)} wrappers of the code")
+
+
+def ctl(args, expect_status=0):
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY)
+    p = subprocess.run([CTL] + args, env=e, capture_output=True, text=True, timeout=300)
+    if p.returncode != expect_status:
+        fail(f"memstrackctl {' '.join(args)}: exit status {p.returncode}, not {expect_status}; "
+             f"stderr: {p.stderr.strip()}")
+    return p
+
+
+def save(tmp, name, program_args):
+    """record --file of heap-wrappers with every call's stack; (path, expectations)."""
+    path, expect = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + ".expect")
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY, HEAP_TARGET_EXPECT=expect)
+    subprocess.run([CTL, "record", "--sample-interval=1", "--file", path, "--", WRAPPERS] + program_args, env=e,
+                   check=True, capture_output=True, timeout=300)
+    return path, json.load(open(expect))
+
+
+def case_diff():
+    tmp = tempfile.mkdtemp(prefix="heap-diff.")
+    try:
+        a, ea = save(tmp, "a", ["grow", "1"])
+        b, eb = save(tmp, "b", ["grow", "11"])
+        c, ec = save(tmp, "c", ["grow", "1", "extra"])
+        d = json.loads(ctl(["--json=short", "diff", a, b]).stdout)
+        grow = ea["grow"]
+        change = eb["grow"]["bytes"] - ea["grow"]["bytes"]
+        sites = d["sites"]
+        if len(sites) != 1 or (sites[0]["function"], sites[0]["line"]) != (grow["function"], grow["line"]) or \
+                sites[0]["in"] != "both" or sites[0]["maxBytesChange"] != change or \
+                sites[0]["neverFreedBytesChange"] != 0 or sites[0]["a"]["maxBytes"] != grow["bytes"]:
+            fail(f"diff: {sites}, expected {grow['function']} line {grow['line']} alone, +{change} bytes")
+        else:
+            ok(f"diff: {grow['function']} alone, +{change} bytes at the maximum, {d['unchangedSites']} sites the same")
+        if not d["a"]["command"] or d["b"]["peakBytes"] - d["a"]["peakBytes"] != change:
+            fail(f"diff: the processes compared: {d['a']}, {d['b']}")
+        text = ctl(["diff", a, b]).stdout
+        rows = [line for line in text.splitlines() if "heap-wrappers.c:" in line]
+        if len(rows) != 1 or "grow_site" not in rows[0] or "+10.0 MiB" not in rows[0]:
+            fail(f"diff as text: {rows}")
+        else:
+            ok(f"diff as text: {rows[0].strip()}")
+        # A site of one recording alone.
+        d = json.loads(ctl(["--json=short", "diff", a, c]).stdout)
+        extra = ec["extra"]
+        if [(x["function"], x["line"], x["in"], x["b"]["maxBytes"], x["a"]) for x in d["sites"]] != \
+                [(extra["function"], extra["line"], "b", extra["bytes"], None)]:
+            fail(f"diff with a site of B alone: {d['sites']}")
+        elif "(only in B)" not in ctl(["diff", a, c]).stdout:
+            fail("diff as text does not mark the site of B alone")
+        else:
+            ok("diff: a site of B alone is shown as such")
+        d = json.loads(ctl(["--json=short", "diff", c, a]).stdout)
+        if [x["in"] for x in d["sites"]] != ["a"]:
+            fail(f"diff the other way round: {d['sites']}")
+        # The same recording twice, and --process by name.
+        d = json.loads(ctl(["--json=short", "diff", a, a]).stdout)
+        if d["sites"] or d["unchangedSites"] == 0:
+            fail(f"diff of a recording with itself: {d['sites']}")
+        d = json.loads(ctl(["--json=short", "diff", "--process", "heap-wrappers", a, b]).stdout)
+        if len(d["sites"]) != 1:
+            fail(f"diff --process heap-wrappers: {d['sites']}")
+        ctl(["diff", "--process", "nosuch", a, b], expect_status=1)
+        ctl(["diff", "--keep-frames", "snapshot-name"], expect_status=2)
+        ok("diff of a recording with itself: nothing; --process by name")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def limit_run(args, program_args, expect_status):
+    tmp = tempfile.mkdtemp(prefix="heap-limits.")
+    try:
+        expect = os.path.join(tmp, "expect.json")
+        e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY, HEAP_TARGET_EXPECT=expect)
+        p = subprocess.run([CTL, "record", "--sample-interval=1"] + args + ["--", WRAPPERS] + program_args, env=e,
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != expect_status:
+            fail(f"record {args} {program_args}: exit status {p.returncode}, not {expect_status}: {p.stderr.strip()}")
+        return p, json.load(open(expect)) if os.path.exists(expect) else None
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_limits():
+    p, expected = limit_run(["--max-peak", "5M"], ["grow", "11"], 7)
+    said = [line for line in p.stderr.splitlines() if "--max-peak" in line]
+    sites = p.stderr.split("its biggest call sites:\n", 1)[-1].splitlines()
+    grow = expected["grow"] if expected else {}
+    if len(said) != 1 or not sites or f"grow_site  " not in sites[0] or f":{grow.get('line')}" not in sites[0]:
+        fail(f"--max-peak 5M: {p.stderr.strip()}")
+    else:
+        ok(f"--max-peak 5M: exit 7, {sites[0].strip()}")
+    if "Heap of pid" not in p.stdout:
+        fail("--max-peak: the report was not printed before the verdict")
+    limit_run(["--max-peak", "100M"], ["grow", "11"], 0)
+    # The command's failure wins; the limit is said all the same.
+    p, _ = limit_run(["--max-peak", "5M"], ["grow", "11", "exit=3"], 3)
+    if "over --max-peak" not in p.stderr:
+        fail("--max-peak with a failing command: the limit was not said")
+    limit_run(["--max-peak", "100M"], ["grow", "11", "exit=3"], 3)
+    # Never freed: leak_site's 10 blocks of 100000 bytes (and the C and C++ libraries' few) are over 512K,
+    # under 2M.
+    p, _ = limit_run(["--max-leaked", "512K"], ["grow", "1"], 7)
+    sites = p.stderr.split("never freed, over --max-leaked", 1)[-1].split("its biggest call sites:\n", 1)[-1]
+    if not sites.splitlines() or "leak_site  " not in sites.splitlines()[0]:
+        fail(f"--max-leaked 512K: {p.stderr.strip()}")
+    else:
+        ok(f"--max-leaked 512K: exit 7, {sites.splitlines()[0].strip()}")
+    limit_run(["--max-leaked", "2M"], ["grow", "1"], 0)
+    ok("limits above the heap: the command's status")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -34,6 +34,45 @@ static void test_parse_uint64(void) {
         ASSERT_EQ(v, 7);
 }
 
+static void test_parse_size(void) {
+        uint64_t v = 7;
+
+        ASSERT_EQ(parse_size("4096", UINT64_MAX, &v), 0);
+        ASSERT_EQ(v, 4096);
+        ASSERT_EQ(parse_size("0", UINT64_MAX, &v), 0);
+        ASSERT_EQ(v, 0);
+        ASSERT_EQ(parse_size("12B", UINT64_MAX, &v), 0);
+        ASSERT_EQ(v, 12);
+        ASSERT_EQ(parse_size("512K", UINT64_MAX, &v), 0);
+        ASSERT_EQ(v, 512 * 1024);
+        ASSERT_EQ(parse_size("3k", UINT64_MAX, &v), 0);
+        ASSERT_EQ(v, 3072);
+        ASSERT_EQ(parse_size("10M", UINT64_MAX, &v), 0);
+        ASSERT_EQ(v, 10 << 20);
+        ASSERT_EQ(parse_size("10MiB", UINT64_MAX, &v), 0);
+        ASSERT_EQ(v, 10 << 20);
+        ASSERT_EQ(parse_size("2GiB", UINT64_MAX, &v), 0);
+        ASSERT_TRUE(v == UINT64_C(2) << 30);
+        ASSERT_EQ(parse_size("1T", UINT64_MAX, &v), 0);
+        ASSERT_TRUE(v == UINT64_C(1) << 40);
+
+        /* Failures leave the output alone. */
+        v = 7;
+        ASSERT_EQ(parse_size("", UINT64_MAX, &v), -EINVAL);
+        ASSERT_EQ(parse_size("M", UINT64_MAX, &v), -EINVAL);
+        ASSERT_EQ(parse_size("10MB", UINT64_MAX, &v), -EINVAL);
+        ASSERT_EQ(parse_size("10 M", UINT64_MAX, &v), -EINVAL);
+        ASSERT_EQ(parse_size("-1", UINT64_MAX, &v), -EINVAL);
+        ASSERT_EQ(parse_size("1.5M", UINT64_MAX, &v), -EINVAL);
+        ASSERT_EQ(parse_size("10m", UINT64_MAX, &v), -EINVAL);
+        ASSERT_EQ(parse_size("2K", 2047, &v), -ERANGE);
+        ASSERT_EQ(parse_size("16777216T", UINT64_MAX, &v), -ERANGE);
+        ASSERT_EQ(parse_size("99999999999999999999999", UINT64_MAX, &v), -ERANGE);
+        ASSERT_EQ(v, 7);
+        ASSERT_EQ(parse_size("2047", 2047, &v), 0);
+        ASSERT_EQ(v, 2047);
+}
+
 static void test_frame_text(void) {
         FrameText f;
 
@@ -74,6 +113,7 @@ static void test_frame_text(void) {
 
 int main(void) {
         TEST(test_parse_uint64);
+        TEST(test_parse_size);
         TEST(test_frame_text);
         return 0;
 }
