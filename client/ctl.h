@@ -121,7 +121,9 @@ int heap_diff(const char *path_a, const char *path_b);
 /* The default formats of a recorded heap's document: CTL_HEAP_FORMAT_PROCESSES when it holds several
  * heaps, else CTL_HEAP_FORMAT_DEFAULT. */
 const char *ctl_heap_default_formats(json_t *doc);
-/* 0 when each word of --process names a heap of doc, else CTL_EXIT_FAILURE after saying which does not. */
-int ctl_check_heap_processes(json_t *doc, const ReportOptions *o);
+/* o for a document of heaps (recording: record's own, else when report_doc_stacks_are_heaps()): record's
+ * default formats unless --format, and each word of --process checked against its heaps. 0, or a CtlExit
+ * said (a word that names no heap: CTL_EXIT_FAILURE). */
+int ctl_heap_report_options(json_t *doc, bool recording, ReportOptions *o);
 /* "90", "90s", "10m", "2h", "1d" into seconds. -EINVAL, -ERANGE. */
 int history_parse_duration(const char *s, uint64_t *ret_seconds);

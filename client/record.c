@@ -242,12 +242,7 @@ static int write_heap_report(json_t *doc, const ReportOptions *o) {
         ReportOptions chosen = *o;
         int r;
 
-        if (!arg_format) {
-                r = ctl_report_options(ctl_heap_default_formats(doc), &chosen);
-                if (r != 0)
-                        return r;
-        }
-        r = ctl_check_heap_processes(doc, &chosen);
+        r = ctl_heap_report_options(doc, true, &chosen);
         if (r != 0)
                 return r;
         r = ctl_report_write(doc, &chosen);

@@ -158,7 +158,8 @@ const char *ctl_heap_default_formats(json_t *doc) {
                                                                                     CTL_HEAP_FORMAT_DEFAULT;
 }
 
-int ctl_check_heap_processes(json_t *doc, const ReportOptions *o) {
+/* 0 when each word of --process names a heap of doc, else CTL_EXIT_FAILURE after saying which does not. */
+static int check_heap_processes(json_t *doc, const ReportOptions *o) {
         HeapSelection sel;
         const char *word;
         size_t len;
@@ -172,6 +173,17 @@ int ctl_check_heap_processes(json_t *doc, const ReportOptions *o) {
                 return -ENOMEM;
         fprintf(stderr, "memstrackctl: no process recorded has the pid or name '%s' (--process).\n", clean);
         return CTL_EXIT_FAILURE;
+}
+
+int ctl_heap_report_options(json_t *doc, bool recording, ReportOptions *o) {
+        int r;
+
+        if (!arg_format && (recording || report_doc_stacks_are_heaps(doc))) {
+                r = ctl_report_options(ctl_heap_default_formats(doc), o);
+                if (r != 0)
+                        return r;
+        }
+        return check_heap_processes(doc, o);
 }
 
 int ctl_report_write(json_t *doc, const ReportOptions *o) {
@@ -196,12 +208,7 @@ int verb_report(int argc, char *argv[]) {
                 if (r != 0)
                         return r;
                 /* A heap that memstrackctl record saved: its own views, as record shows them. */
-                if (!arg_format && report_doc_stacks_are_heaps(doc)) {
-                        r = ctl_report_options(ctl_heap_default_formats(doc), &o);
-                        if (r != 0)
-                                return r;
-                }
-                r = ctl_check_heap_processes(doc, &o);
+                r = ctl_heap_report_options(doc, false, &o);
                 if (r != 0)
                         return r;
         } else {

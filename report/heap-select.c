@@ -140,23 +140,9 @@ const char *heap_selection_unmatched(const HeapSelection *s, size_t *ret_len) {
         return find_word(s->options, word_matches_none, s, ret_len);
 }
 
-typedef struct PeakItem {
-        json_t *heap;
-        uint64_t peak;
-        size_t index;
-} PeakItem;
-
-static int compare_peak_items(const void *a, const void *b) {
-        const PeakItem *x = a, *y = b;
-
-        if (x->peak != y->peak)
-                return x->peak > y->peak ? -1 : 1;
-        return x->index < y->index ? -1 : x->index > y->index;
-}
-
 int heap_selection_by_peak(const HeapSelection *s, json_t ***ret, size_t *ret_n) {
         size_t n = json_array_size(s->heaps), i;
-        _cleanup_free_ PeakItem *items = calloc(MAX(n, (size_t) 1), sizeof(PeakItem));
+        _cleanup_free_ ReportItem *items = calloc(MAX(n, (size_t) 1), sizeof(ReportItem));
         json_t **heaps = calloc(MAX(n, (size_t) 1), sizeof(json_t *)), *h;
 
         if (!items || !heaps) {
@@ -164,10 +150,10 @@ int heap_selection_by_peak(const HeapSelection *s, json_t ***ret, size_t *ret_n)
                 return -ENOMEM;
         }
         json_array_foreach(s->heaps, i, h)
-                items[i] = (PeakItem) { h, reply_count(h, "peakBytes"), i };
-        qsort(items, n, sizeof(PeakItem), compare_peak_items);
+                items[i] = (ReportItem) { h, reply_count(h, "peakBytes"), i };
+        qsort(items, n, sizeof(ReportItem), report_compare_items);
         for (i = 0; i < n; i++)
-                heaps[i] = items[i].heap;
+                heaps[i] = items[i].json;
         *ret = heaps;
         *ret_n = n;
         return 0;

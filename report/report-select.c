@@ -13,7 +13,7 @@
 #include "reply.h"
 #include "report-select.h"
 
-static int compare_items(const void *a, const void *b) {
+int report_compare_items(const void *a, const void *b) {
         const ReportItem *x = a, *y = b;
 
         if (x->key != y->key)
@@ -51,7 +51,7 @@ int report_select_items(json_t *array, const ReportOptions *o, unsigned max, Rep
                 items[n++] = (ReportItem) { e, key, i };
                 total += key;
         }
-        qsort(items, n, sizeof(ReportItem), compare_items);
+        qsort(items, n, sizeof(ReportItem), report_compare_items);
 
         limit = report_throttle_limit(total, o->throttle);
         for (kept = 0; kept < n && taken < limit && (max == 0 || kept < max); kept++)
@@ -77,7 +77,7 @@ static json_t *prune(const json_t *node, const ReportOptions *o, int64_t depth) 
                 items[n++] = (ReportItem) { e, sort_key(e, o->sort), i };
                 in_children += reply_count(e, "currentPages");
         }
-        qsort(items, n, sizeof(ReportItem), compare_items);
+        qsort(items, n, sizeof(ReportItem), report_compare_items);
 
         uint64_t limit = report_throttle_limit(sort_key(node, o->sort), o->throttle);
         size_t n_kept = 0;

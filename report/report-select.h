@@ -26,6 +26,9 @@ typedef struct ReportItem {
         size_t index;           /* position in the input: keeps equal keys in the daemon's order */
 } ReportItem;
 
+/* For qsort() of ReportItems: the biggest key first, equal keys in their input order. */
+int report_compare_items(const void *a, const void *b);
+
 /* Borrowed value or JSON null, for json_pack()'s "O" which takes no NULL. */
 static inline json_t *report_or_null(json_t *v) {
         return v ?: json_null();

@@ -20,6 +20,7 @@
  * {"grow": {"function", "line", "bytes"}, "extra": ...} and exits with N (default 0).
  */
 
+#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdbool.h>
@@ -128,21 +129,34 @@ static void leak_site(void) {
                 leaked[i] = malloc(100000);
 }
 
+/* A whole number of at most max, or -1. */
+static long number(const char *s, long max) {
+        char *end = NULL;
+
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        return errno == 0 && end != s && *end == '\0' && v >= 0 && v <= max ? v : -1;
+}
+
 static int mode_grow(int argc, char *argv[]) {
         const char *path = getenv("HEAP_TARGET_EXPECT");
-        size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 1;
+        long mib = argc > 2 ? number(argv[2], 1024) : 1, status = 0;
         bool extra = false;
-        int status = 0, grow_line, extra_line = 0;
+        int grow_line, extra_line = 0;
         char buf[512];
 
-        for (int i = 3; i < argc; i++) {
+        for (int i = 3; i < argc && mib >= 0 && status >= 0; i++) {
                 if (strcmp(argv[i], "extra") == 0)
                         extra = true;
                 else if (strncmp(argv[i], "exit=", 5) == 0)
-                        status = atoi(argv[i] + 5);
+                        status = number(argv[i] + 5, 255);
+                else
+                        status = -1;
         }
+        if (mib < 0 || status < 0)
+                return 2;
         leak_site();
-        void *steady = steady_site(), *grow = grow_site(mib, &grow_line);
+        void *steady = steady_site(), *grow = grow_site((size_t) mib, &grow_line);
         void *more = extra ? extra_site(&extra_line) : NULL;
         if (!steady || !grow || (extra && !more))
                 return 1;
@@ -157,7 +171,7 @@ static int mode_grow(int argc, char *argv[]) {
                 if (fd < 0 || write(fd, buf, (size_t) n) != n || close(fd) < 0)
                         return 1;
         }
-        return status;
+        return (int) status;
 }
 
 int main(int argc, char *argv[]) {
