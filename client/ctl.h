@@ -73,6 +73,8 @@ extern int64_t arg_uid;                 /* delete-snapshot: whose snapshots (roo
 extern CmdlineStrings arg_processes;    /* record, report, diff: heaps by PID or COMM, each maybe a comma list */
 extern uint64_t arg_min_share;          /* record, report: percent of the total maximum for a full report */
 extern bool arg_keep_frames;            /* record, report, diff: allocator wrappers may be call sites */
+extern const char *arg_at;              /* report: a recorded heap at SECONDS after its start, or "max" */
+extern const char *arg_between;         /* report: what a recorded heap did from FROM to TO seconds */
 extern CmdlineStrings arg_fold_frames;  /* record, report, diff: more wrappers, by function name */
 extern uint64_t arg_max_peak;           /* record: bytes the command's heap may peak at (UINT64_MAX: any) */
 extern uint64_t arg_max_leaked;         /* record: bytes it may leave never freed (UINT64_MAX: any) */
@@ -103,7 +105,7 @@ int verb_record(int argc, char *argv[]);
 
 /* What record shows of a heap, and report of a document record saved, unless --format says otherwise;
  * a recording of several processes gets the table of them first (ctl_heap_default_formats()). */
-#define CTL_HEAP_FORMAT_DEFAULT "heap_maximum,heap_leaks"
+#define CTL_HEAP_FORMAT_DEFAULT "heap_maximum,heap_leaks,heap_lifetimes"
 #define CTL_HEAP_FORMAT_PROCESSES "heap_processes," CTL_HEAP_FORMAT_DEFAULT
 
 /* report's options from the command line (its --format, else default_formats), checked for usage before

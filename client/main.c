@@ -58,6 +58,8 @@ CmdlineStrings arg_processes = {};
 uint64_t arg_min_share = REPORT_HEAP_MIN_SHARE_DEFAULT;
 bool arg_keep_frames = false;
 CmdlineStrings arg_fold_frames = {};
+const char *arg_at = NULL;
+const char *arg_between = NULL;
 uint64_t arg_max_peak = UINT64_MAX;
 uint64_t arg_max_leaked = UINT64_MAX;
 
@@ -247,6 +249,18 @@ static const CmdlineOption options[] = {
                 .parts = { { .verbs = CMDLINE_WORDS("record", "report", "diff"),
                              .help = "a heap call site is never FUNCTION, an allocator wrapper of the "
                                      "program's own, but its caller (again for more)" } },
+        }, {
+                .name = "at", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "SECONDS|max",
+                .parse = cmdline_set_string, .target = &arg_at, .exclusive = "heap-time",
+                .parts = { { .verbs = CMDLINE_WORDS("report"),
+                             .help = "with --from a record file: each heap as it stood SECONDS after its "
+                                     "start (from its timeline), or at its maximum" } },
+        }, {
+                .name = "between", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "FROM,TO",
+                .parse = cmdline_set_string, .target = &arg_between, .exclusive = "heap-time",
+                .parts = { { .verbs = CMDLINE_WORDS("report"),
+                             .help = "with --from a record file: what each heap allocated and freed from "
+                                     "FROM to TO seconds after its start, by call site" } },
         }, {
                 .name = "comm", .argument = CMDLINE_REQUIRED_ARGUMENT, .metavar = "NAME",
                 .parse = cmdline_set_text, .target = &arg_comm,

@@ -11,7 +11,9 @@
  * flame graph or the HTML page with other formats on standard output is refused for the same reason.
  */
 
+#include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "connection.h"
 #include "ctl.h"
 #include "format-text.h"
+#include "heap-moment.h"
 #include "heap-select.h"
 #include "macro.h"
 #include "reply.h"
@@ -186,6 +189,71 @@ int ctl_heap_report_options(json_t *doc, bool recording, ReportOptions *o) {
         return check_heap_processes(doc, o);
 }
 
+/* Seconds (a decimal number, at least 0) as microseconds; -EINVAL for anything else. */
+static int parse_seconds(const char *s, size_t len, uint64_t *ret) {
+        char buf[64], *end;
+
+        if (len == 0 || len >= sizeof(buf))
+                return -EINVAL;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        errno = 0;
+        double v = strtod(buf, &end);
+        if (errno != 0 || *end != '\0' || !(v >= 0) || v > 1e9 || buf[0] == '-' || isspace((unsigned char) buf[0]))
+                return -EINVAL;
+        *ret = (uint64_t) (v * 1e6 + 0.5);
+        return 0;
+}
+
+/* report --at and --between: each heap of a record file rewritten to the moment or the window
+ * (heap-moment.h), and the heap formats that show it by default. 0, or an exit status after saying why. */
+static int heap_time(json_t *doc, ReportOptions *o) {
+        uint64_t from = 0, to = 0;
+        bool window = arg_between != NULL;
+        json_t *h;
+        size_t i;
+        int r;
+
+        if (!arg_from || !json_is_array(reply_array(reply_object(doc, "heap"), "heaps"))) {
+                fprintf(stderr, "memstrackctl: --%s goes with --from FILE, a heap recording that memstrackctl record "
+                        "--file saved.\n", window ? "between" : "at");
+                return CTL_EXIT_USAGE;
+        }
+        if (window) {
+                const char *comma = strchr(arg_between, ',');
+                if (!comma || parse_seconds(arg_between, (size_t) (comma - arg_between), &from) < 0 ||
+                    parse_seconds(comma + 1, strlen(comma + 1), &to) < 0 || to <= from) {
+                        fprintf(stderr, "memstrackctl: --between takes FROM,TO: two times in seconds after each "
+                                "heap's start, FROM before TO, not '%s'.\n", arg_between);
+                        return CTL_EXIT_USAGE;
+                }
+        } else if (streq(arg_at, "max")) {
+                /* The heap at its maximum is what heap_maximum shows: no timeline needed. */
+                return arg_format ? 0 : ctl_report_options("heap_maximum", o);
+        } else if (parse_seconds(arg_at, strlen(arg_at), &to) < 0) {
+                fprintf(stderr, "memstrackctl: --at takes a time in seconds after each heap's start, or max, "
+                        "not '%s'.\n", arg_at);
+                return CTL_EXIT_USAGE;
+        }
+        json_array_foreach(reply_array(reply_object(doc, "heap"), "heaps"), i, h) {
+                r = window ? heap_moment_between(h, from, to) : heap_moment_at(h, to);
+                if (r == -ENODATA) {
+                        fprintf(stderr, "memstrackctl: %s has no timeline of the heap of pid %" PRIi64 " (recorded "
+                                "by a memstrackctl that did not keep one).\n", arg_from, reply_int(h, "pid", 0));
+                        return CTL_EXIT_FAILURE;
+                }
+                if (r == -EINVAL) {
+                        fprintf(stderr, "memstrackctl: %s: the timeline of the heap of pid %" PRIi64 " is "
+                                "malformed.\n", arg_from, reply_int(h, "pid", 0));
+                        return CTL_EXIT_FAILURE;
+                }
+                if (r < 0)
+                        return r;
+        }
+        /* The moment or the window is what heap_leaks shows of each heap now. */
+        return arg_format ? 0 : ctl_report_options("heap_leaks", o);
+}
+
 int ctl_report_write(json_t *doc, const ReportOptions *o) {
         if (arg_output && o->n_formats > 1)
                 return write_directory(doc, o, arg_output);
@@ -211,6 +279,11 @@ int verb_report(int argc, char *argv[]) {
                 r = ctl_heap_report_options(doc, false, &o);
                 if (r != 0)
                         return r;
+                if (arg_at || arg_between) {
+                        r = heap_time(doc, &o);
+                        if (r != 0)
+                                return r;
+                }
         } else {
                 _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
                 SnapshotRequest req = {

@@ -105,8 +105,8 @@ static int rewrite(Moment *m, json_t *node, unsigned depth, Figures *ret) {
         if (set_count(node, "currentBytes", sum.bytes) < 0 || set_count(node, "currentBlocks", sum.blocks) < 0 ||
             set_count(node, "errorBytes", 0) < 0)
                 return -ENOMEM;
-        if (m->window && (set_count(node, "freedBytes", sum.freed_bytes) < 0 ||
-                          set_count(node, "freedBlocks", sum.freed_blocks) < 0))
+        if (m->window && (set_count(node, "windowFreedBytes", sum.freed_bytes) < 0 ||
+                          set_count(node, "windowFreedBlocks", sum.freed_blocks) < 0))
                 return -ENOMEM;
         *ret = sum;
         return 0;

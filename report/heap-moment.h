@@ -12,7 +12,7 @@
  *            buckets that began before it, less what they freed there. The moment is rounded up to the
  *            end of its bucket (the image's "moment": {"usec", "bucketUsec"}).
  *   between: each frame's bytes and blocks allocated in the buckets that began in [from, to), and in
- *            freedBytes/freedBlocks beside them what was freed there, at the frames that had allocated it
+ *            windowFreedBytes/windowFreedBlocks beside them what was freed there, at the frames that had allocated it
  *            (the image's "window": {"fromUsec", "toUsec", "bucketUsec"}).
  *
  * errorBytes become 0: the timeline holds the sampled blocks' weights, exact with every call's stack

@@ -217,13 +217,56 @@ static Place site_of(const Candidates *c, const json_t *node) {
 
 /* ---- Collecting -------------------------------------------------------------------------------------- */
 
-/* The figures of a view: at the maximum, or now. */
+/* The figures of a view: at the maximum, or now; lifetimes: the sites blocks were freed at. */
 typedef struct SiteKeys {
         const char *bytes, *blocks;
+        bool lifetimes;
 } SiteKeys;
 
-static const SiteKeys keys_maximum = { "maxBytes", "maxBlocks" };
-static const SiteKeys keys_now = { "currentBytes", "currentBlocks" };
+static const SiteKeys keys_maximum = { "maxBytes", "maxBlocks", false };
+static const SiteKeys keys_now = { "currentBytes", "currentBlocks", false };
+static const SiteKeys keys_lifetimes = { "currentBytes", "currentBlocks", true };
+
+/* What a frame holds itself, not through its children: every figure a site adds up. */
+typedef struct Own {
+        uint64_t bytes, blocks, freed_bytes, freed_blocks, lifetimes[HEAP_SITE_LIFETIMES], temporary;
+} Own;
+
+static uint64_t minus(uint64_t a, uint64_t b) {
+        return a > b ? a - b : 0;
+}
+
+/* Bucket i of a frame's freedBlocks; 0 when it has none. */
+static uint64_t lifetime(const json_t *node, size_t i) {
+        return (uint64_t) MAX(json_integer_value(json_array_get(json_object_get(node, "freedBlocks"), i)),
+                              (json_int_t) 0);
+}
+
+/* The frame's figures less its children's. */
+static Own own_figures(const json_t *node, const SiteKeys *k) {
+        Own own = {
+                .bytes = reply_count(node, k->bytes),
+                .blocks = reply_count(node, k->blocks),
+                .freed_bytes = reply_count(node, "windowFreedBytes"),
+                .freed_blocks = reply_count(node, "windowFreedBlocks"),
+                .temporary = reply_count(node, "temporaryBlocks"),
+        };
+        json_t *child;
+        size_t i;
+
+        for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++)
+                own.lifetimes[b] = lifetime(node, b);
+        json_array_foreach(reply_array(node, "children"), i, child) {
+                own.bytes = minus(own.bytes, reply_count(child, k->bytes));
+                own.blocks = minus(own.blocks, reply_count(child, k->blocks));
+                own.freed_bytes = minus(own.freed_bytes, reply_count(child, "windowFreedBytes"));
+                own.freed_blocks = minus(own.freed_blocks, reply_count(child, "windowFreedBlocks"));
+                own.temporary = minus(own.temporary, reply_count(child, "temporaryBlocks"));
+                for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++)
+                        own.lifetimes[b] = minus(own.lifetimes[b], lifetime(child, b));
+        }
+        return own;
+}
 
 /* The sites as the walk finds them, one per frame holding bytes of its own: merged afterwards. */
 typedef struct SiteList {
@@ -231,7 +274,7 @@ typedef struct SiteList {
         size_t n, allocated;
 } SiteList;
 
-static int site_list_add(SiteList *l, Place p, uint64_t bytes, uint64_t blocks) {
+static int site_list_add(SiteList *l, Place p, const Own *own) {
         if (l->n == l->allocated) {
                 size_t n = l->allocated ? l->allocated * 2 : 64;
                 HeapSite *items = reallocarray(l->items, n, sizeof(HeapSite));
@@ -240,34 +283,43 @@ static int site_list_add(SiteList *l, Place p, uint64_t bytes, uint64_t blocks) 
                 l->items = items;
                 l->allocated = n;
         }
-        l->items[l->n] = (HeapSite) { .node = p.node, .level = p.level, .bytes = bytes, .blocks = blocks, .order = l->n };
+        HeapSite *s = &l->items[l->n];
+        *s = (HeapSite) { .node = p.node, .level = p.level, .bytes = own->bytes, .blocks = own->blocks,
+                          .freed_bytes = own->freed_bytes, .freed_blocks = own->freed_blocks,
+                          .temporary = own->temporary, .order = l->n };
+        memcpy(s->lifetimes, own->lifetimes, sizeof(s->lifetimes));
         l->n++;
         return 0;
+}
+
+uint64_t heap_site_freed(const HeapSite *s) {
+        uint64_t n = 0;
+        for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++)
+                n += s->lifetimes[b];
+        return n;
 }
 
 /* What each node holds itself (not through its children) goes to its stack's call site. */
 static int walk(const json_t *node, Candidates c, const SiteKeys *k, const ReportOptions *o, SiteList *l,
                 unsigned depth) {
-        uint64_t bytes = reply_count(node, k->bytes), blocks = reply_count(node, k->blocks);
-        uint64_t child_bytes = 0, child_blocks = 0;
         json_t *child;
         size_t i;
         int r;
 
         if (depth > 0)
                 c = add_frame(c, node, o);
-        json_array_foreach(reply_array(node, "children"), i, child) {
-                child_bytes += reply_count(child, k->bytes);
-                child_blocks += reply_count(child, k->blocks);
-                if (depth < REPORT_DEPTH_MAX) {
+        if (depth < REPORT_DEPTH_MAX)
+                json_array_foreach(reply_array(node, "children"), i, child) {
                         r = walk(child, c, k, o, l, depth + 1);
                         if (r < 0)
                                 return r;
                 }
-        }
-        if (bytes > child_bytes)
-                return site_list_add(l, site_of(&c, node), bytes - child_bytes,
-                                     blocks > child_blocks ? blocks - child_blocks : 0);
+        Own own = own_figures(node, k);
+        uint64_t freed = 0;
+        for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++)
+                freed += own.lifetimes[b];
+        if (k->lifetimes ? freed > 0 : own.bytes > 0 || own.freed_bytes > 0)
+                return site_list_add(l, site_of(&c, node), &own);
         return 0;
 }
 
@@ -308,12 +360,23 @@ static int compare_place_order(const void *a, const void *b) {
 static int compare_size(const void *a, const void *b) {
         const HeapSite *x = a, *y = b;
 
-        if (x->bytes != y->bytes)
-                return x->bytes > y->bytes ? -1 : 1;
+        /* Over a window, what changed most first: allocated and freed. */
+        if (x->bytes + x->freed_bytes != y->bytes + y->freed_bytes)
+                return x->bytes + x->freed_bytes > y->bytes + y->freed_bytes ? -1 : 1;
         return x->order < y->order ? -1 : x->order > y->order;
 }
 
-int heap_sites_collect(const json_t *h, bool leaks, const ReportOptions *o, HeapSites *ret) {
+static int compare_lifetimes(const void *a, const void *b) {
+        const HeapSite *x = a, *y = b;
+
+        if (x->temporary != y->temporary)
+                return x->temporary > y->temporary ? -1 : 1;
+        if (heap_site_freed(x) != heap_site_freed(y))
+                return heap_site_freed(x) > heap_site_freed(y) ? -1 : 1;
+        return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int collect(const json_t *h, const SiteKeys *k, const ReportOptions *o, HeapSites *ret) {
         SiteList l = {};
         size_t n = 0;
         int r;
@@ -322,7 +385,7 @@ int heap_sites_collect(const json_t *h, bool leaks, const ReportOptions *o, Heap
         assert(o);
         assert(ret);
 
-        r = walk(reply_object(h, "root"), (Candidates) {}, leaks ? &keys_now : &keys_maximum, o, &l, 0);
+        r = walk(reply_object(h, "root"), (Candidates) {}, k, o, &l, 0);
         if (r < 0) {
                 free(l.items);
                 return r;
@@ -332,15 +395,30 @@ int heap_sites_collect(const json_t *h, bool leaks, const ReportOptions *o, Heap
                 qsort(l.items, l.n, sizeof(HeapSite), compare_place_order);
         for (size_t i = 0; i < l.n; i++) {
                 if (n > 0 && compare_place(&l.items[n - 1], &l.items[i]) == 0) {
-                        l.items[n - 1].bytes += l.items[i].bytes;
-                        l.items[n - 1].blocks += l.items[i].blocks;
+                        HeapSite *d = &l.items[n - 1];
+                        const HeapSite *s = &l.items[i];
+                        d->bytes += s->bytes;
+                        d->blocks += s->blocks;
+                        d->freed_bytes += s->freed_bytes;
+                        d->freed_blocks += s->freed_blocks;
+                        d->temporary += s->temporary;
+                        for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++)
+                                d->lifetimes[b] += s->lifetimes[b];
                 } else
                         l.items[n++] = l.items[i];
         }
         if (n > 1)
-                qsort(l.items, n, sizeof(HeapSite), compare_size);
+                qsort(l.items, n, sizeof(HeapSite), k->lifetimes ? compare_lifetimes : compare_size);
         *ret = (HeapSites) { .sites = l.items, .n = n };
         return 0;
+}
+
+int heap_sites_collect(const json_t *h, bool leaks, const ReportOptions *o, HeapSites *ret) {
+        return collect(h, leaks ? &keys_now : &keys_maximum, o, ret);
+}
+
+int heap_sites_collect_lifetimes(const json_t *h, const ReportOptions *o, HeapSites *ret) {
+        return collect(h, &keys_lifetimes, o, ret);
 }
 
 void heap_sites_done(HeapSites *s) {

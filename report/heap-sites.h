@@ -29,10 +29,17 @@
 
 #include "report.h"
 
+/* HeapNode.freedBlocks' buckets: the last one holds the lives beyond the Heap reply's last bound. */
+#define HEAP_SITE_LIFETIMES 6
+
 typedef struct HeapSite {
         const json_t *node;     /* the frame that names the site, borrowed from the heap */
         size_t level;           /* which of its functions: 0 its own, k the k-th it was inlined into */
         uint64_t bytes, blocks;
+        /* A heap shown over a window (heap-moment.h): what the site allocated there was freed there too. */
+        uint64_t freed_bytes, freed_blocks;
+        /* Blocks freed at the site by how long they lived, and of them the temporary ones (HeapNode's). */
+        uint64_t lifetimes[HEAP_SITE_LIFETIMES], temporary;
         size_t order;           /* in the order the tree is walked: keeps equal sites in a fixed order */
 } HeapSite;
 
@@ -42,8 +49,14 @@ typedef struct HeapSites {
 } HeapSites;
 
 /* The call sites of heap h as it stood at its maximum, or with leaks what was never freed (live now, for a
- * heap still running), biggest first; sites holding nothing are left out. 0 or -ENOMEM (*ret untouched). */
+ * heap still running; a moment or what a window allocated and freed, for a heap rewritten by heap-moment.h),
+ * biggest first; sites holding nothing are left out. 0 or -ENOMEM (*ret untouched). */
 int heap_sites_collect(const json_t *h, bool leaks, const ReportOptions *o, HeapSites *ret);
+/* The call sites blocks were freed at, with their lifetimes: most temporary blocks first, then most freed;
+ * bytes and blocks are what each holds now (never freed, for an ended heap). */
+int heap_sites_collect_lifetimes(const json_t *h, const ReportOptions *o, HeapSites *ret);
+/* The blocks freed at a site, whatever their lives. */
+uint64_t heap_site_freed(const HeapSite *s);
 void heap_sites_done(HeapSites *s);
 
 /* The built-in list of wrappers, one name at a time ('*' matches any run of characters); NULL past it.

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * heap_processes, heap_maximum and heap_leaks: user-space heaps (the Heap reply kept under "heap" in a snapshot
+ * heap_processes, heap_maximum, heap_leaks and heap_lifetimes: user-space heaps (the Heap reply kept under "heap" in a snapshot
  * document) as memtrail prints them. heap_processes is a table of every heap recorded, biggest maximum first;
  * the other two show in full the heaps heap-select.h chooses (the command's and the biggest, by default): for
  * each, its call sites (the function that called the allocator, wrappers passed over: heap-sites.h), then
  * its stack tree, every frame kept, callers first, with
  * percentages of the heap's total, bytes, blocks ("Nx"), function and file:line; a heap with no sampled
  * stack gets one line of its exact totals instead. heap_maximum shows the heap as it stood when its live
- * bytes were highest; heap_leaks what was never freed (live now, for a heap still running). A document
- * without heaps says so; --json gives null then.
+ * bytes were highest; heap_leaks what was never freed (live now, for a heap still running), or, for a heap
+ * report --at or --between rewrote (heap-moment.h), the heap at that moment or what that window allocated
+ * and freed; heap_lifetimes the call sites blocks were freed at, by how long they lived, temporary ones
+ * (freed on their thread before it allocated again, within 1 ms) first. A document without heaps says so;
+ * --json gives null then.
  */
 
 #include <inttypes.h>
@@ -129,15 +132,42 @@ static void print_growth(FILE *f, const json_t *h) {
         fputc('\n', f);
 }
 
+/* What the now-values of a heap are: a moment or a window (heap-moment.h), else now (never freed, for an
+ * ended heap). */
+static void print_when(FILE *f, const json_t *h) {
+        const json_t *moment = reply_object(h, "moment"), *window = reply_object(h, "window");
+
+        if (moment)
+                fprintf(f, " at %.2f s", (double) reply_count(moment, "usec") / 1e6);
+        else if (window)
+                fprintf(f, " allocated between %.2f s and %.2f s", (double) reply_count(window, "fromUsec") / 1e6,
+                        (double) reply_count(window, "toUsec") / 1e6);
+        else
+                fputs(reply_bool(h, "ended", false) ? ", never freed" : ", live now", f);
+}
+
 /* "Heap of pid N (comm) at its maximum: SIZE (N bytes)", no newline. */
 static void print_title(FILE *f, const json_t *h, bool leaks, uint64_t bytes) {
         char size[FORMAT_BUFFER_MAX];
         _cleanup_free_ char *comm = format_sanitize(reply_string(h, "comm") ?: "?");
-        bool ended = reply_bool(h, "ended", false);
 
-        fprintf(f, "Heap of pid %" PRIi64 " (%s)%s: %s (%" PRIu64 " bytes)", reply_int(h, "pid", 0), comm ?: "?",
-                !leaks ? " at its maximum" : ended ? ", never freed" : ", live now",
-                format_bytes(size, sizeof(size), bytes), bytes);
+        fprintf(f, "Heap of pid %" PRIi64 " (%s)", reply_int(h, "pid", 0), comm ?: "?");
+        if (leaks)
+                print_when(f, h);
+        else
+                fputs(" at its maximum", f);
+        fprintf(f, ": %s (%" PRIu64 " bytes)", format_bytes(size, sizeof(size), bytes), bytes);
+}
+
+/* A moment's or a window's figures come from the timeline's sampled blocks: how exact they are. */
+static void print_timeline_note(FILE *f, const json_t *h) {
+        const json_t *mark = reply_object(h, "moment") ?: reply_object(h, "window");
+
+        if (!mark)
+                return;
+        fprintf(f, "  from the heap's timeline, in buckets of %.0f ms; %s\n",
+                (double) reply_count(mark, "bucketUsec") / 1000.0, reply_count(h, "sampleInterval") <= 1 ? "exact (every allocation's stack)" :
+                "estimates from the sampled stacks");
 }
 
 static const char *exec_note(const json_t *h, bool leaks) {
@@ -173,6 +203,15 @@ static void print_header(FILE *f, const json_t *h, bool leaks, uint64_t bytes, u
         else
                 fprintf(f, "sampled, one per %s allocated on average; totals exact, each figure an estimate "
                         "scaled to them, +- three standard deviations\n", format_bytes(interval, sizeof(interval), every));
+        print_timeline_note(f, h);
+        if (leaks && reply_object(h, "window")) {
+                const json_t *root = reply_object(h, "root");
+                char size[FORMAT_BUFFER_MAX];
+                fprintf(f, "  freed there: %s (%" PRIu64 " bytes) in %" PRIu64 " blocks, counted at the call sites "
+                        "that had allocated them\n",
+                        format_bytes(size, sizeof(size), reply_count(root, "windowFreedBytes")),
+                        reply_count(root, "windowFreedBytes"), reply_count(root, "windowFreedBlocks"));
+        }
         print_growth(f, h);
         uint64_t lost = reply_count(h, "lostRecords"), unknown = reply_count(h, "unknownFrees"),
                  invalid = reply_count(h, "invalidFrees");
@@ -207,6 +246,10 @@ static int text_one(FILE *f, const json_t *h, bool leaks, const ReportOptions *o
                 fprintf(f, "  %6.2f%% (", bytes > 0 ? 100.0 * (double) c.sites[i].bytes / (double) bytes : 0.0);
                 print_size(f, c.sites[i].bytes, c.sites[i].blocks,
                            heap_site_error(c.sites[i].bytes, reply_count(h, "sampleInterval")));
+                if (leaks && reply_object(h, "window")) {
+                        fputs("; freed ", f);
+                        print_size(f, c.sites[i].freed_bytes, c.sites[i].freed_blocks, 0);
+                }
                 fprintf(f, ") %s\n", clean);
                 shown++;
         }
@@ -282,12 +325,18 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
                         return r;
                 if (!sites)
                         return -ENOMEM;
-                for (size_t j = 0; j < c.n && (o->top == 0 || j < o->top); j++)
-                        if (json_array_append_new(sites, heap_site_json(&c.sites[j],
-                                                                        reply_count(h, "sampleInterval"))) < 0)
+                bool window = leaks && reply_object(h, "window");
+                for (size_t j = 0; j < c.n && (o->top == 0 || j < o->top); j++) {
+                        json_t *site = heap_site_json(&c.sites[j], reply_count(h, "sampleInterval"));
+                        if (!site || json_array_append_new(sites, site) < 0 ||
+                            (window && (json_object_set_new(site, "windowFreedBytes",
+                                                            json_integer((json_int_t) c.sites[j].freed_bytes)) < 0 ||
+                                        json_object_set_new(site, "windowFreedBlocks",
+                                                            json_integer((json_int_t) c.sites[j].freed_blocks)) < 0)))
                                 return -ENOMEM;
+                }
                 json_t *one = json_pack("{s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O, s:O?, "
-                                        "s:O?}",
+                                        "s:O?, s:O*, s:O*}",
                                         "pid", json_object_get(h, "pid"),
                                         "comm", json_object_get(h, "comm"),
                                         "ended", json_object_get(h, "ended"),
@@ -303,7 +352,9 @@ static int heap_render_json(json_t *doc, const ReportOptions *o, bool leaks, jso
                                         "unknownFrees", json_object_get(h, "unknownFrees"),
                                         "callSites", sites,
                                         "growth", json_object_get(h, "growth"),
-                                        "root", json_object_get(h, "root"));
+                                        "root", json_object_get(h, "root"),
+                                        "moment", leaks ? json_object_get(h, "moment") : NULL,
+                                        "window", leaks ? json_object_get(h, "window") : NULL);
                 if (!one || json_array_append_new(list, one) < 0)
                         return -ENOMEM;
         }
@@ -426,6 +477,164 @@ static int json_processes(json_t *doc, const ReportOptions *o, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* ---- heap_lifetimes ----------------------------------------------------------------------------------- */
+
+/* The Heap reply's bounds of the lifetime buckets (microseconds), the defaults of memstrackd's when an
+ * older document lacks them. */
+static uint64_t lifetime_bound(json_t *doc, size_t i) {
+        static const uint64_t defaults[HEAP_SITE_LIFETIMES - 1] = { 1000, 10000, 100000, 1000000, 10000000 };
+        const json_t *b = json_array_get(reply_array(reply_object(doc, "heap"), "lifetimeBoundsUsec"), i);
+
+        return json_is_integer(b) && json_integer_value(b) > 0 ? (uint64_t) json_integer_value(b) :
+               i < ELEMENTSOF(defaults) ? defaults[i] : UINT64_MAX;
+}
+
+/* "<1ms", "<10ms", ..., ">=10s": a bucket's heading. */
+static void bucket_title(json_t *doc, size_t i, char *buf, size_t size) {
+        uint64_t usec = lifetime_bound(doc, i < HEAP_SITE_LIFETIMES - 1 ? i : i - 1);
+        const char *unit = usec >= 1000000 ? "s" : "ms";
+        double v = usec >= 1000000 ? (double) usec / 1e6 : (double) usec / 1e3;
+
+        (void) snprintf(buf, size, "%s%g%s", i < HEAP_SITE_LIFETIMES - 1 ? "<" : ">=", v, unit);
+}
+
+static void lifetimes_totals(const HeapSites *c, uint64_t *ret_freed, uint64_t *ret_temporary) {
+        *ret_freed = *ret_temporary = 0;
+        for (size_t i = 0; i < c->n; i++) {
+                *ret_freed += heap_site_freed(&c->sites[i]);
+                *ret_temporary += c->sites[i].temporary;
+        }
+}
+
+static int text_lifetimes_one(FILE *f, json_t *doc, const json_t *h, const ReportOptions *o) {
+        _cleanup_(heap_sites_done) HeapSites c = {};
+        _cleanup_free_ char *comm = format_sanitize(reply_string(h, "comm") ?: "?");
+        uint64_t freed, temporary;
+        int r;
+
+        /* A recording made before memstrackd counted lifetimes has none to show. */
+        if (!json_is_array(json_object_get(reply_object(h, "root"), "freedBlocks"))) {
+                fprintf(f, "Lifetimes in the heap of pid %" PRIi64 " (%s): not in this recording\n",
+                        reply_int(h, "pid", 0), comm ?: "?");
+                return 0;
+        }
+        r = heap_sites_collect_lifetimes(h, o, &c);
+        if (r < 0)
+                return r;
+        lifetimes_totals(&c, &freed, &temporary);
+        fprintf(f, "Lifetimes in the heap of pid %" PRIi64 " (%s): %" PRIu64 " blocks freed, %" PRIu64
+                " temporary (%.1f %%: freed on their thread before it allocated again, within 1 ms); %s\n",
+                reply_int(h, "pid", 0), comm ?: "?", freed, temporary,
+                freed > 0 ? 100.0 * (double) temporary / (double) freed : 0.0,
+                reply_count(h, "sampleInterval") <= 1 ? "exact" : "estimates from the sampled stacks");
+        if (c.n == 0) {
+                fputs("  (no block freed with a stack)\n", f);
+                return 0;
+        }
+        fprintf(f, "  %9s %9s", "TEMPORARY", "FREED");
+        for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++) {
+                char title[32];
+                bucket_title(doc, b, title, sizeof(title));
+                fprintf(f, " %8s", title);
+        }
+        fprintf(f, " %12s  CALL SITE\n", "NEVER FREED");
+        for (size_t i = 0; i < c.n && (o->top == 0 || i < o->top); i++) {
+                const HeapSite *s = &c.sites[i];
+                char size[FORMAT_BUFFER_MAX];
+                _cleanup_free_ char *label = heap_site_label(s), *clean = label ? format_sanitize(label) : NULL;
+                if (!clean)
+                        return -ENOMEM;
+                fprintf(f, "  %9" PRIu64 " %9" PRIu64, s->temporary, heap_site_freed(s));
+                for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++)
+                        fprintf(f, " %8" PRIu64, s->lifetimes[b]);
+                fprintf(f, " %12s  %s\n", format_bytes(size, sizeof(size), s->bytes), clean);
+        }
+        return 0;
+}
+
+static int text_lifetimes(json_t *doc, const ReportOptions *o, FILE *f) {
+        json_t *h, *heaps = doc_heaps(doc);
+        HeapSelection sel;
+        size_t i, n = 0;
+        int r;
+
+        if (!heaps) {
+                print_no_heaps(f);
+                return 0;
+        }
+        heap_selection_init(doc, o, &sel);
+        json_array_foreach(heaps, i, h) {
+                if (!heap_selection_shows(&sel, h) || !heap_is_sampled(h))
+                        continue;
+                if (n++ > 0)
+                        fputc('\n', f);
+                r = text_lifetimes_one(f, doc, h, o);
+                if (r < 0)
+                        return r;
+        }
+        if (n == 0 && o->pid >= 0)
+                return -ESRCH;
+        if (n == 0)
+                fputs("(no heap with a sampled stack)\n", f);
+        return 0;
+}
+
+static int json_lifetimes(json_t *doc, const ReportOptions *o, json_t **ret) {
+        json_auto_t *list = json_array(), *bounds = json_array();
+        json_t *h, *heaps = doc_heaps(doc);
+        HeapSelection sel;
+        size_t i, n = 0;
+
+        if (!list || !bounds)
+                return -ENOMEM;
+        if (!heaps) {
+                *ret = json_null();
+                return 0;
+        }
+        for (size_t b = 0; b + 1 < HEAP_SITE_LIFETIMES; b++)
+                if (json_array_append_new(bounds, json_integer((json_int_t) lifetime_bound(doc, b))) < 0)
+                        return -ENOMEM;
+        heap_selection_init(doc, o, &sel);
+        json_array_foreach(heaps, i, h) {
+                _cleanup_(heap_sites_done) HeapSites c = {};
+                json_auto_t *sites = json_array();
+                uint64_t freed, temporary;
+
+                if (!heap_selection_shows(&sel, h))
+                        continue;
+                n++;
+                if (!sites || heap_sites_collect_lifetimes(h, o, &c) < 0)
+                        return -ENOMEM;
+                lifetimes_totals(&c, &freed, &temporary);
+                for (size_t j = 0; j < c.n && (o->top == 0 || j < o->top); j++) {
+                        const HeapSite *s = &c.sites[j];
+                        json_auto_t *buckets = json_array();
+                        for (size_t b = 0; buckets && b < HEAP_SITE_LIFETIMES; b++)
+                                if (json_array_append_new(buckets, json_integer((json_int_t) s->lifetimes[b])) < 0)
+                                        return -ENOMEM;
+                        json_t *site = heap_site_json(s, reply_count(h, "sampleInterval"));
+                        if (!buckets || !site || json_array_append_new(sites, site) < 0 ||
+                            json_object_set(site, "freedBlocks", buckets) < 0 ||
+                            json_object_set_new(site, "freed", json_integer((json_int_t) heap_site_freed(s))) < 0 ||
+                            json_object_set_new(site, "temporaryBlocks", json_integer((json_int_t) s->temporary)) < 0)
+                                return -ENOMEM;
+                }
+                json_t *one = json_pack("{s:O?, s:O?, s:O?, s:I, s:I, s:O}",
+                                        "pid", json_object_get(h, "pid"),
+                                        "comm", json_object_get(h, "comm"),
+                                        "sampleInterval", json_object_get(h, "sampleInterval"),
+                                        "freedBlocks", (json_int_t) freed,
+                                        "temporaryBlocks", (json_int_t) temporary,
+                                        "callSites", sites);
+                if (!one || json_array_append_new(list, one) < 0)
+                        return -ENOMEM;
+        }
+        if (n == 0 && o->pid >= 0)
+                return -ESRCH;
+        *ret = json_pack("{s:O, s:O}", "lifetimeBoundsUsec", bounds, "heaps", list);
+        return *ret ? 0 : -ENOMEM;
+}
+
 /* ---- The table's entries ------------------------------------------------------------------------------ */
 
 static int text_maximum(json_t *doc, const ReportOptions *o, FILE *f) {
@@ -454,4 +663,8 @@ const ReportFormat report_format_heap_maximum = {
 
 const ReportFormat report_format_heap_leaks = {
         .name = "heap_leaks", .family = "heap", .text = text_leaks, .json = json_leaks,
+};
+
+const ReportFormat report_format_heap_lifetimes = {
+        .name = "heap_lifetimes", .family = "heap", .text = text_lifetimes, .json = json_lifetimes,
 };

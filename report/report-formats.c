@@ -32,6 +32,7 @@
         X(heap_processes)                                       /* render-heap.c */                     \
         X(heap_maximum)                                                                                 \
         X(heap_leaks)                                                                                   \
+        X(heap_lifetimes)                                                                               \
         X(crashkernel)                                          /* render-crashkernel.c */              \
         /* end of the table */
 

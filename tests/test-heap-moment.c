@@ -78,11 +78,11 @@ static void test_between(void) {
         /* [50 ms, 60 ms): bucket 5 alone; b allocated nothing there and freed 400 bytes. */
         ASSERT_EQ(heap_moment_between(w, 50000, 60000), 0);
         ASSERT_EQ(bytes(w, "00"), 0);
-        ASSERT_EQ(json_integer_value(json_object_get(frame(w, "00"), "freedBytes")), 400);
-        ASSERT_EQ(json_integer_value(json_object_get(frame(w, "00"), "freedBlocks")), 4);
+        ASSERT_EQ(json_integer_value(json_object_get(frame(w, "00"), "windowFreedBytes")), 400);
+        ASSERT_EQ(json_integer_value(json_object_get(frame(w, "00"), "windowFreedBlocks")), 4);
         ASSERT_EQ(bytes(w, "1"), 500);
         ASSERT_EQ(bytes(w, ""), 500);
-        ASSERT_EQ(json_integer_value(json_object_get(frame(w, ""), "freedBytes")), 400);
+        ASSERT_EQ(json_integer_value(json_object_get(frame(w, ""), "windowFreedBytes")), 400);
         ASSERT_EQ(reply_count(reply_object(w, "window"), "fromUsec"), 50000);
         ASSERT_EQ(reply_count(reply_object(w, "window"), "toUsec"), 60000);
         ASSERT_EQ(heap_moment_between(w, 60000, 50000), -EINVAL);

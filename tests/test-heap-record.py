@@ -70,7 +70,8 @@ def ok(msg):
     print("ok", msg)
 
 
-def record(args, target_args, env=None, expect_status=0, unset=(), program=None):
+def record(args, target_args, env=None, expect_status=0, unset=(), program=None,
+           formats="heap_maximum,heap_leaks"):
     """Runs record with --json; returns (reply or None, expected or None, stderr). unset: variables taken
     out of its environment; program: another than heap-target."""
     tmp = tempfile.mkdtemp(prefix="heap-record.")
@@ -81,7 +82,7 @@ def record(args, target_args, env=None, expect_status=0, unset=(), program=None)
         e.update(env or {})
         for name in unset:
             e.pop(name, None)
-        p = subprocess.run([CTL, "record", "--json=short", "--format", "heap_maximum,heap_leaks"] + args +
+        p = subprocess.run([CTL, "record", "--json=short", "--format", formats] + args +
                            ["--", program or TARGET] + target_args, env=e, capture_output=True, text=True,
                            timeout=300)
         if p.returncode != expect_status:
@@ -363,8 +364,8 @@ def case_lifetimes():
     """heap-lifetimes measures its blocks' lives itself: at each of its sites, the frees memstrack counts,
     how many of them were temporary (within what the program's own clock allows) and that none lived less
     than the program saw them live."""
-    program = os.path.join(os.path.dirname(TARGET), "heap-lifetimes")
-    reply, expected, _ = record(["--sample-interval=1"], [], program=program)
+    reply, expected, _ = record(["--sample-interval=1"], [], program=lifetimes_program(),
+                                formats="heap_maximum,heap_leaks,heap_lifetimes")
     h = one_heap(reply, "heap_leaks")
     if not h or not expected:
         fail(f"no heap or no expectations: {expected}")
@@ -391,6 +392,90 @@ def case_lifetimes():
             fail(f"{where}: lifetimes {freed} below its shortest life of {s['minLifetimeUsec']} us")
         ok(f"{where}: {sum(freed or [])} freed {freed}, {temporary} temporary "
            f"({s['temporaryAtLeast']} to {s['temporaryAtMost']})")
+    # heap_lifetimes says the same per call site, temporary ones first.
+    view = (reply or {}).get("heap_lifetimes", {}).get("heaps", [{}])[0]
+    sites_seen = {c.get("function"): c for c in view.get("callSites", [])}
+    for s in expected["sites"]:
+        c = sites_seen.get(s["function"])
+        if not c or c["freed"] != s["frees"] or not s["temporaryAtLeast"] <= c["temporaryBlocks"] <= s["temporaryAtMost"]:
+            fail(f"heap_lifetimes {s['function']}: {c}, expected {s['frees']} freed and "
+                 f"{s['temporaryAtLeast']} to {s['temporaryAtMost']} temporary")
+    order = [c.get("temporaryBlocks", 0) for c in view.get("callSites", [])]
+    if order != sorted(order, reverse=True):
+        fail(f"heap_lifetimes: call sites not by temporary blocks, most first: {order}")
+
+
+def lifetimes_program():
+    return os.path.join(os.path.dirname(TARGET), "heap-lifetimes")
+
+
+def report_json(path, args):
+    p = subprocess.run([CTL, "report", "--from", path, "--json=short"] + args, capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        fail(f"report {args}: exit status {p.returncode}: {p.stderr.strip()}")
+        return None
+    return json.loads(p.stdout)
+
+
+def program_sites(view):
+    """heap-lifetimes' own call sites in a heap view's JSON: function -> (bytes, windowFreedBytes)."""
+    return {s["function"]: (s["bytes"], s.get("windowFreedBytes", 0)) for s in view["callSites"]
+            if (s.get("file") or "").endswith("heap-lifetimes.c") and (s["bytes"] or s.get("windowFreedBytes"))}
+
+
+def case_phases():
+    """A heap of two phases, saved with its timeline: report --at a moment of each phase shows only that
+    phase's site, with its exact bytes; --between a window across the change shows phase two's allocation
+    and phase one's free, nothing else; --at max is the maximum."""
+    tmp = tempfile.mkdtemp(prefix="heap-phases.")
+    try:
+        path = os.path.join(tmp, "phases.json")
+        expect_path = os.path.join(tmp, "expect.json")
+        e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY, HEAP_TARGET_EXPECT=expect_path)
+        p = subprocess.run([CTL, "record", "--sample-interval=1", "--file", path, "--", lifetimes_program(), "phases"],
+                           env=e, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0 or not os.path.exists(expect_path):
+            fail(f"record phases: exit status {p.returncode}: {p.stderr.strip()}")
+            return
+        x = json.load(open(expect_path))
+        one, two = x["phaseOneMsec"], x["phaseTwoMsec"]
+        # Moments in the pauses: hundreds of milliseconds from either phase, whatever the buckets' width and
+        # the few milliseconds between the heap's start and the program's.
+        during_one = (one[1] + two[0]) / 2000
+        during_two = (two[1] + x["endMsec"]) / 2000
+        maximum = report_json(path, ["--at", "max"])
+        at_one = report_json(path, ["--at", str(during_one)])
+        at_two = report_json(path, ["--at", str(during_two)])
+        window = report_json(path, ["--between", f"{during_one},{during_two}"])
+        if not (maximum and at_one and at_two and window):
+            return
+        b1 = program_sites(maximum["heap_maximum"][0]).get("phase_one_site", (0, 0))[0]
+        if b1 < 8 << 20:
+            fail(f"phases: the maximum's phase_one_site holds {b1} bytes, not 8 MiB or more")
+        got_one = program_sites(at_one["heap_leaks"][0])
+        if got_one != {"phase_one_site": (b1, 0)}:
+            fail(f"phases --at {during_one}: sites {got_one}, expected phase_one_site with {b1} bytes alone")
+        got_two = program_sites(at_two["heap_leaks"][0])
+        b2 = got_two.get("phase_two_site", (0, 0))[0]
+        if set(got_two) != {"phase_two_site"} or not (4 << 20) <= b2 < (4 << 20) + 8192:
+            fail(f"phases --at {during_two}: sites {got_two}, expected phase_two_site with about 4 MiB alone")
+        got_window = program_sites(window["heap_leaks"][0])
+        if got_window != {"phase_two_site": (b2, 0), "phase_one_site": (0, b1)}:
+            fail(f"phases --between: {got_window}, expected phase two's {b2} bytes allocated and phase one's "
+                 f"{b1} freed")
+        ok(f"phases: {b1} bytes at {during_one:.2f} s, {b2} at {during_two:.2f} s, the window between both")
+        # A file without timelines says so.
+        doc = json.load(open(path))
+        for heap in doc["heap"]["heaps"]:
+            heap["timeline"] = None
+        bare = os.path.join(tmp, "bare.json")
+        json.dump(doc, open(bare, "w"))
+        p = subprocess.run([CTL, "report", "--from", bare, "--at", "0.1"], capture_output=True, text=True, timeout=60)
+        if p.returncode != 1 or "no timeline" not in p.stderr:
+            fail(f"report --at of a file without timelines: status {p.returncode}, {p.stderr.strip()}")
+    finally:
+        shutil.rmtree(tmp)
 
 
 def case_storm():
