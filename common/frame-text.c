@@ -91,3 +91,20 @@ int frame_text_parse(const char *text, FrameText *ret) {
         *ret = f;
         return 0;
 }
+
+char *frame_text_function_name(const char *frame) {
+        const char *plus;
+
+        if (!frame)
+                return strdup("");
+        /* Only a trailing "+0x" and hex digits is an offset; "[user] 0x7f..." and names with '+' stay. */
+        plus = strrchr(frame, '+');
+        if (plus && plus > frame && plus[1] == '0' && plus[2] == 'x' && plus[3]) {
+                const char *p = plus + 3;
+                while (isxdigit((unsigned char) *p))
+                        p++;
+                if (*p == '\0')
+                        return strndup(frame, (size_t) (plus - frame));
+        }
+        return strdup(frame);
+}

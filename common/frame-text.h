@@ -24,3 +24,8 @@ typedef struct FrameText {
 /* Blanks around the frame are allowed. -EINVAL when text is not one frame, -ERANGE when a number does
  * not fit or the offset lies at or past the stated size (the text contradicts itself). */
 int frame_text_parse(const char *text, FrameText *ret);
+
+/* "function+0x1a" -> "function": the frame's function without its offset, as a flame graph or a pprof
+ * Function names it; a frame without one ("[all]", "[user] 0x7f...", a name with a '+' of its own) is
+ * copied as it is, NULL as "". New string, NULL on OOM. */
+char *frame_text_function_name(const char *frame);

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <assert.h>
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "flamegraph.h"
+#include "frame-text.h"
 #include "format-text.h"
 #include "format-util.h"
 #include "macro.h"
@@ -81,23 +81,6 @@ static void frame_color(const char *frame, const char *module, char *buf, size_t
 
 /* ---- Merging frames by function ---------------------------------------------------------------------- */
 
-char *flamegraph_function_name(const char *frame) {
-        const char *plus;
-
-        if (!frame)
-                return strdup("");
-        /* Only a trailing "+0x" and hex digits is an offset; "[user] 0x7f..." and names with '+' stay. */
-        plus = strrchr(frame, '+');
-        if (plus && plus > frame && plus[1] == '0' && plus[2] == 'x' && plus[3]) {
-                const char *p = plus + 3;
-                while (isxdigit((unsigned char) *p))
-                        p++;
-                if (*p == '\0')
-                        return strndup(frame, (size_t) (plus - frame));
-        }
-        return strdup(frame);
-}
-
 static int add_count(json_t *into, const json_t *from, const char *key) {
         uint64_t sum = reply_count(into, key) + reply_count(from, key);
 
@@ -145,7 +128,7 @@ static json_t *merge_level(json_t *children, unsigned depth) {
 
                 if (!json_is_object(child))
                         continue;
-                function = flamegraph_function_name(reply_string(child, "frame") ?: "[unknown]");
+                function = frame_text_function_name(reply_string(child, "frame") ?: "[unknown]");
                 if (!function)
                         return NULL;
                 json_array_foreach(out, k, merged)

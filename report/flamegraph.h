@@ -34,10 +34,6 @@ typedef struct FlamegraphInfo {
         bool bytes;                     /* the tree counts a user-space heap's bytes at its maximum, not pages */
 } FlamegraphInfo;
 
-/* "function+0x1a" -> "function": the frame without its offset; frames without one are copied as they
- * are. New string, NULL on OOM. */
-char *flamegraph_function_name(const char *frame);
-
 /*
  * A copy of the StackNode tree node (borrowed) in which, at every level, siblings of the same function
  * and module (differing only in their +0x offsets) are one node: pages, truncated children and peaks

@@ -27,6 +27,7 @@ ALLOWED = {
         "heap": set(),
         "protocol": {"common"},
         "report": {"common"},
+        "pprof": {"common"},
         "daemon/util": {"common"},
         "daemon/symbols": {"common", "daemon/util"},
         "daemon/core": {"common", "daemon/symbols"},
@@ -39,9 +40,9 @@ ALLOWED = {
                        "daemon/sources", "daemon/api", "daemon/varlink"},
         "daemon": {"common", "protocol", "report", "daemon/util", "daemon/core", "daemon/symbols",
                    "daemon/sources", "daemon/api", "daemon/observers", "daemon/oom", "daemon/varlink", "heap"},
-        "client": {"common", "protocol", "report", "heap"},
+        "client": {"common", "protocol", "report", "pprof", "heap"},
         "client/top": {"common", "protocol", "report", "client"},
-        "metrics": {"common", "protocol"},
+        "metrics": {"common", "protocol", "pprof"},
 }
 
 # Including folder -> {folder it sees through an interface: the headers it may include there}, and per such

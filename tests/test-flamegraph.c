@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-/* client/flamegraph.c: function names without offsets, frames merged by function. */
+/* report/flamegraph.c: function names without offsets (common/frame-text.c), frames merged by function. */
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,12 +8,13 @@
 #include <jansson.h>
 
 #include "flamegraph.h"
+#include "frame-text.h"
 #include "macro.h"
 #include "reply.h"
 #include "tests.h"
 
 static void check_name(const char *frame, const char *expected) {
-        _cleanup_free_ char *name = flamegraph_function_name(frame);
+        _cleanup_free_ char *name = frame_text_function_name(frame);
 
         ASSERT_NOT_NULL(name);
         ASSERT_STREQ(name, expected);
