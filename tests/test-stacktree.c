@@ -314,6 +314,82 @@ static void test_per_process_trees(void) {
         stacktree_free(t);
 }
 
+typedef struct OwnAllocated {
+        uint64_t by_node[64];
+        uint64_t sum;
+        unsigned calls;
+} OwnAllocated;
+
+static void collect_own(void *userdata, uint32_t node, uint64_t pages) {
+        OwnAllocated *o = userdata;
+
+        ASSERT_LT(node, ELEMENTSOF(o->by_node));
+        ASSERT_EQ(o->by_node[node], 0);
+        ASSERT_GT(pages, 0);
+        o->by_node[node] = pages;
+        o->sum += pages;
+        o->calls++;
+}
+
+/* Allocations per node: what came through it, never taken off by a release; a node that gets counters
+ * late starts from the history of the node below; each node's own allocations add up to the root's, the
+ * process trees left out. */
+static void test_allocated(void) {
+        StackTree *t = stacktree_new(1000, true, NULL, NULL);
+
+        uint32_t c = stacktree_intern(t, CHAIN(0xc, 0xb, 0xa), 3, 0);
+        uint32_t gc = node(t, c)->twin;
+        uint32_t b = node(t, gc)->parent, a = node(t, b)->parent;
+        stacktree_charge(t, c, 10);
+        stacktree_uncharge(t, c, 7);
+        ASSERT_EQ(stacktree_allocated(t, gc), 10);
+        ASSERT_EQ(stacktree_allocated(t, b), 10);
+        ASSERT_EQ(stacktree_allocated(t, STACK_NODE_ROOT), 10);
+        /* The process tree counts them too, through the twin. */
+        ASSERT_EQ(stacktree_allocated(t, stacktree_process_scope(t, 0)), 10);
+
+        /* b branches late: it keeps the 10, then counts d's. */
+        uint32_t d = stacktree_intern(t, CHAIN(0xd, 0xb, 0xa), 3, 0);
+        uint32_t gd = node(t, d)->twin;
+        ASSERT_TRUE(node(t, b)->counted);
+        stacktree_charge(t, d, 5);
+        stacktree_uncharge(t, d, 5);
+        ASSERT_EQ(stacktree_allocated(t, b), 15);
+        ASSERT_EQ(stacktree_allocated(t, gd), 5);
+        ASSERT_EQ(stacktree_allocated(t, gc), 10);
+
+        /* A sample: +4 counts, -3 does not; its rise alone is no allocation. */
+        stacktree_apply(t, d, 9, 4);
+        stacktree_apply(t, d, 0, -3);
+        stacktree_apply(t, d, 6, 0);
+        ASSERT_EQ(stacktree_allocated(t, gd), 9);
+        ASSERT_EQ(stacktree_allocated(t, a), 19);
+
+        /* a becomes a chain's end: its own allocations are apart from its children's. */
+        uint32_t e = stacktree_intern(t, CHAIN(0xa), 1, 0);
+        stacktree_charge(t, e, 2);
+        ASSERT_EQ(stacktree_allocated(t, a), 21);
+
+        OwnAllocated own = {};
+        ASSERT_EQ(stacktree_foreach_own_allocated(t, collect_own, &own), 0);
+        ASSERT_EQ(own.calls, 3);
+        ASSERT_EQ(own.by_node[gc], 10);
+        ASSERT_EQ(own.by_node[gd], 9);
+        ASSERT_EQ(own.by_node[a], 2);
+        ASSERT_EQ(own.sum, stacktree_allocated(t, STACK_NODE_ROOT));
+
+        /* Peaks reset keeps them; a clear forgets them. */
+        stacktree_reset_peaks(t);
+        ASSERT_EQ(stacktree_allocated(t, STACK_NODE_ROOT), 21);
+        stacktree_clear(t);
+        ASSERT_EQ(stacktree_allocated(t, STACK_NODE_ROOT), 0);
+        ASSERT_EQ(stacktree_allocated(t, 12345), 0);
+        own = (OwnAllocated) {};
+        ASSERT_EQ(stacktree_foreach_own_allocated(t, collect_own, &own), 0);
+        ASSERT_EQ(own.calls, 0);
+        stacktree_free(t);
+}
+
 int main(void) {
         TEST(test_sharing);
         TEST(test_peaks);
@@ -323,5 +399,6 @@ int main(void) {
         TEST(test_module_classification);
         TEST(test_many_chains);
         TEST(test_per_process_trees);
+        TEST(test_allocated);
         return 0;
 }

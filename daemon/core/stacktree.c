@@ -41,9 +41,16 @@ typedef struct CacheSlot {
 #define CACHE_SETS (1u << 14)
 #define CACHE_SLOTS (CACHE_WAYS * CACHE_SETS)
 
+/* A counted node's counters, side by side so that a charge writes one cache line per step. */
+typedef struct NodeCounts {
+        Ledger pages;                   /* pages charged through it now, and their true peak */
+        uint64_t allocated;             /* pages ever charged through it, never taken off: allocations since
+                                         * the start or stacktree_clear() */
+} NodeCounts;
+
 struct StackTree {
         StackNode *nodes;               /* owned; nodes[0] is the root */
-        Ledger *pages;              /* owned, parallel to nodes; meaningful for counted nodes only */
+        NodeCounts *counts;             /* owned, parallel to nodes; meaningful for counted nodes only */
         uint32_t *up;                   /* owned, parallel to nodes: nearest counted ancestor of a counted node */
         StackHeapCounters *heap;        /* owned, parallel to nodes in a heap tree; NULL otherwise */
         size_t n_nodes, n_allocated, max_nodes;
@@ -86,7 +93,7 @@ static void init_roots(StackTree *t) {
                         .kind = STACK_FRAME_ROOT,
                         .counted = true,
                 };
-                t->pages[i] = (Ledger) {};
+                t->counts[i] = (NodeCounts) {};
                 t->up[i] = STACK_NODE_NONE;
                 if (t->heap)
                         t->heap[i] = (StackHeapCounters) {};
@@ -113,12 +120,12 @@ StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn modul
 
         t->n_allocated = MIN((size_t) 1024, t->max_nodes);
         t->nodes = malloc(t->n_allocated * sizeof(StackNode));
-        t->pages = malloc(t->n_allocated * sizeof(Ledger));
+        t->counts = malloc(t->n_allocated * sizeof(NodeCounts));
         t->up = malloc(t->n_allocated * sizeof(uint32_t));
         t->children_capacity = 2048;
         t->children = malloc(t->children_capacity * sizeof(ChildSlot));
         t->cache = calloc(CACHE_SLOTS, sizeof(CacheSlot));
-        if (!t->nodes || !t->pages || !t->up || !t->children || !t->cache)
+        if (!t->nodes || !t->counts || !t->up || !t->children || !t->cache)
                 return NULL;
         memset(t->children, 0xff, t->children_capacity * sizeof(ChildSlot));
         init_roots(t);
@@ -131,7 +138,7 @@ StackTree *stacktree_free(StackTree *t) {
         free(t->cache);
         free(t->children);
         free(t->nodes);
-        free(t->pages);
+        free(t->counts);
         free(t->up);
         free(t->heap);
         free(t);
@@ -210,10 +217,10 @@ static int grow_nodes(StackTree *t) {
         if (!nodes)
                 return -ENOMEM;
         t->nodes = nodes;
-        Ledger *pages = realloc(t->pages, n * sizeof(Ledger));
-        if (!pages)
+        NodeCounts *counts = realloc(t->counts, n * sizeof(NodeCounts));
+        if (!counts)
                 return -ENOMEM;
-        t->pages = pages;
+        t->counts = counts;
         uint32_t *up = realloc(t->up, n * sizeof(uint32_t));
         if (!up)
                 return -ENOMEM;
@@ -244,12 +251,12 @@ static void materialize(StackTree *t, uint32_t x) {
                 below = t->nodes[below].first_child;
 
         if (below != STACK_NODE_NONE) {
-                t->pages[x] = t->pages[below];
+                t->counts[x] = t->counts[below];
                 if (t->heap)
                         t->heap[x] = t->heap[below];
                 t->up[below] = x;
         } else {
-                t->pages[x] = (Ledger) {};
+                t->counts[x] = (NodeCounts) {};
                 if (t->heap)
                         t->heap[x] = (StackHeapCounters) {};
         }
@@ -439,20 +446,27 @@ uint32_t stacktree_intern(StackTree *t, const uint64_t *frames, size_t n_frames,
 
 /* node is counted: every node returned by stacktree_intern() is. */
 static void charge_path(StackTree *t, uint32_t node, uint64_t pages) {
-        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i])
-                ledger_add(&t->pages[i], pages);
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i]) {
+                ledger_add(&t->counts[i].pages, pages);
+                t->counts[i].allocated += pages;
+        }
 }
 
 static void uncharge_path(StackTree *t, uint32_t node, uint64_t pages) {
         for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i])
-                if (_unlikely_(!ledger_sub(&t->pages[i], pages)))
+                if (_unlikely_(!ledger_sub(&t->counts[i].pages, pages)))
                         t->underflows++;
 }
 
+/* A sample's pages that came (delta > 0) count as allocated; its rise alone does not say how many came
+ * and went between two samples. */
 static void apply_path(StackTree *t, uint32_t node, uint64_t rise, int64_t delta) {
-        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i])
-                if (_unlikely_(!ledger_apply(&t->pages[i], rise, delta)))
+        for (uint32_t i = node; i != STACK_NODE_NONE; i = t->up[i]) {
+                if (_unlikely_(!ledger_apply(&t->counts[i].pages, rise, delta)))
                         t->underflows++;
+                if (delta > 0)
+                        t->counts[i].allocated += (uint64_t) delta;
+        }
 }
 
 void stacktree_charge(StackTree *t, uint32_t node, uint64_t pages) {
@@ -478,7 +492,7 @@ static void heap_stamp(StackTree *t, uint32_t i, uint32_t gen) {
         StackHeapCounters *c = &t->heap[i];
 
         if (c->max_gen != gen) {
-                c->max_bytes = t->pages[i].current;
+                c->max_bytes = t->counts[i].pages.current;
                 c->max_blocks = c->blocks;
                 c->max_gen = gen;
         }
@@ -492,8 +506,8 @@ void stacktree_heap_apply(StackTree *t, uint32_t node, int64_t bytes, int64_t bl
 
                 heap_stamp(t, i, gen);
                 if (bytes >= 0)
-                        ledger_add(&t->pages[i], (uint64_t) bytes);
-                else if (_unlikely_(!ledger_sub(&t->pages[i], (uint64_t) -bytes)))
+                        ledger_add(&t->counts[i].pages, (uint64_t) bytes);
+                else if (_unlikely_(!ledger_sub(&t->counts[i].pages, (uint64_t) -bytes)))
                         t->underflows++;
                 if (blocks >= 0)
                         c->blocks += (uint64_t) blocks;
@@ -512,7 +526,7 @@ void stacktree_heap_values(const StackTree *t, uint32_t idx, uint32_t gen, uint6
         }
         const StackHeapCounters *c = &t->heap[idx];
         *ret_blocks = c->blocks;
-        *ret_max_bytes = c->max_gen == gen ? c->max_bytes : t->pages[idx].current;
+        *ret_max_bytes = c->max_gen == gen ? c->max_bytes : t->counts[idx].pages.current;
         *ret_max_blocks = c->max_gen == gen ? c->max_blocks : c->blocks;
 }
 
@@ -552,7 +566,36 @@ Ledger stacktree_pages(const StackTree *t, uint32_t idx) {
         /* An uncounted node holds what the first counted node down its single-child run holds. */
         while (idx < t->n_nodes && !t->nodes[idx].counted)
                 idx = t->nodes[idx].first_child;
-        return idx < t->n_nodes ? t->pages[idx] : (Ledger) {};
+        return idx < t->n_nodes ? t->counts[idx].pages : (Ledger) {};
+}
+
+uint64_t stacktree_allocated(const StackTree *t, uint32_t idx) {
+        while (idx < t->n_nodes && !t->nodes[idx].counted)
+                idx = t->nodes[idx].first_child;
+        return idx < t->n_nodes ? t->counts[idx].allocated : 0;
+}
+
+int stacktree_foreach_own_allocated(const StackTree *t, StackAllocatedFn fn, void *userdata) {
+        _cleanup_free_ uint64_t *own = malloc(t->n_nodes * sizeof(uint64_t));
+        _cleanup_free_ bool *global = malloc(t->n_nodes * sizeof(bool));
+
+        if (!own || !global)
+                return -ENOMEM;
+        /* A parent's index is below its children's: one pass says which nodes hang below the global root. */
+        for (size_t i = 0; i < t->n_nodes; i++) {
+                const StackNode *n = &t->nodes[i];
+                global[i] = i == STACK_NODE_ROOT || (n->parent != STACK_NODE_NONE && global[n->parent]);
+                own[i] = n->counted ? t->counts[i].allocated : 0;
+        }
+        /* A counted node's allocations are its own chains' and those of the first counted node down each
+         * child's path, which report to it. */
+        for (size_t i = 0; i < t->n_nodes; i++)
+                if (t->nodes[i].counted && t->up[i] != STACK_NODE_NONE)
+                        own[t->up[i]] -= t->counts[i].allocated;
+        for (size_t i = 0; i < t->n_nodes; i++)
+                if (global[i] && own[i] > 0)
+                        fn(userdata, (uint32_t) i, own[i]);
+        return 0;
 }
 
 size_t stacktree_size(const StackTree *t) {
@@ -561,7 +604,7 @@ size_t stacktree_size(const StackTree *t) {
 
 void stacktree_reset_peaks(StackTree *t) {
         for (size_t i = 0; i < t->n_nodes; i++)
-                ledger_reset_peak(&t->pages[i]);
+                ledger_reset_peak(&t->counts[i].pages);
 }
 
 void stacktree_clear(StackTree *t) {
@@ -578,7 +621,7 @@ uint64_t stacktree_truncated_pages(const StackTree *t) {
         /* Process trees' "[truncated]" nodes are twinned with a global leaf, which holds their pages too. */
         for (size_t i = STACK_NODE_PROCESSES + 1; i < t->n_nodes; i++)
                 if (t->nodes[i].kind == STACK_FRAME_TRUNCATED && t->nodes[i].twin == STACK_NODE_NONE)
-                        pages += t->pages[i].current;
+                        pages += t->counts[i].pages.current;
         return pages;
 }
 
@@ -596,7 +639,7 @@ void stacktree_get_stats(const StackTree *t, StackTreeStats *ret) {
 }
 
 size_t stacktree_memory_bytes(const StackTree *t) {
-        size_t b = sizeof(StackTree) + t->n_allocated * (sizeof(StackNode) + sizeof(Ledger) + sizeof(uint32_t) +
+        size_t b = sizeof(StackTree) + t->n_allocated * (sizeof(StackNode) + sizeof(NodeCounts) + sizeof(uint32_t) +
                                                          (t->heap ? sizeof(StackHeapCounters) : 0)) +
                    t->children_capacity * sizeof(ChildSlot) + CACHE_SLOTS * sizeof(CacheSlot);
         return b;

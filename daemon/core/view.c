@@ -357,6 +357,7 @@ bool view_node(Accounting *a, ViewTree tree, uint32_t id, ViewNode *ret) {
                 .next_sibling = n->next_sibling,
                 .ip = n->ip,
                 .kind = kinds[n->kind],
+                .module = n->module,
         };
         return true;
 }
@@ -368,6 +369,14 @@ Ledger view_node_pages(Accounting *a, ViewTree tree, uint32_t id) {
 
 uint32_t view_process_tree(Accounting *a, uint32_t process) {
         return stacktree_process_scope(accounting_stacktree(a), usage_task_scope(accounting_usage(a), process));
+}
+
+uint64_t view_node_allocated(Accounting *a, uint32_t id) {
+        return stacktree_allocated(accounting_stacktree(a), id);
+}
+
+int view_foreach_own_allocated(Accounting *a, ViewNodeAllocatedFn fn, void *userdata) {
+        return stacktree_foreach_own_allocated(accounting_stacktree(a), fn, userdata);
 }
 
 /* --- Slab objects --- */

@@ -228,6 +228,8 @@ typedef struct ViewNode {
         uint32_t parent, first_child, next_sibling;     /* VIEW_NODE_NONE: none */
         uint64_t ip;
         ViewFrameKind kind;
+        uint16_t module;                /* the module of chains ending here (view_module()); VIEW_MODULE_NONE:
+                                         * none of its frames is in a module (the kernel image's) */
 } ViewNode;
 
 /* Every node id of the tree is below it; 0 for a tree this daemon does not keep. */
@@ -238,6 +240,14 @@ bool view_node(Accounting *a, ViewTree tree, uint32_t id, ViewNode *ret);
 Ledger view_node_pages(Accounting *a, ViewTree tree, uint32_t id);
 /* The node of a process's own tree in the page tree (per-process stacks), VIEW_NODE_NONE if it has none. */
 uint32_t view_process_tree(Accounting *a, uint32_t process);
+/* Pages allocated through a node of the page tree since tracing began or the last Reset(all): blocks and
+ * samples' pages, never taken off by a free; 0 out of range. */
+uint64_t view_node_allocated(Accounting *a, uint32_t id);
+/* Calls fn with each node of the page tree below its root (process trees left out) that chains ending
+ * there allocated pages through, and how many (its allocations less its children's): the values add up
+ * to the root's view_node_allocated(). A pass over every node; -ENOMEM. */
+typedef void (*ViewNodeAllocatedFn)(void *userdata, uint32_t node, uint64_t pages);
+int view_foreach_own_allocated(Accounting *a, ViewNodeAllocatedFn fn, void *userdata);
 
 /* --- Slab objects (what slab events brought, traced or replayed) ----------------------------------- */
 
