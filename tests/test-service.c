@@ -540,6 +540,51 @@ static void test_stack_tree(void) {
         fixture_done(&f);
 }
 
+/* Profile over the socket: the scene's pages, the page size and sampling from the Service, addresses for
+ * root only, the errors and the ranges the interface file cannot say; slab objects only when traced. */
+static void test_profile(void) {
+        Fixture f;
+
+        fixture_setup(&f, 0);
+        json_auto_t *all = call_ok(&f, "io.memstrack.Profile", NULL);
+        ASSERT_STREQ(json_string_value(json_object_get(all, "of")), "pages");
+        ASSERT_EQ(get_int(all, "objects"), 15);
+        ASSERT_EQ(get_int(all, "bytes"), 15 * get_int(all, "pageSize"));
+        ASSERT_EQ(get_int(all, "allocObjects"), 31);
+        ASSERT_TRUE(json_is_integer(json_object_get(all, "stackSampleInterval")));
+        json_t *frame;
+        size_t i;
+        json_array_foreach(json_object_get(all, "frames"), i, frame)
+                ASSERT_EQ(json_is_string(json_object_get(frame, "address")), f.root);
+        json_auto_t *web = call_ok(&f, "io.memstrack.Profile", "{\"unit\": \"web.service\", \"top\": 1}");
+        ASSERT_EQ(get_int(web, "objects"), 6);
+        ASSERT_EQ(json_array_size(json_object_get(web, "tasks")), 3);
+
+        json_auto_t *nst = call_error(&f, "io.memstrack.Profile", "{\"pid\": 999}", MEMSTRACK_ERROR_NO_SUCH_TASK);
+        ASSERT_EQ(get_int(nst, "pid"), 999);
+        json_auto_t *nsu = call_error(&f, "io.memstrack.Profile", "{\"unit\": \"nope.service\"}",
+                                      MEMSTRACK_ERROR_NO_SUCH_UNIT);
+        json_auto_t *nsm = call_error(&f, "io.memstrack.Profile", "{\"module\": \"btrfs\"}",
+                                      MEMSTRACK_ERROR_NO_SUCH_MODULE);
+        json_auto_t *off = call_error(&f, "io.memstrack.Profile", "{\"of\": \"slab\"}", MEMSTRACK_ERROR_NOT_TRACING);
+        ASSERT_NOT_NULL(strstr(json_string_value(json_object_get(off, "reason")), "--slab"));
+        expect_invalid(&f, "io.memstrack.Profile", "{\"pid\": 200, \"unit\": \"web.service\"}", "unit");
+        expect_invalid(&f, "io.memstrack.Profile", "{\"top\": 0}", "top");
+        expect_invalid(&f, "io.memstrack.Profile", "{\"top\": 1001}", "top");
+        expect_invalid(&f, "io.memstrack.Profile", "{\"of\": \"heap\"}", "of");
+        fixture_done(&f);
+
+        fixture_traces_slab = true;
+        fixture_setup(&f, 0);
+        fixture_traces_slab = false;
+        synthetic_object(f.accounting, 100, 0xffff888000001000, 192);
+        json_auto_t *slab = call_ok(&f, "io.memstrack.Profile", "{\"of\": \"slab\"}");
+        ASSERT_EQ(get_int(slab, "objects"), 1);
+        ASSERT_EQ(get_int(slab, "bytes"), 192);
+        ASSERT_TRUE(json_is_null(json_object_get(slab, "allocBytes")));
+        fixture_done(&f);
+}
+
 /* Reads frames of an open Top stream until one reports tracked pages; bounded. */
 static void top_wait_tracked(Fixture *f, VarlinkClient *c, int64_t tracked) {
         for (unsigned i = 0; i < 100; i++) {
@@ -1431,6 +1476,7 @@ int main(void) {
         TEST(test_status_and_summary);
         TEST(test_tasks_and_modules);
         TEST(test_stack_tree);
+        TEST(test_profile);
         TEST(test_units);
         TEST(test_explain_and_breakdown);
         TEST(test_top);

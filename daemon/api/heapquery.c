@@ -9,6 +9,7 @@
 #include "keyindex.h"
 #include "macro.h"
 #include "utf8.h"
+#include "varlink.h"
 
 /* Standard deviations in a node's stated sampling error: 3 (99.7 % of estimates fall within it). */
 #define HEAP_ERROR_SIGMAS 3.0
@@ -401,23 +402,71 @@ static json_t *growth_json(Accounting *a, const ViewHeap *img) {
         return TAKE_PTR(list);
 }
 
+typedef struct ObjectList {
+        json_t *list;
+        bool show_addresses;
+        int error;
+} ObjectList;
+
+static json_t *address_json(const ObjectList *l, uint64_t a) {
+        return l->show_addresses ? json_integer(varlink_count(a)) : json_null();
+}
+
+static void object_json(void *userdata, const UsymImageObject *o) {
+        ObjectList *l = userdata;
+        char hex[2 * 64 + 1] = "";
+
+        if (l->error < 0)
+                return;
+        for (size_t i = 0; o->build_id && i < o->build_id_size && i < 64; i++)
+                (void) snprintf(hex + 2 * i, 3, "%02x", o->build_id[i]);
+        json_t *x = json_pack("{s:o, s:o, s:o, s:o, s:o}", "path", name_json(o->path),
+                              "buildId", o->build_id ? json_string(hex) : json_null(),
+                              "start", address_json(l, o->start), "limit", address_json(l, o->limit),
+                              "offset", address_json(l, o->offset));
+        if (json_array_append_new(l->list, x) < 0)
+                l->error = -ENOMEM;
+}
+
+/* The files the image's frames were looked up in (HeapObject), after its tree was named; null without
+ * symbols. */
+static json_t *objects_json(UserSymbols *usym, const HeapQuery *q, const ViewHeap *img) {
+        UsymImage *im = usym && img->maps ? usym_image(usym, img->serial, img->maps) : NULL;
+        ObjectList l = { .list = json_array(), .show_addresses = q->show_addresses };
+
+        if (!l.list)
+                return NULL;
+        if (!im) {
+                json_decref(l.list);
+                return json_null();
+        }
+        usym_image_foreach_object(im, object_json, &l);
+        if (l.error < 0) {
+                json_decref(l.list);
+                return NULL;
+        }
+        return l.list;
+}
+
 static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, const ViewHeap *img) {
         const MsHeapCounters *c = &img->counters;
-        json_t *root = NULL, *growth = NULL, *timeline = NULL;
+        json_t *root = NULL, *growth = NULL, *timeline = NULL, *objects = NULL;
         HeapView v;
 
         if (heap_view_init(&v, a, usym, q, img->serial) >= 0 && (root = root_json(&v)))
                 timeline = q->timeline ? timeline_json(&v) : json_null();
         heap_view_done(&v);
         growth = growth_json(a, img);
-        if (!root || !growth || !timeline) {
+        objects = root ? objects_json(usym, q, img) : NULL;
+        if (!root || !growth || !timeline || !objects) {
                 json_decref(root);
                 json_decref(growth);
                 json_decref(timeline);
+                json_decref(objects);
                 return NULL;
         }
         return json_pack("{s:i, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-                         "s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
+                         "s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                          "pid", (int) img->pid,
                          "comm", name_json(img->comm),
                          "cmdline", name_json(img->cmdline),
@@ -442,7 +491,8 @@ static json_t *image_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, 
                          "endUsec", (json_int_t) (img->end_nsec / 1000),
                          "growth", growth,
                          "timeline", timeline,
-                         "root", root);
+                         "root", root,
+                         "objects", objects);
 }
 
 int heap_query_json(Accounting *a, UserSymbols *usym, const HeapQuery *q, json_t **ret) {

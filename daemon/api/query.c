@@ -705,6 +705,40 @@ static json_t *leaf_frames_json(StackView *v, uint32_t leaf) {
         return TAKE_PTR(frames);
 }
 
+struct QueryFramer {
+        QueryStackTree q;               /* the addresses and symbols allowed, a copy */
+        StackView v;
+};
+
+QueryFramer *query_framer_new(Accounting *a, ViewTree tree, const QueryStackTree *view) {
+        QueryFramer *f = calloc(1, sizeof(QueryFramer));
+
+        if (!f)
+                return NULL;
+        f->q = (QueryStackTree) { .show_addresses = view->show_addresses, .user_addresses = view->user_addresses,
+                                  .caller_uid = view->caller_uid, .usym = view->usym };
+        f->v = (StackView) { .a = a, .tree = tree, .ksym = view_ksym(a), .q = &f->q };
+        return f;
+}
+
+QueryFramer *query_framer_free(QueryFramer *f) {
+        free(f);
+        return NULL;
+}
+
+json_t *query_framer_frame(QueryFramer *f, uint32_t node) {
+        ViewNode n = node_at(f->v.a, f->v.tree, node);
+        json_auto_t *full = NULL;
+
+        if (n.kind == VIEW_FRAME_PROCESS)
+                view_enter_process(&f->v, &n);
+        full = frame_json(&f->v, node, NULL);
+        if (!full)
+                return NULL;
+        return json_pack("{s:O, s:O, s:O}", "frame", json_object_get(full, "frame"), "module",
+                         json_object_get(full, "module"), "address", json_object_get(full, "address"));
+}
+
 /* StackPages of one leaf. */
 static json_t *stack_pages_json(StackView *v, uint32_t leaf, uint64_t pages) {
         json_t *frames = leaf_frames_json(v, leaf);

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "macro.h"
 #include "view.h"
 #include "usym.h"
 
@@ -114,6 +115,18 @@ int query_stacktree(Accounting *a, const QueryStackTree *q, json_t **ret);
 /* [StackPages...]: the limit biggest stacks by current pages over every task and unit (Unit.topStacks'
  * shape), from one walk of the charge cells. No raw user-space address is shown. */
 int query_top_stacks(Accounting *a, size_t limit, bool show_addresses, UserSymbols *usym, json_t **ret);
+
+/*
+ * Names the frames of a tree one by one as StackTree's StackNode does (frame, module, address, with the
+ * addresses view allows: show_addresses, user_addresses, caller_uid and usym; the rest ignored). User
+ * frames are named in the process of the "[pid N comm]" node named last: name a process's node before
+ * its user frames. query_framer_frame() returns {frame, module, address}, a new reference, NULL on OOM.
+ */
+typedef struct QueryFramer QueryFramer;
+QueryFramer *query_framer_new(Accounting *a, ViewTree tree, const QueryStackTree *view);
+QueryFramer *query_framer_free(QueryFramer *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(QueryFramer *, query_framer_free);
+json_t *query_framer_frame(QueryFramer *f, uint32_t node);
 
 /* A stack leaf's frames, innermost first, as StackPages.frames, with the addresses view (show_addresses,
  * user_addresses, caller_uid and usym; the rest ignored) allows; NULL on OOM. */

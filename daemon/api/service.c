@@ -23,6 +23,7 @@
 #include "historyquery.h"
 #include "log.h"
 #include "marks.h"
+#include "profilequery.h"
 #include "query.h"
 #include "service.h"
 #include "leaks.h"
@@ -370,6 +371,44 @@ static int method_stack_tree(VarlinkCall *call, json_t *parameters, void *userda
         r = stack_tree_heap(sv, call, (int32_t) pid, (unsigned) max_depth, (unsigned) max_children, reply);
         if (r < 0)
                 return r;
+        return varlink_call_reply(call, reply);
+}
+
+static int method_profile(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        const char *of = varlink_call_parameter_string(call, "of");
+        json_auto_t *reply = NULL;
+        int64_t pid, top;
+
+        if (!pid_parameter(call, 0, &pid) || !int_parameter(call, "top", PROFILE_TOP_DEFAULT, 1, PROFILE_TOP_MAX, &top) ||
+            !one_subject(call))
+                return 0;
+        ProfileQuery q = {
+                .of = of ? profile_of_from_string(of) : PROFILE_OF_PAGES,
+                .pid = (int32_t) pid,
+                .unit = varlink_call_parameter_string(call, "unit"),
+                .module = varlink_call_parameter_string(call, "module"),
+                .top = (size_t) top,
+                .page_size = (uint64_t) sv->page_size,
+                .names = {
+                        .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                        .user_addresses = user_addresses(call),
+                        .caller_uid = varlink_call_get_peer_uid(call),
+                        .usym = sv->usym,
+                },
+        };
+        if (q.of == PROFILE_OF_SLAB && !view_traces_slab(sv->accounting)) {
+                json_auto_t *p = json_pack("{s:s}", "reason", "slab objects are not traced (memstrackd --slab)");
+                return p ? varlink_call_error(call, MEMSTRACK_ERROR_NOT_TRACING, p) : -ENOMEM;
+        }
+        int r = profile_query_json(sv->accounting, &q, &reply);
+        if (r < 0)
+                return r;
+        ServiceState state = service_state(sv);
+        if (json_object_set_new(reply, "pageSize", json_integer((json_int_t) sv->page_size)) < 0 ||
+            json_object_set_new(reply, "stackSampleInterval",
+                                json_integer(varlink_count(state.source.stack_sample_interval))) < 0)
+                return -ENOMEM;
         return varlink_call_reply(call, reply);
 }
 
@@ -752,6 +791,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.Units", method_units, 0 },
         { "io.memstrack.History", method_history, 0 },
         { "io.memstrack.StackTree", method_stack_tree, 0 },
+        { "io.memstrack.Profile", method_profile, 0 },
         { "io.memstrack.Top", method_top, 0 },
         { "io.memstrack.Reset", method_reset, VARLINK_METHOD_ROOT_ONLY },
         { "io.memstrack.Snapshot", method_snapshot, 0 },

@@ -876,6 +876,24 @@ UsymImage *usym_image(UserSymbols *u, uint64_t key, const char *maps) {
         return im;
 }
 
+void usym_image_foreach_object(UsymImage *im, UsymImageObjectFn fn, void *userdata) {
+        for (size_t i = 0; i < im->n_objects; i++) {
+                const UsymObject *o = &im->objects[i];
+                UsymImageObject x = { .path = o->path, .start = o->start, .offset = o->offset };
+
+                if (!o->resolved)
+                        continue;
+                for (size_t k = 0; k < im->n_ranges; k++)
+                        if (im->ranges[k].object == i)
+                                x.limit = MAX(x.limit, im->ranges[k].end);
+                if (o->file && o->file->build_id_size > 0) {
+                        x.build_id = o->file->build_id;
+                        x.build_id_size = o->file->build_id_size;
+                }
+                fn(userdata, &x);
+        }
+}
+
 size_t usym_image_files_opened(const UserSymbols *u) {
         assert(u);
         return u->files_opened;

@@ -116,5 +116,19 @@ size_t usym_image_lookups_memoized(const UserSymbols *u);
  * for usym_process_lookup(). */
 bool usym_image_lookup(UsymImage *im, uint64_t ip, bool return_address, UsymSource *ret);
 
+/* A file an image maps, as a profile's mapping describes it. */
+typedef struct UsymImageObject {
+        const char *path;               /* as the maps name it */
+        uint64_t start, limit;          /* its lowest and highest mapped address (the limit one past it) */
+        uint64_t offset;                /* the file offset mapped at start */
+        const uint8_t *build_id;        /* its GNU build ID; NULL: none (no note, not ELF, not readable) */
+        size_t build_id_size;
+} UsymImageObject;
+
+typedef void (*UsymImageObjectFn)(void *userdata, const UsymImageObject *o);
+/* Calls fn with each file of the image that a lookup went into (usym_image_lookup() found an address in
+ * it), in the maps' order. Strings and the build ID are borrowed as for usym_image_lookup(). */
+void usym_image_foreach_object(UsymImage *im, UsymImageObjectFn fn, void *userdata);
+
 /* Processes with a cached session, at most max_processes. */
 size_t usym_cached_processes(const UserSymbols *u);
