@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * memstrack-metrics: memstrackd's counters as an OpenMetrics / Prometheus endpoint.
+ * memstrack-metrics: memstrackd's counters as an OpenMetrics / Prometheus endpoint, and its memory as
+ * pprof profiles at /debug/pprof (pprof-serve.c) for Parca, Pyroscope and go tool pprof.
  *
  * A program of its own so that memstrackd never opens a network port: this one only ever serves the
  * listening socket systemd passes it (memstrackd-metrics.socket, off until enabled), and asks memstrackd
- * over its varlink socket, as memstrackctl does, once per scrape. libmicrohttpd serves HTTP from one
- * internal thread, so scrapes run one after the other and nothing is shared with the main thread, which
- * only waits for SIGTERM. docs/metrics.md lists every metric.
+ * over its varlink socket, as memstrackctl does, once per scrape. libmicrohttpd serves each connection
+ * on a thread of its own (a delta profile waits seconds without holding up /metrics), at most
+ * CONNECTION_LIMIT at once; /metrics scrapes run one after the other under a lock, profiles one at a
+ * time behind pprof-serve.c's slot. The main thread only waits for SIGTERM. docs/metrics.md lists every
+ * metric and profile.
  */
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,16 +29,31 @@
 #include <microhttpd.h>
 
 #include "config.h"
+#include "http-reply.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "pprof-request.h"
+#include "pprof-serve.h"
 #include "render.h"
 #include "varlink.h"
 
 /* One scrape's calls each: well inside Prometheus' default scrape timeout of 10 s. */
 #define CALL_TIMEOUT_USEC (8ULL * 1000000ULL)
 
+/* Connections served at once, each on a thread of its own: enough for a burst of scrapers (each waits
+ * for its turn or gets 429 at once), few enough to bound the threads. */
+#define CONNECTION_LIMIT 60u
+#define THREAD_STACK_BYTES (1024u * 1024u)
+
 static const char *arg_address = MEMSTRACK_SOCKET_DEFAULT;
 static size_t arg_top = METRICS_TOP_DEFAULT;
+
+/* What the HTTP threads share. */
+typedef struct Exporter {
+        pthread_mutex_t metrics_lock;   /* one /metrics scrape at a time; guards was_down */
+        bool was_down;                  /* the last scrape could not reach memstrackd */
+        PprofServer *pprof;             /* owned */
+} Exporter;
 
 static int call(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret, char **ret_error) {
         _cleanup_free_ char *error = NULL;
@@ -135,50 +155,21 @@ static void input_done(MetricsInput *in) {
                 json_decref(in->breakdown[b]);
 }
 
-/* Logs when memstrackd stops or starts answering, not on every scrape. Only the HTTP thread calls it. */
-static void log_reachable(int r, const char *error) {
-        static bool was_down = false;
-
-        if (r < 0 && !was_down) {
+/* Logs when memstrackd stops or starts answering, not on every scrape. Under x->metrics_lock. */
+static void log_reachable(Exporter *x, int r, const char *error) {
+        if (r < 0 && !x->was_down) {
                 if (error)
                         fprintf(stderr, SD_WARNING "memstrackd at %s answered %s, reporting memstrack_up 0.\n",
                                 arg_address, error);
                 else
                         fprintf(stderr, SD_WARNING "Cannot query memstrackd at %s: %s, reporting memstrack_up 0.\n",
                                 arg_address, strerror(-r));
-        } else if (r >= 0 && was_down)
+        } else if (r >= 0 && x->was_down)
                 fprintf(stderr, SD_NOTICE "memstrackd at %s answers again.\n", arg_address);
-        was_down = r < 0;
+        x->was_down = r < 0;
 }
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *content_type,
-                char *body, size_t size) {
-        struct MHD_Response *response;
-        enum MHD_Result ret;
-
-        response = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
-        if (!response) {
-                free(body);
-                return MHD_NO;
-        }
-        if (MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) == MHD_NO) {
-                MHD_destroy_response(response);
-                return MHD_NO;
-        }
-        ret = MHD_queue_response(conn, status, response);
-        MHD_destroy_response(response);
-        return ret;
-}
-
-static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *text) {
-        char *body = strdup(text);
-
-        return body ? respond(conn, status, "text/plain; charset=utf-8", body, strlen(body)) : MHD_NO;
-}
-
-static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
-                const char *method, const char *version, const char *upload_data, size_t *upload_data_size,
-                void **req_cls) {
+static enum MHD_Result serve_metrics(Exporter *x, struct MHD_Connection *conn) {
         _cleanup_(input_done) MetricsInput in = {};
         _cleanup_free_ char *error = NULL;
         MetricsFormat format;
@@ -186,18 +177,12 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
         size_t size;
         int r;
 
-        if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
-                return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD.\n");
-        /* A GET has no body: answer at once rather than on a second call. */
-        if (streq(url, "/"))
-                return respond_text(conn, MHD_HTTP_OK, "memstrack-metrics: the metrics are at /metrics.\n");
-        if (!streq(url, "/metrics"))
-                return respond_text(conn, MHD_HTTP_NOT_FOUND, "Not found: the metrics are at /metrics.\n");
-
         format = metrics_format_from_accept(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                                         MHD_HTTP_HEADER_ACCEPT));
+        pthread_mutex_lock(&x->metrics_lock);
         r = collect(&in, &error);
-        log_reachable(r, error);
+        log_reachable(x, r, error);
+        pthread_mutex_unlock(&x->metrics_lock);
         if (r < 0) {
                 /* Up 0 and nothing else: a half answer would look like pages freed. */
                 input_done(&in);
@@ -206,19 +191,53 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
         r = metrics_render(&in, format, arg_top, &body, &size);
         if (r < 0) {
                 fprintf(stderr, SD_ERR "Cannot render the metrics: %s\n", strerror(-r));
-                return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "Cannot render the metrics.\n");
+                return http_respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "Cannot render the metrics.", NULL, 0);
         }
-        return respond(conn, MHD_HTTP_OK, metrics_content_type(format), body, size);
+        return http_respond(conn, MHD_HTTP_OK, metrics_content_type(format), body, size, NULL, 0);
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the request's URI as it came, before libmicrohttpd decodes its query,
+ * kept as the request's state (freed in request_completed()) for pprof-request.c's strict reading. */
+static void *request_started(void *cls, const char *uri, struct MHD_Connection *conn) {
+        return strdup(uri ?: "");
+}
+
+static void request_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                enum MHD_RequestTerminationCode toe) {
+        free(*req_cls);
+        *req_cls = NULL;
+}
+
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
+                const char *method, const char *version, const char *upload_data, size_t *upload_data_size,
+                void **req_cls) {
+        Exporter *x = cls;
+        const char *raw = *req_cls, *query = raw ? strchr(raw, '?') : NULL;
+
+        /* A GET has no body: answer at once rather than on a second call. */
+        if (startswith(url, "/debug/pprof"))
+                return pprof_server_handle(x->pprof, conn, method, url, query ? query + 1 : NULL);
+        if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+                return http_respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD.", NULL, 0);
+        if (streq(url, "/"))
+                return http_respond_text(conn, MHD_HTTP_OK, "memstrack-metrics: the metrics are at /metrics, "
+                                         "profiles at /debug/pprof/.", NULL, 0);
+        if (!streq(url, "/metrics"))
+                return http_respond_text(conn, MHD_HTTP_NOT_FOUND, "Not found: the metrics are at /metrics, "
+                                         "profiles at /debug/pprof/.", NULL, 0);
+        return serve_metrics(x, conn);
 }
 
 static void help(void) {
         printf("memstrack-metrics [OPTIONS...]\n\n"
-               "Serves memstrackd's counters as OpenMetrics / Prometheus text at /metrics, on the listening\n"
-               "socket systemd passes (memstrackd-metrics.socket); it opens none itself.\n\n"
+               "Serves memstrackd's counters as OpenMetrics / Prometheus text at /metrics, and pprof profiles\n"
+               "at /debug/pprof/ (heap, allocs, slab, userheap), on the listening socket systemd passes\n"
+               "(memstrackd-metrics.socket); it opens none itself.\n\n"
                "  -h --help          Show this help\n"
                "     --version       Show the version\n"
                "     --address=ADDR  memstrackd's socket (default " MEMSTRACK_SOCKET_DEFAULT ")\n"
-               "     --top=N         Tasks and units listed by name, the rest summed as [other]\n"
+               "     --top=N         Tasks and units listed by name (in metrics and profile labels),\n"
+               "                     the rest summed as [other]\n"
                "                     (1..%d, default %d)\n"
                "\nSee memstrack-metrics(8).\n", METRICS_TOP_MAX, METRICS_TOP_DEFAULT);
 }
@@ -269,6 +288,7 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
+        Exporter x = { .metrics_lock = PTHREAD_MUTEX_INITIALIZER };
         struct MHD_Daemon *httpd;
         sigset_t mask;
         int n, sig, r;
@@ -303,15 +323,27 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
-        httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                 handle_request, NULL,
+        /* One malloc arena for all the connection threads: they build one profile at a time, and what one
+         * freed is then what the next reuses, instead of an arena per thread each at its own high mark. */
+        (void) mallopt(M_ARENA_MAX, 1);
+        r = pprof_server_new(arg_address, arg_top, &x.pprof);
+        if (r < 0) {
+                fprintf(stderr, SD_ERR "Cannot set up the profile server: %s\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+                                 0, NULL, NULL, handle_request, &x,
                                  MHD_OPTION_LISTEN_SOCKET, (MHD_socket) SD_LISTEN_FDS_START,
-                                 /* Scrapers are few; a slow or idle client must not hold a slot. */
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) 32,
+                                 /* A slow or idle client must not hold a slot. */
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTION_LIMIT,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30,
+                                 MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK_BYTES,
+                                 MHD_OPTION_URI_LOG_CALLBACK, request_started, NULL,
+                                 MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
                                  MHD_OPTION_END);
         if (!httpd) {
                 fprintf(stderr, SD_ERR "Cannot start the HTTP server on the socket passed.\n");
+                pprof_server_free(x.pprof);
                 return EXIT_FAILURE;
         }
         (void) sd_notify(false, "READY=1");
@@ -322,6 +354,9 @@ int main(int argc, char *argv[]) {
                         break;
         }
         (void) sd_notify(false, "STOPPING=1");
+        /* Deltas and queued requests end first: stopping waits for every connection's thread. */
+        pprof_server_stop(x.pprof);
         MHD_stop_daemon(httpd);
+        pprof_server_free(x.pprof);
         return EXIT_SUCCESS;
 }

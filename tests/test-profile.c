@@ -223,20 +223,21 @@ static void test_pages(void) {
         ksym_free(k);
 }
 
-/* More stacks than a reply takes: 60000 one-frame chains, each held and allocated. */
+/* More stacks than a reply takes: 15000 chains of three frames of their own, each held and allocated:
+ * 30000 samples, and the frames of the biggest 20000 are 30000. */
 static void test_bounds(void) {
-        enum { N = 60000 };
-        _cleanup_free_ uint64_t *ips = malloc(N * sizeof(uint64_t));
+        enum { N = 15000, DEPTH = 3 };
+        _cleanup_free_ uint64_t *ips = malloc(N * DEPTH * sizeof(uint64_t));
         Ksym *k = NULL;
         Accounting *a = core_new(false, &k);
 
         ASSERT_NOT_NULL(ips);
         synthetic_task(a, 100, "many");
-        for (uint32_t i = 0; i < N; i++) {
+        for (uint32_t i = 0; i < N * DEPTH; i++)
                 ips[i] = UINT64_C(0xffffffff81100000) + (uint64_t) i * 16;
+        for (uint32_t i = 0; i < N; i++)
                 synthetic_feed(a, synthetic_page_event(MS_EVENT_PAGE_ALLOC, 100, 0x100000 + i, 0,
-                                                       synthetic_stack(&ips[i], 1, 1)));
-        }
+                                                       synthetic_stack(&ips[i * DEPTH], DEPTH, DEPTH)));
         json_auto_t *all = profile(a, every);
         ASSERT_EQ(count(all, "objects"), (uint64_t) N);
         ASSERT_EQ(count(all, "allocObjects"), (uint64_t) N);
@@ -246,16 +247,26 @@ static void test_bounds(void) {
         ASSERT_EQ(json_array_size(json_object_get(all, "samples")), PROFILE_SAMPLES_MAX);
         ASSERT_EQ(count(all, "samplesFolded"), 2u * N - (PROFILE_SAMPLES_MAX - 1));
         ASSERT_LE(json_array_size(json_object_get(all, "frames")), PROFILE_FRAMES_MAX);
+        ASSERT_GT(count(all, "stacksCut"), 0u);
         json_t *last = json_array_get(json_object_get(all, "samples"), PROFILE_SAMPLES_MAX - 1);
         ASSERT_EQ(json_integer_value(json_object_get(last, "frame")), -1);
         ASSERT_STREQ(label(all, last, "modules"), PROFILE_LABEL_OTHER);
         ASSERT_STREQ(label(all, last, "tasks"), PROFILE_LABEL_OTHER);
+        /* Every stack reads back whole, but those cut short: chains share no frame, so a cut one has none
+         * left (-1), as the folded sample. */
         json_t *s;
-        size_t i;
+        size_t i, whole = 0, none = 0;
         json_array_foreach(json_object_get(all, "samples"), i, s) {
                 _cleanup_free_ char *text = stack_text(all, s);
-                ASSERT_NOT_NULL(text);
+                size_t depth = text[0] ? 1 : 0;
+                for (const char *c = text; *c; c++)
+                        depth += *c == ';';
+                ASSERT_TRUE(depth == DEPTH || depth == 0);
+                whole += depth == DEPTH;
+                none += depth == 0;
         }
+        ASSERT_EQ(none, count(all, "stacksCut") + 1);
+        ASSERT_EQ(whole + none, (size_t) PROFILE_SAMPLES_MAX);
         accounting_free(a);
         ksym_free(k);
 }

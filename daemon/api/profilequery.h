@@ -33,8 +33,8 @@ typedef enum ProfileOf {
 /* Labels name this many tasks and units at most; the rest are "[other]". */
 #define PROFILE_TOP_DEFAULT 20u
 #define PROFILE_TOP_MAX 1000u
-#define PROFILE_FRAMES_MAX 50000u
-#define PROFILE_SAMPLES_MAX 50000u
+#define PROFILE_FRAMES_MAX 20000u
+#define PROFILE_SAMPLES_MAX 20000u
 
 /* "[other]": a task or unit beyond the top (or of samples beyond the bound); "[all]": a stack's
  * allocations that no one process made. */
