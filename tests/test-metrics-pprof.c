@@ -135,7 +135,7 @@ static void test_query(void) {
  * entry; loadgen holds 16384 pages through the first, ext4 allocations of everyone through the second. */
 static const char profile_reply[] =
         "{\"of\": \"pages\", \"pageSize\": 4096, \"stackSampleInterval\": 128, \"objects\": 16400,"
-        " \"bytes\": 67174400, \"allocObjects\": 20100, \"allocBytes\": 82329600,"
+        " \"bytes\": 67174400, \"allocObjects\": 20100, \"allocBytes\": 82329600, \"trackedPages\": 16400,"
         " \"frames\": ["
         "  {\"frame\": \"entry_SYSCALL_64+0x10\", \"module\": null, \"address\": null, \"user\": false, \"caller\": -1},"
         "  {\"frame\": \"do_anonymous_page+0x20\", \"module\": null, \"address\": null, \"user\": false, \"caller\": 0},"
@@ -240,6 +240,14 @@ static const Sample *sample_of(const Profile *p, const char *function, const cha
         return NULL;
 }
 
+/* Whether a comment contains text. */
+static bool has_comment(const Profile *p, const char *text) {
+        for (size_t i = 0; i < p->n_comment; i++)
+                if (strstr(str(p, p->comment[i]), text))
+                        return true;
+        return false;
+}
+
 static int64_t total(const Profile *p, size_t value) {
         int64_t sum = 0;
         for (size_t i = 0; i < p->n_sample; i++)
@@ -299,10 +307,9 @@ static void test_render_heap(void) {
         const Perftools__Profiles__Location *ext4 = p->location[s->location_id[0] - 1];
         ASSERT_STREQ(str(p, p->mapping[ext4->mapping_id - 1]->filename), "ext4");
         ASSERT_STREQ(str(p, p->mapping[ext4->mapping_id - 1]->build_id), "0011");
-        bool comment = false;
-        for (size_t i = 0; i < p->n_comment; i++)
-                comment |= strstr(str(p, p->comment[i]), "(test)") != NULL;
-        ASSERT_TRUE(comment);
+        ASSERT_TRUE(has_comment(p, "(test)"));
+        /* memstrackd's own total at the moment, for readers to hold the samples against. */
+        ASSERT_TRUE(has_comment(p, "memstrackd tracked 16400 pages (67174400 bytes)"));
         perftools__profiles__profile__free_unpacked(p, NULL);
 
         /* allocs: the same, alloc_space the default. */
@@ -327,6 +334,7 @@ static void test_render_delta(void) {
         json_t *held = json_array_get(samples, 0), *allocated = json_array_get(samples, 1);
 
         /* loadgen took 8192 pages more (32 MiB), which the stack allocated. */
+        ASSERT_OK(json_object_set_new(newer, "objects", json_integer(16400 + 8192)));
         ASSERT_OK(json_object_set_new(held, "objects", json_integer(16384 + 8192)));
         ASSERT_OK(json_object_set_new(held, "bytes", json_integer((16384 + 8192) * 4096LL)));
         ASSERT_OK(json_object_set_new(allocated, "allocObjects", json_integer(20000 + 8192)));
@@ -338,6 +346,8 @@ static void test_render_delta(void) {
         ASSERT_EQ(total(p, 1), 8192 * 4096);
         ASSERT_EQ(sample_of(p, "__alloc_pages", "loadgen (4242)")->value[3], 8192 * 4096);
         ASSERT_NULL(sample_of(p, "ext4_writepages", "[other]"));
+        ASSERT_TRUE(has_comment(p, "the samples held 16400 pages at its start and 24592 at its end"));
+        ASSERT_TRUE(!has_comment(p, "memstrackd tracked"));
         perftools__profiles__profile__free_unpacked(p, NULL);
 
         /* Pages freed: a negative change. */
@@ -364,6 +374,7 @@ static void test_render_userheap(void) {
         Profile *p = render(PPROF_USERHEAP, NULL, reply, 0);
 
         ASSERT_EQ(p->n_sample_type, 2u);
+        ASSERT_TRUE(!has_comment(p, "tracked"));
         ASSERT_EQ(total(p, 1), 1500);
         ASSERT_EQ(total(p, 0), 3);
         const Sample *s = sample_of(p, "malloc", "heap-target (77)");

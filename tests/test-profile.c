@@ -132,6 +132,7 @@ static void test_pages(void) {
         ASSERT_STREQ(json_string_value(json_object_get(all, "of")), "pages");
         /* Held: the tracked pages, exactly; allocated: every page ever allocated. */
         ASSERT_EQ(count(all, "objects"), st.current_pages);
+        ASSERT_EQ(count(all, "trackedPages"), st.current_pages);
         ASSERT_EQ(count(all, "objects"), 16u);
         ASSERT_EQ(count(all, "bytes"), 16u * PAGE);
         ASSERT_EQ(sum(all, "objects", "tasks", NULL), st.current_pages);

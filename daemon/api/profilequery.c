@@ -595,13 +595,16 @@ int profile_query_json(Accounting *a, const ProfileQuery *q, json_t **ret) {
 
         json_t *tasks = tasks_json(&p), *units = units_json(&p), *modules = modules_json(&p);
         json_t *samples = samples_json(&p, &frame_of, pages);
-        *ret = json_pack("{s:s, s:I, s:I, s:o, s:o, s:O, s:o, s:o, s:o, s:o, s:I, s:I}",
+        AccountingStats st;
+        view_accounting_stats(a, &st);
+        *ret = json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:O, s:o, s:o, s:o, s:o, s:I, s:I}",
                          "of", profile_of_to_string(q->of),
                          "objects", varlink_count(objects),
                          "bytes", varlink_count(bytes),
                          "allocObjects", pages ? json_integer(varlink_count(alloc_objects)) : json_null(),
                          "allocBytes", pages ? json_integer(varlink_count(count_mul(alloc_objects, q->page_size))) :
                                                json_null(),
+                         "trackedPages", pages ? json_integer(varlink_count(st.current_pages)) : json_null(),
                          "frames", frames,
                          "tasks", tasks,
                          "units", units,
