@@ -6,7 +6,8 @@
  * calls: Diff against a snapshot (every task paired with its snapshot record), and StackTree filtered
  * to one small task, to an empty module and to the module holding every page (no symbols here: all is
  * vmlinux), next to the unfiltered tree, Leaks of every task and of one small task, Explain of the unit
- * holding every page (and every one of OBJECTS slab objects), PageBreakdown of everything and ExplainUnits.
+ * holding every page (and every one of OBJECTS slab objects), PageBreakdown of everything and ExplainUnits,
+ * and Profile (what memstrack-metrics' /debug/pprof/heap asks for) of every page and of the slab objects.
  * Usage: bench-query [TASKS] [LIVE_PAGES]
  */
 
@@ -23,6 +24,7 @@
 #include "leaks.h"
 #include "macro.h"
 #include "marks.h"
+#include "profilequery.h"
 #include "query.h"
 #include "time-util.h"
 
@@ -99,6 +101,20 @@ static int run_explain_units(Accounting *a, Marks *s, int32_t pid) {
         return names ? explain_units_json(a, names, NULL, 4096, &r) : -ENOMEM;
 }
 
+static int run_profile(Accounting *a, Marks *s, int32_t pid, ProfileOf of) {
+        ProfileQuery q = { .of = of, .pid = -1, .top = PROFILE_TOP_DEFAULT, .page_size = 4096 };
+        json_auto_t *r = NULL;
+        return profile_query_json(a, &q, &r);
+}
+
+static int run_profile_pages(Accounting *a, Marks *s, int32_t pid) {
+        return run_profile(a, s, pid, PROFILE_OF_PAGES);
+}
+
+static int run_profile_slab(Accounting *a, Marks *s, int32_t pid) {
+        return run_profile(a, s, pid, PROFILE_OF_SLAB);
+}
+
 static void time_query(const char *what, Query q, Accounting *a, Marks *s, int32_t pid) {
         uint64_t best = UINT64_MAX;
 
@@ -166,6 +182,8 @@ int main(int argc, char **argv) {
         time_query("Explain of the unit of every page", run_explain, a, s, -1);
         time_query("PageBreakdown by gfp, everything", run_breakdown, a, s, -1);
         time_query("ExplainUnits of that unit", run_explain_units, a, s, -1);
+        time_query("Profile of every page (pprof heap)", run_profile_pages, a, s, -1);
+        time_query("Profile of the slab objects", run_profile_slab, a, s, -1);
 
         marks_free(s);
         accounting_free(a);
