@@ -124,8 +124,8 @@ static int add_comments(Walk *w, const PprofSource *s, int64_t interval) {
         } else if ((r = pprof_builder_comment(b, "memstrack: kernel pages held now, by allocation call stack (%s)",
                                               s->scope ?: "all")) < 0 ||
                    (r = pprof_builder_comment(b, "inuse_objects counts pages, inuse_space their bytes (%" PRIu64
-                                              " per page); no alloc_* values: allocations are counted per task, "
-                                              "not per stack", s->page_size)) < 0)
+                                              " per page); no alloc_* values: StackTree sends none (memstrack-"
+                                              "metrics' /debug/pprof/allocs has them)", s->page_size)) < 0)
                 return r;
         if (interval > 1)
                 r = pprof_builder_comment(b, "stacks sampled about 1 in %" PRIi64 " pages (stackSampleInterval): "

@@ -8,7 +8,8 @@
  *
  * The profile holds what is held now, as a Go heap profile's "inuse" values do:
  *   sample types  inuse_objects/count = pages, inuse_space/bytes = pages x page size
- *                 (no alloc_* types: the daemon counts allocations per task, not per stack)
+ *                 (no alloc_* types: StackTree sends no allocation counts; memstrack-metrics'
+ *                 /debug/pprof/allocs has them)
  *   samples       one per tree node holding pages of its own (its current pages not held by the
  *                 children the daemon sent), its call stack leaf first, without the tree's root;
  *                 pages of the root itself get a one-frame sample named after the root ("[all]")
