@@ -318,7 +318,9 @@ static int compare_rows(const void *a, const void *b) {
 
 /* Biggest first; past PROFILE_SAMPLES_MAX, the rest is one row without a stack or names. */
 static int bound_rows(Profile *p) {
-        qsort(p->rows, p->n_rows, sizeof(Row), compare_rows);
+        /* qsort() takes no NULL array, even of nothing. */
+        if (p->n_rows > 0)
+                qsort(p->rows, p->n_rows, sizeof(Row), compare_rows);
         if (p->n_rows <= PROFILE_SAMPLES_MAX)
                 return 0;
         int other = module_label(p, VIEW_MODULE_NONE);
@@ -390,6 +392,10 @@ static int frames_json(Profile *p, KeyIndex *frame_of, json_t **ret) {
                                 return -ENOMEM;
                         order[n++] = (FrameOrder) { .node = y };
                 }
+        }
+        if (n == 0) {
+                *ret = TAKE_PTR(frames);
+                return 0;
         }
         /* The ancestor below the root of each: parents first, so each takes its parent's. */
         qsort(order, n, sizeof(FrameOrder), compare_frames);
