@@ -127,3 +127,33 @@ loadgen_counted() {
 assert_json() {
     python3 -m json.tool "$1" >/dev/null 2>&1 || fail "not valid JSON: $2 ($(head -c 300 "$1"))"
 }
+
+# --- What the memstrack-metrics tests share ---
+
+# A cgroup for a holder, named like a unit ($1) so that memstrackd charges its pages to that name: on
+# cgroup2, at /sys/fs/cgroup or (hybrid hosts) /sys/fs/cgroup/unified. Sets holder_cgroup, which the
+# caller removes at exit; skips where there is none to make.
+make_unit_cgroup() {
+    local d root=
+    for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+        [ "$(stat -fc %T "$d" 2>/dev/null)" = cgroup2fs ] && { root=$d; break; }
+    done
+    [ -n "$root" ] || skip "no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified"
+    holder_cgroup=$root/$1
+    mkdir "$holder_cgroup" 2>/dev/null || skip "cannot make a cgroup in $root"
+}
+
+# A TCP port on loopback that nothing listens on now (the kernel picks it).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# SIGTERM ends memstrack-metrics ($metrics_pid, its output in $work/metrics.log) cleanly: exit status 0
+# (in the sanitizer build, also without leaks: ASan would exit 1).
+test_metrics_exit() {
+    local r
+    kill "$metrics_pid"
+    wait "$metrics_pid"; r=$?
+    [ $r -eq 0 ] || fail "memstrack-metrics exited $r on SIGTERM: $(tail -20 "$work/metrics.log")"
+    echo "ok memstrack-metrics exits 0 on SIGTERM"
+}

@@ -37,24 +37,14 @@ lib_init test-metrics-pprof
 export HOME=$work GOCACHE=$work/gocache GOFLAGS= PPROF_TMPDIR=$work
 go tool pprof -h >/dev/null 2>&1 || skip "go tool pprof does not run here"
 
-cgroup_root=
-for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-    [ "$(stat -fc %T "$d" 2>/dev/null)" = cgroup2fs ] && { cgroup_root=$d; break; }
-done
-[ -n "$cgroup_root" ] || skip "no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified"
 holder_unit=memstrack-pprof-test-$$.scope
-holder_cgroup=$cgroup_root/$holder_unit
-mkdir "$holder_cgroup" 2>/dev/null || skip "cannot make a cgroup in $cgroup_root"
+make_unit_cgroup "$holder_unit"
 cleanup() {
     exec 7>&- 8<&- 2>/dev/null
     lib_cleanup
     rmdir "$holder_cgroup"
 }
 trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # GET $1 (a path and query) into $2, headers into $2.hdr; prints the HTTP status.
 get() {
@@ -352,15 +342,6 @@ test_hostile() {
     code=$(get /debug/pprof/heap "$work/after.pb.gz")
     [ "$code" = 200 ] || fail "/debug/pprof/heap answered $code after the abuse"
     echo "ok memstrackd and memstrack-metrics serve on"
-}
-
-# SIGTERM ends memstrack-metrics cleanly (in the sanitizer build, without leaks: ASan would exit 1).
-test_metrics_exit() {
-    local r
-    kill "$metrics_pid"
-    wait "$metrics_pid"; r=$?
-    [ $r -eq 0 ] || fail "memstrack-metrics exited $r on SIGTERM: $(tail -20 "$work/metrics.log")"
-    echo "ok memstrack-metrics exits 0 on SIGTERM"
 }
 
 start_daemon --heap-socket "$work/heap.sock"

@@ -32,26 +32,14 @@ PAGES=$(( (64 << 20) / $(getconf PAGESIZE) ))
 
 lib_init test-metrics-prometheus
 
-# The holder's cgroup, named like a unit so that memstrackd charges its pages to that name: on cgroup2,
-# at /sys/fs/cgroup or (hybrid hosts) /sys/fs/cgroup/unified.
-cgroup_root=
-for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-    [ "$(stat -fc %T "$d" 2>/dev/null)" = cgroup2fs ] && { cgroup_root=$d; break; }
-done
-[ -n "$cgroup_root" ] || skip "no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified"
+# The holder's cgroup, named like a unit.
 holder_unit=memstrack-metrics-test-$$.scope
-holder_cgroup=$cgroup_root/$holder_unit
-mkdir "$holder_cgroup" 2>/dev/null || skip "cannot make a cgroup in $cgroup_root"
+make_unit_cgroup "$holder_unit"
 cleanup() {
     lib_cleanup
     rmdir "$holder_cgroup"
 }
 trap cleanup EXIT
-
-# A TCP port on loopback that nothing listens on now (the kernel picks it).
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # GET /metrics with the Accept header $1 into $2, headers into $2.hdr.
 scrape() {
@@ -235,15 +223,6 @@ test_daemon_gone() {
     grep -q '^memstrack_task_bytes' "$work/down" && fail "task metrics without memstrackd"
     grep -q 'Cannot query memstrackd' "$work/metrics.log" || fail "memstrack-metrics did not log the failure"
     echo "ok memstrackd gone: memstrack_up 0"
-}
-
-# SIGTERM ends memstrack-metrics cleanly (in the sanitizer build, without leaks: ASan would exit 1).
-test_metrics_exit() {
-    local r
-    kill "$metrics_pid"
-    wait "$metrics_pid"; r=$?
-    [ $r -eq 0 ] || fail "memstrack-metrics exited $r on SIGTERM: $(tail -20 "$work/metrics.log")"
-    echo "ok memstrack-metrics exits 0 on SIGTERM"
 }
 
 # As wait_for, but returns 1 at the bound instead of failing, so that the caller can say what it saw.
