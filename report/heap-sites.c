@@ -3,6 +3,8 @@
 /* The call sites of a recorded heap (heap-sites.h). */
 
 #include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +421,57 @@ int heap_sites_collect(const json_t *h, bool leaks, const ReportOptions *o, Heap
 
 int heap_sites_collect_lifetimes(const json_t *h, const ReportOptions *o, HeapSites *ret) {
         return collect(h, &keys_lifetimes, o, ret);
+}
+
+typedef struct FrameSites {
+        json_t *sites, *labels, *index;         /* index: label -> its place in labels */
+        const ReportOptions *o;
+} FrameSites;
+
+static int frame_sites(const json_t *node, Candidates c, FrameSites *x, unsigned depth) {
+        json_t *child, *id = json_object_get(node, "id");
+        size_t i;
+        int r;
+
+        if (depth > 0)
+                c = add_frame(c, node, x->o);
+        if (json_is_integer(id)) {
+                Place p = site_of(&c, node);
+                _cleanup_free_ char *label = report_heap_frame_label_at(p.node, p.level), *key = NULL;
+                if (!label || asprintf(&key, "%" PRIi64, (int64_t) json_integer_value(id)) < 0)
+                        return -ENOMEM;
+                json_t *at = json_object_get(x->index, label);
+                if (!at) {
+                        at = json_integer((json_int_t) json_array_size(x->labels));
+                        if (!at || json_object_set_new(x->index, label, at) < 0 ||
+                            json_array_append_new(x->labels, json_string(label)) < 0)
+                                return -ENOMEM;
+                }
+                if (json_object_set(x->sites, key, at) < 0)
+                        return -ENOMEM;
+        }
+        if (depth < REPORT_DEPTH_MAX)
+                json_array_foreach(reply_array(node, "children"), i, child) {
+                        r = frame_sites(child, c, x, depth + 1);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+int heap_sites_of_frames(const json_t *h, const ReportOptions *o, json_t **ret_sites, json_t **ret_labels) {
+        json_auto_t *index = json_object();
+        FrameSites x = { .sites = json_object(), .labels = json_array(), .index = index, .o = o };
+        int r = x.sites && x.labels && index ? frame_sites(reply_object(h, "root"), (Candidates) {}, &x, 0) : -ENOMEM;
+
+        if (r < 0) {
+                json_decref(x.sites);
+                json_decref(x.labels);
+                return r;
+        }
+        *ret_sites = x.sites;
+        *ret_labels = x.labels;
+        return 0;
 }
 
 void heap_sites_done(HeapSites *s) {

@@ -57,6 +57,10 @@ int heap_sites_collect(const json_t *h, bool leaks, const ReportOptions *o, Heap
 int heap_sites_collect_lifetimes(const json_t *h, const ReportOptions *o, HeapSites *ret);
 /* The blocks freed at a site, whatever their lives. */
 uint64_t heap_site_freed(const HeapSite *s);
+/* The call site of each frame of h that has an id (a recording's timeline names frames by it), for a
+ * page that adds the timeline's cells up by call site: into *ret_sites {"ID": index} and *ret_labels
+ * [label...], each label (heap_site_label()) once. New references. 0 or -ENOMEM. */
+int heap_sites_of_frames(const json_t *h, const ReportOptions *o, json_t **ret_sites, json_t **ret_labels);
 void heap_sites_done(HeapSites *s);
 
 /* The built-in list of wrappers, one name at a time ('*' matches any run of characters); NULL past it.

@@ -53,6 +53,9 @@ static const char page_style[] =
         "td.cmd { max-width: 36em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n"
         "svg { max-width: 100%; height: auto; }\n"
         ".none { color: #777; font-style: italic; }\n"
+        "svg.heap-chart { cursor: crosshair; border: 1px solid #dde; background: #fbfbff; }\n"
+        "svg.heap-chart polyline { fill: none; stroke: #336; stroke-width: 1.5; }\n"
+        "svg.heap-chart line.mark { stroke: #c33; stroke-width: 1; }\n"
         "@media (max-width: 700px) { body { padding: 0 0.4em; } th, td { padding: 0.15em 0.3em; }"
         " td.frames { word-break: break-all; } }\n"
         "@media print { nav, #flamegraph .hint { display: none; } body { max-width: none; } h2 { break-after: avoid; }"
@@ -83,6 +86,45 @@ static const char page_script[] =
         "        });\n"
         "        rows.forEach(function (r) { body.appendChild(r); });\n"
         "      });\n"
+        "    });\n"
+        "  });\n"
+        /* A recorded heap's chart of live bytes: a click picks a moment, and the call sites then live are
+         * summed from the heap's timeline (cells [bucket, frame, allocBytes, allocBlocks, freeBytes,
+         * freeBlocks], each frame's call site from "sites"), as report --at does. */
+        "  document.querySelectorAll(\"div.heap-moment\").forEach(function (box) {\n"
+        "    var data = JSON.parse(box.querySelector(\"script\").textContent);\n"
+        "    var svg = box.querySelector(\"svg\"), mark = svg.querySelector(\"line.mark\");\n"
+        "    var body = box.querySelector(\"tbody\"), caption = box.querySelector(\".moment\");\n"
+        "    function size(b) {\n"
+        "      var u = [\"B\", \"KiB\", \"MiB\", \"GiB\", \"TiB\"], i = 0;\n"
+        "      while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }\n"
+        "      return (i ? b.toFixed(1) : b) + \" \" + u[i];\n"
+        "    }\n"
+        "    function pick(usec) {\n"
+        "      var live = {}, total = 0;\n"
+        "      data.cells.forEach(function (c) {\n"
+        "        if (c[0] * data.bucketUsec > usec) return;\n"
+        "        var s = data.sites[String(c[1])], d = c[2] - c[4];\n"
+        "        if (s === undefined) return;\n"
+        "        live[s] = (live[s] || 0) + d; total += d;\n"
+        "      });\n"
+        "      var rows = Object.keys(live).filter(function (s) { return live[s] > 0; });\n"
+        "      rows.sort(function (a, b) { return live[b] - live[a]; });\n"
+        "      body.textContent = \"\";\n"
+        "      rows.slice(0, data.rows).forEach(function (s) {\n"
+        "        var tr = document.createElement(\"tr\"), a = document.createElement(\"td\"), b = document.createElement(\"td\");\n"
+        "        a.className = \"frames\"; a.textContent = data.labels[s];\n"
+        "        b.className = \"n\"; b.textContent = size(live[s]); b.setAttribute(\"data-v\", live[s]);\n"
+        "        tr.appendChild(a); tr.appendChild(b); body.appendChild(tr);\n"
+        "      });\n"
+        "      var end = (Math.floor(usec / data.bucketUsec) + 1) * data.bucketUsec;\n"
+        "      caption.textContent = \"Call sites live at \" + (end / 1e6).toFixed(2) + \" s: \" + size(Math.max(total, 0)) +\n"
+        "        (data.exact ? \"\" : \" (estimates from the sampled stacks)\");\n"
+        "    }\n"
+        "    svg.addEventListener(\"click\", function (e) {\n"
+        "      var r = svg.getBoundingClientRect(), x = (e.clientX - r.left) / r.width * data.width;\n"
+        "      mark.setAttribute(\"x1\", x); mark.setAttribute(\"x2\", x);\n"
+        "      pick(Math.max(0, x / data.width * data.lifeUsec));\n"
         "    });\n"
         "  });\n"
         "})();\n";
@@ -287,6 +329,112 @@ static int heap_sites_table(FILE *f, const json_t *h, bool leaks, const ReportOp
         return 0;
 }
 
+/* The blocks freed at each call site of a heap, by how long they lived, temporary ones first. */
+static int heap_lifetimes_table(FILE *f, const json_t *h, const ReportOptions *o, const char *id) {
+        static const char *const columns[] = { "Call site", "#Temporary", "#Freed", "#<1 ms", "#<10 ms",
+                                               "#<100 ms", "#<1 s", "#<10 s", "#Longer", "#Never freed", NULL };
+        _cleanup_(heap_sites_done) HeapSites c = {};
+        size_t shown = 0;
+        int r;
+
+        if (!json_is_array(json_object_get(reply_object(h, "root"), "freedBlocks")))
+                return 0;       /* recorded before lifetimes were */
+        r = heap_sites_collect_lifetimes(h, o, &c);
+        if (r < 0)
+                return r;
+        fputs("<h4>Lifetimes: blocks freed, by how long they lived</h4>\n", f);
+        if (c.n == 0) {
+                none(f, "No block was freed with a stack.");
+                return 0;
+        }
+        table_start(f, id, columns);
+        for (size_t i = 0; i < c.n && shown < rows_for(o); i++, shown++) {
+                _cleanup_free_ char *label = heap_site_label(&c.sites[i]);
+                if (!label)
+                        return -ENOMEM;
+                fputs("<tr><td class=\"frames\">", f);
+                put(f, label);
+                fputs("</td>", f);
+                cell_count(f, c.sites[i].temporary);
+                cell_count(f, heap_site_freed(&c.sites[i]));
+                for (size_t b = 0; b < HEAP_SITE_LIFETIMES; b++)
+                        cell_count(f, c.sites[i].lifetimes[b]);
+                cell_bytes(f, c.sites[i].bytes);
+                fputs("</tr>\n", f);
+        }
+        table_end(f, shown, c.n);
+        return 0;
+}
+
+#define HEAP_CHART_WIDTH 600
+#define HEAP_CHART_HEIGHT 120
+
+/* JSON inside a <script> element: '<' written as \u003c, so that no "</script>" ends it early. */
+static int put_json(FILE *f, const json_t *v) {
+        _cleanup_free_ char *text = json_dumps(v, JSON_COMPACT);
+
+        if (!text)
+                return -ENOMEM;
+        for (const char *p = text; *p; p++)
+                if (*p == '<')
+                        fputs("\\u003c", f);
+                else
+                        fputc(*p, f);
+        return 0;
+}
+
+/* A heap's live bytes over its life as a chart; with its timeline, a click on it picks a moment and a
+ * table shows the call sites live then (the page's script sums the timeline as report --at does). */
+static int heap_moment_chart(FILE *f, const json_t *h, const ReportOptions *o) {
+        json_t *growth = reply_array(h, "growth"), *p;
+        const json_t *timeline = reply_object(h, "timeline");
+        uint64_t life = 1, most = 1;
+        size_t i;
+
+        if (json_array_size(growth) < 2)
+                return 0;
+        json_array_foreach(growth, i, p) {
+                life = MAX(life, reply_count(p, "msec") * 1000);
+                most = MAX(most, reply_count(p, "liveBytes"));
+        }
+        /* To the end of the timeline's last bucket, when it ends after the last point of growth. */
+        json_array_foreach(reply_array(timeline, "cells"), i, p)
+                life = MAX(life, (uint64_t) (json_integer_value(json_array_get(p, 0)) + 1) *
+                                 reply_count(timeline, "bucketUsec"));
+        fputs("<div class=\"heap-moment\">\n<h4>Live bytes over time</h4>\n", f);
+        fprintf(f, "<svg class=\"heap-chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\"><polyline points=\"",
+                HEAP_CHART_WIDTH, HEAP_CHART_HEIGHT, HEAP_CHART_WIDTH, HEAP_CHART_HEIGHT);
+        json_array_foreach(growth, i, p)
+                fprintf(f, "%s%.1f,%.1f", i ? " " : "",
+                        (double) reply_count(p, "msec") * 1000.0 / (double) life * HEAP_CHART_WIDTH,
+                        HEAP_CHART_HEIGHT - (double) reply_count(p, "liveBytes") / (double) most * (HEAP_CHART_HEIGHT - 4));
+        fprintf(f, "\"/><line class=\"mark\" x1=\"-1\" x2=\"-1\" y1=\"0\" y2=\"%d\"/></svg>\n", HEAP_CHART_HEIGHT);
+        if (!timeline) {
+                fputs("<p class=\"meta\">This recording has no timeline: the call sites at a moment need one "
+                      "(memstrackctl record --file keeps it).</p></div>\n", f);
+                return 0;
+        }
+        json_auto_t *sites = NULL, *labels = NULL;
+        int r = heap_sites_of_frames(h, o, &sites, &labels);
+        if (r < 0)
+                return r;
+        json_auto_t *data = json_pack("{s:O, s:O, s:O, s:O, s:I, s:I, s:I, s:b}",
+                                      "bucketUsec", json_object_get(timeline, "bucketUsec"),
+                                      "cells", reply_array(timeline, "cells"),
+                                      "sites", sites, "labels", labels,
+                                      "lifeUsec", (json_int_t) life, "width", (json_int_t) HEAP_CHART_WIDTH,
+                                      "rows", (json_int_t) rows_for(o),
+                                      "exact", reply_count(h, "sampleInterval") <= 1);
+        if (!data)
+                return -ENOMEM;
+        fputs("<p class=\"meta moment\">A click on the chart shows the call sites live at that moment.</p>\n"
+              "<div class=\"scroll\"><table><thead><tr><th>Call site</th><th class=\"n\">Live</th></tr></thead>"
+              "<tbody></tbody></table></div>\n<script type=\"application/json\">", f);
+        r = put_json(f, data);
+        fputs("</script>\n</div>\n", f);
+        return r;
+}
+
 /* Recorded heaps (memstrackctl record): every process in a table, the chosen ones' call sites below it, as
  * heap_processes, heap_maximum and heap_leaks choose them (heap-select.h). */
 static int section_heaps(FILE *f, json_t *doc, const ReportOptions *o) {
@@ -349,6 +497,12 @@ static int section_heaps(FILE *f, json_t *doc, const ReportOptions *o) {
                         if (r < 0)
                                 return r;
                 }
+                (void) snprintf(id, sizeof(id), "heap-%zu-lifetimes", i);
+                r = heap_lifetimes_table(f, h, o, id);
+                if (r >= 0)
+                        r = heap_moment_chart(f, h, o);
+                if (r < 0)
+                        return r;
         }
         fputs("</section>\n", f);
         return 0;

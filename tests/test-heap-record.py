@@ -7,6 +7,9 @@ Usage: test-heap-record.py CASE MEMSTRACKCTL MEMSTRACKD LIBRARY HEAP_TARGET PLUG
 heap-target works out what it allocates itself (malloc_usable_size() of every block, per call site) and
 writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record --json` and compares:
 
+  lifetimes    heap-lifetimes' blocks: lifetimes, temporary ones and heap_lifetimes as it measured them
+  phases       heap-lifetimes phases saved with the timeline: report --at, --between, --at max
+  moment-html  the same in the HTML report: a click on the chart in each pause shows that phase's site
   build-tree   memstrackctl of a build directory, neither variable set: that build's memstrackd and
                library, said so, exact as below
   exact        every call's stack: each of heap-target's call sites (function, file, line) holds exactly
@@ -48,6 +51,7 @@ writes it to $HEAP_TARGET_EXPECT; each case runs it under `memstrackctl record -
 The pid and live cases need root (uprobes and BPF, kernel tracing), else 77.
 """
 import json
+import re
 import os
 import shutil
 import signal
@@ -424,26 +428,34 @@ def program_sites(view):
             if (s.get("file") or "").endswith("heap-lifetimes.c") and (s["bytes"] or s.get("windowFreedBytes"))}
 
 
+def record_phases(tmp):
+    """tests/heap-lifetimes phases recorded with every call's stack into tmp/phases.json: the file's path,
+    and two moments in the pauses after each phase, hundreds of milliseconds from either phase whatever
+    the buckets' width and the few milliseconds between the heap's start and the program's. None if it
+    could not be recorded (said as a failure)."""
+    path = os.path.join(tmp, "phases.json")
+    expect_path = os.path.join(tmp, "expect.json")
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY, HEAP_TARGET_EXPECT=expect_path)
+    p = subprocess.run([CTL, "record", "--sample-interval=1", "--file", path, "--", lifetimes_program(), "phases"],
+                       env=e, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or not os.path.exists(expect_path):
+        fail(f"record phases: exit status {p.returncode}: {p.stderr.strip()}")
+        return None
+    x = json.load(open(expect_path))
+    one, two = x["phaseOneMsec"], x["phaseTwoMsec"]
+    return path, (one[1] + two[0]) / 2000, (two[1] + x["endMsec"]) / 2000
+
+
 def case_phases():
     """A heap of two phases, saved with its timeline: report --at a moment of each phase shows only that
     phase's site, with its exact bytes; --between a window across the change shows phase two's allocation
-    and phase one's free, nothing else; --at max is the maximum."""
+    and phase one's free, nothing else; --at max is the maximum; a file without timelines is refused."""
     tmp = tempfile.mkdtemp(prefix="heap-phases.")
     try:
-        path = os.path.join(tmp, "phases.json")
-        expect_path = os.path.join(tmp, "expect.json")
-        e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY, HEAP_TARGET_EXPECT=expect_path)
-        p = subprocess.run([CTL, "record", "--sample-interval=1", "--file", path, "--", lifetimes_program(), "phases"],
-                           env=e, capture_output=True, text=True, timeout=300)
-        if p.returncode != 0 or not os.path.exists(expect_path):
-            fail(f"record phases: exit status {p.returncode}: {p.stderr.strip()}")
+        recorded = record_phases(tmp)
+        if not recorded:
             return
-        x = json.load(open(expect_path))
-        one, two = x["phaseOneMsec"], x["phaseTwoMsec"]
-        # Moments in the pauses: hundreds of milliseconds from either phase, whatever the buckets' width and
-        # the few milliseconds between the heap's start and the program's.
-        during_one = (one[1] + two[0]) / 2000
-        during_two = (two[1] + x["endMsec"]) / 2000
+        path, during_one, during_two = recorded
         maximum = report_json(path, ["--at", "max"])
         at_one = report_json(path, ["--at", str(during_one)])
         at_two = report_json(path, ["--at", str(during_two)])
@@ -465,7 +477,6 @@ def case_phases():
             fail(f"phases --between: {got_window}, expected phase two's {b2} bytes allocated and phase one's "
                  f"{b1} freed")
         ok(f"phases: {b1} bytes at {during_one:.2f} s, {b2} at {during_two:.2f} s, the window between both")
-        # A file without timelines says so.
         doc = json.load(open(path))
         for heap in doc["heap"]["heaps"]:
             heap["timeline"] = None
@@ -474,6 +485,35 @@ def case_phases():
         p = subprocess.run([CTL, "report", "--from", bare, "--at", "0.1"], capture_output=True, text=True, timeout=60)
         if p.returncode != 1 or "no timeline" not in p.stderr:
             fail(f"report --at of a file without timelines: status {p.returncode}, {p.stderr.strip()}")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_moment_html():
+    """The HTML report of a recording of two phases, in headless Chromium: a click on a heap's chart in each
+    pause shows that phase's call site alone among the program's (needs chromium and playwright-core, which
+    scripts/deps installs; else 77)."""
+    chromium = shutil.which("chromium")
+    node_path = "/opt/memstrack-test-node/node_modules"
+    if not chromium or not os.path.isdir(os.path.join(node_path, "playwright-core")):
+        print("SKIP: no chromium or no playwright-core in /opt/memstrack-test-node (scripts/deps installs both)")
+        sys.exit(SKIP)
+    tmp = tempfile.mkdtemp(prefix="heap-moment-html.")
+    try:
+        recorded = record_phases(tmp)
+        if not recorded:
+            return
+        path, during_one, during_two = recorded
+        html = os.path.join(tmp, "phases.html")
+        if subprocess.run([CTL, "report", "--from", path, "--format", "html", "--output", html]).returncode != 0:
+            fail("report --format html of the phases")
+            return
+        p = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "heap-moment-browser.js"),
+                            html, chromium, str(during_one), "phase_one_site", str(during_two), "phase_two_site"],
+                           env=dict(os.environ, NODE_PATH=node_path), capture_output=True, text=True, timeout=180)
+        print(p.stdout, end="")
+        if p.returncode != 0:
+            fail(f"the chart in Chromium: {p.stderr.strip()}")
     finally:
         shutil.rmtree(tmp)
 
@@ -741,10 +781,12 @@ def case_processes():
         # The HTML page: the table, and call sites of the two chosen.
         page = run_ctl(["report", "--from", saved, "--format", "html"]).stdout
         section = page.split('<section id="heaps">', 1)[-1].split("</section>", 1)[0]
+        # Call site tables: at the maximum and never freed, of each process in full with sampled stacks.
+        site_tables = len(re.findall(r'id="heap-[0-9]+-(?:maximum|leaks)"', section))
         if section == page or section.count("<tr>") - section.count("<h4>") < n or \
-                section.count("<h3>") != 2 or section.count("<h4>") != 2:
+                section.count("<h3>") != 2 or site_tables != 2:
             fail(f"html: the heaps section has {section.count('<h3>')} processes in full, "
-                 f"{section.count('<h4>')} call site tables")
+                 f"{site_tables} call site tables")
         else:
             ok("html: the table of every process and heap-target's call sites")
     finally:
