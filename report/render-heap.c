@@ -266,28 +266,47 @@ static void print_no_heaps(FILE *f) {
         fputs("(no heaps: the snapshot was not taken by memstrackctl record)\n", f);
 }
 
-static int heap_render_text(json_t *doc, const ReportOptions *o, bool leaks, FILE *f) {
-        json_t *h, *heaps = doc_heaps(doc);
-        HeapSelection sel;
+/* What the text formats render of one heap. */
+typedef int (*HeapTextFn)(FILE *f, json_t *doc, const json_t *h, const ReportOptions *o, bool leaks);
+
+/* one() of each heap the selection shows in full (with sampled_only, of those with a sampled stack), a
+ * blank line between them; how many into *ret_n. -ESRCH when the task asked for recorded none. */
+static int render_shown(json_t *doc, const ReportOptions *o, bool leaks, bool sampled_only, HeapTextFn one,
+                FILE *f, HeapSelection *sel, size_t *ret_n) {
+        json_t *h;
         size_t i, n = 0;
         int r;
 
-        if (!heaps) {
-                print_no_heaps(f);
-                return 0;
-        }
-        heap_selection_init(doc, o, &sel);
-        json_array_foreach(heaps, i, h) {
-                if (!heap_selection_shows(&sel, h))
+        heap_selection_init(doc, o, sel);
+        json_array_foreach(doc_heaps(doc), i, h) {
+                if (!heap_selection_shows(sel, h) || (sampled_only && !heap_is_sampled(h)))
                         continue;
                 if (n++ > 0)
                         fputc('\n', f);
-                r = text_one(f, h, leaks, o);
+                r = one(f, doc, h, o, leaks);
                 if (r < 0)
                         return r;
         }
-        if (n == 0 && o->pid >= 0)
-                return -ESRCH;
+        *ret_n = n;
+        return n == 0 && o->pid >= 0 ? -ESRCH : 0;
+}
+
+static int text_heap(FILE *f, json_t *doc, const json_t *h, const ReportOptions *o, bool leaks) {
+        return text_one(f, h, leaks, o);
+}
+
+static int heap_render_text(json_t *doc, const ReportOptions *o, bool leaks, FILE *f) {
+        HeapSelection sel;
+        size_t n;
+        int r;
+
+        if (!doc_heaps(doc)) {
+                print_no_heaps(f);
+                return 0;
+        }
+        r = render_shown(doc, o, leaks, false, text_heap, f, &sel, &n);
+        if (r < 0)
+                return r;
         size_t hidden = heap_selection_hidden(&sel);
         if (n == 0 && hidden == 0)
                 fputs("(no heap was recorded)\n", f);
@@ -506,7 +525,7 @@ static void lifetimes_totals(const HeapSites *c, uint64_t *ret_freed, uint64_t *
         }
 }
 
-static int text_lifetimes_one(FILE *f, json_t *doc, const json_t *h, const ReportOptions *o) {
+static int text_lifetimes_one(FILE *f, json_t *doc, const json_t *h, const ReportOptions *o, bool leaks) {
         _cleanup_(heap_sites_done) HeapSites c = {};
         _cleanup_free_ char *comm = format_sanitize(reply_string(h, "comm") ?: "?");
         uint64_t freed, temporary;
@@ -553,27 +572,17 @@ static int text_lifetimes_one(FILE *f, json_t *doc, const json_t *h, const Repor
 }
 
 static int text_lifetimes(json_t *doc, const ReportOptions *o, FILE *f) {
-        json_t *h, *heaps = doc_heaps(doc);
         HeapSelection sel;
-        size_t i, n = 0;
+        size_t n;
         int r;
 
-        if (!heaps) {
+        if (!doc_heaps(doc)) {
                 print_no_heaps(f);
                 return 0;
         }
-        heap_selection_init(doc, o, &sel);
-        json_array_foreach(heaps, i, h) {
-                if (!heap_selection_shows(&sel, h) || !heap_is_sampled(h))
-                        continue;
-                if (n++ > 0)
-                        fputc('\n', f);
-                r = text_lifetimes_one(f, doc, h, o);
-                if (r < 0)
-                        return r;
-        }
-        if (n == 0 && o->pid >= 0)
-                return -ESRCH;
+        r = render_shown(doc, o, false, true, text_lifetimes_one, f, &sel, &n);
+        if (r < 0)
+                return r;
         if (n == 0)
                 fputs("(no heap with a sampled stack)\n", f);
         return 0;
