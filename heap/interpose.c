@@ -36,16 +36,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "channel.h"
 #include "heap-abi.h"
+#include "interpose.h"
 #include "library.h"
 #include "live.h"
 #include "record.h"
 #include "stacks.h"
 #include "unwind.h"
-
-#define EXPORT __attribute__((visibility("default")))
 
 /* ---- The real functions ------------------------------------------------------------------------------- */
 
@@ -69,13 +69,103 @@ static struct {
         VallocFn pvalloc;
 } real;
 
+/* Another allocator than glibc's may call its own exported functions through its PLT, and so the library's
+ * entry points (mimalloc's posix_memalign() calls mi_malloc_aligned(), tcmalloc's valloc() tc_memalign()):
+ * under one, the real functions are these, which mark the call as the allocator's own (allocator_enter()),
+ * so that it is recorded once. glibc's call none of the library's names: it gets no guard and no cost. */
+static typeof(real) unguarded;
+
+static void *guarded_malloc(size_t n) {
+        allocator_enter();
+        void *p = unguarded.malloc(n);
+        allocator_leave();
+        return p;
+}
+
+static void *guarded_calloc(size_t n, size_t size) {
+        allocator_enter();
+        void *p = unguarded.calloc(n, size);
+        allocator_leave();
+        return p;
+}
+
+static void *guarded_realloc(void *p, size_t n) {
+        allocator_enter();
+        void *q = unguarded.realloc(p, n);
+        allocator_leave();
+        return q;
+}
+
+static void guarded_free(void *p) {
+        allocator_enter();
+        unguarded.free(p);
+        allocator_leave();
+}
+
+static void *guarded_memalign(size_t alignment, size_t n) {
+        allocator_enter();
+        void *p = unguarded.memalign(alignment, n);
+        allocator_leave();
+        return p;
+}
+
+static void *guarded_aligned_alloc(size_t alignment, size_t n) {
+        allocator_enter();
+        void *p = unguarded.aligned_alloc(alignment, n);
+        allocator_leave();
+        return p;
+}
+
+static int guarded_posix_memalign(void **ret, size_t alignment, size_t n) {
+        allocator_enter();
+        int r = unguarded.posix_memalign(ret, alignment, n);
+        allocator_leave();
+        return r;
+}
+
+static void *guarded_valloc(size_t n) {
+        allocator_enter();
+        void *p = unguarded.valloc(n);
+        allocator_leave();
+        return p;
+}
+
+static void *guarded_pvalloc(size_t n) {
+        allocator_enter();
+        void *p = unguarded.pvalloc(n);
+        allocator_leave();
+        return p;
+}
+
+/* The real functions, guarded; each one the allocator lacks stays NULL. */
+static void guard_real_functions(void) {
+        unguarded = real;
+        real.malloc = guarded_malloc;
+        real.calloc = guarded_calloc;
+        real.realloc = guarded_realloc;
+        real.free = guarded_free;
+        real.memalign = unguarded.memalign ? guarded_memalign : NULL;
+        real.aligned_alloc = unguarded.aligned_alloc ? guarded_aligned_alloc : NULL;
+        real.posix_memalign = unguarded.posix_memalign ? guarded_posix_memalign : NULL;
+        real.valloc = unguarded.valloc ? guarded_valloc : NULL;
+        real.pvalloc = unguarded.pvalloc ? guarded_pvalloc : NULL;
+}
+
+const void *interpose_allocator_code(void) {
+        return (const void *) (unguarded.malloc ?: real.malloc);
+}
+
+void interpose_real_free(void *p) {
+        real.free(p);
+}
+
 /* dlsym() allocates (its error buffer) before it can tell where malloc is: such blocks come from here,
  * with their size in front, and are never given to the real allocator. */
 #define BOOTSTRAP_BYTES (64u * 1024u)
 static _Alignas(16) char bootstrap[BOOTSTRAP_BYTES];
 static size_t bootstrap_used;
 
-static bool is_bootstrap(const void *p) {
+bool interpose_is_bootstrap(const void *p) {
         return (const char *) p >= bootstrap && (const char *) p < bootstrap + BOOTSTRAP_BYTES;
 }
 
@@ -97,19 +187,12 @@ static size_t bootstrap_size(const void *p) {
 
 /* ---- Starting ----------------------------------------------------------------------------------------- */
 
-typedef enum State {
-        STATE_UNINITIALIZED,
-        STATE_INITIALIZING,
-        STATE_RECORDING,
-        STATE_OFF,              /* not asked to, refused or stopped by the daemon, or a forked child */
-} State;
-
-static int state = STATE_UNINITIALIZED;
+int interpose_state = INTERPOSE_UNINITIALIZED;
 static TLS bool initializing_here;      /* this thread runs initialize() */
 
 /* The daemon stopped reading the region (HeapStop): the process goes on unrecorded. */
 static void stop_recording(void) {
-        __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+        __atomic_store_n(&interpose_state, INTERPOSE_OFF, __ATOMIC_RELEASE);
 }
 
 /* Only this thread runs in the child; the region is the parent's. */
@@ -149,7 +232,8 @@ static bool start_recording(const char *path) {
         live_init(channel.header, env_uint(HEAP_ENV_ALLOWANCE, HEAP_ALLOWANCE_DEFAULT), channel_reserve);
         /* Without its cache every stack comes from backtrace(), as complete and slower. */
         (void) unwind_init();
-        record_check_chunks(real.malloc, real.memalign, real.free);
+        if (!record_check_chunks(real.malloc, real.memalign, real.free))
+                guard_real_functions();
         /* backtrace() loads libgcc's unwinder at its first call, which allocates: that is the library's own
          * doing, done now and not recorded (nor is pthread_atfork()'s). */
         void *warm[4];
@@ -158,13 +242,35 @@ static bool start_recording(const char *path) {
         return true;
 }
 
-static void initialize(void) {
-        int expected = STATE_UNINITIALIZED;
+/* Whether the program's malloc is another's than this library's: one found before it in the lookup order
+ * (the program's own, linked into it, or an allocator preloaded before this library), whose calls never
+ * come here. Said once on standard error, as the process is then not recorded. */
+static bool shadowed(void) {
+        void *first = dlsym(RTLD_DEFAULT, "malloc");
+        const char *own = stacks_code_path((const void *) &shadowed), *other = stacks_code_path(first);
+        static const char *const text[] = {
+                "libmemstrack-heap.so: not recording this process: its malloc is the one of ",
+                NULL,
+                ", found before this library's (an allocator linked into the program, or preloaded before "
+                "this library); memstrackctl record --pid records such a process\n",
+        };
 
-        if (!__atomic_compare_exchange_n(&state, &expected, STATE_INITIALIZING, false, __ATOMIC_ACQ_REL,
+        if (!first || !own || other == own)
+                return false;
+        for (size_t i = 0; i < 3; i++) {
+                const char *t = text[i] ?: (*other ? other : "the program");
+                (void) !write(STDERR_FILENO, t, strlen(t));
+        }
+        return true;
+}
+
+void interpose_initialize(void) {
+        int expected = INTERPOSE_UNINITIALIZED;
+
+        if (!__atomic_compare_exchange_n(&interpose_state, &expected, INTERPOSE_INITIALIZING, false, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE)) {
                 /* Another thread initializes: wait for it (this thread holds nothing it needs). */
-                while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING)
+                while (__atomic_load_n(&interpose_state, __ATOMIC_ACQUIRE) == INTERPOSE_INITIALIZING)
                         sched_yield();
                 return;
         }
@@ -183,32 +289,19 @@ static void initialize(void) {
 
         const char *path = getenv(HEAP_ENV_SOCKET);
         bool on = real.malloc && real.calloc && real.realloc && real.free && path && *path &&
-                  start_recording(path);
-        __atomic_store_n(&state, on ? STATE_RECORDING : STATE_OFF, __ATOMIC_RELEASE);
+                  !shadowed() && start_recording(path);
+        __atomic_store_n(&interpose_state, on ? INTERPOSE_RECORDING : INTERPOSE_OFF, __ATOMIC_RELEASE);
         initializing_here = false;
-}
-
-/* Whether this call is recorded; initializes on the first. */
-static inline bool recording(void) {
-        int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-
-        if (likely(s == STATE_RECORDING))
-                return true;
-        if (s == STATE_UNINITIALIZED) {
-                initialize();
-                return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_RECORDING;
-        }
-        return false;
 }
 
 /* Inside initialize() on this thread, before the real functions are known: the bootstrap buffer. */
 static inline bool bootstrapping(void) {
-        return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING && initializing_here &&
+        return __atomic_load_n(&interpose_state, __ATOMIC_ACQUIRE) == INTERPOSE_INITIALIZING && initializing_here &&
                !channel.header;
 }
 
 __attribute__((constructor)) static void heap_constructor(void) {
-        (void) recording();
+        (void) interpose_recording();
 }
 
 
@@ -217,7 +310,7 @@ __attribute__((constructor)) static void heap_constructor(void) {
 EXPORT void *malloc(size_t n) {
         if (unlikely(bootstrapping()))
                 return bootstrap_alloc(n);
-        bool on = recording();
+        bool on = interpose_recording();
         void *p = real.malloc(n);
         if (on && p)
                 record_alloc(p);
@@ -230,7 +323,7 @@ EXPORT void *calloc(size_t n, size_t size) {
                         return NULL;
                 return bootstrap_alloc(n * size);
         }
-        bool on = recording();
+        bool on = interpose_recording();
         void *p = real.calloc(n, size);
         if (on && p)
                 record_alloc(p);
@@ -238,21 +331,21 @@ EXPORT void *calloc(size_t n, size_t size) {
 }
 
 EXPORT void free(void *p) {
-        if (!p || is_bootstrap(p))
+        if (!p || interpose_is_bootstrap(p))
                 return;
-        if (recording())
+        if (interpose_recording())
                 record_free(p);
         real.free(p);
 }
 
 EXPORT void *realloc(void *p, size_t n) {
-        if (unlikely(bootstrapping() || (p && is_bootstrap(p)))) {
+        if (unlikely(bootstrapping() || (p && interpose_is_bootstrap(p)))) {
                 void *q = bootstrapping() ? bootstrap_alloc(n) : malloc(n);
                 if (q && p)
                         memcpy(q, p, bootstrap_size(p) < n ? bootstrap_size(p) : n);
                 return q;
         }
-        bool on = recording();
+        bool on = interpose_recording();
         if (!p) {
                 void *q = real.realloc(NULL, n);
                 if (on && q)
@@ -281,7 +374,7 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size) {
 }
 
 EXPORT int posix_memalign(void **ret, size_t alignment, size_t n) {
-        bool on = recording();
+        bool on = interpose_recording();
         if (!real.posix_memalign)
                 return ENOMEM;
         int r = real.posix_memalign(ret, alignment, n);
@@ -291,7 +384,7 @@ EXPORT int posix_memalign(void **ret, size_t alignment, size_t n) {
 }
 
 static void *aligned_call(MemalignFn fn, size_t alignment, size_t n) {
-        bool on = recording();
+        bool on = interpose_recording();
         if (!fn) {
                 errno = ENOMEM;
                 return NULL;
@@ -303,17 +396,17 @@ static void *aligned_call(MemalignFn fn, size_t alignment, size_t n) {
 }
 
 EXPORT void *aligned_alloc(size_t alignment, size_t n) {
-        (void) recording();
+        (void) interpose_recording();
         return aligned_call(real.aligned_alloc, alignment, n);
 }
 
 EXPORT void *memalign(size_t alignment, size_t n) {
-        (void) recording();
+        (void) interpose_recording();
         return aligned_call(real.memalign, alignment, n);
 }
 
 static void *page_call(VallocFn fn, size_t n) {
-        bool on = recording();
+        bool on = interpose_recording();
         if (!fn) {
                 errno = ENOMEM;
                 return NULL;
@@ -325,12 +418,12 @@ static void *page_call(VallocFn fn, size_t n) {
 }
 
 EXPORT void *valloc(size_t n) {
-        (void) recording();
+        (void) interpose_recording();
         return page_call(real.valloc, n);
 }
 
 EXPORT void *pvalloc(size_t n) {
-        (void) recording();
+        (void) interpose_recording();
         return page_call(real.pvalloc, n);
 }
 

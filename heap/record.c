@@ -17,7 +17,8 @@
 #include "record.h"
 #include "stacks.h"
 
-RecordSettings record_settings = { .sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT };
+RecordSettings record_settings = { .sample_interval = HEAP_SAMPLE_INTERVAL_DEFAULT,
+                                   .block_align_mask = 2 * sizeof(void *) - 1 };
 
 TLS unsigned record_in_call;
 TLS int64_t record_bytes_until_sample;
@@ -115,7 +116,7 @@ void record_init(uint64_t sample_interval, uint64_t seed) {
 
 /* ---- Block sizes -------------------------------------------------------------------------------------- */
 
-void record_check_chunks(void *(*real_malloc)(size_t), void *(*real_memalign)(size_t, size_t),
+bool record_check_chunks(void *(*real_malloc)(size_t), void *(*real_memalign)(size_t, size_t),
                 void (*real_free)(void *)) {
         /* One of each kind. The mmap()ed one is beyond glibc's largest dynamic mmap threshold (32 MiB): a
          * smaller one's free would raise the program's threshold, and its blocks would come from elsewhere
@@ -123,8 +124,10 @@ void record_check_chunks(void *(*real_malloc)(size_t), void *(*real_memalign)(si
         static const size_t sizes[] = { 1, 24, 100, 1000, 5000, 70000, (size_t) 40 << 20 };
         const char *libc = stacks_code_path((const void *) real_malloc);
 
-        if (!libc || !strstr(libc, "/libc.so"))
-                return;
+        if (!libc || !strstr(libc, "/libc.so")) {
+                record_settings.block_align_mask = sizeof(void *) - 1;
+                return false;
+        }
         record_settings.glibc_chunks = true;
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) * 2 && record_settings.glibc_chunks; i++) {
                 size_t n = sizes[i / 2];
@@ -134,11 +137,14 @@ void record_check_chunks(void *(*real_malloc)(size_t), void *(*real_memalign)(si
                 record_settings.glibc_chunks = record_usable_size(p) == malloc_usable_size(p);
                 real_free(p);
         }
+        return true;
 }
 
 /* ---- Every case --------------------------------------------------------------------------------------- */
 
 void record_alloc_any(void *p) {
+        if (record_in_call >= RECORD_IN_ALLOCATOR)
+                return;         /* the allocator's own call inside an entry point's: that one records */
         bool nested = record_in_call > 0;
         uint64_t bytes = record_usable_size(p);
 
@@ -176,6 +182,8 @@ void record_alloc_any(void *p) {
 
 /* A pointer no allocator hands out (misaligned) is counted, not measured. */
 void record_free_any(void *p) {
+        if (record_in_call >= RECORD_IN_ALLOCATOR)
+                return;
         bool nested = record_in_call > 0;
         uint64_t ptr = (uint64_t) (uintptr_t) p;
 

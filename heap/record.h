@@ -31,6 +31,7 @@ typedef struct RecordSettings {
         uint64_t sample_interval;       /* bytes per sampled stack on average; 1: every call */
         uint64_t seed;                  /* of every thread's random stream */
         bool glibc_chunks;              /* sizes read from glibc's chunk headers (record_usable_size()) */
+        uint64_t block_align_mask;      /* the allocator's least alignment of a block, less one */
 } RecordSettings;
 
 extern RecordSettings record_settings;
@@ -39,6 +40,10 @@ extern RecordSettings record_settings;
  * nested, made inside another (a signal handler that allocates, or an allocation by what the library
  * calls itself). A nested call still counts exactly, takes no stack and only tries locks. */
 extern TLS unsigned record_in_call;
+/* Added to record_in_call around a call of the allocator's own that may come back into the library's entry
+ * points (another allocator calls its exported functions through its PLT, as mimalloc's posix_memalign()
+ * calls mi_malloc_aligned()): the outer entry point records the call, the inner ones only pass it on. */
+#define RECORD_IN_ALLOCATOR (UINT32_C(1) << 20)
 /* Bytes this thread may still allocate before its next sampled block; 0: not drawn yet. */
 extern TLS int64_t record_bytes_until_sample;
 /* This thread's counts in the region: a slot of its own, claimed at its first recorded call, or the last
@@ -51,8 +56,9 @@ extern TLS bool record_counts_shared;
 void record_init(uint64_t sample_interval, uint64_t seed);
 /* Reads block sizes from glibc's chunk headers where the real allocator is glibc's and agrees with
  * malloc_usable_size() on blocks of every kind, which it allocates and frees through the real functions
- * given (real_memalign may be NULL). */
-void record_check_chunks(void *(*real_malloc)(size_t), void *(*real_memalign)(size_t, size_t),
+ * given (real_memalign may be NULL); takes the least alignment of the allocator's blocks (glibc's 16 bytes,
+ * another's 8: jemalloc, tcmalloc and mimalloc hand out 8-byte blocks 8 bytes apart). True: glibc's. */
+bool record_check_chunks(void *(*real_malloc)(size_t), void *(*real_memalign)(size_t, size_t),
                 void (*real_free)(void *));
 /* In a forked child: the thread's slot is the parent's. */
 void record_forget_thread(void);
@@ -67,10 +73,10 @@ static inline void record_count_own(uint64_t *c, uint64_t n) {
         __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
-/* Every allocator aligns blocks to at least 2 * sizeof(void *): a pointer that is not is none of theirs
- * (and glibc's malloc_usable_size() would read outside the heap for it). */
+/* A pointer less aligned than the allocator's blocks is none of theirs (and glibc's malloc_usable_size()
+ * would read outside the heap for it). */
 static inline bool record_block_aligned(uint64_t ptr) {
-        return ptr % (2 * sizeof(void *)) == 0;
+        return (ptr & record_settings.block_align_mask) == 0;
 }
 
 /* What malloc_usable_size() says of a block in use, without the call: glibc keeps a chunk's size in the
@@ -83,7 +89,16 @@ static inline uint64_t record_usable_size(void *p) {
                 memcpy(&head, (const char *) p - sizeof(size_t), sizeof(head));
                 return (head & ~(size_t) 7) - (head & 2 ? 2 : 1) * sizeof(size_t);
         }
-        return malloc_usable_size(p);
+        /* Another allocator's answer, marked as its own call (tcmalloc's allocates, through operator new);
+         * none inside such a call, which is not recorded. */
+        if (record_in_call >= RECORD_IN_ALLOCATOR)
+                return 0;
+        record_in_call += RECORD_IN_ALLOCATOR;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        uint64_t bytes = malloc_usable_size(p);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        record_in_call -= RECORD_IN_ALLOCATOR;
+        return bytes;
 }
 
 /* The common call begins: record_in_call is set around the change, so that a signal handler's call made

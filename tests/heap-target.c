@@ -7,10 +7,12 @@
  * maximum and at exit. It uses no stdio, so that the only allocations are its own and the C library's
  * few (thread descriptors), which the test tells apart by call site.
  *
- * heap-target-cxx.cc adds C++ call sites (new[] and delete[]).
+ * heap-target-cxx.cc adds C++ call sites (new[] and delete[], sized and aligned). Built once per allocator
+ * (tests/meson.build: linked with jemalloc, tcmalloc or mimalloc, HEAP_TARGET_JEMALLOC and its kin
+ * defined), known also calls that allocator's own API, as programs linked against it do.
  *
  * heap-target MODE: known (the default), churn, churn-turns, placement, double-free, bad-free, signal, fork, exec, dlopen PLUGIN,
- * closefds, sigkill, storm N, hold SECONDS, wait-leak (for record --pid).
+ * closefds, sigkill, storm N, hold SECONDS, wait-leak and wait-known (for record --pid).
  */
 
 #include <dlfcn.h>
@@ -30,7 +32,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SITES_MAX 32
+#if defined(HEAP_TARGET_JEMALLOC)
+#include <jemalloc/jemalloc.h>
+#elif defined(HEAP_TARGET_TCMALLOC)
+#include <gperftools/tcmalloc.h>
+#elif defined(HEAP_TARGET_MIMALLOC)
+#include <mimalloc.h>
+#endif
+
+#define SITES_MAX 48
 #define THREADS 4
 #define THREAD_BLOCKS 50
 
@@ -102,7 +112,11 @@ static void write_expectations(void) {
                                        i ? ", " : "", sites[i].function, sites[i].line,
                                        (unsigned long long) sites[i].max_bytes, (unsigned long long) sites[i].max_blocks,
                                        (unsigned long long) sites[i].live_bytes, (unsigned long long) sites[i].live_blocks);
-        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "]}\n");
+        /* Whose malloc served the program: the object of malloc_usable_size(), which the heap library leaves
+         * to the allocator (its malloc's address would be the library's). */
+        Dl_info info;
+        const char *served = dladdr((void *) malloc_usable_size, &info) && info.dli_fname ? info.dli_fname : "";
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "], \"malloc\": \"%s\"}\n", served);
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || write(fd, buf, n) != (ssize_t) n)
                 abort();
@@ -173,6 +187,102 @@ static void *thread_main(void *arg) {
 /* C++ new and delete (heap-target-cxx.cc). */
 void *heap_target_new(size_t n, int *ret_line);
 void heap_target_delete(void *p);
+void *heap_target_new_object(size_t n, int *ret_line);
+void heap_target_delete_sized(void *p, size_t n);
+void *heap_target_new_aligned(size_t n, size_t alignment, int *ret_line);
+void heap_target_delete_aligned(void *p, size_t alignment);
+
+/* Frees and reallocations that go around free(): C++'s sized and aligned deletes, a reallocation that
+ * shrinks a block in place (tcmalloc and mimalloc keep it), and the allocator's own API. What stays is
+ * kept to the end, a leak of its own site. */
+static void around_free_site(void) {
+        int line;
+
+        void *o = heap_target_new_object(5000, &line);
+        (void) took(o, "heap_target_new_object", line);
+        uncount(o, "heap_target_new_object", line);
+        heap_target_delete_sized(o, 5000);
+        void *kept = heap_target_new_aligned(3000, 256, &line);
+        (void) took(kept, "heap_target_new_aligned", line);
+        void *a = heap_target_new_aligned(1000, 4096, &line);
+        (void) took(a, "heap_target_new_aligned", line);
+        uncount(a, "heap_target_new_aligned", line);
+        heap_target_delete_aligned(a, 4096);
+
+        /* The smallest blocks: in jemalloc's, tcmalloc's and mimalloc's 8-byte class every other one is only
+         * 8-byte aligned, and its free counts too. */
+        void *tiny[4];
+        for (int i = 0; i < 4; i++)
+                tiny[i] = AT(malloc(8));
+        line = __LINE__ - 1;
+        for (int i = 0; i < 4; i++)
+                gave(tiny[i], __func__, line);
+
+        void *r = AT(malloc(4000));
+        line = __LINE__ - 1;
+        uncount(r, __func__, line);
+        r = AT(realloc(r, 3000));
+        line = __LINE__ - 1;
+        (void) r;       /* kept */
+
+#if defined(HEAP_TARGET_JEMALLOC)
+        void *x = AT(mallocx(3000, MALLOCX_ALIGN(128)));
+        line = __LINE__ - 1;
+        uncount(x, __func__, line);
+        x = AT(rallocx(x, 9000, 0));
+        line = __LINE__ - 1;
+        uncount(x, __func__, line);
+        /* In place, or not at all: either way the block is what malloc_usable_size() says then. */
+        size_t usable = xallocx(x, 12000, 0, 0);
+        (void) took(x, __func__, line);
+        void *y = AT(mallocx(700, 0));
+        int y_line = __LINE__ - 1;
+        uncount(x, __func__, line);
+        sdallocx(x, usable, 0);
+        uncount(y, __func__, y_line);
+        dallocx(y, 0);
+        (void) AT(mallocx(100, MALLOCX_ZERO));
+#elif defined(HEAP_TARGET_TCMALLOC)
+        void *x = AT(tc_malloc(3000));
+        line = __LINE__ - 1;
+        uncount(x, __func__, line);
+        x = AT(tc_realloc(x, 9000));
+        line = __LINE__ - 1;
+        uncount(x, __func__, line);
+        tc_free_sized(x, 9000);
+        void *y = AT(tc_memalign(512, 700));
+        line = __LINE__ - 1;
+        uncount(y, __func__, line);
+        tc_free(y);
+        (void) AT(tc_calloc(10, 100));
+        void *d;
+        if (tc_posix_memalign(&d, 64, 2500) != 0)
+                abort();
+        line = __LINE__ - 2;
+        (void) took(d, __func__, line);
+        uncount(d, __func__, line);
+        tc_free_sized(d, 2500);
+#elif defined(HEAP_TARGET_MIMALLOC)
+        void *x = AT(mi_malloc(3000));
+        line = __LINE__ - 1;
+        uncount(x, __func__, line);
+        x = AT(mi_realloc(x, 9000));
+        line = __LINE__ - 1;
+        uncount(x, __func__, line);
+        mi_free_size(x, 9000);
+        void *y = AT(mi_malloc_aligned(700, 512));
+        line = __LINE__ - 1;
+        uncount(y, __func__, line);
+        mi_free_aligned(y, 512);
+        (void) AT(mi_zalloc(1000));
+        char *s = mi_strdup("heap-target");
+        (void) took(s, __func__, __LINE__ - 1);
+        void *z = AT(mi_calloc_aligned(10, 100, 64));
+        line = __LINE__ - 1;
+        uncount(z, __func__, line);
+        mi_free(z);
+#endif
+}
 
 static void *peak_site(int *ret_line) {
         void *p = AT(malloc(8u << 20));
@@ -180,7 +290,8 @@ static void *peak_site(int *ret_line) {
         return p;
 }
 
-static int mode_known(void) {
+/* known's allocations; at its end, what it wrote is the expectation of them. */
+static void known(void) {
         static void *thread_blocks[THREADS][THREAD_BLOCKS];
         pthread_t t[THREADS];
         Aligned a;
@@ -190,6 +301,7 @@ static int mode_known(void) {
         void *c = calloc_site(&calloc_line);
         void *r = realloc_chain(&realloc_line);
         aligned_site(&a);
+        around_free_site();
         for (int i = 0; i < THREADS; i++)
                 if (pthread_create(&t[i], NULL, thread_main, thread_blocks[i]) != 0)
                         abort();
@@ -213,6 +325,10 @@ static int mode_known(void) {
         gave(a.p[3], "aligned_site", a.line[3]);
         uncount(dropped, "heap_target_new", new_line);
         heap_target_delete(dropped);
+}
+
+static int mode_known(void) {
+        known();
         write_expectations();
         return 0;
 }
@@ -539,9 +655,9 @@ static void say(const char *line) {
                 abort();
 }
 
-/* Says "ready", waits for SIGUSR1, leaks (leak_phase), writes its expectations, says "leaked" and waits
- * for the signal that ends it. */
-static int mode_wait_leak(void) {
+/* Says "ready", waits for SIGUSR1, leaks (leak_phase, or known's allocations), writes its expectations,
+ * says "leaked" and waits for the signal that ends it. */
+static int mode_wait_leak(bool all_known) {
         struct sigaction sa = { .sa_handler = on_leak_signal };
         sigset_t usr1, before;
 
@@ -552,7 +668,10 @@ static int mode_wait_leak(void) {
         say("ready\n");
         while (!leak_now)
                 sigsuspend(&before);
-        leak_phase();
+        if (all_known)
+                known();
+        else
+                leak_phase();
         write_expectations();
         say("leaked\n");
         for (;;)
@@ -590,7 +709,7 @@ int main(int argc, char *argv[]) {
                 return mode_storm(strtol(argv[2], NULL, 10));
         if (strcmp(mode, "hold") == 0 && argc > 2)
                 return mode_hold(strtol(argv[2], NULL, 10));
-        if (strcmp(mode, "wait-leak") == 0)
-                return mode_wait_leak();
+        if (strcmp(mode, "wait-leak") == 0 || strcmp(mode, "wait-known") == 0)
+                return mode_wait_leak(strcmp(mode, "wait-known") == 0);
         return 2;
 }

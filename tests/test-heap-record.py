@@ -108,7 +108,7 @@ def sites(heap):
     """heap-target's own call sites in a view: (function, line) -> (bytes, blocks, errorBytes)."""
     out = {}
     for s in heap["callSites"]:
-        if s.get("file") and (s["file"].endswith("heap-target.c") or s["file"].endswith("heap-target-cxx.cc")):
+        if s.get("file") and s["file"].endswith(("heap-target.c", "heap-target-cxx.cc", "heap-static.c")):
             key = (s.get("function"), s.get("line"))
             b, n, err = out.get(key, (0, 0, 0))
             out[key] = (b + s["bytes"], n + s["blocks"], err + s.get("errorBytes", 0))
