@@ -143,9 +143,9 @@ bool record_check_chunks(void *(*real_malloc)(size_t), void *(*real_memalign)(si
 /* ---- Every case --------------------------------------------------------------------------------------- */
 
 void record_alloc_any(void *p) {
-        if (record_in_call >= RECORD_IN_ALLOCATOR)
-                return;         /* the allocator's own call inside an entry point's: that one records */
         bool nested = record_in_call > 0;
+        if (unlikely(nested) && record_in_call >= RECORD_IN_ALLOCATOR)
+                return;         /* the allocator's own call inside an entry point's: that one records */
         uint64_t bytes = record_usable_size(p);
 
         record_in_call++;
@@ -182,9 +182,9 @@ void record_alloc_any(void *p) {
 
 /* A pointer no allocator hands out (misaligned) is counted, not measured. */
 void record_free_any(void *p) {
-        if (record_in_call >= RECORD_IN_ALLOCATOR)
-                return;
         bool nested = record_in_call > 0;
+        if (unlikely(nested) && record_in_call >= RECORD_IN_ALLOCATOR)
+                return;
         uint64_t ptr = (uint64_t) (uintptr_t) p;
 
         record_in_call++;
