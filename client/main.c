@@ -411,7 +411,7 @@ static const CmdlineOption options[] = {
                 .parse = cmdline_set_int64, .target = &arg_pid, .min = 1, .max = INT32_MAX,
                 .expects = "a pid",
                 .parts = { { .verbs = CMDLINE_WORDS("record"), .help = "the running process PID instead of a "
-                             "command, through eBPF uprobes on its libc's allocator (root)" } },
+                             "command, through eBPF uprobes on its allocator (root)" } },
         }, {
                 .name = "live",
                 .parse = cmdline_set_true, .target = &arg_live,

@@ -18,7 +18,7 @@ the allocator's, and each case compares it with what record reports, exactly (ev
   preloaded-first  a process that puts ALLOCATOR before the heap library in LD_PRELOAD: its calls never reach
                    the library, which says so and records nothing
   pid              record --pid of TARGET wait-known: the uprobes attach to the allocator that provides
-                   malloc in the process, exact
+                   malloc in the process, exact (each allocator's usable sizes differ: exact only there)
   pid-preloaded    the same of heap-target (glibc's build) running with ALLOCATOR preloaded
   pid-static       record --pid of STATIC wait-known: the program's own malloc from its symbol table, exact;
                    for glibc also a stripped copy, refused with the reason
@@ -66,7 +66,7 @@ def check_served(expected, want):
         hr.ok(f"malloc served by {got}")
 
 
-def check_exact(reply, expected, what):
+def check_exact(reply, expected, what, unknown_frees=0):
     if not reply or not expected:
         hr.fail(f"{what}: no reply or no expectations")
         return
@@ -77,7 +77,7 @@ def check_exact(reply, expected, what):
         hr.check_totals(h, view)
         hr.check_sites(h, expected, view, exact=True)
     l = hr.one_heap(reply, "heap_leaks")
-    if l["lostRecords"] != 0 or l["unknownFrees"] != 0:
+    if l["lostRecords"] != 0 or l["unknownFrees"] > unknown_frees:
         fail_text = f"{what}: lost {l['lostRecords']}, unknown frees {l['unknownFrees']}"
         hr.fail(fail_text)
 
@@ -170,14 +170,6 @@ def record_pid_of(program, env=None):
         shutil.rmtree(tmp)
 
 
-def attached_to(stderr, want):
-    line = next((x for x in stderr.splitlines() if "through uprobes on" in x), "")
-    if want not in line:
-        hr.fail(f"the uprobes are not on {want}: {line or stderr.strip()}")
-    else:
-        hr.ok(line.strip())
-
-
 def case_pid():
     if not TARGET:
         skip(f"heap-target was not built with {ALLOCATOR} here")
@@ -185,8 +177,10 @@ def case_pid():
     if reply is None and expected is None:
         hr.fail(f"record --pid did not attach: {stderr.strip()}")
         return
-    attached_to(stderr, "lib" + ALLOCATOR[:2] if ALLOCATOR != "glibc" else "libc.so.6")
-    check_exact(reply, expected, f"record --pid on {ALLOCATOR}")
+    check_served(expected, "lib" + ALLOCATOR[:2] if ALLOCATOR != "glibc" else "libc.so.6")
+    # glibc allocates each thread's tcache inside, not through malloc, and frees it through free when the
+    # thread exits: known's 4 threads make 4 frees of blocks never seen allocated.
+    check_exact(reply, expected, f"record --pid on {ALLOCATOR}", unknown_frees=4 if ALLOCATOR == "glibc" else 0)
 
 
 def case_pid_preloaded():
@@ -197,7 +191,6 @@ def case_pid_preloaded():
     if reply is None and expected is None:
         hr.fail(f"record --pid did not attach: {stderr.strip()}")
         return
-    attached_to(stderr, lib)
     check_served(expected, os.path.basename(lib).split(".so")[0])
     check_exact(reply, expected, f"record --pid with {lib} preloaded")
 
@@ -209,7 +202,6 @@ def case_pid_static():
     if reply is None and expected is None:
         hr.fail(f"record --pid of a static program did not attach: {stderr.strip()}")
         return
-    attached_to(stderr, os.path.basename(STATIC))
     check_exact(reply, expected, f"record --pid of a static program with {ALLOCATOR}")
     if ALLOCATOR != "glibc":
         return

@@ -2,16 +2,23 @@
 
 /*
  * The heap-uprobe source: the user-space heap of one running process, without a restart (memstrackctl
- * record --pid). It attaches its BPF program (bpf/heap-uprobe.bpf.c) as uprobes to the malloc family of the
- * libc the process maps, as memleak -p does, and turns what they report into the heap events the preloaded
- * library's source makes: START with the process's maps, ALLOC/FREE for the sampled blocks (with their user
- * stacks), STATE with the exact counters, END. The recording ends when the process exits (a pidfd says so),
- * when it is asked to (heap_stop: the HeapStop method) or when the daemon stops; the uprobes are detached
- * first, so the process runs on untouched, and BPF links die with the daemon, so nothing stays attached if
- * it is killed.
+ * record --pid). It attaches its BPF program (bpf/heap-uprobe.bpf.c) as uprobes to the malloc family of
+ * the allocator the process calls, as memleak -p attaches them to libc, and turns what they report into
+ * the heap events the preloaded library's source makes: START with the process's maps, ALLOC/FREE for the
+ * sampled blocks (with their user stacks), STATE with the exact counters, END. The recording ends when the
+ * process exits (a pidfd says so), when it is asked to (heap_stop: the HeapStop method) or when the daemon
+ * stops; the uprobes are detached first, so the process runs on untouched, and BPF links die with the
+ * daemon, so nothing stays attached if it is killed.
+ *
+ * The allocator is the object that provides malloc in the process, found as the dynamic loader finds it:
+ * the first of the process's objects in its link map (the program, the preloaded libraries, the needed
+ * ones) that defines it, the program's own symbol table included (an allocator linked statically into
+ * it, a static program). glibc's, jemalloc, tcmalloc and mimalloc are known; each gets the functions of
+ * its API that it defines, C++'s operators new wherever they are (libstdc++'s too: its frames have no
+ * frame pointers, so the call site is taken at their return).
  *
  * --source-input=PID names the process; --heap-sample-interval its sampling (bytes per stack, 1: every
- * call). The only libbpf user besides ebpf.c; the libc's symbols are read from its ELF file here.
+ * call). The only libbpf user besides ebpf.c; the objects' symbols are read from their ELF files here.
  */
 
 #include <assert.h>
@@ -49,7 +56,8 @@
 #define UPROBE_DRAIN_BUDGET 65536u                      /* records per read: the loop stays responsive */
 #define UPROBE_MAPS_MAX (UINT64_C(16) << 20)
 #define UPROBE_MAPS_REFRESH_USEC (UINT64_C(1000) * 1000)
-#define UPROBE_LINKS_MAX 16u
+#define UPROBE_LINKS_MAX 256u
+#define UPROBE_OBJECTS_MAX 4096u                        /* objects of a link map walked */
 
 typedef struct Range {
         uint64_t start, end;
@@ -59,9 +67,14 @@ typedef struct UprobeSource {
         EventSource source;
         int32_t pid;
         uint64_t sample_interval;
-        char *libc;                     /* the libc as the process maps it, through /proc/PID/root */
+        char *allocator_path;           /* the object providing malloc, through /proc/PID/root */
+        const char *allocator_name;     /* glibc, jemalloc, tcmalloc, mimalloc */
+        uint32_t allocator;             /* HEAP_BPF_GLIBC and its kin */
         struct heap_uprobe_bpf *skel;
         struct bpf_link *links[UPROBE_LINKS_MAX];
+        char **objects;                 /* the process's objects in lookup order, through /proc/PID/root */
+        size_t n_objects;
+        struct Placement *placements;   /* where each of probes[] goes */
         size_t n_links;
         struct ring_buffer *ring;
         int pidfd;
@@ -92,9 +105,9 @@ static MsEvent heap_event(UprobeSource *s, MsEventType type) {
 
 /* ---- The process's files ------------------------------------------------------------------------------ */
 
-/* /proc/PID/maps, its executable mappings and (if wanted) the libc among them. */
-static int read_maps(int32_t pid, char **ret_text, Range **ret_code, size_t *ret_n_code, char **ret_libc) {
-        _cleanup_free_ char *text = NULL, *libc = NULL;
+/* /proc/PID/maps and its executable mappings. */
+static int read_maps(int32_t pid, char **ret_text, Range **ret_code, size_t *ret_n_code) {
+        _cleanup_free_ char *text = NULL;
         _cleanup_free_ Range *code = NULL;
         char path[64];
         size_t size, n = 0, allocated = 0;
@@ -116,22 +129,24 @@ static int read_maps(int32_t pid, char **ret_text, Range **ret_code, size_t *ret
                         code = grown;
                 }
                 code[n++] = (Range) { m.start, m.end };
-                const char *base = maps_line_is_file(&m) ? memrchr(m.path, '/', m.path_len) : NULL;
-                if (ret_libc && !libc && base && (size_t) (m.path + m.path_len - base) > 9 &&
-                    strncmp(base + 1, "libc.so.6", 9) == 0) {
-                        libc = strndup(m.path, m.path_len);
-                        if (!libc)
-                                return -ENOMEM;
-                }
         }
-        if (ret_libc && !libc)
-                return -ENOENT;
         *ret_text = TAKE_PTR(text);
         *ret_code = TAKE_PTR(code);
         *ret_n_code = n;
-        if (ret_libc)
-                *ret_libc = TAKE_PTR(libc);
         return 0;
+}
+
+/* The file mapped at address in maps, as the process sees it. */
+static int maps_path_at(const char *maps, uint64_t address, char **ret) {
+        MapsLine m;
+        int r;
+
+        for (const char *cursor = maps; (r = maps_next(&cursor, &m)) != 0;)
+                if (r > 0 && address >= m.start && address < m.end && maps_line_is_file(&m)) {
+                        *ret = strndup(m.path, m.path_len);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        return -ENOENT;
 }
 
 /* Whether ip is in an executable mapping: a bisection of the ranges, which /proc/PID/maps lists in address
@@ -151,16 +166,14 @@ static bool in_code(const UprobeSource *s, uint64_t ip) {
         return false;
 }
 
-/* The file offsets of functions in an ELF file's dynamic symbol table (what a uprobe is placed at): 0 for a
- * name it does not have. */
-static int function_offsets(const char *path, const char *const names[], size_t n, uint64_t ret[]) {
+/* The file offsets of the functions an ELF file defines (what a uprobe is placed at), by name: 0 for a
+ * name it does not define. The dynamic symbol table, and with symtab the full one too (a program's own
+ * functions, which a static program has only there). */
+static int function_offsets(const char *path, const char *const names[], size_t n, bool symtab, uint64_t ret[]) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         _cleanup_free_ Elf64_Shdr *sections = NULL;
         _cleanup_free_ Elf64_Phdr *segments = NULL;
-        _cleanup_free_ Elf64_Sym *symbols = NULL;
-        _cleanup_free_ char *strings = NULL;
         Elf64_Ehdr eh;
-        size_t n_symbols = 0, strings_size = 0;
 
         for (size_t i = 0; i < n; i++)
                 ret[i] = 0;
@@ -179,40 +192,130 @@ static int function_offsets(const char *path, const char *const names[], size_t 
             pread(fd, segments, eh.e_phnum * sizeof(Elf64_Phdr), (off_t) eh.e_phoff) !=
                     (ssize_t) (eh.e_phnum * sizeof(Elf64_Phdr)))
                 return -ENOEXEC;
-        for (size_t i = 0; i < eh.e_shnum && !symbols; i++) {
-                const Elf64_Shdr *sh = &sections[i];
-                if (sh->sh_type != SHT_DYNSYM || sh->sh_link >= eh.e_shnum || sh->sh_entsize != sizeof(Elf64_Sym) ||
-                    sh->sh_size > (64u << 20) || sections[sh->sh_link].sh_size > (64u << 20))
+        for (size_t t = 0; t < eh.e_shnum; t++) {
+                const Elf64_Shdr *sh = &sections[t];
+                if ((sh->sh_type != SHT_DYNSYM && (!symtab || sh->sh_type != SHT_SYMTAB)) ||
+                    sh->sh_link >= eh.e_shnum || sh->sh_entsize != sizeof(Elf64_Sym) || sh->sh_size > (256u << 20) ||
+                    sections[sh->sh_link].sh_size > (256u << 20))
                         continue;
                 const Elf64_Shdr *str = &sections[sh->sh_link];
-                n_symbols = sh->sh_size / sizeof(Elf64_Sym);
-                strings_size = str->sh_size;
-                symbols = malloc(MAX(sh->sh_size, (uint64_t) 1));
-                strings = malloc(strings_size + 1);
+                size_t n_symbols = sh->sh_size / sizeof(Elf64_Sym), strings_size = str->sh_size;
+                _cleanup_free_ Elf64_Sym *symbols = malloc(MAX(sh->sh_size, (uint64_t) 1));
+                _cleanup_free_ char *strings = malloc(strings_size + 1);
                 if (!symbols || !strings)
                         return -ENOMEM;
                 if (pread(fd, symbols, sh->sh_size, (off_t) sh->sh_offset) != (ssize_t) sh->sh_size ||
                     pread(fd, strings, strings_size, (off_t) str->sh_offset) != (ssize_t) strings_size)
                         return -ENOEXEC;
                 strings[strings_size] = '\0';
-        }
-        if (!symbols)
-                return -ENOEXEC;
-        for (size_t k = 0; k < n_symbols; k++) {
-                const Elf64_Sym *sym = &symbols[k];
-                if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_value == 0 || sym->st_name >= strings_size)
-                        continue;
-                for (size_t i = 0; i < n; i++) {
-                        if (ret[i] != 0 || !streq(strings + sym->st_name, names[i]))
+                for (size_t k = 0; k < n_symbols; k++) {
+                        const Elf64_Sym *sym = &symbols[k];
+                        if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF ||
+                            ELF64_ST_BIND(sym->st_info) == STB_LOCAL || sym->st_value == 0 ||
+                            sym->st_name >= strings_size)
                                 continue;
-                        /* The address in the file: through the loadable segment that holds it. */
-                        for (size_t p = 0; p < eh.e_phnum; p++) {
-                                const Elf64_Phdr *ph = &segments[p];
-                                if (ph->p_type == PT_LOAD && sym->st_value >= ph->p_vaddr &&
-                                    sym->st_value - ph->p_vaddr < ph->p_filesz)
-                                        ret[i] = sym->st_value - ph->p_vaddr + ph->p_offset;
+                        for (size_t i = 0; i < n; i++) {
+                                if (ret[i] != 0 || !streq(strings + sym->st_name, names[i]))
+                                        continue;
+                                /* The address in the file: through the loadable segment that holds it. */
+                                for (size_t p = 0; p < eh.e_phnum; p++) {
+                                        const Elf64_Phdr *ph = &segments[p];
+                                        if (ph->p_type == PT_LOAD && sym->st_value >= ph->p_vaddr &&
+                                            sym->st_value - ph->p_vaddr < ph->p_filesz)
+                                                ret[i] = sym->st_value - ph->p_vaddr + ph->p_offset;
+                                }
                         }
                 }
+        }
+        return 0;
+}
+
+static int read_memory(int fd, uint64_t address, void *buf, size_t size) {
+        ssize_t n = pread(fd, buf, size, (off_t) address);
+        if (n < 0)
+                return negative_errno();
+        return (size_t) n == size ? 0 : -EIO;
+}
+
+/* The objects of process pid in the order its dynamic loader looks a symbol up in them, each through
+ * /proc/PID/root: the program (at exe, as the process sees it) first, then its loader's link map (the
+ * preloaded libraries, the needed ones breadth first, then those loaded later), read from its memory
+ * (the program's dynamic section's DT_DEBUG is the loader's r_debug). A static program: itself alone. */
+static int process_objects(int32_t pid, const char *maps, char ***ret, size_t *ret_n) {
+        _cleanup_free_ char *auxv = NULL, *exe = NULL;
+        _cleanup_close_ int mem = -EBADF;
+        char path[64];
+        size_t auxv_size, n = 0;
+        uint64_t phdr = 0, phnum = 0, bias = 0, dynamic = 0, r_debug = 0, map = 0;
+        char **objects = NULL;
+        int r;
+
+        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/auxv", pid);
+        r = read_file_full(path, 4096, &auxv, &auxv_size);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i + 16 <= auxv_size; i += 16) {
+                uint64_t type, value;
+                memcpy(&type, auxv + i, 8);
+                memcpy(&value, auxv + i + 8, 8);
+                if (type == AT_PHDR)
+                        phdr = value;
+                else if (type == AT_PHNUM)
+                        phnum = value;
+        }
+        r = maps_path_at(maps, phdr, &exe);
+        if (r < 0)
+                return r;
+        objects = calloc(UPROBE_OBJECTS_MAX, sizeof(char *));
+        if (!objects)
+                return -ENOMEM;
+        if (asprintf(&objects[n++], "/proc/%" PRIi32 "/root%s", pid, exe) < 0) {
+                free(objects);
+                return -ENOMEM;
+        }
+        *ret = objects;
+        *ret_n = n;
+
+        /* What follows only adds to the list: a program without a link map is alone in it. */
+        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/mem", pid);
+        mem = open(path, O_RDONLY | O_CLOEXEC);
+        if (mem < 0 || phnum == 0 || phnum > 256)
+                return 0;
+        Elf64_Phdr ph[256];
+        if (read_memory(mem, phdr, ph, phnum * sizeof(Elf64_Phdr)) < 0)
+                return 0;
+        for (size_t i = 0; i < phnum; i++)
+                if (ph[i].p_type == PT_PHDR)
+                        bias = phdr - ph[i].p_vaddr;
+        for (size_t i = 0; i < phnum; i++)
+                if (ph[i].p_type == PT_DYNAMIC)
+                        dynamic = bias + ph[i].p_vaddr;
+        for (size_t i = 0; dynamic && i < 1024 && r_debug == 0; i++) {
+                Elf64_Dyn d;
+                if (read_memory(mem, dynamic + i * sizeof(d), &d, sizeof(d)) < 0 || d.d_tag == DT_NULL)
+                        break;
+                if (d.d_tag == DT_DEBUG)
+                        r_debug = d.d_un.d_ptr;
+        }
+        /* struct r_debug { int r_version; struct link_map *r_map; ... }; struct link_map { l_addr, l_name,
+         * l_ld, l_next, l_prev }: the program's entry first (no name), then the others. */
+        if (r_debug == 0 || read_memory(mem, r_debug + 8, &map, sizeof(map)) < 0)
+                return 0;
+        for (size_t k = 0; map != 0 && k < UPROBE_OBJECTS_MAX && n < UPROBE_OBJECTS_MAX; k++) {
+                uint64_t entry[4];
+                char name[PATH_MAX];
+                if (read_memory(mem, map, entry, sizeof(entry)) < 0)
+                        break;
+                map = entry[3];
+                ssize_t got = entry[1] ? pread(mem, name, sizeof(name) - 1, (off_t) entry[1]) : -1;
+                if (got <= 0)
+                        continue;
+                name[got] = '\0';
+                if (name[0] != '/' || strlen(name) == (size_t) got)
+                        continue;       /* the program, the vDSO, or a name cut short */
+                if (asprintf(&objects[n], "/proc/%" PRIi32 "/root%s", pid, name) < 0)
+                        return -ENOMEM;
+                *ret_n = ++n;
         }
         return 0;
 }
@@ -226,7 +329,7 @@ static void send_maps(UprobeSource *s, MsEventType type, const char *comm, const
 
         s->maps_read_usec = now_usec(CLOCK_MONOTONIC);
         s->maps_stale = false;
-        if (read_maps(s->pid, &text, &code, &n_code, NULL) >= 0) {
+        if (read_maps(s->pid, &text, &code, &n_code) >= 0) {
                 free(s->code);
                 s->code = code;
                 s->n_code = n_code;
@@ -369,84 +472,281 @@ static int on_process_exit(sd_event_source *es, int fd, uint32_t revents, void *
 
 /* ---- Attaching ------------------------------------------------------------------------------------------ */
 
-typedef enum Probe {
-        PROBE_ALLOC_RETURN,
-        PROBE_FREE,
-        PROBE_REALLOC,
-        PROBE_REALLOC_RETURN,
-        PROBE_POSIX_MEMALIGN,
-        PROBE_POSIX_MEMALIGN_RETURN,
-} Probe;
+#define ALLOC(size, count, align) HEAP_BPF_COOKIE(HEAP_BPF_CALL_ALLOC, size, count, align)
+#define FREE HEAP_BPF_COOKIE(HEAP_BPF_CALL_FREE, 0, 0, 0)
+#define REALLOC(size, count, align) HEAP_BPF_COOKIE(HEAP_BPF_CALL_REALLOC, size, count, align)
 
-/* Where each program goes. Functions that are one (aligned_alloc is memalign in glibc 2.36) get it once. */
+/* The functions probed where the allocator defines them, and what each is (its cookie: the kind of call and
+ * its arguments, 1-based). The first of several names for one function (mimalloc's malloc is mi_malloc)
+ * gets it. new: C++'s operators new, probed wherever they are (libstdc++'s call malloc). */
 static const struct {
         const char *function;
-        Probe probe;
-        bool required;
+        uint64_t cookie;
+        bool new;
 } probes[] = {
-        { "malloc", PROBE_ALLOC_RETURN, true },
-        { "calloc", PROBE_ALLOC_RETURN, true },
-        { "realloc", PROBE_REALLOC, true },
-        { "realloc", PROBE_REALLOC_RETURN, true },
-        { "free", PROBE_FREE, true },
-        { "memalign", PROBE_ALLOC_RETURN, false },
-        { "aligned_alloc", PROBE_ALLOC_RETURN, false },
-        { "valloc", PROBE_ALLOC_RETURN, false },
-        { "pvalloc", PROBE_ALLOC_RETURN, false },
-        { "posix_memalign", PROBE_POSIX_MEMALIGN, false },
-        { "posix_memalign", PROBE_POSIX_MEMALIGN_RETURN, false },
+        { "malloc", ALLOC(1, 0, 0), false },
+        { "calloc", ALLOC(2, 1, 0), false },
+        { "realloc", REALLOC(2, 0, 0), false },
+        { "free", FREE, false },
+        { "memalign", ALLOC(2, 0, 1), false },
+        { "aligned_alloc", ALLOC(2, 0, 1), false },
+        { "posix_memalign", HEAP_BPF_COOKIE(HEAP_BPF_CALL_POSIX_MEMALIGN, 3, 0, 2), false },
+        { "valloc", ALLOC(1, 0, 0) | HEAP_BPF_ALIGN_PAGE, false },
+        { "pvalloc", ALLOC(1, 0, 0) | HEAP_BPF_ALIGN_PAGE | HEAP_BPF_SIZE_PAGES, false },
+        { "free_sized", FREE, false },
+        { "free_aligned_sized", FREE, false },
+        { "_Znwm", ALLOC(1, 0, 0), true },
+        { "_Znam", ALLOC(1, 0, 0), true },
+        { "_ZnwmRKSt9nothrow_t", ALLOC(1, 0, 0), true },
+        { "_ZnamRKSt9nothrow_t", ALLOC(1, 0, 0), true },
+        { "_ZnwmSt11align_val_t", ALLOC(1, 0, 2), true },
+        { "_ZnamSt11align_val_t", ALLOC(1, 0, 2), true },
+        { "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC(1, 0, 2), true },
+        { "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC(1, 0, 2), true },
+        { "_ZdlPv", FREE, false },
+        { "_ZdaPv", FREE, false },
+        { "_ZdlPvm", FREE, false },
+        { "_ZdaPvm", FREE, false },
+        { "_ZdlPvSt11align_val_t", FREE, false },
+        { "_ZdaPvSt11align_val_t", FREE, false },
+        { "_ZdlPvmSt11align_val_t", FREE, false },
+        { "_ZdaPvmSt11align_val_t", FREE, false },
+        { "_ZdlPvRKSt9nothrow_t", FREE, false },
+        { "_ZdaPvRKSt9nothrow_t", FREE, false },
+        /* jemalloc */
+        { "mallocx", ALLOC(1, 0, 2) | HEAP_BPF_ALIGN_FLAGS, false },
+        { "rallocx", REALLOC(2, 0, 3) | HEAP_BPF_ALIGN_FLAGS, false },
+        { "xallocx", HEAP_BPF_COOKIE(HEAP_BPF_CALL_IN_PLACE, 0, 0, 0), false },
+        { "sdallocx", FREE, false },
+        { "dallocx", FREE, false },
+        /* tcmalloc */
+        { "tc_malloc", ALLOC(1, 0, 0), false },
+        { "tc_calloc", ALLOC(2, 1, 0), false },
+        { "tc_realloc", REALLOC(2, 0, 0), false },
+        { "tc_free", FREE, false },
+        { "tc_free_sized", FREE, false },
+        { "tc_memalign", ALLOC(2, 0, 1), false },
+        { "tc_posix_memalign", HEAP_BPF_COOKIE(HEAP_BPF_CALL_POSIX_MEMALIGN, 3, 0, 2), false },
+        { "tc_valloc", ALLOC(1, 0, 0) | HEAP_BPF_ALIGN_PAGE, false },
+        { "tc_pvalloc", ALLOC(1, 0, 0) | HEAP_BPF_ALIGN_PAGE | HEAP_BPF_SIZE_PAGES, false },
+        { "tc_new", ALLOC(1, 0, 0), false },
+        { "tc_newarray", ALLOC(1, 0, 0), false },
+        { "tc_new_nothrow", ALLOC(1, 0, 0), false },
+        { "tc_newarray_nothrow", ALLOC(1, 0, 0), false },
+        { "tc_delete", FREE, false },
+        { "tc_deletearray", FREE, false },
+        { "tc_delete_sized", FREE, false },
+        { "tc_deletearray_sized", FREE, false },
+        /* mimalloc */
+        { "mi_malloc", ALLOC(1, 0, 0), false },
+        { "mi_zalloc", ALLOC(1, 0, 0), false },
+        { "mi_calloc", ALLOC(2, 1, 0), false },
+        { "mi_mallocn", ALLOC(2, 1, 0), false },
+        { "mi_realloc", REALLOC(2, 0, 0), false },
+        { "mi_reallocn", REALLOC(3, 2, 0), false },
+        { "mi_reallocf", REALLOC(2, 0, 0) | HEAP_BPF_FREES_ON_FAILURE, false },
+        { "mi_strdup", ALLOC(0, 0, 0), false },
+        { "mi_strndup", ALLOC(0, 0, 0), false },
+        { "mi_malloc_aligned", ALLOC(1, 0, 2), false },
+        { "mi_zalloc_aligned", ALLOC(1, 0, 2), false },
+        { "mi_calloc_aligned", ALLOC(2, 1, 3), false },
+        { "mi_realloc_aligned", REALLOC(2, 0, 3), false },
+        { "mi_free", FREE, false },
+        { "mi_free_size", FREE, false },
+        { "mi_free_aligned", FREE, false },
+        { "mi_free_size_aligned", FREE, false },
 };
 
-static struct bpf_program *probe_program(UprobeSource *s, Probe p) {
-        switch (p) {
-        case PROBE_ALLOC_RETURN:
-                return s->skel->progs.alloc_return;
-        case PROBE_FREE:
-                return s->skel->progs.free_entry;
-        case PROBE_REALLOC:
-                return s->skel->progs.realloc_entry;
-        case PROBE_REALLOC_RETURN:
-                return s->skel->progs.realloc_return;
-        case PROBE_POSIX_MEMALIGN:
-                return s->skel->progs.posix_memalign_entry;
-        default:
-                return s->skel->progs.posix_memalign_return;
+/* Which allocator an object's functions make it, from the names only it defines (all three others define
+ * __libc_malloc too, glibc's alias of malloc). */
+static const struct {
+        const char *marker;
+        uint32_t allocator;
+        const char *name;
+} allocators[] = {
+        { "mallocx", HEAP_BPF_JEMALLOC, "jemalloc" },
+        { "tc_malloc", HEAP_BPF_TCMALLOC, "tcmalloc" },
+        { "mi_malloc", HEAP_BPF_MIMALLOC, "mimalloc" },
+        { "__libc_malloc", HEAP_BPF_GLIBC, "glibc" },
+};
+
+/* Where each probe goes: its object (an index into s->objects) and offset there, none found: 0. */
+typedef struct Placement {
+        size_t object;
+        uint64_t offset;
+} Placement;
+
+/* The first object in lookup order that defines each probe's function; sets the allocator from the one
+ * that defines malloc. */
+static int place_probes(UprobeSource *s) {
+        const char *names[ELEMENTSOF(probes) + ELEMENTSOF(allocators)];
+        uint64_t offsets[ELEMENTSOF(names)], markers[ELEMENTSOF(allocators)] = {};
+        Placement *ret;
+        int r;
+
+        ret = s->placements = calloc(ELEMENTSOF(probes), sizeof(Placement));
+        if (!ret)
+                return log_oom();
+        for (size_t i = 0; i < ELEMENTSOF(probes); i++)
+                names[i] = probes[i].function;
+        for (size_t i = 0; i < ELEMENTSOF(allocators); i++)
+                names[ELEMENTSOF(probes) + i] = allocators[i].marker;
+        for (size_t o = 0; o < s->n_objects; o++) {
+                /* The program's own functions bind its own calls, exported or not. */
+                r = function_offsets(s->objects[o], names, ELEMENTSOF(names), o == 0, offsets);
+                if (r < 0) {
+                        log_debug_errno(r, "Failed to read the symbols of %s, ignoring: %m", s->objects[o]);
+                        continue;
+                }
+                for (size_t i = 0; i < ELEMENTSOF(probes); i++)
+                        if (ret[i].offset == 0 && offsets[i] != 0)
+                                ret[i] = (Placement) { o, offsets[i] };
+                if (ret[0].object == o && ret[0].offset != 0)
+                        for (size_t i = 0; i < ELEMENTSOF(allocators); i++)
+                                markers[i] = offsets[ELEMENTSOF(probes) + i];
+        }
+        if (ret[0].offset == 0)
+                return log_error_errno(ENOENT, "Process %" PRIi32 " has no symbol for malloc in %s or the libraries it "
+                                       "loaded (a static program without its symbol table): its allocator cannot "
+                                       "be probed.", s->pid, s->objects[0]);
+        s->allocator_path = strdup(s->objects[ret[0].object]);
+        if (!s->allocator_path)
+                return log_oom();
+        for (size_t i = 0; i < ELEMENTSOF(allocators) && !s->allocator_name; i++)
+                if (markers[i] != 0) {
+                        s->allocator = allocators[i].allocator;
+                        s->allocator_name = allocators[i].name;
+                }
+        if (!s->allocator_name && strstr(s->allocator_path, "/libc.so.6")) {
+                s->allocator = HEAP_BPF_GLIBC;
+                s->allocator_name = "glibc";
+        }
+        if (!s->allocator_name)
+                return log_error_errno(EPROTONOSUPPORT, "The malloc of process %" PRIi32 " is %s's, an allocator "
+                                       "record --pid does not know the block sizes of (it knows glibc's, "
+                                       "jemalloc, tcmalloc and mimalloc).", s->pid, s->allocator_path);
+        return 0;
+}
+
+static int attach_one(UprobeSource *s, const char *path, uint64_t offset, uint64_t cookie, bool retprobe,
+                const char *function) {
+        if (s->n_links >= UPROBE_LINKS_MAX)
+                return log_error_errno(E2BIG, "Too many uprobes for process %" PRIi32 ".", s->pid);
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookie);
+        struct bpf_link *link = bpf_program__attach_uprobe_opts(retprobe ? s->skel->progs.call_return :
+                                                                           s->skel->progs.call_entry,
+                                                                s->pid, path, offset, &opts);
+        if (!link)
+                return log_error_errno(errno, "Failed to attach a uprobe to %s in %s: %m", function, path);
+        s->links[s->n_links++] = link;
+        return 0;
+}
+
+/* Probes every function of the allocator's (and C++'s operators new). glibc's malloc family is probed at its
+ * return only, its sizes read from the blocks; what needs its arguments or may call another probed
+ * function (and under another allocator, everything) at its entry too. A free is probed at its entry,
+ * and under another allocator at its return too, so that the free it may call inside is its own. */
+static int attach(UprobeSource *s) {
+        const Placement *at = s->placements;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(probes); i++) {
+                bool twice = false;
+                if (at[i].offset == 0 || (at[i].object != at[0].object && !probes[i].new))
+                        continue;
+                for (size_t j = 0; j < i; j++)
+                        twice |= at[j].offset == at[i].offset && at[j].object == at[i].object;
+                if (twice)
+                        continue;
+                uint64_t cookie = probes[i].cookie, kind = cookie & 0xff;
+                if (s->allocator != HEAP_BPF_GLIBC || probes[i].new || kind == HEAP_BPF_CALL_REALLOC ||
+                    kind == HEAP_BPF_CALL_POSIX_MEMALIGN || kind == HEAP_BPF_CALL_IN_PLACE)
+                        cookie |= HEAP_BPF_HAS_ENTRY;
+                const char *path = s->objects[at[i].object];
+                if (kind == HEAP_BPF_CALL_FREE || (cookie & HEAP_BPF_HAS_ENTRY)) {
+                        r = attach_one(s, path, at[i].offset, cookie, false, probes[i].function);
+                        if (r < 0)
+                                return r;
+                }
+                if (kind != HEAP_BPF_CALL_FREE || (cookie & HEAP_BPF_HAS_ENTRY)) {
+                        r = attach_one(s, path, at[i].offset, cookie, true, probes[i].function);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* tcmalloc's (gperftools 2) size classes, as its SizeMap::Init() makes them, by class index (its
+ * ClassIndex(): 8-byte steps to 1 KiB, 128-byte steps above): sizes from 8 bytes to 256 KiB in steps of
+ * the alignment they have (8, 16 from 16 bytes, an eighth of the power of two below them from 128), each
+ * with enough 8 KiB pages per span that less than an eighth is left over and a quarter of a transfer
+ * batch (64 KiB of blocks, 2 to transfer_objects of them) fits, merged into the class before when that
+ * leaves the blocks per span the same. */
+static void tcmalloc_classes(uint32_t transfer_objects, uint32_t table[static HEAP_BPF_TC_CLASS_INDEXES]) {
+        uint32_t class_bytes[256], class_pages[256];
+        size_t n = 1, alignment = 8;
+
+        for (size_t size = 8; size <= HEAP_BPF_TC_SMALL_MAX; size += alignment) {
+                alignment = size >= 128 ? (UINT64_C(1) << (63 - __builtin_clzll(size))) / 8 : size >= 16 ? 16 : 8;
+                alignment = MIN(alignment, (size_t) HEAP_BPF_TC_PAGE_BYTES);
+                uint64_t move = MIN(MAX((uint64_t) (65536.0 / (double) size), (uint64_t) 2), (uint64_t) transfer_objects) / 4;
+                uint64_t span = 0;
+                do {
+                        span += HEAP_BPF_TC_PAGE_BYTES;
+                        while (span % size > span / 8)
+                                span += HEAP_BPF_TC_PAGE_BYTES;
+                } while (span / size < move);
+                uint32_t pages = (uint32_t) (span / HEAP_BPF_TC_PAGE_BYTES);
+                if (n > 1 && pages == class_pages[n - 1] &&
+                    (uint64_t) pages * HEAP_BPF_TC_PAGE_BYTES / size ==
+                            (uint64_t) class_pages[n - 1] * HEAP_BPF_TC_PAGE_BYTES / class_bytes[n - 1]) {
+                        class_bytes[n - 1] = (uint32_t) size;
+                        continue;
+                }
+                if (n == ELEMENTSOF(class_bytes))
+                        break;
+                class_pages[n] = pages;
+                class_bytes[n++] = (uint32_t) size;
+        }
+        size_t next = 0;
+        for (size_t c = 1; c < n; c++) {
+                for (size_t size = next; size <= class_bytes[c]; size += 8) {
+                        size_t index = size <= 1024 ? (size + 7) >> 3 : (size + 127 + (120 << 7)) >> 7;
+                        if (index < HEAP_BPF_TC_CLASS_INDEXES)
+                                table[index] = class_bytes[c];
+                }
+                next = class_bytes[c] + 8;
         }
 }
 
-static bool probe_is_return(Probe p) {
-        return p == PROBE_ALLOC_RETURN || p == PROBE_REALLOC_RETURN || p == PROBE_POSIX_MEMALIGN_RETURN;
+/* tcmalloc's transfer batch as the process set it (TCMALLOC_TRANSFER_NUM_OBJ in its environment). */
+static uint32_t tcmalloc_transfer_objects(int32_t pid) {
+        _cleanup_free_ char *environ = NULL;
+        char path[64];
+        size_t size;
+        uint64_t v;
+
+        (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/environ", pid);
+        if (read_file_full(path, UPROBE_MAPS_MAX, &environ, &size) < 0)
+                return 32;
+        for (size_t at = 0; at < size; at += strlen(environ + at) + 1)
+                if (strncmp(environ + at, "TCMALLOC_TRANSFER_NUM_OBJ=", 26) == 0 &&
+                    parse_uint64(environ + at + 26, 2, 1 << 14, &v) >= 0)
+                        return (uint32_t) v;
+        return 32;
 }
 
-static int attach(UprobeSource *s) {
-        const char *names[ELEMENTSOF(probes)];
-        uint64_t offsets[ELEMENTSOF(probes)];
-        int r;
+static int tcmalloc_setup(UprobeSource *s) {
+        _cleanup_free_ uint32_t *table = calloc(HEAP_BPF_TC_CLASS_INDEXES, sizeof(uint32_t));
 
-        for (size_t i = 0; i < ELEMENTSOF(probes); i++)
-                names[i] = probes[i].function;
-        r = function_offsets(s->libc, names, ELEMENTSOF(probes), offsets);
-        if (r < 0)
-                return log_error_errno(r, "Failed to read the symbols of %s: %m", s->libc);
-        for (size_t i = 0; i < ELEMENTSOF(probes); i++) {
-                bool twice = false;
-                if (offsets[i] == 0) {
-                        if (probes[i].required)
-                                return log_error_errno(ENOENT, "%s has no %s: not glibc's allocator.", s->libc,
-                                                       names[i]);
-                        continue;
-                }
-                for (size_t j = 0; j < i; j++)
-                        twice |= offsets[j] == offsets[i] && probes[j].probe == probes[i].probe;
-                if (twice)
-                        continue;
-                LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = probe_is_return(probes[i].probe));
-                struct bpf_link *link = bpf_program__attach_uprobe_opts(probe_program(s, probes[i].probe), s->pid,
-                                                                        s->libc, offsets[i], &opts);
-                if (!link)
-                        return log_error_errno(errno, "Failed to attach a uprobe to %s in %s: %m", names[i],
-                                               s->libc);
-                s->links[s->n_links++] = link;
+        if (!table)
+                return -ENOMEM;
+        tcmalloc_classes(tcmalloc_transfer_objects(s->pid), table);
+        for (uint32_t i = 0; i < HEAP_BPF_TC_CLASS_INDEXES; i++) {
+                int r = bpf_map__update_elem(s->skel->maps.tc_classes, &i, sizeof(i), &table[i], sizeof(table[i]), 0);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -496,8 +796,8 @@ static int uprobe_source_start(EventSource *es, sd_event *event, const MsEventSi
         task.task.cmdline = cmdline;
         emit(s, &task);
         send_maps(s, MS_EVENT_HEAP_START, comm, cmdline);
-        log_info("Recording the heap of process %" PRIi32 " (%s) through uprobes on %s, a stack per %" PRIu64
-                 " bytes.", s->pid, comm, s->libc, s->sample_interval);
+        log_info("Recording the heap of process %" PRIi32 " (%s) through uprobes on %s (%s's allocator), a stack "
+                 "per %" PRIu64 " bytes.", s->pid, comm, s->allocator_path, s->allocator_name, s->sample_interval);
         return 0;
 }
 
@@ -551,7 +851,11 @@ static UprobeSource *uprobe_source_free(UprobeSource *s) {
         heap_uprobe_bpf__destroy(s->skel);
         safe_close(s->pidfd);
         free(s->code);
-        free(s->libc);
+        free(s->allocator_path);
+        free(s->placements);
+        for (size_t i = 0; i < s->n_objects; i++)
+                free(s->objects[i]);
+        free(s->objects);
         free(s);
         return NULL;
 }
@@ -579,7 +883,7 @@ static const EventSourceOps uprobe_source_ops = {
 
 static int uprobe_source_new(const SourceOptions *options, EventSource **ret) {
         _cleanup_(uprobe_source_freep) UprobeSource *s = NULL;
-        _cleanup_free_ char *maps = NULL, *libc = NULL;
+        _cleanup_free_ char *maps = NULL;
         uint64_t pid;
         int r;
 
@@ -599,22 +903,20 @@ static int uprobe_source_new(const SourceOptions *options, EventSource **ret) {
         s->pidfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
         if (s->pidfd < 0)
                 return log_error_errno(errno, "Cannot record process %" PRIi32 ": %m", s->pid);
-        r = read_maps(s->pid, &maps, &s->code, &s->n_code, &libc);
-        if (r == -ENOENT)
-                return log_error_errno(r, "Process %" PRIi32 " maps no libc.so.6 (a static program, or another "
-                                       "libc): its allocator cannot be probed.", s->pid);
+        r = read_maps(s->pid, &maps, &s->code, &s->n_code);
+        if (r >= 0)
+                r = process_objects(s->pid, maps, &s->objects, &s->n_objects);
         if (r < 0)
                 return log_error_errno(r, "Cannot read the mappings of process %" PRIi32 ": %m", s->pid);
-        /* The file as the process sees it, in its own mount namespace. */
-        if (asprintf(&s->libc, "/proc/%" PRIi32 "/root%s", s->pid, libc) < 0) {
-                s->libc = NULL;
-                return log_oom();
-        }
+        r = place_probes(s);
+        if (r < 0)
+                return r;
 
         s->skel = heap_uprobe_bpf__open();
         if (!s->skel)
                 return log_error_errno(errno, "Failed to open the heap uprobes' BPF program: %m");
         sample_setup(s->skel, s->sample_interval);
+        s->skel->rodata->allocator = s->allocator;
         r = bpf_map__set_max_entries(s->skel->maps.events, UPROBE_RING_BYTES);
         if (r >= 0)
                 r = bpf_map__set_max_entries(s->skel->maps.blocks, UPROBE_BLOCKS_MAX);
@@ -624,6 +926,11 @@ static int uprobe_source_new(const SourceOptions *options, EventSource **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to load the heap uprobes' BPF program (root, or CAP_BPF and "
                                        "CAP_PERFMON, is needed): %m");
+        if (s->allocator == HEAP_BPF_TCMALLOC) {
+                r = tcmalloc_setup(s);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to give the heap uprobes tcmalloc's size classes: %m");
+        }
         *ret = &TAKE_PTR(s)->source;
         return 0;
 }
@@ -631,7 +938,7 @@ static int uprobe_source_new(const SourceOptions *options, EventSource **ret) {
 const SourceType heap_uprobe_source_type = {
         .name = "heap-uprobe",
         .description = "the user-space heap of the running process --source-input=PID, through eBPF uprobes "
-                       "on its libc's allocator (memstrackctl record --pid)",
+                       "on its allocator (memstrackctl record --pid)",
         .automatic = false,
         .new = uprobe_source_new,
 };
