@@ -21,7 +21,6 @@
  * may make room, or std::bad_alloc is thrown) called itself, unmarked and unrecorded.
  */
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -87,7 +86,7 @@ static void *next_of(Next id) {
 
         if (likely(fn))
                 return fn == NEXT_MISSING ? NULL : fn;
-        fn = dlsym(RTLD_NEXT, next_names[id]);
+        fn = interpose_next(next_names[id]);
         if (fn)
                 own[id] = stacks_code_path(fn) == stacks_code_path(interpose_allocator_code());
         __atomic_store_n(&next[id], fn ?: NEXT_MISSING, __ATOMIC_RELEASE);

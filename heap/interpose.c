@@ -10,6 +10,8 @@
  * points, the exported functions of the malloc family, and its start: they find the real functions, call
  * them, and hand each block to the recording (record.h: the common call inline, the rest in record.c;
  * block-set.c, stacks.c, live.c and unwind.c under it), which writes to the daemon through channel.c.
+ * C++'s operators and the other allocators' own APIs are allocators.c's; rebind.c binds the objects'
+ * calls to the library when an allocator preloaded before it comes first in the lookup order.
  *
  * What it must never do, and how it does not:
  *   - allocate with malloc: its tables are mmap()ed, dlsym()'s own allocations come from a static
@@ -43,6 +45,7 @@
 #include "interpose.h"
 #include "library.h"
 #include "live.h"
+#include "rebind.h"
 #include "record.h"
 #include "stacks.h"
 #include "unwind.h"
@@ -242,26 +245,46 @@ static bool start_recording(const char *path) {
         return true;
 }
 
-/* Whether the program's malloc is another's than this library's: one found before it in the lookup order
- * (the program's own, linked into it, or an allocator preloaded before this library), whose calls never
- * come here. Said once on standard error, as the process is then not recorded. */
-static bool shadowed(void) {
+/* Whose malloc the program calls: the library's, or one found before it in the lookup order: an allocator
+ * preloaded before the library, whose calls rebind_objects() binds to the library, or the program's own
+ * (an allocator linked into it), which the program calls directly: that process is not recorded, and
+ * says so on standard error. */
+typedef enum Shadow {
+        SHADOW_NONE,
+        SHADOW_LIBRARY,
+        SHADOW_PROGRAM,
+} Shadow;
+
+static Shadow shadow;
+
+static Shadow find_shadow(void) {
         void *first = dlsym(RTLD_DEFAULT, "malloc");
-        const char *own = stacks_code_path((const void *) &shadowed), *other = stacks_code_path(first);
+        const char *own = stacks_code_path((const void *) &find_shadow), *other = stacks_code_path(first);
         static const char *const text[] = {
                 "libmemstrack-heap.so: not recording this process: its malloc is the one of ",
                 NULL,
-                ", found before this library's (an allocator linked into the program, or preloaded before "
-                "this library); memstrackctl record --pid records such a process\n",
+                ", which it calls without the library (an allocator linked into the program); memstrackctl "
+                "record --pid records such a process\n",
         };
 
         if (!first || !own || other == own)
-                return false;
+                return SHADOW_NONE;
+        if (*other && rebind_possible())
+                return SHADOW_LIBRARY;
         for (size_t i = 0; i < 3; i++) {
                 const char *t = text[i] ?: (*other ? other : "the program");
                 (void) !write(STDERR_FILENO, t, strlen(t));
         }
-        return true;
+        return SHADOW_PROGRAM;
+}
+
+void *interpose_next(const char *name) {
+        if (shadow == SHADOW_LIBRARY) {
+                void *first = dlsym(RTLD_DEFAULT, name);
+                if (first && stacks_code_path(first) != stacks_code_path((const void *) &find_shadow))
+                        return first;
+        }
+        return dlsym(RTLD_NEXT, name);
 }
 
 void interpose_initialize(void) {
@@ -277,19 +300,23 @@ void interpose_initialize(void) {
 
         initializing_here = true;
         /* dlsym() may allocate: it gets the bootstrap buffer while real.malloc is still unknown. */
-        real.malloc = (MallocFn) dlsym(RTLD_NEXT, "malloc");
-        real.calloc = (CallocFn) dlsym(RTLD_NEXT, "calloc");
-        real.realloc = (ReallocFn) dlsym(RTLD_NEXT, "realloc");
-        real.free = (FreeFn) dlsym(RTLD_NEXT, "free");
-        real.memalign = (MemalignFn) dlsym(RTLD_NEXT, "memalign");
-        real.aligned_alloc = (MemalignFn) dlsym(RTLD_NEXT, "aligned_alloc");
-        real.posix_memalign = (PosixMemalignFn) dlsym(RTLD_NEXT, "posix_memalign");
-        real.valloc = (VallocFn) dlsym(RTLD_NEXT, "valloc");
-        real.pvalloc = (VallocFn) dlsym(RTLD_NEXT, "pvalloc");
+        shadow = find_shadow();
+        real.malloc = (MallocFn) interpose_next("malloc");
+        real.calloc = (CallocFn) interpose_next("calloc");
+        real.realloc = (ReallocFn) interpose_next("realloc");
+        real.free = (FreeFn) interpose_next("free");
+        real.memalign = (MemalignFn) interpose_next("memalign");
+        real.aligned_alloc = (MemalignFn) interpose_next("aligned_alloc");
+        real.posix_memalign = (PosixMemalignFn) interpose_next("posix_memalign");
+        real.valloc = (VallocFn) interpose_next("valloc");
+        real.pvalloc = (VallocFn) interpose_next("pvalloc");
 
         const char *path = getenv(HEAP_ENV_SOCKET);
         bool on = real.malloc && real.calloc && real.realloc && real.free && path && *path &&
-                  !shadowed() && start_recording(path);
+                  shadow != SHADOW_PROGRAM && start_recording(path);
+        /* The objects' calls come to the library from now on (the real functions are known first). */
+        if (on && shadow == SHADOW_LIBRARY)
+                on = rebind_objects((const void *) &find_shadow);
         __atomic_store_n(&interpose_state, on ? INTERPOSE_RECORDING : INTERPOSE_OFF, __ATOMIC_RELEASE);
         initializing_here = false;
 }

@@ -32,6 +32,10 @@ void interpose_initialize(void);
 
 /* The real free(): the next in the lookup order after this library, the allocator's. Known once started. */
 void interpose_real_free(void *p);
+/* The function of a name the library stands in front of: the next in the lookup order after the library,
+ * or where an allocator preloaded before the library provides malloc, the first one that is not the
+ * library's. NULL: none. */
+void *interpose_next(const char *name);
 /* The code of the allocator's malloc(), to tell its other functions from libstdc++'s. */
 const void *interpose_allocator_code(void);
 

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 """memstrackctl record on programs whose malloc is not glibc's: jemalloc, tcmalloc and mimalloc.
 
-Usage: test-heap-allocators.py CASE ALLOCATOR MEMSTRACKCTL MEMSTRACKD LIBRARY HEAP_TARGET TARGET STATIC
+Usage: test-heap-allocators.py CASE ALLOCATOR MEMSTRACKCTL MEMSTRACKD LIBRARY HEAP_TARGET TARGET STATIC BUILTIN
 
 TARGET is heap-target linked with ALLOCATOR (its known mode also calls the allocator's own API: jemalloc's
-mallocx() and kin, tcmalloc's tc_*(), mimalloc's mi_*()), STATIC heap-static with ALLOCATOR linked into it
-(either may be '': not built here, the case skips). For ALLOCATOR glibc they are heap-target and heap-static
+mallocx() and kin, tcmalloc's tc_*(), mimalloc's mi_*()), STATIC heap-static with ALLOCATOR linked into it,
+BUILTIN heap-target with ALLOCATOR's static library linked into it and glibc a shared library (each may
+be '': not built here, the case skips). For ALLOCATOR glibc they are heap-target and heap-static
 themselves. heap-target and heap-static work out what they allocate from malloc_usable_size(), which is
 the allocator's, and each case compares it with what record reports, exactly (every call's stack):
 
@@ -15,13 +16,15 @@ the allocator's, and each case compares it with what record reports, exactly (ev
                    allocator's API
   preloaded        record of heap-target (glibc's build) with ALLOCATOR in LD_PRELOAD: record puts its library
                    first, the allocator serves every block, the same exact totals
-  preloaded-first  a process that puts ALLOCATOR before the heap library in LD_PRELOAD: its calls never reach
-                   the library, which says so and records nothing
+  preloaded-first  a process that puts ALLOCATOR before the heap library in LD_PRELOAD: the library binds
+                   the objects' calls to itself, the same exact totals
+  builtin          record of BUILTIN: its malloc is its own, called directly; refused with the reason
   pid              record --pid of TARGET wait-known: the uprobes attach to the allocator that provides
                    malloc in the process, exact (each allocator's usable sizes differ: exact only there)
   pid-preloaded    the same of heap-target (glibc's build) running with ALLOCATOR preloaded
   pid-static       record --pid of STATIC wait-known: the program's own malloc from its symbol table, exact;
                    for glibc also a stripped copy, refused with the reason
+  pid-builtin      record --pid of BUILTIN wait-known: the program's malloc, before libc's, exact
 The pid cases need root (uprobes and BPF), else 77.
 """
 import importlib.util
@@ -101,28 +104,32 @@ def case_preloaded():
 
 
 def case_preloaded_first():
-    """env puts the allocator first: env's own heap is recorded up to its exec, the program's is not, and
-    the library said why."""
+    """env puts the allocator first, as a process may for its children: env's heap and the program's are
+    recorded, the program's exactly."""
     if not TARGET:
         skip(f"{ALLOCATOR} is not installed here")
     lib = allocator_library(TARGET)
-    tmp = tempfile.mkdtemp(prefix="heap-alloc.")
-    try:
-        e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY,
-                 HEAP_TARGET_EXPECT=os.path.join(tmp, "expect.json"))
-        p = subprocess.run([CTL, "record", "--json=short", "--format", "heap_leaks", "--", "env",
-                            f"LD_PRELOAD={lib} {LIBRARY}", GLIBC_TARGET, "known"], env=e, capture_output=True,
-                           text=True, timeout=300)
-        said = f"not recording this process: its malloc is the one of {lib}"
-        if said not in p.stderr:
-            hr.fail(f"preloaded first: the library did not say it records nothing: {p.stderr.strip()}")
-        else:
-            hr.ok(f"preloaded first: said so ({said})")
-        heaps = json.loads(p.stdout)["heap_leaks"] if p.stdout.strip() else []
-        if any(h["comm"] != "env" for h in heaps) or p.returncode != 0:
-            hr.fail(f"preloaded first: exit {p.returncode}, heaps of {[h['comm'] for h in heaps]}, only env's expected")
-    finally:
-        shutil.rmtree(tmp)
+    hr.TARGET = "env"
+    reply, expected, _ = hr.record(["--sample-interval=1"], [f"LD_PRELOAD={lib} {LIBRARY}", GLIBC_TARGET, "known"])
+    if reply:
+        reply = {view: [h for h in heaps if h["comm"] == "heap-target"] for view, heaps in reply.items()
+                 if view in ("heap_maximum", "heap_leaks")}
+    check_exact(reply, expected, f"record with {lib} preloaded before the library")
+    check_served(expected, os.path.basename(lib).split(".so")[0])
+
+
+def case_builtin():
+    if not BUILTIN:
+        skip(f"no static library of {ALLOCATOR} to link into a program here")
+    e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY)
+    p = subprocess.run([CTL, "record", "--json=short", "--format", "heap_leaks", "--", BUILTIN, "known"], env=e,
+                       capture_output=True, text=True, timeout=300)
+    said = "not recording this process: its malloc is the one of the program"
+    heaps = json.loads(p.stdout)["heap_leaks"] if p.stdout.strip() else []
+    if said not in p.stderr or any(h["bytes"] for h in heaps):
+        hr.fail(f"builtin: exit {p.returncode}, heaps {heaps}, stderr {p.stderr.strip()}")
+    else:
+        hr.ok(f"builtin: refused ({said})")
 
 
 def record_pid_of(program, env=None):
@@ -195,6 +202,17 @@ def case_pid_preloaded():
     check_exact(reply, expected, f"record --pid with {lib} preloaded")
 
 
+def case_pid_builtin():
+    if not BUILTIN:
+        skip(f"no static library of {ALLOCATOR} to link into a program here")
+    reply, expected, stderr = record_pid_of(BUILTIN)
+    if reply is None and expected is None:
+        hr.fail(f"record --pid did not attach: {stderr.strip()}")
+        return
+    check_served(expected, "heap-target-" + ALLOCATOR + "-builtin")
+    check_exact(reply, expected, f"record --pid of a program with {ALLOCATOR} built in")
+
+
 def case_pid_static():
     if not STATIC:
         skip(f"no static library of {ALLOCATOR} here: no static program with it inside")
@@ -222,12 +240,12 @@ def case_pid_static():
 CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":
-    if len(sys.argv) != 9 or sys.argv[1] not in CASES:
+    if len(sys.argv) != 10 or sys.argv[1] not in CASES:
         print(__doc__)
         sys.exit(2)
     case, ALLOCATOR = sys.argv[1], sys.argv[2]
     CTL, MEMSTRACKD, LIBRARY, GLIBC_TARGET = [os.path.abspath(a) for a in sys.argv[3:7]]
-    TARGET, STATIC = [os.path.abspath(a) if a else "" for a in sys.argv[7:9]]
+    TARGET, STATIC, BUILTIN = [os.path.abspath(a) if a else "" for a in sys.argv[7:10]]
     hr.CTL, hr.MEMSTRACKD, hr.LIBRARY, hr.TARGET = CTL, MEMSTRACKD, LIBRARY, TARGET
     CASES[case]()
     sys.exit(1 if hr.failed else 0)
