@@ -177,50 +177,44 @@ def record_pid_of(program, env=None):
         shutil.rmtree(tmp)
 
 
+def pid_exact(program, what, served, env=None, unknown_frees=0):
+    """record --pid of program wait-known exact, served by the malloc of an object whose name holds served."""
+    reply, expected, stderr = record_pid_of(program, env)
+    if reply is None and expected is None:
+        hr.fail(f"record --pid of {what} did not attach: {stderr.strip()}")
+        return
+    if served:
+        check_served(expected, served)
+    check_exact(reply, expected, f"record --pid of {what}", unknown_frees)
+
+
 def case_pid():
     if not TARGET:
         skip(f"heap-target was not built with {ALLOCATOR} here")
-    reply, expected, stderr = record_pid_of(TARGET)
-    if reply is None and expected is None:
-        hr.fail(f"record --pid did not attach: {stderr.strip()}")
-        return
-    check_served(expected, "lib" + ALLOCATOR[:2] if ALLOCATOR != "glibc" else "libc.so.6")
     # glibc allocates each thread's tcache inside, not through malloc, and frees it through free when the
     # thread exits: known's 4 threads make 4 frees of blocks never seen allocated.
-    check_exact(reply, expected, f"record --pid on {ALLOCATOR}", unknown_frees=4 if ALLOCATOR == "glibc" else 0)
+    pid_exact(TARGET, f"heap-target on {ALLOCATOR}", "lib" + ALLOCATOR[:2] if ALLOCATOR != "glibc" else "libc.so.6",
+              unknown_frees=4 if ALLOCATOR == "glibc" else 0)
 
 
 def case_pid_preloaded():
     if not TARGET:
         skip(f"{ALLOCATOR} is not installed here")
     lib = allocator_library(TARGET)
-    reply, expected, stderr = record_pid_of(GLIBC_TARGET, env={"LD_PRELOAD": lib})
-    if reply is None and expected is None:
-        hr.fail(f"record --pid did not attach: {stderr.strip()}")
-        return
-    check_served(expected, os.path.basename(lib).split(".so")[0])
-    check_exact(reply, expected, f"record --pid with {lib} preloaded")
+    pid_exact(GLIBC_TARGET, f"heap-target with {lib} preloaded", os.path.basename(lib).split(".so")[0],
+              env={"LD_PRELOAD": lib})
 
 
 def case_pid_builtin():
     if not BUILTIN:
         skip(f"no static library of {ALLOCATOR} to link into a program here")
-    reply, expected, stderr = record_pid_of(BUILTIN)
-    if reply is None and expected is None:
-        hr.fail(f"record --pid did not attach: {stderr.strip()}")
-        return
-    check_served(expected, "heap-target-" + ALLOCATOR + "-builtin")
-    check_exact(reply, expected, f"record --pid of a program with {ALLOCATOR} built in")
+    pid_exact(BUILTIN, f"a program with {ALLOCATOR} built in", "heap-target-" + ALLOCATOR + "-builtin")
 
 
 def case_pid_static():
     if not STATIC:
         skip(f"no static library of {ALLOCATOR} here: no static program with it inside")
-    reply, expected, stderr = record_pid_of(STATIC)
-    if reply is None and expected is None:
-        hr.fail(f"record --pid of a static program did not attach: {stderr.strip()}")
-        return
-    check_exact(reply, expected, f"record --pid of a static program with {ALLOCATOR}")
+    pid_exact(STATIC, f"a static program with {ALLOCATOR}", None)
     if ALLOCATOR != "glibc":
         return
     # Without a symbol table nothing names its malloc: refused, and said why.
