@@ -14,8 +14,9 @@ the allocator's, and each case compares it with what record reports, exactly (ev
   record           record of TARGET known: every call site holds exactly its bytes and blocks at the maximum
                    and at exit, including the aligned blocks, C++'s sized and aligned deletes and the
                    allocator's API
-  preloaded        record of heap-target (glibc's build) with ALLOCATOR in LD_PRELOAD: record puts its library
-                   first, the allocator serves every block, the same exact totals
+  preloaded        record of heap-target (glibc's build) with ALLOCATOR after the heap library in LD_PRELOAD
+                   (as record puts its library before the LD_PRELOAD it is given): the allocator serves
+                   every block, the same exact totals
   preloaded-first  a process that puts ALLOCATOR before the heap library in LD_PRELOAD: the library binds
                    the objects' calls to itself, the same exact totals
   builtin          record of BUILTIN: its malloc is its own, called directly; refused with the reason
@@ -93,29 +94,32 @@ def case_record():
     check_served(expected, "lib" + ALLOCATOR[:2])
 
 
-def case_preloaded():
-    if not TARGET:
-        skip(f"{ALLOCATOR} is not installed here")
+def record_preloaded(first, second):
+    """record of heap-target (glibc's build) known under env LD_PRELOAD="FIRST SECOND", exact. env sets the
+    variable for the program alone: memstrackctl itself may be built with a sanitizer that must come first."""
     lib = allocator_library(TARGET)
-    hr.TARGET = GLIBC_TARGET
-    reply, expected, _ = hr.record(["--sample-interval=1"], ["known"], env={"LD_PRELOAD": lib})
-    check_exact(reply, expected, f"record with {lib} preloaded")
-    check_served(expected, os.path.basename(lib).split(".so")[0])
-
-
-def case_preloaded_first():
-    """env puts the allocator first, as a process may for its children: env's heap and the program's are
-    recorded, the program's exactly."""
-    if not TARGET:
-        skip(f"{ALLOCATOR} is not installed here")
-    lib = allocator_library(TARGET)
+    order = [lib if x == "allocator" else LIBRARY for x in (first, second)]
     hr.TARGET = "env"
-    reply, expected, _ = hr.record(["--sample-interval=1"], [f"LD_PRELOAD={lib} {LIBRARY}", GLIBC_TARGET, "known"])
+    reply, expected, _ = hr.record(["--sample-interval=1"], ["LD_PRELOAD=" + " ".join(order), GLIBC_TARGET, "known"])
     if reply:
         reply = {view: [h for h in heaps if h["comm"] == "heap-target"] for view, heaps in reply.items()
                  if view in ("heap_maximum", "heap_leaks")}
-    check_exact(reply, expected, f"record with {lib} preloaded before the library")
+    check_exact(reply, expected, f"record with LD_PRELOAD={' '.join(order)}")
     check_served(expected, os.path.basename(lib).split(".so")[0])
+
+
+def case_preloaded():
+    """The allocator after the library, as record puts its library before the LD_PRELOAD it is given."""
+    if not TARGET:
+        skip(f"{ALLOCATOR} is not installed here")
+    record_preloaded("library", "allocator")
+
+
+def case_preloaded_first():
+    """The allocator before the library, as a process may set LD_PRELOAD for its children."""
+    if not TARGET:
+        skip(f"{ALLOCATOR} is not installed here")
+    record_preloaded("allocator", "library")
 
 
 def case_builtin():
