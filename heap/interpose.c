@@ -300,7 +300,9 @@ void interpose_initialize(void) {
 
         initializing_here = true;
         /* dlsym() may allocate: it gets the bootstrap buffer while real.malloc is still unknown. */
-        shadow = find_shadow();
+        const char *path = getenv(HEAP_ENV_SOCKET);
+        if (path && *path)
+                shadow = find_shadow();
         real.malloc = (MallocFn) interpose_next("malloc");
         real.calloc = (CallocFn) interpose_next("calloc");
         real.realloc = (ReallocFn) interpose_next("realloc");
@@ -311,7 +313,6 @@ void interpose_initialize(void) {
         real.valloc = (VallocFn) interpose_next("valloc");
         real.pvalloc = (VallocFn) interpose_next("pvalloc");
 
-        const char *path = getenv(HEAP_ENV_SOCKET);
         bool on = real.malloc && real.calloc && real.realloc && real.free && path && *path &&
                   shadow != SHADOW_PROGRAM && start_recording(path);
         /* The objects' calls come to the library from now on (the real functions are known first). */
