@@ -30,6 +30,8 @@
  */
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <pthread.h>
@@ -257,9 +259,21 @@ typedef enum Shadow {
 
 static Shadow shadow;
 
+/* Whether address is a definition: a program that takes malloc's address gets a canonical PLT entry,
+ * which dlsym() returns although the program only calls through it (its symbol is undefined there). */
+static bool defines(void *address) {
+        const ElfW(Sym) *sym = NULL;
+        Dl_info info;
+
+        return !dladdr1(address, &info, (void **) &sym, RTLD_DL_SYMENT) || !sym || sym->st_shndx != SHN_UNDEF;
+}
+
 static Shadow find_shadow(void) {
         void *first = dlsym(RTLD_DEFAULT, "malloc");
         const char *own = stacks_code_path((const void *) &find_shadow), *other = stacks_code_path(first);
+
+        if (first && !defines(first))
+                return SHADOW_NONE;
         static const char *const text[] = {
                 "libmemstrack-heap.so: not recording this process: its malloc is the one of ",
                 NULL,
