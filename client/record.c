@@ -162,6 +162,95 @@ static int run_command(char *argv[], const char *socket_path, const char *preloa
         return 0;
 }
 
+/* The Heap reply to params, or *ret NULL when it is larger than memstrackd sends (LimitExceeded). */
+static int heap_call(VarlinkClient *c, json_t *params, json_t **ret) {
+        _cleanup_free_ char *error = NULL;
+        json_auto_t *reply = NULL;
+        int r;
+
+        r = ctl_client_call(c, "io.memstrack.Heap", params, &reply, &error);
+        if (r >= 0 && error && streq(error, MEMSTRACK_ERROR_LIMIT_EXCEEDED)) {
+                *ret = NULL;
+                return 0;
+        }
+        r = ctl_call_result("io.memstrack.Heap", r, error, reply);
+        if (r == 0)
+                *ret = TAKE_PTR(reply);
+        return r;
+}
+
+/* The whole trees of one pid's heaps (every heap with pid <= 0), with their timelines for a saved record;
+ * one pid's heap whose timeline does not fit a reply beside its tree goes without it, said so. *ret NULL
+ * when they do not fit a reply: for every heap, with their timelines; for one pid, even without. */
+static int heap_trees(VarlinkClient *c, pid_t pid, json_t **ret) {
+        /* Text shows the frames above a few hundredths of a percent; JSON and files get all. */
+        bool text = arg_json == CTL_JSON_OFF && !arg_file;
+        json_auto_t *params = json_pack("{s:i, s:i, s:i, s:b}", "maxDepth", RECORD_TREE_DEPTH,
+                                        "maxChildren", RECORD_TREE_CHILDREN, "minPartsPerMillion",
+                                        text ? RECORD_TEXT_MIN_PPM : 0, "timeline", arg_file != NULL);
+        int r;
+
+        if (!params || (pid > 0 && json_object_set_new(params, "pid", json_integer(pid)) < 0))
+                return -ENOMEM;
+        r = heap_call(c, params, ret);
+        if (r != 0 || *ret || !arg_file || pid <= 0)
+                return r;
+        /* A saved record keeps the timelines, for report --at and --between: without them, then. */
+        if (json_object_set_new(params, "timeline", json_false()) < 0)
+                return -ENOMEM;
+        r = heap_call(c, params, ret);
+        if (r == 0 && *ret)
+                fprintf(stderr, "memstrackctl: the timeline of pid %d's heap does not fit a reply beside its tree: "
+                        "%s is saved without it (report --at and --between need it).\n", (int) pid, arg_file);
+        return r;
+}
+
+/* The whole trees of the heaps the roots-only reply lists (of pid alone with only_pid): in one reply when
+ * they fit, else pid by pid, each a reply of its own, merged into one. */
+static int fetch_heaps(VarlinkClient *c, json_t *roots, pid_t pid, bool only_pid, json_t **ret) {
+        json_auto_t *merged = NULL;
+        json_t *h;
+        size_t i;
+        int r;
+
+        r = heap_trees(c, only_pid ? pid : 0, ret);
+        if (r != 0 || *ret || only_pid)
+                goto done;
+        json_array_foreach(reply_array(roots, "heaps"), i, h) {
+                pid_t p = (pid_t) reply_int(h, "pid", 0);
+                json_auto_t *one = NULL;
+                bool seen = false;
+                json_t *x;
+                size_t k;
+
+                /* A pid of several heaps (it exec'd) is asked for once. */
+                json_array_foreach(reply_array(merged, "heaps"), k, x)
+                        seen |= reply_int(x, "pid", 0) == p;
+                if (seen)
+                        continue;
+                r = heap_trees(c, p, &one);
+                if (r != 0)
+                        return r;
+                if (!one) {
+                        fprintf(stderr, "memstrackctl: the heap of pid %d is larger than memstrackd sends in a reply: "
+                                "left out (a larger --sample-interval makes it smaller).\n", (int) p);
+                        continue;
+                }
+                if (!merged)
+                        merged = json_incref(one);
+                else if (json_array_extend(reply_array(merged, "heaps"), reply_array(one, "heaps")) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(merged);
+done:
+        if (r == 0 && !*ret) {
+                fprintf(stderr, "memstrackctl: the heaps are larger than memstrackd sends in a reply; a larger "
+                        "--sample-interval makes them smaller.\n");
+                return CTL_EXIT_FAILURE;
+        }
+        return r;
+}
+
 /* Waits until the daemon has read the heaps of pid to their end (its exit seen through a pidfd), asking
  * for the roots alone meanwhile; then takes the whole trees once. The daemon usually sees the end within a
  * millisecond of the exit: asked again after 1 ms, then twice as long each time, up to 20 ms. */
@@ -194,33 +283,7 @@ static int wait_heaps_ended(VarlinkClient *c, pid_t pid, bool only_pid, json_t *
                                 *ret = json_pack("{s:[], s:i, s:i}", "heaps", "heapsDropped", 0, "invalidEvents", 0);
                                 return *ret ? 0 : -ENOMEM;
                         }
-                        /* Text shows the frames above a few hundredths of a percent; JSON and files get all. */
-                        bool text = arg_json == CTL_JSON_OFF && !arg_file;
-                        json_auto_t *whole = json_pack("{s:i, s:i, s:i}", "maxDepth", RECORD_TREE_DEPTH,
-                                                       "maxChildren", RECORD_TREE_CHILDREN, "minPartsPerMillion",
-                                                       text ? RECORD_TEXT_MIN_PPM : 0);
-                        if (!whole || (only_pid && json_object_set_new(whole, "pid", json_integer(pid)) < 0))
-                                return -ENOMEM;
-                        /* A saved record keeps each heap's timeline, for report --at and --between; should
-                         * the heaps' timelines not fit one reply together, it goes without. */
-                        if (arg_file) {
-                                _cleanup_free_ char *error = NULL;
-                                json_auto_t *timed = json_deep_copy(whole), *answer = NULL;
-                                if (!timed || json_object_set_new(timed, "timeline", json_true()) < 0)
-                                        return -ENOMEM;
-                                r = ctl_client_call(c, "io.memstrack.Heap", timed, &answer, &error);
-                                if (r >= 0 && error && streq(error, MEMSTRACK_ERROR_LIMIT_EXCEEDED))
-                                        fprintf(stderr, "memstrackctl: the heaps' timelines do not fit one reply: "
-                                                "%s is saved without them (report --at and --between need them).\n",
-                                                arg_file);
-                                else {
-                                        r = ctl_call_result("io.memstrack.Heap", r, error, answer);
-                                        if (r == 0)
-                                                *ret = TAKE_PTR(answer);
-                                        return r;
-                                }
-                        }
-                        return ctl_call(c, "io.memstrack.Heap", whole, ret);
+                        return fetch_heaps(c, reply, pid, only_pid, ret);
                 }
                 (void) nanosleep(&(struct timespec) { .tv_nsec = (long) (pause_usec * NSEC_PER_USEC) }, NULL);
                 pause_usec = MIN(pause_usec * 2, 20 * USEC_PER_MSEC);

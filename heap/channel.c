@@ -88,7 +88,6 @@ bool channel_create(uint64_t sample_interval, void (*on_closed)(void)) {
                 .n_thread_slots = HEAP_THREAD_SLOTS,
                 .sample_interval = sample_interval,
                 .pid = getpid(),
-                .start_nsec = now_nsec(),
         };
         return true;
 }

@@ -140,8 +140,6 @@ typedef struct HeapAbiHeader {
         uint64_t sample_interval;       /* bytes per sampled stack on average; 1: every call */
         int32_t pid;
         uint32_t flags;                 /* HEAP_ABI_FLAG_*: the daemon's word to the library */
-        uint64_t start_nsec;            /* CLOCK_MONOTONIC when the library began recording: records' times
-                                         * count from it */
 
         /* The exact counters, all changed with atomic operations, on one cache line. The process's live
          * bytes are live_bytes + nested_pending + every thread's live_delta. */

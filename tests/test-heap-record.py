@@ -430,9 +430,9 @@ def program_sites(view):
 
 def record_phases(tmp):
     """tests/heap-lifetimes phases recorded with every call's stack into tmp/phases.json: the file's path,
-    and two moments in the pauses after each phase, hundreds of milliseconds from either phase whatever
-    the buckets' width and the few milliseconds between the heap's start and the program's. None if it
-    could not be recorded (said as a failure)."""
+    and two moments in the pauses after each phase, in seconds after the heap's start (the program's clock
+    and the recording's startUsec are both CLOCK_MONOTONIC), hundreds of milliseconds from either phase
+    whatever the buckets' width. None if it could not be recorded (said as a failure)."""
     path = os.path.join(tmp, "phases.json")
     expect_path = os.path.join(tmp, "expect.json")
     e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY, HEAP_TARGET_EXPECT=expect_path)
@@ -442,8 +442,9 @@ def record_phases(tmp):
         fail(f"record phases: exit status {p.returncode}: {p.stderr.strip()}")
         return None
     x = json.load(open(expect_path))
-    one, two = x["phaseOneMsec"], x["phaseTwoMsec"]
-    return path, (one[1] + two[0]) / 2000, (two[1] + x["endMsec"]) / 2000
+    one, two = x["phaseOneUsec"], x["phaseTwoUsec"]
+    start = [h for h in json.load(open(path))["heap"]["heaps"] if h["comm"] == "heap-lifetimes"][0]["startUsec"]
+    return path, ((one[1] + two[0]) / 2 - start) / 1e6, ((two[1] + x["endUsec"]) / 2 - start) / 1e6
 
 
 def case_phases():
@@ -514,6 +515,40 @@ def case_moment_html():
         print(p.stdout, end="")
         if p.returncode != 0:
             fail(f"the chart in Chromium: {p.stderr.strip()}")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_large():
+    """A compiler on four of memstrack's sources with every call's stack, saved: the heaps together are far
+    larger than one reply of memstrackd's (16 MiB), so record takes them pid by pid; every process the
+    compiler ran is in the file, each with its tree and its timeline."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = [os.path.join(root, "daemon", "core", f) for f in ("accounting.c", "stacktree.c", "chargeindex.c", "units.c")]
+    includes = [f"-I{os.path.join(root, d)}" for d in ("common", "daemon/core", "daemon/symbols", "daemon/util")]
+    build = os.path.dirname(os.path.dirname(os.path.abspath(MEMSTRACKD)))
+    tmp = tempfile.mkdtemp(prefix="heap-large.")
+    try:
+        path = os.path.join(tmp, "cc.json")
+        e = dict(os.environ, MEMSTRACKD=MEMSTRACKD, MEMSTRACK_HEAP_LIBRARY=LIBRARY)
+        p = subprocess.run([CTL, "record", "--sample-interval=1", "--file", path, "--", "cc", "-O2", "-D_GNU_SOURCE",
+                            "-c", f"-I{build}"] + includes + sources, env=e, capture_output=True, text=True,
+                           timeout=600, cwd=tmp)
+        if p.returncode != 0:
+            fail(f"record of cc: exit status {p.returncode}: {p.stderr.strip()[-500:]}")
+            return
+        heaps = json.load(open(path))["heap"]["heaps"]
+        size = sum(len(json.dumps(h)) for h in heaps)
+        comms = sorted(h["comm"] for h in heaps)
+        cc1 = [h for h in heaps if h["comm"] == "cc1"]
+        if len(cc1) != len(sources) or "cc" not in comms:
+            fail(f"large: heaps of {comms}, expected cc and {len(sources)} cc1")
+        if size <= 16 << 20:
+            fail(f"large: the heaps hold {size} bytes of JSON, not more than one reply: the case tests nothing")
+        missing = [h["pid"] for h in heaps if not h.get("timeline") or not h["root"]["children"]]
+        if missing:
+            fail(f"large: heaps without their tree or timeline: {missing}; stderr: {p.stderr.strip()}")
+        ok(f"large: {len(heaps)} heaps ({' '.join(comms)}), {size >> 20} MiB of JSON, each with its timeline")
     finally:
         shutil.rmtree(tmp)
 

@@ -13,6 +13,11 @@
 
 /* Standard deviations in a node's stated sampling error: 3 (99.7 % of estimates fall within it). */
 #define HEAP_ERROR_SIGMAS 3.0
+/* A frame whose blocks were all freed is in the tree for its lifetimes when it freed at least this share
+ * (per million) of its heap's freed blocks, or the query's minPartsPerMillion when larger: a compiler's
+ * heap frees through tens of thousands of stacks, most of them a few blocks, which would otherwise swell
+ * the tree past what a reply holds. What is left out counts at the frame above it. */
+#define HEAP_LIFETIME_MIN_PPM 1000u
 
 /* The lifetimes of a heap's frames, each the sum over its subtree (as bytes are), for the frames that have
  * any: a frame's own blocks are those of the stacks that end there. */
@@ -33,6 +38,7 @@ typedef struct HeapView {
         const HeapQuery *q;
         uint64_t min_now, min_max;      /* a frame below both (scaled bytes now, at the maximum) is left out */
         LifetimeSums lifetimes;
+        uint64_t min_freed;             /* a frame of lifetimes alone needs this many freed blocks (units) */
         KeyIndex shown;                 /* with timeline: the frames in the reply (their ids are their nodes) */
 } HeapView;
 
@@ -184,6 +190,13 @@ static const ViewHeapLifetimes *lifetimes_of(const HeapView *v, uint32_t node) {
         return k != KEY_INDEX_NONE ? &v->lifetimes.sums[k] : NULL;
 }
 
+static uint64_t freed_of(const ViewHeapLifetimes *l) {
+        uint64_t n = 0;
+        for (unsigned b = 0; l && b < VIEW_HEAP_LIFETIME_BUCKETS; b++)
+                n = count_add(n, l->freed[b]);
+        return n;
+}
+
 /* Blocks counted in 1/VIEW_HEAP_BLOCK_UNIT, to the nearest whole one. */
 static json_int_t whole_blocks(uint64_t units) {
         return (json_int_t) ((units + VIEW_HEAP_BLOCK_UNIT / 2) / VIEW_HEAP_BLOCK_UNIT);
@@ -240,7 +253,8 @@ static json_t *node_json(HeapView *v, uint32_t idx, unsigned depth) {
                 ViewHeapNode y;
                 view_heap_node(v->a, v->img.serial, c, &y);
                 if (y.bytes.current == 0 && y.max_bytes == 0) {
-                        if (lifetimes_of(v, c))
+                        const ViewHeapLifetimes *l = lifetimes_of(v, c);
+                        if (l && freed_of(l) >= v->min_freed)
                                 list[k++] = (HeapChild) { c, 0 };
                         continue;
                 }
@@ -313,6 +327,10 @@ static int heap_view_init(HeapView *v, Accounting *a, UserSymbols *usym, const H
         v->lifetimes = (LifetimeSums) { .a = a, .scope = view_heap_scope_node(a, serial) };
         if (v->lifetimes.scope != VIEW_NODE_NONE)
                 view_heap_foreach_lifetimes(a, add_lifetimes, &v->lifetimes);
+        /* Rounded up, and at least a block's worth: a frame that freed nothing never counts. */
+        uint64_t freed = freed_of(lifetimes_of(v, v->lifetimes.scope));
+        uint32_t ppm = MAX(q->min_ppm, HEAP_LIFETIME_MIN_PPM);
+        v->min_freed = MAX((freed / 1000000 * ppm) + ((freed % 1000000) * ppm + 999999) / 1000000, (uint64_t) 1);
         return v->lifetimes.error;
 }
 

@@ -183,8 +183,8 @@ typedef struct MsHeapEvent {
                                          * id always names the same frames, so the core may remember where
                                          * they led */
         MsHeapPeak peak;                /* ALLOC, FREE, STATE */
-        /* ALLOC, FREE: CLOCK_MONOTONIC when the call made its change; START: when the heap began (before
-         * the source read it: its first records may be older). 0: not known (the event's timestamp then). */
+        /* ALLOC, FREE: CLOCK_MONOTONIC when the call made its change; 0: not known (the event's timestamp
+         * then). */
         uint64_t time_nsec;
         /* ALLOC, FREE: the low 32 bits of the allocations the calling thread had made when the call ended,
          * 0 when not known: a free with its allocation's count, on the same thread, came before that thread

@@ -312,8 +312,9 @@ static void handle_start(Heap *h, const MsEvent *e) {
                 .pid = e->pid,
                 .serial = serial,
                 .sample_interval = MIN(MAX(x->sample_interval, (uint64_t) 1), HEAP_EVENT_SAMPLE_INTERVAL_MAX),
-                /* When the library began, if the process says a time before the source read its heap. */
-                .start_nsec = x->time_nsec > 0 && x->time_nsec <= e->timestamp_nsec ? x->time_nsec : e->timestamp_nsec,
+                /* When the source took the heap: the library waits for it before the program goes on, so
+                 * every record is younger. */
+                .start_nsec = e->timestamp_nsec,
                 .cmdline = x->cmdline ? strdup(x->cmdline) : NULL,
                 .maps = x->maps ? strdup(x->maps) : NULL,
         };

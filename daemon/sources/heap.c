@@ -74,7 +74,6 @@ typedef struct HeapChannel {
         uint64_t *frames;
         uint64_t n_frames;
         uint64_t sample_interval;
-        uint64_t start_nsec;            /* the header's: when the library began recording */
 
         uint64_t tail;                  /* our read position; the region's copy is only for the producers */
         HeapProgress progress;
@@ -405,7 +404,6 @@ static int channel_map(HeapChannel *c, int memfd) {
         c->threads = (HeapAbiThread *) ((char *) c->region + h.threads_offset);
         c->n_thread_slots = h.n_thread_slots;
         c->sample_interval = h.sample_interval;
-        c->start_nsec = h.start_nsec;
         c->tail = load(&c->header->ring_tail);
         return 0;
 }
@@ -484,7 +482,6 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
         }
         MsEvent e = heap_event(c, MS_EVENT_HEAP_START);
         e.heap.sample_interval = c->sample_interval;
-        e.heap.time_nsec = c->start_nsec;
         e.heap.maps = maps;
         e.heap.comm = comm;
         e.heap.cmdline = cmdline;
