@@ -156,17 +156,13 @@ static uint32_t parent_of(Accounting *a, uint32_t node) {
         return view_node(a, VIEW_TREE_HEAP, node, &n) ? n.parent : VIEW_NODE_NONE;
 }
 
-/* ViewHeapLifetimesFn: a frame's own lifetimes go into it and each frame above it, up to the heap's root;
- * frames of other heaps are left alone. */
+/* ViewHeapLifetimesFn: a frame's own lifetimes go into it and each frame above it, up to the heap's root. */
 static void add_lifetimes(void *userdata, uint32_t node, const ViewHeapLifetimes *l) {
         LifetimeSums *s = userdata;
-        uint32_t i;
 
-        for (i = node; i != VIEW_NODE_NONE && i != s->scope; i = parent_of(s->a, i))
-                ;
-        if (i == VIEW_NODE_NONE || s->error < 0)
+        if (s->error < 0)
                 return;
-        for (i = node;; i = parent_of(s->a, i)) {
+        for (uint32_t i = node; i != VIEW_NODE_NONE; i = parent_of(s->a, i)) {
                 uint32_t k = key_index_get(&s->of, i);
                 if (k == KEY_INDEX_NONE) {
                         if (greedy_realloc(&s->sums, &s->allocated, s->n + 1, sizeof(ViewHeapLifetimes), 64) < 0 ||
@@ -326,7 +322,7 @@ static int heap_view_init(HeapView *v, Accounting *a, UserSymbols *usym, const H
         v->min_max = (c->peak_bytes * q->min_ppm + 999999) / 1000000;
         v->lifetimes = (LifetimeSums) { .a = a, .scope = view_heap_scope_node(a, serial) };
         if (v->lifetimes.scope != VIEW_NODE_NONE)
-                view_heap_foreach_lifetimes(a, add_lifetimes, &v->lifetimes);
+                view_heap_foreach_lifetimes(a, serial, add_lifetimes, &v->lifetimes);
         /* Rounded up, and at least a block's worth: a frame that freed nothing never counts. */
         uint64_t freed = freed_of(lifetimes_of(v, v->lifetimes.scope));
         uint32_t ppm = MAX(q->min_ppm, HEAP_LIFETIME_MIN_PPM);

@@ -225,8 +225,8 @@ static uint64_t image_time(const HeapImage *img, const MsEvent *e) {
         return t > img->start_nsec ? t - img->start_nsec : 0;
 }
 
-/* The lifetimes of a node, made on first use; NULL without memory (that free is not timed). */
-static HeapLifetimes *lifetimes_of(Heap *h, uint32_t node) {
+/* The lifetimes of a node of image's, made on first use; NULL without memory (that free is not timed). */
+static HeapLifetimes *lifetimes_of(Heap *h, uint32_t image, uint32_t node) {
         uint32_t i = key_index_get(&h->lifetime_of, node);
 
         if (i != KEY_INDEX_NONE)
@@ -234,7 +234,7 @@ static HeapLifetimes *lifetimes_of(Heap *h, uint32_t node) {
         if (greedy_realloc(&h->lifetimes, &h->lifetimes_allocated, h->n_lifetimes + 1, sizeof(HeapLifetimes), 64) < 0 ||
             key_index_put(&h->lifetime_of, node, (uint32_t) h->n_lifetimes) < 0)
                 return NULL;
-        h->lifetimes[h->n_lifetimes] = (HeapLifetimes) { .node = node };
+        h->lifetimes[h->n_lifetimes] = (HeapLifetimes) { .node = node, .image = image };
         return &h->lifetimes[h->n_lifetimes++];
 }
 
@@ -245,7 +245,7 @@ static void count_lifetime(Heap *h, const BlockSlot *b, const MsEvent *e) {
 
         if (b->time_nsec == 0 || freed < b->time_nsec)
                 return;
-        HeapLifetimes *l = lifetimes_of(h, b->leaf);
+        HeapLifetimes *l = lifetimes_of(h, b->image, b->leaf);
         if (!l)
                 return;
         uint64_t usec = (freed - b->time_nsec) / 1000;

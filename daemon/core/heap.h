@@ -57,6 +57,7 @@ extern const uint64_t heap_lifetime_bounds_usec[HEAP_LIFETIME_BUCKETS - 1];
 
 typedef struct HeapLifetimes {
         uint32_t node;                  /* the tree's node whose stacks' blocks these are */
+        uint32_t image;                 /* the heap that node's stacks are of */
         uint64_t freed[HEAP_LIFETIME_BUCKETS];
         uint64_t temporary;             /* of those freed, temporary */
 } HeapLifetimes;

@@ -555,11 +555,13 @@ uint64_t view_heap_lifetime_bound_usec(unsigned i) {
         return i < HEAP_LIFETIME_BUCKETS - 1 ? heap_lifetime_bounds_usec[i] : UINT64_MAX;
 }
 
-void view_heap_foreach_lifetimes(Accounting *a, ViewHeapLifetimesFn fn, void *userdata) {
+void view_heap_foreach_lifetimes(Accounting *a, uint32_t serial, ViewHeapLifetimesFn fn, void *userdata) {
         const Heap *h = accounting_heap(a);
 
         for (size_t i = 0; h && i < heap_lifetimes_count(h); i++) {
                 const HeapLifetimes *l = heap_lifetimes(h, i);
+                if (l->image != serial)
+                        continue;
                 ViewHeapLifetimes v = { .temporary = l->temporary };
                 memcpy(v.freed, l->freed, sizeof(v.freed));
                 fn(userdata, l->node, &v);

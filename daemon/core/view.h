@@ -354,8 +354,8 @@ typedef struct ViewHeapLifetimes {
 } ViewHeapLifetimes;
 uint64_t view_heap_lifetime_bound_usec(unsigned i);
 typedef void (*ViewHeapLifetimesFn)(void *userdata, uint32_t node, const ViewHeapLifetimes *l);
-/* Calls fn for every node of VIEW_TREE_HEAP that blocks were freed at, in no order. */
-void view_heap_foreach_lifetimes(Accounting *a, ViewHeapLifetimesFn fn, void *userdata);
+/* Calls fn for every node of a heap's stacks that its blocks were freed at, in no order. */
+void view_heap_foreach_lifetimes(Accounting *a, uint32_t serial, ViewHeapLifetimesFn fn, void *userdata);
 
 /* A heap's timeline: what each stack leaf allocated and freed in each bucket of bucket_nsec from the heap's
  * start (bytes, and blocks in VIEW_HEAP_BLOCK_UNIT), in bucket order. */
