@@ -8,22 +8,12 @@
 "use strict";
 
 const path = require("path");
-const { chromium } = require("playwright-core");
+const { launch, fail } = require("./headless-browser.js");
 
 const [page_path, executable, ...moments] = process.argv.slice(2);
 
-function fail(message) {
-        console.error("FAIL: " + message);
-        process.exit(1);
-}
-
 async function main() {
-        const browser = await chromium.launch({
-                executablePath: executable,
-                args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                       "--disable-default-apps", "--disable-extensions"],
-        });
+        const browser = await launch(executable);
         try {
                 const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
                 const requests = [], errors = [];

@@ -8,14 +8,9 @@
 "use strict";
 
 const path = require("path");
-const { chromium } = require("playwright-core");
+const { launch, fail } = require("./headless-browser.js");
 
 const [page_path, screenshot, executable = "/usr/bin/chromium"] = process.argv.slice(2);
-
-function fail(message) {
-        console.error("FAIL: " + message);
-        process.exit(1);
-}
 
 function check(cond, message) {
         if (!cond)
@@ -23,14 +18,7 @@ function check(cond, message) {
 }
 
 async function main() {
-        // What a root VM without a GPU needs, and nothing that would reach out on its own (playwright
-        // gives the browser a new empty profile of its own).
-        const browser = await chromium.launch({
-                executablePath: executable,
-                args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                       "--disable-default-apps", "--disable-extensions"],
-        });
+        const browser = await launch(executable);
         try {
                 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
                 const page = await context.newPage();
