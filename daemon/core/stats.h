@@ -7,6 +7,7 @@
  * layer. Kept apart from the parts' own headers so that a reader of the figures needs none of them.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,3 +85,40 @@ typedef struct HeapStats {
         uint64_t live_blocks;           /* sampled blocks kept now, over every heap */
         uint64_t invalid_events;        /* heap events for no open heap, or with bad fields */
 } HeapStats;
+
+/* What an access source (daemon/access/) counts of its own reading: kept with the rounds (coldness.h). */
+typedef struct ColdSourceStats {
+        uint64_t warm_usec, cold_usec;  /* the thresholds in force */
+        uint64_t interval_usec;         /* the source's resolution: DAMON's aggregation interval, the sampler's */
+        uint64_t sample_usec;           /* DAMON's sampling interval; 0 for others */
+        int32_t kdamond_pid;            /* the kdamond read, 0: none */
+        bool own_kdamond;               /* memstrackd started it (and stops it at exit) */
+        uint64_t aggregations;          /* complete sets of regions received */
+        uint64_t incomplete;            /* sets dropped unfinished: records lost, out of order or cut short */
+        uint64_t lost_records;          /* the kernel dropped them (a full ring) */
+        uint64_t rejected_records;      /* hostile values: end before start, beyond the physical address space */
+        uint64_t other_records;         /* of kdamonds not monitoring physical memory, or not read */
+        uint64_t kdamond_stops;         /* the kdamond read stopped or vanished */
+        uint64_t target_changes;        /* its target, operations or intervals changed */
+        uint64_t stale_rounds;          /* rounds skipped: no new regions for three aggregation intervals */
+        uint64_t sampled_pages;         /* kpageflags: pages read at the last round */
+        uint64_t sample_budget;         /* kpageflags: at most this many per round */
+} ColdSourceStats;
+
+/* The sampling rounds (coldness.h), the last one's figures, and the source's counters. */
+typedef struct ColdStats {
+        uint64_t rounds;                /* rounds that classified pages */
+        uint64_t rejected_samples;      /* sets of regions refused: out of order, overlapping or empty */
+        uint64_t round_nsec;            /* CLOCK_MONOTONIC time of the last round, 0: none yet */
+        uint64_t sample_nsec;           /* the time its regions describe */
+        uint64_t duration_nsec;         /* what its walk took */
+        uint64_t regions;               /* regions it was given */
+        uint64_t blocks;                /* tracked blocks it walked */
+        uint64_t pages[6];              /* its pages by ColdClass (hot, warm, cold, unknown, newer), and all */
+        uint64_t split_blocks;          /* blocks across several regions (or partly in none): split in proportion */
+        uint64_t shared_regions;        /* regions whose tracked pages belong to more than one charge cell */
+        uint64_t shared_region_pages;   /* tracked pages in those */
+        uint64_t clamped_pages;         /* pages allocated while their region was idle: idle time is their age */
+        uint64_t warm_usec, cold_usec;  /* the thresholds of the last round */
+        ColdSourceStats source;
+} ColdStats;

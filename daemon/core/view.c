@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "accounting.h"
+#include "coldness.h"
 #include "history.h"
 #include "macro.h"
 #include "view.h"
@@ -21,6 +22,9 @@ static_assert(VIEW_HEAP_LIFETIME_BUCKETS == HEAP_LIFETIME_BUCKETS, "heap lifetim
 static_assert(VIEW_PAGE_KIND_UNKNOWN == PAGE_KIND_UNKNOWN, "page kinds");
 static_assert(VIEW_PAGE_AGE_GRAIN_NSEC == UINT64_C(1) << PAGEMAP_STAMP_SHIFT, "page age grain");
 static_assert(VIEW_SLAB_RECONCILE_INTERVAL_NSEC == SLAB_RECONCILE_INTERVAL_NSEC, "reconcile interval");
+static_assert(VIEW_COLD_CLASSES == _COLD_CLASS_MAX && VIEW_COLD_HOT == COLD_CLASS_HOT &&
+              VIEW_COLD_WARM == COLD_CLASS_WARM && VIEW_COLD_COLD == COLD_CLASS_COLD &&
+              VIEW_COLD_UNKNOWN == COLD_CLASS_UNKNOWN && VIEW_COLD_NEWER == COLD_CLASS_NEWER, "cold classes");
 static_assert(VIEW_HISTORY_LEVELS == HISTORY_LEVELS, "history levels");
 static_assert((int) VIEW_HISTORY_TOTAL == HISTORY_TOTAL && (int) VIEW_HISTORY_TASK == HISTORY_TASK &&
               (int) VIEW_HISTORY_UNIT == HISTORY_UNIT && (int) VIEW_HISTORY_MODULE == HISTORY_MODULE, "history kinds");
@@ -268,6 +272,32 @@ void view_foreach_block(Accounting *a, uint64_t now_nsec, ViewBlockFn fn, void *
         /* Ages in the page table are modular: held below the wrap before they are read. */
         accounting_clamp_page_ages(a, now_nsec);
         pagemap_foreach(accounting_pagemap(a), walk_block, &w);
+}
+
+/* --- How long pages went untouched --- */
+
+const char *view_cold_class_name(unsigned class) {
+        return cold_class_to_string((ColdClass) class);
+}
+
+bool view_cold_cell(const Coldness *c, const ViewCell *cell, uint64_t sum[static VIEW_COLD_CLASSES]) {
+        uint64_t pages[_COLD_CLASS_MAX];
+
+        if (!c || !coldness_cell(c, cell->id, cell->process, cell->node, pages))
+                return false;
+        for (unsigned i = 0; i < _COLD_CLASS_MAX; i++)
+                sum[i] += pages[i];
+        return true;
+}
+
+void view_cold_stats(const Coldness *c, ColdStats *ret, const char **ret_source, const char **ret_detail,
+                const char **ret_reason) {
+        if (c) {
+                coldness_get_stats(c, ret, ret_source, ret_detail, ret_reason);
+                return;
+        }
+        *ret = (ColdStats) {};
+        *ret_source = *ret_detail = *ret_reason = NULL;
 }
 
 /* --- Kinds of page allocation --- */

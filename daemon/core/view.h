@@ -26,6 +26,7 @@
 #include "stats.h"
 
 typedef struct Accounting Accounting;
+typedef struct Coldness Coldness;
 typedef struct History History;
 typedef struct HistorySeries HistorySeries;
 typedef struct Ksym Ksym;
@@ -178,6 +179,28 @@ typedef struct ViewBlock {
 typedef void (*ViewBlockFn)(void *userdata, const ViewBlock *block);
 /* Calls fn with every tracked block (a walk of the page table), ages as of now_nsec. */
 void view_foreach_block(Accounting *a, uint64_t now_nsec, ViewBlockFn fn, void *userdata);
+
+/* --- How long pages went untouched (an access source's sampling rounds) ------------------------------- */
+
+/* A cell's pages at the last round by class: hot, warm, cold, unknown (the source says nothing of them),
+ * newer (allocated after the source's regions were taken). */
+#define VIEW_COLD_CLASSES 5
+#define VIEW_COLD_HOT 0u
+#define VIEW_COLD_WARM 1u
+#define VIEW_COLD_COLD 2u
+#define VIEW_COLD_UNKNOWN 3u
+#define VIEW_COLD_NEWER 4u
+
+/* "hot", "warm", "cold", "unknown", "newer"; NULL past them. */
+const char *view_cold_class_name(unsigned class);
+/* Adds the cell's pages by class at the last round into sum (VIEW_COLD_CLASSES counts); false (nothing
+ * added) if the round has none for it: it was made since, or its id is another owner's now. c NULL: no
+ * access source runs. */
+bool view_cold_cell(const Coldness *c, const ViewCell *cell, uint64_t sum[static VIEW_COLD_CLASSES]);
+/* The rounds' figures and the source's name, detail and reason (borrowed until the next round; NULL:
+ * none). c NULL: zeros and NULLs. */
+void view_cold_stats(const Coldness *c, ColdStats *ret, const char **ret_source, const char **ret_detail,
+                const char **ret_reason);
 
 /* --- Kinds of page allocation ----------------------------------------------------------------------- */
 
