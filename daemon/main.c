@@ -50,6 +50,7 @@ static uint64_t arg_output_timeout_usec = 0;
 static const char *arg_report = NULL;   /* memstrack's report list, written at exit */
 static const char *arg_output = NULL;   /* the report's file; NULL: standard output */
 static ReportOptions arg_report_options; /* arg_report parsed (parse_report()) */
+static AccessConfig arg_access;         /* cold memory: the access source, thresholds, rounds */
 
 enum {
         _ARG_FIRST = 0x100,
@@ -92,6 +93,13 @@ enum {
         ARG_OUTPUT_TIMEOUT,
         ARG_REPORT,
         ARG_OUTPUT,
+        ARG_ACCESS,
+        ARG_ACCESS_INTERVAL,
+        ARG_WARM_AFTER,
+        ARG_COLD_AFTER,
+        ARG_DAMON_SAMPLE_INTERVAL,
+        ARG_DAMON_AGGREGATION_INTERVAL,
+        ARG_KPAGEFLAGS_BUDGET,
         _ARG_MAX,
 };
 
@@ -137,6 +145,13 @@ static const struct option options[] = {
         { "output-timeout", required_argument, NULL, ARG_OUTPUT_TIMEOUT },
         { "report", required_argument, NULL, ARG_REPORT },
         { "output", required_argument, NULL, ARG_OUTPUT },
+        { "access", required_argument, NULL, ARG_ACCESS },
+        { "access-interval", required_argument, NULL, ARG_ACCESS_INTERVAL },
+        { "warm-after", required_argument, NULL, ARG_WARM_AFTER },
+        { "cold-after", required_argument, NULL, ARG_COLD_AFTER },
+        { "damon-sample-interval", required_argument, NULL, ARG_DAMON_SAMPLE_INTERVAL },
+        { "damon-aggregation-interval", required_argument, NULL, ARG_DAMON_AGGREGATION_INTERVAL },
+        { "kpageflags-budget", required_argument, NULL, ARG_KPAGEFLAGS_BUDGET },
         {}
 };
 
@@ -200,7 +215,18 @@ static void help(void) {
                "     --output-timeout=SEC   Close clients that leave replies unread this long (30)\n"
                "     --report=LIST          memstrack's reports to write when stopping, e.g.\n"
                "                            module_summary,module_top:top=5:sort_by_peak\n"
-               "     --output=FILE          The file of --report (default: standard output)\n",
+               "     --output=FILE          The file of --report (default: standard output)\n"
+               "     --access=SOURCE        How recently pages were touched, for cold memory: off\n"
+               "                            (default), damon-read (a running kdamond's results, read\n"
+               "                            only), damon (those, else a kdamond of memstrackd's own),\n"
+               "                            kpageflags (the LRU's flags), auto (damon, else kpageflags)\n"
+               "     --warm-after=SEC       Pages idle this long are warm (default 60)\n"
+               "     --cold-after=SEC       Pages idle this long are cold (default 600)\n"
+               "     --access-interval=SEC  Seconds between sampling rounds, at least DAMON's\n"
+               "                            aggregation interval (default 10)\n"
+               "     --damon-sample-interval=MSEC  memstrackd's own kdamond: sampling (default 100)\n"
+               "     --damon-aggregation-interval=MSEC  ... and aggregation interval (default 2000)\n"
+               "     --kpageflags-budget=N  kpageflags: tracked blocks read per round (default 65536)\n",
                SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT, SOURCE_BUFFER_PAGES_SLAB_DEFAULT,
                SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT, PRESSURE_MARGIN_PERCENT_DEFAULT,
                ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
@@ -442,6 +468,46 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                 break;
         case ARG_OUTPUT:
                 arg_output = value;
+                break;
+        case ARG_ACCESS: {
+                AccessMode m = access_mode_from_string(value);
+                if (m < 0) {
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX,
+                                        "off, damon-read, damon, kpageflags or auto");
+                        return -EINVAL;
+                }
+                arg_access.mode = m;
+                break;
+        }
+        case ARG_ACCESS_INTERVAL:
+        case ARG_WARM_AFTER:
+        case ARG_COLD_AFTER:
+                r = parse_uint(value, 1, 7 * 24 * 3600, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                v *= UINT64_C(1000000);
+                if (c == ARG_ACCESS_INTERVAL)
+                        arg_access.interval_usec = v;
+                else if (c == ARG_WARM_AFTER)
+                        arg_access.warm_usec = v;
+                else
+                        arg_access.cold_usec = v;
+                break;
+        case ARG_DAMON_SAMPLE_INTERVAL:
+        case ARG_DAMON_AGGREGATION_INTERVAL:
+                r = parse_uint(value, 1, 3600 * 1000, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                if (c == ARG_DAMON_SAMPLE_INTERVAL)
+                        arg_access.kdamond.sample_usec = v * 1000;
+                else
+                        arg_access.kdamond.aggr_usec = v * 1000;
+                break;
+        case ARG_KPAGEFLAGS_BUDGET:
+                r = parse_uint(value, 1, UINT32_C(1) << 24, &v, ret_expected);
+                if (r < 0)
+                        return r;
+                arg_access.kpageflags_budget = (size_t) v;
                 break;
         case ARG_FIRST_MESSAGE_TIMEOUT:
         case ARG_REQUEST_TIMEOUT:
@@ -727,6 +793,9 @@ static int run(void) {
         /* A client that hangs up must not kill us. */
         signal(SIGPIPE, SIG_IGN);
 
+        if (arg_access.warm_usec > arg_access.cold_usec)
+                return log_error_errno(EINVAL, "--warm-after is longer than --cold-after: "
+                                       "pages would be cold before they are warm.");
         if (arg_source_options.slab && !arg_buffer_pages_set)
                 arg_source_options.buffer_pages = SOURCE_BUFFER_PAGES_SLAB_DEFAULT;
         ManagerConfig config = {
@@ -757,6 +826,7 @@ static int run(void) {
                 },
                 .report = arg_report ? &arg_report_options : NULL,
                 .report_output = arg_output,
+                .access = arg_access,
         };
         r = manager_new(&config, &m);
         if (r < 0)
@@ -782,6 +852,7 @@ int main(int argc, char *argv[]) {
 
         source_options_init(&arg_source_options);
         arg_accounting = ACCOUNTING_CONFIG_DEFAULT;
+        arg_access = ACCESS_CONFIG_DEFAULT;
 
         r = parse_argv(argc, argv);
         if (r <= 0)

@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 #include <systemd/sd-login.h>
 
+#include "access.h"
 #include "cgroup-naming.h"
 #include "document.h"
 #include "history-keeper.h"
@@ -51,6 +52,7 @@ struct Manager {
         KernelSymbols *ksyms;           /* the kernel's symbol table */
         HistoryKeeper *history;         /* answers History */
         StatusLine *status;             /* the event rate */
+        AccessWatch *access;            /* how recently pages were touched */
 
         sd_event_source *tick_timer;    /* owned: once a second, the observers' ticks */
 
@@ -175,6 +177,17 @@ static int add_observers(Manager *m) {
         r = observe(m, slab ? slab_reconciler_observer(slab) : NULL);
         if (r < 0)
                 return r;
+        AccessConfig access = m->config.access;
+        if (!access.tracefs)
+                access.tracefs = m->config.source_options.tracefs;
+        r = access_watch_new(m->event, &access, m->accounting, &m->access);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Invalid thresholds of cold memory: %m");
+        r = observe(m, access_watch_observer(m->access));
+        if (r < 0)
+                return r;
         m->oom = oom_new(&(OomConfig) {
                 /* What it reads, and the Manager's hooks its own handlers call. */
                 .event = m->event, .accounting = m->accounting, .usym = m->usym, .memcg = m->memcg,
@@ -291,6 +304,7 @@ static int start_service(Manager *m) {
         c.accounting = m->accounting;
         c.usym = m->usym;
         c.history = history_keeper_history(m->history);
+        c.coldness = access_watch_coldness(m->access);
         c.page_size = m->page_size;
         c.priority = PRIORITY_CLIENTS;
         c.userdata = m;
@@ -350,6 +364,11 @@ int manager_start(Manager *m) {
                       m->config.source_options.tracefs);
         if (r < 0)
                 return r;
+        if (!heaps_alone(&m->config)) {
+                r = access_watch_start(m->access);
+                if (r < 0)
+                        return r;
+        }
         r = start_tick_timer(m);
         if (r < 0)
                 return r;

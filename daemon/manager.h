@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "access.h"
 #include "accounting.h"
 #include "macro.h"
 #include "pressure-watch.h"
@@ -29,6 +30,7 @@ typedef struct ManagerConfig {
         const char *memcg_root;         /* the memory controller's hierarchy; NULL: found (memcg.h) */
         const char *zoneinfo;           /* zones for breakdowns by node; NULL: /proc/zoneinfo */
         PressureSettings pressure;      /* pressure records: margin, PSI trigger, interval */
+        AccessConfig access;            /* how recently pages were touched: the source, thresholds, rounds */
         const char *state_directory;    /* keeps the history; NULL: $STATE_DIRECTORY's first; "": none */
         const char *heap_socket;        /* beside the source, the heap source on this socket (or a passed one
                                          * named heap): user-space heaps beside the kernel's pages; NULL: none */

@@ -16,6 +16,7 @@
 
 #include "bootphase.h"
 #include "breakdown.h"
+#include "coldquery.h"
 #include "config.h"
 #include "explain.h"
 #include "heapquery.h"
@@ -43,6 +44,7 @@ struct Service {
         Accounting *accounting;
         UserSymbols *usym;
         History *history;
+        const Coldness *coldness;       /* NULL: no access rounds */
         long page_size;
         int64_t priority;
         void *userdata;
@@ -783,6 +785,29 @@ static int method_page_breakdown(VarlinkCall *call, json_t *parameters, void *us
         return varlink_call_reply(call, reply);
 }
 
+static int method_cold(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Service *sv = userdata;
+        json_auto_t *reply = NULL;
+        int64_t limit, stacks;
+
+        if (!limit_parameter(call, COLD_QUERY_LIMIT_DEFAULT, &limit) ||
+            !int_parameter(call, "stacks", COLD_QUERY_STACKS_DEFAULT, 0, COLD_QUERY_STACKS_MAX, &stacks))
+                return 0;
+        ColdQuery q = {
+                .limit = (size_t) limit,
+                .stacks = (unsigned) stacks,
+                .page_size = sv->page_size,
+                .show_addresses = show_addresses(sv, varlink_call_peer_is_root(call)),
+                .user_addresses = user_addresses(call),
+                .caller_uid = varlink_call_get_peer_uid(call),
+                .usym = sv->usym,
+        };
+        int r = cold_query_json(sv->accounting, sv->coldness, &q, &reply);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, reply);
+}
+
 static const VarlinkMethod methods[] = {
         { "io.memstrack.Status", method_status, 0 },
         { "io.memstrack.Summary", method_summary, 0 },
@@ -808,6 +833,7 @@ static const VarlinkMethod methods[] = {
         { "io.memstrack.ExplainUnits", method_explain_units, 0 },
         { "io.memstrack.Heap", method_heap, 0 },
         { "io.memstrack.HeapStop", method_heap_stop, 0 },
+        { "io.memstrack.Cold", method_cold, 0 },
 };
 
 static const VarlinkInterface interfaces[] = {
@@ -842,6 +868,7 @@ int service_new(const ServiceConfig *config, Service **ret) {
                 .accounting = config->accounting,
                 .usym = config->usym,
                 .history = config->history,
+                .coldness = config->coldness,
                 .page_size = config->page_size,
                 .priority = config->priority,
                 .userdata = config->userdata,

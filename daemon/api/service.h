@@ -29,6 +29,7 @@ typedef struct ServiceConfig {
         Accounting *accounting;         /* borrowed; its Ksym tells whether kernel addresses are hidden */
         UserSymbols *usym;              /* borrowed: names user frames in StackTree replies */
         History *history;               /* borrowed: answers History */
+        const Coldness *coldness;       /* borrowed: the access rounds (Cold); NULL: none */
         long page_size;
         const char *socket_path;        /* NULL: MEMSTRACK_SOCKET_DEFAULT (copied) */
         const char *group;              /* NULL: MEMSTRACK_GROUP_DEFAULT; "" root only (copied) */

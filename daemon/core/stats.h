@@ -93,6 +93,8 @@ typedef struct ColdSourceStats {
         uint64_t sample_usec;           /* DAMON's sampling interval; 0 for others */
         int32_t kdamond_pid;            /* the kdamond read, 0: none */
         bool own_kdamond;               /* memstrackd started it (and stops it at exit) */
+        uint64_t kdamond_cpu_usec;      /* the kdamond's CPU time since memstrackd began to read it */
+        uint64_t kdamond_seconds;       /* ... over this long */
         uint64_t aggregations;          /* complete sets of regions received */
         uint64_t incomplete;            /* sets dropped unfinished: records lost, out of order or cut short */
         uint64_t lost_records;          /* the kernel dropped them (a full ring) */

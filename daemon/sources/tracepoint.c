@@ -728,32 +728,49 @@ struct TracepointOom {
         size_t min_size;
 };
 
-int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
-        _cleanup_(tracepoint_oom_freep) TracepointOom *t = NULL;
+/* One event's format (events/SYSTEM/NAME/format) on a tep_handle of its own, host byte order: the event
+ * in *ret_event, borrowed from *ret_tep. -errno of the read, -ENOMEM, -EBADMSG. */
+static int load_single_event(const char *tracefs, const char *system, const char *name, struct tep_handle **ret_tep,
+                struct tep_event **ret_event) {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         struct tep_event *event = NULL;
+        struct tep_handle *tep;
         size_t size;
+        int r;
+
+        if (asprintf(&path, "%s/events/%s/%s/format", tracefs, system, name) < 0)
+                return -ENOMEM;
+        r = read_file_full(path, FORMAT_SIZE_MAX, &buf, &size);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to read %s: %m", path);
+        tep = tep_alloc();
+        if (!tep)
+                return -ENOMEM;
+        tep_set_file_bigendian(tep, host_is_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+        tep_set_local_bigendian(tep, host_is_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+        if (tep_parse_format(tep, &event, buf, size, system) != 0 && !event) {
+                tep_free(tep);
+                return log_debug_errno(EBADMSG, "Failed to parse %s.", path);
+        }
+        *ret_tep = tep;
+        *ret_event = event;
+        return 0;
+}
+
+int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
+        _cleanup_(tracepoint_oom_freep) TracepointOom *t = NULL;
+        struct tep_event *event = NULL;
         int r;
 
         assert(tracefs);
         assert(ret);
 
-        if (asprintf(&path, "%s/events/oom/mark_victim/format", tracefs) < 0)
-                return -ENOMEM;
-        r = read_file_full(path, FORMAT_SIZE_MAX, &buf, &size);
-        if (r < 0)
-                return log_debug_errno(r, "Failed to read %s: %m", path);
         t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
-        t->tep = tep_alloc();
-        if (!t->tep)
-                return -ENOMEM;
-        tep_set_file_bigendian(t->tep, host_is_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-        tep_set_local_bigendian(t->tep, host_is_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-        if (tep_parse_format(t->tep, &event, buf, size, "oom") != 0 && !event)
-                return log_debug_errno(EBADMSG, "Failed to parse %s.", path);
-
+        r = load_single_event(tracefs, "oom", "mark_victim", &t->tep, &event);
+        if (r < 0)
+                return r;
         t->id = event->id;
         t->type = tep_find_common_field(event, "common_type");
         t->common_pid = tep_find_common_field(event, "common_pid");
@@ -761,7 +778,7 @@ int tracepoint_oom_load(const char *tracefs, TracepointOom **ret) {
                 t->common_pid = NULL;
         t->pid = tep_find_field(event, "pid");
         if (!t->type || !field_size_ok(t->type) || !t->pid || !field_size_ok(t->pid))
-                return log_debug_errno(EBADMSG, "%s has no usable common_type and pid fields.", path);
+                return log_debug_errno(EBADMSG, "oom/mark_victim has no usable common_type and pid fields.");
         t->comm = tep_find_field(event, "comm");
         if (!field_is_string(t->comm))
                 t->comm = NULL;
@@ -847,6 +864,83 @@ int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, 
                 k.fields |= OOM_KILL_HAS_OOM_SCORE_ADJ;
         }
         *ret = k;
+        return 0;
+}
+
+/* damon:damon_aggregated, on a tep_handle of its own: every field it has is needed. */
+struct TracepointDamon {
+        struct tep_handle *tep;
+        int id;
+        struct tep_format_field *type, *common_pid, *target_id, *nr_regions, *start, *end, *nr_accesses, *age;
+        size_t min_size;
+};
+
+int tracepoint_damon_load(const char *tracefs, TracepointDamon **ret) {
+        _cleanup_(tracepoint_damon_freep) TracepointDamon *t = NULL;
+        struct tep_event *event = NULL;
+        int r;
+
+        assert(tracefs);
+        assert(ret);
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        r = load_single_event(tracefs, "damon", "damon_aggregated", &t->tep, &event);
+        if (r < 0)
+                return r;
+        t->id = event->id;
+        t->type = tep_find_common_field(event, "common_type");
+        t->common_pid = tep_find_common_field(event, "common_pid");
+        struct {
+                struct tep_format_field **field;
+                const char *name;
+        } fields[] = {
+                { &t->target_id, "target_id" }, { &t->nr_regions, "nr_regions" }, { &t->start, "start" },
+                { &t->end, "end" }, { &t->nr_accesses, "nr_accesses" }, { &t->age, "age" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                *fields[i].field = tep_find_field(event, fields[i].name);
+        struct tep_format_field *all[] = { t->type, t->common_pid, t->target_id, t->nr_regions, t->start, t->end,
+                                           t->nr_accesses, t->age };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                if (!all[i] || !field_size_ok(all[i]))
+                        return log_debug_errno(EBADMSG, "damon/damon_aggregated lacks a field of a size it can read.");
+                t->min_size = MAX(t->min_size, (size_t) all[i]->offset + (size_t) all[i]->size);
+        }
+        log_debug("Tracepoint damon/damon_aggregated: id %d, records >= %zu bytes.", t->id, t->min_size);
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+TracepointDamon *tracepoint_damon_free(TracepointDamon *t) {
+        return t ? free_with_tep(t->tep, t) : NULL;
+}
+
+int tracepoint_damon_id(const TracepointDamon *t) {
+        assert(t);
+        return t->id;
+}
+
+int tracepoint_damon_decode(const TracepointDamon *t, const void *raw, size_t size, DamonRecord *ret) {
+        const uint8_t *p = raw;
+
+        assert(t);
+        assert(ret);
+
+        if (!raw || size < t->min_size)
+                return -EBADMSG;
+        if (read_unsigned(t->type, p) != (uint64_t) t->id)
+                return -ENOENT;
+        *ret = (DamonRecord) {
+                .common_pid = (int32_t) read_signed(t->common_pid, p),
+                .target_id = read_unsigned(t->target_id, p),
+                .nr_regions = read_unsigned(t->nr_regions, p),
+                .start = read_unsigned(t->start, p),
+                .end = read_unsigned(t->end, p),
+                .nr_accesses = read_unsigned(t->nr_accesses, p),
+                .age = read_unsigned(t->age, p),
+        };
         return 0;
 }
 

@@ -159,6 +159,33 @@ int tracepoint_oom_id(const TracepointOom *t);
 int tracepoint_oom_decode(const TracepointOom *t, const void *raw, size_t size, OomKill *ret);
 
 /*
+ * damon:damon_aggregated, apart from the set above: what a kdamond measured of one region at the end of
+ * an aggregation interval, one record per region, nr_regions records of one target in address order
+ * (the access room reads it beside any event source, daemon/access/). Read only: nothing here changes
+ * a kdamond.
+ */
+typedef struct TracepointDamon TracepointDamon;
+
+typedef struct DamonRecord {
+        int32_t common_pid;             /* the kdamond's thread */
+        uint64_t target_id;             /* the target's index in its context */
+        uint64_t nr_regions;            /* of that target in this aggregation */
+        uint64_t start, end;            /* the region, in the context's address units */
+        uint64_t nr_accesses;           /* samples of the interval that found it accessed */
+        uint64_t age;                   /* aggregation intervals its access frequency held */
+} DamonRecord;
+
+/* -ENOENT when the kernel has no damon:damon_aggregated, -EBADMSG when its format lacks a field, else as
+ * tracepoint_load(). */
+int tracepoint_damon_load(const char *tracefs, TracepointDamon **ret);
+TracepointDamon *tracepoint_damon_free(TracepointDamon *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(TracepointDamon *, tracepoint_damon_free);
+int tracepoint_damon_id(const TracepointDamon *t);
+/* Decodes a raw damon_aggregated record. -ENOENT for a record of another event, -EBADMSG for one too
+ * short for its fields. */
+int tracepoint_damon_decode(const TracepointDamon *t, const void *raw, size_t size, DamonRecord *ret);
+
+/*
  * The names the kernel's trace output gives GFP flags, with their masks, from kmem/mm_page_alloc's print
  * format (its __print_flags() of gfp_flags), in the order the kernel tries them: the bits differ between
  * kernel versions, so they come from the running kernel, never from a table of ours. tracefs NULL: found
