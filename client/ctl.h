@@ -88,6 +88,7 @@ int verb_units(int argc, char *argv[]);
 int verb_oom(int argc, char *argv[]);
 int verb_slab(int argc, char *argv[]);
 int verb_leaks(int argc, char *argv[]);
+int verb_cold(int argc, char *argv[]);
 int verb_stacks(int argc, char *argv[]);
 int verb_snapshot(int argc, char *argv[]);
 int verb_diff(int argc, char *argv[]);

@@ -87,6 +87,7 @@ static const CmdlineVerb verbs[] = {
         { "oom", NULL, "OOM kills and new peaks, with who held the memory", 0, 0, verb_oom },
         { "slab", NULL, "Live slab objects by call site, cache, task or unit", 0, 0, verb_slab },
         { "leaks", NULL, "Old live slab objects and pages, and their growth", 0, 0, verb_leaks },
+        { "cold", NULL, "Pages hot, warm and cold by task, unit, module and stack", 0, 0, verb_cold },
         { "report", NULL, "Reports as memstrack prints them", 0, 0, verb_report },
         { "pprof", "--output FILE", "The stack tree as a gzipped pprof profile", 0, 0, verb_pprof },
         { "import", "page-owner [FILE|-]", "Reports (or --file: a snapshot) of a page_owner log", 1, 2,
@@ -199,7 +200,7 @@ static const CmdlineOption options[] = {
                 .expects = "a number from 1 to 10000",
                 .parts = {
                         { .verbs = CMDLINE_WORDS("tasks", "modules", "units", "top", "diff", "slab", "leaks",
-                                        "footprint"), .help = "entries to show" },
+                                        "cold", "footprint"), .help = "entries to show" },
                         { .verbs = CMDLINE_WORDS("explain"), .help = "rows per list (default 10)" },
                         { .verbs = CMDLINE_WORDS("pages"), .help = "rows (the rest as [other])" },
                         { .verbs = CMDLINE_WORDS("stacks"), .help = "children per frame" },

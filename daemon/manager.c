@@ -399,6 +399,7 @@ static int write_reports(Manager *m) {
                 .usym = m->usym,
                 .state = &state,
                 .history = history_keeper_history(m->history),
+                .coldness = access_watch_coldness(m->access),
                 .page_size = m->page_size,
                 .sort_by_peak = report_wants_peak(m->config.report),
         };

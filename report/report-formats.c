@@ -28,6 +28,8 @@
         X(slab_caches)                                                                                  \
         X(leaks)                                                /* render-leaks.c */                    \
         X(explain)                                              /* render-explain.c */                  \
+        X(cold)                                                 /* render-cold.c */                     \
+        X(cold_flamegraph)                                                                              \
         X(html)                                                 /* render-html.c */                     \
         X(heap_processes)                                       /* render-heap.c */                     \
         X(heap_maximum)                                                                                 \

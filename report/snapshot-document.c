@@ -177,7 +177,7 @@ int snapshot_document_build(const char *program, const SnapshotRequest *req, Sna
                 void *userdata, json_t **ret) {
         json_auto_t *status = NULL, *tasks = NULL, *modules = NULL, *tree = NULL, *params = NULL;
         json_auto_t *units = NULL, *slab = NULL, *leaks = NULL, *history = NULL, *oom = NULL, *doc = NULL, *pid = NULL,
-                *module = NULL, *explain = NULL;
+                *module = NULL, *explain = NULL, *cold = NULL;
         json_auto_t *task_stacks = json_array(), *module_stacks = json_array();
         _cleanup_free_ char *generator = NULL;
         const Builder b = { .req = req, .fetch = fetch, .userdata = userdata };
@@ -235,6 +235,11 @@ int snapshot_document_build(const char *program, const SnapshotRequest *req, Sna
                 if (r != 0)
                         return r;
         }
+        /* Cold memory by owner, from the access source's last round. */
+        r = fetch_optional(&b, "io.memstrack.Cold", json_pack("{s:i, s:i}", "limit", SNAPSHOT_COLD_LIMIT,
+                                                              "stacks", SNAPSHOT_COLD_STACKS), &cold);
+        if (r != 0)
+                return r;
 trees:
         r = fetch_tree(&b, NULL, NULL, true, &tree);
         if (r != 0)
@@ -279,7 +284,8 @@ trees:
             (leaks && json_object_set(doc, "leaks", leaks) < 0) ||
             (history && json_object_set(doc, "history", history) < 0) ||
             (oom && json_object_set(doc, "oomKills", oom) < 0) ||
-            (explain && json_object_set(doc, "explain", explain) < 0))
+            (explain && json_object_set(doc, "explain", explain) < 0) ||
+            (cold && json_object_set(doc, "cold", cold) < 0))
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);
         return 0;

@@ -21,6 +21,8 @@
  *     "history": <History reply of the total, its default: the finest buckets> (optional, as slab),
  *     "oomKills": <OomKills reply> (optional, as slab),
  *     "explain": [ <Explain reply of each of the SNAPSHOT_EXPLAIN_UNITS biggest units>, ... ] (optional, as
+ *     slab),
+ *     "cold": <Cold reply, SNAPSHOT_COLD_LIMIT rows per list and SNAPSHOT_COLD_STACKS stacks> (optional, as
  *     slab) }
  *
  * Tasks are all of them (exited ones too); per-task trees are kept for the biggest tasks only.
@@ -52,6 +54,9 @@
 #define SNAPSHOT_EXPLAIN_STACKS 3
 /* Rows per list of the Leaks reply kept (its ages are the method's defaults). */
 #define SNAPSHOT_LEAKS_LIMIT 100
+/* Rows per list and stacks of the Cold reply kept: the stacks make the cold flame graph. */
+#define SNAPSHOT_COLD_LIMIT 100
+#define SNAPSHOT_COLD_STACKS 100
 #define SNAPSHOT_STACK_DEPTH_DEFAULT 64
 #define SNAPSHOT_STACK_CHILDREN 64
 

@@ -56,7 +56,7 @@ expect() {
 expect "tasks" memstrackctl ta
 expect "slab snapshot snapshots stacks status" memstrackctl s
 expect "cache callsite" memstrackctl slab --by c
-expect "delete-snapshot diff explain footprint history import leaks modules oom pages pprof record report reset slab snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
+expect "cold delete-snapshot diff explain footprint history import leaks modules oom pages pprof record report reset slab snapshot snapshots stacks status tasks top units" memstrackctl --address /x ""
 expect "delete-snapshot diff" memstrackctl d
 expect "--uid" memstrackctl delete-snapshot --u
 expect "" memstrackctl delete-snapshot --uid ""

@@ -106,7 +106,7 @@ usage "--report: module_top: unknown sub-argument 'bogus'; known: top=N, throttl
     --report module_top:top=5:sort_by_peak:bogus
 usage "--report: task_top: top= takes a number from 1 to 1000000, not 'x'." --report task_top:top=x
 usage "--report: task_top: throttle= takes a percentage from 1 to 100, not '0'." --report task_top:throttle=0
-usage "--report: unknown report format 'nope'; known: task_summary, task_top, module_summary, module_top, unit_summary, unit_top, stack_tree, folded, flamegraph, task_top_json, proc_slab_static, slab_callsites, slab_caches, leaks, explain, html, heap_processes, heap_maximum, heap_leaks, heap_lifetimes, crashkernel." \
+usage "--report: unknown report format 'nope'; known: task_summary, task_top, module_summary, module_top, unit_summary, unit_top, stack_tree, folded, flamegraph, task_top_json, proc_slab_static, slab_callsites, slab_caches, leaks, explain, cold, cold_flamegraph, html, heap_processes, heap_maximum, heap_leaks, heap_lifetimes, crashkernel." \
     --report nope
 usage "--report: a flame graph cannot share the report with other formats; ask for it alone." --report flamegraph,folded
 usage "--output names the file of --report, and no --report is given." --output "$work/x"

@@ -63,6 +63,8 @@ static int scripted_fetch(const char *method, json_t *params, SnapshotFetchFlags
         }
         else if (streq(method, "io.memstrack.History") && s->units)
                 *ret_reply = json_pack("{s:s, s:[]}", "what", "total", "points");
+        else if (streq(method, "io.memstrack.Cold") && s->units)
+                *ret_reply = json_pack("{s:n, s:[]}", "source", "stacks");
         else if (streq(method, "io.memstrack.OomKills") && s->units)
                 *ret_reply = json_pack("{s:b, s:[]}", "watching", true, "kills");
         else if (streq(method, "io.memstrack.Slab") &&
@@ -110,7 +112,7 @@ static void test_full(void) {
         size_t i = 0;
         static const char *const keys[] = { "memstrackSnapshot", "generator", "host", "realtimeUsec", "status",
                                             "tasks", "modules", "stackTree", "taskStacks", "moduleStacks",
-                                            "units", "slab", "leaks", "history", "oomKills", "explain" };
+                                            "units", "slab", "leaks", "history", "oomKills", "explain", "cold" };
 
         ASSERT_OK(snapshot_document_build("tester", &SNAPSHOT_REQUEST_DEFAULT, scripted_fetch, &s, &doc));
         json_object_foreach(doc, key, v) {
@@ -146,17 +148,19 @@ static void test_full(void) {
                                                             SNAPSHOT_FETCH_OPTIONAL | SNAPSHOT_FETCH_MAY_VANISH),
                                                        "name")), "[unknown]");
         ASSERT_EQ(json_array_size(json_object_get(doc, "explain")), 1);
-        check_tree_params(call(&s, 11, "io.memstrack.StackTree", 0), SNAPSHOT_STACK_DEPTH_DEFAULT, "current");
+        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 11, "io.memstrack.Cold", SNAPSHOT_FETCH_OPTIONAL),
+                                                     "stacks")), SNAPSHOT_COLD_STACKS);
+        check_tree_params(call(&s, 12, "io.memstrack.StackTree", 0), SNAPSHOT_STACK_DEPTH_DEFAULT, "current");
         /* 10, then 11 (gone); "[evicted]" has no tree of its own, 12 holds nothing and ends the list. */
-        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 12, "io.memstrack.StackTree",
-                                                          SNAPSHOT_FETCH_MAY_VANISH), "pid")), 10);
         ASSERT_EQ(json_integer_value(json_object_get(call(&s, 13, "io.memstrack.StackTree",
+                                                          SNAPSHOT_FETCH_MAY_VANISH), "pid")), 10);
+        ASSERT_EQ(json_integer_value(json_object_get(call(&s, 14, "io.memstrack.StackTree",
                                                           SNAPSHOT_FETCH_MAY_VANISH), "pid")), 11);
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 14, "io.memstrack.StackTree",
-                                                            SNAPSHOT_FETCH_MAY_VANISH), "module")), "ext4");
         ASSERT_STREQ(json_string_value(json_object_get(call(&s, 15, "io.memstrack.StackTree",
+                                                            SNAPSHOT_FETCH_MAY_VANISH), "module")), "ext4");
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 16, "io.memstrack.StackTree",
                                                             SNAPSHOT_FETCH_MAY_VANISH), "module")), "gone");
-        ASSERT_EQ(json_array_size(s.calls), 16);
+        ASSERT_EQ(json_array_size(s.calls), 17);
 
         json_t *tasks = json_object_get(doc, "taskStacks"), *modules = json_object_get(doc, "moduleStacks");
         ASSERT_EQ(json_array_size(tasks), 1);
@@ -178,6 +182,7 @@ static void test_older_daemon(void) {
         ASSERT_NULL(json_object_get(doc, "history"));
         ASSERT_NULL(json_object_get(doc, "oomKills"));
         ASSERT_NULL(json_object_get(doc, "explain"));
+        ASSERT_NULL(json_object_get(doc, "cold"));
         ASSERT_TRUE(json_is_object(json_object_get(doc, "leaks")));
         ASSERT_TRUE(json_is_object(json_object_get(doc, "stackTree")));
         json_decref(s.calls);
@@ -191,10 +196,10 @@ static void test_requested(void) {
         json_auto_t *doc = NULL;
 
         ASSERT_OK(snapshot_document_build("tester", &req, scripted_fetch, &s, &doc));
-        ASSERT_EQ(json_array_size(s.calls), 17);
-        check_tree_params(call(&s, 11, "io.memstrack.StackTree", 0), 3, "peak");
-        check_tree_params(call(&s, 12, "io.memstrack.StackTree", SNAPSHOT_FETCH_MAY_VANISH), 3, "peak");
-        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 16, "io.memstrack.StackTree", 0), "module")),
+        ASSERT_EQ(json_array_size(s.calls), 18);
+        check_tree_params(call(&s, 12, "io.memstrack.StackTree", 0), 3, "peak");
+        check_tree_params(call(&s, 13, "io.memstrack.StackTree", SNAPSHOT_FETCH_MAY_VANISH), 3, "peak");
+        ASSERT_STREQ(json_string_value(json_object_get(call(&s, 17, "io.memstrack.StackTree", 0), "module")),
                      "xfs");
         ASSERT_EQ(json_array_size(json_object_get(doc, "moduleStacks")), 2);
         json_decref(s.calls);

@@ -14,6 +14,7 @@
 #include "document.h"
 #include "explain.h"
 #include "historyquery.h"
+#include "coldquery.h"
 #include "leaks.h"
 #include "log.h"
 #include "macro.h"
@@ -144,6 +145,25 @@ static int document_leaks(const DocumentInput *in, json_t *params, json_t **ret)
                                 ret);
 }
 
+/* The Cold reply, as root sees it. */
+static int document_cold(const DocumentInput *in, json_t *params, json_t **ret) {
+        json_int_t limit = COLD_QUERY_LIMIT_DEFAULT, stacks = COLD_QUERY_STACKS_DEFAULT;
+        int r;
+
+        r = unpack_params(params, "{s?I, s?I}", "limit", &limit, "stacks", &stacks);
+        if (r < 0)
+                return r;
+        ColdQuery q = {
+                .limit = (size_t) limit,
+                .stacks = (unsigned) MIN(stacks, (json_int_t) COLD_QUERY_STACKS_MAX),
+                .page_size = in->page_size,
+                .show_addresses = true,
+                .user_addresses = QUERY_USER_ADDRESSES_ALL,
+                .usym = in->usym,
+        };
+        return cold_query_json(in->accounting, in->coldness, &q, ret);
+}
+
 /* The History reply of the total, for the HTML page's chart; a memstrackd keeping none leaves it out. */
 static int document_history(const DocumentInput *in, json_t *params, json_t **ret) {
         HistoryQuery q = { .pid = -1, .seconds = -1, .resolution = -1, .now_realtime_usec = now_usec(CLOCK_REALTIME) };
@@ -234,6 +254,7 @@ static const struct {
         { "io.memstrack.Units", document_units },
         { "io.memstrack.Slab", document_slab },
         { "io.memstrack.Leaks", document_leaks },
+        { "io.memstrack.Cold", document_cold },
         { "io.memstrack.History", document_history },
         { "io.memstrack.OomKills", document_oom_kills },
         { "io.memstrack.Explain", document_explain },

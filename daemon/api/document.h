@@ -22,6 +22,7 @@ typedef struct DocumentInput {
         UserSymbols *usym;              /* borrowed; NULL: user frames as raw addresses */
         const ServiceState *state;        /* what the owner knows now (backend, uptime, source counters) */
         History *history;               /* borrowed; NULL: the document has no history */
+        const Coldness *coldness;       /* borrowed: the access rounds; NULL: none */
         long page_size;
         bool sort_by_peak;              /* the stack trees keep their biggest children by peak, not current */
         uint64_t now_nsec;              /* CLOCK_MONOTONIC time the leak view's ages count to; 0: now */
