@@ -365,7 +365,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         if (!heaps_alone(&m->config)) {
-                r = access_watch_start(m->access);
+                r = access_watch_start(m->access, m->source->ops->name, st.pfns);
                 if (r < 0)
                         return r;
         }

@@ -11,12 +11,16 @@
 #include "access.h"
 #include "damon-regions.h"
 #include "damon-watch.h"
+#include "key-calibration.h"
 #include "kpageflags.h"
 #include "log.h"
 #include "time-util.h"
 
 /* A set of regions older than this many aggregation intervals is stale: the kdamond stopped or stalled. */
 #define STALE_INTERVALS 3
+/* Ticks (seconds) the calibration of page keys may take. */
+#define CALIBRATION_TICKS 30
+#define KEY_MASK ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1)
 
 typedef enum Reading {
         READING_NONE,
@@ -41,6 +45,13 @@ struct AccessWatch {
 
         /* kpageflags */
         KpageflagsSampler *sampler;     /* owned */
+
+        /* Page keys are pfn + key_offset (modulo 2^MS_PAGE_KEY_BITS): 0 for a source of pfns, else
+         * calibrated (key-calibration.h) before the first round. */
+        uint64_t key_offset;
+        KeyCalibration *calibration;    /* owned, while it runs */
+        unsigned calibration_ticks;
+        char *source_name;              /* owned: the event source, for messages */
 
         AccessRegion *buf;              /* owned: a round's regions */
         size_t allocated;
@@ -143,10 +154,74 @@ static int start_damon(AccessWatch *w, bool may_start_own, const char **ret_reas
         return 0;
 }
 
-int access_watch_start(AccessWatch *w) {
+/* Calibrates the page keys of a source that does not key pages by pfn: no round before it is done. */
+static int start_calibration(AccessWatch *w) {
+        int r = key_calibration_start(&w->calibration);
+        if (r < 0)
+                return r;
+        event_observer_set_types(&w->observer, 0, MS_EVENT_BIT(MS_EVENT_PAGE_ALLOC));
+        log_debug("Calibrating the %s source's page keys against pfns (child %d).", w->source_name,
+                  (int) key_calibration_pid(w->calibration));
+        return 0;
+}
+
+static void stop_calibration(AccessWatch *w) {
+        w->calibration = key_calibration_free(w->calibration);
+        event_observer_set_types(&w->observer, 0, 0);
+}
+
+static void no_source(AccessWatch *w, const char *reason) {
+        w->reading = READING_NONE;
+        w->stats.kdamond_pid = 0;
+        coldness_forget(w->coldness);
+        coldness_set_source(w->coldness, NULL, NULL, reason);
+        coldness_set_source_stats(w->coldness, &w->stats);
+}
+
+static void on_event(void *userdata, const MsEvent *e, bool applied) {
+        AccessWatch *w = userdata;
+        if (w->calibration)
+                key_calibration_event(w->calibration, e);
+}
+
+/* 1 once the keys are pfns or their offset is known, 0 while not yet, -errno given up (said in Cold). */
+static int calibrated(AccessWatch *w) {
+        uint64_t offset;
+        char reason[256];
+
+        if (!w->calibration)
+                return 1;
+        int r = key_calibration_result(w->calibration, &offset);
+        if (r > 0) {
+                w->key_offset = offset;
+                log_info("The %s source's page keys are pfns plus %#llx.", w->source_name, (unsigned long long) offset);
+                stop_calibration(w);
+                return 1;
+        }
+        if (r == 0 && ++w->calibration_ticks < CALIBRATION_TICKS)
+                return 0;
+        stop_calibration(w);
+        (void) snprintf(reason, sizeof(reason), "the %s source's page keys could not be matched to page frame "
+                        "numbers (%s)", w->source_name,
+                        r == -ENODATA ? "/proc/self/pagemap gives no pfns: not root" : "no allocation of a "
+                        "calibration child seen");
+        log_notice("No access rounds: %s.", reason);
+        if (w->own) {
+                (void) kdamond_stop_own(w->config.damon_sysfs, w->kdamond.index);
+                w->own = false;
+        }
+        no_source(w, reason);
+        return -ENODATA;
+}
+
+int access_watch_start(AccessWatch *w, const char *source, bool keys_are_pfns) {
         const char *reason = NULL, *damon_reason = NULL;
         AccessMode m = w->config.mode;
         int r;
+
+        w->source_name = strdup(source ?: "event");
+        if (!w->source_name)
+                return log_oom();
 
         if (m == ACCESS_OFF)
                 reason = "no access source: memstrackd runs with --access=off";
@@ -183,6 +258,14 @@ int access_watch_start(AccessWatch *w) {
                 return 0;
         }
         log_info("Measuring cold memory with %s: %s.", name, w->detail);
+        if (!keys_are_pfns) {
+                r = start_calibration(w);
+                if (r < 0) {
+                        log_notice_errno(r, "Cannot calibrate the %s source's page keys, no access rounds: %m",
+                                         w->source_name);
+                        no_source(w, "the event source's page keys are not pfns and could not be calibrated");
+                }
+        }
         return 0;
 }
 
@@ -231,10 +314,43 @@ static void check_kdamond(AccessWatch *w) {
         char reason[128];
         (void) snprintf(reason, sizeof(reason), "kdamond %" PRIi32 " %s and no other monitors physical memory",
                         w->kdamond.pid, what);
-        w->reading = READING_NONE;
-        w->stats.kdamond_pid = 0;
-        coldness_forget(w->coldness);
-        coldness_set_source(w->coldness, NULL, NULL, reason);
+        no_source(w, reason);
+}
+
+static int by_start(const void *x, const void *y) {
+        const AccessRegion *a = x, *b = y;
+        return a->start_pfn < b->start_pfn ? -1 : a->start_pfn > b->start_pfn;
+}
+
+/* Regions of pfns as regions of the source's page keys, sorted again; one that would wrap past the
+ * keys' end is split in two. Returns how many, -ENOMEM. */
+static ssize_t to_keys(AccessWatch *w, size_t n) {
+        size_t wraps = 0;
+
+        if (w->key_offset == 0)
+                return (ssize_t) n;
+        for (size_t i = 0; i < n; i++)
+                if (((w->buf[i].start_pfn + w->key_offset) & KEY_MASK) > ((w->buf[i].end_pfn - 1 + w->key_offset) & KEY_MASK))
+                        wraps++;
+        if (n + wraps > w->allocated) {
+                AccessRegion *p = reallocarray(w->buf, n + wraps, sizeof(AccessRegion));
+                if (!p)
+                        return -ENOMEM;
+                w->buf = p;
+                w->allocated = n + wraps;
+        }
+        size_t k = n;
+        for (size_t i = 0; i < n; i++) {
+                AccessRegion *r = &w->buf[i];
+                uint64_t start = (r->start_pfn + w->key_offset) & KEY_MASK, last = (r->end_pfn - 1 + w->key_offset) & KEY_MASK;
+                if (start > last) {
+                        w->buf[k++] = (AccessRegion) { 0, last + 1, r->idle_usec };
+                        last = KEY_MASK;
+                }
+                *r = (AccessRegion) { start, last + 1, r->idle_usec };
+        }
+        qsort(w->buf, k, sizeof(AccessRegion), by_start);
+        return (ssize_t) k;
 }
 
 static int sample_damon(AccessWatch *w, uint64_t now, AccessSample *ret) {
@@ -262,6 +378,9 @@ static int sample_damon(AccessWatch *w, uint64_t now, AccessSample *ret) {
                 return -EAGAIN;
         }
         w->last_set_nsec = last;
+        n = to_keys(w, (size_t) n);
+        if (n < 0)
+                return (int) n;
         *ret = (AccessSample) { w->buf, (size_t) n, time_nsec };
         return 0;
 }
@@ -275,7 +394,8 @@ void access_watch_round(AccessWatch *w, uint64_t now) {
                 r = sample_damon(w, now, &sample);
                 break;
         case READING_KPAGEFLAGS: {
-                ssize_t n = kpageflags_sample(w->sampler, w->accounting, now, &w->buf, &w->allocated, &w->stats);
+                ssize_t n = kpageflags_sample(w->sampler, w->accounting, now, w->key_offset, &w->buf, &w->allocated,
+                                              &w->stats);
                 r = n < 0 ? (int) n : 0;
                 sample = (AccessSample) { w->buf, n > 0 ? (size_t) n : 0, now };
                 break;
@@ -309,7 +429,7 @@ static void on_tick(void *userdata) {
         AccessWatch *w = userdata;
         uint64_t now = monotonic_nsec();
 
-        if (w->reading == READING_NONE || now < w->next_round_nsec)
+        if (w->reading == READING_NONE || now < w->next_round_nsec || calibrated(w) <= 0)
                 return;
         uint64_t interval = MAX(w->config.interval_usec, w->stats.interval_usec) * NSEC_PER_USEC;
         /* DAMON: a round every interval, and whenever a set arrived since (checked each tick) once the
@@ -336,6 +456,7 @@ int access_watch_new(sd_event *event, const AccessConfig *config, Accounting *ac
         w->observer = (EventObserver) {
                 .name = "access",
                 .userdata = w,
+                .event = on_event,
                 .tick = on_tick,
                 .free = observer_free,
         };
@@ -346,6 +467,7 @@ int access_watch_new(sd_event *event, const AccessConfig *config, Accounting *ac
 AccessWatch *access_watch_free(AccessWatch *w) {
         if (!w)
                 return NULL;
+        key_calibration_free(w->calibration);
         damon_watch_free(w->watch);
         if (w->own) {
                 int r = kdamond_stop_own(w->config.damon_sysfs, w->kdamond.index);
@@ -358,6 +480,7 @@ AccessWatch *access_watch_free(AccessWatch *w) {
         damon_regions_free(w->regions);
         kpageflags_sampler_free(w->sampler);
         coldness_free(w->coldness);
+        free(w->source_name);
         free(w->buf);
         free(w);
         return NULL;

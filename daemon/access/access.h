@@ -20,6 +20,7 @@
  * dropped, and so are the round's figures once no fresh set came for three aggregation intervals.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <systemd/sd-event.h>
@@ -73,9 +74,11 @@ int access_watch_new(sd_event *event, const AccessConfig *config, Accounting *ac
 AccessWatch *access_watch_free(AccessWatch *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(AccessWatch *, access_watch_free);
 
-/* Chooses and opens the source (the reason when none can run is kept for replies and logged once).
- * A source that cannot run is no failure of the daemon: 0, or -ENOMEM. */
-int access_watch_start(AccessWatch *w);
+/* Chooses and opens the source (the reason when none can run is kept for replies and logged once), once
+ * the event source runs: source names it; keys_are_pfns false (the eBPF source's struct page indexes)
+ * has the keys calibrated against pfns first (key-calibration.h). A source that cannot run is no
+ * failure of the daemon: 0, or -ENOMEM. */
+int access_watch_start(AccessWatch *w, const char *source, bool keys_are_pfns);
 /* A round now, whatever the interval (tests, and the first round after start). */
 void access_watch_round(AccessWatch *w, uint64_t now_nsec);
 

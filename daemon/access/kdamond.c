@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,9 @@
 
 #define LINE_MAX_BYTES 256
 
-/* root/format..., one line with its newline cut, into buf. -errno. */
-static int read_line(char *buf, size_t size, const char *root, const char *format, ...) _printf_(4, 5);
-static int read_line(char *buf, size_t size, const char *root, const char *format, ...) {
+/* root/format..., into buf: its first line, its newline cut, or with whole set all of it. -errno. */
+static int read_text(bool whole, char *buf, size_t size, const char *root, const char *format, ...) _printf_(5, 6);
+static int read_text(bool whole, char *buf, size_t size, const char *root, const char *format, ...) {
         char path[512], rel[256];
         va_list ap;
 
@@ -32,9 +33,12 @@ static int read_line(char *buf, size_t size, const char *root, const char *forma
         ssize_t r = read_file_small(path, buf, size);
         if (r < 0)
                 return (int) r;
-        buf[strcspn(buf, "\n")] = '\0';
+        if (!whole)
+                buf[strcspn(buf, "\n")] = '\0';
         return 0;
 }
+
+#define read_line(buf, size, root, ...) read_text(false, buf, size, root, __VA_ARGS__)
 
 static int read_number(const char *root, uint64_t *ret, const char *path) {
         char buf[LINE_MAX_BYTES];
@@ -47,7 +51,7 @@ static int write_line(const char *root, const char *rel, const char *value) {
 
         if (snprintf(path, sizeof(path), "%s/%s", root, rel) >= (int) sizeof(path))
                 return -ENAMETOOLONG;
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd < 0)
                 return log_debug_errno(errno, "Failed to open %s: %m", path);
         ssize_t n = write(fd, value, strlen(value));
@@ -154,8 +158,8 @@ int kdamond_start_own(const char *root, const KdamondSettings *s, KdamondInfo *r
         }
         r = write_line(root, "kdamonds/0/contexts/nr_contexts", "1");
         if (r >= 0) {
-                r = read_line(buf, sizeof(buf), root, "kdamonds/0/contexts/0/avail_operations");
-                /* Kernels before avail_operations (5.18 to 6.0) take the write or refuse it. */
+                /* One name a line. Kernels before avail_operations (5.18 to 6.0) take the write or refuse it. */
+                r = read_text(true, buf, sizeof(buf), root, "kdamonds/0/contexts/0/avail_operations");
                 if (r >= 0 && !strstr(buf, "paddr"))
                         r = -EOPNOTSUPP;
                 else

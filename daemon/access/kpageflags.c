@@ -22,6 +22,7 @@
 #define SHARE_SCALE 1024u
 
 typedef struct Sampled {
+        uint64_t key;                   /* the block's page key */
         uint64_t pfn;
         unsigned order;
         uint64_t allocated_nsec;
@@ -71,7 +72,7 @@ KpageflagsSampler *kpageflags_sampler_free(KpageflagsSampler *s) {
 
 typedef struct Pick {
         KpageflagsSampler *s;
-        uint64_t now_nsec;
+        uint64_t now_nsec, key_offset;
         size_t seen;
 } Pick;
 
@@ -83,7 +84,8 @@ static void pick_block(void *userdata, const ViewBlock *b) {
         if (s->n_cur == s->budget || key_index_mix(b->pfn) % SHARE_SCALE >= s->share)
                 return;
         s->cur[s->n_cur++] = (Sampled) {
-                .pfn = b->pfn,
+                .key = b->pfn,
+                .pfn = (b->pfn - p->key_offset) & ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1),
                 .order = b->order,
                 .allocated_nsec = p->now_nsec > b->age_nsec ? p->now_nsec - b->age_nsec : 0,
         };
@@ -92,6 +94,11 @@ static void pick_block(void *userdata, const ViewBlock *b) {
 static int by_pfn(const void *x, const void *y) {
         const Sampled *a = x, *b = y;
         return a->pfn < b->pfn ? -1 : a->pfn > b->pfn;
+}
+
+static int by_start(const void *x, const void *y) {
+        const AccessRegion *a = x, *b = y;
+        return a->start_pfn < b->start_pfn ? -1 : a->start_pfn > b->start_pfn;
 }
 
 /* The last round's entry of pfn, NULL if it was not sampled then. */
@@ -108,10 +115,10 @@ static const Sampled *previous(const KpageflagsSampler *s, uint64_t pfn) {
         return lo < s->n_prev && s->prev[lo].pfn == pfn ? &s->prev[lo] : NULL;
 }
 
-ssize_t kpageflags_sample(KpageflagsSampler *s, Accounting *a, uint64_t now_nsec, AccessRegion **regions,
-                size_t *allocated, ColdSourceStats *stats) {
+ssize_t kpageflags_sample(KpageflagsSampler *s, Accounting *a, uint64_t now_nsec, uint64_t key_offset,
+                AccessRegion **regions, size_t *allocated, ColdSourceStats *stats) {
         uint64_t window[WINDOW_PFNS], window_start = UINT64_MAX;
-        Pick p = { .s = s, .now_nsec = now_nsec };
+        Pick p = { .s = s, .now_nsec = now_nsec, .key_offset = key_offset };
         size_t n = 0, n_window = 0;
 
         s->n_cur = 0;
@@ -159,11 +166,17 @@ ssize_t kpageflags_sample(KpageflagsSampler *s, Accounting *a, uint64_t now_nsec
                         *allocated = grow;
                 }
                 (*regions)[n++] = (AccessRegion) {
-                        .start_pfn = b->pfn,
-                        .end_pfn = b->pfn + (UINT64_C(1) << b->order),
+                        .start_pfn = b->key,
+                        .end_pfn = b->key + (UINT64_C(1) << b->order),
                         .idle_usec = now_nsec > since ? (now_nsec - since) / NSEC_PER_USEC : 0,
                 };
         }
+        /* Keys are pfns plus a constant: in pfn order but where they wrap past the keys' end. */
+        for (size_t i = 1; i < n; i++)
+                if ((*regions)[i].start_pfn < (*regions)[i - 1].end_pfn) {
+                        qsort(*regions, n, sizeof(AccessRegion), by_start);
+                        break;
+                }
         /* This round's entries are the next one's memory of when each was used. */
         Sampled *t = s->prev;
         s->prev = s->cur;

@@ -39,8 +39,9 @@ int kpageflags_sampler_new(const char *path, size_t budget, KpageflagsSampler **
 KpageflagsSampler *kpageflags_sampler_free(KpageflagsSampler *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(KpageflagsSampler *, kpageflags_sampler_free);
 
-/* One round's regions of a's tracked blocks at now_nsec (CLOCK_MONOTONIC), sorted, into *regions (grown
- * as needed). Returns how many; -ENOMEM, -errno of a read. Counts into stats (sampled_pages,
- * sample_budget, rejected_records: blocks found free). */
-ssize_t kpageflags_sample(KpageflagsSampler *s, Accounting *a, uint64_t now_nsec, AccessRegion **regions,
-                size_t *allocated, ColdSourceStats *stats);
+/* One round's regions of a's tracked blocks at now_nsec (CLOCK_MONOTONIC), in the source's page keys
+ * (pfn + key_offset, modulo 2^MS_PAGE_KEY_BITS), sorted, into *regions (grown as needed). Returns how
+ * many; -ENOMEM, -errno of a read. Counts into stats (sampled_pages, sample_budget, rejected_records:
+ * blocks found free). */
+ssize_t kpageflags_sample(KpageflagsSampler *s, Accounting *a, uint64_t now_nsec, uint64_t key_offset,
+                AccessRegion **regions, size_t *allocated, ColdSourceStats *stats);

@@ -44,6 +44,30 @@ ColdSum cold_scope_sum(Accounting *a, const Coldness *c, ViewScope scope) {
         return s.sum;
 }
 
+typedef struct UnitSums {
+        const Coldness *c;
+        ColdSum *sums;
+        size_t n;
+} UnitSums;
+
+static void unit_cell(void *userdata, const ViewCell *cell) {
+        UnitSums *u = userdata;
+        if (cell->unit < u->n)
+                sum_add(&u->sums[cell->unit], u->c, cell);
+}
+
+int cold_unit_sums(Accounting *a, const Coldness *c, ColdSum **ret) {
+        UnitSums u = { .c = c, .n = view_unit_count(a) };
+
+        u.sums = calloc(MAX(u.n, (size_t) 1), sizeof(ColdSum));
+        if (!u.sums)
+                return -ENOMEM;
+        if (c)
+                view_foreach_cell(a, VIEW_SCOPE_EVERY, unit_cell, &u);
+        *ret = u.sums;
+        return 0;
+}
+
 /* One walk of every cell, summed per process, unit, module and stack leaf. */
 typedef struct ColdWalk {
         Accounting *a;
@@ -98,7 +122,7 @@ static void walk_cell(void *userdata, const ViewCell *cell) {
 }
 
 typedef struct Rank {
-        uint64_t cold, warm;
+        uint64_t cold, warm, current;
         uint32_t idx;
 } Rank;
 
@@ -108,6 +132,8 @@ static int compare_ranks(const void *x, const void *y) {
                 return a->cold < b->cold ? 1 : -1;
         if (a->warm != b->warm)
                 return a->warm < b->warm ? 1 : -1;
+        if (a->current != b->current)
+                return a->current < b->current ? 1 : -1;
         return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
@@ -120,7 +146,8 @@ static ssize_t rank(const ColdSum *sums, size_t n, size_t first, size_t limit, R
                 return -ENOMEM;
         for (size_t i = first; i < n; i++)
                 if (sums[i].current > 0 && sums[i].known)
-                        r[k++] = (Rank) { sums[i].pages[VIEW_COLD_COLD], sums[i].pages[VIEW_COLD_WARM], (uint32_t) i };
+                        r[k++] = (Rank) { sums[i].pages[VIEW_COLD_COLD], sums[i].pages[VIEW_COLD_WARM],
+                                          sums[i].current, (uint32_t) i };
         qsort(r, k, sizeof(Rank), compare_ranks);
         *ret = r;
         return (ssize_t) MIN(k, limit);

@@ -41,5 +41,9 @@ json_t *cold_pages_json(const ColdSum *s);
 /* The ColdSum of a scope's cells (a process, a unit, a module). */
 ColdSum cold_scope_sum(Accounting *a, const Coldness *c, ViewScope scope);
 
+/* The ColdSum of every unit, by unit id (view_unit_count() of them): one walk of every cell, into a new
+ * array. -ENOMEM. */
+int cold_unit_sums(Accounting *a, const Coldness *c, ColdSum **ret);
+
 /* The reply. c NULL: no access source at all (zeros, reason). -ENOMEM. */
 int cold_query_json(Accounting *a, const Coldness *c, const ColdQuery *q, json_t **ret);

@@ -9,6 +9,7 @@
 #include "keyindex.h"
 #include "ksym.h"
 #include "macro.h"
+#include "coldquery.h"
 #include "query.h"
 #include "read-file.h"
 #include "utf8.h"
@@ -160,6 +161,11 @@ int query_tasks(Accounting *a, const QueryTasks *q, json_t **ret) {
                         return -ENOMEM;
                 if (query_task_heap(a, &t, task) < 0)
                         return -ENOMEM;
+                if (q->coldness && !t.is_thread) {
+                        ColdSum sum = cold_scope_sum(a, q->coldness, (ViewScope) { VIEW_SCOPE_PROCESS, items[i].idx });
+                        if (set_new(task, "cold", sum.known ? cold_pages_json(&sum) : json_null()) < 0)
+                                return -ENOMEM;
+                }
                 if (q->threads && view_tracks_threads(a) &&
                     set_new(task, "threads", threads_json(a, items[i].idx, q->sort)) < 0)
                         return -ENOMEM;
@@ -806,6 +812,12 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
                         return r;
         }
 
+        _cleanup_free_ ColdSum *cold = NULL;
+        if (q->coldness && n > 0) {
+                r = cold_unit_sums(a, q->coldness, &cold);
+                if (r < 0)
+                        return r;
+        }
         QueryStackTree sq = { .show_addresses = q->show_addresses, .user_addresses = q->user_addresses,
                               .caller_uid = q->caller_uid, .usym = q->usym };
         StackView v = { .a = a, .tree = VIEW_TREE_PAGES, .ksym = view_ksym(a), .q = &sq };
@@ -833,6 +845,9 @@ int query_units(Accounting *a, const QueryUnits *q, json_t **ret) {
                                       "live", x.live,
                                       "topStacks", stacks);
                 if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+                if (cold && set_new(o, "cold", cold[items[i].idx].known ? cold_pages_json(&cold[items[i].idx]) :
+                                                json_null()) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(list);

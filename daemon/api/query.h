@@ -43,6 +43,7 @@ typedef struct QueryTasks {
         bool include_exited;
         bool threads;           /* fill Task.threads */
         bool hide_zero;         /* leave out tasks whose sort key is 0 (unless pid is given) */
+        const Coldness *coldness;       /* the access rounds: a process's "cold" (ColdPages); NULL: none */
 } QueryTasks;
 
 /* {"tasks": [Task...], "evicted": EvictedTasks}; the "[evicted]" record is never in tasks. */
@@ -86,6 +87,7 @@ typedef struct QueryUnits {
         QueryUserAddresses user_addresses;
         uid_t caller_uid;       /* for QUERY_USER_ADDRESSES_OWN */
         UserSymbols *usym;      /* symbolizes user frames of live processes; NULL: raw addresses */
+        const Coldness *coldness;       /* the access rounds: a unit's "cold" (ColdPages); NULL: none */
 } QueryUnits;
 
 /*

@@ -232,6 +232,7 @@ static int method_tasks(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .include_exited = varlink_call_parameter_bool(call, "includeExited", false),
                 .threads = varlink_call_parameter_bool(call, "threads", false),
                 .hide_zero = varlink_call_parameter_bool(call, "hideZero", false),
+                .coldness = sv->coldness,
         };
         int r = query_tasks(sv->accounting, &q, &reply);
         if (r < 0)
@@ -273,6 +274,7 @@ static int method_units(VarlinkCall *call, json_t *parameters, void *userdata) {
                 .user_addresses = user_addresses(call),
                 .caller_uid = varlink_call_get_peer_uid(call),
                 .usym = sv->usym,
+                .coldness = sv->coldness,
         };
         int r = query_units(sv->accounting, &q, &units);
         if (r < 0)
@@ -423,7 +425,7 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         int r;
 
         r = query_tasks(sv->accounting, &(QueryTasks) { .sort = sort, .limit = (size_t) limit, .pid = -1,
-                                                        .hide_zero = hide_zero }, &tasks);
+                                                        .hide_zero = hide_zero, .coldness = sv->coldness }, &tasks);
         if (r < 0)
                 return r;
         r = query_modules(sv->accounting, sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : sort, (size_t) limit,
@@ -431,7 +433,8 @@ static int top_frame(Service *sv, QuerySort sort, int64_t limit, bool hide_zero,
         if (r < 0)
                 return r;
         r = query_units(sv->accounting, &(QueryUnits) { .sort = sort == QUERY_SORT_ALLOCS ? QUERY_SORT_CURRENT : sort,
-                                                         .limit = (size_t) limit, .hide_zero = hide_zero }, &units);
+                                                         .limit = (size_t) limit, .hide_zero = hide_zero,
+                                                         .coldness = sv->coldness }, &units);
         if (r < 0)
                 return r;
         /* Call sites by name only: one frame goes to every stream, root's or not. */
