@@ -79,6 +79,12 @@ static const Family FAMILY_TASK = { "memstrack_task_bytes", METRIC_GAUGE, "bytes
 static const Family FAMILY_UNIT = { "memstrack_unit_bytes", METRIC_GAUGE, "bytes",
         "Pages a systemd unit's processes allocated and hold now, for the biggest units; unit=\"[other]\" "
         "holds the rest of memstrack_tracked_bytes" };
+static const Family FAMILY_TASK_IDLE = { "memstrack_task_idle_bytes", METRIC_GAUGE, "bytes",
+        "A listed process's pages by how long they went untouched at memstrackd's last access round: state "
+        "hot, warm, cold (memstrackd --warm-after, --cold-after), unknown (the access source says nothing of "
+        "them) or newer (allocated since its regions were taken); absent without an access source" };
+static const Family FAMILY_UNIT_IDLE = { "memstrack_unit_idle_bytes", METRIC_GAUGE, "bytes",
+        "A listed unit's pages by how long they went untouched, as memstrack_task_idle_bytes" };
 static const Family FAMILY_MODULE = { "memstrack_module_bytes", METRIC_GAUGE, "bytes",
         "Pages held now that were allocated through a kernel module (vmlinux: the kernel image); a page "
         "counts in every module on its call stack" };
@@ -407,6 +413,52 @@ static int write_top(Writer *w, const Family *fam, json_t *array, size_t top, bo
         return 0;
 }
 
+/* The first top tasks or units that carry a "cold" object (Task.cold, Unit.cold), each once, by state;
+ * nothing, not even the family, when none does (memstrackd measures no access). */
+static void write_idle(Writer *w, const Family *fam, json_t *array, size_t top, bool tasks, uint64_t page_size) {
+        static const char *const states[][2] = { { "hotPages", "hot" }, { "warmPages", "warm" },
+                                                 { "coldPages", "cold" }, { "unknownPages", "unknown" },
+                                                 { "newerPages", "newer" } };
+        size_t n = MIN(json_array_size(array), top);
+        bool header = false;
+
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = json_array_get(array, i), *cold = json_object_get(e, "cold");
+                const char *name = json_string_value(json_object_get(e, tasks ? "comm" : "name"));
+                char pid[32] = "";
+                uint64_t v, id = 0;
+                bool dup = false;
+
+                if (!json_is_object(cold) || !name || (tasks && !get_u64(e, "pid", &id)))
+                        continue;
+                /* A key twice would repeat a series: the first is kept (the daemon sends each once). */
+                for (size_t j = 0; j < i && !dup; j++) {
+                        json_t *o = json_array_get(array, j);
+                        uint64_t other;
+                        dup = json_is_object(json_object_get(o, "cold")) &&
+                              (tasks ? get_u64(o, "pid", &other) && other == id :
+                                       streq(json_string_value(json_object_get(o, "name")) ?: "", name));
+                }
+                if (dup)
+                        continue;
+                if (!header) {
+                        family_header(w, fam);
+                        header = true;
+                }
+                (void) snprintf(pid, sizeof(pid), "%" PRIu64, id);
+                for (size_t k = 0; k < ELEMENTSOF(states); k++) {
+                        if (!get_u64(cold, states[k][0], &v))
+                                continue;
+                        const Label task_labels[] = { { "pid", pid }, { "comm", name }, { "state", states[k][1] } };
+                        const Label unit_labels[] = { { "unit", name }, { "state", states[k][1] } };
+                        if (tasks)
+                                sample_u64(w, fam, task_labels, ELEMENTSOF(task_labels), mul_sat(v, page_size));
+                        else
+                                sample_u64(w, fam, unit_labels, ELEMENTSOF(unit_labels), mul_sat(v, page_size));
+                }
+        }
+}
+
 static int write_modules(Writer *w, json_t *array, uint64_t page_size) {
         _cleanup_free_ Row *rows = NULL;
         size_t n;
@@ -576,6 +628,8 @@ static int render(Writer *w, const MetricsInput *in, size_t top) {
                 r = write_top(w, &FAMILY_UNIT, json_object_get(in->top, "units"), top, false, page_size, tracked);
                 if (r < 0)
                         return r;
+                write_idle(w, &FAMILY_TASK_IDLE, json_object_get(in->top, "tasks"), top, true, page_size);
+                write_idle(w, &FAMILY_UNIT_IDLE, json_object_get(in->top, "units"), top, false, page_size);
         }
         if (in->modules) {
                 r = write_modules(w, json_object_get(in->modules, "modules"), page_size);

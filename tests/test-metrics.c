@@ -333,6 +333,38 @@ static void test_explain_and_breakdowns(void) {
         fixture_done(&f);
 }
 
+/* Idle bytes from Top's cold objects: per listed task and unit and state, the first of a key twice, none
+ * beyond top; no family at all without them (memstrackd measures no access). */
+static void test_idle(void) {
+        Fixture f = fixture_new();
+        _cleanup_free_ char *none = render(&f, METRICS_FORMAT_OPENMETRICS, FIXTURE_TOP);
+        size_t n;
+
+        ASSERT_TRUE(!strstr(none, "memstrack_task_idle_bytes"));
+        ASSERT_TRUE(!strstr(none, "memstrack_unit_idle_bytes"));
+        json_t *tasks = json_object_get(f.top, "tasks"), *units = json_object_get(f.top, "units");
+        for (size_t i = 0; i < json_array_size(tasks); i++)
+                ASSERT_EQ(json_object_set_new(json_array_get(tasks, i), "cold",
+                                              json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "currentPages", 10,
+                                                        "hotPages", 1, "warmPages", 2, "coldPages", 3 + (int) i,
+                                                        "unknownPages", 4, "newerPages", 0)), 0);
+        ASSERT_EQ(json_object_set_new(json_array_get(units, 0), "cold",
+                                      json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "currentPages", 600, "hotPages",
+                                                100, "warmPages", 0, "coldPages", 500, "unknownPages", 0,
+                                                "newerPages", 0)), 0);
+        ASSERT_EQ(json_object_set_new(json_array_get(units, 1), "cold", json_null()), 0);
+        _cleanup_free_ char *om = render(&f, METRICS_FORMAT_OPENMETRICS, FIXTURE_TOP);
+        ASSERT_TRUE(has_line(om, "memstrack_task_idle_bytes{pid=\"11\",comm=\"back\\\\slash\",state=\"cold\"} 16384"));
+        /* pid 10 listed twice: its first entry's. */
+        ASSERT_TRUE(has_line(om, "memstrack_task_idle_bytes{pid=\"10\",comm=\"say \\\"hi\\\"\",state=\"cold\"} 12288"));
+        ASSERT_EQ(sum_samples(om, "memstrack_task_idle_bytes{", &n), (uint64_t) (1 + 2 + 4) * 4 * 4096 +
+                  (uint64_t) (3 + 4 + 5 + 6) * 4096);
+        ASSERT_EQ(n, 4 * 5);    /* pids 10, 11, 12, 13 within FIXTURE_TOP, five states each */
+        ASSERT_TRUE(has_line(om, "memstrack_unit_idle_bytes{unit=\"sshd.service\",state=\"cold\"} 2048000"));
+        ASSERT_TRUE(!strstr(om, "memstrack_unit_idle_bytes{unit=\"[unknown]\""));
+        fixture_done(&f);
+}
+
 static void test_down(void) {
         MetricsInput in = {};
         _cleanup_free_ char *om = NULL, *prom = NULL;
@@ -384,6 +416,7 @@ int main(int argc, char *argv[]) {
         TEST(test_bounds_and_other);
         TEST(test_framing);
         TEST(test_explain_and_breakdowns);
+        TEST(test_idle);
         TEST(test_down);
         return 0;
 }
