@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "breakdown.h"
+#include "coldness.h"
 #include "explain.h"
 #include "macro.h"
 #include "synthetic-events.h"
@@ -369,8 +370,41 @@ static void test_breakdown(void) {
         accounting_free(a);
 }
 
+/* The LRU's inactive lists beside the access source's last round: holder.service's 64 movable pages cold,
+ * its kernel block hot, the page pid 12 left in no region (unknown); without a source, no figure of ours. */
+static void test_idle(void) {
+        _cleanup_(memcg_freep) Memcg *m = NULL;
+        Accounting *a = scene();
+        json_auto_t *without = NULL, *with = NULL;
+        Coldness *c = coldness_new(10000000, 60000000);
+
+        ASSERT_NOT_NULL(c);
+        ASSERT_OK(memcg_new("data/memcg/unified", "data/memcg/v2", &m));
+        without = explain(a, m, "holder.service");
+        const json_t *row = row_named(json_object_get(without, "comparisons"), "what", "inactive");
+        ASSERT_EQ(int_at(row, "kernelBytes"), 67518464 + 1232896);
+        ASSERT_TRUE(json_is_null(json_object_get(row, "memstrackBytes")));
+        ASSERT_TRUE(!has_reason(without, "lru-order"));
+
+        const AccessRegion regions[] = { { 0x10000, 0x10040, 120000000 }, { 0x20000, 0x20004, 0 } };
+        AccessSample sample = { regions, ELEMENTSOF(regions), 200 * UINT64_C(1000000000) };
+        ASSERT_OK(coldness_round(c, a, &sample, 201 * UINT64_C(1000000000)));
+        coldness_set_source(c, "damon-read", "test", NULL);
+        ExplainQuery q = { .name = "holder.service", .memcg = m, .page_size = 4096, .coldness = c };
+        ASSERT_OK(explain_query_json(a, &q, &with));
+        row = row_named(json_object_get(with, "comparisons"), "what", "inactive");
+        ASSERT_EQ(int_at(row, "memstrackBytes"), 64 * 4096);
+        const json_t *reason = row_named(json_object_get(with, "reasons"), "reason", "lru-order");
+        ASSERT_NOT_NULL(reason);
+        ASSERT_EQ(int_at(reason, "bytes"), 4096);
+        ASSERT_TRUE(strstr(json_string_value(json_object_get(reason, "text")), "damon-read") != NULL);
+        coldness_free(c);
+        accounting_free(a);
+}
+
 int main(void) {
         ASSERT_OK(ksym_load("data/kallsyms-modules", &ksym));
+        TEST(test_idle);
         TEST(test_holders);
         TEST(test_kernel_v2);
         TEST(test_kernel_v1);

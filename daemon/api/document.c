@@ -193,6 +193,7 @@ static int document_explain(const DocumentInput *in, json_t *params, json_t **re
                 .user_addresses = QUERY_USER_ADDRESSES_ALL,
                 .usym = in->usym,
                 .page_size = in->page_size,
+                .coldness = in->coldness,
         };
         json_int_t limit = EXPLAIN_LIMIT_DEFAULT, stacks = EXPLAIN_STACKS_DEFAULT;
         int r;

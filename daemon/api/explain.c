@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coldquery.h"
 #include "explain.h"
 #include "view.h"
 #include "macro.h"
@@ -411,6 +412,39 @@ static int compare_add(json_t *list, const char *what, const MemcgFigures *f, Me
         return o && json_array_append_new(list, o) >= 0 ? 0 : -ENOMEM;
 }
 
+/*
+ * The LRU's inactive lists beside what the access source measured: memstrack's warm and cold pages of the
+ * unit at its last round against inactive_anon + inactive_file, and why the two are not the same thing.
+ */
+static int compare_idle(Accounting *a, const ExplainQuery *q, uint32_t unit, const MemcgFigures *f,
+                json_t *comparisons, json_t *reasons) {
+        ColdSum s = cold_scope_sum(a, q->coldness, (ViewScope) { VIEW_SCOPE_UNIT, unit });
+        uint64_t ps = (uint64_t) q->page_size;
+        const char *source = NULL, *detail = NULL, *why = NULL;
+        ColdStats st;
+        int r;
+
+        view_cold_stats(q->coldness, &st, &source, &detail, &why);
+        r = compare_add(comparisons, "inactive", f, MEMCG_INACTIVE_ANON, MEMCG_INACTIVE_FILE, s.known,
+                        count_mul(count_add(s.pages[VIEW_COLD_WARM], s.pages[VIEW_COLD_COLD]), ps),
+                        "inactive_anon + inactive_file (the LRU's inactive lists) against the unit's pages idle at "
+                        "least --warm-after at the access source's last round (Cold)");
+        if (r < 0)
+                return r;
+        if (!s.known)
+                return source ? reason_add(reasons, "lru-order", false, 0, "memstrack measures no idle time for "
+                                           "this unit yet: %s's last round has no figures of it", source) : 0;
+        return reason_add(reasons, "lru-order", true,
+                          count_mul(count_add(s.pages[VIEW_COLD_UNKNOWN], s.pages[VIEW_COLD_NEWER]), ps),
+                          "the kernel's inactive lists are reclaim's order of eviction, not a measured idle time: "
+                          "pages move to them when reclaim scans past them, which happens under memory pressure "
+                          "(to anonymous pages only where there is swap), and new anonymous pages start there; "
+                          "memstrack's idle pages are those %s found untouched for at least %" PRIu64 " s (cold "
+                          "from %" PRIu64 " s) at its last round, which could not tell this much of the unit (outside "
+                          "what it monitors, or newer than its regions)", source,
+                          st.source.warm_usec / 1000000, st.source.cold_usec / 1000000);
+}
+
 /* Pages and slab bytes of the units whose cgroups lie below this unit's: the kernel's figures include
  * them, memstrack's unit does not. */
 static void descendants(Explain *e, const ViewUnit *x, uint64_t *ret_pages, uint64_t *ret_slab, size_t *ret_n) {
@@ -582,6 +616,9 @@ int explain_query_json(Accounting *a, const ExplainQuery *q_in, json_t **ret) {
                         "slab objects charged against the unit's live slab objects (v1 has no slab figure: "
                         "its objects are in kernel)") < 0))
                 r = -ENOMEM;
+
+        if (r >= 0)
+                r = compare_idle(a, &q, unit, f, comparisons, reasons);
 
         bool has_current = f && memcg_figure_known(f, MEMCG_CURRENT);
         uint64_t current = has_current ? f->value[MEMCG_CURRENT] : 0;

@@ -42,6 +42,7 @@ typedef struct ExplainQuery {
         uint64_t lost_events;           /* records the source lost: memstrack's counts are lower bounds */
         unsigned stack_sample_interval; /* > 1: stacks are estimates (the counts are exact) */
         uint64_t uptime_usec;           /* how long memstrackd has been tracing */
+        const Coldness *coldness;       /* the access rounds, held against the LRU's lists; NULL: none */
 } ExplainQuery;
 
 /* The Explain reply (io.memstrack.varlink). -ENXIO for an unknown unit, -ENOMEM. */

@@ -745,6 +745,7 @@ static int method_explain(VarlinkCall *call, json_t *parameters, void *userdata)
                 .lost_events = MAX(s.lost_events, state.source.lost_records),
                 .stack_sample_interval = state.source.stack_sample_interval,
                 .uptime_usec = state.uptime_usec,
+                .coldness = sv->coldness,
         };
         int r = explain_query_json(sv->accounting, &q, &reply);
         if (r < 0)

@@ -55,6 +55,10 @@ static const FigureSource v2_sources[_MEMCG_FIGURE_MAX] = {
         [MEMCG_SLAB] = { "memory.stat", "slab" },
         [MEMCG_SWAPCACHED] = { "memory.stat", "swapcached" },
         [MEMCG_ZSWAP] = { "memory.stat", "zswap" },
+        [MEMCG_INACTIVE_ANON] = { "memory.stat", "inactive_anon" },
+        [MEMCG_ACTIVE_ANON] = { "memory.stat", "active_anon" },
+        [MEMCG_INACTIVE_FILE] = { "memory.stat", "inactive_file" },
+        [MEMCG_ACTIVE_FILE] = { "memory.stat", "active_file" },
 };
 
 /* v1's memory.stat keys are the hierarchical "total_" ones (what cgroup2 counts); without hierarchy
@@ -73,6 +77,10 @@ static const FigureSource v1_sources[_MEMCG_FIGURE_MAX] = {
         [MEMCG_FILE_WRITEBACK] = { "memory.stat", "total_writeback" },
         [MEMCG_ANON_THP] = { "memory.stat", "total_rss_huge" },
         [MEMCG_SWAPCACHED] = { "memory.stat", "total_swapcached" },
+        [MEMCG_INACTIVE_ANON] = { "memory.stat", "total_inactive_anon" },
+        [MEMCG_ACTIVE_ANON] = { "memory.stat", "total_active_anon" },
+        [MEMCG_INACTIVE_FILE] = { "memory.stat", "total_inactive_file" },
+        [MEMCG_ACTIVE_FILE] = { "memory.stat", "total_active_file" },
 };
 
 static const char *const figure_names[_MEMCG_FIGURE_MAX] = {
@@ -98,6 +106,10 @@ static const char *const figure_names[_MEMCG_FIGURE_MAX] = {
         [MEMCG_SLAB] = "slab",
         [MEMCG_SWAPCACHED] = "swapcached",
         [MEMCG_ZSWAP] = "zswap",
+        [MEMCG_INACTIVE_ANON] = "inactive_anon",
+        [MEMCG_ACTIVE_ANON] = "active_anon",
+        [MEMCG_INACTIVE_FILE] = "inactive_file",
+        [MEMCG_ACTIVE_FILE] = "active_file",
 };
 
 static const char *const event_names[_MEMCG_EVENT_MAX] = {

@@ -57,6 +57,10 @@ typedef enum MemcgFigure {
         MEMCG_SLAB,
         MEMCG_SWAPCACHED,
         MEMCG_ZSWAP,
+        MEMCG_INACTIVE_ANON,            /* the LRU lists: reclaim's order, not measured idleness */
+        MEMCG_ACTIVE_ANON,
+        MEMCG_INACTIVE_FILE,
+        MEMCG_ACTIVE_FILE,
         _MEMCG_FIGURE_MAX,
         _MEMCG_FIGURE_INVALID = -EINVAL,
 } MemcgFigure;

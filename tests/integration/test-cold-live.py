@@ -111,6 +111,10 @@ class Daemon:
     def call(self, method, params=None):
         return call(self.sock, method, params)
 
+    def log_tail(self):
+        self.log.seek(0)
+        return "memstrackd's log:\n" + self.log.read()[-3000:]
+
     def stop(self):
         self.proc.terminate()
         if self.proc.wait(livelib.WAIT) != 0:
@@ -156,11 +160,12 @@ def poll_cold(d, bound_s, interval_s):
     start = time.monotonic()
     seen = []
     last_round = None
+    r = {}
     while time.monotonic() - start < bound_s:
         time.sleep(interval_s)
         r = d.call("io.memstrack.Cold", {"limit": 5, "stacks": 100})
         if r["source"] is None:
-            fail(f"no access source: {r['reason']}")
+            fail(f"no access source: {r['reason']}\n{d.log_tail()}")
         if r["roundTimestampUsec"] is None or r["roundTimestampUsec"] == last_round:
             continue
         last_round = r["roundTimestampUsec"]
@@ -174,7 +179,8 @@ def poll_cold(d, bound_s, interval_s):
         print(seen[-1], file=sys.stderr)
         if fraction(hot, "coldPages") <= 0.10 and fraction(cold, "coldPages") >= 0.90:
             return t, r
-    fail(f"within {bound_s:.0f} s no round had cold_site() >= 90 % cold and hot_site() <= 10 %:\n" + "\n".join(seen))
+    fail(f"within {bound_s:.0f} s no round had cold_site() >= 90 % cold and hot_site() <= 10 %:\n" + "\n".join(seen) +
+         f"\nthe last reply: {r.get('source')} {r.get('detail')} {r.get('reason')} {r.get('counters')}\n{d.log_tail()}")
 
 
 def case_damon_read():
