@@ -190,8 +190,15 @@ static void make_kdamond(const char *root, unsigned i, const char *state, const 
         mkdirs(root, rel);
         (void) snprintf(rel, sizeof(rel), "kdamonds/%u/contexts/0/monitoring_attrs/nr_regions", i);
         mkdirs(root, rel);
-        (void) snprintf(rel, sizeof(rel), "kdamonds/%u/contexts/0/targets", i);
+        (void) snprintf(rel, sizeof(rel), "kdamonds/%u/contexts/0/targets/0/regions/0", i);
         mkdirs(root, rel);
+        (void) snprintf(rel, sizeof(rel), "kdamonds/%u/contexts/0/targets/0/regions/1", i);
+        mkdirs(root, rel);
+        static const char *const region_files[] = { "nr_regions", "0/start", "0/end", "1/start", "1/end" };
+        for (size_t k = 0; k < ELEMENTSOF(region_files); k++) {
+                (void) snprintf(rel, sizeof(rel), "kdamonds/%u/contexts/0/targets/0/regions/%s", i, region_files[k]);
+                put(root, rel, "0\n");
+        }
         (void) snprintf(rel, sizeof(rel), "kdamonds/%u/state", i);
         put(root, rel, state);
         (void) snprintf(rel, sizeof(rel), "kdamonds/%u/pid", i);
@@ -217,9 +224,23 @@ static void test_sysfs(void) {
         size_t n = 0;
 
         ASSERT_NOT_NULL(mkdtemp(root));
+        /* What a paddr target's regions come from: the top-level System RAM ranges of 16 MiB or more. */
+        char iomem[600];
+        (void) snprintf(iomem, sizeof(iomem), "%s/iomem", root);
+        put(root, "iomem", "00000000-00000fff : Reserved\n00001000-0009fbff : System RAM\n"
+                           "00100000-bfffffff : System RAM\n  01000000-01ffffff : Kernel code\n"
+                           "100000000-63fffffff : System RAM\n");
+        KdamondSettings s = KDAMOND_SETTINGS_DEFAULT;
+        s.iomem = iomem;
+        s.aggr_usec = 1000000;
+        /* None readable (a user's view): refused. */
+        KdamondSettings none = s;
+        none.iomem = "/nonexistent";
+        ASSERT_EQ(kdamond_start_own(root, &none, &own, &reason), -ENODATA);
+
         /* No interface: ENOENT. */
         ASSERT_EQ(kdamond_list(root, &list, &n), -ENOENT);
-        ASSERT_EQ(kdamond_start_own(root, &KDAMOND_SETTINGS_DEFAULT, &own, &reason), -ENOENT);
+        ASSERT_EQ(kdamond_start_own(root, &s, &own, &reason), -ENOENT);
         ASSERT_NOT_NULL(reason);
 
         /* Someone else's kdamond, running on physical memory: listed, and never written to. */
@@ -237,7 +258,7 @@ static void test_sysfs(void) {
         ASSERT_NULL(kdamond_find(list, n, 108));
         free(list);
         reason = NULL;
-        ASSERT_EQ(kdamond_start_own(root, &KDAMOND_SETTINGS_DEFAULT, &own, &reason), -EBUSY);
+        ASSERT_EQ(kdamond_start_own(root, &s, &own, &reason), -EBUSY);
         ASSERT_NOT_NULL(reason);
         get(root, "kdamonds/nr_kdamonds", buf, sizeof(buf));
         ASSERT_STREQ(buf, "1");
@@ -250,8 +271,6 @@ static void test_sysfs(void) {
          * keeps what was written, and its pid file what the kernel would have put there.) */
         put(root, "kdamonds/nr_kdamonds", "0\n");
         make_kdamond(root, 0, "off\n", "4242\n", "vaddr\n");
-        KdamondSettings s = KDAMOND_SETTINGS_DEFAULT;
-        s.aggr_usec = 1000000;
         ASSERT_OK(kdamond_start_own(root, &s, &own, NULL));
         ASSERT_EQ(own.pid, 4242);
         ASSERT_TRUE(own.paddr);
@@ -260,6 +279,12 @@ static void test_sysfs(void) {
         ASSERT_STREQ(buf, "on");
         get(root, "kdamonds/0/contexts/0/targets/nr_targets", buf, sizeof(buf));
         ASSERT_STREQ(buf, "1");
+        get(root, "kdamonds/0/contexts/0/targets/0/regions/nr_regions", buf, sizeof(buf));
+        ASSERT_STREQ(buf, "2");
+        get(root, "kdamonds/0/contexts/0/targets/0/regions/0/start", buf, sizeof(buf));
+        ASSERT_STREQ(buf, "1048576");
+        get(root, "kdamonds/0/contexts/0/targets/0/regions/1/end", buf, sizeof(buf));
+        ASSERT_STREQ(buf, "26843545600");
         ASSERT_OK(kdamond_stop_own(root, own.index));
         get(root, "kdamonds/0/state", buf, sizeof(buf));
         ASSERT_STREQ(buf, "off");

@@ -180,6 +180,8 @@ static void test_sort_and_filter(void) {
         top_model_sort_next(m, -1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "pid");
         top_model_sort_next(m, -1);
+        ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "cold");
+        top_model_sort_next(m, -1);
         ASSERT_STREQ(top_model_sort_name(m, TOP_VIEW_TASKS), "state");
 
         ASSERT_OK(top_model_set_filter(m, "SMA"));
@@ -1012,14 +1014,14 @@ static void test_row_text(void) {
         char *text;
 
         text = top_view_header(m, TOP_VIEW_TASKS);
-        (void) snprintf(want, sizeof(want), "%7s %-15s %10s %10s %9s %9s %-7s %s", "PID", "COMM", "[CURRENT]", "PEAK",
-                        "ALLOCS", "FREES", "STATE", "COMMAND");
+        (void) snprintf(want, sizeof(want), "%7s %-15s %10s %10s %10s %9s %9s %-7s %s", "PID", "COMM", "[CURRENT]",
+                        "PEAK", "COLD", "ALLOCS", "FREES", "STATE", "COMMAND");
         ASSERT_STREQ(text, want);
         free(text);
         ASSERT_STREQ(row_key(m, TOP_VIEW_TASKS, 0), "pid 10");
         text = top_view_row_text(m, TOP_VIEW_TASKS, 0, true);
-        (void) snprintf(want, sizeof(want), "%7d %-15s %10s %10s %9d %9d %-7s %s", 10, "same", "400.0 KiB", "800.0 KiB",
-                        300, 200, "running", "same");
+        (void) snprintf(want, sizeof(want), "%7d %-15s %10s %10s %10s %9d %9d %-7s %s", 10, "same", "400.0 KiB",
+                        "800.0 KiB", "-", 300, 200, "running", "same");
         ASSERT_STREQ(text, want);
         free(text);
         ASSERT_NULL(top_view_row_text(m, TOP_VIEW_TASKS, 5, true));

@@ -19,6 +19,7 @@ typedef enum TopTaskColumn {
         TOP_TASK_ALLOCS,
         TOP_TASK_FREES,
         TOP_TASK_STATE,
+        TOP_TASK_COLD,
         _TOP_TASK_COLUMN_MAX,
 } TopTaskColumn;
 
@@ -28,6 +29,8 @@ typedef struct TopTask {
         char *comm;             /* owned */
         char *cmdline;          /* owned, NULL if unknown */
         uint64_t current_pages, peak_pages, allocs, frees;
+        int64_t cold_pages;     /* idle at least memstrackd's --cold-after at its last access round; -1: not
+                                 * measured (no access source, or no figures of it yet) */
         bool exited;
         TopTrend trend;
 } TopTask;
@@ -47,15 +50,17 @@ static const char *const sort_names[_TOP_TASK_COLUMN_MAX] = {
         [TOP_TASK_ALLOCS] = "allocs",
         [TOP_TASK_FREES] = "frees",
         [TOP_TASK_STATE] = "state",
+        [TOP_TASK_COLD] = "cold",
 };
 
-enum { COL_PID, COL_COMM, COL_CURRENT, COL_PEAK, COL_ALLOCS, COL_FREES, COL_STATE, COL_COMMAND, _COL_MAX };
+enum { COL_PID, COL_COMM, COL_CURRENT, COL_PEAK, COL_COLD, COL_ALLOCS, COL_FREES, COL_STATE, COL_COMMAND, _COL_MAX };
 
 static const TopColumn columns[_COL_MAX] = {
         [COL_PID] = { "PID", 7, TOP_TASK_PID },
         [COL_COMM] = { "COMM", 15, TOP_TASK_COMM, TOP_COLUMN_LEFT },
         [COL_CURRENT] = { "CURRENT", 10, TOP_TASK_CURRENT, TOP_COLUMN_TREND },
         [COL_PEAK] = { "PEAK", 10, TOP_TASK_PEAK },
+        [COL_COLD] = { "COLD", 10, TOP_TASK_COLD },
         [COL_ALLOCS] = { "ALLOCS", 9, TOP_TASK_ALLOCS },
         [COL_FREES] = { "FREES", 9, TOP_TASK_FREES },
         [COL_STATE] = { "STATE", 7, TOP_TASK_STATE, TOP_COLUMN_LEFT },
@@ -105,6 +110,8 @@ static int tasks_read(TopModel *m, json_t *reply) {
                         .allocs = reply_count(e, "allocs"),
                         .frees = reply_count(e, "frees"),
                         .exited = reply_bool(e, "exited", false),
+                        .cold_pages = json_is_object(json_object_get(e, "cold")) ?
+                                      (int64_t) reply_count(json_object_get(e, "cold"), "coldPages") : -1,
                 };
                 if ((r = top_strdup_or_null(reply_string(e, "comm") ?: "?", &t->comm)) < 0 ||
                     (r = top_strdup_or_null(reply_string(e, "cmdline"), &t->cmdline)) < 0)
@@ -154,6 +161,9 @@ static int tasks_compare(const TopModel *m, unsigned sort, size_t a, size_t b) {
                 break;
         case TOP_TASK_STATE:
                 c = (int) x->exited - (int) y->exited;
+                break;
+        case TOP_TASK_COLD:
+                c = top_compare_i64(y->cold_pages, x->cold_pages);
                 break;
         default:
                 c = top_compare_u64_desc(x->current_pages, y->current_pages);
@@ -238,7 +248,7 @@ static void tasks_set_trend(TopModel *m, size_t item, TopTrend trend) {
 
 static int tasks_write(const TopModel *m, size_t value, const TopTreeLine *line, bool utf8, char **fields) {
         const TopTask *t = task_of(m, value);
-        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX];
+        char cur[FORMAT_BUFFER_MAX], peak[FORMAT_BUFFER_MAX], cold[FORMAT_BUFFER_MAX];
         _cleanup_free_ char *clean = NULL, *guides = NULL;
         int r;
 
@@ -252,6 +262,8 @@ static int tasks_write(const TopModel *m, size_t value, const TopTreeLine *line,
         if ((r = top_field(&fields[COL_PID], "%" PRIi64, t->pid)) < 0 ||
             (r = top_field(&fields[COL_CURRENT], "%s", format_pages(cur, sizeof(cur), t->current_pages, m->page_size))) < 0 ||
             (r = top_field(&fields[COL_PEAK], "%s", format_pages(peak, sizeof(peak), t->peak_pages, m->page_size))) < 0 ||
+            (r = top_field(&fields[COL_COLD], "%s", t->cold_pages < 0 ? "-" :
+                           format_pages(cold, sizeof(cold), (uint64_t) t->cold_pages, m->page_size))) < 0 ||
             (r = top_field(&fields[COL_ALLOCS], "%" PRIu64, t->allocs)) < 0 ||
             (r = top_field(&fields[COL_FREES], "%" PRIu64, t->frees)) < 0 ||
             (r = top_field(&fields[COL_STATE], "%s", t->exited ? "exited" : "running")) < 0)

@@ -132,12 +132,40 @@ const KdamondInfo *kdamond_find(const KdamondInfo *list, size_t n, int32_t pid) 
         return NULL;
 }
 
+/* The top-level "System RAM" ranges of /proc/iomem at least KDAMOND_RANGE_MIN_BYTES long, [start, end)
+ * in bytes, in order: how many (0: none readable, as without root, whose view shows zeros). */
+static size_t system_ram(const char *path, uint64_t (*ranges)[2]) {
+        _cleanup_fclose_ FILE *f = fopen(path ?: "/proc/iomem", "re");
+        char line[256];
+        size_t n = 0;
+
+        while (f && n < KDAMOND_RANGES_MAX && fgets(line, sizeof(line), f)) {
+                unsigned long long start, last;
+                int end = 0;
+                if (line[0] == ' ' || sscanf(line, "%llx-%llx : %n", &start, &last, &end) != 2 || end == 0 ||
+                    strncmp(line + end, "System RAM", 10) != 0 || last <= start)
+                        continue;
+                if (last + 1 - start >= KDAMOND_RANGE_MIN_BYTES) {
+                        ranges[n][0] = start;
+                        ranges[n][1] = last + 1;
+                        n++;
+                }
+        }
+        return n;
+}
+
 int kdamond_start_own(const char *root, const KdamondSettings *s, KdamondInfo *ret, const char **reterr_reason) {
-        char value[32], buf[LINE_MAX_BYTES];
-        uint64_t n;
+        char value[32], buf[LINE_MAX_BYTES], rel[128];
+        uint64_t n, ranges[KDAMOND_RANGES_MAX][2];
         int r;
 
         root = root ?: KDAMOND_SYSFS_DEFAULT;
+        size_t n_ranges = system_ram(s->iomem, ranges);
+        if (n_ranges == 0) {
+                if (reterr_reason)
+                        *reterr_reason = "/proc/iomem shows no System RAM range (needs root)";
+                return -ENODATA;
+        }
         r = read_number(root, &n, "kdamonds/nr_kdamonds");
         if (r < 0) {
                 if (reterr_reason)
@@ -182,6 +210,16 @@ int kdamond_start_own(const char *root, const KdamondSettings *s, KdamondInfo *r
         }
         if (r >= 0)
                 r = write_line(root, "kdamonds/0/contexts/0/targets/nr_targets", "1");
+        if (r >= 0) {
+                (void) snprintf(value, sizeof(value), "%zu", n_ranges);
+                r = write_line(root, "kdamonds/0/contexts/0/targets/0/regions/nr_regions", value);
+        }
+        for (size_t i = 0; r >= 0 && i < n_ranges * 2; i++) {
+                (void) snprintf(rel, sizeof(rel), "kdamonds/0/contexts/0/targets/0/regions/%zu/%s", i / 2,
+                                i % 2 ? "end" : "start");
+                (void) snprintf(value, sizeof(value), "%" PRIu64, ranges[i / 2][i % 2]);
+                r = write_line(root, rel, value);
+        }
         if (r >= 0)
                 r = write_line(root, "kdamonds/0/state", "on");
         if (r >= 0)

@@ -7,8 +7,9 @@
  *
  * The kdamonds of others are never written to: not their state, not a commit, not nr_kdamonds (writing
  * it rebuilds every kdamond's directory, so a kdamond of memstrackd's own is made only where nr_kdamonds
- * is 0, nobody having configured one). Memstrackd's own monitors physical memory (operations paddr, the
- * kernel's default target: its biggest System RAM range) with the intervals it is given, and is stopped
+ * is 0, nobody having configured one). Memstrackd's own monitors physical memory (operations paddr) in
+ * the System RAM ranges of /proc/iomem (a paddr target has no default range in the sysfs interface:
+ * without regions a kdamond runs and measures nothing), with the intervals it is given, and is stopped
  * and removed (nr_kdamonds back to 0) at exit.
  */
 
@@ -39,7 +40,12 @@ const KdamondInfo *kdamond_find(const KdamondInfo *list, size_t n, int32_t pid);
 typedef struct KdamondSettings {
         uint64_t sample_usec, aggr_usec, update_usec;
         uint64_t min_regions, max_regions;
+        const char *iomem;              /* where the System RAM ranges are (NULL: /proc/iomem) */
 } KdamondSettings;
+
+/* At most this many System RAM ranges, each of at least KDAMOND_RANGE_MIN_BYTES, are monitored. */
+#define KDAMOND_RANGES_MAX 16
+#define KDAMOND_RANGE_MIN_BYTES (UINT64_C(16) << 20)
 
 #define KDAMOND_SETTINGS_DEFAULT                                                                        \
         ((KdamondSettings) {                                                                           \

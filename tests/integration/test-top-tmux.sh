@@ -78,7 +78,7 @@ keys Enter
 # The tasks view with the header, totals and loadgen's row.
 expect_screen '^memstrack top - tracked .* pages\), peak .* events/s - lost [0-9]+ - up' "the header line"
 expect_screen '^ 1 Tasks +2 Modules +3 Stacks +4 Units +5 Slab +sort: current' "the view tabs"
-expect_screen 'PID COMM +\[CURRENT\] +PEAK +ALLOCS +FREES STATE +COMMAND' "the tasks header, sorted by current"
+expect_screen 'PID COMM +\[CURRENT\] +PEAK +COLD +ALLOCS +FREES STATE +COMMAND' "the tasks header, sorted by current"
 expect_screen "^ +$lg_pid loadgen +6[4-9]\.[0-9] MiB" "loadgen's row with its 64 MiB"
 echo "ok tasks view"
 
