@@ -18,15 +18,19 @@
 #include "reply.h"
 #include "report-format.h"
 
-/* Frames of a stack printed under it. */
-#define COLD_FRAMES_SHOWN 8
+/* Frames of a stack printed under it: the innermost ones and, past them, the outermost (the user frames of a
+ * process's call site come last). */
+#define COLD_FRAMES_INNER 5
+#define COLD_FRAMES_OUTER 4
 
 static size_t rows_shown(json_t *rows, const ReportOptions *o) {
         return o->top > 0 ? MIN(json_array_size(rows), (size_t) o->top) : json_array_size(rows);
 }
 
 static const char *duration(char *buf, size_t size, uint64_t usec) {
-        if (usec % 60000000 == 0)
+        if (usec < 1000)
+                (void) snprintf(buf, size, "%" PRIu64 " us", usec);
+        else if (usec % 60000000 == 0)
                 (void) snprintf(buf, size, "%" PRIu64 " min", usec / 60000000);
         else if (usec % 1000000 == 0)
                 (void) snprintf(buf, size, "%" PRIu64 " s", usec / 1000000);
@@ -111,14 +115,15 @@ static int text_cold(json_t *doc, const ReportOptions *o, FILE *f) {
         json_t *stacks = reply_array(reply, "stacks"), *frame;
         fprintf(f, "By allocating stack:%s\n", json_array_size(stacks) ? "" : " none");
         for (size_t i = 0, n = rows_shown(stacks, o); i < n; i++) {
-                json_t *row = json_array_get(stacks, i);
-                size_t k;
+                json_t *row = json_array_get(stacks, i), *frames = reply_array(row, "frames");
+                size_t k, n_frames = json_array_size(frames);
                 print_pages(reply_object(row, "pages"), page_size, f);
-                json_array_foreach(reply_array(row, "frames"), k, frame) {
-                        if (k == COLD_FRAMES_SHOWN) {
-                                fprintf(f, "      ... %zu more\n", json_array_size(reply_array(row, "frames")) - k);
-                                break;
-                        }
+                json_array_foreach(frames, k, frame) {
+                        bool cut = n_frames > COLD_FRAMES_INNER + COLD_FRAMES_OUTER + 1;
+                        if (cut && k == COLD_FRAMES_INNER)
+                                fprintf(f, "      ... %zu more\n", n_frames - COLD_FRAMES_INNER - COLD_FRAMES_OUTER);
+                        if (cut && k >= COLD_FRAMES_INNER && k < n_frames - COLD_FRAMES_OUTER)
+                                continue;
                         _cleanup_free_ char *name = format_sanitize(json_string_value(frame) ?: "?");
                         if (!name)
                                 return -ENOMEM;
