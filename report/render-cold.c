@@ -172,8 +172,8 @@ static json_t *child(json_t *node, const char *name) {
         json_array_foreach(children, i, c)
                 if (streq(reply_string(c, "frame") ?: "", name))
                         return c;
-        c = json_pack("{s:s, s:n, s:n, s:I, s:n, s:[], s:i}", "frame", name, "module", "address", (json_int_t) 0,
-                      "peakPages", "children", "truncatedChildren", 0);
+        c = json_pack("{s:s, s:n, s:n, s:I, s:n, s:[], s:i}", "frame", name, "module", "address", "currentPages",
+                      (json_int_t) 0, "peakPages", "children", "truncatedChildren", 0);
         if (!c || json_array_append_new(children, c) < 0)
                 return NULL;
         return c;
@@ -185,10 +185,11 @@ static int add_pages(json_t *node, uint64_t pages) {
 }
 
 /* A StackNode tree of the cold pages of the listed stacks, outermost frame below; the cold pages of stacks
- * not listed as one child "[other stacks]". */
-static int cold_tree(json_t *reply, json_t **ret) {
+ * not listed as one child "[other stacks]". Frames of one function are merged as the flame graph of the
+ * stacks merges them (flamegraph_merge_functions()), unless o asks for offsets. */
+static int cold_tree(json_t *reply, const ReportOptions *o, json_t **ret) {
         json_auto_t *root = json_pack("{s:s, s:n, s:n, s:I, s:n, s:[], s:i}", "frame", "[all]", "module", "address",
-                                      (json_int_t) 0, "peakPages", "children", "truncatedChildren", 0);
+                                      "currentPages", (json_int_t) 0, "peakPages", "children", "truncatedChildren", 0);
         json_t *row;
         uint64_t listed = 0;
         size_t i;
@@ -215,6 +216,13 @@ static int cold_tree(json_t *reply, json_t **ret) {
                 if (!other || add_pages(other, all - listed) < 0 || add_pages(root, all - listed) < 0)
                         return -ENOMEM;
         }
+        if (!o->offsets) {
+                json_t *merged = flamegraph_merge_functions(root);
+                if (!merged)
+                        return -ENOMEM;
+                json_decref(root);
+                root = merged;
+        }
         *ret = TAKE_PTR(root);
         return 0;
 }
@@ -228,7 +236,7 @@ static int text_cold_flamegraph(json_t *doc, const ReportOptions *o, FILE *f) {
                 fputs("(no cold memory view in this snapshot: it comes from an earlier memstrackd or memstrackctl)\n", f);
                 return 0;
         }
-        r = cold_tree(reply, &tree);
+        r = cold_tree(reply, o, &tree);
         if (r < 0)
                 return r;
         FlamegraphInfo info = {
@@ -246,7 +254,7 @@ static int json_cold_flamegraph(json_t *doc, const ReportOptions *o, json_t **re
                 *ret = json_null();
                 return 0;
         }
-        return cold_tree(reply, ret);
+        return cold_tree(reply, o, ret);
 }
 
 const ReportFormat report_format_cold = {

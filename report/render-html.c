@@ -590,6 +590,82 @@ static void cell_frames(FILE *f, json_t *frames) {
         fputs("</td>", f);
 }
 
+static void cold_row(FILE *f, json_t *pages, uint64_t page_size) {
+        static const char *const keys[] = { "hotPages", "warmPages", "coldPages", "unknownPages", "currentPages" };
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                cell_bytes(f, reply_count(pages, keys[k]) * page_size);
+}
+
+/* Cold memory: the access source's last round by process and unit, and the cold pages' flame graph (the
+ * cold_flamegraph format's SVG). */
+static int section_cold(FILE *f, json_t *doc, const ReportOptions *o) {
+        static const char *const task_columns[] = { "#PID", "Name", "#Hot", "#Warm", "#Cold", "#Unknown", "#Holds now",
+                                                    NULL };
+        static const char *const unit_columns[] = { "Unit", "#Hot", "#Warm", "#Cold", "#Unknown", "#Holds now", NULL };
+        json_t *cold = reply_object(doc, "cold"), *e;
+        size_t i, shown = 0;
+        int r;
+
+        fputs("<section id=\"cold\"><h2>Cold memory</h2>\n", f);
+        if (!cold || !reply_string(cold, "source") || json_is_null(json_object_get(cold, "roundTimestampUsec"))) {
+                fputs("<p class=\"none\">", f);
+                put(f, !cold ? "This snapshot has no cold memory view (an older memstrackd or file)." :
+                       reply_string(cold, "reason") ?: "No sampling round yet.");
+                fputs("</p>\n</section>\n", f);
+                return 0;
+        }
+        uint64_t page_size = reply_count(cold, "pageSize") ?: 4096;
+        fputs("<p class=\"meta\">", f);
+        put(f, reply_string(cold, "source"));
+        fputs(": ", f);
+        put(f, reply_string(cold, "detail") ?: "");
+        fprintf(f, ". Hot: idle less than %" PRIu64 " s; cold: at least %" PRIu64 " s; warm between.</p>\n",
+                reply_count(cold, "warmAfterUsec") / 1000000, reply_count(cold, "coldAfterUsec") / 1000000);
+        json_t *tasks = reply_array(cold, "tasks");
+        table_start(f, "cold-tasks-table", task_columns);
+        json_array_foreach(tasks, i, e) {
+                if (shown >= rows_for(o))
+                        break;
+                fputs("<tr>", f);
+                cell_count(f, (uint64_t) MAX(reply_int(e, "pid", 0), (int64_t) 0));
+                cell_text(f, reply_string(e, "comm"));
+                cold_row(f, reply_object(e, "pages"), page_size);
+                fputs("</tr>\n", f);
+                shown++;
+        }
+        table_end(f, shown, json_array_size(tasks));
+        json_t *units = reply_array(cold, "units");
+        shown = 0;
+        table_start(f, "cold-units-table", unit_columns);
+        json_array_foreach(units, i, e) {
+                if (shown >= rows_for(o))
+                        break;
+                fputs("<tr>", f);
+                cell_text(f, reply_string(e, "name"));
+                cold_row(f, reply_object(e, "pages"), page_size);
+                fputs("</tr>\n", f);
+                shown++;
+        }
+        table_end(f, shown, json_array_size(units));
+        _cleanup_free_ char *svg = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&svg, &size);
+        if (!m)
+                return -ENOMEM;
+        r = report_format_find("cold_flamegraph")->text(doc, o, m);
+        if (fclose(m) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        const char *start = svg ? strstr(svg, "<svg") : NULL;
+        if (start) {
+                fputs("<h3>Cold pages by allocating stack</h3>\n", f);
+                fputs(start, f);
+        }
+        fputs("</section>\n", f);
+        return 0;
+}
+
 static void section_leaks(FILE *f, json_t *doc, const ReportOptions *o, uint64_t page_size) {
         static const char *const page_columns[] = { "#PID", "Name", "#Pages", "#Oldest (s)", "Stack", NULL };
         static const char *const object_columns[] = { "Call site", "#Objects", "#Bytes", "#Oldest (s)", NULL };
@@ -753,6 +829,7 @@ static int text_html(json_t *doc, const ReportOptions *o, FILE *f) {
         fprintf(f, "</p>\n<nav><a href=\"#summary\">Summary</a>%s<a href=\"#history\">History</a>"
                 "<a href=\"#tasks\">Tasks</a><a href=\"#units\">Units</a><a href=\"#modules\">Modules</a>"
                 "<a href=\"#flamegraph\">Flame graph</a><a href=\"#slab\">Slab</a><a href=\"#leaks\">Leaks</a>"
+                "<a href=\"#cold\">Cold</a>"
                 "<a href=\"#oom\">OOM kills</a></nav>\n", heaps ? "<a href=\"#heaps\">Heaps</a>" : "");
 
         section_summary(f, doc, page_size);
@@ -770,6 +847,9 @@ static int text_html(json_t *doc, const ReportOptions *o, FILE *f) {
                 return r;
         section_slab(f, doc, o);
         section_leaks(f, doc, o, page_size);
+        r = section_cold(f, doc, o);
+        if (r < 0)
+                return r;
         section_oom(f, doc, page_size);
         fprintf(f, "<script>\n%s</script>\n</body>\n</html>\n", page_script);
         return ferror(f) ? -EIO : 0;

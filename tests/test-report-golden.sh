@@ -70,6 +70,8 @@ cases=(
     "json-leaks             --format leaks:top=1 --json=pretty"
     "explain                --format explain"
     "json-explain           --format explain:top=1 --json=short"
+    "cold                   --format cold"
+    "json-cold              --format cold:top=1 --json=pretty"
     "initramfs              --format task_summary,module_summary,module_top:top=2 --throttle 80"
     "json-sub               --format task_top_json,proc_slab_static:top=2,module_summary:sort_by_peak --json=pretty"
     # Every heap view names a frame alike, inlined callers included.
@@ -114,6 +116,10 @@ done
 cmp -s "$work/fg.svg" "$GOLDEN/report-flamegraph.txt" || { echo "FAIL --output differs from stdout"; failed=1; }
 python3 "$TESTS/check-flamegraph.py" "$work/fg.svg" 18872 --title-contains "on testhost<&> at 2026-11-18 11:06:40 UTC" ||
     failed=1
+# The cold pages' flame graph: as wide as every cold page (the stacks kept, and the rest as one box).
+"$CTL" report --from "$SNAP" --format cold_flamegraph >"$work/cold.svg" &&
+    python3 "$TESTS/check-flamegraph.py" "$work/cold.svg" "$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["cold"]["total"]["coldPages"])' "$SNAP")" || failed=1
 # Focused and throttled graphs keep their geometry too.
 "$CTL" report --from "$SNAP" --format flamegraph --throttle 60 --task 4242 >"$work/fg-task.svg" &&
     python3 "$TESTS/check-flamegraph.py" "$work/fg-task.svg" 16384 || failed=1
