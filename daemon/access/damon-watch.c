@@ -5,7 +5,6 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,8 +20,7 @@ typedef struct DamonRing {
         DamonWatch *watch;
         int32_t pid;                    /* 0: an unused slot */
         int fd;
-        void *map;                      /* the metadata page and the data pages */
-        size_t map_size, data_size;
+        PerfWatchRing ring;
         sd_event_source *io;
 } DamonRing;
 
@@ -33,7 +31,8 @@ struct DamonWatch {
         DamonRing rings[DAMON_WATCH_MAX];
 };
 
-static void handle_sample(DamonRing *ring, const uint8_t *p, size_t size) {
+static void handle_sample(void *userdata, const uint8_t *p, size_t size) {
+        DamonRing *ring = userdata;
         uint32_t raw_size;
         uint64_t time;
         DamonRecord rec;
@@ -53,31 +52,13 @@ static void handle_sample(DamonRing *ring, const uint8_t *p, size_t size) {
                 log_debug("Out of memory for DAMON's regions, dropping a set.");
 }
 
+static void handle_lost(void *userdata, uint64_t n) {
+        DamonRing *ring = userdata;
+        damon_regions_lost(ring->watch->regions, ring->pid, n);
+}
+
 static void drain_ring(DamonRing *ring) {
-        struct perf_event_mmap_page *meta = ring->map;
-        const uint8_t *data = (const uint8_t *) ring->map + (ring->map_size - ring->data_size);
-        uint8_t buf[512];
-
-        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-        uint64_t tail = meta->data_tail;
-        while (tail + sizeof(struct perf_event_header) <= head) {
-                struct perf_event_header h;
-
-                perf_ring_copy(data, ring->data_size, tail, &h, sizeof(h));
-                if (h.size < sizeof(h) || tail + h.size > head)
-                        break;
-                size_t body = MIN((size_t) h.size - sizeof(h), sizeof(buf));
-                perf_ring_copy(data, ring->data_size, tail + sizeof(h), buf, body);
-                if (h.type == PERF_RECORD_SAMPLE)
-                        handle_sample(ring, buf, body);
-                else if (h.type == PERF_RECORD_LOST && body >= 2 * sizeof(uint64_t)) {
-                        uint64_t n;
-                        memcpy(&n, buf + sizeof(uint64_t), sizeof(n));
-                        damon_regions_lost(ring->watch->regions, ring->pid, n);
-                }
-                tail += h.size;
-        }
-        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+        perf_watch_ring_drain(&ring->ring, handle_sample, handle_lost, ring);
 }
 
 static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -87,8 +68,7 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
 static void ring_close(DamonRing *ring) {
         sd_event_source_disable_unref(ring->io);
-        if (ring->map)
-                munmap(ring->map, ring->map_size);
+        perf_watch_ring_unmap(&ring->ring);
         if (ring->fd >= 0)
                 close(ring->fd);
         *ring = (DamonRing) { .fd = -1 };
@@ -113,13 +93,9 @@ static int ring_open(DamonWatch *w, DamonRing *ring, int32_t pid) {
         ring->fd = perf_event_open(&attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
         if (ring->fd < 0)
                 return ring->fd;
-        ring->data_size = DAMON_WATCH_RING_PAGES * page_size;
-        ring->map_size = ring->data_size + page_size;
-        ring->map = mmap(NULL, ring->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
-        if (ring->map == MAP_FAILED) {
-                ring->map = NULL;
-                return -errno;
-        }
+        r = perf_watch_ring_map(ring->fd, DAMON_WATCH_RING_PAGES, &ring->ring);
+        if (r < 0)
+                return r;
         r = sd_event_add_io(w->event, &ring->io, ring->fd, EPOLLIN, on_ring, ring);
         if (r < 0)
                 return r;

@@ -23,8 +23,7 @@
 typedef struct OomRing {
         OomWatch *watch;
         int fd;
-        void *map;                      /* the metadata page and the data pages */
-        size_t map_size, data_size;
+        PerfWatchRing ring;
         sd_event_source *io;
 } OomRing;
 
@@ -38,11 +37,6 @@ struct OomWatch {
         bool translate_pids;            /* memstrackd is in a PID namespace of its own */
 };
 
-/* Copies len bytes at offset of the ring's data area, which may wrap. */
-static void ring_copy(const OomRing *r, uint64_t offset, void *dst, size_t len) {
-        perf_ring_copy((const uint8_t *) r->map + (r->map_size - r->data_size), r->data_size, offset, dst, len);
-}
-
 /*
  * The record names the victim by the kernel's pid, which is memstrackd's only in the initial PID namespace;
  * perf gives the sample's task (the one that ran the OOM killer) as memstrackd's namespace sees it. In
@@ -55,7 +49,8 @@ static int32_t victim_pid(const OomWatch *w, const OomKill *kill, uint32_t sampl
         return kill->current_pid == kill->pid ? (int32_t) sample_pid : 0;
 }
 
-static void handle_sample(OomWatch *w, const uint8_t *p, size_t size) {
+static void handle_sample(void *userdata, const uint8_t *p, size_t size) {
+        OomWatch *w = ((OomRing *) userdata)->watch;
         uint32_t pid_tid[2], raw_size;
         uint64_t time;
         OomKill kill;
@@ -82,31 +77,14 @@ static void handle_sample(OomWatch *w, const uint8_t *p, size_t size) {
         w->handler(w->userdata, &kill);
 }
 
+static void handle_lost(void *userdata, uint64_t n) {
+        ((OomRing *) userdata)->watch->lost += n;
+}
+
 static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         OomRing *ring = userdata;
-        struct perf_event_mmap_page *meta = ring->map;
-        uint8_t buf[4096];
 
-        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-        uint64_t tail = meta->data_tail;
-        while (tail + sizeof(struct perf_event_header) <= head) {
-                struct perf_event_header h;
-
-                ring_copy(ring, tail, &h, sizeof(h));
-                if (h.size < sizeof(h) || tail + h.size > head)
-                        break;
-                size_t body = MIN((size_t) h.size - sizeof(h), sizeof(buf));
-                ring_copy(ring, tail + sizeof(h), buf, body);
-                if (h.type == PERF_RECORD_SAMPLE)
-                        handle_sample(ring->watch, buf, body);
-                else if (h.type == PERF_RECORD_LOST && body >= 2 * sizeof(uint64_t)) {
-                        uint64_t n;
-                        memcpy(&n, buf + sizeof(uint64_t), sizeof(n));
-                        ring->watch->lost += n;
-                }
-                tail += h.size;
-        }
-        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+        perf_watch_ring_drain(&ring->ring, handle_sample, handle_lost, ring);
         return 0;
 }
 
@@ -127,7 +105,6 @@ static const char *reason_of(int r) {
 }
 
 static int open_ring(OomWatch *w, sd_event *event, int cpu, OomRing *ring) {
-        size_t page_size = (size_t) sysconf(_SC_PAGESIZE);
         struct perf_event_attr attr = {
                 .type = PERF_TYPE_TRACEPOINT,
                 .size = sizeof(attr),
@@ -144,13 +121,9 @@ static int open_ring(OomWatch *w, sd_event *event, int cpu, OomRing *ring) {
         ring->fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (ring->fd < 0)
                 return ring->fd;
-        ring->data_size = OOM_RING_DATA_PAGES * page_size;
-        ring->map_size = ring->data_size + page_size;
-        ring->map = mmap(NULL, ring->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
-        if (ring->map == MAP_FAILED) {
-                ring->map = NULL;
-                return -errno;
-        }
+        r = perf_watch_ring_map(ring->fd, OOM_RING_DATA_PAGES, &ring->ring);
+        if (r < 0)
+                return r;
         r = sd_event_add_io(event, &ring->io, ring->fd, EPOLLIN, on_ring, ring);
         if (r < 0)
                 return r;
@@ -231,8 +204,7 @@ OomWatch *oom_watch_free(OomWatch *w) {
                 return NULL;
         for (size_t i = 0; i < w->n_rings; i++) {
                 sd_event_source_disable_unref(w->rings[i].io);
-                if (w->rings[i].map)
-                        munmap(w->rings[i].map, w->rings[i].map_size);
+                perf_watch_ring_unmap(&w->rings[i].ring);
                 if (w->rings[i].fd > 0)
                         close(w->rings[i].fd);
         }

@@ -16,8 +16,10 @@ Cases (one per run, by name):
                one is at most 10 % cold and the other at least 90 %.
   damon-own    A kdamond of memstrackd's own (kernel lab guests: needs DAMON's sysfs interface with paddr
                and no kdamond configured): the same bound as damon-read with its own intervals, its CPU
-               time (its kthread's /proc stat) and memstrackd's per round printed, and after memstrackd
-               stopped no kdamond left.
+               time (its kthread's /proc stat) and memstrackd's per round printed. Then the test, as
+               someone else would, commits new intervals (counted as a target change, read on) and stops
+               the kdamond (counted, the figures dropped and the reason given; memstrackd leaves the
+               stopped kdamond as it is).
 
 Exits 77 (skip) with the reason where the case cannot run: not root, no such source. Every wait polls for
 a condition against a bound computed from the source's intervals; nothing asserts how fast anything is.
@@ -183,6 +185,18 @@ def poll_cold(d, bound_s, interval_s):
          f"\nthe last reply: {r.get('source')} {r.get('detail')} {r.get('reason')} {r.get('counters')}\n{d.log_tail()}")
 
 
+def wait_cold(d, what, condition, bound_s):
+    """The first Cold reply within bound_s for which condition holds; fails with the last one."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        r = d.call("io.memstrack.Cold", {"limit": 5, "stacks": 100})
+        if condition(r):
+            return r
+        if time.monotonic() > deadline:
+            fail(f"{what}: not within {bound_s:.0f} s; the last reply: {r['source']} {r['reason']} {r['counters']}")
+        time.sleep(0.5)
+
+
 def case_damon_read():
     if os.geteuid() != 0:
         skip("needs root (perf events on a kdamond, /proc/PID/pagemap)")
@@ -318,6 +332,36 @@ def case_damon_own():
     if left:
         fail(f"memstrackd left kdamonds behind: {left}")
     print("memstrackd's kdamond stopped and removed", file=sys.stderr)
+
+    # Again, and someone else changes the kdamond's intervals (a commit of new ones): counted, read on with
+    # the new ones.
+    d = Daemon("--access", "damon", "--warm-after", str(warm_s), "--cold-after", str(cold_s),
+               "--access-interval", "1", "--damon-sample-interval", str(sample_ms),
+               "--damon-aggregation-interval", str(aggr_ms))
+    wait_cold(d, "memstrackd's kdamond again", lambda r: r["source"] == "damon" and r["roundTimestampUsec"],
+              10 + 6 * aggr_ms / 1000)
+    k = f"{DAMON}/kdamonds/0"
+    with open(f"{k}/contexts/0/monitoring_attrs/intervals/aggr_us", "w") as f:
+        f.write(str(2 * aggr_ms * 1000))
+    with open(f"{k}/state", "w") as f:
+        f.write("commit")
+    wait_cold(d, "the change counted", lambda r: r["counters"]["targetChanges"] >= 1 and r["source"] == "damon"
+              and r["intervalUsec"] == 2 * aggr_ms * 1000, 10 + 6 * aggr_ms / 1000)
+    # ... then stops it: counted, the figures dropped, said why; memstrackd leaves it as the stopper did.
+    with open(f"{k}/state", "w") as f:
+        f.write("off")
+    r = wait_cold(d, "the stop counted", lambda r: r["counters"]["kdamondStops"] >= 1 and r["source"] is None,
+                  10 + 6 * aggr_ms / 1000)
+    kept = sum(r["total"][k] for k in ("hotPages", "warmPages", "coldPages", "unknownPages", "newerPages"))
+    if kept or r["tasks"]:
+        fail(f"figures kept after the kdamond stopped: {r['total']}, {r['tasks'][:2]}")
+    print(f"stopped by someone else: {r['reason']}", file=sys.stderr)
+    d.stop()
+    left = kdamonds()
+    if len(left or []) != 1 or left[0]["state"] != "off":
+        fail(f"memstrackd changed the kdamond someone else stopped: {left}")
+    with open(f"{DAMON}/kdamonds/nr_kdamonds", "w") as f:
+        f.write("0")
 
 
 def main():
