@@ -8,9 +8,10 @@
  * range together, so pages of the two buffers interleaved closer than a region would be seen as one.
  * Each site therefore faults in a pool of --pool times its size in transparent huge pages (2 MiB,
  * physically contiguous), reads where each landed (/proc/self/pagemap: root only) and keeps the chunks
- * of its half of physical memory: hot_site() those with the lowest frame numbers, cold_site() those with
- * the highest, each within --pfn-range FIRST-LAST where given (what the kdamond monitors); the rest is
- * freed before any measurement. Without root (pfns read 0) the first chunks are kept.
+ * in the longest runs of physically adjacent ones (a region inside such a run measures this buffer
+ * alone), of equal runs hot_site() the lowest and cold_site() the highest, each within --pfn-range
+ * FIRST-LAST where given (what the kdamond monitors); the rest is freed before any measurement. Without
+ * root (pfns read 0) the first chunks are kept.
  *
  * Prints one JSON line once both buffers are in place: its pid, each buffer's chunks, huge pages and pfn
  * span; then touches the hot buffer every --touch-ms ms (default 50) until killed.
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +76,6 @@ static inline __attribute__((always_inline)) int fault_pool(Buffer *b, int highe
         int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
         int kpageflags = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
         Chunk *pool = calloc(n_pool, sizeof(Chunk));
-        size_t eligible = 0;
 
         if (raw == MAP_FAILED || pagemap < 0 || !pool)
                 return -errno;
@@ -88,30 +89,56 @@ static inline __attribute__((always_inline)) int fault_pool(Buffer *b, int highe
                 pool[i].huge = is_huge(kpageflags, pool[i].pfn);
         }
         qsort(pool, n_pool, sizeof(Chunk), by_pfn);
-        /* The chunks within the range first, in pfn order; the others after them. */
+        /* The chunks within the range, in runs of physically adjacent ones: the longest runs first (a
+         * region inside one measures this buffer alone), of equal runs the lowest (hot_site) or highest
+         * (cold_site) first, so the two buffers also lie in halves of their own; the others after them. */
         Chunk *ordered = calloc(n_pool, sizeof(Chunk));
-        if (!ordered)
+        size_t *run_start = calloc(n_pool, sizeof(size_t)), *run_len = calloc(n_pool, sizeof(size_t));
+        bool *taken = calloc(n_pool, sizeof(bool));
+        if (!ordered || !run_start || !run_len || !taken)
                 return -ENOMEM;
+        for (size_t i = 0; i < n_pool; i++) {
+                bool in = pool[i].pfn >= arg_first_pfn && pool[i].pfn + CHUNK / PAGE - 1 <= arg_last_pfn;
+                bool joins = in && i > 0 && pool[i - 1].pfn + CHUNK / PAGE == pool[i].pfn && run_len[i - 1] > 0;
+                run_start[i] = joins ? run_start[i - 1] : i;
+                run_len[i] = in ? 1 : 0;
+                if (joins)
+                        for (size_t k = run_start[i]; k <= i; k++)
+                                run_len[k] = i - run_start[i] + 1;
+        }
+        size_t k = 0;
+        while (k < n_pool) {
+                size_t best = SIZE_MAX;
+                for (size_t c = 0; c < n_pool; c++) {
+                        size_t i = highest ? n_pool - 1 - c : c;
+                        if (!taken[i] && run_len[i] > 0 && (best == SIZE_MAX || run_len[i] > run_len[best]))
+                                best = i;
+                }
+                if (best == SIZE_MAX)
+                        break;
+                for (size_t i = run_start[best]; i < n_pool && run_start[i] == run_start[best]; i++)
+                        if (!taken[i]) {
+                                taken[i] = true;
+                                ordered[k++] = pool[i];
+                        }
+        }
         for (size_t i = 0; i < n_pool; i++)
-                if (pool[i].pfn >= arg_first_pfn && pool[i].pfn + CHUNK / PAGE - 1 <= arg_last_pfn)
-                        ordered[eligible++] = pool[i];
-        size_t rest = eligible;
-        for (size_t i = 0; i < n_pool; i++)
-                if (!(pool[i].pfn >= arg_first_pfn && pool[i].pfn + CHUNK / PAGE - 1 <= arg_last_pfn))
-                        ordered[rest++] = pool[i];
+                if (!taken[i])
+                        ordered[k++] = pool[i];
+        free(run_start);
+        free(run_len);
+        free(taken);
         b->chunks = calloc(want, sizeof(Chunk));
         if (!b->chunks)
                 return -ENOMEM;
-        for (size_t k = 0; k < n_pool; k++) {
-                /* The lowest eligible first, or the highest eligible first; then the others. */
-                size_t i = k < eligible ? (highest ? eligible - 1 - k : k) : k;
-                Chunk *c = &ordered[i];
+        for (size_t c = 0; c < n_pool; c++) {
+                Chunk *ch = &ordered[c];
                 if (b->n < want) {
-                        b->chunks[b->n++] = *c;
-                        b->min_pfn = b->n == 1 ? c->pfn : (c->pfn < b->min_pfn ? c->pfn : b->min_pfn);
-                        b->max_pfn = c->pfn > b->max_pfn ? c->pfn : b->max_pfn;
-                        b->huge += (unsigned) c->huge;
-                } else if (madvise(c->addr, CHUNK, MADV_DONTNEED) < 0)
+                        b->chunks[b->n++] = *ch;
+                        b->min_pfn = b->n == 1 ? ch->pfn : (ch->pfn < b->min_pfn ? ch->pfn : b->min_pfn);
+                        b->max_pfn = ch->pfn > b->max_pfn ? ch->pfn : b->max_pfn;
+                        b->huge += (unsigned) ch->huge;
+                } else if (madvise(ch->addr, CHUNK, MADV_DONTNEED) < 0)
                         return -errno;
         }
         free(ordered);

@@ -15,6 +15,7 @@
 
 #include "damon-regions.h"
 #include "kdamond.h"
+#include "key-calibration.h"
 #include "macro.h"
 #include "tests.h"
 
@@ -305,6 +306,23 @@ static void test_sysfs(void) {
         ASSERT_EQ(system(cmd), 0);
 }
 
+/* Page keys against pfns: the one constant; none; two when the pages run in a row among more of the
+ * child's; and the wrap at 2^MS_PAGE_KEY_BITS. */
+static void test_calibration(void) {
+        const uint64_t pfns[] = { 1000, 1030, 1077, 2000 };
+        const uint64_t keys[] = { 5, 900005, 901000, 901030, 901077, 902000, 77 };
+        uint64_t offset = 0;
+
+        ASSERT_EQ(key_calibration_match(pfns, ELEMENTSOF(pfns), keys, ELEMENTSOF(keys), &offset), 1);
+        ASSERT_EQ(offset, 900000u);
+        ASSERT_EQ(key_calibration_match(pfns, ELEMENTSOF(pfns), keys, 3, &offset), 0);
+        const uint64_t row[] = { 10, 11, 12 }, row_keys[] = { 110, 111, 112, 113 };
+        ASSERT_EQ(key_calibration_match(row, ELEMENTSOF(row), row_keys, ELEMENTSOF(row_keys), &offset), -ENOTUNIQ);
+        const uint64_t high[] = { 5 }, wrapped[] = { 2 };
+        ASSERT_EQ(key_calibration_match(high, 1, wrapped, 1, &offset), 1);
+        ASSERT_EQ((high[0] + offset) & ((UINT64_C(1) << MS_PAGE_KEY_BITS) - 1), 2u);
+}
+
 static void test_cpu(void) {
         uint64_t usec;
         ASSERT_OK(kdamond_cpu_usec(getpid(), &usec));
@@ -315,6 +333,7 @@ int main(void) {
         TEST(test_sets);
         TEST(test_hostile);
         TEST(test_sysfs);
+        TEST(test_calibration);
         TEST(test_cpu);
         return 0;
 }

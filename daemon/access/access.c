@@ -41,6 +41,7 @@ struct AccessWatch {
         KdamondInfo kdamond;            /* the one read, as it was set when reading began */
         bool own;                       /* memstrackd started it: stopped at free */
         uint64_t last_set_nsec;         /* the set of the last round */
+        uint64_t settings_changes;      /* its operations or intervals changed (the regions count moves) */
         uint64_t cpu_start_usec, cpu_start_nsec;        /* the kdamond's CPU time and ours when reading began */
 
         /* kpageflags */
@@ -200,11 +201,19 @@ static int calibrated(AccessWatch *w) {
         }
         if (r == 0 && ++w->calibration_ticks < CALIBRATION_TICKS)
                 return 0;
+        if (r == -ENOTUNIQ && ++w->calibration_ticks < CALIBRATION_TICKS) {
+                /* Pages of the child's in a row matched twice: another child, other pages. */
+                key_calibration_free(w->calibration);
+                w->calibration = NULL;
+                if (key_calibration_start(&w->calibration) >= 0)
+                        return 0;
+        }
         stop_calibration(w);
         (void) snprintf(reason, sizeof(reason), "the %s source's page keys could not be matched to page frame "
                         "numbers (%s)", w->source_name,
-                        r == -ENODATA ? "/proc/self/pagemap gives no pfns: not root" : "no allocation of a "
-                        "calibration child seen");
+                        r == -ENODATA ? "/proc/self/pagemap gives no pfns: not root" :
+                        r == -ENOTUNIQ ? "a calibration child's pages fit more than one constant" :
+                        "no allocation of a calibration child seen");
         log_notice("No access rounds: %s.", reason);
         if (w->own) {
                 (void) kdamond_stop_own(w->config.damon_sysfs, w->kdamond.index);
@@ -286,7 +295,7 @@ static void check_kdamond(AccessWatch *w) {
         if (!what)
                 return;
         if (now && now->on)
-                w->stats.target_changes++;
+                w->settings_changes++;
         else {
                 w->stats.kdamond_stops++;
                 /* Stopped by someone else: its directory is theirs to remove now, not memstrackd's. */
@@ -403,8 +412,10 @@ void access_watch_round(AccessWatch *w, uint64_t now) {
         default:
                 return;
         }
-        if (w->regions)
+        if (w->regions) {
                 damon_regions_stats(w->regions, &w->stats);
+                w->stats.target_changes += w->settings_changes;
+        }
         if (w->reading == READING_DAMON) {
                 uint64_t cpu;
                 if (kdamond_cpu_usec(w->kdamond.pid, &cpu) >= 0 && cpu >= w->cpu_start_usec) {

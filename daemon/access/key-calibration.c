@@ -23,21 +23,22 @@ struct KeyCalibration {
         size_t n_keys;
 };
 
-/* The child: its pages' pfns into the pipe, then it waits to be killed (its pages stay its own until the
+/* The child: KEY_CALIBRATION_PAGES pages of its own, every other page of a mapping twice as long, so that
+ * their pfns are unlikely to run in a row; their pfns into the pipe, then it waits to be killed (its pages stay its own until the
  * parent is done; at most a minute, should the parent die first). Only async-signal-safe calls. */
 static void __attribute__((noreturn)) child_main(int fd) {
         long page = sysconf(_SC_PAGESIZE);
         uint64_t pfns[KEY_CALIBRATION_PAGES] = {};
 
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        char *p = mmap(NULL, (size_t) page * KEY_CALIBRATION_PAGES, PROT_READ | PROT_WRITE,
+        char *p = mmap(NULL, (size_t) page * KEY_CALIBRATION_PAGES * 2, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         int map = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
         if (p != MAP_FAILED && map >= 0)
                 for (size_t i = 0; i < KEY_CALIBRATION_PAGES; i++) {
                         uint64_t e = 0;
-                        p[i * (size_t) page] = 1;
-                        if (pread(map, &e, sizeof(e), (off_t) (((uintptr_t) p / (uintptr_t) page + i) * sizeof(e))) ==
+                        p[2 * i * (size_t) page] = 1;
+                        if (pread(map, &e, sizeof(e), (off_t) (((uintptr_t) p / (uintptr_t) page + 2 * i) * sizeof(e))) ==
                             sizeof(e) && (e >> 63))
                                 pfns[i] = e & ((UINT64_C(1) << 55) - 1);
                 }
@@ -98,11 +99,38 @@ void key_calibration_event(KeyCalibration *k, const MsEvent *e) {
                 k->keys[k->n_keys++] = e->page.pfn;
 }
 
-static bool has_key(const KeyCalibration *k, uint64_t key) {
-        for (size_t i = 0; i < k->n_keys; i++)
-                if (k->keys[i] == key)
+static bool has_key(const uint64_t *keys, size_t n_keys, uint64_t key) {
+        for (size_t i = 0; i < n_keys; i++)
+                if (keys[i] == key)
                         return true;
         return false;
+}
+
+int key_calibration_match(const uint64_t *pfns, size_t n_pfns, const uint64_t *keys, size_t n_keys,
+                uint64_t *ret_offset) {
+        size_t fits = 0;
+        uint64_t found = 0;
+
+        if (n_pfns == 0)
+                return 0;
+        /* Each key as the first page's: the offset that maps every page onto a key. Pages of consecutive
+         * pfns among more of the child's could fit a neighbouring offset too: only one fit is an answer. */
+        for (size_t i = 0; i < n_keys; i++) {
+                uint64_t offset = (keys[i] - pfns[0]) & KEY_MASK;
+                size_t j = 1;
+                while (j < n_pfns && has_key(keys, n_keys, (pfns[j] + offset) & KEY_MASK))
+                        j++;
+                if (j == n_pfns && (fits == 0 || offset != found)) {
+                        found = offset;
+                        fits++;
+                }
+        }
+        if (fits > 1)
+                return -ENOTUNIQ;
+        if (fits == 0)
+                return 0;
+        *ret_offset = found;
+        return 1;
 }
 
 int key_calibration_result(KeyCalibration *k, uint64_t *ret_offset) {
@@ -117,16 +145,5 @@ int key_calibration_result(KeyCalibration *k, uint64_t *ret_offset) {
         for (size_t i = 0; i < KEY_CALIBRATION_PAGES; i++)
                 if (k->pfns[i] == 0)
                         return -ENODATA;
-        /* Each of the child's keys as the first page's: the offset that maps every page onto a key of its. */
-        for (size_t i = 0; i < k->n_keys; i++) {
-                uint64_t offset = (k->keys[i] - k->pfns[0]) & KEY_MASK;
-                size_t j = 1;
-                while (j < KEY_CALIBRATION_PAGES && has_key(k, (k->pfns[j] + offset) & KEY_MASK))
-                        j++;
-                if (j == KEY_CALIBRATION_PAGES) {
-                        *ret_offset = offset;
-                        return 1;
-                }
-        }
-        return 0;
+        return key_calibration_match(k->pfns, KEY_CALIBRATION_PAGES, k->keys, k->n_keys, ret_offset);
 }

@@ -11,6 +11,7 @@
  * Nothing of the kernel is read but the child's own page map.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -33,5 +34,11 @@ pid_t key_calibration_pid(const KeyCalibration *k);
 /* An allocation event: kept if it is the child's. */
 void key_calibration_event(KeyCalibration *k, const MsEvent *e);
 /* 1 with the constant in *ret_offset (key = pfn + offset, modulo 2^MS_PAGE_KEY_BITS), 0 not yet known,
- * -ENODATA the child could not read its pfns (not root), -EBADMSG no one constant fits. */
+ * -ENODATA the child could not read its pfns (not root), -ENOTUNIQ more than one constant fits (start
+ * another). */
 int key_calibration_result(KeyCalibration *k, uint64_t *ret_offset);
+
+/* The matching alone: the one offset (modulo 2^MS_PAGE_KEY_BITS) that maps every pfn onto one of keys. 1
+ * with it, 0 none fits, -ENOTUNIQ more than one does. */
+int key_calibration_match(const uint64_t *pfns, size_t n_pfns, const uint64_t *keys, size_t n_keys,
+                uint64_t *ret_offset);

@@ -7,7 +7,7 @@ hot_site() touched every 50 ms, cold_site() never).
 Cases (one per run, by name):
   damon-read   A kdamond someone else runs on physical memory, read through damon:damon_aggregated. With
                thresholds from its own intervals (warm after 2 aggregation intervals, cold after 6), within
-               a bound of the cold threshold plus 24 aggregation intervals (DAMON's regions adapt once per
+               a bound of the cold threshold plus 40 aggregation intervals (DAMON's regions adapt once per
                aggregation), some round has cold_site()'s pages at least 90 % cold and hot_site()'s at most
                10 %. Every file of every kdamond under /sys/kernel/mm/damon reads the same before memstrackd
                starts and after it stopped.
@@ -212,7 +212,7 @@ def case_damon_read():
     before = damon_files()
     aggr_s, sample_s = k["aggr_us"] / 1e6, k["sample_us"] / 1e6
     warm_s, cold_s = max(1, round(2 * aggr_s)), max(2, round(6 * aggr_s))
-    bound_s = cold_s + 24 * aggr_s
+    bound_s = cold_s + 40 * aggr_s
     print(f"kdamond.{k['index']} (pid {k['pid']}): sampling {sample_s} s, aggregating {aggr_s} s; warm after "
           f"{warm_s} s, cold after {cold_s} s, bound {bound_s:.0f} s", file=sys.stderr)
     d = Daemon("--access", "damon-read", "--warm-after", str(warm_s), "--cold-after", str(cold_s),
@@ -303,7 +303,7 @@ def case_damon_own():
         skip("kdamonds are configured here: memstrackd makes its own only where none is")
     aggr_ms, sample_ms = 1000, 100
     warm_s, cold_s = 2, 6
-    bound_s = cold_s + 24 * aggr_ms / 1000
+    bound_s = cold_s + 40 * aggr_ms / 1000
     d = Daemon("--access", "damon", "--warm-after", str(warm_s), "--cold-after", str(cold_s),
                "--access-interval", "1", "--damon-sample-interval", str(sample_ms),
                "--damon-aggregation-interval", str(aggr_ms))
