@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pagemap.h"
 #include "tests.h"
@@ -23,7 +24,7 @@ static void on_release(void *userdata, const PageOwner *o, uint64_t n) {
 #define owner(t) ((PageOwner) { .task = (t), .node = 100 + (t), .stamp = 1000 + (t) })
 
 static void test_orders(void) {
-        PageMap *m = pagemap_new(0);
+        PageMap *m = pagemap_new(0, NULL, NULL);
         Released r = {};
 
         /* One block of each order 0..10, each at a naturally aligned pfn of its own. */
@@ -54,7 +55,7 @@ static void test_orders(void) {
 }
 
 static void test_split_frees(void) {
-        PageMap *m = pagemap_new(0);
+        PageMap *m = pagemap_new(0, NULL, NULL);
         Released r = {};
 
         /* An order-3 block freed page by page in a scrambled order: every page comes back exactly once. */
@@ -94,7 +95,7 @@ static void test_split_frees(void) {
 }
 
 static void test_untracked_and_larger_frees(void) {
-        PageMap *m = pagemap_new(0);
+        PageMap *m = pagemap_new(0, NULL, NULL);
         Released r = {};
 
         /* Never allocated (before tracing began): nothing released, nothing reported. */
@@ -122,7 +123,7 @@ static void test_untracked_and_larger_frees(void) {
 }
 
 static void test_stale_and_range(void) {
-        PageMap *m = pagemap_new(0);
+        PageMap *m = pagemap_new(0, NULL, NULL);
         Released r = {};
 
         /* The same pfn allocated twice means the free in between was lost: the old owner is released. */
@@ -156,7 +157,7 @@ static void test_stale_and_range(void) {
 /* Allocation times: kept through a split, aged modulo 2^19 stamps, held at most PAGEMAP_STAMP_AGE_MAX old. */
 static void test_stamps(void) {
         const uint64_t grain = UINT64_C(1) << PAGEMAP_STAMP_SHIFT;
-        PageMap *m = pagemap_new(0);
+        PageMap *m = pagemap_new(0, NULL, NULL);
         Released r = {};
         PageOwner got;
 
@@ -197,7 +198,7 @@ static void count_block(void *userdata, uint64_t pfn, unsigned order, PageOwner 
 }
 
 static void test_growth_past_a_million(void) {
-        PageMap *m = pagemap_new(0);
+        PageMap *m = pagemap_new(0, NULL, NULL);
         Released r = {};
         const uint64_t n = 1500000;
 
@@ -240,7 +241,7 @@ static void test_growth_past_a_million(void) {
 static void test_against_model(void) {
         enum { SPACE = 4096 };
         static int8_t model[SPACE]; /* owner task per pfn, -1 free */
-        PageMap *m = pagemap_new(0);
+        PageMap *m = pagemap_new(0, NULL, NULL);
         Released r = {};
         uint64_t expected[8] = {};
 
@@ -281,6 +282,203 @@ static void test_against_model(void) {
         pagemap_free(m);
 }
 
+/* The task of a node, for maps that keep none: owner(t) gives node 100 + t. */
+static uint32_t task_of_node(void *userdata, uint32_t node) {
+        unsigned *calls = userdata;
+        (*calls)++;
+        return node - 100;
+}
+
+/* A region changes form with its blocks (inline, sparse, dense and back), and gives its memory back. */
+static void test_region_forms(void) {
+        unsigned calls = 0;
+        PageMap *m = pagemap_new(0, task_of_node, &calls);
+        size_t empty_bytes = pagemap_memory_bytes(m);
+        Released r = {};
+        PageMapShape shape;
+
+        /* One block: inline, no array. */
+        ASSERT_EQ(pagemap_insert(m, 1 << 20, 0, &owner(1), on_release, &r), 0);
+        pagemap_shape(m, &shape);
+        ASSERT_EQ(shape.inline_regions, 1);
+        ASSERT_EQ(pagemap_memory_bytes(m), empty_bytes);
+
+        /* A second: sparse; the first is still found with its owner. */
+        ASSERT_EQ(pagemap_insert(m, (1 << 20) + 255, 0, &owner(2), on_release, &r), 0);
+        pagemap_shape(m, &shape);
+        ASSERT_EQ(shape.inline_regions, 0);
+        ASSERT_EQ(shape.sparse_regions, 1);
+        ASSERT_EQ(shape.sparse_blocks, 2);
+        PageOwner got;
+        ASSERT_TRUE(pagemap_lookup(m, 1 << 20, &got, NULL));
+        ASSERT_EQ(got.task, 1);
+        ASSERT_EQ(got.node, 101);
+        ASSERT_EQ(got.stamp, 1001);
+
+        /* The whole region, page by page: dense, 8 bytes a page. */
+        for (uint64_t p = (1 << 20) + 1; p < (1 << 20) + 255; p++)
+                ASSERT_EQ(pagemap_insert(m, p, 0, &owner(p & 7), on_release, &r), 0);
+        pagemap_shape(m, &shape);
+        ASSERT_EQ(shape.dense_regions, 1);
+        ASSERT_EQ(shape.dense_blocks, 256);
+        ASSERT_EQ(pagemap_memory_bytes(m) - empty_bytes, 256 * 8);
+        ASSERT_TRUE(pagemap_lookup(m, (1 << 20) + 255, &got, NULL));
+        ASSERT_EQ(got.task, 2);
+
+        /* Freed down again: sparse below 192 blocks, inline at one, nothing at none. */
+        for (uint64_t p = (1 << 20) + 1; p < (1 << 20) + 255; p++) {
+                uint64_t before = r.pages_by_task[p & 7];
+                ASSERT_EQ(pagemap_release(m, p, 0, on_release, &r), 1);
+                ASSERT_EQ(r.pages_by_task[p & 7], before + 1);
+                pagemap_shape(m, &shape);
+                ASSERT_EQ(shape.inline_regions + shape.sparse_blocks + shape.dense_blocks, pagemap_blocks(m));
+        }
+        pagemap_shape(m, &shape);
+        ASSERT_EQ(shape.sparse_regions, 1);
+        ASSERT_EQ(shape.dense_regions, 0);
+        ASSERT_EQ(pagemap_release(m, 1 << 20, 0, on_release, &r), 1);
+        pagemap_shape(m, &shape);
+        ASSERT_EQ(shape.inline_regions, 1);
+        ASSERT_EQ(pagemap_memory_bytes(m), empty_bytes);
+        ASSERT_EQ(pagemap_release(m, (1 << 20) + 255, 0, on_release, &r), 1);
+        ASSERT_EQ(pagemap_blocks(m), 0);
+        ASSERT_EQ(pagemap_memory_bytes(m), empty_bytes);
+        ASSERT_GT(calls, 0);
+        pagemap_free(m);
+}
+
+/* Memory, as the header promises: 8 bytes a page where every page is tracked, at most 16 in half-full
+ * regions; never more than 1.2 times itself while it grows. */
+static void test_memory_per_page(void) {
+        unsigned calls = 0;
+        PageMap *m = pagemap_new(0, task_of_node, &calls);
+        Released r = {};
+        const uint64_t n = 1 << 20;
+        size_t before = pagemap_memory_bytes(m);
+
+        for (uint64_t p = 0; p < n; p++) {
+                size_t old = pagemap_memory_bytes(m);
+                ASSERT_EQ(pagemap_insert(m, (1 << 24) + p, 0, &owner(p & 7), on_release, &r), 0);
+                /* No step copies the map: at most a region (2 KiB) and a 64th of the directory. */
+                ASSERT_LE(pagemap_memory_bytes(m), old + old / 5 + 4096);
+        }
+        /* The directory: a slot per region at 50 to 75 % load, at most 1/8 byte a page. */
+        ASSERT_LE(pagemap_memory_bytes(m) - before, n * 8 + n / 8);
+
+        /* Every other page freed: half-full regions, sparse, 8 bytes a block and a step of slack. */
+        for (uint64_t p = 0; p < n; p += 2)
+                ASSERT_EQ(pagemap_release(m, (1 << 24) + p, 0, on_release, &r), 1);
+        ASSERT_LE(pagemap_memory_bytes(m) - before, (n / 2) * 16);
+        for (uint64_t p = 1; p < n; p += 2)
+                ASSERT_EQ(pagemap_release(m, (1 << 24) + p, 0, on_release, &r), 1);
+        ASSERT_EQ(pagemap_blocks(m), 0);
+        /* The directory's tables stay as they grew; every array is gone. */
+        PageMapShape shape;
+        pagemap_shape(m, &shape);
+        ASSERT_EQ(shape.sparse_regions + shape.dense_regions + shape.inline_regions, 0);
+        ASSERT_LE(pagemap_memory_bytes(m) - before, n / 8);
+        pagemap_clear(m);
+        ASSERT_EQ(pagemap_memory_bytes(m), before);
+        pagemap_free(m);
+}
+
+/* Random inserts and frees of any order up to 10 over regions of every form, checked against a plain
+ * array model; with tasks kept and with tasks from nodes. */
+static void model_any_order(bool keep_tasks) {
+        enum { SPACE = 1 << 14 };
+        static int8_t model[SPACE];
+        unsigned calls = 0;
+        PageMap *m = keep_tasks ? pagemap_new(0, NULL, NULL) : pagemap_new(0, task_of_node, &calls);
+        Released r = {};
+        uint64_t expected[8] = {};
+
+        memset(model, -1, sizeof(model));
+        srand(7);
+        for (unsigned step = 0; step < 400000; step++) {
+                unsigned order = (unsigned) rand() % 100 < 90 ? (unsigned) rand() % 3 : (unsigned) rand() % 11;
+                uint64_t pfn = ((uint64_t) rand() % (SPACE >> order)) << order;
+                uint32_t task = (uint32_t) rand() % 8;
+                bool range_free = true;
+
+                for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                        range_free = range_free && model[p] < 0;
+                if (rand() % 100 < 55 && range_free) {
+                        ASSERT_EQ(pagemap_insert(m, pfn, order, &owner(task), on_release, &r), 0);
+                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                                model[p] = (int8_t) task;
+                } else {
+                        uint64_t want = 0;
+                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                                if (model[p] >= 0) {
+                                        expected[model[p]]++;
+                                        model[p] = -1;
+                                        want++;
+                                }
+                        ASSERT_EQ(pagemap_release(m, pfn, order, on_release, &r), want);
+                }
+                if (step % 50000 == 0) {
+                        PageMapShape shape;
+                        pagemap_shape(m, &shape);
+                        ASSERT_EQ(shape.inline_regions + shape.sparse_blocks + shape.dense_blocks,
+                                  pagemap_blocks(m));
+                }
+        }
+        for (unsigned t = 0; t < 8; t++)
+                ASSERT_EQ(r.pages_by_task[t], expected[t]);
+        uint64_t live = 0;
+        for (unsigned i = 0; i < SPACE; i++)
+                live += model[i] >= 0;
+        ASSERT_EQ(pagemap_pages(m), live);
+        /* Every tracked page is found by its block, with the model's owner. */
+        for (unsigned i = 0; i < SPACE; i++) {
+                PageOwner got;
+                unsigned order;
+                if (pagemap_lookup(m, i, &got, &order)) {
+                        ASSERT_EQ(got.task, (uint32_t) model[i]);
+                        ASSERT_EQ(got.node, 100 + (uint32_t) model[i]);
+                        for (uint64_t p = i; p < i + (1u << order); p++)
+                                ASSERT_EQ(model[p], model[i]);
+                }
+        }
+        pagemap_free(m);
+}
+
+
+/* Blocks no kernel makes (unaligned, reaching into the next regions, overlapping after lost frees): the
+ * map takes them as they come, and what it releases and still holds always adds up to what came. */
+static void test_unaligned_blocks_balance(void) {
+        unsigned calls = 0;
+        PageMap *m = pagemap_new(0, task_of_node, &calls);
+        Released r = {};
+        uint64_t inserted = 0;
+
+        srand(11);
+        for (unsigned step = 0; step < 200000; step++) {
+                unsigned order = (unsigned) rand() % 10;
+                uint64_t pfn = (uint64_t) rand() % 20000;
+
+                if (rand() % 2) {
+                        int k = pagemap_insert(m, pfn, order, &owner(rand() % 8), on_release, &r);
+                        ASSERT_OK(k);
+                        inserted += UINT64_C(1) << order;
+                } else
+                        (void) pagemap_release(m, pfn, order, on_release, &r);
+                uint64_t released = 0;
+                for (unsigned t = 0; t < 8; t++)
+                        released += r.pages_by_task[t];
+                ASSERT_EQ(released + pagemap_pages(m), inserted);
+        }
+        uint64_t seen = 0;
+        pagemap_foreach(m, count_block, &seen);
+        ASSERT_EQ(seen, pagemap_pages(m));
+        pagemap_free(m);
+}
+
+static void test_any_order_against_model(void) {
+        model_any_order(true);
+        model_any_order(false);
+}
+
 int main(void) {
         TEST(test_orders);
         TEST(test_split_frees);
@@ -289,5 +487,9 @@ int main(void) {
         TEST(test_stamps);
         TEST(test_growth_past_a_million);
         TEST(test_against_model);
+        TEST(test_region_forms);
+        TEST(test_memory_per_page);
+        TEST(test_any_order_against_model);
+        TEST(test_unaligned_blocks_balance);
         return 0;
 }
