@@ -15,6 +15,7 @@
 #include "log.h"
 #include "manager.h"
 #include "memcg.h"
+#include "memory-trim.h"
 #include "tracepoint.h"
 #include "observer.h"
 #include "oom.h"
@@ -186,6 +187,10 @@ static int add_observers(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Invalid thresholds of cold memory: %m");
         r = observe(m, access_watch_observer(m->access));
+        if (r < 0)
+                return r;
+        MemoryTrim *trim = memory_trim_new(m->accounting);
+        r = observe(m, trim ? memory_trim_observer(trim) : NULL);
         if (r < 0)
                 return r;
         m->oom = oom_new(&(OomConfig) {
