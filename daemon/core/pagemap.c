@@ -27,10 +27,11 @@
  *
  * The directory finds a region's slot from its number (pfn >> REGION_BITS): DIR_TABLES open-addressing
  * tables of 16-byte slots (linear probing, backward-shift deletion), the table chosen by the top bits of
- * the region's hash, each grown by 1.5x at 75 % on its own, so that growing copies a 64th of it. A slot
- * that points to an array has the order ORDER_ARRAY, which no block has, and keeps the array's block
- * count, capacity and form in the bits of the stamp: key = region << 32 | ORDER_ARRAY << 19 | dense << 18
- * | capacity << 9 | blocks; value = the array. An empty slot is all ones (an array slot has offset 0).
+ * the region's hash, each grown by 1.5x at 75 % and halved at 25 % on its own, so that a resize copies a
+ * 64th of the directory. A slot that points to an array has the order ORDER_ARRAY, which no block has,
+ * and keeps the array's block count, capacity and form in the bits of the stamp: key = region << 32 |
+ * ORDER_ARRAY << 19 | dense << 18 | capacity << 9 | blocks; value = the array. An empty slot is all ones
+ * (an array slot has offset 0).
  */
 
 #define REGION_BITS 8
@@ -323,8 +324,8 @@ static void spot_read(const PageMap *m, const Spot *sp, PageOwner *ret_owner, un
         }
 }
 
-static int table_grow(PageMap *m, DirTable *t) {
-        size_t capacity = t->capacity + t->capacity / 2;
+/* Rehashes a table into capacity slots (more, or fewer than it has in use over 3/4 never). */
+static int table_resize(PageMap *m, DirTable *t, size_t capacity) {
         DirSlot *old = t->slots;
         size_t old_capacity = t->capacity;
 
@@ -341,7 +342,7 @@ static int table_grow(PageMap *m, DirTable *t) {
                 t->slots[j] = old[i];
         }
         free(old);
-        m->dir_slots += capacity - old_capacity;
+        m->dir_slots = m->dir_slots - old_capacity + capacity;
         return 0;
 }
 
@@ -361,10 +362,13 @@ static void slot_clear(void *table, size_t i) {
         t->slots[i] = (DirSlot) { .key = KEY_EMPTY, .value = UINT64_MAX };
 }
 
-/* Backward-shift deletion (backshift.h): lookups stay exact without tombstones. */
-static void table_remove(DirTable *t, size_t hole) {
+/* Backward-shift deletion (backshift.h): lookups stay exact without tombstones. A table a quarter full
+ * shrinks by half (to half full), so that regions freed in bulk give their slots back too. */
+static void table_remove(PageMap *m, DirTable *t, size_t hole) {
         backshift_delete(t, t->capacity, hole, slot_home, slot_move, slot_clear);
         t->n_used--;
+        if (t->n_used < t->capacity / 4 && t->capacity / 2 >= m->min_capacity)
+                (void) table_resize(m, t, t->capacity / 2);
 }
 
 /* Accounts for an array of capacity entries of the given form coming (+1) or going (-1). */
@@ -438,7 +442,7 @@ static int block_put(PageMap *m, Spot *sp, uint64_t pfn, unsigned order, const P
 
         if (!sp->region) {
                 if (t->n_used + 1 > t->grow_at) {
-                        int r = table_grow(m, t);
+                        int r = table_resize(m, t, t->capacity + t->capacity / 2);
                         if (r < 0)
                                 return r;
                         (void) table_find(t, region, region_hash(region), &sp->slot);
@@ -543,7 +547,7 @@ static void block_take(PageMap *m, const Spot *sp, PageOwner *ret_owner, unsigne
         m->n_pages -= UINT64_C(1) << *ret_order;
 
         if (!slot_is_array(s->key)) {
-                table_remove(sp->t, sp->slot);
+                table_remove(m, sp->t, sp->slot);
                 return;
         }
 

@@ -13,9 +13,10 @@
  * Memory, per tracked block: 8 bytes in a region of more than one block (a dense region costs 2 KiB
  * whatever it holds, so 8 bytes per page once full; a sparse one 8 bytes per block plus at most 15 of
  * slack), 21 to 32 bytes for a block alone in its region (its 16-byte directory slot, the directory kept
- * between 50 % and 75 % full). A map that keeps tasks (pagemap_new() without a PageTaskFn) adds 4 bytes
- * per block of a region array. Growth never copies the whole map: a region changes form alone, and the
- * directory is 64 tables that each grow by 1.5x on their own. Regions that empty are freed at once.
+ * between 50 % and 75 % full as it grows; down to 25 % after frees, when it shrinks). A map that keeps
+ * tasks (pagemap_new() without a PageTaskFn) adds 4 bytes per block of a region array. Growth never
+ * copies the whole map: a region changes form alone, and the directory is 64 tables that each grow by
+ * 1.5x on their own. Regions that empty are freed at once.
  *
  * Limits: pfn < 2^40 (52-bit physical addresses with 4 KiB pages, the most x86-64 and arm64 define),
  * order < 31.
