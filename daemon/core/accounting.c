@@ -7,6 +7,9 @@
 #include "macro.h"
 
 #define TRACER_CACHE_SLOTS 256u
+/* Events between two checks of the memory budget: a check reads every part's bytes (no walk), and
+ * between two the core grows by what this many events can add. */
+#define BUDGET_CHECK_EVENTS 1024u
 /* The last pfn at which a block of any valid order still ends within MS_PAGE_KEY_MAX. */
 #define PFN_ANY_ORDER_MAX (MS_PAGE_KEY_MAX + 1 - (UINT64_C(1) << MS_EVENT_ORDER_MAX))
 
@@ -36,6 +39,10 @@ struct Accounting {
         TracerFrameSlot tracer_cache[TRACER_CACHE_SLOTS]; /* is a chain's innermost frame the tracer's? */
         AccountingStats stats;
         uint64_t interval_peak_pages;   /* the most current_pages reached since the last take (ledger_mark()) */
+        Budget budget;                  /* the memory budget and the steps it took */
+        uint32_t budget_countdown;      /* events until its next check */
+        bool pages_held_back;           /* its step "pages": allocations are not tracked */
+        uint64_t budget_untracked_allocs, budget_untracked_pages;
 };
 
 /*
@@ -143,6 +150,8 @@ int accounting_new(const AccountingConfig *config, const Ksym *ksym, Accounting 
 
         a->config = *config;
         a->ksym = ksym;
+        budget_init(&a->budget, config->max_memory_bytes);
+        a->budget_countdown = BUDGET_CHECK_EVENTS;
         a->stale_from = STACK_NODE_NONE;
         a->pages = pagemap_new(config->expected_pages, config->track_threads ? NULL : cell_process, a);
         a->stacks = stacktree_new(config->max_stack_nodes, config->per_process_stacks, classify_frame, a);
@@ -298,6 +307,12 @@ void accounting_clamp_page_ages(Accounting *a, uint64_t now_nsec) {
 }
 
 static void handle_alloc(Accounting *a, const MsEvent *e) {
+        /* The memory budget's last step: the page table grows no more. The free will be untracked. */
+        if (_unlikely_(a->pages_held_back)) {
+                a->budget_untracked_allocs++;
+                a->budget_untracked_pages += UINT64_C(1) << e->page.order;
+                return;
+        }
         uint32_t task = usage_task_lookup(a->usage, e->pid, e->tid, e->timestamp_nsec);
         if (task == USAGE_TASK_NONE) {
                 a->stats.alloc_failures++;
@@ -649,6 +664,61 @@ static void handle_module_load(Accounting *a, const MsEvent *e) {
         }
 }
 
+/* The steps of the memory budget that would stop some growth now (1 << BudgetStep). */
+static uint32_t budget_steps_that_apply(Accounting *a) {
+        HeapStats h;
+        uint32_t applies = UINT32_C(1) << BUDGET_STEP_EXITED_TASKS | UINT32_C(1) << BUDGET_STEP_STACKS |
+                           UINT32_C(1) << BUDGET_STEP_PAGES;
+
+        heap_get_stats(a->heap, &h);
+        if (a->config.slab)
+                applies |= UINT32_C(1) << BUDGET_STEP_SLAB_OBJECTS;
+        if (h.n_images > 0)
+                applies |= UINT32_C(1) << BUDGET_STEP_HEAP_BLOCKS;
+        return applies;
+}
+
+/* Takes (in_effect) or lifts a step of the memory budget: what budget.h says each stops. */
+static void budget_apply(Accounting *a, BudgetStep step, bool in_effect) {
+        switch (step) {
+        case BUDGET_STEP_SLAB_OBJECTS:
+                slab_set_max_objects(a->slab, in_effect ? slab_stats(a->slab)->live_objects : a->config.max_slab_objects);
+                break;
+        case BUDGET_STEP_HEAP_BLOCKS: {
+                HeapStats h;
+                heap_get_stats(a->heap, &h);
+                heap_set_max_blocks(a->heap, in_effect ? h.live_blocks : a->config.max_heap_blocks);
+                break;
+        }
+        case BUDGET_STEP_EXITED_TASKS:
+                usage_set_max_exited(a->usage, in_effect ? 0 : a->config.max_exited_tasks);
+                break;
+        case BUDGET_STEP_STACKS:
+                stacktree_set_max_nodes(a->stacks, in_effect ? stacktree_size(a->stacks) : a->config.max_stack_nodes);
+                if (a->slab_stacks)
+                        stacktree_set_max_nodes(a->slab_stacks, in_effect ? stacktree_size(a->slab_stacks) :
+                                                                            MAX(a->config.max_stack_nodes / 4, (size_t) 2));
+                break;
+        case BUDGET_STEP_PAGES:
+                a->pages_held_back = in_effect;
+                break;
+        default:
+                break;
+        }
+}
+
+/* Every BUDGET_CHECK_EVENTS events: a step taken or lifted when the core's bytes call for it. */
+static void budget_run(Accounting *a) {
+        BudgetStep step;
+
+        a->budget_countdown = BUDGET_CHECK_EVENTS;
+        BudgetChange c = budget_check(&a->budget, accounting_memory_bytes(a), budget_steps_that_apply(a), &step);
+        if (c == BUDGET_KEEP)
+                return;
+        budget_apply(a, step, c == BUDGET_TAKE);
+        budget_changed(&a->budget, c, step);
+}
+
 void accounting_prefetch_page(Accounting *a, uint64_t pfn) {
         pagemap_prefetch(a->pages, pfn);
 }
@@ -744,6 +814,8 @@ void accounting_handle_event(Accounting *a, const MsEvent *e) {
         /* An exit, or a fork or thread that reuses an id, may have ended a task: the exited records stay
          * within their bound after every event, not only after exits. Nothing to do costs a compare. */
         (void) usage_evict(a->usage);
+        if (_unlikely_(a->budget.limit_bytes > 0 && --a->budget_countdown == 0))
+                budget_run(a);
 }
 
 static void sink_event(void *userdata, const MsEvent *event) {
@@ -913,6 +985,18 @@ size_t accounting_memory_bytes(const Accounting *a) {
                (a->slab_stacks ? stacktree_memory_bytes(a->slab_stacks) : 0) +
                usage_memory_bytes(a->usage) + chargeindex_memory_bytes(a->index) + units_memory_bytes(a->units) +
                slab_memory_bytes(a->slab) + heap_memory_bytes(a->heap) + page_kinds_memory_bytes(&a->kinds);
+}
+
+void accounting_get_budget_stats(const Accounting *a, BudgetStats *ret) {
+        *ret = (BudgetStats) {
+                .limit_bytes = a->budget.limit_bytes,
+                .core_bytes = accounting_memory_bytes(a),
+                .page_table_bytes = pagemap_memory_bytes(a->pages),
+                .in_effect = a->budget.in_effect,
+                .untracked_allocs = a->budget_untracked_allocs,
+                .untracked_pages = a->budget_untracked_pages,
+        };
+        memcpy(ret->taken, a->budget.taken, sizeof(ret->taken));
 }
 
 uint64_t accounting_current_pages(const Accounting *a) {

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "chargeindex.h"
 #include "event.h"
 #include "heap.h"
@@ -67,6 +68,7 @@ typedef struct AccountingConfig {
         size_t max_heaps;               /* user heaps recorded (heap.h) */
         bool heap_shares;               /* one heap takes at most a share of the blocks and nodes (heap.h):
                                          * when every user's processes hand theirs over (--heap-socket) */
+        uint64_t max_memory_bytes;      /* the core's tables held below it (budget.h); 0: no budget */
 } AccountingConfig;
 
 #define ACCOUNTING_CONFIG_DEFAULT                                                                       \
@@ -164,5 +166,7 @@ uint64_t accounting_interval_take(Accounting *a, uint64_t *ret_current_pages);
  * named in *ret_what; -ENOMEM. A walk of every table: for tests and fuzzers, after any event.
  */
 int accounting_check_sums(Accounting *a, const char **ret_what);
-/* Heap bytes held by the core's tables. */
+/* Heap bytes held by the core's tables. Cheap: no walk of any table. */
 size_t accounting_memory_bytes(const Accounting *a);
+/* The core's memory and its budget (budget.h), as Status shows them. */
+void accounting_get_budget_stats(const Accounting *a, BudgetStats *ret);

@@ -49,6 +49,10 @@ struct Heap {
         uint64_t images_dropped, invalid_events;
 };
 
+void heap_set_max_blocks(Heap *h, size_t max_blocks) {
+        h->max_blocks = MAX(max_blocks, (size_t) 1);
+}
+
 Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images, bool shares) {
         Heap *h = calloc(1, sizeof(Heap));
         if (!h)

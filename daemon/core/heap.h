@@ -97,6 +97,8 @@ typedef struct Heap Heap;
 /* max_nodes: the stack tree's node budget. shares: one image takes at most a quarter of the blocks and the
  * nodes (processes that do not trust each other); else one may take all. Returns NULL on OOM. */
 Heap *heap_new(size_t max_nodes, size_t max_blocks, size_t max_images, bool shares);
+/* Changes the bound on sampled blocks kept (the memory budget, budget.h); blocks kept stay. */
+void heap_set_max_blocks(Heap *h, size_t max_blocks);
 Heap *heap_free(Heap *h);
 
 /* Applies a MS_EVENT_HEAP_* event; others are ignored. Never fails: what cannot be applied is counted. */

@@ -45,6 +45,10 @@ Slab *slab_new(size_t max_objects) {
         return s;
 }
 
+void slab_set_max_objects(Slab *s, size_t max_objects) {
+        s->max_objects = MAX(max_objects, (size_t) 1);
+}
+
 Slab *slab_free(Slab *s) {
         if (!s)
                 return NULL;

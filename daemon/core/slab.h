@@ -101,6 +101,8 @@ static inline uint32_t slab_object_bytes(uint64_t requested, uint64_t allocated)
 
 Slab *slab_new(size_t max_objects);
 Slab *slab_free(Slab *s);
+/* Changes the bound on live objects (the memory budget, budget.h); objects already live stay. */
+void slab_set_max_objects(Slab *s, size_t max_objects);
 
 /* Records a live object. Returns 0, or -ENOSPC/-ENOMEM when it is dropped (counted). When the pointer was
  * live already (its free was lost) its old record ends and is copied to *ret_replaced, for the caller to

@@ -104,16 +104,20 @@ static void init_roots(StackTree *t) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(StackTree *, stacktree_free);
 
-StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn module_fn, void *userdata) {
-        _cleanup_(stacktree_freep) StackTree *t = calloc(1, sizeof(StackTree));
-        if (!t)
-                return NULL;
-
+void stacktree_set_max_nodes(StackTree *t, size_t max_nodes) {
         t->max_nodes = MIN(MAX(max_nodes, (size_t) 2), (size_t) MAX_NODES_LIMIT);
         t->max_process_nodes = t->max_nodes / 2;
         /* The last 1/64 of the budget (one node at least) is kept for "[truncated]" nodes, so the place a
          * chain was cut is visible even after frames have used up their part. */
         t->max_frame_nodes = t->max_nodes - MAX(t->max_nodes / 64, (size_t) 1);
+}
+
+StackTree *stacktree_new(size_t max_nodes, bool per_process, StackModuleFn module_fn, void *userdata) {
+        _cleanup_(stacktree_freep) StackTree *t = calloc(1, sizeof(StackTree));
+        if (!t)
+                return NULL;
+
+        stacktree_set_max_nodes(t, max_nodes);
         t->per_process = per_process;
         t->module_fn = module_fn;
         t->userdata = userdata;

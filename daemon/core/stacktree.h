@@ -121,6 +121,9 @@ const StackNode *stacktree_node(const StackTree *t, uint32_t idx);
  * an index out of range). Stack nodes count pages only; bytes per chain are for the slab source to add. */
 Ledger stacktree_pages(const StackTree *t, uint32_t idx);
 size_t stacktree_size(const StackTree *t);
+/* Changes the node budget (memory budget, budget.h): below the nodes in use, no chain gets a node more and
+ * cut ones go to the deepest part of them already there. Nodes in use stay. */
+void stacktree_set_max_nodes(StackTree *t, size_t max_nodes);
 
 /* Pages charged through the node since the start or stacktree_clear(): blocks, and the pages samples
  * added (delta > 0); releases never take them off. 0 for an index out of range. */

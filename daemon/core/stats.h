@@ -79,6 +79,18 @@ typedef struct SlabReconcileStats {
         uint64_t destroyed;             /* objects dropped because the kernel destroyed their cache */
 } SlabReconcileStats;
 
+/* The core's memory and its budget (budget.h): steps by BudgetStep, named by view_budget_step_name(). */
+#define BUDGET_STEPS 5
+typedef struct BudgetStats {
+        uint64_t limit_bytes;           /* 0: no budget */
+        uint64_t core_bytes;            /* the core's tables now (accounting_memory_bytes()) */
+        uint64_t page_table_bytes;      /* of them, the page table's */
+        uint32_t in_effect;             /* 1 << step of the steps in effect now */
+        uint64_t taken[BUDGET_STEPS];   /* times each step was taken */
+        uint64_t untracked_allocs;      /* page allocations not tracked while "pages" was in effect */
+        uint64_t untracked_pages;       /* ... and their pages */
+} BudgetStats;
+
 typedef struct HeapStats {
         size_t n_images;
         uint64_t images_dropped;        /* heaps not recorded: max_images reached, or out of memory */

@@ -29,7 +29,18 @@ struct Usage {
         uint32_t last_idx;      /* hot-path cache of the last lookup */
 
         uint64_t tasks_evicted, tasks_recycled, modules_dropped, underflows;
+        size_t cmdline_bytes;   /* of every Task.cmdline, so that usage_memory_bytes() is no walk */
 };
+
+/* Replaces a task's command line with a copy of cmdline (NULL: none); a copy that fails leaves none. */
+static void task_set_cmdline(Usage *u, Task *t, const char *cmdline) {
+        if (t->cmdline)
+                u->cmdline_bytes -= strlen(t->cmdline) + 1;
+        free(t->cmdline);
+        t->cmdline = cmdline ? strdup(cmdline) : NULL;
+        if (t->cmdline)
+                u->cmdline_bytes += strlen(t->cmdline) + 1;
+}
 
 /* A task id (a tgid or tid) as a key of the id maps. */
 static uint64_t id_key(int32_t id) {
@@ -294,7 +305,7 @@ uint32_t usage_task_fork(Usage *u, int32_t parent_pid, int32_t pid, int32_t tid,
                 if (parent != USAGE_TASK_NONE) {
                         memcpy(u->tasks[idx].comm, u->tasks[parent].comm, sizeof(u->tasks[idx].comm));
                         if (u->tasks[parent].cmdline)
-                                u->tasks[idx].cmdline = strdup(u->tasks[parent].cmdline);
+                                task_set_cmdline(u, &u->tasks[idx], u->tasks[parent].cmdline);
                 }
                 if (idmap_put(&u->processes, pid, idx) < 0)
                         return USAGE_TASK_NONE;
@@ -317,10 +328,8 @@ uint32_t usage_task_seed(Usage *u, int32_t pid, int32_t parent_pid, const char *
         Task *t = &u->tasks[idx];
         if (comm)
                 set_comm(t, comm);
-        if (cmdline) {
-                free(t->cmdline);
-                t->cmdline = strdup(cmdline);
-        }
+        if (cmdline)
+                task_set_cmdline(u, t, cmdline);
         if (parent_pid > 0)
                 t->parent_pid = parent_pid;
         t->seeded = true;
@@ -338,10 +347,8 @@ void usage_task_set_comm(Usage *u, int32_t pid, int32_t tid, const char *comm, c
         /* The leader's name is the process's name; other threads may rename only themselves. */
         if (tid == pid && comm)
                 set_comm(&u->tasks[process], comm);
-        if (cmdline) {
-                free(u->tasks[process].cmdline);
-                u->tasks[process].cmdline = strdup(cmdline);
-        }
+        if (cmdline)
+                task_set_cmdline(u, &u->tasks[process], cmdline);
         if (u->track_threads && comm) {
                 uint32_t thread = thread_get(u, pid, tid, process, now_nsec);
                 if (thread != USAGE_TASK_NONE)
@@ -403,8 +410,7 @@ static bool holds_nothing(const Task *t) {
 static void recycle(Usage *u, uint32_t idx) {
         Task *t = &u->tasks[idx];
 
-        free(t->cmdline);
-        t->cmdline = NULL;
+        task_set_cmdline(u, t, NULL);
         t->recycled = true;
         if (t->generation < UINT32_MAX)
                 u->free_slots[u->n_free++] = idx;
@@ -683,6 +689,10 @@ static void counts_clear(Ledger *l, uint64_t *interval_peak, uint64_t *allocs, u
         *allocs = *frees = 0;
 }
 
+void usage_set_max_exited(Usage *u, size_t max_exited) {
+        u->max_exited = max_exited;
+}
+
 void usage_clear(Usage *u) {
         /* Live tasks keep their names; exited ones are forgotten. */
         for (size_t i = 1; i < u->n_tasks; i++) {
@@ -746,11 +756,7 @@ uint64_t usage_baseline_pages(const Usage *u, size_t *ret_tasks) {
 }
 
 size_t usage_memory_bytes(const Usage *u) {
-        size_t b = sizeof(Usage) + u->n_allocated * (sizeof(Task) + sizeof(uint32_t)) +
-                   key_index_memory_bytes(&u->processes) + key_index_memory_bytes(&u->threads) +
-                   u->n_modules * sizeof(ModuleUsage);
-        for (size_t i = 0; i < u->n_tasks; i++)
-                if (u->tasks[i].cmdline)
-                        b += strlen(u->tasks[i].cmdline) + 1;
-        return b;
+        return sizeof(Usage) + u->n_allocated * (sizeof(Task) + sizeof(uint32_t)) +
+               key_index_memory_bytes(&u->processes) + key_index_memory_bytes(&u->threads) +
+               u->n_modules * sizeof(ModuleUsage) + u->cmdline_bytes;
 }

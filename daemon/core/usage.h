@@ -138,6 +138,8 @@ uint32_t usage_find_process(const Usage *u, int32_t pid);
  * the slots or of the page table. Returns the number of records evicted.
  */
 size_t usage_evict(Usage *u);
+/* Changes max_exited (the memory budget, budget.h); the next usage_evict() holds the records to it. */
+void usage_set_max_exited(Usage *u, size_t max_exited);
 /* Where an evicted record's pages are counted now: USAGE_TASK_EVICTED, its live process, or idx itself. */
 uint32_t usage_task_forward(const Usage *u, uint32_t idx);
 /* The process record of any slot still named by a page, evicted or not; USAGE_TASK_NONE out of range. */
