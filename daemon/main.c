@@ -21,12 +21,16 @@
 #include "pressure-watch.h"
 #include "parse-util.h"
 #include "report.h"
+#include "system-memory.h"
 #include "time-util.h"
 
 static const char *arg_source = NULL;  /* NULL: auto */
 static SourceOptions arg_source_options;
 static bool arg_buffer_pages_set = false;      /* else the default, which --slab raises */
 static AccountingConfig arg_accounting;
+/* The core's memory budget as given: a size or a share of the RAM, resolved at start (memory_budget()). */
+#define MAX_MEMORY_DEFAULT "10%"
+static const char *arg_max_memory = MAX_MEMORY_DEFAULT;
 static const char *arg_kallsyms = NULL;
 static const char *arg_cgroup_root = NULL;
 static const char *arg_memcg_root = NULL;
@@ -87,6 +91,7 @@ enum {
         ARG_PER_PROCESS_STACKS,
         ARG_MAX_STACK_NODES,
         ARG_MAX_EXITED,
+        ARG_MAX_MEMORY,
         ARG_FIRST_MESSAGE_TIMEOUT,
         ARG_REQUEST_TIMEOUT,
         ARG_IDLE_TIMEOUT,
@@ -139,6 +144,7 @@ static const struct option options[] = {
         { "per-process-stacks", no_argument, NULL, ARG_PER_PROCESS_STACKS },
         { "max-stack-nodes", required_argument, NULL, ARG_MAX_STACK_NODES },
         { "max-exited-tasks", required_argument, NULL, ARG_MAX_EXITED },
+        { "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
         { "first-message-timeout", required_argument, NULL, ARG_FIRST_MESSAGE_TIMEOUT },
         { "request-timeout", required_argument, NULL, ARG_REQUEST_TIMEOUT },
         { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
@@ -209,6 +215,9 @@ static void help(void) {
                "     --per-process-stacks   Keep a stack tree per process (true per-task stack peaks)\n"
                "     --max-stack-nodes=N    Stack tree node budget (default %zu)\n"
                "     --max-exited-tasks=N   Exited tasks kept queryable (default %zu)\n"
+               "     --max-memory=SIZE      Hold the tables of pages, tasks and stacks below SIZE\n"
+               "                            bytes (K, M, G, T: powers of 1024), a share of the RAM\n"
+               "                            (N%%), or infinity (default %s)\n"
                "     --first-message-timeout=SEC  Close clients silent this long after connecting (5)\n"
                "     --request-timeout=SEC  Close clients that take longer to send one message (10)\n"
                "     --idle-timeout=SEC     Close clients idle this long between calls (300)\n"
@@ -229,7 +238,8 @@ static void help(void) {
                "     --kpageflags-budget=N  kpageflags: tracked blocks read per round (default 65536)\n",
                SOURCE_DEPTH_DEFAULT, SOURCE_DEPTH_MAX, SOURCE_BUFFER_PAGES_DEFAULT, SOURCE_BUFFER_PAGES_SLAB_DEFAULT,
                SOURCE_STACK_SAMPLE_INTERVAL_DEFAULT, PRESSURE_MARGIN_PERCENT_DEFAULT,
-               ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks);
+               ACCOUNTING_CONFIG_DEFAULT.max_stack_nodes, ACCOUNTING_CONFIG_DEFAULT.max_exited_tasks,
+               MAX_MEMORY_DEFAULT);
 
         printf("\nEvent sources, in the order auto tries them:\n");
         for (size_t i = 0; source_type_get(i); i++) {
@@ -264,6 +274,39 @@ static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret, 
                 (void) snprintf(ret_expected, OPTION_EXPECTED_MAX, "a number from %llu to %llu",
                                 (unsigned long long) min, (unsigned long long) max);
         return r;
+}
+
+/*
+ * --max-memory: bytes with an optional K, M, G or T (powers of 1024, as systemd's MemoryMax= counts), a
+ * share of the RAM as N%, or infinity. Into *ret the bytes (0 for infinity) or, with *ret_percent set,
+ * the percentage. -EINVAL.
+ */
+static int parse_memory_size(const char *s, uint64_t *ret, bool *ret_percent) {
+        static const char suffixes[] = "KMGT";
+        _cleanup_free_ char *digits = NULL;
+        size_t n = strspn(s, "0123456789");
+        unsigned shift = 0;
+        uint64_t v;
+
+        if (streq(s, "infinity")) {
+                *ret = 0;
+                *ret_percent = false;
+                return 0;
+        }
+        if (n == 0 || !(digits = strndup(s, n)))
+                return -EINVAL;
+        bool percent = streq(s + n, "%");
+        if (!percent && s[n]) {
+                const char *p = s[n + 1] == 0 ? strchr(suffixes, s[n]) : NULL;
+                if (!p)
+                        return -EINVAL;
+                shift = 10 * (unsigned) (p - suffixes + 1);
+        }
+        if (parse_uint64(digits, percent ? 1 : 0, percent ? 100 : UINT64_MAX >> shift, &v) < 0)
+                return -EINVAL;
+        *ret = v << shift;
+        *ret_percent = percent;
+        return 0;
 }
 
 /* Flags from the configuration file: yes/no, true/false, on/off, 1/0. */
@@ -463,6 +506,16 @@ static int apply_option(int c, const char *value, char *ret_expected) {
                         return r;
                 arg_accounting.max_exited_tasks = (size_t) v;
                 break;
+        case ARG_MAX_MEMORY: {
+                bool percent;
+                if (parse_memory_size(value, &v, &percent) < 0) {
+                        (void) snprintf(ret_expected, OPTION_EXPECTED_MAX,
+                                        "a size in bytes (K, M, G, T suffixes), a share of the RAM (1%% to 100%%) or infinity");
+                        return -EINVAL;
+                }
+                arg_max_memory = value;
+                break;
+        }
         case ARG_REPORT:
                 arg_report = value;     /* checked once all options are known (parse_report()) */
                 break;
@@ -765,6 +818,22 @@ static int add_signals(Manager *m) {
         return 0;
 }
 
+/* The core's memory budget in bytes (0: none), from --max-memory and, for a share, the RAM now. */
+static uint64_t memory_budget(void) {
+        SystemMemory mem;
+        uint64_t v;
+        bool percent;
+
+        if (parse_memory_size(arg_max_memory, &v, &percent) < 0 || !percent)
+                return v;
+        system_memory_read(NULL, &mem);
+        if (!mem.known) {
+                log_warning("No MemTotal in /proc/meminfo for --max-memory=%s, ignoring: no budget.", arg_max_memory);
+                return 0;
+        }
+        return mem.total_bytes / 100 * v;
+}
+
 static int run(void) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -798,6 +867,7 @@ static int run(void) {
                                        "pages would be cold before they are warm.");
         if (arg_source_options.slab && !arg_buffer_pages_set)
                 arg_source_options.buffer_pages = SOURCE_BUFFER_PAGES_SLAB_DEFAULT;
+        arg_accounting.max_memory_bytes = memory_budget();
         ManagerConfig config = {
                 .source = arg_source,
                 .source_options = arg_source_options,

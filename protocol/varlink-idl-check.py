@@ -3,11 +3,13 @@
 """Checks varlink interface definition files against the varlink IDL grammar, and optionally that
 docs mention every method and error.
 
-usage: varlink-idl-check.py [--strict-names] [--docs DOC.md] FILE.varlink...
+usage: varlink-idl-check.py [--strict-names] [--docs DOC.md [--docs-fields NAME,...]] FILE.varlink...
        varlink-idl-check.py --self-test
 
 --strict-names adds memstrack's own rules: all-lowercase interface name, camelCase field names.
 --docs requires a Markdown heading naming each "interface.Method" and each "interface.Error".
+--docs-fields requires the docs to name each field of the listed types, and of the listed methods'
+replies, in backticks or as a JSON key ("field":).
 Exits 1 with "FILE:LINE: message" on the first problem of each file."""
 
 import re
@@ -45,6 +47,7 @@ class Parser:
         # Type trees (see type()): named types by name, and each method's parameters (a struct).
         self.type_defs = {}
         self.method_parameters = {}
+        self.method_replies = {}
         self.name = None
 
     def peek(self, ahead=0):
@@ -87,7 +90,7 @@ class Parser:
                 self.methods.append(mname)
                 self.method_parameters[mname] = self.struct_or_enum(allow_enum=False)
                 self.take('->')
-                self.struct_or_enum(allow_enum=False)
+                self.method_replies[mname] = self.struct_or_enum(allow_enum=False)
             else:
                 self.errors.append(mname)
                 self.struct_or_enum(allow_enum=False)
@@ -172,6 +175,20 @@ def check_docs(parser, docs_text):
     return missing
 
 
+def check_doc_fields(parser, docs_text, names):
+    """The fields of the named types and methods' replies the docs never name: "Name.field" each."""
+    missing = []
+    for name in names:
+        tree = parser.type_defs.get(name) or parser.method_replies.get(name)
+        if tree is None or tree['kind'] != 'struct':
+            missing.append(f'{name} (no such struct type or method)')
+            continue
+        for field, _ in tree['fields']:
+            if f'`{field}`' not in docs_text and f'"{field}":' not in docs_text:
+                missing.append(f'{name}.{field}')
+    return missing
+
+
 SELF_TEST_GOOD = [
     'interface a.b\nmethod M() -> ()',
     'interface org.example.x-y\n# c\ntype T (a: ?[]string, b: [string]?int, c: (x, y), d: (e: int))\n'
@@ -221,12 +238,18 @@ def self_test():
         sys.exit('self-test: docs check missed a heading')
     if check_docs(p, '## io.x.Foo\nio.x.Bar in text only\n') != ['io.x.Bar']:
         sys.exit('self-test: docs check accepted a method named outside a heading')
+    p = check_text('interface io.x\ntype T (a: int, bB: int)\nmethod Foo() -> (c: T, d: int)', strict=True)
+    if check_doc_fields(p, '`a` and {"bB": 1} and `c`', ['T', 'Foo']) != ['Foo.d']:
+        sys.exit('self-test: docs fields check missed an undocumented field')
+    if check_doc_fields(p, '', ['Nope']) == []:
+        sys.exit('self-test: docs fields check accepted an unknown name')
     print('self-test: ok')
 
 
 def main(argv):
     strict = False
     docs = None
+    doc_fields = []
     files = []
     args = list(argv)
     while args:
@@ -238,6 +261,8 @@ def main(argv):
             strict = True
         elif a == '--docs':
             docs = args.pop(0)
+        elif a == '--docs-fields':
+            doc_fields = args.pop(0).split(',')
         else:
             files.append(a)
     if not files:
@@ -255,9 +280,12 @@ def main(argv):
             continue
         if docs:
             with open(docs, encoding='utf-8') as fh:
-                missing = check_docs(p, fh.read())
-            for m in missing:
+                docs_text = fh.read()
+            for m in check_docs(p, docs_text):
                 print(f'{docs}: no heading documents {m} (declared in {f})', file=sys.stderr)
+                status = 1
+            for m in check_doc_fields(p, docs_text, doc_fields):
+                print(f'{docs}: does not name the field {m} (declared in {f})', file=sys.stderr)
                 status = 1
         print(f'{f}: {p.name}: {len(p.types)} types, {len(p.methods)} methods, {len(p.errors)} errors')
     return status

@@ -140,6 +140,28 @@ static json_t *system_memory_json(const SystemMemory *m) {
                          "captureKernel", m->capture_kernel);
 }
 
+/* Status coreMemory: the core's tables, their budget and what it gave up. NULL on OOM. */
+static json_t *core_memory_json(Accounting *a) {
+        BudgetStats b;
+        json_auto_t *steps = json_array();
+
+        view_budget_stats(a, &b);
+        for (unsigned i = 0; steps && i < BUDGET_STEPS; i++)
+                if (json_array_append_new(steps, json_pack("{s:s, s:b, s:I}", "name", view_budget_step_name(i),
+                                                           "inEffect", (b.in_effect >> i) & 1,
+                                                           "taken", varlink_count(b.taken[i]))) < 0)
+                        return NULL;
+        if (!steps)
+                return NULL;
+        return json_pack("{s:I, s:I, s:o, s:o, s:I, s:I}",
+                         "coreBytes", varlink_count(b.core_bytes),
+                         "pageTableBytes", varlink_count(b.page_table_bytes),
+                         "limitBytes", b.limit_bytes ? json_integer(varlink_count(b.limit_bytes)) : json_null(),
+                         "steps", TAKE_PTR(steps),
+                         "untrackedAllocations", varlink_count(b.untracked_allocs),
+                         "untrackedAllocationPages", varlink_count(b.untracked_pages));
+}
+
 /* Status oomWatching and oomWatchReason. -ENOMEM. */
 static int status_add_oom(json_t *status, const ServiceState *state) {
         const char *reason = state->oom_kills ? state->oom_reason : "not started";
@@ -163,6 +185,7 @@ json_t *status_reply_json(Accounting *a, const ServiceState *state, long page_si
             json_object_set_new(o, "slabReconciliation", slab_status_json(a)) < 0 ||
             json_object_set_new(o, "kernelHooks", kernel_hooks_json(&state->source)) < 0 ||
             json_object_set_new(o, "systemMemory", system_memory_json(state->memory)) < 0 ||
+            json_object_set_new(o, "coreMemory", core_memory_json(a)) < 0 ||
             (state->heap_socket && json_object_set_new(o, "heapSocket", json_string(state->heap_socket)) < 0))
                 return NULL;
         return TAKE_PTR(o);

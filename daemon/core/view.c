@@ -45,6 +45,14 @@ void view_stack_stats(Accounting *a, StackTreeStats *ret) {
         stacktree_get_stats(accounting_stacktree(a), ret);
 }
 
+void view_budget_stats(Accounting *a, BudgetStats *ret) {
+        accounting_get_budget_stats(a, ret);
+}
+
+const char *view_budget_step_name(unsigned step) {
+        return budget_step_to_string((BudgetStep) step);
+}
+
 uint64_t view_truncated_pages(Accounting *a) {
         return stacktree_truncated_pages(accounting_stacktree(a));
 }

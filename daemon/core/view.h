@@ -38,6 +38,10 @@ void view_reset(Accounting *a, bool all);
 void view_accounting_stats(Accounting *a, AccountingStats *ret);
 void view_usage_stats(Accounting *a, UsageStats *ret);
 void view_stack_stats(Accounting *a, StackTreeStats *ret);
+/* The core's memory and its budget (--max-memory): what it holds and what it gave up. */
+void view_budget_stats(Accounting *a, BudgetStats *ret);
+/* A step's name, for steps 0 .. BUDGET_STEPS - 1 in the order they are taken: "slabObjects", ... */
+const char *view_budget_step_name(unsigned step);
 /* Current pages charged to "[truncated]" nodes of the page stack tree: a scan of its nodes. */
 uint64_t view_truncated_pages(Accounting *a);
 /* Resident pages the live processes seeded at the start held before tracing, and how many they are. */
