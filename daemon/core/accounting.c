@@ -987,6 +987,10 @@ size_t accounting_memory_bytes(const Accounting *a) {
                slab_memory_bytes(a->slab) + heap_memory_bytes(a->heap) + page_kinds_memory_bytes(&a->kinds);
 }
 
+size_t accounting_trim(Accounting *a) {
+        return pagemap_trim(a->pages);
+}
+
 void accounting_get_budget_stats(const Accounting *a, BudgetStats *ret) {
         *ret = (BudgetStats) {
                 .limit_bytes = a->budget.limit_bytes,

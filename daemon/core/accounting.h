@@ -166,6 +166,9 @@ uint64_t accounting_interval_take(Accounting *a, uint64_t *ret_current_pages);
  * named in *ret_what; -ENOMEM. A walk of every table: for tests and fuzzers, after any event.
  */
 int accounting_check_sums(Accounting *a, const char **ret_what);
+/* Gives the memory of freed tables back to the system (pagemap_trim()); a walk of the page table's
+ * chunks, with system calls: once a second at most. Returns the pages given back. */
+size_t accounting_trim(Accounting *a);
 /* Heap bytes held by the core's tables. Cheap: no walk of any table. */
 size_t accounting_memory_bytes(const Accounting *a);
 /* The core's memory and its budget (budget.h), as Status shows them. */

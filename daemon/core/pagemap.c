@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backshift.h"
+#include "chunkpool.h"
 #include "macro.h"
 #include "pagemap.h"
 
@@ -71,6 +72,7 @@ struct PageMap {
         size_t array_bytes, array_room; /* the region arrays: bytes, entries they have room for */
         size_t n_sparse, n_dense;       /* regions of each form with an array */
         unsigned max_order;             /* largest order ever inserted: bounds the search for containing blocks */
+        ChunkPool pool;                 /* the region arrays, a class per capacity (array_class()) */
         PageTaskFn task_of;             /* NULL: tasks are kept */
         void *task_userdata;
 };
@@ -145,6 +147,24 @@ static unsigned sparse_capacity(unsigned blocks) {
         return (blocks + 7) & ~7u;
 }
 
+/* The pool's class of an array of capacity entries: 2, 4, then steps of 8 to DENSE_ABOVE, then dense. */
+#define ARRAY_CLASSES (2 + DENSE_ABOVE / 8 + 1)
+static unsigned array_class(unsigned capacity) {
+        if (capacity <= 4)
+                return capacity / 4;
+        if (capacity == REGION_PAGES)
+                return ARRAY_CLASSES - 1;
+        return 1 + capacity / 8;
+}
+
+static uint64_t *array_alloc(PageMap *m, unsigned capacity) {
+        return chunkpool_alloc(&m->pool, array_class(capacity));
+}
+
+static void array_free(PageMap *m, uint64_t *entries) {
+        chunkpool_free(&m->pool, entries);
+}
+
 static inline uint64_t region_hash(uint64_t region) {
         uint64_t h = region * UINT64_C(0x9E3779B97F4A7C15);
         return h ^ (h >> 29);
@@ -187,6 +207,10 @@ PageMap *pagemap_new(size_t capacity, PageTaskFn task_of, void *userdata) {
         m->min_capacity = MAX(capacity / 64 / DIR_TABLES, (size_t) DIR_MIN_CAPACITY);
         m->task_of = task_of;
         m->task_userdata = userdata;
+        size_t sizes[ARRAY_CLASSES];
+        for (unsigned c = 0; c < ARRAY_CLASSES; c++)
+                sizes[c] = array_size(m, c == 0 ? 2 : c == 1 ? 4 : c == ARRAY_CLASSES - 1 ? REGION_PAGES : (c - 1) * 8);
+        chunkpool_init(&m->pool, sizes, ARRAY_CLASSES);
         for (size_t i = 0; i < DIR_TABLES; i++) {
                 DirSlot *s = alloc_slots(m->min_capacity);
                 if (!s)
@@ -197,21 +221,12 @@ PageMap *pagemap_new(size_t capacity, PageTaskFn task_of, void *userdata) {
         return m;
 }
 
-/* Frees every region array of the table (its slots stay as they are). */
-static void table_free_arrays(DirTable *t) {
-        for (size_t i = 0; i < t->capacity; i++)
-                if (t->slots[i].key != KEY_EMPTY && slot_is_array(t->slots[i].key))
-                        free(slot_array(&t->slots[i]));
-}
-
 PageMap *pagemap_free(PageMap *m) {
         if (!m)
                 return NULL;
         for (size_t i = 0; i < DIR_TABLES; i++)
-                if (m->dir[i].slots) {
-                        table_free_arrays(&m->dir[i]);
-                        free(m->dir[i].slots);
-                }
+                free(m->dir[i].slots);
+        chunkpool_done(&m->pool);
         free(m);
         return NULL;
 }
@@ -392,9 +407,9 @@ static void array_count(PageMap *m, unsigned capacity, bool dense, int sign) {
  * Copies the n blocks of an array region (entries, tasks of capacity) into a new array of the other form
  * or size: dense, or sparse of capacity to_capacity. The old array stays. NULL on OOM.
  */
-static uint64_t *array_copy(const PageMap *m, const uint64_t *entries, unsigned capacity, bool dense,
+static uint64_t *array_copy(PageMap *m, const uint64_t *entries, unsigned capacity, bool dense,
                 unsigned n, bool to_dense, unsigned to_capacity) {
-        uint64_t *a = malloc(array_size(m, to_capacity));
+        uint64_t *a = array_alloc(m, to_capacity);
         if (!a)
                 return NULL;
         if (to_dense)
@@ -413,22 +428,16 @@ static uint64_t *array_copy(const PageMap *m, const uint64_t *entries, unsigned 
         return a;
 }
 
-/* Resizes a sparse array in place (realloc), its tasks moved to follow the new capacity. NULL on OOM. */
-static uint64_t *sparse_resize(const PageMap *m, uint64_t *entries, unsigned capacity, unsigned n,
-                unsigned to_capacity) {
-        if (keeps_tasks(m) && to_capacity < capacity)
-                memmove(array_tasks(entries, to_capacity), array_tasks(entries, capacity), n * sizeof(uint32_t));
-        uint64_t *a = realloc(entries, array_size(m, to_capacity));
-        if (!a) {
-                /* A smaller size that realloc refuses: the tasks are already where they now belong,
-                 * so keep the larger array with them moved back. */
-                if (keeps_tasks(m) && to_capacity < capacity)
-                        memmove(array_tasks(entries, capacity), array_tasks(entries, to_capacity),
-                                n * sizeof(uint32_t));
+/* A sparse array of n blocks moved to one of another capacity; the old one freed. NULL on OOM (the old one
+ * kept). */
+static uint64_t *sparse_resize(PageMap *m, uint64_t *entries, unsigned capacity, unsigned n, unsigned to_capacity) {
+        uint64_t *a = array_alloc(m, to_capacity);
+        if (!a)
                 return NULL;
-        }
-        if (keeps_tasks(m) && to_capacity > capacity)
-                memmove(array_tasks(a, to_capacity), array_tasks(a, capacity), n * sizeof(uint32_t));
+        memcpy(a, entries, n * sizeof(uint64_t));
+        if (keeps_tasks(m))
+                memcpy(array_tasks(a, to_capacity), array_tasks(entries, capacity), n * sizeof(uint32_t));
+        array_free(m, entries);
         return a;
 }
 
@@ -458,7 +467,7 @@ static int block_put(PageMap *m, Spot *sp, uint64_t pfn, unsigned order, const P
         DirSlot *s = &t->slots[sp->slot];
         if (!slot_is_array(s->key)) {
                 /* A second block: the region becomes a sparse array of two, in pfn order. */
-                uint64_t *a = malloc(array_size(m, 2));
+                uint64_t *a = array_alloc(m, 2);
                 if (!a)
                         return -ENOMEM;
                 uint64_t other = slot_entry(s);
@@ -482,7 +491,7 @@ static int block_put(PageMap *m, Spot *sp, uint64_t pfn, unsigned order, const P
                 uint64_t *d = array_copy(m, a, capacity, false, n, true, REGION_PAGES);
                 if (!d)
                         return -ENOMEM;
-                free(a);
+                array_free(m, a);
                 array_count(m, capacity, false, -1);
                 array_count(m, REGION_PAGES, true, +1);
                 a = d;
@@ -534,7 +543,7 @@ static void array_to_inline(PageMap *m, DirSlot *s) {
                 .key = pfn << 24 | (uint64_t) entry_order(e) << 19 | entry_stamp(e),
                 .value = (uint64_t) task << 32 | (uint32_t) e,
         };
-        free(a);
+        array_free(m, a);
         array_count(m, capacity, dense, -1);
 }
 
@@ -576,7 +585,7 @@ static void block_take(PageMap *m, const Spot *sp, PageOwner *ret_owner, unsigne
                 uint64_t *sparse = array_copy(m, a, capacity, true, n, false, to);
                 if (!sparse)
                         return;
-                free(a);
+                array_free(m, a);
                 array_count(m, capacity, true, -1);
                 array_count(m, to, false, +1);
                 *s = (DirSlot) { .key = array_key(region, n, to, false), .value = (uint64_t) (uintptr_t) sparse };
@@ -850,7 +859,6 @@ void pagemap_clear(PageMap *m) {
                 DirTable *t = &m->dir[d];
                 DirSlot *s = t->capacity > m->min_capacity ? alloc_slots(m->min_capacity) : NULL;
 
-                table_free_arrays(t);
                 if (s) {
                         free(t->slots);
                         m->dir_slots -= t->capacity - m->min_capacity;
@@ -859,11 +867,16 @@ void pagemap_clear(PageMap *m) {
                         memset(t->slots, 0xff, t->capacity * sizeof(DirSlot));
                 t->n_used = 0;
         }
+        chunkpool_done(&m->pool);
         m->n_blocks = 0;
         m->n_pages = 0;
         m->max_order = 0;
         m->array_bytes = m->array_room = 0;
         m->n_sparse = m->n_dense = 0;
+}
+
+size_t pagemap_trim(PageMap *m) {
+        return chunkpool_trim(&m->pool);
 }
 
 size_t pagemap_blocks(const PageMap *m) {

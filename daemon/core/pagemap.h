@@ -16,7 +16,8 @@
  * between 50 % and 75 % full as it grows; down to 25 % after frees, when it shrinks). A map that keeps
  * tasks (pagemap_new() without a PageTaskFn) adds 4 bytes per block of a region array. Growth never
  * copies the whole map: a region changes form alone, and the directory is 64 tables that each grow by
- * 1.5x on their own. Regions that empty are freed at once.
+ * 1.5x on their own. Regions that empty are freed at once; their arrays live in chunks mapped apart
+ * from the heap (chunkpool.h), whose pages pagemap_trim() gives back.
  *
  * Limits: pfn < 2^40 (52-bit physical addresses with 4 KiB pages, the most x86-64 and arm64 define),
  * order < 31.
@@ -119,6 +120,9 @@ void pagemap_clamp_ages(PageMap *m, uint64_t now_nsec);
 
 /* Forgets every block, and gives back the memory they took. */
 void pagemap_clear(PageMap *m);
+/* Gives the pages of freed region arrays back to the system (a system call per run of them: not for the
+ * event path). Returns the pages given back. */
+size_t pagemap_trim(PageMap *m);
 
 size_t pagemap_blocks(const PageMap *m);
 uint64_t pagemap_pages(const PageMap *m);

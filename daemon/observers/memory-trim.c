@@ -1,30 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "macro.h"
 #include "memory-trim.h"
 
-#define TRIM_MIN_BYTES ((size_t) 4 << 20)
+#define TRIM_GROWTH_BYTES ((size_t) 4 << 20)
 
 struct MemoryTrim {
         Accounting *accounting;         /* borrowed */
-        size_t high_bytes;              /* the most the core held since the last trim */
+        bool trimmed;                   /* once: what starting up (symbols, BTF, seeding) left free goes */
+        size_t base_free_bytes;         /* the heap's free bytes after the last trim, or their low since */
         EventObserver observer;
 };
 
 static void on_tick(void *userdata) {
         MemoryTrim *t = userdata;
-        size_t now = accounting_memory_bytes(t->accounting);
 
-        t->high_bytes = MAX(t->high_bytes, now);
-        if (t->high_bytes - now < MAX(TRIM_MIN_BYTES, t->high_bytes / 8))
-                return;
+        (void) accounting_trim(t->accounting);
 #ifdef __GLIBC__
+        size_t free_bytes = mallinfo2().fordblks;
+
+        /* Free space reused lowers the mark: what counts is what was freed since. */
+        t->base_free_bytes = MIN(t->base_free_bytes, free_bytes);
+        if (t->trimmed && free_bytes < t->base_free_bytes + TRIM_GROWTH_BYTES)
+                return;
         (void) malloc_trim(0);
+        t->trimmed = true;
+        t->base_free_bytes = mallinfo2().fordblks;
 #endif
-        t->high_bytes = now;
 }
 
 static void observer_free(void *userdata) {

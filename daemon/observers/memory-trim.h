@@ -2,11 +2,13 @@
 #pragma once
 
 /*
- * MemoryTrim: gives the memory the core's tables let go of back to the system. Freed blocks stay in the
- * allocator's heap until something trims it, and a bulk free (a process exits holding gigabytes, so the
- * page table's regions go) frees them all over the heap, where no top-of-heap trim reaches: once a second
- * it compares the core's bytes with the most they were since the last trim, and after a drop of an eighth
- * (4 MiB at least) has malloc_trim() return the free pages.
+ * MemoryTrim: gives the memory the daemon's tables let go of back to the system, once a second. The
+ * page table's region arrays live in chunks of their own (pagemap.h): accounting_trim() returns the pages
+ * no array uses any more, as a bulk free (a process exits holding gigabytes) leaves them. The rest of
+ * the tables are in malloc's heap, where freed blocks stay until something trims it: when the heap's
+ * free bytes (glibc's mallinfo2()) grew by 4 MiB since the last trim, malloc_trim() returns its free
+ * pages, so that a heap whose free space only churns is not trimmed again. Elsewhere than glibc only the
+ * first is done.
  */
 
 #include "accounting.h"
