@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * The page table's chunk pool (chunkpool.h): blocks of each class kept apart and aligned, chunks unmapped
- * when their last block goes (but one per class), and the pages no block touches given back by a trim.
+ * The page table's chunk pool (chunkpool.h): blocks of each class kept apart and aligned, chunks empty for
+ * a whole trim unmapped (but one per class), and the pages no block touched for a whole trim given back.
  */
 
 #include <stdint.h>
@@ -37,16 +37,27 @@ static void test_blocks(void) {
         size_t chunks = p.n_chunks;
         ASSERT_GT(chunks, 4);
 
-        /* Every block freed: one chunk left per class (its room), the rest unmapped; a trim gives their
-         * pages back. */
+        /* Every block freed: the first trim only notes what is unused, the second unmaps the empty chunks
+         * but one per class (its room) and gives the unused pages of those back. */
         for (unsigned i = 0; i < N; i++)
                 chunkpool_free(&p, blocks[i]);
         ASSERT_EQ(p.used_bytes, 0);
-        ASSERT_EQ(p.n_chunks, ELEMENTSOF(sizes));
+        ASSERT_EQ(p.n_chunks, chunks);
         ASSERT_GT(p.idle_pages, 0);
+        ASSERT_EQ(chunkpool_trim(&p), 0);
+        ASSERT_EQ(p.n_chunks, chunks);
         ASSERT_GT(chunkpool_trim(&p), 0);
+        ASSERT_EQ(p.n_chunks, ELEMENTSOF(sizes));
         ASSERT_EQ(p.idle_pages, 0);
         ASSERT_EQ(chunkpool_trim(&p), 0);
+
+        /* A block used between two trims keeps its page. */
+        uint8_t *kept = chunkpool_alloc(&p, 3);
+        chunkpool_free(&p, kept);
+        ASSERT_EQ(chunkpool_trim(&p), 0);
+        kept = chunkpool_alloc(&p, 3);
+        ASSERT_EQ(chunkpool_trim(&p), 0);
+        chunkpool_free(&p, kept);
 
         /* Pages given back come again, zeroed or not: a block on one is usable. */
         uint8_t *b = chunkpool_alloc(&p, 2);
@@ -74,10 +85,12 @@ static void test_partial_trim(void) {
         for (unsigned i = 0; i < N; i += 2)
                 chunkpool_free(&p, blocks[i]);
         ASSERT_EQ(chunkpool_trim(&p), 0);
+        ASSERT_EQ(chunkpool_trim(&p), 0);
         for (unsigned i = 1; i < N; i += 2)
                 ASSERT_EQ(blocks[i][0] + blocks[i][sizes[2] - 1], 2 * 0x5a);
         for (unsigned i = 1; i < N; i += 2)
                 chunkpool_free(&p, blocks[i]);
+        ASSERT_EQ(chunkpool_trim(&p), 0);
         ASSERT_GT(chunkpool_trim(&p), 0);
         chunkpool_done(&p);
 }

@@ -20,7 +20,9 @@ struct PoolChunk {
         uint32_t n_used;
         uint32_t hint;                  /* the free_map word to look in first */
         bool partial;                   /* on its class's list of chunks with a free block */
+        bool idle;                      /* empty at the last trim, and since */
         uint64_t released;              /* bit per page: not resident (never touched, or given back) */
+        uint64_t idle_pages;            /* bit per page: touched by no block at the last trim, nor since */
         uint16_t page_used[PAGES_MAX];  /* live blocks touching each page; 1 for the header's own */
         uint64_t free_map[];            /* bit per block: free */
 };
@@ -135,6 +137,7 @@ void *chunkpool_alloc(ChunkPool *p, unsigned c) {
         unsigned bit = (unsigned) __builtin_ctzll(ch->free_map[w]);
         ch->free_map[w] &= ~(UINT64_C(1) << bit);
         ch->hint = w;
+        ch->idle = false;
         if (++ch->n_used == k->blocks_per_chunk)
                 partial_remove(k, ch);
         p->used_bytes += k->block_bytes;
@@ -144,6 +147,7 @@ void *chunkpool_alloc(ChunkPool *p, unsigned c) {
         block_pages(off, k->block_bytes, &first, &last);
         for (unsigned i = first; i <= last; i++)
                 if (ch->page_used[i]++ == 0) {
+                        ch->idle_pages &= ~(UINT64_C(1) << i);
                         /* A page given back faults in again, zeroed: its blocks hold nothing yet. */
                         if (ch->released & (UINT64_C(1) << i))
                                 ch->released &= ~(UINT64_C(1) << i);
@@ -193,23 +197,41 @@ void chunkpool_free(ChunkPool *p, void *block) {
                         p->idle_pages++;
         if (!ch->partial)
                 partial_push(k, ch);
-        /* An empty chunk goes, unless it is all the room its class has left: a class whose last block
-         * comes and goes does not map and unmap a chunk each time. */
-        if (--ch->n_used == 0 && (k->partial != ch || ch->next))
-                chunk_unmap(p, ch);
+        ch->n_used--;
+}
+
+/* An empty chunk goes unless it is all the room its class has left, so that a class whose last block
+ * comes and goes does not map and unmap a chunk each time. */
+static bool chunk_spare(const ChunkPool *p, const PoolChunk *ch) {
+        const PoolClass *k = &p->classes[ch->size_class];
+        return k->partial == ch && !ch->next;
 }
 
 size_t chunkpool_trim(ChunkPool *p) {
         size_t n = 0;
 
-        if (p->idle_pages == 0)
-                return 0;
-        for (PoolChunk *ch = p->chunks; ch; ch = ch->all_next)
+        for (PoolChunk *ch = p->chunks, *next; ch; ch = next) {
+                next = ch->all_next;
+                /* What was empty or unused at the last trim and still is goes now; what became so since
+                 * waits for the next: blocks that come and go with every burst keep their pages. */
+                if (ch->n_used == 0 && !chunk_spare(p, ch)) {
+                        if (ch->idle) {
+                                n += chunk_pages() - (unsigned) __builtin_popcountll(ch->released);
+                                chunk_unmap(p, ch);
+                                continue;
+                        }
+                        ch->idle = true;
+                }
+                if (p->idle_pages == 0)
+                        continue;
                 for (unsigned i = 0; i < chunk_pages();) {
                         unsigned j = i;
-                        while (j < chunk_pages() && ch->page_used[j] == 0 && !(ch->released & (UINT64_C(1) << j)))
+                        while (j < chunk_pages() && ch->page_used[j] == 0 && !(ch->released & (UINT64_C(1) << j)) &&
+                               (ch->idle_pages & (UINT64_C(1) << j)))
                                 j++;
                         if (j == i) {
+                                if (ch->page_used[i] == 0 && !(ch->released & (UINT64_C(1) << i)))
+                                        ch->idle_pages |= UINT64_C(1) << i;
                                 i++;
                                 continue;
                         }
@@ -222,6 +244,7 @@ size_t chunkpool_trim(ChunkPool *p) {
                         }
                         i = j;
                 }
+        }
         return n;
 }
 

@@ -9,9 +9,11 @@
  *
  * Each chunk serves one size class; a bitmap in its header says which blocks are free (the blocks
  * themselves hold nothing of the pool's, so their pages may be dropped), and a count per 4 KiB page says
- * how many live blocks touch it. A chunk whose last block goes is unmapped, unless it is its class's only
- * chunk with room; pages no live block touches are given back by chunkpool_trim(), in runs, so that the
- * event path makes no system call for them. Blocks are 16-byte aligned. Not thread-safe.
+ * how many live blocks touch it. chunkpool_trim() unmaps the chunks that were empty at its last call and
+ * still are (but one per class, so that a class whose last block comes and goes does not map and unmap),
+ * and gives back, in runs, the pages no block touched at its last call nor since: memory freed in bulk
+ * goes back within two calls, and blocks that come and go with every burst of a steady load keep their
+ * pages; the event path makes no system call. Blocks are 16-byte aligned. Not thread-safe.
  */
 
 #include <stddef.h>
@@ -47,7 +49,8 @@ void *chunkpool_alloc(ChunkPool *p, unsigned c);
 /* Frees a block of this pool (NULL: nothing). */
 void chunkpool_free(ChunkPool *p, void *block);
 
-/* Gives the pages no live block touches back to the system (madvise(MADV_DONTNEED)); returns how many. */
+/* Unmaps the chunks empty since the last call and gives back the pages unused since (madvise(
+ * MADV_DONTNEED)); returns how many pages. */
 size_t chunkpool_trim(ChunkPool *p);
 
 /* Bytes mapped for the chunks, of which at most this many are resident. */

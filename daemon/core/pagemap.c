@@ -16,8 +16,8 @@
  *
  *   inline  one block, in the region's directory slot itself: key = pfn << 24 | order << 19 | stamp,
  *           value = task << 32 | node;
- *   sparse  2 to DENSE_ABOVE blocks in a sorted array of entries (below), sized in steps
- *           (sparse_capacity()), in the order of their pfns;
+ *   sparse  2 to DENSE_ABOVE blocks in a sorted array of entries (below), in the order of their pfns,
+ *           sized in steps of a quarter (array_capacities[]) and shrunk when half empty;
  *   dense   more: REGION_PAGES entries indexed by the pfn's offset in the region, ENTRY_EMPTY where no
  *           block starts; back to sparse below SPARSE_BELOW blocks (the gap keeps a region that hovers
  *           around one bound from changing form on every event).
@@ -40,6 +40,9 @@
 #define REGION_MASK (REGION_PAGES - 1)
 #define DENSE_ABOVE 224u                /* sparse holds up to 224 blocks: 1,792 of a dense region's 2,048 bytes */
 #define SPARSE_BELOW 192u               /* a dense region goes sparse again below 192 */
+
+/* Hints of pagemap_prefetch() between loading a region's slot and loading its entry. */
+#define PREFETCH_DELAY 4u
 
 #define DIR_BITS 6
 #define DIR_TABLES (1u << DIR_BITS)
@@ -73,6 +76,8 @@ struct PageMap {
         size_t n_sparse, n_dense;       /* regions of each form with an array */
         unsigned max_order;             /* largest order ever inserted: bounds the search for containing blocks */
         ChunkPool pool;                 /* the region arrays, a class per capacity (array_class()) */
+        uint64_t prefetch_pending[PREFETCH_DELAY];      /* pfns hinted, whose entries are loaded later */
+        unsigned prefetch_next;
         PageTaskFn task_of;             /* NULL: tasks are kept */
         void *task_userdata;
 };
@@ -138,23 +143,28 @@ static size_t array_size(const PageMap *m, unsigned capacity) {
         return (size_t) capacity * (sizeof(uint64_t) + (keeps_tasks(m) ? sizeof(uint32_t) : 0));
 }
 
-/* Sparse arrays grow in steps: 2, 4, 8, then by 8 entries. */
+/*
+ * The capacities of arrays, each a class of the pool: sparse ones in steps of at most a quarter (a region
+ * that fills copies each block about four times on the way, and holds at most a quarter of room to
+ * spare), the last DENSE_ABOVE; then the dense one.
+ */
+static const uint16_t array_capacities[] = { 2, 4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192,
+                                             DENSE_ABOVE, REGION_PAGES };
+#define ARRAY_CLASSES ELEMENTSOF(array_capacities)
+
+/* The smallest sparse capacity that holds blocks (at most DENSE_ABOVE). */
 static unsigned sparse_capacity(unsigned blocks) {
-        if (blocks <= 2)
-                return 2;
-        if (blocks <= 4)
-                return 4;
-        return (blocks + 7) & ~7u;
+        unsigned c = 0;
+        while (array_capacities[c] < blocks)
+                c++;
+        return array_capacities[c];
 }
 
-/* The pool's class of an array of capacity entries: 2, 4, then steps of 8 to DENSE_ABOVE, then dense. */
-#define ARRAY_CLASSES (2 + DENSE_ABOVE / 8 + 1)
 static unsigned array_class(unsigned capacity) {
-        if (capacity <= 4)
-                return capacity / 4;
-        if (capacity == REGION_PAGES)
-                return ARRAY_CLASSES - 1;
-        return 1 + capacity / 8;
+        unsigned c = 0;
+        while (array_capacities[c] != capacity)
+                c++;
+        return c;
 }
 
 static uint64_t *array_alloc(PageMap *m, unsigned capacity) {
@@ -207,9 +217,10 @@ PageMap *pagemap_new(size_t capacity, PageTaskFn task_of, void *userdata) {
         m->min_capacity = MAX(capacity / 64 / DIR_TABLES, (size_t) DIR_MIN_CAPACITY);
         m->task_of = task_of;
         m->task_userdata = userdata;
+        memset(m->prefetch_pending, 0xff, sizeof(m->prefetch_pending));
         size_t sizes[ARRAY_CLASSES];
         for (unsigned c = 0; c < ARRAY_CLASSES; c++)
-                sizes[c] = array_size(m, c == 0 ? 2 : c == 1 ? 4 : c == ARRAY_CLASSES - 1 ? REGION_PAGES : (c - 1) * 8);
+                sizes[c] = array_size(m, array_capacities[c]);
         chunkpool_init(&m->pool, sizes, ARRAY_CLASSES);
         for (size_t i = 0; i < DIR_TABLES; i++) {
                 DirSlot *s = alloc_slots(m->min_capacity);
@@ -243,24 +254,31 @@ static inline bool table_find(const DirTable *t, uint64_t region, uint64_t h, si
 }
 
 /*
- * The first index of a sorted array of n (at least 2) entries whose offset is at least offset. Starts
- * where evenly spread offsets would put it and steps from there, as allocations that fill a region from
- * one end land a step or two away; a binary search if a few steps do not find it.
+ * The first index of a sorted array of n (at least 2) entries whose offset is at least offset. An
+ * interpolation between the first and last offsets the array holds (a region filled from one end, or in
+ * runs, is as even between them as anywhere), then steps from there; a binary search if a few steps do
+ * not find it.
  */
 static inline size_t sparse_lower_bound(const uint64_t *entries, size_t n, unsigned offset) {
-        size_t i = (size_t) offset * n >> REGION_BITS, lo, hi;
+        unsigned first = entry_offset(entries[0]), last = entry_offset(entries[n - 1]);
+        size_t i, lo, hi;
 
+        if (offset <= first)
+                return 0;
+        if (offset > last)
+                return n;
+        i = (size_t) (offset - first) * (n - 1) / (last - first);
         if (entry_offset(entries[i]) < offset) {
                 for (unsigned k = 0; k < 4; k++)
-                        if (++i == n || entry_offset(entries[i]) >= offset)
+                        if (entry_offset(entries[++i]) >= offset)
                                 return i;
                 lo = i + 1;
-                hi = n;
+                hi = n - 1;
         } else {
                 for (unsigned k = 0; k < 4; k++, i--)
-                        if (i == 0 || entry_offset(entries[i - 1]) < offset)
+                        if (entry_offset(entries[i - 1]) < offset)
                                 return i;
-                lo = 0;
+                lo = 1;
                 hi = i;
         }
         while (lo < hi) {
@@ -301,19 +319,30 @@ static void locate(const PageMap *m, uint64_t pfn, Spot *ret) {
         ret->found = i < INFO_BLOCKS(key) && entry_offset(entries[i]) == offset;
 }
 
-void pagemap_prefetch(const PageMap *m, uint64_t pfn) {
+void pagemap_prefetch(PageMap *m, uint64_t pfn) {
         uint64_t region = pfn >> REGION_BITS, h = region_hash(region);
         const DirTable *t = dir_table(m, h);
-        const DirSlot *s = &t->slots[dir_home(t, h)];
 
-        /* The directory is about a 200th of the arrays, so its line is most likely cached: read it, and
-         * load the entry of a dense region or the middle of a sparse one (for writing: an insert or
-         * release stores into the line it reads). A region not in its home slot gets the slot loaded. */
+        /* A lookup reads two lines, the region's slot and then its entry: the slot's is loaded now, and the
+         * entry's for the pfn hinted PREFETCH_DELAY calls ago, whose slot should be in the cache by now
+         * (reading it earlier would wait for it). For writing: inserts and releases store where they
+         * read. */
+        __builtin_prefetch(&t->slots[dir_home(t, h)], 1);
+
+        uint64_t earlier = m->prefetch_pending[m->prefetch_next];
+        m->prefetch_pending[m->prefetch_next] = pfn;
+        m->prefetch_next = (m->prefetch_next + 1) % PREFETCH_DELAY;
+        if (earlier == UINT64_MAX)
+                return;
+        region = earlier >> REGION_BITS;
+        h = region_hash(region);
+        t = dir_table(m, h);
+        const DirSlot *s = &t->slots[dir_home(t, h)];
+        /* A region not in its home slot goes without: its probe run is read at the lookup. */
         if (s->key != KEY_EMPTY && slot_region(s->key) == region && slot_is_array(s->key)) {
-                size_t i = INFO_DENSE(s->key) ? (pfn & REGION_MASK) : INFO_BLOCKS(s->key) / 2;
+                size_t i = INFO_DENSE(s->key) ? (earlier & REGION_MASK) : INFO_BLOCKS(s->key) / 2;
                 __builtin_prefetch(slot_array(s) + i, 1);
-        } else
-                __builtin_prefetch(s, 1);
+        }
 }
 
 /* The owner of the block at a found spot, and its order. */
@@ -589,7 +618,9 @@ static void block_take(PageMap *m, const Spot *sp, PageOwner *ret_owner, unsigne
                 array_count(m, capacity, true, -1);
                 array_count(m, to, false, +1);
                 *s = (DirSlot) { .key = array_key(region, n, to, false), .value = (uint64_t) (uintptr_t) sparse };
-        } else if (!dense && capacity >= sparse_capacity(n) + 16) {
+        } else if (!dense && n <= capacity / 2 && capacity > 4) {
+                /* Half empty: to the size that holds it, a quarter to spare at most, so that it grows
+                 * again only after as many blocks came back as it lost. */
                 unsigned to = sparse_capacity(n);
                 uint64_t *smaller = sparse_resize(m, a, capacity, n, to);
                 if (!smaller)

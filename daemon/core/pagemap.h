@@ -83,11 +83,13 @@ PageMap *pagemap_new(size_t capacity, PageTaskFn task_of, void *userdata);
 PageMap *pagemap_free(PageMap *m);
 
 /*
- * A hint that pfn is inserted or released soon: starts loading the table's line for it, so that a caller
+ * A hint that pfn is inserted or released soon: starts loading the table's lines for it, so that a caller
  * that knows its next events (a batch read from the kernel) overlaps the memory latency of several
- * lookups instead of waiting on each in turn. Changes nothing.
+ * lookups instead of waiting on each in turn. A lookup reads a directory slot and then an entry: the
+ * slot is loaded at once, the entry at the fourth hint after, so hints pay most when given at least
+ * eight events ahead. Changes no block.
  */
-void pagemap_prefetch(const PageMap *m, uint64_t pfn);
+void pagemap_prefetch(PageMap *m, uint64_t pfn);
 
 /*
  * Records that [pfn, pfn + 2^order) belongs to owner. If a block already starts at pfn (its free was
