@@ -153,9 +153,13 @@ static json_t *core_memory_json(Accounting *a) {
                         return NULL;
         if (!steps)
                 return NULL;
-        return json_pack("{s:I, s:I, s:o, s:o, s:I, s:I}",
+        return json_pack("{s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:I, s:I}",
                          "coreBytes", varlink_count(b.core_bytes),
                          "pageTableBytes", varlink_count(b.page_table_bytes),
+                         "pageTableRegions",
+                         "dense", varlink_count(b.dense_regions), "denseBlocks", varlink_count(b.dense_blocks),
+                         "sparse", varlink_count(b.sparse_regions), "sparseBlocks", varlink_count(b.sparse_blocks),
+                         "single", varlink_count(b.single_regions),
                          "limitBytes", b.limit_bytes ? json_integer(varlink_count(b.limit_bytes)) : json_null(),
                          "steps", TAKE_PTR(steps),
                          "untrackedAllocations", varlink_count(b.untracked_allocs),

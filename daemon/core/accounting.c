@@ -992,7 +992,15 @@ size_t accounting_trim(Accounting *a) {
 }
 
 void accounting_get_budget_stats(const Accounting *a, BudgetStats *ret) {
+        PageMapShape shape;
+
+        pagemap_shape(a->pages, &shape);
         *ret = (BudgetStats) {
+                .dense_regions = shape.dense_regions,
+                .sparse_regions = shape.sparse_regions,
+                .single_regions = shape.inline_regions,
+                .dense_blocks = shape.dense_blocks,
+                .sparse_blocks = shape.sparse_blocks,
                 .limit_bytes = a->budget.limit_bytes,
                 .core_bytes = accounting_memory_bytes(a),
                 .page_table_bytes = pagemap_memory_bytes(a->pages),

@@ -171,5 +171,6 @@ int accounting_check_sums(Accounting *a, const char **ret_what);
 size_t accounting_trim(Accounting *a);
 /* Heap bytes held by the core's tables. Cheap: no walk of any table. */
 size_t accounting_memory_bytes(const Accounting *a);
-/* The core's memory and its budget (budget.h), as Status shows them. */
+/* The core's memory and its budget (budget.h), as Status shows them: a walk of the page table's
+ * directory. */
 void accounting_get_budget_stats(const Accounting *a, BudgetStats *ret);

@@ -85,6 +85,8 @@ typedef struct BudgetStats {
         uint64_t limit_bytes;           /* 0: no budget */
         uint64_t core_bytes;            /* the core's tables now (accounting_memory_bytes()) */
         uint64_t page_table_bytes;      /* of them, the page table's */
+        uint64_t dense_regions, sparse_regions, single_regions; /* the page table's regions by form */
+        uint64_t dense_blocks, sparse_blocks;   /* blocks in them (a single region holds one) */
         uint32_t in_effect;             /* 1 << step of the steps in effect now */
         uint64_t taken[BUDGET_STEPS];   /* times each step was taken */
         uint64_t untracked_allocs;      /* page allocations not tracked while "pages" was in effect */
