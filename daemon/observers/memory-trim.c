@@ -7,7 +7,7 @@
 #include "macro.h"
 #include "memory-trim.h"
 
-#define TRIM_GROWTH_BYTES ((size_t) 4 << 20)
+#define TRIM_GROWTH_BYTES ((size_t) 1 << 20)
 
 struct MemoryTrim {
         Accounting *accounting;         /* borrowed */
