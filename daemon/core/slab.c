@@ -7,20 +7,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backshift.h"
 #include "keyindex.h"
 #include "macro.h"
 #include "slab.h"
 
-#define TABLE_MIN 1024u                 /* slots of the object table at first; a power of two */
+/*
+ * Live objects by pointer: TABLES open-addressing tables (linear probing, backward-shift deletion), the
+ * table chosen by the top bits of the pointer's hash, each grown by 1.5x at 3/4 full and halved at 1/4
+ * on its own. So a table is half to three quarters full as it grows, 48 to 72 bytes of slot a live
+ * object (96 at most after frees), and a resize copies a 64th of them: no step of the growth needs the
+ * old and the new table of every object at once.
+ */
+#define TABLE_BITS 6
+#define TABLES (1u << TABLE_BITS)
+#define TABLE_MIN 16u                   /* slots of a table at first */
 
 typedef struct ObjectSlot {
         uint64_t ptr;                   /* 0: empty (the kernel hands out no object at 0) */
         SlabObject o;
 } ObjectSlot;
 
+typedef struct ObjectTable {
+        ObjectSlot *slots;              /* owned */
+        size_t n_slots, n_used;
+} ObjectTable;
+
 struct Slab {
-        ObjectSlot *objects;            /* linear probing, no tombstones: deletion shifts back */
-        size_t n_slots, n_live, max_objects;
+        ObjectTable tables[TABLES];
+        size_t n_slots, n_live, max_objects;    /* n_slots: of every table */
         SlabGroup *sites, *caches;
         size_t n_sites, n_sites_allocated, n_caches, n_caches_allocated;
         KeyIndex site_index, cache_index;       /* call site address, cache name hash -> group */
@@ -54,7 +69,8 @@ Slab *slab_free(Slab *s) {
                 return NULL;
         for (size_t i = 0; i < s->n_caches; i++)
                 free(s->caches[i].name);
-        free(s->objects);
+        for (size_t t = 0; t < TABLES; t++)
+                free(s->tables[t].slots);
         free(s->sites);
         free(s->caches);
         key_index_done(&s->site_index);
@@ -64,60 +80,84 @@ Slab *slab_free(Slab *s) {
         return NULL;
 }
 
-static size_t object_home(const Slab *s, uint64_t ptr) {
-        return key_index_mix(ptr) & (s->n_slots - 1);
+static ObjectTable *object_table(const Slab *s, uint64_t h) {
+        return (ObjectTable *) &s->tables[h >> (64 - TABLE_BITS)];
+}
+
+/* The bits below the table's: a multiply-shift range reduction, so any size works (growth is 1.5x). */
+static size_t object_home(const ObjectTable *t, uint64_t h) {
+        return (size_t) (((unsigned __int128) (h << TABLE_BITS) * t->n_slots) >> 64);
 }
 
 static ObjectSlot *object_find(const Slab *s, uint64_t ptr) {
-        if (s->n_slots == 0)
+        uint64_t h = key_index_mix(ptr);
+        const ObjectTable *t = object_table(s, h);
+
+        if (t->n_slots == 0)
                 return NULL;
-        for (size_t i = object_home(s, ptr);; i = (i + 1) & (s->n_slots - 1)) {
-                if (s->objects[i].ptr == ptr)
-                        return &s->objects[i];
-                if (s->objects[i].ptr == 0)
+        for (size_t i = object_home(t, h);; i = i + 1 == t->n_slots ? 0 : i + 1) {
+                if (t->slots[i].ptr == ptr)
+                        return &t->slots[i];
+                if (t->slots[i].ptr == 0)
                         return NULL;
         }
 }
 
-/* A free slot for ptr, known not to be in the table. */
-static ObjectSlot *object_slot(Slab *s, uint64_t ptr) {
-        size_t i = object_home(s, ptr);
-        while (s->objects[i].ptr != 0)
-                i = (i + 1) & (s->n_slots - 1);
-        return &s->objects[i];
+/* A free slot for ptr in table t, known not to hold it. */
+static ObjectSlot *object_slot(ObjectTable *t, uint64_t ptr) {
+        size_t i = object_home(t, key_index_mix(ptr));
+        while (t->slots[i].ptr != 0)
+                i = i + 1 == t->n_slots ? 0 : i + 1;
+        return &t->slots[i];
 }
 
-/* Keeps the table at most 3/4 full, up to the bound on live objects. */
-static int objects_reserve(Slab *s) {
-        if (s->n_slots > 0 && (s->n_live + 1) * 4 <= s->n_slots * 3)
-                return 0;
-        size_t n = s->n_slots ? s->n_slots * 2 : TABLE_MIN;
-        ObjectSlot *old = s->objects, *table = calloc(n, sizeof(ObjectSlot));
-        size_t n_old = s->n_slots;
+static int table_resize(Slab *s, ObjectTable *t, size_t n) {
+        ObjectSlot *old = t->slots, *table = calloc(n, sizeof(ObjectSlot));
+        size_t n_old = t->n_slots;
         if (!table)
                 return -ENOMEM;
-        s->objects = table;
-        s->n_slots = n;
+        t->slots = table;
+        t->n_slots = n;
         for (size_t i = 0; i < n_old; i++)
                 if (old[i].ptr != 0)
-                        *object_slot(s, old[i].ptr) = old[i];
+                        *object_slot(t, old[i].ptr) = old[i];
         free(old);
+        s->n_slots = s->n_slots - n_old + n;
         return 0;
 }
 
-/* Removes a slot, moving later slots of its probe run back so that lookups need no tombstones. */
-static void object_delete(Slab *s, ObjectSlot *slot) {
-        size_t mask = s->n_slots - 1, hole = (size_t) (slot - s->objects);
+/* Room for one more object in ptr's table, which stays at most 3/4 full. */
+static int objects_reserve(Slab *s, uint64_t ptr) {
+        ObjectTable *t = object_table(s, key_index_mix(ptr));
 
-        for (size_t i = (hole + 1) & mask; s->objects[i].ptr != 0; i = (i + 1) & mask) {
-                size_t home = object_home(s, s->objects[i].ptr);
-                /* Movable into the hole when its home is not in (hole, i]. */
-                if (((i - home) & mask) >= ((i - hole) & mask)) {
-                        s->objects[hole] = s->objects[i];
-                        hole = i;
-                }
-        }
-        s->objects[hole].ptr = 0;
+        if (t->n_slots > 0 && (t->n_used + 1) * 4 <= t->n_slots * 3)
+                return 0;
+        return table_resize(s, t, MAX(t->n_slots + t->n_slots / 2, (size_t) TABLE_MIN));
+}
+
+static size_t slot_home(const void *table, size_t i) {
+        const ObjectTable *t = table;
+        return t->slots[i].ptr == 0 ? BACKSHIFT_EMPTY : object_home(t, key_index_mix(t->slots[i].ptr));
+}
+
+static void slot_move(void *table, size_t to, size_t from) {
+        ObjectTable *t = table;
+        t->slots[to] = t->slots[from];
+}
+
+static void slot_clear(void *table, size_t i) {
+        ObjectTable *t = table;
+        t->slots[i].ptr = 0;
+}
+
+/* Removes a slot (backshift.h: lookups stay exact without tombstones); a table a quarter full halves. */
+static void object_delete(Slab *s, ObjectSlot *slot) {
+        ObjectTable *t = object_table(s, key_index_mix(slot->ptr));
+
+        backshift_delete(t, t->n_slots, (size_t) (slot - t->slots), slot_home, slot_move, slot_clear);
+        t->n_used--;
+        if (t->n_used < t->n_slots / 4 && t->n_slots / 2 >= TABLE_MIN)
+                (void) table_resize(s, t, t->n_slots / 2);
 }
 
 static uint32_t site_intern(Slab *s, uint64_t address) {
@@ -292,12 +332,13 @@ int slab_alloc(Slab *s, uint64_t ptr, uint64_t call_site, const char *cache, uin
                 .time_nsec = now_nsec,
         };
         /* A named cache that could not be interned loses its name, not the object. */
-        if (o.site == SLAB_NONE || objects_reserve(s) < 0) {
+        if (o.site == SLAB_NONE || objects_reserve(s, ptr) < 0) {
                 s->stats.dropped++;
                 return -ENOMEM;
         }
-        ObjectSlot *free_slot = object_slot(s, ptr);
-        *free_slot = (ObjectSlot) { .ptr = ptr, .o = o };
+        ObjectTable *t = object_table(s, key_index_mix(ptr));
+        *object_slot(t, ptr) = (ObjectSlot) { .ptr = ptr, .o = o };
+        t->n_used++;
         s->n_live++;
         group_add(&s->sites[o.site], &o);
         s->sites[o.site].cache = o.cache;
@@ -392,12 +433,13 @@ static int drop_oldest(Slab *s, const uint64_t *want, SlabDropFn drop, void *use
         if (!c)
                 return -ENOMEM;
         /* Candidates first, drops after: deleting shifts the slots a walk would visit. */
-        for (size_t i = 0; i < s->n_slots && n < total; i++) {
-                const ObjectSlot *slot = &s->objects[i];
-                if (slot->ptr != 0 && slot->o.cache != SLAB_NONE && want[slot->o.cache] > 0)
-                        c[n++] = (Candidate) { .time_nsec = slot->o.time_nsec, .ptr = slot->ptr,
-                                               .cache = slot->o.cache };
-        }
+        for (size_t t = 0; t < TABLES; t++)
+                for (size_t i = 0; i < s->tables[t].n_slots && n < total; i++) {
+                        const ObjectSlot *slot = &s->tables[t].slots[i];
+                        if (slot->ptr != 0 && slot->o.cache != SLAB_NONE && want[slot->o.cache] > 0)
+                                c[n++] = (Candidate) { .time_nsec = slot->o.time_nsec, .ptr = slot->ptr,
+                                                       .cache = slot->o.cache };
+                }
         qsort(c, n, sizeof(Candidate), compare_candidates);
         for (size_t i = 0, taken = 0; i < n; i++) {
                 taken = i > 0 && c[i].cache == c[i - 1].cache ? taken + 1 : 0;
@@ -558,9 +600,11 @@ void slab_clear(Slab *s) {
                 group_clear(&s->sites[i]);
         for (size_t i = 0; i < s->n_caches; i++)
                 group_clear(&s->caches[i]);
-        /* The table starts again at its smallest with the next object. */
-        free(s->objects);
-        s->objects = NULL;
+        /* The tables start again at their smallest with the next object. */
+        for (size_t t = 0; t < TABLES; t++) {
+                free(s->tables[t].slots);
+                s->tables[t] = (ObjectTable) {};
+        }
         s->n_slots = s->n_live = 0;
         s->stats = (SlabStats) {};
 }
@@ -586,9 +630,10 @@ const SlabGroup *slab_cache(const Slab *s, uint32_t cache) {
 }
 
 void slab_foreach(const Slab *s, void (*fn)(void *userdata, uint64_t ptr, const SlabObject *o), void *userdata) {
-        for (size_t i = 0; i < s->n_slots; i++)
-                if (s->objects[i].ptr != 0)
-                        fn(userdata, s->objects[i].ptr, &s->objects[i].o);
+        for (size_t t = 0; t < TABLES; t++)
+                for (size_t i = 0; i < s->tables[t].n_slots; i++)
+                        if (s->tables[t].slots[i].ptr != 0)
+                                fn(userdata, s->tables[t].slots[i].ptr, &s->tables[t].slots[i].o);
 }
 
 size_t slab_memory_bytes(const Slab *s) {
