@@ -237,6 +237,46 @@ static void test_growth_past_a_million(void) {
         pagemap_free(m);
 }
 
+/*
+ * One step against a plain array model of page ownership (owner task per pfn, -1 free): inserts
+ * [pfn, pfn + 2^order) for task if asked to and the range is free, else frees it (possibly partly or not
+ * tracked, as the kernel may) and checks the pages released against the model.
+ */
+static void model_step(PageMap *m, int8_t *model, uint64_t pfn, unsigned order, uint32_t task, bool insert,
+                Released *r, uint64_t *expected) {
+        bool range_free = true;
+
+        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                range_free = range_free && model[p] < 0;
+
+        if (insert && range_free) {
+                ASSERT_EQ(pagemap_insert(m, pfn, order, &owner(task), on_release, r), 0);
+                for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                        model[p] = (int8_t) task;
+        } else {
+                uint64_t want = 0;
+                for (uint64_t p = pfn; p < pfn + (1u << order); p++)
+                        if (model[p] >= 0) {
+                                expected[model[p]]++;
+                                model[p] = -1;
+                                want++;
+                        }
+                ASSERT_EQ(pagemap_release(m, pfn, order, on_release, r), want);
+        }
+}
+
+/* At the end of a model test: what was released per owner, and what the map holds, are the model's. */
+static void model_check(const PageMap *m, const int8_t *model, unsigned space, const Released *r,
+                const uint64_t *expected) {
+        uint64_t live = 0;
+
+        for (unsigned t = 0; t < 8; t++)
+                ASSERT_EQ(r->pages_by_task[t], expected[t]);
+        for (unsigned i = 0; i < space; i++)
+                live += model[i] >= 0;
+        ASSERT_EQ(pagemap_pages(m), live);
+}
+
 /* Random inserts and frees checked against a plain array model of page ownership. */
 static void test_against_model(void) {
         enum { SPACE = 4096 };
@@ -252,33 +292,10 @@ static void test_against_model(void) {
                 unsigned order = (unsigned) rand() % 4;
                 uint64_t pfn = ((uint64_t) rand() % (SPACE >> order)) << order;
                 uint32_t task = (uint32_t) rand() % 8;
-                bool range_free = true;
 
-                for (uint64_t p = pfn; p < pfn + (1u << order); p++)
-                        range_free = range_free && model[p] < 0;
-
-                if (rand() % 2 && range_free) {
-                        ASSERT_EQ(pagemap_insert(m, pfn, order, &owner(task), on_release, &r), 0);
-                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
-                                model[p] = (int8_t) task;
-                } else {
-                        /* Free any aligned range (possibly partly or not tracked), as the kernel may. */
-                        uint64_t want = 0;
-                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
-                                if (model[p] >= 0) {
-                                        expected[model[p]]++;
-                                        model[p] = -1;
-                                        want++;
-                                }
-                        ASSERT_EQ(pagemap_release(m, pfn, order, on_release, &r), want);
-                }
+                model_step(m, model, pfn, order, task, rand() % 2, &r, expected);
         }
-        for (unsigned t = 0; t < 8; t++)
-                ASSERT_EQ(r.pages_by_task[t], expected[t]);
-        uint64_t live = 0;
-        for (unsigned i = 0; i < SPACE; i++)
-                live += model[i] >= 0;
-        ASSERT_EQ(pagemap_pages(m), live);
+        model_check(m, model, SPACE, &r, expected);
         pagemap_free(m);
 }
 
@@ -398,24 +415,8 @@ static void model_any_order(bool keep_tasks) {
                 unsigned order = (unsigned) rand() % 100 < 90 ? (unsigned) rand() % 3 : (unsigned) rand() % 11;
                 uint64_t pfn = ((uint64_t) rand() % (SPACE >> order)) << order;
                 uint32_t task = (uint32_t) rand() % 8;
-                bool range_free = true;
 
-                for (uint64_t p = pfn; p < pfn + (1u << order); p++)
-                        range_free = range_free && model[p] < 0;
-                if (rand() % 100 < 55 && range_free) {
-                        ASSERT_EQ(pagemap_insert(m, pfn, order, &owner(task), on_release, &r), 0);
-                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
-                                model[p] = (int8_t) task;
-                } else {
-                        uint64_t want = 0;
-                        for (uint64_t p = pfn; p < pfn + (1u << order); p++)
-                                if (model[p] >= 0) {
-                                        expected[model[p]]++;
-                                        model[p] = -1;
-                                        want++;
-                                }
-                        ASSERT_EQ(pagemap_release(m, pfn, order, on_release, &r), want);
-                }
+                model_step(m, model, pfn, order, task, rand() % 100 < 55, &r, expected);
                 if (step % 50000 == 0) {
                         PageMapShape shape;
                         pagemap_shape(m, &shape);
@@ -423,12 +424,7 @@ static void model_any_order(bool keep_tasks) {
                                   pagemap_blocks(m));
                 }
         }
-        for (unsigned t = 0; t < 8; t++)
-                ASSERT_EQ(r.pages_by_task[t], expected[t]);
-        uint64_t live = 0;
-        for (unsigned i = 0; i < SPACE; i++)
-                live += model[i] >= 0;
-        ASSERT_EQ(pagemap_pages(m), live);
+        model_check(m, model, SPACE, &r, expected);
         /* Every tracked page is found by its block, with the model's owner. */
         for (unsigned i = 0; i < SPACE; i++) {
                 PageOwner got;
