@@ -129,7 +129,7 @@ int main(void) {
         for (size_t i = l.n; i < OBSERVER_LIST_MAX; i++)
                 ASSERT_OK(observer_list_add(&l, &recorder_new("x", 0, 0, shared, &freed_extra[i])->observer));
         bool freed_over = false;
-        ASSERT_EQ(observer_list_add(&l, &recorder_new("over", 0, 0, shared, &freed_over)->observer), -ENOMEM);
+        ASSERT_EQ(observer_list_add(&l, &recorder_new("over", 0, 0, shared, &freed_over)->observer), -E2BIG);
         ASSERT_TRUE(freed_over);
         ASSERT_EQ(observer_list_add(&l, NULL), -ENOMEM);
 

@@ -26,10 +26,12 @@ void event_observer_set_types(EventObserver *o, uint32_t before_types, uint32_t 
 }
 
 int observer_list_add(ObserverList *l, EventObserver *o) {
-        if (!o || l->n == OBSERVER_LIST_MAX) {
-                if (o && o->free)
-                        o->free(o->userdata);
+        if (!o)
                 return -ENOMEM;
+        if (l->n == OBSERVER_LIST_MAX) {
+                if (o->free)
+                        o->free(o->userdata);
+                return -E2BIG;
         }
         l->items[l->n++] = o;
         o->list = l;
