@@ -71,9 +71,12 @@ static bool heaps_alone(const ManagerConfig *c) {
         return t && t->user_space_only;
 }
 
-/* Takes o. -ENOMEM, logged. */
+/* Takes o (NULL: its constructor ran out of memory). Errors logged. */
 static int observe(Manager *m, EventObserver *o) {
-        return observer_list_add(&m->observers, o) < 0 ? log_oom() : 0;
+        int r = observer_list_add(&m->observers, o);
+        if (r == -E2BIG)
+                return log_error_errno(r, "More observers than OBSERVER_LIST_MAX (%d): raise it.", OBSERVER_LIST_MAX);
+        return r < 0 ? log_oom() : 0;
 }
 
 /* Every event passes here on its way to the core: the observers that want it before, the core, the
@@ -153,30 +156,20 @@ static int add_observers(Manager *m) {
         int r;
 
         kernel_symbols_attach(m->ksyms, m->accounting);
-        r = cgroup_naming_new(m->event, m->config.cgroup_root, m->accounting, &cgroup_naming);
-        if (r < 0)
+        if ((r = cgroup_naming_new(m->event, m->config.cgroup_root, m->accounting, &cgroup_naming)) < 0)
                 return r;
         m->cgroup_naming = cgroup_naming_of(cgroup_naming);
-        r = observe(m, cgroup_naming);
-        if (r < 0)
-                return r;
-        r = history_keeper_new(m->config.state_directory, m->accounting, &m->history);
-        if (r < 0)
-                return r;
-        r = observe(m, history_keeper_observer(m->history));
-        if (r < 0)
-                return r;
-        r = observe(m, user_symbols_observer_new(m->usym,
-                                                 heaps_alone(&m->config) ? accounting_heap(m->accounting) : NULL));
-        if (r < 0)
+        if ((r = observe(m, cgroup_naming)) < 0 ||
+            (r = history_keeper_new(m->config.state_directory, m->accounting, &m->history)) < 0 ||
+            (r = observe(m, history_keeper_observer(m->history))) < 0 ||
+            (r = observe(m, user_symbols_observer_new(m->usym, heaps_alone(&m->config) ?
+                                                               accounting_heap(m->accounting) : NULL))) < 0)
                 return r;
         m->status = status_line_new(m->accounting, m->page_size);
-        r = observe(m, m->status ? status_line_observer(m->status) : NULL);
-        if (r < 0)
+        if ((r = observe(m, m->status ? status_line_observer(m->status) : NULL)) < 0)
                 return r;
         SlabReconciler *slab = slab_reconciler_new(m->accounting, "/proc/slabinfo");
-        r = observe(m, slab ? slab_reconciler_observer(slab) : NULL);
-        if (r < 0)
+        if ((r = observe(m, slab ? slab_reconciler_observer(slab) : NULL)) < 0)
                 return r;
         AccessConfig access = m->config.access;
         if (!access.tracefs)
@@ -186,12 +179,10 @@ static int add_observers(Manager *m) {
                 return log_oom();
         if (r < 0)
                 return log_error_errno(r, "Invalid thresholds of cold memory: %m");
-        r = observe(m, access_watch_observer(m->access));
-        if (r < 0)
+        if ((r = observe(m, access_watch_observer(m->access))) < 0)
                 return r;
         MemoryTrim *trim = memory_trim_new(m->accounting);
-        r = observe(m, trim ? memory_trim_observer(trim) : NULL);
-        if (r < 0)
+        if ((r = observe(m, trim ? memory_trim_observer(trim) : NULL)) < 0)
                 return r;
         m->oom = oom_new(&(OomConfig) {
                 /* What it reads, and the Manager's hooks its own handlers call. */
@@ -218,11 +209,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the event loop: %m");
-        r = kernel_symbols_new(m->event, config->kallsyms, &m->ksyms);
-        if (r < 0)
-                return r;
-        r = observe(m, kernel_symbols_observer(m->ksyms));
-        if (r < 0)
+        if ((r = kernel_symbols_new(m->event, config->kallsyms, &m->ksyms)) < 0 ||
+            (r = observe(m, kernel_symbols_observer(m->ksyms))) < 0)
                 return r;
         AccountingConfig accounting = config->accounting;
         accounting.slab = config->source_options.slab;
@@ -237,8 +225,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         m->usym = usym_new(USYM_MAX_PROCESSES_DEFAULT);
         if (!m->usym)
                 return log_oom();
-        r = add_observers(m);
-        if (r < 0)
+        if ((r = add_observers(m)) < 0)
                 return r;
         *ret = TAKE_PTR(m);
         return 0;
@@ -335,10 +322,9 @@ int manager_start(Manager *m) {
         accounting_set_tracer_frames(m->accounting, m->source->ops->tracer_frames);
         /* Heaps alone have no kernel frame to name: /proc/kallsyms (tens of ms of the kernel's time to
          * write out) is not read. */
-        r = heaps_alone(&m->config) ? 0 :
-            kernel_symbols_load(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
-                                m->source->ops->name);
-        if (r < 0)
+        if (!heaps_alone(&m->config) &&
+            (r = kernel_symbols_load(m->ksyms, m->source->ops->symbols ? m->source->ops->symbols(m->source) : NULL,
+                                     m->source->ops->name)) < 0)
                 return r;
         /* What tracing will not see: read before it begins, so that nothing falls between the two (a page
          * allocated in between counts in both, which errs on the large side). */
@@ -351,9 +337,8 @@ int manager_start(Manager *m) {
         EventSourceStats st = {};
         m->source->ops->get_stats(m->source, &st);
         kernel_symbols_after_hooks(m->ksyms, &st);
-        r = source_start_heap_beside(&m->config.source_options, m->config.heap_socket, m->source, m->event, &sink,
-                                     &m->heap_source);
-        if (r < 0)
+        if ((r = source_start_heap_beside(&m->config.source_options, m->config.heap_socket, m->source, m->event,
+                                          &sink, &m->heap_source)) < 0)
                 return r;
         /* Pages by kind are named from outside the events: the GFP flags from the allocation tracepoint's
          * format, the zones from /proc/zoneinfo where the source's page keys are pfns. */
@@ -365,23 +350,12 @@ int manager_start(Manager *m) {
         (void) page_kinds_read_zones(accounting_page_kinds(m->accounting), m->config.zoneinfo, st.pfns);
         /* A daemon of user-space heaps alone shows no kernel pages beside a kill, and closing the watch's
          * events at exit would wait for an RCU grace period that record's user waits out too. */
-        r = oom_start(m->oom, !heaps_alone(&m->config), "only user-space heaps are traced",
-                      m->config.source_options.tracefs);
-        if (r < 0)
-                return r;
-        if (!heaps_alone(&m->config)) {
-                r = access_watch_start(m->access, m->source->ops->name, st.pfns);
-                if (r < 0)
-                        return r;
-        }
-        r = start_tick_timer(m);
-        if (r < 0)
-                return r;
-        if (m->config.serve) {
-                r = start_service(m);
-                if (r < 0)
-                        return r; /* logged */
-        }
+        if ((r = oom_start(m->oom, !heaps_alone(&m->config), "only user-space heaps are traced",
+                           m->config.source_options.tracefs)) < 0 ||
+            (!heaps_alone(&m->config) && (r = access_watch_start(m->access, m->source->ops->name, st.pfns)) < 0) ||
+            (r = start_tick_timer(m)) < 0 ||
+            (m->config.serve && (r = start_service(m)) < 0))
+                return r; /* logged */
         /* On stderr: the first stream line makes journald pin our unit for the summary at exit (log.h). */
         log_stderr(LOG_INFO, "Tracing page allocations with the %s backend.", m->source->ops->name);
         return 0;
