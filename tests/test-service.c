@@ -564,8 +564,10 @@ static void test_profile(void) {
         ASSERT_EQ(get_int(nst, "pid"), 999);
         json_auto_t *nsu = call_error(&f, "io.memstrack.Profile", "{\"unit\": \"nope.service\"}",
                                       MEMSTRACK_ERROR_NO_SUCH_UNIT);
+        ASSERT_STREQ(json_string_value(json_object_get(nsu, "name")), "nope.service");
         json_auto_t *nsm = call_error(&f, "io.memstrack.Profile", "{\"module\": \"btrfs\"}",
                                       MEMSTRACK_ERROR_NO_SUCH_MODULE);
+        ASSERT_STREQ(json_string_value(json_object_get(nsm, "name")), "btrfs");
         json_auto_t *off = call_error(&f, "io.memstrack.Profile", "{\"of\": \"slab\"}", MEMSTRACK_ERROR_NOT_TRACING);
         ASSERT_NOT_NULL(strstr(json_string_value(json_object_get(off, "reason")), "--slab"));
         expect_invalid(&f, "io.memstrack.Profile", "{\"pid\": 200, \"unit\": \"web.service\"}", "unit");

@@ -43,9 +43,9 @@ enum { COL_NAME, COL_CURRENT, COL_CURRENT_PAGES, COL_PEAK, COL_PEAK_PAGES, COL_S
 static const TopColumn columns[_COL_MAX] = {
         [COL_NAME] = { "MODULE", 24, TOP_MODULE_NAME, TOP_COLUMN_LEFT },
         [COL_CURRENT] = { "CURRENT", 10, TOP_MODULE_CURRENT, TOP_COLUMN_TREND },
-        [COL_CURRENT_PAGES] = { "PAGES", 10, -1 },
-        [COL_PEAK] = { "PEAK", 10, TOP_MODULE_PEAK },
-        [COL_PEAK_PAGES] = { "PAGES", 10, -1 },
+        [COL_CURRENT_PAGES] = { "PAGES", 10, -1, 0 },
+        [COL_PEAK] = { "PEAK", 10, TOP_MODULE_PEAK, 0 },
+        [COL_PEAK_PAGES] = { "PAGES", 10, -1, 0 },
         [COL_STATE] = { "STATE", 0, -1, TOP_COLUMN_LEFT },
 };
 

@@ -58,14 +58,14 @@ enum { COL_SITE, COL_OBJECTS, COL_BYTES, COL_REQUESTED, COL_WASTE, COL_PEAK, COL
 
 static const TopColumn columns[_COL_MAX] = {
         [COL_SITE] = { "CALL SITE", TOP_SLAB_SITE_WIDTH, TOP_SLAB_SITE, TOP_COLUMN_LEFT },
-        [COL_OBJECTS] = { "OBJECTS", 8, TOP_SLAB_OBJECTS },
-        [COL_BYTES] = { "BYTES", 9, TOP_SLAB_BYTES },
-        [COL_REQUESTED] = { "REQUESTED", 9, -1 },
-        [COL_WASTE] = { "WASTE", 6, TOP_SLAB_WASTE },
-        [COL_PEAK] = { "PEAK", 9, TOP_SLAB_PEAK },
-        [COL_ALLOCS] = { "ALLOCS", 9, TOP_SLAB_ALLOCS },
-        [COL_FREES] = { "FREES", 9, -1 },
-        [COL_LOST] = { "LOST", 8, -1 },
+        [COL_OBJECTS] = { "OBJECTS", 8, TOP_SLAB_OBJECTS, 0 },
+        [COL_BYTES] = { "BYTES", 9, TOP_SLAB_BYTES, 0 },
+        [COL_REQUESTED] = { "REQUESTED", 9, -1, 0 },
+        [COL_WASTE] = { "WASTE", 6, TOP_SLAB_WASTE, 0 },
+        [COL_PEAK] = { "PEAK", 9, TOP_SLAB_PEAK, 0 },
+        [COL_ALLOCS] = { "ALLOCS", 9, TOP_SLAB_ALLOCS, 0 },
+        [COL_FREES] = { "FREES", 9, -1, 0 },
+        [COL_LOST] = { "LOST", 8, -1, 0 },
         [COL_NOTE] = { "NOTE", 0, -1, TOP_COLUMN_LEFT },
 };
 

@@ -66,8 +66,8 @@ static const char *const sort_names[_TOP_STACK_COLUMN_MAX] = {
 enum { COL_CURRENT, COL_PEAK, COL_STACK, _COL_MAX };
 
 static const TopColumn columns[_COL_MAX] = {
-        [COL_CURRENT] = { "CURRENT", 10, TOP_STACK_CURRENT },
-        [COL_PEAK] = { "PEAK", 10, TOP_STACK_PEAK },
+        [COL_CURRENT] = { "CURRENT", 10, TOP_STACK_CURRENT, 0 },
+        [COL_PEAK] = { "PEAK", 10, TOP_STACK_PEAK, 0 },
         [COL_STACK] = { "STACK", 0, -1, TOP_COLUMN_LEFT },
 };
 

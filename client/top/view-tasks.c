@@ -56,13 +56,13 @@ static const char *const sort_names[_TOP_TASK_COLUMN_MAX] = {
 enum { COL_PID, COL_COMM, COL_CURRENT, COL_PEAK, COL_COLD, COL_ALLOCS, COL_FREES, COL_STATE, COL_COMMAND, _COL_MAX };
 
 static const TopColumn columns[_COL_MAX] = {
-        [COL_PID] = { "PID", 7, TOP_TASK_PID },
+        [COL_PID] = { "PID", 7, TOP_TASK_PID, 0 },
         [COL_COMM] = { "COMM", 15, TOP_TASK_COMM, TOP_COLUMN_LEFT },
         [COL_CURRENT] = { "CURRENT", 10, TOP_TASK_CURRENT, TOP_COLUMN_TREND },
-        [COL_PEAK] = { "PEAK", 10, TOP_TASK_PEAK },
-        [COL_COLD] = { "COLD", 10, TOP_TASK_COLD },
-        [COL_ALLOCS] = { "ALLOCS", 9, TOP_TASK_ALLOCS },
-        [COL_FREES] = { "FREES", 9, TOP_TASK_FREES },
+        [COL_PEAK] = { "PEAK", 10, TOP_TASK_PEAK, 0 },
+        [COL_COLD] = { "COLD", 10, TOP_TASK_COLD, 0 },
+        [COL_ALLOCS] = { "ALLOCS", 9, TOP_TASK_ALLOCS, 0 },
+        [COL_FREES] = { "FREES", 9, TOP_TASK_FREES, 0 },
         [COL_STATE] = { "STATE", 7, TOP_TASK_STATE, TOP_COLUMN_LEFT },
         /* In the tree it begins with the lines to the parent, as htop's. */
         [COL_COMMAND] = { "COMMAND", 0, -1, TOP_COLUMN_LEFT | TOP_COLUMN_TREE },

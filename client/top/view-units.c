@@ -67,9 +67,9 @@ static const TopColumn columns[_COL_MAX] = {
         /* In the tree the name follows its lines to the slice above. */
         [COL_NAME] = { "UNIT", TOP_UNIT_NAME_WIDTH, TOP_UNIT_NAME, TOP_COLUMN_LEFT | TOP_COLUMN_TREE },
         [COL_CURRENT] = { "CURRENT", 10, TOP_UNIT_CURRENT, TOP_COLUMN_TREND },
-        [COL_CURRENT_PAGES] = { "PAGES", 10, -1 },
-        [COL_PEAK] = { "PEAK", 10, TOP_UNIT_PEAK },
-        [COL_TASKS] = { "TASKS", 7, TOP_UNIT_TASKS },
+        [COL_CURRENT_PAGES] = { "PAGES", 10, -1, 0 },
+        [COL_PEAK] = { "PEAK", 10, TOP_UNIT_PEAK, 0 },
+        [COL_TASKS] = { "TASKS", 7, TOP_UNIT_TASKS, 0 },
         [COL_STATE] = { "STATE", 0, -1, TOP_COLUMN_LEFT },
 };
 

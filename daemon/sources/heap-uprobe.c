@@ -722,17 +722,17 @@ static void tcmalloc_classes(uint32_t transfer_objects, uint32_t table[static HE
 
 /* tcmalloc's transfer batch as the process set it (TCMALLOC_TRANSFER_NUM_OBJ in its environment). */
 static uint32_t tcmalloc_transfer_objects(int32_t pid) {
-        _cleanup_free_ char *environ = NULL;
+        _cleanup_free_ char *env_text = NULL;
         char path[64];
         size_t size;
         uint64_t v;
 
         (void) snprintf(path, sizeof(path), "/proc/%" PRIi32 "/environ", pid);
-        if (read_file_full(path, UPROBE_MAPS_MAX, &environ, &size) < 0)
+        if (read_file_full(path, UPROBE_MAPS_MAX, &env_text, &size) < 0)
                 return 32;
-        for (size_t at = 0; at < size; at += strlen(environ + at) + 1)
-                if (strncmp(environ + at, "TCMALLOC_TRANSFER_NUM_OBJ=", 26) == 0 &&
-                    parse_uint64(environ + at + 26, 2, 1 << 14, &v) >= 0)
+        for (size_t at = 0; at < size; at += strlen(env_text + at) + 1)
+                if (strncmp(env_text + at, "TCMALLOC_TRANSFER_NUM_OBJ=", 26) == 0 &&
+                    parse_uint64(env_text + at + 26, 2, 1 << 14, &v) >= 0)
                         return (uint32_t) v;
         return 32;
 }
