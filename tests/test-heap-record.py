@@ -1074,8 +1074,17 @@ def case_live():
             fail(f"Tasks shows no heap for pid {target.pid}: {rows}")
         else:
             ok(f"Tasks: pid {target.pid} heapBytes {rows[0]['heapBytes']}, heapPeakBytes {rows[0]['heapPeakBytes']}")
-        st = ctl_json(address, "stacks", "--task", str(target.pid), "--depth", "64", "--limit", "1000")
-        tree = (st or {}).get("heap")
+        # The heap source is polled, so the daemon may still read what the process counted before it
+        # waited: a StackTree is held against Tasks only when Tasks read the same before and after it.
+        tree = None
+        for _ in range(50):
+            st = ctl_json(address, "stacks", "--task", str(target.pid), "--depth", "64", "--limit", "1000")
+            tree = (st or {}).get("heap")
+            after = [t for t in (ctl_json(address, "tasks", "--comm", "heap-target") or {}).get("tasks", [])
+                     if t["pid"] == target.pid]
+            if not after or not rows or after[0].get("heapBytes") == rows[0].get("heapBytes"):
+                break
+            rows = after
         if not tree:
             fail("StackTree of the process has no heap")
         else:
