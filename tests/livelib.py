@@ -82,6 +82,16 @@ class DaemonExited(Exception):
         self.returncode = returncode
 
 
+def kill_children(children, work=None):
+    """At a test's end, pass or fail: kills what it started that still runs and removes its work folder."""
+    for p in children:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if work:
+        subprocess.run(["rm", "-rf", work])
+
+
 def process_cpu_seconds(pid):
     """User + system CPU time of a process so far, from /proc/PID/stat."""
     with open(f"/proc/{pid}/stat") as f:

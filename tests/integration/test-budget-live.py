@@ -155,8 +155,4 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        for p in children:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        subprocess.run(["rm", "-rf", WORK])
+        livelib.kill_children(children, WORK)

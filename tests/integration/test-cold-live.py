@@ -371,11 +371,7 @@ def main():
     try:
         cases[CASE]()
     finally:
-        for p in children:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        subprocess.run(["rm", "-rf", WORK])
+        livelib.kill_children(children, WORK)
     print("all cases passed", file=sys.stderr)
     return 0
 

@@ -541,11 +541,7 @@ def main():
     finally:
         for u in users:
             u.kill()
-        for p in children:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        subprocess.run(["rm", "-rf", work])
+        livelib.kill_children(children, work)
     print("all cases passed", file=sys.stderr)
     return 0
 

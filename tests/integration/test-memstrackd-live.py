@@ -660,11 +660,7 @@ def main():
             else:
                 case()
     finally:
-        for p in children:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        subprocess.run(["rm", "-rf", WORK])
+        livelib.kill_children(children, WORK)
     if skipped:
         for reason in skipped:
             print(f"SKIP: {reason}", file=sys.stderr)

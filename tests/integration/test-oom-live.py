@@ -179,10 +179,7 @@ def main():
 try:
     main()
 finally:
-    for p in children:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    livelib.kill_children(children)
     try:
         remove_cgroup()
     finally:

@@ -83,10 +83,7 @@ def main():
     try:
         run(root, home, cgroup, name)
     finally:
-        for p in children:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        livelib.kill_children(children)
         try:
             os.rmdir(cgroup)
         except OSError:
