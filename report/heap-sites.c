@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "heap-sites.h"
 #include "macro.h"
 #include "reply.h"
@@ -277,14 +278,8 @@ typedef struct SiteList {
 } SiteList;
 
 static int site_list_add(SiteList *l, Place p, const Own *own) {
-        if (l->n == l->allocated) {
-                size_t n = l->allocated ? l->allocated * 2 : 64;
-                HeapSite *items = reallocarray(l->items, n, sizeof(HeapSite));
-                if (!items)
-                        return -ENOMEM;
-                l->items = items;
-                l->allocated = n;
-        }
+        if (ARRAY_GROW_ONE(l->items, l->allocated, l->n, 64) < 0)
+                return -ENOMEM;
         HeapSite *s = &l->items[l->n];
         *s = (HeapSite) { .node = p.node, .level = p.level, .bytes = own->bytes, .blocks = own->blocks,
                           .freed_bytes = own->freed_bytes, .freed_blocks = own->freed_blocks,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "damon-regions.h"
 #include "log.h"
 
@@ -77,14 +78,8 @@ static void abandon(DamonRegions *d, Stream *s) {
 }
 
 static int set_push(RegionSet *set, const RawRegion *r) {
-        if (set->n == set->allocated) {
-                size_t n = set->allocated ? set->allocated * 2 : 64;
-                RawRegion *p = reallocarray(set->regions, n, sizeof(RawRegion));
-                if (!p)
-                        return -ENOMEM;
-                set->regions = p;
-                set->allocated = n;
-        }
+        if (ARRAY_GROW_ONE(set->regions, set->allocated, set->n, 64) < 0)
+                return -ENOMEM;
         set->regions[set->n++] = *r;
         return 0;
 }
@@ -198,14 +193,8 @@ ssize_t damon_regions_sample(DamonRegions *d, int32_t pid, uint64_t addr_unit, u
                                 d->stats.rejected_records++;
                                 continue;
                         }
-                        if (n == *allocated) {
-                                size_t grow = *allocated ? *allocated * 2 : 256;
-                                AccessRegion *p = reallocarray(*regions, grow, sizeof(AccessRegion));
-                                if (!p)
-                                        return -ENOMEM;
-                                *regions = p;
-                                *allocated = grow;
-                        }
+                        if (ARRAY_GROW_ONE(*regions, *allocated, n, 256) < 0)
+                                return -ENOMEM;
                         (*regions)[n++] = (AccessRegion) {
                                 .start_pfn = first,
                                 .end_pfn = last,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "keyindex.h"
 #include "kpageflags.h"
 #include "log.h"
@@ -157,14 +158,8 @@ ssize_t kpageflags_sample(KpageflagsSampler *s, Accounting *a, uint64_t now_nsec
                 if (flags & ((UINT64_C(1) << KPF_REFERENCED) | (UINT64_C(1) << KPF_ACTIVE)))
                         b->used_nsec = now_nsec;
                 uint64_t since = MAX(b->used_nsec, b->allocated_nsec);
-                if (n == *allocated) {
-                        size_t grow = *allocated ? *allocated * 2 : 1024;
-                        AccessRegion *r = reallocarray(*regions, grow, sizeof(AccessRegion));
-                        if (!r)
-                                return -ENOMEM;
-                        *regions = r;
-                        *allocated = grow;
-                }
+                if (ARRAY_GROW_ONE(*regions, *allocated, n, 1024) < 0)
+                        return -ENOMEM;
                 (*regions)[n++] = (AccessRegion) {
                         .start_pfn = b->key,
                         .end_pfn = b->key + (UINT64_C(1) << b->order),

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "heap.h"
 #include "keyindex.h"
 #include "macro.h"
@@ -296,15 +297,9 @@ static void handle_start(Heap *h, const MsEvent *e) {
                         return;
                 }
         }
-        if (h->n_images == h->n_allocated) {
-                size_t n = h->n_allocated ? h->n_allocated * 2 : 16;
-                HeapImage *images = realloc(h->images, n * sizeof(HeapImage));
-                if (!images) {
-                        h->images_dropped++;
-                        return;
-                }
-                h->images = images;
-                h->n_allocated = n;
+        if (ARRAY_GROW_ONE(h->images, h->n_allocated, h->n_images, 16) < 0) {
+                h->images_dropped++;
+                return;
         }
         uint32_t serial = (uint32_t) h->n_images;
         if (key_index_put(&h->pids, (uint64_t) e->pid, serial) < 0) {

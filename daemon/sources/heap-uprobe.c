@@ -37,6 +37,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "array-util.h"
 #include "heap-abi.h"
 #include "heap-progress.h"
 #include "heap-uprobe-bpf.h"
@@ -121,13 +122,8 @@ static int read_maps(int32_t pid, char **ret_text, Range **ret_code, size_t *ret
         for (const char *cursor = text; (r = maps_next(&cursor, &m)) != 0;) {
                 if (r < 0 || m.perms[2] != 'x')
                         continue;
-                if (n == allocated) {
-                        allocated = allocated ? allocated * 2 : 64;
-                        Range *grown = realloc(code, allocated * sizeof(Range));
-                        if (!grown)
-                                return -ENOMEM;
-                        code = grown;
-                }
+                if (ARRAY_GROW_ONE(code, allocated, n, 64) < 0)
+                        return -ENOMEM;
                 code[n++] = (Range) { m.start, m.end };
         }
         *ret_text = TAKE_PTR(text);

@@ -30,6 +30,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "array-util.h"
 #include "heap-abi.h"
 #include "heap-progress.h"
 #include "log.h"
@@ -452,14 +453,8 @@ static int channel_open(HeapSource *s, int conn, int memfd) {
                 return r;
         (void) sd_event_source_set_description(c->exit_watch, "heap-exit");
 
-        if (s->n_channels == s->n_allocated) {
-                size_t n = s->n_allocated ? s->n_allocated * 2 : 8;
-                HeapChannel **channels = realloc(s->channels, n * sizeof(HeapChannel *));
-                if (!channels)
-                        return -ENOMEM;
-                s->channels = channels;
-                s->n_allocated = n;
-        }
+        if (ARRAY_GROW_ONE(s->channels, s->n_allocated, s->n_channels, 8) < 0)
+                return -ENOMEM;
 
         /* The same process again: it exec'd; its old heap is over. */
         for (size_t i = 0; i < s->n_channels; i++)

@@ -53,6 +53,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "array-util.h"
 #include "live.h"
 #include "log.h"
 #include "macro.h"
@@ -203,15 +204,8 @@ static int parse_cpu_list(const char *s, unsigned **ret, size_t *ret_n) {
                         p = end;
                 }
                 for (unsigned long c = a; c <= b; c++) {
-                        if (n == allocated) {
-                                size_t want = MAX(allocated * 2, (size_t) 16);
-                                unsigned *q = realloc(cpus, want * sizeof(*cpus));
-
-                                if (!q)
-                                        return -ENOMEM;
-                                cpus = q;
-                                allocated = want;
-                        }
+                        if (ARRAY_GROW_ONE(cpus, allocated, n, 16) < 0)
+                                return -ENOMEM;
                         cpus[n++] = (unsigned) c;
                 }
                 if (*p == ',')

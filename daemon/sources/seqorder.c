@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "seqorder.h"
 
 /* A run that waits: a copy, and where its next entry is. */
@@ -155,15 +156,8 @@ static void deliver_ready(SeqOrder *o) {
 static int keep(SeqOrder *o, const uint8_t *data, size_t size, size_t offset, uint64_t seq, size_t length) {
         SeqRun *r;
 
-        if (o->n_heap == o->heap_size) {
-                size_t n = MAX(o->heap_size * 2, (size_t) 64);
-                SeqRun **h = reallocarray(o->heap, n, sizeof(*h));
-
-                if (!h)
-                        return -ENOMEM;
-                o->heap = h;
-                o->heap_size = n;
-        }
+        if (ARRAY_GROW_ONE(o->heap, o->heap_size, o->n_heap, 64) < 0)
+                return -ENOMEM;
         r = malloc(sizeof(*r) + size);
         if (!r)
                 return -ENOMEM;
